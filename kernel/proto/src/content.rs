@@ -1,0 +1,151 @@
+//! Conversation data: messages, their content blocks, usage and stored entries.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Who said a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    /// Results of tool calls, sent back to the model.
+    Tool,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
+/// One block of a message's content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ContentBlock {
+    Text {
+        text: String,
+    },
+    Thinking {
+        thinking: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        redacted: bool,
+    },
+    ToolCall {
+        id: String,
+        name: String,
+        arguments: Value,
+    },
+    ToolResult {
+        tool_call_id: String,
+        name: String,
+        /// What the model reads.
+        output: String,
+        #[serde(default)]
+        is_error: bool,
+        /// Structured output for programs (MCP structuredContent and the like).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        structured: Option<Value>,
+        /// Details for a user interface (a diff, a spill path).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        details: Option<Value>,
+    },
+}
+
+impl ContentBlock {
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentBlock::Text { text: text.into() }
+    }
+}
+
+/// Token counts of one model call (or totals).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+}
+
+/// A message of the conversation, as stored and as sent to a model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: Vec<ContentBlock>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+}
+
+impl Message {
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Message { role: Role::User, content: vec![ContentBlock::text(text)], usage: None, stop_reason: None }
+    }
+
+    /// The concatenated text blocks of the message.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for block in &self.content {
+            if let ContentBlock::Text { text } = block {
+                out.push_str(text);
+            }
+        }
+        out
+    }
+}
+
+/// What kind of record an entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    User,
+    Assistant,
+    ToolResult,
+    System,
+    Compaction,
+}
+
+impl EntryKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryKind::User => "user",
+            EntryKind::Assistant => "assistant",
+            EntryKind::ToolResult => "tool_result",
+            EntryKind::System => "system",
+            EntryKind::Compaction => "compaction",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "user" => EntryKind::User,
+            "assistant" => EntryKind::Assistant,
+            "tool_result" => EntryKind::ToolResult,
+            "system" => EntryKind::System,
+            "compaction" => EntryKind::Compaction,
+            _ => return None,
+        })
+    }
+}
+
+/// A committed record of a conversation. `seq` is the conversation's sequence number of
+/// the event that announced it, so history and event replay line up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub seq: u64,
+    pub kind: EntryKind,
+    #[serde(default)]
+    pub turn_id: Option<i64>,
+    pub message: Message,
+    pub created_at_ms: i64,
+}

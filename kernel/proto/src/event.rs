@@ -1,0 +1,524 @@
+//! The typed turn event: one struct, one builder per type, one flat wire form.
+//!
+//! Wire form: the payload keys sit at the top level beside the envelope keys `v`, `type`,
+//! `conversation_id`, `turn_id`, `seq` and `timestamp_ms`. A reader accepts maps from older
+//! producers (no `v`, no `turn_id`) and keeps an event of a type it does not know as
+//! [`EventBody::Unknown`] rather than failing.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::content::{ContentBlock, Role, Usage};
+
+fn schema_v1() -> u32 {
+    crate::EVENT_SCHEMA_VERSION
+}
+
+/// One event of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    #[serde(default = "schema_v1")]
+    pub v: u32,
+    pub conversation_id: i64,
+    #[serde(default)]
+    pub turn_id: Option<i64>,
+    /// Position in the conversation's event sequence; stamped by the kernel on publish.
+    #[serde(default)]
+    pub seq: u64,
+    #[serde(default)]
+    pub timestamp_ms: i64,
+    #[serde(flatten)]
+    pub body: EventBody,
+}
+
+/// A permission option offered to a person; `kind` is ACP's PermissionOptionKind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PermissionOption {
+    pub option_id: String,
+    pub name: String,
+    pub kind: String,
+}
+
+/// One item of an agent's plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanEntry {
+    pub id: String,
+    pub text: String,
+    #[serde(default)]
+    pub completed: bool,
+}
+
+/// The payload of an event, tagged by `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum EventBody {
+    TurnStarted {},
+    TurnCompleted {
+        stop_reason: String,
+        #[serde(default)]
+        result: Option<String>,
+    },
+    TurnError {
+        error: String,
+    },
+    TurnCancelled {},
+    TextDelta {
+        index: u32,
+        delta: String,
+    },
+    ThinkingDelta {
+        index: u32,
+        delta: String,
+    },
+    ToolcallDelta {
+        index: u32,
+        #[serde(default)]
+        delta: Option<String>,
+        #[serde(default)]
+        partial_args: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
+    MessageCompleted {
+        role: Role,
+        content: Vec<ContentBlock>,
+        #[serde(default)]
+        usage: Option<Usage>,
+    },
+    StreamReset {
+        retry_in_ms: u64,
+    },
+    ToolStarted {
+        tool_call_id: String,
+        name: String,
+        arguments: Value,
+        #[serde(default)]
+        overwritten_keys: Vec<String>,
+    },
+    /// Output of a long-running tool as it comes (throttled).
+    ToolOutput {
+        tool_call_id: String,
+        name: String,
+        chunk: String,
+    },
+    ToolBlocked {
+        tool_call_id: String,
+        name: String,
+        reason: String,
+    },
+    ToolCompleted {
+        tool_call_id: String,
+        name: String,
+        is_error: bool,
+        output: Value,
+    },
+    PermissionRequest {
+        request_id: String,
+        tool_call_id: String,
+        tool_name: String,
+        arguments: Value,
+        reason: String,
+        #[serde(default)]
+        risk: Option<String>,
+        options: Vec<PermissionOption>,
+    },
+    UiRequest {
+        request_id: String,
+        #[serde(flatten)]
+        request: Map<String, Value>,
+    },
+    UiResolved {
+        request_id: String,
+        outcome: Value,
+    },
+    StateChanged {
+        status: String,
+    },
+    ModeChanged {
+        mode: String,
+        #[serde(default)]
+        max_mode: Option<String>,
+    },
+    UsageUpdated {
+        input_tokens: u64,
+        output_tokens: u64,
+        total_input_tokens: u64,
+        total_output_tokens: u64,
+    },
+    PlanUpdated {
+        entries: Vec<PlanEntry>,
+    },
+    CompactionCompleted {
+        head_entry_id: Value,
+        #[serde(default)]
+        summary: Option<String>,
+    },
+    Notice {
+        level: String,
+        message: String,
+    },
+    WatchStarted {},
+    SubagentStarted {
+        child_conversation_id: i64,
+        role: String,
+        task: String,
+    },
+    SubagentFinished {
+        child_conversation_id: i64,
+        status: String,
+        #[serde(default)]
+        summary: Option<String>,
+    },
+    /// An event of a type this reader does not know (or whose payload it cannot read),
+    /// kept whole: its map, `type` included, minus the envelope keys.
+    #[serde(untagged)]
+    Unknown(Map<String, Value>),
+}
+
+/// Every event type name this crate knows, in the order of the design's table.
+pub const EVENT_TYPES: &[&str] = &[
+    "turn_started",
+    "turn_completed",
+    "turn_error",
+    "turn_cancelled",
+    "text_delta",
+    "thinking_delta",
+    "toolcall_delta",
+    "message_completed",
+    "stream_reset",
+    "tool_started",
+    "tool_output",
+    "tool_blocked",
+    "tool_completed",
+    "permission_request",
+    "ui_request",
+    "ui_resolved",
+    "state_changed",
+    "mode_changed",
+    "usage_updated",
+    "plan_updated",
+    "compaction_completed",
+    "notice",
+    "watch_started",
+    "subagent_started",
+    "subagent_finished",
+];
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+impl EventBody {
+    /// The wire `type` of this payload.
+    pub fn type_name(&self) -> &str {
+        match self {
+            EventBody::TurnStarted {} => "turn_started",
+            EventBody::TurnCompleted { .. } => "turn_completed",
+            EventBody::TurnError { .. } => "turn_error",
+            EventBody::TurnCancelled {} => "turn_cancelled",
+            EventBody::TextDelta { .. } => "text_delta",
+            EventBody::ThinkingDelta { .. } => "thinking_delta",
+            EventBody::ToolcallDelta { .. } => "toolcall_delta",
+            EventBody::MessageCompleted { .. } => "message_completed",
+            EventBody::StreamReset { .. } => "stream_reset",
+            EventBody::ToolStarted { .. } => "tool_started",
+            EventBody::ToolOutput { .. } => "tool_output",
+            EventBody::ToolBlocked { .. } => "tool_blocked",
+            EventBody::ToolCompleted { .. } => "tool_completed",
+            EventBody::PermissionRequest { .. } => "permission_request",
+            EventBody::UiRequest { .. } => "ui_request",
+            EventBody::UiResolved { .. } => "ui_resolved",
+            EventBody::StateChanged { .. } => "state_changed",
+            EventBody::ModeChanged { .. } => "mode_changed",
+            EventBody::UsageUpdated { .. } => "usage_updated",
+            EventBody::PlanUpdated { .. } => "plan_updated",
+            EventBody::CompactionCompleted { .. } => "compaction_completed",
+            EventBody::Notice { .. } => "notice",
+            EventBody::WatchStarted {} => "watch_started",
+            EventBody::SubagentStarted { .. } => "subagent_started",
+            EventBody::SubagentFinished { .. } => "subagent_finished",
+            EventBody::Unknown(map) => map.get("type").and_then(Value::as_str).unwrap_or(""),
+        }
+    }
+
+    /// Streaming deltas are published live but never stored: the completed message is.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            EventBody::TextDelta { .. }
+                | EventBody::ThinkingDelta { .. }
+                | EventBody::ToolcallDelta { .. }
+                | EventBody::ToolOutput { .. }
+                | EventBody::WatchStarted {}
+        )
+    }
+
+    /// Events that end a turn.
+    pub fn is_turn_end(&self) -> bool {
+        matches!(self, EventBody::TurnCompleted { .. } | EventBody::TurnError { .. } | EventBody::TurnCancelled {})
+    }
+}
+
+/// Errors reading an event from its wire form.
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    #[error("event is not a JSON object")]
+    NotAnObject,
+    #[error("event has no string `type`")]
+    NoType,
+    #[error("bad event envelope: {0}")]
+    Envelope(#[from] serde_json::Error),
+}
+
+impl Event {
+    /// An event with the envelope filled in but for `seq`, which the kernel stamps.
+    pub fn new(conversation_id: i64, turn_id: Option<i64>, body: EventBody) -> Self {
+        Event { v: crate::EVENT_SCHEMA_VERSION, conversation_id, turn_id, seq: 0, timestamp_ms: now_ms(), body }
+    }
+
+    pub fn type_name(&self) -> &str {
+        self.body.type_name()
+    }
+
+    /// The flat wire map: payload keys at the top level beside the envelope keys.
+    pub fn to_wire(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// The wire form as JSON text, ready for a frame.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Reads a wire map. An older map (no `v`, no `turn_id`) reads as version 1 with no
+    /// turn; an unknown `type` becomes [`EventBody::Unknown`].
+    pub fn from_wire(wire: Value) -> Result<Event, WireError> {
+        let Value::Object(map) = &wire else {
+            return Err(WireError::NotAnObject);
+        };
+        if !map.get("type").is_some_and(Value::is_string) {
+            return Err(WireError::NoType);
+        }
+        Ok(serde_json::from_value(wire)?)
+    }
+
+    pub fn from_json(text: &str) -> Result<Event, WireError> {
+        Self::from_wire(serde_json::from_str(text)?)
+    }
+}
+
+/// The four permission options, with ACP's PermissionOptionKind in `kind`.
+pub fn permission_options() -> Vec<PermissionOption> {
+    [
+        ("allow_once", "Allow once"),
+        ("allow_always", "Allow always"),
+        ("reject_once", "Reject once"),
+        ("reject_always", "Reject always"),
+    ]
+    .into_iter()
+    .map(|(id, name)| PermissionOption { option_id: id.into(), name: name.into(), kind: id.into() })
+    .collect()
+}
+
+/// The fields of a permission request, for [`Event::permission_request`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionRequestFields {
+    pub request_id: String,
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub arguments: Value,
+    pub reason: String,
+    pub risk: Option<String>,
+}
+
+// One builder per type: the only sanctioned construction sites.
+impl Event {
+    pub fn turn_started(conv: i64, turn: i64) -> Self {
+        Self::new(conv, Some(turn), EventBody::TurnStarted {})
+    }
+    pub fn turn_completed(conv: i64, turn: i64, result: Option<String>, stop_reason: &str) -> Self {
+        Self::new(conv, Some(turn), EventBody::TurnCompleted { stop_reason: stop_reason.into(), result })
+    }
+    pub fn turn_error(conv: i64, turn: i64, error: impl Into<String>) -> Self {
+        Self::new(conv, Some(turn), EventBody::TurnError { error: error.into() })
+    }
+    pub fn turn_cancelled(conv: i64, turn: i64) -> Self {
+        Self::new(conv, Some(turn), EventBody::TurnCancelled {})
+    }
+    pub fn text_delta(conv: i64, turn: Option<i64>, index: u32, delta: impl Into<String>) -> Self {
+        Self::new(conv, turn, EventBody::TextDelta { index, delta: delta.into() })
+    }
+    pub fn thinking_delta(conv: i64, turn: Option<i64>, index: u32, delta: impl Into<String>) -> Self {
+        Self::new(conv, turn, EventBody::ThinkingDelta { index, delta: delta.into() })
+    }
+    pub fn toolcall_delta(
+        conv: i64,
+        turn: Option<i64>,
+        index: u32,
+        delta: Option<String>,
+        partial_args: Value,
+        id: Option<String>,
+        name: Option<String>,
+    ) -> Self {
+        Self::new(conv, turn, EventBody::ToolcallDelta { index, delta, partial_args, id, name })
+    }
+    pub fn message_completed(
+        conv: i64,
+        turn: Option<i64>,
+        role: Role,
+        content: Vec<ContentBlock>,
+        usage: Option<Usage>,
+    ) -> Self {
+        Self::new(conv, turn, EventBody::MessageCompleted { role, content, usage })
+    }
+    pub fn stream_reset(conv: i64, turn: Option<i64>, retry_in_ms: u64) -> Self {
+        Self::new(conv, turn, EventBody::StreamReset { retry_in_ms })
+    }
+    pub fn tool_started(
+        conv: i64,
+        turn: Option<i64>,
+        tool_call_id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: Value,
+        overwritten_keys: Vec<String>,
+    ) -> Self {
+        Self::new(
+            conv,
+            turn,
+            EventBody::ToolStarted {
+                tool_call_id: tool_call_id.into(),
+                name: name.into(),
+                arguments,
+                overwritten_keys,
+            },
+        )
+    }
+    pub fn tool_output(
+        conv: i64,
+        turn: Option<i64>,
+        tool_call_id: impl Into<String>,
+        name: impl Into<String>,
+        chunk: impl Into<String>,
+    ) -> Self {
+        Self::new(
+            conv,
+            turn,
+            EventBody::ToolOutput { tool_call_id: tool_call_id.into(), name: name.into(), chunk: chunk.into() },
+        )
+    }
+    pub fn tool_blocked(
+        conv: i64,
+        turn: Option<i64>,
+        tool_call_id: impl Into<String>,
+        name: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Self {
+        Self::new(
+            conv,
+            turn,
+            EventBody::ToolBlocked { tool_call_id: tool_call_id.into(), name: name.into(), reason: reason.into() },
+        )
+    }
+    pub fn tool_completed(
+        conv: i64,
+        turn: Option<i64>,
+        tool_call_id: impl Into<String>,
+        name: impl Into<String>,
+        is_error: bool,
+        output: Value,
+    ) -> Self {
+        Self::new(
+            conv,
+            turn,
+            EventBody::ToolCompleted { tool_call_id: tool_call_id.into(), name: name.into(), is_error, output },
+        )
+    }
+    pub fn permission_request(conv: i64, turn: Option<i64>, fields: PermissionRequestFields) -> Self {
+        Self::new(
+            conv,
+            turn,
+            EventBody::PermissionRequest {
+                request_id: fields.request_id,
+                tool_call_id: fields.tool_call_id,
+                tool_name: fields.tool_name,
+                arguments: fields.arguments,
+                reason: fields.reason,
+                risk: fields.risk,
+                options: permission_options(),
+            },
+        )
+    }
+    pub fn ui_request(
+        conv: i64,
+        turn: Option<i64>,
+        request_id: impl Into<String>,
+        request: Map<String, Value>,
+    ) -> Self {
+        Self::new(conv, turn, EventBody::UiRequest { request_id: request_id.into(), request })
+    }
+    pub fn ui_resolved(conv: i64, turn: Option<i64>, request_id: impl Into<String>, outcome: Value) -> Self {
+        Self::new(conv, turn, EventBody::UiResolved { request_id: request_id.into(), outcome })
+    }
+    pub fn state_changed(conv: i64, turn: Option<i64>, status: impl Into<String>) -> Self {
+        Self::new(conv, turn, EventBody::StateChanged { status: status.into() })
+    }
+    pub fn mode_changed(conv: i64, mode: impl Into<String>, max_mode: Option<String>) -> Self {
+        Self::new(conv, None, EventBody::ModeChanged { mode: mode.into(), max_mode })
+    }
+    pub fn usage_updated(conv: i64, turn: Option<i64>, last: Usage, total: Usage) -> Self {
+        Self::new(
+            conv,
+            turn,
+            EventBody::UsageUpdated {
+                input_tokens: last.input_tokens,
+                output_tokens: last.output_tokens,
+                total_input_tokens: total.input_tokens,
+                total_output_tokens: total.output_tokens,
+            },
+        )
+    }
+    pub fn plan_updated(conv: i64, turn: Option<i64>, entries: Vec<PlanEntry>) -> Self {
+        Self::new(conv, turn, EventBody::PlanUpdated { entries })
+    }
+    pub fn compaction_completed(conv: i64, head_entry_id: Value, summary: Option<String>) -> Self {
+        Self::new(conv, None, EventBody::CompactionCompleted { head_entry_id, summary })
+    }
+    pub fn notice(conv: i64, turn: Option<i64>, level: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::new(conv, turn, EventBody::Notice { level: level.into(), message: message.into() })
+    }
+    pub fn watch_started(conv: i64, seq: u64) -> Self {
+        let mut ev = Self::new(conv, None, EventBody::WatchStarted {});
+        ev.seq = seq;
+        ev
+    }
+    pub fn subagent_started(
+        conv: i64,
+        turn: Option<i64>,
+        child_conversation_id: i64,
+        role: impl Into<String>,
+        task: impl Into<String>,
+    ) -> Self {
+        Self::new(
+            conv,
+            turn,
+            EventBody::SubagentStarted { child_conversation_id, role: role.into(), task: task.into() },
+        )
+    }
+    pub fn subagent_finished(
+        conv: i64,
+        turn: Option<i64>,
+        child_conversation_id: i64,
+        status: impl Into<String>,
+        summary: Option<String>,
+    ) -> Self {
+        Self::new(conv, turn, EventBody::SubagentFinished { child_conversation_id, status: status.into(), summary })
+    }
+}
+
+#[cfg(test)]
+#[path = "event_tests.rs"]
+mod tests;

@@ -1,0 +1,130 @@
+use super::*;
+use serde_json::json;
+
+fn one_of_each() -> Vec<Event> {
+    let mut req = Map::new();
+    req.insert("kind".into(), json!("question"));
+    req.insert("questions".into(), json!([{"id": "q1", "text": "Which?"}]));
+    vec![
+        Event::turn_started(1, 2),
+        Event::turn_completed(1, 2, Some("done".into()), "end_turn"),
+        Event::turn_error(1, 2, "boom"),
+        Event::turn_cancelled(1, 2),
+        Event::text_delta(1, Some(2), 0, "he"),
+        Event::thinking_delta(1, Some(2), 0, "hm"),
+        Event::toolcall_delta(1, Some(2), 1, Some("{\"a\"".into()), json!({}), Some("c1".into()), Some("ls".into())),
+        Event::message_completed(
+            1,
+            Some(2),
+            Role::Assistant,
+            vec![ContentBlock::text("hi")],
+            Some(Usage { input_tokens: 3, output_tokens: 4 }),
+        ),
+        Event::stream_reset(1, Some(2), 500),
+        Event::tool_started(1, Some(2), "c1", "ls", json!({"path": "."}), vec!["path".into()]),
+        Event::tool_output(1, Some(2), "c1", "bash", "line\n"),
+        Event::tool_blocked(1, Some(2), "c1", "write", "outside the workspace"),
+        Event::tool_completed(1, Some(2), "c1", "ls", false, json!("a\nb")),
+        Event::permission_request(
+            1,
+            Some(2),
+            PermissionRequestFields {
+                request_id: "r1".into(),
+                tool_call_id: "c1".into(),
+                tool_name: "bash".into(),
+                arguments: json!({"command": "rm -rf x"}),
+                reason: "not in the allow list".into(),
+                risk: Some("high".into()),
+            },
+        ),
+        Event::ui_request(1, Some(2), "r2", req),
+        Event::ui_resolved(1, Some(2), "r2", json!({"option_id": "allow_once"})),
+        Event::state_changed(1, Some(2), "streaming"),
+        Event::mode_changed(1, "plan", Some("auto".into())),
+        Event::usage_updated(
+            1,
+            Some(2),
+            Usage { input_tokens: 1, output_tokens: 2 },
+            Usage { input_tokens: 10, output_tokens: 20 },
+        ),
+        Event::plan_updated(1, Some(2), vec![PlanEntry { id: "1".into(), text: "read".into(), completed: false }]),
+        Event::compaction_completed(1, json!(17), Some("summary".into())),
+        Event::notice(1, None, "warning", "turn 3 was interrupted"),
+        Event::watch_started(1, 9),
+        Event::subagent_started(1, Some(2), 5, "explorer", "look around"),
+        Event::subagent_finished(1, Some(2), 5, "completed", Some("found it".into())),
+    ]
+}
+
+#[test]
+fn every_event_type_round_trips_through_the_wire() {
+    let events = one_of_each();
+    let names: Vec<&str> = events.iter().map(Event::type_name).collect();
+    assert_eq!(names, EVENT_TYPES, "one sample per known type, in table order");
+    for (i, mut ev) in events.into_iter().enumerate() {
+        ev.seq = i as u64 + 1;
+        let wire = ev.to_wire();
+        assert_eq!(wire["type"], json!(ev.type_name()));
+        assert_eq!(wire["v"], json!(1));
+        assert_eq!(wire["conversation_id"], json!(1));
+        assert_eq!(wire["seq"], json!(i + 1));
+        assert!(wire.get("data").is_none(), "payload is flat");
+        let back = Event::from_wire(wire).unwrap();
+        assert_eq!(back, ev);
+        assert!(!matches!(back.body, EventBody::Unknown(_)));
+        let back = Event::from_json(&ev.to_json()).unwrap();
+        assert_eq!(back, ev);
+    }
+}
+
+#[test]
+fn payload_keys_sit_at_the_top_level() {
+    let wire = Event::text_delta(4, Some(5), 0, "abc").to_wire();
+    assert_eq!(wire["delta"], json!("abc"));
+    assert_eq!(wire["index"], json!(0));
+    assert_eq!(wire["turn_id"], json!(5));
+    let wire = Event::ui_request(4, None, "q", {
+        let mut m = Map::new();
+        m.insert("kind".into(), json!("question"));
+        m
+    })
+    .to_wire();
+    assert_eq!(wire["kind"], json!("question"));
+    assert_eq!(wire["request_id"], json!("q"));
+}
+
+#[test]
+fn an_older_map_reads_as_version_one_without_a_turn() {
+    let ev = Event::from_wire(json!({"type": "text_delta", "conversation_id": 3, "index": 0, "delta": "x"})).unwrap();
+    assert_eq!(ev.v, 1);
+    assert_eq!(ev.turn_id, None);
+    assert_eq!(ev.body, EventBody::TextDelta { index: 0, delta: "x".into() });
+}
+
+#[test]
+fn an_unknown_type_is_kept_with_its_map() {
+    let wire = json!({"v": 1, "type": "hologram_beamed", "conversation_id": 3, "turn_id": null, "seq": 4, "timestamp_ms": 5, "beam": {"x": 1}});
+    let ev = Event::from_wire(wire).unwrap();
+    assert_eq!(ev.type_name(), "hologram_beamed");
+    match &ev.body {
+        EventBody::Unknown(map) => assert_eq!(map["beam"], json!({"x": 1})),
+        other => panic!("expected unknown, got {other:?}"),
+    }
+    let again = ev.to_wire();
+    assert_eq!(again["beam"], json!({"x": 1}));
+    assert_eq!(again["type"], json!("hologram_beamed"));
+    assert_eq!(again["seq"], json!(4));
+}
+
+#[test]
+fn maps_without_a_type_are_errors() {
+    assert!(Event::from_wire(json!({"conversation_id": 1})).is_err());
+    assert!(Event::from_wire(json!([1, 2])).is_err());
+    assert!(Event::from_json("{").is_err());
+}
+
+#[test]
+fn permission_requests_carry_the_four_acp_options() {
+    let kinds: Vec<String> = permission_options().into_iter().map(|o| o.kind).collect();
+    assert_eq!(kinds, ["allow_once", "allow_always", "reject_once", "reject_always"]);
+}

@@ -1,0 +1,313 @@
+//! The kernel's methods: names, typed params and typed results.
+//!
+//! A request carries `method` and `params`; [`Method::parse`] turns them into one typed
+//! value, telling an unknown method from bad params so the kernel answers with the right code.
+
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use serde_json::Value;
+
+use crate::content::{ContentBlock, Entry};
+use crate::message::{ErrorObject, codes};
+
+/// Every method the kernel serves, with its params.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Method {
+    SessionOpen(OpenParams),
+    SessionSubmit(SubmitParams),
+    SessionWatch(WatchParams),
+    SessionUnwatch(UnwatchParams),
+    SessionCancel(ConversationRef),
+    SessionList(ListParams),
+    SessionHistory(ConversationRef),
+    SessionFork(ForkParams),
+    SessionSetMode(SetModeParams),
+    HarnessList,
+    PermissionRespond(PermissionRespondParams),
+    KernelStatus,
+    KernelShutdown,
+}
+
+/// The method names, as documented in PROTOCOL.md.
+pub const METHOD_NAMES: &[&str] = &[
+    "session.open",
+    "session.submit",
+    "session.watch",
+    "session.unwatch",
+    "session.cancel",
+    "session.list",
+    "session.history",
+    "session.fork",
+    "session.set_mode",
+    "harness.list",
+    "permission.respond",
+    "kernel.status",
+    "kernel.shutdown",
+];
+
+fn params<T: DeserializeOwned>(method: &str, params: Value) -> Result<T, ErrorObject> {
+    let params = if params.is_null() { Value::Object(Default::default()) } else { params };
+    serde_json::from_value(params)
+        .map_err(|err| ErrorObject::new(codes::INVALID_PARAMS, format!("invalid params for {method}: {err}")))
+}
+
+impl Method {
+    pub fn parse(method: &str, p: Value) -> Result<Method, ErrorObject> {
+        Ok(match method {
+            "session.open" => Method::SessionOpen(params(method, p)?),
+            "session.submit" => Method::SessionSubmit(params(method, p)?),
+            "session.watch" => Method::SessionWatch(params(method, p)?),
+            "session.unwatch" => Method::SessionUnwatch(params(method, p)?),
+            "session.cancel" => Method::SessionCancel(params(method, p)?),
+            "session.list" => Method::SessionList(params(method, p)?),
+            "session.history" => Method::SessionHistory(params(method, p)?),
+            "session.fork" => Method::SessionFork(params(method, p)?),
+            "session.set_mode" => Method::SessionSetMode(params(method, p)?),
+            "harness.list" => Method::HarnessList,
+            "permission.respond" => Method::PermissionRespond(params(method, p)?),
+            "kernel.status" => Method::KernelStatus,
+            "kernel.shutdown" => Method::KernelShutdown,
+            other => {
+                return Err(ErrorObject::new(codes::METHOD_NOT_FOUND, format!("unknown method `{other}`")));
+            }
+        })
+    }
+
+    /// The method's name and params, for a client building a request.
+    pub fn to_request(&self) -> (&'static str, Value) {
+        fn v<T: Serialize>(t: &T) -> Value {
+            serde_json::to_value(t).unwrap_or(Value::Null)
+        }
+        let empty = Value::Object(Default::default());
+        match self {
+            Method::SessionOpen(p) => ("session.open", v(p)),
+            Method::SessionSubmit(p) => ("session.submit", v(p)),
+            Method::SessionWatch(p) => ("session.watch", v(p)),
+            Method::SessionUnwatch(p) => ("session.unwatch", v(p)),
+            Method::SessionCancel(p) => ("session.cancel", v(p)),
+            Method::SessionList(p) => ("session.list", v(p)),
+            Method::SessionHistory(p) => ("session.history", v(p)),
+            Method::SessionFork(p) => ("session.fork", v(p)),
+            Method::SessionSetMode(p) => ("session.set_mode", v(p)),
+            Method::HarnessList => ("harness.list", empty),
+            Method::PermissionRespond(p) => ("permission.respond", v(p)),
+            Method::KernelStatus => ("kernel.status", empty),
+            Method::KernelShutdown => ("kernel.shutdown", empty),
+        }
+    }
+}
+
+/// `session.open`: a new conversation, or an existing one by id or by external id.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<i64>,
+    /// A frontend's own session key (ACP session id, gateway x-session-id); with
+    /// `frontend` it maps durably to one conversation per principal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+/// What the kernel knows of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConversationInfo {
+    pub conversation_id: i64,
+    pub harness: String,
+    pub model: String,
+    pub mode: String,
+    pub max_mode: String,
+    #[serde(default)]
+    pub workspace: Option<String>,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub parent_id: Option<i64>,
+    pub created_at_ms: i64,
+    /// `idle` or `running`.
+    pub status: String,
+    /// The seq of the last stored event.
+    pub head_seq: u64,
+    /// True when `session.open` made it.
+    #[serde(default)]
+    pub created: bool,
+}
+
+/// `session.submit`: a prompt starts a turn, or queues behind the running one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitParams {
+    pub conversation_id: i64,
+    /// The user message's content; plain text may be given as `prompt` instead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub content: Vec<ContentBlock>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubmitResult {
+    pub turn_id: i64,
+    /// True when the turn waits behind a running one.
+    pub queued: bool,
+}
+
+/// `session.watch`: a subscription to a conversation's events.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatchParams {
+    pub conversation_id: i64,
+    /// Replay stored events with a greater seq before live ones (catch-up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_seq: Option<u64>,
+    /// Events the kernel may send before an ack (default 1024).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<u64>,
+    /// Only an interactive watcher is asked permission questions.
+    #[serde(default)]
+    pub interactive: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WatchResult {
+    pub subscription: u64,
+    /// The seq of the last stored event when the watch began.
+    pub head_seq: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnwatchParams {
+    pub subscription: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConversationRef {
+    pub conversation_id: i64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListResult {
+    pub conversations: Vec<ConversationInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryResult {
+    pub conversation: ConversationInfo,
+    pub entries: Vec<Entry>,
+}
+
+/// `session.fork`: a new conversation holding the entries up to `at_seq` (all by default).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForkParams {
+    pub conversation_id: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_seq: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetModeParams {
+    pub conversation_id: i64,
+    pub mode: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionRespondParams {
+    pub request_id: String,
+    pub option_id: String,
+}
+
+/// A harness as `harness.list` describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HarnessInfo {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub default_mode: String,
+    pub max_mode: String,
+    pub tools: Vec<String>,
+    /// `repo` (a workspace directory) or `none`.
+    pub workspace: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelStatus {
+    pub pid: u32,
+    pub version: String,
+    pub uptime_ms: u64,
+    pub clients: u64,
+    pub live_conversations: u64,
+    pub data_dir: String,
+    pub socket: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parse_tells_unknown_method_from_bad_params() {
+        let err = Method::parse("session.nope", json!({})).unwrap_err();
+        assert_eq!(err.code, codes::METHOD_NOT_FOUND);
+        let err = Method::parse("session.submit", json!({"prompt": "hi"})).unwrap_err();
+        assert_eq!(err.code, codes::INVALID_PARAMS);
+        let err = Method::parse("session.open", json!({"bogus": 1})).unwrap_err();
+        assert_eq!(err.code, codes::INVALID_PARAMS);
+        assert_eq!(Method::parse("harness.list", Value::Null).unwrap(), Method::HarnessList);
+    }
+
+    #[test]
+    fn every_method_round_trips_through_its_request() {
+        let methods = vec![
+            Method::SessionOpen(OpenParams { harness: Some("superpi-code".into()), ..Default::default() }),
+            Method::SessionSubmit(SubmitParams { conversation_id: 1, content: vec![], prompt: Some("hi".into()) }),
+            Method::SessionWatch(WatchParams {
+                conversation_id: 1,
+                from_seq: Some(3),
+                window: None,
+                interactive: true,
+            }),
+            Method::SessionUnwatch(UnwatchParams { subscription: 2 }),
+            Method::SessionCancel(ConversationRef { conversation_id: 1 }),
+            Method::SessionList(ListParams::default()),
+            Method::SessionHistory(ConversationRef { conversation_id: 1 }),
+            Method::SessionFork(ForkParams { conversation_id: 1, at_seq: Some(4) }),
+            Method::SessionSetMode(SetModeParams { conversation_id: 1, mode: "plan".into() }),
+            Method::HarnessList,
+            Method::PermissionRespond(PermissionRespondParams {
+                request_id: "r".into(),
+                option_id: "allow_once".into(),
+            }),
+            Method::KernelStatus,
+            Method::KernelShutdown,
+        ];
+        assert_eq!(methods.len(), METHOD_NAMES.len());
+        for m in methods {
+            let (name, params) = m.to_request();
+            assert!(METHOD_NAMES.contains(&name));
+            assert_eq!(Method::parse(name, params).unwrap(), m);
+        }
+    }
+}
