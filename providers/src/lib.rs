@@ -1,1 +1,28 @@
-//! placeholder
+//! superpi-providers: model providers behind one closed stream algebra.
+//!
+//! Owns the stream algebra ([`stream`]): a `Start` first, per content block start, deltas and
+//! end in increasing index order, and exactly one terminal (`Done` or `Error`) carrying the
+//! assembled message. Owns the [`Provider`] trait, the model router, the vendor APIs and the
+//! offline `mock` model.
+//!
+//! It must not know the kernel's conversations, the store, the event protocol's envelope or
+//! any frontend: it turns a [`ModelRequest`] into a stream of [`StreamEvent`]s, nothing more.
+
+pub mod stream;
+
+pub use stream::{EventStream, ModelRequest, ProviderError, StopReason, StreamEvent, Terminal, ToolSpec};
+
+use std::sync::Arc;
+
+/// A model API (or the mock) that streams one assistant message per request.
+pub trait Provider: Send + Sync {
+    /// The provider's name: `openai`, `anthropic`, `gemini`, `mock`.
+    fn name(&self) -> &str;
+
+    /// Streams the answer to `request`. The stream always begins with `Start` and ends with
+    /// exactly one terminal, also when the request fails before the first byte. Dropping the
+    /// stream cancels the request.
+    fn stream(&self, request: ModelRequest) -> EventStream;
+}
+
+pub type SharedProvider = Arc<dyn Provider>;

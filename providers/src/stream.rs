@@ -1,0 +1,166 @@
+//! The stream algebra shared by every provider.
+
+use std::pin::Pin;
+
+use futures::Stream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use superpi_proto::{Message, Usage};
+
+/// A tool the model may call, in a vendor-neutral shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON schema of the arguments object.
+    pub input_schema: Value,
+}
+
+/// One model call: the system prompt, the conversation so far, and the tools on offer.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ModelRequest {
+    pub model: String,
+    pub system: Option<String>,
+    /// user, assistant (with tool_call blocks) and tool (with tool_result blocks) messages.
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub max_tokens: Option<u32>,
+}
+
+/// Why a message ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model finished its answer.
+    EndTurn,
+    /// The model stopped to have tools run.
+    ToolUse,
+    /// The output token limit was reached.
+    MaxTokens,
+    /// The model refused.
+    Refusal,
+    /// The stream failed.
+    Error,
+    /// The caller cancelled.
+    Aborted,
+}
+
+impl StopReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::EndTurn => "end_turn",
+            StopReason::ToolUse => "tool_use",
+            StopReason::MaxTokens => "max_tokens",
+            StopReason::Refusal => "refusal",
+            StopReason::Error => "error",
+            StopReason::Aborted => "aborted",
+        }
+    }
+}
+
+/// A structured provider failure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ProviderError {
+    /// The model name routes to no provider.
+    #[error("unknown model `{model}`: {hint}")]
+    UnknownModel { model: String, hint: String },
+    /// The provider has no credentials (names the variable or setting that is missing).
+    #[error("provider {provider} is not configured: {missing}")]
+    NotConfigured { provider: String, missing: String },
+    /// The API answered with an HTTP error.
+    #[error("{provider} answered HTTP {status}: {message}")]
+    Http { provider: String, status: u16, message: String },
+    /// The connection failed or was cut.
+    #[error("{provider} transport error: {message}")]
+    Transport { provider: String, message: String },
+    /// The API sent something that does not parse.
+    #[error("{provider} sent a malformed stream: {message}")]
+    Protocol { provider: String, message: String },
+    /// The model itself failed the turn (the mock's `@fail`).
+    #[error("{message}")]
+    Model { message: String },
+}
+
+/// The terminal payload: the assembled message and why it ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Terminal {
+    pub stop_reason: StopReason,
+    /// Every content block closed so far, with usage and stop reason.
+    pub message: Message,
+    pub usage: Usage,
+    pub response_id: Option<String>,
+    /// Always `None` on `Done`, always `Some` on `Error`.
+    pub error: Option<ProviderError>,
+}
+
+/// One observable step of an assistant message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    /// Always first.
+    Start {
+        response_id: Option<String>,
+    },
+    TextStart {
+        index: u32,
+    },
+    TextDelta {
+        index: u32,
+        delta: String,
+    },
+    /// `content` is the concatenation of the block's deltas.
+    TextEnd {
+        index: u32,
+        content: String,
+    },
+    ThinkingStart {
+        index: u32,
+    },
+    ThinkingDelta {
+        index: u32,
+        delta: String,
+    },
+    ThinkingEnd {
+        index: u32,
+        thinking: String,
+        signature: Option<String>,
+        redacted: bool,
+    },
+    /// `id` and `name` are known here when the API gives them up front.
+    ToolCallStart {
+        index: u32,
+        id: Option<String>,
+        name: Option<String>,
+    },
+    /// A chunk of the arguments JSON; `id`/`name` when they arrive late.
+    ToolCallDelta {
+        index: u32,
+        delta: String,
+        id: Option<String>,
+        name: Option<String>,
+    },
+    ToolCallEnd {
+        index: u32,
+        id: String,
+        name: String,
+        arguments: Value,
+    },
+    /// The provider is retrying after a retryable failure (429, 529, 503): everything streamed
+    /// since `Start` is void; a new attempt follows after `retry_in_ms`.
+    Reset {
+        retry_in_ms: u64,
+    },
+    /// Successful terminal.
+    Done(Terminal),
+    /// Failed terminal.
+    Error(Terminal),
+}
+
+impl StreamEvent {
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, StreamEvent::Done(_) | StreamEvent::Error(_))
+    }
+}
+
+/// What a provider returns: dropping it cancels the request.
+pub type EventStream = Pin<Box<dyn Stream<Item = StreamEvent> + Send>>;
