@@ -16,28 +16,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-/// What a tool may do, from which policy decides and MCP annotations derive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Effect {
-    Read,
-    FsWrite,
-    Exec,
-    NetRead,
-    NetWrite,
-    StateWrite,
-}
-
-/// A tool as offered to a model or an MCP client.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolDef {
-    pub name: String,
-    pub description: String,
-    pub input_schema: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Value>,
-    pub effects: Vec<Effect>,
-}
+pub use superpi_proto::tool::{Effect, ToolDef};
 
 /// How the sandbox runs calls. One per kernel.
 #[derive(Debug, Clone)]

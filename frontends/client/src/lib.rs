@@ -1,1 +1,43 @@
-//! placeholder
+//! superpi-client: how a frontend reaches the kernel.
+//!
+//! Owns the locations every `superpi` subcommand shares ([`Locations`]), connecting to the
+//! kernel's socket or starting the kernel detached when none runs ([`KernelClient::connect`]),
+//! the `hello` handshake, typed requests multiplexed by id, and event subscriptions with their
+//! acks and lag recovery handled ([`Subscription`]).
+//!
+//! It must not know any frontend protocol (ACP, MCP, JSON-RPC, HTTP) nor the kernel's
+//! internals: it speaks only the kernel protocol of superpi-proto.
+
+mod connection;
+mod locations;
+mod subscription;
+
+pub use connection::{ConnectOptions, KernelClient};
+pub use locations::Locations;
+pub use subscription::Subscription;
+
+use superpi_proto::ErrorObject;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("kernel socket error: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("kernel refused: {0}")]
+    Kernel(ErrorObject),
+    #[error("the kernel connection is closed")]
+    Closed,
+    #[error("kernel protocol error: {0}")]
+    Protocol(String),
+    #[error("could not reach a kernel: {0}")]
+    NoKernel(String),
+}
+
+impl ClientError {
+    /// The kernel's error code, when the kernel answered with an error.
+    pub fn code(&self) -> Option<i32> {
+        match self {
+            ClientError::Kernel(e) => Some(e.code),
+            _ => None,
+        }
+    }
+}

@@ -14,10 +14,12 @@ pub mod event;
 pub mod frame;
 pub mod message;
 pub mod method;
+pub mod tool;
 
 pub use content::{ContentBlock, Entry, EntryKind, Message, Role, Usage};
 pub use event::{Event, EventBody, PermissionOption, PlanEntry};
 pub use message::{ClientMessage, ErrorObject, KernelMessage};
+pub use tool::{Effect, ToolDef};
 
 /// The kernel protocol version spoken in `hello`. Bumped only for breaking changes;
 /// additions go through capabilities.

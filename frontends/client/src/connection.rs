@@ -1,0 +1,406 @@
+//! One multiplexed connection to the kernel: a writer task, a reader task, requests by id.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use superpi_proto::message::{Ack, ClientHello, EventBatch, KernelHello, Lagged, Request, Response};
+use superpi_proto::method::{
+    ConversationInfo, ConversationRef, ForkParams, HarnessInfo, HistoryResult, KernelStatus, ListParams, ListResult,
+    Method, OpenParams, PermissionRespondParams, SetModeParams, SubmitParams, SubmitResult, UnwatchParams, WatchParams,
+    WatchResult,
+};
+use superpi_proto::{ClientMessage, ErrorObject, KernelMessage, frame};
+use tokio::net::UnixStream;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_util::codec::{FramedRead, FramedWrite};
+
+use crate::subscription::{SubMessage, Subscription};
+use crate::{ClientError, Locations};
+
+/// How to reach the kernel.
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    pub locations: Locations,
+    /// The frontend's name, sent in `hello`.
+    pub frontend: String,
+    pub principal: String,
+    /// Callers other than the local CLI: the kernel applies the remote mode ceiling.
+    pub remote: bool,
+    /// Start a kernel (detached) when none answers.
+    pub autostart: bool,
+    /// The program to start as the kernel (`PROGRAM kernel --autostarted`); default: this
+    /// executable.
+    pub kernel_exe: Option<PathBuf>,
+    /// How long to wait for an autostarted kernel's socket.
+    pub start_timeout: Duration,
+}
+
+impl ConnectOptions {
+    pub fn new(locations: Locations, frontend: &str) -> Self {
+        ConnectOptions {
+            locations,
+            frontend: frontend.to_string(),
+            principal: "local".to_string(),
+            remote: false,
+            autostart: true,
+            kernel_exe: None,
+            start_timeout: Duration::from_secs(15),
+        }
+    }
+}
+
+type Pending = Mutex<HashMap<u64, oneshot::Sender<Result<Value, ErrorObject>>>>;
+
+pub(crate) struct Inner {
+    out: mpsc::UnboundedSender<Bytes>,
+    pending: Pending,
+    pub(crate) subscriptions: Mutex<HashMap<u64, mpsc::UnboundedSender<SubMessage>>>,
+    next_id: AtomicU64,
+    closed: watch::Receiver<bool>,
+    hello: KernelHello,
+}
+
+/// A connection to the kernel. Cheap to clone; all clones share one socket.
+#[derive(Clone)]
+pub struct KernelClient {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for KernelClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelClient").field("kernel", &self.inner.hello).finish()
+    }
+}
+
+impl KernelClient {
+    /// Connects to the kernel, starting one when none answers and `autostart` is set.
+    pub async fn connect(opts: &ConnectOptions) -> Result<KernelClient, ClientError> {
+        let socket = opts.locations.socket_path();
+        let stream = match UnixStream::connect(&socket).await {
+            Ok(stream) => stream,
+            Err(err) if !opts.autostart => {
+                return Err(ClientError::NoKernel(format!("{}: {err}", socket.display())));
+            }
+            Err(_) => {
+                start_kernel(opts)?;
+                wait_for_socket(&socket, opts.start_timeout).await?
+            }
+        };
+        Self::handshake(stream, opts).await
+    }
+
+    async fn handshake(stream: UnixStream, opts: &ConnectOptions) -> Result<KernelClient, ClientError> {
+        let (read, write) = stream.into_split();
+        let mut reader = FramedRead::new(read, frame::codec(frame::DEFAULT_MAX_FRAME));
+        let mut writer = FramedWrite::new(write, frame::codec(frame::DEFAULT_MAX_FRAME));
+        let hello = ClientMessage::Hello(ClientHello {
+            protocol: superpi_proto::PROTOCOL_VERSION,
+            frontend: opts.frontend.clone(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            principal: opts.principal.clone(),
+            remote: opts.remote,
+        });
+        writer.send(Bytes::from(frame::encode(&hello))).await?;
+        let first = reader.next().await.ok_or(ClientError::Closed)??;
+        let hello = match frame::decode::<KernelMessage>(&first) {
+            Ok(KernelMessage::Hello(hello)) => hello,
+            Ok(KernelMessage::Response(Response { error: Some(err), .. })) => return Err(ClientError::Kernel(err)),
+            Ok(other) => return Err(ClientError::Protocol(format!("expected hello, got {other:?}"))),
+            Err(err) => return Err(ClientError::Protocol(err.to_string())),
+        };
+
+        let (out_tx, out_rx) = mpsc::unbounded_channel();
+        let (closed_tx, closed_rx) = watch::channel(false);
+        let inner = Arc::new(Inner {
+            out: out_tx,
+            pending: Mutex::new(HashMap::new()),
+            subscriptions: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            closed: closed_rx,
+            hello,
+        });
+        tokio::spawn(write_loop(writer, out_rx));
+        tokio::spawn(read_loop(reader, Arc::downgrade(&inner), closed_tx));
+        Ok(KernelClient { inner })
+    }
+
+    /// What the kernel said in its `hello`.
+    pub fn kernel_hello(&self) -> &KernelHello {
+        &self.inner.hello
+    }
+
+    /// Resolves when the connection to the kernel is gone.
+    pub async fn closed(&self) {
+        let mut rx = self.inner.closed.clone();
+        let _ = rx.wait_for(|closed| *closed).await;
+    }
+
+    pub fn is_closed(&self) -> bool {
+        *self.inner.closed.borrow()
+    }
+
+    pub(crate) fn send_raw(&self, message: &ClientMessage) -> Result<(), ClientError> {
+        self.inner.out.send(Bytes::from(frame::encode(message))).map_err(|_| ClientError::Closed)
+    }
+
+    pub(crate) fn ack(&self, subscription: u64, count: u64) {
+        let _ = self.send_raw(&ClientMessage::Ack(Ack { subscription, count }));
+    }
+
+    /// Calls a method by name with raw params.
+    pub async fn call(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+        if self.is_closed() {
+            return Err(ClientError::Closed);
+        }
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        lock(&self.inner.pending).insert(id, tx);
+        let request = ClientMessage::Request(Request { id, method: method.to_string(), params });
+        if let Err(err) = self.send_raw(&request) {
+            lock(&self.inner.pending).remove(&id);
+            return Err(err);
+        }
+        match rx.await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(err)) => Err(ClientError::Kernel(err)),
+            Err(_) => Err(ClientError::Closed),
+        }
+    }
+
+    /// Calls a typed method and reads its typed result.
+    pub async fn request<T: DeserializeOwned>(&self, method: Method) -> Result<T, ClientError> {
+        let (name, params) = method.to_request();
+        let value = self.call(name, params).await?;
+        serde_json::from_value(value).map_err(|err| ClientError::Protocol(format!("bad result of {name}: {err}")))
+    }
+
+    pub async fn open(&self, params: OpenParams) -> Result<ConversationInfo, ClientError> {
+        self.request(Method::SessionOpen(params)).await
+    }
+
+    pub async fn submit(&self, params: SubmitParams) -> Result<SubmitResult, ClientError> {
+        self.request(Method::SessionSubmit(params)).await
+    }
+
+    /// Submits plain text as the user message.
+    pub async fn submit_text(&self, conversation_id: i64, prompt: &str) -> Result<SubmitResult, ClientError> {
+        self.submit(SubmitParams { conversation_id, content: Vec::new(), prompt: Some(prompt.to_string()) }).await
+    }
+
+    /// Subscribes to a conversation's events. Acks and lag recovery are handled by the
+    /// returned [`Subscription`].
+    pub async fn watch(&self, params: WatchParams) -> Result<Subscription, ClientError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let result: WatchResult = self.request(Method::SessionWatch(params.clone())).await?;
+        lock(&self.inner.subscriptions).insert(result.subscription, tx);
+        // Messages that arrived before the registration were routed nowhere: the kernel only
+        // sends events after it answered the watch, and the reader handles frames in order,
+        // so the answer was read before any event of this subscription.
+        Ok(Subscription::new(self.clone(), params, result, rx))
+    }
+
+    pub(crate) async fn rewatch(&self, params: WatchParams) -> Result<(WatchResult, SubReceiver), ClientError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let result: WatchResult = self.request(Method::SessionWatch(params)).await?;
+        lock(&self.inner.subscriptions).insert(result.subscription, tx);
+        Ok((result, rx))
+    }
+
+    pub async fn unwatch(&self, subscription: u64) -> Result<(), ClientError> {
+        lock(&self.inner.subscriptions).remove(&subscription);
+        let _: Value = self.request(Method::SessionUnwatch(UnwatchParams { subscription })).await?;
+        Ok(())
+    }
+
+    pub async fn cancel(&self, conversation_id: i64) -> Result<Value, ClientError> {
+        self.request(Method::SessionCancel(ConversationRef { conversation_id })).await
+    }
+
+    pub async fn list(&self) -> Result<Vec<ConversationInfo>, ClientError> {
+        let list: ListResult = self.request(Method::SessionList(ListParams::default())).await?;
+        Ok(list.conversations)
+    }
+
+    pub async fn history(&self, conversation_id: i64) -> Result<HistoryResult, ClientError> {
+        self.request(Method::SessionHistory(ConversationRef { conversation_id })).await
+    }
+
+    pub async fn fork(&self, conversation_id: i64, at_seq: Option<u64>) -> Result<ConversationInfo, ClientError> {
+        self.request(Method::SessionFork(ForkParams { conversation_id, at_seq })).await
+    }
+
+    pub async fn set_mode(&self, conversation_id: i64, mode: &str) -> Result<Value, ClientError> {
+        self.request(Method::SessionSetMode(SetModeParams { conversation_id, mode: mode.to_string() })).await
+    }
+
+    pub async fn harnesses(&self) -> Result<Vec<HarnessInfo>, ClientError> {
+        #[derive(serde::Deserialize)]
+        struct Harnesses {
+            harnesses: Vec<HarnessInfo>,
+        }
+        let list: Harnesses = self.request(Method::HarnessList).await?;
+        Ok(list.harnesses)
+    }
+
+    pub async fn respond_permission(&self, request_id: &str, option_id: &str) -> Result<Value, ClientError> {
+        self.request(Method::PermissionRespond(PermissionRespondParams {
+            request_id: request_id.to_string(),
+            option_id: option_id.to_string(),
+        }))
+        .await
+    }
+
+    pub async fn status(&self) -> Result<KernelStatus, ClientError> {
+        self.request(Method::KernelStatus).await
+    }
+
+    pub async fn shutdown(&self) -> Result<Value, ClientError> {
+        self.request(Method::KernelShutdown).await
+    }
+}
+
+pub(crate) type SubReceiver = mpsc::UnboundedReceiver<SubMessage>;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+pub(crate) fn lock_subs(inner: &Inner) -> std::sync::MutexGuard<'_, HashMap<u64, mpsc::UnboundedSender<SubMessage>>> {
+    lock(&inner.subscriptions)
+}
+
+/// Feeds frames and flushes when no more are queued, so bursts share one write.
+async fn write_loop(
+    mut writer: FramedWrite<tokio::net::unix::OwnedWriteHalf, tokio_util::codec::LengthDelimitedCodec>,
+    mut rx: mpsc::UnboundedReceiver<Bytes>,
+) {
+    while let Some(frame) = rx.recv().await {
+        if writer.feed(frame).await.is_err() {
+            return;
+        }
+        while let Ok(frame) = rx.try_recv() {
+            if writer.feed(frame).await.is_err() {
+                return;
+            }
+        }
+        if SinkExt::<Bytes>::flush(&mut writer).await.is_err() {
+            return;
+        }
+    }
+}
+
+const EVENT_PREFIX: &[u8] = b"{\"type\":\"event\"";
+
+async fn read_loop(
+    mut reader: FramedRead<tokio::net::unix::OwnedReadHalf, tokio_util::codec::LengthDelimitedCodec>,
+    inner: std::sync::Weak<Inner>,
+    closed: watch::Sender<bool>,
+) {
+    while let Some(Ok(body)) = reader.next().await {
+        let Some(inner) = inner.upgrade() else { break };
+        // Event frames are the hot path: the kernel writes their tag first, so they are read
+        // straight into a batch without buffering the whole message.
+        if body.starts_with(EVENT_PREFIX) {
+            match serde_json::from_slice::<EventBatch>(&body) {
+                Ok(batch) => route(&inner, batch.subscription, SubMessage::Events(batch.events)),
+                Err(err) => tracing::warn!("unreadable event frame from the kernel: {err}"),
+            }
+            continue;
+        }
+        match frame::decode::<KernelMessage>(&body) {
+            Ok(KernelMessage::Response(response)) => {
+                let Some(id) = response.id else {
+                    tracing::warn!("kernel error: {:?}", response.error);
+                    continue;
+                };
+                if let Some(tx) = lock(&inner.pending).remove(&id) {
+                    let outcome = match (response.result, response.error) {
+                        (_, Some(err)) => Err(err),
+                        (Some(v), None) => Ok(v),
+                        (None, None) => Ok(Value::Null),
+                    };
+                    let _ = tx.send(outcome);
+                }
+            }
+            Ok(KernelMessage::Event(batch)) => route(&inner, batch.subscription, SubMessage::Events(batch.events)),
+            Ok(KernelMessage::Lagged(Lagged { subscription, resume_from_seq })) => {
+                route(&inner, subscription, SubMessage::Lagged(resume_from_seq))
+            }
+            Ok(other) => tracing::debug!("ignoring kernel message {other:?}"),
+            Err(err) => tracing::warn!("unreadable frame from the kernel: {err}"),
+        }
+    }
+    if let Some(inner) = inner.upgrade() {
+        lock(&inner.pending).clear();
+        lock(&inner.subscriptions).clear();
+    }
+    let _ = closed.send(true);
+}
+
+fn route(inner: &Inner, subscription: u64, message: SubMessage) {
+    let subs = lock(&inner.subscriptions);
+    if let Some(tx) = subs.get(&subscription) {
+        let _ = tx.send(message);
+    }
+}
+
+/// Starts `superpi kernel --autostarted` detached, in its own process group, with its log in
+/// the data dir. The kernel's lock file makes a lost race harmless: the loser exits.
+#[allow(clippy::disallowed_methods)] // the one process a frontend may start is the kernel
+fn start_kernel(opts: &ConnectOptions) -> Result<(), ClientError> {
+    use std::os::unix::process::CommandExt;
+    let exe = match &opts.kernel_exe {
+        Some(exe) => exe.clone(),
+        None => std::env::current_exe()?,
+    };
+    std::fs::create_dir_all(&opts.locations.data_dir)?;
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(opts.locations.kernel_log_path())?;
+    let mut cmd = std::process::Command::new(&exe);
+    cmd.arg("kernel")
+        .arg("--autostarted")
+        .env("SUPERPI_DATA_DIR", &opts.locations.data_dir)
+        .env("SUPERPI_CONFIG_DIR", &opts.locations.config_dir)
+        .env("SUPERPI_RUNTIME_DIR", &opts.locations.runtime_dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .process_group(0);
+    let child = cmd.spawn().map_err(|err| ClientError::NoKernel(format!("starting {}: {err}", exe.display())))?;
+    tracing::debug!(pid = child.id(), "started a kernel");
+    // The kernel outlives us; its exit is reaped by init once we are gone. Reap it here in
+    // the background so a short-lived frontend leaves no zombie while it runs.
+    std::thread::spawn(move || {
+        let mut child = child;
+        let _ = child.wait();
+    });
+    Ok(())
+}
+
+async fn wait_for_socket(socket: &std::path::Path, timeout: Duration) -> Result<UnixStream, ClientError> {
+    let deadline = Instant::now() + timeout;
+    let mut delay = Duration::from_millis(2);
+    loop {
+        match UnixStream::connect(socket).await {
+            Ok(stream) => return Ok(stream),
+            Err(err) if Instant::now() >= deadline => {
+                return Err(ClientError::NoKernel(format!(
+                    "the kernel did not open {} within {:?}: {err}",
+                    socket.display(),
+                    timeout
+                )));
+            }
+            Err(_) => {
+                // Polling a socket that is about to appear: back off up to 50 ms.
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_millis(50));
+            }
+        }
+    }
+}

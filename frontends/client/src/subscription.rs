@@ -1,0 +1,103 @@
+//! An event subscription: a stream of events with credit acks and lag recovery.
+
+use std::collections::VecDeque;
+
+use superpi_proto::Event;
+use superpi_proto::method::{WatchParams, WatchResult};
+
+use crate::connection::{KernelClient, SubReceiver, lock_subs};
+
+pub(crate) enum SubMessage {
+    Events(Vec<Event>),
+    Lagged(u64),
+}
+
+/// Events of one conversation, in order. Acks credit back to the kernel as events are taken;
+/// when the kernel reports the subscription lagged, it watches again from the last seq seen,
+/// so the stored events in between are replayed (deltas are not stored: the completed
+/// messages carry their text).
+pub struct Subscription {
+    client: KernelClient,
+    params: WatchParams,
+    id: u64,
+    head_seq: u64,
+    rx: SubReceiver,
+    buffer: VecDeque<Event>,
+    unacked: u64,
+    ack_every: u64,
+    last_seq: Option<u64>,
+}
+
+const DEFAULT_WINDOW: u64 = 1024;
+
+impl Subscription {
+    pub(crate) fn new(client: KernelClient, params: WatchParams, result: WatchResult, rx: SubReceiver) -> Self {
+        let window = params.window.unwrap_or(DEFAULT_WINDOW).max(1);
+        Subscription {
+            client,
+            params,
+            id: result.subscription,
+            head_seq: result.head_seq,
+            rx,
+            buffer: VecDeque::new(),
+            unacked: 0,
+            ack_every: (window / 2).max(1),
+            last_seq: None,
+        }
+    }
+
+    /// The kernel's id of this subscription (changes after a lag recovery).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The seq of the last stored event when the watch began.
+    pub fn head_seq(&self) -> u64 {
+        self.head_seq
+    }
+
+    pub fn conversation_id(&self) -> i64 {
+        self.params.conversation_id
+    }
+
+    /// The next event, or `None` when the connection closed or the watch ended.
+    pub async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(event) = self.buffer.pop_front() {
+                self.unacked += 1;
+                if self.unacked >= self.ack_every {
+                    self.client.ack(self.id, self.unacked);
+                    self.unacked = 0;
+                }
+                if event.seq > 0 {
+                    self.last_seq = Some(event.seq);
+                }
+                return Some(event);
+            }
+            match self.rx.recv().await? {
+                SubMessage::Events(events) => self.buffer.extend(events),
+                SubMessage::Lagged(resume_from) => {
+                    tracing::debug!(subscription = self.id, resume_from, "subscription lagged; catching up");
+                    lock_subs(&self.client.inner).remove(&self.id);
+                    let mut params = self.params.clone();
+                    params.from_seq = Some(self.last_seq.unwrap_or(resume_from).min(resume_from));
+                    let (result, rx) = self.client.rewatch(params).await.ok()?;
+                    self.id = result.subscription;
+                    self.rx = rx;
+                    self.unacked = 0;
+                }
+            }
+        }
+    }
+
+    /// Ends the watch.
+    pub async fn close(self) {
+        let _ = self.client.unwatch(self.id).await;
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        lock_subs(&self.client.inner).remove(&self.id);
+    }
+}
