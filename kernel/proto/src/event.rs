@@ -113,7 +113,14 @@ pub enum EventBody {
         tool_call_id: String,
         name: String,
         is_error: bool,
+        /// What the model reads (usually a string).
         output: Value,
+        /// Structured output for programs (MCP structuredContent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        structured: Option<Value>,
+        /// Details for a user interface (a unified diff, a spill path, an exit code).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        details: Option<Value>,
     },
     PermissionRequest {
         request_id: String,
@@ -434,8 +441,24 @@ impl Event {
         Self::new(
             conv,
             turn,
-            EventBody::ToolCompleted { tool_call_id: tool_call_id.into(), name: name.into(), is_error, output },
+            EventBody::ToolCompleted {
+                tool_call_id: tool_call_id.into(),
+                name: name.into(),
+                is_error,
+                output,
+                structured: None,
+                details: None,
+            },
         )
+    }
+
+    /// Adds the structured and UI channels to a `tool_completed` event (no-op for others).
+    pub fn with_tool_channels(mut self, structured_out: Option<Value>, details_out: Option<Value>) -> Self {
+        if let EventBody::ToolCompleted { structured, details, .. } = &mut self.body {
+            *structured = structured_out;
+            *details = details_out;
+        }
+        self
     }
     pub fn permission_request(conv: i64, turn: Option<i64>, fields: PermissionRequestFields) -> Self {
         Self::new(
