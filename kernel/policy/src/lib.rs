@@ -1,0 +1,1 @@
+//! superpi-policy: placeholder; the crate owner replaces this file.
