@@ -1,1 +1,133 @@
-//! placeholder
+//! superpi-tests: helpers for end-to-end tests that run the real `superpi` binary.
+//!
+//! Owns [`TestEnv`]: a private data, config and runtime directory plus a workspace, so every
+//! test gets its own kernel, and that kernel is killed when the test ends. It must not fake
+//! anything a test claims to check: the binary, the socket and the SQLite file are real.
+#![allow(clippy::disallowed_methods, clippy::expect_used, clippy::unwrap_used)] // test support spawns processes and fails loudly
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use superpi_client::{ConnectOptions, Locations};
+
+/// The `superpi` binary of this build (target/debug/superpi beside the test executable).
+pub fn superpi_bin() -> PathBuf {
+    if let Some(path) = std::env::var_os("SUPERPI_BIN") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().expect("test executable path");
+    let mut dir = exe.parent().expect("test dir").to_path_buf();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    let bin = dir.join("superpi");
+    assert!(bin.exists(), "{} is missing: build it first with `cargo build -p superpi-cli`", bin.display());
+    bin
+}
+
+/// A private superpi installation for one test.
+pub struct TestEnv {
+    pub root: tempfile::TempDir,
+    pub locations: Locations,
+    pub workspace: PathBuf,
+    pub home: PathBuf,
+}
+
+impl Default for TestEnv {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TestEnv {
+    pub fn new() -> Self {
+        let root = tempfile::Builder::new().prefix("superpi-test-").tempdir().expect("temp dir");
+        let p = root.path();
+        let locations =
+            Locations { data_dir: p.join("data"), config_dir: p.join("config"), runtime_dir: p.join("run") };
+        let workspace = p.join("workspace");
+        let home = p.join("home");
+        for dir in [&locations.config_dir, &workspace, &home] {
+            std::fs::create_dir_all(dir).expect("mkdir");
+        }
+        TestEnv { root, locations, workspace, home }
+    }
+
+    /// `superpi ARGS` with this environment's directories, HOME and no provider keys, run in
+    /// the workspace.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(superpi_bin());
+        cmd.args(args).current_dir(&self.workspace);
+        self.apply_env(&mut cmd);
+        cmd
+    }
+
+    /// Sets this environment's variables on any command (also a tokio one via `as_std_mut`).
+    pub fn apply_env(&self, cmd: &mut Command) {
+        cmd.env("SUPERPI_DATA_DIR", &self.locations.data_dir)
+            .env("SUPERPI_CONFIG_DIR", &self.locations.config_dir)
+            .env("SUPERPI_RUNTIME_DIR", &self.locations.runtime_dir)
+            .env("HOME", &self.home)
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("GEMINI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("SUPERPI_TOKENS")
+            .env_remove("SUPERPI_GATEWAY_TOKEN")
+            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()));
+    }
+
+    /// Options for a client of this environment's kernel; it autostarts the test binary.
+    pub fn connect_options(&self, frontend: &str) -> ConnectOptions {
+        let mut opts = ConnectOptions::new(self.locations.clone(), frontend);
+        opts.kernel_exe = Some(superpi_bin());
+        opts
+    }
+
+    pub fn database_path(&self) -> PathBuf {
+        self.locations.database_path()
+    }
+
+    /// The pid the running kernel wrote into its lock file.
+    pub fn kernel_pid(&self) -> Option<i32> {
+        std::fs::read_to_string(self.locations.lock_path()).ok()?.trim().parse().ok()
+    }
+
+    /// Kills the kernel (SIGKILL) and waits until its pid is gone.
+    pub fn kill_kernel(&self) {
+        if let Some(pid) = self.kernel_pid() {
+            kill_and_wait(pid);
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.root.path()
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        self.kill_kernel();
+    }
+}
+
+/// SIGKILLs a process and waits (bounded) for it to disappear.
+pub fn kill_and_wait(pid: i32) {
+    // SAFETY: kill(2) with a pid from our own kernel's lock file.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+    for _ in 0..500 {
+        if !Path::new(&format!("/proc/{pid}")).exists() || is_zombie(pid) {
+            return;
+        }
+        std::thread::yield_now();
+        std::thread::park_timeout(std::time::Duration::from_millis(10));
+    }
+}
+
+fn is_zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| s.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')))
+        .unwrap_or(true)
+}
