@@ -8,9 +8,15 @@
 //! It must not know the kernel's conversations, the store, the event protocol's envelope or
 //! any frontend: it turns a [`ModelRequest`] into a stream of [`StreamEvent`]s, nothing more.
 
+pub mod assemble;
+pub mod mock;
 pub mod stream;
+pub mod validate;
 
+pub use assemble::{Reassembler, StreamBuilder, reassemble};
+pub use mock::{MockProvider, mock_directives_help};
 pub use stream::{EventStream, ModelRequest, ProviderError, StopReason, StreamEvent, Terminal, ToolSpec};
+pub use validate::{AlgebraViolation, Validator, validate};
 
 use std::sync::Arc;
 

@@ -1,0 +1,496 @@
+//! Building and folding streams: [`StreamBuilder`] emits a well-formed stream for a provider,
+//! [`Reassembler`] folds any stream back into a message and tolerates a missing end.
+
+use std::collections::VecDeque;
+
+use serde_json::Value;
+use superpi_proto::{ContentBlock, Message, Role, Usage};
+
+use crate::stream::{ProviderError, StopReason, StreamEvent, Terminal};
+
+/// Tool-call arguments as assembled from their JSON text: empty text is `{}`, text that is not
+/// JSON is kept as a string so the caller can report it to the model instead of losing it.
+pub fn parse_arguments(raw: &str) -> Value {
+    if raw.trim().is_empty() {
+        return Value::Object(Default::default());
+    }
+    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()))
+}
+
+fn assistant_message(content: Vec<ContentBlock>, usage: Usage, stop_reason: StopReason) -> Message {
+    Message { role: Role::Assistant, content, usage: Some(usage), stop_reason: Some(stop_reason.as_str().to_string()) }
+}
+
+#[derive(Debug, Clone)]
+enum OpenBlock {
+    Text { index: u32, text: String },
+    Thinking { index: u32, thinking: String, signature: Option<String>, redacted: bool },
+    ToolCall { index: u32, id: Option<String>, name: Option<String>, arguments: String },
+}
+
+impl OpenBlock {
+    fn index(&self) -> u32 {
+        match self {
+            OpenBlock::Text { index, .. } | OpenBlock::Thinking { index, .. } | OpenBlock::ToolCall { index, .. } => {
+                *index
+            }
+        }
+    }
+
+    fn into_block(self) -> ContentBlock {
+        match self {
+            OpenBlock::Text { text, .. } => ContentBlock::Text { text },
+            OpenBlock::Thinking { thinking, signature, redacted, .. } => {
+                ContentBlock::Thinking { thinking, signature, redacted }
+            }
+            OpenBlock::ToolCall { id, name, arguments, .. } => ContentBlock::ToolCall {
+                id: id.unwrap_or_default(),
+                name: name.unwrap_or_default(),
+                arguments: parse_arguments(&arguments),
+            },
+        }
+    }
+}
+
+/// Which kind of block is open in a [`StreamBuilder`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockKind {
+    Text,
+    Thinking,
+    ToolCall,
+}
+
+/// Emits a stream that keeps the algebra by construction: `Start` first, one block open at a
+/// time with increasing indexes, ends carrying the block's content, one terminal whose message
+/// holds exactly the blocks closed so far. Providers' parsers drive it; events are queued and
+/// taken with [`StreamBuilder::drain`] / [`StreamBuilder::pop`].
+#[derive(Debug, Default)]
+pub struct StreamBuilder {
+    out: VecDeque<StreamEvent>,
+    started: bool,
+    finished: bool,
+    next_index: u32,
+    open: Option<OpenBlock>,
+    closed: Vec<ContentBlock>,
+    response_id: Option<String>,
+    usage: Usage,
+}
+
+impl StreamBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Emits `Start` (once; later calls only record a response id if none is known yet).
+    pub fn start(&mut self, response_id: Option<String>) {
+        if self.started {
+            if self.response_id.is_none() {
+                self.response_id = response_id;
+            }
+            return;
+        }
+        self.started = true;
+        self.response_id = response_id.clone();
+        self.out.push_back(StreamEvent::Start { response_id });
+    }
+
+    pub fn set_response_id(&mut self, id: String) {
+        if self.response_id.is_none() {
+            self.response_id = Some(id);
+        }
+    }
+
+    pub fn usage_mut(&mut self) -> &mut Usage {
+        &mut self.usage
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// The kind of the open block, if any.
+    pub fn open_kind(&self) -> Option<BlockKind> {
+        self.open.as_ref().map(|b| match b {
+            OpenBlock::Text { .. } => BlockKind::Text,
+            OpenBlock::Thinking { .. } => BlockKind::Thinking,
+            OpenBlock::ToolCall { .. } => BlockKind::ToolCall,
+        })
+    }
+
+    /// The arguments text of the open tool call, if one is open.
+    pub fn open_tool_arguments(&self) -> Option<&str> {
+        match &self.open {
+            Some(OpenBlock::ToolCall { arguments, .. }) => Some(arguments),
+            _ => None,
+        }
+    }
+
+    fn take_index(&mut self) -> u32 {
+        let index = self.next_index;
+        self.next_index += 1;
+        index
+    }
+
+    /// Appends text, opening a text block if the open block is not one.
+    pub fn text_delta(&mut self, delta: &str) {
+        if self.finished || delta.is_empty() {
+            return;
+        }
+        self.start(None);
+        if !matches!(self.open, Some(OpenBlock::Text { .. })) {
+            self.close();
+            let index = self.take_index();
+            self.open = Some(OpenBlock::Text { index, text: String::new() });
+            self.out.push_back(StreamEvent::TextStart { index });
+        }
+        if let Some(OpenBlock::Text { index, text }) = &mut self.open {
+            text.push_str(delta);
+            self.out.push_back(StreamEvent::TextDelta { index: *index, delta: delta.to_string() });
+        }
+    }
+
+    /// Opens a thinking block (closing any open block); `redacted` for encrypted reasoning.
+    pub fn thinking_start(&mut self, redacted: bool) {
+        if self.finished {
+            return;
+        }
+        self.start(None);
+        self.close();
+        let index = self.take_index();
+        self.open = Some(OpenBlock::Thinking { index, thinking: String::new(), signature: None, redacted });
+        self.out.push_back(StreamEvent::ThinkingStart { index });
+    }
+
+    /// Appends reasoning text, opening a thinking block if the open block is not one.
+    pub fn thinking_delta(&mut self, delta: &str) {
+        if self.finished || delta.is_empty() {
+            return;
+        }
+        if !matches!(self.open, Some(OpenBlock::Thinking { .. })) {
+            self.thinking_start(false);
+        }
+        if let Some(OpenBlock::Thinking { index, thinking, .. }) = &mut self.open {
+            thinking.push_str(delta);
+            self.out.push_back(StreamEvent::ThinkingDelta { index: *index, delta: delta.to_string() });
+        }
+    }
+
+    /// Sets (or extends) the signature of the open thinking block.
+    pub fn thinking_signature(&mut self, part: &str) {
+        if let Some(OpenBlock::Thinking { signature, .. }) = &mut self.open {
+            signature.get_or_insert_with(String::new).push_str(part);
+        }
+    }
+
+    /// Opens a tool-call block (closing any open block).
+    pub fn tool_start(&mut self, id: Option<String>, name: Option<String>) {
+        if self.finished {
+            return;
+        }
+        self.start(None);
+        self.close();
+        let index = self.take_index();
+        self.out.push_back(StreamEvent::ToolCallStart { index, id: id.clone(), name: name.clone() });
+        self.open = Some(OpenBlock::ToolCall { index, id, name, arguments: String::new() });
+    }
+
+    /// Appends to the open tool call's arguments; `id`/`name` fill in late values.
+    pub fn tool_delta(&mut self, delta: &str, id: Option<String>, name: Option<String>) {
+        if self.finished {
+            return;
+        }
+        if !matches!(self.open, Some(OpenBlock::ToolCall { .. })) {
+            self.tool_start(id.clone(), name.clone());
+        }
+        if let Some(OpenBlock::ToolCall { index, id: open_id, name: open_name, arguments }) = &mut self.open {
+            let late_id = match (&open_id, id) {
+                (None, Some(new)) => {
+                    *open_id = Some(new.clone());
+                    Some(new)
+                }
+                _ => None,
+            };
+            let late_name = match (&open_name, name) {
+                (None, Some(new)) => {
+                    *open_name = Some(new.clone());
+                    Some(new)
+                }
+                _ => None,
+            };
+            if delta.is_empty() && late_id.is_none() && late_name.is_none() {
+                return;
+            }
+            arguments.push_str(delta);
+            self.out.push_back(StreamEvent::ToolCallDelta {
+                index: *index,
+                delta: delta.to_string(),
+                id: late_id,
+                name: late_name,
+            });
+        }
+    }
+
+    /// Closes the open block, emitting its end with the assembled content.
+    pub fn close(&mut self) {
+        let Some(open) = self.open.take() else { return };
+        let index = open.index();
+        let block = open.into_block();
+        let end = match &block {
+            ContentBlock::Text { text } => StreamEvent::TextEnd { index, content: text.clone() },
+            ContentBlock::Thinking { thinking, signature, redacted } => StreamEvent::ThinkingEnd {
+                index,
+                thinking: thinking.clone(),
+                signature: signature.clone(),
+                redacted: *redacted,
+            },
+            ContentBlock::ToolCall { id, name, arguments } => {
+                StreamEvent::ToolCallEnd { index, id: id.clone(), name: name.clone(), arguments: arguments.clone() }
+            }
+            _ => return,
+        };
+        self.out.push_back(end);
+        self.closed.push(block);
+    }
+
+    /// Voids everything since `Start` and announces a retry.
+    pub fn reset(&mut self, retry_in_ms: u64) {
+        if self.finished {
+            return;
+        }
+        self.start(None);
+        self.open = None;
+        self.closed.clear();
+        self.next_index = 0;
+        self.usage = Usage::default();
+        self.out.push_back(StreamEvent::Reset { retry_in_ms });
+    }
+
+    /// Closes the open block and emits the `Done` terminal.
+    pub fn done(&mut self, stop_reason: StopReason) {
+        if self.finished {
+            return;
+        }
+        self.start(None);
+        self.close();
+        self.finished = true;
+        let message = assistant_message(std::mem::take(&mut self.closed), self.usage, stop_reason);
+        self.out.push_back(StreamEvent::Done(Terminal {
+            stop_reason,
+            message,
+            usage: self.usage,
+            response_id: self.response_id.clone(),
+            error: None,
+        }));
+    }
+
+    /// Emits the `Error` terminal with the blocks closed so far (an open block is dropped).
+    pub fn fail(&mut self, error: ProviderError) {
+        self.fail_with(StopReason::Error, error);
+    }
+
+    /// Like [`StreamBuilder::fail`] with a chosen stop reason (`Aborted` for a cancel).
+    pub fn fail_with(&mut self, stop_reason: StopReason, error: ProviderError) {
+        if self.finished {
+            return;
+        }
+        self.start(None);
+        self.open = None;
+        self.finished = true;
+        let message = assistant_message(std::mem::take(&mut self.closed), self.usage, stop_reason);
+        self.out.push_back(StreamEvent::Error(Terminal {
+            stop_reason,
+            message,
+            usage: self.usage,
+            response_id: self.response_id.clone(),
+            error: Some(error),
+        }));
+    }
+
+    /// Takes the next queued event.
+    pub fn pop(&mut self) -> Option<StreamEvent> {
+        self.out.pop_front()
+    }
+
+    /// Takes every queued event.
+    pub fn drain(&mut self) -> impl Iterator<Item = StreamEvent> + '_ {
+        self.out.drain(..)
+    }
+}
+
+/// Folds a stream into a message. Tolerant: a block whose end is missing is closed by the next
+/// block's start, by the terminal, or by [`Reassembler::finish`]; a `Reset` voids what came
+/// before it.
+#[derive(Debug, Default, Clone)]
+pub struct Reassembler {
+    response_id: Option<String>,
+    open: Option<OpenBlock>,
+    closed: Vec<ContentBlock>,
+    terminal: Option<Terminal>,
+}
+
+impl Reassembler {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn close_open(&mut self) {
+        if let Some(open) = self.open.take() {
+            self.closed.push(open.into_block());
+        }
+    }
+
+    /// Makes sure the open block is `index` (of the kind `make` builds), closing another one.
+    fn ensure_open(&mut self, index: u32, make: impl FnOnce() -> OpenBlock) -> &mut OpenBlock {
+        if self.open.as_ref().map(OpenBlock::index) != Some(index) {
+            self.close_open();
+            self.open = Some(make());
+        }
+        self.open.get_or_insert_with(|| OpenBlock::Text { index, text: String::new() })
+    }
+
+    pub fn push(&mut self, event: &StreamEvent) {
+        if self.terminal.is_some() {
+            return;
+        }
+        match event {
+            StreamEvent::Start { response_id } => {
+                if response_id.is_some() {
+                    self.response_id.clone_from(response_id);
+                }
+            }
+            StreamEvent::TextStart { index } => {
+                self.close_open();
+                self.open = Some(OpenBlock::Text { index: *index, text: String::new() });
+            }
+            StreamEvent::TextDelta { index, delta } => {
+                let index = *index;
+                if let OpenBlock::Text { text, .. } =
+                    self.ensure_open(index, || OpenBlock::Text { index, text: String::new() })
+                {
+                    text.push_str(delta);
+                }
+            }
+            StreamEvent::TextEnd { content, .. } => {
+                self.open = None;
+                self.closed.push(ContentBlock::Text { text: content.clone() });
+            }
+            StreamEvent::ThinkingStart { index } => {
+                self.close_open();
+                self.open = Some(OpenBlock::Thinking {
+                    index: *index,
+                    thinking: String::new(),
+                    signature: None,
+                    redacted: false,
+                });
+            }
+            StreamEvent::ThinkingDelta { index, delta } => {
+                let index = *index;
+                let make = || OpenBlock::Thinking { index, thinking: String::new(), signature: None, redacted: false };
+                if let OpenBlock::Thinking { thinking, .. } = self.ensure_open(index, make) {
+                    thinking.push_str(delta);
+                }
+            }
+            StreamEvent::ThinkingEnd { thinking, signature, redacted, .. } => {
+                self.open = None;
+                self.closed.push(ContentBlock::Thinking {
+                    thinking: thinking.clone(),
+                    signature: signature.clone(),
+                    redacted: *redacted,
+                });
+            }
+            StreamEvent::ToolCallStart { index, id, name } => {
+                self.close_open();
+                self.open = Some(OpenBlock::ToolCall {
+                    index: *index,
+                    id: id.clone(),
+                    name: name.clone(),
+                    arguments: String::new(),
+                });
+            }
+            StreamEvent::ToolCallDelta { index, delta, id, name } => {
+                let index = *index;
+                let make = || OpenBlock::ToolCall { index, id: None, name: None, arguments: String::new() };
+                if let OpenBlock::ToolCall { id: open_id, name: open_name, arguments, .. } =
+                    self.ensure_open(index, make)
+                {
+                    if open_id.is_none() {
+                        open_id.clone_from(id);
+                    }
+                    if open_name.is_none() {
+                        open_name.clone_from(name);
+                    }
+                    arguments.push_str(delta);
+                }
+            }
+            StreamEvent::ToolCallEnd { id, name, arguments, .. } => {
+                self.open = None;
+                self.closed.push(ContentBlock::ToolCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    arguments: arguments.clone(),
+                });
+            }
+            StreamEvent::Reset { .. } => {
+                self.open = None;
+                self.closed.clear();
+            }
+            StreamEvent::Done(terminal) | StreamEvent::Error(terminal) => {
+                self.terminal = Some(terminal.clone());
+            }
+        }
+    }
+
+    /// The blocks closed so far (ends seen).
+    pub fn closed_blocks(&self) -> &[ContentBlock] {
+        &self.closed
+    }
+
+    /// The terminal, once seen.
+    pub fn terminal(&self) -> Option<&Terminal> {
+        self.terminal.as_ref()
+    }
+
+    /// The message so far, with an open block closed as it stands.
+    pub fn partial_message(&self) -> Message {
+        let mut content = self.closed.clone();
+        if let Some(open) = &self.open {
+            content.push(open.clone().into_block());
+        }
+        Message { role: Role::Assistant, content, usage: None, stop_reason: None }
+    }
+
+    /// The terminal if one was seen; otherwise one built from what arrived, with `stop_reason`
+    /// (`Aborted` after a cancel) and an error saying the stream ended without a terminal.
+    pub fn finish(mut self, stop_reason: StopReason) -> Terminal {
+        if let Some(terminal) = self.terminal.take() {
+            return terminal;
+        }
+        self.close_open();
+        let usage = Usage::default();
+        let message = assistant_message(self.closed, usage, stop_reason);
+        Terminal {
+            stop_reason,
+            message,
+            usage,
+            response_id: self.response_id,
+            error: Some(ProviderError::Protocol {
+                provider: "stream".to_string(),
+                message: "the stream ended without a terminal event".to_string(),
+            }),
+        }
+    }
+}
+
+/// Folds a whole stream into its terminal (see [`Reassembler::finish`]; a stream without a
+/// terminal yields an `Error` stop reason).
+pub fn reassemble<'a>(events: impl IntoIterator<Item = &'a StreamEvent>) -> Terminal {
+    let mut reassembler = Reassembler::new();
+    for event in events {
+        reassembler.push(event);
+    }
+    reassembler.finish(StopReason::Error)
+}
+
+#[cfg(test)]
+#[path = "assemble_tests.rs"]
+mod tests;
