@@ -1,0 +1,14 @@
+//! superpi-http: what the HTTP frontends (`superpi gateway`, `superpi agui`) share.
+//!
+//! Owns the bind rule (no non-loopback listener without a token), bearer tokens read from a
+//! comma-separated list and the principal each token stands for, and SSE framing with a body
+//! that coalesces whatever frames are ready into one write.
+//!
+//! It must not know the kernel, any kernel type, nor any one frontend's wire format: it deals
+//! in headers, addresses and bytes.
+
+mod auth;
+mod sse;
+
+pub use auth::{AuthError, BindError, Tokens, check_bind};
+pub use sse::{SSE_DONE, sse_body, sse_data, sse_headers};
