@@ -24,6 +24,8 @@ pub enum Method {
     SessionSetMode(SetModeParams),
     HarnessList,
     PermissionRespond(PermissionRespondParams),
+    ToolList(ToolListParams),
+    ToolCall(ToolCallParams),
     KernelStatus,
     KernelShutdown,
 }
@@ -41,6 +43,8 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.set_mode",
     "harness.list",
     "permission.respond",
+    "tool.list",
+    "tool.call",
     "kernel.status",
     "kernel.shutdown",
 ];
@@ -65,6 +69,8 @@ impl Method {
             "session.set_mode" => Method::SessionSetMode(params(method, p)?),
             "harness.list" => Method::HarnessList,
             "permission.respond" => Method::PermissionRespond(params(method, p)?),
+            "tool.list" => Method::ToolList(params(method, p)?),
+            "tool.call" => Method::ToolCall(params(method, p)?),
             "kernel.status" => Method::KernelStatus,
             "kernel.shutdown" => Method::KernelShutdown,
             other => {
@@ -91,6 +97,8 @@ impl Method {
             Method::SessionSetMode(p) => ("session.set_mode", v(p)),
             Method::HarnessList => ("harness.list", empty),
             Method::PermissionRespond(p) => ("permission.respond", v(p)),
+            Method::ToolList(p) => ("tool.list", v(p)),
+            Method::ToolCall(p) => ("tool.call", v(p)),
             Method::KernelStatus => ("kernel.status", empty),
             Method::KernelShutdown => ("kernel.shutdown", empty),
         }
@@ -251,6 +259,48 @@ pub struct HarnessInfo {
     pub workspace: String,
 }
 
+/// `tool.list`: the tools a harness offers (default harness when absent).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolListParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolListResult {
+    pub tools: Vec<crate::tool::ToolDef>,
+}
+
+/// `tool.call`: one tool call outside any turn (the MCP server's tools). It goes through the
+/// policy in the caller's mode (remote callers: the remote mode) and runs confined. An unknown
+/// tool is METHOD_NOT_FOUND, arguments that do not fit its schema INVALID_PARAMS; a refusal or
+/// a failing tool is a result with `is_error`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCallParams {
+    pub name: String,
+    #[serde(default)]
+    pub arguments: Value,
+    /// The workspace root (absolute); default: the kernel's working directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallResult {
+    pub output: String,
+    pub is_error: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KernelStatus {
     pub pid: u32,
@@ -299,6 +349,14 @@ mod tests {
             Method::PermissionRespond(PermissionRespondParams {
                 request_id: "r".into(),
                 option_id: "allow_once".into(),
+            }),
+            Method::ToolList(ToolListParams::default()),
+            Method::ToolCall(ToolCallParams {
+                name: "ls".into(),
+                arguments: serde_json::json!({"path": "."}),
+                workspace: Some("/w".into()),
+                harness: None,
+                mode: None,
             }),
             Method::KernelStatus,
             Method::KernelShutdown,
