@@ -8,7 +8,19 @@
 //! kernel decides whether a call may run and with what grants; this crate only runs it, and
 //! never restricts the calling process itself.
 
+mod call;
+mod catalog;
+mod cgroup;
+mod confine;
+mod filter;
+mod launch;
+mod output;
+pub mod policy;
+mod runner;
+
+use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -16,6 +28,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use runner::{TOOL_SUBCOMMAND, tool_main};
 pub use superpi_proto::tool::{Effect, ToolDef};
 
 /// How the sandbox runs calls. One per kernel.
@@ -25,21 +38,67 @@ pub struct SandboxConfig {
     pub data_dir: PathBuf,
     /// In-memory output cap before spilling (default 4 MiB).
     pub output_cap_bytes: usize,
+    /// Most output text the model gets from one call; past it, the head and the tail
+    /// (default 48 KiB).
+    pub model_output_bytes: usize,
     /// Default deadline of a call (default 120 s).
     pub default_timeout: Duration,
+    /// Between SIGTERM and SIGKILL of a call's group at its deadline or on cancel (default 2 s).
+    pub kill_grace: Duration,
+    /// How long a descendant that still holds the output pipe may go on after the command
+    /// itself exited, before the whole call is killed (default 1 s).
+    pub drain_timeout: Duration,
     /// Extra paths readable (and executable) inside the sandbox (toolchains and the like).
     pub extra_read_paths: Vec<PathBuf>,
+    /// Extra paths writable inside the sandbox (besides the workspace and the call's temp dir).
+    pub extra_write_paths: Vec<PathBuf>,
+    /// Environment variable names passed through to tools besides the default allow list
+    /// (PATH, HOME, LANG, LC_ALL, LC_CTYPE, TERM, USER, LOGNAME, TZ).
+    pub env_allow: Vec<String>,
+    /// Variables set for every tool.
+    pub env_set: Vec<(String, String)>,
+    /// The program that runs the file tools inside the confined process: normally the
+    /// `superpi` binary itself, which dispatches `tool_args` to [`tool_main`].
+    pub tool_exe: PathBuf,
+    /// Arguments before which nothing else is passed (default: [`TOOL_SUBCOMMAND`]).
+    pub tool_args: Vec<OsString>,
+    /// The shell of the bash tool (default /bin/bash, else /bin/sh).
+    pub shell: PathBuf,
+    /// Most processes of one call (a pids cgroup where one is available; default 512).
+    pub max_pids: u32,
+    /// RLIMIT_NOFILE of a call (default 4096).
+    pub max_open_files: u64,
+    /// RLIMIT_AS of a call, when set.
+    pub max_memory_bytes: Option<u64>,
+    /// A private mount namespace in which everything outside the workspace and the call's
+    /// temp dir is read-only (default: on when the kernel runs as root, which it needs).
+    pub readonly_outside: bool,
     /// Turns confinement off explicitly; every call then logs a warning.
     pub disabled: bool,
 }
 
 impl SandboxConfig {
     pub fn new(data_dir: PathBuf) -> Self {
+        let shell = if std::path::Path::new("/bin/bash").exists() { "/bin/bash" } else { "/bin/sh" };
         SandboxConfig {
             data_dir,
             output_cap_bytes: 4 * 1024 * 1024,
+            model_output_bytes: 48 * 1024,
             default_timeout: Duration::from_secs(120),
+            kill_grace: Duration::from_secs(2),
+            drain_timeout: Duration::from_secs(1),
             extra_read_paths: Vec::new(),
+            extra_write_paths: Vec::new(),
+            env_allow: Vec::new(),
+            env_set: Vec::new(),
+            tool_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("superpi")),
+            tool_args: vec![OsString::from(TOOL_SUBCOMMAND)],
+            shell: PathBuf::from(shell),
+            max_pids: 512,
+            max_open_files: 4096,
+            max_memory_bytes: None,
+            // SAFETY: geteuid cannot fail.
+            readonly_outside: unsafe { libc::geteuid() } == 0,
             disabled: false,
         }
     }
@@ -88,24 +147,46 @@ pub enum SandboxError {
     Io(#[from] std::io::Error),
 }
 
+/// What confinement this machine gives, found by [`Sandbox::new`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SandboxStatus {
+    /// The landlock ABI (0: none).
+    pub landlock_abi: i32,
+    /// Whether a pids cgroup bounds and collects each call's processes.
+    pub pids_cgroup: bool,
+    /// Whether calls see everything outside the workspace read-only.
+    pub readonly_outside: bool,
+    /// Confinement turned off by configuration.
+    pub disabled: bool,
+}
+
 /// Runs tool calls in confined child processes.
 #[derive(Debug, Clone)]
 pub struct Sandbox {
     config: SandboxConfig,
+    inner: Arc<call::Machine>,
 }
 
 impl Sandbox {
+    /// Checks what the machine offers and compiles the seccomp programs. It fails only when the
+    /// filters cannot be built; a missing landlock makes every call fail with a clear message
+    /// instead (unless the configuration disables confinement).
     pub fn new(config: SandboxConfig) -> Result<Self, SandboxError> {
-        Ok(Sandbox { config })
+        let inner = call::Machine::new(&config)?;
+        Ok(Sandbox { config, inner: Arc::new(inner) })
     }
 
     pub fn config(&self) -> &SandboxConfig {
         &self.config
     }
 
+    pub fn status(&self) -> SandboxStatus {
+        self.inner.status(&self.config)
+    }
+
     /// The built-in tools.
     pub fn tools(&self) -> Vec<ToolDef> {
-        Vec::new()
+        catalog::tools()
     }
 
     /// Runs one call to the end (or to its deadline, or until `cancel`), streaming output
@@ -117,7 +198,23 @@ impl Sandbox {
         cancel: CancellationToken,
         progress: Option<mpsc::Sender<String>>,
     ) -> ToolOutcome {
-        let _ = (cancel, progress);
-        ToolOutcome::error(format!("tool `{}` is not available yet", call.name))
+        self.inner.run(&self.config, call, cancel, progress).await
     }
+}
+
+/// Hardens the kernel process itself; the kernel calls it once at start. Marks the process
+/// non-dumpable (so no process of the same user can read its memory or environment through
+/// /proc or attach to it) and disables core dumps. It restricts nothing else.
+pub fn harden_kernel_process() -> Result<(), SandboxError> {
+    // SAFETY: prctl and setrlimit with constant arguments.
+    unsafe {
+        if libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 {
+            return Err(SandboxError::Io(std::io::Error::last_os_error()));
+        }
+        let zero = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        if libc::setrlimit(libc::RLIMIT_CORE, &zero) != 0 {
+            return Err(SandboxError::Io(std::io::Error::last_os_error()));
+        }
+    }
+    Ok(())
 }

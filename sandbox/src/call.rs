@@ -1,0 +1,460 @@
+//! One call from start to result: what the machine offers, the policy of the call, the
+//! launch, and the three channels of the result.
+
+use std::ffi::{CString, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::cgroup::CgroupBase;
+use crate::confine::{MountPlan, Prepared, Program};
+use crate::launch::{End, Finished, Launch};
+use crate::output::{Collected, Collector, head_text, tail_text};
+use crate::policy::{self, FsPolicy};
+use crate::runner::Request;
+use crate::{SandboxConfig, SandboxError, SandboxStatus, ToolCall, ToolOutcome};
+
+/// Longest deadline a model may ask for.
+const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+/// Largest answer of the tool runner (its tools bound their own output far below this).
+const RUNNER_OUTPUT_MAX: usize = 32 * 1024 * 1024;
+const DEFAULT_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USER", "LOGNAME", "TZ"];
+
+/// What this machine offers, found once.
+#[derive(Debug)]
+pub(crate) struct Machine {
+    abi: i32,
+    cgroup: Option<CgroupBase>,
+    seccomp_offline: Arc<Vec<Program>>,
+    seccomp_network: Arc<Vec<Program>>,
+    /// Why calls are refused, when they are.
+    refusal: Option<String>,
+    root: bool,
+}
+
+impl Machine {
+    pub(crate) fn new(config: &SandboxConfig) -> Result<Machine, SandboxError> {
+        let abi = policy::landlock_abi();
+        let offline = crate::filter::programs(false).map_err(|e| SandboxError::Unavailable(e.to_string()))?;
+        let network = crate::filter::programs(true).map_err(|e| SandboxError::Unavailable(e.to_string()))?;
+        let refusal = (abi == 0 && !config.disabled).then(|| {
+            "the sandbox refused to run the tool: this kernel does not offer landlock, so the tool \
+             could not be confined (an administrator can turn the sandbox off explicitly in the \
+             configuration)"
+                .to_string()
+        });
+        // SAFETY: geteuid cannot fail.
+        let root = unsafe { libc::geteuid() } == 0;
+        let cgroup = if config.disabled { None } else { CgroupBase::detect() };
+        if !config.disabled {
+            tracing::info!(landlock_abi = abi, pids_cgroup = cgroup.is_some(), "sandbox ready");
+        }
+        Ok(Machine {
+            abi,
+            cgroup,
+            seccomp_offline: Arc::new(offline),
+            seccomp_network: Arc::new(network),
+            refusal,
+            root,
+        })
+    }
+
+    pub(crate) fn status(&self, config: &SandboxConfig) -> SandboxStatus {
+        SandboxStatus {
+            landlock_abi: self.abi,
+            pids_cgroup: self.cgroup.is_some(),
+            readonly_outside: config.readonly_outside && self.root && !config.disabled,
+            disabled: config.disabled,
+        }
+    }
+
+    pub(crate) async fn run(
+        &self,
+        config: &SandboxConfig,
+        call: ToolCall,
+        cancel: CancellationToken,
+        progress: Option<mpsc::Sender<String>>,
+    ) -> ToolOutcome {
+        if let Some(refusal) = &self.refusal {
+            return ToolOutcome::error(refusal.clone());
+        }
+        if config.disabled {
+            tracing::warn!(tool = %call.name, "sandbox disabled by configuration: running the tool unconfined");
+        }
+        let workspace = match checked_workspace(&call.workspace) {
+            Ok(w) => w,
+            Err(e) => return ToolOutcome::error(e),
+        };
+        let result = match call.name.as_str() {
+            "bash" => self.bash(config, &call, &workspace, cancel, progress).await,
+            name if crate::catalog::RUNNER_TOOLS.contains(&name) => {
+                self.file_tool(config, &call, &workspace, cancel).await
+            }
+            other => Err(format!("unknown tool `{other}`")),
+        };
+        result.unwrap_or_else(ToolOutcome::error)
+    }
+
+    async fn bash(
+        &self,
+        config: &SandboxConfig,
+        call: &ToolCall,
+        workspace: &Path,
+        cancel: CancellationToken,
+        progress: Option<mpsc::Sender<String>>,
+    ) -> Result<ToolOutcome, String> {
+        let args = &call.arguments;
+        let command = match args.get("command") {
+            Some(Value::String(c)) if !c.trim().is_empty() => c.clone(),
+            Some(Value::String(_)) => return Err("bash: `command` is empty".into()),
+            Some(_) => return Err("bash: `command` must be a string".into()),
+            None => return Err("bash: missing required field `command`".into()),
+        };
+        let timeout = match args.get("timeout") {
+            None | Some(Value::Null) => call.timeout.unwrap_or(config.default_timeout),
+            Some(v) => match v.as_f64() {
+                Some(s) if s > 0.0 => Duration::from_secs_f64(s.min(MAX_TIMEOUT.as_secs_f64())),
+                _ => return Err("bash: `timeout` must be a positive number of seconds".into()),
+            },
+        };
+        let cwd = match args.get("cwd") {
+            None | Some(Value::Null) => workspace.to_path_buf(),
+            Some(Value::String(dir)) => inside_workspace(workspace, dir).map_err(|e| format!("bash: `cwd`: {e}"))?,
+            Some(_) => return Err("bash: `cwd` must be a string".into()),
+        };
+        let started = Instant::now();
+        let spill = spill_path(config, call);
+        let setup = self.setup(config, call, workspace, &cwd, false)?;
+        let launch = Launch {
+            program: config.shell.clone(),
+            args: vec![OsString::from("-c"), OsString::from(command)],
+            env: setup.env,
+            cwd,
+            stdin: None,
+            merge_stderr: true,
+            prepared: setup.prepared,
+            status_read: setup.status_read,
+            cgroup: setup.cgroup,
+            timeout,
+            grace: config.kill_grace,
+            drain: config.drain_timeout,
+            collector: Collector::new(config.output_cap_bytes, spill.clone()),
+            progress,
+        };
+        let finished = crate::launch::run(launch, cancel).await.map_err(|e| e.to_string())?;
+        drop(setup.tmp);
+        Ok(bash_outcome(config, finished, timeout, workspace, started.elapsed(), &spill, call.network))
+    }
+
+    async fn file_tool(
+        &self,
+        config: &SandboxConfig,
+        call: &ToolCall,
+        workspace: &Path,
+        cancel: CancellationToken,
+    ) -> Result<ToolOutcome, String> {
+        let spill_dir = conversation_spill_dir(config, call.conversation_id);
+        let request = Request {
+            tool: call.name.clone(),
+            arguments: call.arguments.clone(),
+            workspace: workspace.to_path_buf(),
+            read_roots: if spill_dir.is_dir() { vec![spill_dir] } else { Vec::new() },
+        };
+        let stdin = serde_json::to_vec(&request).map_err(|e| e.to_string())?;
+        let setup = self.setup(config, call, workspace, workspace, true)?;
+        let launch = Launch {
+            program: config.tool_exe.clone(),
+            args: config.tool_args.clone(),
+            env: setup.env,
+            cwd: workspace.to_path_buf(),
+            stdin: Some(stdin),
+            merge_stderr: false,
+            prepared: setup.prepared,
+            status_read: setup.status_read,
+            cgroup: setup.cgroup,
+            timeout: call.timeout.unwrap_or(config.default_timeout),
+            grace: config.kill_grace,
+            drain: config.drain_timeout,
+            collector: Collector::new(RUNNER_OUTPUT_MAX, setup.tmp.path().join("runner-output")),
+            progress: None,
+        };
+        let finished = crate::launch::run(launch, cancel).await.map_err(|e| e.to_string())?;
+        drop(setup.tmp);
+        match finished.end {
+            End::TimedOut => return Err(format!("{}: timed out", call.name)),
+            End::Cancelled => return Err(format!("{}: cancelled", call.name)),
+            End::Exited => {}
+        }
+        if finished.output.spill.is_some() {
+            return Err(format!("{}: the tool answered more than {RUNNER_OUTPUT_MAX} bytes", call.name));
+        }
+        serde_json::from_slice::<ToolOutcome>(&finished.output.head).map_err(|_| {
+            let why = String::from_utf8_lossy(&finished.stderr);
+            let status = match (finished.exit_code(), finished.signal()) {
+                (Some(c), _) => format!("exit code {c}"),
+                (None, Some(s)) => format!("signal {s}"),
+                _ => "no exit status".into(),
+            };
+            format!("{}: the tool runner failed ({status}): {}", call.name, why.trim())
+        })
+    }
+
+    /// The policy, the descriptors and the environment of one call.
+    fn setup(
+        &self,
+        config: &SandboxConfig,
+        call: &ToolCall,
+        workspace: &Path,
+        cwd: &Path,
+        runner: bool,
+    ) -> Result<Setup, String> {
+        let tmp = tempfile::Builder::new()
+            .prefix("superpi-call-")
+            .tempdir()
+            .map_err(|e| format!("could not create the call's temp dir: {e}"))?;
+        let tmp_path = tmp.path().canonicalize().map_err(|e| e.to_string())?;
+        let confined = !config.disabled;
+
+        let mut read_exec: Vec<PathBuf> = policy::DEFAULT_READ_EXEC.iter().map(PathBuf::from).collect();
+        read_exec.extend(config.extra_read_paths.iter().cloned());
+        read_exec.push(config.shell.clone());
+        if runner {
+            read_exec.push(config.tool_exe.clone());
+        }
+        let spill_dir = conversation_spill_dir(config, call.conversation_id);
+        let mut read_write = vec![workspace.to_path_buf(), tmp_path.clone()];
+        read_write.extend(config.extra_write_paths.iter().cloned());
+        let fs = FsPolicy {
+            read_exec,
+            read_only: if runner { vec![spill_dir] } else { Vec::new() },
+            read_write: read_write.clone(),
+            devices: policy::DEFAULT_DEVICES.iter().map(PathBuf::from).collect(),
+        };
+        let landlock = if confined {
+            Some(policy::build_ruleset(&fs, self.abi, call.network).map_err(|e| e.to_string())?)
+        } else {
+            None
+        };
+        let cgroup = match &self.cgroup {
+            Some(base) => {
+                Some(base.create(config.max_pids).map_err(|e| format!("could not create the call's cgroup: {e}"))?)
+            }
+            None => None,
+        };
+        let cgroup_procs = match &cgroup {
+            Some(cg) => Some(cg.procs_fd().map_err(|e| e.to_string())?),
+            None => None,
+        };
+        let mounts = (confined && config.readonly_outside && self.root).then(|| MountPlan {
+            writable: read_write.iter().filter(|p| p.exists()).filter_map(|p| c_path(p)).collect(),
+            keep_writable_mounts: vec![c"/dev".to_owned(), c"/dev/pts".to_owned(), c"/dev/shm".to_owned()],
+        });
+        let mut limits = vec![(libc::RLIMIT_CORE as i32, 0u64), (libc::RLIMIT_NOFILE as i32, config.max_open_files)];
+        if let Some(bytes) = config.max_memory_bytes {
+            limits.push((libc::RLIMIT_AS as i32, bytes));
+        }
+        let (status_read, status_write) = crate::launch::pipe_pair().map_err(|e| e.to_string())?;
+        let seccomp = match (confined, call.network) {
+            (false, _) => Arc::new(Vec::new()),
+            (true, false) => self.seccomp_offline.clone(),
+            (true, true) => self.seccomp_network.clone(),
+        };
+        let prepared = Prepared {
+            parent_pid: std::process::id() as i32,
+            status: status_write,
+            cgroup_procs,
+            mounts,
+            cwd: c_path(cwd).ok_or("the working directory contains a NUL byte")?,
+            limits,
+            drop_capabilities: confined,
+            landlock,
+            seccomp,
+        };
+        let env = environment(config, &tmp_path);
+        Ok(Setup { tmp, prepared, status_read, cgroup, env })
+    }
+}
+
+struct Setup {
+    tmp: tempfile::TempDir,
+    prepared: Prepared,
+    status_read: std::os::fd::OwnedFd,
+    cgroup: Option<crate::cgroup::CallCgroup>,
+    env: Vec<(OsString, OsString)>,
+}
+
+fn c_path(p: &Path) -> Option<CString> {
+    CString::new(p.as_os_str().as_bytes()).ok()
+}
+
+fn environment(config: &SandboxConfig, tmp: &Path) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = Vec::new();
+    let names = DEFAULT_ENV.iter().map(|s| s.to_string()).chain(config.env_allow.iter().cloned());
+    for name in names {
+        if let Some(value) = std::env::var_os(&name) {
+            env.push((name.into(), value));
+        }
+    }
+    if !env.iter().any(|(k, _)| k == "PATH") {
+        env.push(("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()));
+    }
+    for key in ["TMPDIR", "TMP", "TEMP"] {
+        env.push((key.into(), tmp.as_os_str().to_owned()));
+    }
+    for (k, v) in &config.env_set {
+        env.push((k.into(), v.into()));
+    }
+    env
+}
+
+fn checked_workspace(workspace: &Path) -> Result<PathBuf, String> {
+    let canonical =
+        workspace.canonicalize().map_err(|e| format!("the workspace {} is not usable: {e}", workspace.display()))?;
+    if !canonical.is_dir() {
+        return Err(format!("the workspace {} is not a directory", workspace.display()));
+    }
+    if canonical == Path::new("/") {
+        return Err("the sandbox refuses the whole filesystem as a workspace".into());
+    }
+    Ok(canonical)
+}
+
+/// Resolves `dir` (relative to the workspace or absolute) and checks that it stays inside.
+fn inside_workspace(workspace: &Path, dir: &str) -> Result<PathBuf, String> {
+    let joined = workspace.join(dir);
+    let canonical = joined.canonicalize().map_err(|e| format!("{dir}: {e}"))?;
+    if !canonical.starts_with(workspace) {
+        return Err(format!("{dir} is outside the workspace {}", workspace.display()));
+    }
+    Ok(canonical)
+}
+
+fn conversation_spill_dir(config: &SandboxConfig, conversation: i64) -> PathBuf {
+    config.data_dir.join("spill").join(conversation.to_string())
+}
+
+fn spill_path(config: &SandboxConfig, call: &ToolCall) -> PathBuf {
+    let name: String = call
+        .call_id
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .take(128)
+        .collect();
+    let name = if name.is_empty() { "call".to_string() } else { name };
+    conversation_spill_dir(config, call.conversation_id).join(name)
+}
+
+/// The model's text of a stream: all of it when short, else head, a note, and tail.
+fn model_text(config: &SandboxConfig, out: &Collected, spill: &Path) -> (String, Option<PathBuf>) {
+    let limit = config.model_output_bytes.max(1024);
+    if out.spill.is_none() && out.total as usize <= limit {
+        return (String::from_utf8_lossy(&out.head).into_owned(), None);
+    }
+    // Not spilled yet but too long for the model: keep the whole of it on disk too.
+    let path = match &out.spill {
+        Some(p) => Some(p.clone()),
+        None => spill
+            .parent()
+            .map(std::fs::create_dir_all)
+            .unwrap_or(Ok(()))
+            .and_then(|_| std::fs::write(spill, &out.head))
+            .ok()
+            .map(|_| spill.to_path_buf()),
+    };
+    let head = head_text(&out.head, limit / 2);
+    let tail_source: &[u8] = if out.spill.is_some() { &out.tail } else { &out.head };
+    let tail = tail_text(tail_source, limit / 2);
+    let where_ = match &path {
+        Some(p) => format!("the whole output is in {} (the read tool can page through it)", p.display()),
+        None => format!("the rest could not be saved: {}", out.spill_error.as_deref().unwrap_or("unknown error")),
+    };
+    let text = format!(
+        "{head}\n\n[... output truncated: {} bytes in total, showing the first and the last {} KiB; {where_} ...]\n\n{tail}",
+        out.total,
+        limit / 2 / 1024
+    );
+    (text, path)
+}
+
+fn bash_outcome(
+    config: &SandboxConfig,
+    finished: Finished,
+    timeout: Duration,
+    workspace: &Path,
+    elapsed: Duration,
+    spill: &Path,
+    network: bool,
+) -> ToolOutcome {
+    let (mut text, spill_path) = model_text(config, &finished.output, spill);
+    let code = finished.exit_code();
+    let signal = finished.signal();
+    let status_line = match (finished.end, code, signal) {
+        (End::TimedOut, _, _) => Some(format!("[timed out after {} s; the command was killed]", timeout.as_secs_f64())),
+        (End::Cancelled, _, _) => Some("[cancelled; the command was killed]".to_string()),
+        (_, Some(0), _) => None,
+        (_, Some(c), _) => Some(format!("[exit code {c}]")),
+        (_, None, Some(s)) => Some(format!("[killed by signal {s}]")),
+        _ => Some("[no exit status]".to_string()),
+    };
+    let failed = status_line.is_some();
+    if failed && looks_denied(&finished.output) {
+        let net = if network { "" } else { "; network is not granted to this call" };
+        let note = format!(
+            "[sandbox: this command may write only inside the workspace {} and its temp dir $TMPDIR, \
+             cannot read the rest of the home directory{net}; a denial above comes from the sandbox]",
+            workspace.display()
+        );
+        text = join_line(text, &note);
+    }
+    if let Some(line) = &status_line {
+        text = join_line(text, line);
+    }
+    if text.is_empty() {
+        text = "(no output)".to_string();
+    }
+    let spill_json = spill_path.as_ref().map(|p| p.display().to_string());
+    ToolOutcome {
+        output: text,
+        is_error: failed,
+        structured: Some(json!({
+            "exit_code": code,
+            "signal": signal,
+            "timed_out": finished.end == End::TimedOut,
+            "cancelled": finished.end == End::Cancelled,
+            "total_bytes": finished.output.total,
+            "spill_path": spill_json,
+        })),
+        details: Some(json!({
+            "exit_code": code,
+            "duration_ms": elapsed.as_millis() as u64,
+            "total_bytes": finished.output.total,
+            "spill_path": spill_json,
+        })),
+    }
+}
+
+fn join_line(text: String, line: &str) -> String {
+    if text.is_empty() {
+        line.to_string()
+    } else if text.ends_with('\n') {
+        format!("{text}{line}")
+    } else {
+        format!("{text}\n{line}")
+    }
+}
+
+fn looks_denied(out: &Collected) -> bool {
+    let hay = |b: &[u8]| {
+        let s = String::from_utf8_lossy(b);
+        s.contains("Permission denied")
+            || s.contains("Operation not permitted")
+            || s.contains("Read-only file system")
+            || s.contains("permission denied")
+    };
+    hay(&out.head[out.head.len().saturating_sub(16 * 1024)..]) || hay(&out.tail)
+}

@@ -1,0 +1,133 @@
+//! A pids cgroup per call: bounds the number of processes (RLIMIT_NPROC does nothing for root)
+//! and finds every descendant at the end of a call, also one that left the session.
+
+use std::fs;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// Where this kernel may create per-call cgroups.
+#[derive(Debug, Clone)]
+pub(crate) struct CgroupBase {
+    dir: PathBuf,
+    v2: bool,
+}
+
+impl CgroupBase {
+    /// Finds a writable pids hierarchy (cgroup v1 `pids`, or v2 with the pids controller
+    /// usable below our own cgroup). None when there is none: the sandbox then falls back to
+    /// killing the process group only.
+    pub(crate) fn detect() -> Option<CgroupBase> {
+        let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
+        let own = fs::read_to_string("/proc/self/cgroup").ok()?;
+        let mut v1 = None;
+        let mut v2 = None;
+        for line in mountinfo.lines() {
+            let Some((left, right)) = line.split_once(" - ") else { continue };
+            let mount_point = left.split(' ').nth(4).unwrap_or("");
+            let mut r = right.split(' ');
+            let fstype = r.next().unwrap_or("");
+            let super_opts = r.nth(1).unwrap_or("");
+            if fstype == "cgroup" && super_opts.split(',').any(|o| o == "pids") {
+                v1 = Some(PathBuf::from(mount_point));
+            } else if fstype == "cgroup2" && v2.is_none() {
+                v2 = Some(PathBuf::from(mount_point));
+            }
+        }
+        for line in own.lines() {
+            let mut parts = line.splitn(3, ':');
+            let (_, controllers, path) = (parts.next(), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+            let rel = path.trim_start_matches('/');
+            if let Some(mount) = &v1
+                && controllers.split(',').any(|c| c == "pids")
+            {
+                let dir = mount.join(rel);
+                if writable_dir(&dir) {
+                    return Some(CgroupBase { dir, v2: false });
+                }
+            }
+            if let Some(mount) = &v2
+                && controllers.is_empty()
+            {
+                let dir = mount.join(rel);
+                let controllers = fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
+                let enabled = controllers.split_whitespace().any(|c| c == "pids")
+                    || fs::write(dir.join("cgroup.subtree_control"), "+pids").is_ok();
+                if enabled && writable_dir(&dir) {
+                    return Some(CgroupBase { dir, v2: true });
+                }
+            }
+        }
+        None
+    }
+
+    /// A fresh cgroup for one call, bounded to `max_pids` processes.
+    pub(crate) fn create(&self, max_pids: u32) -> std::io::Result<CallCgroup> {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = self.dir.join(format!("superpi-{}-{n}", std::process::id()));
+        fs::create_dir(&dir)?;
+        let cg = CallCgroup { dir, v2: self.v2 };
+        fs::write(cg.dir.join("pids.max"), max_pids.to_string())?;
+        Ok(cg)
+    }
+}
+
+fn writable_dir(dir: &Path) -> bool {
+    let probe = dir.join(format!("superpi-probe-{}", std::process::id()));
+    let ok = fs::create_dir(&probe).is_ok();
+    let _ = fs::remove_dir(&probe);
+    ok
+}
+
+/// The cgroup of one call; killed and removed by [`CallCgroup::destroy`].
+#[derive(Debug)]
+pub(crate) struct CallCgroup {
+    dir: PathBuf,
+    v2: bool,
+}
+
+impl CallCgroup {
+    /// A write-only descriptor on `cgroup.procs`, for the child to join with `write("0")`.
+    pub(crate) fn procs_fd(&self) -> std::io::Result<OwnedFd> {
+        let f = fs::OpenOptions::new().write(true).open(self.dir.join("cgroup.procs"))?;
+        Ok(f.into())
+    }
+
+    fn pids(&self) -> Vec<i32> {
+        fs::read_to_string(self.dir.join("cgroup.procs"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    }
+
+    /// Sends `signal` to every process of the call.
+    pub(crate) fn signal_all(&self, signal: i32) {
+        for pid in self.pids() {
+            // SAFETY: kill(2) on a pid read from the call's own cgroup.
+            unsafe { libc::kill(pid, signal) };
+        }
+    }
+
+    /// Kills everything left in the cgroup, waits (bounded) until it is empty and removes it.
+    pub(crate) async fn destroy(self) {
+        let start = Instant::now();
+        if self.v2 {
+            let _ = fs::write(self.dir.join("cgroup.kill"), "1");
+        }
+        loop {
+            self.signal_all(libc::SIGKILL);
+            if fs::remove_dir(&self.dir).is_ok() {
+                return;
+            }
+            if start.elapsed() > Duration::from_secs(5) {
+                tracing::warn!(dir = %self.dir.display(), "could not remove a call's cgroup");
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+}

@@ -1,0 +1,305 @@
+//! The child side of confinement: everything here runs between fork and exec.
+//!
+//! The parent prepares every input (the landlock ruleset descriptor, the compiled seccomp
+//! programs, C strings for paths, the cgroup descriptor) before it forks. After the fork the
+//! child runs [`Prepared::confine`], which makes raw system calls only: no allocation, no lock,
+//! no formatting, so it is sound in a multi-threaded parent. A failing step writes its code to
+//! the status pipe and returns the OS error, which makes the spawn fail in the parent.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
+
+use libc::{c_int, c_long, c_ulong};
+
+/// The steps of confinement, in order; their codes travel back through the status pipe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Step {
+    Session = 1,
+    ParentDeath,
+    Cgroup,
+    MountNamespace,
+    ReadOnlyMounts,
+    WorkingDir,
+    Limits,
+    Descriptors,
+    Capabilities,
+    NoNewPrivs,
+    Landlock,
+    Seccomp,
+}
+
+impl Step {
+    pub(crate) fn from_code(code: u8) -> Option<Step> {
+        use Step::*;
+        [
+            Session,
+            ParentDeath,
+            Cgroup,
+            MountNamespace,
+            ReadOnlyMounts,
+            WorkingDir,
+            Limits,
+            Descriptors,
+            Capabilities,
+            NoNewPrivs,
+            Landlock,
+            Seccomp,
+        ]
+        .into_iter()
+        .find(|s| *s as u8 == code)
+    }
+
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Step::Session => "start a new session",
+            Step::ParentDeath => "set the parent-death signal",
+            Step::Cgroup => "join the call's pids cgroup",
+            Step::MountNamespace => "enter a private mount namespace",
+            Step::ReadOnlyMounts => "make everything outside the workspace read-only",
+            Step::WorkingDir => "enter the working directory",
+            Step::Limits => "set resource limits",
+            Step::Descriptors => "close inherited descriptors",
+            Step::Capabilities => "drop capabilities",
+            Step::NoNewPrivs => "set no_new_privs",
+            Step::Landlock => "apply the landlock ruleset",
+            Step::Seccomp => "install the seccomp filter",
+        }
+    }
+}
+
+/// A compiled seccomp program, in the kernel's `sock_filter` layout.
+pub(crate) type Program = Vec<libc::sock_filter>;
+
+/// The private mount namespace plan (only when the parent is root).
+#[derive(Debug)]
+pub(crate) struct MountPlan {
+    /// Trees that stay writable: the workspace roots and the call's temp dir.
+    pub writable: Vec<CString>,
+    /// Mount points whose own writability is left to landlock (`/dev`).
+    pub keep_writable_mounts: Vec<CString>,
+}
+
+/// Everything the child needs, made in the parent before the fork.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    pub parent_pid: libc::pid_t,
+    pub status: OwnedFd,
+    pub cgroup_procs: Option<OwnedFd>,
+    pub mounts: Option<MountPlan>,
+    pub cwd: CString,
+    pub limits: Vec<(c_int, u64)>,
+    pub drop_capabilities: bool,
+    /// None when confinement is disabled by configuration.
+    pub landlock: Option<OwnedFd>,
+    pub seccomp: Arc<Vec<Program>>,
+}
+
+const AT_RECURSIVE: c_ulong = 0x8000;
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const CLOSE_RANGE_CLOEXEC: c_ulong = 1 << 2;
+const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+fn check(ret: c_long) -> Result<c_long, i32> {
+    if ret < 0 { Err(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)) } else { Ok(ret) }
+}
+
+fn check_int(ret: c_int) -> Result<c_long, i32> {
+    check(ret as c_long)
+}
+
+impl Prepared {
+    /// Runs in the forked child. Async-signal-safe: raw system calls only.
+    pub(crate) fn confine(&self) -> io::Result<()> {
+        self.run_steps().map_err(|(step, errno)| {
+            let code = [step as u8];
+            // SAFETY: writing one byte from a live stack buffer to a descriptor we own.
+            unsafe { libc::write(self.status.as_raw_fd(), code.as_ptr().cast(), 1) };
+            io::Error::from_raw_os_error(errno)
+        })
+    }
+
+    fn run_steps(&self) -> Result<(), (Step, i32)> {
+        // SAFETY (whole function): plain system calls on values prepared by the parent, whose
+        // pointers stay valid for the duration of each call.
+        unsafe {
+            check_int(libc::setsid()).map_err(|e| (Step::Session, e))?;
+
+            check_int(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as c_ulong, 0, 0, 0))
+                .map_err(|e| (Step::ParentDeath, e))?;
+            if libc::getppid() != self.parent_pid {
+                return Err((Step::ParentDeath, libc::ESRCH));
+            }
+
+            if let Some(fd) = &self.cgroup_procs {
+                let zero = b"0";
+                check(libc::write(fd.as_raw_fd(), zero.as_ptr().cast(), 1) as c_long).map_err(|e| (Step::Cgroup, e))?;
+            }
+
+            if let Some(plan) = &self.mounts {
+                self.private_mounts(plan)?;
+            }
+            check_int(libc::chdir(self.cwd.as_ptr())).map_err(|e| (Step::WorkingDir, e))?;
+
+            for (resource, value) in &self.limits {
+                let lim = libc::rlimit64 { rlim_cur: *value, rlim_max: *value };
+                check(libc::syscall(
+                    libc::SYS_prlimit64,
+                    0,
+                    *resource as c_long,
+                    &lim as *const libc::rlimit64,
+                    std::ptr::null_mut::<libc::rlimit64>(),
+                ))
+                .map_err(|e| (Step::Limits, e))?;
+            }
+
+            // Everything above 2 closes at exec (our own status and error pipes included).
+            if check(libc::syscall(libc::SYS_close_range, 3 as c_ulong, c_ulong::MAX, CLOSE_RANGE_CLOEXEC)).is_err() {
+                for fd in 3..4096 {
+                    libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+                }
+            }
+
+            if self.drop_capabilities {
+                self.drop_capabilities()?;
+            }
+
+            check_int(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as c_ulong, 0, 0, 0))
+                .map_err(|e| (Step::NoNewPrivs, e))?;
+
+            if let Some(ruleset) = &self.landlock {
+                check(libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0 as c_ulong))
+                    .map_err(|e| (Step::Landlock, e))?;
+            }
+
+            for program in self.seccomp.iter() {
+                let fprog =
+                    libc::sock_fprog { len: program.len() as u16, filter: program.as_ptr() as *mut libc::sock_filter };
+                check_int(libc::prctl(
+                    libc::PR_SET_SECCOMP,
+                    libc::SECCOMP_MODE_FILTER as c_ulong,
+                    &fprog as *const libc::sock_fprog as c_ulong,
+                    0,
+                    0,
+                ))
+                .map_err(|e| (Step::Seccomp, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A private mount namespace where everything is read-only except the writable trees.
+    unsafe fn private_mounts(&self, plan: &MountPlan) -> Result<(), (Step, i32)> {
+        let root = c"/";
+        let none = c"none";
+        // SAFETY: raw mount-family system calls with C strings that outlive the calls.
+        unsafe {
+            check_int(libc::unshare(libc::CLONE_NEWNS)).map_err(|e| (Step::MountNamespace, e))?;
+            check_int(libc::mount(
+                none.as_ptr(),
+                root.as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ))
+            .map_err(|e| (Step::MountNamespace, e))?;
+            for path in &plan.writable {
+                check_int(libc::mount(
+                    path.as_ptr(),
+                    path.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND | libc::MS_REC,
+                    std::ptr::null(),
+                ))
+                .map_err(|e| (Step::ReadOnlyMounts, e))?;
+            }
+            let set = MountAttr { attr_set: MOUNT_ATTR_RDONLY, attr_clr: 0, propagation: 0, userns_fd: 0 };
+            check(libc::syscall(
+                libc::SYS_mount_setattr,
+                libc::AT_FDCWD,
+                root.as_ptr(),
+                AT_RECURSIVE,
+                &set as *const MountAttr,
+                std::mem::size_of::<MountAttr>(),
+            ))
+            .map_err(|e| (Step::ReadOnlyMounts, e))?;
+            let clear = MountAttr { attr_set: 0, attr_clr: MOUNT_ATTR_RDONLY, propagation: 0, userns_fd: 0 };
+            for path in &plan.writable {
+                check(libc::syscall(
+                    libc::SYS_mount_setattr,
+                    libc::AT_FDCWD,
+                    path.as_ptr(),
+                    AT_RECURSIVE,
+                    &clear as *const MountAttr,
+                    std::mem::size_of::<MountAttr>(),
+                ))
+                .map_err(|e| (Step::ReadOnlyMounts, e))?;
+            }
+            for path in &plan.keep_writable_mounts {
+                // Not a mount point on this machine: nothing to keep, landlock still decides.
+                libc::syscall(
+                    libc::SYS_mount_setattr,
+                    libc::AT_FDCWD,
+                    path.as_ptr(),
+                    AT_RECURSIVE,
+                    &clear as *const MountAttr,
+                    std::mem::size_of::<MountAttr>(),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    unsafe fn drop_capabilities(&self) -> Result<(), (Step, i32)> {
+        // SAFETY: prctl and capset with stack values.
+        unsafe {
+            // Root without capabilities must not regain them through exec or setuid fix-ups.
+            // Setting securebits needs CAP_SETPCAP: a non-root parent has none to drop anyway.
+            let bits = libc::SECBIT_NOROOT
+                | libc::SECBIT_NOROOT_LOCKED
+                | libc::SECBIT_NO_SETUID_FIXUP
+                | libc::SECBIT_NO_SETUID_FIXUP_LOCKED
+                | libc::SECBIT_KEEP_CAPS_LOCKED
+                | libc::SECBIT_NO_CAP_AMBIENT_RAISE
+                | libc::SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+            let has_setpcap = libc::prctl(libc::PR_SET_SECUREBITS, bits as c_ulong, 0, 0, 0) == 0;
+            if has_setpcap {
+                for cap in 0..64 as c_ulong {
+                    if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
+                        break; // EINVAL past the last capability this kernel knows
+                    }
+                }
+            }
+            libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as c_ulong, 0, 0, 0);
+            let header = CapHeader { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
+            let data = [CapData { effective: 0, permitted: 0, inheritable: 0 }; 2];
+            check(libc::syscall(libc::SYS_capset, &header as *const CapHeader, data.as_ptr()))
+                .map_err(|e| (Step::Capabilities, e))?;
+        }
+        Ok(())
+    }
+}

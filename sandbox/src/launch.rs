@@ -1,0 +1,270 @@
+//! Spawning one confined process and seeing it through: output read to the end, deadline,
+//! cancel, the group and the cgroup killed, everything reaped.
+
+use std::ffi::OsString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::pipe;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::cgroup::CallCgroup;
+use crate::confine::{Prepared, Step};
+use crate::output::{Collected, Collector};
+
+/// Throttle of progress chunks.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+/// Largest progress chunk.
+const PROGRESS_MAX: usize = 8 * 1024;
+/// Kept of the stderr of the tool runner (its diagnostics).
+const STDERR_MAX: usize = 64 * 1024;
+
+pub(crate) struct Launch {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    pub env: Vec<(OsString, OsString)>,
+    pub cwd: PathBuf,
+    /// Bytes fed on stdin; None means stdin is /dev/null.
+    pub stdin: Option<Vec<u8>>,
+    /// Whether stderr goes to the same stream as stdout (bash) or apart (the tool runner).
+    pub merge_stderr: bool,
+    pub prepared: Prepared,
+    pub status_read: OwnedFd,
+    pub cgroup: Option<CallCgroup>,
+    pub timeout: Duration,
+    pub grace: Duration,
+    pub drain: Duration,
+    pub collector: Collector,
+    pub progress: Option<mpsc::Sender<String>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum End {
+    Exited,
+    TimedOut,
+    Cancelled,
+}
+
+#[derive(Debug)]
+pub(crate) struct Finished {
+    pub status: Option<ExitStatus>,
+    pub end: End,
+    pub output: Collected,
+    pub stderr: Vec<u8>,
+}
+
+impl Finished {
+    pub(crate) fn exit_code(&self) -> Option<i32> {
+        self.status.and_then(|s| s.code())
+    }
+
+    pub(crate) fn signal(&self) -> Option<i32> {
+        self.status.and_then(|s| s.signal())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LaunchError {
+    #[error("the sandbox could not {step}: {source}")]
+    Confine { step: &'static str, source: std::io::Error },
+    #[error("could not start `{program}`: {source}")]
+    Spawn { program: String, source: std::io::Error },
+    #[error("sandbox i/o: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+pub(crate) fn pipe_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills two descriptors we then own.
+    let ret = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    if ret < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+fn signal_group(pgid: i32, signal: i32, cgroup: Option<&CallCgroup>) {
+    if pgid > 0 {
+        // SAFETY: kill(2) on the call's own process group.
+        unsafe { libc::kill(-pgid, signal) };
+    }
+    if let Some(cg) = cgroup {
+        cg.signal_all(signal);
+    }
+}
+
+async fn read_some(reader: &mut Option<pipe::Receiver>, buf: &mut [u8]) -> std::io::Result<usize> {
+    match reader {
+        Some(r) => r.read(buf).await,
+        None => std::future::pending().await,
+    }
+}
+
+pub(crate) async fn run(launch: Launch, cancel: CancellationToken) -> Result<Finished, LaunchError> {
+    let Launch {
+        program,
+        args,
+        env,
+        cwd,
+        stdin,
+        merge_stderr,
+        prepared,
+        status_read,
+        cgroup,
+        timeout,
+        grace,
+        drain,
+        mut collector,
+        progress,
+    } = launch;
+
+    let (out_read, out_write) = pipe_pair()?;
+    let (err_read, err_write) = if merge_stderr {
+        (None, out_write.try_clone()?)
+    } else {
+        let (r, w) = pipe_pair()?;
+        (Some(r), w)
+    };
+
+    #[allow(clippy::disallowed_methods)]
+    let mut cmd = tokio::process::Command::new(&program);
+    cmd.args(&args)
+        .env_clear()
+        .envs(env)
+        .current_dir(&cwd)
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::from(out_write))
+        .stderr(Stdio::from(err_write))
+        .kill_on_drop(true);
+    // SAFETY: `confine` makes raw system calls only (see confine.rs).
+    unsafe {
+        cmd.pre_exec(move || prepared.confine());
+    }
+    let spawned = cmd.spawn();
+    drop(cmd); // closes our copies of the write ends and the prepared descriptors
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(source) => {
+            let mut code = [0u8; 1];
+            // SAFETY: non-blocking read of one byte into a stack buffer (the write end is closed).
+            let n = unsafe { libc::read(status_read.as_raw_fd(), code.as_mut_ptr().cast(), 1) };
+            if let Some(step) = (n == 1).then(|| Step::from_code(code[0])).flatten() {
+                return Err(LaunchError::Confine { step: step.describe(), source });
+            }
+            return Err(LaunchError::Spawn { program: program.display().to_string(), source });
+        }
+    };
+    let pgid = child.id().map(|p| p as i32).unwrap_or(0);
+
+    if let (Some(bytes), Some(mut input)) = (stdin, child.stdin.take()) {
+        tokio::spawn(async move {
+            let _ = input.write_all(&bytes).await;
+            let _ = input.shutdown().await;
+        });
+    }
+
+    let mut out = Some(pipe::Receiver::from_owned_fd(out_read)?);
+    let mut err = match err_read {
+        Some(fd) => Some(pipe::Receiver::from_owned_fd(fd)?),
+        None => None,
+    };
+    let mut stderr = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut ebuf = vec![0u8; 8 * 1024];
+
+    let start = Instant::now();
+    let deadline = tokio::time::sleep(timeout);
+    tokio::pin!(deadline);
+    // Armed once SIGTERM is sent (SIGKILL after the grace) or once the leader exits while a
+    // descendant still holds the pipe (bounded drain, then SIGKILL).
+    let kill_at = tokio::time::sleep(Duration::from_secs(u32::MAX as u64));
+    tokio::pin!(kill_at);
+    let mut kill_armed = false;
+    let mut killed = false;
+    let mut abandoned = false;
+    let mut status: Option<ExitStatus> = None;
+    let mut end = End::Exited;
+    let mut terminating = false;
+    let mut last_progress = start;
+    let mut pending = String::new();
+
+    while status.is_none() || out.is_some() || err.is_some() {
+        tokio::select! {
+            read = read_some(&mut out, &mut buf), if out.is_some() => {
+                match read {
+                    Ok(0) | Err(_) => out = None,
+                    Ok(n) => {
+                        collector.push(&buf[..n]);
+                        if let Some(tx) = &progress {
+                            pending.push_str(&String::from_utf8_lossy(&buf[..n]));
+                            if pending.len() > PROGRESS_MAX {
+                                let mut cut = pending.len() - PROGRESS_MAX;
+                                while !pending.is_char_boundary(cut) { cut += 1; }
+                                pending.drain(..cut);
+                            }
+                            if last_progress.elapsed() >= PROGRESS_EVERY {
+                                let _ = tx.try_send(std::mem::take(&mut pending));
+                                last_progress = Instant::now();
+                            }
+                        }
+                    }
+                }
+            }
+            read = read_some(&mut err, &mut ebuf), if err.is_some() => {
+                match read {
+                    Ok(0) | Err(_) => err = None,
+                    Ok(n) => {
+                        let room = STDERR_MAX.saturating_sub(stderr.len());
+                        stderr.extend_from_slice(&ebuf[..n.min(room)]);
+                    }
+                }
+            }
+            waited = child.wait(), if status.is_none() => {
+                status = Some(waited?);
+                if !kill_armed {
+                    kill_at.as_mut().reset(tokio::time::Instant::now() + drain);
+                    kill_armed = true;
+                }
+            }
+            _ = &mut deadline, if !terminating => {
+                end = End::TimedOut;
+                terminating = true;
+                signal_group(pgid, libc::SIGTERM, cgroup.as_ref());
+                kill_at.as_mut().reset(tokio::time::Instant::now() + grace);
+                kill_armed = true;
+            }
+            _ = cancel.cancelled(), if !terminating => {
+                end = End::Cancelled;
+                terminating = true;
+                signal_group(pgid, libc::SIGTERM, cgroup.as_ref());
+                kill_at.as_mut().reset(tokio::time::Instant::now() + grace);
+                kill_armed = true;
+            }
+            _ = &mut kill_at, if kill_armed && !abandoned => {
+                if killed {
+                    // Something outside the group and the cgroup still holds a pipe: stop
+                    // reading, keep what was gathered.
+                    abandoned = true;
+                    out = None;
+                    err = None;
+                } else {
+                    killed = true;
+                    signal_group(pgid, libc::SIGKILL, cgroup.as_ref());
+                    kill_at.as_mut().reset(tokio::time::Instant::now() + drain);
+                }
+            }
+        }
+    }
+    // The leader is reaped; now nothing of the call may survive it.
+    signal_group(pgid, libc::SIGKILL, None);
+    if let Some(cg) = cgroup {
+        cg.destroy().await;
+    }
+    Ok(Finished { status, end, output: collector.finish(), stderr })
+}

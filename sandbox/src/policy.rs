@@ -1,0 +1,87 @@
+//! The landlock policy of a call, as data, and the ruleset built from it in the parent.
+
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
+    path_beneath_rules,
+};
+
+/// Where programs live: readable and executable by every call.
+pub const DEFAULT_READ_EXEC: &[&str] =
+    &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix/store", "/proc", "/sys"];
+
+/// Device nodes a call may read, write and (for terminals) control.
+pub const DEFAULT_DEVICES: &[&str] =
+    &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"];
+
+/// The filesystem policy of one call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FsPolicy {
+    /// Read and execute.
+    pub read_exec: Vec<PathBuf>,
+    /// Read only (no execute): spill files of the conversation, for instance.
+    pub read_only: Vec<PathBuf>,
+    /// Everything: the workspace roots and the call's temp dir.
+    pub read_write: Vec<PathBuf>,
+    /// Devices: read, write, ioctl.
+    pub devices: Vec<PathBuf>,
+}
+
+/// The landlock ABI of the running kernel (0 when landlock is missing or disabled at boot).
+pub fn landlock_abi() -> i32 {
+    // SAFETY: the documented version query: null attributes, size 0, flag VERSION.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            1u32, // LANDLOCK_CREATE_RULESET_VERSION
+        )
+    };
+    if ret < 0 { 0 } else { ret as i32 }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("landlock: {0}")]
+pub struct PolicyError(String);
+
+fn err(e: impl std::fmt::Display) -> PolicyError {
+    PolicyError(e.to_string())
+}
+
+fn existing(paths: &[PathBuf]) -> impl Iterator<Item = &Path> {
+    paths.iter().map(PathBuf::as_path).filter(|p| p.exists())
+}
+
+/// Builds the ruleset for one call and returns its descriptor, ready for
+/// `landlock_restrict_self` in the child.
+pub(crate) fn build_ruleset(policy: &FsPolicy, abi_version: i32, network: bool) -> Result<OwnedFd, PolicyError> {
+    let abi = ABI::from(abi_version);
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(abi))
+        .map_err(err)?
+        .scope(Scope::from_all(abi))
+        .map_err(err)?;
+    if !network {
+        ruleset = ruleset.handle_access(AccessNet::from_all(abi)).map_err(err)?;
+    }
+    let read_exec = AccessFs::from_read(abi);
+    let read_only = AccessFs::ReadFile | AccessFs::ReadDir;
+    let device = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::IoctlDev | AccessFs::Truncate;
+    let created = ruleset
+        .create()
+        .map_err(err)?
+        .add_rules(path_beneath_rules(existing(&policy.read_exec), read_exec))
+        .map_err(err)?
+        .add_rules(path_beneath_rules(existing(&policy.read_only), read_only))
+        .map_err(err)?
+        .add_rules(path_beneath_rules(existing(&policy.devices), device))
+        .map_err(err)?
+        .add_rules(path_beneath_rules(existing(&policy.read_write), AccessFs::from_all(abi)))
+        .map_err(err)?;
+    let fd: Option<OwnedFd> = created.into();
+    fd.ok_or_else(|| PolicyError("the kernel does not enforce landlock".into()))
+}

@@ -1,0 +1,209 @@
+//! The tool runner: the program that runs the file tools inside the confined process.
+//!
+//! The kernel never touches the files of a call itself. The `superpi` binary dispatches the
+//! hidden subcommand [`TOOL_SUBCOMMAND`] to [`tool_main`], which reads one [`Request`] as JSON
+//! on stdin and writes one [`ToolOutcome`] as JSON on stdout. It runs already confined: the
+//! checks here only give clear errors ("outside the workspace") before the OS refuses.
+
+mod files;
+mod search;
+
+use std::io::{Read, Write};
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::ToolOutcome;
+
+/// The hidden subcommand of the `superpi` binary that must call [`tool_main`].
+pub const TOOL_SUBCOMMAND: &str = "__sandbox-tool";
+
+/// Largest request accepted on stdin.
+const REQUEST_MAX: u64 = 256 * 1024 * 1024;
+
+/// One file tool call, as the runner receives it.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Request {
+    pub tool: String,
+    pub arguments: Value,
+    /// Canonical workspace root.
+    pub workspace: PathBuf,
+    /// Other trees the read tool may read (the conversation's spill files).
+    pub read_roots: Vec<PathBuf>,
+}
+
+/// Entry point of the tool runner. Reads the request on stdin, prints the outcome on stdout,
+/// returns the process exit code (0 whenever an outcome was printed, error outcomes included).
+pub fn tool_main() -> i32 {
+    let mut input = Vec::new();
+    if let Err(e) = std::io::stdin().take(REQUEST_MAX).read_to_end(&mut input) {
+        eprintln!("superpi tool runner: reading the request: {e}");
+        return 2;
+    }
+    let outcome = match serde_json::from_slice::<Request>(&input) {
+        Ok(request) => run(&request),
+        Err(e) => ToolOutcome::error(format!("tool runner: bad request: {e}")),
+    };
+    let mut stdout = std::io::stdout().lock();
+    match serde_json::to_writer(&mut stdout, &outcome).and_then(|_| stdout.flush().map_err(serde_json::Error::io)) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("superpi tool runner: writing the outcome: {e}");
+            2
+        }
+    }
+}
+
+pub(crate) fn run(request: &Request) -> ToolOutcome {
+    let ctx = Ctx { workspace: request.workspace.clone(), read_roots: request.read_roots.clone() };
+    let args = match &request.arguments {
+        Value::Object(map) => map.clone(),
+        Value::Null => Map::new(),
+        _ => return ToolOutcome::error(format!("{}: the arguments must be a JSON object", request.tool)),
+    };
+    let args = Args { tool: &request.tool, map: &args };
+    let result = match request.tool.as_str() {
+        "read" => files::read(&ctx, &args),
+        "write" => files::write(&ctx, &args),
+        "edit" => files::edit(&ctx, &args),
+        "ls" => files::ls(&ctx, &args),
+        "grep" => search::grep(&ctx, &args),
+        "find" => search::find(&ctx, &args),
+        other => Err(format!("unknown tool `{other}`")),
+    };
+    result.unwrap_or_else(ToolOutcome::error)
+}
+
+/// Typed access to the arguments, with errors that name the field.
+pub(crate) struct Args<'a> {
+    tool: &'a str,
+    map: &'a Map<String, Value>,
+}
+
+impl Args<'_> {
+    pub(crate) fn allow_only(&self, fields: &[&str]) -> Result<(), String> {
+        match self.map.keys().find(|k| !fields.contains(&k.as_str())) {
+            Some(k) => Err(format!("{}: unknown field `{k}` (expected: {})", self.tool, fields.join(", "))),
+            None => Ok(()),
+        }
+    }
+
+    pub(crate) fn string(&self, field: &str) -> Result<&str, String> {
+        match self.map.get(field) {
+            Some(Value::String(s)) => Ok(s),
+            Some(_) => Err(format!("{}: `{field}` must be a string", self.tool)),
+            None => Err(format!("{}: missing required field `{field}`", self.tool)),
+        }
+    }
+
+    pub(crate) fn opt_string(&self, field: &str) -> Result<Option<&str>, String> {
+        match self.map.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(_) => Err(format!("{}: `{field}` must be a string", self.tool)),
+        }
+    }
+
+    pub(crate) fn opt_count(&self, field: &str) -> Result<Option<usize>, String> {
+        match self.map.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => match v.as_u64() {
+                Some(n) if n >= 1 => Ok(Some(n.min(usize::MAX as u64) as usize)),
+                _ => Err(format!("{}: `{field}` must be a positive integer", self.tool)),
+            },
+        }
+    }
+
+    pub(crate) fn flag(&self, field: &str) -> Result<bool, String> {
+        match self.map.get(field) {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => Err(format!("{}: `{field}` must be true or false", self.tool)),
+        }
+    }
+
+    pub(crate) fn tool(&self) -> &str {
+        self.tool
+    }
+}
+
+pub(crate) struct Ctx {
+    pub workspace: PathBuf,
+    pub read_roots: Vec<PathBuf>,
+}
+
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// `path` with its longest existing ancestor resolved through symlinks.
+fn resolve_existing(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut cur = path.to_path_buf();
+    loop {
+        if let Ok(real) = cur.canonicalize() {
+            let mut out = real;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return normalize(&out);
+        }
+        match (cur.file_name().map(|n| n.to_os_string()), cur.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                cur = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+impl Ctx {
+    /// Resolves a path argument and checks it stays inside the workspace (or, for reading,
+    /// inside a read root), lexically and through symlinks.
+    pub(crate) fn resolve(&self, tool: &str, field: &str, raw: &str, write: bool) -> Result<PathBuf, String> {
+        if raw.is_empty() {
+            return Err(format!("{tool}: `{field}` is empty"));
+        }
+        let joined = if Path::new(raw).is_absolute() { PathBuf::from(raw) } else { self.workspace.join(raw) };
+        let lexical = normalize(&joined);
+        let real = resolve_existing(&lexical);
+        let inside =
+            |p: &Path| p.starts_with(&self.workspace) || (!write && self.read_roots.iter().any(|r| p.starts_with(r)));
+        if !inside(&lexical) {
+            return Err(format!(
+                "{tool}: `{field}` {raw} is outside the workspace {}; the sandbox allows {} only inside it",
+                self.workspace.display(),
+                if write { "writing" } else { "reading" }
+            ));
+        }
+        if !inside(&real) {
+            return Err(format!(
+                "{tool}: `{field}` {raw} leads outside the workspace {} (through a symbolic link, to {})",
+                self.workspace.display(),
+                real.display()
+            ));
+        }
+        Ok(lexical)
+    }
+
+    /// How to show `path` to the model: relative to the workspace when inside it.
+    pub(crate) fn display(&self, path: &Path) -> String {
+        match path.strip_prefix(&self.workspace) {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+            Ok(rel) => rel.display().to_string(),
+            Err(_) => path.display().to_string(),
+        }
+    }
+}

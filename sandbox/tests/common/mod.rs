@@ -1,0 +1,78 @@
+//! Shared helpers of the sandbox tests: a sandbox pointed at the crate's tool runner, a
+//! workspace, a fake home and data dir outside it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use superpi_sandbox::{Sandbox, SandboxConfig, ToolCall, ToolOutcome};
+use tokio_util::sync::CancellationToken;
+
+pub struct Env {
+    pub root: tempfile::TempDir,
+    pub workspace: PathBuf,
+    pub home: PathBuf,
+    pub data_dir: PathBuf,
+    pub sandbox: Sandbox,
+}
+
+pub fn config(data_dir: &Path) -> SandboxConfig {
+    let mut config = SandboxConfig::new(data_dir.to_path_buf());
+    config.tool_exe = PathBuf::from(env!("CARGO_BIN_EXE_superpi-sandbox-tool"));
+    config.tool_args = Vec::new();
+    config.default_timeout = Duration::from_secs(30);
+    config
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env::with(|_| {})
+    }
+
+    pub fn with(adjust: impl FnOnce(&mut SandboxConfig)) -> Env {
+        let root = tempfile::tempdir().unwrap();
+        let base = root.path().canonicalize().unwrap();
+        let workspace = base.join("workspace");
+        let home = base.join("home");
+        let data_dir = home.join(".local/share/superpi");
+        std::fs::create_dir_all(&workspace).unwrap();
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::write(home.join(".ssh/id_rsa"), "-----BEGIN FAKE PRIVATE KEY-----\nsecret\n").unwrap();
+        std::fs::create_dir_all(&data_dir).unwrap();
+        std::fs::write(data_dir.join("superpi.sqlite"), "SQLite format 3\0fake store").unwrap();
+        let mut config = config(&data_dir);
+        config.env_set.push(("HOME".into(), home.display().to_string()));
+        adjust(&mut config);
+        let sandbox = Sandbox::new(config).unwrap();
+        Env { root, workspace, home, data_dir, sandbox }
+    }
+
+    pub fn call(&self, name: &str, arguments: Value) -> ToolCall {
+        ToolCall {
+            conversation_id: 7,
+            call_id: format!("call-{name}"),
+            name: name.into(),
+            arguments,
+            workspace: self.workspace.clone(),
+            network: false,
+            timeout: None,
+        }
+    }
+
+    pub async fn run(&self, name: &str, arguments: Value) -> ToolOutcome {
+        self.sandbox.run(self.call(name, arguments), CancellationToken::new(), None).await
+    }
+
+    pub async fn bash(&self, command: &str) -> ToolOutcome {
+        self.run("bash", json!({ "command": command })).await
+    }
+}
+
+/// A test that cannot confine must fail, not skip.
+pub fn assert_confinement_available(env: &Env) {
+    let status = env.sandbox.status();
+    assert!(status.landlock_abi >= 1, "landlock is missing on this machine: {status:?}");
+    let seccomp = std::fs::read_to_string("/proc/self/status").unwrap();
+    assert!(seccomp.contains("Seccomp:"), "seccomp is missing on this machine");
+}
