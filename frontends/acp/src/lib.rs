@@ -1,6 +1,16 @@
-//! superpi-acp: The ACP frontend for editors (`superpi acp`).
+//! superpi-acp: the ACP frontend for editors (`superpi acp`).
 //!
-//! Placeholder entry point; the crate's owner replaces this file.
+//! Owns the Agent Client Protocol side of superpi: an ACP agent over stdio built on the
+//! official `agent-client-protocol` crate, the renderer from kernel events to ACP session
+//! updates ([`render`]), the replay of a stored conversation ([`replay`]), and the request
+//! map from ACP requests to kernel calls with ACP's own errors ([`map`]).
+//!
+//! It must not know the kernel's internals (it speaks only the kernel protocol, through
+//! superpi-client) nor any other frontend's protocol. Stdout carries ACP messages only.
+#![deny(clippy::print_stdout)]
+
+pub mod render;
+pub mod tools;
 
 /// Command-line arguments of the subcommand.
 #[derive(Debug, Clone, clap::Args)]

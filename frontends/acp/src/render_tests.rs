@@ -1,0 +1,376 @@
+use super::*;
+use agent_client_protocol::v1::schema::{Diff, ToolCallLocation, ToolKind};
+use serde_json::json;
+use superpi_proto::event::PermissionRequestFields;
+use superpi_proto::{PlanEntry as KPlanEntry, Usage};
+
+fn renderer() -> Renderer {
+    Renderer::new(RenderOptions { workspace: Some(PathBuf::from("/ws")), context_window: 1000, notices: false })
+}
+
+fn msg(s: &str) -> Out {
+    Out::Update(SessionUpdate::AgentMessageChunk(chunk(s)))
+}
+
+fn thought(s: &str) -> Out {
+    Out::Update(SessionUpdate::AgentThoughtChunk(chunk(s)))
+}
+
+fn update(id: &str, fields: ToolCallUpdateFields) -> Out {
+    Out::Update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id.to_string(), fields)))
+}
+
+const C: i64 = 7;
+const T: Option<i64> = Some(3);
+
+#[test]
+fn turn_started_resets_and_says_nothing() {
+    let mut r = renderer();
+    assert_eq!(r.render(&Event::turn_started(C, 3)), vec![]);
+}
+
+#[test]
+fn text_delta_is_an_agent_message_chunk() {
+    let mut r = renderer();
+    assert_eq!(r.render(&Event::text_delta(C, T, 0, "Hel")), vec![msg("Hel")]);
+    assert_eq!(r.render(&Event::text_delta(C, T, 0, "")), vec![]);
+}
+
+#[test]
+fn thinking_delta_is_an_agent_thought_chunk() {
+    let mut r = renderer();
+    assert_eq!(r.render(&Event::thinking_delta(C, T, 0, "hmm")), vec![thought("hmm")]);
+}
+
+#[test]
+fn toolcall_delta_announces_a_pending_call_once() {
+    let mut r = renderer();
+    let first = Event::toolcall_delta(C, T, 1, Some("{".into()), json!({}), Some("c1".into()), Some("bash".into()));
+    assert_eq!(
+        r.render(&first),
+        vec![Out::Update(SessionUpdate::ToolCall(
+            ToolCall::new("c1", "Run a command")
+                .kind(ToolKind::Execute)
+                .status(ToolCallStatus::Pending)
+                .raw_input(json!({}))
+        ))]
+    );
+    let more = Event::toolcall_delta(C, T, 1, Some("\"a".into()), json!({}), Some("c1".into()), Some("bash".into()));
+    assert_eq!(r.render(&more), vec![]);
+    assert_eq!(r.render(&Event::toolcall_delta(C, T, 1, Some("x".into()), json!({}), None, None)), vec![]);
+}
+
+#[test]
+fn message_completed_fills_what_the_deltas_missed() {
+    let mut r = renderer();
+    r.render(&Event::thinking_delta(C, T, 0, "plan"));
+    r.render(&Event::text_delta(C, T, 1, "Hello, "));
+    let done = Event::message_completed(
+        C,
+        T,
+        Role::Assistant,
+        vec![
+            KBlock::Thinking { thinking: "plan".into(), signature: None, redacted: false },
+            KBlock::text("Hello, world"),
+            KBlock::ToolCall { id: "c9".into(), name: "read".into(), arguments: json!({"path": "a.rs"}) },
+        ],
+        Some(Usage { input_tokens: 1, output_tokens: 2 }),
+    );
+    assert_eq!(
+        r.render(&done),
+        vec![
+            msg("world"),
+            Out::Update(SessionUpdate::ToolCall(
+                ToolCall::new("c9", "Read a.rs")
+                    .kind(ToolKind::Read)
+                    .status(ToolCallStatus::Pending)
+                    .locations(vec![ToolCallLocation::new("/ws/a.rs")])
+                    .raw_input(json!({"path": "a.rs"}))
+            )),
+        ]
+    );
+    // Without any delta the whole text goes out; a user message is not echoed.
+    assert_eq!(
+        r.render(&Event::message_completed(C, T, Role::Assistant, vec![KBlock::text("all")], None)),
+        vec![msg("all")]
+    );
+    assert_eq!(r.render(&Event::message_completed(C, T, Role::User, vec![KBlock::text("hi")], None)), vec![]);
+}
+
+#[test]
+fn stream_reset_does_not_repeat_shown_text() {
+    let mut r = renderer();
+    assert_eq!(r.render(&Event::text_delta(C, T, 0, "Hello")), vec![msg("Hello")]);
+    assert_eq!(r.render(&Event::stream_reset(C, T, 100)), vec![]);
+    assert_eq!(r.render(&Event::text_delta(C, T, 0, "Hel")), vec![]);
+    assert_eq!(r.render(&Event::text_delta(C, T, 0, "lo there")), vec![msg(" there")]);
+    assert_eq!(r.render(&Event::text_delta(C, T, 0, "!")), vec![msg("!")]);
+    assert_eq!(
+        r.render(&Event::message_completed(C, T, Role::Assistant, vec![KBlock::text("Hello there!")], None)),
+        vec![]
+    );
+}
+
+#[test]
+fn tool_started_moves_an_announced_call_in_progress() {
+    let mut r = renderer();
+    r.render(&Event::toolcall_delta(C, T, 0, None, json!({}), Some("c1".into()), Some("edit".into())));
+    let args = json!({"path": "a.txt", "old_string": "a", "new_string": "b"});
+    assert_eq!(
+        r.render(&Event::tool_started(C, T, "c1", "edit", args.clone(), vec![])),
+        vec![update(
+            "c1",
+            ToolCallUpdateFields::new()
+                .title("Edit a.txt".to_string())
+                .kind(ToolKind::Edit)
+                .locations(vec![ToolCallLocation::new("/ws/a.txt")])
+                .status(ToolCallStatus::InProgress)
+                .raw_input(args)
+        )]
+    );
+    // A call nobody announced is announced in progress.
+    assert_eq!(
+        r.render(&Event::tool_started(C, T, "c2", "ls", json!({}), vec![])),
+        vec![Out::Update(SessionUpdate::ToolCall(
+            ToolCall::new("c2", "List .").kind(ToolKind::Read).status(ToolCallStatus::InProgress).raw_input(json!({}))
+        ))]
+    );
+}
+
+#[test]
+fn tool_output_shows_the_output_so_far() {
+    let mut r = renderer();
+    r.render(&Event::tool_started(C, T, "c1", "bash", json!({"command": "yes"}), vec![]));
+    r.render(&Event::tool_output(C, T, "c1", "bash", "y\n"));
+    assert_eq!(
+        r.render(&Event::tool_output(C, T, "c1", "bash", "y\n")),
+        vec![update("c1", ToolCallUpdateFields::new().content(vec![ToolCallContent::from(text("y\ny\n"))]))]
+    );
+}
+
+#[test]
+fn tool_blocked_says_why() {
+    let mut r = renderer();
+    assert_eq!(
+        r.render(&Event::tool_blocked(C, T, "c1", "bash", "plan mode")),
+        vec![update("c1", ToolCallUpdateFields::new().content(vec![ToolCallContent::from(text("Blocked: plan mode"))]))]
+    );
+}
+
+#[test]
+fn tool_completed_shows_a_diff_or_the_output() {
+    let mut r = renderer();
+    let args = json!({"path": "a.txt", "content": "new\n"});
+    r.render(&Event::tool_started(C, T, "w1", "write", args, vec![]));
+    assert_eq!(
+        r.render(&Event::tool_completed(C, T, "w1", "write", false, json!("wrote 4 bytes"))),
+        vec![update(
+            "w1",
+            ToolCallUpdateFields::new()
+                .status(ToolCallStatus::Completed)
+                .content(vec![ToolCallContent::Diff(Diff::new("/ws/a.txt", "new\n"))])
+                .raw_output(json!("wrote 4 bytes"))
+        )]
+    );
+    r.render(&Event::tool_started(C, T, "b1", "bash", json!({"command": "false"}), vec![]));
+    let done = Event::tool_completed(C, T, "b1", "bash", true, json!("exit 1")).with_tool_channels(
+        Some(json!({"exit_code": 1})),
+        None,
+    );
+    assert_eq!(
+        r.render(&done),
+        vec![update(
+            "b1",
+            ToolCallUpdateFields::new()
+                .status(ToolCallStatus::Failed)
+                .content(vec![ToolCallContent::from(text("exit 1"))])
+                .raw_output(json!({"exit_code": 1}))
+        )]
+    );
+    // Completion of a call this renderer never saw start: the whole call, final.
+    assert_eq!(
+        r.render(&Event::tool_completed(C, T, "x1", "grep", false, json!(""))),
+        vec![Out::Update(SessionUpdate::ToolCall(
+            ToolCall::new("x1", "Search")
+                .kind(ToolKind::Search)
+                .status(ToolCallStatus::Completed)
+                .raw_output(json!(""))
+        ))]
+    );
+}
+
+#[test]
+fn permission_request_asks_with_the_four_options() {
+    let mut r = renderer();
+    let args = json!({"command": "rm -rf build"});
+    let event = Event::permission_request(
+        C,
+        T,
+        PermissionRequestFields {
+            request_id: "q1".into(),
+            tool_call_id: "c1".into(),
+            tool_name: "bash".into(),
+            arguments: args.clone(),
+            reason: "not in the allow list".into(),
+            risk: None,
+        },
+    );
+    assert_eq!(
+        r.render(&event),
+        vec![Out::AskPermission {
+            request_id: "q1".into(),
+            tool_call: ToolCallUpdate::new(
+                "c1",
+                ToolCallUpdateFields::new()
+                    .title("Run `rm -rf build`".to_string())
+                    .kind(ToolKind::Execute)
+                    .locations(vec![])
+                    .status(ToolCallStatus::Pending)
+                    .content(vec![ToolCallContent::from(text("not in the allow list"))])
+                    .raw_input(args)
+            ),
+            options: vec![
+                PermissionOption::new("allow_once", "Allow once", PermissionOptionKind::AllowOnce),
+                PermissionOption::new("allow_always", "Allow always", PermissionOptionKind::AllowAlways),
+                PermissionOption::new("reject_once", "Reject once", PermissionOptionKind::RejectOnce),
+                PermissionOption::new("reject_always", "Reject always", PermissionOptionKind::RejectAlways),
+            ],
+        }]
+    );
+}
+
+#[test]
+fn ui_request_is_not_shown() {
+    let mut r = renderer();
+    assert_eq!(r.render(&Event::ui_request(C, T, "u1", serde_json::Map::new())), vec![]);
+}
+
+#[test]
+fn ui_resolved_withdraws_the_question() {
+    let mut r = renderer();
+    assert_eq!(
+        r.render(&Event::ui_resolved(C, T, "q1", json!("allow_once"))),
+        vec![Out::QuestionClosed { request_id: "q1".into() }]
+    );
+}
+
+#[test]
+fn state_changed_and_watch_started_and_compaction_are_silent() {
+    let mut r = renderer();
+    assert_eq!(r.render(&Event::state_changed(C, T, "running")), vec![]);
+    assert_eq!(r.render(&Event::watch_started(C, 4)), vec![]);
+    assert_eq!(r.render(&Event::compaction_completed(C, json!(3), Some("s".into()))), vec![]);
+}
+
+#[test]
+fn mode_changed_is_a_current_mode_update() {
+    let mut r = renderer();
+    assert_eq!(
+        r.render(&Event::mode_changed(C, "plan", Some("auto".into()))),
+        vec![Out::Update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new("plan")))]
+    );
+}
+
+#[test]
+fn usage_updated_is_a_usage_update() {
+    let mut r = renderer();
+    let ev = Event::usage_updated(
+        C,
+        T,
+        Usage { input_tokens: 100, output_tokens: 20 },
+        Usage { input_tokens: 500, output_tokens: 90 },
+    );
+    assert_eq!(r.render(&ev), vec![Out::Update(SessionUpdate::UsageUpdate(UsageUpdate::new(120, 1000)))]);
+}
+
+#[test]
+fn plan_updated_is_a_plan_with_the_first_open_entry_in_progress() {
+    let mut r = renderer();
+    let entries = vec![
+        KPlanEntry { id: "1".into(), text: "read".into(), completed: true },
+        KPlanEntry { id: "2".into(), text: "change".into(), completed: false },
+        KPlanEntry { id: "3".into(), text: "test".into(), completed: false },
+    ];
+    assert_eq!(
+        r.render(&Event::plan_updated(C, T, entries)),
+        vec![Out::Update(SessionUpdate::Plan(Plan::new(vec![
+            PlanEntry::new("read", PlanEntryPriority::Medium, PlanEntryStatus::Completed),
+            PlanEntry::new("change", PlanEntryPriority::Medium, PlanEntryStatus::InProgress),
+            PlanEntry::new("test", PlanEntryPriority::Medium, PlanEntryStatus::Pending),
+        ])))]
+    );
+}
+
+#[test]
+fn notice_is_a_notice_when_the_editor_takes_them_else_a_thought() {
+    let mut r = renderer();
+    let ev = Event::notice(C, None, "warning", "turn 2 was interrupted");
+    assert_eq!(r.render(&ev), vec![thought("[warning] turn 2 was interrupted\n")]);
+    let mut r = Renderer::new(RenderOptions { notices: true, ..Default::default() });
+    assert_eq!(
+        r.render(&ev),
+        vec![Out::Update(SessionUpdate::Notice(Notice::new(NoticeSeverity::Warning, "turn 2 was interrupted")))]
+    );
+}
+
+#[test]
+fn subagents_are_tool_calls() {
+    let mut r = renderer();
+    assert_eq!(
+        r.render(&Event::subagent_started(C, T, 12, "explorer", "find the bug")),
+        vec![Out::Update(SessionUpdate::ToolCall(
+            ToolCall::new("subagent-12", "explorer: find the bug").kind(ToolKind::Other).status(ToolCallStatus::InProgress)
+        ))]
+    );
+    assert_eq!(
+        r.render(&Event::subagent_finished(C, T, 12, "completed", Some("found it".into()))),
+        vec![update(
+            "subagent-12",
+            ToolCallUpdateFields::new()
+                .status(ToolCallStatus::Completed)
+                .content(vec![ToolCallContent::from(text("found it"))])
+        )]
+    );
+}
+
+#[test]
+fn turn_completed_ends_the_prompt() {
+    let mut r = renderer();
+    assert_eq!(
+        r.render(&Event::turn_completed(C, 3, Some("ok".into()), "end_turn")),
+        vec![Out::TurnEnded { turn_id: Some(3), stop_reason: StopReason::EndTurn }]
+    );
+    assert_eq!(
+        r.render(&Event::turn_completed(C, 4, None, "max_tokens")),
+        vec![Out::TurnEnded { turn_id: Some(4), stop_reason: StopReason::MaxTokens }]
+    );
+}
+
+#[test]
+fn turn_error_is_shown_and_refused() {
+    let mut r = renderer();
+    assert_eq!(
+        r.render(&Event::turn_error(C, 3, "provider down")),
+        vec![msg("\n\nError: provider down"), Out::TurnEnded { turn_id: Some(3), stop_reason: StopReason::Refusal }]
+    );
+}
+
+#[test]
+fn turn_cancelled_fails_open_calls_and_ends_cancelled() {
+    let mut r = renderer();
+    r.render(&Event::tool_started(C, T, "c1", "bash", json!({"command": "sleep 9"}), vec![]));
+    assert_eq!(
+        r.render(&Event::turn_cancelled(C, 3)),
+        vec![
+            update("c1", ToolCallUpdateFields::new().status(ToolCallStatus::Failed)),
+            Out::TurnEnded { turn_id: Some(3), stop_reason: StopReason::Cancelled },
+        ]
+    );
+}
+
+#[test]
+fn unknown_events_are_ignored() {
+    let mut r = renderer();
+    let ev = Event::from_json(r#"{"type":"brand_new","conversation_id":7,"x":1}"#).unwrap();
+    assert_eq!(r.render(&ev), vec![]);
+}
