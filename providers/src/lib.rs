@@ -8,13 +8,25 @@
 //! It must not know the kernel's conversations, the store, the event protocol's envelope or
 //! any frontend: it turns a [`ModelRequest`] into a stream of [`StreamEvent`]s, nothing more.
 
+pub mod anthropic;
 pub mod assemble;
+pub mod auth;
+pub mod config;
+pub mod gemini;
+pub mod http;
 pub mod mock;
+pub mod openai;
+pub mod router;
+pub mod sse;
 pub mod stream;
 pub mod validate;
+mod wire;
 
 pub use assemble::{Reassembler, StreamBuilder, reassemble};
+pub use config::{CommandRunner, ModelEntry, ProviderKind, ProvidersConfig, RetryConfig, VendorConfig};
+pub use http::{HttpProvider, parse_recorded};
 pub use mock::{MockProvider, mock_directives_help};
+pub use router::{ModelInfo, Route, configured_models, default_model, resolve, route};
 pub use stream::{EventStream, ModelRequest, ProviderError, StopReason, StreamEvent, Terminal, ToolSpec};
 pub use validate::{AlgebraViolation, Validator, validate};
 

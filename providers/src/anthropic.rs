@@ -1,0 +1,234 @@
+//! Anthropic Messages, streaming: the request body and the reading of its events.
+
+use serde_json::{Value, json};
+use superpi_proto::{ContentBlock, Role};
+
+use crate::assemble::{BlockKind, StreamBuilder};
+use crate::http::{WireParser, WireRequest};
+use crate::router::Route;
+use crate::sse::SseEvent;
+use crate::stream::{ModelRequest, ProviderError, StopReason};
+use crate::wire::{arguments_object, json_chunk, str_field};
+
+const PROVIDER: &str = "anthropic";
+pub const API_VERSION: &str = "2023-06-01";
+/// Sent when the request names no limit (the API requires one).
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+/// Tool-use ids must match `[a-zA-Z0-9_-]+`; ids from other providers are made to.
+fn tool_id(id: &str) -> String {
+    let cleaned: String =
+        id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+    if cleaned.is_empty() { "call".to_string() } else { cleaned }
+}
+
+fn blocks_for(role: Role, content: &[ContentBlock]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for block in content {
+        match block {
+            ContentBlock::Text { text } if !text.is_empty() => out.push(json!({"type": "text", "text": text})),
+            ContentBlock::Thinking { thinking, signature: Some(signature), redacted } if role == Role::Assistant => {
+                if *redacted {
+                    out.push(json!({"type": "redacted_thinking", "data": signature}));
+                } else {
+                    out.push(json!({"type": "thinking", "thinking": thinking, "signature": signature}));
+                }
+            }
+            ContentBlock::ToolCall { id, name, arguments } if role == Role::Assistant => out.push(json!({
+                "type": "tool_use", "id": tool_id(id), "name": name, "input": arguments_object(arguments),
+            })),
+            ContentBlock::ToolResult { tool_call_id, output, is_error, .. } => out.push(json!({
+                "type": "tool_result", "tool_use_id": tool_id(tool_call_id), "content": output, "is_error": is_error,
+            })),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The Messages request for `request`, sent to `route`.
+pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
+    let mut messages: Vec<Value> = Vec::new();
+    let mut system = request.system.clone().unwrap_or_default();
+    for message in &request.messages {
+        if message.role == Role::System {
+            let text = crate::wire::joined_text(&message.content);
+            if !system.is_empty() {
+                system.push('\n');
+            }
+            system.push_str(&text);
+            continue;
+        }
+        let role = if message.role == Role::Assistant { "assistant" } else { "user" };
+        let blocks = blocks_for(message.role, &message.content);
+        if blocks.is_empty() {
+            continue;
+        }
+        // Consecutive messages of one role (tool results, then a user note) are merged.
+        match messages.last_mut() {
+            Some(last) if last["role"] == role => {
+                if let Some(content) = last["content"].as_array_mut() {
+                    content.extend(blocks);
+                }
+            }
+            _ => messages.push(json!({"role": role, "content": blocks})),
+        }
+    }
+    let mut body = json!({
+        "model": route.model,
+        "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "stream": true,
+        "messages": messages,
+    });
+    if !system.is_empty() {
+        body["system"] = json!(system);
+    }
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|tool| json!({"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}))
+            .collect();
+    }
+    WireRequest {
+        url: format!("{}/v1/messages", route.base_url.trim_end_matches('/')),
+        headers: vec![
+            ("content-type".into(), "application/json".into()),
+            ("accept".into(), "text/event-stream".into()),
+            ("anthropic-version".into(), API_VERSION.into()),
+        ],
+        body: body.to_string().into_bytes(),
+    }
+}
+
+/// Reads Messages events: `message_start`, `content_block_start/delta/stop`, `message_delta`,
+/// `message_stop`, `ping`, `error`.
+#[derive(Debug, Default)]
+pub struct Parser {
+    stop: Option<StopReason>,
+    /// The wire index of the open block (the API streams one block at a time).
+    open_wire: Option<u64>,
+}
+
+fn stop_reason(reason: &str) -> StopReason {
+    match reason {
+        "tool_use" => StopReason::ToolUse,
+        "max_tokens" | "model_context_window_exceeded" => StopReason::MaxTokens,
+        "refusal" => StopReason::Refusal,
+        _ => StopReason::EndTurn,
+    }
+}
+
+fn read_usage(usage: &Value, out: &mut StreamBuilder) {
+    let totals = out.usage_mut();
+    let read = |key: &str| usage.get(key).and_then(Value::as_u64);
+    if let Some(input) = read("input_tokens") {
+        let cached = read("cache_read_input_tokens").unwrap_or(0) + read("cache_creation_input_tokens").unwrap_or(0);
+        totals.input_tokens = input + cached;
+    }
+    if let Some(output) = read("output_tokens") {
+        totals.output_tokens = output;
+    }
+}
+
+impl WireParser for Parser {
+    fn event(&mut self, event: &SseEvent, out: &mut StreamBuilder) -> Result<(), ProviderError> {
+        let value = json_chunk(PROVIDER, &event.data)?;
+        let kind = str_field(&value, "type").unwrap_or(event.event.as_str());
+        match kind {
+            "message_start" => {
+                let message = value.get("message").unwrap_or(&Value::Null);
+                if let Some(id) = str_field(message, "id") {
+                    out.set_response_id(id.to_string());
+                }
+                if let Some(usage) = message.get("usage") {
+                    read_usage(usage, out);
+                }
+            }
+            "content_block_start" => {
+                let block = value.get("content_block").unwrap_or(&Value::Null);
+                self.open_wire = value.get("index").and_then(Value::as_u64);
+                match str_field(block, "type").unwrap_or("") {
+                    "text" => {
+                        out.close();
+                        if let Some(text) = str_field(block, "text") {
+                            out.text_delta(text);
+                        }
+                    }
+                    "thinking" => {
+                        out.thinking_start(false);
+                        if let Some(thinking) = str_field(block, "thinking") {
+                            out.thinking_delta(thinking);
+                        }
+                    }
+                    "redacted_thinking" => {
+                        out.thinking_start(true);
+                        out.thinking_signature(str_field(block, "data").unwrap_or(""));
+                    }
+                    "tool_use" | "server_tool_use" => {
+                        let id = str_field(block, "id").map(str::to_string);
+                        let name = str_field(block, "name").map(str::to_string);
+                        out.tool_start(id, name);
+                        // `input` is `{}` here; the arguments come as input_json_delta.
+                    }
+                    other => tracing::debug!(block = other, "anthropic: content block type ignored"),
+                }
+            }
+            "content_block_delta" => {
+                let delta = value.get("delta").unwrap_or(&Value::Null);
+                match str_field(delta, "type").unwrap_or("") {
+                    "text_delta" => out.text_delta(str_field(delta, "text").unwrap_or("")),
+                    "thinking_delta" => out.thinking_delta(str_field(delta, "thinking").unwrap_or("")),
+                    "signature_delta" => out.thinking_signature(str_field(delta, "signature").unwrap_or("")),
+                    "input_json_delta" => {
+                        if out.open_kind() == Some(BlockKind::ToolCall) {
+                            out.tool_delta(str_field(delta, "partial_json").unwrap_or(""), None, None);
+                        }
+                    }
+                    other => tracing::debug!(delta = other, "anthropic: delta type ignored"),
+                }
+            }
+            "content_block_stop" => {
+                out.close();
+                self.open_wire = None;
+            }
+            "message_delta" => {
+                if let Some(reason) = value.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop = Some(stop_reason(reason));
+                }
+                if let Some(usage) = value.get("usage") {
+                    read_usage(usage, out);
+                }
+            }
+            "message_stop" => out.done(self.stop.unwrap_or(StopReason::EndTurn)),
+            "error" => {
+                let error = value.get("error").unwrap_or(&Value::Null);
+                let status = match str_field(error, "type").unwrap_or("") {
+                    "overloaded_error" => 529,
+                    "rate_limit_error" => 429,
+                    "invalid_request_error" => 400,
+                    "authentication_error" => 401,
+                    "permission_error" => 403,
+                    "not_found_error" => 404,
+                    "request_too_large" => 413,
+                    _ => 500,
+                };
+                let message = str_field(error, "message").unwrap_or("unknown error").to_string();
+                return Err(ProviderError::Http { provider: PROVIDER.into(), status, message });
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, out: &mut StreamBuilder) -> Result<(), ProviderError> {
+        if let Some(stop) = self.stop.filter(|_| self.open_wire.is_none()) {
+            out.done(stop);
+            return Ok(());
+        }
+        Err(ProviderError::Transport {
+            provider: PROVIDER.to_string(),
+            message: "the stream ended before message_stop".to_string(),
+        })
+    }
+}

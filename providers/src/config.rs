@@ -1,0 +1,207 @@
+//! What the providers need to know from the environment and the config file: keys, endpoints,
+//! auth commands, extra models, retry limits.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+pub const OPENAI_API_KEY: &str = "OPENAI_API_KEY";
+pub const ANTHROPIC_API_KEY: &str = "ANTHROPIC_API_KEY";
+pub const GEMINI_API_KEY: &str = "GEMINI_API_KEY";
+pub const OPENAI_BASE_URL: &str = "OPENAI_BASE_URL";
+pub const ANTHROPIC_BASE_URL: &str = "ANTHROPIC_BASE_URL";
+pub const GEMINI_BASE_URL: &str = "GEMINI_BASE_URL";
+/// The default model, when set (the config file's `default_model` otherwise).
+pub const SUPERPI_MODEL: &str = "SUPERPI_MODEL";
+
+/// Which wire API a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// OpenAI Chat Completions (and every compatible server).
+    #[default]
+    Openai,
+    Anthropic,
+    Gemini,
+    Mock,
+}
+
+impl ProviderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Openai => "openai",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Gemini => "gemini",
+            ProviderKind::Mock => "mock",
+        }
+    }
+}
+
+/// One vendor's settings (`[providers.openai]` and the like in the config file).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct VendorConfig {
+    pub api_key: Option<String>,
+    /// Overrides the endpoint (for OpenAI: any compatible server, e.g. `http://127.0.0.1:11434/v1`).
+    pub base_url: Option<String>,
+    /// A program (argv) that prints a bearer token, for gateways with short-lived tokens.
+    /// Run with [`VendorConfig::auth_timeout_ms`]; its token is cached for at most 60 s and never
+    /// past a JWT's `exp`. OpenAI only.
+    pub auth_command: Option<Vec<String>>,
+    pub auth_timeout_ms: Option<u64>,
+    /// Model names to list in `superpi models` (the built-in list when empty).
+    pub models: Vec<String>,
+}
+
+/// A model outside the built-in name rules (`[[providers.models]]`), e.g. one served by vLLM,
+/// Ollama, llama.cpp or LiteLLM.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelEntry {
+    /// The name users type (`--model NAME`).
+    pub name: String,
+    /// The wire API (default `openai`).
+    pub provider: ProviderKind,
+    /// The id sent upstream (default: `name`).
+    pub model: Option<String>,
+    /// The endpoint (default: the vendor's).
+    pub base_url: Option<String>,
+    pub api_key: Option<String>,
+    /// An environment variable holding the key.
+    pub api_key_env: Option<String>,
+}
+
+/// Retry limits for 429, 529 and 503 answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetryConfig {
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// The first backoff when the answer has no Retry-After; doubles per retry.
+    pub initial_backoff_ms: u64,
+    /// The cap of any wait, Retry-After included.
+    pub max_backoff_ms: u64,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        RetryConfig { max_retries: 4, initial_backoff_ms: 1000, max_backoff_ms: 60_000 }
+    }
+}
+
+/// Runs an auth command (argv) with a timeout and returns its standard output. The kernel
+/// supplies one backed by its process runner: this crate spawns no processes.
+pub type CommandRunnerFn =
+    dyn Fn(Vec<String>, Duration) -> BoxFuture<'static, Result<String, String>> + Send + Sync + 'static;
+
+/// A shareable [`CommandRunnerFn`].
+#[derive(Clone)]
+pub struct CommandRunner(pub Arc<CommandRunnerFn>);
+
+impl CommandRunner {
+    pub fn new(
+        run: impl Fn(Vec<String>, Duration) -> BoxFuture<'static, Result<String, String>> + Send + Sync + 'static,
+    ) -> Self {
+        CommandRunner(Arc::new(run))
+    }
+}
+
+impl fmt::Debug for CommandRunner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CommandRunner")
+    }
+}
+
+impl PartialEq for CommandRunner {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// Everything the router needs. Deserialize the config file's `[providers]` section into it,
+/// then [`ProvidersConfig::apply_env`]; or take [`ProvidersConfig::from_env`] alone.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProvidersConfig {
+    pub default_model: Option<String>,
+    pub openai: VendorConfig,
+    pub anthropic: VendorConfig,
+    pub gemini: VendorConfig,
+    pub models: Vec<ModelEntry>,
+    pub retry: RetryConfig,
+    /// Connect timeout in milliseconds (default 30 s).
+    pub connect_timeout_ms: Option<u64>,
+    /// Runs `auth_command`s; not part of the file.
+    #[serde(skip)]
+    pub command_runner: Option<CommandRunner>,
+    /// Looks up `api_key_env` variables of model entries; captured by `apply_env`.
+    #[serde(skip)]
+    pub entry_keys: Vec<(String, String)>,
+}
+
+impl ProvidersConfig {
+    /// The configuration from the process environment alone.
+    pub fn from_env() -> Self {
+        let mut config = ProvidersConfig::default();
+        config.apply_env(|name| std::env::var(name).ok());
+        config
+    }
+
+    /// Parses a `[providers]` section already read as JSON (or any serde value turned into one).
+    pub fn from_section(section: serde_json::Value) -> Result<Self, serde_json::Error> {
+        serde_json::from_value(section)
+    }
+
+    /// Lays the environment over the file: a variable that is set (and not empty) wins.
+    pub fn apply_env(&mut self, lookup: impl Fn(&str) -> Option<String>) {
+        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        for (vendor, key, url) in [
+            (&mut self.openai, OPENAI_API_KEY, OPENAI_BASE_URL),
+            (&mut self.anthropic, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL),
+            (&mut self.gemini, GEMINI_API_KEY, GEMINI_BASE_URL),
+        ] {
+            if let Some(value) = get(key) {
+                vendor.api_key = Some(value);
+            }
+            if let Some(value) = get(url) {
+                vendor.base_url = Some(value);
+            }
+        }
+        if let Some(model) = get(SUPERPI_MODEL) {
+            self.default_model = Some(model);
+        }
+        for entry in &self.models {
+            if let Some(var) = &entry.api_key_env
+                && let Some(value) = get(var)
+            {
+                self.entry_keys.push((var.clone(), value));
+            }
+        }
+    }
+
+    /// Sets the runner for auth commands.
+    pub fn with_command_runner(mut self, runner: CommandRunner) -> Self {
+        self.command_runner = Some(runner);
+        self
+    }
+
+    pub fn vendor(&self, kind: ProviderKind) -> Option<&VendorConfig> {
+        match kind {
+            ProviderKind::Openai => Some(&self.openai),
+            ProviderKind::Anthropic => Some(&self.anthropic),
+            ProviderKind::Gemini => Some(&self.gemini),
+            ProviderKind::Mock => None,
+        }
+    }
+
+    pub(crate) fn entry_key(&self, var: &str) -> Option<&str> {
+        self.entry_keys.iter().find(|(name, _)| name == var).map(|(_, value)| value.as_str())
+    }
+
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_millis(self.connect_timeout_ms.unwrap_or(30_000))
+    }
+}

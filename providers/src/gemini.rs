@@ -1,0 +1,256 @@
+//! Gemini `streamGenerateContent` over SSE: the request body and the reading of its chunks.
+//!
+//! Gemini gives function calls no ids (or ids of its own), so calls without one get `NAME_N`.
+//! A part's `thoughtSignature` travels as a thinking block with an empty text and the
+//! signature, placed right before the part it belongs to, and is put back on that part when
+//! the conversation is sent again.
+
+use serde_json::{Map, Value, json};
+use superpi_proto::{ContentBlock, Role};
+
+use crate::assemble::StreamBuilder;
+use crate::http::{WireParser, WireRequest};
+use crate::router::Route;
+use crate::sse::SseEvent;
+use crate::stream::{ModelRequest, ProviderError, StopReason};
+use crate::wire::{arguments_object, json_chunk, str_field, stream_error};
+
+const PROVIDER: &str = "gemini";
+
+/// Drops JSON-schema keywords that the Gemini schema subset refuses.
+fn schema_for_gemini(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => {
+            let mut out = Map::new();
+            for (key, value) in map {
+                if matches!(key.as_str(), "$schema" | "$id" | "additionalProperties" | "$defs" | "definitions") {
+                    continue;
+                }
+                let value = if key == "properties" {
+                    match value {
+                        Value::Object(props) => {
+                            Value::Object(props.iter().map(|(k, v)| (k.clone(), schema_for_gemini(v))).collect())
+                        }
+                        other => other.clone(),
+                    }
+                } else {
+                    schema_for_gemini(value)
+                };
+                out.insert(key.clone(), value);
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(schema_for_gemini).collect()),
+        other => other.clone(),
+    }
+}
+
+fn parts_for(content: &[ContentBlock]) -> Vec<Value> {
+    let mut parts = Vec::new();
+    let mut signature: Option<&str> = None;
+    for block in content {
+        let mut part = match block {
+            ContentBlock::Thinking { thinking, signature: sig, .. } => {
+                if thinking.is_empty() {
+                    signature = sig.as_deref();
+                }
+                continue;
+            }
+            ContentBlock::Text { text } if !text.is_empty() => json!({"text": text}),
+            ContentBlock::ToolCall { name, arguments, .. } => {
+                json!({"functionCall": {"name": name, "args": arguments_object(arguments)}})
+            }
+            ContentBlock::ToolResult { name, output, is_error, .. } => {
+                let key = if *is_error { "error" } else { "output" };
+                json!({"functionResponse": {"name": name, "response": {key: output}}})
+            }
+            _ => continue,
+        };
+        if let Some(sig) = signature.take() {
+            part["thoughtSignature"] = json!(sig);
+        }
+        parts.push(part);
+    }
+    parts
+}
+
+/// The request for `request`, sent to `route`.
+pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
+    let mut contents: Vec<Value> = Vec::new();
+    let mut system = request.system.clone().unwrap_or_default();
+    for message in &request.messages {
+        if message.role == Role::System {
+            if !system.is_empty() {
+                system.push('\n');
+            }
+            system.push_str(&crate::wire::joined_text(&message.content));
+            continue;
+        }
+        let role = if message.role == Role::Assistant { "model" } else { "user" };
+        let parts = parts_for(&message.content);
+        if parts.is_empty() {
+            continue;
+        }
+        match contents.last_mut() {
+            Some(last) if last["role"] == role => {
+                if let Some(existing) = last["parts"].as_array_mut() {
+                    existing.extend(parts);
+                }
+            }
+            _ => contents.push(json!({"role": role, "parts": parts})),
+        }
+    }
+    let mut body = json!({"contents": contents});
+    if !system.is_empty() {
+        body["systemInstruction"] = json!({"parts": [{"text": system}]});
+    }
+    if !request.tools.is_empty() {
+        let declarations: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({"name": tool.name, "description": tool.description, "parameters": schema_for_gemini(&tool.input_schema)})
+            })
+            .collect();
+        body["tools"] = json!([{"functionDeclarations": declarations}]);
+    }
+    let mut generation = Map::new();
+    if let Some(max) = request.max_tokens {
+        generation.insert("maxOutputTokens".into(), json!(max));
+    }
+    if route.model.contains("2.5") || route.model.starts_with("gemini-3") {
+        generation.insert("thinkingConfig".into(), json!({"includeThoughts": true}));
+    }
+    if !generation.is_empty() {
+        body["generationConfig"] = Value::Object(generation);
+    }
+    let base = route.base_url.trim_end_matches('/');
+    let versioned =
+        if base.ends_with("/v1beta") || base.ends_with("/v1") { base.to_string() } else { format!("{base}/v1beta") };
+    WireRequest {
+        url: format!("{versioned}/models/{}:streamGenerateContent?alt=sse", route.model),
+        headers: vec![
+            ("content-type".into(), "application/json".into()),
+            ("accept".into(), "text/event-stream".into()),
+        ],
+        body: body.to_string().into_bytes(),
+    }
+}
+
+/// Reads `GenerateContentResponse` chunks.
+#[derive(Debug, Default)]
+pub struct Parser {
+    finish: Option<StopReason>,
+    calls: u32,
+}
+
+fn finish_reason(reason: &str) -> StopReason {
+    match reason {
+        "MAX_TOKENS" => StopReason::MaxTokens,
+        "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" | "IMAGE_SAFETY" => StopReason::Refusal,
+        _ => StopReason::EndTurn,
+    }
+}
+
+impl Parser {
+    fn part(&mut self, part: &Value, out: &mut StreamBuilder) {
+        let signature = str_field(part, "thoughtSignature");
+        let thought = part.get("thought").and_then(Value::as_bool).unwrap_or(false);
+        if let Some(call) = part.get("functionCall") {
+            if let Some(signature) = signature {
+                out.thinking_start(false);
+                out.thinking_signature(signature);
+                out.close();
+            }
+            self.calls += 1;
+            let name = str_field(call, "name").unwrap_or("").to_string();
+            let id = str_field(call, "id")
+                .filter(|id| !id.is_empty())
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("{name}_{}", self.calls));
+            let args = call.get("args").map(arguments_object).unwrap_or_else(|| json!({}));
+            out.tool_start(Some(id), Some(name));
+            out.tool_delta(&args.to_string(), None, None);
+            out.close();
+            return;
+        }
+        let Some(text) = str_field(part, "text") else {
+            if let Some(signature) = signature {
+                out.thinking_start(false);
+                out.thinking_signature(signature);
+                out.close();
+            }
+            return;
+        };
+        if thought {
+            out.thinking_delta(text);
+            if let Some(signature) = signature {
+                out.thinking_signature(signature);
+            }
+        } else {
+            if let Some(signature) = signature {
+                out.thinking_start(false);
+                out.thinking_signature(signature);
+                out.close();
+            }
+            out.text_delta(text);
+        }
+    }
+}
+
+impl WireParser for Parser {
+    fn event(&mut self, event: &SseEvent, out: &mut StreamBuilder) -> Result<(), ProviderError> {
+        let data = event.data.trim();
+        if data.is_empty() {
+            return Ok(());
+        }
+        let chunk = json_chunk(PROVIDER, data)?;
+        if let Some(error) = chunk.get("error") {
+            return Err(stream_error(PROVIDER, error));
+        }
+        if let Some(id) = str_field(&chunk, "responseId") {
+            out.set_response_id(id.to_string());
+        }
+        if let Some(usage) = chunk.get("usageMetadata") {
+            let read = |key| usage.get(key).and_then(Value::as_u64);
+            let totals = out.usage_mut();
+            totals.input_tokens = read("promptTokenCount").unwrap_or(totals.input_tokens);
+            if let Some(output) = read("candidatesTokenCount") {
+                totals.output_tokens = output + read("thoughtsTokenCount").unwrap_or(0);
+            }
+        }
+        if let Some(reason) = chunk.pointer("/promptFeedback/blockReason").and_then(Value::as_str) {
+            return Err(ProviderError::Http {
+                provider: PROVIDER.into(),
+                status: 400,
+                message: format!("the prompt was blocked: {reason}"),
+            });
+        }
+        let Some(candidate) = chunk.get("candidates").and_then(Value::as_array).and_then(|c| c.first()) else {
+            return Ok(());
+        };
+        if let Some(parts) = candidate.pointer("/content/parts").and_then(Value::as_array) {
+            for part in parts {
+                self.part(part, out);
+            }
+        }
+        if let Some(reason) = str_field(candidate, "finishReason") {
+            self.finish = Some(finish_reason(reason));
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, out: &mut StreamBuilder) -> Result<(), ProviderError> {
+        let Some(mut stop) = self.finish else {
+            return Err(ProviderError::Transport {
+                provider: PROVIDER.to_string(),
+                message: "the stream ended before a finishReason".to_string(),
+            });
+        };
+        if self.calls > 0 && stop == StopReason::EndTurn {
+            stop = StopReason::ToolUse;
+        }
+        out.done(stop);
+        Ok(())
+    }
+}

@@ -1,0 +1,333 @@
+//! The vendor-neutral layer: an HTTP POST answered by an event stream, retries on 429, 529 and
+//! 503 (honouring Retry-After, capped), and the driver that feeds the bytes through a vendor's
+//! parser into a [`StreamBuilder`]. Knows no vendor's JSON.
+
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+
+use crate::assemble::StreamBuilder;
+use crate::auth::TokenCache;
+use crate::config::{ProviderKind, ProvidersConfig, RetryConfig};
+use crate::router::{Auth, Route};
+use crate::sse::{SseDecoder, SseEvent};
+use crate::stream::{EventStream, ModelRequest, ProviderError, StreamEvent};
+use crate::{Provider, anthropic, gemini, openai};
+
+/// A vendor's reading of its event stream.
+pub trait WireParser: Send {
+    /// One server-sent event.
+    fn event(&mut self, event: &SseEvent, out: &mut StreamBuilder) -> Result<(), ProviderError>;
+    /// The body ended: emit `Done` if the answer was complete, or return the cut as an error.
+    fn end(&mut self, out: &mut StreamBuilder) -> Result<(), ProviderError>;
+}
+
+/// A request ready to send (auth headers are added by the provider).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WireRequest {
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// The new parser for a vendor.
+pub fn parser_for(kind: ProviderKind) -> Box<dyn WireParser> {
+    match kind {
+        ProviderKind::Anthropic => Box::new(anthropic::Parser::default()),
+        ProviderKind::Gemini => Box::new(gemini::Parser::default()),
+        ProviderKind::Openai | ProviderKind::Mock => Box::new(openai::Parser::default()),
+    }
+}
+
+/// Parses a recorded body (split as given) into events, as the provider would stream them.
+/// For tests and benchmarks.
+pub fn parse_recorded<'a>(kind: ProviderKind, chunks: impl IntoIterator<Item = &'a [u8]>) -> Vec<StreamEvent> {
+    let mut builder = StreamBuilder::new();
+    builder.start(None);
+    let mut feeder = Feeder::new(kind);
+    for chunk in chunks {
+        feeder.feed(chunk, &mut builder);
+        if builder.is_finished() {
+            break;
+        }
+    }
+    feeder.end(&mut builder);
+    builder.drain().collect()
+}
+
+/// SSE decoding plus the vendor parser.
+struct Feeder {
+    provider: &'static str,
+    decoder: SseDecoder,
+    parser: Box<dyn WireParser>,
+    scratch: Vec<SseEvent>,
+}
+
+impl Feeder {
+    fn new(kind: ProviderKind) -> Self {
+        Feeder { provider: kind.as_str(), decoder: SseDecoder::new(), parser: parser_for(kind), scratch: Vec::new() }
+    }
+
+    fn feed(&mut self, chunk: &[u8], builder: &mut StreamBuilder) {
+        if let Err(err) = self.decoder.feed(chunk, &mut self.scratch) {
+            builder.fail(ProviderError::Protocol { provider: self.provider.into(), message: err.to_string() });
+            return;
+        }
+        for event in self.scratch.drain(..) {
+            if builder.is_finished() {
+                break;
+            }
+            if let Err(err) = self.parser.event(&event, builder) {
+                builder.fail(err);
+            }
+        }
+    }
+
+    fn end(&mut self, builder: &mut StreamBuilder) {
+        if builder.is_finished() {
+            return;
+        }
+        self.decoder.finish(&mut self.scratch);
+        for event in std::mem::take(&mut self.scratch) {
+            if let Err(err) = self.parser.event(&event, builder) {
+                builder.fail(err);
+            }
+        }
+        if !builder.is_finished()
+            && let Err(err) = self.parser.end(builder)
+        {
+            builder.fail(err);
+        }
+    }
+}
+
+fn client(config: &ProvidersConfig) -> Result<reqwest::Client, ProviderError> {
+    static PROVIDER: OnceLock<()> = OnceLock::new();
+    PROVIDER.get_or_init(|| {
+        // Another part of the program may have installed one already; either is fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+    reqwest::Client::builder()
+        .connect_timeout(config.connect_timeout())
+        .read_timeout(Duration::from_secs(300))
+        .build()
+        .map_err(|err| ProviderError::Transport {
+            provider: "http".into(),
+            message: format!("building the client: {err}"),
+        })
+}
+
+/// A real model API behind the stream algebra.
+pub struct HttpProvider {
+    route: Route,
+    client: reqwest::Client,
+    retry: RetryConfig,
+    tokens: Option<Arc<TokenCache>>,
+}
+
+impl HttpProvider {
+    pub fn new(route: Route, config: &ProvidersConfig) -> Result<Self, ProviderError> {
+        let tokens = match &route.auth {
+            Auth::Command { argv, timeout, runner } => {
+                Some(Arc::new(TokenCache::new(route.kind.as_str(), argv.clone(), *timeout, runner.clone())))
+            }
+            _ => None,
+        };
+        Ok(HttpProvider { client: client(config)?, retry: config.retry, tokens, route })
+    }
+
+    pub fn route(&self) -> &Route {
+        &self.route
+    }
+}
+
+impl Provider for HttpProvider {
+    fn name(&self) -> &str {
+        self.route.kind.as_str()
+    }
+
+    fn stream(&self, request: ModelRequest) -> EventStream {
+        let wire = match self.route.kind {
+            ProviderKind::Anthropic => anthropic::build_request(&self.route, &request),
+            ProviderKind::Gemini => gemini::build_request(&self.route, &request),
+            ProviderKind::Openai | ProviderKind::Mock => openai::build_request(&self.route, &request),
+        };
+        let mut builder = StreamBuilder::new();
+        builder.start(None);
+        let driver = Driver {
+            builder,
+            phase: Phase::Connect,
+            retries: 0,
+            kind: self.route.kind,
+            auth: self.route.auth.clone(),
+            tokens: self.tokens.clone(),
+            client: self.client.clone(),
+            retry: self.retry,
+            wire,
+        };
+        Box::pin(futures::stream::unfold(driver, |mut driver| async move {
+            let event = driver.next().await?;
+            Some((event, driver))
+        }))
+    }
+}
+
+type Body = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
+
+enum Phase {
+    Connect,
+    Wait(Duration),
+    Streaming(Body, Box<Feeder>),
+}
+
+struct Driver {
+    builder: StreamBuilder,
+    phase: Phase,
+    retries: u32,
+    kind: ProviderKind,
+    auth: Auth,
+    tokens: Option<Arc<TokenCache>>,
+    client: reqwest::Client,
+    retry: RetryConfig,
+    wire: WireRequest,
+}
+
+/// Why an attempt did not start streaming.
+enum OpenFailure {
+    Retryable { wait: Option<Duration>, error: ProviderError },
+    Fatal(ProviderError),
+}
+
+impl Driver {
+    fn provider(&self) -> String {
+        self.kind.as_str().to_string()
+    }
+
+    async fn next(&mut self) -> Option<StreamEvent> {
+        loop {
+            if let Some(event) = self.builder.pop() {
+                return Some(event);
+            }
+            if self.builder.is_finished() {
+                return None;
+            }
+            match std::mem::replace(&mut self.phase, Phase::Connect) {
+                Phase::Connect => match self.open().await {
+                    Ok(body) => {
+                        self.phase = Phase::Streaming(body, Box::new(Feeder::new(self.kind)));
+                    }
+                    Err(OpenFailure::Retryable { wait, error }) if self.retries < self.retry.max_retries => {
+                        let backoff = self.retry.initial_backoff_ms.saturating_mul(1 << self.retries.min(20));
+                        let wait = wait
+                            .unwrap_or(Duration::from_millis(backoff))
+                            .min(Duration::from_millis(self.retry.max_backoff_ms));
+                        tracing::warn!(provider = %self.provider(), %error, retry_in_ms = wait.as_millis() as u64, "retrying");
+                        self.retries += 1;
+                        self.builder.reset(wait.as_millis() as u64);
+                        self.phase = Phase::Wait(wait);
+                    }
+                    Err(OpenFailure::Retryable { error, .. }) | Err(OpenFailure::Fatal(error)) => {
+                        self.builder.fail(error)
+                    }
+                },
+                Phase::Wait(wait) => tokio::time::sleep(wait).await,
+                Phase::Streaming(mut body, mut feeder) => match body.next().await {
+                    Some(Ok(chunk)) => {
+                        feeder.feed(&chunk, &mut self.builder);
+                        self.phase = Phase::Streaming(body, feeder);
+                    }
+                    Some(Err(err)) => self.builder.fail(ProviderError::Transport {
+                        provider: self.provider(),
+                        message: format!("the stream was cut: {err}"),
+                    }),
+                    None => feeder.end(&mut self.builder),
+                },
+            }
+        }
+    }
+
+    async fn open(&mut self) -> Result<Body, OpenFailure> {
+        let mut request = self.client.post(&self.wire.url).body(self.wire.body.clone());
+        for (name, value) in &self.wire.headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        let bearer = match (&self.auth, &self.tokens) {
+            (Auth::Command { .. }, Some(tokens)) => Some(tokens.token().await.map_err(OpenFailure::Fatal)?),
+            (Auth::Key(key), _) => match self.kind {
+                ProviderKind::Anthropic => {
+                    request = request.header("x-api-key", key.as_str());
+                    None
+                }
+                ProviderKind::Gemini => {
+                    request = request.header("x-goog-api-key", key.as_str());
+                    None
+                }
+                _ => Some(key.clone()),
+            },
+            _ => None,
+        };
+        if let Some(token) = bearer {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.map_err(|err| {
+            OpenFailure::Fatal(ProviderError::Transport { provider: self.provider(), message: error_chain(&err) })
+        })?;
+        let status = response.status().as_u16();
+        if response.status().is_success() {
+            return Ok(Box::pin(response.bytes_stream()));
+        }
+        let wait = retry_after(response.headers());
+        let body = response.text().await.unwrap_or_default();
+        let error = ProviderError::Http { provider: self.provider(), status, message: error_message(&body) };
+        if matches!(status, 429 | 503 | 529) {
+            Err(OpenFailure::Retryable { wait, error })
+        } else {
+            Err(OpenFailure::Fatal(error))
+        }
+    }
+}
+
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut message = err.to_string();
+    let mut source = err.source();
+    while let Some(inner) = source {
+        message.push_str(": ");
+        message.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    message
+}
+
+/// The wait a 429/503/529 asks for: `retry-after-ms`, or `retry-after` in seconds.
+pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let read = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim).map(str::to_string);
+    if let Some(ms) = read("retry-after-ms").and_then(|v| v.parse::<f64>().ok()).filter(|v| v.is_finite() && *v >= 0.0)
+    {
+        return Some(Duration::from_millis(ms as u64));
+    }
+    read("retry-after")
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .map(|s| Duration::from_millis((s.min(86_400.0) * 1000.0) as u64))
+}
+
+/// The provider's own words from an error body (`error.message`, `message`, or the body).
+pub fn error_message(body: &str) -> String {
+    if let Ok(value) = serde_json::from_str::<serde_json::Value>(body) {
+        let candidates =
+            [value.pointer("/error/message"), value.get("message"), value.get("error"), value.get("detail")];
+        for candidate in candidates.into_iter().flatten() {
+            if let Some(text) = candidate.as_str() {
+                return text.to_string();
+            }
+        }
+    }
+    let trimmed = body.trim();
+    if trimmed.is_empty() {
+        return "(empty body)".to_string();
+    }
+    trimmed.chars().take(500).collect()
+}

@@ -1,0 +1,258 @@
+//! OpenAI Chat Completions, streaming (and every compatible server: vLLM, Ollama, llama.cpp,
+//! LiteLLM): the request body and the reading of its chunks.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+use superpi_proto::{ContentBlock, Role};
+
+use crate::assemble::{BlockKind, StreamBuilder};
+use crate::http::{WireParser, WireRequest};
+use crate::router::Route;
+use crate::sse::SseEvent;
+use crate::stream::{ModelRequest, ProviderError, StopReason};
+use crate::wire::{joined_text, json_chunk, str_field, stream_error};
+
+const PROVIDER: &str = "openai";
+
+/// The Chat Completions request for `request`, sent to `route`.
+pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
+    let mut messages = Vec::new();
+    if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    for message in &request.messages {
+        match message.role {
+            Role::System => messages.push(json!({"role": "system", "content": joined_text(&message.content)})),
+            Role::User | Role::Tool => {
+                let text = joined_text(&message.content);
+                for block in &message.content {
+                    if let ContentBlock::ToolResult { tool_call_id, output, .. } = block {
+                        messages.push(json!({"role": "tool", "tool_call_id": tool_call_id, "content": output}));
+                    }
+                }
+                if message.role == Role::User || !text.is_empty() {
+                    messages.push(json!({"role": "user", "content": text}));
+                }
+            }
+            Role::Assistant => {
+                let text = joined_text(&message.content);
+                let calls: Vec<Value> = message
+                    .content
+                    .iter()
+                    .filter_map(|block| match block {
+                        ContentBlock::ToolCall { id, name, arguments } => Some(json!({
+                            "id": id,
+                            "type": "function",
+                            "function": {"name": name, "arguments": arguments.to_string()},
+                        })),
+                        _ => None,
+                    })
+                    .collect();
+                let mut out = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { Value::String(text) }});
+                if !calls.is_empty() {
+                    out["tool_calls"] = Value::Array(calls);
+                }
+                messages.push(out);
+            }
+        }
+    }
+    let mut body = json!({
+        "model": route.model,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({"type": "function", "function": {
+                    "name": tool.name, "description": tool.description, "parameters": tool.input_schema,
+                }})
+            })
+            .collect();
+    }
+    if let Some(max) = request.max_tokens {
+        let reasoning_model = ["o1", "o3", "o4", "gpt-5"].iter().any(|p| route.model.starts_with(p));
+        body[if reasoning_model { "max_completion_tokens" } else { "max_tokens" }] = json!(max);
+    }
+    WireRequest {
+        url: format!("{}/chat/completions", route.base_url.trim_end_matches('/')),
+        headers: vec![
+            ("content-type".into(), "application/json".into()),
+            ("accept".into(), "text/event-stream".into()),
+        ],
+        body: body.to_string().into_bytes(),
+    }
+}
+
+#[derive(Debug, Default)]
+struct PendingCall {
+    id: Option<String>,
+    name: Option<String>,
+    arguments: String,
+}
+
+/// Reads Chat Completions chunks. Tool calls are keyed by their wire index: the first streams
+/// live; one that starts while the live call's arguments are still incomplete JSON (interleaved
+/// indexes) is held and emitted whole when the answer finishes, so blocks never interleave.
+#[derive(Debug, Default)]
+pub struct Parser {
+    finish: Option<StopReason>,
+    live: Option<u64>,
+    closed_calls: Vec<u64>,
+    pending: BTreeMap<u64, PendingCall>,
+    calls: u32,
+    refused: bool,
+}
+
+fn finish_reason(reason: &str) -> StopReason {
+    match reason {
+        "tool_calls" | "function_call" => StopReason::ToolUse,
+        "length" => StopReason::MaxTokens,
+        "content_filter" => StopReason::Refusal,
+        _ => StopReason::EndTurn,
+    }
+}
+
+impl Parser {
+    /// Leaves the live tool call before other content is streamed.
+    fn leave_tool(&mut self) {
+        if let Some(live) = self.live.take() {
+            self.closed_calls.push(live);
+        }
+    }
+
+    fn tool_delta(&mut self, call: &Value, position: usize, out: &mut StreamBuilder) {
+        let wire = call.get("index").and_then(Value::as_u64).unwrap_or(position as u64);
+        let id = str_field(call, "id").filter(|s| !s.is_empty()).map(str::to_string);
+        let function = call.get("function").unwrap_or(&Value::Null);
+        let name = str_field(function, "name").filter(|s| !s.is_empty()).map(str::to_string);
+        let arguments = str_field(function, "arguments").unwrap_or("");
+        if self.live == Some(wire) && out.open_kind() == Some(BlockKind::ToolCall) {
+            out.tool_delta(arguments, id, name);
+            return;
+        }
+        if self.closed_calls.contains(&wire) {
+            tracing::warn!(index = wire, "openai: a delta for a tool call already closed is dropped");
+            return;
+        }
+        if let Some(pending) = self.pending.get_mut(&wire) {
+            pending.id = pending.id.take().or(id);
+            pending.name = pending.name.take().or(name);
+            pending.arguments.push_str(arguments);
+            return;
+        }
+        let live_complete = match self.live {
+            None => true,
+            Some(_) => out.open_tool_arguments().is_none_or(|args| serde_json::from_str::<Value>(args).is_ok()),
+        };
+        if self.pending.is_empty() && live_complete {
+            self.leave_tool();
+            self.live = Some(wire);
+            self.calls += 1;
+            let id = id.or_else(|| Some(format!("call_{}", self.calls)));
+            out.tool_start(id, name);
+            out.tool_delta(arguments, None, None);
+        } else {
+            self.pending.insert(wire, PendingCall { id, name, arguments: arguments.to_string() });
+        }
+    }
+
+    /// Closes the live call and emits the held ones, in wire order.
+    fn flush_calls(&mut self, out: &mut StreamBuilder) {
+        if self.live.is_some() && out.open_kind() == Some(BlockKind::ToolCall) {
+            out.close();
+        }
+        self.leave_tool();
+        for (wire, pending) in std::mem::take(&mut self.pending) {
+            self.calls += 1;
+            let id = pending.id.unwrap_or_else(|| format!("call_{}", self.calls));
+            out.tool_start(Some(id), pending.name);
+            out.tool_delta(&pending.arguments, None, None);
+            out.close();
+            self.closed_calls.push(wire);
+        }
+    }
+
+    fn complete(&mut self, out: &mut StreamBuilder) {
+        self.flush_calls(out);
+        let mut stop = self.finish.unwrap_or(StopReason::EndTurn);
+        if self.calls > 0 && stop == StopReason::EndTurn {
+            stop = StopReason::ToolUse;
+        }
+        if self.refused && stop == StopReason::EndTurn {
+            stop = StopReason::Refusal;
+        }
+        out.done(stop);
+    }
+}
+
+impl WireParser for Parser {
+    fn event(&mut self, event: &SseEvent, out: &mut StreamBuilder) -> Result<(), ProviderError> {
+        let data = event.data.trim();
+        if data.is_empty() {
+            return Ok(());
+        }
+        if data == "[DONE]" {
+            self.complete(out);
+            return Ok(());
+        }
+        let chunk = json_chunk(PROVIDER, data)?;
+        if let Some(error) = chunk.get("error") {
+            return Err(stream_error(PROVIDER, error));
+        }
+        if let Some(id) = str_field(&chunk, "id").filter(|id| !id.is_empty()) {
+            out.set_response_id(id.to_string());
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            let read = |key| usage.get(key).and_then(Value::as_u64);
+            let totals = out.usage_mut();
+            totals.input_tokens = read("prompt_tokens").unwrap_or(totals.input_tokens);
+            totals.output_tokens = read("completion_tokens").unwrap_or(totals.output_tokens);
+        }
+        let Some(choice) = chunk.get("choices").and_then(Value::as_array).and_then(|c| c.first()) else {
+            return Ok(());
+        };
+        if let Some(delta) = choice.get("delta").filter(|d| d.is_object()) {
+            for key in ["reasoning_content", "reasoning"] {
+                if let Some(reasoning) = str_field(delta, key).filter(|s| !s.is_empty()) {
+                    self.leave_tool();
+                    out.thinking_delta(reasoning);
+                }
+            }
+            if let Some(text) = str_field(delta, "content").filter(|s| !s.is_empty()) {
+                self.leave_tool();
+                out.text_delta(text);
+            }
+            if let Some(text) = str_field(delta, "refusal").filter(|s| !s.is_empty()) {
+                self.leave_tool();
+                self.refused = true;
+                out.text_delta(text);
+            }
+            if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+                for (position, call) in calls.iter().enumerate() {
+                    self.tool_delta(call, position, out);
+                }
+            }
+        }
+        if let Some(reason) = str_field(choice, "finish_reason") {
+            self.finish = Some(finish_reason(reason));
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, out: &mut StreamBuilder) -> Result<(), ProviderError> {
+        if self.finish.is_some() {
+            // Some compatible servers end without `[DONE]` once the answer has finished.
+            self.complete(out);
+            return Ok(());
+        }
+        Err(ProviderError::Transport {
+            provider: PROVIDER.to_string(),
+            message: "the stream ended before the answer finished".to_string(),
+        })
+    }
+}

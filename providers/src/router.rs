@@ -1,0 +1,270 @@
+//! The model router: a model name to a provider, by name rules and the config's models list.
+//! Never a silent fallback: an unknown name or missing credentials is an error naming the gap.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{
+    ANTHROPIC_API_KEY, CommandRunner, GEMINI_API_KEY, ModelEntry, OPENAI_API_KEY, OPENAI_BASE_URL, ProviderKind,
+    ProvidersConfig,
+};
+use crate::http::HttpProvider;
+use crate::mock::MockProvider;
+use crate::{ProviderError, SharedProvider};
+
+pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+pub const DEFAULT_GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com";
+
+const OPENAI_MODELS: &[&str] =
+    &["gpt-4o-mini", "gpt-4o", "gpt-4.1", "gpt-4.1-mini", "o3", "o4-mini", "gpt-5", "gpt-5-mini"];
+const ANTHROPIC_MODELS: &[&str] = &["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"];
+const GEMINI_MODELS: &[&str] = &["gemini-2.5-flash", "gemini-2.5-pro", "gemini-2.5-flash-lite"];
+
+/// How a request is authenticated.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Auth {
+    /// No credentials (a local compatible server).
+    None,
+    Key(String),
+    /// A program prints a bearer token (cached, see [`crate::config::VendorConfig::auth_command`]).
+    Command {
+        argv: Vec<String>,
+        timeout: Duration,
+        runner: CommandRunner,
+    },
+}
+
+/// Where a model name leads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Route {
+    pub kind: ProviderKind,
+    /// The name the user gave.
+    pub name: String,
+    /// The id sent upstream.
+    pub model: String,
+    /// The endpoint's base (without the per-API path).
+    pub base_url: String,
+    pub auth: Auth,
+}
+
+/// A model `superpi models` lists.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    pub name: String,
+    pub provider: String,
+    /// Whether it is the default model.
+    pub default: bool,
+}
+
+fn prefixed_kind(model: &str) -> Option<(ProviderKind, &str)> {
+    for (prefix, kind) in [
+        ("openai/", ProviderKind::Openai),
+        ("anthropic/", ProviderKind::Anthropic),
+        ("google/", ProviderKind::Gemini),
+        ("gemini/", ProviderKind::Gemini),
+    ] {
+        if let Some(rest) = model.strip_prefix(prefix) {
+            return Some((kind, rest));
+        }
+    }
+    let openai = ["gpt-", "o1", "o3", "o4", "chatgpt-"].iter().any(|p| model.starts_with(p));
+    if openai {
+        return Some((ProviderKind::Openai, model));
+    }
+    if model.starts_with("claude-") {
+        return Some((ProviderKind::Anthropic, model));
+    }
+    if model.starts_with("gemini-") {
+        return Some((ProviderKind::Gemini, model));
+    }
+    None
+}
+
+fn missing(kind: ProviderKind) -> String {
+    match kind {
+        ProviderKind::Openai => format!(
+            "set {OPENAI_API_KEY} (or providers.openai.api_key or auth_command in the config file; \
+             {OPENAI_BASE_URL} alone for a local server without keys)"
+        ),
+        ProviderKind::Anthropic => {
+            format!("set {ANTHROPIC_API_KEY} (or providers.anthropic.api_key in the config file)")
+        }
+        ProviderKind::Gemini => format!("set {GEMINI_API_KEY} (or providers.gemini.api_key in the config file)"),
+        ProviderKind::Mock => String::new(),
+    }
+}
+
+fn default_base(kind: ProviderKind) -> &'static str {
+    match kind {
+        ProviderKind::Openai => DEFAULT_OPENAI_BASE_URL,
+        ProviderKind::Anthropic => DEFAULT_ANTHROPIC_BASE_URL,
+        ProviderKind::Gemini => DEFAULT_GEMINI_BASE_URL,
+        ProviderKind::Mock => "",
+    }
+}
+
+/// The vendor's credentials, or `None` when it is not configured.
+fn vendor_auth(kind: ProviderKind, config: &ProvidersConfig) -> Result<Option<Auth>, ProviderError> {
+    let Some(vendor) = config.vendor(kind) else { return Ok(Some(Auth::None)) };
+    if let Some(argv) = vendor.auth_command.as_ref().filter(|argv| !argv.is_empty()) {
+        let Some(runner) = config.command_runner.clone() else {
+            return Err(ProviderError::NotConfigured {
+                provider: kind.as_str().to_string(),
+                missing: "auth_command is set but this program has no command runner for it".to_string(),
+            });
+        };
+        let timeout = Duration::from_millis(vendor.auth_timeout_ms.unwrap_or(10_000));
+        return Ok(Some(Auth::Command { argv: argv.clone(), timeout, runner }));
+    }
+    if let Some(key) = &vendor.api_key {
+        return Ok(Some(Auth::Key(key.clone())));
+    }
+    if kind == ProviderKind::Openai && vendor.base_url.is_some() {
+        return Ok(Some(Auth::None));
+    }
+    Ok(None)
+}
+
+fn entry_route(entry: &ModelEntry, config: &ProvidersConfig) -> Result<Route, ProviderError> {
+    let kind = entry.provider;
+    let model = entry.model.clone().unwrap_or_else(|| entry.name.clone());
+    if kind == ProviderKind::Mock {
+        return Ok(Route { kind, name: entry.name.clone(), model, base_url: String::new(), auth: Auth::None });
+    }
+    let own_key = match &entry.api_key_env {
+        Some(var) => match config.entry_key(var) {
+            Some(key) => Some(key.to_string()),
+            None => {
+                return Err(ProviderError::NotConfigured {
+                    provider: kind.as_str().to_string(),
+                    missing: format!("model `{}` reads its key from {var}, which is not set", entry.name),
+                });
+            }
+        },
+        None => entry.api_key.clone(),
+    };
+    let vendor_base = config.vendor(kind).and_then(|v| v.base_url.clone());
+    let (base_url, auth) = match (own_key, &entry.base_url) {
+        (Some(key), base) => {
+            (base.clone().or(vendor_base).unwrap_or_else(|| default_base(kind).into()), Auth::Key(key))
+        }
+        (None, Some(base)) if kind == ProviderKind::Openai => (base.clone(), Auth::None),
+        (None, base) => {
+            let auth = vendor_auth(kind, config)?.ok_or_else(|| ProviderError::NotConfigured {
+                provider: kind.as_str().to_string(),
+                missing: format!("model `{}`: {}", entry.name, missing(kind)),
+            })?;
+            (base.clone().or(vendor_base).unwrap_or_else(|| default_base(kind).into()), auth)
+        }
+    };
+    Ok(Route { kind, name: entry.name.clone(), model, base_url, auth })
+}
+
+/// Where `model` leads, without building a client.
+pub fn route(model: &str, config: &ProvidersConfig) -> Result<Route, ProviderError> {
+    let name = model.trim();
+    if let Some(entry) = config.models.iter().find(|entry| entry.name == name) {
+        return entry_route(entry, config);
+    }
+    if name == "mock" {
+        return Ok(Route {
+            kind: ProviderKind::Mock,
+            name: name.into(),
+            model: name.into(),
+            base_url: String::new(),
+            auth: Auth::None,
+        });
+    }
+    let Some((kind, upstream)) = prefixed_kind(name).filter(|(_, upstream)| !upstream.is_empty()) else {
+        return Err(ProviderError::UnknownModel {
+            model: name.to_string(),
+            hint: "names starting gpt-, o1, o3, o4 or openai/ go to OpenAI, claude- or anthropic/ to Anthropic, \
+                   gemini- or google/ to Gemini, `mock` to the offline model; other names need an entry in the \
+                   config file's [[providers.models]] list"
+                .to_string(),
+        });
+    };
+    let auth = vendor_auth(kind, config)?
+        .ok_or_else(|| ProviderError::NotConfigured { provider: kind.as_str().to_string(), missing: missing(kind) })?;
+    let base_url = config.vendor(kind).and_then(|v| v.base_url.clone()).unwrap_or_else(|| default_base(kind).into());
+    Ok(Route { kind, name: name.to_string(), model: upstream.to_string(), base_url, auth })
+}
+
+/// The provider for `model`. The provider streams with the routed upstream model id, whatever
+/// `ModelRequest::model` says; resolve again when the model changes.
+pub fn resolve(model: &str, config: &ProvidersConfig) -> Result<SharedProvider, ProviderError> {
+    let route = route(model, config)?;
+    match route.kind {
+        ProviderKind::Mock => Ok(Arc::new(MockProvider::new())),
+        _ => Ok(Arc::new(HttpProvider::new(route, config)?)),
+    }
+}
+
+fn vendor_configured(kind: ProviderKind, config: &ProvidersConfig) -> bool {
+    matches!(vendor_auth(kind, config), Ok(Some(_)))
+}
+
+const VENDORS: [(ProviderKind, &[&str]); 3] = [
+    (ProviderKind::Openai, OPENAI_MODELS),
+    (ProviderKind::Anthropic, ANTHROPIC_MODELS),
+    (ProviderKind::Gemini, GEMINI_MODELS),
+];
+
+/// The model to use when none is asked for, and whether it is the `mock` fallback (which the
+/// caller must say out loud). The mock is chosen only when nothing at all is configured.
+pub fn default_model(config: &ProvidersConfig) -> (String, bool) {
+    if let Some(model) = &config.default_model {
+        return (model.clone(), false);
+    }
+    if let Some(entry) = config.models.first() {
+        return (entry.name.clone(), false);
+    }
+    for (kind, builtin) in VENDORS {
+        if vendor_configured(kind, config) {
+            let listed = config.vendor(kind).and_then(|v| v.models.first().cloned());
+            return (listed.unwrap_or_else(|| builtin[0].to_string()), false);
+        }
+    }
+    ("mock".to_string(), true)
+}
+
+/// The models whose provider is configured, the default first among equals marked, `mock` last.
+pub fn configured_models(config: &ProvidersConfig) -> Vec<ModelInfo> {
+    let (default, _) = default_model(config);
+    let mut out: Vec<ModelInfo> = Vec::new();
+    let mut push = |name: String, provider: ProviderKind| {
+        if !out.iter().any(|m| m.name == name) {
+            out.push(ModelInfo { default: name == default, name, provider: provider.as_str().to_string() });
+        }
+    };
+    for entry in &config.models {
+        if entry_route(entry, config).is_ok() {
+            push(entry.name.clone(), entry.provider);
+        }
+    }
+    for (kind, builtin) in VENDORS {
+        if !vendor_configured(kind, config) {
+            continue;
+        }
+        let listed = config.vendor(kind).map(|v| v.models.clone()).unwrap_or_default();
+        if listed.is_empty() {
+            builtin.iter().for_each(|name| push(name.to_string(), kind));
+        } else {
+            listed.into_iter().for_each(|name| push(name, kind));
+        }
+    }
+    if let Some(model) = config.default_model.clone()
+        && let Ok(route) = route(&model, config)
+    {
+        push(model, route.kind);
+    }
+    push("mock".to_string(), ProviderKind::Mock);
+    out
+}
+
+#[cfg(test)]
+#[path = "router_tests.rs"]
+mod tests;
