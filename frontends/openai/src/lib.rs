@@ -1,19 +1,81 @@
-//! superpi-openai: The OpenAI-compatible HTTP gateway (`superpi gateway`).
+//! superpi-openai: the OpenAI-compatible HTTP gateway (`superpi gateway`).
 //!
-//! Placeholder entry point; the crate's owner replaces this file.
+//! Owns the OpenAI Chat Completions surface: `GET /`, `/health`, `/v1/models` and
+//! `POST /v1/chat/completions` (JSON or SSE), its wire types ([`wire`]), the request map from a
+//! request to kernel calls with OpenAI-shaped errors ([`request`]), and the renderer from one
+//! turn's kernel events to `chat.completion.chunk`s ([`render`]). The agent loop runs in the
+//! kernel; client-side tools are ignored.
+//!
+//! It must not know the kernel's internals (store, policy, providers): it speaks the kernel
+//! protocol through superpi-client, as one remote frontend per principal.
 
-/// Command-line arguments of the subcommand.
+pub mod render;
+pub mod request;
+mod server;
+mod turn;
+pub mod wire;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+pub use server::{Gateway, TOKEN_VAR};
+
+/// `superpi gateway [--port N] [--bind ADDR]`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// TCP port to listen on (0 picks a free one; the address is printed on stdout).
+    #[arg(long, default_value_t = 4000)]
+    pub port: u16,
+    /// Address to listen on. A non-loopback address needs SUPERPI_GATEWAY_TOKEN.
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    pub bind: IpAddr,
+    /// The port as a bare argument (`superpi gateway 4000`).
+    #[arg(value_name = "PORT", conflicts_with = "port")]
+    pub port_arg: Option<u16>,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{0}")]
-    NotReady(&'static str),
+    #[error(transparent)]
+    Bind(#[from] superpi_http::BindError),
+    #[error("cannot listen on {0}: {1}")]
+    Listen(SocketAddr, std::io::Error),
+    #[error("the gateway stopped: {0}")]
+    Serve(std::io::Error),
 }
 
-/// Runs the frontend until its transport closes.
+/// Runs the gateway until the process is told to stop (SIGINT or SIGTERM).
 pub async fn run(args: Args, connect: superpi_client::ConnectOptions) -> Result<(), Error> {
-    let _ = (args, connect);
-    Err(Error::NotReady("this frontend is not built yet"))
+    let tokens = superpi_http::Tokens::from_env(TOKEN_VAR);
+    superpi_http::check_bind(args.bind, &tokens, TOKEN_VAR)?;
+    let addr = SocketAddr::new(args.bind, args.port_arg.unwrap_or(args.port));
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| Error::Listen(addr, e))?;
+    let local = listener.local_addr().map_err(|e| Error::Listen(addr, e))?;
+    let gateway = Gateway::new(connect, tokens);
+    announce(local);
+    gateway.serve(listener, shutdown_signal()).await.map_err(Error::Serve)
+}
+
+/// One line on stdout saying where the gateway listens (scripts and tests read it).
+#[allow(clippy::print_stdout)]
+fn announce(addr: SocketAddr) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "superpi gateway listening on http://{addr}");
+    let _ = out.flush();
+    tracing::info!(%addr, "gateway listening");
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        if let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            tokio::select! {
+                _ = ctrl_c => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = ctrl_c.await;
 }

@@ -1,0 +1,280 @@
+//! The request map: a chat completion request (body and headers) into what the gateway asks
+//! the kernel, and the kernel's refusals into OpenAI errors. Pure: no sockets, no kernel.
+
+use axum::http::{HeaderMap, StatusCode};
+use serde_json::Value;
+use superpi_client::ClientError;
+use superpi_proto::message::codes;
+use superpi_proto::method::{HarnessInfo, OpenParams};
+
+use crate::wire::ApiError;
+
+/// The modes a caller may ask for, loosest last.
+pub const MODES: &[&str] = &["plan", "accept-edits", "auto"];
+
+/// Which conversation a request runs in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Session {
+    /// No session id: a new conversation every time.
+    New,
+    /// `x-session-id` / `session_id`: one conversation per principal and id, kept by the kernel.
+    External(String),
+    /// `x-conversation-id`: an existing conversation by id.
+    Conversation(i64),
+}
+
+/// One message of the request, text only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextMessage {
+    pub role: String,
+    pub text: String,
+}
+
+/// A chat completion request, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatRequest {
+    /// The model as the client named it; echoed in every answer.
+    pub model: String,
+    pub stream: bool,
+    /// `stream_options.include_usage`: one usage chunk before `[DONE]`.
+    pub include_usage: bool,
+    pub session: Session,
+    /// `x-superpi-mode` or `execution_mode`; the kernel keeps it under the remote ceiling.
+    pub mode: Option<String>,
+    pub messages: Vec<TextMessage>,
+    /// Index in `messages` of the last user message.
+    pub last_user: usize,
+}
+
+fn header<'a>(headers: &'a HeaderMap, names: &[&str]) -> Result<Option<&'a str>, ApiError> {
+    for name in names {
+        if let Some(value) = headers.get(*name) {
+            let value =
+                value.to_str().map_err(|_| ApiError::invalid_params(format!("header {name} is not visible ASCII")))?;
+            let value = value.trim();
+            if !value.is_empty() {
+                return Ok(Some(value));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The text of a message's `content`: a string, or the text parts of an array (other parts,
+/// images among them, are dropped). `null` is empty.
+fn content_text(content: &Value) -> Result<String, ApiError> {
+    match content {
+        Value::Null => Ok(String::new()),
+        Value::String(s) => Ok(s.clone()),
+        Value::Array(parts) => {
+            let mut out = String::new();
+            for part in parts {
+                match part {
+                    Value::String(s) => out.push_str(s),
+                    Value::Object(map) => {
+                        let is_text = matches!(map.get("type").and_then(Value::as_str), Some("text") | None);
+                        if let (true, Some(text)) = (is_text, map.get("text").and_then(Value::as_str)) {
+                            if !out.is_empty() {
+                                out.push('\n');
+                            }
+                            out.push_str(text);
+                        }
+                    }
+                    _ => return Err(ApiError::invalid_params("a content part must be an object")),
+                }
+            }
+            Ok(out)
+        }
+        _ => Err(ApiError::invalid_params("`content` must be a string, an array of parts or null")),
+    }
+}
+
+/// Reads and checks a `POST /v1/chat/completions` request. Client tools and sampling
+/// parameters are accepted and ignored.
+pub fn parse_chat(body: &[u8], headers: &HeaderMap) -> Result<ChatRequest, ApiError> {
+    let body: Value = serde_json::from_slice(body)
+        .map_err(|err| ApiError::invalid_params(format!("the request body is not valid JSON: {err}")))?;
+    let Value::Object(body) = body else {
+        return Err(ApiError::invalid_params("the request body must be a JSON object"));
+    };
+    let model = match body.get("model") {
+        Some(Value::String(m)) if !m.trim().is_empty() => m.trim().to_string(),
+        Some(_) => return Err(ApiError::invalid_params("`model` must be a non-empty string")),
+        None => return Err(ApiError::invalid_params("`model` is required")),
+    };
+    let stream = match body.get("stream") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(ApiError::invalid_params("`stream` must be a boolean")),
+    };
+    let include_usage =
+        body.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool).unwrap_or(false);
+
+    let Some(Value::Array(raw)) = body.get("messages") else {
+        return Err(ApiError::invalid_params("`messages` must be an array"));
+    };
+    let mut messages = Vec::with_capacity(raw.len());
+    for (i, m) in raw.iter().enumerate() {
+        let role = m
+            .get("role")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ApiError::invalid_params(format!("messages[{i}].role must be a string")))?;
+        let text = content_text(m.get("content").unwrap_or(&Value::Null))
+            .map_err(|e| ApiError::invalid_params(format!("messages[{i}]: {}", e.message)))?;
+        messages.push(TextMessage { role: role.to_string(), text });
+    }
+    let last_user = messages
+        .iter()
+        .rposition(|m| m.role == "user")
+        .ok_or_else(|| ApiError::invalid_params("`messages` must contain a user message"))?;
+    if messages[last_user].text.trim().is_empty() {
+        return Err(ApiError::invalid_params("the last user message has no text"));
+    }
+
+    let session = if let Some(id) = header(headers, &["x-conversation-id"])? {
+        let id = id.parse::<i64>().map_err(|_| ApiError::invalid_params("x-conversation-id must be an integer"))?;
+        Session::Conversation(id)
+    } else if let Some(id) = header(headers, &["x-session-id"])? {
+        Session::External(id.to_string())
+    } else {
+        match body.get("session_id") {
+            None | Some(Value::Null) => Session::New,
+            Some(Value::String(s)) if !s.trim().is_empty() => Session::External(s.trim().to_string()),
+            Some(_) => return Err(ApiError::invalid_params("`session_id` must be a non-empty string")),
+        }
+    };
+
+    let mode = match header(headers, &["x-superpi-mode", "x-super-pi-mode"])? {
+        Some(m) => Some(m.to_string()),
+        None => match body.get("execution_mode") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(m)) => Some(m.clone()),
+            Some(_) => return Err(ApiError::invalid_params("`execution_mode` must be a string")),
+        },
+    };
+    if let Some(m) = &mode
+        && !MODES.contains(&m.as_str())
+    {
+        return Err(ApiError::invalid_params(format!("unknown mode `{m}`: use plan, accept-edits or auto")));
+    }
+
+    Ok(ChatRequest { model, stream, include_usage, session, mode, messages, last_user })
+}
+
+/// What a `model` value selects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A harness id: that harness with its default model.
+    Harness(String),
+    /// A provider's model: that model with the default harness.
+    Model(String),
+}
+
+/// A provider model the kernel reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderModel {
+    pub id: String,
+    pub provider: String,
+    /// False when the provider has no credentials.
+    pub configured: bool,
+}
+
+/// Resolves `model`. A harness id wins (older spellings `super-pi-*` and short names such as
+/// `code` are accepted). Otherwise, with a known model list, a listed model is selected and
+/// anything else is `model_not_found`; without one (`models: None`) the name goes to the kernel,
+/// which refuses what it does not serve.
+pub fn resolve_model(
+    model: &str,
+    harnesses: &[HarnessInfo],
+    models: Option<&[ProviderModel]>,
+) -> Result<Target, ApiError> {
+    let normalized = model.strip_prefix("super-pi-").map(|rest| format!("superpi-{rest}"));
+    for h in harnesses {
+        if h.id == model || normalized.as_deref() == Some(h.id.as_str()) || h.id.strip_prefix("superpi-") == Some(model)
+        {
+            return Ok(Target::Harness(h.id.clone()));
+        }
+    }
+    match models {
+        None => Ok(Target::Model(model.to_string())),
+        Some(models) => match models.iter().find(|m| m.id == model) {
+            Some(m) if m.configured => Ok(Target::Model(m.id.clone())),
+            Some(m) => Err(ApiError::provider_not_configured(format!(
+                "the provider `{}` of model `{model}` has no credentials configured",
+                m.provider
+            ))),
+            None => Err(ApiError::model_not_found(model)),
+        },
+    }
+}
+
+/// The `session.open` params of a request.
+pub fn open_params(req: &ChatRequest, target: &Target) -> OpenParams {
+    let mut params = OpenParams { mode: req.mode.clone(), ..Default::default() };
+    match target {
+        Target::Harness(h) => params.harness = Some(h.clone()),
+        Target::Model(m) => params.model = Some(m.clone()),
+    }
+    match &req.session {
+        Session::New => {}
+        Session::External(id) => params.external_id = Some(id.clone()),
+        Session::Conversation(id) => params.conversation_id = Some(*id),
+    }
+    params
+}
+
+/// The prompt to submit. A conversation this request created gets the messages before the
+/// last user message as a transcript ahead of it, so the agent sees what the client says was
+/// said; an existing conversation already holds its history and gets the last user message.
+pub fn prompt(req: &ChatRequest, created: bool) -> String {
+    let last = &req.messages[req.last_user].text;
+    let earlier: Vec<&TextMessage> =
+        req.messages[..req.last_user].iter().filter(|m| !m.text.trim().is_empty()).collect();
+    if !created || earlier.is_empty() {
+        return last.clone();
+    }
+    let mut out = String::from("[Earlier messages of this conversation, as the client sent them]\n");
+    for m in earlier {
+        out.push_str(&m.role);
+        out.push_str(": ");
+        out.push_str(&m.text);
+        out.push('\n');
+    }
+    out.push_str("[End of earlier messages]\n\n");
+    out.push_str(last);
+    out
+}
+
+/// A kernel refusal as an OpenAI error. `model` is the requested model, for the message.
+pub fn kernel_error(err: &ClientError, model: &str) -> ApiError {
+    let ClientError::Kernel(e) = err else {
+        return ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "kernel_unavailable",
+            format!("the superpi kernel is not reachable: {err}"),
+        );
+    };
+    match e.code {
+        codes::PROVIDER => {
+            let reason = e.data.as_ref().and_then(|d| d.get("reason")).and_then(Value::as_str).unwrap_or("");
+            let text = e.message.to_ascii_lowercase();
+            let unconfigured = reason == "provider_not_configured"
+                || (reason.is_empty()
+                    && ["not configured", "credential", "api key", "no key"].iter().any(|w| text.contains(w)));
+            if unconfigured {
+                ApiError::provider_not_configured(e.message.clone())
+            } else {
+                ApiError::model_not_found(model)
+            }
+        }
+        codes::INVALID_PARAMS => ApiError::invalid_params(e.message.clone()),
+        codes::FORBIDDEN => ApiError::new(StatusCode::FORBIDDEN, "forbidden", e.message.clone()),
+        codes::NOT_FOUND => ApiError::not_found(e.message.clone()),
+        codes::UNAUTHORIZED => ApiError::invalid_api_key(e.message.clone()),
+        _ => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", e.message.clone()),
+    }
+}
+
+#[cfg(test)]
+#[path = "request_tests.rs"]
+mod tests;

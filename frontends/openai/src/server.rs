@@ -1,0 +1,280 @@
+//! The HTTP surface: routes, authentication, one kernel connection per principal.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+use superpi_client::{ClientError, ConnectOptions, KernelClient};
+use superpi_http::Tokens;
+use superpi_proto::message::codes;
+use superpi_proto::method::{ConversationInfo, WatchParams};
+use tokio::sync::{OnceCell, mpsc, oneshot};
+
+use crate::render::{RenderOptions, Renderer};
+use crate::request::{self, ChatRequest, ProviderModel, Session, Target};
+use crate::turn::{self, Sink};
+use crate::wire::{ApiError, Completion, ModelEntry, ModelList};
+
+/// The environment variable holding the gateway's bearer tokens (comma-separated).
+pub const TOKEN_VAR: &str = "SUPERPI_GATEWAY_TOKEN";
+
+/// Largest request body accepted.
+const BODY_LIMIT: usize = 16 << 20;
+
+/// Chunks buffered per streamed answer before the turn waits for the client.
+const STREAM_BUFFER: usize = 512;
+
+/// The gateway: its configuration and its kernel connections.
+#[derive(Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    connect: ConnectOptions,
+    tokens: Tokens,
+    clients: std::sync::Mutex<HashMap<String, Arc<OnceCell<KernelClient>>>>,
+}
+
+impl Gateway {
+    pub fn new(connect: ConnectOptions, tokens: Tokens) -> Self {
+        Gateway { inner: Arc::new(Inner { connect, tokens, clients: std::sync::Mutex::new(HashMap::new()) }) }
+    }
+
+    /// The routes.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/", get(status))
+            .route("/health", get(status))
+            .route("/v1/models", get(models))
+            .route("/v1/chat/completions", post(chat))
+            .fallback(not_found)
+            .layer(DefaultBodyLimit::max(BODY_LIMIT))
+            .with_state(self.clone())
+    }
+
+    /// Serves on `listener` until `shutdown` resolves.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        axum::serve(listener, self.router()).with_graceful_shutdown(shutdown).await
+    }
+
+    /// The principal of a request, or 401.
+    fn authenticate(&self, headers: &HeaderMap) -> Result<String, ApiError> {
+        match self.inner.tokens.authenticate(headers) {
+            Ok(Some(principal)) => Ok(principal),
+            Ok(None) => Ok(self.inner.connect.principal.clone()),
+            Err(err) => Err(ApiError::invalid_api_key(format!("Incorrect API key provided: {err}"))),
+        }
+    }
+
+    /// The kernel connection of a principal, made on first use (once, however many requests
+    /// wait for it) and again after a loss.
+    async fn client(&self, principal: &str) -> Result<KernelClient, ClientError> {
+        let cell = {
+            let mut clients = lock(&self.inner.clients);
+            let slot = clients.entry(principal.to_string()).or_default();
+            if slot.get().is_some_and(KernelClient::is_closed) {
+                *slot = Arc::new(OnceCell::new());
+            }
+            slot.clone()
+        };
+        let client = cell
+            .get_or_try_init(|| async {
+                let mut opts = self.inner.connect.clone();
+                opts.principal = principal.to_string();
+                opts.remote = true;
+                opts.frontend = "gateway".to_string();
+                KernelClient::connect(&opts).await
+            })
+            .await?;
+        Ok(client.clone())
+    }
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+async fn status() -> Response {
+    axum::Json(json!({"status": "ok", "service": "superpi gateway", "version": env!("CARGO_PKG_VERSION")}))
+        .into_response()
+}
+
+async fn not_found() -> Response {
+    ApiError::not_found("no such endpoint: the gateway serves /v1/models and /v1/chat/completions").into_response()
+}
+
+/// The models of configured providers, when the kernel can tell (`model.list`); `None` when
+/// it has no such method.
+async fn provider_models(client: &KernelClient) -> Option<Vec<ProviderModel>> {
+    let value = match client.call("model.list", json!({})).await {
+        Ok(value) => value,
+        Err(err) => {
+            if err.code() != Some(codes::METHOD_NOT_FOUND) {
+                tracing::warn!("model.list failed: {err}");
+            }
+            return None;
+        }
+    };
+    let list = value.get("models").and_then(Value::as_array)?;
+    Some(
+        list.iter()
+            .filter_map(|m| {
+                let id = m.get("id").or_else(|| m.get("model")).and_then(Value::as_str)?;
+                Some(ProviderModel {
+                    id: id.to_string(),
+                    provider: m.get("provider").and_then(Value::as_str).unwrap_or("").to_string(),
+                    configured: m.get("configured").and_then(Value::as_bool).unwrap_or(true),
+                })
+            })
+            .collect(),
+    )
+}
+
+async fn models(State(gw): State<Gateway>, headers: HeaderMap) -> Response {
+    match list_models(&gw, &headers).await {
+        Ok(list) => axum::Json(list).into_response(),
+        Err(err) => err.into_response(),
+    }
+}
+
+async fn list_models(gw: &Gateway, headers: &HeaderMap) -> Result<ModelList, ApiError> {
+    let principal = gw.authenticate(headers)?;
+    let client = gw.client(&principal).await.map_err(|e| request::kernel_error(&e, ""))?;
+    let harnesses = client.harnesses().await.map_err(|e| request::kernel_error(&e, ""))?;
+    let mut data: Vec<ModelEntry> = harnesses
+        .into_iter()
+        .map(|h| ModelEntry {
+            capabilities: Some(json!({
+                "harness": true,
+                "tools": h.tools,
+                "default_mode": h.default_mode,
+                "max_mode": h.max_mode,
+                "workspace": h.workspace,
+                "streaming": true,
+                "reasoning": true,
+                "client_tools": false,
+            })),
+            id: h.id,
+            object: "model",
+            created: 0,
+            owned_by: "superpi".into(),
+            name: Some(h.name),
+            description: Some(h.description),
+        })
+        .collect();
+    for m in provider_models(&client).await.unwrap_or_default() {
+        if m.configured {
+            data.push(ModelEntry {
+                id: m.id,
+                object: "model",
+                created: 0,
+                owned_by: m.provider,
+                name: None,
+                description: None,
+                capabilities: None,
+            });
+        }
+    }
+    Ok(ModelList { object: "list", data })
+}
+
+async fn chat(State(gw): State<Gateway>, headers: HeaderMap, body: Bytes) -> Response {
+    match chat_inner(&gw, &headers, &body).await {
+        Ok(response) => response,
+        Err(err) => {
+            tracing::info!(status = %err.status, code = err.code, "chat completion refused: {}", err.message);
+            err.into_response()
+        }
+    }
+}
+
+/// Opens (or finds) the request's conversation.
+async fn open(client: &KernelClient, req: &ChatRequest, target: &Target) -> Result<ConversationInfo, ApiError> {
+    let params = request::open_params(req, target);
+    let info = match client.open(params.clone()).await {
+        // Another principal's conversation reads as one that does not exist: a new one.
+        Err(err) if err.code() == Some(codes::NOT_FOUND) && matches!(req.session, Session::Conversation(_)) => {
+            client.open(superpi_proto::method::OpenParams { conversation_id: None, ..params }).await
+        }
+        other => other,
+    }
+    .map_err(|e| request::kernel_error(&e, &req.model))?;
+    if let Some(mode) = &req.mode
+        && !info.created
+        && &info.mode != mode
+    {
+        client.set_mode(info.conversation_id, mode).await.map_err(|e| request::kernel_error(&e, &req.model))?;
+    }
+    Ok(info)
+}
+
+async fn chat_inner(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Response, ApiError> {
+    let principal = gw.authenticate(headers)?;
+    let req = request::parse_chat(body, headers)?;
+    let client = gw.client(&principal).await.map_err(|e| request::kernel_error(&e, &req.model))?;
+    let harnesses = client.harnesses().await.map_err(|e| request::kernel_error(&e, &req.model))?;
+    let target = match request::resolve_model(&req.model, &harnesses, Some(&[])) {
+        Ok(target @ Target::Harness(_)) => target,
+        _ => request::resolve_model(&req.model, &harnesses, provider_models(&client).await.as_deref())?,
+    };
+    let info = open(&client, &req, &target).await?;
+    let conversation_id = info.conversation_id;
+    let sub = client
+        .watch(WatchParams { conversation_id, from_seq: Some(info.head_seq), window: None, interactive: false })
+        .await
+        .map_err(|e| request::kernel_error(&e, &req.model))?;
+    let prompt = request::prompt(&req, info.created);
+    let submitted =
+        client.submit_text(conversation_id, &prompt).await.map_err(|e| request::kernel_error(&e, &req.model))?;
+    tracing::info!(
+        principal,
+        conversation_id,
+        turn_id = submitted.turn_id,
+        created = info.created,
+        stream = req.stream,
+        "chat completion"
+    );
+    let renderer = Renderer::new(RenderOptions {
+        id: format!("chatcmpl-{conversation_id}-{}", submitted.turn_id),
+        created: superpi_proto::event::now_ms() / 1000,
+        model: req.model.clone(),
+        include_usage: req.include_usage || !req.stream,
+        turn_id: submitted.turn_id,
+    });
+    let mut extra = HeaderMap::new();
+    if let Ok(v) = HeaderValue::from_str(&conversation_id.to_string()) {
+        extra.insert("x-superpi-conversation-id", v);
+    }
+    if let Session::External(id) = &req.session
+        && let Ok(v) = HeaderValue::from_str(id)
+    {
+        extra.insert("x-session-id", v);
+    }
+
+    if req.stream {
+        let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+        tokio::spawn(turn::drive(client, sub, renderer, Sink::Stream(tx)));
+        let mut headers = superpi_http::sse_headers();
+        headers.extend(extra);
+        return Ok((StatusCode::OK, headers, superpi_http::sse_body(rx)).into_response());
+    }
+    let (tx, rx) = oneshot::channel();
+    tokio::spawn(turn::drive(client, sub, renderer, Sink::Collect { chunks: Vec::new(), done: Some(tx) }));
+    let chunks = rx.await.map_err(|_| {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "the turn ended without an answer")
+    })?;
+    let completion = Completion::from_chunks(&chunks)
+        .ok_or_else(|| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "empty answer"))?;
+    Ok((StatusCode::OK, extra, axum::Json(completion)).into_response())
+}

@@ -1,0 +1,93 @@
+//! Drives one turn: kernel events through the renderer to the HTTP response, and a cancel
+//! when the client goes away first.
+
+use bytes::Bytes;
+use superpi_client::{KernelClient, Subscription};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::render::Renderer;
+use crate::wire::Chunk;
+
+/// Where the chunks go.
+pub enum Sink {
+    /// An SSE response body: one `data:` frame per chunk, `[DONE]` last.
+    Stream(mpsc::Sender<Bytes>),
+    /// A whole completion: every chunk, handed over when the turn ends.
+    Collect { chunks: Vec<Chunk>, done: Option<oneshot::Sender<Vec<Chunk>>> },
+}
+
+/// The client is gone.
+struct Gone;
+
+impl Sink {
+    async fn push(&mut self, chunks: Vec<Chunk>, finished: bool) -> Result<(), Gone> {
+        match self {
+            Sink::Stream(tx) => {
+                for chunk in &chunks {
+                    let json = serde_json::to_string(chunk).unwrap_or_default();
+                    tx.send(superpi_http::sse_data(&json)).await.map_err(|_| Gone)?;
+                }
+                if finished {
+                    tx.send(Bytes::from_static(superpi_http::SSE_DONE)).await.map_err(|_| Gone)?;
+                }
+                Ok(())
+            }
+            Sink::Collect { chunks: all, done } => {
+                all.extend(chunks);
+                if finished {
+                    let tx = done.take().ok_or(Gone)?;
+                    tx.send(std::mem::take(all)).map_err(|_| Gone)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    async fn closed(&mut self) {
+        match self {
+            Sink::Stream(tx) => tx.closed().await,
+            Sink::Collect { done: Some(tx), .. } => tx.closed().await,
+            Sink::Collect { done: None, .. } => std::future::pending().await,
+        }
+    }
+}
+
+/// Renders the turn into the sink until it ends. A client that leaves cancels the turn: at
+/// once when it runs, or as soon as it starts when it waits behind another turn.
+pub async fn drive(client: KernelClient, mut sub: Subscription, mut renderer: Renderer, mut sink: Sink) {
+    let conversation_id = sub.conversation_id();
+    let first = renderer.start();
+    let mut gone = sink.push(first, false).await.is_err();
+    while !gone && !renderer.is_finished() {
+        tokio::select! {
+            event = sub.next() => {
+                let chunks = match event {
+                    Some(event) => renderer.render(&event),
+                    None => renderer.flush(),
+                };
+                if sink.push(chunks, renderer.is_finished()).await.is_err() {
+                    gone = true;
+                }
+            }
+            _ = sink.closed() => gone = true,
+        }
+    }
+    if gone && !renderer.is_finished() {
+        tracing::info!(conversation_id, "client went away; cancelling its turn");
+        while !renderer.turn_started() && !renderer.is_finished() {
+            match sub.next().await {
+                Some(event) => {
+                    renderer.render(&event);
+                }
+                None => break,
+            }
+        }
+        if renderer.turn_started()
+            && !renderer.is_finished()
+            && let Err(err) = client.cancel(conversation_id).await
+        {
+            tracing::warn!(conversation_id, "cancel failed: {err}");
+        }
+    }
+    sub.close().await;
+}
