@@ -1,1 +1,23 @@
-//! placeholder
+//! superpi-kernel: the one process that runs conversations.
+//!
+//! Owns the kernel socket (0700 directory, 0600 socket, peer uid checked, one kernel per data
+//! directory), the store (SQLite, WAL), one actor per live conversation with its turn loop,
+//! event publication with per-watcher credit windows, permission questions, and tool dispatch
+//! to the sandbox. Frontends reach it only through the kernel protocol of superpi-proto.
+//!
+//! It must not know any frontend protocol (ACP, MCP, JSON-RPC, OpenAI, AG-UI), and no tool
+//! ever runs inside its process: calls go to superpi-sandbox's confined children.
+
+mod connection;
+mod conversation;
+mod handlers;
+mod kernel;
+mod server;
+pub mod store;
+mod subscription;
+mod tools;
+mod tools_direct;
+mod turn;
+
+pub use kernel::{KernelConfig, KernelError};
+pub use server::{run, status_of_socket};

@@ -1,1 +1,50 @@
-//! placeholder
+//! superpi-cli: the `superpi` command line and the terminal frontend.
+//!
+//! Owns argument parsing, the dispatch of every role (`kernel`, `acp`, `mcp`, `rpc`,
+//! `gateway`, `agui`) to its crate, and the terminal frontend itself (`run`, `chat`,
+//! `session`, `harnesses`, `models`): answers on stdout, activity and notices on stderr.
+//!
+//! It must not hold protocol or kernel logic of its own: each role's crate does the work.
+
+mod args;
+mod terminal;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+pub use args::{Cli, Command};
+
+/// Exit codes: 0 ok, 1 the turn (or command) failed, 2 usage error.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return if err.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+        }
+    };
+    init_logging(&cli);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("superpi: cannot start the runtime: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(args::dispatch(cli)) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("superpi: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn init_logging(cli: &Cli) {
+    let default = if matches!(cli.command, Command::Kernel(_)) { "info" } else { "warn" };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ =
+        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
+}

@@ -1,0 +1,197 @@
+//! The command line.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use superpi_client::{ConnectOptions, KernelClient, Locations};
+
+use crate::terminal;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "superpi",
+    version,
+    about = "An agent runtime: one durable kernel, every protocol as a thin frontend."
+)]
+pub struct Cli {
+    /// Data directory (SQLite file, spill files) [env: SUPERPI_DATA_DIR]
+    #[arg(long, global = true)]
+    pub data_dir: Option<PathBuf>,
+    /// Configuration directory [env: SUPERPI_CONFIG_DIR]
+    #[arg(long, global = true)]
+    pub config_dir: Option<PathBuf>,
+    /// Runtime directory holding the kernel socket [env: SUPERPI_RUNTIME_DIR]
+    #[arg(long, global = true)]
+    pub runtime_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one prompt and stream the answer (the prompt from stdin when piped and absent).
+    Run(terminal::RunArgs),
+    /// A line-by-line conversation in the terminal (/exit to leave).
+    Chat(terminal::ChatArgs),
+    /// Conversations: list, show.
+    #[command(subcommand)]
+    Session(SessionCommand),
+    /// List the harnesses.
+    Harnesses,
+    /// List the models whose provider is configured.
+    Models,
+    /// The kernel: run it in the foreground, or `status` / `stop`.
+    Kernel(KernelArgs),
+    /// The ACP agent for editors, over stdio.
+    #[cfg(feature = "acp")]
+    Acp(superpi_acp::Args),
+    /// The MCP server, over stdio.
+    #[cfg(feature = "mcp")]
+    Mcp(superpi_mcp::Args),
+    /// JSON-RPC 2.0 for IDEs.
+    #[cfg(feature = "rpc")]
+    Rpc(superpi_rpc::Args),
+    /// The OpenAI-compatible HTTP gateway.
+    #[cfg(feature = "gateway")]
+    Gateway(superpi_openai::Args),
+    /// The AG-UI frontend over SSE.
+    #[cfg(feature = "agui")]
+    Agui(superpi_agui::Args),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// List conversations, latest first.
+    List,
+    /// Show a conversation's history.
+    Show { id: i64 },
+}
+
+#[derive(Debug, Args)]
+pub struct KernelArgs {
+    #[command(subcommand)]
+    pub action: Option<KernelAction>,
+    /// Started by a frontend: exit after idling (no client, no turn) for --idle-exit seconds.
+    #[arg(long)]
+    pub autostarted: bool,
+    /// Seconds of idleness before an autostarted kernel exits.
+    #[arg(long, default_value_t = 300, env = "SUPERPI_KERNEL_IDLE_EXIT")]
+    pub idle_exit: u64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KernelAction {
+    /// Is a kernel running? Prints its status.
+    Status,
+    /// Stops the running kernel.
+    Stop,
+}
+
+impl Cli {
+    pub fn locations(&self) -> Locations {
+        let mut l = Locations::from_env();
+        if let Some(d) = &self.data_dir {
+            l.data_dir = d.clone();
+            if std::env::var_os("SUPERPI_RUNTIME_DIR").is_none() && std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+                l.runtime_dir = d.join("run");
+            }
+        }
+        if let Some(d) = &self.config_dir {
+            l.config_dir = d.clone();
+        }
+        if let Some(d) = &self.runtime_dir {
+            l.runtime_dir = d.clone();
+        }
+        l
+    }
+}
+
+pub(crate) fn connect_options(locations: &Locations, frontend: &str) -> ConnectOptions {
+    ConnectOptions::new(locations.clone(), frontend)
+}
+
+pub(crate) async fn connect(locations: &Locations, frontend: &str) -> anyhow::Result<KernelClient> {
+    KernelClient::connect(&connect_options(locations, frontend)).await.context("connecting to the kernel")
+}
+
+pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    let locations = cli.locations();
+    match cli.command {
+        Command::Run(args) => terminal::run(&locations, args).await,
+        Command::Chat(args) => terminal::chat(&locations, args).await,
+        Command::Session(SessionCommand::List) => terminal::session_list(&locations).await,
+        Command::Session(SessionCommand::Show { id }) => terminal::session_show(&locations, id).await,
+        Command::Harnesses => terminal::harnesses(&locations).await,
+        Command::Models => terminal::models(),
+        Command::Kernel(args) => kernel(&locations, args).await,
+        #[cfg(feature = "acp")]
+        Command::Acp(args) => {
+            superpi_acp::run(args, connect_options(&locations, "acp")).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        #[cfg(feature = "mcp")]
+        Command::Mcp(args) => {
+            superpi_mcp::run(args, connect_options(&locations, "mcp")).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        #[cfg(feature = "rpc")]
+        Command::Rpc(args) => {
+            superpi_rpc::run(args, connect_options(&locations, "rpc")).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        #[cfg(feature = "gateway")]
+        Command::Gateway(args) => {
+            superpi_openai::run(args, connect_options(&locations, "gateway")).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        #[cfg(feature = "agui")]
+        Command::Agui(args) => {
+            superpi_agui::run(args, connect_options(&locations, "agui")).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+async fn kernel(locations: &Locations, args: KernelArgs) -> anyhow::Result<ExitCode> {
+    match args.action {
+        None => {
+            let mut config = superpi_kernel::KernelConfig::new(
+                locations.data_dir.clone(),
+                locations.config_dir.clone(),
+                locations.runtime_dir.clone(),
+            );
+            if args.autostarted {
+                config.idle_exit = Some(Duration::from_secs(args.idle_exit.max(1)));
+            }
+            config.tool_exe = std::env::current_exe().ok();
+            superpi_kernel::run(config).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(action) => {
+            let mut opts = connect_options(locations, "cli");
+            opts.autostart = false;
+            let client = match KernelClient::connect(&opts).await {
+                Ok(client) => client,
+                Err(err) => {
+                    eprintln!("no kernel is running ({err})");
+                    return Ok(ExitCode::from(1));
+                }
+            };
+            match action {
+                KernelAction::Status => {
+                    let status = client.status().await?;
+                    terminal::print_json(&serde_json::to_value(status)?);
+                }
+                KernelAction::Stop => {
+                    client.shutdown().await?;
+                    client.closed().await;
+                    eprintln!("kernel stopped");
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! The `superpi` binary: parses the command line and dispatches to the role's library.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    // The sandbox re-executes this binary as its tool runner: answer before anything else
+    // (no runtime, no logging set-up) so a confined call costs as little as possible.
+    let mut args = std::env::args_os();
+    if args.nth(1).is_some_and(|a| a == superpi_sandbox::TOOL_SUBCOMMAND) {
+        let code = superpi_sandbox::tool_main();
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
+    superpi_cli::main()
+}

@@ -1,0 +1,300 @@
+//! The kernel's methods: each request's params, checks and result.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use superpi_proto::message::codes;
+use superpi_proto::method::{
+    ConversationInfo, ForkParams, HistoryResult, ListResult, Method, OpenParams, SubmitParams, SubmitResult,
+    ToolCallResult, ToolListResult, WatchParams, WatchResult,
+};
+use superpi_proto::{ContentBlock, ErrorObject, Event, Message, Role};
+use tokio::sync::oneshot;
+
+use crate::connection::Peer;
+use crate::conversation::{self, Conversation, Input};
+use crate::kernel::{Kernel, lock};
+use crate::store::{ConversationRow, NewConversation, StoreError};
+use crate::subscription::{self, WatchSpec};
+
+/// A handled request: its result, and a signal to fire once the response is queued (a
+/// subscription starts sending only after its watch was answered).
+pub(crate) struct Handled {
+    pub result: Result<Value, ErrorObject>,
+    pub after_response: Option<oneshot::Sender<()>>,
+}
+
+type Reply = Result<Value, ErrorObject>;
+
+fn internal(err: StoreError) -> ErrorObject {
+    tracing::error!("store error: {err}");
+    ErrorObject::new(codes::INTERNAL_ERROR, format!("store error: {err}"))
+}
+
+fn not_found(id: i64) -> ErrorObject {
+    ErrorObject::new(codes::NOT_FOUND, format!("conversation {id} not found"))
+}
+
+fn to_value<T: serde::Serialize>(t: T) -> Reply {
+    serde_json::to_value(t).map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, e.to_string()))
+}
+
+pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str, params: Value) -> Handled {
+    let method = match Method::parse(method, params) {
+        Ok(method) => method,
+        Err(err) => return Handled { result: Err(err), after_response: None },
+    };
+    if let Method::SessionWatch(p) = method {
+        return watch(kernel, peer, p);
+    }
+    let result = match method {
+        Method::SessionOpen(p) => open(kernel, peer, p),
+        Method::SessionSubmit(p) => submit(kernel, peer, p).await,
+        Method::SessionUnwatch(p) => {
+            let removed = lock(&peer.subscriptions).remove(&p.subscription).is_some();
+            if removed {
+                Ok(json!({"unwatched": true}))
+            } else {
+                Err(ErrorObject::new(codes::NOT_FOUND, format!("no subscription {}", p.subscription)))
+            }
+        }
+        Method::SessionCancel(p) => cancel(kernel, peer, p.conversation_id).await,
+        Method::SessionList(p) => list(kernel, peer, p.limit.unwrap_or(100)),
+        Method::SessionHistory(p) => history(kernel, peer, p.conversation_id),
+        Method::SessionFork(p) => fork(kernel, peer, p),
+        Method::SessionSetMode(p) => set_mode(kernel, peer, p.conversation_id, &p.mode),
+        Method::HarnessList => Ok(json!({"harnesses": kernel.catalog.harness_infos()})),
+        Method::PermissionRespond(p) => respond(kernel, peer, &p.request_id, p.option_id),
+        Method::ToolList(p) => tool_list(kernel, p.harness.as_deref()),
+        Method::ToolCall(p) => crate::tools_direct::call(kernel, peer, p).await,
+        Method::KernelStatus => status(kernel),
+        Method::KernelShutdown => {
+            let kernel = kernel.clone();
+            tokio::spawn(async move {
+                // Let the answer reach the client before the listener closes.
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                kernel.shutdown.cancel();
+            });
+            Ok(json!({"stopping": true}))
+        }
+        _ => Err(ErrorObject::new(codes::METHOD_NOT_FOUND, "method not served")),
+    };
+    Handled { result, after_response: None }
+}
+
+/// The conversation, if it exists and the peer's principal owns it. Another principal's
+/// conversation answers exactly like a missing one.
+fn owned(kernel: &Arc<Kernel>, peer: &Peer, id: i64) -> Result<Arc<Conversation>, ErrorObject> {
+    match conversation::live(kernel, id).map_err(internal)? {
+        Some(conv) if conv.owner == peer.principal => Ok(conv),
+        _ => Err(not_found(id)),
+    }
+}
+
+fn info(kernel: &Kernel, conv: &Conversation, remote: bool, created: bool) -> ConversationInfo {
+    let settings = conv.settings();
+    let max_mode = kernel
+        .catalog
+        .harness(Some(&settings.harness))
+        .map(|h| kernel.catalog.max_mode(h, remote).as_str().to_string())
+        .unwrap_or_else(|_| settings.mode.clone());
+    ConversationInfo {
+        conversation_id: conv.id,
+        harness: settings.harness,
+        model: settings.model,
+        mode: settings.mode,
+        max_mode,
+        workspace: settings.workspace,
+        title: kernel.store.conversation(conv.id).ok().flatten().and_then(|r| r.title),
+        parent_id: conv.row.parent_id,
+        created_at_ms: conv.row.created_at_ms,
+        status: if conv.is_running() { "running".into() } else { "idle".into() },
+        head_seq: conv.head_seq(),
+        created,
+    }
+}
+
+fn row_info(kernel: &Arc<Kernel>, row: &ConversationRow, remote: bool) -> Result<ConversationInfo, ErrorObject> {
+    let conv = conversation::live(kernel, row.id).map_err(internal)?.ok_or_else(|| not_found(row.id))?;
+    Ok(info(kernel, &conv, remote, false))
+}
+
+fn open(kernel: &Arc<Kernel>, peer: &Peer, p: OpenParams) -> Reply {
+    if let Some(id) = p.conversation_id {
+        let conv = owned(kernel, peer, id)?;
+        return to_value(info(kernel, &conv, peer.remote, false));
+    }
+    if let Some(external) = &p.external_id
+        && let Some(id) = kernel.store.find_external(&peer.frontend, &peer.principal, external).map_err(internal)?
+    {
+        let conv = owned(kernel, peer, id)?;
+        return to_value(info(kernel, &conv, peer.remote, false));
+    }
+    let harness = kernel.catalog.harness(p.harness.as_deref())?;
+    let (model, _) = match &p.model {
+        Some(model) => (model.clone(), false),
+        None => kernel.catalog.default_model(),
+    };
+    kernel.catalog.provider(&model)?;
+    let mode = kernel.catalog.mode_for(p.mode.as_deref(), harness, peer.remote)?;
+    let workspace = match harness.workspace {
+        superpi_policy::WorkspaceKind::None => None,
+        _ => Some(workspace_root(p.workspace.as_deref())?),
+    };
+    let row = kernel
+        .store
+        .create_conversation(&NewConversation {
+            owner: peer.principal.clone(),
+            harness: harness.id.clone(),
+            model,
+            mode: mode.as_str().to_string(),
+            workspace,
+            title: p.title.clone(),
+        })
+        .map_err(internal)?;
+    if let Some(external) = &p.external_id {
+        kernel.store.bind_external(&peer.frontend, &peer.principal, external, row.id).map_err(internal)?;
+    }
+    let conv = conversation::live(kernel, row.id).map_err(internal)?.ok_or_else(|| not_found(row.id))?;
+    to_value(info(kernel, &conv, peer.remote, true))
+}
+
+/// A workspace must be an existing absolute directory; it is stored canonical.
+fn workspace_root(requested: Option<&str>) -> Result<String, ErrorObject> {
+    let path = match requested {
+        Some(path) => std::path::PathBuf::from(path),
+        None => std::env::current_dir().map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, e.to_string()))?,
+    };
+    if !path.is_absolute() {
+        return Err(ErrorObject::new(
+            codes::INVALID_PARAMS,
+            format!("workspace must be an absolute path: {}", path.display()),
+        ));
+    }
+    let canonical = path
+        .canonicalize()
+        .map_err(|e| ErrorObject::new(codes::INVALID_PARAMS, format!("workspace {}: {e}", path.display())))?;
+    if !canonical.is_dir() {
+        return Err(ErrorObject::new(
+            codes::INVALID_PARAMS,
+            format!("workspace {} is not a directory", path.display()),
+        ));
+    }
+    Ok(canonical.to_string_lossy().into_owned())
+}
+
+async fn submit(kernel: &Arc<Kernel>, peer: &Peer, p: SubmitParams) -> Reply {
+    let conv = owned(kernel, peer, p.conversation_id)?;
+    let mut content = p.content;
+    if let Some(prompt) = p.prompt {
+        content.insert(0, ContentBlock::text(prompt));
+    }
+    let has_text = content.iter().any(|b| matches!(b, ContentBlock::Text { text } if !text.trim().is_empty()));
+    if !has_text {
+        return Err(ErrorObject::new(codes::INVALID_PARAMS, "a prompt needs text: give `prompt` or text `content`"));
+    }
+    let message = Message { role: Role::User, content, usage: None, stop_reason: None };
+    let queued = conv.is_running();
+    let turn_id = kernel.store.create_turn(conv.id, "queued").map_err(internal)?;
+    conv.input
+        .send(Input::Submit { turn_id, message })
+        .await
+        .map_err(|_| ErrorObject::new(codes::INTERNAL_ERROR, "the conversation is shutting down"))?;
+    to_value(SubmitResult { turn_id, queued })
+}
+
+fn watch(kernel: &Arc<Kernel>, peer: &Arc<Peer>, p: WatchParams) -> Handled {
+    let conv = match owned(kernel, peer, p.conversation_id) {
+        Ok(conv) => conv,
+        Err(err) => return Handled { result: Err(err), after_response: None },
+    };
+    let id = kernel.next_subscription_id();
+    let spec = WatchSpec {
+        id,
+        from_seq: p.from_seq,
+        window: p.window.unwrap_or(subscription::DEFAULT_WINDOW),
+        interactive: p.interactive,
+    };
+    let (start_tx, start_rx) = oneshot::channel();
+    let (handle, head) = subscription::start(kernel.clone(), conv, spec, peer.out.clone(), start_rx);
+    lock(&peer.subscriptions).insert(id, handle);
+    Handled { result: to_value(WatchResult { subscription: id, head_seq: head }), after_response: Some(start_tx) }
+}
+
+async fn cancel(kernel: &Arc<Kernel>, peer: &Peer, id: i64) -> Reply {
+    let conv = owned(kernel, peer, id)?;
+    let (tx, rx) = oneshot::channel();
+    if conv.input.send(Input::Cancel { reply: tx }).await.is_err() {
+        return Ok(json!({"cancelled": false}));
+    }
+    Ok(json!({"cancelled": rx.await.unwrap_or(false)}))
+}
+
+fn list(kernel: &Arc<Kernel>, peer: &Peer, limit: u32) -> Reply {
+    let rows = kernel.store.list_conversations(&peer.principal, limit.min(10_000)).map_err(internal)?;
+    let conversations = rows.iter().map(|row| row_info(kernel, row, peer.remote)).collect::<Result<Vec<_>, _>>()?;
+    to_value(ListResult { conversations })
+}
+
+fn history(kernel: &Arc<Kernel>, peer: &Peer, id: i64) -> Reply {
+    let conv = owned(kernel, peer, id)?;
+    let entries = kernel.store.entries(id).map_err(internal)?;
+    to_value(HistoryResult { conversation: info(kernel, &conv, peer.remote, false), entries })
+}
+
+fn fork(kernel: &Arc<Kernel>, peer: &Peer, p: ForkParams) -> Reply {
+    let conv = owned(kernel, peer, p.conversation_id)?;
+    let row = kernel.store.conversation(conv.id).map_err(internal)?.ok_or_else(|| not_found(conv.id))?;
+    let forked = kernel.store.fork(&row, &peer.principal, p.at_seq).map_err(internal)?;
+    let mut value = row_info(kernel, &forked, peer.remote)?;
+    value.created = true;
+    to_value(value)
+}
+
+fn set_mode(kernel: &Arc<Kernel>, peer: &Peer, id: i64, mode: &str) -> Reply {
+    let conv = owned(kernel, peer, id)?;
+    let harness_id = conv.settings().harness;
+    let harness = kernel.catalog.harness(Some(&harness_id))?;
+    let effective = kernel.catalog.mode_for(Some(mode), harness, peer.remote)?;
+    let max_mode = kernel.catalog.max_mode(harness, peer.remote);
+    lock(&conv.settings).mode = effective.as_str().to_string();
+    kernel.store.set_mode(id, effective.as_str()).map_err(internal)?;
+    conv.emit(kernel, Event::mode_changed(id, effective.as_str(), Some(max_mode.as_str().to_string())));
+    Ok(json!({"mode": effective.as_str(), "max_mode": max_mode.as_str()}))
+}
+
+fn respond(kernel: &Arc<Kernel>, peer: &Peer, request_id: &str, option_id: String) -> Reply {
+    let mut questions = lock(&kernel.questions);
+    match questions.get(request_id) {
+        Some(q) if q.owner == peer.principal => {}
+        _ => return Err(ErrorObject::new(codes::NOT_FOUND, format!("no open question {request_id}"))),
+    }
+    let Some(question) = questions.remove(request_id) else {
+        return Err(ErrorObject::new(codes::NOT_FOUND, format!("no open question {request_id}")));
+    };
+    drop(questions);
+    let valid = question.options.contains(&option_id);
+    let _ = question.answer.send(option_id);
+    Ok(json!({"accepted": valid}))
+}
+
+fn tool_list(kernel: &Arc<Kernel>, harness: Option<&str>) -> Reply {
+    let harness = kernel.catalog.harness(harness)?;
+    to_value(ToolListResult { tools: kernel.catalog.tools_for(harness) })
+}
+
+fn status(kernel: &Kernel) -> Reply {
+    to_value(superpi_proto::method::KernelStatus {
+        pid: std::process::id(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        uptime_ms: kernel.started.elapsed().as_millis() as u64,
+        clients: kernel.clients.load(std::sync::atomic::Ordering::Relaxed),
+        live_conversations: lock(&kernel.live).len() as u64,
+        data_dir: kernel.config.data_dir.display().to_string(),
+        socket: kernel.config.socket_path().display().to_string(),
+    })
+}
+
+pub(crate) fn tool_call_result(result: ToolCallResult) -> Reply {
+    to_value(result)
+}

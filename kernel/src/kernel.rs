@@ -1,0 +1,146 @@
+//! The kernel's shared state and configuration.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use superpi_sandbox::Sandbox;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::conversation::Conversation;
+use crate::store::{Store, StoreError};
+use crate::tools::Catalog;
+
+/// How a kernel runs.
+#[derive(Debug, Clone)]
+pub struct KernelConfig {
+    pub data_dir: PathBuf,
+    pub config_dir: PathBuf,
+    pub runtime_dir: PathBuf,
+    /// Exit after this long with no client and no running turn (autostarted kernels).
+    pub idle_exit: Option<Duration>,
+    pub max_frame: usize,
+    /// Bound of a conversation's live event buffer; a watcher further behind is told it lagged.
+    pub event_buffer: usize,
+    /// The program that serves `superpi __sandbox-tool` for file tools.
+    pub tool_exe: Option<PathBuf>,
+}
+
+impl KernelConfig {
+    pub fn new(data_dir: PathBuf, config_dir: PathBuf, runtime_dir: PathBuf) -> Self {
+        KernelConfig {
+            data_dir,
+            config_dir,
+            runtime_dir,
+            idle_exit: None,
+            max_frame: superpi_proto::frame::DEFAULT_MAX_FRAME,
+            event_buffer: 16 * 1024,
+            tool_exe: None,
+        }
+    }
+
+    pub fn socket_path(&self) -> PathBuf {
+        self.runtime_dir.join("kernel.sock")
+    }
+
+    pub fn lock_path(&self) -> PathBuf {
+        self.data_dir.join("kernel.lock")
+    }
+
+    pub fn database_path(&self) -> PathBuf {
+        self.data_dir.join("superpi.sqlite")
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum KernelError {
+    #[error("another kernel already runs for {0}")]
+    AlreadyRunning(String),
+    #[error("{context}: {source}")]
+    Io { context: String, source: std::io::Error },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("configuration: {0}")]
+    Config(String),
+    #[error("sandbox: {0}")]
+    Sandbox(String),
+}
+
+impl KernelError {
+    pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> KernelError {
+        let context = context.into();
+        move |source| KernelError::Io { context, source }
+    }
+}
+
+/// A question waiting for a person's answer.
+pub(crate) struct PendingQuestion {
+    pub conversation_id: i64,
+    pub owner: String,
+    pub options: Vec<String>,
+    pub answer: oneshot::Sender<String>,
+}
+
+/// State shared by every connection and conversation of one kernel.
+pub(crate) struct Kernel {
+    pub config: KernelConfig,
+    pub store: Store,
+    pub sandbox: Sandbox,
+    pub catalog: Catalog,
+    pub live: Mutex<HashMap<i64, Arc<Conversation>>>,
+    pub questions: Mutex<HashMap<String, PendingQuestion>>,
+    pub clients: AtomicU64,
+    pub running_turns: AtomicU64,
+    next_subscription: AtomicU64,
+    next_request: AtomicU64,
+    pub started: Instant,
+    pub last_activity: Mutex<Instant>,
+    pub shutdown: CancellationToken,
+}
+
+impl Kernel {
+    pub fn new(config: KernelConfig, store: Store, sandbox: Sandbox, catalog: Catalog) -> Arc<Kernel> {
+        Arc::new(Kernel {
+            config,
+            store,
+            sandbox,
+            catalog,
+            live: Mutex::new(HashMap::new()),
+            questions: Mutex::new(HashMap::new()),
+            clients: AtomicU64::new(0),
+            running_turns: AtomicU64::new(0),
+            next_subscription: AtomicU64::new(1),
+            next_request: AtomicU64::new(1),
+            started: Instant::now(),
+            last_activity: Mutex::new(Instant::now()),
+            shutdown: CancellationToken::new(),
+        })
+    }
+
+    pub fn next_subscription_id(&self) -> u64 {
+        self.next_subscription.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub fn next_request_id(&self) -> String {
+        format!("perm-{}-{}", std::process::id(), self.next_request.fetch_add(1, Ordering::Relaxed))
+    }
+
+    pub fn touch(&self) {
+        *lock(&self.last_activity) = Instant::now();
+    }
+
+    pub fn idle_for(&self) -> Option<Duration> {
+        if self.clients.load(Ordering::Relaxed) > 0 || self.running_turns.load(Ordering::Relaxed) > 0 {
+            return None;
+        }
+        Some(lock(&self.last_activity).elapsed())
+    }
+}
+
+/// Locks a std mutex, recovering from poisoning (a panicked holder left plain data behind).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

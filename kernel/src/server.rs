@@ -1,0 +1,189 @@
+//! The kernel socket: directories, the one-kernel lock, the listener and its accept loop.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use nix::fcntl::{Flock, FlockArg};
+use superpi_sandbox::{Sandbox, SandboxConfig};
+use tokio::net::{UnixListener, UnixStream};
+
+use crate::conversation;
+use crate::kernel::{Kernel, KernelConfig, KernelError};
+use crate::store::Store;
+use crate::tools::Catalog;
+
+/// Runs a kernel in the foreground until `kernel.shutdown`, a signal, or (autostarted) idleness.
+pub async fn run(config: KernelConfig) -> Result<(), KernelError> {
+    make_private_dir(&config.data_dir)?;
+    make_private_dir(&config.runtime_dir)?;
+    let _lock = take_lock(&config)?;
+    let socket_path = config.socket_path();
+    clear_stale_socket(&socket_path).await?;
+    let listener =
+        UnixListener::bind(&socket_path).map_err(KernelError::io(format!("binding {}", socket_path.display())))?;
+    fs::set_permissions(&socket_path, fs::Permissions::from_mode(0o600))
+        .map_err(KernelError::io("restricting the socket to 0600"))?;
+
+    if let Err(err) = superpi_sandbox::harden_kernel_process() {
+        tracing::warn!("could not harden the kernel process: {err}");
+    }
+    let store = Store::open(&config.database_path())?;
+    let mut sandbox_config = SandboxConfig::new(config.data_dir.clone());
+    if let Some(exe) = &config.tool_exe {
+        sandbox_config.tool_exe = exe.clone();
+    }
+    let catalog = Catalog::load(&config).map_err(KernelError::Config)?;
+    catalog.apply_sandbox_settings(&mut sandbox_config);
+    let sandbox = Sandbox::new(sandbox_config).map_err(|e| KernelError::Sandbox(e.to_string()))?;
+    let catalog = catalog.with_tools(sandbox.tools());
+    let kernel = Kernel::new(config, store, sandbox, catalog);
+
+    for (conversation_id, turn_id) in kernel.store.recover_interrupted()? {
+        conversation::announce_interrupted(&kernel, conversation_id, turn_id);
+    }
+    tracing::info!(socket = %socket_path.display(), pid = std::process::id(), "kernel listening");
+
+    let idle = tokio::spawn(watch_idleness(kernel.clone()));
+    let result = accept_loop(&kernel, &listener).await;
+    idle.abort();
+    kernel.shutdown.cancel();
+    let _ = fs::remove_file(&socket_path);
+    tracing::info!("kernel stopped");
+    result
+}
+
+async fn accept_loop(kernel: &Arc<Kernel>, listener: &UnixListener) -> Result<(), KernelError> {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(KernelError::io("installing SIGTERM handler"))?;
+    loop {
+        tokio::select! {
+            _ = kernel.shutdown.cancelled() => return Ok(()),
+            _ = terminate.recv() => return Ok(()),
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    if let Err(reason) = admit(&stream) {
+                        tracing::warn!("refused a client: {reason}");
+                        continue;
+                    }
+                    kernel.touch();
+                    tokio::spawn(crate::connection::serve(kernel.clone(), stream));
+                }
+                Err(err) => {
+                    tracing::warn!("accept failed: {err}");
+                }
+            }
+        }
+    }
+}
+
+/// The peer must be this user, and must not be one of this kernel's own tool processes
+/// (a confined tool could otherwise act as a frontend and answer its own questions).
+fn admit(stream: &UnixStream) -> Result<(), String> {
+    let cred = stream.peer_cred().map_err(|e| format!("no peer credentials: {e}"))?;
+    let me = nix::unistd::geteuid().as_raw();
+    if cred.uid() != me {
+        return Err(format!("peer uid {} is not {me}", cred.uid()));
+    }
+    if let Some(pid) = cred.pid()
+        && is_descendant_of(pid, std::process::id() as i32)
+    {
+        return Err(format!("peer pid {pid} is one of the kernel's own tool processes"));
+    }
+    Ok(())
+}
+
+fn is_descendant_of(mut pid: i32, ancestor: i32) -> bool {
+    for _ in 0..128 {
+        if pid <= 1 {
+            return false;
+        }
+        let Some(ppid) = parent_of(pid) else { return false };
+        if ppid == ancestor {
+            return true;
+        }
+        pid = ppid;
+    }
+    false
+}
+
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: fields start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn make_private_dir(dir: &Path) -> Result<(), KernelError> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(KernelError::io(format!("creating {}", dir.display())))?;
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+        .map_err(KernelError::io(format!("restricting {} to 0700", dir.display())))
+}
+
+/// One kernel per data directory: an exclusive flock on `kernel.lock`, holding our pid.
+fn take_lock(config: &KernelConfig) -> Result<Flock<File>, KernelError> {
+    let path = config.lock_path();
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&path)
+        .map_err(KernelError::io(format!("opening {}", path.display())))?;
+    let mut lock = Flock::lock(file, FlockArg::LockExclusiveNonblock)
+        .map_err(|_| KernelError::AlreadyRunning(config.data_dir.display().to_string()))?;
+    lock.set_len(0).map_err(KernelError::io("truncating the lock file"))?;
+    writeln!(lock, "{}", std::process::id()).map_err(KernelError::io("writing the lock file"))?;
+    Ok(lock)
+}
+
+use std::os::unix::fs::OpenOptionsExt;
+
+/// A socket file left by a dead kernel is removed; a live one means another kernel.
+async fn clear_stale_socket(path: &Path) -> Result<(), KernelError> {
+    if !path.exists() {
+        return Ok(());
+    }
+    match UnixStream::connect(path).await {
+        Ok(_) => Err(KernelError::AlreadyRunning(path.display().to_string())),
+        Err(_) => fs::remove_file(path).map_err(KernelError::io(format!("removing stale {}", path.display()))),
+    }
+}
+
+async fn watch_idleness(kernel: Arc<Kernel>) {
+    let Some(limit) = kernel.config.idle_exit else { return };
+    let mut tick = tokio::time::interval(Duration::from_millis(500).min(limit));
+    loop {
+        tick.tick().await;
+        if kernel.idle_for().is_some_and(|idle| idle >= limit) {
+            tracing::info!("no client and no turn for {limit:?}: exiting");
+            kernel.shutdown.cancel();
+            return;
+        }
+    }
+}
+
+/// Whether a kernel answers on `socket` (for `superpi kernel status` without autostart).
+pub async fn status_of_socket(socket: &Path) -> bool {
+    UnixStream::connect(socket).await.is_ok()
+}
+
+pub(crate) fn client_connected(kernel: &Kernel) {
+    kernel.clients.fetch_add(1, Ordering::Relaxed);
+    kernel.touch();
+}
+
+pub(crate) fn client_disconnected(kernel: &Kernel) {
+    kernel.clients.fetch_sub(1, Ordering::Relaxed);
+    kernel.touch();
+}

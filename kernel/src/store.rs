@@ -1,0 +1,376 @@
+//! The durable store: SQLite in WAL mode, owned by the kernel alone.
+//!
+//! One writer connection behind a mutex; every call is one short statement or transaction.
+//! Migrations are numbered files run at open. Token deltas never reach this module.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use superpi_proto::event::now_ms;
+use superpi_proto::{Entry, EntryKind, Message};
+
+/// The numbered migrations, in order. Append only.
+const MIGRATIONS: &[(&str, &str)] = &[("0001_init", include_str!("../migrations/0001_init.sql"))];
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    #[error("the database was written by a newer superpi (schema {found}, this build knows {known})")]
+    TooNew { found: usize, known: usize },
+}
+
+/// A conversation's stored row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversationRow {
+    pub id: i64,
+    pub owner: String,
+    pub harness: String,
+    pub model: String,
+    pub mode: String,
+    pub workspace: Option<String>,
+    pub title: Option<String>,
+    pub parent_id: Option<i64>,
+    pub created_at_ms: i64,
+}
+
+/// The fields of a new conversation.
+#[derive(Debug, Clone, Default)]
+pub struct NewConversation {
+    pub owner: String,
+    pub harness: String,
+    pub model: String,
+    pub mode: String,
+    pub workspace: Option<String>,
+    pub title: Option<String>,
+}
+
+/// An event to commit, with the entry it carries when it is a message or a tool result.
+pub struct Commit<'a> {
+    pub conversation_id: i64,
+    pub seq: u64,
+    pub event_type: &'a str,
+    pub wire: &'a str,
+    pub entry: Option<(EntryKind, Option<i64>, &'a Message)>,
+}
+
+pub struct Store {
+    conn: Mutex<Connection>,
+}
+
+impl Store {
+    /// Opens (creating) the database and runs pending migrations.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let conn = Connection::open(path)?;
+        Self::init(conn)
+    }
+
+    pub fn open_in_memory() -> Result<Store, StoreError> {
+        Self::init(Connection::open_in_memory()?)
+    }
+
+    fn init(mut conn: Connection) -> Result<Store, StoreError> {
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        // A killed process loses nothing committed in WAL mode with NORMAL; only power loss
+        // can take the last transactions, which is the trade every WAL user makes.
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        migrate(&mut conn)?;
+        Ok(Store { conn: Mutex::new(conn) })
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The schema version (number of migrations applied).
+    pub fn schema_version(&self) -> Result<usize, StoreError> {
+        let v: i64 = self.conn().query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        Ok(v as usize)
+    }
+
+    /// Marks turns left running (or queued) by a dead kernel as interrupted; returns them as
+    /// (conversation, turn) pairs.
+    pub fn recover_interrupted(&self) -> Result<Vec<(i64, i64)>, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let rows = {
+            let mut stmt =
+                tx.prepare("SELECT conversation_id, id FROM turns WHERE status IN ('running', 'queued') ORDER BY id")?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<Vec<(i64, i64)>, _>>()?
+        };
+        tx.execute(
+            "UPDATE turns SET status = 'interrupted', ended_at_ms = ?1 WHERE status IN ('running', 'queued')",
+            [now_ms()],
+        )?;
+        tx.commit()?;
+        Ok(rows)
+    }
+
+    pub fn create_conversation(&self, new: &NewConversation) -> Result<ConversationRow, StoreError> {
+        let now = now_ms();
+        let conn = self.conn();
+        conn.execute(
+            "INSERT INTO conversations (owner, harness, model, mode, workspace, title, created_at_ms, updated_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+            params![new.owner, new.harness, new.model, new.mode, new.workspace, new.title, now],
+        )?;
+        let id = conn.last_insert_rowid();
+        drop(conn);
+        self.conversation(id)?.ok_or_else(|| StoreError::Corrupt(format!("conversation {id} vanished")))
+    }
+
+    pub fn conversation(&self, id: i64) -> Result<Option<ConversationRow>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT id, owner, harness, model, mode, workspace, title, parent_id, created_at_ms
+                 FROM conversations WHERE id = ?1",
+                [id],
+                row_to_conversation,
+            )
+            .optional()?)
+    }
+
+    /// The principal's conversations, most recently updated first.
+    pub fn list_conversations(&self, owner: &str, limit: u32) -> Result<Vec<ConversationRow>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(
+            "SELECT id, owner, harness, model, mode, workspace, title, parent_id, created_at_ms
+             FROM conversations WHERE owner = ?1 ORDER BY updated_at_ms DESC, id DESC LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![owner, limit], row_to_conversation)?.collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    pub fn set_mode(&self, id: i64, mode: &str) -> Result<(), StoreError> {
+        self.conn().execute(
+            "UPDATE conversations SET mode = ?2, updated_at_ms = ?3 WHERE id = ?1",
+            params![id, mode, now_ms()],
+        )?;
+        Ok(())
+    }
+
+    pub fn set_title(&self, id: i64, title: &str) -> Result<(), StoreError> {
+        self.conn()
+            .execute("UPDATE conversations SET title = ?2 WHERE id = ?1 AND title IS NULL", params![id, title])?;
+        Ok(())
+    }
+
+    pub fn find_external(&self, frontend: &str, principal: &str, external_id: &str) -> Result<Option<i64>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT conversation_id FROM frontend_sessions WHERE frontend = ?1 AND principal = ?2 AND external_id = ?3",
+                params![frontend, principal, external_id],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    pub fn bind_external(
+        &self,
+        frontend: &str,
+        principal: &str,
+        external_id: &str,
+        conversation_id: i64,
+    ) -> Result<(), StoreError> {
+        self.conn().execute(
+            "INSERT OR REPLACE INTO frontend_sessions (frontend, principal, external_id, conversation_id, created_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![frontend, principal, external_id, conversation_id, now_ms()],
+        )?;
+        Ok(())
+    }
+
+    /// The highest stored seq of a conversation (0 when none).
+    pub fn head_seq(&self, conversation_id: i64) -> Result<u64, StoreError> {
+        let seq: i64 = self.conn().query_row(
+            "SELECT MAX(m) FROM (SELECT COALESCE(MAX(seq), 0) AS m FROM events WHERE conversation_id = ?1
+                                 UNION ALL SELECT COALESCE(MAX(seq), 0) FROM entries WHERE conversation_id = ?1)",
+            [conversation_id],
+            |r| r.get(0),
+        )?;
+        Ok(seq as u64)
+    }
+
+    /// Commits an event (and its entry) in one transaction.
+    pub fn commit(&self, c: &Commit<'_>) -> Result<(), StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute(
+            "INSERT INTO events (conversation_id, seq, type, wire) VALUES (?1, ?2, ?3, ?4)",
+            params![c.conversation_id, c.seq as i64, c.event_type, c.wire],
+        )?;
+        let now = now_ms();
+        if let Some((kind, turn_id, message)) = c.entry {
+            let json = serde_json::to_string(message).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            tx.execute(
+                "INSERT INTO entries (conversation_id, seq, kind, turn_id, message, created_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![c.conversation_id, c.seq as i64, kind.as_str(), turn_id, json, now],
+            )?;
+        }
+        tx.execute("UPDATE conversations SET updated_at_ms = ?2 WHERE id = ?1", params![c.conversation_id, now])?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Stored events with `after < seq <= up_to`, as wire JSON, in order.
+    pub fn events_between(
+        &self,
+        conversation_id: i64,
+        after: u64,
+        up_to: u64,
+    ) -> Result<Vec<(u64, String)>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT seq, wire FROM events WHERE conversation_id = ?1 AND seq > ?2 AND seq <= ?3 ORDER BY seq",
+        )?;
+        let rows = stmt
+            .query_map(params![conversation_id, after as i64, up_to as i64], |r| {
+                Ok((r.get::<_, i64>(0)? as u64, r.get(1)?))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    /// A conversation's entries in seq order.
+    pub fn entries(&self, conversation_id: i64) -> Result<Vec<Entry>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT seq, kind, turn_id, message, created_at_ms FROM entries WHERE conversation_id = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map([conversation_id], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<i64>>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, i64>(4)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (seq, kind, turn_id, message, created_at_ms) = row?;
+            let kind = EntryKind::parse(&kind).ok_or_else(|| StoreError::Corrupt(format!("entry kind {kind}")))?;
+            let message: Message =
+                serde_json::from_str(&message).map_err(|e| StoreError::Corrupt(format!("entry {seq}: {e}")))?;
+            out.push(Entry { seq: seq as u64, kind, turn_id, message, created_at_ms });
+        }
+        Ok(out)
+    }
+
+    pub fn create_turn(&self, conversation_id: i64, status: &str) -> Result<i64, StoreError> {
+        let conn = self.conn();
+        conn.execute(
+            "INSERT INTO turns (conversation_id, status, created_at_ms) VALUES (?1, ?2, ?3)",
+            params![conversation_id, status, now_ms()],
+        )?;
+        Ok(conn.last_insert_rowid())
+    }
+
+    pub fn set_turn_status(&self, turn_id: i64, status: &str, error: Option<&str>) -> Result<(), StoreError> {
+        let ended = matches!(status, "completed" | "error" | "cancelled" | "interrupted").then(now_ms);
+        self.conn().execute(
+            "UPDATE turns SET status = ?2, error = ?3, ended_at_ms = ?4 WHERE id = ?1",
+            params![turn_id, status, error, ended],
+        )?;
+        Ok(())
+    }
+
+    pub fn turn_status(&self, turn_id: i64) -> Result<Option<String>, StoreError> {
+        Ok(self.conn().query_row("SELECT status FROM turns WHERE id = ?1", [turn_id], |r| r.get(0)).optional()?)
+    }
+
+    /// A new conversation owned by `owner` holding the entries and stored events of `source`
+    /// up to `at_seq` (all when `None`).
+    pub fn fork(
+        &self,
+        source: &ConversationRow,
+        owner: &str,
+        at_seq: Option<u64>,
+    ) -> Result<ConversationRow, StoreError> {
+        let at = at_seq.map(|s| s as i64).unwrap_or(i64::MAX);
+        let now = now_ms();
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute(
+            "INSERT INTO conversations (owner, harness, model, mode, workspace, title, parent_id, fork_seq, created_at_ms, updated_at_ms)
+             SELECT ?2, harness, model, mode, workspace, title, id, ?3, ?4, ?4 FROM conversations WHERE id = ?1",
+            params![source.id, owner, at_seq.map(|s| s as i64), now],
+        )?;
+        let id = tx.last_insert_rowid();
+        tx.execute(
+            "INSERT INTO entries (conversation_id, seq, kind, turn_id, message, created_at_ms)
+             SELECT ?2, seq, kind, NULL, message, created_at_ms FROM entries WHERE conversation_id = ?1 AND seq <= ?3",
+            params![source.id, id, at],
+        )?;
+        // Stored events keep their wire form; the copies are re-addressed to the fork.
+        let events: Vec<(i64, String, String)> = {
+            let mut stmt =
+                tx.prepare("SELECT seq, type, wire FROM events WHERE conversation_id = ?1 AND seq <= ?2 ORDER BY seq")?;
+            stmt.query_map(params![source.id, at], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect::<Result<_, _>>()?
+        };
+        for (seq, ty, wire) in events {
+            let wire = readdress(&wire, id).unwrap_or(wire);
+            tx.execute(
+                "INSERT INTO events (conversation_id, seq, type, wire) VALUES (?1, ?2, ?3, ?4)",
+                params![id, seq, ty, wire],
+            )?;
+        }
+        tx.commit()?;
+        drop(conn);
+        self.conversation(id)?.ok_or_else(|| StoreError::Corrupt(format!("fork {id} vanished")))
+    }
+
+    /// Runs SQLite's integrity check.
+    pub fn integrity_check(&self) -> Result<String, StoreError> {
+        Ok(self.conn().query_row("PRAGMA integrity_check", [], |r| r.get(0))?)
+    }
+}
+
+fn readdress(wire: &str, conversation_id: i64) -> Option<String> {
+    let mut value: serde_json::Value = serde_json::from_str(wire).ok()?;
+    value.as_object_mut()?.insert("conversation_id".into(), conversation_id.into());
+    serde_json::to_string(&value).ok()
+}
+
+fn row_to_conversation(r: &rusqlite::Row<'_>) -> rusqlite::Result<ConversationRow> {
+    Ok(ConversationRow {
+        id: r.get(0)?,
+        owner: r.get(1)?,
+        harness: r.get(2)?,
+        model: r.get(3)?,
+        mode: r.get(4)?,
+        workspace: r.get(5)?,
+        title: r.get(6)?,
+        parent_id: r.get(7)?,
+        created_at_ms: r.get(8)?,
+    })
+}
+
+fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    let current = current as usize;
+    if current > MIGRATIONS.len() {
+        return Err(StoreError::TooNew { found: current, known: MIGRATIONS.len() });
+    }
+    for (i, (name, sql)) in MIGRATIONS.iter().enumerate().skip(current) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.commit()?;
+        tracing::info!("applied migration {name}");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "store_tests.rs"]
+mod tests;

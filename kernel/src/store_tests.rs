@@ -1,0 +1,130 @@
+use super::*;
+use superpi_proto::{ContentBlock, Role};
+
+fn new_conv(store: &Store) -> ConversationRow {
+    store
+        .create_conversation(&NewConversation {
+            owner: "local".into(),
+            harness: "superpi-code".into(),
+            model: "mock".into(),
+            mode: "accept-edits".into(),
+            workspace: Some("/w".into()),
+            title: None,
+        })
+        .unwrap()
+}
+
+#[test]
+fn migrations_run_on_a_fresh_file_and_again_on_an_existing_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.sqlite");
+    let id = {
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), MIGRATIONS.len());
+        new_conv(&store).id
+    };
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), MIGRATIONS.len());
+    assert_eq!(store.conversation(id).unwrap().unwrap().harness, "superpi-code");
+    let mode: String = store.conn().query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, "wal");
+}
+
+#[test]
+fn a_database_from_a_newer_build_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.sqlite");
+    {
+        let conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", 99).unwrap();
+    }
+    assert!(matches!(Store::open(&path), Err(StoreError::TooNew { found: 99, .. })));
+}
+
+#[test]
+fn running_and_queued_turns_are_marked_interrupted_at_recovery() {
+    let store = Store::open_in_memory().unwrap();
+    let conv = new_conv(&store);
+    let done = store.create_turn(conv.id, "running").unwrap();
+    store.set_turn_status(done, "completed", None).unwrap();
+    let running = store.create_turn(conv.id, "running").unwrap();
+    let queued = store.create_turn(conv.id, "queued").unwrap();
+    let recovered = store.recover_interrupted().unwrap();
+    assert_eq!(recovered, vec![(conv.id, running), (conv.id, queued)]);
+    assert_eq!(store.turn_status(running).unwrap().as_deref(), Some("interrupted"));
+    assert_eq!(store.turn_status(done).unwrap().as_deref(), Some("completed"));
+    assert!(store.recover_interrupted().unwrap().is_empty());
+}
+
+#[test]
+fn commits_store_events_and_entries_together_and_replay_in_order() {
+    let store = Store::open_in_memory().unwrap();
+    let conv = new_conv(&store);
+    let msg = Message::user_text("hello");
+    store
+        .commit(&Commit {
+            conversation_id: conv.id,
+            seq: 1,
+            event_type: "message_completed",
+            wire: "{\"seq\":1}",
+            entry: Some((EntryKind::User, None, &msg)),
+        })
+        .unwrap();
+    store
+        .commit(&Commit {
+            conversation_id: conv.id,
+            seq: 5,
+            event_type: "turn_started",
+            wire: "{\"seq\":5}",
+            entry: None,
+        })
+        .unwrap();
+    assert_eq!(store.head_seq(conv.id).unwrap(), 5);
+    let events = store.events_between(conv.id, 0, u64::MAX).unwrap();
+    assert_eq!(events.iter().map(|e| e.0).collect::<Vec<_>>(), vec![1, 5]);
+    assert_eq!(store.events_between(conv.id, 1, 4).unwrap(), vec![]);
+    let entries = store.entries(conv.id).unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].message.content, vec![ContentBlock::text("hello")]);
+    assert_eq!(entries[0].message.role, Role::User);
+    // A seq is committed once: a duplicate is refused, not overwritten.
+    assert!(
+        store.commit(&Commit { conversation_id: conv.id, seq: 5, event_type: "x", wire: "{}", entry: None }).is_err()
+    );
+}
+
+#[test]
+fn fork_copies_history_up_to_a_seq() {
+    let store = Store::open_in_memory().unwrap();
+    let conv = new_conv(&store);
+    for seq in 1..=3u64 {
+        let msg = Message::user_text(format!("m{seq}"));
+        let wire = format!("{{\"type\":\"message_completed\",\"conversation_id\":{},\"seq\":{seq}}}", conv.id);
+        store
+            .commit(&Commit {
+                conversation_id: conv.id,
+                seq,
+                event_type: "message_completed",
+                wire: &wire,
+                entry: Some((EntryKind::User, None, &msg)),
+            })
+            .unwrap();
+    }
+    let fork = store.fork(&conv, "local", Some(2)).unwrap();
+    assert_eq!(fork.parent_id, Some(conv.id));
+    let texts: Vec<String> = store.entries(fork.id).unwrap().iter().map(|e| e.message.text()).collect();
+    assert_eq!(texts, ["m1", "m2"]);
+    let events = store.events_between(fork.id, 0, u64::MAX).unwrap();
+    assert_eq!(events.len(), 2);
+    assert!(events[0].1.contains(&format!("\"conversation_id\":{}", fork.id)));
+}
+
+#[test]
+fn external_ids_map_per_frontend_and_principal() {
+    let store = Store::open_in_memory().unwrap();
+    let conv = new_conv(&store);
+    store.bind_external("gateway", "alice", "s1", conv.id).unwrap();
+    assert_eq!(store.find_external("gateway", "alice", "s1").unwrap(), Some(conv.id));
+    assert_eq!(store.find_external("gateway", "bob", "s1").unwrap(), None);
+    assert_eq!(store.find_external("acp", "alice", "s1").unwrap(), None);
+}

@@ -1,0 +1,181 @@
+//! A watcher's subscription: replay from the store, then live events, within a credit window.
+//!
+//! The window bounds what is in flight to the frontend; acks refill it. A frontend that
+//! falls further behind than the conversation's live buffer gets `lagged` and catches up from
+//! the store, so a slow frontend never slows a conversation.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+use superpi_proto::KernelMessage;
+use superpi_proto::message::{Lagged, encode_event_batch};
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::conversation::{Conversation, Published};
+use crate::kernel::Kernel;
+
+/// Events the kernel sends before an ack, by default.
+pub(crate) const DEFAULT_WINDOW: u64 = 1024;
+const MAX_BATCH: usize = 512;
+
+pub(crate) struct SubscriptionHandle {
+    credits: Arc<Semaphore>,
+    in_flight: Arc<AtomicU64>,
+    task: JoinHandle<()>,
+}
+
+impl SubscriptionHandle {
+    /// Credits `count` processed events back (never more than were sent and not yet acked).
+    pub fn ack(&self, count: u64) {
+        let mut current = self.in_flight.load(Ordering::Relaxed);
+        loop {
+            let granted = count.min(current);
+            match self.in_flight.compare_exchange(current, current - granted, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => {
+                    self.credits.add_permits(granted as usize);
+                    return;
+                }
+                Err(actual) => current = actual,
+            }
+        }
+    }
+}
+
+impl Drop for SubscriptionHandle {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+pub(crate) struct WatchSpec {
+    pub id: u64,
+    pub from_seq: Option<u64>,
+    pub window: u64,
+    pub interactive: bool,
+}
+
+/// Starts a subscription. Its task waits for `start` so the watch's response goes out
+/// before its first event. Returns the handle and the head seq at subscription time.
+pub(crate) fn start(
+    kernel: Arc<Kernel>,
+    conv: Arc<Conversation>,
+    spec: WatchSpec,
+    out: mpsc::UnboundedSender<Bytes>,
+    start: oneshot::Receiver<()>,
+) -> (SubscriptionHandle, u64) {
+    let window = spec.window.clamp(1, 1 << 20);
+    let credits = Arc::new(Semaphore::new(window as usize));
+    let in_flight = Arc::new(AtomicU64::new(0));
+    let (head, rx) = conv.subscribe();
+    let forwarder =
+        Forwarder { kernel, conv, spec, out, credits: credits.clone(), in_flight: in_flight.clone(), window };
+    let task = tokio::spawn(async move {
+        if start.await.is_ok() {
+            forwarder.run(head, rx).await;
+        }
+    });
+    (SubscriptionHandle { credits, in_flight, task }, head)
+}
+
+struct Forwarder {
+    kernel: Arc<Kernel>,
+    conv: Arc<Conversation>,
+    spec: WatchSpec,
+    out: mpsc::UnboundedSender<Bytes>,
+    credits: Arc<Semaphore>,
+    in_flight: Arc<AtomicU64>,
+    window: u64,
+}
+
+/// Counts an interactive watcher for as long as its forwarder lives.
+struct InteractiveGuard(Arc<Conversation>);
+
+impl Drop for InteractiveGuard {
+    fn drop(&mut self) {
+        self.0.interactive_watchers.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Forwarder {
+    async fn run(self, head: u64, mut rx: tokio::sync::broadcast::Receiver<Arc<Published>>) {
+        let _guard = self.spec.interactive.then(|| {
+            self.conv.interactive_watchers.fetch_add(1, Ordering::Relaxed);
+            InteractiveGuard(self.conv.clone())
+        });
+        let mut last_sent = self.spec.from_seq.unwrap_or(head);
+        if let Some(from) = self.spec.from_seq
+            && from < head
+        {
+            let stored = match self.kernel.store.events_between(self.conv.id, from, head) {
+                Ok(stored) => stored,
+                Err(err) => {
+                    tracing::error!("replaying conversation {}: {err}", self.conv.id);
+                    return;
+                }
+            };
+            for chunk in stored.chunks(self.max_batch()) {
+                if !self.send(chunk.iter().map(|(_, json)| json.as_str()), chunk.len()).await {
+                    return;
+                }
+                last_sent = chunk.last().map(|(seq, _)| *seq).unwrap_or(last_sent);
+            }
+        }
+        last_sent = last_sent.max(head);
+
+        let mut batch: Vec<Arc<Published>> = Vec::with_capacity(self.max_batch());
+        loop {
+            let lagged = match rx.recv().await {
+                Ok(ev) => {
+                    if ev.seq > last_sent {
+                        batch.push(ev);
+                    }
+                    let mut lagged = false;
+                    while batch.len() < self.max_batch() {
+                        match rx.try_recv() {
+                            Ok(ev) if ev.seq > last_sent => batch.push(ev),
+                            Ok(_) => {}
+                            Err(TryRecvError::Lagged(_)) => {
+                                lagged = true;
+                                break;
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                    lagged
+                }
+                Err(RecvError::Lagged(_)) => true,
+                Err(RecvError::Closed) => return,
+            };
+            if !batch.is_empty() {
+                if !self.send(batch.iter().map(|ev| ev.json.as_str()), batch.len()).await {
+                    return;
+                }
+                last_sent = batch.last().map(|ev| ev.seq).unwrap_or(last_sent);
+                batch.clear();
+            }
+            if lagged {
+                let notice = KernelMessage::Lagged(Lagged { subscription: self.spec.id, resume_from_seq: last_sent });
+                let _ = self.out.send(Bytes::from(superpi_proto::frame::encode(&notice)));
+                return;
+            }
+        }
+    }
+
+    fn max_batch(&self) -> usize {
+        MAX_BATCH.min(self.window as usize).max(1)
+    }
+
+    /// Waits for credit, then queues one frame. False when the connection is gone.
+    async fn send<'a>(&self, events: impl Iterator<Item = &'a str>, count: usize) -> bool {
+        match self.credits.acquire_many(count as u32).await {
+            Ok(permit) => permit.forget(),
+            Err(_) => return false,
+        }
+        self.in_flight.fetch_add(count as u64, Ordering::Relaxed);
+        let frame = encode_event_batch(self.spec.id, events);
+        self.out.send(Bytes::from(frame)).is_ok()
+    }
+}

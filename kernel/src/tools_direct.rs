@@ -1,0 +1,125 @@
+//! `tool.call`: one tool call outside any turn, for the MCP server's tools. Same policy gate,
+//! same sandbox; nobody can be asked, so an askable block fails closed.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::Value;
+use superpi_proto::ErrorObject;
+use superpi_proto::message::codes;
+use superpi_proto::method::{ToolCallParams, ToolCallResult};
+use superpi_sandbox::ToolCall;
+use tokio_util::sync::CancellationToken;
+
+use crate::connection::Peer;
+use crate::handlers::tool_call_result;
+use crate::kernel::Kernel;
+use crate::tools::{CallFacts, Gate};
+
+static DIRECT_CALLS: AtomicU64 = AtomicU64::new(1);
+
+pub(crate) async fn call(kernel: &Arc<Kernel>, peer: &Peer, p: ToolCallParams) -> Result<Value, ErrorObject> {
+    let harness = kernel.catalog.harness(p.harness.as_deref())?;
+    let Some(tool) = kernel.catalog.tool(&p.name).filter(|_| harness.offers(&p.name)) else {
+        return Err(ErrorObject::new(codes::METHOD_NOT_FOUND, format!("unknown tool `{}`", p.name)));
+    };
+    let arguments = if p.arguments.is_null() { Value::Object(Default::default()) } else { p.arguments };
+    check_arguments(&tool.input_schema, &arguments)
+        .map_err(|why| ErrorObject::new(codes::INVALID_PARAMS, format!("invalid arguments for {}: {why}", p.name)))?;
+    let mode = kernel.catalog.mode_for(p.mode.as_deref(), harness, peer.remote)?;
+    let workspace = match p.workspace {
+        Some(w) => PathBuf::from(w),
+        None => std::env::current_dir().map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, e.to_string()))?,
+    };
+    if !workspace.is_absolute() || !workspace.is_dir() {
+        return Err(ErrorObject::new(
+            codes::INVALID_PARAMS,
+            format!("workspace {} is not an absolute directory", workspace.display()),
+        ));
+    }
+    let workspace = workspace.canonicalize().unwrap_or(workspace);
+    let overrides = Default::default();
+    let facts = CallFacts { tool, arguments: &arguments, mode, workspace: Some(&workspace), overrides: &overrides };
+    let network = match kernel.catalog.gate(&facts) {
+        Gate::Allow { network } => network,
+        Gate::Deny { reason } | Gate::Ask { reason, .. } => {
+            return tool_call_result(ToolCallResult {
+                output: format!("blocked: {reason}"),
+                is_error: true,
+                structured: None,
+                details: None,
+            });
+        }
+    };
+    let n = DIRECT_CALLS.fetch_add(1, Ordering::Relaxed);
+    let outcome = kernel
+        .sandbox
+        .run(
+            ToolCall {
+                conversation_id: 0,
+                call_id: format!("direct-{}-{n}", std::process::id()),
+                name: p.name,
+                arguments,
+                workspace,
+                network,
+                timeout: None,
+            },
+            CancellationToken::new(),
+            None,
+        )
+        .await;
+    tool_call_result(ToolCallResult {
+        output: outcome.output,
+        is_error: outcome.is_error,
+        structured: outcome.structured,
+        details: outcome.details,
+    })
+}
+
+/// A light check of arguments against a tool's schema: an object, with the required keys,
+/// and the declared primitive types. The tool itself validates fully.
+fn check_arguments(schema: &Value, arguments: &Value) -> Result<(), String> {
+    let Some(args) = arguments.as_object() else { return Err("arguments must be an object".into()) };
+    if let Some(required) = schema.get("required").and_then(Value::as_array) {
+        for key in required.iter().filter_map(Value::as_str) {
+            if !args.contains_key(key) {
+                return Err(format!("missing required field `{key}`"));
+            }
+        }
+    }
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for (key, value) in args {
+            let Some(expected) = props.get(key).and_then(|p| p.get("type")).and_then(Value::as_str) else { continue };
+            let fits = match expected {
+                "string" => value.is_string(),
+                "integer" => value.is_i64() || value.is_u64(),
+                "number" => value.is_number(),
+                "boolean" => value.is_boolean(),
+                "array" => value.is_array(),
+                "object" => value.is_object(),
+                _ => true,
+            };
+            if !fits {
+                return Err(format!("field `{key}` must be of type {expected}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn arguments_are_checked_against_required_keys_and_types() {
+        let schema = json!({"type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}}, "required": ["path"]});
+        assert!(check_arguments(&schema, &json!({"path": "a"})).is_ok());
+        assert!(check_arguments(&schema, &json!({})).unwrap_err().contains("path"));
+        assert!(check_arguments(&schema, &json!({"path": 1})).unwrap_err().contains("string"));
+        assert!(check_arguments(&schema, &json!({"path": "a", "limit": "x"})).is_err());
+        assert!(check_arguments(&schema, &json!([1])).is_err());
+    }
+}
