@@ -9,7 +9,9 @@
 //! superpi-client) nor any other frontend's protocol. Stdout carries ACP messages only.
 #![deny(clippy::print_stdout)]
 
+pub mod map;
 pub mod render;
+pub mod replay;
 pub mod tools;
 
 /// Command-line arguments of the subcommand.

@@ -1,0 +1,198 @@
+//! The request map: ACP requests to kernel calls, and kernel answers back to ACP, with
+//! ACP's own errors for bad input (`-32602` invalid params, `-32002` session not found).
+//!
+//! Pure functions, no I/O. A session id is the kernel's conversation id with a prefix
+//! (`conv-17`): a fresh `superpi acp` process finds the conversation of any session id an
+//! editor kept, with no table to consult, and a conversation started elsewhere (the CLI, the
+//! gateway) can be loaded by its number.
+
+use std::path::Path;
+
+use agent_client_protocol::Error;
+use agent_client_protocol::v1::schema::{
+    ContentBlock, EmbeddedResourceResource, McpServer, Meta, SessionConfigId, SessionConfigKind, SessionConfigOption,
+    SessionConfigOptionCategory, SessionConfigSelect, SessionConfigSelectOption, SessionConfigSelectOptions,
+    SessionConfigValueId, SessionId, SessionInfo, SessionMode, SessionModeId, SessionModeState,
+};
+use superpi_client::ClientError;
+use superpi_proto::ContentBlock as KBlock;
+use superpi_proto::message::codes;
+use superpi_proto::method::ConversationInfo;
+
+/// The prefix of every session id this agent mints.
+pub const SESSION_PREFIX: &str = "conv-";
+
+/// The config option that chooses the model.
+pub const MODEL_CONFIG_ID: &str = "model";
+
+/// The default harness when `_meta` names none.
+pub const DEFAULT_HARNESS: &str = "superpi-code";
+
+/// The modes, from the most restrictive up.
+pub const MODES: &[(&str, &str, &str)] = &[
+    ("plan", "Plan", "Read-only: the agent reads and plans, changes nothing"),
+    ("accept-edits", "Accept edits", "File edits go ahead; other commands ask first"),
+    ("auto", "Auto", "Everything the policy allows runs without asking"),
+];
+
+/// The ACP session id of a conversation.
+pub fn session_id(conversation_id: i64) -> SessionId {
+    SessionId::new(format!("{SESSION_PREFIX}{conversation_id}"))
+}
+
+/// The conversation of an ACP session id, or ACP's session-not-found error.
+pub fn conversation_id(session: &SessionId) -> Result<i64, Error> {
+    session
+        .0
+        .strip_prefix(SESSION_PREFIX)
+        .and_then(|n| n.parse::<i64>().ok())
+        .filter(|n| *n > 0)
+        .ok_or_else(|| not_found(session))
+}
+
+pub fn not_found(session: &SessionId) -> Error {
+    agent_client_protocol::v1::schema::Error::session_not_found(session.clone()).into()
+}
+
+pub fn invalid_params(message: impl Into<String>) -> Error {
+    let message = message.into();
+    Error::invalid_params().data(serde_json::json!({ "message": message }))
+}
+
+/// An ACP error for a kernel error, in the context of a session.
+pub fn kernel_error(err: ClientError, session: Option<&SessionId>) -> Error {
+    match (&err, session) {
+        (ClientError::Kernel(e), Some(s)) if e.code == codes::NOT_FOUND => not_found(s),
+        (ClientError::Kernel(e), _) if matches!(e.code, codes::INVALID_PARAMS | codes::FORBIDDEN | codes::PROVIDER) => {
+            invalid_params(e.message.clone())
+        }
+        (ClientError::Kernel(e), _) if e.code == codes::UNAUTHORIZED => Error::auth_required(),
+        _ => Error::internal_error().data(serde_json::json!({ "message": err.to_string() })),
+    }
+}
+
+/// The working directory of session/new or session/load: it must be absolute.
+pub fn workspace(cwd: &Path) -> Result<String, Error> {
+    if !cwd.is_absolute() {
+        return Err(invalid_params(format!("cwd must be an absolute path, got `{}`", cwd.display())));
+    }
+    cwd.to_str().map(str::to_string).ok_or_else(|| invalid_params("cwd is not valid UTF-8"))
+}
+
+/// The harness named in `_meta` (`harness`, or `superpi.harness`), else the default.
+pub fn harness(meta: Option<&Meta>) -> Result<String, Error> {
+    let Some(meta) = meta else { return Ok(DEFAULT_HARNESS.to_string()) };
+    let value = meta.get("harness").or_else(|| meta.get("superpi").and_then(|s| s.get("harness")));
+    match value {
+        None | Some(serde_json::Value::Null) => Ok(DEFAULT_HARNESS.to_string()),
+        Some(serde_json::Value::String(h)) if !h.trim().is_empty() => Ok(h.trim().to_string()),
+        Some(other) => Err(invalid_params(format!("_meta.harness must be a harness id, got {other}"))),
+    }
+}
+
+/// MCP servers from the editor: the kernel cannot attach them to a conversation yet, so a
+/// request that names any is refused rather than silently run without them.
+pub fn mcp_servers(servers: &[McpServer]) -> Result<(), Error> {
+    if servers.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = servers
+        .iter()
+        .map(|s| match s {
+            McpServer::Stdio(s) => s.name.clone(),
+            McpServer::Http(s) => s.name.clone(),
+            McpServer::Sse(s) => s.name.clone(),
+            _ => "?".to_string(),
+        })
+        .collect();
+    Err(invalid_params(format!(
+        "superpi does not attach editor-provided MCP servers ({}); configure them in superpi instead",
+        names.join(", ")
+    )))
+}
+
+/// An ACP prompt as the content of the kernel's user message. Text stays text; a resource
+/// link becomes a reference line; an embedded text resource becomes its text with its URI.
+/// Images, audio and binary resources are refused: the prompt capabilities do not offer them.
+pub fn prompt(blocks: &[ContentBlock]) -> Result<Vec<KBlock>, Error> {
+    let mut out = Vec::with_capacity(blocks.len());
+    for block in blocks {
+        match block {
+            ContentBlock::Text(t) => out.push(KBlock::text(t.text.clone())),
+            ContentBlock::ResourceLink(link) => {
+                let name = link.title.as_deref().unwrap_or(&link.name);
+                out.push(KBlock::text(format!("[@{name}]({})", link.uri)));
+            }
+            ContentBlock::Resource(res) => match &res.resource {
+                EmbeddedResourceResource::TextResourceContents(t) => {
+                    out.push(KBlock::text(format!("<context uri=\"{}\">\n{}\n</context>", t.uri, t.text)));
+                }
+                EmbeddedResourceResource::BlobResourceContents(b) => {
+                    return Err(invalid_params(format!("binary resources are not accepted ({})", b.uri)));
+                }
+                _ => return Err(invalid_params("unsupported embedded resource")),
+            },
+            ContentBlock::Image(_) => return Err(invalid_params("images are not accepted (promptCapabilities.image)")),
+            ContentBlock::Audio(_) => return Err(invalid_params("audio is not accepted (promptCapabilities.audio)")),
+            _ => return Err(invalid_params("unsupported content block")),
+        }
+    }
+    if out.is_empty() {
+        return Err(invalid_params("the prompt is empty"));
+    }
+    Ok(out)
+}
+
+fn rank(mode: &str) -> Option<usize> {
+    MODES.iter().position(|(id, _, _)| *id == mode)
+}
+
+/// The modes a session may use: those up to its ceiling.
+pub fn modes(current: &str, max_mode: &str) -> SessionModeState {
+    let top = rank(max_mode).unwrap_or(0);
+    let available = MODES[..=top]
+        .iter()
+        .map(|(id, name, description)| SessionMode::new(*id, *name).description(description.to_string()))
+        .collect();
+    SessionModeState::new(SessionModeId::new(current), available)
+}
+
+/// A requested mode, checked against the session's ceiling.
+pub fn mode(requested: &SessionModeId, max_mode: &str) -> Result<String, Error> {
+    let Some(r) = rank(&requested.0) else {
+        return Err(invalid_params(format!("unknown mode `{}`: use plan, accept-edits or auto", requested.0)));
+    };
+    if r > rank(max_mode).unwrap_or(0) {
+        return Err(invalid_params(format!("mode `{}` is above this session's ceiling `{max_mode}`", requested.0)));
+    }
+    Ok(requested.0.to_string())
+}
+
+/// The model chooser: a select of category `model` over the models the kernel offers
+/// (at least the current one).
+pub fn model_option(current: &str, models: &[String]) -> SessionConfigOption {
+    let mut values: Vec<String> = models.to_vec();
+    if !values.iter().any(|m| m == current) {
+        values.insert(0, current.to_string());
+    }
+    let options = values.iter().map(|m| SessionConfigSelectOption::new(m.clone(), m.clone())).collect();
+    SessionConfigOption::new(
+        SessionConfigId::new(MODEL_CONFIG_ID),
+        "Model",
+        SessionConfigKind::Select(SessionConfigSelect::new(
+            SessionConfigValueId::new(current.to_string()),
+            SessionConfigSelectOptions::Ungrouped(options),
+        )),
+    )
+    .category(SessionConfigOptionCategory::Model)
+}
+
+/// A conversation as session/list shows it.
+pub fn session_info(info: &ConversationInfo) -> SessionInfo {
+    let cwd = info.workspace.clone().unwrap_or_else(|| "/".to_string());
+    SessionInfo::new(session_id(info.conversation_id), cwd).title(info.title.clone())
+}
+
+#[cfg(test)]
+#[path = "map_tests.rs"]
+mod tests;

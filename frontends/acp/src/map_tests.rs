@@ -1,0 +1,132 @@
+use super::*;
+use agent_client_protocol::ErrorCode;
+use agent_client_protocol::v1::schema::{
+    BlobResourceContents, EmbeddedResource, ImageContent, McpServerStdio, ResourceLink, TextContent, TextResourceContents,
+};
+use serde_json::json;
+use superpi_proto::ErrorObject;
+
+#[test]
+fn session_ids_round_trip_and_junk_is_not_found() {
+    assert_eq!(session_id(17), SessionId::new("conv-17"));
+    assert_eq!(conversation_id(&SessionId::new("conv-17")).unwrap(), 17);
+    for junk in ["17", "conv-", "conv-x", "conv--3", "conv-0", "acp_abc"] {
+        let err = conversation_id(&SessionId::new(junk)).unwrap_err();
+        assert_eq!(err.code, ErrorCode::from(-32002), "{junk}");
+    }
+}
+
+#[test]
+fn kernel_errors_become_acp_errors() {
+    let s = SessionId::new("conv-3");
+    let nf = kernel_error(ClientError::Kernel(ErrorObject::new(codes::NOT_FOUND, "no such conversation")), Some(&s));
+    assert_eq!(nf, not_found(&s));
+    let forbidden = kernel_error(ClientError::Kernel(ErrorObject::new(codes::FORBIDDEN, "above ceiling")), Some(&s));
+    assert_eq!(forbidden, Error::invalid_params().data(json!({"message": "above ceiling"})));
+    let closed = kernel_error(ClientError::Closed, Some(&s));
+    assert_eq!(closed.code, ErrorCode::from(-32603));
+}
+
+#[test]
+fn cwd_must_be_absolute() {
+    assert_eq!(workspace(Path::new("/home/me/repo")).unwrap(), "/home/me/repo");
+    assert_eq!(workspace(Path::new("repo")).unwrap_err().code, ErrorCode::from(-32602));
+}
+
+#[test]
+fn harness_comes_from_meta() {
+    assert_eq!(harness(None).unwrap(), "superpi-code");
+    let meta = json!({"harness": "superpi-planner"});
+    assert_eq!(harness(meta.as_object()).unwrap(), "superpi-planner");
+    let meta = json!({"superpi": {"harness": "superpi-assistant"}});
+    assert_eq!(harness(meta.as_object()).unwrap(), "superpi-assistant");
+    let meta = json!({"other": 1});
+    assert_eq!(harness(meta.as_object()).unwrap(), "superpi-code");
+    let meta = json!({"harness": 3});
+    assert_eq!(harness(meta.as_object()).unwrap_err().code, ErrorCode::from(-32602));
+}
+
+#[test]
+fn mcp_servers_are_refused_by_name() {
+    assert!(mcp_servers(&[]).is_ok());
+    let err = mcp_servers(&[McpServer::Stdio(McpServerStdio::new("files", "/bin/files"))]).unwrap_err();
+    assert_eq!(err.code, ErrorCode::from(-32602));
+    assert!(err.data.unwrap().to_string().contains("files"));
+}
+
+#[test]
+fn prompt_content_maps_text_links_and_resources() {
+    let blocks = vec![
+        ContentBlock::Text(TextContent::new("fix it")),
+        ContentBlock::ResourceLink(ResourceLink::new("main.rs", "file:///ws/main.rs")),
+        ContentBlock::Resource(EmbeddedResource::new(EmbeddedResourceResource::TextResourceContents(
+            TextResourceContents::new("fn main() {}", "file:///ws/main.rs"),
+        ))),
+    ];
+    assert_eq!(
+        prompt(&blocks).unwrap(),
+        vec![
+            KBlock::text("fix it"),
+            KBlock::text("[@main.rs](file:///ws/main.rs)"),
+            KBlock::text("<context uri=\"file:///ws/main.rs\">\nfn main() {}\n</context>"),
+        ]
+    );
+    let image = vec![ContentBlock::Image(ImageContent::new("AAAA", "image/png"))];
+    assert_eq!(prompt(&image).unwrap_err().code, ErrorCode::from(-32602));
+    let blob = vec![ContentBlock::Resource(EmbeddedResource::new(EmbeddedResourceResource::BlobResourceContents(
+        BlobResourceContents::new("AAAA", "file:///x.bin"),
+    )))];
+    assert_eq!(prompt(&blob).unwrap_err().code, ErrorCode::from(-32602));
+    assert_eq!(prompt(&[]).unwrap_err().code, ErrorCode::from(-32602));
+}
+
+#[test]
+fn modes_stop_at_the_ceiling() {
+    let state = modes("plan", "plan");
+    assert_eq!(state.current_mode_id, SessionModeId::new("plan"));
+    assert_eq!(state.available_modes.len(), 1);
+    let state = modes("accept-edits", "auto");
+    let ids: Vec<&str> = state.available_modes.iter().map(|m| &*m.id.0).collect();
+    assert_eq!(ids, ["plan", "accept-edits", "auto"]);
+
+    assert_eq!(mode(&SessionModeId::new("plan"), "accept-edits").unwrap(), "plan");
+    assert_eq!(mode(&SessionModeId::new("auto"), "accept-edits").unwrap_err().code, ErrorCode::from(-32602));
+    assert_eq!(mode(&SessionModeId::new("yolo"), "auto").unwrap_err().code, ErrorCode::from(-32602));
+}
+
+#[test]
+fn model_option_always_lists_the_current_model() {
+    let opt = model_option("mock", &["gpt-x".to_string()]);
+    assert_eq!(
+        opt,
+        SessionConfigOption::select(
+            "model",
+            "Model",
+            "mock",
+            SessionConfigSelectOptions::Ungrouped(vec![
+                SessionConfigSelectOption::new("mock", "mock"),
+                SessionConfigSelectOption::new("gpt-x", "gpt-x"),
+            ])
+        )
+        .category(SessionConfigOptionCategory::Model)
+    );
+}
+
+#[test]
+fn session_info_uses_the_workspace_and_title() {
+    let info = ConversationInfo {
+        conversation_id: 4,
+        harness: "superpi-code".into(),
+        model: "mock".into(),
+        mode: "plan".into(),
+        max_mode: "auto".into(),
+        workspace: Some("/ws".into()),
+        title: Some("hello".into()),
+        parent_id: None,
+        created_at_ms: 0,
+        status: "idle".into(),
+        head_seq: 9,
+        created: false,
+    };
+    assert_eq!(session_info(&info), SessionInfo::new("conv-4", "/ws").title("hello".to_string()));
+}

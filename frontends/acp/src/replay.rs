@@ -1,0 +1,193 @@
+//! Replay of a stored conversation for `session/load`: its entries as the session updates
+//! an editor would have seen, each tool call once with its final status.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use agent_client_protocol::v1::schema::{
+    ContentBlock, ContentChunk, SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallStatus,
+};
+use serde_json::Value;
+use superpi_proto::{ContentBlock as KBlock, Entry, EntryKind};
+
+use crate::tools;
+
+fn chunk(s: &str) -> ContentChunk {
+    ContentChunk::new(ContentBlock::Text(TextContent::new(s)))
+}
+
+struct Result<'a> {
+    is_error: bool,
+    output: &'a str,
+    structured: Option<&'a Value>,
+}
+
+/// The updates that replay `entries` (in order). A tool call without a stored result (its
+/// turn was cancelled or interrupted) shows as failed.
+pub fn replay(entries: &[Entry], workspace: Option<&Path>) -> Vec<SessionUpdate> {
+    let mut results: HashMap<&str, Result<'_>> = HashMap::new();
+    for entry in entries {
+        for block in &entry.message.content {
+            if let KBlock::ToolResult { tool_call_id, output, is_error, structured, .. } = block {
+                results.insert(
+                    tool_call_id.as_str(),
+                    Result { is_error: *is_error, output: output.as_str(), structured: structured.as_ref() },
+                );
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for entry in entries {
+        match entry.kind {
+            EntryKind::User => {
+                for block in &entry.message.content {
+                    if let KBlock::Text { text } = block
+                        && !text.is_empty()
+                    {
+                        out.push(SessionUpdate::UserMessageChunk(chunk(text)));
+                    }
+                }
+            }
+            EntryKind::Assistant => {
+                for block in &entry.message.content {
+                    match block {
+                        KBlock::Text { text } if !text.is_empty() => {
+                            out.push(SessionUpdate::AgentMessageChunk(chunk(text)));
+                        }
+                        KBlock::Thinking { thinking, redacted: false, .. } if !thinking.is_empty() => {
+                            out.push(SessionUpdate::AgentThoughtChunk(chunk(thinking)));
+                        }
+                        KBlock::ToolCall { id, name, arguments } => {
+                            out.push(SessionUpdate::ToolCall(tool_call(
+                                id,
+                                name,
+                                arguments,
+                                results.get(id.as_str()),
+                                workspace,
+                            )));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            EntryKind::ToolResult | EntryKind::System | EntryKind::Compaction => {}
+        }
+    }
+    out
+}
+
+fn tool_call(id: &str, name: &str, args: &Value, result: Option<&Result<'_>>, workspace: Option<&Path>) -> ToolCall {
+    let call = ToolCall::new(id.to_string(), tools::title(name, args))
+        .kind(tools::kind(name))
+        .locations(tools::locations(workspace, args))
+        .raw_input(args.clone());
+    let Some(result) = result else {
+        return call.status(ToolCallStatus::Failed);
+    };
+    let mut content = if result.is_error { Vec::new() } else { tools::diffs(workspace, name, args) };
+    if content.is_empty() && !result.output.is_empty() {
+        content.push(ToolCallContent::from(ContentBlock::Text(TextContent::new(tools::truncate(
+            result.output.to_string(),
+            tools::MAX_SHOWN_OUTPUT,
+        )))));
+    }
+    let raw_output = result.structured.cloned().unwrap_or_else(|| Value::String(result.output.to_string()));
+    call.status(if result.is_error { ToolCallStatus::Failed } else { ToolCallStatus::Completed })
+        .content(content)
+        .raw_output(raw_output)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_client_protocol::v1::schema::{Diff, ToolCallLocation, ToolKind};
+    use serde_json::json;
+    use superpi_proto::{Message, Role};
+
+    fn entry(seq: u64, kind: EntryKind, role: Role, content: Vec<KBlock>) -> Entry {
+        Entry {
+            seq,
+            kind,
+            turn_id: Some(1),
+            message: Message { role, content, usage: None, stop_reason: None },
+            created_at_ms: 0,
+        }
+    }
+
+    #[test]
+    fn replays_messages_and_tool_calls_with_final_status() {
+        let write_args = json!({"path": "a.txt", "content": "x"});
+        let entries = vec![
+            entry(1, EntryKind::User, Role::User, vec![KBlock::text("write a file")]),
+            entry(
+                4,
+                EntryKind::Assistant,
+                Role::Assistant,
+                vec![
+                    KBlock::Thinking { thinking: "ok".into(), signature: None, redacted: false },
+                    KBlock::text("Writing."),
+                    KBlock::ToolCall { id: "c1".into(), name: "write".into(), arguments: write_args.clone() },
+                    KBlock::ToolCall { id: "c2".into(), name: "bash".into(), arguments: json!({"command": "false"}) },
+                    KBlock::ToolCall { id: "c3".into(), name: "ls".into(), arguments: json!({}) },
+                ],
+            ),
+            entry(
+                7,
+                EntryKind::ToolResult,
+                Role::Tool,
+                vec![
+                    KBlock::ToolResult {
+                        tool_call_id: "c1".into(),
+                        name: "write".into(),
+                        output: "wrote".into(),
+                        is_error: false,
+                        structured: None,
+                        details: None,
+                    },
+                    KBlock::ToolResult {
+                        tool_call_id: "c2".into(),
+                        name: "bash".into(),
+                        output: "exit 1".into(),
+                        is_error: true,
+                        structured: Some(json!({"exit_code": 1})),
+                        details: None,
+                    },
+                ],
+            ),
+            entry(9, EntryKind::Assistant, Role::Assistant, vec![KBlock::text("Done.")]),
+        ];
+        let ws = Path::new("/ws");
+        assert_eq!(
+            replay(&entries, Some(ws)),
+            vec![
+                SessionUpdate::UserMessageChunk(chunk("write a file")),
+                SessionUpdate::AgentThoughtChunk(chunk("ok")),
+                SessionUpdate::AgentMessageChunk(chunk("Writing.")),
+                SessionUpdate::ToolCall(
+                    ToolCall::new("c1", "Write a.txt")
+                        .kind(ToolKind::Edit)
+                        .locations(vec![ToolCallLocation::new("/ws/a.txt")])
+                        .raw_input(write_args)
+                        .status(ToolCallStatus::Completed)
+                        .content(vec![ToolCallContent::Diff(Diff::new("/ws/a.txt", "x"))])
+                        .raw_output(json!("wrote"))
+                ),
+                SessionUpdate::ToolCall(
+                    ToolCall::new("c2", "Run `false`")
+                        .kind(ToolKind::Execute)
+                        .raw_input(json!({"command": "false"}))
+                        .status(ToolCallStatus::Failed)
+                        .content(vec![ToolCallContent::from(ContentBlock::Text(TextContent::new("exit 1")))])
+                        .raw_output(json!({"exit_code": 1}))
+                ),
+                SessionUpdate::ToolCall(
+                    ToolCall::new("c3", "List .")
+                        .kind(ToolKind::Read)
+                        .raw_input(json!({}))
+                        .status(ToolCallStatus::Failed)
+                ),
+                SessionUpdate::AgentMessageChunk(chunk("Done.")),
+            ]
+        );
+    }
+}
