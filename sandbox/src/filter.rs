@@ -104,6 +104,7 @@ pub(crate) fn programs(network: bool) -> Result<Vec<Program>, FilterError> {
         .collect::<Result<Vec<_>, FilterError>>()?;
     rules.insert(libc::SYS_clone, clone_rules);
     // Terminal injection.
+    #[allow(clippy::unnecessary_cast)] // c_ulong on glibc, c_int elsewhere
     let ioctl_rules = [libc::TIOCSTI as u64, libc::TIOCLINUX as u64]
         .iter()
         .map(|req| Ok(SeccompRule::new(vec![cond(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, *req)?])?))

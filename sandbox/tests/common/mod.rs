@@ -1,6 +1,6 @@
 //! Shared helpers of the sandbox tests: a sandbox pointed at the crate's tool runner, a
 //! workspace, a fake home and data dir outside it.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -43,6 +43,7 @@ impl Env {
         std::fs::write(data_dir.join("superpi.sqlite"), "SQLite format 3\0fake store").unwrap();
         let mut config = config(&data_dir);
         config.env_set.push(("HOME".into(), home.display().to_string()));
+        config.env_set.push(("PATH".into(), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()));
         adjust(&mut config);
         let sandbox = Sandbox::new(config).unwrap();
         Env { root, workspace, home, data_dir, sandbox }
