@@ -1,0 +1,321 @@
+//! Harnesses as data: built-ins plus the user's `harnesses.toml`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use superpi_proto::ToolDef;
+use superpi_proto::method::HarnessInfo;
+
+use crate::error::{ConfigError, key_path, line_col};
+use crate::mode::Mode;
+
+/// The name of the harness file in the config dir.
+pub const HARNESS_FILE: &str = "harnesses.toml";
+
+/// The harness used when none is named.
+pub const DEFAULT_HARNESS: &str = "superpi-code";
+
+/// The built-in tools, in the order they are offered.
+pub const BUILTIN_TOOLS: [&str; 7] = ["read", "write", "edit", "bash", "grep", "find", "ls"];
+
+/// Built-in tools that touch the workspace's files or run a shell: a harness without a
+/// workspace cannot offer them.
+pub const WORKSPACE_TOOLS: [&str; 7] = BUILTIN_TOOLS;
+
+/// Where a harness's tools act.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkspaceKind {
+    /// A directory on disk (a repository), the root that file tools are confined to.
+    Repo,
+    /// No filesystem: no file tools and no shell are offered at all.
+    None,
+}
+
+impl WorkspaceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkspaceKind::Repo => "repo",
+            WorkspaceKind::None => "none",
+        }
+    }
+}
+
+/// A named persona: prompt, tool loadout, default mode and mode ceiling, workspace kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Harness {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    /// The system prompt.
+    pub prompt: String,
+    /// The tool loadout: names of the tools offered to the model, nothing else is.
+    pub tools: Vec<String>,
+    pub default_mode: Mode,
+    /// The ceiling: no request lifts a conversation above it.
+    pub max_mode: Mode,
+    pub workspace: WorkspaceKind,
+}
+
+impl Harness {
+    /// Whether the loadout has this tool.
+    pub fn offers(&self, tool: &str) -> bool {
+        self.tools.iter().any(|t| t == tool)
+    }
+
+    /// The tools of `available` that this harness offers, in the loadout's order.
+    pub fn loadout(&self, available: &[ToolDef]) -> Vec<ToolDef> {
+        self.tools.iter().filter_map(|name| available.iter().find(|t| &t.name == name).cloned()).collect()
+    }
+
+    /// `harness.list`'s description of this harness.
+    pub fn info(&self) -> HarnessInfo {
+        HarnessInfo {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            description: self.description.clone(),
+            default_mode: self.default_mode.as_str().to_string(),
+            max_mode: self.max_mode.as_str().to_string(),
+            tools: self.tools.clone(),
+            workspace: self.workspace.as_str().to_string(),
+        }
+    }
+}
+
+impl From<&Harness> for HarnessInfo {
+    fn from(h: &Harness) -> Self {
+        h.info()
+    }
+}
+
+fn builtins() -> Vec<Harness> {
+    let tools = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    vec![
+        Harness {
+            id: "superpi-code".into(),
+            name: "superpi code".into(),
+            description: "Works in a repository: reads, edits and runs commands.".into(),
+            prompt: "You are a software engineer working in the user's repository. Read before you change \
+                     anything, keep changes small and focused, run the project's checks when you can, and say \
+                     plainly what you did and what you could not do."
+                .into(),
+            tools: tools(&BUILTIN_TOOLS),
+            default_mode: Mode::AcceptEdits,
+            max_mode: Mode::Auto,
+            workspace: WorkspaceKind::Repo,
+        },
+        Harness {
+            id: "superpi-planner".into(),
+            name: "superpi planner".into(),
+            description: "Reads a repository and plans; cannot write.".into(),
+            prompt: "You plan changes to the user's repository. You can read and search it but cannot change \
+                     it or run commands. Study the code, then give a concrete, ordered plan naming the files \
+                     and functions involved and the risks."
+                .into(),
+            tools: tools(&["read", "grep", "find", "ls"]),
+            default_mode: Mode::Plan,
+            max_mode: Mode::Plan,
+            workspace: WorkspaceKind::Repo,
+        },
+        Harness {
+            id: "superpi-assistant".into(),
+            name: "superpi assistant".into(),
+            description: "Answers and helps a person; no filesystem and no shell.".into(),
+            prompt: "You are a helpful assistant. You have no access to files or a shell; answer from what \
+                     you know and what the user gives you, and say when you are unsure."
+                .into(),
+            tools: Vec::new(),
+            default_mode: Mode::AcceptEdits,
+            max_mode: Mode::Auto,
+            workspace: WorkspaceKind::None,
+        },
+    ]
+}
+
+/// An id that is not a known harness.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown harness `{id}` (known: {})", known.join(", "))]
+pub struct UnknownHarness {
+    pub id: String,
+    pub known: Vec<String>,
+}
+
+/// The harnesses a kernel knows: the built-ins, then those of the user's `harnesses.toml`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Harnesses {
+    list: Vec<Harness>,
+}
+
+impl Harnesses {
+    /// Only the built-in harnesses.
+    pub fn builtin() -> Self {
+        Harnesses { list: builtins() }
+    }
+
+    /// The built-ins plus `CONFIG_DIR/harnesses.toml` when it exists.
+    pub fn load(config_dir: &Path) -> Result<Self, ConfigError> {
+        let path = config_dir.join(HARNESS_FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Self::with_file(&text, &path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::builtin()),
+            Err(source) => Err(ConfigError::Read { path, source }),
+        }
+    }
+
+    /// The built-ins plus the harnesses of `text`, a harness file read from `path` (named in
+    /// errors).
+    pub fn with_file(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let mut harnesses = Self::builtin();
+        let file = parse_file(text, path)?;
+        for (id, entry) in file.harnesses {
+            let key = format!("harnesses.{id}");
+            if harnesses.list.iter().any(|h| h.id == id) {
+                return Err(ConfigError::invalid(
+                    path,
+                    key,
+                    "a built-in harness cannot be redefined; choose another id",
+                ));
+            }
+            harnesses.list.push(entry.into_harness(id, path, &key)?);
+        }
+        Ok(harnesses)
+    }
+
+    /// The harness with this id. A short id without the `superpi-` prefix works too
+    /// (`planner`), when no harness has that exact id.
+    pub fn get(&self, id: &str) -> Result<&Harness, UnknownHarness> {
+        let exact = self.list.iter().find(|h| h.id == id);
+        let short = || self.list.iter().find(|h| h.id.strip_prefix("superpi-") == Some(id));
+        exact.or_else(short).ok_or_else(|| UnknownHarness { id: id.to_string(), known: self.ids() })
+    }
+
+    /// The default harness (`superpi-code`).
+    pub fn default_harness(&self) -> &Harness {
+        // The built-ins are always in the list and cannot be redefined.
+        self.list.iter().find(|h| h.id == DEFAULT_HARNESS).unwrap_or(&self.list[0])
+    }
+
+    /// The harness named, or the default one.
+    pub fn resolve(&self, id: Option<&str>) -> Result<&Harness, UnknownHarness> {
+        match id {
+            Some(id) => self.get(id),
+            None => Ok(self.default_harness()),
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Harness> {
+        self.list.iter()
+    }
+
+    pub fn ids(&self) -> Vec<String> {
+        self.list.iter().map(|h| h.id.clone()).collect()
+    }
+
+    /// `harness.list`'s answer.
+    pub fn infos(&self) -> Vec<HarnessInfo> {
+        self.list.iter().map(Harness::info).collect()
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HarnessFile {
+    #[serde(default)]
+    harnesses: BTreeMap<String, HarnessEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HarnessEntry {
+    name: Option<String>,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    prompt: String,
+    tools: Vec<String>,
+    default_mode: Option<Mode>,
+    max_mode: Option<Mode>,
+    #[serde(default = "repo")]
+    workspace: WorkspaceKind,
+}
+
+fn repo() -> WorkspaceKind {
+    WorkspaceKind::Repo
+}
+
+fn parse_file(text: &str, path: &Path) -> Result<HarnessFile, ConfigError> {
+    let de = toml::Deserializer::parse(text).map_err(|e| toml_error(text, path, String::new(), &e))?;
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let key = key_path(e.path());
+        toml_error(text, path, key, e.inner())
+    })
+}
+
+fn toml_error(text: &str, path: &Path, key: String, e: &toml::de::Error) -> ConfigError {
+    let message = match e.span() {
+        Some(span) => {
+            let (line, col) = line_col(text, span.start);
+            format!("{} (line {line}, column {col})", e.message().trim_end())
+        }
+        None => e.message().trim_end().to_string(),
+    };
+    ConfigError::invalid(path, key, message)
+}
+
+impl HarnessEntry {
+    fn into_harness(self, id: String, path: &Path, key: &str) -> Result<Harness, ConfigError> {
+        let bad = |field: &str, message: String| ConfigError::invalid(path, format!("{key}{field}"), message);
+        if !valid_id(&id) {
+            return Err(bad("", "a harness id is 1 to 64 characters of a-z, 0-9, `-` and `_`".into()));
+        }
+        let max_mode = self.max_mode.unwrap_or(Mode::Auto);
+        let default_mode = self.default_mode.unwrap_or(Mode::AcceptEdits.min(max_mode));
+        if default_mode > max_mode {
+            return Err(bad(
+                ".default_mode",
+                format!("default mode `{default_mode}` is above the ceiling max_mode `{max_mode}`"),
+            ));
+        }
+        for (i, tool) in self.tools.iter().enumerate() {
+            if tool.trim().is_empty() {
+                return Err(bad(&format!(".tools[{i}]"), "a tool name cannot be empty".into()));
+            }
+            if self.tools[..i].contains(tool) {
+                return Err(bad(&format!(".tools[{i}]"), format!("tool `{tool}` is listed twice")));
+            }
+            if self.workspace == WorkspaceKind::None && WORKSPACE_TOOLS.contains(&tool.as_str()) {
+                return Err(bad(
+                    &format!(".tools[{i}]"),
+                    format!("a harness with workspace \"none\" cannot offer the file or shell tool `{tool}`"),
+                ));
+            }
+        }
+        Ok(Harness {
+            name: self.name.unwrap_or_else(|| id.clone()),
+            id,
+            description: self.description,
+            prompt: self.prompt,
+            tools: self.tools,
+            default_mode,
+            max_mode,
+            workspace: self.workspace,
+        })
+    }
+}
+
+fn valid_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+}
+
+impl fmt::Display for WorkspaceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+#[path = "harness_tests.rs"]
+mod tests;

@@ -1,0 +1,192 @@
+use super::*;
+
+fn file(text: &str) -> Result<Harnesses, ConfigError> {
+    Harnesses::with_file(text, Path::new("/cfg/harnesses.toml"))
+}
+
+fn err(text: &str) -> String {
+    file(text).unwrap_err().to_string()
+}
+
+#[test]
+fn builtins_are_as_specified() {
+    let hs = Harnesses::builtin();
+    assert_eq!(hs.ids(), ["superpi-code", "superpi-planner", "superpi-assistant"]);
+    let code = hs.get("superpi-code").unwrap();
+    assert_eq!(code.tools, BUILTIN_TOOLS.map(String::from));
+    assert_eq!(
+        (code.default_mode, code.max_mode, code.workspace),
+        (Mode::AcceptEdits, Mode::Auto, WorkspaceKind::Repo)
+    );
+    let planner = hs.get("superpi-planner").unwrap();
+    assert_eq!(planner.tools, ["read", "grep", "find", "ls"]);
+    assert_eq!((planner.default_mode, planner.max_mode), (Mode::Plan, Mode::Plan));
+    let assistant = hs.get("superpi-assistant").unwrap();
+    assert_eq!(assistant.workspace, WorkspaceKind::None);
+    assert!(assistant.tools.is_empty());
+    assert_eq!(hs.default_harness().id, "superpi-code");
+    assert_eq!(hs.resolve(None).unwrap().id, "superpi-code");
+    for h in hs.iter() {
+        assert!(h.default_mode <= h.max_mode);
+        assert!(!h.prompt.is_empty() && !h.description.is_empty());
+    }
+}
+
+#[test]
+fn short_ids_resolve_and_unknown_ids_list_the_known() {
+    let hs = Harnesses::builtin();
+    assert_eq!(hs.get("planner").unwrap().id, "superpi-planner");
+    assert_eq!(hs.resolve(Some("assistant")).unwrap().id, "superpi-assistant");
+    let e = hs.get("superpi-nope").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "unknown harness `superpi-nope` (known: superpi-code, superpi-planner, superpi-assistant)"
+    );
+    assert!(hs.get("").is_err());
+}
+
+#[test]
+fn harness_info_conversion() {
+    let hs = Harnesses::builtin();
+    let info = HarnessInfo::from(hs.get("superpi-planner").unwrap());
+    assert_eq!(
+        info,
+        HarnessInfo {
+            id: "superpi-planner".into(),
+            name: "superpi planner".into(),
+            description: "Reads a repository and plans; cannot write.".into(),
+            default_mode: "plan".into(),
+            max_mode: "plan".into(),
+            tools: vec!["read".into(), "grep".into(), "find".into(), "ls".into()],
+            workspace: "repo".into(),
+        }
+    );
+    assert_eq!(hs.infos().len(), 3);
+    assert_eq!(hs.infos()[2].workspace, "none");
+}
+
+#[test]
+fn loadout_filters_available_tools() {
+    let tool = |name: &str| ToolDef {
+        name: name.into(),
+        description: String::new(),
+        input_schema: serde_json::json!({"type": "object"}),
+        output_schema: None,
+        effects: vec![],
+    };
+    let available: Vec<ToolDef> = ["ls", "write", "read", "bash", "grep", "find", "edit"].map(tool).into();
+    let hs = Harnesses::builtin();
+    let names = |h: &Harness| h.loadout(&available).into_iter().map(|t| t.name).collect::<Vec<_>>();
+    assert_eq!(names(hs.get("superpi-planner").unwrap()), ["read", "grep", "find", "ls"]);
+    assert_eq!(names(hs.get("superpi-code").unwrap()).len(), 7);
+    assert!(names(hs.get("superpi-assistant").unwrap()).is_empty());
+    assert!(hs.get("superpi-planner").unwrap().offers("read"));
+    assert!(!hs.get("superpi-planner").unwrap().offers("write"));
+}
+
+#[test]
+fn file_adds_harnesses() {
+    let hs = file(
+        r#"
+[harnesses.triage]
+name = "Triage"
+description = "Sorts tickets"
+prompt = "You triage."
+tools = ["read", "grep"]
+default_mode = "plan"
+max_mode = "accept-edits"
+
+[harnesses.chat]
+tools = ["web_fetch"]
+workspace = "none"
+"#,
+    )
+    .unwrap();
+    assert_eq!(hs.ids(), ["superpi-code", "superpi-planner", "superpi-assistant", "chat", "triage"]);
+    let triage = hs.get("triage").unwrap();
+    assert_eq!(
+        triage,
+        &Harness {
+            id: "triage".into(),
+            name: "Triage".into(),
+            description: "Sorts tickets".into(),
+            prompt: "You triage.".into(),
+            tools: vec!["read".into(), "grep".into()],
+            default_mode: Mode::Plan,
+            max_mode: Mode::AcceptEdits,
+            workspace: WorkspaceKind::Repo,
+        }
+    );
+    let chat = hs.get("chat").unwrap();
+    assert_eq!((chat.name.as_str(), chat.default_mode, chat.max_mode), ("chat", Mode::AcceptEdits, Mode::Auto));
+    assert_eq!(chat.workspace, WorkspaceKind::None);
+    // A ceiling below accept-edits lowers the default.
+    let low = file("[harnesses.low]\ntools = []\nmax_mode = \"plan\"\n").unwrap();
+    assert_eq!(low.get("low").unwrap().default_mode, Mode::Plan);
+    assert_eq!(file("").unwrap(), Harnesses::builtin());
+}
+
+#[test]
+fn file_errors_name_the_file_and_the_key() {
+    assert_eq!(
+        err("[harnesses.x]\ntools = []\ntoolz = 1\n"),
+        "/cfg/harnesses.toml: key `harnesses.x.toolz`: unknown field `toolz`, expected one of `name`, `description`, \
+         `prompt`, `tools`, `default_mode`, `max_mode`, `workspace` (line 3, column 1)"
+    );
+    assert_eq!(
+        err("[harnesses.x]\ntools = []\nmax_mode = \"yolo\"\n"),
+        "/cfg/harnesses.toml: key `harnesses.x.max_mode`: unknown variant `yolo`, expected one of `plan`, \
+         `accept-edits`, `auto` (line 3, column 12)"
+    );
+    assert_eq!(
+        err("[harnesses.x]\nname = \"X\"\n"),
+        "/cfg/harnesses.toml: key `harnesses.x`: missing field `tools` (line 1, column 1)"
+    );
+    assert_eq!(
+        err("[harnesses.x]\ntools = [1]\n"),
+        "/cfg/harnesses.toml: key `harnesses.x.tools[0]`: invalid type: integer `1`, expected a string (line 2, column 10)"
+    );
+    assert_eq!(
+        err("[harnesses.x]\ntools = []\ndefault_mode = \"auto\"\nmax_mode = \"plan\"\n"),
+        "/cfg/harnesses.toml: key `harnesses.x.default_mode`: default mode `auto` is above the ceiling max_mode `plan`"
+    );
+    assert_eq!(
+        err("[harnesses.x]\ntools = [\"web\", \"bash\"]\nworkspace = \"none\"\n"),
+        "/cfg/harnesses.toml: key `harnesses.x.tools[1]`: a harness with workspace \"none\" cannot offer the file \
+         or shell tool `bash`"
+    );
+    assert_eq!(
+        err("[harnesses.x]\ntools = [\"a\", \"a\"]\n"),
+        "/cfg/harnesses.toml: key `harnesses.x.tools[1]`: tool `a` is listed twice"
+    );
+    assert_eq!(
+        err("[harnesses.superpi-planner]\ntools = [\"write\"]\nmax_mode = \"auto\"\n"),
+        "/cfg/harnesses.toml: key `harnesses.superpi-planner`: a built-in harness cannot be redefined; choose another id"
+    );
+    assert!(
+        err("[harnesses.\"Bad Id\"]\ntools = []\n")
+            .starts_with("/cfg/harnesses.toml: key `harnesses.Bad Id`: a harness id")
+    );
+    assert!(err("harness = 1\n").contains("unknown field `harness`"));
+    let e = file("[harnesses.x\n").unwrap_err();
+    assert_eq!(e.key(), None);
+    assert!(e.to_string().starts_with("/cfg/harnesses.toml: "), "{e}");
+    assert!(e.to_string().contains("line 1"), "{e}");
+}
+
+#[test]
+fn load_reads_the_config_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(Harnesses::load(dir.path()).unwrap(), Harnesses::builtin());
+    std::fs::write(dir.path().join(HARNESS_FILE), "[harnesses.mine]\ntools = [\"read\"]\n").unwrap();
+    assert!(Harnesses::load(dir.path()).unwrap().get("mine").is_ok());
+    std::fs::write(dir.path().join(HARNESS_FILE), "[harnesses.mine]\n").unwrap();
+    let e = Harnesses::load(dir.path()).unwrap_err();
+    assert_eq!(e.path(), dir.path().join(HARNESS_FILE));
+    assert_eq!(e.key(), Some("harnesses.mine"));
+    // A directory in the file's place is a read error naming the file.
+    let dir2 = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir2.path().join(HARNESS_FILE)).unwrap();
+    let e = Harnesses::load(dir2.path()).unwrap_err();
+    assert!(matches!(e, ConfigError::Read { ref path, .. } if *path == dir2.path().join(HARNESS_FILE)));
+}
