@@ -1,0 +1,126 @@
+//! What must keep working inside the sandbox.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{Env, assert_confinement_available};
+use serde_json::json;
+
+fn env() -> Env {
+    let env = Env::new();
+    assert_confinement_available(&env);
+    env
+}
+
+#[tokio::test]
+async fn the_tool_process_is_confined() {
+    let env = env();
+    let out = env.bash("grep -E '^(NoNewPrivs|Seccomp|CapEff|CapBnd):' /proc/self/status; cat /proc/self/attr/current 2>/dev/null; echo").await;
+    assert!(!out.is_error, "{out:?}");
+    assert!(out.output.contains("NoNewPrivs:\t1"), "{out:?}");
+    assert!(out.output.contains("Seccomp:\t2"), "{out:?}");
+    assert!(out.output.contains("CapEff:\t0000000000000000"), "{out:?}");
+    assert!(out.output.contains("CapBnd:\t0000000000000000"), "{out:?}");
+}
+
+#[tokio::test]
+async fn git_status_in_a_repository() {
+    let env = env();
+    let out = env
+        .bash("git init -q . && echo hi > f && git status --porcelain && git -c user.name=t -c user.email=t@t add f && git status --short")
+        .await;
+    assert!(!out.is_error, "{out:?}");
+    assert!(out.output.contains("?? f") && out.output.contains("A  f"), "{out:?}");
+}
+
+#[tokio::test]
+async fn python_runs() {
+    let env = env();
+    let out = env.bash("python3 -c 'print(6 * 7)'").await;
+    assert!(!out.is_error, "{out:?}");
+    assert_eq!(out.output.trim(), "42");
+}
+
+#[tokio::test]
+async fn a_pipeline_runs() {
+    let env = env();
+    let out = env.bash("printf 'b\\na\\nc\\n' | sort | head -n 2 | tr '\\n' ' '").await;
+    assert!(!out.is_error, "{out:?}");
+    assert_eq!(out.output.trim(), "a b");
+}
+
+#[tokio::test]
+async fn a_compiler_runs() {
+    let env = env();
+    std::fs::write(env.workspace.join("m.c"), "int main(void) { return 3; }\n").unwrap();
+    let out = env.bash("cc -o m m.c && ./m; echo status=$?").await;
+    assert!(out.output.contains("status=3"), "{out:?}");
+}
+
+#[tokio::test]
+async fn cargo_version_runs_with_its_toolchain_granted() {
+    // The toolchain is where the user points the sandbox at: here, the one running this test.
+    let cargo = PathBuf::from(std::env::var("CARGO").expect("cargo test sets CARGO"));
+    let toolchain = cargo.parent().and_then(|b| b.parent()).unwrap().to_path_buf();
+    let env = Env::with(|c| c.extra_read_paths.push(toolchain));
+    assert_confinement_available(&env);
+    let out = env.bash(&format!("{} --version", cargo.display())).await;
+    assert!(!out.is_error, "{out:?}");
+    assert!(out.output.starts_with("cargo "), "{out:?}");
+}
+
+#[tokio::test]
+async fn writing_in_the_workspace_and_the_temp_dir() {
+    let env = env();
+    let out = env.bash("echo a > in-ws && echo b > \"$TMPDIR/in-tmp\" && cat in-ws \"$TMPDIR/in-tmp\" && mkdir -p d/e && mv in-ws d/e/").await;
+    assert!(!out.is_error, "{out:?}");
+    assert_eq!(out.output, "a\nb\n");
+    assert!(env.workspace.join("d/e/in-ws").exists());
+}
+
+#[tokio::test]
+async fn stdin_is_dev_null() {
+    let env = env();
+    let out = env.bash("cat; read line; echo read=$?; readlink /proc/self/fd/0").await;
+    assert!(!out.is_error, "{out:?}");
+    assert!(out.output.contains("read=1") && out.output.contains("/dev/null"), "{out:?}");
+}
+
+#[tokio::test]
+async fn unix_socketpairs_keep_working() {
+    let env = env();
+    let script = "import socket\na, b = socket.socketpair()\na.sendmsg([b'ping'])\nprint(b.recvmsg(16)[0].decode())";
+    let out = env.bash(&format!("python3 -c \"{script}\"")).await;
+    assert!(!out.is_error, "{out:?}");
+    assert_eq!(out.output.trim(), "ping");
+}
+
+#[tokio::test]
+async fn the_environment_is_an_allow_list() {
+    let env = Env::with(|c| c.env_set.push(("EXTRA".into(), "set-by-policy".into())));
+    assert_confinement_available(&env);
+    // CARGO_PKG_NAME and friends are in this test's environment, like API keys in the kernel's.
+    assert!(std::env::var("CARGO_PKG_NAME").is_ok());
+    let out = env.bash("env | sort").await;
+    assert!(!out.is_error, "{out:?}");
+    assert!(!out.output.contains("CARGO"), "{out:?}");
+    assert!(out.output.contains("EXTRA=set-by-policy"), "{out:?}");
+    assert!(out.output.contains("TMPDIR=/"), "{out:?}");
+}
+
+#[tokio::test]
+async fn network_when_granted() {
+    let env = env();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let mut call = env.call("bash", json!({"command": format!("echo hi > /dev/tcp/127.0.0.1/{port}")}));
+    call.network = true;
+    let out = env.sandbox.run(call, Default::default(), None).await;
+    assert!(!out.is_error, "{out:?}");
+    let (mut stream, _) = listener.accept().unwrap();
+    let mut got = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut got).unwrap();
+    assert_eq!(got, "hi\n");
+}
