@@ -1,19 +1,86 @@
-//! superpi-mcp: The MCP server (`superpi mcp`).
+//! superpi-mcp: the MCP server (`superpi mcp`), built on the official `rmcp` crate.
 //!
-//! Placeholder entry point; the crate's owner replaces this file.
+//! Owns the translation between MCP and the kernel: kernel tools as MCP tools (annotations
+//! derived from effects) called through the kernel's `tool.call` (its policy in the remote
+//! mode, its sandbox), `harness_task` as one whole kernel turn (progress notifications,
+//! cancellation), harnesses as prompts, the workspace and conversations as resources, and
+//! MCP logging. [`SuperpiMcp`] is the transport-free handler; [`stdio`] is the stdio
+//! transport; the gateway serves the same handler over Streamable HTTP via [`server`].
+//!
+//! It must not know the kernel's internals (only superpi-client and superpi-proto), nor HTTP.
+//! Stdout belongs to the protocol: nothing here prints; logs go to `tracing` (stderr).
+#![deny(clippy::print_stdout)]
 
-/// Command-line arguments of the subcommand.
-#[derive(Debug, Clone, clap::Args)]
-pub struct Args {}
+pub mod catalog;
+pub mod logging;
+pub mod server;
+pub mod stdio;
+pub mod task;
+pub mod tools;
+
+use std::path::PathBuf;
+
+use rmcp::ServiceExt;
+pub use server::{McpConfig, NEWEST_PROTOCOL, SuperpiMcp, server_config};
+use superpi_client::ConnectOptions;
+
+/// Command-line arguments of `superpi mcp`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Args {
+    /// The workspace tools and turns run in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// The harness for tools and `harness_task` (default: the kernel's default harness).
+    #[arg(long, value_name = "ID")]
+    pub harness: Option<String>,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{0}")]
-    NotReady(&'static str),
+    #[error("cannot use the workspace {path}: {source}")]
+    Workspace { path: PathBuf, source: std::io::Error },
+    #[error("MCP session failed to start: {0}")]
+    Initialize(String),
+    #[error("MCP session ended abnormally: {0}")]
+    Session(String),
 }
 
-/// Runs the frontend until its transport closes.
-pub async fn run(args: Args, connect: superpi_client::ConnectOptions) -> Result<(), Error> {
-    let _ = (args, connect);
-    Err(Error::NotReady("this frontend is not built yet"))
+/// The MCP server for one connection, with the current directory as its workspace and the
+/// kernel's default harness. Marks the connection remote (the kernel applies the remote
+/// mode ceiling) with frontend name `mcp` unless `connect` names another frontend.
+///
+/// The gateway serves it over Streamable HTTP: build one per MCP session with the session's
+/// principal in `connect.principal`.
+pub fn server(connect: ConnectOptions) -> SuperpiMcp {
+    let workspace = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_else(|_| ".".to_string());
+    SuperpiMcp::new(config(connect, workspace, None))
+}
+
+fn config(mut connect: ConnectOptions, workspace: String, harness: Option<String>) -> McpConfig {
+    connect.remote = true;
+    if connect.frontend.is_empty() {
+        connect.frontend = "mcp".to_string();
+    }
+    McpConfig { connect, workspace, harness }
+}
+
+/// Runs `superpi mcp` until stdin ends. Connecting to the kernel waits for the first request
+/// that needs it, so `initialize` is answered at once.
+pub async fn run(args: Args, connect: ConnectOptions) -> Result<(), Error> {
+    let workspace = match args.workspace {
+        Some(path) => path,
+        None => std::env::current_dir().map_err(|source| Error::Workspace { path: PathBuf::from("."), source })?,
+    };
+    let workspace = std::fs::canonicalize(&workspace).map_err(|source| Error::Workspace { path: workspace, source })?;
+    let handler = SuperpiMcp::new(config(connect, workspace.display().to_string(), args.harness));
+    tracing::debug!(workspace = %workspace.display(), "serving MCP on stdio");
+    let running = match handler.serve(stdio::stdio()).await {
+        Ok(running) => running,
+        // End of input before any request: nothing to serve, a clean exit.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+        Err(err) => return Err(Error::Initialize(err.to_string())),
+    };
+    let reason = running.waiting().await.map_err(|err| Error::Session(err.to_string()))?;
+    tracing::debug!(?reason, "MCP session ended");
+    Ok(())
 }

@@ -1,0 +1,493 @@
+//! The MCP server handler: rmcp's [`ServerHandler`] over the kernel. Transport-free: the
+//! stdio transport (`superpi mcp`) and the gateway's Streamable HTTP endpoint serve the same
+//! handler.
+#![allow(deprecated)] // MCP logging (setLevel) is deprecated only from protocol 2026-07-28 on
+
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+    PaginatedRequestParams, ProgressNotificationParam, PromptsCapability, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ResourceContents, ResourcesCapability, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, ToolsCapability,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use superpi_client::{ClientError, ConnectOptions, KernelClient};
+use superpi_proto::ToolDef;
+use superpi_proto::method::{HarnessInfo, OpenParams, WatchParams};
+
+use crate::catalog;
+use crate::logging::McpLog;
+use crate::task::{TaskOut, TaskRenderer};
+use crate::tools::{self, HARNESS_TASK, HarnessTaskArgs, KernelToolResult};
+
+/// The newest protocol version this server negotiates: the newest one rmcp speaks that still
+/// has the `initialize` handshake. Older ones down to 2024-11-05 are negotiated as asked.
+pub const NEWEST_PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
+/// The MCP request methods this server serves.
+const KNOWN_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "logging/setLevel",
+];
+
+/// How long a cancelled turn may take to confirm its end before the call gives up on it.
+const CANCEL_GRACE: Duration = Duration::from_secs(10);
+
+/// What one MCP server instance works with.
+#[derive(Debug, Clone)]
+pub struct McpConfig {
+    /// How to reach the kernel (principal, remote and frontend name included).
+    pub connect: ConnectOptions,
+    /// The workspace root tools and turns run in (absolute).
+    pub workspace: String,
+    /// The harness for tools and `harness_task`; the kernel's default when `None`.
+    pub harness: Option<String>,
+}
+
+/// The MCP server: one per MCP connection (or HTTP session). Cheap to clone.
+#[derive(Clone)]
+pub struct SuperpiMcp {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: McpConfig,
+    kernel: Mutex<Option<KernelClient>>,
+    tools: Mutex<Option<Vec<ToolDef>>>,
+    harnesses: Mutex<Option<Vec<HarnessInfo>>>,
+    /// Conversations `harness_task` started on this connection: (id, harness).
+    started: Mutex<Vec<(i64, String)>>,
+    log: McpLog,
+}
+
+#[derive(Deserialize)]
+struct ToolList {
+    tools: Vec<ToolDef>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl SuperpiMcp {
+    pub fn new(config: McpConfig) -> Self {
+        SuperpiMcp {
+            inner: Arc::new(Inner {
+                config,
+                kernel: Mutex::new(None),
+                tools: Mutex::new(None),
+                harnesses: Mutex::new(None),
+                started: Mutex::new(Vec::new()),
+                log: McpLog::default(),
+            }),
+        }
+    }
+
+    pub fn config(&self) -> &McpConfig {
+        &self.inner.config
+    }
+
+    /// The conversations `harness_task` started on this connection.
+    pub fn started_conversations(&self) -> Vec<(i64, String)> {
+        lock(&self.inner.started).clone()
+    }
+
+    /// The kernel connection, made on first use and again when the kernel went away. Two
+    /// requests racing here may both connect; the last one is kept, the other is dropped.
+    async fn kernel(&self) -> Result<KernelClient, ErrorData> {
+        if let Some(kernel) = lock(&self.inner.kernel).as_ref().filter(|k| !k.is_closed()) {
+            return Ok(kernel.clone());
+        }
+        let kernel = KernelClient::connect(&self.inner.config.connect)
+            .await
+            .map_err(|err| ErrorData::internal_error(format!("cannot reach the superpi kernel: {err}"), None))?;
+        tracing::debug!(kernel = ?kernel.kernel_hello(), "connected to the kernel");
+        *lock(&self.inner.kernel) = Some(kernel.clone());
+        Ok(kernel)
+    }
+
+    async fn tool_defs(&self) -> Result<Vec<ToolDef>, ErrorData> {
+        if let Some(tools) = lock(&self.inner.tools).as_ref() {
+            return Ok(tools.clone());
+        }
+        let kernel = self.kernel().await?;
+        let value = kernel
+            .call("tool.list", json!({ "harness": self.inner.config.harness }))
+            .await
+            .map_err(|err| tools::kernel_error("tool.list", &err))?;
+        let list: ToolList = serde_json::from_value(value)
+            .map_err(|err| ErrorData::internal_error(format!("bad tool.list result from the kernel: {err}"), None))?;
+        *lock(&self.inner.tools) = Some(list.tools.clone());
+        Ok(list.tools)
+    }
+
+    async fn harnesses(&self) -> Result<Vec<HarnessInfo>, ErrorData> {
+        if let Some(list) = lock(&self.inner.harnesses).as_ref() {
+            return Ok(list.clone());
+        }
+        let kernel = self.kernel().await?;
+        let list = kernel.harnesses().await.map_err(|err| tools::kernel_error("harness.list", &err))?;
+        *lock(&self.inner.harnesses) = Some(list.clone());
+        Ok(list)
+    }
+
+    async fn log(&self, level: LoggingLevel, message: &str, data: Value) {
+        self.inner.log.log(level, message, data).await;
+    }
+
+    /// One kernel tool call through the kernel's policy and sandbox.
+    async fn call_kernel_tool(&self, params: CallToolRequestParams) -> Result<CallToolResult, ErrorData> {
+        let name = params.name.to_string();
+        // With the list known, an unknown name needs no trip to the kernel.
+        let known = lock(&self.inner.tools).as_ref().map(|tools| tools.iter().any(|t| t.name == name));
+        if known == Some(false) {
+            return Err(tools::kernel_error(&name, &ClientError::Kernel(unknown_tool(&name))));
+        }
+        let kernel = self.kernel().await?;
+        let arguments = Value::Object(params.arguments.unwrap_or_default());
+        let request = json!({
+            "name": name,
+            "arguments": arguments,
+            "workspace": self.inner.config.workspace,
+            "harness": self.inner.config.harness,
+        });
+        self.log(LoggingLevel::Debug, "tool call", json!({"tool": name})).await;
+        match kernel.call("tool.call", request).await {
+            Ok(value) => {
+                let result: KernelToolResult = serde_json::from_value(value).map_err(|err| {
+                    ErrorData::internal_error(format!("bad tool.call result from the kernel: {err}"), None)
+                })?;
+                if result.is_error {
+                    self.log(LoggingLevel::Notice, "tool call failed", json!({"tool": name})).await;
+                }
+                Ok(tools::call_result(result))
+            }
+            Err(err) if tools::is_tool_level_refusal(&err) => {
+                self.log(LoggingLevel::Notice, "tool call refused", json!({"tool": name, "error": err.to_string()}))
+                    .await;
+                Ok(CallToolResult::error(vec![ContentBlock::text(err.to_string())]))
+            }
+            Err(err) => {
+                self.log(LoggingLevel::Warning, "tool call error", json!({"tool": name, "error": err.to_string()}))
+                    .await;
+                Err(tools::kernel_error(&name, &err))
+            }
+        }
+    }
+
+    /// `harness_task`: open a conversation, watch it, submit the prompt, follow the turn to
+    /// its end; progress notifications on the way, cancellation cancels the turn.
+    async fn harness_task(
+        &self,
+        args: HarnessTaskArgs,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let kernel = self.kernel().await?;
+        let harness = args.harness.clone().or_else(|| self.inner.config.harness.clone());
+        let title: String = args.prompt.chars().take(60).collect();
+        let open = OpenParams {
+            harness,
+            workspace: Some(self.inner.config.workspace.clone()),
+            title: Some(title),
+            ..Default::default()
+        };
+        let info = match kernel.open(open).await {
+            Ok(info) => info,
+            Err(err) if tools::is_tool_level_refusal(&err) => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(err.to_string())]));
+            }
+            Err(ClientError::Kernel(e)) if e.code == superpi_proto::message::codes::NOT_FOUND => {
+                return Err(ErrorData::invalid_params(format!("unknown harness: {}", e.message), None));
+            }
+            Err(err) => return Err(tools::kernel_error(HARNESS_TASK, &err)),
+        };
+        let conversation_id = info.conversation_id;
+        lock(&self.inner.started).push((conversation_id, info.harness.clone()));
+        self.log(
+            LoggingLevel::Info,
+            "harness_task started",
+            json!({"conversation_id": conversation_id, "harness": info.harness}),
+        )
+        .await;
+
+        let watch = WatchParams { conversation_id, from_seq: Some(info.head_seq), window: None, interactive: false };
+        let mut sub = kernel.watch(watch).await.map_err(|err| tools::kernel_error(HARNESS_TASK, &err))?;
+        let submitted = kernel
+            .submit_text(conversation_id, &args.prompt)
+            .await
+            .map_err(|err| tools::kernel_error(HARNESS_TASK, &err))?;
+        let mut renderer = TaskRenderer::new(&info.harness, conversation_id);
+        renderer.follow_turn(submitted.turn_id);
+        let progress_token = context.meta.get_progress_token();
+
+        let mut cancel_deadline: Option<tokio::time::Instant> = None;
+        loop {
+            let event = tokio::select! {
+                _ = context.ct.cancelled(), if cancel_deadline.is_none() => {
+                    cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_GRACE);
+                    self.log(LoggingLevel::Info, "harness_task cancelled", json!({"conversation_id": conversation_id})).await;
+                    if let Err(err) = kernel.cancel(conversation_id).await {
+                        tracing::warn!(conversation_id, "cancelling the turn failed: {err}");
+                    }
+                    continue;
+                }
+                _ = sleep_until(cancel_deadline) => {
+                    return Err(ErrorData::internal_error("the cancelled turn did not end in time", None));
+                }
+                event = sub.next() => event,
+            };
+            let Some(event) = event else {
+                return Err(ErrorData::internal_error("the kernel connection closed during the turn", None));
+            };
+            for out in renderer.render(&event) {
+                match out {
+                    TaskOut::Progress { progress, message } => {
+                        if let Some(token) = progress_token.clone() {
+                            let note = ProgressNotificationParam::new(token, progress).with_message(message);
+                            if let Err(err) = context.peer.notify_progress(note).await {
+                                tracing::debug!("progress notification not sent: {err}");
+                            }
+                        }
+                    }
+                    TaskOut::Finished(outcome) => {
+                        self.log(
+                            LoggingLevel::Info,
+                            "harness_task finished",
+                            json!({"conversation_id": conversation_id, "status": format!("{:?}", outcome.status)}),
+                        )
+                        .await;
+                        sub.close().await;
+                        return Ok(outcome.into_result());
+                    }
+                }
+            }
+        }
+    }
+
+    async fn read(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+        let json_text = |value: Value| {
+            let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+            ReadResourceResult::new(vec![ResourceContents::text(text, uri).with_mime_type("application/json")])
+        };
+        if uri == catalog::CONTEXT_URI {
+            let harnesses = self.harnesses().await?;
+            let listing = self.workspace_listing().await;
+            let doc = catalog::context_document(
+                &self.inner.config.workspace,
+                self.inner.config.harness.as_deref(),
+                &harnesses,
+                listing.as_deref(),
+            );
+            return Ok(json_text(doc));
+        }
+        if uri == catalog::TOOLS_URI {
+            return Ok(json_text(catalog::tools_document(&self.tool_defs().await?)));
+        }
+        if let Some(conversation_id) = catalog::parse_transcript_uri(uri) {
+            let kernel = self.kernel().await?;
+            return match kernel.history(conversation_id).await {
+                Ok(history) => Ok(ReadResourceResult::new(vec![catalog::transcript_contents(uri, &history)])),
+                Err(ClientError::Kernel(e)) if e.code == superpi_proto::message::codes::NOT_FOUND => {
+                    Err(ErrorData::resource_not_found(
+                        format!("no conversation {conversation_id}"),
+                        Some(json!({"uri": uri})),
+                    ))
+                }
+                Err(err) => Err(tools::kernel_error("resources/read", &err)),
+            };
+        }
+        Err(ErrorData::resource_not_found(format!("unknown resource: {uri}"), Some(json!({"uri": uri}))))
+    }
+
+    /// The workspace's top-level entries through the kernel's `ls` tool (policy and sandbox
+    /// apply); `None` when the tool is not offered or fails.
+    async fn workspace_listing(&self) -> Option<String> {
+        let kernel = self.kernel().await.ok()?;
+        let request = json!({
+            "name": "ls",
+            "arguments": {"path": "."},
+            "workspace": self.inner.config.workspace,
+            "harness": self.inner.config.harness,
+        });
+        let value = kernel.call("tool.call", request).await.ok()?;
+        let result: KernelToolResult = serde_json::from_value(value).ok()?;
+        match (result.is_error, result.output) {
+            (false, Value::String(s)) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+fn unknown_tool(name: &str) -> superpi_proto::ErrorObject {
+    superpi_proto::ErrorObject::new(superpi_proto::message::codes::METHOD_NOT_FOUND, format!("unknown tool `{name}`"))
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// What `initialize` answers: static, no kernel needed.
+pub fn server_config() -> ServerConfig {
+    let mut capabilities = ServerCapabilities::default();
+    capabilities.tools = Some(ToolsCapability::default());
+    capabilities.prompts = Some(PromptsCapability::default());
+    capabilities.resources = Some(ResourcesCapability::default());
+    capabilities.logging = Some(Default::default());
+    ServerConfig::new(capabilities)
+        .with_protocol_version(NEWEST_PROTOCOL)
+        .with_server_info(
+            Implementation::new("superpi", env!("CARGO_PKG_VERSION"))
+                .with_title("superpi")
+                .with_description("superpi's confined tools and whole agent turns"),
+        )
+        .with_instructions(
+            "superpi runs tools confined by its sandbox and its permission policy, in the workspace \
+             this server was started in. read, write, edit, bash, grep, find and ls act on that \
+             workspace; harness_task runs a whole agent turn and returns its answer. Prompts name \
+             the harnesses; resources hold the workspace context, the tool list and transcripts.",
+        )
+}
+
+impl ServerHandler for SuperpiMcp {
+    fn get_info(&self) -> ServerConfig {
+        server_config()
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&NEWEST_PROTOCOL))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        tracing::debug!(
+            requested = %request.protocol_version,
+            client = %request.client_info.name,
+            "initialize"
+        );
+        self.inner.log.attach(&context.peer);
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.inner.log.attach(&context.peer);
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.inner.log.attach(&context.peer);
+        self.inner.log.set_level(request.level);
+        tracing::debug!(level = ?request.level, "client log level set");
+        Ok(())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.inner.log.attach(&context.peer);
+        let mut list: Vec<_> = self.tool_defs().await?.iter().map(tools::tool_from_def).collect();
+        list.push(tools::harness_task_tool());
+        Ok(ListToolsResult::with_all_items(list))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.inner.log.attach(&context.peer);
+        if request.name == HARNESS_TASK {
+            let args = HarnessTaskArgs::parse(request.arguments.as_ref())?;
+            return self.harness_task(args, &context).await.map(CallToolResponse::from);
+        }
+        tokio::select! {
+            result = self.call_kernel_tool(request) => result.map(CallToolResponse::from),
+            _ = context.ct.cancelled() => Err(ErrorData::internal_error("the request was cancelled", None)),
+        }
+    }
+
+    /// rmcp reads a request of a known method whose params it cannot read as a custom
+    /// request; that is bad params, not an unknown method.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        if KNOWN_METHODS.contains(&request.method.as_str()) {
+            return Err(ErrorData::invalid_params(format!("invalid params for {}", request.method), None));
+        }
+        Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, format!("method not found: {}", request.method), None))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.inner.log.attach(&context.peer);
+        Ok(ListPromptsResult::with_all_items(catalog::prompts(&self.harnesses().await?)))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.inner.log.attach(&context.peer);
+        let harnesses = self.harnesses().await?;
+        catalog::get_prompt(&request.name, request.arguments.as_ref(), &harnesses).map(GetPromptResponse::from)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.inner.log.attach(&context.peer);
+        Ok(ListResourcesResult::with_all_items(catalog::resources(&self.started_conversations())))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(catalog::resource_templates()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.inner.log.attach(&context.peer);
+        self.read(&request.uri).await.map(ReadResourceResponse::from)
+    }
+}

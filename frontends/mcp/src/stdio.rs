@@ -1,0 +1,243 @@
+//! The stdio transport: newline-delimited JSON-RPC on stdin and stdout, as MCP hosts start a
+//! local server.
+//!
+//! rmcp's own stdio transport drops a line that is not JSON without a word; this one answers
+//! it with a JSON-RPC parse error (id null) and keeps serving, and answers a well-formed
+//! object that is no MCP message with an invalid-request error. One writer task owns stdout,
+//! so protocol lines never interleave; nothing else may print there.
+
+use std::borrow::Cow;
+use std::pin::Pin;
+
+use rmcp::ErrorData;
+use rmcp::model::{ClientJsonRpcMessage, RequestId, ServerJsonRpcMessage};
+use rmcp::service::RoleServer;
+use rmcp::transport::Transport;
+use serde_json::Value;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// The longest line read (16 MiB); a longer one is discarded with a parse error.
+pub const MAX_LINE: usize = 16 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StdioError {
+    #[error("the output stream is closed")]
+    Closed,
+}
+
+/// A line-delimited JSON-RPC transport for the server side.
+pub struct LineTransport<R> {
+    reader: BufReader<R>,
+    line: Vec<u8>,
+    /// Inside a line that passed [`MAX_LINE`]: skip to its end.
+    discarding: bool,
+    out: Option<mpsc::UnboundedSender<ServerJsonRpcMessage>>,
+    writer: Option<JoinHandle<()>>,
+    max_line: usize,
+}
+
+/// The transport over this process's stdin and stdout.
+pub fn stdio() -> LineTransport<rmcp::transport::StdioReader> {
+    let (reader, writer) = rmcp::transport::stdio_pipes();
+    LineTransport::new(reader, writer)
+}
+
+enum Line {
+    Complete,
+    Oversized,
+    Eof,
+}
+
+impl<R: AsyncRead + Unpin + Send + 'static> LineTransport<R> {
+    pub fn new<W: AsyncWrite + Unpin + Send + 'static>(reader: R, writer: W) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let writer = tokio::spawn(write_loop(writer, rx));
+        LineTransport {
+            reader: BufReader::with_capacity(64 * 1024, reader),
+            line: Vec::new(),
+            discarding: false,
+            out: Some(tx),
+            writer: Some(writer),
+            max_line: MAX_LINE,
+        }
+    }
+
+    pub fn with_max_line(mut self, max_line: usize) -> Self {
+        self.max_line = max_line;
+        self
+    }
+
+    fn reply(&self, message: ServerJsonRpcMessage) {
+        if let Some(out) = &self.out {
+            let _ = out.send(message);
+        }
+    }
+
+    /// Reads up to the next newline. Cancel-safe: the bytes taken from the buffer are moved
+    /// into `self.line` before anything else can happen, so a dropped call resumes the line.
+    async fn read_line(&mut self) -> std::io::Result<Line> {
+        loop {
+            let available = self.reader.fill_buf().await?;
+            if available.is_empty() {
+                if !self.line.is_empty() && !self.discarding {
+                    // A last line without its newline still counts.
+                    return Ok(Line::Complete);
+                }
+                return Ok(Line::Eof);
+            }
+            let (chunk, used, complete) = match available.iter().position(|b| *b == b'\n') {
+                Some(pos) => (&available[..pos], pos + 1, true),
+                None => (available, available.len(), false),
+            };
+            if !self.discarding {
+                self.line.extend_from_slice(chunk);
+                if self.line.len() > self.max_line {
+                    self.line = Vec::new();
+                    self.discarding = true;
+                }
+            }
+            Pin::new(&mut self.reader).consume(used);
+            if complete {
+                if self.discarding {
+                    self.discarding = false;
+                    return Ok(Line::Oversized);
+                }
+                return Ok(Line::Complete);
+            }
+        }
+    }
+}
+
+/// What an input line is.
+#[derive(Debug)]
+pub enum Verdict {
+    Message(Box<ClientJsonRpcMessage>),
+    /// Not a message: answer this.
+    Reply(Box<ServerJsonRpcMessage>),
+    /// An unreadable notification: notifications get no answer.
+    Ignore,
+}
+
+/// Reads one input line as a message, or says how to answer it.
+pub fn classify_line(line: &[u8]) -> Verdict {
+    let line = line.strip_prefix(b"\xEF\xBB\xBF".as_slice()).unwrap_or(line);
+    let value: Value = match serde_json::from_slice(line) {
+        Ok(value) => value,
+        Err(err) => {
+            let error = ErrorData::parse_error(format!("parse error: {err}"), None);
+            return Verdict::Reply(Box::new(ServerJsonRpcMessage::error(error, None)));
+        }
+    };
+    match serde_json::from_value::<ClientJsonRpcMessage>(value.clone()) {
+        Ok(message) => Verdict::Message(Box::new(message)),
+        Err(err) => {
+            let id = value.get("id").and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
+            let has_method = value.get("method").is_some_and(Value::is_string);
+            match (id, has_method) {
+                // A request of a known method with bad params.
+                (Some(id), true) => Verdict::Reply(Box::new(ServerJsonRpcMessage::error(
+                    ErrorData::invalid_params(format!("invalid params: {err}"), None),
+                    Some(id),
+                ))),
+                (None, true) => Verdict::Ignore,
+                // A response to nothing we asked, or no message at all.
+                (id, false) => Verdict::Reply(Box::new(ServerJsonRpcMessage::error(
+                    ErrorData::invalid_request(format!("invalid request: {err}"), None),
+                    id,
+                ))),
+            }
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for LineTransport<R> {
+    type Error = StdioError;
+
+    fn name() -> Cow<'static, str> {
+        "superpi-stdio".into()
+    }
+
+    fn send(&mut self, item: ServerJsonRpcMessage) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let sent = match &self.out {
+            Some(out) => out.send(item).map_err(|_| StdioError::Closed),
+            None => Err(StdioError::Closed),
+        };
+        std::future::ready(sent)
+    }
+
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        loop {
+            let line = match self.read_line().await {
+                Ok(line) => line,
+                Err(err) => {
+                    tracing::error!("reading stdin: {err}");
+                    return None;
+                }
+            };
+            match line {
+                Line::Eof => return None,
+                Line::Oversized => {
+                    tracing::warn!(max = self.max_line, "discarded an input line over the maximum length");
+                    self.reply(ServerJsonRpcMessage::error(
+                        ErrorData::parse_error(format!("message longer than {} bytes", self.max_line), None),
+                        None,
+                    ));
+                }
+                Line::Complete => {
+                    let line = std::mem::take(&mut self.line);
+                    let trimmed = line.strip_suffix(b"\r").unwrap_or(&line);
+                    if trimmed.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    match classify_line(trimmed) {
+                        Verdict::Message(message) => return Some(*message),
+                        Verdict::Reply(reply) => {
+                            tracing::debug!("answered an unreadable input line ({} bytes)", trimmed.len());
+                            self.reply(*reply);
+                        }
+                        Verdict::Ignore => tracing::debug!("ignored an unreadable notification"),
+                    }
+                }
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.out = None;
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.await;
+        }
+        Ok(())
+    }
+}
+
+/// Writes each message as one line; flushes when no more are queued.
+async fn write_loop<W: AsyncWrite + Unpin>(writer: W, mut rx: mpsc::UnboundedReceiver<ServerJsonRpcMessage>) {
+    let mut writer = tokio::io::BufWriter::new(writer);
+    let mut buf = Vec::with_capacity(4096);
+    while let Some(message) = rx.recv().await {
+        let mut next = Some(message);
+        while let Some(message) = next {
+            buf.clear();
+            if let Err(err) = serde_json::to_writer(&mut buf, &message) {
+                tracing::error!("cannot serialize an outgoing message: {err}");
+            } else {
+                buf.push(b'\n');
+                if writer.write_all(&buf).await.is_err() {
+                    return;
+                }
+            }
+            next = rx.try_recv().ok();
+        }
+        if writer.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = writer.flush().await;
+}
+
+#[cfg(test)]
+#[path = "stdio_tests.rs"]
+mod tests;
