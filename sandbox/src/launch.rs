@@ -178,7 +178,6 @@ pub(crate) async fn run(launch: Launch, cancel: CancellationToken) -> Result<Fin
     let mut buf = vec![0u8; 64 * 1024];
     let mut ebuf = vec![0u8; 8 * 1024];
 
-    let start = Instant::now();
     let deadline = tokio::time::sleep(timeout);
     tokio::pin!(deadline);
     // Armed once SIGTERM is sent (SIGKILL after the grace) or once the leader exits while a
@@ -191,7 +190,9 @@ pub(crate) async fn run(launch: Launch, cancel: CancellationToken) -> Result<Fin
     let mut status: Option<ExitStatus> = None;
     let mut end = End::Exited;
     let mut terminating = false;
-    let mut last_progress = start;
+    let mut last_progress: Option<Instant> = None;
+    let flush = tokio::time::sleep(Duration::ZERO);
+    tokio::pin!(flush);
     let mut pending = String::new();
 
     while status.is_none() || out.is_some() || err.is_some() {
@@ -208,9 +209,9 @@ pub(crate) async fn run(launch: Launch, cancel: CancellationToken) -> Result<Fin
                                 while !pending.is_char_boundary(cut) { cut += 1; }
                                 pending.drain(..cut);
                             }
-                            if last_progress.elapsed() >= PROGRESS_EVERY {
+                            if last_progress.is_none_or(|t: Instant| t.elapsed() >= PROGRESS_EVERY) {
                                 let _ = tx.try_send(std::mem::take(&mut pending));
-                                last_progress = Instant::now();
+                                last_progress = Some(Instant::now());
                             }
                         }
                     }
@@ -245,6 +246,17 @@ pub(crate) async fn run(launch: Launch, cancel: CancellationToken) -> Result<Fin
                 signal_group(pgid, libc::SIGTERM, cgroup.as_ref());
                 kill_at.as_mut().reset(tokio::time::Instant::now() + grace);
                 kill_armed = true;
+            }
+            _ = &mut flush, if !pending.is_empty() => {
+                let due = last_progress.map(|t| t + PROGRESS_EVERY).unwrap_or_else(Instant::now);
+                if Instant::now() >= due {
+                    if let Some(tx) = &progress {
+                        let _ = tx.try_send(std::mem::take(&mut pending));
+                    }
+                    last_progress = Some(Instant::now());
+                } else {
+                    flush.as_mut().reset(tokio::time::Instant::from_std(due));
+                }
             }
             _ = &mut kill_at, if kill_armed && !abandoned => {
                 if killed {

@@ -1,0 +1,94 @@
+//! Output: spill past the cap, head and tail for the model, paging a spill file, progress,
+//! deadline and cancel.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::Env;
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+#[tokio::test]
+async fn output_past_the_cap_spills_and_the_read_tool_pages_it() {
+    let env = Env::with(|c| c.output_cap_bytes = 256 * 1024);
+    common::assert_confinement_available(&env);
+    // 200000 numbered lines, about 2.3 MB.
+    let out = env.bash("seq 1 200000 | sed 's/^/row /'").await;
+    assert!(!out.is_error, "{}", &out.output[..200.min(out.output.len())]);
+    let spill = out.structured.as_ref().unwrap()["spill_path"].as_str().unwrap().to_string();
+    assert!(spill.ends_with("spill/7/call-bash"), "{spill}");
+    let on_disk = std::fs::read_to_string(&spill).unwrap();
+    assert_eq!(on_disk.lines().count(), 200000);
+    assert!(on_disk.ends_with("row 200000\n"));
+    let total = out.structured.as_ref().unwrap()["total_bytes"].as_u64().unwrap();
+    assert_eq!(total, on_disk.len() as u64);
+    assert!(out.output.starts_with("row 1\nrow 2\n"), "head kept");
+    assert!(out.output.trim_end().ends_with("row 200000"), "tail kept");
+    assert!(out.output.contains(&spill) && out.output.contains(&total.to_string()));
+    assert!(out.output.len() < 64 * 1024, "the model gets a bounded text");
+
+    let out = env.run("read", json!({"path": spill, "offset": 150000, "limit": 2})).await;
+    assert!(!out.is_error, "{out:?}");
+    assert!(out.output.starts_with("150000\trow 150000\n150001\trow 150001\n"), "{out:?}");
+    // Spill files are readable, not writable.
+    let out = env.run("write", json!({"path": spill, "content": "x"})).await;
+    assert!(out.is_error && out.output.contains("outside the workspace"), "{out:?}");
+}
+
+#[tokio::test]
+async fn long_output_under_the_cap_is_saved_when_the_model_sees_only_part() {
+    let env = Env::new();
+    let out = env.bash("seq 1 30000").await;
+    let spill = out.structured.as_ref().unwrap()["spill_path"].as_str().unwrap().to_string();
+    assert_eq!(std::fs::read_to_string(spill).unwrap().lines().count(), 30000);
+    let out = env.bash("seq 1 3").await;
+    assert_eq!(out.output, "1\n2\n3\n");
+    assert!(out.structured.as_ref().unwrap()["spill_path"].is_null());
+}
+
+#[tokio::test]
+async fn progress_streams_in_throttled_chunks() {
+    let env = Env::new();
+    let (tx, mut rx) = mpsc::channel(64);
+    let call = env.call("bash", json!({"command": "for i in $(seq 1 12); do echo tick $i; sleep 0.1; done"}));
+    let out = env.sandbox.run(call, CancellationToken::new(), Some(tx)).await;
+    assert!(!out.is_error, "{out:?}");
+    let mut chunks = Vec::new();
+    while let Ok(c) = rx.try_recv() {
+        chunks.push(c);
+    }
+    assert!(!chunks.is_empty() && chunks.len() < 12, "throttled progress: {chunks:?}");
+    assert!(chunks.concat().contains("tick"), "{chunks:?}");
+}
+
+#[tokio::test]
+async fn the_deadline_kills_the_group() {
+    let env = Env::with(|c| c.kill_grace = Duration::from_millis(300));
+    let started = Instant::now();
+    let out = env.run("bash", json!({"command": "echo started; trap '' TERM; sleep 60", "timeout": 0.5})).await;
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(out.is_error && out.output.contains("started") && out.output.contains("timed out"), "{out:?}");
+    assert_eq!(out.structured.as_ref().unwrap()["timed_out"], true);
+}
+
+#[tokio::test]
+async fn cancel_kills_the_group_and_keeps_the_output() {
+    let env = Env::new();
+    let cancel = CancellationToken::new();
+    let (tx, mut rx) = mpsc::channel(8);
+    let call = env.call("bash", json!({"command": "echo before; sleep 60"}));
+    let task = {
+        let sandbox = env.sandbox.clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move { sandbox.run(call, cancel, Some(tx)).await })
+    };
+    // Cancel once the command has visibly started (its first output arrives as progress).
+    let first = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await;
+    cancel.cancel();
+    let out = tokio::time::timeout(Duration::from_secs(10), task).await.unwrap().unwrap();
+    assert!(first.is_ok());
+    assert!(out.is_error && out.output.contains("before") && out.output.contains("cancelled"), "{out:?}");
+}
