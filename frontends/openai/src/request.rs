@@ -170,42 +170,27 @@ pub enum Target {
     Model(String),
 }
 
-/// A provider model the kernel reports.
+/// A provider model the kernel reports as configured (for `GET /v1/models`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProviderModel {
     pub id: String,
     pub provider: String,
-    /// False when the provider has no credentials.
-    pub configured: bool,
 }
 
-/// Resolves `model`. A harness id wins (older spellings `super-pi-*` and short names such as
-/// `code` are accepted). Otherwise, with a known model list, a listed model is selected and
-/// anything else is `model_not_found`; without one (`models: None`) the name goes to the kernel,
-/// which refuses what it does not serve.
-pub fn resolve_model(
-    model: &str,
-    harnesses: &[HarnessInfo],
-    models: Option<&[ProviderModel]>,
-) -> Result<Target, ApiError> {
+/// Resolves `model`. A harness id selects that harness with its default model (older
+/// spellings `super-pi-*` and short names such as `code` are accepted). Anything else is a
+/// provider model for the default harness: the kernel's `session.open` refuses a model it does
+/// not serve (`model_not_found`) or whose provider has no credentials
+/// (`provider_not_configured`), see [`kernel_error`].
+pub fn resolve_model(model: &str, harnesses: &[HarnessInfo]) -> Target {
     let normalized = model.strip_prefix("super-pi-").map(|rest| format!("superpi-{rest}"));
     for h in harnesses {
         if h.id == model || normalized.as_deref() == Some(h.id.as_str()) || h.id.strip_prefix("superpi-") == Some(model)
         {
-            return Ok(Target::Harness(h.id.clone()));
+            return Target::Harness(h.id.clone());
         }
     }
-    match models {
-        None => Ok(Target::Model(model.to_string())),
-        Some(models) => match models.iter().find(|m| m.id == model) {
-            Some(m) if m.configured => Ok(Target::Model(m.id.clone())),
-            Some(m) => Err(ApiError::provider_not_configured(format!(
-                "the provider `{}` of model `{model}` has no credentials configured",
-                m.provider
-            ))),
-            None => Err(ApiError::model_not_found(model)),
-        },
-    }
+    Target::Model(model.to_string())
 }
 
 /// The `session.open` params of a request.

@@ -114,8 +114,8 @@ async fn not_found() -> Response {
     ApiError::not_found("no such endpoint: the gateway serves /v1/models and /v1/chat/completions").into_response()
 }
 
-/// The models of configured providers, when the kernel can tell (`model.list`); `None` when
-/// it has no such method.
+/// The models of configured providers, when the kernel can tell (`model.list`, entries with
+/// `id` or `name` and `provider`); `None` when it has no such method.
 async fn provider_models(client: &KernelClient) -> Option<Vec<ProviderModel>> {
     let value = match client.call("model.list", json!({})).await {
         Ok(value) => value,
@@ -130,11 +130,13 @@ async fn provider_models(client: &KernelClient) -> Option<Vec<ProviderModel>> {
     Some(
         list.iter()
             .filter_map(|m| {
-                let id = m.get("id").or_else(|| m.get("model")).and_then(Value::as_str)?;
+                let id = ["id", "name", "model"].iter().find_map(|k| m.get(*k).and_then(Value::as_str))?;
+                if m.get("configured").and_then(Value::as_bool) == Some(false) {
+                    return None;
+                }
                 Some(ProviderModel {
                     id: id.to_string(),
                     provider: m.get("provider").and_then(Value::as_str).unwrap_or("").to_string(),
-                    configured: m.get("configured").and_then(Value::as_bool).unwrap_or(true),
                 })
             })
             .collect(),
@@ -174,7 +176,7 @@ async fn list_models(gw: &Gateway, headers: &HeaderMap) -> Result<ModelList, Api
         })
         .collect();
     for m in provider_models(&client).await.unwrap_or_default() {
-        if m.configured {
+        if !data.iter().any(|d| d.id == m.id) {
             data.push(ModelEntry {
                 id: m.id,
                 object: "model",
@@ -224,10 +226,7 @@ async fn chat_inner(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Re
     let req = request::parse_chat(body, headers)?;
     let client = gw.client(&principal).await.map_err(|e| request::kernel_error(&e, &req.model))?;
     let harnesses = client.harnesses().await.map_err(|e| request::kernel_error(&e, &req.model))?;
-    let target = match request::resolve_model(&req.model, &harnesses, Some(&[])) {
-        Ok(target @ Target::Harness(_)) => target,
-        _ => request::resolve_model(&req.model, &harnesses, provider_models(&client).await.as_deref())?,
-    };
+    let target = request::resolve_model(&req.model, &harnesses);
     let info = open(&client, &req, &target).await?;
     let conversation_id = info.conversation_id;
     let sub = client

@@ -1,0 +1,277 @@
+//! End-to-end: the real `superpi gateway` process (and the kernel it starts) over HTTP.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Gateway, chat_body, http, read_stream, run_to_exit};
+use serde_json::{Value, json};
+use superpi_client::KernelClient;
+use superpi_proto::EventBody;
+use superpi_proto::method::WatchParams;
+use superpi_tests::TestEnv;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+async fn post(gw: &Gateway, body: &Value, headers: &[(&str, &str)]) -> reqwest::Response {
+    let mut req = http().post(gw.url("/v1/chat/completions")).body(body.to_string());
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    tokio::time::timeout(LIMIT, req.send()).await.expect("answer in time").unwrap()
+}
+
+async fn json_of(resp: reqwest::Response) -> (u16, Value) {
+    let status = resp.status().as_u16();
+    let text = resp.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}")))
+}
+
+fn conversation_of(resp: &reqwest::Response) -> i64 {
+    resp.headers()["x-superpi-conversation-id"].to_str().unwrap().parse().unwrap()
+}
+
+fn assert_error(status: u16, body: &Value, want_status: u16, code: &str) {
+    assert_eq!(status, want_status, "{body}");
+    assert_eq!(body["error"]["code"], code, "{body}");
+    assert!(body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}");
+    assert!(body["error"]["type"].is_string(), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn status_models_and_unknown_routes() {
+    let gw = Gateway::start(&[], &[]);
+    for path in ["/", "/health"] {
+        let (status, body) = json_of(http().get(gw.url(path)).send().await.unwrap()).await;
+        assert_eq!((status, &body["status"]), (200, &json!("ok")));
+    }
+    let (status, body) = json_of(http().get(gw.url("/v1/models")).send().await.unwrap()).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["object"], "list");
+    let ids: Vec<&str> = body["data"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+    for harness in ["superpi-code", "superpi-planner", "superpi-assistant"] {
+        assert!(ids.contains(&harness), "{ids:?}");
+    }
+    let code = body["data"].as_array().unwrap().iter().find(|m| m["id"] == "superpi-code").unwrap();
+    assert_eq!(code["object"], "model");
+    assert_eq!(code["capabilities"]["harness"], true);
+    assert!(code["capabilities"]["tools"].as_array().is_some_and(|t| !t.is_empty()));
+    for path in ["/v1/completions", "/v1/embeddings", "/v1/responses"] {
+        let (status, body) = json_of(http().post(gw.url(path)).body("{}").send().await.unwrap()).await;
+        assert_error(status, &body, 404, "not_found");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_whole_completion() {
+    let gw = Gateway::start(&[], &[]);
+    let mut body = chat_body("superpi-code", false, "hello there gateway");
+    body["tools"] = json!([{"type": "function", "function": {"name": "client_side", "parameters": {}}}]);
+    body["temperature"] = json!(0.1);
+    let (status, body) = json_of(post(&gw, &body, &[]).await).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["object"], "chat.completion");
+    assert!(body["id"].as_str().unwrap().starts_with("chatcmpl-"));
+    assert_eq!(body["model"], "superpi-code");
+    let choice = &body["choices"][0];
+    assert_eq!(choice["message"]["role"], "assistant");
+    assert_eq!(choice["message"]["content"], "hello there gateway");
+    assert_eq!(choice["finish_reason"], "stop");
+    assert!(choice["message"].get("tool_calls").is_none());
+    let usage = &body["usage"];
+    assert_eq!(
+        usage["total_tokens"].as_u64().unwrap(),
+        usage["prompt_tokens"].as_u64().unwrap() + usage["completion_tokens"].as_u64().unwrap()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_streamed_completion() {
+    let gw = Gateway::start(&[], &[]);
+    let mut body = chat_body("superpi-code", true, "@think weighing it\none two three four");
+    body["stream_options"] = json!({"include_usage": true});
+    let resp = post(&gw, &body, &[]).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    let s = read_stream(&resp.text().await.unwrap());
+    assert!(s.done, "ends with [DONE]");
+    let id = &s.chunks[0]["id"];
+    assert!(s.chunks.iter().all(|c| &c["id"] == id), "one id across the chunks");
+    assert_eq!(s.chunks[0]["choices"][0]["delta"]["role"], "assistant");
+    assert_eq!(s.chunks.iter().filter(|c| c["choices"][0]["delta"].get("role").is_some()).count(), 1);
+    assert_eq!(s.content, "one two three four");
+    assert!(s.reasoning.contains("weighing it"), "{:?}", s.reasoning);
+    assert_eq!(s.finish_reasons, ["stop"]);
+    assert_eq!(s.usage.len(), 1, "usage once");
+    let last = s.chunks.last().unwrap();
+    assert_eq!(last["choices"], json!([]));
+    assert!(last["usage"]["completion_tokens"].as_u64().is_some());
+
+    // Without include_usage there is no usage chunk.
+    let s = read_stream(&post(&gw, &chat_body("superpi-code", true, "plain"), &[]).await.text().await.unwrap());
+    assert!(s.usage.is_empty());
+    assert_eq!((s.content.as_str(), s.done), ("plain", true));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_run_on_the_server_and_show_as_reasoning() {
+    let gw = Gateway::start(&[], &[]);
+    std::fs::write(gw.env.workspace.join("marker.txt"), "x").unwrap();
+    let body = chat_body("superpi-code", true, "@tool ls {\"path\": \".\"}");
+    let s = read_stream(&post(&gw, &body, &[]).await.text().await.unwrap());
+    assert!(s.reasoning.contains("[tool] ls"), "{:?}", s.reasoning);
+    assert!(s.content.contains("marker.txt"), "{:?}", s.content);
+    assert_eq!(s.finish_reasons, ["stop"]);
+
+    // plan mode (asked by header) blocks a write: the kernel refuses the call.
+    let body = chat_body("superpi-code", true, "@tool write {\"path\": \"new.txt\", \"content\": \"x\"}");
+    let s = read_stream(&post(&gw, &body, &[("x-superpi-mode", "plan")]).await.text().await.unwrap());
+    assert!(!gw.env.workspace.join("new.txt").exists(), "plan mode must not write: {:?}", s.reasoning);
+    assert_eq!(s.finish_reasons.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_error_in_the_openai_shape() {
+    let gw = Gateway::start(&[], &[]);
+    let raw = http().post(gw.url("/v1/chat/completions")).body("this is not json").send().await.unwrap();
+    let (status, body) = json_of(raw).await;
+    assert_error(status, &body, 400, "invalid_params");
+    let (status, body) = json_of(post(&gw, &json!({"model": "superpi-code"}), &[]).await).await;
+    assert_error(status, &body, 400, "invalid_params");
+    let (status, body) =
+        json_of(post(&gw, &chat_body("superpi-code", false, "x"), &[("x-superpi-mode", "yolo")]).await).await;
+    assert_error(status, &body, 400, "invalid_params");
+    let (status, body) = json_of(post(&gw, &chat_body("no-such-model-anywhere", false, "x"), &[]).await).await;
+    assert_error(status, &body, 404, "model_not_found");
+    let (status, body) = json_of(post(&gw, &chat_body("gpt-4o", false, "x"), &[]).await).await;
+    assert_error(status, &body, 503, "provider_not_configured");
+
+    // A failed turn is not an HTTP error: it ends with finish_reason "error".
+    let s = read_stream(&post(&gw, &chat_body("superpi-code", true, "@fail boom"), &[]).await.text().await.unwrap());
+    assert_eq!(s.finish_reasons, ["error"]);
+    assert!(s.reasoning.contains("boom"), "{:?}", s.reasoning);
+    assert!(s.done);
+    let (status, body) = json_of(post(&gw, &chat_body("superpi-code", false, "@fail boom"), &[]).await).await;
+    assert_eq!((status, &body["choices"][0]["finish_reason"]), (200, &json!("error")));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bearer_tokens_guard_everything_but_status() {
+    let gw = Gateway::start(&[], &[("SUPERPI_GATEWAY_TOKEN", "alpha, beta")]);
+    let (status, _) = json_of(http().get(gw.url("/health")).send().await.unwrap()).await;
+    assert_eq!(status, 200);
+    let (status, body) = json_of(http().get(gw.url("/v1/models")).send().await.unwrap()).await;
+    assert_error(status, &body, 401, "invalid_api_key");
+    let wrong = http().get(gw.url("/v1/models")).bearer_auth("gamma").send().await.unwrap();
+    let (status, body) = json_of(wrong).await;
+    assert_error(status, &body, 401, "invalid_api_key");
+    let (status, body) = json_of(post(&gw, &chat_body("superpi-code", false, "x"), &[]).await).await;
+    assert_error(status, &body, 401, "invalid_api_key");
+    let ok = http().get(gw.url("/v1/models")).bearer_auth("beta").send().await.unwrap();
+    assert_eq!(ok.status(), 200);
+
+    // Session ids are per principal: one id, two tokens, two conversations.
+    let body = chat_body("superpi-code", false, "hi");
+    let a1 = post(&gw, &body, &[("authorization", "Bearer alpha"), ("x-session-id", "shared")]).await;
+    let b1 = post(&gw, &body, &[("authorization", "Bearer beta"), ("x-session-id", "shared")]).await;
+    let a2 = post(&gw, &body, &[("authorization", "Bearer alpha"), ("x-session-id", "shared")]).await;
+    assert_eq!((a1.status().as_u16(), b1.status().as_u16(), a2.status().as_u16()), (200, 200, 200));
+    assert_eq!(conversation_of(&a1), conversation_of(&a2));
+    assert_ne!(conversation_of(&a1), conversation_of(&b1));
+    // Another principal's conversation id reads as unknown: a new conversation.
+    let a_id = conversation_of(&a1).to_string();
+    let b2 = post(&gw, &body, &[("authorization", "Bearer beta"), ("x-conversation-id", &a_id)]).await;
+    assert_eq!(b2.status(), 200);
+    assert_ne!(conversation_of(&b2), conversation_of(&a1));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn non_loopback_binds_need_a_token() {
+    let env = TestEnv::new();
+    let (ok, stderr) = run_to_exit(&env, &["--port", "0", "--bind", "0.0.0.0"], &[]);
+    assert!(!ok);
+    assert!(stderr.contains("SUPERPI_GATEWAY_TOKEN"), "{stderr}");
+    let gw = Gateway::start_in(env, &["--bind", "0.0.0.0"], &[("SUPERPI_GATEWAY_TOKEN", "k")]);
+    let port = gw.base.rsplit(':').next().unwrap().to_string();
+    let resp = http().get(format!("http://127.0.0.1:{port}/health")).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sessions_continue_one_conversation() {
+    let gw = Gateway::start(&[], &[]);
+    let first = json!({"model": "superpi-code", "messages": [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "my name is Ada"},
+        {"role": "assistant", "content": "noted"},
+        {"role": "user", "content": "say hi"}
+    ]});
+    let r1 = post(&gw, &first, &[("x-session-id", "s-1")]).await;
+    let c1 = conversation_of(&r1);
+    let (_, b1) = json_of(r1).await;
+    let echoed = b1["choices"][0]["message"]["content"].as_str().unwrap().to_string();
+    assert!(echoed.contains("user: my name is Ada") && echoed.ends_with("say hi"), "seeded: {echoed:?}");
+
+    let mut second = first.clone();
+    second["messages"].as_array_mut().unwrap().push(json!({"role": "assistant", "content": echoed}));
+    second["messages"].as_array_mut().unwrap().push(json!({"role": "user", "content": "and again"}));
+    let r2 = post(&gw, &second, &[("x-session-id", "s-1")]).await;
+    assert_eq!(conversation_of(&r2), c1);
+    let (_, b2) = json_of(r2).await;
+    assert_eq!(b2["choices"][0]["message"]["content"], "and again", "later requests send the last user message");
+
+    // session_id in the body is the same key; x-conversation-id attaches by id.
+    let mut third = chat_body("superpi-code", false, "third");
+    third["session_id"] = json!("s-1");
+    assert_eq!(conversation_of(&post(&gw, &third, &[]).await), c1);
+    let c1s = c1.to_string();
+    assert_eq!(
+        conversation_of(&post(&gw, &chat_body("superpi-code", false, "4"), &[("x-conversation-id", &c1s)]).await),
+        c1
+    );
+
+    // Without a session each request is a new conversation.
+    let n1 = conversation_of(&post(&gw, &chat_body("superpi-code", false, "a"), &[]).await);
+    let n2 = conversation_of(&post(&gw, &chat_body("superpi-code", false, "b"), &[]).await);
+    assert!(n1 != n2 && n1 != c1 && n2 != c1);
+
+    // The kernel holds the session's history: four user messages in one conversation.
+    let client = KernelClient::connect(&gw.env.connect_options("test")).await.unwrap();
+    let history = client.history(c1).await.unwrap();
+    let users = history.entries.iter().filter(|e| e.kind == superpi_proto::EntryKind::User).count();
+    assert_eq!(users, 4);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_that_leaves_cancels_its_turn() {
+    let gw = Gateway::start(&[], &[]);
+    let body =
+        chat_body("superpi-code", true, "@slow 100\none two three four five six seven eight nine ten eleven twelve");
+    let mut resp = post(&gw, &body, &[("x-session-id", "leaving")]).await;
+    let conversation_id = conversation_of(&resp);
+    // Read until some answer text arrived, then hang up.
+    let mut seen = String::new();
+    while !seen.contains("\"content\":\"one") {
+        let chunk = tokio::time::timeout(LIMIT, resp.chunk()).await.unwrap().unwrap().expect("more of the stream");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    drop(resp);
+
+    let client = KernelClient::connect(&gw.env.connect_options("test")).await.unwrap();
+    let mut sub = client
+        .watch(WatchParams { conversation_id, from_seq: Some(0), window: None, interactive: false })
+        .await
+        .unwrap();
+    let end = tokio::time::timeout(LIMIT, async {
+        loop {
+            let event = sub.next().await.expect("events until the turn ends");
+            if event.body.is_turn_end() {
+                return event.body;
+            }
+        }
+    })
+    .await
+    .expect("the turn ends");
+    assert_eq!(end, EventBody::TurnCancelled {});
+}
