@@ -13,10 +13,11 @@
 pub mod error;
 pub mod harness;
 pub mod mode;
+pub mod pattern;
 pub mod settings;
 pub mod shell;
 
 pub use error::ConfigError;
 pub use harness::{Harness, Harnesses, UnknownHarness, WorkspaceKind};
 pub use mode::{Caller, Mode, UnknownMode, effective_mode};
-pub use settings::Settings;
+pub use settings::{Network, NetworkPolicy, Permissions, RemoteSettings, SandboxSettings, Settings};

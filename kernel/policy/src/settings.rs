@@ -1,19 +1,448 @@
-//! Settings (placeholder, filled in below).
-use crate::mode::Mode;
+//! Settings: `CONFIG_DIR/settings.json`, tightened by `WORKSPACE/.superpi/settings.json`.
+//!
+//! The format is documented in `kernel/policy/SETTINGS.md`. Files are strict: an unknown key,
+//! a wrong type or an invalid value is an error naming the file and the key. A missing file is
+//! the same as an empty one.
+//!
+//! A workspace file may only tighten: a repository can be cloned from anyone, so its settings
+//! may add deny entries and protected paths, narrow the network, lower the remote modes,
+//! shorten the question timeout, but never allow more. Its keys are a subset of the user's;
+//! the others are rejected with an error saying so.
 
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::error::{ConfigError, key_path};
+use crate::mode::Mode;
+use crate::pattern::{CommandPattern, PathPattern};
+
+/// The user's settings file in the config dir.
+pub const SETTINGS_FILE: &str = "settings.json";
+/// A workspace's settings file, relative to its root.
+pub const WORKSPACE_SETTINGS_FILE: &str = ".superpi/settings.json";
+
+/// Default wait for a person's answer to a permission question.
+pub const DEFAULT_QUESTION_TIMEOUT: Duration = Duration::from_secs(120);
+const MAX_QUESTION_TIMEOUT_SECS: u64 = 24 * 3600;
+
+/// Everything the policy reads from settings files, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
+    pub permissions: Permissions,
+    pub network: Network,
     pub remote: RemoteSettings,
+    pub sandbox: SandboxSettings,
 }
 
+#[derive(Debug, Clone, PartialEq)]
+pub struct Permissions {
+    /// Shell commands that run without asking in `accept-edits`.
+    pub allow: Vec<CommandPattern>,
+    /// Shell commands refused in every mode, never askable.
+    pub deny: Vec<CommandPattern>,
+    /// Tools that run without asking in `accept-edits` (all their calls).
+    pub allow_tools: BTreeSet<String>,
+    /// Tools refused in every mode, never askable.
+    pub deny_tools: BTreeSet<String>,
+    /// Lets file tools reach paths outside the workspace root (off by default).
+    pub allow_outside_workspace: bool,
+    /// Protected paths beyond the built-in ones (.env, .git, keys, credentials).
+    pub protected_paths: Vec<PathPattern>,
+    /// Whether `plan` lets tools that only read the network run (default true).
+    pub network_in_plan_mode: bool,
+    /// Whether askable calls are put to a person at all; false fails them closed at once.
+    pub ask: bool,
+    /// How long a permission question waits for an answer before failing closed.
+    pub question_timeout: Duration,
+}
+
+/// The network axis, separate from the mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NetworkPolicy {
+    /// Tools with network effects run, and shell commands get network (the default).
+    Allow,
+    /// Tools with network effects run only for a `url` whose host is allow-listed; shell
+    /// commands get no network (a socket cannot be checked against host names).
+    Allowlist,
+    /// Every tool with a network effect is refused; nothing gets network.
+    Deny,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Network {
+    pub policy: NetworkPolicy,
+    /// For `allowlist`: host names; an entry matches the host and its subdomains.
+    pub allow_hosts: Vec<String>,
+}
+
+/// The modes of callers other than the local CLI.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RemoteSettings {
     pub default_mode: Mode,
     pub max_mode: Mode,
 }
 
+/// What the sandbox should know from settings (the kernel passes it on).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SandboxSettings {
+    /// Absolute paths readable (and executable) inside the sandbox: toolchains and the like.
+    pub extra_read_paths: Vec<PathBuf>,
+    /// Turns confinement off; every call then logs a warning.
+    pub disabled: bool,
+}
+
 impl Default for Settings {
     fn default() -> Self {
-        Settings { remote: RemoteSettings { default_mode: Mode::AcceptEdits, max_mode: Mode::AcceptEdits } }
+        Settings {
+            permissions: Permissions {
+                allow: Vec::new(),
+                deny: Vec::new(),
+                allow_tools: BTreeSet::new(),
+                deny_tools: BTreeSet::new(),
+                allow_outside_workspace: false,
+                protected_paths: Vec::new(),
+                network_in_plan_mode: true,
+                ask: true,
+                question_timeout: DEFAULT_QUESTION_TIMEOUT,
+            },
+            network: Network { policy: NetworkPolicy::Allow, allow_hosts: Vec::new() },
+            remote: RemoteSettings { default_mode: Mode::AcceptEdits, max_mode: Mode::AcceptEdits },
+            sandbox: SandboxSettings::default(),
+        }
     }
 }
+
+impl Settings {
+    /// Reads `CONFIG_DIR/settings.json`, then tightens with `WORKSPACE/.superpi/settings.json`
+    /// when a workspace is given. Missing files are fine.
+    pub fn load(config_dir: &Path, workspace: Option<&Path>) -> Result<Settings, ConfigError> {
+        let user_path = config_dir.join(SETTINGS_FILE);
+        let mut settings = match read_optional(&user_path)? {
+            Some(text) => Settings::from_user_file(&text, &user_path)?,
+            None => Settings::default(),
+        };
+        if let Some(root) = workspace {
+            let ws_path = root.join(WORKSPACE_SETTINGS_FILE);
+            if let Some(text) = read_optional(&ws_path)? {
+                settings = settings.tightened_by_workspace_file(&text, &ws_path)?;
+            }
+        }
+        Ok(settings)
+    }
+
+    /// The settings of a user file's text; `path` names it in errors.
+    pub fn from_user_file(text: &str, path: &Path) -> Result<Settings, ConfigError> {
+        let raw: UserFile = parse_json(text, path, false)?;
+        let mut s = Settings::default();
+        if let Some(p) = raw.permissions {
+            let key = |k: &str| format!("permissions.{k}");
+            if let Some(list) = p.allow {
+                s.permissions.allow = command_patterns(&list, path, &key("allow"))?;
+            }
+            if let Some(list) = p.allow_tools {
+                s.permissions.allow_tools = tool_names(list, path, &key("allow_tools"))?;
+            }
+            if let Some(v) = p.allow_outside_workspace {
+                s.permissions.allow_outside_workspace = v;
+            }
+            let common = TighteningPermissions {
+                deny: p.deny,
+                deny_tools: p.deny_tools,
+                protected_paths: p.protected_paths,
+                network_in_plan_mode: p.network_in_plan_mode,
+                ask: p.ask,
+                question_timeout_secs: p.question_timeout_secs,
+            };
+            s.apply_tightening(&common, path, true)?;
+        }
+        if let Some(n) = raw.network {
+            s.network = network(n, path)?;
+        }
+        if let Some(r) = raw.remote {
+            s.remote.max_mode = r.max_mode.unwrap_or(s.remote.max_mode);
+            s.remote.default_mode = r.default_mode.unwrap_or(s.remote.default_mode.min(s.remote.max_mode));
+            if s.remote.default_mode > s.remote.max_mode {
+                return Err(ConfigError::invalid(
+                    path,
+                    "remote.default_mode",
+                    format!(
+                        "the remote default mode `{}` is above the remote ceiling max_mode `{}`",
+                        s.remote.default_mode, s.remote.max_mode
+                    ),
+                ));
+            }
+        }
+        if let Some(sb) = raw.sandbox {
+            if let Some(paths) = sb.extra_read_paths {
+                for (i, p) in paths.iter().enumerate() {
+                    if !p.is_absolute() {
+                        return Err(ConfigError::invalid(
+                            path,
+                            format!("sandbox.extra_read_paths[{i}]"),
+                            format!("`{}` is not an absolute path", p.display()),
+                        ));
+                    }
+                }
+                s.sandbox.extra_read_paths = paths;
+            }
+            if let Some(d) = sb.disabled {
+                s.sandbox.disabled = d;
+            }
+        }
+        Ok(s)
+    }
+
+    /// These settings tightened by a workspace file's text; `path` names it in errors.
+    pub fn tightened_by_workspace_file(mut self, text: &str, path: &Path) -> Result<Settings, ConfigError> {
+        let raw: WorkspaceFile = parse_json(text, path, true)?;
+        if let Some(p) = raw.permissions {
+            self.apply_tightening(&p, path, false)?;
+        }
+        if let Some(n) = raw.network {
+            let ws = network(n, path)?;
+            self.network = tighten_network(&self.network, &ws);
+        }
+        if let Some(r) = raw.remote {
+            if let Some(m) = r.max_mode {
+                self.remote.max_mode = self.remote.max_mode.min(m);
+            }
+            if let Some(m) = r.default_mode {
+                self.remote.default_mode = self.remote.default_mode.min(m);
+            }
+            self.remote.default_mode = self.remote.default_mode.min(self.remote.max_mode);
+        }
+        Ok(self)
+    }
+
+    /// The keys both kinds of file may set. From the user's file they set the value; from a
+    /// workspace file each can only add restrictions.
+    fn apply_tightening(&mut self, p: &TighteningPermissions, path: &Path, user: bool) -> Result<(), ConfigError> {
+        let key = |k: &str| format!("permissions.{k}");
+        if let Some(list) = &p.deny {
+            self.permissions.deny.extend(command_patterns(list, path, &key("deny"))?);
+        }
+        if let Some(list) = &p.deny_tools {
+            self.permissions.deny_tools.extend(tool_names(list.clone(), path, &key("deny_tools"))?);
+        }
+        if let Some(list) = &p.protected_paths {
+            for (i, source) in list.iter().enumerate() {
+                let pattern = PathPattern::parse(source)
+                    .map_err(|m| ConfigError::invalid(path, format!("permissions.protected_paths[{i}]"), m))?;
+                self.permissions.protected_paths.push(pattern);
+            }
+        }
+        if let Some(v) = p.network_in_plan_mode {
+            self.permissions.network_in_plan_mode = v && (user || self.permissions.network_in_plan_mode);
+        }
+        if let Some(v) = p.ask {
+            self.permissions.ask = v && (user || self.permissions.ask);
+        }
+        if let Some(secs) = p.question_timeout_secs {
+            if secs == 0 || secs > MAX_QUESTION_TIMEOUT_SECS {
+                return Err(ConfigError::invalid(
+                    path,
+                    key("question_timeout_secs"),
+                    format!("must be between 1 and {MAX_QUESTION_TIMEOUT_SECS} seconds, not {secs}"),
+                ));
+            }
+            let timeout = Duration::from_secs(secs);
+            self.permissions.question_timeout =
+                if user { timeout } else { self.permissions.question_timeout.min(timeout) };
+        }
+        Ok(())
+    }
+
+    /// Whether `host` is allowed by the network allow list (an entry matches the host and its
+    /// subdomains; comparison ignores case and a trailing dot).
+    pub fn host_allowed(&self, host: &str) -> bool {
+        let host = normalize_host(host);
+        self.network.allow_hosts.iter().any(|entry| host_matches(&host, entry))
+    }
+}
+
+fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(ConfigError::Read { path: path.to_path_buf(), source }),
+    }
+}
+
+fn parse_json<T: serde::de::DeserializeOwned>(text: &str, path: &Path, workspace: bool) -> Result<T, ConfigError> {
+    if !text.trim_start().starts_with('{') {
+        return Err(ConfigError::invalid(path, "", "a settings file holds one JSON object: `{ ... }`"));
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let mut message = e.inner().to_string();
+        if workspace && message.starts_with("unknown field") {
+            message.push_str(
+                "; a workspace settings file may only tighten the user's settings, so it cannot hold keys that \
+                 allow more (see SETTINGS.md)",
+            );
+        }
+        ConfigError::invalid(path, key_path(e.path()), message)
+    })?;
+    de.end().map_err(|e| ConfigError::invalid(path, "", e.to_string()))?;
+    Ok(value)
+}
+
+fn command_patterns(list: &[String], path: &Path, key: &str) -> Result<Vec<CommandPattern>, ConfigError> {
+    list.iter()
+        .enumerate()
+        .map(|(i, s)| CommandPattern::parse(s).map_err(|m| ConfigError::invalid(path, format!("{key}[{i}]"), m)))
+        .collect()
+}
+
+fn tool_names(list: Vec<String>, path: &Path, key: &str) -> Result<BTreeSet<String>, ConfigError> {
+    for (i, name) in list.iter().enumerate() {
+        if name.trim().is_empty() || name.trim() != name {
+            return Err(ConfigError::invalid(path, format!("{key}[{i}]"), format!("`{name}` is not a tool name")));
+        }
+    }
+    Ok(list.into_iter().collect())
+}
+
+fn network(raw: RawNetwork, path: &Path) -> Result<Network, ConfigError> {
+    let policy = raw.policy.unwrap_or(NetworkPolicy::Allow);
+    let mut hosts = Vec::new();
+    if let Some(list) = raw.allow_hosts {
+        if policy != NetworkPolicy::Allowlist {
+            return Err(ConfigError::invalid(
+                path,
+                "network.allow_hosts",
+                "allow_hosts applies only with \"policy\": \"allowlist\"",
+            ));
+        }
+        for (i, entry) in list.iter().enumerate() {
+            let host = normalize_host(entry.strip_prefix("*.").unwrap_or(entry));
+            if !valid_host(&host) {
+                return Err(ConfigError::invalid(
+                    path,
+                    format!("network.allow_hosts[{i}]"),
+                    format!("`{entry}` is not a host name (write `example.com`; it covers its subdomains)"),
+                ));
+            }
+            hosts.push(host);
+        }
+    }
+    Ok(Network { policy, allow_hosts: hosts })
+}
+
+/// The stricter of two network settings; two allow lists keep the hosts both allow.
+fn tighten_network(user: &Network, ws: &Network) -> Network {
+    use NetworkPolicy::*;
+    match (user.policy, ws.policy) {
+        (Deny, _) | (_, Deny) => Network { policy: Deny, allow_hosts: Vec::new() },
+        (Allowlist, Allowlist) => {
+            let mut hosts: Vec<String> = ws
+                .allow_hosts
+                .iter()
+                .filter(|w| user.allow_hosts.iter().any(|u| host_matches(w, u)))
+                .chain(user.allow_hosts.iter().filter(|u| ws.allow_hosts.iter().any(|w| host_matches(u, w))))
+                .cloned()
+                .collect();
+            hosts.sort();
+            hosts.dedup();
+            Network { policy: Allowlist, allow_hosts: hosts }
+        }
+        (Allowlist, Allow) => user.clone(),
+        (Allow, _) => ws.clone(),
+    }
+}
+
+pub(crate) fn normalize_host(host: &str) -> String {
+    host.trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// `host` (normalised) is `entry` or a subdomain of it.
+pub(crate) fn host_matches(host: &str, entry: &str) -> bool {
+    host == entry || host.strip_suffix(entry).is_some_and(|prefix| prefix.ends_with('.'))
+}
+
+fn valid_host(host: &str) -> bool {
+    let ip6 = host.starts_with('[') && host.ends_with(']');
+    !host.is_empty()
+        && host.len() <= 253
+        && (ip6
+            || host.split('.').all(|label| {
+                !label.is_empty() && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            }))
+}
+
+// The files' shapes. Every struct refuses unknown keys.
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UserFile {
+    #[serde(rename = "$schema", default)]
+    _schema: Option<String>,
+    permissions: Option<UserPermissions>,
+    network: Option<RawNetwork>,
+    remote: Option<RawRemote>,
+    sandbox: Option<RawSandbox>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkspaceFile {
+    #[serde(rename = "$schema", default)]
+    _schema: Option<String>,
+    permissions: Option<TighteningPermissions>,
+    network: Option<RawNetwork>,
+    remote: Option<RawRemote>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UserPermissions {
+    allow: Option<Vec<String>>,
+    allow_tools: Option<Vec<String>>,
+    allow_outside_workspace: Option<bool>,
+    deny: Option<Vec<String>>,
+    deny_tools: Option<Vec<String>>,
+    protected_paths: Option<Vec<String>>,
+    network_in_plan_mode: Option<bool>,
+    ask: Option<bool>,
+    question_timeout_secs: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TighteningPermissions {
+    deny: Option<Vec<String>>,
+    deny_tools: Option<Vec<String>>,
+    protected_paths: Option<Vec<String>>,
+    network_in_plan_mode: Option<bool>,
+    ask: Option<bool>,
+    question_timeout_secs: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNetwork {
+    policy: Option<NetworkPolicy>,
+    allow_hosts: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRemote {
+    default_mode: Option<Mode>,
+    max_mode: Option<Mode>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSandbox {
+    extra_read_paths: Option<Vec<PathBuf>>,
+    disabled: Option<bool>,
+}
+
+#[cfg(test)]
+#[path = "settings_tests.rs"]
+mod tests;

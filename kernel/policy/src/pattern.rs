@@ -1,0 +1,232 @@
+//! Patterns of the settings: shell command prefixes and protected path globs.
+
+use std::path::Path;
+
+use crate::shell::{self, Word, basename, strip_wrappers};
+
+/// A shell command pattern of `permissions.allow` or `permissions.deny`: literal words,
+/// optionally ending in a lone `*` that stands for any further arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandPattern {
+    source: String,
+    words: Vec<String>,
+    rest: bool,
+}
+
+/// How a command compares with a deny pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DenyMatch {
+    Yes,
+    No,
+    /// A word that the pattern looks at is not literal (`$CMD`, `$(…)`, a glob): it may
+    /// expand to a match.
+    Maybe,
+}
+
+impl CommandPattern {
+    /// Reads a pattern such as `git status`, `cargo test *` or `rm -rf *`.
+    pub fn parse(source: &str) -> Result<Self, String> {
+        let cmds = shell::commands(source).map_err(|e| format!("cannot read command pattern `{source}`: {e}"))?;
+        let [cmd] = cmds.as_slice() else {
+            return Err(format!("command pattern `{source}` must be one simple command (no `;`, `&&`, `|`, …)"));
+        };
+        if !cmd.redirects.is_empty() {
+            return Err(format!("command pattern `{source}` cannot hold a redirection"));
+        }
+        let mut words: Vec<&Word> = cmd.words.iter().collect();
+        let rest = words.last().is_some_and(|w| w.text == "*" && !w.literal);
+        if rest {
+            words.pop();
+        }
+        if words.is_empty() {
+            return Err(format!("command pattern `{source}` names no command"));
+        }
+        if let Some(w) = words.iter().find(|w| !w.literal) {
+            return Err(format!(
+                "command pattern `{source}`: `{}` is not a literal word (only a final lone `*` is a wildcard)",
+                w.text
+            ));
+        }
+        Ok(CommandPattern { source: source.to_string(), words: words.iter().map(|w| w.text.clone()).collect(), rest })
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    /// Allow-list matching: the command's words are exactly the pattern's (plus any further
+    /// words when it ends in `*`), and each word the pattern names is literal.
+    pub fn allows(&self, words: &[Word]) -> bool {
+        let len_ok = if self.rest { words.len() >= self.words.len() } else { words.len() == self.words.len() };
+        len_ok && self.words.iter().zip(words).all(|(p, w)| w.literal && &w.text == p)
+    }
+
+    /// Deny-list matching, wider than [`allows`](Self::allows): every deny pattern is a prefix,
+    /// leading assignments and wrappers (`sudo`, `env`, `timeout 5`, …) are skipped, and the
+    /// command word is compared by its last path element (`/bin/rm` is `rm`).
+    pub fn denies(&self, words: &[Word]) -> DenyMatch {
+        let words = strip_wrappers(words);
+        if words.len() < self.words.len() {
+            // Too short to match, unless a non-literal word could expand to several.
+            return if words.iter().any(|w| !w.literal) && self.prefix_could_match(words) {
+                DenyMatch::Maybe
+            } else {
+                DenyMatch::No
+            };
+        }
+        let mut maybe = false;
+        for (i, (p, w)) in self.words.iter().zip(words).enumerate() {
+            if !w.literal {
+                maybe = true;
+                continue;
+            }
+            let text = if i == 0 { basename(&w.text) } else { w.text.as_str() };
+            if text != p {
+                return DenyMatch::No;
+            }
+        }
+        if maybe { DenyMatch::Maybe } else { DenyMatch::Yes }
+    }
+
+    fn prefix_could_match(&self, words: &[Word]) -> bool {
+        self.words
+            .iter()
+            .zip(words)
+            .enumerate()
+            .all(|(i, (p, w))| !w.literal || (if i == 0 { basename(&w.text) } else { w.text.as_str() }) == p)
+    }
+
+    /// Last-resort check of a line that could not be read: does every word of the pattern
+    /// appear among the line's rough fragments (command word by last path element)?
+    pub fn appears_in(&self, fragments: &[String]) -> bool {
+        self.words
+            .iter()
+            .enumerate()
+            .all(|(i, p)| fragments.iter().any(|f| if i == 0 { basename(f) == p } else { f == p }))
+    }
+}
+
+/// An extra protected path of `permissions.protected_paths`: a glob. Without a `/` it
+/// matches any path element's name (`*.sqlite`, `secrets`); with one it matches the path
+/// relative to the workspace root (`config/prod/**`), or the absolute path when it starts
+/// with `/`.
+#[derive(Debug, Clone)]
+pub struct PathPattern {
+    source: String,
+    anchored: bool,
+    matcher: globset::GlobMatcher,
+}
+
+impl PartialEq for PathPattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.source == other.source
+    }
+}
+
+impl PathPattern {
+    pub fn parse(source: &str) -> Result<Self, String> {
+        if source.is_empty() {
+            return Err("a protected path pattern cannot be empty".into());
+        }
+        let glob = globset::GlobBuilder::new(source)
+            .literal_separator(true)
+            .case_insensitive(true)
+            .build()
+            .map_err(|e| format!("bad protected path pattern `{source}`: {}", e.kind()))?;
+        Ok(PathPattern { source: source.to_string(), anchored: source.contains('/'), matcher: glob.compile_matcher() })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    /// Whether `path` (absolute, normalised) matches, `relative` being it relative to the
+    /// workspace root when it is inside.
+    pub fn matches(&self, path: &Path, relative: Option<&Path>) -> bool {
+        if self.anchored {
+            if self.source.starts_with('/') {
+                self.matcher.is_match(path)
+            } else {
+                relative.is_some_and(|r| self.matcher.is_match(r))
+            }
+        } else {
+            path.iter().any(|name| self.matcher.is_match(Path::new(name)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &str) -> Vec<Word> {
+        shell::commands(line).unwrap().remove(0).words
+    }
+
+    #[test]
+    fn parse_patterns() {
+        let p = CommandPattern::parse("cargo test *").unwrap();
+        assert_eq!((p.words.clone(), p.rest), (vec!["cargo".to_string(), "test".to_string()], true));
+        assert_eq!(p.as_str(), "cargo test *");
+        assert!(!CommandPattern::parse("git status").unwrap().rest);
+        assert!(CommandPattern::parse("'*'").unwrap().allows(&words("'*'")));
+        for bad in ["", "*", "a; b", "a && b", "ls > x", "ls $HOME", "ls *.rs", "echo 'x"] {
+            assert!(CommandPattern::parse(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            CommandPattern::parse("a | b").unwrap_err(),
+            "command pattern `a | b` must be one simple command (no `;`, `&&`, `|`, …)"
+        );
+    }
+
+    #[test]
+    fn allow_is_exact_unless_star() {
+        let status = CommandPattern::parse("git status").unwrap();
+        assert!(status.allows(&words("git status")));
+        assert!(!status.allows(&words("git status --porcelain")));
+        assert!(!status.allows(&words("git")));
+        assert!(!status.allows(&words("/usr/bin/git status")));
+        let test = CommandPattern::parse("cargo test *").unwrap();
+        assert!(test.allows(&words("cargo test")));
+        assert!(test.allows(&words("cargo test -p x $FILTER *.rs")));
+        assert!(!test.allows(&words("cargo $T")));
+        assert!(!test.allows(&words("sudo cargo test")));
+        assert!(!test.allows(&words("X=1 cargo test")));
+    }
+
+    #[test]
+    fn deny_is_a_wide_prefix() {
+        let rm = CommandPattern::parse("rm -rf *").unwrap();
+        assert_eq!(rm.denies(&words("rm -rf /")), DenyMatch::Yes);
+        assert_eq!(rm.denies(&words("/bin/rm -rf /")), DenyMatch::Yes);
+        assert_eq!(rm.denies(&words("sudo -u root rm -rf x")), DenyMatch::Yes);
+        assert_eq!(rm.denies(&words("rm -r x")), DenyMatch::No);
+        assert_eq!(rm.denies(&words("rm")), DenyMatch::No);
+        assert_eq!(rm.denies(&words("$RM -rf x")), DenyMatch::Maybe);
+        assert_eq!(rm.denies(&words("rm $FLAGS")), DenyMatch::Maybe);
+        assert_eq!(rm.denies(&words("ls $X")), DenyMatch::No);
+        let push = CommandPattern::parse("git push").unwrap();
+        assert_eq!(push.denies(&words("git push origin main")), DenyMatch::Yes);
+        assert_eq!(push.denies(&words("git pull")), DenyMatch::No);
+        assert!(push.appears_in(&shell::rough_fragments("x; /usr/bin/git <<E push")));
+        assert!(!push.appears_in(&shell::rough_fragments("git pull")));
+    }
+
+    #[test]
+    fn path_patterns() {
+        let name = PathPattern::parse("*.sqlite").unwrap();
+        assert!(name.matches(Path::new("/w/data/app.SQLITE"), Some(Path::new("data/app.SQLITE"))));
+        assert!(!name.matches(Path::new("/w/app.sql"), Some(Path::new("app.sql"))));
+        let dir = PathPattern::parse("secrets").unwrap();
+        assert!(dir.matches(Path::new("/w/secrets/a.txt"), Some(Path::new("secrets/a.txt"))));
+        let rel = PathPattern::parse("config/prod/**").unwrap();
+        assert!(rel.matches(Path::new("/w/config/prod/db.yml"), Some(Path::new("config/prod/db.yml"))));
+        assert!(!rel.matches(Path::new("/w/x/config/prod/db.yml"), Some(Path::new("x/config/prod/db.yml"))));
+        assert!(!rel.matches(Path::new("/elsewhere/config/prod/a"), None));
+        let abs = PathPattern::parse("/etc/**").unwrap();
+        assert!(abs.matches(Path::new("/etc/passwd"), None));
+        assert!(PathPattern::parse("a[").is_err());
+        assert!(PathPattern::parse("").is_err());
+    }
+}

@@ -1,0 +1,224 @@
+use super::*;
+
+fn user(text: &str) -> Result<Settings, ConfigError> {
+    Settings::from_user_file(text, Path::new("/cfg/settings.json"))
+}
+
+fn user_err(text: &str) -> String {
+    user(text).unwrap_err().to_string()
+}
+
+fn ws(base: Settings, text: &str) -> Result<Settings, ConfigError> {
+    base.tightened_by_workspace_file(text, Path::new("/w/.superpi/settings.json"))
+}
+
+#[test]
+fn defaults() {
+    let s = Settings::default();
+    assert!(s.permissions.allow.is_empty() && s.permissions.deny.is_empty());
+    assert!(!s.permissions.allow_outside_workspace);
+    assert!(s.permissions.network_in_plan_mode && s.permissions.ask);
+    assert_eq!(s.permissions.question_timeout, Duration::from_secs(120));
+    assert_eq!(s.network.policy, NetworkPolicy::Allow);
+    assert_eq!((s.remote.default_mode, s.remote.max_mode), (Mode::AcceptEdits, Mode::AcceptEdits));
+    assert_eq!(s.sandbox, SandboxSettings { extra_read_paths: vec![], disabled: false });
+    assert_eq!(user("{}").unwrap(), s);
+}
+
+#[test]
+fn a_full_user_file() {
+    let s = user(
+        r#"{
+        "$schema": "ignored",
+        "permissions": {
+            "allow": ["git status", "cargo test *"],
+            "deny": ["rm -rf *", "git push"],
+            "allow_tools": ["todo"],
+            "deny_tools": ["web_fetch"],
+            "allow_outside_workspace": true,
+            "protected_paths": ["*.sqlite", "config/prod/**"],
+            "network_in_plan_mode": false,
+            "ask": false,
+            "question_timeout_secs": 300
+        },
+        "network": {"policy": "allowlist", "allow_hosts": ["GitHub.com.", "*.crates.io"]},
+        "remote": {"default_mode": "plan", "max_mode": "auto"},
+        "sandbox": {"extra_read_paths": ["/opt/rust"], "disabled": true}
+    }"#,
+    )
+    .unwrap();
+    let p = &s.permissions;
+    assert_eq!(p.allow.iter().map(|c| c.as_str()).collect::<Vec<_>>(), ["git status", "cargo test *"]);
+    assert_eq!(p.deny.iter().map(|c| c.as_str()).collect::<Vec<_>>(), ["rm -rf *", "git push"]);
+    assert_eq!(p.allow_tools, BTreeSet::from(["todo".to_string()]));
+    assert_eq!(p.deny_tools, BTreeSet::from(["web_fetch".to_string()]));
+    assert!(p.allow_outside_workspace && !p.network_in_plan_mode && !p.ask);
+    assert_eq!(p.protected_paths.iter().map(|c| c.as_str()).collect::<Vec<_>>(), ["*.sqlite", "config/prod/**"]);
+    assert_eq!(p.question_timeout, Duration::from_secs(300));
+    assert_eq!(
+        s.network,
+        Network { policy: NetworkPolicy::Allowlist, allow_hosts: vec!["github.com".into(), "crates.io".into()] }
+    );
+    assert!(s.host_allowed("api.GITHUB.com") && s.host_allowed("crates.io") && !s.host_allowed("notgithub.com"));
+    assert_eq!((s.remote.default_mode, s.remote.max_mode), (Mode::Plan, Mode::Auto));
+    assert_eq!(s.sandbox, SandboxSettings { extra_read_paths: vec!["/opt/rust".into()], disabled: true });
+}
+
+#[test]
+fn remote_default_follows_a_lower_ceiling() {
+    let s = user(r#"{"remote": {"max_mode": "plan"}}"#).unwrap();
+    assert_eq!((s.remote.default_mode, s.remote.max_mode), (Mode::Plan, Mode::Plan));
+    assert_eq!(
+        user_err(r#"{"remote": {"default_mode": "auto"}}"#),
+        "/cfg/settings.json: key `remote.default_mode`: the remote default mode `auto` is above the remote ceiling \
+         max_mode `accept-edits`"
+    );
+}
+
+#[test]
+fn errors_name_the_file_and_the_key() {
+    let cases = [
+        (r#"{"permision": {}}"#, "/cfg/settings.json: key `permision`: unknown field `permision`, expected one of"),
+        (r#"{"permissions": {"alow": []}}"#, "/cfg/settings.json: key `permissions.alow`: unknown field `alow`"),
+        (
+            r#"{"permissions": {"allow": ["ok", 3]}}"#,
+            "/cfg/settings.json: key `permissions.allow[1]`: invalid type: integer `3`",
+        ),
+        (
+            r#"{"permissions": {"allow": ["ls", "a && b"]}}"#,
+            "/cfg/settings.json: key `permissions.allow[1]`: command pattern `a && b` must be one simple command",
+        ),
+        (
+            r#"{"permissions": {"deny": ["rm $X"]}}"#,
+            "/cfg/settings.json: key `permissions.deny[0]`: command pattern `rm $X`: `$X` is not a literal word",
+        ),
+        (
+            r#"{"permissions": {"deny_tools": [" x"]}}"#,
+            "/cfg/settings.json: key `permissions.deny_tools[0]`: ` x` is not a tool name",
+        ),
+        (
+            r#"{"permissions": {"question_timeout_secs": 0}}"#,
+            "/cfg/settings.json: key `permissions.question_timeout_secs`: must be between 1 and 86400 seconds, not 0",
+        ),
+        (
+            r#"{"permissions": {"question_timeout_secs": -1}}"#,
+            "/cfg/settings.json: key `permissions.question_timeout_secs`: invalid value: integer `-1`",
+        ),
+        (
+            r#"{"permissions": {"protected_paths": ["a["]}}"#,
+            "/cfg/settings.json: key `permissions.protected_paths[0]`: bad protected path pattern `a[`",
+        ),
+        (
+            r#"{"network": {"policy": "some"}}"#,
+            "/cfg/settings.json: key `network.policy`: unknown variant `some`, expected one of `allow`, `allowlist`, `deny`",
+        ),
+        (
+            r#"{"network": {"allow_hosts": ["x.com"]}}"#,
+            "/cfg/settings.json: key `network.allow_hosts`: allow_hosts applies only with \"policy\": \"allowlist\"",
+        ),
+        (
+            r#"{"network": {"policy": "allowlist", "allow_hosts": ["https://x.com/"]}}"#,
+            "/cfg/settings.json: key `network.allow_hosts[0]`: `https://x.com/` is not a host name",
+        ),
+        (r#"{"remote": {"max_mode": "yolo"}}"#, "/cfg/settings.json: key `remote.max_mode`: unknown variant `yolo`"),
+        (
+            r#"{"sandbox": {"extra_read_paths": ["rel/dir"]}}"#,
+            "/cfg/settings.json: key `sandbox.extra_read_paths[0]`: `rel/dir` is not an absolute path",
+        ),
+        (
+            r#"{"sandbox": {"disabled": "yes"}}"#,
+            "/cfg/settings.json: key `sandbox.disabled`: invalid type: string \"yes\", expected a boolean",
+        ),
+        (r#"{"permissions": }"#, "/cfg/settings.json: key `permissions`: expected value at line 1 column 17"),
+        (r#"{} x"#, "/cfg/settings.json: trailing characters at line 1 column 4"),
+        (r#"[]"#, "/cfg/settings.json: a settings file holds one JSON object: `{ ... }`"),
+    ];
+    for (text, expected) in cases {
+        let got = user_err(text);
+        assert!(got.starts_with(expected), "{text}\n got: {got}\nwant: {expected}");
+    }
+    let e = user(r#"{"permissions": {"alow": []}}"#).unwrap_err();
+    assert_eq!(e.path(), Path::new("/cfg/settings.json"));
+    assert_eq!(e.key(), Some("permissions.alow"));
+}
+
+#[test]
+fn a_workspace_file_only_tightens() {
+    let base = user(
+        r#"{"permissions": {"allow": ["ls"], "deny": ["git push"], "question_timeout_secs": 60},
+            "network": {"policy": "allowlist", "allow_hosts": ["github.com", "docs.rs"]},
+            "remote": {"max_mode": "auto"}}"#,
+    )
+    .unwrap();
+    let s = ws(
+        base.clone(),
+        r#"{"permissions": {"deny": ["curl *"], "deny_tools": ["bash"], "protected_paths": ["*.db"],
+            "network_in_plan_mode": false, "ask": false, "question_timeout_secs": 600},
+            "network": {"policy": "allowlist", "allow_hosts": ["api.github.com", "example.com"]},
+            "remote": {"default_mode": "auto", "max_mode": "plan"}}"#,
+    )
+    .unwrap();
+    assert_eq!(s.permissions.allow, base.permissions.allow);
+    assert_eq!(s.permissions.deny.iter().map(|c| c.as_str()).collect::<Vec<_>>(), ["git push", "curl *"]);
+    assert!(s.permissions.deny_tools.contains("bash"));
+    assert_eq!(s.permissions.protected_paths.len(), 1);
+    assert!(!s.permissions.network_in_plan_mode && !s.permissions.ask);
+    assert_eq!(s.permissions.question_timeout, Duration::from_secs(60), "a longer wait is not taken");
+    assert_eq!(s.network.allow_hosts, ["api.github.com"], "only hosts both allow");
+    assert_eq!((s.remote.default_mode, s.remote.max_mode), (Mode::Plan, Mode::Plan));
+
+    // True cannot undo the user's false.
+    let strict = user(r#"{"permissions": {"network_in_plan_mode": false, "ask": false}}"#).unwrap();
+    let s = ws(strict, r#"{"permissions": {"network_in_plan_mode": true, "ask": true}}"#).unwrap();
+    assert!(!s.permissions.network_in_plan_mode && !s.permissions.ask);
+
+    // Network: never looser than the user's.
+    let allow = Settings::default();
+    assert_eq!(ws(allow.clone(), r#"{"network": {"policy": "deny"}}"#).unwrap().network.policy, NetworkPolicy::Deny);
+    let listed = ws(allow.clone(), r#"{"network": {"policy": "allowlist", "allow_hosts": ["a.org"]}}"#).unwrap();
+    assert_eq!(listed.network, Network { policy: NetworkPolicy::Allowlist, allow_hosts: vec!["a.org".into()] });
+    let denied = user(r#"{"network": {"policy": "deny"}}"#).unwrap();
+    assert_eq!(ws(denied, r#"{"network": {"policy": "allow"}}"#).unwrap().network.policy, NetworkPolicy::Deny);
+    assert_eq!(ws(base.clone(), r#"{"network": {"policy": "allow"}}"#).unwrap().network, base.network);
+}
+
+#[test]
+fn a_workspace_file_cannot_allow() {
+    for (text, key) in [
+        (r#"{"permissions": {"allow": ["rm *"]}}"#, "permissions.allow"),
+        (r#"{"permissions": {"allow_tools": ["bash"]}}"#, "permissions.allow_tools"),
+        (r#"{"permissions": {"allow_outside_workspace": true}}"#, "permissions.allow_outside_workspace"),
+        (r#"{"sandbox": {"disabled": true}}"#, "sandbox"),
+    ] {
+        let e = ws(Settings::default(), text).unwrap_err();
+        assert_eq!(e.key(), Some(key), "{text}");
+        let msg = e.to_string();
+        assert!(msg.starts_with(&format!("/w/.superpi/settings.json: key `{key}`: unknown field")), "{msg}");
+        assert!(msg.contains("may only tighten"), "{msg}");
+    }
+}
+
+#[test]
+fn load_reads_both_files_and_tolerates_missing_ones() {
+    let config = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    assert_eq!(Settings::load(config.path(), Some(workspace.path())).unwrap(), Settings::default());
+    assert_eq!(Settings::load(config.path(), None).unwrap(), Settings::default());
+
+    std::fs::write(config.path().join(SETTINGS_FILE), r#"{"permissions": {"allow": ["ls"]}}"#).unwrap();
+    std::fs::create_dir(workspace.path().join(".superpi")).unwrap();
+    std::fs::write(workspace.path().join(WORKSPACE_SETTINGS_FILE), r#"{"permissions": {"deny": ["ls"]}}"#).unwrap();
+    let s = Settings::load(config.path(), Some(workspace.path())).unwrap();
+    assert_eq!(s.permissions.allow.len(), 1);
+    assert_eq!(s.permissions.deny.len(), 1);
+    assert!(Settings::load(config.path(), None).unwrap().permissions.deny.is_empty());
+
+    std::fs::write(workspace.path().join(WORKSPACE_SETTINGS_FILE), r#"{"permissions": {"allow": ["ls"]}}"#).unwrap();
+    let e = Settings::load(config.path(), Some(workspace.path())).unwrap_err();
+    assert_eq!(e.path(), workspace.path().join(WORKSPACE_SETTINGS_FILE));
+
+    std::fs::write(config.path().join(SETTINGS_FILE), "{").unwrap();
+    let e = Settings::load(config.path(), None).unwrap_err();
+    assert_eq!(e.path(), config.path().join(SETTINGS_FILE));
+    assert!(e.to_string().contains("EOF while parsing"), "{e}");
+}
