@@ -1,0 +1,193 @@
+//! The methods, routed by jsonrpsee's `RpcModule`, and the call path from a line's call to
+//! its answer.
+//!
+//! The module is built per connection with the connection as its context. A call goes in
+//! through `raw_json_request` with a placeholder id; the answer is taken apart and written
+//! back with the caller's own id (JSON-RPC allows ids jsonrpsee does not model, such as
+//! negative or fractional numbers).
+
+use std::future::Future;
+use std::sync::Arc;
+
+use jsonrpsee::RpcModule;
+use jsonrpsee::types::ErrorObjectOwned;
+use serde_json::{Value, json};
+use superpi_proto::method::{ListResult, Method};
+
+use crate::conn::Conn;
+use crate::envelope::{Call, RpcError, codes};
+use crate::wire::{self, parse};
+
+/// Every method this server offers, in the order the README documents them.
+pub const METHODS: &[&str] = &[
+    "auth.login",
+    "session.open",
+    "session.submit",
+    "session.watch",
+    "session.ack",
+    "session.unwatch",
+    "session.cancel",
+    "session.fork",
+    "session.list",
+    "session.history",
+    "session.set_mode",
+    "ui.respond",
+    "workspace.metadata",
+    "harness.list",
+];
+
+type Reply = Result<Value, RpcError>;
+
+fn to_jsonrpsee(err: RpcError) -> ErrorObjectOwned {
+    ErrorObjectOwned::owned(err.code, err.message, err.data)
+}
+
+fn register<F, Fut>(module: &mut RpcModule<Conn>, name: &'static str, handler: F) -> Result<(), crate::Error>
+where
+    F: Fn(Arc<Conn>, Option<String>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Reply> + Send + 'static,
+{
+    module
+        .register_async_method(name, move |params, conn, _| {
+            let handler = handler.clone();
+            let params = params.as_str().map(String::from);
+            async move { handler(conn, params).await.map_err(to_jsonrpsee) }
+        })
+        .map_err(|err| crate::Error::Setup(err.to_string()))?;
+    Ok(())
+}
+
+/// The methods of one connection.
+pub fn module(conn: Arc<Conn>) -> Result<RpcModule<Conn>, crate::Error> {
+    let mut m = RpcModule::from_arc(conn);
+    register(&mut m, "auth.login", |conn, p| async move {
+        let p: wire::LoginParams = parse("auth.login", p.as_deref())?;
+        conn.login(&p.token)
+    })?;
+    register(&mut m, "session.open", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: wire::OpenParams = parse("session.open", p.as_deref())?;
+        let info = kernel.open(p.to_kernel(conn.shared.workspace.as_deref())).await.map_err(wire::kernel_error)?;
+        Ok(wire::conversation(&info))
+    })?;
+    register(&mut m, "session.submit", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: wire::SubmitParams = parse("session.submit", p.as_deref())?;
+        let result = kernel.submit(p.to_kernel()?).await.map_err(wire::kernel_error)?;
+        Ok(wire::submitted(&result))
+    })?;
+    register(&mut m, "session.watch", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: wire::WatchParams = parse("session.watch", p.as_deref())?;
+        let sub = kernel
+            .watch(superpi_proto::method::WatchParams {
+                conversation_id: p.conversation_id,
+                from_seq: p.from_seq,
+                window: None,
+                interactive: p.interactive,
+            })
+            .await
+            .map_err(wire::kernel_error)?;
+        let head_seq = sub.head_seq();
+        let watch = conn.add_watch(p.conversation_id, sub);
+        Ok(json!({"watch": watch, "conversation_id": p.conversation_id, "head_seq": head_seq}))
+    })?;
+    register(&mut m, "session.ack", |conn, p| async move {
+        conn.principal()?;
+        let p: wire::AckParams = parse("session.ack", p.as_deref())?;
+        conn.ack(p.watch, p.batch)
+    })?;
+    register(&mut m, "session.unwatch", |conn, p| async move {
+        conn.principal()?;
+        let p: wire::UnwatchParams = parse("session.unwatch", p.as_deref())?;
+        conn.unwatch(p.watch)
+    })?;
+    register(&mut m, "session.cancel", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: wire::ConversationParams = parse("session.cancel", p.as_deref())?;
+        let result = kernel.cancel(p.conversation_id).await.map_err(wire::kernel_error)?;
+        Ok(json!({"cancelled": result.get("cancelled").and_then(Value::as_bool).unwrap_or(false)}))
+    })?;
+    register(&mut m, "session.fork", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: wire::ForkParams = parse("session.fork", p.as_deref())?;
+        let info = kernel.fork(p.conversation_id, p.at_seq).await.map_err(wire::kernel_error)?;
+        Ok(wire::conversation(&info))
+    })?;
+    register(&mut m, "session.list", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: wire::ListParams = parse("session.list", p.as_deref())?;
+        let list: ListResult = kernel
+            .request(Method::SessionList(superpi_proto::method::ListParams { limit: p.limit }))
+            .await
+            .map_err(wire::kernel_error)?;
+        Ok(json!({"conversations": list.conversations.iter().map(wire::conversation).collect::<Vec<_>>()}))
+    })?;
+    register(&mut m, "session.history", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: wire::ConversationParams = parse("session.history", p.as_deref())?;
+        let history = kernel.history(p.conversation_id).await.map_err(wire::kernel_error)?;
+        Ok(wire::history(&history))
+    })?;
+    register(&mut m, "session.set_mode", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: wire::SetModeParams = parse("session.set_mode", p.as_deref())?;
+        let result = kernel.set_mode(p.conversation_id, &p.mode).await.map_err(wire::kernel_error)?;
+        Ok(json!({"mode": result.get("mode").cloned().unwrap_or(Value::Null),
+                  "max_mode": result.get("max_mode").cloned().unwrap_or(Value::Null)}))
+    })?;
+    register(&mut m, "ui.respond", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: wire::RespondParams = parse("ui.respond", p.as_deref())?;
+        let result = kernel.respond_permission(&p.request_id, &p.option_id).await.map_err(wire::kernel_error)?;
+        Ok(json!({"accepted": result.get("accepted").and_then(Value::as_bool).unwrap_or(false)}))
+    })?;
+    register(&mut m, "workspace.metadata", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let _: wire::NoParams = parse("workspace.metadata", p.as_deref())?;
+        let harnesses = kernel.harnesses().await.map_err(wire::kernel_error)?;
+        let hello = kernel.kernel_hello();
+        Ok(json!({
+            "workspace": conn.shared.workspace,
+            "principal": conn.principal()?,
+            "auth": conn.shared.tokens.is_enabled(),
+            "server": {"name": "superpi-rpc", "version": env!("CARGO_PKG_VERSION")},
+            "kernel": {"version": hello.version, "protocol": hello.protocol, "pid": hello.pid},
+            "modes": ["plan", "accept-edits", "auto"],
+            "harnesses": harnesses.iter().map(wire::harness).collect::<Vec<_>>(),
+            "methods": METHODS,
+            "watch_window": crate::render::DEFAULT_WINDOW,
+        }))
+    })?;
+    register(&mut m, "harness.list", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let _: wire::NoParams = parse("harness.list", p.as_deref())?;
+        let harnesses = kernel.harnesses().await.map_err(wire::kernel_error)?;
+        Ok(json!({"harnesses": harnesses.iter().map(wire::harness).collect::<Vec<_>>()}))
+    })?;
+    Ok(m)
+}
+
+/// Runs one call through the module and reads its answer.
+pub async fn dispatch(module: &RpcModule<Conn>, call: &Call) -> Reply {
+    let mut request = serde_json::Map::new();
+    request.insert("jsonrpc".into(), Value::from("2.0"));
+    request.insert("id".into(), Value::from(0));
+    request.insert("method".into(), Value::from(call.method.clone()));
+    if let Some(params) = &call.params {
+        request.insert("params".into(), params.clone());
+    }
+    let request = Value::Object(request).to_string();
+    let (answer, _notifications) = module
+        .raw_json_request(&request, 1)
+        .await
+        .map_err(|err| RpcError::new(codes::INTERNAL_ERROR, format!("internal error: {err}")))?;
+    let mut answer: serde_json::Map<String, Value> = serde_json::from_str(answer.get())
+        .map_err(|err| RpcError::new(codes::INTERNAL_ERROR, format!("internal error: {err}")))?;
+    if let Some(error) = answer.remove("error") {
+        let code = error.get("code").and_then(Value::as_i64).unwrap_or(codes::INTERNAL_ERROR as i64) as i32;
+        let message = error.get("message").and_then(Value::as_str).unwrap_or("error").to_string();
+        return Err(RpcError { code, message, data: error.get("data").cloned() });
+    }
+    Ok(answer.remove("result").unwrap_or(Value::Null))
+}

@@ -1,0 +1,247 @@
+//! The request map: this server's method params and results, converted by hand to and from
+//! the kernel's types, and kernel errors turned into this protocol's codes.
+//!
+//! Pure code. Params are read strictly (unknown fields are invalid params); results are
+//! built field by field so a change in the kernel's types never leaks onto this wire.
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use superpi_client::ClientError;
+use superpi_proto::method::{ConversationInfo, HarnessInfo, HistoryResult, SubmitResult};
+use superpi_proto::{ContentBlock, Entry, message};
+
+use crate::envelope::{RpcError, codes};
+
+/// Reads a method's params: absent or null params read as `{}`.
+pub fn parse<T: DeserializeOwned>(method: &str, params: Option<&str>) -> Result<T, RpcError> {
+    let text = match params.map(str::trim) {
+        None | Some("null") => "{}",
+        Some(text) => text,
+    };
+    serde_json::from_str(text).map_err(|err| {
+        RpcError::new(codes::INVALID_PARAMS, format!("invalid params for {method}: {err}"))
+            .with_data(Value::from(err.to_string()))
+    })
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoginParams {
+    pub token: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenParams {
+    #[serde(default)]
+    pub conversation_id: Option<i64>,
+    #[serde(default)]
+    pub external_id: Option<String>,
+    #[serde(default)]
+    pub harness: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub mode: Option<String>,
+    #[serde(default)]
+    pub title: Option<String>,
+}
+
+impl OpenParams {
+    /// The kernel's params; the workspace is the server's, never the caller's.
+    pub fn to_kernel(&self, workspace: Option<&str>) -> superpi_proto::method::OpenParams {
+        superpi_proto::method::OpenParams {
+            conversation_id: self.conversation_id,
+            external_id: self.external_id.clone(),
+            harness: self.harness.clone(),
+            model: self.model.clone(),
+            mode: self.mode.clone(),
+            workspace: workspace.map(String::from),
+            title: self.title.clone(),
+        }
+    }
+}
+
+/// A part of a prompt. Only text parts exist on this wire.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Part {
+    Text { text: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitParams {
+    pub conversation_id: i64,
+    #[serde(default)]
+    pub prompt: Option<String>,
+    #[serde(default)]
+    pub content: Vec<Part>,
+}
+
+impl SubmitParams {
+    pub fn to_kernel(&self) -> Result<superpi_proto::method::SubmitParams, RpcError> {
+        let mut content: Vec<ContentBlock> = Vec::new();
+        if let Some(prompt) = &self.prompt {
+            content.push(ContentBlock::text(prompt.clone()));
+        }
+        content.extend(self.content.iter().map(|Part::Text { text }| ContentBlock::text(text.clone())));
+        if !content.iter().any(|b| matches!(b, ContentBlock::Text { text } if !text.trim().is_empty())) {
+            return Err(RpcError::new(
+                codes::INVALID_PARAMS,
+                "session.submit needs text: give `prompt` or text `content`",
+            ));
+        }
+        Ok(superpi_proto::method::SubmitParams { conversation_id: self.conversation_id, content, prompt: None })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatchParams {
+    pub conversation_id: i64,
+    /// Replay stored events after this seq first (0: the whole stored history).
+    #[serde(default)]
+    pub from_seq: Option<u64>,
+    /// Only an interactive watcher is asked permission questions.
+    #[serde(default)]
+    pub interactive: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AckParams {
+    pub watch: u64,
+    pub batch: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnwatchParams {
+    pub watch: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConversationParams {
+    pub conversation_id: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForkParams {
+    pub conversation_id: i64,
+    #[serde(default)]
+    pub at_seq: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListParams {
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetModeParams {
+    pub conversation_id: i64,
+    pub mode: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RespondParams {
+    pub request_id: String,
+    pub option_id: String,
+}
+
+/// Params of the methods that take none: only `{}`, `[]` or nothing.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoParams {}
+
+/// A conversation as this server describes it.
+pub fn conversation(info: &ConversationInfo) -> Value {
+    json!({
+        "conversation_id": info.conversation_id,
+        "harness": info.harness,
+        "model": info.model,
+        "mode": info.mode,
+        "max_mode": info.max_mode,
+        "title": info.title,
+        "parent_id": info.parent_id,
+        "created_at_ms": info.created_at_ms,
+        "status": info.status,
+        "head_seq": info.head_seq,
+        "created": info.created,
+    })
+}
+
+pub fn submitted(result: &SubmitResult) -> Value {
+    json!({"turn_id": result.turn_id, "queued": result.queued})
+}
+
+/// A stored entry: its message's content blocks keep the one wire form of the events.
+pub fn entry(entry: &Entry) -> Value {
+    let content = serde_json::to_value(&entry.message.content).unwrap_or(Value::Array(Vec::new()));
+    let mut value = json!({
+        "seq": entry.seq,
+        "kind": entry.kind.as_str(),
+        "turn_id": entry.turn_id,
+        "role": entry.message.role.as_str(),
+        "content": content,
+        "created_at_ms": entry.created_at_ms,
+    });
+    if let Some(usage) = &entry.message.usage {
+        value["usage"] = json!({"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens});
+    }
+    if let Some(stop) = &entry.message.stop_reason {
+        value["stop_reason"] = Value::from(stop.clone());
+    }
+    value
+}
+
+pub fn history(result: &HistoryResult) -> Value {
+    json!({
+        "conversation": conversation(&result.conversation),
+        "entries": result.entries.iter().map(entry).collect::<Vec<_>>(),
+    })
+}
+
+pub fn harness(info: &HarnessInfo) -> Value {
+    json!({
+        "id": info.id,
+        "name": info.name,
+        "description": info.description,
+        "default_mode": info.default_mode,
+        "max_mode": info.max_mode,
+        "tools": info.tools,
+        "workspace": info.workspace,
+    })
+}
+
+/// A kernel error in this protocol's codes. Another principal's conversation reaches us as
+/// the kernel's NOT_FOUND, the same answer as a missing one, and stays exactly that.
+pub fn kernel_error(err: ClientError) -> RpcError {
+    match err {
+        ClientError::Kernel(e) => {
+            let code = match e.code {
+                message::codes::NOT_FOUND => codes::NOT_FOUND,
+                message::codes::INVALID_PARAMS => codes::INVALID_PARAMS,
+                message::codes::FORBIDDEN => codes::FORBIDDEN,
+                message::codes::UNAUTHORIZED => codes::UNAUTHORIZED,
+                message::codes::PROVIDER => codes::PROVIDER,
+                _ => codes::INTERNAL_ERROR,
+            };
+            RpcError { code, message: e.message, data: e.data }
+        }
+        ClientError::Closed => RpcError::new(codes::INTERNAL_ERROR, "the kernel connection is closed"),
+        other => RpcError::new(codes::INTERNAL_ERROR, other.to_string()),
+    }
+}
+
+#[cfg(test)]
+#[path = "wire_tests.rs"]
+mod tests;
