@@ -9,23 +9,31 @@
 //! superpi-client) nor any other frontend's protocol. Stdout carries ACP messages only.
 #![deny(clippy::print_stdout)]
 
+pub mod agent;
 pub mod map;
 pub mod render;
 pub mod replay;
+pub mod session;
 pub mod tools;
 
-/// Command-line arguments of the subcommand.
+/// Command-line arguments of `superpi acp`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Context window (tokens) reported to the editor in usage updates.
+    #[arg(long, default_value_t = 200_000, env = "SUPERPI_ACP_CONTEXT_WINDOW")]
+    pub context_window: u64,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{0}")]
-    NotReady(&'static str),
+    #[error("ACP connection failed: {0:?}")]
+    Acp(agent_client_protocol::Error),
 }
 
-/// Runs the frontend until its transport closes.
+/// Serves ACP over stdin and stdout until the editor closes stdin. The kernel is reached
+/// only when a session needs it (session/new, load, list, ...), never for `initialize`.
 pub async fn run(args: Args, connect: superpi_client::ConnectOptions) -> Result<(), Error> {
-    let _ = (args, connect);
-    Err(Error::NotReady("this frontend is not built yet"))
+    let server = agent::Server::new(connect, agent::AgentOptions { context_window: args.context_window });
+    tracing::debug!("serving ACP on stdio");
+    agent::serve(server, agent_client_protocol::Stdio::new()).await.map_err(Error::Acp)
 }

@@ -1,7 +1,8 @@
 use super::*;
 use agent_client_protocol::ErrorCode;
 use agent_client_protocol::v1::schema::{
-    BlobResourceContents, EmbeddedResource, ImageContent, McpServerStdio, ResourceLink, TextContent, TextResourceContents,
+    BlobResourceContents, EmbeddedResource, ImageContent, McpServerStdio, ResourceLink, TextContent,
+    TextResourceContents,
 };
 use serde_json::json;
 use superpi_proto::ErrorObject;

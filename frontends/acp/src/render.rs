@@ -119,10 +119,10 @@ impl Renderer {
             }
             EventBody::TextDelta { index, delta } => self.delta(Stream::Text, *index, delta, &mut out),
             EventBody::ThinkingDelta { index, delta } => self.delta(Stream::Thinking, *index, delta, &mut out),
-            EventBody::ToolcallDelta { id: Some(id), name: Some(name), partial_args, .. } => {
-                if !self.tools.contains_key(id) {
-                    out.push(self.announce(id, name, partial_args, ToolCallStatus::Pending));
-                }
+            EventBody::ToolcallDelta { id: Some(id), name: Some(name), partial_args, .. }
+                if !self.tools.contains_key(id) =>
+            {
+                out.push(self.announce(id, name, partial_args, ToolCallStatus::Pending));
             }
             EventBody::ToolcallDelta { .. } => {}
             EventBody::MessageCompleted { role: Role::Assistant, content, .. } => self.completed(content, &mut out),
@@ -151,29 +151,27 @@ impl Renderer {
                 }
             }
             EventBody::ToolOutput { tool_call_id, name, chunk } => {
-                let state = self.tools.entry(tool_call_id.clone()).or_insert_with(|| ToolState {
-                    name: name.clone(),
-                    ..Default::default()
-                });
+                let state = self
+                    .tools
+                    .entry(tool_call_id.clone())
+                    .or_insert_with(|| ToolState { name: name.clone(), ..Default::default() });
                 state.output.push_str(chunk);
                 keep_tail(&mut state.output, tools::MAX_SHOWN_OUTPUT);
-                let fields = ToolCallUpdateFields::new().content(vec![ToolCallContent::from(text(state.output.clone()))]);
+                let fields =
+                    ToolCallUpdateFields::new().content(vec![ToolCallContent::from(text(state.output.clone()))]);
                 out.push(Out::Update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(tool_call_id.clone(), fields))));
             }
             EventBody::ToolBlocked { tool_call_id, reason, .. } => {
-                let fields =
-                    ToolCallUpdateFields::new().content(vec![ToolCallContent::from(text(format!("Blocked: {reason}")))]);
+                let fields = ToolCallUpdateFields::new()
+                    .content(vec![ToolCallContent::from(text(format!("Blocked: {reason}")))]);
                 out.push(Out::Update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(tool_call_id.clone(), fields))));
             }
             EventBody::ToolCompleted { tool_call_id, name, is_error, output, structured, .. } => {
                 let state = self.tools.remove(tool_call_id);
                 let args = state.as_ref().map(|s| s.args.clone()).unwrap_or(Value::Null);
                 let status = if *is_error { ToolCallStatus::Failed } else { ToolCallStatus::Completed };
-                let mut content = if *is_error {
-                    Vec::new()
-                } else {
-                    tools::diffs(self.opts.workspace.as_deref(), name, &args)
-                };
+                let mut content =
+                    if *is_error { Vec::new() } else { tools::diffs(self.opts.workspace.as_deref(), name, &args) };
                 if content.is_empty() {
                     let shown = tools::output_text(output);
                     if !shown.is_empty() {
@@ -197,7 +195,9 @@ impl Renderer {
                     out.push(Out::Update(SessionUpdate::ToolCall(call)));
                 }
             }
-            EventBody::PermissionRequest { request_id, tool_call_id, tool_name, arguments, reason, options, .. } => {
+            EventBody::PermissionRequest {
+                request_id, tool_call_id, tool_name, arguments, reason, options, ..
+            } => {
                 let mut content = vec![ToolCallContent::from(text(reason.clone()))];
                 content.extend(tools::diffs(self.opts.workspace.as_deref(), tool_name, arguments));
                 let fields = self
@@ -208,7 +208,8 @@ impl Renderer {
                 let options = options
                     .iter()
                     .filter_map(|o| {
-                        option_kind(&o.kind).map(|kind| PermissionOption::new(o.option_id.clone(), o.name.as_str(), kind))
+                        option_kind(&o.kind)
+                            .map(|kind| PermissionOption::new(o.option_id.clone(), o.name.as_str(), kind))
                     })
                     .collect();
                 out.push(Out::AskPermission {
@@ -349,11 +350,8 @@ impl Renderer {
         let streamed = self.streamed.remove(&(stream, index)).unwrap_or_default();
         let shown = self.shown.remove(&(stream, index)).unwrap_or_default();
         let seen = if streamed.is_empty() && !shown.is_empty() { shown } else { streamed };
-        let rest = match full.strip_prefix(seen.as_str()) {
-            Some(rest) => rest,
-            // The deltas disagree with the message; what was shown cannot be taken back.
-            None => "",
-        };
+        // When the deltas disagree with the message, what was shown cannot be taken back.
+        let rest = full.strip_prefix(seen.as_str()).unwrap_or_default();
         if !rest.is_empty() {
             out.push(Out::Update(match stream {
                 Stream::Text => SessionUpdate::AgentMessageChunk(chunk(rest)),

@@ -153,7 +153,10 @@ fn tool_blocked_says_why() {
     let mut r = renderer();
     assert_eq!(
         r.render(&Event::tool_blocked(C, T, "c1", "bash", "plan mode")),
-        vec![update("c1", ToolCallUpdateFields::new().content(vec![ToolCallContent::from(text("Blocked: plan mode"))]))]
+        vec![update(
+            "c1",
+            ToolCallUpdateFields::new().content(vec![ToolCallContent::from(text("Blocked: plan mode"))])
+        )]
     );
 }
 
@@ -173,10 +176,8 @@ fn tool_completed_shows_a_diff_or_the_output() {
         )]
     );
     r.render(&Event::tool_started(C, T, "b1", "bash", json!({"command": "false"}), vec![]));
-    let done = Event::tool_completed(C, T, "b1", "bash", true, json!("exit 1")).with_tool_channels(
-        Some(json!({"exit_code": 1})),
-        None,
-    );
+    let done = Event::tool_completed(C, T, "b1", "bash", true, json!("exit 1"))
+        .with_tool_channels(Some(json!({"exit_code": 1})), None);
     assert_eq!(
         r.render(&done),
         vec![update(
@@ -319,7 +320,9 @@ fn subagents_are_tool_calls() {
     assert_eq!(
         r.render(&Event::subagent_started(C, T, 12, "explorer", "find the bug")),
         vec![Out::Update(SessionUpdate::ToolCall(
-            ToolCall::new("subagent-12", "explorer: find the bug").kind(ToolKind::Other).status(ToolCallStatus::InProgress)
+            ToolCall::new("subagent-12", "explorer: find the bug")
+                .kind(ToolKind::Other)
+                .status(ToolCallStatus::InProgress)
         ))]
     );
     assert_eq!(

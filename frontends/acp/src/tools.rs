@@ -81,7 +81,8 @@ pub fn resolve(workspace: Option<&Path>, path: &str) -> PathBuf {
 /// The files a call touches, with a line when the arguments say where.
 pub fn locations(workspace: Option<&Path>, args: &Value) -> Vec<ToolCallLocation> {
     let Some(path) = path_arg(args) else { return Vec::new() };
-    let line = args.get("offset").or_else(|| args.get("line")).and_then(Value::as_u64).and_then(|l| u32::try_from(l).ok());
+    let line =
+        args.get("offset").or_else(|| args.get("line")).and_then(Value::as_u64).and_then(|l| u32::try_from(l).ok());
     vec![ToolCallLocation::new(resolve(workspace, path)).line(line)]
 }
 

@@ -1,0 +1,300 @@
+//! One ACP session: its conversation, the watch that renders the conversation's events to
+//! the editor (the pump), the prompts waiting for their turns, and the permission questions
+//! open in the editor.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    ContentBlock, ContentChunk, PermissionOption, RequestPermissionOutcome, RequestPermissionRequest, SessionId,
+    SessionNotification, SessionUpdate, StopReason, TextContent, ToolCallUpdate,
+};
+use agent_client_protocol::{Client, RequestCancellationHandle};
+use superpi_client::{KernelClient, Subscription};
+use superpi_proto::method::{ConversationInfo, WatchParams};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::render::{Out, RenderOptions, Renderer};
+
+/// The answer given to the kernel when the editor cancels a question, fails, or goes away.
+pub const FAIL_CLOSED_OPTION: &str = "reject_once";
+
+const KNOWN_OPTIONS: &[&str] = &["allow_once", "allow_always", "reject_once", "reject_always"];
+
+/// How many ended turns nobody waited for are remembered (a prompt can see its turn end
+/// before `session.submit` answered it).
+const ENDED_KEPT: usize = 64;
+
+/// The settings of a conversation this agent tracks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    pub mode: String,
+    pub max_mode: String,
+    pub model: String,
+    pub harness: String,
+}
+
+impl Settings {
+    pub fn of(info: &ConversationInfo) -> Self {
+        Settings {
+            mode: info.mode.clone(),
+            max_mode: info.max_mode.clone(),
+            model: info.model.clone(),
+            harness: info.harness.clone(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    settings: Option<Settings>,
+    /// The seq of the last event rendered: a new watch continues after it.
+    last_seq: u64,
+    pump: Option<JoinHandle<()>>,
+    pump_alive: bool,
+    waiting: HashMap<i64, oneshot::Sender<StopReason>>,
+    ended: VecDeque<(i64, StopReason)>,
+    questions: HashMap<String, RequestCancellationHandle>,
+    prompt_running: bool,
+    cancel_requested: bool,
+}
+
+pub struct Session {
+    pub id: SessionId,
+    pub conversation_id: i64,
+    pub workspace: Option<PathBuf>,
+    render: RenderOptions,
+    state: Mutex<State>,
+}
+
+fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A prompt's claim on its session; dropping it frees the session for the next prompt.
+pub struct PromptGuard(Arc<Session>);
+
+impl Drop for PromptGuard {
+    fn drop(&mut self) {
+        let mut st = lock(&self.0.state);
+        st.prompt_running = false;
+        st.cancel_requested = false;
+    }
+}
+
+impl Session {
+    pub fn new(info: &ConversationInfo, render: RenderOptions) -> Arc<Self> {
+        let state = State { settings: Some(Settings::of(info)), last_seq: info.head_seq, ..Default::default() };
+        Arc::new(Session {
+            id: crate::map::session_id(info.conversation_id),
+            conversation_id: info.conversation_id,
+            workspace: render.workspace.clone(),
+            render,
+            state: Mutex::new(state),
+        })
+    }
+
+    pub fn settings(&self) -> Option<Settings> {
+        lock(&self.state).settings.clone()
+    }
+
+    pub fn update_settings(&self, f: impl FnOnce(&mut Settings)) {
+        if let Some(s) = lock(&self.state).settings.as_mut() {
+            f(s);
+        }
+    }
+
+    /// Claims the session for a prompt; `None` when one is already running.
+    pub fn begin_prompt(self: &Arc<Self>) -> Option<PromptGuard> {
+        let mut st = lock(&self.state);
+        if st.prompt_running {
+            return None;
+        }
+        st.prompt_running = true;
+        st.cancel_requested = false;
+        Some(PromptGuard(self.clone()))
+    }
+
+    pub fn prompt_running(&self) -> bool {
+        lock(&self.state).prompt_running
+    }
+
+    /// Marks the running prompt cancelled and takes the open questions, to be withdrawn.
+    pub fn take_questions_for_cancel(&self) -> Vec<(String, RequestCancellationHandle)> {
+        let mut st = lock(&self.state);
+        if st.prompt_running {
+            st.cancel_requested = true;
+        }
+        st.questions.drain().collect()
+    }
+
+    /// Resolves when turn `turn_id` ends, with its stop reason. A turn that ended already
+    /// answers at once; with no live watch it answers `refusal` (nobody would tell).
+    pub fn wait_turn(&self, turn_id: i64) -> oneshot::Receiver<StopReason> {
+        let (tx, rx) = oneshot::channel();
+        let mut st = lock(&self.state);
+        if let Some(pos) = st.ended.iter().position(|(t, _)| *t == turn_id) {
+            let (_, stop) = st.ended.remove(pos).unwrap_or((turn_id, StopReason::EndTurn));
+            let _ = tx.send(stop);
+        } else if !st.pump_alive {
+            let _ = tx.send(StopReason::Refusal);
+        } else {
+            st.waiting.insert(turn_id, tx);
+        }
+        rx
+    }
+
+    fn turn_ended(&self, turn_id: Option<i64>, stop: StopReason) {
+        let mut st = lock(&self.state);
+        let stop = if st.cancel_requested { StopReason::Cancelled } else { stop };
+        let Some(turn_id) = turn_id else { return };
+        if let Some(tx) = st.waiting.remove(&turn_id) {
+            let _ = tx.send(stop);
+        } else {
+            st.ended.push_back((turn_id, stop));
+            while st.ended.len() > ENDED_KEPT {
+                st.ended.pop_front();
+            }
+        }
+    }
+
+    pub fn pump_alive(&self) -> bool {
+        lock(&self.state).pump_alive
+    }
+
+    /// Starts watching the conversation (interactive: this agent answers its permission
+    /// questions) unless a watch is live. Events after the last one rendered are replayed.
+    pub async fn ensure_pump(
+        self: &Arc<Self>,
+        kernel: &KernelClient,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<(), superpi_client::ClientError> {
+        let from = {
+            let st = lock(&self.state);
+            if st.pump_alive {
+                return Ok(());
+            }
+            st.last_seq
+        };
+        let sub = kernel
+            .watch(WatchParams {
+                conversation_id: self.conversation_id,
+                from_seq: Some(from),
+                window: None,
+                interactive: true,
+            })
+            .await?;
+        let mut st = lock(&self.state);
+        if st.pump_alive {
+            // Another request started one meanwhile; this watch is dropped.
+            return Ok(());
+        }
+        st.pump_alive = true;
+        let task = tokio::spawn(pump(self.clone(), kernel.clone(), cx.clone(), sub));
+        st.pump = Some(task);
+        Ok(())
+    }
+
+    /// Stops the watch and fails closed every open question (session/close).
+    pub fn stop(&self) -> Vec<(String, RequestCancellationHandle)> {
+        let mut st = lock(&self.state);
+        if let Some(task) = st.pump.take() {
+            task.abort();
+        }
+        st.pump_alive = false;
+        for (_, tx) in st.waiting.drain() {
+            let _ = tx.send(StopReason::Cancelled);
+        }
+        st.questions.drain().collect()
+    }
+
+    fn pump_ended(&self, cx: &ConnectionTo<Client>) {
+        let mut st = lock(&self.state);
+        st.pump_alive = false;
+        st.pump = None;
+        st.questions.clear();
+        if !st.waiting.is_empty() {
+            let note = SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(
+                "\n\nThe connection to the superpi kernel was lost; the turn's outcome is unknown. \
+                 The session stays loadable.",
+            ))));
+            let _ = cx.send_notification(SessionNotification::new(self.id.clone(), note));
+        }
+        for (_, tx) in st.waiting.drain() {
+            let _ = tx.send(StopReason::Refusal);
+        }
+    }
+}
+
+/// Renders the conversation's events to the editor until the watch or the connection ends.
+async fn pump(session: Arc<Session>, kernel: KernelClient, cx: ConnectionTo<Client>, mut sub: Subscription) {
+    let mut renderer = Renderer::new(session.render.clone());
+    while let Some(event) = sub.next().await {
+        if event.seq > 0 {
+            let mut st = lock(&session.state);
+            st.last_seq = st.last_seq.max(event.seq);
+        }
+        for out in renderer.render(&event) {
+            match out {
+                Out::Update(update) => {
+                    if cx.send_notification(SessionNotification::new(session.id.clone(), update)).is_err() {
+                        // The editor is gone.
+                        session.pump_ended(&cx);
+                        return;
+                    }
+                }
+                Out::AskPermission { request_id, tool_call, options } => {
+                    ask(&session, &kernel, &cx, request_id, tool_call, options);
+                }
+                Out::QuestionClosed { request_id } => {
+                    let handle = lock(&session.state).questions.remove(&request_id);
+                    if let Some(handle) = handle {
+                        let _ = handle.cancel();
+                    }
+                }
+                Out::TurnEnded { turn_id, stop_reason } => session.turn_ended(turn_id, stop_reason),
+            }
+        }
+    }
+    tracing::info!(session = %session.id.0, "the kernel watch ended");
+    session.pump_ended(&cx);
+}
+
+/// Asks the editor about a permission question, off the pump, and hands the answer to the
+/// kernel. A cancelled, failed or unknown answer fails closed.
+fn ask(
+    session: &Arc<Session>,
+    kernel: &KernelClient,
+    cx: &ConnectionTo<Client>,
+    request_id: String,
+    tool_call: ToolCallUpdate,
+    options: Vec<PermissionOption>,
+) {
+    let sent = cx.send_request(RequestPermissionRequest::new(session.id.clone(), tool_call, options));
+    lock(&session.state).questions.insert(request_id.clone(), sent.cancellation_handle());
+    let session = session.clone();
+    let kernel = kernel.clone();
+    tokio::spawn(async move {
+        let answer = sent.block_task().await;
+        lock(&session.state).questions.remove(&request_id);
+        let option = match answer {
+            Ok(resp) => match resp.outcome {
+                RequestPermissionOutcome::Selected(selected) if KNOWN_OPTIONS.contains(&&*selected.option_id.0) => {
+                    selected.option_id.0.to_string()
+                }
+                _ => FAIL_CLOSED_OPTION.to_string(),
+            },
+            Err(err) => {
+                tracing::debug!("permission request failed: {err:?}");
+                FAIL_CLOSED_OPTION.to_string()
+            }
+        };
+        if let Err(err) = kernel.respond_permission(&request_id, &option).await {
+            // Settled already (answered elsewhere, timed out, cancelled): nothing to do.
+            tracing::debug!(request_id, "permission.respond: {err}");
+        }
+    });
+}
