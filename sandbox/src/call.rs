@@ -50,7 +50,7 @@ impl Machine {
         });
         // SAFETY: geteuid cannot fail.
         let root = unsafe { libc::geteuid() } == 0;
-        let cgroup = if config.disabled { None } else { CgroupBase::detect() };
+        let cgroup = if config.disabled || !config.pids_cgroup { None } else { CgroupBase::detect() };
         if !config.disabled {
             tracing::info!(landlock_abi = abi, pids_cgroup = cgroup.is_some(), "sandbox ready");
         }

@@ -66,6 +66,9 @@ pub struct SandboxConfig {
     pub shell: PathBuf,
     /// Most processes of one call (a pids cgroup where one is available; default 512).
     pub max_pids: u32,
+    /// Put each call in a pids cgroup of its own when the machine offers one (default true):
+    /// it bounds the process count and finds every descendant at the end of the call.
+    pub pids_cgroup: bool,
     /// RLIMIT_NOFILE of a call (default 4096).
     pub max_open_files: u64,
     /// RLIMIT_AS of a call, when set.
@@ -95,6 +98,7 @@ impl SandboxConfig {
             tool_args: vec![OsString::from(TOOL_SUBCOMMAND)],
             shell: PathBuf::from(shell),
             max_pids: 512,
+            pids_cgroup: true,
             max_open_files: 4096,
             max_memory_bytes: None,
             // SAFETY: geteuid cannot fail.

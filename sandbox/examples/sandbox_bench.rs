@@ -1,0 +1,152 @@
+//! Prints what confinement costs: `cargo run --release -p superpi-sandbox --example sandbox_bench`.
+//! Asserts nothing.
+#![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use superpi_sandbox::{Sandbox, SandboxConfig, ToolCall};
+use tokio_util::sync::CancellationToken;
+
+const RUNS: usize = 200;
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn plain(program: &str, args: &[&str]) -> Duration {
+    let mut times = Vec::new();
+    for _ in 0..RUNS {
+        let t = Instant::now();
+        let status = Command::new(program).args(args).stdin(Stdio::null()).stdout(Stdio::null()).status().unwrap();
+        assert!(status.success());
+        times.push(t.elapsed());
+    }
+    median(times)
+}
+
+fn sandbox(data: &std::path::Path, adjust: impl FnOnce(&mut SandboxConfig)) -> Sandbox {
+    let mut config = SandboxConfig::new(data.to_path_buf());
+    config.tool_exe = std::env::current_exe().unwrap().with_file_name("superpi-sandbox-tool");
+    config.tool_args = Vec::new();
+    config.default_timeout = Duration::from_secs(600);
+    adjust(&mut config);
+    Sandbox::new(config).unwrap()
+}
+
+fn call(workspace: &std::path::Path, command: &str) -> ToolCall {
+    ToolCall {
+        conversation_id: 1,
+        call_id: "bench".into(),
+        name: "bash".into(),
+        arguments: json!({ "command": command }),
+        workspace: workspace.to_path_buf(),
+        network: false,
+        timeout: None,
+    }
+}
+
+async fn confined(sb: &Sandbox, workspace: &std::path::Path, command: &str) -> Duration {
+    let mut times = Vec::new();
+    for _ in 0..RUNS {
+        let t = Instant::now();
+        let out = sb.run(call(workspace, command), CancellationToken::new(), None).await;
+        assert!(!out.is_error, "{out:?}");
+        times.push(t.elapsed());
+    }
+    median(times)
+}
+
+#[tokio::main]
+async fn main() {
+    let root = tempfile::Builder::new().prefix("superpi-bench-").tempdir_in("/var/tmp").unwrap();
+    let workspace = root.path().join("ws");
+    let data: PathBuf = root.path().join("data");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::create_dir_all(&data).unwrap();
+
+    let full = sandbox(&data, |_| {});
+    println!("sandbox: {:?}", full.status());
+    if std::env::var_os("BENCH_BIG_ONLY").is_none() {
+        latency(&full, &data, &workspace).await;
+    }
+    big_output(&full, &workspace).await;
+}
+
+async fn latency(full: &Sandbox, data: &std::path::Path, workspace: &std::path::Path) {
+    let plain_true = plain("/bin/true", &[]);
+    let plain_bash = plain("/bin/bash", &["-c", "true"]);
+    let confined_full = confined(full, workspace, "true").await;
+    let no_mounts = sandbox(data, |c| c.readonly_outside = false);
+    let confined_no_mounts = confined(&no_mounts, workspace, "true").await;
+    let bare = sandbox(data, |c| {
+        c.readonly_outside = false;
+        c.pids_cgroup = false;
+    });
+    let confined_bare = confined(&bare, workspace, "true").await;
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!("median of {RUNS} runs:");
+    println!("  plain spawn of true                            {:8.3} ms", ms(plain_true));
+    println!("  plain spawn of bash -c true                    {:8.3} ms", ms(plain_bash));
+    println!(
+        "  confined bash -c true (landlock+seccomp+caps)  {:8.3} ms  ({:.2}x plain bash)",
+        ms(confined_bare),
+        ms(confined_bare) / ms(plain_bash)
+    );
+    println!(
+        "    + pids cgroup                                {:8.3} ms  ({:.2}x)",
+        ms(confined_no_mounts),
+        ms(confined_no_mounts) / ms(plain_bash)
+    );
+    println!(
+        "    + read-only mount namespace (the default)    {:8.3} ms  ({:.2}x)",
+        ms(confined_full),
+        ms(confined_full) / ms(plain_bash)
+    );
+}
+
+fn status_kib(field: &str) -> i64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
+        .unwrap_or(0)
+}
+
+async fn big_output(full: &Sandbox, workspace: &std::path::Path) {
+    let printer = "head -c 1073741824 /dev/zero | tr '\\0' 'x'";
+    // /usr/bin/time reports the peak RSS of the largest process of the printing pipeline.
+    let command = if std::path::Path::new("/usr/bin/time").exists() {
+        format!("/usr/bin/time -f 'confined_peak_rss_kib=%M' -o \"$TMPDIR/t\" sh -c \"{printer}\"; cat \"$TMPDIR/t\"")
+    } else {
+        printer.to_string()
+    };
+    let idle = status_kib("VmRSS:");
+    let t = Instant::now();
+    let out = full.run(call(workspace, &command), CancellationToken::new(), None).await;
+    let wall = t.elapsed();
+    let peak = status_kib("VmHWM:");
+    let spill = out.structured.as_ref().and_then(|s| s["spill_path"].as_str()).unwrap_or("").to_string();
+    let marker = "confined_peak_rss_kib=";
+    let confined_peak = match out.output.rfind(marker) {
+        Some(i) => out.output[i + marker.len()..].lines().next().unwrap_or("").to_string(),
+        None => "unknown".to_string(),
+    };
+    println!("a tool printing 1 GiB:");
+    println!("  wall time                                      {:8.2} s", wall.as_secs_f64());
+    println!(
+        "  total bytes                                    {:>10}",
+        out.structured.as_ref().unwrap()["total_bytes"]
+    );
+    println!("  model text                                     {:>10} bytes", out.output.len());
+    println!("  kernel side: idle RSS {idle} KiB, peak RSS {peak} KiB (+{} KiB)", peak - idle);
+    println!("  confined printer: peak RSS {confined_peak} KiB");
+    if !spill.is_empty() {
+        println!("  spill file {} bytes", std::fs::metadata(&spill).map(|m| m.len()).unwrap_or(0));
+        let _ = std::fs::remove_file(&spill);
+    }
+}
