@@ -43,8 +43,8 @@ impl OpenBlock {
             OpenBlock::Thinking { thinking, signature, redacted, .. } => {
                 ContentBlock::Thinking { thinking, signature, redacted }
             }
-            OpenBlock::ToolCall { id, name, arguments, .. } => ContentBlock::ToolCall {
-                id: id.unwrap_or_default(),
+            OpenBlock::ToolCall { index, id, name, arguments } => ContentBlock::ToolCall {
+                id: id.unwrap_or_else(|| format!("call_{index}")),
                 name: name.unwrap_or_default(),
                 arguments: parse_arguments(&arguments),
             },
@@ -230,7 +230,8 @@ impl StreamBuilder {
         }
     }
 
-    /// Closes the open block, emitting its end with the assembled content.
+    /// Closes the open block, emitting its end with the assembled content. A tool call that
+    /// never got an id gets `call_INDEX`.
     pub fn close(&mut self) {
         let Some(open) = self.open.take() else { return };
         let index = open.index();

@@ -241,7 +241,7 @@ impl Driver {
                     }
                     Some(Err(err)) => self.builder.fail(ProviderError::Transport {
                         provider: self.provider(),
-                        message: format!("the stream was cut: {err}"),
+                        message: format!("the stream was cut: {}", error_chain(&err)),
                     }),
                     None => feeder.end(&mut self.builder),
                 },

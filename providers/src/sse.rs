@@ -134,11 +134,15 @@ impl SseDecoder {
         self.has_data = false;
     }
 
-    /// The stream ended: a last event without its blank line is still dispatched.
+    /// The stream ended. A last event whose lines are complete but lack the blank line is still
+    /// dispatched; a line cut mid-way is dropped with its event (it cannot be whole).
     pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
         if !self.buf.is_empty() {
-            let line = std::mem::take(&mut self.buf);
-            self.line(&line, out);
+            self.buf.clear();
+            self.event.clear();
+            self.data.clear();
+            self.has_data = false;
+            return;
         }
         self.dispatch(out);
     }
@@ -161,7 +165,7 @@ mod tests {
     #[test]
     fn decodes_events_split_anywhere() {
         let input =
-            b": comment\r\nevent: a\r\ndata: one\r\ndata:two\r\n\r\ndata: {\"x\":1}\n\nid: 3\rdata: cr\r\rdata: last";
+            b": comment\r\nevent: a\r\ndata: one\r\ndata:two\r\n\r\ndata: {\"x\":1}\n\nid: 3\rdata: cr\r\rdata: last\n";
         let expected = vec![
             SseEvent { event: "a".into(), data: "one\ntwo".into() },
             SseEvent { event: String::new(), data: "{\"x\":1}".into() },
@@ -179,6 +183,14 @@ mod tests {
         for piece in 1..input.len() {
             assert_eq!(decode_in_pieces(input, piece)[0].data, "héllo wörld ✓");
         }
+    }
+
+    #[test]
+    fn a_line_cut_at_the_end_is_dropped() {
+        assert_eq!(
+            decode_in_pieces(b"data: one\n\ndata: {\"cut", 3),
+            vec![SseEvent { event: String::new(), data: "one".into() }]
+        );
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! The rules: `Start` first and only once; each content block opens with its start, has zero or
 //! more deltas and closes with its end, one block open at a time, start indexes strictly
 //! increasing (gaps allowed); ends carry the concatenation of their deltas; `Reset` voids the
-//! blocks so far and lets indexes begin again; exactly one terminal, last. `Done` needs every
+//! blocks so far and lets indexes begin again; a tool call ends with an id (its name may be
+//! empty when the API never sent one: the kernel answers that as an unknown tool); exactly one terminal, last. `Done` needs every
 //! block closed and no error; `Error` carries an error, and an open block is allowed (a stream cut
 //! mid-block). The terminal's message holds exactly the blocks closed since the last reset.
 
@@ -132,8 +133,8 @@ impl Validator {
             }
             StreamEvent::ToolCallEnd { index, id, name, arguments } => {
                 let deltas = self.end(*index, Kind::ToolCall)?;
-                if id.is_empty() || name.is_empty() {
-                    return Err(self.violation(format!("tool call {index} ends without an id or a name")));
+                if id.is_empty() {
+                    return Err(self.violation(format!("tool call {index} ends without an id")));
                 }
                 if *arguments != crate::assemble::parse_arguments(&deltas) {
                     return Err(self.violation(format!("tool call {index} arguments differ from its deltas")));
