@@ -1,6 +1,8 @@
 //! Property tests of the stream algebra: every stream a provider can emit keeps the invariants,
 //! however its bytes are split, and folds back into its terminal's message.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
 mod common;
 
 use common::recorded;

@@ -1,6 +1,8 @@
 //! The real providers against a local server replaying recorded streams: what comes back, and
 //! what was sent.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
 mod common;
 
 use std::time::Duration;
