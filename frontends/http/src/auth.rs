@@ -48,6 +48,11 @@ impl Tokens {
         std::env::var(var).map(|v| Self::parse(&v)).unwrap_or_default()
     }
 
+    /// The entries themselves (for lists that are not secrets, read the same way).
+    pub fn into_vec(self) -> Vec<String> {
+        self.tokens
+    }
+
     pub fn is_enabled(&self) -> bool {
         !self.tokens.is_empty()
     }

@@ -9,6 +9,7 @@
 //! It must not know the kernel's internals (store, policy, providers): it speaks the kernel
 //! protocol through superpi-client, as one remote frontend per principal.
 
+mod mcp;
 pub mod render;
 pub mod request;
 mod server;
@@ -28,6 +29,9 @@ pub struct Args {
     /// Address to listen on. A non-loopback address needs SUPERPI_GATEWAY_TOKEN.
     #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
     pub bind: IpAddr,
+    /// The workspace of the conversations it opens (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<std::path::PathBuf>,
     /// The port as a bare argument (`superpi gateway 4000`).
     #[arg(value_name = "PORT", conflicts_with = "port")]
     pub port_arg: Option<u16>,
@@ -39,6 +43,8 @@ pub enum Error {
     Bind(#[from] superpi_http::BindError),
     #[error("cannot listen on {0}: {1}")]
     Listen(SocketAddr, std::io::Error),
+    #[error("cannot use the workspace {0}: {1}")]
+    Workspace(std::path::PathBuf, std::io::Error),
     #[error("the gateway stopped: {0}")]
     Serve(std::io::Error),
 }
@@ -50,7 +56,15 @@ pub async fn run(args: Args, connect: superpi_client::ConnectOptions) -> Result<
     let addr = SocketAddr::new(args.bind, args.port_arg.unwrap_or(args.port));
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| Error::Listen(addr, e))?;
     let local = listener.local_addr().map_err(|e| Error::Listen(addr, e))?;
-    let gateway = Gateway::new(connect, tokens);
+    let workspace = match args.workspace {
+        Some(dir) => Some(dir),
+        None => std::env::current_dir().ok(),
+    };
+    let workspace = match workspace {
+        Some(dir) => Some(std::fs::canonicalize(&dir).map_err(|e| Error::Workspace(dir, e))?),
+        None => None,
+    };
+    let gateway = Gateway::new(connect, tokens, workspace.map(|w| w.display().to_string()));
     announce(local);
     gateway.serve(listener, shutdown_signal()).await.map_err(Error::Serve)
 }

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use serde_json::{Value, json};
 use superpi_client::{ClientError, ConnectOptions, KernelClient};
 use superpi_http::Tokens;
@@ -16,6 +16,7 @@ use superpi_proto::message::codes;
 use superpi_proto::method::{ConversationInfo, WatchParams};
 use tokio::sync::{OnceCell, mpsc, oneshot};
 
+use crate::mcp::McpHttp;
 use crate::render::{RenderOptions, Renderer};
 use crate::request::{self, ChatRequest, ProviderModel, Session, Target};
 use crate::turn::{self, Sink};
@@ -23,6 +24,9 @@ use crate::wire::{ApiError, Completion, ModelEntry, ModelList};
 
 /// The environment variable holding the gateway's bearer tokens (comma-separated).
 pub const TOKEN_VAR: &str = "SUPERPI_GATEWAY_TOKEN";
+
+/// Extra browser origins allowed to call `/mcp` (comma-separated, exact `scheme://host:port`).
+pub const MCP_ORIGINS_VAR: &str = "SUPERPI_MCP_ALLOWED_ORIGINS";
 
 /// Largest request body accepted.
 const BODY_LIMIT: usize = 16 << 20;
@@ -38,13 +42,21 @@ pub struct Gateway {
 
 struct Inner {
     connect: ConnectOptions,
+    /// The workspace of conversations this gateway opens (harnesses with a filesystem).
+    workspace: Option<String>,
     tokens: Tokens,
     clients: std::sync::Mutex<HashMap<String, Arc<OnceCell<KernelClient>>>>,
+    mcp: McpHttp,
 }
 
 impl Gateway {
-    pub fn new(connect: ConnectOptions, tokens: Tokens) -> Self {
-        Gateway { inner: Arc::new(Inner { connect, tokens, clients: std::sync::Mutex::new(HashMap::new()) }) }
+    pub fn new(connect: ConnectOptions, tokens: Tokens, workspace: Option<String>) -> Self {
+        let mcp_workspace = workspace.clone().unwrap_or_else(|| ".".to_string());
+        let extra_origins = superpi_http::Tokens::from_env(MCP_ORIGINS_VAR).into_vec();
+        let mcp = McpHttp::new(connect.clone(), mcp_workspace, tokens.is_enabled(), extra_origins);
+        Gateway {
+            inner: Arc::new(Inner { connect, workspace, tokens, clients: std::sync::Mutex::new(HashMap::new()), mcp }),
+        }
     }
 
     /// The routes.
@@ -54,6 +66,7 @@ impl Gateway {
             .route("/health", get(status))
             .route("/v1/models", get(models))
             .route("/v1/chat/completions", post(chat))
+            .route("/mcp", any(mcp))
             .fallback(not_found)
             .layer(DefaultBodyLimit::max(BODY_LIMIT))
             .with_state(self.clone())
@@ -105,13 +118,25 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+async fn mcp(
+    State(gw): State<Gateway>,
+    Query(query): Query<HashMap<String, String>>,
+    request: axum::extract::Request,
+) -> Response {
+    match gw.authenticate(request.headers()) {
+        Ok(principal) => gw.inner.mcp.handle(principal, query.get("harness").cloned(), request).await,
+        Err(err) => err.into_response(),
+    }
+}
+
 async fn status() -> Response {
     axum::Json(json!({"status": "ok", "service": "superpi gateway", "version": env!("CARGO_PKG_VERSION")}))
         .into_response()
 }
 
 async fn not_found() -> Response {
-    ApiError::not_found("no such endpoint: the gateway serves /v1/models and /v1/chat/completions").into_response()
+    ApiError::not_found("no such endpoint: the gateway serves /v1/models, /v1/chat/completions and /mcp")
+        .into_response()
 }
 
 /// The models of configured providers, when the kernel can tell (`model.list`, entries with
@@ -202,8 +227,13 @@ async fn chat(State(gw): State<Gateway>, headers: HeaderMap, body: Bytes) -> Res
 }
 
 /// Opens (or finds) the request's conversation.
-async fn open(client: &KernelClient, req: &ChatRequest, target: &Target) -> Result<ConversationInfo, ApiError> {
-    let params = request::open_params(req, target);
+async fn open(
+    client: &KernelClient,
+    req: &ChatRequest,
+    target: &Target,
+    workspace: Option<String>,
+) -> Result<ConversationInfo, ApiError> {
+    let params = superpi_proto::method::OpenParams { workspace, ..request::open_params(req, target) };
     let info = match client.open(params.clone()).await {
         // Another principal's conversation reads as one that does not exist: a new one.
         Err(err) if err.code() == Some(codes::NOT_FOUND) && matches!(req.session, Session::Conversation(_)) => {
@@ -227,7 +257,7 @@ async fn chat_inner(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Re
     let client = gw.client(&principal).await.map_err(|e| request::kernel_error(&e, &req.model))?;
     let harnesses = client.harnesses().await.map_err(|e| request::kernel_error(&e, &req.model))?;
     let target = request::resolve_model(&req.model, &harnesses);
-    let info = open(&client, &req, &target).await?;
+    let info = open(&client, &req, &target, gw.inner.workspace.clone()).await?;
     let conversation_id = info.conversation_id;
     let sub = client
         .watch(WatchParams { conversation_id, from_seq: Some(info.head_seq), window: None, interactive: false })

@@ -1,0 +1,156 @@
+//! MCP over Streamable HTTP at `/mcp`: the MCP server of superpi-mcp behind rmcp's session
+//! service, with the gateway's tokens, sessions owned by the principal that opened them,
+//! `?harness=` on `initialize`, an Origin check, and no server push (GET answers 405).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Body;
+use axum::http::header::{ALLOW, ORIGIN};
+use axum::http::{HeaderMap, Method, Request, StatusCode};
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use superpi_client::ConnectOptions;
+use superpi_mcp::{McpConfig, SuperpiMcp};
+
+use crate::wire::ApiError;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+type Service = StreamableHttpService<SuperpiMcp, LocalSessionManager>;
+
+/// Whether an `Origin` may call `/mcp`. With tokens configured the token is the guard; without,
+/// only loopback origins and the configured extra ones pass (a web page elsewhere must not
+/// drive the local agent through the user's browser).
+pub fn origin_allowed(origin: Option<&str>, tokens_enabled: bool, extra: &[String]) -> bool {
+    let Some(origin) = origin else { return true };
+    if tokens_enabled || extra.iter().any(|o| o == origin) {
+        return true;
+    }
+    let Some((scheme, rest)) = origin.split_once("://") else { return false };
+    if scheme != "http" && scheme != "https" {
+        return false;
+    }
+    let host = if let Some(v6) = rest.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        rest.split(':').next().unwrap_or("")
+    };
+    host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The MCP endpoint's state: one rmcp service per (principal, harness), and which principal
+/// owns each session id.
+pub struct McpHttp {
+    connect: ConnectOptions,
+    workspace: String,
+    tokens_enabled: bool,
+    extra_origins: Vec<String>,
+    services: Mutex<HashMap<(String, Option<String>), Service>>,
+    sessions: Mutex<HashMap<String, (String, Option<String>)>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl McpHttp {
+    pub fn new(connect: ConnectOptions, workspace: String, tokens_enabled: bool, extra_origins: Vec<String>) -> Self {
+        McpHttp {
+            connect,
+            workspace,
+            tokens_enabled,
+            extra_origins,
+            services: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn service(&self, key: &(String, Option<String>)) -> Service {
+        let mut services = lock(&self.services);
+        if let Some(service) = services.get(key) {
+            return service.clone();
+        }
+        let mut connect = self.connect.clone();
+        connect.principal = key.0.clone();
+        connect.remote = true;
+        connect.frontend = "gateway-mcp".to_string();
+        let config = McpConfig { connect, workspace: self.workspace.clone(), harness: key.1.clone() };
+        let mut http = StreamableHttpServerConfig::default().with_sse_keep_alive(None);
+        // Our own Origin check runs first; rmcp's Host check guards a loopback listener
+        // against DNS rebinding, and a token guards any other.
+        if self.tokens_enabled {
+            http = http.disable_allowed_hosts();
+        }
+        let service = StreamableHttpService::new(
+            move || Ok(SuperpiMcp::new(config.clone())),
+            Arc::new(LocalSessionManager::default()),
+            http,
+        );
+        services.insert(key.clone(), service.clone());
+        service
+    }
+
+    /// Serves one request of an authenticated principal.
+    pub async fn handle(&self, principal: String, harness: Option<String>, request: Request<Body>) -> Response {
+        if request.method() == Method::GET {
+            return (StatusCode::METHOD_NOT_ALLOWED, [(ALLOW, "POST, DELETE")], "this server pushes no messages")
+                .into_response();
+        }
+        let origin = request.headers().get(ORIGIN).map(|v| v.to_str().unwrap_or("\u{0}"));
+        if !origin_allowed(origin, self.tokens_enabled, &self.extra_origins) {
+            return ApiError::new(StatusCode::FORBIDDEN, "forbidden_origin", "this Origin may not call /mcp")
+                .into_response();
+        }
+        let session = session_id(request.headers());
+        let key = match &session {
+            Some(id) => match lock(&self.sessions).get(id) {
+                Some(owner) if owner.0 == principal => owner.clone(),
+                // Another principal's session reads as an unknown one.
+                Some(_) => return (StatusCode::NOT_FOUND, "unknown MCP session").into_response(),
+                None => (principal, None),
+            },
+            None => (principal, harness),
+        };
+        let is_delete = request.method() == Method::DELETE;
+        let service = self.service(&key);
+        let response = service.handle(request).await;
+        let status = response.status();
+        match &session {
+            None => {
+                if let Some(id) = session_id(response.headers()) {
+                    lock(&self.sessions).insert(id, key);
+                }
+            }
+            Some(id) if (is_delete && status.is_success()) || status == StatusCode::NOT_FOUND => {
+                lock(&self.sessions).remove(id);
+            }
+            Some(_) => {}
+        }
+        response.map(Body::new)
+    }
+}
+
+fn session_id(headers: &HeaderMap) -> Option<String> {
+    headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins() {
+        let none: &[String] = &[];
+        assert!(origin_allowed(None, false, none));
+        for ok in ["http://localhost:3000", "http://127.0.0.1", "https://[::1]:8443", "http://127.1.2.3:9"] {
+            assert!(origin_allowed(Some(ok), false, none), "{ok}");
+        }
+        for bad in ["https://evil.example", "http://localhost.evil.example", "null", "file://x", "http://10.0.0.1"] {
+            assert!(!origin_allowed(Some(bad), false, none), "{bad}");
+        }
+        assert!(origin_allowed(Some("https://evil.example"), true, none));
+        assert!(origin_allowed(Some("https://app.example"), false, &["https://app.example".to_string()]));
+    }
+}
