@@ -117,7 +117,8 @@ impl Forwarder {
                 }
             };
             for chunk in stored.chunks(self.max_batch()) {
-                if !self.send(chunk.iter().map(|(_, json)| json.as_str()), chunk.len()).await {
+                let events: Vec<&str> = chunk.iter().map(|(_, json)| json.as_str()).collect();
+                if !self.send(&events).await {
                     return;
                 }
                 last_sent = chunk.last().map(|(seq, _)| *seq).unwrap_or(last_sent);
@@ -150,7 +151,8 @@ impl Forwarder {
                 Err(RecvError::Closed) => return,
             };
             if !batch.is_empty() {
-                if !self.send(batch.iter().map(|ev| ev.json.as_str()), batch.len()).await {
+                let events: Vec<&str> = batch.iter().map(|ev| ev.json.as_str()).collect();
+                if !self.send(&events).await {
                     return;
                 }
                 last_sent = batch.last().map(|ev| ev.seq).unwrap_or(last_sent);
@@ -168,14 +170,35 @@ impl Forwarder {
         MAX_BATCH.min(self.window as usize).max(1)
     }
 
-    /// Waits for credit, then queues one frame. False when the connection is gone.
-    async fn send<'a>(&self, events: impl Iterator<Item = &'a str>, count: usize) -> bool {
-        match self.credits.acquire_many(count as u32).await {
-            Ok(permit) => permit.forget(),
-            Err(_) => return false,
+    /// Sends events in frames as credit allows: never more in flight than the window, and
+    /// never waiting for more credit than one event while some is available. False when the
+    /// connection is gone.
+    async fn send(&self, events: &[&str]) -> bool {
+        let mut rest = events;
+        while !rest.is_empty() {
+            let left = rest.len();
+            match self.credits.acquire().await {
+                Ok(permit) => permit.forget(),
+                Err(_) => return false,
+            }
+            let extra = self.credits.available_permits().min(left - 1);
+            if extra > 0
+                && let Ok(permit) = self.credits.try_acquire_many(extra as u32)
+            {
+                permit.forget();
+            }
+            let (now, later) = rest.split_at(1 + extra);
+            rest = later;
+            if !self.send_frame(now) {
+                return false;
+            }
         }
-        self.in_flight.fetch_add(count as u64, Ordering::Relaxed);
-        let frame = encode_event_batch(self.spec.id, events);
+        true
+    }
+
+    fn send_frame(&self, events: &[&str]) -> bool {
+        self.in_flight.fetch_add(events.len() as u64, Ordering::Relaxed);
+        let frame = encode_event_batch(self.spec.id, events.iter().copied());
         self.out.send(Bytes::from(frame)).is_ok()
     }
 }

@@ -61,7 +61,7 @@ type Pending = Mutex<HashMap<u64, oneshot::Sender<Result<Value, ErrorObject>>>>;
 pub(crate) struct Inner {
     out: mpsc::UnboundedSender<Bytes>,
     pending: Pending,
-    pub(crate) subscriptions: Mutex<HashMap<u64, mpsc::UnboundedSender<SubMessage>>>,
+    pub(crate) subscriptions: Mutex<SubTable>,
     next_id: AtomicU64,
     closed: watch::Receiver<bool>,
     hello: KernelHello,
@@ -121,7 +121,7 @@ impl KernelClient {
         let inner = Arc::new(Inner {
             out: out_tx,
             pending: Mutex::new(HashMap::new()),
-            subscriptions: Mutex::new(HashMap::new()),
+            subscriptions: Mutex::new(SubTable::default()),
             next_id: AtomicU64::new(1),
             closed: closed_rx,
             hello,
@@ -197,24 +197,20 @@ impl KernelClient {
     /// Subscribes to a conversation's events. Acks and lag recovery are handled by the
     /// returned [`Subscription`].
     pub async fn watch(&self, params: WatchParams) -> Result<Subscription, ClientError> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let result: WatchResult = self.request(Method::SessionWatch(params.clone())).await?;
-        lock(&self.inner.subscriptions).insert(result.subscription, tx);
-        // Messages that arrived before the registration were routed nowhere: the kernel only
-        // sends events after it answered the watch, and the reader handles frames in order,
-        // so the answer was read before any event of this subscription.
+        let (result, rx) = self.rewatch(params.clone()).await?;
         Ok(Subscription::new(self.clone(), params, result, rx))
     }
 
     pub(crate) async fn rewatch(&self, params: WatchParams) -> Result<(WatchResult, SubReceiver), ClientError> {
-        let (tx, rx) = mpsc::unbounded_channel();
         let result: WatchResult = self.request(Method::SessionWatch(params)).await?;
-        lock(&self.inner.subscriptions).insert(result.subscription, tx);
+        // The reader may already have routed this subscription's first events (they follow
+        // the answer on the socket): they wait in the table and are handed over first.
+        let rx = lock(&self.inner.subscriptions).register(result.subscription);
         Ok((result, rx))
     }
 
     pub async fn unwatch(&self, subscription: u64) -> Result<(), ClientError> {
-        lock(&self.inner.subscriptions).remove(&subscription);
+        lock(&self.inner.subscriptions).remove(subscription);
         let _: Value = self.request(Method::SessionUnwatch(UnwatchParams { subscription })).await?;
         Ok(())
     }
@@ -272,8 +268,54 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-pub(crate) fn lock_subs(inner: &Inner) -> std::sync::MutexGuard<'_, HashMap<u64, mpsc::UnboundedSender<SubMessage>>> {
+pub(crate) fn lock_subs(inner: &Inner) -> std::sync::MutexGuard<'_, SubTable> {
     lock(&inner.subscriptions)
+}
+
+/// Where event frames go: live subscriptions, and frames that arrived before their watch's
+/// answer was handed to the caller.
+#[derive(Default)]
+pub(crate) struct SubTable {
+    live: HashMap<u64, mpsc::UnboundedSender<SubMessage>>,
+    early: HashMap<u64, Vec<SubMessage>>,
+}
+
+/// Frames kept for subscriptions not yet registered (bounded: a stray id cannot grow it).
+const EARLY_LIMIT: usize = 4096;
+
+impl SubTable {
+    fn register(&mut self, id: u64) -> SubReceiver {
+        let (tx, rx) = mpsc::unbounded_channel();
+        for message in self.early.remove(&id).unwrap_or_default() {
+            let _ = tx.send(message);
+        }
+        self.live.insert(id, tx);
+        rx
+    }
+
+    pub(crate) fn remove(&mut self, id: u64) {
+        self.live.remove(&id);
+        self.early.remove(&id);
+    }
+
+    fn route(&mut self, id: u64, message: SubMessage) {
+        match self.live.get(&id) {
+            Some(tx) => {
+                let _ = tx.send(message);
+            }
+            None => {
+                let held: usize = self.early.values().map(Vec::len).sum();
+                if held < EARLY_LIMIT {
+                    self.early.entry(id).or_default().push(message);
+                }
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.live.clear();
+        self.early.clear();
+    }
 }
 
 /// Feeds frames and flushes when no more are queued, so bursts share one write.
@@ -345,10 +387,7 @@ async fn read_loop(
 }
 
 fn route(inner: &Inner, subscription: u64, message: SubMessage) {
-    let subs = lock(&inner.subscriptions);
-    if let Some(tx) = subs.get(&subscription) {
-        let _ = tx.send(message);
-    }
+    lock(&inner.subscriptions).route(subscription, message);
 }
 
 /// Starts `superpi kernel --autostarted` detached, in its own process group, with its log in

@@ -74,11 +74,16 @@ impl Subscription {
                 }
                 return Some(event);
             }
+            // About to wait: credit back what was taken so the kernel never waits on us.
+            if self.unacked > 0 {
+                self.client.ack(self.id, self.unacked);
+                self.unacked = 0;
+            }
             match self.rx.recv().await? {
                 SubMessage::Events(events) => self.buffer.extend(events),
                 SubMessage::Lagged(resume_from) => {
                     tracing::debug!(subscription = self.id, resume_from, "subscription lagged; catching up");
-                    lock_subs(&self.client.inner).remove(&self.id);
+                    lock_subs(&self.client.inner).remove(self.id);
                     let mut params = self.params.clone();
                     params.from_seq = Some(self.last_seq.unwrap_or(resume_from).min(resume_from));
                     let (result, rx) = self.client.rewatch(params).await.ok()?;
@@ -98,6 +103,6 @@ impl Subscription {
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        lock_subs(&self.client.inner).remove(&self.id);
+        lock_subs(&self.client.inner).remove(self.id);
     }
 }

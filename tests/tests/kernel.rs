@@ -1,0 +1,394 @@
+//! End to end: the real `superpi` binary, a real kernel process, its socket and SQLite file.
+#![allow(clippy::disallowed_methods)]
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use superpi_client::KernelClient;
+use superpi_proto::message::{ClientHello, codes};
+use superpi_proto::method::{OpenParams, WatchParams};
+use superpi_proto::{ClientMessage, EventBody, KernelMessage, frame};
+use superpi_tests::TestEnv;
+use tokio::net::UnixStream;
+use tokio_util::codec::Framed;
+
+async fn client(env: &TestEnv) -> KernelClient {
+    KernelClient::connect(&env.connect_options("test")).await.expect("connect")
+}
+
+async fn open(client: &KernelClient, env: &TestEnv) -> i64 {
+    client
+        .open(OpenParams { workspace: Some(env.workspace.display().to_string()), ..Default::default() })
+        .await
+        .expect("open")
+        .conversation_id
+}
+
+/// Collects events of one subscription until the turn `turn_id` ends.
+async fn until_turn_end(sub: &mut superpi_client::Subscription, turn_id: i64) -> Vec<superpi_proto::Event> {
+    let mut events = Vec::new();
+    loop {
+        let ev = match tokio::time::timeout(Duration::from_secs(10), sub.next()).await {
+            Ok(ev) => ev.expect("open"),
+            Err(_) => panic!(
+                "no event in time after {} events: {:?}; kernel log: {}",
+                events.len(),
+                events.last(),
+                std::fs::read_to_string(std::env::var("SUPERPI_TEST_LOG").unwrap_or_default()).unwrap_or_default()
+            ),
+        };
+        let done = ev.turn_id == Some(turn_id) && ev.body.is_turn_end();
+        events.push(ev);
+        if done {
+            return events;
+        }
+    }
+}
+
+#[test]
+fn run_answers_and_the_sqlite_file_holds_the_conversation() {
+    let env = TestEnv::new();
+    let out = env.command(&["run", "hello kernel"]).output().expect("run");
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "hello kernel");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("mock"), "says it uses the mock model");
+
+    let db = rusqlite::Connection::open(env.database_path()).expect("db");
+    let texts: Vec<(String, String)> = db
+        .prepare("SELECT kind, message FROM entries ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(texts.len(), 2);
+    assert_eq!(texts[0].0, "user");
+    assert!(texts[0].1.contains("hello kernel"));
+    assert_eq!(texts[1].0, "assistant");
+    let status: String = db.query_row("SELECT status FROM turns", [], |r| r.get(0)).unwrap();
+    assert_eq!(status, "completed");
+}
+
+#[test]
+fn a_failed_turn_exits_1_and_bad_usage_exits_2() {
+    let env = TestEnv::new();
+    let out = env.command(&["run", "@fail the model broke"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the model broke"));
+    let out = env.command(&["run", "--no-such-flag"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn the_prompt_comes_from_stdin_when_piped() {
+    let env = TestEnv::new();
+    let mut child = env.command(&["run"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("spawn");
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), b"piped prompt").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "piped prompt");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_with_two_tool_calls_stores_calls_and_results_in_order() {
+    let env = TestEnv::new();
+    std::fs::write(env.workspace.join("notes.txt"), "alpha\nbeta\n").unwrap();
+    let client = client(&env).await;
+    let conv = open(&client, &env).await;
+    let mut sub = client
+        .watch(WatchParams { conversation_id: conv, from_seq: None, window: None, interactive: false })
+        .await
+        .unwrap();
+    let turn = client
+        .submit_text(conv, "@tool read {\"path\": \"notes.txt\"}\n@tool bash {\"command\": \"echo second\"}")
+        .await
+        .unwrap();
+    let events = until_turn_end(&mut sub, turn.turn_id).await;
+    let kinds: Vec<&str> = events.iter().filter(|e| !e.body.is_transient()).map(|e| e.type_name()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "message_completed",
+            "turn_started",
+            "message_completed",
+            "usage_updated",
+            "tool_started",
+            "tool_completed",
+            "tool_started",
+            "tool_completed",
+            "message_completed",
+            "usage_updated",
+            "turn_completed"
+        ]
+    );
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "seq increases: {seqs:?}");
+
+    let history = client.history(conv).await.unwrap();
+    let kinds: Vec<&str> = history.entries.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["user", "assistant", "tool_result", "tool_result", "assistant"]);
+    let results: Vec<String> = history.entries[2..4]
+        .iter()
+        .map(|e| match &e.message.content[0] {
+            superpi_proto::ContentBlock::ToolResult { name, output, is_error, .. } => {
+                assert!(!is_error, "{name}: {output}");
+                format!("{name}:{output}")
+            }
+            other => panic!("not a tool result: {other:?}"),
+        })
+        .collect();
+    assert!(results[0].starts_with("read:") && results[0].contains("alpha"), "{results:?}");
+    assert_eq!(results[1].trim(), "bash:second");
+    let answer = history.entries[4].message.text();
+    assert!(answer.contains("alpha") && answer.contains("second"), "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_watchers_see_the_same_events_in_the_same_order_and_catch_up_replays_the_store() {
+    let env = TestEnv::new();
+    let a = client(&env).await;
+    let b = client(&env).await;
+    let conv = open(&a, &env).await;
+    let watch = WatchParams { conversation_id: conv, from_seq: None, window: Some(8), interactive: false };
+    let mut sub_a = a.watch(watch.clone()).await.unwrap();
+    let mut sub_b = b.watch(watch).await.unwrap();
+    let turn = a.submit_text(conv, "@think pondering\none two three four five six seven eight nine ten").await.unwrap();
+    let ev_a = until_turn_end(&mut sub_a, turn.turn_id).await;
+    let ev_b = until_turn_end(&mut sub_b, turn.turn_id).await;
+    assert!(ev_a.len() > 10);
+    assert_eq!(ev_a, ev_b);
+
+    // A late watcher from seq 0 gets every stored event (no deltas), in the same order.
+    let mut late = b
+        .watch(WatchParams { conversation_id: conv, from_seq: Some(0), window: None, interactive: false })
+        .await
+        .unwrap();
+    let replayed = until_turn_end(&mut late, turn.turn_id).await;
+    let stored: Vec<_> = ev_a.into_iter().filter(|e| !e.body.is_transient()).collect();
+    assert_eq!(replayed, stored);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_ends_a_slow_turn_promptly_and_a_queued_prompt_runs_after() {
+    let env = TestEnv::new();
+    let client = client(&env).await;
+    let conv = open(&client, &env).await;
+    let mut sub = client
+        .watch(WatchParams { conversation_id: conv, from_seq: None, window: None, interactive: false })
+        .await
+        .unwrap();
+    let slow = client.submit_text(conv, "@slow 200\nthis answer takes a long time to stream out").await.unwrap();
+    let queued = client.submit_text(conv, "after").await.unwrap();
+    assert!(queued.queued);
+    // Wait for the first delta, then cancel.
+    loop {
+        let ev = sub.next().await.unwrap();
+        if matches!(ev.body, EventBody::TextDelta { .. }) {
+            break;
+        }
+    }
+    let started = std::time::Instant::now();
+    assert_eq!(client.cancel(conv).await.unwrap()["cancelled"], true);
+    let events = until_turn_end(&mut sub, slow.turn_id).await;
+    assert!(matches!(events.last().unwrap().body, EventBody::TurnCancelled {}));
+    assert!(started.elapsed() < Duration::from_secs(2), "cancel took {:?}", started.elapsed());
+    let events = until_turn_end(&mut sub, queued.turn_id).await;
+    assert!(matches!(&events.last().unwrap().body, EventBody::TurnCompleted { result: Some(r), .. } if r == "after"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kernel_killed_mid_turn_keeps_every_committed_entry_and_marks_the_turn_interrupted() {
+    let env = TestEnv::new();
+    let client = client(&env).await;
+    let conv = open(&client, &env).await;
+    let first = client.submit_text(conv, "first answer").await.unwrap();
+    let mut sub = client
+        .watch(WatchParams { conversation_id: conv, from_seq: Some(0), window: None, interactive: false })
+        .await
+        .unwrap();
+    until_turn_end(&mut sub, first.turn_id).await;
+    let slow = client.submit_text(conv, "@slow 300\nnever finished in this life").await.unwrap();
+    loop {
+        let ev = sub.next().await.unwrap();
+        if ev.turn_id == Some(slow.turn_id) && matches!(ev.body, EventBody::TextDelta { .. }) {
+            break;
+        }
+    }
+    let before = env.kernel_pid().unwrap();
+    env.kill_kernel();
+    drop(sub);
+    drop(client);
+
+    // A new client autostarts a new kernel, which recovers.
+    let client = superpi_client::KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    assert_ne!(env.kernel_pid().unwrap(), before);
+    let history = client.history(conv).await.unwrap();
+    let kinds: Vec<&str> = history.entries.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["user", "assistant", "user"], "every committed entry survives");
+    assert_eq!(history.entries[1].message.text(), "first answer");
+
+    let db = rusqlite::Connection::open(env.database_path()).unwrap();
+    let check: String = db.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(check, "ok");
+    let status: String = db.query_row("SELECT status FROM turns WHERE id = ?1", [slow.turn_id], |r| r.get(0)).unwrap();
+    assert_eq!(status, "interrupted");
+    let mut replay = client
+        .watch(WatchParams { conversation_id: conv, from_seq: Some(0), window: None, interactive: false })
+        .await
+        .unwrap();
+    loop {
+        let ev = tokio::time::timeout(Duration::from_secs(10), replay.next()).await.unwrap().unwrap();
+        if let EventBody::Notice { message, .. } = &ev.body {
+            assert!(message.contains("interrupted"));
+            assert_eq!(ev.turn_id, Some(slow.turn_id));
+            break;
+        }
+    }
+    // The conversation goes on.
+    let next = client.submit_text(conv, "still here").await.unwrap();
+    let events = until_turn_end(&mut replay, next.turn_id).await;
+    assert!(matches!(events.last().unwrap().body, EventBody::TurnCompleted { .. }));
+}
+
+async fn raw_connection(env: &TestEnv) -> Framed<UnixStream, tokio_util::codec::LengthDelimitedCodec> {
+    let stream = UnixStream::connect(env.locations.socket_path()).await.unwrap();
+    let mut framed = Framed::new(stream, frame::codec(usize::MAX >> 1));
+    let hello = ClientMessage::Hello(ClientHello {
+        protocol: 1,
+        frontend: "raw".into(),
+        version: "0".into(),
+        principal: "local".into(),
+        remote: false,
+    });
+    framed.send(Bytes::from(frame::encode(&hello))).await.unwrap();
+    let reply = framed.next().await.unwrap().unwrap();
+    assert!(matches!(frame::decode::<KernelMessage>(&reply).unwrap(), KernelMessage::Hello(_)));
+    framed
+}
+
+fn error_code(body: &[u8]) -> i32 {
+    match frame::decode::<KernelMessage>(body).unwrap() {
+        KernelMessage::Response(r) => r.error.expect("an error").code,
+        other => panic!("expected an error response, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_frames_get_error_frames_and_the_kernel_keeps_serving() {
+    let env = TestEnv::new();
+    let good = client(&env).await;
+
+    // Not JSON: an error frame, and the same connection still works.
+    let mut raw = raw_connection(&env).await;
+    raw.send(Bytes::from_static(b"this is not json")).await.unwrap();
+    assert_eq!(error_code(&raw.next().await.unwrap().unwrap()), codes::PARSE_ERROR);
+    raw.send(Bytes::from_static(b"{\"type\":\"request\",\"id\":5,\"method\":\"nope.nope\"}")).await.unwrap();
+    assert_eq!(error_code(&raw.next().await.unwrap().unwrap()), codes::METHOD_NOT_FOUND);
+    raw.send(Bytes::from_static(b"{\"type\":\"request\",\"id\":6,\"method\":\"session.submit\",\"params\":{\"x\":1}}"))
+        .await
+        .unwrap();
+    assert_eq!(error_code(&raw.next().await.unwrap().unwrap()), codes::INVALID_PARAMS);
+    raw.send(Bytes::from_static(b"{\"type\":\"bogus\"}")).await.unwrap();
+    assert_eq!(error_code(&raw.next().await.unwrap().unwrap()), codes::INVALID_REQUEST);
+
+    // Over the limit: an error frame, then the connection is closed.
+    let mut raw = raw_connection(&env).await;
+    let big = vec![b' '; superpi_proto::frame::DEFAULT_MAX_FRAME + 1];
+    raw.send(Bytes::from(big)).await.unwrap_or(());
+    assert_eq!(error_code(&raw.next().await.unwrap().unwrap()), codes::FRAME_TOO_LARGE);
+    assert!(matches!(raw.next().await, None | Some(Err(_))), "closed after an oversize frame");
+
+    // A first message that is not hello is refused.
+    let stream = UnixStream::connect(env.locations.socket_path()).await.unwrap();
+    let mut framed = Framed::new(stream, frame::codec(1 << 20));
+    framed.send(Bytes::from_static(b"{\"type\":\"request\",\"id\":1,\"method\":\"session.list\"}")).await.unwrap();
+    assert_eq!(error_code(&framed.next().await.unwrap().unwrap()), codes::INVALID_REQUEST);
+
+    // Other clients were never disturbed.
+    let conv = open(&good, &env).await;
+    assert!(good.list().await.unwrap().iter().any(|c| c.conversation_id == conv));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_principals_conversation_is_not_found() {
+    let env = TestEnv::new();
+    let alice = client(&env).await;
+    let conv = open(&alice, &env).await;
+    let mut opts = env.connect_options("test");
+    opts.principal = "mallory".into();
+    let mallory = KernelClient::connect(&opts).await.unwrap();
+    let missing = mallory.history(999_999).await.unwrap_err();
+    let foreign = mallory.history(conv).await.unwrap_err();
+    assert_eq!(missing.code(), Some(codes::NOT_FOUND));
+    assert_eq!(foreign.code(), Some(codes::NOT_FOUND));
+    assert!(mallory.list().await.unwrap().is_empty());
+    assert!(mallory.submit_text(conv, "hi").await.is_err());
+}
+
+#[test]
+fn the_socket_is_private_and_a_client_of_another_uid_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new();
+    let out = env.command(&["run", "start me"]).output().unwrap();
+    assert!(out.status.success());
+    let socket = env.locations.socket_path();
+    assert_eq!(std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(std::fs::metadata(&env.locations.runtime_dir).unwrap().permissions().mode() & 0o777, 0o700);
+    assert!(nix::unistd::geteuid().is_root(), "this test runs as root (as CI does) to drop to another uid");
+
+    // A child that drops to uid 65534 and connects: the kernel closes without a hello.
+    // The socket file is 0600, so let the child reach it through an inherited descriptor
+    // opened after the drop would fail; instead relax the modes for the test only.
+    std::fs::set_permissions(&env.locations.runtime_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(env.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let script = format!(
+        "import socket,struct,json,sys\ns=socket.socket(socket.AF_UNIX)\ns.connect({:?})\nb=json.dumps({{'type':'hello','protocol':1,'frontend':'x','version':'0'}}).encode()\ntry:\n  s.sendall(struct.pack('>I',len(b))+b)\n  d=s.recv(4)\nexcept (BrokenPipeError, ConnectionResetError):\n  d=b''\nprint('REFUSED' if d==b'' else 'ANSWERED')",
+        socket.display().to_string()
+    );
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", &script])
+        .output()
+        .expect("setpriv");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "REFUSED",
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Our own uid is still served.
+    let out = env.command(&["session", "list"]).output().unwrap();
+    assert!(out.status.success());
+}
+
+#[test]
+fn a_second_kernel_on_the_same_data_dir_refuses_to_start() {
+    let env = TestEnv::new();
+    assert!(env.command(&["run", "one"]).output().unwrap().status.success());
+    let out = env.command(&["kernel"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already runs"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn kernel_status_and_stop() {
+    let env = TestEnv::new();
+    let out = env.command(&["kernel", "status"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "no kernel yet");
+    assert!(env.command(&["run", "one"]).output().unwrap().status.success());
+    let out = env.command(&["kernel", "status"]).output().unwrap();
+    assert!(out.status.success());
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["pid"].as_i64().unwrap() as i32, env.kernel_pid().unwrap());
+    let out = env.command(&["kernel", "stop"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(!env.locations.socket_path().exists(), "socket removed on stop");
+    // A stale socket left by a killed kernel is cleaned up by the next one.
+    assert!(env.command(&["run", "two"]).output().unwrap().status.success());
+    env.kill_kernel();
+    assert!(env.locations.socket_path().exists());
+    let out = env.command(&["run", "three"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
