@@ -1,0 +1,328 @@
+//! End to end: the real `superpi mcp` process, driven by rmcp's client over its stdio, with a
+//! real kernel (autostarted in a private TestEnv) running the mock model and the sandbox.
+//!
+//! Build the binary first: `cargo build -p superpi-cli && cargo test -p superpi-mcp`.
+#![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used, deprecated)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientConfig, ClientRequest, GetPromptRequestParams,
+    Implementation, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProtocolVersion,
+    ReadResourceRequestParams, SetLevelRequestParams,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ServiceError, ServiceExt};
+use serde_json::{Value, json};
+use superpi_tests::{TestEnv, superpi_bin};
+use tokio::sync::mpsc;
+
+/// Bound for anything a test waits on, so a hang fails instead of blocking CI.
+const WAIT: Duration = Duration::from_secs(20);
+
+/// An MCP client that records the notifications it gets.
+struct Recorder {
+    config: ClientConfig,
+    progress: mpsc::UnboundedSender<ProgressNotificationParam>,
+    logs: mpsc::UnboundedSender<LoggingMessageNotificationParam>,
+}
+
+impl ClientHandler for Recorder {
+    fn get_info(&self) -> ClientConfig {
+        self.config.clone()
+    }
+
+    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
+        let _ = self.progress.send(params);
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.logs.send(params);
+    }
+}
+
+struct Session {
+    client: RunningService<RoleClient, Recorder>,
+    progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+    logs: mpsc::UnboundedReceiver<LoggingMessageNotificationParam>,
+}
+
+async fn connect(env: &TestEnv, version: ProtocolVersion) -> Session {
+    let mut cmd = tokio::process::Command::new(superpi_bin());
+    cmd.arg("mcp").current_dir(&env.workspace);
+    env.apply_env(cmd.as_std_mut());
+    let (transport, _stderr) =
+        TokioChildProcess::builder(cmd).stderr(Stdio::inherit()).spawn().expect("spawn superpi mcp");
+    let (ptx, progress) = mpsc::unbounded_channel();
+    let (ltx, logs) = mpsc::unbounded_channel();
+    let config =
+        ClientConfig::new(Default::default(), Implementation::new("superpi-e2e", "0")).with_protocol_version(version);
+    let recorder = Recorder { config, progress: ptx, logs: ltx };
+    let client =
+        tokio::time::timeout(WAIT, recorder.serve(transport)).await.expect("initialize in time").expect("initialize");
+    Session { client, progress, logs }
+}
+
+fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    let mut params = CallToolRequestParams::new(name.to_string());
+    params.arguments = arguments.as_object().cloned();
+    params
+}
+
+async fn call_tool(session: &Session, name: &str, arguments: Value) -> Result<CallToolResult, ServiceError> {
+    tokio::time::timeout(WAIT, session.client.peer().call_tool(call(name, arguments)))
+        .await
+        .expect("tools/call in time")
+}
+
+fn text(result: &CallToolResult) -> String {
+    result.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.clone()).collect()
+}
+
+fn error_code(err: ServiceError) -> i32 {
+    match err {
+        ServiceError::McpError(e) => e.code.0,
+        other => panic!("expected an MCP error, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_protocol_version_is_negotiated() {
+    let env = TestEnv::new();
+    for version in [
+        ProtocolVersion::V_2024_11_05,
+        ProtocolVersion::V_2025_03_26,
+        ProtocolVersion::V_2025_06_18,
+        ProtocolVersion::V_2025_11_25,
+    ] {
+        let session = connect(&env, version.clone()).await;
+        let info = session.client.peer_info().expect("server info");
+        assert_eq!(info.protocol_version, version);
+        assert_eq!(info.server_info.as_ref().map(|s| s.name.as_str()), Some("superpi"));
+        let tools = session.client.list_all_tools().await.expect("tools/list");
+        assert!(tools.iter().any(|t| t.name == "read"), "{version}: {tools:?}");
+        session.client.cancel().await.expect("close");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_tool_once_on_a_temp_workspace() {
+    let env = TestEnv::new();
+    let session = connect(&env, ProtocolVersion::V_2025_06_18).await;
+
+    let tools = session.client.list_all_tools().await.expect("tools/list");
+    let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    names.sort();
+    assert_eq!(names, vec!["bash", "edit", "find", "grep", "harness_task", "ls", "read", "write"]);
+    let hints = |name: &str| {
+        let a = tools.iter().find(|t| t.name == name).unwrap().annotations.clone().unwrap();
+        (a.read_only_hint, a.destructive_hint, a.open_world_hint)
+    };
+    assert_eq!(hints("read"), (Some(true), Some(false), Some(false)));
+    assert_eq!(hints("write"), (Some(false), Some(true), Some(false)));
+    assert_eq!(hints("bash"), (Some(false), Some(true), Some(true)));
+
+    let w = call_tool(&session, "write", json!({"path": "notes.txt", "content": "alpha\nbeta\n"})).await.unwrap();
+    assert_eq!(w.is_error, Some(false), "{}", text(&w));
+    assert_eq!(std::fs::read_to_string(env.workspace.join("notes.txt")).unwrap(), "alpha\nbeta\n");
+
+    let r = call_tool(&session, "read", json!({"path": "notes.txt"})).await.unwrap();
+    assert_eq!(r.is_error, Some(false));
+    assert!(text(&r).contains("alpha"), "{}", text(&r));
+    assert!(r.structured_content.is_some(), "read returns structured content");
+
+    let e = call_tool(&session, "edit", json!({"path": "notes.txt", "old_string": "beta", "new_string": "gamma"}))
+        .await
+        .unwrap();
+    assert_eq!(e.is_error, Some(false), "{}", text(&e));
+    assert_eq!(std::fs::read_to_string(env.workspace.join("notes.txt")).unwrap(), "alpha\ngamma\n");
+
+    let b = call_tool(&session, "bash", json!({"command": "echo from-bash"})).await.unwrap();
+    assert_eq!(b.is_error, Some(false), "{}", text(&b));
+    assert!(text(&b).contains("from-bash"));
+
+    let g = call_tool(&session, "grep", json!({"pattern": "gamma"})).await.unwrap();
+    assert!(text(&g).contains("notes.txt"), "{}", text(&g));
+
+    let f = call_tool(&session, "find", json!({"pattern": "*.txt"})).await.unwrap();
+    assert!(text(&f).contains("notes.txt"), "{}", text(&f));
+
+    let l = call_tool(&session, "ls", json!({"path": "."})).await.unwrap();
+    assert!(text(&l).contains("notes.txt"), "{}", text(&l));
+
+    // A write outside the workspace is refused and nothing is written.
+    let outside = env.path().join("outside.txt");
+    let o = call_tool(&session, "write", json!({"path": outside.display().to_string(), "content": "x"})).await.unwrap();
+    assert_eq!(o.is_error, Some(true), "{}", text(&o));
+    assert!(!outside.exists());
+
+    // An unknown tool and bad params are protocol errors.
+    assert_eq!(error_code(call_tool(&session, "no_such_tool", json!({})).await.unwrap_err()), -32602);
+    assert_eq!(error_code(call_tool(&session, "read", json!({})).await.unwrap_err()), -32602);
+
+    session.client.cancel().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn harness_task_runs_a_turn_with_progress_logs_prompts_and_resources() {
+    let env = TestEnv::new();
+    std::fs::write(env.workspace.join("marker.txt"), "m").unwrap();
+    let mut session = connect(&env, ProtocolVersion::V_2025_06_18).await;
+    session.client.peer().set_level(SetLevelRequestParams::new(LoggingLevel::Info)).await.expect("setLevel");
+
+    let result = call_tool(&session, "harness_task", json!({"prompt": "@tool ls {\"path\": \".\"}"})).await.unwrap();
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    assert!(text(&result).contains("marker.txt"), "{}", text(&result));
+    let structured = result.structured_content.clone().unwrap();
+    assert_eq!(structured["harness"], "superpi-code");
+    let conversation_id = structured["conversation_id"].as_i64().unwrap();
+
+    let mut steps = Vec::new();
+    while let Ok(p) = session.progress.try_recv() {
+        steps.push(p.message.unwrap_or_default());
+    }
+    assert!(steps.iter().any(|s| s == "running ls"), "{steps:?}");
+    let mut logs = Vec::new();
+    while let Ok(l) = session.logs.try_recv() {
+        logs.push(l.data["message"].as_str().unwrap_or_default().to_string());
+    }
+    assert!(logs.iter().any(|m| m == "harness_task started"), "{logs:?}");
+
+    // The conversation is a resource of this connection, its transcript JSON lines.
+    let resources = session.client.list_all_resources().await.unwrap();
+    let uri = format!("superpi://conversation/{conversation_id}/transcript");
+    assert!(resources.iter().any(|r| r.uri == uri), "{resources:?}");
+    let read = session.client.peer().read_resource(ReadResourceRequestParams::new(uri.clone())).await.unwrap();
+    let body = match &read.contents[0] {
+        rmcp::model::ResourceContents::TextResourceContents { text, .. } => text.clone(),
+        other => panic!("{other:?}"),
+    };
+    let lines: Vec<Value> = body.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines[0]["kind"], "user");
+    assert!(lines.iter().any(|l| l["kind"] == "tool_result"), "{body}");
+    let missing = session
+        .client
+        .peer()
+        .read_resource(ReadResourceRequestParams::new("superpi://conversation/999999/transcript"))
+        .await;
+    assert_eq!(error_code(missing.unwrap_err()), -32002);
+    let tools_doc =
+        session.client.peer().read_resource(ReadResourceRequestParams::new("superpi://workspace/tools")).await;
+    assert!(tools_doc.is_ok());
+
+    // One prompt per harness, each taking a goal.
+    let prompts = session.client.list_all_prompts().await.unwrap();
+    assert!(prompts.iter().any(|p| p.name == "superpi-code"), "{prompts:?}");
+    assert!(prompts.iter().any(|p| p.name == "superpi-planner"));
+    let mut get = GetPromptRequestParams::new("superpi-planner");
+    get.arguments = json!({"goal": "plan the split"}).as_object().cloned();
+    let prompt = session.client.peer().get_prompt(get).await.unwrap();
+    assert!(serde_json::to_string(&prompt.messages).unwrap().contains("plan the split"));
+
+    // Another harness by id; an unknown one is bad params.
+    let planner =
+        call_tool(&session, "harness_task", json!({"prompt": "hello", "harness": "superpi-planner"})).await.unwrap();
+    assert_eq!(planner.structured_content.unwrap()["harness"], "superpi-planner");
+    let unknown = call_tool(&session, "harness_task", json!({"prompt": "hello", "harness": "nope"})).await;
+    assert_eq!(error_code(unknown.unwrap_err()), -32602);
+
+    session.client.cancel().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_harness_task_cancels_the_turn() {
+    let env = TestEnv::new();
+    let mut session = connect(&env, ProtocolVersion::V_2025_06_18).await;
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(call(
+        "harness_task",
+        json!({"prompt": "@slow 100\n@deltas 600\nslowly"}),
+    )));
+    let handle =
+        session.client.peer().send_cancellable_request(request, PeerRequestOptions::no_options()).await.unwrap();
+    // Wait until the turn runs.
+    loop {
+        let p = tokio::time::timeout(WAIT, session.progress.recv()).await.expect("progress in time").unwrap();
+        if p.message.as_deref() == Some("turn started") {
+            break;
+        }
+    }
+    handle.cancel(Some("test".into())).await.unwrap();
+
+    // The kernel reports the turn cancelled.
+    let kernel = superpi_client::KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let conversations = kernel.list().await.unwrap();
+    assert_eq!(conversations.len(), 1, "{conversations:?}");
+    let mut sub = kernel
+        .watch(superpi_proto::method::WatchParams {
+            conversation_id: conversations[0].conversation_id,
+            from_seq: Some(0),
+            window: None,
+            interactive: false,
+        })
+        .await
+        .unwrap();
+    loop {
+        let event = tokio::time::timeout(WAIT, sub.next()).await.expect("turn end in time").expect("event");
+        if event.body.is_turn_end() {
+            assert_eq!(event.type_name(), "turn_cancelled");
+            break;
+        }
+    }
+    // The server goes on serving.
+    let tools = session.client.list_all_tools().await.unwrap();
+    assert!(!tools.is_empty());
+    session.client.cancel().await.expect("close");
+}
+
+/// Raw stdio: a line that is not JSON gets a parse error and the server keeps serving; end
+/// of input ends the process cleanly.
+#[test]
+fn garbage_then_end_of_input() {
+    let env = TestEnv::new();
+    let mut child = env
+        .command(&["mcp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn superpi mcp");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut read = || {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        serde_json::from_str::<Value>(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    };
+    writeln!(stdin, "this is not json").unwrap();
+    let reply = read();
+    assert_eq!(reply["id"], Value::Null);
+    assert_eq!(reply["error"]["code"], -32700);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}});
+    writeln!(stdin, "{init}").unwrap();
+    let reply = read();
+    assert_eq!(reply["id"], 1);
+    assert_eq!(reply["result"]["protocolVersion"], "2025-03-26");
+    writeln!(stdin, "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}}").unwrap();
+    writeln!(stdin, "{{broken").unwrap();
+    assert_eq!(read()["error"]["code"], -32700);
+    writeln!(stdin, "{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}}").unwrap();
+    assert_eq!(read()["id"], 2);
+    drop(stdin);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    assert_eq!(rest, "", "nothing but protocol lines on stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status = rx.recv_timeout(WAIT).expect("superpi mcp exits at end of input").unwrap();
+    assert!(status.success(), "{status:?}");
+}
