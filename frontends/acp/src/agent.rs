@@ -19,18 +19,20 @@ use agent_client_protocol::v1::schema::{
     SessionCapabilities, SessionCloseCapabilities, SessionConfigOption, SessionConfigOptionValue, SessionId,
     SessionInfoUpdate, SessionListCapabilities, SessionNotification, SessionResumeCapabilities, SessionUpdate,
     SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
+    StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, ConnectTo, Error};
 use serde::{Deserialize, Serialize};
 use superpi_client::{ClientError, ConnectOptions, KernelClient};
+use superpi_proto::ContentBlock as KBlock;
 use superpi_proto::message::codes;
 use superpi_proto::method::{OpenParams, SubmitParams};
 
 use crate::map;
 use crate::render::RenderOptions;
 use crate::replay::replay;
-use crate::session::{FAIL_CLOSED_OPTION, Session};
+use crate::session::{FAIL_CLOSED_OPTION, PromptGuard, Session};
 
 /// Settings of the agent that do not come from the editor.
 #[derive(Debug, Clone)]
@@ -213,28 +215,48 @@ async fn attach(
     Ok((session, kernel))
 }
 
-async fn prompt(server: Arc<Server>, req: PromptRequest, cx: ConnectionTo<Client>) -> Result<PromptResponse, Error> {
+/// The synchronous half of session/prompt, run in the dispatch loop so that a
+/// session/cancel that follows finds the prompt claimed.
+fn start_prompt(server: &Server, req: &PromptRequest) -> Result<(Arc<Session>, Vec<KBlock>, PromptGuard), Error> {
     let session = server.session(&req.session_id)?;
     let content = map::prompt(&req.prompt)?;
-    let Some(_guard) = session.begin_prompt() else {
+    let Some(guard) = session.begin_prompt() else {
         return Err(map::invalid_params("a prompt is already running in this session"));
     };
+    Ok((session, content, guard))
+}
+
+async fn prompt(
+    server: Arc<Server>,
+    session: Arc<Session>,
+    content: Vec<KBlock>,
+    guard: PromptGuard,
+    cx: ConnectionTo<Client>,
+) -> Result<PromptResponse, Error> {
     let kernel = server.kernel().await?;
     session.ensure_pump(&kernel, &cx).await.map_err(|e| map::kernel_error(e, Some(&session.id)))?;
     let submitted = kernel
         .submit(SubmitParams { conversation_id: session.conversation_id, content, prompt: None })
         .await
         .map_err(|e| map::kernel_error(e, Some(&session.id)))?;
-    let stop =
-        session.wait_turn(submitted.turn_id).await.unwrap_or(agent_client_protocol::v1::schema::StopReason::Refusal);
+    let ended = session.wait_turn(submitted.turn_id);
+    if session.cancel_requested() {
+        // The cancel came before the turn existed: cancel it now.
+        let _ = kernel.cancel(session.conversation_id).await;
+    }
+    let stop = ended.await.unwrap_or(StopReason::Refusal);
+    drop(guard);
     Ok(PromptResponse::new(stop))
 }
 
 /// session/cancel: open questions are withdrawn and answered (fail closed) first, then the
 /// turn is cancelled; the pending prompt answers `cancelled` when the turn ends.
-async fn cancel(server: Arc<Server>, note: CancelNotification) -> Result<(), Error> {
-    let session = server.session(&note.session_id)?;
-    let questions = session.take_questions_for_cancel();
+async fn cancel(
+    server: Arc<Server>,
+    session: Arc<Session>,
+    running: bool,
+    questions: Vec<(String, agent_client_protocol::RequestCancellationHandle)>,
+) -> Result<(), Error> {
     let kernel = server.kernel().await?;
     for (request_id, handle) in questions {
         let _ = handle.cancel();
@@ -242,7 +264,7 @@ async fn cancel(server: Arc<Server>, note: CancelNotification) -> Result<(), Err
             tracing::debug!(request_id, "permission.respond on cancel: {err}");
         }
     }
-    if let Err(err) = kernel.cancel(session.conversation_id).await {
+    if running && let Err(err) = kernel.cancel(session.conversation_id).await {
         tracing::debug!("session.cancel: {err}");
     }
     Ok(())
@@ -397,8 +419,13 @@ pub async fn serve(
             {
                 let server = s.clone();
                 async move |req: PromptRequest, responder: Responder<PromptResponse>, cx: ConnectionTo<Client>| {
-                    spawn_answer(responder, prompt(server.clone(), req, cx));
-                    Ok(())
+                    match start_prompt(&server, &req) {
+                        Ok((session, content, guard)) => {
+                            spawn_answer(responder, prompt(server.clone(), session, content, guard, cx));
+                            Ok(())
+                        }
+                        Err(err) => responder.respond_with_error(err),
+                    }
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -407,9 +434,12 @@ pub async fn serve(
             {
                 let server = s.clone();
                 async move |note: CancelNotification, _cx: ConnectionTo<Client>| {
+                    // Claimed here, in dispatch order: the prompt before it is marked.
+                    let session = server.session(&note.session_id)?;
+                    let (running, questions) = session.take_questions_for_cancel();
                     let server = server.clone();
                     tokio::spawn(async move {
-                        if let Err(err) = cancel(server, note).await {
+                        if let Err(err) = cancel(server, session, running, questions).await {
                             tracing::debug!("session/cancel: {err:?}");
                         }
                     });

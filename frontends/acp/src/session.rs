@@ -118,17 +118,23 @@ impl Session {
         Some(PromptGuard(self.clone()))
     }
 
+    pub fn cancel_requested(&self) -> bool {
+        lock(&self.state).cancel_requested
+    }
+
     pub fn prompt_running(&self) -> bool {
         lock(&self.state).prompt_running
     }
 
     /// Marks the running prompt cancelled and takes the open questions, to be withdrawn.
-    pub fn take_questions_for_cancel(&self) -> Vec<(String, RequestCancellationHandle)> {
+    /// Says whether a prompt of this session is running (only then is its turn cancelled:
+    /// a turn another frontend started is not this session's to stop).
+    pub fn take_questions_for_cancel(&self) -> (bool, Vec<(String, RequestCancellationHandle)>) {
         let mut st = lock(&self.state);
         if st.prompt_running {
             st.cancel_requested = true;
         }
-        st.questions.drain().collect()
+        (st.prompt_running, st.questions.drain().collect())
     }
 
     /// Resolves when turn `turn_id` ends, with its stop reason. A turn that ended already
