@@ -61,7 +61,11 @@ pub(crate) fn key_path(path: &serde_path_to_error::Path) -> String {
 
 /// 1-based line and column of a byte offset in `text`.
 pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = text.get(..offset.min(text.len())).unwrap_or(text);
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &text[..end];
     let line = before.matches('\n').count() + 1;
     let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, col)

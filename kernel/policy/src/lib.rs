@@ -10,13 +10,19 @@
 //! The kernel asks a person, waits, times out and records session overrides; the sandbox
 //! enforces the grants. This crate only says what the rules are.
 
+pub mod decide;
 pub mod error;
 pub mod harness;
 pub mod mode;
+pub mod net;
+pub mod paths;
 pub mod pattern;
 pub mod settings;
 pub mod shell;
+mod shell_parser;
+pub mod verdict;
 
+pub use decide::{Answer, CallFacts, Decision, Overrides, Remember, Risk, Rule, decide};
 pub use error::ConfigError;
 pub use harness::{Harness, Harnesses, UnknownHarness, WorkspaceKind};
 pub use mode::{Caller, Mode, UnknownMode, effective_mode};

@@ -26,7 +26,8 @@ pub enum DenyMatch {
 impl CommandPattern {
     /// Reads a pattern such as `git status`, `cargo test *` or `rm -rf *`.
     pub fn parse(source: &str) -> Result<Self, String> {
-        let cmds = shell::commands(source).map_err(|e| format!("cannot read command pattern `{source}`: {e}"))?;
+        let cmds =
+            shell::simple_commands(source).map_err(|e| format!("cannot read command pattern `{source}`: {e}"))?;
         let [cmd] = cmds.as_slice() else {
             return Err(format!("command pattern `{source}` must be one simple command (no `;`, `&&`, `|`, …)"));
         };

@@ -1,0 +1,359 @@
+//! The decision for one tool call: allow (with or without network), ask a person, or deny.
+//!
+//! [`decide`] is a pure function of [`CallFacts`]. The rules, in the order they apply:
+//!
+//! 1. A tool in `permissions.deny_tools`, or rejected for the session, is denied.
+//! 2. File and shell tools need a workspace; their path arguments must stay inside it (unless
+//!    `allow_outside_workspace`) and must not name a protected path.
+//! 3. A shell command matching `permissions.deny` (any part of it) is denied; a part rejected
+//!    for the session is denied.
+//! 4. The network policy: `deny` refuses tools with network effects; `allowlist` refuses them
+//!    unless their `url` host is listed.
+//! 5. The mode, by the tool's effects (the reference table): `plan` lets reads (and network
+//!    reads) through and blocks the rest; `accept-edits` lets reads and state writes through,
+//!    the `write`/`edit` tools, allow-listed shell commands and allowed tools, and asks about
+//!    the rest; `auto` lets everything through.
+//!
+//! Denials of rules 1–4 and of `plan` are never askable. A decision never loosens as the mode
+//! rises (tested over the whole matrix).
+
+use std::path::Path;
+
+use serde_json::Value;
+use superpi_proto::tool::Effect;
+
+use crate::mode::Mode;
+use crate::net::url_host;
+use crate::paths::{PathProblem, normalize, protected};
+use crate::pattern::DenyMatch;
+use crate::settings::{NetworkPolicy, Settings};
+use crate::shell::{self, SimpleCommand};
+pub use crate::verdict::{Answer, Decision, Overrides, Remember, Risk, Rule};
+
+/// The shell tool: its `command` argument is read and checked against the allow and deny lists.
+pub const SHELL_TOOL: &str = "bash";
+/// The built-in file edit tools that `accept-edits` lets through.
+pub const FILE_EDIT_TOOLS: [&str; 2] = ["write", "edit"];
+/// The built-in tools whose path arguments are confined to the workspace.
+pub const FILE_TOOLS: [&str; 6] = ["read", "write", "edit", "grep", "find", "ls"];
+/// File tools that only list names: protected paths do not apply to them (their bodies skip
+/// hidden files anyway), the workspace boundary does.
+const LISTING_TOOLS: [&str; 2] = ["find", "ls"];
+/// Argument keys that hold paths.
+const PATH_KEYS: [&str; 5] = ["path", "file_path", "paths", "cwd", "workdir"];
+
+/// Everything a decision depends on.
+#[derive(Debug, Clone, Copy)]
+pub struct CallFacts<'a> {
+    pub tool: &'a str,
+    pub effects: &'a [Effect],
+    pub arguments: &'a Value,
+    pub mode: Mode,
+    /// The workspace root (absolute); `None` for a conversation without a workspace.
+    pub workspace: Option<&'a Path>,
+    pub settings: &'a Settings,
+    pub overrides: &'a Overrides,
+}
+
+/// The decision for one call. See the module documentation for the rules.
+pub fn decide(f: &CallFacts<'_>) -> Decision {
+    let p = &f.settings.permissions;
+    let deny = |reason: String, rule: Rule| Decision::Deny { reason, rule };
+
+    // 1. Tools refused outright.
+    if p.deny_tools.contains(f.tool) {
+        return deny(format!("the tool `{}` is refused by permissions.deny_tools", f.tool), Rule::DeniedTool);
+    }
+    if f.overrides.deny_tools.contains(f.tool) {
+        return deny(format!("the tool `{}` was rejected for this session", f.tool), Rule::SessionReject);
+    }
+
+    // 2. The workspace and protected paths.
+    if let Some(refusal) = check_paths(f) {
+        return refusal;
+    }
+
+    // 3. Shell commands: the deny list and the session's rejections.
+    let shell = if f.tool == SHELL_TOOL { Some(ShellCheck::new(f)) } else { None };
+    if let Some(refusal) = shell.as_ref().and_then(|sh| sh.refusal.clone()) {
+        return refusal;
+    }
+
+    // 4. The network policy.
+    let net_effect = f.effects.iter().any(|e| matches!(e, Effect::NetRead | Effect::NetWrite));
+    if net_effect {
+        match f.settings.network.policy {
+            NetworkPolicy::Allow => {}
+            NetworkPolicy::Deny => {
+                return deny(format!("network access is refused by the network policy (`{}`)", f.tool), Rule::Network);
+            }
+            NetworkPolicy::Allowlist => match f.arguments.get("url").and_then(Value::as_str).and_then(url_host) {
+                Some(host) if f.settings.host_allowed(&host) => {}
+                Some(host) => {
+                    return deny(format!("the host `{host}` is not in network.allow_hosts"), Rule::Network);
+                }
+                None => {
+                    return deny(
+                        format!("the network allow list needs an http(s) `url` argument to check (`{}`)", f.tool),
+                        Rule::Network,
+                    );
+                }
+            },
+        }
+    }
+    let exec = f.effects.contains(&Effect::Exec) || f.tool == SHELL_TOOL;
+    let network = net_effect || (exec && f.settings.network.policy == NetworkPolicy::Allow);
+    let allow = Decision::Allow { network };
+
+    // 5. The mode.
+    let class = Class::of(f.effects);
+    match f.mode {
+        Mode::Plan => match class {
+            Class::Read => allow,
+            Class::NetRead if p.network_in_plan_mode => allow,
+            Class::NetRead => deny(
+                format!("plan mode does not reach the network here (network_in_plan_mode is off): `{}`", f.tool),
+                Rule::Mode,
+            ),
+            Class::StateWrite | Class::SideEffect => {
+                deny(format!("plan mode is read-only: `{}` would {}", f.tool, class.what()), Rule::Mode)
+            }
+        },
+        Mode::AcceptEdits => match class {
+            Class::Read | Class::NetRead | Class::StateWrite => allow,
+            Class::SideEffect => {
+                if let Some(sh) = &shell {
+                    let tool_allowed = p.allow_tools.contains(f.tool) || f.overrides.allow_tools.contains(f.tool);
+                    return sh.verdict(tool_allowed, true, network);
+                }
+                if FILE_EDIT_TOOLS.contains(&f.tool)
+                    || p.allow_tools.contains(f.tool)
+                    || f.overrides.allow_tools.contains(f.tool)
+                {
+                    return allow;
+                }
+                Decision::Ask {
+                    reason: format!("accept-edits mode asks before `{}` runs: it would {}", f.tool, class.what()),
+                    risk: risk(f.effects),
+                    network,
+                    remember: Remember::Tool(f.tool.to_string()),
+                }
+            }
+        },
+        Mode::Auto => match &shell {
+            Some(sh) => sh.verdict(true, false, network),
+            None => allow,
+        },
+    }
+}
+
+/// The effect classes of the reference table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// Only `read`.
+    Read,
+    /// `net_read`, with or without `read`.
+    NetRead,
+    /// `state_write`, with or without `read`/`net_read`.
+    StateWrite,
+    /// `fs_write`, `exec`, `net_write`, or no effects stated.
+    SideEffect,
+}
+
+impl Class {
+    fn of(effects: &[Effect]) -> Class {
+        if effects.is_empty() || effects.iter().any(|e| matches!(e, Effect::FsWrite | Effect::Exec | Effect::NetWrite))
+        {
+            Class::SideEffect
+        } else if effects.contains(&Effect::StateWrite) {
+            Class::StateWrite
+        } else if effects.contains(&Effect::NetRead) {
+            Class::NetRead
+        } else {
+            Class::Read
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Class::Read => "read",
+            Class::NetRead => "read from the network",
+            Class::StateWrite => "change the conversation's state",
+            Class::SideEffect => "write files, run commands or send to the network",
+        }
+    }
+}
+
+fn risk(effects: &[Effect]) -> Risk {
+    if effects.is_empty() || effects.iter().any(|e| matches!(e, Effect::Exec | Effect::NetWrite)) {
+        Risk::High
+    } else if effects.contains(&Effect::FsWrite) {
+        Risk::Medium
+    } else {
+        Risk::Low
+    }
+}
+
+/// Rule 2: the workspace boundary and protected paths of file and shell tools.
+fn check_paths(f: &CallFacts<'_>) -> Option<Decision> {
+    let is_file_tool = FILE_TOOLS.contains(&f.tool);
+    if !is_file_tool && f.tool != SHELL_TOOL {
+        return None;
+    }
+    let Some(root) = f.workspace else {
+        return Some(Decision::Deny {
+            reason: format!("`{}` needs a workspace and this conversation has none", f.tool),
+            rule: Rule::Workspace,
+        });
+    };
+    let root = crate::paths::lexical(root);
+    for arg in path_arguments(f.arguments) {
+        let Some(arg) = arg else {
+            return Some(Decision::Deny {
+                reason: format!("`{}` was given a path that is not a string", f.tool),
+                rule: Rule::Workspace,
+            });
+        };
+        let path = match normalize(arg, Some(&root)) {
+            Ok(path) => path,
+            Err(problem) => {
+                let why = match problem {
+                    PathProblem::HomeRelative => "a home-relative path is outside the workspace",
+                    PathProblem::NoWorkspace => "a relative path needs a workspace",
+                    PathProblem::Malformed => "the path is malformed",
+                };
+                return Some(Decision::Deny { reason: format!("`{arg}`: {why}"), rule: Rule::Workspace });
+            }
+        };
+        if !path.starts_with(&root) && !f.settings.permissions.allow_outside_workspace {
+            return Some(Decision::Deny {
+                reason: format!("`{arg}` is outside the workspace {}", root.display()),
+                rule: Rule::Workspace,
+            });
+        }
+        let why = if is_file_tool && !LISTING_TOOLS.contains(&f.tool) {
+            protected(&path, Some(&root), &f.settings.permissions.protected_paths)
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Some(Decision::Deny {
+                reason: format!("`{arg}` is a protected path ({why})"),
+                rule: Rule::ProtectedPath,
+            });
+        }
+    }
+    None
+}
+
+/// The path arguments of a call: `Some(text)` per string, `None` per value of a path key
+/// that is not a string (refused).
+fn path_arguments(args: &Value) -> Vec<Option<&str>> {
+    let mut out = Vec::new();
+    for key in PATH_KEYS {
+        match args.get(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) => out.push(Some(s.as_str())),
+            Some(Value::Array(items)) => out.extend(items.iter().map(Value::as_str)),
+            Some(_) => out.push(None),
+        }
+    }
+    out
+}
+
+/// What the deny and allow lists say about a shell call.
+struct ShellCheck {
+    /// A never-askable refusal (deny list, session rejection).
+    refusal: Option<Decision>,
+    /// The parts that run without asking in accept-edits only if listed.
+    unlisted: Vec<String>,
+    /// Parts a deny pattern may match once expanded: asked about in every mode but plan.
+    doubtful: Vec<String>,
+    /// Why the line could not be read, when it could not.
+    unsure: Option<String>,
+}
+
+impl ShellCheck {
+    fn new(f: &CallFacts<'_>) -> ShellCheck {
+        let p = &f.settings.permissions;
+        let line = f.arguments.get("command").and_then(Value::as_str).unwrap_or("");
+        let mut check = ShellCheck { refusal: None, unlisted: Vec::new(), doubtful: Vec::new(), unsure: None };
+        let deny = |reason: String, rule: Rule| Some(Decision::Deny { reason, rule });
+        let cmds: Vec<SimpleCommand> = match shell::commands(line) {
+            Ok(cmds) => cmds,
+            Err(why) => {
+                let fragments = shell::rough_fragments(line);
+                if let Some(pat) = p.deny.iter().find(|pat| pat.appears_in(&fragments)) {
+                    check.refusal = deny(
+                        format!("the command may run `{}`, which permissions.deny refuses", pat.as_str()),
+                        Rule::DenyList,
+                    );
+                } else if f.overrides.deny_commands.contains(line) {
+                    check.refusal = deny("this command was rejected for this session".into(), Rule::SessionReject);
+                } else if !f.overrides.allow_commands.contains(line) {
+                    if !p.deny.is_empty() {
+                        check.doubtful.push(line.to_string());
+                    }
+                    check.unlisted.push(line.to_string());
+                }
+                check.unsure = Some(why.0);
+                return check;
+            }
+        };
+        for cmd in &cmds {
+            let text = cmd.text();
+            let mut maybe = false;
+            for pat in &p.deny {
+                match pat.denies(&cmd.words) {
+                    DenyMatch::Yes => {
+                        check.refusal =
+                            deny(format!("`{text}` is refused by permissions.deny `{}`", pat.as_str()), Rule::DenyList);
+                        return check;
+                    }
+                    DenyMatch::Maybe => maybe = true,
+                    DenyMatch::No => {}
+                }
+            }
+            if f.overrides.deny_commands.contains(&text) {
+                check.refusal = deny(format!("`{text}` was rejected for this session"), Rule::SessionReject);
+                return check;
+            }
+            if f.overrides.allow_commands.contains(&text) {
+                continue;
+            }
+            if maybe {
+                check.doubtful.push(text.clone());
+            }
+            let listed = cmd.writes_no_file() && p.allow.iter().any(|pat| pat.allows(&cmd.words));
+            if !listed && !check.unlisted.contains(&text) {
+                check.unlisted.push(text);
+            }
+        }
+        check
+    }
+
+    /// The verdict once rules 1–4 passed. `tool_allowed`: the whole shell tool is allowed
+    /// (auto mode, or allow_tools); `listing`: the allow list decides (accept-edits).
+    fn verdict(&self, tool_allowed: bool, listing: bool, network: bool) -> Decision {
+        let (reason, keys) = if !self.doubtful.is_empty() {
+            let reason = match &self.unsure {
+                Some(why) => format!("the command cannot be checked against permissions.deny ({why})"),
+                None => format!("`{}` may expand to a command that permissions.deny refuses", self.doubtful.join("; ")),
+            };
+            (reason, self.doubtful.clone())
+        } else if listing && !tool_allowed && !self.unlisted.is_empty() {
+            let reason = match &self.unsure {
+                Some(why) => format!("the command cannot be checked against the allow list ({why})"),
+                None => format!("`{}` is not in the allow list of shell commands", self.unlisted.join("; ")),
+            };
+            (reason, self.unlisted.clone())
+        } else {
+            return Decision::Allow { network };
+        };
+        Decision::Ask { reason, risk: Risk::High, network, remember: Remember::Commands(keys) }
+    }
+}
+
+#[cfg(test)]
+#[path = "decide_tests.rs"]
+mod tests;

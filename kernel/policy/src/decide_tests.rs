@@ -1,0 +1,430 @@
+use serde_json::json;
+
+use super::*;
+use crate::pattern::CommandPattern;
+use crate::settings::Network;
+
+use Effect::*;
+
+const ROOT: &str = "/work/repo";
+
+/// A compact outcome: `A` allow without network, `N` allow with network, `Q` ask, `D:rule`.
+fn code(d: &Decision) -> String {
+    match d {
+        Decision::Allow { network: false } => "A".into(),
+        Decision::Allow { network: true } => "N".into(),
+        Decision::Ask { .. } => "Q".into(),
+        Decision::Deny { rule, .. } => format!("D:{}", serde_json::to_value(rule).unwrap().as_str().unwrap()),
+    }
+}
+
+fn settings_with(f: impl FnOnce(&mut Settings)) -> Settings {
+    let mut s = Settings::default();
+    f(&mut s);
+    s
+}
+
+fn patterns(list: &[&str]) -> Vec<CommandPattern> {
+    list.iter().map(|p| CommandPattern::parse(p).unwrap()).collect()
+}
+
+fn run(tool: &str, effects: &[Effect], args: Value, mode: Mode, s: &Settings, o: &Overrides) -> Decision {
+    decide(&CallFacts {
+        tool,
+        effects,
+        arguments: &args,
+        mode,
+        workspace: Some(Path::new(ROOT)),
+        settings: s,
+        overrides: o,
+    })
+}
+
+fn codes(tool: &str, effects: &[Effect], args: &Value, s: &Settings) -> [String; 3] {
+    Mode::ALL.map(|m| code(&run(tool, effects, args.clone(), m, s, &Overrides::default())))
+}
+
+/// (name, tool, effects, arguments, settings, [plan, accept-edits, auto])
+type Row<'a> = (&'a str, &'a str, &'a [Effect], Value, &'a Settings, [&'a str; 3]);
+
+/// 0 allow, 1 ask, 2 deny.
+fn strictness(d: &Decision) -> u8 {
+    match d {
+        Decision::Allow { .. } => 0,
+        Decision::Ask { .. } => 1,
+        Decision::Deny { .. } => 2,
+    }
+}
+
+#[test]
+fn decision_matrix_effects_by_mode_by_policy() {
+    let default = Settings::default();
+    let net_deny = settings_with(|s| s.network.policy = NetworkPolicy::Deny);
+    let allowlist = settings_with(|s| {
+        s.network = Network { policy: NetworkPolicy::Allowlist, allow_hosts: vec!["github.com".into()] }
+    });
+    let no_net_in_plan = settings_with(|s| s.permissions.network_in_plan_mode = false);
+    let allow_todo_tool = settings_with(|s| {
+        s.permissions.allow_tools.insert("mcp_edit".into());
+    });
+    let deny_read_tool = settings_with(|s| {
+        s.permissions.deny_tools.insert("read".into());
+    });
+    let lists = settings_with(|s| {
+        s.permissions.allow = patterns(&["git status", "cargo test *"]);
+        s.permissions.deny = patterns(&["git push"]);
+    });
+    let url = |u: &str| json!({"url": u});
+    let none = json!({});
+    let file = json!({"path": "src/main.rs"});
+    let cmd = |c: &str| json!({"command": c});
+
+    // (name, tool, effects, arguments, settings, [plan, accept-edits, auto])
+    let table: Vec<Row> = vec![
+        // Only read.
+        ("read", "read", &[Read], file.clone(), &default, ["A", "A", "A"]),
+        ("read, network denied", "read", &[Read], file.clone(), &net_deny, ["A", "A", "A"]),
+        ("read, denied tool", "read", &[Read], file.clone(), &deny_read_tool, ["D:denied_tool"; 3]),
+        ("ls", "ls", &[Read], json!({"path": "."}), &default, ["A", "A", "A"]),
+        ("mcp read-only", "mcp_search", &[Read], none.clone(), &default, ["A", "A", "A"]),
+        // net_read (with read).
+        ("fetch", "web_fetch", &[Read, NetRead], url("https://x.org"), &default, ["N", "N", "N"]),
+        (
+            "fetch, no net in plan",
+            "web_fetch",
+            &[Read, NetRead],
+            url("https://x.org"),
+            &no_net_in_plan,
+            ["D:mode", "N", "N"],
+        ),
+        ("fetch, network deny", "web_fetch", &[NetRead], url("https://x.org"), &net_deny, ["D:network"; 3]),
+        ("fetch, listed host", "web_fetch", &[NetRead], url("https://api.github.com/x"), &allowlist, ["N", "N", "N"]),
+        ("fetch, unlisted host", "web_fetch", &[NetRead], url("https://evil.com"), &allowlist, ["D:network"; 3]),
+        ("fetch, no url", "web_search", &[NetRead], json!({"q": "x"}), &allowlist, ["D:network"; 3]),
+        // state_write (with read, net_read).
+        ("todo", "todo", &[StateWrite], none.clone(), &default, ["D:mode", "A", "A"]),
+        ("memory", "memory_write", &[Read, NetRead, StateWrite], none.clone(), &default, ["D:mode", "N", "N"]),
+        // fs_write, exec, net_write, or no effects.
+        ("write", "write", &[Read, FsWrite], file.clone(), &default, ["D:mode", "A", "A"]),
+        ("edit", "edit", &[Read, FsWrite], file.clone(), &default, ["D:mode", "A", "A"]),
+        ("mcp fs write", "mcp_edit", &[FsWrite], none.clone(), &default, ["D:mode", "Q", "A"]),
+        ("mcp fs write, allowed tool", "mcp_edit", &[FsWrite], none.clone(), &allow_todo_tool, ["D:mode", "A", "A"]),
+        ("no effects stated", "mystery", &[], none.clone(), &default, ["D:mode", "Q", "A"]),
+        ("net_write", "web_post", &[NetWrite], url("https://x.org"), &default, ["D:mode", "Q", "N"]),
+        ("net_write, network deny", "web_post", &[NetWrite], url("https://x.org"), &net_deny, ["D:network"; 3]),
+        ("exec tool", "run_tests", &[Exec], none.clone(), &default, ["D:mode", "Q", "N"]),
+        ("exec tool, network deny", "run_tests", &[Exec], none.clone(), &net_deny, ["D:mode", "Q", "A"]),
+        // The shell.
+        ("bash unlisted", "bash", &[Exec], cmd("make"), &default, ["D:mode", "Q", "N"]),
+        ("bash listed", "bash", &[Exec], cmd("git status"), &lists, ["D:mode", "N", "N"]),
+        ("bash listed prefix", "bash", &[Exec], cmd("cargo test -p x"), &lists, ["D:mode", "N", "N"]),
+        ("bash not exactly listed", "bash", &[Exec], cmd("git status -s"), &lists, ["D:mode", "Q", "N"]),
+        ("bash denied", "bash", &[Exec], cmd("git push origin"), &lists, ["D:deny_list"; 3]),
+        ("bash, allowlisted network", "bash", &[Exec], cmd("make"), &allowlist, ["D:mode", "Q", "A"]),
+        ("bash, network deny", "bash", &[Exec], cmd("make"), &net_deny, ["D:mode", "Q", "A"]),
+    ];
+    for (name, tool, effects, args, s, expected) in &table {
+        let got = codes(tool, effects, args, s);
+        assert_eq!(got, expected.map(String::from), "{name}");
+    }
+
+    // Never looser as the mode rises, over the whole table.
+    for (name, tool, effects, args, s, _) in &table {
+        let d = Mode::ALL.map(|m| run(tool, effects, args.clone(), m, s, &Overrides::default()));
+        assert!(strictness(&d[0]) >= strictness(&d[1]) && strictness(&d[1]) >= strictness(&d[2]), "{name}: {d:?}");
+    }
+}
+
+#[test]
+fn never_loosens_over_generated_combinations() {
+    let all = [Read, FsWrite, Exec, NetRead, NetWrite, StateWrite];
+    let variants = [
+        Settings::default(),
+        settings_with(|s| s.network.policy = NetworkPolicy::Deny),
+        settings_with(|s| s.network = Network { policy: NetworkPolicy::Allowlist, allow_hosts: vec!["a.org".into()] }),
+        settings_with(|s| s.permissions.network_in_plan_mode = false),
+        settings_with(|s| {
+            s.permissions.allow = patterns(&["ls *"]);
+            s.permissions.deny = patterns(&["rm *"]);
+        }),
+    ];
+    let args = [json!({"url": "https://a.org", "command": "ls x", "path": "a"}), json!({"command": "rm $X; ls"})];
+    for mask in 0u32..64 {
+        let effects: Vec<Effect> =
+            all.iter().enumerate().filter(|(i, _)| mask & (1 << i) != 0).map(|(_, e)| *e).collect();
+        for tool in ["bash", "write", "read", "other"] {
+            for s in &variants {
+                for a in &args {
+                    let d = Mode::ALL.map(|m| run(tool, &effects, a.clone(), m, s, &Overrides::default()));
+                    assert!(
+                        strictness(&d[0]) >= strictness(&d[1]) && strictness(&d[1]) >= strictness(&d[2]),
+                        "{tool} {effects:?} {a}: {d:?}"
+                    );
+                    // Network is granted only where the policy allows it.
+                    for x in &d {
+                        if let Decision::Allow { network: true } = x {
+                            assert_ne!(s.network.policy, NetworkPolicy::Deny);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn shell_settings() -> Settings {
+    settings_with(|s| {
+        s.permissions.allow =
+            patterns(&["ls *", "git status", "cargo test *", "echo *", "cat *", "grep *", "bash -c *"]);
+        s.permissions.deny = patterns(&["rm -rf *", "git push"]);
+    })
+}
+
+fn bash(line: &str, mode: Mode, o: &Overrides) -> Decision {
+    run("bash", &[Exec], json!({"command": line}), mode, &shell_settings(), o)
+}
+
+#[test]
+fn compound_commands_need_every_part() {
+    let o = Overrides::default();
+    let cases: &[(&str, &str, &str)] = &[
+        // (line, accept-edits, auto)
+        ("ls -la && git status", "N", "N"),
+        ("ls; echo hi | grep h || cat x", "N", "N"),
+        ("ls | wc -l", "Q", "N"),
+        ("ls && git pull", "Q", "N"),
+        ("(cd x && ls)", "Q", "N"),
+        ("{ ls; git status; }", "N", "N"),
+        ("echo $(date)", "Q", "N"),
+        ("echo $(ls)", "N", "N"),
+        ("echo `git status`", "N", "N"),
+        ("cat <(ls) <(git status)", "N", "N"),
+        ("ls; rm -rf /", "D:deny_list", "D:deny_list"),
+        ("echo $(git push)", "D:deny_list", "D:deny_list"),
+        ("echo `rm -rf x`", "D:deny_list", "D:deny_list"),
+        ("echo \"$(git push --force)\"", "D:deny_list", "D:deny_list"),
+        ("ls & rm -rf ~", "D:deny_list", "D:deny_list"),
+        ("sudo rm -rf /", "D:deny_list", "D:deny_list"),
+        ("/usr/bin/git push", "D:deny_list", "D:deny_list"),
+        ("bash -c 'ls; git push'", "D:deny_list", "D:deny_list"),
+        ("bash -c 'ls; git status'", "N", "N"),
+        ("eval git push", "D:deny_list", "D:deny_list"),
+        ("cat <<EOF\nrm -rf /\nEOF", "D:deny_list", "D:deny_list"),
+        ("cargo test > out.txt", "Q", "N"),
+        ("cargo test 2>&1 >/dev/null", "N", "N"),
+        ("FOO=1 ls", "Q", "N"),
+        ("$CMD", "Q", "Q"),
+        ("git $SUB", "Q", "Q"),
+        ("rm $FLAGS x", "Q", "Q"),
+        ("if true; then ls; fi", "Q", "Q"),
+        ("ls 'unclosed", "Q", "Q"),
+        ("", "N", "N"),
+    ];
+    for (line, accept, auto) in cases {
+        assert_eq!(code(&bash(line, Mode::AcceptEdits, &o)), *accept, "accept-edits: {line:?}");
+        assert_eq!(code(&bash(line, Mode::Auto, &o)), *auto, "auto: {line:?}");
+        assert!(matches!(bash(line, Mode::Plan, &o), Decision::Deny { .. }), "plan: {line:?}");
+    }
+    // Without a deny list, auto runs what it cannot read.
+    let plain = Settings::default();
+    let d = run("bash", &[Exec], json!({"command": "for f in *; do wc $f; done"}), Mode::Auto, &plain, &o);
+    assert_eq!(d, Decision::Allow { network: true });
+}
+
+#[test]
+fn questions_name_the_unlisted_parts() {
+    let d = bash("ls && git pull && make -j4 && git pull", Mode::AcceptEdits, &Overrides::default());
+    assert_eq!(
+        d,
+        Decision::Ask {
+            reason: "`git pull; make -j4` is not in the allow list of shell commands".into(),
+            risk: Risk::High,
+            network: true,
+            remember: Remember::Commands(vec!["git pull".into(), "make -j4".into()]),
+        }
+    );
+    let d = bash("rm $X", Mode::Auto, &Overrides::default());
+    assert_eq!(d.reason(), Some("`rm $X` may expand to a command that permissions.deny refuses"));
+    let d = bash("ls 'x", Mode::AcceptEdits, &Overrides::default());
+    assert_eq!(d.reason(), Some("the command cannot be checked against permissions.deny (an unclosed single quote)"));
+    let d = run("mcp_edit", &[FsWrite], json!({}), Mode::AcceptEdits, &Settings::default(), &Overrides::default());
+    assert_eq!(
+        d,
+        Decision::Ask {
+            reason: "accept-edits mode asks before `mcp_edit` runs: it would write files, run commands or send to the \
+                     network"
+                .into(),
+            risk: Risk::Medium,
+            network: false,
+            remember: Remember::Tool("mcp_edit".into()),
+        }
+    );
+    assert!(d.askable() && !d.is_allowed());
+}
+
+#[test]
+fn session_overrides_follow_answers() {
+    let mut o = Overrides::default();
+    let d = bash("ls && git pull", Mode::AcceptEdits, &o);
+    assert_eq!(d.clone().answer(Some(Answer::AllowOnce), &mut o), Decision::Allow { network: true });
+    assert!(o.is_empty(), "allow_once records nothing");
+    assert_eq!(code(&bash("ls && git pull", Mode::AcceptEdits, &o)), "Q", "asked again");
+    assert_eq!(d.clone().answer(Some(Answer::AllowAlways), &mut o), Decision::Allow { network: true });
+    assert!(o.allow_commands.contains("git pull"));
+    assert_eq!(code(&bash("git pull; ls", Mode::AcceptEdits, &o)), "N", "not asked a second time");
+    assert_eq!(code(&bash("git pull --rebase", Mode::AcceptEdits, &o)), "Q", "only that command");
+
+    // reject_always: refused without asking, in every mode.
+    let d = bash("make", Mode::AcceptEdits, &o);
+    let refused = d.answer(Some(Answer::RejectAlways), &mut o);
+    assert_eq!(
+        refused,
+        Decision::Deny { reason: "`make` is not in the allow list of shell commands".into(), rule: Rule::Rejected }
+    );
+    assert_eq!(code(&bash("ls && make", Mode::AcceptEdits, &o)), "D:session_reject");
+    assert_eq!(code(&bash("make", Mode::Auto, &o)), "D:session_reject");
+    // A later allow_always replaces the rejection.
+    o.record(Answer::AllowAlways, &Remember::Commands(vec!["make".into()]));
+    assert_eq!(code(&bash("make", Mode::AcceptEdits, &o)), "N");
+    assert!(o.deny_commands.is_empty());
+
+    // A session allow never lifts the deny list or plan.
+    o.record(Answer::AllowAlways, &Remember::Commands(vec!["git push".into()]));
+    assert_eq!(code(&bash("git push", Mode::AcceptEdits, &o)), "D:deny_list");
+    assert_eq!(code(&bash("make", Mode::Plan, &o)), "D:mode");
+
+    // Tools.
+    let s = Settings::default();
+    let mut o = Overrides::default();
+    let ask = run("mcp_edit", &[FsWrite], json!({}), Mode::AcceptEdits, &s, &o);
+    assert_eq!(ask.answer(Some(Answer::AllowAlways), &mut o), Decision::Allow { network: false });
+    assert_eq!(code(&run("mcp_edit", &[FsWrite], json!({}), Mode::AcceptEdits, &s, &o)), "A");
+    assert_eq!(code(&run("mcp_edit", &[FsWrite], json!({}), Mode::Plan, &s, &o)), "D:mode");
+    o.record(Answer::RejectAlways, &Remember::Tool("mcp_edit".into()));
+    assert_eq!(code(&run("mcp_edit", &[FsWrite], json!({}), Mode::Auto, &s, &o)), "D:session_reject");
+
+    // Overrides serialise for storage.
+    let text = serde_json::to_string(&o).unwrap();
+    assert_eq!(text, r#"{"deny_tools":["mcp_edit"]}"#);
+    assert_eq!(serde_json::from_str::<Overrides>(&text).unwrap(), o);
+}
+
+#[test]
+fn unanswered_questions_fail_closed_with_the_same_message() {
+    let mut o = Overrides::default();
+    let d = bash("make", Mode::AcceptEdits, &o);
+    let reason = d.reason().unwrap().to_string();
+    assert_eq!(d.answer(None, &mut o), Decision::Deny { reason, rule: Rule::Unanswered });
+    assert!(o.is_empty());
+    assert_eq!(Answer::from_option_id("allow_sometimes"), None);
+    for a in [Answer::AllowOnce, Answer::AllowAlways, Answer::RejectOnce, Answer::RejectAlways] {
+        assert_eq!(Answer::from_option_id(a.option_id()), Some(a));
+    }
+    let ids: Vec<String> = superpi_proto::event::permission_options().into_iter().map(|o| o.option_id).collect();
+    assert!(ids.iter().all(|id| Answer::from_option_id(id).is_some()), "every option the kernel offers is known");
+    // Answering a decision that is not a question changes nothing.
+    let allow = Decision::Allow { network: false };
+    assert_eq!(allow.clone().answer(Some(Answer::RejectAlways), &mut o), allow);
+}
+
+fn file_tool(tool: &str, args: Value, s: &Settings) -> String {
+    code(&run(tool, &[Read, FsWrite], args, Mode::Auto, s, &Overrides::default()))
+}
+
+#[test]
+fn workspace_confinement() {
+    let s = Settings::default();
+    assert_eq!(file_tool("read", json!({"path": "src/lib.rs"}), &s), "A");
+    assert_eq!(file_tool("read", json!({"path": "/work/repo/src/lib.rs"}), &s), "A");
+    assert_eq!(file_tool("read", json!({"path": "../other/x"}), &s), "D:workspace");
+    assert_eq!(file_tool("read", json!({"path": "src/../../x"}), &s), "D:workspace");
+    assert_eq!(file_tool("write", json!({"path": "/etc/passwd"}), &s), "D:workspace");
+    assert_eq!(
+        file_tool("read", json!({"path": "/work/repository/x"}), &s),
+        "D:workspace",
+        "a sibling with a common prefix"
+    );
+    assert_eq!(file_tool("read", json!({"path": "~/.bashrc"}), &s), "D:workspace");
+    assert_eq!(file_tool("grep", json!({"pattern": "x", "path": "/"}), &s), "D:workspace");
+    assert_eq!(file_tool("ls", json!({"path": 3}), &s), "D:workspace");
+    assert_eq!(file_tool("read", json!({"paths": ["a", "/tmp/b"]}), &s), "D:workspace");
+    assert_eq!(file_tool("find", json!({"pattern": "*.rs"}), &s), "A");
+    assert_eq!(
+        code(&run("bash", &[Exec], json!({"command": "ls", "cwd": "/tmp"}), Mode::Auto, &s, &Overrides::default())),
+        "D:workspace"
+    );
+    // Never askable, in any mode.
+    for m in Mode::ALL {
+        let d = run("read", &[Read], json!({"path": "/etc/shadow"}), m, &s, &Overrides::default());
+        assert_eq!(code(&d), "D:workspace");
+        assert_eq!(d.reason(), Some("`/etc/shadow` is outside the workspace /work/repo"));
+    }
+    let outside = settings_with(|s| s.permissions.allow_outside_workspace = true);
+    assert_eq!(file_tool("read", json!({"path": "/etc/passwd"}), &outside), "A");
+    assert_eq!(file_tool("read", json!({"path": "/home/u/.ssh/id_ed25519"}), &outside), "D:protected_path");
+
+    // No workspace: no file or shell tool runs.
+    let none = Settings::default();
+    let o = Overrides::default();
+    for tool in ["read", "ls", "bash"] {
+        let d = decide(&CallFacts {
+            tool,
+            effects: &[Read],
+            arguments: &json!({"path": "/abs"}),
+            mode: Mode::Auto,
+            workspace: None,
+            settings: &none,
+            overrides: &o,
+        });
+        assert_eq!(code(&d), "D:workspace", "{tool}");
+    }
+    let d = decide(&CallFacts {
+        tool: "web_fetch",
+        effects: &[NetRead],
+        arguments: &json!({"url": "https://x.org"}),
+        mode: Mode::Plan,
+        workspace: None,
+        settings: &none,
+        overrides: &o,
+    });
+    assert_eq!(d, Decision::Allow { network: true });
+}
+
+#[test]
+fn protected_paths_are_refused_for_read_write_and_edit() {
+    let s =
+        settings_with(|s| s.permissions.protected_paths = vec![crate::pattern::PathPattern::parse("*.db").unwrap()]);
+    for tool in ["read", "write", "edit", "grep"] {
+        for path in
+            [".env", "app/.env.production", ".git/config", "deploy/id_rsa", "certs/site.pem", ".npmrc", "data/x.db"]
+        {
+            for m in Mode::ALL {
+                let d = run(tool, &[Read, FsWrite], json!({"path": path}), m, &s, &Overrides::default());
+                assert_eq!(code(&d), "D:protected_path", "{tool} {path} {m}");
+            }
+        }
+    }
+    let d = run("read", &[Read], json!({"path": ".env"}), Mode::Auto, &s, &Overrides::default());
+    assert_eq!(d.reason(), Some("`.env` is a protected path (an environment file (.env))"));
+    assert_eq!(file_tool("read", json!({"path": ".env.example"}), &s), "A");
+    assert_eq!(file_tool("ls", json!({"path": ".git"}), &s), "A", "listing names is not reading them");
+}
+
+#[test]
+fn deny_list_wins_over_everything() {
+    let s = settings_with(|s| {
+        s.permissions.allow = patterns(&["git *"]);
+        s.permissions.deny = patterns(&["git push"]);
+        s.permissions.allow_tools.insert("bash".into());
+    });
+    let mut o = Overrides::default();
+    o.allow_commands.insert("git push".into());
+    o.allow_tools.insert("bash".into());
+    for m in Mode::ALL {
+        let d = run("bash", &[Exec], json!({"command": "git push"}), m, &s, &o);
+        assert_eq!(code(&d), "D:deny_list", "{m}");
+        assert!(!d.askable());
+    }
+    // allow_tools lifts the allow list, not the deny list.
+    assert_eq!(code(&run("bash", &[Exec], json!({"command": "make"}), Mode::AcceptEdits, &s, &o)), "N");
+}

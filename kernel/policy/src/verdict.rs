@@ -1,0 +1,194 @@
+//! The verdict types of [`decide`](crate::decide::decide), and a session's lasting answers.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+/// How risky an askable call is, for the person who answers (`permission_request.risk`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Risk {
+    Low,
+    Medium,
+    High,
+}
+
+impl Risk {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Risk::Low => "low",
+            Risk::Medium => "medium",
+            Risk::High => "high",
+        }
+    }
+}
+
+/// Which rule refused a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    /// `permissions.deny_tools`.
+    DeniedTool,
+    /// `permissions.deny` matched a shell command.
+    DenyList,
+    /// A reject_always answer earlier in the session.
+    SessionReject,
+    /// The mode blocks this kind of call (`plan` blocks every non-read).
+    Mode,
+    /// The workspace boundary (or no workspace at all).
+    Workspace,
+    /// A protected path (.env, .git, keys, credentials, `protected_paths`).
+    ProtectedPath,
+    /// The network policy.
+    Network,
+    /// An askable call that nobody answered (no interactive watcher, timeout, cancel, or an
+    /// answer that is not one of the options): it fails closed.
+    Unanswered,
+    /// A person answered reject_once or reject_always.
+    Rejected,
+}
+
+/// What allow_always or reject_always would remember for the session.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Remember {
+    /// The whole tool.
+    Tool(String),
+    /// These shell commands, each as its words joined by spaces (or a whole line that could
+    /// not be read).
+    Commands(Vec<String>),
+}
+
+/// The verdict on one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Run it; `network` says whether the sandbox grants it network.
+    Allow { network: bool },
+    /// A person may lift the block. `reason` is also the message of the refusal when nobody
+    /// answers; `network` applies when the answer allows; `remember` is what an
+    /// allow_always/reject_always answer records.
+    Ask { reason: String, risk: Risk, network: bool, remember: Remember },
+    /// Refused, never askable.
+    Deny { reason: String, rule: Rule },
+}
+
+impl Decision {
+    /// Only `Ask` can be lifted by a person.
+    pub fn askable(&self) -> bool {
+        matches!(self, Decision::Ask { .. })
+    }
+
+    pub fn is_allowed(&self) -> bool {
+        matches!(self, Decision::Allow { .. })
+    }
+
+    /// The message of a refusal (or of the question); `None` for `Allow`.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Decision::Allow { .. } => None,
+            Decision::Ask { reason, .. } | Decision::Deny { reason, .. } => Some(reason),
+        }
+    }
+
+    /// Settles an `Ask` with a person's answer, recording allow_always/reject_always in
+    /// `overrides`. `None` (nobody can answer, timeout, cancel, or an option id that
+    /// [`Answer::from_option_id`] does not know) fails closed with the same message as the
+    /// question. Any other decision is returned unchanged.
+    pub fn answer(self, answer: Option<Answer>, overrides: &mut Overrides) -> Decision {
+        let Decision::Ask { reason, network, remember, .. } = self else { return self };
+        match answer {
+            Some(Answer::AllowOnce) => Decision::Allow { network },
+            Some(Answer::AllowAlways) => {
+                overrides.record(Answer::AllowAlways, &remember);
+                Decision::Allow { network }
+            }
+            Some(a @ (Answer::RejectOnce | Answer::RejectAlways)) => {
+                overrides.record(a, &remember);
+                Decision::Deny { reason, rule: Rule::Rejected }
+            }
+            None => Decision::Deny { reason, rule: Rule::Unanswered },
+        }
+    }
+}
+
+/// A person's answer: the four permission options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Answer {
+    AllowOnce,
+    AllowAlways,
+    RejectOnce,
+    RejectAlways,
+}
+
+impl Answer {
+    /// The answer of a `permission.respond` option id; `None` for anything else (which fails
+    /// closed).
+    pub fn from_option_id(id: &str) -> Option<Answer> {
+        match id {
+            "allow_once" => Some(Answer::AllowOnce),
+            "allow_always" => Some(Answer::AllowAlways),
+            "reject_once" => Some(Answer::RejectOnce),
+            "reject_always" => Some(Answer::RejectAlways),
+            _ => None,
+        }
+    }
+
+    pub fn option_id(self) -> &'static str {
+        match self {
+            Answer::AllowOnce => "allow_once",
+            Answer::AllowAlways => "allow_always",
+            Answer::RejectOnce => "reject_once",
+            Answer::RejectAlways => "reject_always",
+        }
+    }
+}
+
+/// A session's answers that last: allow_always and reject_always. Kept by the kernel per
+/// conversation (serialisable, so it can be stored); never written to a settings file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Overrides {
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub allow_tools: BTreeSet<String>,
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub deny_tools: BTreeSet<String>,
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub allow_commands: BTreeSet<String>,
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub deny_commands: BTreeSet<String>,
+}
+
+impl Overrides {
+    /// Records a lasting answer; `*_once` answers record nothing. A later answer about the
+    /// same tool or command replaces an earlier one.
+    pub fn record(&mut self, answer: Answer, remember: &Remember) {
+        let (add, remove) = match answer {
+            Answer::AllowAlways => (true, false),
+            Answer::RejectAlways => (false, true),
+            Answer::AllowOnce | Answer::RejectOnce => return,
+        };
+        let (allow, deny) = match remember {
+            Remember::Tool(_) => (&mut self.allow_tools, &mut self.deny_tools),
+            Remember::Commands(_) => (&mut self.allow_commands, &mut self.deny_commands),
+        };
+        let keys: Vec<String> = match remember {
+            Remember::Tool(t) => vec![t.clone()],
+            Remember::Commands(c) => c.clone(),
+        };
+        for key in keys {
+            if add {
+                deny.remove(&key);
+                allow.insert(key);
+            } else if remove {
+                allow.remove(&key);
+                deny.insert(key);
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.allow_tools.is_empty()
+            && self.deny_tools.is_empty()
+            && self.allow_commands.is_empty()
+            && self.deny_commands.is_empty()
+    }
+}
