@@ -39,7 +39,7 @@ pub(crate) struct Machine {
 
 impl Machine {
     pub(crate) fn new(config: &SandboxConfig) -> Result<Machine, SandboxError> {
-        let abi = policy::landlock_abi();
+        let abi = config.landlock_abi_override.unwrap_or_else(policy::landlock_abi);
         let offline = crate::filter::programs(false).map_err(|e| SandboxError::Unavailable(e.to_string()))?;
         let network = crate::filter::programs(true).map_err(|e| SandboxError::Unavailable(e.to_string()))?;
         let refusal = (abi == 0 && !config.disabled).then(|| {
@@ -140,6 +140,7 @@ impl Machine {
             prepared: setup.prepared,
             status_read: setup.status_read,
             cgroup: setup.cgroup,
+            tag: setup.tag,
             timeout,
             grace: config.kill_grace,
             drain: config.drain_timeout,
@@ -177,6 +178,7 @@ impl Machine {
             prepared: setup.prepared,
             status_read: setup.status_read,
             cgroup: setup.cgroup,
+            tag: setup.tag,
             timeout: call.timeout.unwrap_or(config.default_timeout),
             grace: config.kill_grace,
             drain: config.drain_timeout,
@@ -275,8 +277,10 @@ impl Machine {
             landlock,
             seccomp,
         };
-        let env = environment(config, &tmp_path);
-        Ok(Setup { tmp, prepared, status_read, cgroup, env })
+        let tag = crate::reap::new_tag();
+        let mut env = environment(config, &tmp_path);
+        env.push((crate::reap::TAG_VAR.into(), tag.clone().into()));
+        Ok(Setup { tmp, prepared, status_read, cgroup, env, tag })
     }
 }
 
@@ -286,6 +290,7 @@ struct Setup {
     status_read: std::os::fd::OwnedFd,
     cgroup: Option<crate::cgroup::CallCgroup>,
     env: Vec<(OsString, OsString)>,
+    tag: String,
 }
 
 fn c_path(p: &Path) -> Option<CString> {

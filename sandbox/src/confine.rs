@@ -91,6 +91,7 @@ pub(crate) struct Prepared {
     pub mounts: Option<MountPlan>,
     pub cwd: CString,
     pub limits: Vec<(c_int, u64)>,
+    /// Drop capabilities and set no_new_privs (off only when confinement is disabled).
     pub drop_capabilities: bool,
     /// None when confinement is disabled by configuration.
     pub landlock: Option<OwnedFd>,
@@ -188,8 +189,10 @@ impl Prepared {
                 self.drop_capabilities()?;
             }
 
-            check_int(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as c_ulong, 0, 0, 0))
-                .map_err(|e| (Step::NoNewPrivs, e))?;
+            if self.drop_capabilities {
+                check_int(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as c_ulong, 0, 0, 0))
+                    .map_err(|e| (Step::NoNewPrivs, e))?;
+            }
 
             if let Some(ruleset) = &self.landlock {
                 check(libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0 as c_ulong))

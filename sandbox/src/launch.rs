@@ -36,6 +36,8 @@ pub(crate) struct Launch {
     pub prepared: Prepared,
     pub status_read: OwnedFd,
     pub cgroup: Option<CallCgroup>,
+    /// The call's environment tag, swept for when there is no cgroup.
+    pub tag: String,
     pub timeout: Duration,
     pub grace: Duration,
     pub drain: Duration,
@@ -117,6 +119,7 @@ pub(crate) async fn run(launch: Launch, cancel: CancellationToken) -> Result<Fin
         prepared,
         status_read,
         cgroup,
+        tag,
         timeout,
         grace,
         drain,
@@ -275,8 +278,11 @@ pub(crate) async fn run(launch: Launch, cancel: CancellationToken) -> Result<Fin
     }
     // The leader is reaped; now nothing of the call may survive it.
     signal_group(pgid, libc::SIGKILL, None);
-    if let Some(cg) = cgroup {
-        cg.destroy().await;
+    match cgroup {
+        Some(cg) => cg.destroy().await,
+        None => {
+            let _ = tokio::task::spawn_blocking(move || crate::reap::sweep(&tag)).await;
+        }
     }
     Ok(Finished { status, end, output: collector.finish(), stderr })
 }

@@ -16,6 +16,7 @@ mod filter;
 mod launch;
 mod output;
 pub mod policy;
+mod reap;
 mod runner;
 
 use std::ffi::OsString;
@@ -28,6 +29,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use reap::is_tool_process;
 pub use runner::{TOOL_SUBCOMMAND, tool_main};
 pub use superpi_proto::tool::{Effect, ToolDef};
 
@@ -78,6 +80,9 @@ pub struct SandboxConfig {
     pub readonly_outside: bool,
     /// Turns confinement off explicitly; every call then logs a warning.
     pub disabled: bool,
+    /// Tests only: pretend the kernel offers this landlock ABI (0: none).
+    #[doc(hidden)]
+    pub landlock_abi_override: Option<i32>,
 }
 
 impl SandboxConfig {
@@ -104,6 +109,7 @@ impl SandboxConfig {
             // SAFETY: geteuid cannot fail.
             readonly_outside: unsafe { libc::geteuid() } == 0,
             disabled: false,
+            landlock_abi_override: None,
         }
     }
 }

@@ -50,6 +50,12 @@ impl Drop for StandIn {
     }
 }
 
+/// A process that is not a descendant of this one (its parent exited), like a frontend.
+fn orphan() -> u32 {
+    let out = Command::new("sh").args(["-c", "sleep 300 >/dev/null 2>&1 & echo $!"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
 /// The process is gone or a zombie waiting for its reaper.
 fn dead(pid: &str) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -316,6 +322,42 @@ async fn a_setsid_grandchild_does_not_outlive_the_call() {
     let pid = out.output.trim().to_string();
     assert!(pid.parse::<u32>().is_ok(), "{out:?}");
     assert!(dead(&pid), "the grandchild {pid} survived the call");
+}
+
+#[tokio::test]
+async fn a_setsid_grandchild_does_not_outlive_the_call_without_a_cgroup_either() {
+    let env = Env::with(|c| c.pids_cgroup = false);
+    assert_confinement_available(&env);
+    assert!(!env.sandbox.status().pids_cgroup);
+    let out = env
+        .bash("setsid sh -c 'echo $$ > pid; exec sleep 300' > /dev/null 2>&1 < /dev/null & while [ ! -s pid ]; do :; done; cat pid")
+        .await;
+    let pid = out.output.trim().to_string();
+    assert!(pid.parse::<u32>().is_ok(), "{out:?}");
+    assert!(dead(&pid), "the grandchild {pid} survived the call");
+}
+
+#[tokio::test]
+async fn tool_processes_are_recognised_even_after_setsid() {
+    let env = env();
+    let stranger = orphan();
+    let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+    let call = env.call("bash", json!({"command": "setsid sh -c 'echo $$; exec sleep 300' & sleep 300"}));
+    let sandbox = env.sandbox.clone();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let task = tokio::spawn({
+        let cancel = cancel.clone();
+        async move { sandbox.run(call, cancel, Some(tx)).await }
+    });
+    let first = rx.recv().await.unwrap();
+    let pid: u32 = first.trim().parse().unwrap();
+    assert!(superpi_sandbox::is_tool_process(pid));
+    assert!(!superpi_sandbox::is_tool_process(stranger));
+    unsafe { libc::kill(stranger as i32, libc::SIGKILL) };
+    assert!(!superpi_sandbox::is_tool_process(std::process::id()));
+    cancel.cancel();
+    task.await.unwrap();
+    assert!(dead(&pid.to_string()));
 }
 
 #[tokio::test]

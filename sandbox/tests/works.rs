@@ -124,3 +124,25 @@ async fn network_when_granted() {
     std::io::Read::read_to_string(&mut stream, &mut got).unwrap();
     assert_eq!(got, "hi\n");
 }
+
+#[tokio::test]
+async fn without_landlock_calls_are_refused_with_a_clear_message() {
+    let env = Env::with(|c| c.landlock_abi_override = Some(0));
+    let out = env.bash("echo should-not-run").await;
+    assert!(out.is_error && out.output.contains("landlock"), "{out:?}");
+    assert!(!out.output.contains("should-not-run"));
+    let out = env.run("ls", json!({})).await;
+    assert!(out.is_error && out.output.contains("landlock"), "{out:?}");
+}
+
+#[tokio::test]
+async fn disabled_explicitly_runs_unconfined() {
+    let env = Env::with(|c| {
+        c.landlock_abi_override = Some(0);
+        c.disabled = true;
+    });
+    assert!(env.sandbox.status().disabled);
+    let out = env.bash("grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status").await;
+    assert!(!out.is_error && out.output.contains("NoNewPrivs:\t0"), "{out:?}");
+    assert!(out.output.contains("Seccomp:\t0"), "{out:?}");
+}
