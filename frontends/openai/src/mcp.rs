@@ -18,6 +18,9 @@ use crate::wire::ApiError;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
+/// Largest MCP request body read.
+const MAX_BODY: usize = 16 << 20;
+
 type Service = StreamableHttpService<SuperpiMcp, LocalSessionManager>;
 
 /// Whether an `Origin` may call `/mcp`. With tokens configured the token is the guard; without,
@@ -104,6 +107,20 @@ impl McpHttp {
                 .into_response();
         }
         let session = session_id(request.headers());
+        let request = if session.is_none() && request.method() == Method::POST {
+            // Only `initialize` opens a session; anything else needs one (the stateless
+            // revision of the protocol is not served).
+            let (parts, body) = request.into_parts();
+            let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
+                return (StatusCode::PAYLOAD_TOO_LARGE, "request body too large").into_response();
+            };
+            if !is_initialize(&bytes) {
+                return (StatusCode::BAD_REQUEST, "Bad Request: Mcp-Session-Id is required").into_response();
+            }
+            Request::from_parts(parts, Body::from(bytes))
+        } else {
+            request
+        };
         let key = match &session {
             Some(id) => match lock(&self.sessions).get(id) {
                 Some(owner) if owner.0 == principal => owner.clone(),
@@ -132,6 +149,13 @@ impl McpHttp {
     }
 }
 
+/// Whether a POST body is one JSON-RPC `initialize` request.
+fn is_initialize(body: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(body).is_ok_and(|v| {
+        v.get("method").and_then(serde_json::Value::as_str) == Some("initialize") && v.get("id").is_some()
+    })
+}
+
 fn session_id(headers: &HeaderMap) -> Option<String> {
     headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string)
 }
@@ -139,6 +163,14 @@ fn session_id(headers: &HeaderMap) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_initialize_opens_a_session() {
+        assert!(is_initialize(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#));
+        assert!(!is_initialize(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#));
+        assert!(!is_initialize(br#"{"jsonrpc":"2.0","method":"initialize"}"#));
+        assert!(!is_initialize(b"not json"));
+    }
 
     #[test]
     fn origins() {

@@ -123,12 +123,38 @@ async fn tools_run_on_the_server_and_show_as_reasoning() {
     assert!(s.reasoning.contains("[tool] ls"), "{:?}", s.reasoning);
     assert!(s.content.contains("marker.txt"), "{:?}", s.content);
     assert_eq!(s.finish_reasons, ["stop"]);
+}
 
-    // plan mode (asked by header) blocks a write: the kernel refuses the call.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_mode_header_only_tightens() {
+    let gw = Gateway::start(&[], &[]);
+    let client = KernelClient::connect(&gw.env.connect_options("test")).await.unwrap();
+    let mode_of = |resp: &reqwest::Response| conversation_of(resp);
+    let plan = post(&gw, &chat_body("superpi-code", false, "hi"), &[("x-superpi-mode", "plan")]).await;
+    let plan_id = mode_of(&plan);
+    assert_eq!(client.history(plan_id).await.unwrap().conversation.mode, "plan");
+    // A remote caller asking for `auto` stays under the remote ceiling.
+    let auto = post(&gw, &chat_body("superpi-code", false, "hi"), &[("x-superpi-mode", "auto")]).await;
+    assert_eq!(auto.status(), 200);
+    let info = client.history(mode_of(&auto)).await.unwrap().conversation;
+    assert_ne!(info.mode, "auto", "the remote ceiling applies: {info:?}");
+    // The header tightens a session's existing conversation too.
+    let first = post(&gw, &chat_body("superpi-code", false, "hi"), &[("x-session-id", "m")]).await;
+    let id = conversation_of(&first);
+    let again =
+        post(&gw, &chat_body("superpi-code", false, "hi"), &[("x-session-id", "m"), ("x-superpi-mode", "plan")]).await;
+    assert_eq!(conversation_of(&again), id);
+    assert_eq!(client.history(id).await.unwrap().conversation.mode, "plan");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plan_mode_blocks_a_write() {
+    let gw = Gateway::start(&[], &[]);
     let body = chat_body("superpi-code", true, "@tool write {\"path\": \"new.txt\", \"content\": \"x\"}");
     let s = read_stream(&post(&gw, &body, &[("x-superpi-mode", "plan")]).await.text().await.unwrap());
-    assert!(!gw.env.workspace.join("new.txt").exists(), "plan mode must not write: {:?}", s.reasoning);
     assert_eq!(s.finish_reasons.len(), 1);
+    assert!(!gw.env.workspace.join("new.txt").exists(), "plan mode must not write: {:?}", s.reasoning);
+    assert!(s.reasoning.contains("[tool] write blocked"), "{:?}", s.reasoning);
 }
 
 #[tokio::test(flavor = "multi_thread")]

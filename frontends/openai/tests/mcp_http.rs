@@ -1,0 +1,143 @@
+//! End-to-end: MCP over Streamable HTTP at `/mcp` of the real gateway process.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{Gateway, http, sse_events};
+use serde_json::{Value, json};
+
+const PROTOCOL: &str = "2025-06-18";
+
+struct Mcp<'a> {
+    gw: &'a Gateway,
+    token: Option<&'a str>,
+}
+
+impl Mcp<'_> {
+    async fn post(&self, session: Option<&str>, body: &Value, extra: &[(&str, &str)]) -> reqwest::Response {
+        let mut req = http()
+            .post(self.gw.url("/mcp?harness=superpi-code"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        if let Some(id) = session {
+            req = req.header("mcp-session-id", id);
+            if !extra.iter().any(|(k, _)| *k == "mcp-protocol-version") {
+                req = req.header("mcp-protocol-version", PROTOCOL);
+            }
+        }
+        if let Some(token) = self.token {
+            req = req.bearer_auth(token);
+        }
+        for (k, v) in extra {
+            req = req.header(*k, *v);
+        }
+        req.send().await.unwrap()
+    }
+
+    /// `initialize` then `notifications/initialized`; the session id.
+    async fn open(&self) -> String {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}});
+        let resp = self.post(None, &init, &[]).await;
+        assert_eq!(resp.status(), 200);
+        let session = resp.headers()["mcp-session-id"].to_str().unwrap().to_string();
+        let answer = rpc_answer(resp).await;
+        assert_eq!(answer["id"], 1);
+        assert!(answer["result"]["protocolVersion"].is_string(), "{answer}");
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        assert_eq!(self.post(Some(&session), &note, &[]).await.status(), 202);
+        session
+    }
+}
+
+/// The JSON-RPC answer of a POST, sent as JSON or as SSE events.
+async fn rpc_answer(resp: reqwest::Response) -> Value {
+    let is_sse =
+        resp.headers().get("content-type").is_some_and(|v| v.to_str().unwrap().starts_with("text/event-stream"));
+    let text = resp.text().await.unwrap();
+    if !is_sse {
+        return serde_json::from_str(&text).unwrap();
+    }
+    // SSE blocks may carry `id:`/`retry:` lines and priming events with no data.
+    for block in text.split("\n\n") {
+        let data: Vec<&str> = block.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim_start).collect();
+        if data.is_empty() || data.iter().all(|d| d.is_empty()) {
+            continue;
+        }
+        let value: Value = serde_json::from_str(&data.join("\n")).unwrap();
+        if value.get("id").is_some() {
+            return value;
+        }
+    }
+    let _ = sse_events;
+    panic!("no answer in {text:?}")
+}
+
+fn tools_list(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_mcp_session_over_http() {
+    let gw = Gateway::start(&[], &[]);
+    let mcp = Mcp { gw: &gw, token: None };
+    let session = mcp.open().await;
+
+    let answer = rpc_answer(mcp.post(Some(&session), &tools_list(2), &[]).await).await;
+    let names: Vec<&str> =
+        answer["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    for tool in ["read", "ls", "harness_task"] {
+        assert!(names.contains(&tool), "{names:?}");
+    }
+
+    std::fs::write(gw.env.workspace.join("hello.txt"), "hi from the workspace").unwrap();
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "read", "arguments": {"path": "hello.txt"}}});
+    let answer = rpc_answer(mcp.post(Some(&session), &call, &[]).await).await;
+    assert!(answer["result"].to_string().contains("hi from the workspace"), "{answer}");
+
+    // Without a session id, with a bad protocol version, or on GET: refused.
+    assert_eq!(mcp.post(None, &tools_list(4), &[]).await.status(), 400);
+    let bad = mcp.post(Some(&session), &tools_list(5), &[("mcp-protocol-version", "1999-01-01")]).await;
+    assert_eq!(bad.status(), 400);
+    let get = http().get(gw.url("/mcp")).header("mcp-session-id", &session).send().await.unwrap();
+    assert_eq!(get.status(), 405);
+
+    // A foreign browser origin is refused when no token is configured; loopback passes.
+    let foreign = mcp.post(Some(&session), &tools_list(6), &[("origin", "https://evil.example")]).await;
+    assert_eq!(foreign.status(), 403);
+    let local = mcp.post(Some(&session), &tools_list(7), &[("origin", "http://localhost:5173")]).await;
+    assert_eq!(local.status(), 200);
+
+    // DELETE ends the session; it is unknown afterwards.
+    let del = http()
+        .delete(gw.url("/mcp"))
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", PROTOCOL)
+        .send()
+        .await
+        .unwrap();
+    assert!(del.status().is_success(), "{}", del.status());
+    assert_eq!(mcp.post(Some(&session), &tools_list(8), &[]).await.status(), 404);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_sessions_belong_to_their_principal() {
+    let gw = Gateway::start(&[], &[("SUPERPI_GATEWAY_TOKEN", "one,two")]);
+    let anonymous = Mcp { gw: &gw, token: None };
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}});
+    let refused = anonymous.post(None, &init, &[]).await;
+    assert_eq!(refused.status(), 401);
+    let body: Value = serde_json::from_str(&refused.text().await.unwrap()).unwrap();
+    assert_eq!(body["error"]["code"], "invalid_api_key");
+
+    let one = Mcp { gw: &gw, token: Some("one") };
+    let two = Mcp { gw: &gw, token: Some("two") };
+    let session = one.open().await;
+    assert_eq!(one.post(Some(&session), &tools_list(2), &[]).await.status(), 200);
+    assert_eq!(two.post(Some(&session), &tools_list(3), &[]).await.status(), 404);
+    // With a token the token is the guard: any Origin passes.
+    let foreign = one.post(Some(&session), &tools_list(4), &[("origin", "https://app.example")]).await;
+    assert_eq!(foreign.status(), 200);
+}
