@@ -209,6 +209,8 @@ fn compound_commands_need_every_part() {
         ("bash -c 'ls; git push'", "D:deny_list", "D:deny_list"),
         ("bash -c 'ls; git status'", "N", "N"),
         ("eval git push", "D:deny_list", "D:deny_list"),
+        ("find . -exec rm -rf {} +", "D:deny_list", "D:deny_list"),
+        ("find . -name x -exec wc -l {} ;", "Q", "N"),
         ("cat <<EOF\nrm -rf /\nEOF", "D:deny_list", "D:deny_list"),
         ("cargo test > out.txt", "Q", "N"),
         ("cargo test 2>&1 >/dev/null", "N", "N"),

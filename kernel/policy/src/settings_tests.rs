@@ -222,3 +222,32 @@ fn load_reads_both_files_and_tolerates_missing_ones() {
     assert_eq!(e.path(), config.path().join(SETTINGS_FILE));
     assert!(e.to_string().contains("EOF while parsing"), "{e}");
 }
+
+/// The examples of SETTINGS.md are valid, so the document cannot drift from the code.
+#[test]
+fn settings_md_examples_parse() {
+    let doc = include_str!("../SETTINGS.md");
+    let blocks = |lang: &str| -> Vec<String> {
+        let fence = format!("```{lang}\n");
+        doc.split(fence.as_str()).skip(1).map(|b| b.split("```").next().unwrap_or("").to_string()).collect()
+    };
+    let json = blocks("json");
+    assert_eq!(json.len(), 2);
+    let full = Settings::from_user_file(&json[0], Path::new("SETTINGS.md")).unwrap();
+    assert_eq!(full.permissions.allow.len(), 5);
+    assert_eq!(full.network.policy, NetworkPolicy::Allowlist);
+    // The non-list values of the full example are the defaults, the network block aside.
+    let d = Settings::default();
+    assert_eq!(full.permissions.allow_outside_workspace, d.permissions.allow_outside_workspace);
+    assert_eq!(full.permissions.network_in_plan_mode, d.permissions.network_in_plan_mode);
+    assert_eq!(full.permissions.ask, d.permissions.ask);
+    assert_eq!(full.permissions.question_timeout, d.permissions.question_timeout);
+    assert_eq!(full.remote, d.remote);
+    assert_eq!(full.sandbox.disabled, d.sandbox.disabled);
+    let tightened = d.tightened_by_workspace_file(&json[1], Path::new("SETTINGS.md")).unwrap();
+    assert_eq!(tightened.network.policy, NetworkPolicy::Deny);
+    let toml = blocks("toml");
+    assert_eq!(toml.len(), 1);
+    let hs = crate::harness::Harnesses::with_file(&toml[0], Path::new("SETTINGS.md")).unwrap();
+    assert_eq!(hs.get("reviewer").unwrap().max_mode, Mode::AcceptEdits);
+}

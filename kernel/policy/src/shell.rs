@@ -18,7 +18,8 @@
 //! treats `Unsure` as "ask a person", never as "allowed".
 //!
 //! Commands nested in substitutions, subshells and groups are listed too, as are the commands
-//! that `bash -c STRING`, `sh -c STRING` and `eval WORDS` would run when the string is literal.
+//! that `bash -c STRING`, `sh -c STRING` and `eval WORDS` would run when the string is literal,
+//! and those that `find -exec … ;` runs.
 
 use std::fmt;
 
@@ -120,10 +121,12 @@ fn commands_at(line: &str, depth: usize) -> Result<Vec<SimpleCommand>, Unsure> {
     let mut all = Vec::new();
     for cmd in parser.out {
         let nested = nested_script(&cmd)?;
+        let executed = find_exec(&cmd);
         all.push(cmd);
         if let Some(script) = nested {
             all.extend(commands_at(&script, depth + 1)?);
         }
+        all.extend(executed);
     }
     Ok(all)
 }
@@ -156,6 +159,23 @@ fn nested_script(cmd: &SimpleCommand) -> Result<Option<String>, Unsure> {
         }
     }
     Ok(None)
+}
+
+/// The commands `find … -exec CMD … ;` (and `-execdir`, `-ok`, `-okdir`) runs per file.
+fn find_exec(cmd: &SimpleCommand) -> Vec<SimpleCommand> {
+    let words = strip_wrappers(&cmd.words);
+    if words.first().is_none_or(|w| basename(&w.text) != "find") {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut iter = words.iter();
+    while let Some(w) = iter.next() {
+        if matches!(w.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
+            let inner: Vec<Word> = iter.by_ref().take_while(|w| !(w.text == ";" || w.text == "+")).cloned().collect();
+            out.push(SimpleCommand { words: inner, redirects: Vec::new() });
+        }
+    }
+    out
 }
 
 /// Commands that run the command in their arguments (`sudo rm` is `rm` for a deny list),

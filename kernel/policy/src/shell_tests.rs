@@ -56,6 +56,14 @@ fn nested_shell_strings_are_read() {
     assert_eq!(texts("sudo sh -lc \"git push\""), v(&[&["sudo", "sh", "-lc", "git push"], &["git", "push"]]));
     assert_eq!(texts("eval git push"), v(&[&["eval", "git", "push"], &["git", "push"]]));
     assert!(commands("bash -c \"$CMD\"").is_err());
+    assert_eq!(
+        texts("find . -name '*.o' -exec rm -f {} \\; -execdir wc -l {} +"),
+        v(&[
+            &["find", ".", "-name", "*.o", "-exec", "rm", "-f", "{}", ";", "-execdir", "wc", "-l", "{}", "+"],
+            &["rm", "-f", "{}"],
+            &["wc", "-l", "{}"]
+        ])
+    );
     assert!(commands("eval $CMD").is_err());
 }
 
