@@ -160,3 +160,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(writer: W, mut rx: mpsc::UnboundedRec
     }
     let _ = writer.shutdown().await;
 }
+
+#[cfg(test)]
+#[path = "server_tests.rs"]
+mod tests;

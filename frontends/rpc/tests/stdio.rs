@@ -1,0 +1,63 @@
+//! End to end through stdio: `superpi rpc --stdio` as an IDE starts it, a raw line client on
+//! its pipes. Every line on stdout must be a JSON-RPC message (the client parses each one).
+//!
+//! Build the binary first: `cargo build -p superpi-cli && cargo test -p superpi-rpc`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use superpi_tests::TestEnv;
+
+#[tokio::test]
+async fn a_session_over_stdio() {
+    let env = TestEnv::new();
+    let (mut child, mut c) = stdio(&env, &[]);
+    let id = open(&mut c).await;
+    let w = watch(&mut c, id, false).await;
+    c.ok("session.submit", json!({"conversation_id": id, "content": [{"type": "text", "text": "hello from stdio"}]}))
+        .await;
+    let events = c.events_until(w, is_type("turn_completed")).await;
+    assert_eq!(events.last().unwrap()["result"], json!("hello from stdio"));
+
+    // Errors travel the same way, and the server keeps going.
+    let r = c.raw("this is not json").await;
+    assert_eq!(r["error"]["code"], json!(-32700));
+    let r = c.raw(r#"{"jsonrpc":"2.0","id":"x","method":"session.nope"}"#).await;
+    assert_eq!(r["error"]["code"], json!(-32601));
+    let r = c.raw(r#"{"jsonrpc":"2.0","id":"y","method":"session.watch","params":{"conversation_id":"one"}}"#).await;
+    assert_eq!(r["error"]["code"], json!(-32602));
+
+    // When stdin closes, requests in flight are answered, then the server exits 0.
+    c.send_raw(br#"{"jsonrpc":"2.0","id":"last","method":"session.list"}"#).await;
+    c.close().await;
+    let mut answered = false;
+    while let Some(v) = c.read_line().await {
+        if v["id"] == json!("last") {
+            answered = true;
+        }
+    }
+    assert!(answered, "the last request was answered before exit");
+    let status = tokio::time::timeout(READ_TIMEOUT, child.wait()).await.unwrap().unwrap();
+    assert!(status.success(), "{status}");
+}
+
+#[tokio::test]
+async fn stdio_with_tokens_needs_a_login() {
+    let env = TestEnv::new();
+    let (mut child, mut c) = stdio(&env, &[("SUPERPI_TOKENS", "tok")]);
+    assert_eq!(c.err("harness.list", json!({})).await["code"], json!(-32001));
+    // A login sent without waiting is finished before the next line is read.
+    c.send_raw(br#"{"jsonrpc":"2.0","id":1,"method":"auth.login","params":{"token":"tok"}}"#).await;
+    c.send_raw(br#"{"jsonrpc":"2.0","id":2,"method":"harness.list"}"#).await;
+    let first: Value = c.read_line().await.unwrap();
+    let second: Value = c.read_line().await.unwrap();
+    assert_eq!(first["id"], json!(1));
+    assert_eq!(first["result"]["auth"], json!(true));
+    assert_eq!(second["id"], json!(2));
+    assert!(second["result"]["harnesses"].is_array(), "{second}");
+    c.close().await;
+    let status = tokio::time::timeout(READ_TIMEOUT, child.wait()).await.unwrap().unwrap();
+    assert!(status.success());
+}

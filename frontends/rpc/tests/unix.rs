@@ -1,0 +1,315 @@
+//! End to end through the Unix socket: the real `superpi rpc --unix`, the real kernel it
+//! autostarts, the mock model, and a raw line client.
+//!
+//! Build the binary first: `cargo build -p superpi-cli && cargo test -p superpi-rpc`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{Value, json};
+use superpi_tests::TestEnv;
+
+fn text_of_deltas(events: &[Value]) -> String {
+    events.iter().filter(|e| e["type"] == "text_delta").map(|e| e["delta"].as_str().unwrap()).collect()
+}
+
+fn seqs(events: &[Value]) -> Vec<u64> {
+    events.iter().map(|e| e["seq"].as_u64().unwrap()).collect()
+}
+
+#[tokio::test]
+async fn open_submit_and_watch_with_acks() {
+    let env = TestEnv::new();
+    let server = UnixServer::start(&env, &[]).await;
+    let mut c = server.client().await;
+    let conv = c.ok("session.open", json!({"title": "first"})).await;
+    assert_eq!(conv["created"], json!(true));
+    assert_eq!(conv["harness"], json!("superpi-code"));
+    assert_eq!(conv["mode"], json!("accept-edits"), "an RPC caller gets the remote mode");
+    let id = conv["conversation_id"].as_i64().unwrap();
+    let w = watch(&mut c, id, false).await;
+    let submitted = c.ok("session.submit", json!({"conversation_id": id, "prompt": "@deltas 300"})).await;
+    assert!(submitted["turn_id"].as_i64().unwrap() > 0);
+
+    let events = c.events_until(w, is_type("turn_completed")).await;
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(&types[..2], &["message_completed", "turn_started"]);
+    assert_eq!(types.iter().filter(|t| **t == "text_delta").count(), 300);
+    // Every event of the turn, in order, none lost on the way.
+    let s = seqs(&events);
+    assert!(s.windows(2).all(|w| w[1] == w[0] + 1), "seqs are contiguous: {s:?}");
+    let answer = events.iter().find(|e| e["type"] == "message_completed" && e["role"] == "assistant").unwrap();
+    assert_eq!(answer["content"][0]["text"].as_str().unwrap(), text_of_deltas(&events));
+
+    // The stored history agrees; a new watch from seq 0 replays the stored events.
+    let history = c.ok("session.history", json!({"conversation_id": id})).await;
+    let kinds: Vec<&str> = history["entries"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, vec!["user", "assistant"]);
+    let r = c.ok("session.watch", json!({"conversation_id": id, "from_seq": 0})).await;
+    let replay = c.events_until(r["watch"].as_u64().unwrap(), is_type("turn_completed")).await;
+    assert!(replay.iter().all(|e| e["type"] != "text_delta"), "deltas are not stored");
+    assert_eq!(replay.last().unwrap()["seq"], events.last().unwrap()["seq"]);
+
+    let list = c.ok("session.list", json!({})).await;
+    assert_eq!(list["conversations"][0]["conversation_id"], json!(id));
+    let fork = c.ok("session.fork", json!({"conversation_id": id})).await;
+    assert_eq!(fork["parent_id"], json!(id));
+    let mode = c.ok("session.set_mode", json!({"conversation_id": id, "mode": "plan"})).await;
+    assert_eq!(mode["mode"], json!("plan"));
+    let meta = c.ok("workspace.metadata", json!({})).await;
+    assert_eq!(meta["principal"], json!("local"));
+    assert_eq!(meta["auth"], json!(false));
+    assert_eq!(meta["workspace"], json!(env.workspace.canonicalize().unwrap().display().to_string()));
+    let harnesses = c.ok("harness.list", json!({})).await;
+    assert!(harnesses["harnesses"].as_array().unwrap().iter().any(|h| h["id"] == "superpi-planner"));
+    assert_eq!(c.ok("auth.login", json!({"token": "anything"})).await, json!({"principal": "local", "auth": false}));
+    c.ok("session.unwatch", json!({"watch": w})).await;
+    assert_eq!(c.err("session.ack", json!({"watch": w, "batch": 1})).await["code"], json!(-32004));
+}
+
+#[tokio::test]
+async fn an_unacked_watch_holds_k_batches_and_loses_nothing() {
+    let env = TestEnv::new();
+    let server = UnixServer::start(&env, &[]).await;
+    let mut slow = server.client().await;
+    let mut fast = server.client().await;
+    let id = open(&mut slow).await;
+    let ws = watch(&mut slow, id, false).await;
+    let wf = watch(&mut fast, id, false).await;
+    fast.ok("session.submit", json!({"conversation_id": id, "prompt": "@deltas 500"})).await;
+    let all = fast.events_until(wf, is_type("turn_completed")).await;
+
+    // The slow client acked nothing: at most K batches reached it, whatever the kernel made.
+    // (LineClient checks the bound on every batch it reads.)
+    slow.ok("session.list", json!({})).await;
+    let mut got = Vec::new();
+    let mut batches = 0;
+    while let Some(n) = slow.try_backlog() {
+        assert_eq!(n["params"]["watch"], json!(ws));
+        batches += 1;
+        got.extend(n["params"]["events"].as_array().unwrap().iter().cloned());
+    }
+    assert!(batches <= K, "{batches} batches without an ack");
+    // One ack of the last batch frees both slots: the rest comes batched, nothing dropped.
+    if batches > 0 {
+        slow.ack_quietly(ws, batches).await;
+    }
+    if got.last().is_none_or(|e| e["type"] != "turn_completed") {
+        got.extend(slow.events_until(ws, is_type("turn_completed")).await);
+    }
+    assert_eq!(seqs(&got), seqs(&all));
+    assert_eq!(got, all);
+}
+
+#[tokio::test]
+async fn a_permission_question_is_answered_with_ui_respond() {
+    let env = TestEnv::new();
+    let server = UnixServer::start(&env, &[]).await;
+    let mut c = server.client().await;
+    let id = open(&mut c).await;
+    let w = watch(&mut c, id, true).await;
+    c.ok("session.submit", json!({"conversation_id": id, "prompt": "@tool bash {\"command\": \"touch made-by-rpc\"}"}))
+        .await;
+    let events = c.events_until(w, |e| e["type"] == "permission_request" || turn_end(e)).await;
+    let question = events.last().unwrap();
+    assert_eq!(question["type"], json!("permission_request"), "{events:?}");
+    assert_eq!(question["tool_name"], json!("bash"));
+    let options: Vec<&str> =
+        question["options"].as_array().unwrap().iter().map(|o| o["option_id"].as_str().unwrap()).collect();
+    assert_eq!(options, vec!["allow_once", "allow_always", "reject_once", "reject_always"]);
+    let request_id = question["request_id"].clone();
+    let r = c.ok("ui.respond", json!({"request_id": request_id, "option_id": "allow_once"})).await;
+    assert_eq!(r, json!({"accepted": true}));
+    let rest = c.events_until(w, turn_end).await;
+    let resolved = rest.iter().find(|e| e["type"] == "ui_resolved").expect("ui_resolved");
+    assert_eq!(resolved["outcome"]["option_id"], json!("allow_once"));
+    let done = rest.iter().find(|e| e["type"] == "tool_completed").expect("tool_completed");
+    assert_eq!(done["name"], json!("bash"));
+    assert!(rest.iter().all(|e| e["type"] != "tool_blocked"), "{rest:?}");
+    // The question is gone once answered.
+    assert_eq!(
+        c.err("ui.respond", json!({"request_id": request_id, "option_id": "allow_once"})).await["code"],
+        json!(-32004)
+    );
+
+    // Nobody interactive watching: the same call fails closed, nobody is asked.
+    let id2 = open(&mut c).await;
+    let w2 = watch(&mut c, id2, false).await;
+    c.ok(
+        "session.submit",
+        json!({"conversation_id": id2, "prompt": "@tool bash {\"command\": \"touch made-by-rpc\"}"}),
+    )
+    .await;
+    let events = c.events_until(w2, turn_end).await;
+    assert!(events.iter().all(|e| e["type"] != "permission_request"));
+    assert!(events.iter().any(|e| e["type"] == "tool_blocked"), "{events:?}");
+}
+
+#[tokio::test]
+async fn cancel_stops_a_running_turn() {
+    let env = TestEnv::new();
+    let server = UnixServer::start(&env, &[]).await;
+    let mut c = server.client().await;
+    let id = open(&mut c).await;
+    let w = watch(&mut c, id, false).await;
+    c.ok("session.submit", json!({"conversation_id": id, "prompt": "@slow 50\n@deltas 400"})).await;
+    c.events_until(w, is_type("text_delta")).await;
+    assert_eq!(c.ok("session.cancel", json!({"conversation_id": id})).await, json!({"cancelled": true}));
+    let events = c.events_until(w, turn_end).await;
+    assert_eq!(events.last().unwrap()["type"], json!("turn_cancelled"));
+    assert_eq!(c.ok("session.cancel", json!({"conversation_id": id})).await, json!({"cancelled": false}));
+}
+
+#[tokio::test]
+async fn every_json_rpc_error_case_and_the_server_keeps_serving() {
+    let env = TestEnv::new();
+    let server = UnixServer::start(&env, &[]).await;
+    let mut c = server.client().await;
+    let code = |v: &Value| v["error"]["code"].as_i64().unwrap();
+
+    let r = c.raw("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\"").await;
+    assert_eq!((code(&r), r["id"].clone()), (-32700, Value::Null));
+    let r = c.raw(r#"{"jsonrpc":"2.0","id":2,"method":7}"#).await;
+    assert_eq!((code(&r), r["id"].clone()), (-32600, json!(2)));
+    let r = c.raw(r#"{"id":3,"method":"session.list"}"#).await;
+    assert_eq!((code(&r), r["id"].clone()), (-32600, json!(3)));
+    let r = c.raw(r#"{"jsonrpc":"2.0","id":"four","method":"session.explode"}"#).await;
+    assert_eq!((code(&r), r["id"].clone()), (-32601, json!("four")));
+    let r = c.raw(r#"{"jsonrpc":"2.0","id":-5,"method":"session.open","params":{"workspace":"/"}}"#).await;
+    assert_eq!((code(&r), r["id"].clone()), (-32602, json!(-5)));
+    let r = c.raw(r#"{"jsonrpc":"2.0","id":6.5,"method":"session.submit","params":{"conversation_id":"x"}}"#).await;
+    assert_eq!((code(&r), r["id"].clone()), (-32602, json!(6.5)));
+    let r = c.raw(r#"{"jsonrpc":"2.0","id":null,"method":"session.history","params":{"conversation_id":4242}}"#).await;
+    assert_eq!((code(&r), r["id"].clone()), (-32004, Value::Null));
+    let r = c.raw("[]").await;
+    assert_eq!(code(&r), -32600);
+
+    // A line over the limit (1 MiB by default) gets an error; the next line is served.
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":7,"method":"session.submit","params":{{"prompt":"{}"}}}}"#,
+        "x".repeat(2 << 20)
+    );
+    let r = c.raw(&huge).await;
+    assert_eq!((code(&r), r["id"].clone()), (-32600, Value::Null));
+
+    // Notifications get no answer; the next line's answer is the first thing back.
+    c.send_raw(br#"{"jsonrpc":"2.0","method":"session.list"}"#).await;
+    c.send_raw(br#"{"jsonrpc":"2.0","method":"no.such.method"}"#).await;
+    let r = c.raw(r#"{"jsonrpc":"2.0","id":"after","method":"session.list"}"#).await;
+    assert_eq!(r["id"], json!("after"));
+    assert!(r["result"]["conversations"].is_array());
+
+    // A batch: one array of answers, none for its notification.
+    let r = c
+        .raw(
+            &json!([
+                {"jsonrpc": "2.0", "id": 1, "method": "session.open", "params": {}},
+                {"jsonrpc": "2.0", "method": "session.list"},
+                {"jsonrpc": "2.0", "id": 2, "method": "nope"},
+                42,
+            ])
+            .to_string(),
+        )
+        .await;
+    let answers = r.as_array().expect("a batch answer");
+    assert_eq!(answers.len(), 3);
+    let one = answers.iter().find(|a| a["id"] == json!(1)).unwrap();
+    assert_eq!(one["result"]["created"], json!(true));
+    assert_eq!(code(answers.iter().find(|a| a["id"] == json!(2)).unwrap()), -32601);
+    assert_eq!(code(answers.iter().find(|a| a["id"].is_null()).unwrap()), -32600);
+    c.ok("session.list", json!({})).await;
+}
+
+#[tokio::test]
+async fn with_tokens_login_comes_first_and_conversations_stay_with_their_principal() {
+    let env = TestEnv::new();
+    let server = UnixServer::start(&env, &[("SUPERPI_TOKENS", "token-a,token-b")]).await;
+    let mut a = server.client().await;
+    assert_eq!(a.err("session.list", json!({})).await["code"], json!(-32001));
+    assert_eq!(a.err("session.open", json!({})).await["code"], json!(-32001));
+    assert_eq!(a.err("auth.login", json!({"token": "token-c"})).await["code"], json!(-32001));
+    let login = a.ok("auth.login", json!({"token": "token-a"})).await;
+    assert_eq!(login["auth"], json!(true));
+    let mine = open(&mut a).await;
+
+    let mut b = server.client().await;
+    b.ok("auth.login", json!({"token": "token-b"})).await;
+    let missing = 987_654;
+    let calls = [
+        ("session.history", json!({"conversation_id": mine}), json!({"conversation_id": missing})),
+        ("session.watch", json!({"conversation_id": mine}), json!({"conversation_id": missing})),
+        (
+            "session.submit",
+            json!({"conversation_id": mine, "prompt": "hi"}),
+            json!({"conversation_id": missing, "prompt": "hi"}),
+        ),
+        ("session.cancel", json!({"conversation_id": mine}), json!({"conversation_id": missing})),
+        ("session.fork", json!({"conversation_id": mine}), json!({"conversation_id": missing})),
+        (
+            "session.set_mode",
+            json!({"conversation_id": mine, "mode": "plan"}),
+            json!({"conversation_id": missing, "mode": "plan"}),
+        ),
+        ("session.open", json!({"conversation_id": mine}), json!({"conversation_id": missing})),
+    ];
+    for (method, theirs, absent) in calls {
+        let e1 = b.err(method, theirs).await;
+        let e2 = b.err(method, absent).await;
+        assert_eq!(e1["code"], json!(-32004), "{method}: {e1}");
+        // Exactly the answer for a conversation that does not exist.
+        let normalise = |e: &Value, id: i64| e["message"].as_str().unwrap().replace(&id.to_string(), "N");
+        assert_eq!(normalise(&e1, mine), normalise(&e2, missing), "{method}");
+        assert_eq!(e1.get("data"), e2.get("data"));
+    }
+    let listed = b.ok("session.list", json!({})).await;
+    assert!(listed["conversations"].as_array().unwrap().iter().all(|c| c["conversation_id"] != json!(mine)));
+    // The owner still reaches it.
+    a.ok("session.history", json!({"conversation_id": mine})).await;
+    let meta = a.ok("workspace.metadata", json!({})).await;
+    assert_eq!(meta["auth"], json!(true));
+    assert_eq!(meta["principal"], login["principal"]);
+}
+
+#[tokio::test]
+async fn a_client_gone_mid_watch_costs_the_kernel_nothing() {
+    let env = TestEnv::new();
+    let server = UnixServer::start(&env, &[]).await;
+    let mut c = server.client().await;
+    let id = open(&mut c).await;
+    let w = watch(&mut c, id, true).await;
+    c.ok("session.submit", json!({"conversation_id": id, "prompt": "@slow 20\n@deltas 200"})).await;
+    c.events_until(w, is_type("text_delta")).await;
+    drop(c);
+
+    // The kernel sees only its own client once the RPC connection is gone, and the turn
+    // goes on to its end without anyone watching.
+    let kernel = superpi_client::KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let status = kernel.status().await.unwrap();
+        if status.clients == 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the kernel still counts {} clients", status.clients);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut sub = kernel
+        .watch(superpi_proto::method::WatchParams {
+            conversation_id: id,
+            from_seq: Some(0),
+            window: None,
+            interactive: false,
+        })
+        .await
+        .unwrap();
+    loop {
+        let event = tokio::time::timeout(READ_TIMEOUT, sub.next()).await.unwrap().expect("an event");
+        if event.body.is_turn_end() {
+            assert_eq!(event.type_name(), "turn_completed");
+            break;
+        }
+    }
+}
