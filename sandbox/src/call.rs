@@ -35,6 +35,7 @@ pub(crate) struct Machine {
     /// Why calls are refused, when they are.
     refusal: Option<String>,
     root: bool,
+    masked: Vec<CString>,
 }
 
 impl Machine {
@@ -51,6 +52,9 @@ impl Machine {
         // SAFETY: geteuid cannot fail.
         let root = unsafe { libc::geteuid() } == 0;
         let cgroup = if config.disabled || !config.pids_cgroup { None } else { CgroupBase::detect() };
+        if let Some(base) = &cgroup {
+            base.remove_stale();
+        }
         if !config.disabled {
             tracing::info!(landlock_abi = abi, pids_cgroup = cgroup.is_some(), "sandbox ready");
         }
@@ -61,6 +65,7 @@ impl Machine {
             seccomp_network: Arc::new(network),
             refusal,
             root,
+            masked: policy::masked_files().iter().filter_map(|p| c_path(p)).collect(),
         })
     }
 
@@ -255,6 +260,7 @@ impl Machine {
         let mounts = (confined && config.readonly_outside && self.root).then(|| MountPlan {
             writable: read_write.iter().filter(|p| p.exists()).filter_map(|p| c_path(p)).collect(),
             keep_writable_mounts: vec![c"/dev".to_owned(), c"/dev/pts".to_owned(), c"/dev/shm".to_owned()],
+            masked: self.masked.clone(),
         });
         let mut limits = vec![(libc::RLIMIT_CORE as i32, 0u64), (libc::RLIMIT_NOFILE as i32, config.max_open_files)];
         if let Some(bytes) = config.max_memory_bytes {

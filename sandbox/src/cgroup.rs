@@ -64,6 +64,21 @@ impl CgroupBase {
         None
     }
 
+    /// Removes the call cgroups of kernels that are gone (a crash leaves them behind).
+    pub(crate) fn remove_stale(&self) {
+        let Ok(dir) = fs::read_dir(&self.dir) else { return };
+        for entry in dir.filter_map(Result::ok) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name.strip_prefix("superpi-").and_then(|r| r.split('-').next()) else { continue };
+            if Path::new("/proc").join(pid).exists() {
+                continue;
+            }
+            let stale = CallCgroup { dir: entry.path(), v2: self.v2 };
+            stale.signal_all(libc::SIGKILL);
+            let _ = fs::remove_dir(&stale.dir);
+        }
+    }
+
     /// A fresh cgroup for one call, bounded to `max_pids` processes.
     pub(crate) fn create(&self, max_pids: u32) -> std::io::Result<CallCgroup> {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);

@@ -80,6 +80,9 @@ pub(crate) struct MountPlan {
     pub writable: Vec<CString>,
     /// Mount points whose own writability is left to landlock (`/dev`).
     pub keep_writable_mounts: Vec<CString>,
+    /// Files hidden behind /dev/null: secrets that root can read by ownership alone
+    /// (/etc/shadow, SSH host keys), which landlock cannot carve out of /etc.
+    pub masked: Vec<CString>,
 }
 
 /// Everything the child needs, made in the parent before the fork.
@@ -236,6 +239,17 @@ impl Prepared {
                     path.as_ptr(),
                     std::ptr::null(),
                     libc::MS_BIND | libc::MS_REC,
+                    std::ptr::null(),
+                ))
+                .map_err(|e| (Step::ReadOnlyMounts, e))?;
+            }
+            let dev_null = c"/dev/null";
+            for path in &plan.masked {
+                check_int(libc::mount(
+                    dev_null.as_ptr(),
+                    path.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND,
                     std::ptr::null(),
                 ))
                 .map_err(|e| (Step::ReadOnlyMounts, e))?;

@@ -16,6 +16,26 @@ pub const DEFAULT_READ_EXEC: &[&str] =
 pub const DEFAULT_DEVICES: &[&str] =
     &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"];
 
+/// Files that root may read by ownership alone and that hold secrets: hidden behind /dev/null
+/// in the call's mount namespace.
+pub fn masked_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> =
+        ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/security/opasswd"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+    if let Ok(dir) = std::fs::read_dir("/etc/ssh") {
+        for entry in dir.filter_map(Result::ok) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with("ssh_host_") && name.ends_with("_key") {
+                files.push(entry.path());
+            }
+        }
+    }
+    files.retain(|f| f.is_file());
+    files
+}
+
 /// The filesystem policy of one call.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FsPolicy {

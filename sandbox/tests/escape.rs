@@ -394,3 +394,25 @@ async fn tiocsti_is_refused() {
     let out = env.bash(&format!("python3 -c \"{script}\"")).await;
     assert!(out.output.contains("refused 1") && !out.output.contains("INJECTED"), "{out:?}");
 }
+
+#[tokio::test]
+async fn root_only_secrets_in_etc_are_masked() {
+    let env = env();
+    assert!(std::fs::read_to_string("/etc/shadow").is_ok(), "these tests run as root, as CI does");
+    let out = env.bash("wc -c < /etc/shadow; grep -c root /etc/shadow").await;
+    assert!(out.output.starts_with("0\n"), "{out:?}");
+    assert!(!out.output.contains("root:"), "{out:?}");
+}
+
+#[tokio::test]
+async fn the_process_count_of_a_call_is_bounded() {
+    let env = Env::with(|c| c.max_pids = 32);
+    assert_confinement_available(&env);
+    assert!(env.sandbox.status().pids_cgroup, "a pids cgroup is expected on this machine");
+    let script = "import os, time\nn = 0\nfor i in range(100):\n    try:\n        pid = os.fork()\n    except OSError:\n        break\n    if pid == 0:\n        time.sleep(30)\n        os._exit(0)\n    n += 1\nprint('forked', n)";
+    let started = std::time::Instant::now();
+    let out = env.bash(&format!("python3 -c \"{script}\"")).await;
+    let n: usize = out.output.trim().strip_prefix("forked ").and_then(|n| n.parse().ok()).unwrap_or(999);
+    assert!(n < 32, "{out:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+}
