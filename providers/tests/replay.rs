@@ -412,3 +412,35 @@ async fn a_conversation_switching_providers_is_sent_in_each_format() {
         ])
     );
 }
+
+#[tokio::test]
+async fn an_auth_command_token_is_sent_as_bearer_and_reused() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use futures::FutureExt;
+    use superpi_providers::CommandRunner;
+
+    let server = ReplayServer::start(vec![
+        Reply::stream(&recorded("openai_text.sse"), 100),
+        Reply::stream(&recorded("openai_text.sse"), 100),
+    ])
+    .await;
+    let runs = Arc::new(AtomicU32::new(0));
+    let counter = runs.clone();
+    let runner = CommandRunner::new(move |argv, _timeout| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async move { Ok(format!("token-from-{}\n", argv.join("-"))) }.boxed()
+    });
+    let mut config = config_for(&server.base).with_command_runner(runner);
+    config.openai.api_key = None;
+    config.openai.auth_command = Some(vec!["print".into(), "token".into()]);
+    let provider = resolve("gpt-4o-mini", &config).unwrap();
+    for _ in 0..2 {
+        let events: Vec<StreamEvent> = provider.stream(request("gpt-4o-mini")).collect().await;
+        assert!(matches!(events.last(), Some(StreamEvent::Done(_))), "{events:?}");
+    }
+    let sent = server.requests();
+    assert!(sent.iter().all(|r| r.header("authorization") == Some("Bearer token-from-print-token")));
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the token is cached between requests");
+}
