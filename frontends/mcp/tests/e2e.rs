@@ -86,6 +86,13 @@ fn text(result: &CallToolResult) -> String {
     result.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.clone()).collect()
 }
 
+fn resource_text(read: &rmcp::model::ReadResourceResult) -> String {
+    match &read.contents[0] {
+        rmcp::model::ResourceContents::TextResourceContents { text, .. } => text.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
 fn error_code(err: ServiceError) -> i32 {
     match err {
         ServiceError::McpError(e) => e.code.0,
@@ -200,10 +207,7 @@ async fn harness_task_runs_a_turn_with_progress_logs_prompts_and_resources() {
     let uri = format!("superpi://conversation/{conversation_id}/transcript");
     assert!(resources.iter().any(|r| r.uri == uri), "{resources:?}");
     let read = session.client.peer().read_resource(ReadResourceRequestParams::new(uri.clone())).await.unwrap();
-    let body = match &read.contents[0] {
-        rmcp::model::ResourceContents::TextResourceContents { text, .. } => text.clone(),
-        other => panic!("{other:?}"),
-    };
+    let body = resource_text(&read);
     let lines: Vec<Value> = body.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines[0]["kind"], "user");
     assert!(lines.iter().any(|l| l["kind"] == "tool_result"), "{body}");
@@ -215,7 +219,12 @@ async fn harness_task_runs_a_turn_with_progress_logs_prompts_and_resources() {
     assert_eq!(error_code(missing.unwrap_err()), -32002);
     let tools_doc =
         session.client.peer().read_resource(ReadResourceRequestParams::new("superpi://workspace/tools")).await;
-    assert!(tools_doc.is_ok());
+    assert!(resource_text(&tools_doc.unwrap()).contains("\"fs_write\""));
+    let context =
+        session.client.peer().read_resource(ReadResourceRequestParams::new("superpi://workspace/context")).await;
+    let context: Value = serde_json::from_str(&resource_text(&context.unwrap())).unwrap();
+    assert_eq!(context["workspace"], env.workspace.canonicalize().unwrap().display().to_string());
+    assert!(context["entries"].as_str().unwrap_or_default().contains("marker.txt"), "{context}");
 
     // One prompt per harness, each taking a goal.
     let prompts = session.client.list_all_prompts().await.unwrap();
