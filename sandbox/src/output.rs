@@ -90,14 +90,19 @@ impl Collector {
 
 /// Text of at most `max` bytes from the start of `bytes`, cut on a character boundary.
 pub(crate) fn head_text(bytes: &[u8], max: usize) -> String {
-    let cut = bytes.len().min(max);
-    let s = String::from_utf8_lossy(&bytes[..cut]);
-    s.into_owned()
+    let mut cut = bytes.len().min(max);
+    while cut > 0 && cut < bytes.len() && bytes[cut] & 0xC0 == 0x80 {
+        cut -= 1;
+    }
+    String::from_utf8_lossy(&bytes[..cut]).into_owned()
 }
 
 /// Text of at most `max` bytes from the end of `bytes`, starting after a newline when one is near.
 pub(crate) fn tail_text(bytes: &[u8], max: usize) -> String {
-    let start = bytes.len().saturating_sub(max);
+    let mut start = bytes.len().saturating_sub(max);
+    while start < bytes.len() && bytes[start] & 0xC0 == 0x80 {
+        start += 1;
+    }
     let mut slice = &bytes[start..];
     if start > 0
         && let Some(nl) = slice.iter().position(|b| *b == b'\n')
@@ -107,3 +112,7 @@ pub(crate) fn tail_text(bytes: &[u8], max: usize) -> String {
     }
     String::from_utf8_lossy(slice).into_owned()
 }
+
+#[cfg(test)]
+#[path = "output_tests.rs"]
+mod tests;

@@ -207,3 +207,7 @@ impl Ctx {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "mod_tests.rs"]
+mod tests;

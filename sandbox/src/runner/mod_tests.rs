@@ -1,0 +1,69 @@
+use super::*;
+
+fn ctx(dir: &Path) -> Ctx {
+    Ctx { workspace: dir.join("ws"), read_roots: vec![dir.join("spill")] }
+}
+
+fn setup() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(base.join("ws/sub")).unwrap();
+    std::fs::create_dir_all(base.join("spill")).unwrap();
+    std::fs::create_dir_all(base.join("outside")).unwrap();
+    (dir, base)
+}
+
+#[test]
+fn relative_and_absolute_paths_inside_resolve() {
+    let (_d, base) = setup();
+    let c = ctx(&base);
+    assert_eq!(c.resolve("t", "path", "sub/../a.txt", true).unwrap(), base.join("ws/a.txt"));
+    assert_eq!(
+        c.resolve("t", "path", base.join("ws/sub/new/b").to_str().unwrap(), true).unwrap(),
+        base.join("ws/sub/new/b")
+    );
+    assert_eq!(c.display(&base.join("ws/sub/x")), "sub/x");
+    assert_eq!(c.display(&base.join("ws")), ".");
+}
+
+#[test]
+fn paths_outside_are_refused_naming_the_field() {
+    let (_d, base) = setup();
+    let c = ctx(&base);
+    let e = c.resolve("write", "path", "../outside/x", true).unwrap_err();
+    assert!(e.contains("`path`") && e.contains("outside the workspace"), "{e}");
+    let e = c.resolve("read", "path", "/etc/passwd", false).unwrap_err();
+    assert!(e.contains("outside the workspace"), "{e}");
+    assert!(c.resolve("t", "path", "", false).unwrap_err().contains("empty"));
+}
+
+#[test]
+fn read_roots_are_readable_not_writable() {
+    let (_d, base) = setup();
+    let c = ctx(&base);
+    let spill = base.join("spill/3/call");
+    assert!(c.resolve("read", "path", spill.to_str().unwrap(), false).is_ok());
+    assert!(c.resolve("write", "path", spill.to_str().unwrap(), true).is_err());
+}
+
+#[test]
+fn symlinks_leading_outside_are_refused() {
+    let (_d, base) = setup();
+    std::os::unix::fs::symlink(base.join("outside"), base.join("ws/link")).unwrap();
+    std::os::unix::fs::symlink(base.join("ws/sub"), base.join("ws/inner")).unwrap();
+    let c = ctx(&base);
+    let e = c.resolve("write", "path", "link/new/file", true).unwrap_err();
+    assert!(e.contains("symbolic link"), "{e}");
+    assert!(c.resolve("write", "path", "inner/file", true).is_ok());
+}
+
+#[test]
+fn bad_requests_are_error_outcomes() {
+    let out = run(&Request {
+        tool: "frobnicate".into(),
+        arguments: serde_json::json!({}),
+        workspace: PathBuf::from("/nonexistent"),
+        read_roots: Vec::new(),
+    });
+    assert!(out.is_error && out.output.contains("unknown tool"));
+}
