@@ -22,6 +22,9 @@ pub mod shell;
 mod shell_parser;
 pub mod verdict;
 
+#[cfg(test)]
+mod props_tests;
+
 pub use decide::{Answer, CallFacts, Decision, Overrides, Remember, Risk, Rule, decide};
 pub use error::ConfigError;
 pub use harness::{Harness, Harnesses, UnknownHarness, WorkspaceKind};

@@ -130,7 +130,7 @@ impl Parser {
                 return buf.end_command(&mut self.out);
             };
             match c {
-                ' ' | '\t' | '\r' => {
+                ' ' | '\t' => {
                     self.pos += 1;
                     buf.end_word()?;
                 }
@@ -398,7 +398,7 @@ impl Parser {
         }
         let mut target = WordBuf::default();
         while let Some(c) = self.peek() {
-            if matches!(c, ' ' | '\t' | '\r' | '\n' | ';' | '&' | '|' | '(' | ')' | '<' | '>') {
+            if matches!(c, ' ' | '\t' | '\n' | ';' | '&' | '|' | '(' | ')' | '<' | '>') {
                 break;
             }
             self.word_piece(&mut target)?;
