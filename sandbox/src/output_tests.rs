@@ -58,7 +58,8 @@ fn a_spill_that_cannot_be_written_is_reported_not_fatal() {
 #[test]
 fn head_and_tail_text_cut_cleanly() {
     assert_eq!(head_text("héllo".as_bytes(), 2), "h");
-    assert_eq!(tail_text("héllo".as_bytes(), 5), "llo");
+    assert_eq!(tail_text("héllo".as_bytes(), 5), "éllo");
+    assert_eq!(tail_text("héllo".as_bytes(), 4), "llo");
     assert_eq!(tail_text(b"aaaa\nbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", 30), "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
     assert_eq!(tail_text(b"one\ntwo\nthree", 100), "one\ntwo\nthree");
 }
