@@ -301,3 +301,38 @@ async fn a_client_that_leaves_cancels_its_turn() {
     .expect("the turn ends");
     assert_eq!(end, EventBody::TurnCancelled {});
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_that_leaves_a_whole_completion_cancels_its_turn() {
+    let gw = Gateway::start(&[], &[]);
+    let client = KernelClient::connect(&gw.env.connect_options("test")).await.unwrap();
+    let body = chat_body("superpi-code", false, "@slow 100\none two three four five six seven eight nine ten");
+    let request =
+        http().post(gw.url("/v1/chat/completions")).header("x-session-id", "impatient").body(body.to_string()).send();
+    let waiting = tokio::spawn(request);
+    // Wait until the turn runs, then hang up.
+    let conversation_id = loop {
+        let list = client.list().await.unwrap();
+        if let Some(c) = list.iter().find(|c| c.status == "running") {
+            break c.conversation_id;
+        }
+        tokio::task::yield_now().await;
+    };
+    waiting.abort();
+    let _ = waiting.await;
+    let mut sub = client
+        .watch(WatchParams { conversation_id, from_seq: Some(0), window: None, interactive: false })
+        .await
+        .unwrap();
+    let end = tokio::time::timeout(LIMIT, async {
+        loop {
+            let event = sub.next().await.expect("events until the turn ends");
+            if event.body.is_turn_end() {
+                return event.body;
+            }
+        }
+    })
+    .await
+    .expect("the turn ends");
+    assert_eq!(end, EventBody::TurnCancelled {});
+}
