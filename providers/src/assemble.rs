@@ -263,6 +263,7 @@ impl StreamBuilder {
         self.closed.clear();
         self.next_index = 0;
         self.usage = Usage::default();
+        self.response_id = None;
         self.out.push_back(StreamEvent::Reset { retry_in_ms });
     }
 

@@ -48,13 +48,16 @@ pub fn parse_recorded<'a>(kind: ProviderKind, chunks: impl IntoIterator<Item = &
     let mut builder = StreamBuilder::new();
     builder.start(None);
     let mut feeder = Feeder::new(kind);
+    let mut result = Ok(());
     for chunk in chunks {
-        feeder.feed(chunk, &mut builder);
-        if builder.is_finished() {
+        result = feeder.feed(chunk, &mut builder);
+        if result.is_err() || builder.is_finished() {
             break;
         }
     }
-    feeder.end(&mut builder);
+    if let Err(err) = result.and_then(|()| feeder.end(&mut builder)) {
+        builder.fail(err);
+    }
     builder.drain().collect()
 }
 
@@ -71,36 +74,30 @@ impl Feeder {
         Feeder { provider: kind.as_str(), decoder: SseDecoder::new(), parser: parser_for(kind), scratch: Vec::new() }
     }
 
-    fn feed(&mut self, chunk: &[u8], builder: &mut StreamBuilder) {
-        if let Err(err) = self.decoder.feed(chunk, &mut self.scratch) {
-            builder.fail(ProviderError::Protocol { provider: self.provider.into(), message: err.to_string() });
-            return;
-        }
+    /// Feeds a chunk; an error ends the attempt (the caller decides between retry and failure).
+    fn feed(&mut self, chunk: &[u8], builder: &mut StreamBuilder) -> Result<(), ProviderError> {
+        self.decoder
+            .feed(chunk, &mut self.scratch)
+            .map_err(|err| ProviderError::Protocol { provider: self.provider.into(), message: err.to_string() })?;
         for event in self.scratch.drain(..) {
             if builder.is_finished() {
                 break;
             }
-            if let Err(err) = self.parser.event(&event, builder) {
-                builder.fail(err);
-            }
+            self.parser.event(&event, builder)?;
         }
+        Ok(())
     }
 
-    fn end(&mut self, builder: &mut StreamBuilder) {
+    /// The body ended.
+    fn end(&mut self, builder: &mut StreamBuilder) -> Result<(), ProviderError> {
         if builder.is_finished() {
-            return;
+            return Ok(());
         }
         self.decoder.finish(&mut self.scratch);
         for event in std::mem::take(&mut self.scratch) {
-            if let Err(err) = self.parser.event(&event, builder) {
-                builder.fail(err);
-            }
+            self.parser.event(&event, builder)?;
         }
-        if !builder.is_finished()
-            && let Err(err) = self.parser.end(builder)
-        {
-            builder.fail(err);
-        }
+        if builder.is_finished() { Ok(()) } else { self.parser.end(builder) }
     }
 }
 
@@ -219,34 +216,43 @@ impl Driver {
                     Ok(body) => {
                         self.phase = Phase::Streaming(body, Box::new(Feeder::new(self.kind)));
                     }
-                    Err(OpenFailure::Retryable { wait, error }) if self.retries < self.retry.max_retries => {
-                        let backoff = self.retry.initial_backoff_ms.saturating_mul(1 << self.retries.min(20));
-                        let wait = wait
-                            .unwrap_or(Duration::from_millis(backoff))
-                            .min(Duration::from_millis(self.retry.max_backoff_ms));
-                        tracing::warn!(provider = %self.provider(), %error, retry_in_ms = wait.as_millis() as u64, "retrying");
-                        self.retries += 1;
-                        self.builder.reset(wait.as_millis() as u64);
-                        self.phase = Phase::Wait(wait);
-                    }
-                    Err(OpenFailure::Retryable { error, .. }) | Err(OpenFailure::Fatal(error)) => {
-                        self.builder.fail(error)
-                    }
+                    Err(OpenFailure::Retryable { wait, error }) => self.retry_or_fail(error, wait),
+                    Err(OpenFailure::Fatal(error)) => self.builder.fail(error),
                 },
                 Phase::Wait(wait) => tokio::time::sleep(wait).await,
                 Phase::Streaming(mut body, mut feeder) => match body.next().await {
-                    Some(Ok(chunk)) => {
-                        feeder.feed(&chunk, &mut self.builder);
-                        self.phase = Phase::Streaming(body, feeder);
-                    }
+                    Some(Ok(chunk)) => match feeder.feed(&chunk, &mut self.builder) {
+                        Ok(()) => self.phase = Phase::Streaming(body, feeder),
+                        Err(error) => self.retry_or_fail(error, None),
+                    },
                     Some(Err(err)) => self.builder.fail(ProviderError::Transport {
                         provider: self.provider(),
                         message: format!("the stream was cut: {}", error_chain(&err)),
                     }),
-                    None => feeder.end(&mut self.builder),
+                    None => {
+                        if let Err(error) = feeder.end(&mut self.builder) {
+                            self.retry_or_fail(error, None);
+                        }
+                    }
                 },
             }
         }
+    }
+
+    /// Retries an overload or rate limit (an HTTP status, or an error event inside a stream)
+    /// while attempts remain, announcing it with `Reset`; otherwise ends with the error.
+    fn retry_or_fail(&mut self, error: ProviderError, wait: Option<Duration>) {
+        let retryable = matches!(error, ProviderError::Http { status: 429 | 503 | 529, .. });
+        if !retryable || self.retries >= self.retry.max_retries {
+            self.builder.fail(error);
+            return;
+        }
+        let backoff = self.retry.initial_backoff_ms.saturating_mul(1 << self.retries.min(20));
+        let wait = wait.unwrap_or(Duration::from_millis(backoff)).min(Duration::from_millis(self.retry.max_backoff_ms));
+        tracing::warn!(provider = %self.provider(), %error, retry_in_ms = wait.as_millis() as u64, "retrying");
+        self.retries += 1;
+        self.builder.reset(wait.as_millis() as u64);
+        self.phase = Phase::Wait(wait);
     }
 
     async fn open(&mut self) -> Result<Body, OpenFailure> {

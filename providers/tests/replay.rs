@@ -285,17 +285,18 @@ async fn a_chunk_that_is_not_json_is_a_protocol_error() {
 
 #[tokio::test]
 async fn an_error_event_mid_stream_ends_with_its_message() {
+    // A non-retryable error event (an invalid request) ends the stream at once.
     let body = concat!(
         "event: message_start\n",
         "data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_2\",\"usage\":{\"input_tokens\":3,\"output_tokens\":0}}}\n\n",
         "event: error\n",
-        "data: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+        "data: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long\"}}\n\n",
     );
     let (events, _) = run("claude-sonnet-4-5", vec![Reply::stream(body.as_bytes(), 16)]).await;
     let t = terminal(&events);
     assert_eq!(
         t.error,
-        Some(ProviderError::Http { provider: "anthropic".into(), status: 529, message: "Overloaded".into() })
+        Some(ProviderError::Http { provider: "anthropic".into(), status: 400, message: "prompt is too long".into() })
     );
     assert_eq!(t.response_id.as_deref(), Some("msg_2"));
 }
@@ -443,4 +444,27 @@ async fn an_auth_command_token_is_sent_as_bearer_and_reused() {
     let sent = server.requests();
     assert!(sent.iter().all(|r| r.header("authorization") == Some("Bearer token-from-print-token")));
     assert_eq!(runs.load(Ordering::SeqCst), 1, "the token is cached between requests");
+}
+
+#[tokio::test]
+async fn an_overload_inside_the_stream_is_retried_with_a_reset() {
+    let overloaded = concat!(
+        "event: message_start\n",
+        "data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_x\",\"usage\":{\"input_tokens\":3,\"output_tokens\":0}}}\n\n",
+        "event: content_block_start\n",
+        "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"void\"}}\n\n",
+        "event: error\n",
+        "data: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+    );
+    let replies = vec![Reply::stream(overloaded.as_bytes(), 64), Reply::stream(&recorded("anthropic_tools.sse"), 500)];
+    let (events, sent) = run("claude-sonnet-4-5", replies).await;
+    assert_eq!(sent.len(), 2);
+    let reset_at = events.iter().position(|e| matches!(e, StreamEvent::Reset { .. })).expect("a reset");
+    assert!(events[..reset_at].contains(&StreamEvent::TextDelta { index: 0, delta: "void".into() }));
+    let t = terminal(&events);
+    assert!(matches!(events.last(), Some(StreamEvent::Done(_))));
+    assert_eq!(t.message.content.len(), 3, "only the second attempt's blocks: {:?}", t.message.content);
+    assert_eq!(t.response_id.as_deref(), Some("msg_01"), "the second attempt's id");
 }
