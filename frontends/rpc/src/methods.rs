@@ -191,3 +191,29 @@ pub async fn dispatch(module: &RpcModule<Conn>, call: &Call) -> Reply {
     }
     Ok(answer.remove("result").unwrap_or(Value::Null))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// README.md documents exactly the methods the module serves, each under its own heading.
+    #[test]
+    fn the_readme_documents_every_method() {
+        let readme = include_str!("../README.md");
+        let documented: Vec<&str> =
+            readme.lines().filter_map(|l| l.strip_prefix("### `").and_then(|rest| rest.strip_suffix('`'))).collect();
+        assert_eq!(documented, METHODS);
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let shared = Arc::new(crate::Shared {
+            tokens: Default::default(),
+            connect: superpi_client::ConnectOptions::new(superpi_client::Locations::resolve(|_| None), "rpc"),
+            workspace: None,
+        });
+        let module = module(Conn::new(shared, tx)).unwrap();
+        let mut served: Vec<&str> = module.method_names().collect();
+        served.sort_unstable();
+        let mut listed = METHODS.to_vec();
+        listed.sort_unstable();
+        assert_eq!(served, listed);
+    }
+}
