@@ -1,6 +1,20 @@
-//! superpi-agui: The AG-UI frontend over SSE (`superpi agui`).
+//! superpi-agui: the AG-UI frontend over SSE (`superpi agui`).
 //!
-//! Placeholder entry point; the crate's owner replaces this file.
+//! Owns the AG-UI surface: `POST /agui/v1/run` (a `RunAgentInput` in, one run of AG-UI
+//! events out over SSE), `GET /agui/v1/sessions/{thread}/events` (attach to a conversation:
+//! snapshots, then live runs) and `POST /agui/v1/sessions/{thread}/input` (prompt, permission,
+//! answer, cancel); the AG-UI wire types ([`wire`]); the renderer from kernel events to AG-UI
+//! events, a pure state machine with the 16 ms content merge and JSON Patch state
+//! ([`render`]); stored history as AG-UI messages ([`history`]); and the request map from
+//! AG-UI bodies to kernel calls with this frontend's error shape ([`request`]).
+//!
+//! It must not know the kernel's internals (store, policy, providers) nor any other frontend's
+//! protocol: it speaks the kernel protocol through superpi-client, as one remote frontend per
+//! principal, and takes bearer tokens, the bind rule and SSE framing from superpi-http.
+
+pub mod history;
+pub mod render;
+pub mod wire;
 
 /// Command-line arguments of the subcommand.
 #[derive(Debug, Clone, clap::Args)]

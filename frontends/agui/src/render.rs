@@ -1,0 +1,720 @@
+//! The renderer: kernel events in, AG-UI events out. A synchronous state machine with no
+//! clock of its own: every call takes `now_ms`, and content deltas that arrive within the
+//! merge window of the last content event are held and sent as one event, either when the
+//! transport calls [`Renderer::poll`] at [`Renderer::deadline`] or when any other output
+//! has to go first.
+//!
+//! A run is a turn. Inside a run the renderer keeps the order the official client's verifier
+//! demands: a text, reasoning or tool-call stream is closed before the next block opens and
+//! before the run ends. The agent state (status, mode, model, usage, plan, pending question)
+//! goes out as one `STATE_SNAPSHOT` when the first run opens and as JSON Patch
+//! `STATE_DELTA`s computed against the last state sent.
+
+use serde_json::{Value, json};
+use superpi_proto::method::ConversationInfo;
+use superpi_proto::{ContentBlock, Entry, Event, EventBody, Role};
+
+use crate::history;
+use crate::wire::{AguiEvent, Outcome, json_text};
+
+/// Content deltas within this many milliseconds of the last content event merge.
+pub const MERGE_WINDOW_MS: u64 = 16;
+
+/// How a renderer behaves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderOptions {
+    pub merge_window_ms: u64,
+    /// Render stored user messages as `TEXT_MESSAGE_*` with role `user` (an attached
+    /// watcher does; the run route does not, since its client sent the message).
+    pub echo_user: bool,
+}
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        RenderOptions { merge_window_ms: MERGE_WINDOW_MS, echo_user: false }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Run {
+    run_id: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StreamKind {
+    Text,
+    Reasoning,
+    Args,
+}
+
+/// Content held back by the merge window.
+#[derive(Debug, Clone, PartialEq)]
+struct Pending {
+    kind: StreamKind,
+    id: String,
+    buf: String,
+}
+
+/// A text or reasoning message being streamed.
+#[derive(Debug, Clone, PartialEq)]
+struct OpenMessage {
+    id: String,
+    index: u32,
+}
+
+/// A tool call seen in this model call.
+#[derive(Debug, Clone, PartialEq)]
+struct ToolCall {
+    index: u32,
+    id: String,
+    args_sent: bool,
+    ended: bool,
+}
+
+/// The kernel events → AG-UI events state machine of one SSE stream.
+#[derive(Debug, Clone)]
+pub struct Renderer {
+    thread_id: String,
+    opts: RenderOptions,
+    run: Option<Run>,
+    snapshot_sent: bool,
+    state: Value,
+    sent_state: Value,
+    text: Option<OpenMessage>,
+    reasoning: Option<OpenMessage>,
+    /// The assistant message of the current model call (parent of its tool calls).
+    assistant_id: Option<String>,
+    tools: Vec<ToolCall>,
+    /// All text and thinking streamed in the current model call, to send what the deltas
+    /// missed when the completed message arrives.
+    call_text: String,
+    call_thinking: String,
+    pending: Option<Pending>,
+    last_content_ms: Option<u64>,
+    next_id: u64,
+    wants_history: bool,
+}
+
+impl Renderer {
+    /// A renderer for one stream of a thread, with the conversation as the kernel described it.
+    pub fn new(thread_id: &str, info: &ConversationInfo, opts: RenderOptions) -> Self {
+        let state = json!({
+            "threadId": thread_id,
+            "conversationId": info.conversation_id,
+            "harness": info.harness,
+            "model": info.model,
+            "mode": info.mode,
+            "maxMode": info.max_mode,
+            "status": info.status,
+            "usage": {"inputTokens": 0, "outputTokens": 0, "totalInputTokens": 0, "totalOutputTokens": 0},
+            "plan": [],
+            "pendingPermission": null,
+        });
+        Renderer {
+            thread_id: thread_id.to_string(),
+            opts,
+            run: None,
+            snapshot_sent: false,
+            sent_state: Value::Null,
+            state,
+            text: None,
+            reasoning: None,
+            assistant_id: None,
+            tools: Vec::new(),
+            call_text: String::new(),
+            call_thinking: String::new(),
+            pending: None,
+            last_content_ms: None,
+            next_id: 0,
+            wants_history: false,
+        }
+    }
+
+    /// The agent state as it stands.
+    pub fn state(&self) -> &Value {
+        &self.state
+    }
+
+    pub fn run_open(&self) -> bool {
+        self.run.is_some()
+    }
+
+    /// Opens a run with the client's run id: `RUN_STARTED`, then the state snapshot (first
+    /// run of this stream) or a delta.
+    pub fn start_run(&mut self, run_id: &str) -> Vec<AguiEvent> {
+        let mut out = Vec::new();
+        self.open_run(run_id, &mut out);
+        out
+    }
+
+    /// The start of an attached stream: a run that carries the state and the visible messages
+    /// of `entries`. It stays open when the conversation is running (the turn in progress
+    /// ends it) and finishes at once otherwise.
+    pub fn attach(&mut self, run_id: &str, entries: &[Entry], running: bool) -> Vec<AguiEvent> {
+        let mut out = Vec::new();
+        self.open_run(run_id, &mut out);
+        out.push(AguiEvent::MessagesSnapshot { messages: history::visible_messages(entries) });
+        if running {
+            self.set("status", json!("running"));
+            self.push_state_delta(&mut out);
+        } else {
+            self.finish_run(&mut out, None, Outcome::Success);
+        }
+        out
+    }
+
+    /// True once after a compaction: the transport should fetch the history and call
+    /// [`Renderer::messages_snapshot`].
+    pub fn take_history_request(&mut self) -> bool {
+        std::mem::take(&mut self.wants_history)
+    }
+
+    /// A `MESSAGES_SNAPSHOT` of the visible history (after a compaction).
+    pub fn messages_snapshot(&mut self, entries: &[Entry], now_ms: u64) -> Vec<AguiEvent> {
+        let mut out = Vec::new();
+        self.flush_pending(&mut out, now_ms);
+        self.close_streams(&mut out);
+        self.ensure_run(None, &mut out);
+        out.push(AguiEvent::MessagesSnapshot { messages: history::visible_messages(entries) });
+        out
+    }
+
+    /// When held content is due: call [`Renderer::poll`] then.
+    pub fn deadline(&self) -> Option<u64> {
+        self.pending.as_ref().map(|_| self.last_content_ms.unwrap_or(0) + self.opts.merge_window_ms)
+    }
+
+    /// Sends held content whose merge window has passed.
+    pub fn poll(&mut self, now_ms: u64) -> Vec<AguiEvent> {
+        let mut out = Vec::new();
+        if self.deadline().is_some_and(|due| now_ms >= due) {
+            self.flush_pending(&mut out, now_ms);
+        }
+        out
+    }
+
+    /// Sends whatever is held, now (the stream is about to end).
+    pub fn flush(&mut self, now_ms: u64) -> Vec<AguiEvent> {
+        let mut out = Vec::new();
+        self.flush_pending(&mut out, now_ms);
+        out
+    }
+
+    /// Ends an open run with `RUN_ERROR` (the kernel went away mid-run).
+    pub fn fail(&mut self, message: &str, code: &str, now_ms: u64) -> Vec<AguiEvent> {
+        let mut out = Vec::new();
+        self.flush_pending(&mut out, now_ms);
+        if self.run.take().is_some() {
+            self.close_streams(&mut out);
+            out.push(AguiEvent::RunError { message: message.to_string(), code: Some(code.to_string()) });
+        }
+        out
+    }
+
+    /// Renders one kernel event.
+    pub fn render(&mut self, event: &Event, now_ms: u64) -> Vec<AguiEvent> {
+        let mut out = Vec::new();
+        match &event.body {
+            EventBody::TextDelta { index, delta } => {
+                self.ensure_run(event.turn_id, &mut out);
+                self.open_text(*index, &mut out, now_ms);
+                self.call_text.push_str(delta);
+                if let Some(id) = self.text.as_ref().map(|t| t.id.clone()) {
+                    self.content(StreamKind::Text, &id, delta, &mut out, now_ms);
+                }
+            }
+            EventBody::ThinkingDelta { index, delta } => {
+                self.ensure_run(event.turn_id, &mut out);
+                self.open_reasoning(*index, &mut out, now_ms);
+                self.call_thinking.push_str(delta);
+                if let Some(id) = self.reasoning.as_ref().map(|r| r.id.clone()) {
+                    self.content(StreamKind::Reasoning, &id, delta, &mut out, now_ms);
+                }
+            }
+            EventBody::ToolcallDelta { index, delta, id, name, .. } => {
+                self.ensure_run(event.turn_id, &mut out);
+                self.tool_delta(*index, delta.as_deref(), id.as_deref(), name.as_deref(), &mut out, now_ms);
+            }
+            EventBody::MessageCompleted { role, content, .. } => {
+                self.flush_pending(&mut out, now_ms);
+                match role {
+                    Role::Assistant => {
+                        self.ensure_run(event.turn_id, &mut out);
+                        self.complete_assistant(content, &mut out);
+                    }
+                    Role::User if self.opts.echo_user => {
+                        self.ensure_run(event.turn_id, &mut out);
+                        self.close_streams(&mut out);
+                        let text = blocks_text(content);
+                        let id = format!("u{}", event.seq);
+                        out.push(AguiEvent::TextMessageStart { message_id: id.clone(), role: "user".into() });
+                        if !text.is_empty() {
+                            out.push(AguiEvent::TextMessageContent { message_id: id.clone(), delta: text });
+                        }
+                        out.push(AguiEvent::TextMessageEnd { message_id: id });
+                    }
+                    _ => {}
+                }
+            }
+            EventBody::StreamReset { retry_in_ms } => {
+                self.flush_pending(&mut out, now_ms);
+                self.ensure_run(event.turn_id, &mut out);
+                self.close_streams(&mut out);
+                self.reset_call();
+                out.push(custom("superpi.stream_reset", json!({"retryInMs": retry_in_ms})));
+            }
+            EventBody::ToolStarted { tool_call_id, name, arguments, .. } => {
+                self.flush_pending(&mut out, now_ms);
+                self.ensure_run(event.turn_id, &mut out);
+                self.close_text_and_reasoning(&mut out);
+                self.whole_tool_call(tool_call_id, name, arguments, &mut out);
+            }
+            EventBody::ToolOutput { tool_call_id, chunk, .. } => {
+                self.flush_pending(&mut out, now_ms);
+                self.ensure_run(event.turn_id, &mut out);
+                out.push(custom("superpi.tool_output", json!({"toolCallId": tool_call_id, "chunk": chunk})));
+            }
+            EventBody::ToolBlocked { tool_call_id, name, reason } => {
+                self.flush_pending(&mut out, now_ms);
+                self.ensure_run(event.turn_id, &mut out);
+                self.end_tool(tool_call_id, &mut out);
+                out.push(custom(
+                    "superpi.tool_blocked",
+                    json!({"toolCallId": tool_call_id, "toolName": name, "reason": reason}),
+                ));
+            }
+            EventBody::ToolCompleted { tool_call_id, output, is_error, .. } => {
+                self.flush_pending(&mut out, now_ms);
+                self.ensure_run(event.turn_id, &mut out);
+                self.end_tool(tool_call_id, &mut out);
+                let mut content = json_text(output);
+                if *is_error && content.is_empty() {
+                    content = "error".to_string();
+                }
+                out.push(AguiEvent::ToolCallResult {
+                    message_id: history::tool_message_id(tool_call_id),
+                    tool_call_id: tool_call_id.clone(),
+                    content,
+                    role: "tool".into(),
+                });
+            }
+            EventBody::PermissionRequest { request_id, tool_call_id, tool_name, arguments, reason, risk, options } => {
+                self.flush_pending(&mut out, now_ms);
+                self.ensure_run(event.turn_id, &mut out);
+                let options: Vec<Value> =
+                    options.iter().map(|o| json!({"optionId": o.option_id, "name": o.name, "kind": o.kind})).collect();
+                let mut value = json!({
+                    "requestId": request_id,
+                    "toolCallId": tool_call_id,
+                    "toolName": tool_name,
+                    "arguments": arguments,
+                    "reason": reason,
+                    "options": options,
+                });
+                if let (Some(risk), Some(map)) = (risk, value.as_object_mut()) {
+                    map.insert("risk".into(), json!(risk));
+                }
+                self.set("pendingPermission", value.clone());
+                self.push_state_delta(&mut out);
+                out.push(custom("superpi.permission_request", value));
+            }
+            EventBody::UiRequest { request_id, request } => {
+                self.flush_pending(&mut out, now_ms);
+                self.ensure_run(event.turn_id, &mut out);
+                let mut value = Value::Object(request.clone());
+                if let Some(map) = value.as_object_mut() {
+                    map.insert("requestId".into(), json!(request_id));
+                }
+                out.push(custom("superpi.ui_request", value));
+            }
+            EventBody::UiResolved { request_id, outcome } => {
+                self.flush_pending(&mut out, now_ms);
+                self.ensure_run(event.turn_id, &mut out);
+                if self.state["pendingPermission"]["requestId"] == json!(request_id) {
+                    self.set("pendingPermission", Value::Null);
+                }
+                out.push(custom("superpi.ui_resolved", json!({"requestId": request_id, "outcome": outcome})));
+            }
+            EventBody::StateChanged { status } => self.set("status", json!(status)),
+            EventBody::ModeChanged { mode, max_mode } => {
+                self.set("mode", json!(mode));
+                if let Some(max) = max_mode {
+                    self.set("maxMode", json!(max));
+                }
+            }
+            EventBody::UsageUpdated { input_tokens, output_tokens, total_input_tokens, total_output_tokens } => {
+                self.set(
+                    "usage",
+                    json!({
+                        "inputTokens": input_tokens,
+                        "outputTokens": output_tokens,
+                        "totalInputTokens": total_input_tokens,
+                        "totalOutputTokens": total_output_tokens,
+                    }),
+                );
+            }
+            EventBody::PlanUpdated { entries } => {
+                let plan: Vec<Value> =
+                    entries.iter().map(|e| json!({"id": e.id, "text": e.text, "completed": e.completed})).collect();
+                self.set("plan", Value::Array(plan));
+            }
+            EventBody::CompactionCompleted { .. } => self.wants_history = true,
+            EventBody::Notice { level, message } => {
+                self.flush_pending(&mut out, now_ms);
+                if self.run.is_some() {
+                    out.push(custom("superpi.notice", json!({"level": level, "message": message})));
+                }
+            }
+            EventBody::SubagentStarted { child_conversation_id, role, task } => {
+                self.flush_pending(&mut out, now_ms);
+                self.ensure_run(event.turn_id, &mut out);
+                out.push(custom(
+                    "superpi.subagent_started",
+                    json!({"childConversationId": child_conversation_id, "role": role, "task": task}),
+                ));
+            }
+            EventBody::SubagentFinished { child_conversation_id, status, summary } => {
+                self.flush_pending(&mut out, now_ms);
+                self.ensure_run(event.turn_id, &mut out);
+                out.push(custom(
+                    "superpi.subagent_finished",
+                    json!({"childConversationId": child_conversation_id, "status": status, "summary": summary}),
+                ));
+            }
+            EventBody::TurnStarted {} => {
+                self.flush_pending(&mut out, now_ms);
+                self.ensure_run(event.turn_id, &mut out);
+                self.close_streams(&mut out);
+                self.reset_call();
+                self.tools.clear();
+                self.set("status", json!("running"));
+            }
+            EventBody::TurnCompleted { result, .. } => {
+                self.flush_pending(&mut out, now_ms);
+                self.end_turn(&mut out);
+                self.finish_run(&mut out, result.clone().map(Value::String), Outcome::Success);
+            }
+            EventBody::TurnCancelled {} => {
+                self.flush_pending(&mut out, now_ms);
+                self.end_turn(&mut out);
+                self.finish_run(&mut out, None, Outcome::Cancelled);
+            }
+            EventBody::TurnError { error } => {
+                self.flush_pending(&mut out, now_ms);
+                self.end_turn(&mut out);
+                self.push_state_delta(&mut out);
+                if self.run.take().is_some() {
+                    out.push(AguiEvent::RunError { message: error.clone(), code: Some("turn_error".into()) });
+                }
+            }
+            _ => {}
+        }
+        self.push_state_delta(&mut out);
+        out
+    }
+
+    // ---- runs and state ----
+
+    fn open_run(&mut self, run_id: &str, out: &mut Vec<AguiEvent>) {
+        self.run = Some(Run { run_id: run_id.to_string() });
+        out.push(AguiEvent::RunStarted { thread_id: self.thread_id.clone(), run_id: run_id.to_string() });
+        if self.snapshot_sent {
+            self.push_state_delta(out);
+        } else {
+            self.snapshot_sent = true;
+            self.sent_state = self.state.clone();
+            out.push(AguiEvent::StateSnapshot { snapshot: self.state.clone() });
+        }
+    }
+
+    /// Opens a run for output that arrives while none is open (an attached stream seeing a
+    /// new turn); its id names the turn.
+    fn ensure_run(&mut self, turn_id: Option<i64>, out: &mut Vec<AguiEvent>) {
+        if self.run.is_none() {
+            self.next_id += 1;
+            let run_id = match turn_id {
+                Some(turn) => format!("turn-{turn}"),
+                None => format!("superpi-{}", self.next_id),
+            };
+            self.open_run(&run_id, out);
+        }
+    }
+
+    fn finish_run(&mut self, out: &mut Vec<AguiEvent>, result: Option<Value>, outcome: Outcome) {
+        self.push_state_delta(out);
+        if let Some(run) = self.run.take() {
+            out.push(AguiEvent::RunFinished { thread_id: self.thread_id.clone(), run_id: run.run_id, result, outcome });
+        }
+    }
+
+    fn end_turn(&mut self, out: &mut Vec<AguiEvent>) {
+        self.close_streams(out);
+        self.reset_call();
+        self.tools.clear();
+        self.set("status", json!("idle"));
+        self.set("pendingPermission", Value::Null);
+    }
+
+    fn set(&mut self, key: &str, value: Value) {
+        if let Some(map) = self.state.as_object_mut() {
+            map.insert(key.to_string(), value);
+        }
+    }
+
+    /// A `STATE_DELTA` when the state changed since it was last sent and a run is open.
+    fn push_state_delta(&mut self, out: &mut Vec<AguiEvent>) {
+        if self.run.is_none() || !self.snapshot_sent || self.state == self.sent_state {
+            return;
+        }
+        let patch = json_patch::diff(&self.sent_state, &self.state);
+        self.sent_state = self.state.clone();
+        if !patch.0.is_empty() {
+            out.push(AguiEvent::StateDelta { delta: patch });
+        }
+    }
+
+    // ---- content streams ----
+
+    fn fresh_id(&mut self, prefix: &str) -> String {
+        self.next_id += 1;
+        let run = self.run.as_ref().map(|r| r.run_id.as_str()).unwrap_or("none");
+        format!("{prefix}-{run}-{}", self.next_id)
+    }
+
+    fn assistant_id(&mut self) -> String {
+        if let Some(id) = &self.assistant_id {
+            return id.clone();
+        }
+        let id = self.fresh_id("msg");
+        self.assistant_id = Some(id.clone());
+        id
+    }
+
+    fn open_text(&mut self, index: u32, out: &mut Vec<AguiEvent>, now_ms: u64) {
+        if self.text.as_ref().is_some_and(|t| t.index == index) {
+            return;
+        }
+        self.flush_pending(out, now_ms);
+        self.close_streams(out);
+        // The first text block of a model call is the assistant message that carries its
+        // tool calls; a later one is a message of its own.
+        let id = if self.assistant_id.is_none() { self.assistant_id() } else { self.fresh_id("msg") };
+        out.push(AguiEvent::TextMessageStart { message_id: id.clone(), role: "assistant".into() });
+        self.text = Some(OpenMessage { id, index });
+    }
+
+    fn open_reasoning(&mut self, index: u32, out: &mut Vec<AguiEvent>, now_ms: u64) {
+        if self.reasoning.as_ref().is_some_and(|r| r.index == index) {
+            return;
+        }
+        self.flush_pending(out, now_ms);
+        self.close_streams(out);
+        let id = self.fresh_id("reasoning");
+        out.push(AguiEvent::ReasoningStart { message_id: id.clone() });
+        out.push(AguiEvent::ReasoningMessageStart { message_id: id.clone(), role: "reasoning".into() });
+        self.reasoning = Some(OpenMessage { id, index });
+    }
+
+    fn tool_delta(
+        &mut self,
+        index: u32,
+        delta: Option<&str>,
+        id: Option<&str>,
+        name: Option<&str>,
+        out: &mut Vec<AguiEvent>,
+        now_ms: u64,
+    ) {
+        let known = self.tools.iter().position(|t| t.index == index && !t.ended);
+        let call_id = match known {
+            Some(pos) => self.tools[pos].id.clone(),
+            None => {
+                // A call opens once its id and name are known; argument text before that
+                // is sent whole when the call is announced.
+                let (Some(id), Some(name)) = (id, name) else { return };
+                if self.tools.iter().any(|t| t.id == id) {
+                    return;
+                }
+                self.flush_pending(out, now_ms);
+                self.close_streams(out);
+                let parent = self.assistant_id();
+                out.push(AguiEvent::ToolCallStart {
+                    tool_call_id: id.to_string(),
+                    tool_call_name: name.to_string(),
+                    parent_message_id: Some(parent),
+                });
+                self.tools.push(ToolCall { index, id: id.to_string(), args_sent: false, ended: false });
+                id.to_string()
+            }
+        };
+        if let Some(delta) = delta.filter(|d| !d.is_empty()) {
+            if let Some(tool) = self.tools.iter_mut().find(|t| t.id == call_id) {
+                tool.args_sent = true;
+            }
+            self.content(StreamKind::Args, &call_id, delta, out, now_ms);
+        }
+    }
+
+    /// Content for a stream: sent now when the merge window since the last content event
+    /// has passed, held otherwise.
+    fn content(&mut self, kind: StreamKind, id: &str, delta: &str, out: &mut Vec<AguiEvent>, now_ms: u64) {
+        if delta.is_empty() {
+            return;
+        }
+        if let Some(pending) = &mut self.pending {
+            if pending.kind == kind && pending.id == id {
+                pending.buf.push_str(delta);
+                return;
+            }
+            self.flush_pending(out, now_ms);
+        }
+        let due = self.last_content_ms.is_none_or(|last| now_ms >= last + self.opts.merge_window_ms);
+        if due {
+            self.last_content_ms = Some(now_ms);
+            out.push(content_event(kind, id, delta.to_string()));
+        } else {
+            self.pending = Some(Pending { kind, id: id.to_string(), buf: delta.to_string() });
+        }
+    }
+
+    fn flush_pending(&mut self, out: &mut Vec<AguiEvent>, now_ms: u64) {
+        if let Some(pending) = self.pending.take() {
+            self.last_content_ms = Some(now_ms);
+            out.push(content_event(pending.kind, &pending.id, pending.buf));
+        }
+    }
+
+    fn close_text_and_reasoning(&mut self, out: &mut Vec<AguiEvent>) {
+        if let Some(reasoning) = self.reasoning.take() {
+            out.push(AguiEvent::ReasoningMessageEnd { message_id: reasoning.id.clone() });
+            out.push(AguiEvent::ReasoningEnd { message_id: reasoning.id });
+        }
+        if let Some(text) = self.text.take() {
+            out.push(AguiEvent::TextMessageEnd { message_id: text.id });
+        }
+    }
+
+    /// Closes every open stream (held content must have been flushed).
+    fn close_streams(&mut self, out: &mut Vec<AguiEvent>) {
+        self.close_text_and_reasoning(out);
+        for tool in self.tools.iter_mut().filter(|t| !t.ended) {
+            tool.ended = true;
+            out.push(AguiEvent::ToolCallEnd { tool_call_id: tool.id.clone() });
+        }
+    }
+
+    fn end_tool(&mut self, tool_call_id: &str, out: &mut Vec<AguiEvent>) {
+        if let Some(tool) = self.tools.iter_mut().find(|t| t.id == tool_call_id && !t.ended) {
+            tool.ended = true;
+            out.push(AguiEvent::ToolCallEnd { tool_call_id: tool.id.clone() });
+        }
+    }
+
+    /// Forgets the current model call (its tool calls stay known until the turn ends, so a
+    /// later `tool_started` does not announce them twice).
+    fn reset_call(&mut self) {
+        self.assistant_id = None;
+        self.call_text.clear();
+        self.call_thinking.clear();
+    }
+
+    /// A tool call announced whole: START, ARGS, END unless its deltas already did.
+    fn whole_tool_call(&mut self, id: &str, name: &str, arguments: &Value, out: &mut Vec<AguiEvent>) {
+        match self.tools.iter_mut().find(|t| t.id == id) {
+            Some(tool) => {
+                if !tool.ended {
+                    if !tool.args_sent {
+                        out.push(AguiEvent::ToolCallArgs { tool_call_id: id.into(), delta: json_text(arguments) });
+                        tool.args_sent = true;
+                    }
+                    tool.ended = true;
+                    out.push(AguiEvent::ToolCallEnd { tool_call_id: id.into() });
+                }
+            }
+            None => {
+                let parent = self.assistant_id();
+                out.push(AguiEvent::ToolCallStart {
+                    tool_call_id: id.into(),
+                    tool_call_name: name.into(),
+                    parent_message_id: Some(parent),
+                });
+                out.push(AguiEvent::ToolCallArgs { tool_call_id: id.into(), delta: json_text(arguments) });
+                out.push(AguiEvent::ToolCallEnd { tool_call_id: id.into() });
+                self.tools.push(ToolCall { index: u32::MAX, id: id.into(), args_sent: true, ended: true });
+            }
+        }
+    }
+
+    /// The end of a model call: what the deltas missed, then every stream closed.
+    fn complete_assistant(&mut self, content: &[ContentBlock], out: &mut Vec<AguiEvent>) {
+        let thinking: String = content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Thinking { thinking, .. } => Some(thinking.as_str()),
+                _ => None,
+            })
+            .collect();
+        if let Some(rest) = thinking.strip_prefix(self.call_thinking.as_str()).filter(|r| !r.is_empty()) {
+            let id = match &self.reasoning {
+                Some(r) => r.id.clone(),
+                None => {
+                    self.close_streams(out);
+                    let id = self.fresh_id("reasoning");
+                    out.push(AguiEvent::ReasoningStart { message_id: id.clone() });
+                    out.push(AguiEvent::ReasoningMessageStart { message_id: id.clone(), role: "reasoning".into() });
+                    self.reasoning = Some(OpenMessage { id: id.clone(), index: u32::MAX });
+                    id
+                }
+            };
+            out.push(AguiEvent::ReasoningMessageContent { message_id: id, delta: rest.to_string() });
+        }
+        let text = blocks_text(content);
+        if let Some(rest) = text.strip_prefix(self.call_text.as_str()).filter(|r| !r.is_empty()) {
+            let id = match &self.text {
+                Some(t) => t.id.clone(),
+                None => {
+                    self.close_streams(out);
+                    let id = if self.assistant_id.is_none() { self.assistant_id() } else { self.fresh_id("msg") };
+                    out.push(AguiEvent::TextMessageStart { message_id: id.clone(), role: "assistant".into() });
+                    self.text = Some(OpenMessage { id: id.clone(), index: u32::MAX });
+                    id
+                }
+            };
+            out.push(AguiEvent::TextMessageContent { message_id: id, delta: rest.to_string() });
+        }
+        self.close_text_and_reasoning(out);
+        for block in content {
+            if let ContentBlock::ToolCall { id, name, arguments } = block {
+                self.whole_tool_call(id, name, arguments, out);
+            }
+        }
+        self.close_streams(out);
+        self.reset_call();
+    }
+}
+
+fn content_event(kind: StreamKind, id: &str, delta: String) -> AguiEvent {
+    let id = id.to_string();
+    match kind {
+        StreamKind::Text => AguiEvent::TextMessageContent { message_id: id, delta },
+        StreamKind::Reasoning => AguiEvent::ReasoningMessageContent { message_id: id, delta },
+        StreamKind::Args => AguiEvent::ToolCallArgs { tool_call_id: id, delta },
+    }
+}
+
+fn custom(name: &str, value: Value) -> AguiEvent {
+    AguiEvent::Custom { name: name.to_string(), value }
+}
+
+fn blocks_text(content: &[ContentBlock]) -> String {
+    content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "render_tests.rs"]
+mod tests;

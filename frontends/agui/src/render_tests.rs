@@ -1,0 +1,501 @@
+use serde_json::{Value, json};
+use superpi_proto::event::{PermissionRequestFields, PlanEntry};
+use superpi_proto::method::ConversationInfo;
+use superpi_proto::{ContentBlock, Entry, EntryKind, Event, Message, Role, Usage};
+
+use super::*;
+use crate::wire::{AguiEvent as E, AguiMessage, Outcome};
+
+const CONV: i64 = 7;
+const TURN: i64 = 3;
+
+fn info(status: &str) -> ConversationInfo {
+    ConversationInfo {
+        conversation_id: CONV,
+        harness: "superpi-code".into(),
+        model: "mock".into(),
+        mode: "accept-edits".into(),
+        max_mode: "accept-edits".into(),
+        workspace: Some("/w".into()),
+        title: None,
+        parent_id: None,
+        created_at_ms: 0,
+        status: status.into(),
+        head_seq: 0,
+        created: true,
+    }
+}
+
+fn renderer() -> Renderer {
+    Renderer::new("thread-1", &info("idle"), RenderOptions::default())
+}
+
+fn seq(mut event: Event, seq: u64) -> Event {
+    event.seq = seq;
+    event
+}
+
+fn patch(ops: Value) -> json_patch::Patch {
+    serde_json::from_value(ops).unwrap()
+}
+
+fn delta(ops: Value) -> E {
+    E::StateDelta { delta: patch(ops) }
+}
+
+fn text_content(id: &str, delta: &str) -> E {
+    E::TextMessageContent { message_id: id.into(), delta: delta.into() }
+}
+
+fn initial_state() -> Value {
+    json!({
+        "threadId": "thread-1",
+        "conversationId": CONV,
+        "harness": "superpi-code",
+        "model": "mock",
+        "mode": "accept-edits",
+        "maxMode": "accept-edits",
+        "status": "idle",
+        "usage": {"inputTokens": 0, "outputTokens": 0, "totalInputTokens": 0, "totalOutputTokens": 0},
+        "plan": [],
+        "pendingPermission": null,
+    })
+}
+
+fn assistant(content: Vec<ContentBlock>) -> Event {
+    Event::message_completed(CONV, Some(TURN), Role::Assistant, content, None)
+}
+
+#[test]
+fn a_text_turn_streams_merged_content_and_ends_with_run_finished() {
+    let mut r = renderer();
+    assert_eq!(
+        r.start_run("run-1"),
+        vec![
+            E::RunStarted { thread_id: "thread-1".into(), run_id: "run-1".into() },
+            E::StateSnapshot { snapshot: initial_state() },
+        ]
+    );
+    assert_eq!(
+        r.render(&Event::turn_started(CONV, TURN), 0),
+        vec![delta(json!([{"op": "replace", "path": "/status", "value": "running"}]))]
+    );
+    // The first delta goes at once; the next ones within 16 ms are held and merged.
+    assert_eq!(
+        r.render(&Event::text_delta(CONV, Some(TURN), 0, "Hel"), 100),
+        vec![
+            E::TextMessageStart { message_id: "msg-run-1-1".into(), role: "assistant".into() },
+            text_content("msg-run-1-1", "Hel"),
+        ]
+    );
+    assert_eq!(r.render(&Event::text_delta(CONV, Some(TURN), 0, "lo"), 105), vec![]);
+    assert_eq!(r.deadline(), Some(116));
+    assert_eq!(r.poll(110), vec![]);
+    assert_eq!(r.render(&Event::text_delta(CONV, Some(TURN), 0, " wor"), 112), vec![]);
+    assert_eq!(r.poll(116), vec![text_content("msg-run-1-1", "lo wor")]);
+    assert_eq!(r.deadline(), None);
+    // Within the window of that flush: held again, then sent ahead of the end.
+    assert_eq!(r.render(&Event::text_delta(CONV, Some(TURN), 0, "ld"), 120), vec![]);
+    assert_eq!(
+        r.render(&assistant(vec![ContentBlock::text("Hello world")]), 121),
+        vec![text_content("msg-run-1-1", "ld"), E::TextMessageEnd { message_id: "msg-run-1-1".into() }]
+    );
+    assert_eq!(
+        r.render(
+            &Event::usage_updated(
+                CONV,
+                Some(TURN),
+                Usage { input_tokens: 5, output_tokens: 2 },
+                Usage { input_tokens: 5, output_tokens: 2 }
+            ),
+            122
+        ),
+        vec![delta(json!([
+            {"op": "replace", "path": "/usage/inputTokens", "value": 5},
+            {"op": "replace", "path": "/usage/outputTokens", "value": 2},
+            {"op": "replace", "path": "/usage/totalInputTokens", "value": 5},
+            {"op": "replace", "path": "/usage/totalOutputTokens", "value": 2},
+        ]))]
+    );
+    assert_eq!(
+        r.render(&Event::turn_completed(CONV, TURN, Some("Hello world".into()), "end_turn"), 130),
+        vec![
+            delta(json!([{"op": "replace", "path": "/status", "value": "idle"}])),
+            E::RunFinished {
+                thread_id: "thread-1".into(),
+                run_id: "run-1".into(),
+                result: Some(json!("Hello world")),
+                outcome: Outcome::Success,
+            },
+        ]
+    );
+    assert!(!r.run_open());
+}
+
+#[test]
+fn deltas_spread_wider_than_the_window_are_sent_one_by_one() {
+    let mut r = renderer();
+    r.start_run("run-1");
+    let mut out = Vec::new();
+    for (i, part) in ["a", "b", "c"].iter().enumerate() {
+        out.extend(r.render(&Event::text_delta(CONV, Some(TURN), 0, *part), 1000 + 20 * i as u64));
+    }
+    assert_eq!(
+        out,
+        vec![
+            E::TextMessageStart { message_id: "msg-run-1-1".into(), role: "assistant".into() },
+            text_content("msg-run-1-1", "a"),
+            text_content("msg-run-1-1", "b"),
+            text_content("msg-run-1-1", "c"),
+        ]
+    );
+}
+
+#[test]
+fn thinking_becomes_a_reasoning_span_closed_before_the_text() {
+    let mut r = renderer();
+    r.start_run("run-1");
+    r.render(&Event::turn_started(CONV, TURN), 0);
+    let mut out = r.render(&Event::thinking_delta(CONV, Some(TURN), 0, "Let me think"), 0);
+    out.extend(r.render(&Event::text_delta(CONV, Some(TURN), 1, "Answer"), 40));
+    out.extend(r.render(
+        &assistant(vec![
+            ContentBlock::Thinking { thinking: "Let me think".into(), signature: None, redacted: false },
+            ContentBlock::text("Answer"),
+        ]),
+        50,
+    ));
+    assert_eq!(
+        out,
+        vec![
+            E::ReasoningStart { message_id: "reasoning-run-1-1".into() },
+            E::ReasoningMessageStart { message_id: "reasoning-run-1-1".into(), role: "reasoning".into() },
+            E::ReasoningMessageContent { message_id: "reasoning-run-1-1".into(), delta: "Let me think".into() },
+            E::ReasoningMessageEnd { message_id: "reasoning-run-1-1".into() },
+            E::ReasoningEnd { message_id: "reasoning-run-1-1".into() },
+            E::TextMessageStart { message_id: "msg-run-1-2".into(), role: "assistant".into() },
+            text_content("msg-run-1-2", "Answer"),
+            E::TextMessageEnd { message_id: "msg-run-1-2".into() },
+        ]
+    );
+}
+
+#[test]
+fn held_text_goes_out_before_a_tool_call_opens() {
+    let mut r = renderer();
+    r.start_run("run-1");
+    r.render(&Event::turn_started(CONV, TURN), 0);
+    r.render(&Event::text_delta(CONV, Some(TURN), 0, "I'll "), 0);
+    assert_eq!(r.render(&Event::text_delta(CONV, Some(TURN), 0, "look."), 3), vec![]);
+    let call = |delta: &str, first: bool, t: u64, r: &mut Renderer| {
+        r.render(
+            &Event::toolcall_delta(
+                CONV,
+                Some(TURN),
+                1,
+                Some(delta.into()),
+                Value::Null,
+                first.then(|| "call-1".to_string()),
+                first.then(|| "ls".to_string()),
+            ),
+            t,
+        )
+    };
+    assert_eq!(
+        call("{\"path\"", true, 5, &mut r),
+        vec![
+            text_content("msg-run-1-1", "look."),
+            E::TextMessageEnd { message_id: "msg-run-1-1".into() },
+            E::ToolCallStart {
+                tool_call_id: "call-1".into(),
+                tool_call_name: "ls".into(),
+                parent_message_id: Some("msg-run-1-1".into()),
+            },
+        ]
+    );
+    assert_eq!(call(": \".\"}", false, 8, &mut r), vec![]);
+    assert_eq!(r.poll(21), vec![E::ToolCallArgs { tool_call_id: "call-1".into(), delta: "{\"path\": \".\"}".into() }]);
+    assert_eq!(
+        r.render(
+            &assistant(vec![
+                ContentBlock::text("I'll look."),
+                ContentBlock::ToolCall { id: "call-1".into(), name: "ls".into(), arguments: json!({"path": "."}) },
+            ]),
+            30
+        ),
+        vec![E::ToolCallEnd { tool_call_id: "call-1".into() }]
+    );
+    // tool_started means the same thing (arguments complete): nothing more to send.
+    assert_eq!(
+        r.render(&Event::tool_started(CONV, Some(TURN), "call-1", "ls", json!({"path": "."}), vec![]), 31),
+        vec![]
+    );
+    assert_eq!(
+        r.render(&Event::tool_completed(CONV, Some(TURN), "call-1", "ls", false, json!("a.txt\nb.txt")), 40),
+        vec![E::ToolCallResult {
+            message_id: "tool-call-1".into(),
+            tool_call_id: "call-1".into(),
+            content: "a.txt\nb.txt".into(),
+            role: "tool".into(),
+        }]
+    );
+}
+
+#[test]
+fn an_unstreamed_message_is_sent_whole_when_it_completes() {
+    let mut r = renderer();
+    r.start_run("run-1");
+    r.render(&Event::turn_started(CONV, TURN), 0);
+    assert_eq!(
+        r.render(
+            &assistant(vec![
+                ContentBlock::text("Running it."),
+                ContentBlock::ToolCall {
+                    id: "c9".into(),
+                    name: "bash".into(),
+                    arguments: json!({"command": "rm -rf x"}),
+                },
+            ]),
+            0
+        ),
+        vec![
+            E::TextMessageStart { message_id: "msg-run-1-1".into(), role: "assistant".into() },
+            text_content("msg-run-1-1", "Running it."),
+            E::TextMessageEnd { message_id: "msg-run-1-1".into() },
+            E::ToolCallStart {
+                tool_call_id: "c9".into(),
+                tool_call_name: "bash".into(),
+                parent_message_id: Some("msg-run-1-1".into()),
+            },
+            E::ToolCallArgs { tool_call_id: "c9".into(), delta: "{\"command\":\"rm -rf x\"}".into() },
+            E::ToolCallEnd { tool_call_id: "c9".into() },
+        ]
+    );
+}
+
+#[test]
+fn a_permission_question_is_a_custom_event_and_pending_state() {
+    let mut r = renderer();
+    r.start_run("run-1");
+    r.render(&Event::turn_started(CONV, TURN), 0);
+    r.render(&Event::tool_started(CONV, Some(TURN), "c9", "bash", json!({"command": "make"}), vec![]), 0);
+    let request = Event::permission_request(
+        CONV,
+        Some(TURN),
+        PermissionRequestFields {
+            request_id: "q1".into(),
+            tool_call_id: "c9".into(),
+            tool_name: "bash".into(),
+            arguments: json!({"command": "make"}),
+            reason: "not in the allow list".into(),
+            risk: None,
+        },
+    );
+    let question = json!({
+        "requestId": "q1",
+        "toolCallId": "c9",
+        "toolName": "bash",
+        "arguments": {"command": "make"},
+        "reason": "not in the allow list",
+        "options": [
+            {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
+            {"optionId": "allow_always", "name": "Allow always", "kind": "allow_always"},
+            {"optionId": "reject_once", "name": "Reject once", "kind": "reject_once"},
+            {"optionId": "reject_always", "name": "Reject always", "kind": "reject_always"},
+        ],
+    });
+    assert_eq!(
+        r.render(&request, 1),
+        vec![
+            delta(json!([{"op": "replace", "path": "/pendingPermission", "value": question}])),
+            E::Custom { name: "superpi.permission_request".into(), value: question.clone() },
+        ]
+    );
+    let outcome = json!({"outcome": "selected", "option_id": "allow_once"});
+    assert_eq!(
+        r.render(&Event::ui_resolved(CONV, Some(TURN), "q1", outcome.clone()), 2),
+        vec![
+            E::Custom { name: "superpi.ui_resolved".into(), value: json!({"requestId": "q1", "outcome": outcome}) },
+            delta(json!([{"op": "replace", "path": "/pendingPermission", "value": null}])),
+        ]
+    );
+}
+
+#[test]
+fn a_failed_turn_closes_its_streams_and_ends_with_run_error() {
+    let mut r = renderer();
+    r.start_run("run-1");
+    r.render(&Event::turn_started(CONV, TURN), 0);
+    r.render(&Event::text_delta(CONV, Some(TURN), 0, "par"), 0);
+    r.render(&Event::text_delta(CONV, Some(TURN), 0, "tial"), 1);
+    assert_eq!(
+        r.render(&Event::turn_error(CONV, TURN, "provider exploded"), 2),
+        vec![
+            text_content("msg-run-1-1", "tial"),
+            E::TextMessageEnd { message_id: "msg-run-1-1".into() },
+            delta(json!([{"op": "replace", "path": "/status", "value": "idle"}])),
+            E::RunError { message: "provider exploded".into(), code: Some("turn_error".into()) },
+        ]
+    );
+    assert!(!r.run_open());
+}
+
+#[test]
+fn a_cancelled_turn_finishes_with_the_cancelled_outcome() {
+    let mut r = renderer();
+    r.start_run("run-1");
+    r.render(&Event::turn_started(CONV, TURN), 0);
+    r.render(
+        &Event::toolcall_delta(
+            CONV,
+            Some(TURN),
+            0,
+            Some("{".into()),
+            Value::Null,
+            Some("c1".into()),
+            Some("ls".into()),
+        ),
+        0,
+    );
+    r.render(&Event::toolcall_delta(CONV, Some(TURN), 0, Some("\"path\"".into()), Value::Null, None, None), 1);
+    assert_eq!(
+        r.render(&Event::turn_cancelled(CONV, TURN), 5),
+        vec![
+            E::ToolCallArgs { tool_call_id: "c1".into(), delta: "\"path\"".into() },
+            E::ToolCallEnd { tool_call_id: "c1".into() },
+            delta(json!([{"op": "replace", "path": "/status", "value": "idle"}])),
+            E::RunFinished {
+                thread_id: "thread-1".into(),
+                run_id: "run-1".into(),
+                result: None,
+                outcome: Outcome::Cancelled,
+            },
+        ]
+    );
+}
+
+#[test]
+fn state_changes_between_runs_wait_for_the_next_run() {
+    let mut r = Renderer::new("thread-1", &info("idle"), RenderOptions { echo_user: true, ..Default::default() });
+    let entries = vec![Entry {
+        seq: 1,
+        kind: EntryKind::User,
+        turn_id: Some(1),
+        message: Message::user_text("hi"),
+        created_at_ms: 0,
+    }];
+    assert_eq!(
+        r.attach("attach-1", &entries, false),
+        vec![
+            E::RunStarted { thread_id: "thread-1".into(), run_id: "attach-1".into() },
+            E::StateSnapshot { snapshot: initial_state() },
+            E::MessagesSnapshot { messages: vec![AguiMessage::User { id: "u1".into(), content: "hi".into() }] },
+            E::RunFinished {
+                thread_id: "thread-1".into(),
+                run_id: "attach-1".into(),
+                result: None,
+                outcome: Outcome::Success,
+            },
+        ]
+    );
+    assert_eq!(r.render(&Event::mode_changed(CONV, "plan", Some("accept-edits".into())), 0), vec![]);
+    assert_eq!(
+        r.render(
+            &Event::plan_updated(CONV, None, vec![PlanEntry { id: "1".into(), text: "read".into(), completed: false }]),
+            0
+        ),
+        vec![]
+    );
+    // Another frontend's prompt opens the next run, which carries what changed meanwhile.
+    let prompt = seq(Event::message_completed(CONV, Some(4), Role::User, vec![ContentBlock::text("next")], None), 9);
+    assert_eq!(
+        r.render(&prompt, 1),
+        vec![
+            E::RunStarted { thread_id: "thread-1".into(), run_id: "turn-4".into() },
+            delta(json!([
+                {"op": "replace", "path": "/mode", "value": "plan"},
+                {"op": "add", "path": "/plan/0", "value": {"id": "1", "text": "read", "completed": false}},
+            ])),
+            E::TextMessageStart { message_id: "u9".into(), role: "user".into() },
+            text_content("u9", "next"),
+            E::TextMessageEnd { message_id: "u9".into() },
+        ]
+    );
+    assert_eq!(
+        r.render(&Event::turn_started(CONV, 4), 2),
+        vec![delta(json!([{"op": "replace", "path": "/status", "value": "running"}]))]
+    );
+}
+
+#[test]
+fn attaching_to_a_running_conversation_keeps_the_run_open_for_its_turn() {
+    let mut r = Renderer::new("thread-1", &info("running"), RenderOptions { echo_user: true, ..Default::default() });
+    let out = r.attach("attach-1", &[], true);
+    assert_eq!(out.len(), 3);
+    assert!(r.run_open());
+    assert_eq!(
+        r.render(&Event::turn_completed(CONV, TURN, None, "end_turn"), 0),
+        vec![
+            delta(json!([{"op": "replace", "path": "/status", "value": "idle"}])),
+            E::RunFinished {
+                thread_id: "thread-1".into(),
+                run_id: "attach-1".into(),
+                result: None,
+                outcome: Outcome::Success
+            },
+        ]
+    );
+}
+
+#[test]
+fn a_compaction_asks_for_the_history_and_sends_a_messages_snapshot() {
+    let mut r = renderer();
+    r.start_run("run-1");
+    assert_eq!(r.render(&Event::compaction_completed(CONV, json!(5), Some("sum".into())), 0), vec![]);
+    assert!(r.take_history_request());
+    assert!(!r.take_history_request());
+    let entries = vec![Entry {
+        seq: 5,
+        kind: EntryKind::Compaction,
+        turn_id: None,
+        message: Message::user_text("sum"),
+        created_at_ms: 0,
+    }];
+    assert_eq!(
+        r.messages_snapshot(&entries, 1),
+        vec![E::MessagesSnapshot { messages: vec![AguiMessage::System { id: "c5".into(), content: "sum".into() }] }]
+    );
+}
+
+#[test]
+fn events_serialize_as_ag_ui_expects() {
+    let events = vec![
+        E::RunStarted { thread_id: "t".into(), run_id: "r".into() },
+        E::ToolCallStart { tool_call_id: "c".into(), tool_call_name: "ls".into(), parent_message_id: None },
+        E::ToolCallResult {
+            message_id: "m".into(),
+            tool_call_id: "c".into(),
+            content: "x".into(),
+            role: "tool".into(),
+        },
+        E::RunFinished { thread_id: "t".into(), run_id: "r".into(), result: None, outcome: Outcome::Cancelled },
+        E::RunError { message: "boom".into(), code: None },
+        delta(json!([{"op": "replace", "path": "/status", "value": "idle"}])),
+    ];
+    let wire: Vec<Value> = events.iter().map(|e| serde_json::from_str(&e.to_json()).unwrap()).collect();
+    assert_eq!(
+        wire,
+        vec![
+            json!({"type": "RUN_STARTED", "threadId": "t", "runId": "r"}),
+            json!({"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "ls"}),
+            json!({"type": "TOOL_CALL_RESULT", "messageId": "m", "toolCallId": "c", "content": "x", "role": "tool"}),
+            json!({"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "outcome": {"type": "cancelled"}}),
+            json!({"type": "RUN_ERROR", "message": "boom"}),
+            json!({"type": "STATE_DELTA", "delta": [{"op": "replace", "path": "/status", "value": "idle"}]}),
+        ]
+    );
+    for (event, value) in events.iter().zip(&wire) {
+        assert_eq!(value["type"], json!(event.type_name()));
+        assert_eq!(&serde_json::from_value::<E>(value.clone()).unwrap(), event);
+    }
+}
