@@ -10,6 +10,7 @@
 //! The kernel asks a person, waits, times out and records session overrides; the sandbox
 //! enforces the grants. This crate only says what the rules are.
 
+pub mod conversation;
 pub mod decide;
 pub mod error;
 pub mod harness;
@@ -25,6 +26,7 @@ pub mod verdict;
 #[cfg(test)]
 mod props_tests;
 
+pub use conversation::ConversationPolicy;
 pub use decide::{Answer, CallFacts, Decision, Overrides, Remember, Risk, Rule, decide};
 pub use error::ConfigError;
 pub use harness::{Harness, Harnesses, UnknownHarness, WorkspaceKind};

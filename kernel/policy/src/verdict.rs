@@ -27,6 +27,8 @@ impl Risk {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Rule {
+    /// The harness does not offer this tool (a model called a tool it was not given).
+    NotOffered,
     /// `permissions.deny_tools`.
     DeniedTool,
     /// `permissions.deny` matched a shell command.

@@ -1,0 +1,211 @@
+//! One conversation's policy state: the glue the kernel's turn loop holds.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+use superpi_proto::ToolDef;
+
+use crate::decide::{CallFacts, decide};
+use crate::harness::{Harness, WorkspaceKind};
+use crate::mode::{Caller, Mode, effective_mode};
+use crate::settings::Settings;
+use crate::verdict::{Answer, Decision, Overrides, Rule};
+
+/// What the policy knows of one conversation: its harness, settings, workspace, caller, mode
+/// and the session's lasting answers. Pure data; the kernel owns it inside the
+/// conversation's task.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversationPolicy {
+    harness: Harness,
+    settings: Settings,
+    workspace: Option<PathBuf>,
+    caller: Caller,
+    mode: Mode,
+    overrides: Overrides,
+}
+
+impl ConversationPolicy {
+    /// A conversation's policy with the mode `requested` (or the default) as [`effective_mode`]
+    /// allows. A harness without a workspace never gets one, whatever is passed.
+    pub fn new(
+        harness: Harness,
+        settings: Settings,
+        workspace: Option<PathBuf>,
+        caller: Caller,
+        requested: Option<Mode>,
+    ) -> Self {
+        let mode = effective_mode(requested, &harness, caller, &settings);
+        let workspace = if harness.workspace == WorkspaceKind::None { None } else { workspace };
+        ConversationPolicy { harness, settings, workspace, caller, mode, overrides: Overrides::default() }
+    }
+
+    /// Restores the session's lasting answers (from the store).
+    pub fn with_overrides(mut self, overrides: Overrides) -> Self {
+        self.overrides = overrides;
+        self
+    }
+
+    /// Asks for a mode; returns the mode in force (lowered to the ceilings).
+    pub fn set_mode(&mut self, requested: Mode) -> Mode {
+        self.mode = effective_mode(Some(requested), &self.harness, self.caller, &self.settings);
+        self.mode
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The highest mode this conversation could be set to.
+    pub fn max_mode(&self) -> Mode {
+        effective_mode(Some(Mode::Auto), &self.harness, self.caller, &self.settings)
+    }
+
+    pub fn harness(&self) -> &Harness {
+        &self.harness
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    pub fn workspace(&self) -> Option<&Path> {
+        self.workspace.as_deref()
+    }
+
+    pub fn overrides(&self) -> &Overrides {
+        &self.overrides
+    }
+
+    /// The tools offered to the model: the harness loadout among `available`.
+    pub fn tools(&self, available: &[ToolDef]) -> Vec<ToolDef> {
+        self.harness.loadout(available)
+    }
+
+    /// The decision for a call of `tool` (its definition, as offered) with `arguments`. A
+    /// tool the harness does not offer is denied whatever the rest says.
+    pub fn decide(&self, tool: &ToolDef, arguments: &Value) -> Decision {
+        if !self.harness.offers(&tool.name) {
+            return Decision::Deny {
+                reason: format!("the harness `{}` does not offer the tool `{}`", self.harness.id, tool.name),
+                rule: Rule::NotOffered,
+            };
+        }
+        decide(&CallFacts {
+            tool: &tool.name,
+            effects: &tool.effects,
+            arguments,
+            mode: self.mode,
+            workspace: self.workspace.as_deref(),
+            settings: &self.settings,
+            overrides: &self.overrides,
+        })
+    }
+
+    /// Whether an `Ask` should be put to a person: settings allow asking and someone who can
+    /// answer is watching. When false the kernel settles the question at once with
+    /// [`answer`](Self::answer)`(decision, None)`.
+    pub fn may_ask(&self, interactive_watcher: bool) -> bool {
+        interactive_watcher && self.settings.permissions.ask
+    }
+
+    /// How long a question waits before failing closed.
+    pub fn question_timeout(&self) -> Duration {
+        self.settings.permissions.question_timeout
+    }
+
+    /// Settles a question with the answer's option id (`None` when nobody answered, on
+    /// timeout or cancel). An unknown option id fails closed like no answer.
+    pub fn answer(&mut self, decision: Decision, option_id: Option<&str>) -> Decision {
+        decision.answer(option_id.and_then(Answer::from_option_id), &mut self.overrides)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use superpi_proto::tool::Effect;
+
+    use super::*;
+    use crate::harness::Harnesses;
+
+    fn tool(name: &str, effects: &[Effect]) -> ToolDef {
+        ToolDef {
+            name: name.into(),
+            description: String::new(),
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            effects: effects.to_vec(),
+        }
+    }
+
+    fn conversation(harness: &str, caller: Caller, mode: Option<Mode>) -> ConversationPolicy {
+        let h = Harnesses::builtin().get(harness).unwrap().clone();
+        ConversationPolicy::new(h, Settings::default(), Some("/w".into()), caller, mode)
+    }
+
+    #[test]
+    fn the_planner_refuses_a_write_whatever_mode_is_asked_for() {
+        let write = tool("write", &[Effect::FsWrite]);
+        let bash = tool("bash", &[Effect::Exec, Effect::FsWrite]);
+        let read = tool("read", &[Effect::Read]);
+        for caller in [Caller::Local, Caller::Remote] {
+            for requested in [None, Some(Mode::Plan), Some(Mode::AcceptEdits), Some(Mode::Auto)] {
+                let mut c = conversation("superpi-planner", caller, requested);
+                assert_eq!(c.mode(), Mode::Plan);
+                assert_eq!(c.set_mode(Mode::Auto), Mode::Plan);
+                let d = c.decide(&write, &json!({"path": "a.txt", "content": "x"}));
+                assert!(matches!(d, Decision::Deny { rule: Rule::NotOffered, .. }), "{d:?}");
+                assert!(matches!(c.decide(&bash, &json!({"command": "ls"})), Decision::Deny { .. }));
+                assert_eq!(c.decide(&read, &json!({"path": "a.txt"})), Decision::Allow { network: false });
+            }
+        }
+    }
+
+    #[test]
+    fn the_assistant_has_no_workspace_and_no_file_tools() {
+        let c = conversation("superpi-assistant", Caller::Local, None);
+        assert_eq!(c.workspace(), None);
+        let available: Vec<ToolDef> = ["read", "write", "bash"].iter().map(|n| tool(n, &[Effect::Read])).collect();
+        assert!(c.tools(&available).is_empty());
+        let d = c.decide(&available[0], &json!({"path": "/etc/passwd"}));
+        assert!(matches!(d, Decision::Deny { rule: Rule::NotOffered, .. }));
+    }
+
+    #[test]
+    fn modes_follow_caller_and_ceilings() {
+        let mut local = conversation("superpi-code", Caller::Local, None);
+        assert_eq!((local.mode(), local.max_mode()), (Mode::AcceptEdits, Mode::Auto));
+        assert_eq!(local.set_mode(Mode::Auto), Mode::Auto);
+        let mut remote = conversation("superpi-code", Caller::Remote, Some(Mode::Auto));
+        assert_eq!((remote.mode(), remote.max_mode()), (Mode::AcceptEdits, Mode::AcceptEdits));
+        assert_eq!(remote.set_mode(Mode::Plan), Mode::Plan);
+        assert_eq!(remote.set_mode(Mode::Auto), Mode::AcceptEdits);
+    }
+
+    #[test]
+    fn the_question_flow() {
+        let mut c = conversation("superpi-code", Caller::Local, None);
+        let bash = tool("bash", &[Effect::Exec, Effect::FsWrite]);
+        let args = json!({"command": "make test"});
+        assert!(c.may_ask(true) && !c.may_ask(false));
+        assert_eq!(c.question_timeout(), Duration::from_secs(120));
+
+        let asked = c.decide(&bash, &args);
+        assert!(asked.askable());
+        // Unanswered, or answered with an unknown option: fails closed with the same message.
+        let closed = c.answer(asked.clone(), None);
+        assert_eq!(closed, Decision::Deny { reason: asked.reason().unwrap().into(), rule: Rule::Unanswered });
+        let closed = c.answer(asked.clone(), Some("yes please"));
+        assert!(matches!(closed, Decision::Deny { rule: Rule::Unanswered, .. }));
+        assert_eq!(c.answer(asked.clone(), Some("reject_once")).reason(), asked.reason());
+        assert_eq!(c.answer(asked.clone(), Some("allow_once")), Decision::Allow { network: true });
+        assert!(c.decide(&bash, &args).askable(), "allow_once is not remembered");
+        assert_eq!(c.answer(asked, Some("allow_always")), Decision::Allow { network: true });
+        assert_eq!(c.decide(&bash, &args), Decision::Allow { network: true }, "a second call is not asked");
+        assert!(c.overrides().allow_commands.contains("make test"));
+
+        let restored = conversation("superpi-code", Caller::Local, None).with_overrides(c.overrides().clone());
+        assert_eq!(restored.decide(&bash, &args), Decision::Allow { network: true });
+    }
+}
