@@ -1,6 +1,7 @@
 //! Gemini `streamGenerateContent` over SSE: the request body and the reading of its chunks.
 //!
-//! Gemini gives function calls no ids (or ids of its own), so calls without one get `NAME_N`.
+//! Gemini gives function calls no ids (or ids of its own), so calls without one get
+//! `NAME_RESPONSEID_N` (unique per response, deterministic for a recorded stream).
 //! A part's `thoughtSignature` travels as a thinking block with an empty text and the
 //! signature, placed right before the part it belongs to, and is put back on that part when
 //! the conversation is sent again.
@@ -13,7 +14,7 @@ use crate::http::{WireParser, WireRequest};
 use crate::router::Route;
 use crate::sse::SseEvent;
 use crate::stream::{ModelRequest, ProviderError, StopReason};
-use crate::wire::{arguments_object, json_chunk, str_field, stream_error};
+use crate::wire::{arguments_object, fresh_call_id, json_chunk, str_field, stream_error};
 
 const PROVIDER: &str = "gemini";
 
@@ -142,6 +143,7 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
 pub struct Parser {
     finish: Option<StopReason>,
     calls: u32,
+    response_id: Option<String>,
 }
 
 fn finish_reason(reason: &str) -> StopReason {
@@ -164,10 +166,13 @@ impl Parser {
             }
             self.calls += 1;
             let name = str_field(call, "name").unwrap_or("").to_string();
-            let id = str_field(call, "id")
-                .filter(|id| !id.is_empty())
-                .map(str::to_string)
-                .unwrap_or_else(|| format!("{name}_{}", self.calls));
+            let id =
+                str_field(call, "id").filter(|id| !id.is_empty()).map(str::to_string).unwrap_or_else(|| {
+                    match &self.response_id {
+                        Some(response) => format!("{name}_{response}_{}", self.calls),
+                        None => fresh_call_id(&format!("{name}_")),
+                    }
+                });
             let args = call.get("args").map(arguments_object).unwrap_or_else(|| json!({}));
             out.tool_start(Some(id), Some(name));
             out.tool_delta(&args.to_string(), None, None);
@@ -208,8 +213,9 @@ impl WireParser for Parser {
         if let Some(error) = chunk.get("error") {
             return Err(stream_error(PROVIDER, error));
         }
-        if let Some(id) = str_field(&chunk, "responseId") {
+        if let Some(id) = str_field(&chunk, "responseId").filter(|id| !id.is_empty()) {
             out.set_response_id(id.to_string());
+            self.response_id.get_or_insert_with(|| id.to_string());
         }
         if let Some(usage) = chunk.get("usageMetadata") {
             let read = |key| usage.get(key).and_then(Value::as_u64);

@@ -11,7 +11,7 @@ use crate::http::{WireParser, WireRequest};
 use crate::router::Route;
 use crate::sse::SseEvent;
 use crate::stream::{ModelRequest, ProviderError, StopReason};
-use crate::wire::{joined_text, json_chunk, str_field, stream_error};
+use crate::wire::{fresh_call_id, joined_text, json_chunk, str_field, stream_error};
 
 const PROVIDER: &str = "openai";
 
@@ -49,6 +49,9 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
                         _ => None,
                     })
                     .collect();
+                if text.is_empty() && calls.is_empty() {
+                    continue;
+                }
                 let mut out = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { Value::String(text) }});
                 if !calls.is_empty() {
                     out["tool_calls"] = Value::Array(calls);
@@ -106,6 +109,7 @@ pub struct Parser {
     pending: BTreeMap<u64, PendingCall>,
     calls: u32,
     refused: bool,
+    response_id: Option<String>,
 }
 
 fn finish_reason(reason: &str) -> StopReason {
@@ -118,6 +122,14 @@ fn finish_reason(reason: &str) -> StopReason {
 }
 
 impl Parser {
+    /// An id for a call the server sent without one: from the response id when there is one.
+    fn synthetic_id(&self) -> String {
+        match &self.response_id {
+            Some(response) => format!("call_{response}_{}", self.calls),
+            None => fresh_call_id("call"),
+        }
+    }
+
     /// Leaves the live tool call before other content is streamed.
     fn leave_tool(&mut self) {
         if let Some(live) = self.live.take() {
@@ -153,7 +165,7 @@ impl Parser {
             self.leave_tool();
             self.live = Some(wire);
             self.calls += 1;
-            let id = id.or_else(|| Some(format!("call_{}", self.calls)));
+            let id = id.or_else(|| Some(self.synthetic_id()));
             out.tool_start(id, name);
             out.tool_delta(arguments, None, None);
         } else {
@@ -169,7 +181,7 @@ impl Parser {
         self.leave_tool();
         for (wire, pending) in std::mem::take(&mut self.pending) {
             self.calls += 1;
-            let id = pending.id.unwrap_or_else(|| format!("call_{}", self.calls));
+            let id = pending.id.unwrap_or_else(|| self.synthetic_id());
             out.tool_start(Some(id), pending.name);
             out.tool_delta(&pending.arguments, None, None);
             out.close();
@@ -206,6 +218,7 @@ impl WireParser for Parser {
         }
         if let Some(id) = str_field(&chunk, "id").filter(|id| !id.is_empty()) {
             out.set_response_id(id.to_string());
+            self.response_id.get_or_insert_with(|| id.to_string());
         }
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
             let read = |key| usage.get(key).and_then(Value::as_u64);

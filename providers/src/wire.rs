@@ -1,5 +1,8 @@
 //! Small helpers shared by the vendor modules.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
 use serde_json::Value;
 use superpi_proto::ContentBlock;
 
@@ -55,4 +58,13 @@ pub(crate) fn arguments_object(arguments: &Value) -> Value {
 
 pub(crate) fn str_field<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
     value.get(key).and_then(Value::as_str)
+}
+
+/// A tool-call id for an API that gave none: unique within the process and, by its time
+/// prefix, across runs, so that ids never repeat within a conversation.
+pub(crate) fn fresh_call_id(prefix: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let millis = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{prefix}_{millis:x}{n:x}")
 }

@@ -163,15 +163,21 @@ async fn gemini_thoughts_text_and_function_call() {
     assert_eq!(t.stop_reason, StopReason::ToolUse);
     assert_eq!(t.response_id.as_deref(), Some("resp-g1"));
     assert_eq!(t.usage, Usage { input_tokens: 10, output_tokens: 12 });
+    let call_id = match &t.message.content[3] {
+        ContentBlock::ToolCall { id, .. } => id.clone(),
+        other => panic!("{other:?}"),
+    };
     assert_eq!(
         t.message.content,
         vec![
             ContentBlock::Thinking { thinking: "Considering the files".into(), signature: None, redacted: false },
             ContentBlock::text("I will list them."),
             ContentBlock::Thinking { thinking: String::new(), signature: Some("c2lnbmF0dXJl".into()), redacted: false },
-            ContentBlock::ToolCall { id: "ls_1".into(), name: "ls".into(), arguments: json!({"path": "/tmp"}) },
+            ContentBlock::ToolCall { id: call_id.clone(), name: "ls".into(), arguments: json!({"path": "/tmp"}) },
         ]
     );
+    // Gemini gives no id: one is made from the response id.
+    assert_eq!(call_id, "ls_resp-g1_1");
     assert_eq!(sent[0].path, "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse");
     assert_eq!(sent[0].header("x-goog-api-key"), Some("g-test"));
     let body = sent[0].json();
