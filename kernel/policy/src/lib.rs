@@ -7,8 +7,50 @@
 //! functions; the only I/O is reading the two kinds of configuration file.
 //!
 //! Must not know: the kernel's event loop, the store, sockets, frontends, or how a tool runs.
-//! The kernel asks a person, waits, times out and records session overrides; the sandbox
+//! The kernel asks a person, waits, times out and stores session overrides; the sandbox
 //! enforces the grants. This crate only says what the rules are.
+//!
+//! How the kernel uses it:
+//!
+//! ```
+//! use serde_json::json;
+//! use superpi_policy::{Caller, ConversationPolicy, Decision, Harnesses, Mode, Settings};
+//! use superpi_proto::{ToolDef, tool::Effect};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let config_dir = std::env::temp_dir().join("superpi-policy-doc-none");
+//! # let workspace = std::path::PathBuf::from("/work/repo");
+//! // At start: a bad file is an error naming the file and the key.
+//! let harnesses = Harnesses::load(&config_dir)?;
+//! // Per conversation: the user's settings, tightened by the workspace's.
+//! let settings = Settings::load(&config_dir, Some(&workspace))?;
+//! let harness = harnesses.resolve(Some("superpi-code"))?.clone();
+//! let mut policy = ConversationPolicy::new(harness, settings, Some(workspace), Caller::Remote, Some(Mode::Auto));
+//! assert_eq!(policy.mode(), Mode::AcceptEdits); // a remote request only tightens
+//!
+//! // Per tool call.
+//! let bash = ToolDef {
+//!     name: "bash".into(),
+//!     description: String::new(),
+//!     input_schema: json!({}),
+//!     output_schema: None,
+//!     effects: vec![Effect::Exec, Effect::FsWrite],
+//! };
+//! let decision = policy.decide(&bash, &json!({"command": "make test"}));
+//! let decision = match decision {
+//!     Decision::Ask { .. } if policy.may_ask(true) => {
+//!         // Publish permission_request { reason, risk }, wait up to policy.question_timeout()
+//!         // for permission.respond; None on timeout or cancel.
+//!         policy.answer(decision, Some("allow_always"))
+//!     }
+//!     Decision::Ask { .. } => policy.answer(decision, None), // nobody can answer: fails closed
+//!     other => other,
+//! };
+//! assert_eq!(decision, Decision::Allow { network: true }); // run it, with network
+//! assert!(policy.decide(&bash, &json!({"command": "make test"})).is_allowed()); // not asked again
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod conversation;
 pub mod decide;
