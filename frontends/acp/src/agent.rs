@@ -12,14 +12,14 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, ClientCapabilities, CloseSessionRequest, CloseSessionResponse,
-    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
-    LoadSessionRequest, LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse,
-    PromptCapabilities, PromptRequest, PromptResponse, ResumeSessionRequest, ResumeSessionResponse,
-    SessionCapabilities, SessionCloseCapabilities, SessionConfigOption, SessionConfigOptionValue, SessionId,
-    SessionInfoUpdate, SessionListCapabilities, SessionNotification, SessionResumeCapabilities, SessionUpdate,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
-    StopReason,
+    AgentCapabilities, AvailableCommandsUpdate, CancelNotification, ClientCapabilities, CloseSessionRequest,
+    CloseSessionResponse, ContentBlock, ContentChunk, CurrentModeUpdate, Implementation, InitializeRequest,
+    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
+    McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
+    ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities, SessionConfigOption,
+    SessionConfigOptionValue, SessionId, SessionInfoUpdate, SessionListCapabilities, SessionModeId,
+    SessionNotification, SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason, TextContent,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, ConnectTo, Error};
@@ -157,6 +157,29 @@ impl Server {
     }
 }
 
+/// Like [`spawn_answer`], for requests that set up a session: once answered, the editor is
+/// told the session's slash commands.
+fn spawn_session_answer<T, F>(
+    responder: Responder<T>,
+    cx: ConnectionTo<Client>,
+    work: F,
+    id_of: impl FnOnce(&T) -> SessionId + Send + 'static,
+) where
+    T: agent_client_protocol::JsonRpcResponse + Send + 'static,
+    F: std::future::Future<Output = Result<T, Error>> + Send + 'static,
+{
+    tokio::spawn(async move {
+        let result = work.await;
+        let id = result.as_ref().ok().map(id_of);
+        if let Err(err) = responder.respond_with_result(result) {
+            tracing::debug!("could not answer: {err:?}");
+        }
+        if let Some(id) = id {
+            announce_commands(&cx, &id);
+        }
+    });
+}
+
 /// Spawns `work` and answers the request with its result: the dispatch loop never waits.
 fn spawn_answer<T, F>(responder: Responder<T>, work: F)
 where
@@ -234,6 +257,9 @@ async fn prompt(
     cx: ConnectionTo<Client>,
 ) -> Result<PromptResponse, Error> {
     let kernel = server.kernel().await?;
+    if let Some(command) = map::command(&content) {
+        return run_command(&kernel, &session, command, &cx).await;
+    }
     session.ensure_pump(&kernel, &cx).await.map_err(|e| map::kernel_error(e, Some(&session.id)))?;
     let submitted = kernel
         .submit(SubmitParams { conversation_id: session.conversation_id, content, prompt: None })
@@ -247,6 +273,49 @@ async fn prompt(
     let stop = ended.await.unwrap_or(StopReason::Refusal);
     drop(guard);
     Ok(PromptResponse::new(stop))
+}
+
+/// A slash command, answered by the agent itself as a short turn of its own.
+async fn run_command(
+    kernel: &KernelClient,
+    session: &Session,
+    command: map::Command,
+    cx: &ConnectionTo<Client>,
+) -> Result<PromptResponse, Error> {
+    let say = |text: String| {
+        let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(text)));
+        cx.send_notification(SessionNotification::new(session.id.clone(), SessionUpdate::AgentMessageChunk(chunk)))
+    };
+    let settings = session.settings().ok_or_else(|| map::not_found(&session.id))?;
+    match command {
+        map::Command::Status => say(format!(
+            "Session {} (conversation {}): harness {}, model {}, mode {} (ceiling {}).",
+            session.id.0, session.conversation_id, settings.harness, settings.model, settings.mode, settings.max_mode
+        ))?,
+        map::Command::Mode(mode) => match map::mode(&SessionModeId::new(mode), &settings.max_mode) {
+            Err(err) => {
+                let why = err.data.and_then(|d| d.get("message").and_then(|m| m.as_str()).map(str::to_string));
+                say(format!("Mode unchanged: {}.", why.unwrap_or(err.message)))?
+            }
+            Ok(mode) => {
+                kernel
+                    .set_mode(session.conversation_id, &mode)
+                    .await
+                    .map_err(|e| map::kernel_error(e, Some(&session.id)))?;
+                session.update_settings(|s| s.mode = mode.clone());
+                let update = SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(SessionModeId::new(mode.clone())));
+                cx.send_notification(SessionNotification::new(session.id.clone(), update))?;
+                say(format!("Mode: {mode}."))?;
+            }
+        },
+    }
+    Ok(PromptResponse::new(StopReason::EndTurn))
+}
+
+/// Tells the editor the slash commands of a session (after the session's response).
+fn announce_commands(cx: &ConnectionTo<Client>, session: &SessionId) {
+    let update = SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(map::commands()));
+    let _ = cx.send_notification(SessionNotification::new(session.clone(), update));
 }
 
 /// session/cancel: open questions are withdrawn and answered (fail closed) first, then the
@@ -368,8 +437,8 @@ pub async fn serve(
                 let server = s.clone();
                 async move |req: NewSessionRequest,
                             responder: Responder<NewSessionResponse>,
-                            _cx: ConnectionTo<Client>| {
-                    spawn_answer(responder, new_session(server.clone(), req));
+                            cx: ConnectionTo<Client>| {
+                    spawn_session_answer(responder, cx, new_session(server.clone(), req), |r| r.session_id.clone());
                     Ok(())
                 }
             },
@@ -382,14 +451,24 @@ pub async fn serve(
                             responder: Responder<LoadSessionResponse>,
                             cx: ConnectionTo<Client>| {
                     let server = server.clone();
-                    spawn_answer(responder, async move {
-                        let (session, kernel) = attach(&server, &req.session_id, &req.mcp_servers, Some(&cx)).await?;
-                        session.ensure_pump(&kernel, &cx).await.map_err(|e| map::kernel_error(e, Some(&session.id)))?;
-                        let settings = session.settings().ok_or_else(|| map::not_found(&session.id))?;
-                        Ok(LoadSessionResponse::new()
-                            .modes(map::modes(&settings.mode, &settings.max_mode))
-                            .config_options(server.config_options(&kernel, &session).await))
-                    });
+                    let id = req.session_id.clone();
+                    spawn_session_answer(
+                        responder,
+                        cx.clone(),
+                        async move {
+                            let (session, kernel) =
+                                attach(&server, &req.session_id, &req.mcp_servers, Some(&cx)).await?;
+                            session
+                                .ensure_pump(&kernel, &cx)
+                                .await
+                                .map_err(|e| map::kernel_error(e, Some(&session.id)))?;
+                            let settings = session.settings().ok_or_else(|| map::not_found(&session.id))?;
+                            Ok(LoadSessionResponse::new()
+                                .modes(map::modes(&settings.mode, &settings.max_mode))
+                                .config_options(server.config_options(&kernel, &session).await))
+                        },
+                        move |_| id,
+                    );
                     Ok(())
                 }
             },

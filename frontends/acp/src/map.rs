@@ -10,9 +10,10 @@ use std::path::Path;
 
 use agent_client_protocol::Error;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, EmbeddedResourceResource, McpServer, Meta, SessionConfigId, SessionConfigKind, SessionConfigOption,
-    SessionConfigOptionCategory, SessionConfigSelect, SessionConfigSelectOption, SessionConfigSelectOptions,
-    SessionConfigValueId, SessionId, SessionInfo, SessionMode, SessionModeId, SessionModeState,
+    AvailableCommand, AvailableCommandInput, ContentBlock, EmbeddedResourceResource, McpServer, Meta, SessionConfigId,
+    SessionConfigKind, SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelect,
+    SessionConfigSelectOption, SessionConfigSelectOptions, SessionConfigValueId, SessionId, SessionInfo, SessionMode,
+    SessionModeId, SessionModeState, UnstructuredCommandInput,
 };
 use superpi_client::ClientError;
 use superpi_proto::ContentBlock as KBlock;
@@ -185,6 +186,37 @@ pub fn model_option(current: &str, models: &[String]) -> SessionConfigOption {
         )),
     )
     .category(SessionConfigOptionCategory::Model)
+}
+
+/// A slash command the agent answers itself, without a turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// `/status`: the session's conversation, harness, model and mode.
+    Status,
+    /// `/mode NAME`: switch the mode (within the ceiling).
+    Mode(String),
+}
+
+/// The slash commands offered to the editor (`available_commands_update`).
+pub fn commands() -> Vec<AvailableCommand> {
+    vec![
+        AvailableCommand::new("status", "Show the conversation, harness, model and mode of this session"),
+        AvailableCommand::new("mode", "Switch the permission mode: plan, accept-edits or auto")
+            .input(AvailableCommandInput::Unstructured(UnstructuredCommandInput::new("plan | accept-edits | auto"))),
+    ]
+}
+
+/// The command a prompt is, if it is one: a single text block `/name [input]` naming one of
+/// [`commands`]. Anything else (also an unknown `/word`) goes to the model.
+pub fn command(prompt: &[KBlock]) -> Option<Command> {
+    let [KBlock::Text { text }] = prompt else { return None };
+    let rest = text.trim().strip_prefix('/')?;
+    let (name, input) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    match (name, input.trim()) {
+        ("status", "") => Some(Command::Status),
+        ("mode", m) if !m.is_empty() && !m.contains(char::is_whitespace) => Some(Command::Mode(m.to_string())),
+        _ => None,
+    }
 }
 
 /// A conversation as session/list shows it.

@@ -131,3 +131,16 @@ fn session_info_uses_the_workspace_and_title() {
     };
     assert_eq!(session_info(&info), SessionInfo::new("conv-4", "/ws").title("hello".to_string()));
 }
+
+#[test]
+fn slash_commands_are_recognised_only_whole() {
+    assert_eq!(command(&[KBlock::text("/status")]), Some(Command::Status));
+    assert_eq!(command(&[KBlock::text("  /mode plan ")]), Some(Command::Mode("plan".into())));
+    assert_eq!(command(&[KBlock::text("/mode")]), None);
+    assert_eq!(command(&[KBlock::text("/mode plan now")]), None);
+    assert_eq!(command(&[KBlock::text("/compact")]), None);
+    assert_eq!(command(&[KBlock::text("status")]), None);
+    assert_eq!(command(&[KBlock::text("/status"), KBlock::text("more")]), None);
+    let names: Vec<String> = commands().into_iter().map(|c| c.name).collect();
+    assert_eq!(names, ["status", "mode"]);
+}

@@ -266,6 +266,10 @@ async fn pump(session: Arc<Session>, kernel: KernelClient, cx: ConnectionTo<Clie
         }
     }
     tracing::info!(session = %session.id.0, "the kernel watch ended");
+    // The client drops its subscriptions just before it marks the connection closed: wait
+    // for the mark (bounded: a watch can also end on a live connection), so a request that
+    // follows sees the connection gone and reconnects.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), kernel.closed()).await;
     session.pump_ended(&cx);
 }
 

@@ -195,6 +195,37 @@ async fn kernel_restart_ends_the_running_prompt_and_the_session_goes_on() {
     assert_jsonrpc_only(&lines);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_commands_are_offered_and_answered_by_the_agent() {
+    let env = TestEnv::new();
+    let (result, lines) = with_editor(&env, None, async |cx, mut seen| {
+        initialize(&cx).await?;
+        let sid = new_session(&cx, &env).await?.session_id;
+        let offered = seen.until(|u| matches!(u, SessionUpdate::AvailableCommandsUpdate(_))).await;
+        let SessionUpdate::AvailableCommandsUpdate(commands) = offered.update else { unreachable!() };
+        let names: Vec<&str> = commands.available_commands.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["status", "mode"]);
+
+        let done = cx.send_request(text_prompt(&sid, "/mode plan")).block_task().await?;
+        assert_eq!(done.stop_reason, StopReason::EndTurn);
+        let updates = seen.drain();
+        assert!(
+            updates
+                .iter()
+                .any(|u| matches!(&u.update, SessionUpdate::CurrentModeUpdate(m) if &*m.current_mode_id.0 == "plan")),
+            "{updates:?}"
+        );
+        cx.send_request(text_prompt(&sid, "/status")).block_task().await?;
+        let status = agent_text(&seen.drain());
+        assert!(status.contains("mode plan"), "{status}");
+        assert!(status.contains("superpi-code"), "{status}");
+        Ok(())
+    })
+    .await;
+    result.unwrap();
+    assert_jsonrpc_only(&lines);
+}
+
 /// Raw lines: a line that is not JSON gets a parse error and the agent keeps serving;
 /// initialize needs no kernel; closing stdin ends the agent cleanly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
