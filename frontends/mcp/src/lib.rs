@@ -74,7 +74,8 @@ pub async fn run(args: Args, connect: ConnectOptions) -> Result<(), Error> {
     let workspace = std::fs::canonicalize(&workspace).map_err(|source| Error::Workspace { path: workspace, source })?;
     let handler = SuperpiMcp::new(config(connect, workspace.display().to_string(), args.harness));
     tracing::debug!(workspace = %workspace.display(), "serving MCP on stdio");
-    let running = match handler.serve(stdio::stdio()).await {
+    let transport = stdio::stdio().with_eof_token(handler.shutdown_token());
+    let running = match handler.serve(transport).await {
         Ok(running) => running,
         // End of input before any request: nothing to serve, a clean exit.
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),

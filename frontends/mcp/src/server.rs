@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use superpi_client::{ClientError, ConnectOptions, KernelClient};
 use superpi_proto::ToolDef;
 use superpi_proto::method::{HarnessInfo, OpenParams, WatchParams};
+use tokio_util::sync::CancellationToken;
 
 use crate::catalog;
 use crate::logging::McpLog;
@@ -74,6 +75,8 @@ struct Inner {
     /// Conversations `harness_task` started on this connection: (id, harness).
     started: Mutex<Vec<(i64, String)>>,
     log: McpLog,
+    /// Cancelled when the connection's input ended: running turns are cancelled.
+    shutdown: CancellationToken,
 }
 
 #[derive(Deserialize)]
@@ -95,12 +98,24 @@ impl SuperpiMcp {
                 harnesses: Mutex::new(None),
                 started: Mutex::new(Vec::new()),
                 log: McpLog::default(),
+                shutdown: CancellationToken::new(),
             }),
         }
     }
 
     pub fn config(&self) -> &McpConfig {
         &self.inner.config
+    }
+
+    /// The connection is over (end of input, a closed HTTP session): `harness_task` turns still
+    /// running are cancelled in the kernel and their calls end.
+    pub fn shutdown(&self) {
+        self.inner.shutdown.cancel();
+    }
+
+    /// The token [`Self::shutdown`] cancels, for a transport to cancel at end of input.
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.inner.shutdown.clone()
     }
 
     /// The conversations `harness_task` started on this connection.
@@ -239,7 +254,7 @@ impl SuperpiMcp {
         let mut cancel_deadline: Option<tokio::time::Instant> = None;
         loop {
             let event = tokio::select! {
-                _ = context.ct.cancelled(), if cancel_deadline.is_none() => {
+                _ = cancelled(&context.ct, &self.inner.shutdown), if cancel_deadline.is_none() => {
                     cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_GRACE);
                     self.log(LoggingLevel::Info, "harness_task cancelled", json!({"conversation_id": conversation_id})).await;
                     if let Err(err) = kernel.cancel(conversation_id).await {
@@ -336,6 +351,14 @@ impl SuperpiMcp {
 
 fn unknown_tool(name: &str) -> superpi_proto::ErrorObject {
     superpi_proto::ErrorObject::new(superpi_proto::message::codes::METHOD_NOT_FOUND, format!("unknown tool `{name}`"))
+}
+
+/// Either the request was cancelled or the connection ended.
+async fn cancelled(request: &CancellationToken, shutdown: &CancellationToken) {
+    tokio::select! {
+        _ = request.cancelled() => {}
+        _ = shutdown.cancelled() => {}
+    }
 }
 
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {

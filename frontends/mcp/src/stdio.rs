@@ -17,6 +17,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 /// The longest line read (16 MiB); a longer one is discarded with a parse error.
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
@@ -36,6 +37,8 @@ pub struct LineTransport<R> {
     out: Option<mpsc::UnboundedSender<ServerJsonRpcMessage>>,
     writer: Option<JoinHandle<()>>,
     max_line: usize,
+    /// Cancelled at end of input (or a read error).
+    eof: CancellationToken,
 }
 
 /// The transport over this process's stdin and stdout.
@@ -61,11 +64,18 @@ impl<R: AsyncRead + Unpin + Send + 'static> LineTransport<R> {
             out: Some(tx),
             writer: Some(writer),
             max_line: MAX_LINE,
+            eof: CancellationToken::new(),
         }
     }
 
     pub fn with_max_line(mut self, max_line: usize) -> Self {
         self.max_line = max_line;
+        self
+    }
+
+    /// Cancels `token` when the input ends, so the handler can end what still runs.
+    pub fn with_eof_token(mut self, token: CancellationToken) -> Self {
+        self.eof = token;
         self
     }
 
@@ -173,11 +183,15 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for LineTransp
                 Ok(line) => line,
                 Err(err) => {
                     tracing::error!("reading stdin: {err}");
+                    self.eof.cancel();
                     return None;
                 }
             };
             match line {
-                Line::Eof => return None,
+                Line::Eof => {
+                    self.eof.cancel();
+                    return None;
+                }
                 Line::Oversized => {
                     tracing::warn!(max = self.max_line, "discarded an input line over the maximum length");
                     self.reply(ServerJsonRpcMessage::error(

@@ -335,3 +335,65 @@ fn garbage_then_end_of_input() {
     let status = rx.recv_timeout(WAIT).expect("superpi mcp exits at end of input").unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+/// End of input while a harness_task runs: the turn is cancelled in the kernel and the
+/// process exits cleanly at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn end_of_input_cancels_a_running_task() {
+    let env = TestEnv::new();
+    let mut child = env
+        .command(&["mcp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn superpi mcp");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}});
+    let task = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "harness_task", "arguments": {"prompt": "@slow 100\n@deltas 600\nslowly"},
+        "_meta": {"progressToken": "t"}}});
+    writeln!(stdin, "{init}\n{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}}\n{task}").unwrap();
+    let (lines_tx, lines_rx) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        while stdout.read_line(&mut line).unwrap_or(0) > 0 {
+            let _ = lines_tx.send(serde_json::from_str(&line).unwrap());
+            line.clear();
+        }
+    });
+    loop {
+        let message = lines_rx.recv_timeout(WAIT).expect("turn started in time");
+        if message["params"]["message"] == "turn started" {
+            break;
+        }
+    }
+    drop(stdin);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status = rx.recv_timeout(WAIT).expect("superpi mcp exits at end of input").unwrap();
+    assert!(status.success(), "{status:?}");
+
+    let kernel = superpi_client::KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let conversation_id = kernel.list().await.unwrap()[0].conversation_id;
+    let mut sub = kernel
+        .watch(superpi_proto::method::WatchParams {
+            conversation_id,
+            from_seq: Some(0),
+            window: None,
+            interactive: false,
+        })
+        .await
+        .unwrap();
+    loop {
+        let event = tokio::time::timeout(WAIT, sub.next()).await.expect("turn end in time").expect("event");
+        if event.body.is_turn_end() {
+            assert_eq!(event.type_name(), "turn_cancelled");
+            break;
+        }
+    }
+}
