@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use common::{Gateway, chat_body, http};
 
-const DELTAS: usize = 20_000;
+const DELTAS: usize = 10_000;
 const CONCURRENT: usize = 200;
 
 struct Run {

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use superpi_client::{ClientError, ConnectOptions, KernelClient};
 use superpi_http::Tokens;
 use superpi_proto::message::codes;
-use superpi_proto::method::{ConversationInfo, WatchParams};
+use superpi_proto::method::{ConversationInfo, HarnessInfo, WatchParams};
 use tokio::sync::{OnceCell, mpsc, oneshot};
 
 use crate::mcp::McpHttp;
@@ -47,7 +47,12 @@ struct Inner {
     tokens: Tokens,
     clients: std::sync::Mutex<HashMap<String, Arc<OnceCell<KernelClient>>>>,
     mcp: McpHttp,
+    /// `harness.list`, kept briefly: every request needs it to read `model`.
+    harnesses: std::sync::Mutex<Option<(std::time::Instant, Vec<HarnessInfo>)>>,
 }
+
+/// How long a harness list is reused.
+const HARNESS_TTL: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Gateway {
     pub fn new(connect: ConnectOptions, tokens: Tokens, workspace: Option<String>) -> Self {
@@ -55,7 +60,14 @@ impl Gateway {
         let extra_origins = superpi_http::Tokens::from_env(MCP_ORIGINS_VAR).into_vec();
         let mcp = McpHttp::new(connect.clone(), mcp_workspace, tokens.is_enabled(), extra_origins);
         Gateway {
-            inner: Arc::new(Inner { connect, workspace, tokens, clients: std::sync::Mutex::new(HashMap::new()), mcp }),
+            inner: Arc::new(Inner {
+                connect,
+                workspace,
+                tokens,
+                clients: std::sync::Mutex::new(HashMap::new()),
+                mcp,
+                harnesses: std::sync::Mutex::new(None),
+            }),
         }
     }
 
@@ -111,6 +123,20 @@ impl Gateway {
             })
             .await?;
         Ok(client.clone())
+    }
+}
+
+impl Gateway {
+    /// The harnesses, from a recent `harness.list` or a new one.
+    async fn harnesses(&self, client: &KernelClient) -> Result<Vec<HarnessInfo>, ClientError> {
+        if let Some((at, list)) = lock(&self.inner.harnesses).as_ref()
+            && at.elapsed() < HARNESS_TTL
+        {
+            return Ok(list.clone());
+        }
+        let list = client.harnesses().await?;
+        *lock(&self.inner.harnesses) = Some((std::time::Instant::now(), list.clone()));
+        Ok(list)
     }
 }
 
@@ -252,17 +278,21 @@ async fn open(
 }
 
 async fn chat_inner(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Response, ApiError> {
+    let began = std::time::Instant::now();
     let principal = gw.authenticate(headers)?;
     let req = request::parse_chat(body, headers)?;
     let client = gw.client(&principal).await.map_err(|e| request::kernel_error(&e, &req.model))?;
-    let harnesses = client.harnesses().await.map_err(|e| request::kernel_error(&e, &req.model))?;
+    let harnesses = gw.harnesses(&client).await.map_err(|e| request::kernel_error(&e, &req.model))?;
     let target = request::resolve_model(&req.model, &harnesses);
+    let t_harnesses = began.elapsed();
     let info = open(&client, &req, &target, gw.inner.workspace.clone()).await?;
+    let t_open = began.elapsed();
     let conversation_id = info.conversation_id;
     let sub = client
         .watch(WatchParams { conversation_id, from_seq: Some(info.head_seq), window: None, interactive: false })
         .await
         .map_err(|e| request::kernel_error(&e, &req.model))?;
+    let t_watch = began.elapsed();
     let prompt = request::prompt(&req, info.created);
     let submitted =
         client.submit_text(conversation_id, &prompt).await.map_err(|e| request::kernel_error(&e, &req.model))?;
@@ -272,6 +302,10 @@ async fn chat_inner(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Re
         turn_id = submitted.turn_id,
         created = info.created,
         stream = req.stream,
+        harnesses_us = t_harnesses.as_micros() as u64,
+        open_us = t_open.as_micros() as u64,
+        watch_us = t_watch.as_micros() as u64,
+        submit_us = began.elapsed().as_micros() as u64,
         "chat completion"
     );
     let renderer = Renderer::new(RenderOptions {
