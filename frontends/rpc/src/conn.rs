@@ -196,6 +196,18 @@ impl Conn {
         }
     }
 
+    /// Ends every watch now, with its end notice (the kernel connection is gone: nothing
+    /// more will come, and what waits for an ack is dropped).
+    pub fn end_watches(&self, reason: &str) {
+        let watches: Vec<(u64, Arc<Watch>)> = lock(&self.watches).iter().map(|(id, w)| (*id, w.clone())).collect();
+        for (id, watch) in watches {
+            let mut renderer = lock(&watch.renderer);
+            renderer.discard_pending();
+            let outs = renderer.end(reason);
+            self.emit(id, &renderer, outs);
+        }
+    }
+
     /// Ends everything the connection started: watches (their kernel subscriptions go with
     /// them) and background tasks.
     pub fn shutdown(&self) {

@@ -43,6 +43,7 @@ where
             line = lines.next() => line,
             _ = lost.notified() => {
                 tracing::warn!("ending the client connection: the kernel connection is lost");
+                conn.end_watches("the kernel connection was lost");
                 break;
             }
             Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,

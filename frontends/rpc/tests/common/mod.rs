@@ -200,30 +200,7 @@ pub struct UnixServer {
 impl UnixServer {
     pub async fn start(env: &TestEnv, extra_env: &[(&str, &str)]) -> UnixServer {
         let socket = env.path().join("rpc.sock");
-        let mut cmd = Command::from(env.command(&["rpc", "--unix", socket.to_str().unwrap()]));
-        for (k, v) in extra_env {
-            cmd.env(k, v);
-        }
-        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).kill_on_drop(true);
-        let mut child = cmd.spawn().expect("spawn superpi rpc");
-        let stderr = child.stderr.take().unwrap();
-        let mut lines = BufReader::new(stderr).lines();
-        loop {
-            let line = tokio::time::timeout(READ_TIMEOUT, lines.next_line())
-                .await
-                .expect("the server started in time")
-                .unwrap()
-                .expect("the server exited before listening");
-            if line.contains("listening on unix:") {
-                break;
-            }
-        }
-        // Keep draining stderr so the server never blocks on a full pipe.
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                eprintln!("rpc: {line}")
-            }
-        });
+        let (child, _) = spawn_listening(env, &["rpc", "--unix", socket.to_str().unwrap()], extra_env).await;
         UnixServer { child, socket }
     }
 
@@ -255,4 +232,33 @@ pub async fn watch(client: &mut LineClient, conversation_id: i64, interactive: b
     let r = client.ok("session.watch", json!({"conversation_id": conversation_id, "interactive": interactive})).await;
     assert_eq!(r["conversation_id"], json!(conversation_id));
     r["watch"].as_u64().unwrap()
+}
+
+/// Spawns a listening server; returns it and the address from its ready line on stderr.
+pub async fn spawn_listening(env: &TestEnv, args: &[&str], extra_env: &[(&str, &str)]) -> (Child, String) {
+    let mut cmd = Command::from(env.command(args));
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).kill_on_drop(true);
+    let mut child = cmd.spawn().expect("spawn superpi rpc");
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let address = loop {
+        let line = tokio::time::timeout(READ_TIMEOUT, lines.next_line())
+            .await
+            .expect("the server started in time")
+            .unwrap()
+            .expect("the server exited before listening");
+        if let Some((_, address)) = line.split_once("listening on ") {
+            break address.trim().to_string();
+        }
+    };
+    // Keep draining stderr so the server never blocks on a full pipe.
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            eprintln!("rpc: {line}")
+        }
+    });
+    (child, address)
 }
