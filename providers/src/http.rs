@@ -3,7 +3,7 @@
 //! parser into a [`StreamBuilder`]. Knows no vendor's JSON.
 
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -101,20 +101,29 @@ impl Feeder {
     }
 }
 
+/// The HTTP client, shared by every provider with the same connect timeout so that turns reuse
+/// pooled connections.
 fn client(config: &ProvidersConfig) -> Result<reqwest::Client, ProviderError> {
-    static PROVIDER: OnceLock<()> = OnceLock::new();
-    PROVIDER.get_or_init(|| {
-        // Another part of the program may have installed one already; either is fine.
+    static CLIENTS: OnceLock<Mutex<Vec<(Duration, reqwest::Client)>>> = OnceLock::new();
+    let clients = CLIENTS.get_or_init(|| {
+        // Another part of the program may have installed a crypto provider already; either is fine.
         let _ = rustls::crypto::ring::default_provider().install_default();
+        Mutex::new(Vec::new())
     });
-    reqwest::Client::builder()
-        .connect_timeout(config.connect_timeout())
-        .read_timeout(Duration::from_secs(300))
-        .build()
-        .map_err(|err| ProviderError::Transport {
-            provider: "http".into(),
-            message: format!("building the client: {err}"),
-        })
+    let timeout = config.connect_timeout();
+    let mut clients = clients.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((_, client)) = clients.iter().find(|(t, _)| *t == timeout) {
+        return Ok(client.clone());
+    }
+    let client =
+        reqwest::Client::builder().connect_timeout(timeout).read_timeout(Duration::from_secs(300)).build().map_err(
+            |err| ProviderError::Transport {
+                provider: "http".into(),
+                message: format!("building the client: {}", error_chain(&err)),
+            },
+        )?;
+    clients.push((timeout, client.clone()));
+    Ok(client)
 }
 
 /// A real model API behind the stream algebra.
