@@ -60,7 +60,7 @@ fn line_of(parts: Vec<(String, &'static str)>) -> String {
 }
 
 /// Ways to run `rm -rf /` inside a line.
-const HIDDEN: [&str; 12] = [
+const HIDDEN: [&str; 15] = [
     "rm -rf /",
     "/bin/rm -rf /",
     "\\rm -rf /",
@@ -73,6 +73,9 @@ const HIDDEN: [&str; 12] = [
     "echo \"`rm -rf /`\"",
     "cat <(rm -rf /)",
     "find . -exec rm -rf {} +",
+    "find . -exec sh -c 'rm -rf /' \\;",
+    "env -S 'rm -rf /'",
+    "env --split-string='rm -rf /'",
 ];
 
 proptest! {

@@ -120,15 +120,27 @@ fn commands_at(line: &str, depth: usize) -> Result<Vec<SimpleCommand>, Unsure> {
     parser.list(None)?;
     let mut all = Vec::new();
     for cmd in parser.out {
-        let nested = nested_script(&cmd)?;
-        let executed = find_exec(&cmd);
-        all.push(cmd);
-        if let Some(script) = nested {
-            all.extend(commands_at(&script, depth + 1)?);
-        }
-        all.extend(executed);
+        expand(cmd, depth, &mut all)?;
     }
     Ok(all)
+}
+
+/// Adds `cmd` and every command it hands on: a shell string, an `env -S` string, the
+/// commands of `find -exec`.
+fn expand(cmd: SimpleCommand, depth: usize, all: &mut Vec<SimpleCommand>) -> Result<(), Unsure> {
+    if depth > MAX_DEPTH {
+        return unsure("commands nested too deeply");
+    }
+    let nested = nested_script(&cmd)?;
+    let executed = find_exec(&cmd);
+    all.push(cmd);
+    if let Some(script) = nested {
+        all.extend(commands_at(&script, depth + 1)?);
+    }
+    for inner in executed {
+        expand(inner, depth + 1, all)?;
+    }
+    Ok(())
 }
 
 /// Shells whose `-c STRING` runs another command line.
@@ -136,6 +148,25 @@ const SHELLS: [&str; 6] = ["sh", "bash", "dash", "zsh", "ksh", "busybox"];
 
 /// The command line a simple command hands to another shell, when it does.
 fn nested_script(cmd: &SimpleCommand) -> Result<Option<String>, Unsure> {
+    // `env -S STRING` splits STRING into a command (the wrapper strip below would skip it).
+    if let Some(i) = cmd.words.iter().position(|w| basename(&w.text) == "env") {
+        for (j, w) in cmd.words.iter().enumerate().skip(i + 1) {
+            let attached = w.text.strip_prefix("--split-string=").or_else(|| w.text.strip_prefix("-S"));
+            let string = match attached {
+                Some("") => cmd.words.get(j + 1),
+                Some(_) => Some(w),
+                None => continue,
+            };
+            return match string {
+                Some(s) if s.literal => {
+                    let text = attached.filter(|a| !a.is_empty()).unwrap_or(&s.text);
+                    Ok(Some(text.to_string()))
+                }
+                Some(_) => unsure("env -S with a non-literal string"),
+                None => unsure("env -S without a string"),
+            };
+        }
+    }
     let words = strip_wrappers(&cmd.words);
     let Some(first) = words.first() else { return Ok(None) };
     let name = basename(&first.text);
