@@ -7,6 +7,13 @@
 //!
 //! It must not know the kernel's conversations, the store, the event protocol's envelope or
 //! any frontend: it turns a [`ModelRequest`] into a stream of [`StreamEvent`]s, nothing more.
+//! It spawns no process: an auth command runs through the [`CommandRunner`] its caller gives.
+//!
+//! Use: build a [`ProvidersConfig`] (the config file's `[providers]` table, then
+//! [`ProvidersConfig::apply_env`], or [`ProvidersConfig::from_env`]); [`default_model`] names the
+//! model to use when none is asked for (and whether that is the mock fallback);
+//! [`resolve`] gives the [`Provider`] of a model name or an error naming what is missing;
+//! [`configured_models`] lists what `superpi models` shows. See README.md beside this crate.
 
 pub mod anthropic;
 pub mod assemble;
