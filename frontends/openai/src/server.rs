@@ -165,33 +165,36 @@ async fn not_found() -> Response {
         .into_response()
 }
 
-/// The models of configured providers, when the kernel can tell (`model.list`, entries with
-/// `id` or `name` and `provider`); `None` when it has no such method.
-async fn provider_models(client: &KernelClient) -> Option<Vec<ProviderModel>> {
+/// The models of configured providers: the kernel's `model.list` (entries with `id` or `name`
+/// and `provider`) when it serves one, else what `superpi models` prints (the providers
+/// configured in this process's environment, `mock` last).
+async fn provider_models(client: &KernelClient) -> Vec<ProviderModel> {
     let value = match client.call("model.list", json!({})).await {
         Ok(value) => value,
         Err(err) => {
             if err.code() != Some(codes::METHOD_NOT_FOUND) {
                 tracing::warn!("model.list failed: {err}");
             }
-            return None;
+            let config = superpi_providers::ProvidersConfig::from_env();
+            return superpi_providers::configured_models(&config)
+                .into_iter()
+                .map(|m| ProviderModel { id: m.name, provider: m.provider })
+                .collect();
         }
     };
-    let list = value.get("models").and_then(Value::as_array)?;
-    Some(
-        list.iter()
-            .filter_map(|m| {
-                let id = ["id", "name", "model"].iter().find_map(|k| m.get(*k).and_then(Value::as_str))?;
-                if m.get("configured").and_then(Value::as_bool) == Some(false) {
-                    return None;
-                }
-                Some(ProviderModel {
-                    id: id.to_string(),
-                    provider: m.get("provider").and_then(Value::as_str).unwrap_or("").to_string(),
-                })
+    let list = value.get("models").and_then(Value::as_array).cloned().unwrap_or_default();
+    list.iter()
+        .filter_map(|m| {
+            let id = ["id", "name", "model"].iter().find_map(|k| m.get(*k).and_then(Value::as_str))?;
+            if m.get("configured").and_then(Value::as_bool) == Some(false) {
+                return None;
+            }
+            Some(ProviderModel {
+                id: id.to_string(),
+                provider: m.get("provider").and_then(Value::as_str).unwrap_or("").to_string(),
             })
-            .collect(),
-    )
+        })
+        .collect()
 }
 
 async fn models(State(gw): State<Gateway>, headers: HeaderMap) -> Response {
@@ -226,7 +229,7 @@ async fn list_models(gw: &Gateway, headers: &HeaderMap) -> Result<ModelList, Api
             description: Some(h.description),
         })
         .collect();
-    for m in provider_models(&client).await.unwrap_or_default() {
+    for m in provider_models(&client).await {
         if !data.iter().any(|d| d.id == m.id) {
             data.push(ModelEntry {
                 id: m.id,

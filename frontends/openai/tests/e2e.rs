@@ -53,6 +53,9 @@ async fn status_models_and_unknown_routes() {
     for harness in ["superpi-code", "superpi-planner", "superpi-assistant"] {
         assert!(ids.contains(&harness), "{ids:?}");
     }
+    // With no provider configured, the offline model is the one provider model.
+    assert!(ids.contains(&"mock"), "{ids:?}");
+    assert!(!ids.contains(&"gpt-4o"), "{ids:?}");
     let code = body["data"].as_array().unwrap().iter().find(|m| m["id"] == "superpi-code").unwrap();
     assert_eq!(code["object"], "model");
     assert_eq!(code["capabilities"]["harness"], true);
