@@ -1,22 +1,17 @@
-//! The MCP server handler: rmcp's [`ServerHandler`] over the kernel. Transport-free: the
+//! The MCP server handler: [`rmcp::ServerHandler`] over the kernel. Transport-free: the
 //! stdio transport (`superpi mcp`) and the gateway's Streamable HTTP endpoint serve the same
 //! handler.
 #![allow(deprecated)] // MCP logging (setLevel) is deprecated only from protocol 2026-07-28 on
 
-use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode,
-    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-    PaginatedRequestParams, ProgressNotificationParam, PromptsCapability, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, ResourceContents, ResourcesCapability, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, ToolsCapability,
+    CallToolRequestParams, CallToolResult, ContentBlock, LoggingLevel, ProgressNotificationParam, ProtocolVersion,
+    ReadResourceResult, ResourceContents,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer};
-use rmcp::{ErrorData, ServerHandler};
+use rmcp::service::{RequestContext, RoleServer};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use superpi_client::{ClientError, ConnectOptions, KernelClient};
@@ -32,20 +27,6 @@ use crate::tools::{self, HARNESS_TASK, HarnessTaskArgs, KernelToolResult};
 /// The newest protocol version this server negotiates: the newest one rmcp speaks that still
 /// has the `initialize` handshake. Older ones down to 2024-11-05 are negotiated as asked.
 pub const NEWEST_PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
-
-/// The MCP request methods this server serves.
-const KNOWN_METHODS: &[&str] = &[
-    "initialize",
-    "ping",
-    "tools/list",
-    "tools/call",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "logging/setLevel",
-];
 
 /// How long a cancelled turn may take to confirm its end before the call gives up on it.
 const CANCEL_GRACE: Duration = Duration::from_secs(10);
@@ -368,149 +349,6 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     }
 }
 
-/// What `initialize` answers: static, no kernel needed.
-pub fn server_config() -> ServerConfig {
-    let mut capabilities = ServerCapabilities::default();
-    capabilities.tools = Some(ToolsCapability::default());
-    capabilities.prompts = Some(PromptsCapability::default());
-    capabilities.resources = Some(ResourcesCapability::default());
-    capabilities.logging = Some(Default::default());
-    ServerConfig::new(capabilities)
-        .with_protocol_version(NEWEST_PROTOCOL)
-        .with_server_info(
-            Implementation::new("superpi", env!("CARGO_PKG_VERSION"))
-                .with_title("superpi")
-                .with_description("superpi's confined tools and whole agent turns"),
-        )
-        .with_instructions(
-            "superpi runs tools confined by its sandbox and its permission policy, in the workspace \
-             this server was started in. read, write, edit, bash, grep, find and ls act on that \
-             workspace; harness_task runs a whole agent turn and returns its answer. Prompts name \
-             the harnesses; resources hold the workspace context, the tool list and transcripts.",
-        )
-}
-
-impl ServerHandler for SuperpiMcp {
-    fn get_info(&self) -> ServerConfig {
-        server_config()
-    }
-
-    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(&NEWEST_PROTOCOL))
-    }
-
-    async fn initialize(
-        &self,
-        request: InitializeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<InitializeResult, ErrorData> {
-        tracing::debug!(
-            requested = %request.protocol_version,
-            client = %request.client_info.name,
-            "initialize"
-        );
-        self.inner.log.attach(&context.peer);
-        context.peer.set_peer_info(request.clone());
-        self.negotiate_initialize(&request)
-    }
-
-    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.inner.log.attach(&context.peer);
-    }
-
-    async fn set_level(
-        &self,
-        request: SetLevelRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.inner.log.attach(&context.peer);
-        self.inner.log.set_level(request.level);
-        tracing::debug!(level = ?request.level, "client log level set");
-        Ok(())
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        self.inner.log.attach(&context.peer);
-        let mut list: Vec<_> = self.tool_defs().await?.iter().map(tools::tool_from_def).collect();
-        list.push(tools::harness_task_tool());
-        Ok(ListToolsResult::with_all_items(list))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        self.inner.log.attach(&context.peer);
-        if request.name == HARNESS_TASK {
-            let args = HarnessTaskArgs::parse(request.arguments.as_ref())?;
-            return self.harness_task(args, &context).await.map(CallToolResponse::from);
-        }
-        tokio::select! {
-            result = self.call_kernel_tool(request) => result.map(CallToolResponse::from),
-            _ = context.ct.cancelled() => Err(ErrorData::internal_error("the request was cancelled", None)),
-        }
-    }
-
-    /// rmcp reads a request of a known method whose params it cannot read as a custom
-    /// request; that is bad params, not an unknown method.
-    async fn on_custom_request(
-        &self,
-        request: CustomRequest,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CustomResult, ErrorData> {
-        if KNOWN_METHODS.contains(&request.method.as_str()) {
-            return Err(ErrorData::invalid_params(format!("invalid params for {}", request.method), None));
-        }
-        Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, format!("method not found: {}", request.method), None))
-    }
-
-    async fn list_prompts(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
-        self.inner.log.attach(&context.peer);
-        Ok(ListPromptsResult::with_all_items(catalog::prompts(&self.harnesses().await?)))
-    }
-
-    async fn get_prompt(
-        &self,
-        request: GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResponse, ErrorData> {
-        self.inner.log.attach(&context.peer);
-        let harnesses = self.harnesses().await?;
-        catalog::get_prompt(&request.name, request.arguments.as_ref(), &harnesses).map(GetPromptResponse::from)
-    }
-
-    async fn list_resources(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        self.inner.log.attach(&context.peer);
-        Ok(ListResourcesResult::with_all_items(catalog::resources(&self.started_conversations())))
-    }
-
-    async fn list_resource_templates(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(ListResourceTemplatesResult::with_all_items(catalog::resource_templates()))
-    }
-
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        self.inner.log.attach(&context.peer);
-        self.read(&request.uri).await.map(ReadResourceResponse::from)
-    }
-}
+#[path = "handler.rs"]
+mod handler;
+pub use handler::server_config;
