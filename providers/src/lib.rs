@@ -26,6 +26,8 @@ pub mod openai;
 pub mod router;
 pub mod sse;
 pub mod stream;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod validate;
 mod wire;
 

@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Recorded, ReplayServer, Reply, recorded};
+use common::{JsonBody, Recorded, ReplayServer, Reply, recorded};
 use futures::StreamExt;
 use serde_json::json;
 use superpi_proto::{ContentBlock, Message, Role, Usage};
@@ -75,7 +75,7 @@ async fn openai_text_with_usage() {
     assert_eq!(sent.len(), 1);
     assert_eq!((sent[0].method.as_str(), sent[0].path.as_str()), ("POST", "/v1/chat/completions"));
     assert_eq!(sent[0].header("authorization"), Some("Bearer sk-test"));
-    let body = sent[0].json();
+    let body = sent[0].body_json();
     assert_eq!(body["model"], "gpt-4o-mini");
     assert_eq!(body["stream"], true);
     assert_eq!(body["stream_options"], json!({"include_usage": true}));
@@ -149,7 +149,7 @@ async fn anthropic_thinking_text_and_tool_use() {
     assert_eq!(sent[0].path, "/v1/messages");
     assert_eq!(sent[0].header("x-api-key"), Some("sk-ant-test"));
     assert_eq!(sent[0].header("anthropic-version"), Some("2023-06-01"));
-    let body = sent[0].json();
+    let body = sent[0].body_json();
     assert_eq!(body["system"], "Be brief.");
     assert_eq!(body["max_tokens"], 256);
     assert_eq!(body["messages"], json!([{"role": "user", "content": [{"type": "text", "text": "hi"}]}]));
@@ -180,7 +180,7 @@ async fn gemini_thoughts_text_and_function_call() {
     assert_eq!(call_id, "ls_resp-g1_1");
     assert_eq!(sent[0].path, "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse");
     assert_eq!(sent[0].header("x-goog-api-key"), Some("g-test"));
-    let body = sent[0].json();
+    let body = sent[0].body_json();
     assert_eq!(body["systemInstruction"], json!({"parts": [{"text": "Be brief."}]}));
     assert_eq!(body["contents"], json!([{"role": "user", "parts": [{"text": "hi"}]}]));
     let parameters = &body["tools"][0]["functionDeclarations"][0]["parameters"];
@@ -384,7 +384,7 @@ async fn a_conversation_switching_providers_is_sent_in_each_format() {
     }
     let sent = server.requests();
     assert_eq!(
-        sent[0].json()["messages"],
+        sent[0].body_json()["messages"],
         json!([
             {"role": "user", "content": "list /tmp"},
             {"role": "assistant", "content": "Listing.", "tool_calls": [
@@ -394,7 +394,7 @@ async fn a_conversation_switching_providers_is_sent_in_each_format() {
         ])
     );
     assert_eq!(
-        sent[1].json()["messages"],
+        sent[1].body_json()["messages"],
         json!([
             {"role": "user", "content": [{"type": "text", "text": "list /tmp"}]},
             {"role": "assistant", "content": [
@@ -408,7 +408,7 @@ async fn a_conversation_switching_providers_is_sent_in_each_format() {
         ])
     );
     assert_eq!(
-        sent[2].json()["contents"],
+        sent[2].body_json()["contents"],
         json!([
             {"role": "user", "parts": [{"text": "list /tmp"}]},
             {"role": "model", "parts": [
