@@ -69,9 +69,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// The answer to `initialize`: static, no kernel needed.
-pub fn initialize_response(requested: ProtocolVersion) -> InitializeResponse {
-    let version = if requested < ProtocolVersion::V1 { requested } else { ProtocolVersion::V1 };
-    InitializeResponse::new(version)
+/// The only protocol version this agent speaks is 1: it answers 1 whatever was asked (the
+/// client disconnects if it cannot speak it).
+pub fn initialize_response() -> InitializeResponse {
+    InitializeResponse::new(ProtocolVersion::V1)
         .agent_capabilities(
             AgentCapabilities::new()
                 .load_session(true)
@@ -142,7 +143,9 @@ impl Server {
                 .and_then(|m| m.as_array())
                 .map(|a| {
                     a.iter()
-                        .filter_map(|m| m.as_str().or_else(|| m.get("id").and_then(|i| i.as_str())))
+                        .filter_map(|m| {
+                            m.as_str().or_else(|| m.get("id").or_else(|| m.get("name")).and_then(|i| i.as_str()))
+                        })
                         .map(str::to_string)
                         .collect()
                 })
@@ -427,7 +430,8 @@ pub async fn serve(
                             responder: Responder<InitializeResponse>,
                             _cx: ConnectionTo<Client>| {
                     *lock(&server.client_caps) = req.client_capabilities.clone();
-                    responder.respond(initialize_response(req.protocol_version))
+                    tracing::debug!(requested = ?req.protocol_version, client = ?req.client_info, "initialize");
+                    responder.respond(initialize_response())
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -588,4 +592,23 @@ pub async fn serve(
             agent_client_protocol::on_receive_request!(),
         );
     builder.connect_to(transport).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn initialize_is_static_and_honest() {
+        let init = initialize_response();
+        assert_eq!(init.protocol_version, ProtocolVersion::V1);
+        let caps = &init.agent_capabilities;
+        assert!(caps.load_session);
+        assert_eq!(caps.prompt_capabilities, PromptCapabilities::new().embedded_context(true));
+        assert_eq!(caps.mcp_capabilities, McpCapabilities::new());
+        let session = &caps.session_capabilities;
+        assert!(session.list.is_some() && session.resume.is_some() && session.close.is_some());
+        assert!(init.auth_methods.is_empty());
+        assert_eq!(init.agent_info.map(|i| i.name), Some("superpi".to_string()));
+    }
 }
