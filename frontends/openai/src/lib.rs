@@ -66,8 +66,32 @@ pub async fn run(args: Args, connect: superpi_client::ConnectOptions) -> Result<
     };
     let gateway = Gateway::new(connect, tokens, workspace.map(|w| w.display().to_string()));
     announce(local);
-    gateway.serve(listener, shutdown_signal()).await.map_err(Error::Serve)
+    // On a signal, stop accepting and let open answers finish for a while; turns still running
+    // after that go on in the kernel.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stop_tx.send(true);
+    });
+    let mut graceful = stop_rx.clone();
+    let mut deadline = stop_rx;
+    let serve = gateway.serve(listener, async move {
+        let _ = graceful.wait_for(|stop| *stop).await;
+    });
+    tokio::select! {
+        served = serve => served.map_err(Error::Serve),
+        _ = async move {
+            let _ = deadline.wait_for(|stop| *stop).await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } => {
+            tracing::info!("answers still open after {SHUTDOWN_GRACE:?}; stopping anyway");
+            Ok(())
+        }
+    }
 }
+
+/// How long open answers may run on after SIGINT or SIGTERM.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// One line on stdout saying where the gateway listens (scripts and tests read it).
 #[allow(clippy::print_stdout)]

@@ -339,3 +339,45 @@ async fn a_client_that_leaves_a_whole_completion_cancels_its_turn() {
     .expect("the turn ends");
     assert_eq!(end, EventBody::TurnCancelled {});
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lost_kernel_ends_the_answer_with_an_error_and_the_next_request_starts_one() {
+    let gw = Gateway::start(&[], &[]);
+    let body = chat_body("superpi-code", true, "@slow 200\none two three four five six seven eight");
+    let mut resp = post(&gw, &body, &[]).await;
+    let mut text = String::new();
+    while !text.contains("\"content\":\"one") {
+        let chunk = tokio::time::timeout(LIMIT, resp.chunk()).await.unwrap().unwrap().expect("more of the stream");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    gw.env.kill_kernel();
+    while let Some(chunk) = tokio::time::timeout(LIMIT, resp.chunk()).await.unwrap().unwrap() {
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let s = read_stream(&text);
+    assert_eq!(s.finish_reasons, ["error"]);
+    assert!(s.done);
+    // The next request reconnects (and starts a kernel again).
+    let (status, body) = json_of(post(&gw, &chat_body("superpi-code", false, "back again"), &[]).await).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["choices"][0]["message"]["content"], "back again");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_stops_the_gateway_cleanly() {
+    let mut gw = Gateway::start(&[], &[]);
+    let resp = http().get(gw.url("/health")).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    // SAFETY: kill(2) on the gateway child this test started.
+    unsafe {
+        libc::kill(gw.child.id() as i32, libc::SIGTERM);
+    }
+    let status = tokio::task::spawn_blocking(move || {
+        let status = gw.child.wait().unwrap();
+        drop(gw);
+        status
+    })
+    .await
+    .unwrap();
+    assert!(status.success(), "{status:?}");
+}
