@@ -80,6 +80,7 @@ impl Gateway {
             .route("/v1/chat/completions", post(chat))
             .route("/mcp", any(mcp))
             .fallback(not_found)
+            .method_not_allowed_fallback(method_not_allowed)
             .layer(DefaultBodyLimit::max(BODY_LIMIT))
             .with_state(self.clone())
     }
@@ -153,6 +154,11 @@ async fn mcp(
         Ok(principal) => gw.inner.mcp.handle(principal, query.get("harness").cloned(), request).await,
         Err(err) => err.into_response(),
     }
+}
+
+async fn method_not_allowed() -> Response {
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this endpoint does not take that method")
+        .into_response()
 }
 
 async fn status() -> Response {
@@ -245,7 +251,18 @@ async fn list_models(gw: &Gateway, headers: &HeaderMap) -> Result<ModelList, Api
     Ok(ModelList { object: "list", data })
 }
 
-async fn chat(State(gw): State<Gateway>, headers: HeaderMap, body: Bytes) -> Response {
+async fn chat(
+    State(gw): State<Gateway>,
+    headers: HeaderMap,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            let err = ApiError::new(rejection.status(), "invalid_params", format!("unreadable body: {rejection}"));
+            return err.into_response();
+        }
+    };
     match chat_inner(&gw, &headers, &body).await {
         Ok(response) => response,
         Err(err) => {
