@@ -164,3 +164,90 @@ proptest! {
         prop_assert_eq!(first, second);
     }
 }
+
+/// One tool call of a generated OpenAI stream: its arguments cut into pieces.
+fn tool_calls() -> impl Strategy<Value = Vec<(String, Vec<usize>)>> {
+    prop::collection::vec(
+        (
+            prop::collection::btree_map("[a-z]{1,4}", "[a-z0-9 ]{0,8}", 0..4),
+            prop::collection::vec(any::<usize>(), 0..5),
+        )
+            .prop_map(|(args, cuts)| (serde_json::to_string(&args).unwrap(), cuts)),
+        1..5,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn openai_tool_calls_survive_any_interleaving(calls in tool_calls(), order in prop::collection::vec(any::<usize>(), 0..60), text_first in any::<bool>()) {
+        // Per call: the pieces of its arguments; the first piece carries the id and the name.
+        let mut queues: Vec<std::collections::VecDeque<serde_json::Value>> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, (args, cuts))| {
+                let pieces = split(args.as_bytes(), cuts);
+                pieces
+                    .iter()
+                    .enumerate()
+                    .map(|(n, piece)| {
+                        let mut call = serde_json::json!({"index": i, "function": {"arguments": String::from_utf8_lossy(piece)}});
+                        if n == 0 {
+                            call["id"] = format!("call_{i}").into();
+                            call["type"] = "function".into();
+                            call["function"]["name"] = format!("tool{i}").into();
+                        }
+                        call
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut body = String::new();
+        let mut chunk = |delta: serde_json::Value, finish: Option<&str>| {
+            let value = serde_json::json!({"id": "c", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+            body.push_str(&format!("data: {value}\n\n"));
+        };
+        if text_first {
+            chunk(serde_json::json!({"content": "calling"}), None);
+        }
+        // Interleave: take the next piece of a pseudo-randomly chosen call, first pieces in call order.
+        let mut opened = 0;
+        let mut picks = order.into_iter().cycle();
+        while queues.iter().any(|q| !q.is_empty()) {
+            let open: Vec<usize> = (0..opened.min(queues.len())).filter(|i| !queues[*i].is_empty()).collect();
+            let pick = picks.next().unwrap_or(0);
+            let i = if opened < queues.len() && (open.is_empty() || pick % 3 == 0) {
+                opened += 1;
+                opened - 1
+            } else {
+                open[pick % open.len()]
+            };
+            let piece = queues[i].pop_front().unwrap();
+            chunk(serde_json::json!({"tool_calls": [piece]}), None);
+        }
+        chunk(serde_json::json!({}), Some("tool_calls"));
+        body.push_str("data: [DONE]\n\n");
+
+        let events = parse_recorded(ProviderKind::Openai, [body.as_bytes()]);
+        prop_assert!(validate(&events).is_ok(), "{:?}", validate(&events));
+        let Some(StreamEvent::Done(terminal)) = events.last() else { panic!("{events:?}") };
+        let mut got: Vec<(String, String, serde_json::Value)> = terminal
+            .message
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                superpi_proto::ContentBlock::ToolCall { id, name, arguments } => Some((id.clone(), name.clone(), arguments.clone())),
+                _ => None,
+            })
+            .collect();
+        got.sort_by(|a, b| a.0.cmp(&b.0));
+        let want: Vec<(String, String, serde_json::Value)> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, (args, _))| (format!("call_{i}"), format!("tool{i}"), serde_json::from_str(args).unwrap()))
+            .collect();
+        prop_assert_eq!(got, want);
+        prop_assert_eq!(terminal.stop_reason, StopReason::ToolUse);
+    }
+}
