@@ -10,6 +10,7 @@
 #![deny(clippy::print_stdout)]
 
 pub mod agent;
+mod handlers;
 pub mod map;
 pub mod render;
 pub mod replay;

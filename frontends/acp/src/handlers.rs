@@ -1,0 +1,280 @@
+//! The ACP methods that reach the kernel, each run in a task of its own so the dispatch loop
+//! never waits on the kernel.
+
+use std::sync::Arc;
+
+use agent_client_protocol::v1::schema::{
+    AvailableCommandsUpdate, CloseSessionRequest, CloseSessionResponse, ContentBlock, ContentChunk, CurrentModeUpdate,
+    ListSessionsRequest, ListSessionsResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
+    SessionConfigOptionValue, SessionId, SessionInfoUpdate, SessionModeId, SessionNotification, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
+    StopReason, TextContent,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Client, Error};
+use superpi_client::{ClientError, KernelClient};
+use superpi_proto::ContentBlock as KBlock;
+use superpi_proto::message::codes;
+use superpi_proto::method::{OpenParams, SubmitParams};
+
+use crate::agent::{ForkSessionRequest, ForkSessionResponse, Server, lock};
+use crate::map;
+use crate::replay::replay;
+use crate::session::{FAIL_CLOSED_OPTION, PromptGuard, Session};
+
+/// Like [`spawn_answer`], for requests that set up a session: once answered, the editor is
+/// told the session's slash commands.
+pub(crate) fn spawn_session_answer<T, F>(
+    responder: Responder<T>,
+    cx: ConnectionTo<Client>,
+    work: F,
+    id_of: impl FnOnce(&T) -> SessionId + Send + 'static,
+) where
+    T: agent_client_protocol::JsonRpcResponse + Send + 'static,
+    F: std::future::Future<Output = Result<T, Error>> + Send + 'static,
+{
+    tokio::spawn(async move {
+        let result = work.await;
+        let id = result.as_ref().ok().map(id_of);
+        if let Err(err) = responder.respond_with_result(result) {
+            tracing::debug!("could not answer: {err:?}");
+        }
+        if let Some(id) = id {
+            announce_commands(&cx, &id);
+        }
+    });
+}
+
+/// Spawns `work` and answers the request with its result: the dispatch loop never waits.
+pub(crate) fn spawn_answer<T, F>(responder: Responder<T>, work: F)
+where
+    T: agent_client_protocol::JsonRpcResponse + Send + 'static,
+    F: std::future::Future<Output = Result<T, Error>> + Send + 'static,
+{
+    tokio::spawn(async move {
+        let result = work.await;
+        if let Err(err) = &result {
+            tracing::debug!("request failed: {err:?}");
+        }
+        if let Err(err) = responder.respond_with_result(result) {
+            tracing::debug!("could not answer: {err:?}");
+        }
+    });
+}
+
+pub(crate) async fn new_session(server: Arc<Server>, req: NewSessionRequest) -> Result<NewSessionResponse, Error> {
+    let workspace = map::workspace(&req.cwd)?;
+    map::mcp_servers(&req.mcp_servers)?;
+    let harness = map::harness(req.meta.as_ref())?;
+    let kernel = server.kernel().await?;
+    let info = kernel
+        .open(OpenParams { harness: Some(harness), workspace: Some(workspace), ..Default::default() })
+        .await
+        .map_err(|e| map::kernel_error(e, None))?;
+    let session = server.add_session(&info);
+    tracing::info!(session = %session.id.0, harness = %info.harness, "session created");
+    Ok(NewSessionResponse::new(session.id.clone())
+        .modes(map::modes(&info.mode, &info.max_mode))
+        .config_options(server.config_options(&kernel, &session).await))
+}
+
+/// Attaches a stored conversation (load and resume); with `cx` its history is replayed
+/// first.
+pub(crate) async fn attach(
+    server: &Arc<Server>,
+    id: &SessionId,
+    mcp: &[agent_client_protocol::v1::schema::McpServer],
+    replay_to: Option<&ConnectionTo<Client>>,
+) -> Result<(Arc<Session>, KernelClient), Error> {
+    let conv = map::conversation_id(id)?;
+    map::mcp_servers(mcp)?;
+    let kernel = server.kernel().await?;
+    let history = kernel.history(conv).await.map_err(|e| map::kernel_error(e, Some(id)))?;
+    let session = server.add_session(&history.conversation);
+    if let Some(cx) = replay_to {
+        for update in replay(&history.entries, session.workspace.as_deref()) {
+            cx.send_notification(SessionNotification::new(session.id.clone(), update))?;
+        }
+        if let Some(title) = &history.conversation.title {
+            let info = SessionInfoUpdate::new().title(title.clone());
+            cx.send_notification(SessionNotification::new(session.id.clone(), SessionUpdate::SessionInfoUpdate(info)))?;
+        }
+    }
+    Ok((session, kernel))
+}
+
+/// The synchronous half of session/prompt, run in the dispatch loop so that a
+/// session/cancel that follows finds the prompt claimed.
+pub(crate) fn start_prompt(
+    server: &Server,
+    req: &PromptRequest,
+) -> Result<(Arc<Session>, Vec<KBlock>, PromptGuard), Error> {
+    let session = server.session(&req.session_id)?;
+    let content = map::prompt(&req.prompt)?;
+    let Some(guard) = session.begin_prompt() else {
+        return Err(map::invalid_params("a prompt is already running in this session"));
+    };
+    Ok((session, content, guard))
+}
+
+pub(crate) async fn prompt(
+    server: Arc<Server>,
+    session: Arc<Session>,
+    content: Vec<KBlock>,
+    guard: PromptGuard,
+    cx: ConnectionTo<Client>,
+) -> Result<PromptResponse, Error> {
+    let kernel = server.kernel().await?;
+    if let Some(command) = map::command(&content) {
+        return run_command(&kernel, &session, command, &cx).await;
+    }
+    session.ensure_pump(&kernel, &cx).await.map_err(|e| map::kernel_error(e, Some(&session.id)))?;
+    let submitted = kernel
+        .submit(SubmitParams { conversation_id: session.conversation_id, content, prompt: None })
+        .await
+        .map_err(|e| map::kernel_error(e, Some(&session.id)))?;
+    let ended = session.wait_turn(submitted.turn_id);
+    if session.cancel_requested() {
+        // The cancel came before the turn existed: cancel it now.
+        let _ = kernel.cancel(session.conversation_id).await;
+    }
+    let stop = ended.await.unwrap_or(StopReason::Refusal);
+    drop(guard);
+    Ok(PromptResponse::new(stop))
+}
+
+/// A slash command, answered by the agent itself as a short turn of its own.
+pub(crate) async fn run_command(
+    kernel: &KernelClient,
+    session: &Session,
+    command: map::Command,
+    cx: &ConnectionTo<Client>,
+) -> Result<PromptResponse, Error> {
+    let say = |text: String| {
+        let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(text)));
+        cx.send_notification(SessionNotification::new(session.id.clone(), SessionUpdate::AgentMessageChunk(chunk)))
+    };
+    let settings = session.settings().ok_or_else(|| map::not_found(&session.id))?;
+    match command {
+        map::Command::Status => say(format!(
+            "Session {} (conversation {}): harness {}, model {}, mode {} (ceiling {}).",
+            session.id.0, session.conversation_id, settings.harness, settings.model, settings.mode, settings.max_mode
+        ))?,
+        map::Command::Mode(mode) => match map::mode(&SessionModeId::new(mode), &settings.max_mode) {
+            Err(err) => {
+                let why = err.data.and_then(|d| d.get("message").and_then(|m| m.as_str()).map(str::to_string));
+                say(format!("Mode unchanged: {}.", why.unwrap_or(err.message)))?
+            }
+            Ok(mode) => {
+                kernel
+                    .set_mode(session.conversation_id, &mode)
+                    .await
+                    .map_err(|e| map::kernel_error(e, Some(&session.id)))?;
+                session.update_settings(|s| s.mode = mode.clone());
+                let update = SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(SessionModeId::new(mode.clone())));
+                cx.send_notification(SessionNotification::new(session.id.clone(), update))?;
+                say(format!("Mode: {mode}."))?;
+            }
+        },
+    }
+    Ok(PromptResponse::new(StopReason::EndTurn))
+}
+
+/// Tells the editor the slash commands of a session (after the session's response).
+pub(crate) fn announce_commands(cx: &ConnectionTo<Client>, session: &SessionId) {
+    let update = SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(map::commands()));
+    let _ = cx.send_notification(SessionNotification::new(session.clone(), update));
+}
+
+/// session/cancel: open questions are withdrawn and answered (fail closed) first, then the
+/// turn is cancelled; the pending prompt answers `cancelled` when the turn ends.
+pub(crate) async fn cancel(
+    server: Arc<Server>,
+    session: Arc<Session>,
+    running: bool,
+    questions: Vec<(String, agent_client_protocol::RequestCancellationHandle)>,
+) -> Result<(), Error> {
+    let kernel = server.kernel().await?;
+    for (request_id, handle) in questions {
+        let _ = handle.cancel();
+        if let Err(err) = kernel.respond_permission(&request_id, FAIL_CLOSED_OPTION).await {
+            tracing::debug!(request_id, "permission.respond on cancel: {err}");
+        }
+    }
+    if running && let Err(err) = kernel.cancel(session.conversation_id).await {
+        tracing::debug!("session.cancel: {err}");
+    }
+    Ok(())
+}
+
+pub(crate) async fn set_mode(server: Arc<Server>, req: SetSessionModeRequest) -> Result<SetSessionModeResponse, Error> {
+    let session = server.session(&req.session_id)?;
+    let settings = session.settings().ok_or_else(|| map::not_found(&req.session_id))?;
+    let mode = map::mode(&req.mode_id, &settings.max_mode)?;
+    let kernel = server.kernel().await?;
+    kernel.set_mode(session.conversation_id, &mode).await.map_err(|e| map::kernel_error(e, Some(&session.id)))?;
+    session.update_settings(|s| s.mode = mode);
+    Ok(SetSessionModeResponse::new())
+}
+
+pub(crate) async fn set_config_option(
+    server: Arc<Server>,
+    req: SetSessionConfigOptionRequest,
+) -> Result<SetSessionConfigOptionResponse, Error> {
+    let session = server.session(&req.session_id)?;
+    if &*req.config_id.0 != map::MODEL_CONFIG_ID {
+        return Err(map::invalid_params(format!("unknown config option `{}`", req.config_id.0)));
+    }
+    let SessionConfigOptionValue::ValueId { value } = &req.value else {
+        return Err(map::invalid_params("the model option takes a value id"));
+    };
+    let model = value.0.to_string();
+    let kernel = server.kernel().await?;
+    let current = session.settings().map(|s| s.model).unwrap_or_default();
+    if model != current {
+        let params = serde_json::json!({"conversation_id": session.conversation_id, "model": model});
+        match kernel.call("session.set_model", params).await {
+            Ok(_) => session.update_settings(|s| s.model = model),
+            Err(ClientError::Kernel(e)) if e.code == codes::METHOD_NOT_FOUND => {
+                return Err(map::invalid_params("this kernel cannot change the model of a session"));
+            }
+            Err(e) => return Err(map::kernel_error(e, Some(&session.id))),
+        }
+    }
+    Ok(SetSessionConfigOptionResponse::new(server.config_options(&kernel, &session).await))
+}
+
+pub(crate) async fn list(server: Arc<Server>, req: ListSessionsRequest) -> Result<ListSessionsResponse, Error> {
+    let kernel = server.kernel().await?;
+    let conversations = kernel.list().await.map_err(|e| map::kernel_error(e, None))?;
+    let cwd = req.cwd.as_ref().and_then(|c| c.to_str()).map(str::to_string);
+    let sessions =
+        conversations.iter().filter(|c| cwd.is_none() || c.workspace == cwd).map(map::session_info).collect();
+    Ok(ListSessionsResponse::new(sessions))
+}
+
+pub(crate) async fn close(server: Arc<Server>, req: CloseSessionRequest) -> Result<CloseSessionResponse, Error> {
+    let session = server.session(&req.session_id)?;
+    lock(&server.sessions).remove(&session.conversation_id);
+    let running = session.prompt_running();
+    let questions = session.stop();
+    if running || !questions.is_empty() {
+        let kernel = server.kernel().await?;
+        for (request_id, handle) in questions {
+            let _ = handle.cancel();
+            let _ = kernel.respond_permission(&request_id, FAIL_CLOSED_OPTION).await;
+        }
+        if running {
+            let _ = kernel.cancel(session.conversation_id).await;
+        }
+    }
+    Ok(CloseSessionResponse::new())
+}
+
+pub(crate) async fn fork(server: Arc<Server>, req: ForkSessionRequest) -> Result<ForkSessionResponse, Error> {
+    let session = server.session(&req.session_id)?;
+    let kernel = server.kernel().await?;
+    let info = kernel.fork(session.conversation_id, None).await.map_err(|e| map::kernel_error(e, Some(&session.id)))?;
+    let forked = server.add_session(&info);
+    Ok(ForkSessionResponse { session_id: forked.id.clone() })
+}
