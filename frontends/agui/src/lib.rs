@@ -14,20 +14,79 @@
 
 pub mod history;
 pub mod render;
+pub mod request;
+mod server;
+mod stream;
 pub mod wire;
 
-/// Command-line arguments of the subcommand.
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+pub use server::{Agui, TOKEN_VAR};
+
+/// `superpi agui [--port N] [--bind ADDR]`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// TCP port to listen on (0 picks a free one; the address is printed on stdout).
+    #[arg(long, default_value_t = 4100)]
+    pub port: u16,
+    /// Address to listen on. A non-loopback address needs SUPERPI_GATEWAY_TOKEN.
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    pub bind: IpAddr,
+    /// The workspace of the conversations it opens (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<std::path::PathBuf>,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{0}")]
-    NotReady(&'static str),
+    #[error(transparent)]
+    Bind(#[from] superpi_http::BindError),
+    #[error("cannot listen on {0}: {1}")]
+    Listen(SocketAddr, std::io::Error),
+    #[error("cannot use the workspace {0}: {1}")]
+    Workspace(std::path::PathBuf, std::io::Error),
+    #[error("the AG-UI server stopped: {0}")]
+    Serve(std::io::Error),
 }
 
-/// Runs the frontend until its transport closes.
+/// Runs the AG-UI server until the process is told to stop (SIGINT or SIGTERM).
 pub async fn run(args: Args, connect: superpi_client::ConnectOptions) -> Result<(), Error> {
-    let _ = (args, connect);
-    Err(Error::NotReady("this frontend is not built yet"))
+    let tokens = superpi_http::Tokens::from_env(TOKEN_VAR);
+    superpi_http::check_bind(args.bind, &tokens, TOKEN_VAR)?;
+    let workspace = match args.workspace {
+        Some(dir) => Some(dir),
+        None => std::env::current_dir().ok(),
+    };
+    let workspace = match workspace {
+        Some(dir) => Some(std::fs::canonicalize(&dir).map_err(|e| Error::Workspace(dir, e))?),
+        None => None,
+    };
+    let addr = SocketAddr::new(args.bind, args.port);
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| Error::Listen(addr, e))?;
+    let local = listener.local_addr().map_err(|e| Error::Listen(addr, e))?;
+    let agui = Agui::new(connect, tokens, workspace.map(|w| w.display().to_string()));
+    announce(local);
+    agui.serve(listener, shutdown_signal()).await.map_err(Error::Serve)
+}
+
+/// One line on stdout saying where the server listens (scripts and tests read it).
+#[allow(clippy::print_stdout)]
+fn announce(addr: SocketAddr) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "superpi agui listening on http://{addr}");
+    let _ = out.flush();
+    tracing::info!(%addr, "AG-UI server listening");
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    if let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+        return;
+    }
+    let _ = ctrl_c.await;
 }

@@ -469,7 +469,7 @@ fn a_compaction_asks_for_the_history_and_sends_a_messages_snapshot() {
 
 #[test]
 fn events_serialize_as_ag_ui_expects() {
-    let events = vec![
+    let events = [
         E::RunStarted { thread_id: "t".into(), run_id: "r".into() },
         E::ToolCallStart { tool_call_id: "c".into(), tool_call_name: "ls".into(), parent_message_id: None },
         E::ToolCallResult {

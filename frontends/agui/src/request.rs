@@ -1,0 +1,235 @@
+//! The request map: AG-UI request bodies into what the kernel is asked, and this frontend's
+//! error shape, `{"error": {"message", "code"}}` with an HTTP status.
+
+use serde_json::{Value, json};
+use superpi_client::ClientError;
+use superpi_proto::message::codes;
+
+use crate::wire::{InputRequest, RunAgentInput};
+
+/// The modes a client may ask for in `forwardedProps.executionMode`, loosest last.
+pub const MODES: &[&str] = &["plan", "accept-edits", "auto"];
+
+/// An error answered as JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: u16,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: u16, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError { status, code, message: message.into() }
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(400, "invalid_request", message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(404, "not_found", message)
+    }
+
+    pub fn body(&self) -> Value {
+        json!({"error": {"message": self.message, "code": self.code}})
+    }
+}
+
+/// What a run asks of the kernel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunPlan {
+    pub thread_id: String,
+    pub run_id: String,
+    pub harness: Option<String>,
+    pub mode: Option<String>,
+    /// The user message to submit.
+    pub prompt: String,
+}
+
+/// Reads a `RunAgentInput`. The prompt is the last user message (the kernel holds the
+/// history); the `context` items follow it. Client tools and client state are not used.
+pub fn run_plan(body: &[u8]) -> Result<RunPlan, ApiError> {
+    let input: RunAgentInput =
+        serde_json::from_slice(body).map_err(|err| ApiError::invalid(format!("not a RunAgentInput: {err}")))?;
+    if input.thread_id.trim().is_empty() {
+        return Err(ApiError::invalid("threadId must not be empty"));
+    }
+    if input.run_id.trim().is_empty() {
+        return Err(ApiError::invalid("runId must not be empty"));
+    }
+    let props = input.forwarded_props.as_ref();
+    let harness = optional_string(props, "harness")?;
+    let mode = optional_string(props, "executionMode")?;
+    if let Some(mode) = &mode
+        && !MODES.contains(&mode.as_str())
+    {
+        return Err(ApiError::invalid(format!("executionMode must be one of {}, not `{mode}`", MODES.join(", "))));
+    }
+    let last_user = input
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        .ok_or_else(|| ApiError::invalid("messages holds no user message"))?;
+    let mut prompt = message_text(last_user);
+    if prompt.trim().is_empty() {
+        return Err(ApiError::invalid("the last user message has no text"));
+    }
+    if !input.context.is_empty() {
+        prompt.push_str("\n\nContext:");
+        for item in &input.context {
+            prompt.push_str(&format!("\n- {}: {}", item.description, item.value));
+        }
+    }
+    Ok(RunPlan { thread_id: input.thread_id, run_id: input.run_id, harness, mode, prompt })
+}
+
+fn optional_string(props: Option<&Value>, key: &str) -> Result<Option<String>, ApiError> {
+    match props.and_then(|p| p.get(key)) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
+        Some(_) => Err(ApiError::invalid(format!("forwardedProps.{key} must be a non-empty string"))),
+    }
+}
+
+/// The text of a message: a string content, or the text parts of an array.
+fn message_text(message: &Value) -> String {
+    match message.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// Reads the body of the input route.
+pub fn input_request(body: &[u8]) -> Result<InputRequest, ApiError> {
+    let request: InputRequest = serde_json::from_slice(body).map_err(|err| {
+        ApiError::invalid(format!(
+            "expected {{\"type\": \"prompt\" | \"permission\" | \"answer\" | \"cancel\", ...}}: {err}"
+        ))
+    })?;
+    if let InputRequest::Prompt { prompt } = &request
+        && prompt.trim().is_empty()
+    {
+        return Err(ApiError::invalid("prompt must not be empty"));
+    }
+    Ok(request)
+}
+
+/// Whether `requested` is no looser than `current` (a client may only tighten the mode of
+/// an existing conversation).
+pub fn tightens(requested: &str, current: &str) -> bool {
+    let rank = |m: &str| MODES.iter().position(|x| *x == m);
+    match (rank(requested), rank(current)) {
+        (Some(r), Some(c)) => r < c,
+        _ => false,
+    }
+}
+
+/// A kernel failure as an HTTP answer.
+pub fn kernel_error(err: &ClientError) -> ApiError {
+    match err {
+        ClientError::Kernel(e) if e.code == codes::NOT_FOUND => ApiError::not_found(e.message.clone()),
+        ClientError::Kernel(e) if e.code == codes::INVALID_PARAMS => ApiError::invalid(e.message.clone()),
+        ClientError::Kernel(e) if e.code == codes::PROVIDER => {
+            ApiError::new(503, "provider_not_configured", e.message.clone())
+        }
+        ClientError::Kernel(e) => ApiError::new(502, "kernel_error", e.message.clone()),
+        ClientError::Closed | ClientError::NoKernel(_) | ClientError::Io(_) => {
+            ApiError::new(503, "kernel_unavailable", err.to_string())
+        }
+        ClientError::Protocol(_) => ApiError::new(502, "kernel_error", err.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_takes_the_last_user_message_and_the_forwarded_props() {
+        let body = json!({
+            "threadId": "t1",
+            "runId": "r1",
+            "messages": [
+                {"id": "1", "role": "user", "content": "first"},
+                {"id": "2", "role": "assistant", "content": "ok"},
+                {"id": "3", "role": "user", "content": [{"type": "text", "text": "second"}, {"type": "image", "source": {}}]},
+            ],
+            "tools": [],
+            "context": [{"description": "user", "value": "Ada"}],
+            "state": {},
+            "forwardedProps": {"harness": "superpi-planner", "executionMode": "plan"},
+        });
+        assert_eq!(
+            run_plan(body.to_string().as_bytes()),
+            Ok(RunPlan {
+                thread_id: "t1".into(),
+                run_id: "r1".into(),
+                harness: Some("superpi-planner".into()),
+                mode: Some("plan".into()),
+                prompt: "second\n\nContext:\n- user: Ada".into(),
+            })
+        );
+    }
+
+    #[test]
+    fn bad_runs_are_invalid_requests() {
+        let cases = [
+            ("not json", "not a RunAgentInput"),
+            (r#"{"threadId": "t", "runId": "r"}"#, "not a RunAgentInput"),
+            (r#"{"threadId": "", "runId": "r", "messages": []}"#, "threadId must not be empty"),
+            (r#"{"threadId": "t", "runId": "r", "messages": []}"#, "no user message"),
+            (
+                r#"{"threadId": "t", "runId": "r", "messages": [{"role": "user", "content": "x"}], "forwardedProps": {"executionMode": "yolo"}}"#,
+                "executionMode must be one of",
+            ),
+            (
+                r#"{"threadId": "t", "runId": "r", "messages": [{"role": "user", "content": "x"}], "forwardedProps": {"harness": 3}}"#,
+                "forwardedProps.harness",
+            ),
+        ];
+        for (body, needle) in cases {
+            let err = run_plan(body.as_bytes()).unwrap_err();
+            assert_eq!((err.status, err.code), (400, "invalid_request"), "{body}");
+            assert!(err.message.contains(needle), "{body}: {}", err.message);
+        }
+    }
+
+    #[test]
+    fn input_bodies() {
+        assert_eq!(
+            input_request(br#"{"type": "permission", "requestId": "q1", "optionId": "allow_once"}"#),
+            Ok(InputRequest::Permission { request_id: "q1".into(), option_id: "allow_once".into() })
+        );
+        assert_eq!(
+            input_request(br#"{"type": "answer", "requestId": "q1", "answer": "reject_once"}"#),
+            Ok(InputRequest::Answer { request_id: "q1".into(), answer: "reject_once".into() })
+        );
+        assert_eq!(input_request(br#"{"type": "cancel"}"#), Ok(InputRequest::Cancel {}));
+        assert_eq!(
+            input_request(br#"{"type": "prompt", "prompt": "hi"}"#),
+            Ok(InputRequest::Prompt { prompt: "hi".into() })
+        );
+        for bad in
+            [&br#"{"type": "prompt", "prompt": " "}"#[..], br#"{"type": "nope"}"#, b"[]", br#"{"type": "permission"}"#]
+        {
+            assert_eq!(input_request(bad).unwrap_err().status, 400);
+        }
+    }
+
+    #[test]
+    fn modes_only_tighten() {
+        assert!(tightens("plan", "auto"));
+        assert!(tightens("accept-edits", "auto"));
+        assert!(!tightens("auto", "plan"));
+        assert!(!tightens("plan", "plan"));
+        assert!(!tightens("weird", "auto"));
+    }
+}

@@ -1,0 +1,232 @@
+//! The HTTP surface: routes, authentication, one kernel connection per principal.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::json;
+use superpi_client::{ClientError, ConnectOptions, KernelClient};
+use superpi_http::Tokens;
+use superpi_proto::method::{ConversationInfo, OpenParams, WatchParams};
+use tokio::sync::OnceCell;
+
+use crate::render::{RenderOptions, Renderer};
+use crate::request::{self, ApiError};
+use crate::stream;
+use crate::wire::InputRequest;
+
+/// The variable holding the bearer tokens (comma-separated), shared with the gateway.
+pub const TOKEN_VAR: &str = "SUPERPI_GATEWAY_TOKEN";
+
+const BODY_LIMIT: usize = 8 << 20;
+
+/// The AG-UI server: cheap to clone, shared by every request.
+#[derive(Clone)]
+pub struct Agui {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    connect: ConnectOptions,
+    tokens: Tokens,
+    workspace: Option<String>,
+    clients: Mutex<HashMap<String, Arc<OnceCell<KernelClient>>>>,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (status, axum::Json(self.body())).into_response()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Agui {
+    pub fn new(connect: ConnectOptions, tokens: Tokens, workspace: Option<String>) -> Self {
+        Agui { inner: Arc::new(Inner { connect, tokens, workspace, clients: Mutex::new(HashMap::new()) }) }
+    }
+
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/", get(health))
+            .route("/health", get(health))
+            .route("/agui/v1/run", post(run))
+            .route("/agui/v1/sessions/{id}/events", get(events))
+            .route("/agui/v1/sessions/{id}/input", post(input))
+            .fallback(not_found)
+            .layer(DefaultBodyLimit::max(BODY_LIMIT))
+            .with_state(self.clone())
+    }
+
+    /// Serves on `listener` until `shutdown` resolves.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        axum::serve(listener, self.router()).with_graceful_shutdown(shutdown).await
+    }
+
+    /// The principal of a request, or 401.
+    fn authenticate(&self, headers: &HeaderMap) -> Result<String, ApiError> {
+        match self.inner.tokens.authenticate(headers) {
+            Ok(Some(principal)) => Ok(principal),
+            Ok(None) => Ok(self.inner.connect.principal.clone()),
+            Err(err) => Err(ApiError::new(401, "unauthorized", err.to_string())),
+        }
+    }
+
+    /// The kernel connection of a principal, made on first use and again after a loss.
+    async fn client(&self, principal: &str) -> Result<KernelClient, ApiError> {
+        let cell = {
+            let mut clients = lock(&self.inner.clients);
+            let slot = clients.entry(principal.to_string()).or_default();
+            if slot.get().is_some_and(KernelClient::is_closed) {
+                *slot = Arc::new(OnceCell::new());
+            }
+            slot.clone()
+        };
+        let client = cell
+            .get_or_try_init(|| async {
+                let mut opts = self.inner.connect.clone();
+                opts.principal = principal.to_string();
+                opts.remote = true;
+                KernelClient::connect(&opts).await
+            })
+            .await
+            .map_err(|e| request::kernel_error(&e))?;
+        Ok(client.clone())
+    }
+
+    /// The conversation of a thread that has had a run, or 404. The kernel has no lookup
+    /// that does not create: asking binds an unknown thread to a new, empty conversation,
+    /// which stays "not found" here until a run uses it.
+    async fn existing(&self, client: &KernelClient, thread: &str) -> Result<ConversationInfo, ApiError> {
+        let info = client
+            .open(OpenParams {
+                external_id: Some(thread.to_string()),
+                workspace: self.inner.workspace.clone(),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| request::kernel_error(&e))?;
+        if info.created || info.head_seq == 0 {
+            return Err(ApiError::not_found(format!("no conversation for thread `{thread}`")));
+        }
+        Ok(info)
+    }
+}
+
+async fn health() -> Response {
+    axum::Json(json!({"status": "ok", "service": "superpi-agui", "version": env!("CARGO_PKG_VERSION")})).into_response()
+}
+
+async fn not_found() -> Response {
+    ApiError::not_found("no such route").into_response()
+}
+
+/// `POST /agui/v1/run`: a `RunAgentInput` in, the run's AG-UI events out.
+async fn run(State(agui): State<Agui>, headers: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
+    let principal = agui.authenticate(&headers)?;
+    let plan = request::run_plan(&body)?;
+    let client = agui.client(&principal).await?;
+    let kernel_err = |e: ClientError| request::kernel_error(&e);
+    let mut info = client
+        .open(OpenParams {
+            external_id: Some(plan.thread_id.clone()),
+            harness: plan.harness.clone(),
+            mode: plan.mode.clone(),
+            workspace: agui.inner.workspace.clone(),
+            ..Default::default()
+        })
+        .await
+        .map_err(kernel_err)?;
+    if let Some(mode) = &plan.mode
+        && !info.created
+        && request::tightens(mode, &info.mode)
+    {
+        client.set_mode(info.conversation_id, mode).await.map_err(kernel_err)?;
+        info.mode = mode.clone();
+    }
+    let conversation_id = info.conversation_id;
+    let subscription = client
+        .watch(WatchParams { conversation_id, from_seq: None, window: None, interactive: true })
+        .await
+        .map_err(kernel_err)?;
+    let submitted = client.submit_text(conversation_id, &plan.prompt).await.map_err(kernel_err)?;
+    tracing::info!(thread = %plan.thread_id, conversation_id, turn_id = submitted.turn_id, "run");
+    let renderer = Renderer::new(&plan.thread_id, &info, RenderOptions::default());
+    let body = stream::spawn_run(client, subscription, renderer, plan.run_id, submitted.turn_id);
+    Ok((superpi_http::sse_headers(), body).into_response())
+}
+
+/// `GET /agui/v1/sessions/{thread}/events`: snapshots, then every later run live.
+async fn events(
+    State(agui): State<Agui>,
+    Path(thread): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let principal = agui.authenticate(&headers)?;
+    let client = agui.client(&principal).await?;
+    let info = agui.existing(&client, &thread).await?;
+    let kernel_err = |e: ClientError| request::kernel_error(&e);
+    let history = client.history(info.conversation_id).await.map_err(kernel_err)?;
+    let subscription = client
+        .watch(WatchParams {
+            conversation_id: info.conversation_id,
+            from_seq: Some(history.conversation.head_seq),
+            window: None,
+            interactive: true,
+        })
+        .await
+        .map_err(kernel_err)?;
+    let mut renderer =
+        Renderer::new(&thread, &history.conversation, RenderOptions { echo_user: true, ..Default::default() });
+    let run_id = format!("attach-{}-{}", info.conversation_id, history.conversation.head_seq);
+    let first = renderer.attach(&run_id, &history.entries, history.conversation.status == "running");
+    let body = stream::spawn_attach(client, subscription, renderer, first);
+    Ok((superpi_http::sse_headers(), body).into_response())
+}
+
+/// `POST /agui/v1/sessions/{thread}/input`: prompt, permission, answer or cancel.
+async fn input(
+    State(agui): State<Agui>,
+    Path(thread): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let principal = agui.authenticate(&headers)?;
+    let input = request::input_request(&body)?;
+    let client = agui.client(&principal).await?;
+    let kernel_err = |e: ClientError| request::kernel_error(&e);
+    match input {
+        InputRequest::Prompt { prompt } => {
+            let info = agui.existing(&client, &thread).await?;
+            let submitted = client.submit_text(info.conversation_id, &prompt).await.map_err(kernel_err)?;
+            let body = json!({
+                "conversationId": info.conversation_id,
+                "turnId": submitted.turn_id,
+                "queued": submitted.queued,
+            });
+            Ok((StatusCode::ACCEPTED, axum::Json(body)).into_response())
+        }
+        InputRequest::Permission { request_id, option_id: answer } | InputRequest::Answer { request_id, answer } => {
+            let result = client.respond_permission(&request_id, &answer).await.map_err(kernel_err)?;
+            let accepted = result.get("accepted").and_then(serde_json::Value::as_bool).unwrap_or(false);
+            Ok(axum::Json(json!({"requestId": request_id, "accepted": accepted})).into_response())
+        }
+        InputRequest::Cancel {} => {
+            let info = agui.existing(&client, &thread).await?;
+            client.cancel(info.conversation_id).await.map_err(kernel_err)?;
+            Ok(axum::Json(json!({"conversationId": info.conversation_id, "cancelled": true})).into_response())
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! The pumps between a kernel subscription and an SSE body: events through the renderer,
+//! held content out at its deadline, a keep-alive comment while nothing happens, and the
+//! end of the client noticed (a run's client going away cancels its turn).
+
+use std::time::Duration;
+
+use axum::body::Body;
+use bytes::Bytes;
+use superpi_client::{KernelClient, Subscription};
+use superpi_proto::{Event, EventBody};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::render::Renderer;
+use crate::wire::AguiEvent;
+
+/// A comment line every so often keeps proxies from timing the stream out and finds a
+/// client that went away while nothing else was written.
+const KEEPALIVE: Duration = Duration::from_secs(10);
+const CHANNEL: usize = 256;
+
+struct Pump {
+    client: KernelClient,
+    subscription: Subscription,
+    renderer: Renderer,
+    tx: mpsc::Sender<Bytes>,
+    started: Instant,
+}
+
+/// What became of a pump.
+enum Step {
+    Continue,
+    /// The stream is over.
+    Done,
+    /// The client went away.
+    Gone,
+}
+
+impl Pump {
+    fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    async fn send(&self, events: Vec<AguiEvent>) -> bool {
+        for event in events {
+            if self.tx.send(superpi_http::sse_data(&event.to_json())).await.is_err() {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Waits for the next thing to do: an event, a deadline, a keep-alive, the client leaving.
+    /// `accept` says whether an event belongs to this stream.
+    async fn step(&mut self, accept: impl Fn(&Event) -> bool) -> (Step, Option<Event>) {
+        let deadline = self.renderer.deadline().map(|ms| self.started + Duration::from_millis(ms));
+        tokio::select! {
+            _ = self.tx.closed() => (Step::Gone, None),
+            _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
+                let out = self.renderer.poll(self.now_ms());
+                (if self.send(out).await { Step::Continue } else { Step::Gone }, None)
+            }
+            _ = tokio::time::sleep(KEEPALIVE) => {
+                let alive = self.tx.send(Bytes::from_static(b": keep-alive\n\n")).await.is_ok();
+                (if alive { Step::Continue } else { Step::Gone }, None)
+            }
+            event = self.subscription.next() => match event {
+                None => {
+                    let out = self.renderer.fail("the kernel connection was lost", "kernel_unavailable", self.now_ms());
+                    self.send(out).await;
+                    (Step::Done, None)
+                }
+                Some(event) if !accept(&event) => (Step::Continue, None),
+                Some(event) => {
+                    let mut out = self.renderer.render(&event, self.now_ms());
+                    if self.renderer.take_history_request()
+                        && let Ok(history) = self.client.history(event.conversation_id).await
+                    {
+                        out.extend(self.renderer.messages_snapshot(&history.entries, self.now_ms()));
+                    }
+                    let step = if self.send(out).await { Step::Continue } else { Step::Gone };
+                    (step, Some(event))
+                }
+            },
+        }
+    }
+}
+
+/// The SSE body of one run: the renderer's opening events, then the events of `turn_id`
+/// until it ends. A client that leaves before the end cancels the turn.
+pub fn spawn_run(
+    client: KernelClient,
+    subscription: Subscription,
+    mut renderer: Renderer,
+    run_id: String,
+    turn_id: i64,
+) -> Body {
+    let (tx, rx) = mpsc::channel(CHANNEL);
+    let first = renderer.start_run(&run_id);
+    let conversation_id = subscription.conversation_id();
+    let mut pump = Pump { client, subscription, renderer, tx, started: Instant::now() };
+    tokio::spawn(async move {
+        let mut gone = !pump.send(first).await;
+        while !gone {
+            let (step, event) = pump.step(|e| e.turn_id.is_none_or(|t| t == turn_id)).await;
+            match step {
+                Step::Gone => gone = true,
+                Step::Done => break,
+                Step::Continue => {
+                    if event.is_some_and(|e| e.turn_id == Some(turn_id) && ends_turn(&e.body)) {
+                        let out = pump.renderer.flush(pump.now_ms());
+                        pump.send(out).await;
+                        break;
+                    }
+                }
+            }
+        }
+        if gone {
+            tracing::info!(conversation_id, turn_id, "the AG-UI client left mid-run: cancelling the turn");
+            if let Err(err) = pump.client.cancel(conversation_id).await {
+                tracing::warn!(conversation_id, "cancelling after a disconnect: {err}");
+            }
+        }
+        pump.subscription.close().await;
+    });
+    superpi_http::sse_body(rx)
+}
+
+/// The SSE body of an attached watcher: `first` (the snapshots), then every run live, until
+/// the client leaves or the kernel goes away.
+pub fn spawn_attach(
+    client: KernelClient,
+    subscription: Subscription,
+    renderer: Renderer,
+    first: Vec<AguiEvent>,
+) -> Body {
+    let (tx, rx) = mpsc::channel(CHANNEL);
+    let mut pump = Pump { client, subscription, renderer, tx, started: Instant::now() };
+    tokio::spawn(async move {
+        if pump.send(first).await {
+            while let (Step::Continue, _) = pump.step(|_| true).await {}
+        }
+        pump.subscription.close().await;
+    });
+    superpi_http::sse_body(rx)
+}
+
+fn ends_turn(body: &EventBody) -> bool {
+    body.is_turn_end()
+}

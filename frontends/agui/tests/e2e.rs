@@ -1,0 +1,314 @@
+//! End-to-end tests of `superpi agui`: the real binary, the real kernel it starts, the mock
+//! model, and plain HTTP. Build the binary first: `cargo build -p superpi-cli`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{Server, final_state, http, run_input, run_to_exit, text, types, verify};
+use serde_json::{Value, json};
+use superpi_client::KernelClient;
+use superpi_proto::EventBody;
+use superpi_proto::method::{OpenParams, WatchParams};
+
+#[tokio::test]
+async fn health_is_open_and_unknown_routes_are_json_404s() {
+    let server = Server::start(&[], &[]);
+    let http = http();
+    for path in ["/", "/health"] {
+        let resp = http.get(server.url(path)).send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        let body: Value = resp.json().await.unwrap();
+        assert_eq!(body["status"], "ok");
+    }
+    let resp = http.get(server.url("/agui/v2/nope")).send().await.unwrap();
+    assert_eq!(resp.status(), 404);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "not_found");
+}
+
+#[tokio::test]
+async fn a_run_streams_reasoning_and_text_and_ends_with_run_finished() {
+    let server = Server::start(&[], &[]);
+    let http = http();
+    let events =
+        server.run(&http, &run_input("t1", "r1", "@think first a thought\nhello from the mock")).await.all().await;
+    verify(&events);
+    let tys = types(&events);
+    assert_eq!(tys[..2], ["RUN_STARTED", "STATE_SNAPSHOT"]);
+    assert_eq!(events[0], json!({"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"}));
+    assert_eq!(*tys.last().unwrap(), "RUN_FINISHED");
+    let reasoning: String = events
+        .iter()
+        .filter(|e| e["type"] == "REASONING_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasoning, "first a thought");
+    assert_eq!(text(&events), "hello from the mock");
+    let last = events.last().unwrap();
+    assert_eq!(last["result"], "hello from the mock");
+    assert_eq!(last["outcome"], json!({"type": "success"}));
+    let state = final_state(&events);
+    assert_eq!(state["status"], "idle");
+    assert_eq!(state["harness"], "superpi-code");
+    assert!(state["usage"]["totalOutputTokens"].as_u64().unwrap() > 0, "{state}");
+}
+
+#[tokio::test]
+async fn a_tool_call_streams_start_args_end_and_result() {
+    let server = Server::start(&[], &[]);
+    std::fs::write(server.env.workspace.join("marker.txt"), "x").unwrap();
+    let http = http();
+    let events = server.run(&http, &run_input("t1", "r1", "@tool ls {\"path\": \".\"}")).await.all().await;
+    verify(&events);
+    let tool: Vec<&Value> = events.iter().filter(|e| e["type"].as_str().unwrap().starts_with("TOOL_CALL")).collect();
+    let tys: Vec<&str> = tool.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(tys, ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"]);
+    assert_eq!(tool[0]["toolCallName"], "ls");
+    let id = tool[0]["toolCallId"].as_str().unwrap();
+    let args: Value = serde_json::from_str(tool[1]["delta"].as_str().unwrap()).unwrap();
+    assert_eq!(args, json!({"path": "."}));
+    assert_eq!(tool[3]["toolCallId"], id);
+    assert_eq!(tool[3]["role"], "tool");
+    assert!(tool[3]["content"].as_str().unwrap().contains("marker.txt"), "{}", tool[3]);
+    assert!(text(&events).starts_with("The tools answered."), "{}", text(&events));
+}
+
+#[tokio::test]
+async fn a_failed_turn_ends_with_run_error() {
+    let server = Server::start(&[], &[]);
+    let http = http();
+    let events = server.run(&http, &run_input("t1", "r1", "@fail the model broke")).await.all().await;
+    verify(&events);
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "RUN_ERROR");
+    assert!(last["message"].as_str().unwrap().contains("the model broke"), "{last}");
+}
+
+#[tokio::test]
+async fn bad_runs_get_json_errors() {
+    let server = Server::start(&[], &[]);
+    let http = http();
+    let post = |body: String| {
+        let http = http.clone();
+        let url = server.url("/agui/v1/run");
+        async move {
+            let resp = http.post(url).header("content-type", "application/json").body(body).send().await.unwrap();
+            let status = resp.status().as_u16();
+            (status, resp.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, body) = post("{not json".into()).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (400, Some("invalid_request")));
+    let (status, body) = post(json!({"threadId": "t", "runId": "r", "messages": []}).to_string()).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (400, Some("invalid_request")));
+    let mut input = run_input("t", "r", "hi");
+    input["forwardedProps"] = json!({"executionMode": "yolo"});
+    let (status, _) = post(input.to_string()).await;
+    assert_eq!(status, 400);
+    let mut input = run_input("t", "r", "hi");
+    input["forwardedProps"] = json!({"harness": "no-such-harness"});
+    let (status, body) = post(input.to_string()).await;
+    assert!(status == 400 || status == 404, "{status} {body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("no-such-harness"), "{body}");
+}
+
+#[tokio::test]
+async fn forwarded_props_choose_the_harness_and_mode() {
+    let server = Server::start(&[], &[]);
+    let http = http();
+    let mut input = run_input("t1", "r1", "hi");
+    input["forwardedProps"] = json!({"harness": "superpi-planner", "executionMode": "plan"});
+    let events = server.run(&http, &input).await.all().await;
+    verify(&events);
+    let state = final_state(&events);
+    assert_eq!((state["harness"].as_str(), state["mode"].as_str()), (Some("superpi-planner"), Some("plan")));
+    // The same thread is the same conversation; the mode can be tightened, never loosened.
+    let mut input = run_input("t2", "r1", "hi");
+    input["forwardedProps"] = json!({"executionMode": "plan"});
+    let first = server.run(&http, &run_input("t2", "r0", "hi")).await.all().await;
+    let second = server.run(&http, &input).await.all().await;
+    assert_eq!(final_state(&first)["conversationId"], final_state(&second)["conversationId"]);
+    assert_eq!(final_state(&second)["mode"], "plan");
+    let mut input = run_input("t2", "r2", "hi");
+    input["forwardedProps"] = json!({"executionMode": "auto"});
+    let third = server.run(&http, &input).await.all().await;
+    assert_eq!(final_state(&third)["mode"], "plan");
+}
+
+#[tokio::test]
+async fn tokens_guard_every_route_but_health_and_keep_threads_apart() {
+    let server = Server::start(&[], &[("SUPERPI_GATEWAY_TOKEN", "key-a, key-b")]);
+    let http = http();
+    assert_eq!(http.get(server.url("/health")).send().await.unwrap().status(), 200);
+    let body = run_input("t1", "r1", "secret of a");
+    for auth in [None, Some("Bearer wrong"), Some("Basic key-a")] {
+        let mut req = http.post(server.url("/agui/v1/run")).json(&body);
+        if let Some(auth) = auth {
+            req = req.header("authorization", auth);
+        }
+        let resp = req.send().await.unwrap();
+        assert_eq!(resp.status(), 401, "{auth:?}");
+        let err: Value = resp.json().await.unwrap();
+        assert_eq!(err["error"]["code"], "unauthorized");
+    }
+    let resp = http.get(server.url("/agui/v1/sessions/t1/events")).send().await.unwrap();
+    assert_eq!(resp.status(), 401);
+    let resp =
+        http.post(server.url("/agui/v1/sessions/t1/input")).json(&json!({"type": "cancel"})).send().await.unwrap();
+    assert_eq!(resp.status(), 401);
+
+    let resp = http.post(server.url("/agui/v1/run")).bearer_auth("key-a").json(&body).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let events = common::Sse::new(resp).all().await;
+    verify(&events);
+    assert_eq!(text(&events), "secret of a");
+    // key-b's thread t1 is not key-a's.
+    let resp = http.get(server.url("/agui/v1/sessions/t1/events")).bearer_auth("key-b").send().await.unwrap();
+    assert_eq!(resp.status(), 404);
+    let resp = http.get(server.url("/agui/v1/sessions/t1/events")).bearer_auth("key-a").send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut attached = common::Sse::new(resp);
+    let snapshot = attached.until("MESSAGES_SNAPSHOT").await;
+    let messages = &snapshot.last().unwrap()["messages"];
+    assert_eq!(messages[0]["content"], "secret of a");
+}
+
+#[test]
+fn a_non_loopback_bind_needs_a_token() {
+    let env = superpi_tests::TestEnv::new();
+    let (ok, err) = run_to_exit(&env, &["--bind", "0.0.0.0", "--port", "0"], &[]);
+    assert!(!ok);
+    assert!(err.contains("SUPERPI_GATEWAY_TOKEN"), "{err}");
+    // With a token it listens.
+    let server = Server::start_in(env, &["--bind", "0.0.0.0"], &[("SUPERPI_GATEWAY_TOKEN", "k")]);
+    assert!(server.base.starts_with("http://0.0.0.0:"), "{}", server.base);
+}
+
+#[tokio::test]
+async fn attaching_sends_snapshots_then_later_runs_live() {
+    let server = Server::start(&[], &[]);
+    let http = http();
+    let resp = http.get(server.url("/agui/v1/sessions/unknown/events")).send().await.unwrap();
+    assert_eq!(resp.status(), 404);
+
+    server.run(&http, &run_input("t1", "r1", "first question")).await.all().await;
+    let mut attached = server.attach(&http, "t1").await;
+    let opening = attached.until("RUN_FINISHED").await;
+    assert_eq!(types(&opening), ["RUN_STARTED", "STATE_SNAPSHOT", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]);
+    let messages = &opening[2]["messages"];
+    assert_eq!(messages.as_array().unwrap().len(), 2, "{messages}");
+    assert_eq!(messages[0]["role"], "user");
+    assert_eq!(messages[0]["content"], "first question");
+    assert_eq!(messages[1]["role"], "assistant");
+    assert_eq!(messages[1]["content"], "first question");
+
+    // A prompt through the input route shows up on the attached stream as a new run.
+    let (status, body) = server.input(&http, "t1", json!({"type": "prompt", "prompt": "second question"})).await;
+    assert_eq!(status, 202, "{body}");
+    let turn = attached.until("RUN_FINISHED").await;
+    let mut all = opening.clone();
+    all.extend(turn.iter().cloned());
+    verify(&all);
+    assert_eq!(turn[0]["type"], "RUN_STARTED");
+    let user: Vec<&Value> = turn.iter().filter(|e| e["type"] == "TEXT_MESSAGE_START").collect();
+    assert_eq!(user[0]["role"], "user");
+    assert_eq!(text(&turn), "second questionsecond question");
+    assert_eq!(final_state(&all)["status"], "idle");
+}
+
+#[tokio::test]
+async fn the_input_route_refuses_what_it_cannot_do() {
+    let server = Server::start(&[], &[]);
+    let http = http();
+    let (status, body) = server.input(&http, "nobody", json!({"type": "prompt", "prompt": "hi"})).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (404, Some("not_found")));
+    let (status, _) = server.input(&http, "nobody", json!({"type": "cancel"})).await;
+    assert_eq!(status, 404);
+    let (status, _) = server.input(&http, "nobody", json!({"type": "dance"})).await;
+    assert_eq!(status, 400);
+    let (status, body) = server
+        .input(&http, "nobody", json!({"type": "permission", "requestId": "nope", "optionId": "allow_once"}))
+        .await;
+    assert_eq!((status, body["error"]["code"].as_str()), (404, Some("not_found")));
+}
+
+#[tokio::test]
+async fn cancel_through_the_input_route_finishes_the_run_as_cancelled() {
+    let server = Server::start(&[], &[]);
+    let http = http();
+    let mut run = server.run(&http, &run_input("t1", "r1", "@slow 100\n@deltas 200")).await;
+    run.until("TEXT_MESSAGE_CONTENT").await;
+    let (status, body) = server.input(&http, "t1", json!({"type": "cancel"})).await;
+    assert_eq!(status, 200, "{body}");
+    let rest = run.all().await;
+    let last = rest.last().unwrap();
+    assert_eq!(last["type"], "RUN_FINISHED");
+    assert_eq!(last["outcome"], json!({"type": "cancelled"}));
+}
+
+#[tokio::test]
+async fn a_client_that_disconnects_cancels_its_turn() {
+    let server = Server::start(&[], &[]);
+    let http = http();
+    let mut run = server.run(&http, &run_input("t1", "r1", "@slow 100\n@deltas 500")).await;
+    run.until("TEXT_MESSAGE_CONTENT").await;
+
+    // Watch the conversation from the kernel's side, as the same frontend and principal.
+    let kernel = KernelClient::connect(&server.env.connect_options("agui")).await.unwrap();
+    let info = kernel.open(OpenParams { external_id: Some("t1".into()), ..Default::default() }).await.unwrap();
+    assert!(!info.created);
+    let mut watch = kernel
+        .watch(WatchParams {
+            conversation_id: info.conversation_id,
+            from_seq: Some(0),
+            window: None,
+            interactive: false,
+        })
+        .await
+        .unwrap();
+    drop(run);
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        loop {
+            let event = watch.next().await.expect("the watch ended");
+            if event.body.is_turn_end() {
+                return event.body;
+            }
+        }
+    })
+    .await
+    .expect("the turn did not end after the client left");
+    assert_eq!(ended, EventBody::TurnCancelled {});
+}
+
+#[tokio::test]
+async fn a_permission_question_is_answered_through_the_input_route() {
+    let server = Server::start(&[], &[]);
+    let http = http();
+    let mut input = run_input("t1", "r1", "@tool bash {\"command\": \"touch made-by-bash\"}");
+    input["forwardedProps"] = json!({"executionMode": "accept-edits"});
+    let mut run = server.run(&http, &input).await;
+    let before = run.until("CUSTOM").await;
+    let question = before.last().unwrap();
+    assert_eq!(question["name"], "superpi.permission_request");
+    let value = &question["value"];
+    assert_eq!(value["toolName"], "bash");
+    let options: Vec<&str> =
+        value["options"].as_array().unwrap().iter().map(|o| o["optionId"].as_str().unwrap()).collect();
+    assert_eq!(options, ["allow_once", "allow_always", "reject_once", "reject_always"]);
+    assert_eq!(final_state(&before)["pendingPermission"]["requestId"], value["requestId"]);
+
+    let answer = json!({"type": "permission", "requestId": value["requestId"], "optionId": "allow_once"});
+    let (status, body) = server.input(&http, "t1", answer).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["accepted"], true);
+
+    let after = run.all().await;
+    let mut all = before.clone();
+    all.extend(after.iter().cloned());
+    verify(&all);
+    let result = after.iter().find(|e| e["type"] == "TOOL_CALL_RESULT").expect("a tool result");
+    assert!(!result["content"].as_str().unwrap().contains("denied"), "{result}");
+    assert!(server.env.workspace.join("made-by-bash").exists(), "the allowed command ran");
+    assert_eq!(final_state(&all)["pendingPermission"], Value::Null);
+    assert_eq!(after.last().unwrap()["type"], "RUN_FINISHED");
+}
