@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, PermissionOption, RequestPermissionOutcome, RequestPermissionRequest, SessionId,
-    SessionNotification, SessionUpdate, StopReason, TextContent, ToolCallUpdate,
+    ContentBlock, ContentChunk, PermissionOption, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SessionId, SessionNotification, SessionUpdate, StopReason, TextContent, ToolCallUpdate,
 };
 use agent_client_protocol::{Client, RequestCancellationHandle};
 use superpi_client::{KernelClient, Subscription};
@@ -273,6 +273,17 @@ async fn pump(session: Arc<Session>, kernel: KernelClient, cx: ConnectionTo<Clie
     session.pump_ended(&cx);
 }
 
+/// The kernel option for the editor's answer: the option it selected when that is one of
+/// the four, else (cancelled, failed, unknown) the call is refused.
+pub fn answer_option(answer: Option<RequestPermissionResponse>) -> &'static str {
+    match answer.map(|a| a.outcome) {
+        Some(RequestPermissionOutcome::Selected(selected)) => {
+            KNOWN_OPTIONS.iter().find(|o| **o == &*selected.option_id.0).copied().unwrap_or(FAIL_CLOSED_OPTION)
+        }
+        _ => FAIL_CLOSED_OPTION,
+    }
+}
+
 /// Asks the editor about a permission question, off the pump, and hands the answer to the
 /// kernel. A cancelled, failed or unknown answer fails closed.
 fn ask(
@@ -290,21 +301,36 @@ fn ask(
     tokio::spawn(async move {
         let answer = sent.block_task().await;
         lock(&session.state).questions.remove(&request_id);
-        let option = match answer {
-            Ok(resp) => match resp.outcome {
-                RequestPermissionOutcome::Selected(selected) if KNOWN_OPTIONS.contains(&&*selected.option_id.0) => {
-                    selected.option_id.0.to_string()
-                }
-                _ => FAIL_CLOSED_OPTION.to_string(),
-            },
-            Err(err) => {
-                tracing::debug!("permission request failed: {err:?}");
-                FAIL_CLOSED_OPTION.to_string()
-            }
-        };
-        if let Err(err) = kernel.respond_permission(&request_id, &option).await {
+        if let Err(err) = &answer {
+            tracing::debug!("permission request failed: {err:?}");
+        }
+        let option = answer_option(answer.ok());
+        if let Err(err) = kernel.respond_permission(&request_id, option).await {
             // Settled already (answered elsewhere, timed out, cancelled): nothing to do.
             tracing::debug!(request_id, "permission.respond: {err}");
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_client_protocol::v1::schema::SelectedPermissionOutcome;
+
+    fn selected(id: &'static str) -> Option<RequestPermissionResponse> {
+        Some(RequestPermissionResponse::new(RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id))))
+    }
+
+    #[test]
+    fn answers_fail_closed_unless_one_of_the_four_is_chosen() {
+        for id in KNOWN_OPTIONS {
+            assert_eq!(answer_option(selected(id)), *id);
+        }
+        assert_eq!(answer_option(selected("allow_everything")), "reject_once");
+        assert_eq!(
+            answer_option(Some(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled))),
+            "reject_once"
+        );
+        assert_eq!(answer_option(None), "reject_once");
+    }
 }
