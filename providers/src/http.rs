@@ -323,10 +323,40 @@ pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     {
         return Some(Duration::from_millis(ms as u64));
     }
-    read("retry-after")
-        .and_then(|v| v.parse::<f64>().ok())
-        .filter(|v| v.is_finite() && *v >= 0.0)
-        .map(|s| Duration::from_millis((s.min(86_400.0) * 1000.0) as u64))
+    let value = read("retry-after")?;
+    if let Some(seconds) = value.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0) {
+        return Some(Duration::from_millis((seconds.min(86_400.0) * 1000.0) as u64));
+    }
+    let at = http_date_seconds(&value)?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
+    Some(Duration::from_secs(at.saturating_sub(now)))
+}
+
+/// Seconds since the epoch of an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
+pub fn http_date_seconds(value: &str) -> Option<u64> {
+    let mut parts = value.split_whitespace();
+    let (_weekday, day, month, year, time, zone) =
+        (parts.next()?, parts.next()?, parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    if zone != "GMT" || parts.next().is_some() {
+        return None;
+    }
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let month = MONTHS.iter().position(|m| *m == month)? as i64 + 1;
+    let (day, year): (i64, i64) = (day.parse().ok()?, year.parse().ok()?);
+    let mut hms = time.split(':').map(|p| p.parse::<i64>().ok());
+    let (h, m, sec) = (hms.next()??, hms.next()??, hms.next()??);
+    if !(1..=31).contains(&day) || !(0..24).contains(&h) || !(0..60).contains(&m) || !(0..=60).contains(&sec) {
+        return None;
+    }
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    u64::try_from(days * 86_400 + h * 3600 + m * 60 + sec).ok()
 }
 
 /// The provider's own words from an error body (`error.message`, `message`, or the body).
@@ -345,4 +375,42 @@ pub fn error_message(body: &str) -> String {
         return "(empty body)".to_string();
     }
     trimmed.chars().take(500).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_http_dates() {
+        assert_eq!(http_date_seconds("Sun, 06 Nov 1994 08:49:37 GMT"), Some(784_111_777));
+        assert_eq!(http_date_seconds("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+        assert_eq!(http_date_seconds("Tue, 29 Feb 2028 12:00:00 GMT"), Some(1_835_438_400));
+        assert_eq!(http_date_seconds("soon"), None);
+        assert_eq!(http_date_seconds("Sun, 06 Nov 1994 08:49:37 PST"), None);
+    }
+
+    #[test]
+    fn reads_retry_after_headers() {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert("retry-after", "2".parse().unwrap());
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
+        headers.insert("retry-after-ms", "150".parse().unwrap());
+        assert_eq!(retry_after(&headers), Some(Duration::from_millis(150)));
+        let mut past = reqwest::header::HeaderMap::new();
+        past.insert("retry-after", "Sun, 06 Nov 1994 08:49:37 GMT".parse().unwrap());
+        assert_eq!(retry_after(&past), Some(Duration::ZERO));
+        let mut junk = reqwest::header::HeaderMap::new();
+        junk.insert("retry-after", "-1".parse().unwrap());
+        assert_eq!(retry_after(&junk), None);
+    }
+
+    #[test]
+    fn error_messages_come_from_the_body() {
+        assert_eq!(error_message(r#"{"error":{"message":"bad key"}}"#), "bad key");
+        assert_eq!(error_message(r#"{"type":"error","error":{"type":"x","message":"Overloaded"}}"#), "Overloaded");
+        assert_eq!(error_message(r#"{"message":"flat"}"#), "flat");
+        assert_eq!(error_message("<html>gateway</html>"), "<html>gateway</html>");
+        assert_eq!(error_message(""), "(empty body)");
+    }
 }
