@@ -1,0 +1,103 @@
+// Runs the official OpenAI client and the AI SDK's OpenAI-compatible provider against the
+// gateway at GATEWAY_URL (e.g. http://127.0.0.1:4000). Exits 1 when a check fails.
+import OpenAI from "openai";
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import { generateText, streamText } from "ai";
+
+const base = process.env.GATEWAY_URL;
+if (!base) {
+  console.error("set GATEWAY_URL");
+  process.exit(2);
+}
+const failures = [];
+function check(name, ok, detail) {
+  console.log(`${ok ? "ok  " : "FAIL"} ${name}${ok ? "" : `: ${JSON.stringify(detail)}`}`);
+  if (!ok) failures.push(name);
+}
+
+// The official OpenAI client.
+const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey: "local", maxRetries: 0 });
+
+const models = await openai.models.list();
+const ids = models.data.map((m) => m.id);
+check("openai: models.list has the harnesses", ids.includes("superpi-code") && ids.includes("superpi-planner"), ids);
+
+const whole = await openai.chat.completions.create({
+  model: "superpi-code",
+  messages: [{ role: "user", content: "hello from openai" }],
+});
+check("openai: whole completion", whole.choices[0].message.content === "hello from openai", whole);
+check("openai: whole completion finish_reason", whole.choices[0].finish_reason === "stop", whole);
+check("openai: whole completion usage", typeof whole.usage?.total_tokens === "number", whole.usage);
+
+const stream = await openai.chat.completions.create({
+  model: "superpi-code",
+  stream: true,
+  stream_options: { include_usage: true },
+  messages: [{ role: "user", content: "@think pondering\nstreamed by openai" }],
+});
+let content = "";
+let reasoning = "";
+const finishes = [];
+let usages = 0;
+const chunkIds = new Set();
+for await (const chunk of stream) {
+  chunkIds.add(chunk.id);
+  for (const choice of chunk.choices) {
+    content += choice.delta?.content ?? "";
+    reasoning += choice.delta?.reasoning_content ?? "";
+    if (choice.finish_reason) finishes.push(choice.finish_reason);
+  }
+  if (chunk.usage) usages += 1;
+}
+check("openai: streamed content", content === "streamed by openai", content);
+check("openai: streamed reasoning_content", reasoning.includes("pondering"), reasoning);
+check("openai: one finish_reason", finishes.length === 1 && finishes[0] === "stop", finishes);
+check("openai: usage once", usages === 1, usages);
+check("openai: one id", chunkIds.size === 1, [...chunkIds]);
+
+try {
+  await openai.chat.completions.create({ model: "no-such-model-anywhere", messages: [{ role: "user", content: "x" }] });
+  check("openai: unknown model is an error", false, "no error");
+} catch (err) {
+  check("openai: unknown model is a 404 model_not_found", err.status === 404 && err.code === "model_not_found", {
+    status: err.status,
+    code: err.code,
+  });
+}
+
+// The AI SDK's OpenAI-compatible provider, as OpenCode configures it.
+const superpi = createOpenAICompatible({ name: "superpi", baseURL: `${base}/v1`, apiKey: "local", includeUsage: true });
+
+const generated = await generateText({ model: superpi("superpi-code"), prompt: "hello from the ai sdk", maxRetries: 0 });
+check("ai-sdk: generateText", generated.text === "hello from the ai sdk", generated.text);
+check("ai-sdk: generateText finishReason", generated.finishReason === "stop", generated.finishReason);
+
+const streamed = streamText({
+  model: superpi("superpi-code"),
+  prompt: "@think considering\n@tool ls {\"path\": \".\"}",
+  maxRetries: 0,
+});
+let text = "";
+let thought = "";
+let toolCalls = 0;
+let errors = [];
+for await (const part of streamed.fullStream) {
+  if (part.type === "text-delta") text += part.text;
+  if (part.type === "reasoning-delta") thought += part.text;
+  if (part.type === "tool-call") toolCalls += 1;
+  if (part.type === "error") errors.push(String(part.error));
+}
+check("ai-sdk: streamText has no errors", errors.length === 0, errors);
+check("ai-sdk: reasoning arrives as reasoning", thought.includes("considering") && thought.includes("[tool] ls"), thought);
+check("ai-sdk: the server ran the tool", text.startsWith("The tools answered."), text);
+check("ai-sdk: no client tool calls", toolCalls === 0, toolCalls);
+check("ai-sdk: streamText finishReason", (await streamed.finishReason) === "stop", await streamed.finishReason);
+const usage = await streamed.usage;
+check("ai-sdk: streamText usage", typeof usage.outputTokens === "number", usage);
+
+if (failures.length) {
+  console.error(`${failures.length} check(s) failed`);
+  process.exit(1);
+}
+console.log("all checks passed");
