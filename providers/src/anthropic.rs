@@ -27,7 +27,9 @@ fn blocks_for(role: Role, content: &[ContentBlock]) -> Vec<Value> {
     for block in content {
         match block {
             ContentBlock::Text { text } if !text.is_empty() => out.push(json!({"type": "text", "text": text})),
-            ContentBlock::Thinking { thinking, signature: Some(signature), redacted } if role == Role::Assistant => {
+            ContentBlock::Thinking { thinking, signature: Some(signature), redacted }
+                if role == Role::Assistant && !signature.starts_with(crate::gemini::SIGNATURE_PREFIX) =>
+            {
                 if *redacted {
                     out.push(json!({"type": "redacted_thinking", "data": signature}));
                 } else {

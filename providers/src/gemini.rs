@@ -3,8 +3,8 @@
 //! Gemini gives function calls no ids (or ids of its own), so calls without one get
 //! `NAME_RESPONSEID_N` (unique per response, deterministic for a recorded stream).
 //! A part's `thoughtSignature` travels as a thinking block with an empty text and the
-//! signature, placed right before the part it belongs to, and is put back on that part when
-//! the conversation is sent again.
+//! signature (marked [`SIGNATURE_PREFIX`] so that no other API is sent it), placed right before
+//! the part it belongs to, and is put back on that part when the conversation is sent again.
 
 use serde_json::{Map, Value, json};
 use superpi_proto::{ContentBlock, Role};
@@ -17,6 +17,8 @@ use crate::stream::{ModelRequest, ProviderError, StopReason};
 use crate::wire::{arguments_object, fresh_call_id, json_chunk, str_field, stream_error};
 
 const PROVIDER: &str = "gemini";
+/// Marks a thinking block's signature as Gemini's.
+pub const SIGNATURE_PREFIX: &str = "gemini:";
 
 /// Drops JSON-schema keywords that the Gemini schema subset refuses.
 fn schema_for_gemini(schema: &Value) -> Value {
@@ -53,7 +55,7 @@ fn parts_for(content: &[ContentBlock]) -> Vec<Value> {
         let mut part = match block {
             ContentBlock::Thinking { thinking, signature: sig, .. } => {
                 if thinking.is_empty() {
-                    signature = sig.as_deref();
+                    signature = sig.as_deref().and_then(|sig| sig.strip_prefix(SIGNATURE_PREFIX));
                 }
                 continue;
             }
@@ -156,7 +158,8 @@ fn finish_reason(reason: &str) -> StopReason {
 
 impl Parser {
     fn part(&mut self, part: &Value, out: &mut StreamBuilder) {
-        let signature = str_field(part, "thoughtSignature");
+        let signature = str_field(part, "thoughtSignature").map(|sig| format!("{SIGNATURE_PREFIX}{sig}"));
+        let signature = signature.as_deref();
         let thought = part.get("thought").and_then(Value::as_bool).unwrap_or(false);
         if let Some(call) = part.get("functionCall") {
             if let Some(signature) = signature {

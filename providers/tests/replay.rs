@@ -172,7 +172,11 @@ async fn gemini_thoughts_text_and_function_call() {
         vec![
             ContentBlock::Thinking { thinking: "Considering the files".into(), signature: None, redacted: false },
             ContentBlock::text("I will list them."),
-            ContentBlock::Thinking { thinking: String::new(), signature: Some("c2lnbmF0dXJl".into()), redacted: false },
+            ContentBlock::Thinking {
+                thinking: String::new(),
+                signature: Some("gemini:c2lnbmF0dXJl".into()),
+                redacted: false
+            },
             ContentBlock::ToolCall { id: call_id.clone(), name: "ls".into(), arguments: json!({"path": "/tmp"}) },
         ]
     );
@@ -351,6 +355,11 @@ async fn a_conversation_switching_providers_is_sent_in_each_format() {
             content: vec![
                 ContentBlock::Thinking { thinking: "plan".into(), signature: Some("sig".into()), redacted: false },
                 ContentBlock::text("Listing."),
+                ContentBlock::Thinking {
+                    thinking: String::new(),
+                    signature: Some("gemini:gsig".into()),
+                    redacted: false,
+                },
                 ContentBlock::ToolCall { id: "call:1".into(), name: "ls".into(), arguments: json!({"path": "/tmp"}) },
             ],
             usage: None,
@@ -413,7 +422,7 @@ async fn a_conversation_switching_providers_is_sent_in_each_format() {
             {"role": "user", "parts": [{"text": "list /tmp"}]},
             {"role": "model", "parts": [
                 {"text": "Listing."},
-                {"functionCall": {"name": "ls", "args": {"path": "/tmp"}}},
+                {"functionCall": {"name": "ls", "args": {"path": "/tmp"}}, "thoughtSignature": "gsig"},
             ]},
             {"role": "user", "parts": [{"functionResponse": {"name": "ls", "response": {"output": "a.txt"}}}]},
         ])
