@@ -15,6 +15,19 @@ use crate::wire::{fresh_call_id, joined_text, json_chunk, str_field, stream_erro
 
 const PROVIDER: &str = "openai";
 
+/// The longest tool-call id the API takes.
+const MAX_ID_LEN: usize = 40;
+
+/// A tool-call id as this API takes it: ids from other providers longer than 40 characters
+/// are replaced by a stable hash, the same for the call and its result.
+fn wire_id(id: &str) -> String {
+    if id.len() <= MAX_ID_LEN {
+        return id.to_string();
+    }
+    let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3));
+    format!("call_{hash:016x}")
+}
+
 /// The Chat Completions request for `request`, sent to `route`.
 pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
     let mut messages = Vec::new();
@@ -28,7 +41,8 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
                 let text = joined_text(&message.content);
                 for block in &message.content {
                     if let ContentBlock::ToolResult { tool_call_id, output, .. } = block {
-                        messages.push(json!({"role": "tool", "tool_call_id": tool_call_id, "content": output}));
+                        messages
+                            .push(json!({"role": "tool", "tool_call_id": wire_id(tool_call_id), "content": output}));
                     }
                 }
                 if message.role == Role::User || !text.is_empty() {
@@ -42,7 +56,7 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
                     .iter()
                     .filter_map(|block| match block {
                         ContentBlock::ToolCall { id, name, arguments } => Some(json!({
-                            "id": id,
+                            "id": wire_id(id),
                             "type": "function",
                             "function": {"name": name, "arguments": arguments.to_string()},
                         })),
@@ -267,5 +281,19 @@ impl WireParser for Parser {
             provider: PROVIDER.to_string(),
             message: "the stream ended before the answer finished".to_string(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_ids_are_hashed_the_same_for_call_and_result() {
+        let long = "x".repeat(60);
+        assert_eq!(wire_id("call_abc"), "call_abc");
+        assert_eq!(wire_id(&long), wire_id(&long));
+        assert!(wire_id(&long).len() <= MAX_ID_LEN);
+        assert_ne!(wire_id(&long), wire_id(&"y".repeat(60)));
     }
 }
