@@ -383,3 +383,24 @@ async fn sigterm_stops_the_gateway_cleanly() {
     .unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_requests_on_one_session_queue_and_keep_their_own_answers() {
+    let gw = Gateway::start(&[], &[]);
+    // Create the session first so both requests land in one conversation.
+    let first = post(&gw, &chat_body("superpi-code", false, "start"), &[("x-session-id", "busy")]).await;
+    let id = conversation_of(&first);
+    let (body_a, body_b) = (
+        chat_body("superpi-code", true, "@slow 20\nalpha beta gamma"),
+        chat_body("superpi-code", true, "delta epsilon"),
+    );
+    let a = post(&gw, &body_a, &[("x-session-id", "busy")]);
+    let b = post(&gw, &body_b, &[("x-session-id", "busy")]);
+    let (a, b) = tokio::join!(a, b);
+    assert_eq!((conversation_of(&a), conversation_of(&b)), (id, id));
+    let (a, b) = tokio::join!(a.text(), b.text());
+    let (a, b) = (read_stream(&a.unwrap()), read_stream(&b.unwrap()));
+    assert_eq!((a.content.as_str(), a.finish_reasons.len(), a.done), ("alpha beta gamma", 1, true));
+    assert_eq!((b.content.as_str(), b.finish_reasons.len(), b.done), ("delta epsilon", 1, true));
+    assert_ne!(a.chunks[0]["id"], b.chunks[0]["id"]);
+}
