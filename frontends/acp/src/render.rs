@@ -68,6 +68,9 @@ pub struct Renderer {
     shown: HashMap<(Stream, u32), String>,
     /// Tool calls announced to the editor and not yet finished.
     tools: HashMap<String, ToolState>,
+    /// Deltas are shown only from the start of a message on: a watch that joins in the
+    /// middle of one waits for the completed message, which carries all of its text.
+    synced: bool,
 }
 
 fn text(s: impl Into<String>) -> ContentBlock {
@@ -116,7 +119,9 @@ impl Renderer {
             EventBody::TurnStarted {} => {
                 self.streamed.clear();
                 self.shown.clear();
+                self.synced = true;
             }
+            EventBody::TextDelta { .. } | EventBody::ThinkingDelta { .. } if !self.synced => {}
             EventBody::TextDelta { index, delta } => self.delta(Stream::Text, *index, delta, &mut out),
             EventBody::ThinkingDelta { index, delta } => self.delta(Stream::Thinking, *index, delta, &mut out),
             EventBody::ToolcallDelta { id: Some(id), name: Some(name), partial_args, .. }
@@ -127,7 +132,7 @@ impl Renderer {
             EventBody::ToolcallDelta { .. } => {}
             EventBody::MessageCompleted { role: Role::Assistant, content, .. } => self.completed(content, &mut out),
             // The editor shows the prompt it sent; other roles are not shown live.
-            EventBody::MessageCompleted { .. } => {}
+            EventBody::MessageCompleted { .. } => self.synced = true,
             EventBody::StreamReset { .. } => {
                 // The retried stream starts over: what was shown stays shown, and the
                 // repeated prefix is skipped when it comes again.
@@ -344,6 +349,7 @@ impl Renderer {
         }
         self.streamed.clear();
         self.shown.clear();
+        self.synced = true;
     }
 
     fn fill(&mut self, stream: Stream, index: u32, full: &str, out: &mut Vec<Out>) {
@@ -398,6 +404,7 @@ impl Renderer {
         }
         self.streamed.clear();
         self.shown.clear();
+        self.synced = true;
         out.push(Out::TurnEnded { turn_id, stop_reason });
     }
 }

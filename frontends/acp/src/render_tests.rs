@@ -5,7 +5,10 @@ use superpi_proto::event::PermissionRequestFields;
 use superpi_proto::{PlanEntry as KPlanEntry, Usage};
 
 fn renderer() -> Renderer {
-    Renderer::new(RenderOptions { workspace: Some(PathBuf::from("/ws")), context_window: 1000, notices: false })
+    let mut r =
+        Renderer::new(RenderOptions { workspace: Some(PathBuf::from("/ws")), context_window: 1000, notices: false });
+    assert_eq!(r.render(&Event::turn_started(C, 3)), vec![]);
+    r
 }
 
 fn msg(s: &str) -> Out {
@@ -376,4 +379,16 @@ fn unknown_events_are_ignored() {
     let mut r = renderer();
     let ev = Event::from_json(r#"{"type":"brand_new","conversation_id":7,"x":1}"#).unwrap();
     assert_eq!(r.render(&ev), vec![]);
+}
+
+#[test]
+fn a_watch_that_joins_mid_message_waits_for_the_completed_message() {
+    let mut r = Renderer::new(RenderOptions::default());
+    assert_eq!(r.render(&Event::text_delta(C, T, 0, "turn goes on")), vec![]);
+    assert_eq!(
+        r.render(&Event::message_completed(C, T, Role::Assistant, vec![KBlock::text("the turn goes on")], None)),
+        vec![msg("the turn goes on")]
+    );
+    // The next message of the same turn streams from its start.
+    assert_eq!(r.render(&Event::text_delta(C, T, 0, "next")), vec![msg("next")]);
 }

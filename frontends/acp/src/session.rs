@@ -221,7 +221,10 @@ impl Session {
         let mut st = lock(&self.state);
         st.pump_alive = false;
         st.pump = None;
-        st.questions.clear();
+        // The kernel that asked is gone (or the editor is): withdraw its questions.
+        for (_, handle) in st.questions.drain() {
+            let _ = handle.cancel();
+        }
         if !st.waiting.is_empty() {
             let note = SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(
                 "\n\nThe connection to the superpi kernel was lost; the turn's outcome is unknown. \

@@ -196,6 +196,44 @@ async fn kernel_restart_ends_the_running_prompt_and_the_session_goes_on() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_that_goes_away_mid_turn_loses_nothing() {
+    let env = TestEnv::new();
+    // The editor quits (closes the agent's stdin) while a turn streams.
+    let (result, _) = with_editor(&env, None, async |cx, mut seen| {
+        initialize(&cx).await?;
+        let sid = new_session(&cx, &env).await?.session_id;
+        let slow = cx.send_request(text_prompt(
+            &sid,
+            "@slow 40
+the turn goes on without the editor",
+        ));
+        seen.until(|u| matches!(u, SessionUpdate::AgentMessageChunk(_))).await;
+        slow.detach();
+        Ok(sid)
+    })
+    .await;
+    let sid = result.unwrap();
+
+    // A new editor loads the session: the turn finished in the kernel, and its answer is
+    // replayed (or streams live if it was still running when the load happened).
+    let (result, lines) = with_editor(&env, None, async |cx, mut seen| {
+        initialize(&cx).await?;
+        cx.send_request(LoadSessionRequest::new(sid.clone(), env.workspace.clone())).block_task().await?;
+        // A prompt queues behind a turn still running, so once it is answered everything
+        // of the first turn has been shown.
+        let done = cx.send_request(text_prompt(&sid, "and then")).block_task().await?;
+        assert_eq!(done.stop_reason, StopReason::EndTurn);
+        let text = agent_text(&seen.drain());
+        assert!(text.contains("the turn goes on without the editor"), "{text}");
+        assert!(text.contains("and then"), "{text}");
+        Ok(())
+    })
+    .await;
+    result.unwrap();
+    assert_jsonrpc_only(&lines);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slash_commands_are_offered_and_answered_by_the_agent() {
     let env = TestEnv::new();
     let (result, lines) = with_editor(&env, None, async |cx, mut seen| {
