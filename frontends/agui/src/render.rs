@@ -718,3 +718,7 @@ fn blocks_text(content: &[ContentBlock]) -> String {
 #[cfg(test)]
 #[path = "render_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "render_props_tests.rs"]
+mod props;
