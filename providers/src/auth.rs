@@ -1,4 +1,5 @@
-//! Bearer tokens from an auth command, cached for at most 60 s and never past a JWT's `exp`.
+//! Bearer tokens from an auth command, cached for at most 60 s and never in the last 30 s
+//! before a JWT's `exp`.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -9,6 +10,8 @@ use crate::stream::ProviderError;
 
 /// The longest a command's token is reused.
 pub const TOKEN_CACHE_MAX: Duration = Duration::from_secs(60);
+/// A JWT is not reused in the last this-much of its life.
+pub const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
 
 /// Runs an auth command when its cached token is missing or stale.
 #[derive(Debug)]
@@ -52,7 +55,8 @@ impl TokenCache {
         let mut lifetime = TOKEN_CACHE_MAX;
         if let Some(exp) = jwt_exp(&token) {
             let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-            lifetime = lifetime.min(Duration::from_secs(exp.saturating_sub(now)));
+            let usable_until = exp.saturating_sub(EXPIRY_MARGIN.as_secs());
+            lifetime = lifetime.min(Duration::from_secs(usable_until.saturating_sub(now)));
         }
         *cached = Some((token.clone(), Instant::now() + lifetime));
         Ok(token)
@@ -155,6 +159,23 @@ mod tests {
         cache.token().await.unwrap();
         cache.token().await.unwrap();
         assert_eq!(calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_jwt_near_its_exp_is_not_reused() {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+        let soon = format!("{}.{}.s", b64("{}"), b64(&format!("{{\"exp\":{}}}", now + 20)));
+        let (runner, calls) = counting_runner(soon);
+        let cache = TokenCache::new("openai", vec!["t".into()], Duration::from_secs(1), runner);
+        cache.token().await.unwrap();
+        cache.token().await.unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        let later = format!("{}.{}.s", b64("{}"), b64(&format!("{{\"exp\":{}}}", now + 3600)));
+        let (runner, calls) = counting_runner(later);
+        let cache = TokenCache::new("openai", vec!["t".into()], Duration::from_secs(1), runner);
+        cache.token().await.unwrap();
+        cache.token().await.unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
     }
 
     #[tokio::test]

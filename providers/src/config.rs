@@ -16,6 +16,9 @@ pub const ANTHROPIC_BASE_URL: &str = "ANTHROPIC_BASE_URL";
 pub const GEMINI_BASE_URL: &str = "GEMINI_BASE_URL";
 /// The default model, when set (the config file's `default_model` otherwise).
 pub const SUPERPI_MODEL: &str = "SUPERPI_MODEL";
+/// A program that prints a bearer token for the OpenAI-compatible endpoint (a gateway with
+/// short-lived tokens); `OPENAI_API_KEY` wins when both are set.
+pub const SUPERPI_OPENAI_AUTH_COMMAND: &str = "SUPERPI_OPENAI_AUTH_COMMAND";
 
 /// Which wire API a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -48,8 +51,8 @@ pub struct VendorConfig {
     /// Overrides the endpoint (for OpenAI: any compatible server, e.g. `http://127.0.0.1:11434/v1`).
     pub base_url: Option<String>,
     /// A program (argv) that prints a bearer token, for gateways with short-lived tokens.
-    /// Run with [`VendorConfig::auth_timeout_ms`]; its token is cached for at most 60 s and never
-    /// past a JWT's `exp`. OpenAI only.
+    /// Run with [`VendorConfig::auth_timeout_ms`] (default 10 s); its token is cached for at most
+    /// 60 s and until 30 s before a JWT's `exp`. `api_key` wins when both are set. OpenAI only.
     pub auth_command: Option<Vec<String>>,
     pub auth_timeout_ms: Option<u64>,
     /// Model names to list in `superpi models` (the built-in list when empty).
@@ -169,6 +172,9 @@ impl ProvidersConfig {
             if let Some(value) = get(url) {
                 vendor.base_url = Some(value);
             }
+        }
+        if let Some(program) = get(SUPERPI_OPENAI_AUTH_COMMAND) {
+            self.openai.auth_command = Some(vec![program]);
         }
         if let Some(model) = get(SUPERPI_MODEL) {
             self.default_model = Some(model);

@@ -109,6 +109,9 @@ fn default_base(kind: ProviderKind) -> &'static str {
 /// The vendor's credentials, or `None` when it is not configured.
 fn vendor_auth(kind: ProviderKind, config: &ProvidersConfig) -> Result<Option<Auth>, ProviderError> {
     let Some(vendor) = config.vendor(kind) else { return Ok(Some(Auth::None)) };
+    if let Some(key) = &vendor.api_key {
+        return Ok(Some(Auth::Key(key.clone())));
+    }
     if let Some(argv) = vendor.auth_command.as_ref().filter(|argv| !argv.is_empty()) {
         let Some(runner) = config.command_runner.clone() else {
             return Err(ProviderError::NotConfigured {
@@ -118,9 +121,6 @@ fn vendor_auth(kind: ProviderKind, config: &ProvidersConfig) -> Result<Option<Au
         };
         let timeout = Duration::from_millis(vendor.auth_timeout_ms.unwrap_or(10_000));
         return Ok(Some(Auth::Command { argv: argv.clone(), timeout, runner }));
-    }
-    if let Some(key) = &vendor.api_key {
-        return Ok(Some(Auth::Key(key.clone())));
     }
     if kind == ProviderKind::Openai && vendor.base_url.is_some() {
         return Ok(Some(Auth::None));

@@ -124,3 +124,10 @@ fn auth_command_needs_a_runner() {
     let err = route("gpt-4o", &config).unwrap_err();
     assert!(err.to_string().contains("runner"), "{err}");
 }
+
+#[test]
+fn an_api_key_wins_over_an_auth_command() {
+    let config = env(&[("OPENAI_API_KEY", "sk"), ("SUPERPI_OPENAI_AUTH_COMMAND", "/usr/bin/print-token")]);
+    assert_eq!(config.openai.auth_command, Some(vec!["/usr/bin/print-token".to_string()]));
+    assert_eq!(route("gpt-4o", &config).unwrap().auth, Auth::Key("sk".into()));
+}
