@@ -5,6 +5,13 @@
 //! updates ([`render`]), the replay of a stored conversation ([`replay`]), and the request
 //! map from ACP requests to kernel calls with ACP's own errors ([`map`]).
 //!
+//! An ACP session id is the kernel conversation id with a prefix (`conv-17`): a fresh
+//! process can load any session an editor kept, and conversations started elsewhere can be
+//! loaded too; no session table is needed. Each open session keeps one interactive watch on
+//! its conversation (so the kernel asks this agent its permission questions), and prompts
+//! wait on it for their turn's end. The agent connects as a remote caller (the remote mode
+//! ceiling applies) with the local principal.
+//!
 //! It must not know the kernel's internals (it speaks only the kernel protocol, through
 //! superpi-client) nor any other frontend's protocol. Stdout carries ACP messages only.
 #![deny(clippy::print_stdout)]
