@@ -18,10 +18,19 @@ use crate::wire::ApiError;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
+/// An MCP session closes after this long without a request.
+const SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Open MCP sessions at most; an `initialize` beyond them is refused with 503.
+const MAX_SESSIONS: usize = 1000;
+
 /// Largest MCP request body read.
 const MAX_BODY: usize = 16 << 20;
 
 type Service = StreamableHttpService<SuperpiMcp, LocalSessionManager>;
+
+/// Which rmcp service serves a session: the principal, and the harness named on `initialize`.
+type Key = (String, Option<String>);
 
 /// Whether an `Origin` may call `/mcp`. With tokens configured the token is the guard; without,
 /// only loopback origins and the configured extra ones pass (a web page elsewhere must not
@@ -50,8 +59,8 @@ pub struct McpHttp {
     workspace: String,
     tokens_enabled: bool,
     extra_origins: Vec<String>,
-    services: Mutex<HashMap<(String, Option<String>), Service>>,
-    sessions: Mutex<HashMap<String, (String, Option<String>)>>,
+    services: Mutex<HashMap<Key, (Service, Arc<LocalSessionManager>)>>,
+    sessions: Mutex<HashMap<String, Key>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -70,9 +79,9 @@ impl McpHttp {
         }
     }
 
-    fn service(&self, key: &(String, Option<String>)) -> Service {
+    fn service(&self, key: &Key) -> Service {
         let mut services = lock(&self.services);
-        if let Some(service) = services.get(key) {
+        if let Some((service, _)) = services.get(key) {
             return service.clone();
         }
         let mut connect = self.connect.clone();
@@ -86,13 +95,33 @@ impl McpHttp {
         if self.tokens_enabled {
             http = http.disable_allowed_hosts();
         }
-        let service = StreamableHttpService::new(
-            move || Ok(SuperpiMcp::new(config.clone())),
-            Arc::new(LocalSessionManager::default()),
-            http,
-        );
-        services.insert(key.clone(), service.clone());
+        let mut manager = LocalSessionManager::default();
+        manager.session_config.keep_alive = Some(SESSION_IDLE);
+        let manager = Arc::new(manager);
+        let service = StreamableHttpService::new(move || Ok(SuperpiMcp::new(config.clone())), manager.clone(), http);
+        services.insert(key.clone(), (service.clone(), manager));
         service
+    }
+
+    /// Forgets the session ids whose sessions rmcp has closed (idle past [`SESSION_IDLE`]).
+    async fn prune(&self) {
+        let known: Vec<(String, Key)> =
+            lock(&self.sessions).iter().map(|(id, key)| (id.clone(), key.clone())).collect();
+        let mut gone = Vec::new();
+        for (id, key) in known {
+            let manager = lock(&self.services).get(&key).map(|(_, m)| m.clone());
+            let alive = match manager {
+                Some(manager) => manager.sessions.read().await.contains_key(id.as_str()),
+                None => false,
+            };
+            if !alive {
+                gone.push(id);
+            }
+        }
+        let mut sessions = lock(&self.sessions);
+        for id in gone {
+            sessions.remove(&id);
+        }
     }
 
     /// Serves one request of an authenticated principal.
@@ -116,6 +145,12 @@ impl McpHttp {
             };
             if !is_initialize(&bytes) {
                 return (StatusCode::BAD_REQUEST, "Bad Request: Mcp-Session-Id is required").into_response();
+            }
+            if lock(&self.sessions).len() >= MAX_SESSIONS {
+                self.prune().await;
+                if lock(&self.sessions).len() >= MAX_SESSIONS {
+                    return (StatusCode::SERVICE_UNAVAILABLE, "too many open MCP sessions").into_response();
+                }
             }
             Request::from_parts(parts, Body::from(bytes))
         } else {
