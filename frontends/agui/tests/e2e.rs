@@ -312,3 +312,18 @@ async fn a_permission_question_is_answered_through_the_input_route() {
     assert_eq!(final_state(&all)["pendingPermission"], Value::Null);
     assert_eq!(after.last().unwrap()["type"], "RUN_FINISHED");
 }
+
+#[tokio::test]
+async fn deltas_that_come_fast_merge_into_few_content_events() {
+    let server = Server::start(&[], &[]);
+    let http = http();
+    let events = server.run(&http, &run_input("t1", "r1", "@deltas 2000")).await.all().await;
+    verify(&events);
+    let contents = events.iter().filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT").count();
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "RUN_FINISHED");
+    // Every character arrives once, in far fewer events than the kernel's 2000 deltas.
+    assert_eq!(text(&events), last["result"].as_str().unwrap());
+    assert!(contents < 1000, "{contents} content events for 2000 deltas");
+    eprintln!("2000 deltas arrived as {contents} TEXT_MESSAGE_CONTENT events");
+}
