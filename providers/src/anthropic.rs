@@ -76,12 +76,14 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
             _ => messages.push(json!({"role": role, "content": blocks})),
         }
     }
-    let mut body = json!({
-        "model": route.model,
-        "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-        "stream": true,
-        "messages": messages,
-    });
+    let mut max_tokens = request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+    let mut body = json!({"model": route.model, "stream": true, "messages": messages});
+    if let Some(budget) = route.thinking_budget.filter(|b| *b > 0) {
+        // The budget counts inside max_tokens, and the answer needs room beside it.
+        max_tokens = max_tokens.max(budget.saturating_add(1024));
+        body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+    }
+    body["max_tokens"] = json!(max_tokens);
     if !system.is_empty() {
         body["system"] = json!(system);
     }

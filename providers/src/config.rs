@@ -57,6 +57,9 @@ pub struct VendorConfig {
     pub auth_timeout_ms: Option<u64>,
     /// Model names to list in `superpi models` (the built-in list when empty).
     pub models: Vec<String>,
+    /// Thinking tokens to allow: Anthropic's extended thinking (off when unset), Gemini's
+    /// `thinkingBudget`. OpenAI ignores it.
+    pub thinking_budget: Option<u32>,
 }
 
 /// A model outside the built-in name rules (`[[providers.models]]`), e.g. one served by vLLM,

@@ -121,7 +121,9 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
     if let Some(max) = request.max_tokens {
         generation.insert("maxOutputTokens".into(), json!(max));
     }
-    if route.model.contains("2.5") || route.model.starts_with("gemini-3") {
+    if let Some(budget) = route.thinking_budget {
+        generation.insert("thinkingConfig".into(), json!({"includeThoughts": budget > 0, "thinkingBudget": budget}));
+    } else if route.model.contains("2.5") || route.model.starts_with("gemini-3") {
         generation.insert("thinkingConfig".into(), json!({"includeThoughts": true}));
     }
     if !generation.is_empty() {

@@ -48,6 +48,8 @@ pub struct Route {
     /// The endpoint's base (without the per-API path).
     pub base_url: String,
     pub auth: Auth,
+    /// See [`crate::config::VendorConfig::thinking_budget`].
+    pub thinking_budget: Option<u32>,
 }
 
 /// A model `superpi models` lists.
@@ -132,7 +134,14 @@ fn entry_route(entry: &ModelEntry, config: &ProvidersConfig) -> Result<Route, Pr
     let kind = entry.provider;
     let model = entry.model.clone().unwrap_or_else(|| entry.name.clone());
     if kind == ProviderKind::Mock {
-        return Ok(Route { kind, name: entry.name.clone(), model, base_url: String::new(), auth: Auth::None });
+        return Ok(Route {
+            kind,
+            name: entry.name.clone(),
+            model,
+            base_url: String::new(),
+            auth: Auth::None,
+            thinking_budget: None,
+        });
     }
     let own_key = match &entry.api_key_env {
         Some(var) => match config.entry_key(var) {
@@ -160,7 +169,8 @@ fn entry_route(entry: &ModelEntry, config: &ProvidersConfig) -> Result<Route, Pr
             (base.clone().or(vendor_base).unwrap_or_else(|| default_base(kind).into()), auth)
         }
     };
-    Ok(Route { kind, name: entry.name.clone(), model, base_url, auth })
+    let thinking_budget = config.vendor(kind).and_then(|v| v.thinking_budget);
+    Ok(Route { kind, name: entry.name.clone(), model, base_url, auth, thinking_budget })
 }
 
 /// Where `model` leads, without building a client.
@@ -176,6 +186,7 @@ pub fn route(model: &str, config: &ProvidersConfig) -> Result<Route, ProviderErr
             model: name.into(),
             base_url: String::new(),
             auth: Auth::None,
+            thinking_budget: None,
         });
     }
     let Some((kind, upstream)) = prefixed_kind(name).filter(|(_, upstream)| !upstream.is_empty()) else {
@@ -190,7 +201,8 @@ pub fn route(model: &str, config: &ProvidersConfig) -> Result<Route, ProviderErr
     let auth = vendor_auth(kind, config)?
         .ok_or_else(|| ProviderError::NotConfigured { provider: kind.as_str().to_string(), missing: missing(kind) })?;
     let base_url = config.vendor(kind).and_then(|v| v.base_url.clone()).unwrap_or_else(|| default_base(kind).into());
-    Ok(Route { kind, name: name.to_string(), model: upstream.to_string(), base_url, auth })
+    let thinking_budget = config.vendor(kind).and_then(|v| v.thinking_budget);
+    Ok(Route { kind, name: name.to_string(), model: upstream.to_string(), base_url, auth, thinking_budget })
 }
 
 /// The provider for `model`. The provider streams with the routed upstream model id, whatever

@@ -483,3 +483,25 @@ async fn an_overload_inside_the_stream_is_retried_with_a_reset() {
     assert_eq!(t.message.content.len(), 3, "only the second attempt's blocks: {:?}", t.message.content);
     assert_eq!(t.response_id.as_deref(), Some("msg_01"), "the second attempt's id");
 }
+
+#[tokio::test]
+async fn a_thinking_budget_turns_on_extended_thinking() {
+    let server = ReplayServer::start(vec![
+        Reply::stream(&recorded("anthropic_tools.sse"), 1000),
+        Reply::stream(&recorded("gemini_tools.sse"), 1000),
+    ])
+    .await;
+    let mut config = config_for(&server.base);
+    config.anthropic.thinking_budget = Some(4000);
+    config.gemini.thinking_budget = Some(2048);
+    for model in ["claude-sonnet-4-5", "gemini-2.5-flash"] {
+        let events: Vec<StreamEvent> = resolve(model, &config).unwrap().stream(request(model)).collect().await;
+        validate(&events).unwrap();
+    }
+    let sent = server.requests();
+    let anthropic = sent[0].body_json();
+    assert_eq!(anthropic["thinking"], json!({"type": "enabled", "budget_tokens": 4000}));
+    assert_eq!(anthropic["max_tokens"], 5024, "room for the answer beside the budget");
+    let gemini = sent[1].body_json();
+    assert_eq!(gemini["generationConfig"]["thinkingConfig"], json!({"includeThoughts": true, "thinkingBudget": 2048}));
+}
