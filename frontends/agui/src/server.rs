@@ -36,6 +36,9 @@ struct Inner {
     tokens: Tokens,
     workspace: Option<String>,
     clients: Mutex<HashMap<String, Arc<OnceCell<KernelClient>>>>,
+    /// Turns true when the server stops: open streams end, so the graceful shutdown does not
+    /// wait forever for an attached watcher.
+    stopping: tokio::sync::watch::Sender<bool>,
 }
 
 impl IntoResponse for ApiError {
@@ -51,7 +54,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Agui {
     pub fn new(connect: ConnectOptions, tokens: Tokens, workspace: Option<String>) -> Self {
-        Agui { inner: Arc::new(Inner { connect, tokens, workspace, clients: Mutex::new(HashMap::new()) }) }
+        let (stopping, _) = tokio::sync::watch::channel(false);
+        Agui { inner: Arc::new(Inner { connect, tokens, workspace, clients: Mutex::new(HashMap::new()), stopping }) }
     }
 
     pub fn router(&self) -> Router {
@@ -72,6 +76,12 @@ impl Agui {
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        let stopping = self.inner.stopping.clone();
+        let shutdown = async move {
+            shutdown.await;
+            tracing::info!("stopping: ending the open streams");
+            stopping.send_replace(true);
+        };
         axum::serve(listener, self.router()).with_graceful_shutdown(shutdown).await
     }
 
@@ -164,7 +174,14 @@ async fn run(State(agui): State<Agui>, headers: HeaderMap, body: Bytes) -> Resul
     let submitted = client.submit_text(conversation_id, &plan.prompt).await.map_err(kernel_err)?;
     tracing::info!(thread = %plan.thread_id, conversation_id, turn_id = submitted.turn_id, "run");
     let renderer = Renderer::new(&plan.thread_id, &info, RenderOptions::default());
-    let body = stream::spawn_run(client, subscription, renderer, plan.run_id, submitted.turn_id);
+    let body = stream::spawn_run(
+        client,
+        subscription,
+        renderer,
+        agui.inner.stopping.subscribe(),
+        plan.run_id,
+        submitted.turn_id,
+    );
     Ok((superpi_http::sse_headers(), body).into_response())
 }
 
@@ -192,7 +209,7 @@ async fn events(
         Renderer::new(&thread, &history.conversation, RenderOptions { echo_user: true, ..Default::default() });
     let run_id = format!("attach-{}-{}", info.conversation_id, history.conversation.head_seq);
     let first = renderer.attach(&run_id, &history.entries, history.conversation.status == "running");
-    let body = stream::spawn_attach(client, subscription, renderer, first);
+    let body = stream::spawn_attach(client, subscription, renderer, agui.inner.stopping.subscribe(), first);
     Ok((superpi_http::sse_headers(), body).into_response())
 }
 

@@ -8,7 +8,7 @@ use axum::body::Body;
 use bytes::Bytes;
 use superpi_client::{KernelClient, Subscription};
 use superpi_proto::{Event, EventBody};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use crate::render::Renderer;
@@ -24,6 +24,7 @@ struct Pump {
     subscription: Subscription,
     renderer: Renderer,
     tx: mpsc::Sender<Bytes>,
+    stopping: watch::Receiver<bool>,
     started: Instant,
 }
 
@@ -56,6 +57,11 @@ impl Pump {
         let deadline = self.renderer.deadline().map(|ms| self.started + Duration::from_millis(ms));
         tokio::select! {
             _ = self.tx.closed() => (Step::Gone, None),
+            () = async { drop(self.stopping.wait_for(|stop| *stop).await) } => {
+                let out = self.renderer.fail("the AG-UI server is stopping", "server_stopping", self.now_ms());
+                self.send(out).await;
+                (Step::Done, None)
+            }
             _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
                 let out = self.renderer.poll(self.now_ms());
                 (if self.send(out).await { Step::Continue } else { Step::Gone }, None)
@@ -92,13 +98,14 @@ pub fn spawn_run(
     client: KernelClient,
     subscription: Subscription,
     mut renderer: Renderer,
+    stopping: watch::Receiver<bool>,
     run_id: String,
     turn_id: i64,
 ) -> Body {
     let (tx, rx) = mpsc::channel(CHANNEL);
     let first = renderer.start_run(&run_id);
     let conversation_id = subscription.conversation_id();
-    let mut pump = Pump { client, subscription, renderer, tx, started: Instant::now() };
+    let mut pump = Pump { client, subscription, renderer, tx, stopping, started: Instant::now() };
     tokio::spawn(async move {
         let mut gone = !pump.send(first).await;
         while !gone {
@@ -132,10 +139,11 @@ pub fn spawn_attach(
     client: KernelClient,
     subscription: Subscription,
     renderer: Renderer,
+    stopping: watch::Receiver<bool>,
     first: Vec<AguiEvent>,
 ) -> Body {
     let (tx, rx) = mpsc::channel(CHANNEL);
-    let mut pump = Pump { client, subscription, renderer, tx, started: Instant::now() };
+    let mut pump = Pump { client, subscription, renderer, tx, stopping, started: Instant::now() };
     tokio::spawn(async move {
         if pump.send(first).await {
             while let (Step::Continue, _) = pump.step(|_| true).await {}

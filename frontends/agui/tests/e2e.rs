@@ -327,3 +327,24 @@ async fn deltas_that_come_fast_merge_into_few_content_events() {
     assert!(contents < 1000, "{contents} content events for 2000 deltas");
     eprintln!("2000 deltas arrived as {contents} TEXT_MESSAGE_CONTENT events");
 }
+
+#[tokio::test]
+async fn sigterm_ends_open_streams_and_the_server_exits() {
+    let mut server = Server::start(&[], &[]);
+    let http = http();
+    server.run(&http, &run_input("idle", "r0", "hi")).await.all().await;
+    let mut attached = server.attach(&http, "idle").await;
+    attached.until("RUN_FINISHED").await;
+    let mut run = server.run(&http, &run_input("busy", "r1", "@slow 100\n@deltas 500")).await;
+    run.until("TEXT_MESSAGE_CONTENT").await;
+
+    // SAFETY: kill(2) on the server process this test started.
+    unsafe { libc::kill(server.child.id() as i32, libc::SIGTERM) };
+    let rest = run.all().await;
+    let last = rest.last().unwrap();
+    assert_eq!(last["type"], "RUN_ERROR", "{rest:#?}");
+    assert_eq!(last["code"], "server_stopping");
+    assert_eq!(attached.next().await, None, "the attached stream ends too");
+    let status = tokio::task::spawn_blocking(move || server.child.wait()).await.unwrap().unwrap();
+    assert!(status.success(), "{status}");
+}
