@@ -2,6 +2,7 @@ use serde_json::json;
 use superpi_proto::ContentBlock;
 
 use super::*;
+use crate::reassemble::{Reassembler, reassemble};
 use crate::validate::validate;
 
 #[test]
