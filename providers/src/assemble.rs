@@ -1,5 +1,5 @@
 //! Building streams: [`StreamBuilder`] emits a well-formed stream for a provider (and
-//! [`crate::reassemble`] folds any stream back into a message).
+//! [`crate::Reassembler`] folds any stream back into a message).
 
 use std::collections::VecDeque;
 
