@@ -499,3 +499,25 @@ fn events_serialize_as_ag_ui_expects() {
         assert_eq!(&serde_json::from_value::<E>(value.clone()).unwrap(), event);
     }
 }
+
+#[test]
+fn text_streamed_from_the_middle_asks_for_a_messages_snapshot() {
+    let mut r = Renderer::new("thread-1", &info("running"), RenderOptions { echo_user: true, ..Default::default() });
+    r.attach("attach-1", &[], true);
+    assert_eq!(
+        r.render(&Event::text_delta(CONV, Some(TURN), 0, "world"), 0),
+        vec![
+            E::TextMessageStart { message_id: "msg-attach-1-1".into(), role: "assistant".into() },
+            text_content("msg-attach-1-1", "world"),
+        ]
+    );
+    assert_eq!(
+        r.render(&assistant(vec![ContentBlock::text("hello world")]), 1),
+        vec![E::TextMessageEnd { message_id: "msg-attach-1-1".into() }]
+    );
+    assert!(r.take_history_request());
+    // A message that extends what was streamed needs no snapshot.
+    r.render(&Event::text_delta(CONV, Some(TURN), 0, "hel"), 100);
+    r.render(&assistant(vec![ContentBlock::text("hello")]), 101);
+    assert!(!r.take_history_request());
+}

@@ -348,3 +348,23 @@ async fn sigterm_ends_open_streams_and_the_server_exits() {
     let status = tokio::task::spawn_blocking(move || server.child.wait()).await.unwrap().unwrap();
     assert!(status.success(), "{status}");
 }
+
+#[tokio::test]
+async fn attaching_mid_turn_follows_the_turn_and_resyncs_its_messages() {
+    let server = Server::start(&[], &[]);
+    let http = http();
+    let mut run = server.run(&http, &run_input("t1", "r1", "@slow 20\none two three four five six seven")).await;
+    run.until("TEXT_MESSAGE_CONTENT").await;
+    let mut attached = server.attach(&http, "t1").await;
+    let events = attached.until("RUN_FINISHED").await;
+    verify(&events);
+    assert_eq!(types(&events)[..3], ["RUN_STARTED", "STATE_SNAPSHOT", "MESSAGES_SNAPSHOT"]);
+    assert_eq!(events[1]["snapshot"]["status"], "running");
+    assert_eq!(events[2]["messages"][0]["content"], "@slow 20\none two three four five six seven");
+    // The deltas before the attach were not seen: the completed message comes as a snapshot.
+    let last_snapshot = events.iter().rev().find(|e| e["type"] == "MESSAGES_SNAPSHOT").unwrap();
+    let messages = last_snapshot["messages"].as_array().unwrap();
+    assert_eq!(messages.last().unwrap()["content"], "one two three four five six seven", "{events:#?}");
+    let finished = run.all().await;
+    assert_eq!(finished.last().unwrap()["type"], "RUN_FINISHED");
+}

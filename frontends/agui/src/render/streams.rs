@@ -202,6 +202,11 @@ impl Renderer {
             out.push(AguiEvent::ReasoningMessageContent { message_id: id, delta: rest.to_string() });
         }
         let text = blocks_text(content);
+        // What was streamed is not the start of the message (a watcher attached mid-message,
+        // or deltas were lost): the client's copy cannot be patched, so it gets the history.
+        if !thinking.starts_with(self.call_thinking.as_str()) || !text.starts_with(self.call_text.as_str()) {
+            self.wants_history = true;
+        }
         if let Some(rest) = text.strip_prefix(self.call_text.as_str()).filter(|r| !r.is_empty()) {
             let id = match &self.text {
                 Some(t) => t.id.clone(),
