@@ -114,6 +114,32 @@ await check("a failed turn is RUN_ERROR", async () => {
   assert.match(events.at(-1).message, /the model broke/);
 });
 
+await check("a permission question answered through the input route", async () => {
+  const agent = newAgent("conf-ask");
+  agent.addMessage({ id: randomUUID(), role: "user", content: '@tool bash {"command": "touch asked.txt"}' });
+  const events = [];
+  let asked;
+  await agent.runAgent({ runId: randomUUID(), forwardedProps: { executionMode: "accept-edits" } }, {
+    onEvent: ({ event }) => void events.push(event),
+    onCustomEvent: async ({ event }) => {
+      if (event.name !== "superpi.permission_request") return;
+      asked = event.value;
+      assert.equal(agent.state.pendingPermission?.requestId, asked.requestId);
+      const res = await fetch(`${base}/agui/v1/sessions/conf-ask/input`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ type: "permission", requestId: asked.requestId, optionId: "allow_once" }),
+      });
+      assert.equal(res.status, 200);
+    },
+  });
+  for (const event of events) EventSchema.parse(event);
+  assert.ok(asked, "the run asked no question (does the kernel's policy ask in accept-edits?)");
+  assert.deepEqual(asked.options.map((o) => o.optionId), ["allow_once", "allow_always", "reject_once", "reject_always"]);
+  assert.equal(agent.state.pendingPermission, null);
+  assert.equal(types(events).at(-1), "RUN_FINISHED");
+});
+
 await check("attach: snapshots through the same client pipeline", async () => {
   class Attach extends HttpAgent {
     requestInit() {
