@@ -13,6 +13,7 @@
 //! principal, and takes bearer tokens, the bind rule and SSE framing from superpi-http.
 
 pub mod history;
+pub mod origin;
 pub mod render;
 pub mod request;
 mod server;

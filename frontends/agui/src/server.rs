@@ -15,6 +15,7 @@ use superpi_http::Tokens;
 use superpi_proto::method::{ConversationInfo, OpenParams, WatchParams};
 use tokio::sync::OnceCell;
 
+use crate::origin;
 use crate::render::{RenderOptions, Renderer};
 use crate::request::{self, ApiError};
 use crate::stream;
@@ -66,6 +67,7 @@ impl Agui {
             .route("/agui/v1/sessions/{id}/events", get(events))
             .route("/agui/v1/sessions/{id}/input", post(input))
             .fallback(not_found)
+            .layer(axum::middleware::from_fn_with_state(self.inner.tokens.is_enabled(), origin::guard))
             .layer(DefaultBodyLimit::max(BODY_LIMIT))
             .with_state(self.clone())
     }

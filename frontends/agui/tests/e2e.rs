@@ -368,3 +368,57 @@ async fn attaching_mid_turn_follows_the_turn_and_resyncs_its_messages() {
     let finished = run.all().await;
     assert_eq!(finished.last().unwrap()["type"], "RUN_FINISHED");
 }
+
+#[tokio::test]
+async fn browsers_from_other_origins_need_a_token() {
+    let server = Server::start(&[], &[]);
+    let http = http();
+    let body = run_input("t1", "r1", "hi");
+    let resp =
+        http.post(server.url("/agui/v1/run")).header("origin", "http://evil.example").json(&body).send().await.unwrap();
+    assert_eq!(resp.status(), 403);
+    let err: Value = resp.json().await.unwrap();
+    assert_eq!(err["error"]["code"], "forbidden_origin");
+    // A page on this machine may, with CORS.
+    let preflight = http
+        .request(reqwest::Method::OPTIONS, server.url("/agui/v1/run"))
+        .header("origin", "http://localhost:3000")
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preflight.status(), 204);
+    assert_eq!(preflight.headers()["access-control-allow-origin"], "http://localhost:3000");
+    assert!(preflight.headers()["access-control-allow-headers"].to_str().unwrap().contains("authorization"));
+    let resp = http
+        .post(server.url("/agui/v1/run"))
+        .header("origin", "http://localhost:3000")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["access-control-allow-origin"], "http://localhost:3000");
+    verify(&common::Sse::new(resp).all().await);
+
+    // With tokens, any origin may ask, and the token decides.
+    let guarded = Server::start(&[], &[("SUPERPI_GATEWAY_TOKEN", "k")]);
+    let resp = http
+        .post(guarded.url("/agui/v1/run"))
+        .header("origin", "http://evil.example")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 401);
+    let resp = http
+        .post(guarded.url("/agui/v1/run"))
+        .header("origin", "https://app.example")
+        .bearer_auth("k")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["access-control-allow-origin"], "https://app.example");
+}
