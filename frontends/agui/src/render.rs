@@ -92,6 +92,8 @@ pub struct Renderer {
     pending: Option<Pending>,
     last_content_ms: Option<u64>,
     next_id: u64,
+    /// The turn being rendered and how many message ids it has used.
+    turn: Option<(i64, u64)>,
     wants_history: bool,
 }
 
@@ -126,6 +128,7 @@ impl Renderer {
             pending: None,
             last_content_ms: None,
             next_id: 0,
+            turn: None,
             wants_history: false,
         }
     }
@@ -214,6 +217,11 @@ impl Renderer {
     /// Renders one kernel event.
     pub fn render(&mut self, event: &Event, now_ms: u64) -> Vec<AguiEvent> {
         let mut out = Vec::new();
+        if let Some(turn) = event.turn_id
+            && self.turn.is_none_or(|(t, _)| t != turn)
+        {
+            self.turn = Some((turn, 0));
+        }
         match &event.body {
             EventBody::TextDelta { index, delta } => {
                 self.ensure_run(event.turn_id, &mut out);

@@ -84,21 +84,21 @@ fn a_text_turn_streams_merged_content_and_ends_with_run_finished() {
     assert_eq!(
         r.render(&Event::text_delta(CONV, Some(TURN), 0, "Hel"), 100),
         vec![
-            E::TextMessageStart { message_id: "msg-run-1-1".into(), role: "assistant".into() },
-            text_content("msg-run-1-1", "Hel"),
+            E::TextMessageStart { message_id: "msg-t3-1".into(), role: "assistant".into() },
+            text_content("msg-t3-1", "Hel"),
         ]
     );
     assert_eq!(r.render(&Event::text_delta(CONV, Some(TURN), 0, "lo"), 105), vec![]);
     assert_eq!(r.deadline(), Some(116));
     assert_eq!(r.poll(110), vec![]);
     assert_eq!(r.render(&Event::text_delta(CONV, Some(TURN), 0, " wor"), 112), vec![]);
-    assert_eq!(r.poll(116), vec![text_content("msg-run-1-1", "lo wor")]);
+    assert_eq!(r.poll(116), vec![text_content("msg-t3-1", "lo wor")]);
     assert_eq!(r.deadline(), None);
     // Within the window of that flush: held again, then sent ahead of the end.
     assert_eq!(r.render(&Event::text_delta(CONV, Some(TURN), 0, "ld"), 120), vec![]);
     assert_eq!(
         r.render(&assistant(vec![ContentBlock::text("Hello world")]), 121),
-        vec![text_content("msg-run-1-1", "ld"), E::TextMessageEnd { message_id: "msg-run-1-1".into() }]
+        vec![text_content("msg-t3-1", "ld"), E::TextMessageEnd { message_id: "msg-t3-1".into() }]
     );
     assert_eq!(
         r.render(
@@ -143,10 +143,10 @@ fn deltas_spread_wider_than_the_window_are_sent_one_by_one() {
     assert_eq!(
         out,
         vec![
-            E::TextMessageStart { message_id: "msg-run-1-1".into(), role: "assistant".into() },
-            text_content("msg-run-1-1", "a"),
-            text_content("msg-run-1-1", "b"),
-            text_content("msg-run-1-1", "c"),
+            E::TextMessageStart { message_id: "msg-t3-1".into(), role: "assistant".into() },
+            text_content("msg-t3-1", "a"),
+            text_content("msg-t3-1", "b"),
+            text_content("msg-t3-1", "c"),
         ]
     );
 }
@@ -168,14 +168,14 @@ fn thinking_becomes_a_reasoning_span_closed_before_the_text() {
     assert_eq!(
         out,
         vec![
-            E::ReasoningStart { message_id: "reasoning-run-1-1".into() },
-            E::ReasoningMessageStart { message_id: "reasoning-run-1-1".into(), role: "reasoning".into() },
-            E::ReasoningMessageContent { message_id: "reasoning-run-1-1".into(), delta: "Let me think".into() },
-            E::ReasoningMessageEnd { message_id: "reasoning-run-1-1".into() },
-            E::ReasoningEnd { message_id: "reasoning-run-1-1".into() },
-            E::TextMessageStart { message_id: "msg-run-1-2".into(), role: "assistant".into() },
-            text_content("msg-run-1-2", "Answer"),
-            E::TextMessageEnd { message_id: "msg-run-1-2".into() },
+            E::ReasoningStart { message_id: "reasoning-t3-1".into() },
+            E::ReasoningMessageStart { message_id: "reasoning-t3-1".into(), role: "reasoning".into() },
+            E::ReasoningMessageContent { message_id: "reasoning-t3-1".into(), delta: "Let me think".into() },
+            E::ReasoningMessageEnd { message_id: "reasoning-t3-1".into() },
+            E::ReasoningEnd { message_id: "reasoning-t3-1".into() },
+            E::TextMessageStart { message_id: "msg-t3-2".into(), role: "assistant".into() },
+            text_content("msg-t3-2", "Answer"),
+            E::TextMessageEnd { message_id: "msg-t3-2".into() },
         ]
     );
 }
@@ -204,12 +204,12 @@ fn held_text_goes_out_before_a_tool_call_opens() {
     assert_eq!(
         call("{\"path\"", true, 5, &mut r),
         vec![
-            text_content("msg-run-1-1", "look."),
-            E::TextMessageEnd { message_id: "msg-run-1-1".into() },
+            text_content("msg-t3-1", "look."),
+            E::TextMessageEnd { message_id: "msg-t3-1".into() },
             E::ToolCallStart {
                 tool_call_id: "call-1".into(),
                 tool_call_name: "ls".into(),
-                parent_message_id: Some("msg-run-1-1".into()),
+                parent_message_id: Some("msg-t3-1".into()),
             },
         ]
     );
@@ -259,13 +259,13 @@ fn an_unstreamed_message_is_sent_whole_when_it_completes() {
             0
         ),
         vec![
-            E::TextMessageStart { message_id: "msg-run-1-1".into(), role: "assistant".into() },
-            text_content("msg-run-1-1", "Running it."),
-            E::TextMessageEnd { message_id: "msg-run-1-1".into() },
+            E::TextMessageStart { message_id: "msg-t3-1".into(), role: "assistant".into() },
+            text_content("msg-t3-1", "Running it."),
+            E::TextMessageEnd { message_id: "msg-t3-1".into() },
             E::ToolCallStart {
                 tool_call_id: "c9".into(),
                 tool_call_name: "bash".into(),
-                parent_message_id: Some("msg-run-1-1".into()),
+                parent_message_id: Some("msg-t3-1".into()),
             },
             E::ToolCallArgs { tool_call_id: "c9".into(), delta: "{\"command\":\"rm -rf x\"}".into() },
             E::ToolCallEnd { tool_call_id: "c9".into() },
@@ -331,8 +331,8 @@ fn a_failed_turn_closes_its_streams_and_ends_with_run_error() {
     assert_eq!(
         r.render(&Event::turn_error(CONV, TURN, "provider exploded"), 2),
         vec![
-            text_content("msg-run-1-1", "tial"),
-            E::TextMessageEnd { message_id: "msg-run-1-1".into() },
+            text_content("msg-t3-1", "tial"),
+            E::TextMessageEnd { message_id: "msg-t3-1".into() },
             delta(json!([{"op": "replace", "path": "/status", "value": "idle"}])),
             E::RunError { message: "provider exploded".into(), code: Some("turn_error".into()) },
         ]
@@ -507,17 +507,43 @@ fn text_streamed_from_the_middle_asks_for_a_messages_snapshot() {
     assert_eq!(
         r.render(&Event::text_delta(CONV, Some(TURN), 0, "world"), 0),
         vec![
-            E::TextMessageStart { message_id: "msg-attach-1-1".into(), role: "assistant".into() },
-            text_content("msg-attach-1-1", "world"),
+            E::TextMessageStart { message_id: "msg-t3-1".into(), role: "assistant".into() },
+            text_content("msg-t3-1", "world"),
         ]
     );
     assert_eq!(
         r.render(&assistant(vec![ContentBlock::text("hello world")]), 1),
-        vec![E::TextMessageEnd { message_id: "msg-attach-1-1".into() }]
+        vec![E::TextMessageEnd { message_id: "msg-t3-1".into() }]
     );
     assert!(r.take_history_request());
     // A message that extends what was streamed needs no snapshot.
     r.render(&Event::text_delta(CONV, Some(TURN), 0, "hel"), 100);
     r.render(&assistant(vec![ContentBlock::text("hello")]), 101);
     assert!(!r.take_history_request());
+}
+
+#[test]
+fn a_run_stream_and_an_attached_stream_name_a_turns_messages_alike() {
+    let turn = [
+        Event::turn_started(CONV, TURN),
+        Event::text_delta(CONV, Some(TURN), 0, "hi"),
+        assistant(vec![ContentBlock::text("hi")]),
+        Event::turn_completed(CONV, TURN, None, "end_turn"),
+    ];
+    let ids = |r: &mut Renderer| -> Vec<String> {
+        turn.iter()
+            .flat_map(|e| r.render(e, 0))
+            .filter_map(|e| match e {
+                E::TextMessageStart { message_id, .. } => Some(message_id),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut run = renderer();
+    run.start_run("client-run-id");
+    let mut attached =
+        Renderer::new("thread-1", &info("idle"), RenderOptions { echo_user: true, ..Default::default() });
+    attached.attach("attach-1", &[], false);
+    assert_eq!(ids(&mut run), vec!["msg-t3-1".to_string()]);
+    assert_eq!(ids(&mut attached), vec!["msg-t3-1".to_string()]);
 }

@@ -9,10 +9,21 @@ use super::{OpenMessage, Pending, Renderer, StreamKind, ToolCall, blocks_text};
 use crate::wire::{AguiEvent, json_text};
 
 impl Renderer {
+    /// A message id. Within a turn it is `PREFIX-tTURN-K`, K counting the turn's messages,
+    /// so every stream that saw the whole turn names its messages alike, and ids never repeat
+    /// across the runs of a thread whatever run ids the client chose.
     pub(super) fn fresh_id(&mut self, prefix: &str) -> String {
         self.next_id += 1;
-        let run = self.run.as_ref().map(|r| r.run_id.as_str()).unwrap_or("none");
-        format!("{prefix}-{run}-{}", self.next_id)
+        match self.turn {
+            Some((turn, ref mut k)) => {
+                *k += 1;
+                format!("{prefix}-t{turn}-{k}")
+            }
+            None => {
+                let run = self.run.as_ref().map(|r| r.run_id.as_str()).unwrap_or("none");
+                format!("{prefix}-{run}-{}", self.next_id)
+            }
+        }
     }
 
     pub(super) fn assistant_id(&mut self) -> String {
