@@ -422,3 +422,26 @@ async fn browsers_from_other_origins_need_a_token() {
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["access-control-allow-origin"], "https://app.example");
 }
+
+#[tokio::test]
+async fn a_kernel_that_dies_ends_the_run_with_run_error_and_the_next_run_starts_a_new_one() {
+    let server = Server::start(&[], &[]);
+    let http = http();
+    let mut run = server.run(&http, &run_input("t1", "r1", "@slow 100\n@deltas 500")).await;
+    run.until("TEXT_MESSAGE_CONTENT").await;
+    server.env.kill_kernel();
+    let rest = run.all().await;
+    let last = rest.last().unwrap();
+    assert_eq!(last["type"], "RUN_ERROR", "{rest:#?}");
+    assert_eq!(last["code"], "kernel_unavailable");
+    // The conversation survives in the store; the next run reconnects (autostarting a kernel).
+    let events = server.run(&http, &run_input("t1", "r2", "again")).await.all().await;
+    verify(&events);
+    assert_eq!(text(&events), "again");
+    let resp = http.get(server.url("/agui/v1/sessions/t1/events")).send().await.unwrap();
+    let mut attached = common::Sse::new(resp);
+    let opening = attached.until("MESSAGES_SNAPSHOT").await;
+    let contents: Vec<&str> =
+        opening.last().unwrap()["messages"].as_array().unwrap().iter().filter_map(|m| m["content"].as_str()).collect();
+    assert!(contents.contains(&"@slow 100\n@deltas 500") && contents.contains(&"again"), "{contents:?}");
+}
