@@ -43,8 +43,28 @@ pub struct RunPlan {
     pub run_id: String,
     pub harness: Option<String>,
     pub mode: Option<String>,
-    /// The user message to submit.
+    /// The last user message, with the context items after it.
     pub prompt: String,
+    /// `(role, text)` of the messages before it that carry text.
+    pub earlier: Vec<(String, String)>,
+}
+
+impl RunPlan {
+    /// What to submit. A conversation this run created gets the earlier messages as a
+    /// transcript ahead of the prompt, so the agent sees what the client says was said; an
+    /// existing conversation already holds its history.
+    pub fn prompt_for(&self, created: bool) -> String {
+        if !created || self.earlier.is_empty() {
+            return self.prompt.clone();
+        }
+        let mut out = String::from("[Earlier messages of this conversation, as the client sent them]\n");
+        for (role, text) in &self.earlier {
+            out.push_str(&format!("{role}: {text}\n"));
+        }
+        out.push_str("[End of earlier messages]\n\n");
+        out.push_str(&self.prompt);
+        out
+    }
 }
 
 /// Reads a `RunAgentInput`. The prompt is the last user message (the kernel holds the
@@ -69,10 +89,18 @@ pub fn run_plan(body: &[u8]) -> Result<RunPlan, ApiError> {
     let last_user = input
         .messages
         .iter()
-        .rev()
-        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        .rposition(|m| m.get("role").and_then(Value::as_str) == Some("user"))
         .ok_or_else(|| ApiError::invalid("messages holds no user message"))?;
-    let mut prompt = message_text(last_user);
+    let earlier = input.messages[..last_user]
+        .iter()
+        .filter_map(|m| {
+            let role = m.get("role").and_then(Value::as_str)?;
+            let text = message_text(m);
+            (["user", "assistant", "system", "developer"].contains(&role) && !text.trim().is_empty())
+                .then(|| (role.to_string(), text))
+        })
+        .collect();
+    let mut prompt = message_text(&input.messages[last_user]);
     if prompt.trim().is_empty() {
         return Err(ApiError::invalid("the last user message has no text"));
     }
@@ -82,7 +110,7 @@ pub fn run_plan(body: &[u8]) -> Result<RunPlan, ApiError> {
             prompt.push_str(&format!("\n- {}: {}", item.description, item.value));
         }
     }
-    Ok(RunPlan { thread_id: input.thread_id, run_id: input.run_id, harness, mode, prompt })
+    Ok(RunPlan { thread_id: input.thread_id, run_id: input.run_id, harness, mode, prompt, earlier })
 }
 
 fn optional_string(props: Option<&Value>, key: &str) -> Result<Option<String>, ApiError> {
@@ -137,6 +165,7 @@ pub fn kernel_error(err: &ClientError) -> ApiError {
     match err {
         ClientError::Kernel(e) if e.code == codes::NOT_FOUND => ApiError::not_found(e.message.clone()),
         ClientError::Kernel(e) if e.code == codes::INVALID_PARAMS => ApiError::invalid(e.message.clone()),
+        ClientError::Kernel(e) if e.code == codes::FORBIDDEN => ApiError::new(403, "forbidden", e.message.clone()),
         ClientError::Kernel(e) if e.code == codes::PROVIDER => {
             ApiError::new(503, "provider_not_configured", e.message.clone())
         }
@@ -175,7 +204,15 @@ mod tests {
                 harness: Some("superpi-planner".into()),
                 mode: Some("plan".into()),
                 prompt: "second\n\nContext:\n- user: Ada".into(),
+                earlier: vec![("user".into(), "first".into()), ("assistant".into(), "ok".into())],
             })
+        );
+        let plan = run_plan(body.to_string().as_bytes()).unwrap();
+        assert_eq!(plan.prompt_for(false), "second\n\nContext:\n- user: Ada");
+        assert_eq!(
+            plan.prompt_for(true),
+            "[Earlier messages of this conversation, as the client sent them]\n\
+             user: first\nassistant: ok\n[End of earlier messages]\n\nsecond\n\nContext:\n- user: Ada"
         );
     }
 

@@ -173,7 +173,7 @@ async fn run(State(agui): State<Agui>, headers: HeaderMap, body: Bytes) -> Resul
         .watch(WatchParams { conversation_id, from_seq: None, window: None, interactive: true })
         .await
         .map_err(kernel_err)?;
-    let submitted = client.submit_text(conversation_id, &plan.prompt).await.map_err(kernel_err)?;
+    let submitted = client.submit_text(conversation_id, &plan.prompt_for(info.created)).await.map_err(kernel_err)?;
     tracing::info!(thread = %plan.thread_id, conversation_id, turn_id = submitted.turn_id, "run");
     let renderer = Renderer::new(&plan.thread_id, &info, RenderOptions::default());
     let body = stream::spawn_run(

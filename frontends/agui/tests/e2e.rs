@@ -445,3 +445,29 @@ async fn a_kernel_that_dies_ends_the_run_with_run_error_and_the_next_run_starts_
         opening.last().unwrap()["messages"].as_array().unwrap().iter().filter_map(|m| m["content"].as_str()).collect();
     assert!(contents.contains(&"@slow 100\n@deltas 500") && contents.contains(&"again"), "{contents:?}");
 }
+
+#[tokio::test]
+async fn the_first_run_of_a_thread_carries_the_clients_earlier_messages() {
+    let server = Server::start(&[], &[]);
+    let http = http();
+    let mut input = run_input("t1", "r1", "what is my name?");
+    input["messages"] = json!([
+        {"id": "1", "role": "user", "content": "my name is Ada"},
+        {"id": "2", "role": "assistant", "content": "hello Ada"},
+        {"id": "3", "role": "user", "content": "what is my name?"},
+    ]);
+    let events = server.run(&http, &input).await.all().await;
+    // The mock echoes its prompt: the transcript, then the question.
+    assert_eq!(
+        text(&events),
+        "[Earlier messages of this conversation, as the client sent them]\nuser: my name is Ada\n\
+         assistant: hello Ada\n[End of earlier messages]\n\nwhat is my name?"
+    );
+    // Later runs of the thread send only the last user message: the kernel has the rest.
+    let messages = input["messages"].as_array_mut().unwrap();
+    messages.push(json!({"id": "4", "role": "assistant", "content": "..."}));
+    messages.push(json!({"id": "5", "role": "user", "content": "thanks"}));
+    input["runId"] = json!("r2");
+    let events = server.run(&http, &input).await.all().await;
+    assert_eq!(text(&events), "thanks");
+}
