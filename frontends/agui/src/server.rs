@@ -244,8 +244,10 @@ async fn input(
         }
         InputRequest::Cancel {} => {
             let info = agui.existing(&client, &thread).await?;
-            client.cancel(info.conversation_id).await.map_err(kernel_err)?;
-            Ok(axum::Json(json!({"conversationId": info.conversation_id, "cancelled": true})).into_response())
+            let result = client.cancel(info.conversation_id).await.map_err(kernel_err)?;
+            // False when no turn was running.
+            let cancelled = result.get("cancelled").and_then(serde_json::Value::as_bool).unwrap_or(false);
+            Ok(axum::Json(json!({"conversationId": info.conversation_id, "cancelled": cancelled})).into_response())
         }
     }
 }

@@ -240,10 +240,14 @@ async fn cancel_through_the_input_route_finishes_the_run_as_cancelled() {
     run.until("TEXT_MESSAGE_CONTENT").await;
     let (status, body) = server.input(&http, "t1", json!({"type": "cancel"})).await;
     assert_eq!(status, 200, "{body}");
+    assert_eq!(body["cancelled"], true);
     let rest = run.all().await;
     let last = rest.last().unwrap();
     assert_eq!(last["type"], "RUN_FINISHED");
     assert_eq!(last["outcome"], json!({"type": "cancelled"}));
+    // Nothing is running any more.
+    let (status, body) = server.input(&http, "t1", json!({"type": "cancel"})).await;
+    assert_eq!((status, body["cancelled"].as_bool()), (200, Some(false)));
 }
 
 #[tokio::test]
