@@ -8,7 +8,7 @@ use axum::body::Body;
 use bytes::Bytes;
 use superpi_client::{KernelClient, Subscription};
 use superpi_proto::{Event, EventBody};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use crate::render::Renderer;
@@ -18,10 +18,15 @@ use crate::wire::AguiEvent;
 /// client that went away while nothing else was written.
 const KEEPALIVE: Duration = Duration::from_secs(10);
 const CHANNEL: usize = 256;
+/// Kernel events read ahead of the renderer. When it is full the reader stops taking events,
+/// its acks stop, and the kernel's flow control takes over (lag, then catch-up from the store).
+const READ_AHEAD: usize = 1024;
 
 struct Pump {
     client: KernelClient,
-    subscription: Subscription,
+    events: mpsc::Receiver<Event>,
+    /// Dropped with the pump: the reader then ends the watch.
+    _reader: oneshot::Sender<()>,
     renderer: Renderer,
     tx: mpsc::Sender<Bytes>,
     stopping: watch::Receiver<bool>,
@@ -38,6 +43,17 @@ enum Step {
 }
 
 impl Pump {
+    fn new(
+        client: KernelClient,
+        subscription: Subscription,
+        renderer: Renderer,
+        tx: mpsc::Sender<Bytes>,
+        stopping: watch::Receiver<bool>,
+    ) -> Pump {
+        let (events, reader) = read(subscription);
+        Pump { client, events, _reader: reader, renderer, tx, stopping, started: Instant::now() }
+    }
+
     fn now_ms(&self) -> u64 {
         self.started.elapsed().as_millis() as u64
     }
@@ -70,7 +86,7 @@ impl Pump {
                 let alive = self.tx.send(Bytes::from_static(b": keep-alive\n\n")).await.is_ok();
                 (if alive { Step::Continue } else { Step::Gone }, None)
             }
-            event = self.subscription.next() => match event {
+            event = self.events.recv() => match event {
                 None => {
                     let out = self.renderer.fail("the kernel connection was lost", "kernel_unavailable", self.now_ms());
                     self.send(out).await;
@@ -105,7 +121,7 @@ pub fn spawn_run(
     let (tx, rx) = mpsc::channel(CHANNEL);
     let first = renderer.start_run(&run_id);
     let conversation_id = subscription.conversation_id();
-    let mut pump = Pump { client, subscription, renderer, tx, stopping, started: Instant::now() };
+    let mut pump = Pump::new(client, subscription, renderer, tx, stopping);
     tokio::spawn(async move {
         let mut gone = !pump.send(first).await;
         while !gone {
@@ -128,7 +144,6 @@ pub fn spawn_run(
                 tracing::warn!(conversation_id, "cancelling after a disconnect: {err}");
             }
         }
-        pump.subscription.close().await;
     });
     superpi_http::sse_body(rx)
 }
@@ -143,14 +158,38 @@ pub fn spawn_attach(
     first: Vec<AguiEvent>,
 ) -> Body {
     let (tx, rx) = mpsc::channel(CHANNEL);
-    let mut pump = Pump { client, subscription, renderer, tx, stopping, started: Instant::now() };
+    let mut pump = Pump::new(client, subscription, renderer, tx, stopping);
     tokio::spawn(async move {
         if pump.send(first).await {
             while let (Step::Continue, _) = pump.step(|_| true).await {}
         }
-        pump.subscription.close().await;
     });
     superpi_http::sse_body(rx)
+}
+
+/// Reads a subscription in a task of its own, so that `Subscription::next` (which may be in
+/// the middle of a lag recovery) is never cancelled by the pump's other branches. The watch
+/// ends when the pump drops the returned sender or stops receiving.
+fn read(mut subscription: Subscription) -> (mpsc::Receiver<Event>, oneshot::Sender<()>) {
+    let (tx, rx) = mpsc::channel(READ_AHEAD);
+    let (stop, mut stopped) = oneshot::channel::<()>();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = &mut stopped => break,
+                event = subscription.next() => match event {
+                    Some(event) => {
+                        if tx.send(event).await.is_err() {
+                            break;
+                        }
+                    }
+                    None => break,
+                },
+            }
+        }
+        subscription.close().await;
+    });
+    (rx, stop)
 }
 
 fn ends_turn(body: &EventBody) -> bool {
