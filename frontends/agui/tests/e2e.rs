@@ -230,6 +230,9 @@ async fn the_input_route_refuses_what_it_cannot_do() {
         .input(&http, "nobody", json!({"type": "permission", "requestId": "nope", "optionId": "allow_once"}))
         .await;
     assert_eq!((status, body["error"]["code"].as_str()), (404, Some("not_found")));
+    let (status, body) =
+        server.input(&http, "nobody", json!({"type": "answer", "requestId": "nope", "answer": "reject_once"})).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (404, Some("not_found")));
 }
 
 #[tokio::test]
