@@ -9,8 +9,9 @@ mod common;
 use agent_client_protocol::ErrorCode;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, ListSessionsRequest, LoadSessionRequest, NewSessionRequest, PermissionOptionKind,
-    SessionId, SessionModeId, SessionUpdate, SetSessionModeRequest, StopReason, ToolCallStatus,
+    CancelNotification, CloseSessionRequest, ContentBlock, ListSessionsRequest, LoadSessionRequest, NewSessionRequest,
+    PermissionOptionKind, ResumeSessionRequest, SessionId, SessionModeId, SessionUpdate, SetSessionModeRequest,
+    StopReason, ToolCallStatus,
 };
 use common::*;
 use serde_json::json;
@@ -257,6 +258,44 @@ async fn slash_commands_are_offered_and_answered_by_the_agent() {
         let status = agent_text(&seen.drain());
         assert!(status.contains("mode plan"), "{status}");
         assert!(status.contains("superpi-code"), "{status}");
+        Ok(())
+    })
+    .await;
+    result.unwrap();
+    assert_jsonrpc_only(&lines);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fork_resume_list_and_close() {
+    let env = TestEnv::new();
+    let (result, lines) = with_editor(&env, None, async |cx, mut seen| {
+        initialize(&cx).await?;
+        let sid = new_session(&cx, &env).await?.session_id;
+        cx.send_request(text_prompt(&sid, "remember the lighthouse")).block_task().await?;
+
+        // The extension method forks the conversation into a new session.
+        let fork = superpi_acp::agent::ForkSessionRequest { session_id: sid.clone() };
+        let forked = cx.send_request(fork).block_task().await?.session_id;
+        assert_ne!(forked, sid);
+        seen.drain();
+        cx.send_request(LoadSessionRequest::new(forked.clone(), env.workspace.clone())).block_task().await?;
+        let replayed = seen.drain();
+        assert!(replayed.iter().all(|u| u.session_id == forked));
+        assert!(agent_text(&replayed).contains("remember the lighthouse"), "{replayed:?}");
+
+        // Both are listed for this directory, none for another.
+        let listed = cx.send_request(ListSessionsRequest::new().cwd(env.workspace.clone())).block_task().await?;
+        let ids: Vec<&SessionId> = listed.sessions.iter().map(|s| &s.session_id).collect();
+        assert!(ids.contains(&&sid) && ids.contains(&&forked), "{ids:?}");
+        let elsewhere = cx.send_request(ListSessionsRequest::new().cwd(env.home.clone())).block_task().await?;
+        assert!(elsewhere.sessions.is_empty());
+
+        // Resume attaches without replay; close ends the session on this connection.
+        cx.send_request(ResumeSessionRequest::new(sid.clone(), env.workspace.clone())).block_task().await?;
+        assert!(seen.drain().iter().all(|u| !matches!(u.update, SessionUpdate::UserMessageChunk(_))));
+        cx.send_request(CloseSessionRequest::new(sid.clone())).block_task().await?;
+        let closed = cx.send_request(text_prompt(&sid, "still there?")).block_task().await;
+        assert_eq!(closed.unwrap_err().code, ErrorCode::from(-32002));
         Ok(())
     })
     .await;
