@@ -404,3 +404,18 @@ async fn concurrent_requests_on_one_session_queue_and_keep_their_own_answers() {
     assert_eq!((b.content.as_str(), b.finish_reasons.len(), b.done), ("delta epsilon", 1, true));
     assert_ne!(a.chunks[0]["id"], b.chunks[0]["id"]);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_outlives_the_gateway_process() {
+    let mut gw = Gateway::start(&[], &[]);
+    let first = post(&gw, &chat_body("superpi-code", false, "before"), &[("x-session-id", "durable")]).await;
+    let id = conversation_of(&first);
+    gw.restart(&[], &[]);
+    let again = post(&gw, &chat_body("superpi-code", false, "after"), &[("x-session-id", "durable")]).await;
+    assert_eq!(conversation_of(&again), id);
+    // And the kernel's restart too: the mapping is in its store.
+    gw.env.kill_kernel();
+    let third = post(&gw, &chat_body("superpi-code", false, "later"), &[("x-session-id", "durable")]).await;
+    assert_eq!(third.status(), 200);
+    assert_eq!(conversation_of(&third), id);
+}

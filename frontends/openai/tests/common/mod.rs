@@ -20,29 +20,44 @@ impl Gateway {
     }
 
     pub fn start_in(env: TestEnv, args: &[&str], vars: &[(&str, &str)]) -> Gateway {
-        let mut all = vec!["gateway", "--port", "0"];
-        all.extend_from_slice(args);
-        let mut cmd = env.command(&all);
-        for (k, v) in vars {
-            cmd.env(k, v);
-        }
-        cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
-        let mut child = cmd.spawn().expect("spawn superpi gateway");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let base = line
-            .trim()
-            .rsplit(' ')
-            .next()
-            .filter(|url| url.starts_with("http://"))
-            .unwrap_or_else(|| panic!("the gateway did not announce its address: {line:?}"))
-            .to_string();
+        let (child, base) = spawn(&env, args, vars);
         Gateway { env, child, base }
+    }
+
+    /// Stops this gateway process (the kernel runs on) and starts a new one in the same
+    /// environment.
+    pub fn restart(&mut self, args: &[&str], vars: &[(&str, &str)]) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let (child, base) = spawn(&self.env, args, vars);
+        self.child = child;
+        self.base = base;
     }
 
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
+}
+
+fn spawn(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> (Child, String) {
+    let mut all = vec!["gateway", "--port", "0"];
+    all.extend_from_slice(args);
+    let mut cmd = env.command(&all);
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
+    let mut child = cmd.spawn().expect("spawn superpi gateway");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let base = line
+        .trim()
+        .rsplit(' ')
+        .next()
+        .filter(|url| url.starts_with("http://"))
+        .unwrap_or_else(|| panic!("the gateway did not announce its address: {line:?}"))
+        .to_string();
+    (child, base)
 }
 
 impl Drop for Gateway {
