@@ -23,6 +23,7 @@ pub mod gemini;
 pub mod http;
 pub mod mock;
 pub mod openai;
+mod openai_wire;
 pub mod reassemble;
 pub mod router;
 pub mod sse;

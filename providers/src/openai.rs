@@ -1,6 +1,7 @@
 //! OpenAI Chat Completions, streaming (and every compatible server: vLLM, Ollama, llama.cpp,
 //! LiteLLM): the request body and the reading of its chunks.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
@@ -8,10 +9,11 @@ use superpi_proto::{ContentBlock, Role};
 
 use crate::assemble::{BlockKind, StreamBuilder};
 use crate::http::{WireParser, WireRequest};
+use crate::openai_wire::{CallDelta, read_chunk};
 use crate::router::Route;
 use crate::sse::SseEvent;
 use crate::stream::{ModelRequest, ProviderError, StopReason};
-use crate::wire::{fresh_call_id, joined_text, json_chunk, str_field, stream_error};
+use crate::wire::{fresh_call_id, joined_text};
 
 const PROVIDER: &str = "openai";
 
@@ -151,12 +153,11 @@ impl Parser {
         }
     }
 
-    fn tool_delta(&mut self, call: &Value, position: usize, out: &mut StreamBuilder) {
-        let wire = call.get("index").and_then(Value::as_u64).unwrap_or(position as u64);
-        let id = str_field(call, "id").filter(|s| !s.is_empty()).map(str::to_string);
-        let function = call.get("function").unwrap_or(&Value::Null);
-        let name = str_field(function, "name").filter(|s| !s.is_empty()).map(str::to_string);
-        let arguments = str_field(function, "arguments").unwrap_or("");
+    fn tool_delta(&mut self, call: CallDelta<'_>, position: usize, out: &mut StreamBuilder) {
+        let wire = call.index.unwrap_or(position as u64);
+        let id = call.id.filter(|s| !s.is_empty()).map(Cow::into_owned);
+        let name = call.name.filter(|s| !s.is_empty()).map(Cow::into_owned);
+        let arguments = call.arguments.as_deref().unwrap_or("");
         if self.live == Some(wire) && out.open_kind() == Some(BlockKind::ToolCall) {
             out.tool_delta(arguments, id, name);
             return;
@@ -226,46 +227,33 @@ impl WireParser for Parser {
             self.complete(out);
             return Ok(());
         }
-        let chunk = json_chunk(PROVIDER, data)?;
-        if let Some(error) = chunk.get("error") {
-            return Err(stream_error(PROVIDER, error));
-        }
-        if let Some(id) = str_field(&chunk, "id").filter(|id| !id.is_empty()) {
+        let chunk = read_chunk(data)?;
+        if let Some(id) = chunk.id.as_deref().filter(|id| !id.is_empty()) {
             out.set_response_id(id.to_string());
-            self.response_id.get_or_insert_with(|| id.to_string());
-        }
-        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
-            let read = |key| usage.get(key).and_then(Value::as_u64);
-            let totals = out.usage_mut();
-            totals.input_tokens = read("prompt_tokens").unwrap_or(totals.input_tokens);
-            totals.output_tokens = read("completion_tokens").unwrap_or(totals.output_tokens);
-        }
-        let Some(choice) = chunk.get("choices").and_then(Value::as_array).and_then(|c| c.first()) else {
-            return Ok(());
-        };
-        if let Some(delta) = choice.get("delta").filter(|d| d.is_object()) {
-            for key in ["reasoning_content", "reasoning"] {
-                if let Some(reasoning) = str_field(delta, key).filter(|s| !s.is_empty()) {
-                    self.leave_tool();
-                    out.thinking_delta(reasoning);
-                }
-            }
-            if let Some(text) = str_field(delta, "content").filter(|s| !s.is_empty()) {
-                self.leave_tool();
-                out.text_delta(text);
-            }
-            if let Some(text) = str_field(delta, "refusal").filter(|s| !s.is_empty()) {
-                self.leave_tool();
-                self.refused = true;
-                out.text_delta(text);
-            }
-            if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
-                for (position, call) in calls.iter().enumerate() {
-                    self.tool_delta(call, position, out);
-                }
+            if self.response_id.is_none() {
+                self.response_id = Some(id.to_string());
             }
         }
-        if let Some(reason) = str_field(choice, "finish_reason") {
+        let totals = out.usage_mut();
+        totals.input_tokens = chunk.prompt_tokens.unwrap_or(totals.input_tokens);
+        totals.output_tokens = chunk.completion_tokens.unwrap_or(totals.output_tokens);
+        for reasoning in chunk.reasoning.iter().flatten().filter(|s| !s.is_empty()) {
+            self.leave_tool();
+            out.thinking_delta(reasoning);
+        }
+        if let Some(text) = chunk.content.as_deref().filter(|s| !s.is_empty()) {
+            self.leave_tool();
+            out.text_delta(text);
+        }
+        if let Some(text) = chunk.refusal.as_deref().filter(|s| !s.is_empty()) {
+            self.leave_tool();
+            self.refused = true;
+            out.text_delta(text);
+        }
+        for (position, call) in chunk.tool_calls.into_iter().enumerate() {
+            self.tool_delta(call, position, out);
+        }
+        if let Some(reason) = chunk.finish_reason.as_deref() {
             self.finish = Some(finish_reason(reason));
         }
         Ok(())
