@@ -51,7 +51,7 @@ impl Settings {
 #[derive(Default)]
 struct State {
     settings: Option<Settings>,
-    /// The seq of the last event rendered: a new watch continues after it.
+    /// The seq of the last stored event rendered: a new watch continues after it.
     last_seq: u64,
     pump: Option<JoinHandle<()>>,
     pump_alive: bool,
@@ -242,7 +242,10 @@ impl Session {
 async fn pump(session: Arc<Session>, kernel: KernelClient, cx: ConnectionTo<Client>, mut sub: Subscription) {
     let mut renderer = Renderer::new(session.render.clone());
     while let Some(event) = sub.next().await {
-        if event.seq > 0 {
+        // Resume points are stored events only: a delta's seq is not durable (a restarted
+        // kernel numbers on from its last stored event), so resuming after one could skip
+        // the new kernel's first events.
+        if event.seq > 0 && !event.body.is_transient() {
             let mut st = lock(&session.state);
             st.last_seq = st.last_seq.max(event.seq);
         }
