@@ -5,7 +5,7 @@
 //! - p50 and p99 of `tools/call` reading a small file (superpi: `read`, after one warm-up call
 //!   that connects to the kernel, which the first call autostarts and is reported apart).
 //!
-//! `cargo build --release -p superpi-cli && cargo run --release -p superpi-mcp --example bench`
+//! `cargo build --release -p superpi-cli && cargo run --release -p superpi-mcp --example mcp_bench`
 //! (SUPERPI_BIN picks another binary; FS_SERVER_DIR reuses an npm install of the Node server;
 //! BENCH_CALLS sets the number of reads, 500 by default).
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // a benchmark tool: spawns servers, prints
