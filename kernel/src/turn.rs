@@ -192,6 +192,9 @@ async fn stream_model(
     let cid = conv.id;
     let turn = Some(turn_id);
     while let Some(event) = stream.next().await {
+        // A provider stream that is always ready (the mock) must not starve the watchers'
+        // tasks on a small machine.
+        tokio::task::coop::consume_budget().await;
         match event {
             StreamEvent::TextDelta { index, delta } => conv.emit(kernel, Event::text_delta(cid, turn, index, delta)),
             StreamEvent::ThinkingDelta { index, delta } => {

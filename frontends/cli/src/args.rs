@@ -163,6 +163,9 @@ async fn kernel(locations: &Locations, args: KernelArgs) -> anyhow::Result<ExitC
                 locations.config_dir.clone(),
                 locations.runtime_dir.clone(),
             );
+            if let Some(buffer) = std::env::var("SUPERPI_EVENT_BUFFER").ok().and_then(|v| v.parse().ok()) {
+                config.event_buffer = buffer;
+            }
             if args.autostarted {
                 config.idle_exit = Some(Duration::from_secs(args.idle_exit.max(1)));
             }

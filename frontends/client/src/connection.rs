@@ -407,6 +407,7 @@ fn start_kernel(opts: &ConnectOptions) -> Result<(), ClientError> {
         .env("SUPERPI_DATA_DIR", &opts.locations.data_dir)
         .env("SUPERPI_CONFIG_DIR", &opts.locations.config_dir)
         .env("SUPERPI_RUNTIME_DIR", &opts.locations.runtime_dir)
+        .env("NO_COLOR", "1")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(log)

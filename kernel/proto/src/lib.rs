@@ -27,3 +27,25 @@ pub const PROTOCOL_VERSION: u32 = 1;
 
 /// The schema version of the event wire form (`v`).
 pub const EVENT_SCHEMA_VERSION: u32 = 1;
+
+#[cfg(test)]
+mod spec_tests {
+    /// PROTOCOL.md is the contract: every method, message and event type named in this crate
+    /// must be documented there.
+    #[test]
+    fn protocol_md_documents_every_method_message_and_event() {
+        let doc = include_str!("../../PROTOCOL.md");
+        for method in crate::method::METHOD_NAMES {
+            assert!(doc.contains(&format!("### `{method}`")), "PROTOCOL.md lacks method {method}");
+        }
+        for event in crate::event::EVENT_TYPES {
+            assert!(doc.contains(&format!("| `{event}` |")), "PROTOCOL.md lacks event {event}");
+        }
+        for message in ["hello", "request", "ack", "response", "event", "lagged"] {
+            assert!(doc.contains(&format!("| `{message}` |")), "PROTOCOL.md lacks message {message}");
+        }
+        for code in [-32700, -32600, -32601, -32602, -32603, -32001, -32003, -32004, -32005, -32006, -32010] {
+            assert!(doc.contains(&format!("| {code} |")), "PROTOCOL.md lacks error code {code}");
+        }
+    }
+}
