@@ -87,10 +87,17 @@ async fn latency(full: &Sandbox, data: &std::path::Path, workspace: &std::path::
         c.pids_cgroup = false;
     });
     let confined_bare = confined(&bare, workspace, "true").await;
+    let unconfined = sandbox(data, |c| c.disabled = true);
+    let launcher_only = confined(&unconfined, workspace, "true").await;
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!("median of {RUNS} runs:");
     println!("  plain spawn of true                            {:8.3} ms", ms(plain_true));
     println!("  plain spawn of bash -c true                    {:8.3} ms", ms(plain_bash));
+    println!(
+        "  launcher, confinement disabled                 {:8.3} ms  ({:.2}x plain bash)",
+        ms(launcher_only),
+        ms(launcher_only) / ms(plain_bash)
+    );
     println!(
         "  confined bash -c true (landlock+seccomp+caps)  {:8.3} ms  ({:.2}x plain bash)",
         ms(confined_bare),

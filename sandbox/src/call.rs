@@ -72,7 +72,8 @@ impl Machine {
     pub(crate) fn status(&self, config: &SandboxConfig) -> SandboxStatus {
         SandboxStatus {
             landlock_abi: self.abi,
-            pids_cgroup: self.cgroup.is_some(),
+            call_cgroup: self.cgroup.is_some(),
+            pids_cgroup: self.cgroup.as_ref().is_some_and(CgroupBase::bounds_pids),
             readonly_outside: config.readonly_outside && self.root && !config.disabled,
             disabled: config.disabled,
         }

@@ -14,6 +14,8 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 pub(crate) struct CgroupBase {
     dir: PathBuf,
     v2: bool,
+    /// Whether the pids controller bounds the process count.
+    pids: bool,
 }
 
 impl CgroupBase {
@@ -46,22 +48,28 @@ impl CgroupBase {
             {
                 let dir = mount.join(rel);
                 if writable_dir(&dir) {
-                    return Some(CgroupBase { dir, v2: false });
+                    return Some(CgroupBase { dir, v2: false, pids: true });
                 }
             }
             if let Some(mount) = &v2
                 && controllers.is_empty()
             {
+                // Without the pids controller (a delegated user cgroup that holds processes
+                // cannot enable it) a child cgroup still finds and kills every process.
                 let dir = mount.join(rel);
                 let controllers = fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
-                let enabled = controllers.split_whitespace().any(|c| c == "pids")
+                let pids = controllers.split_whitespace().any(|c| c == "pids")
                     || fs::write(dir.join("cgroup.subtree_control"), "+pids").is_ok();
-                if enabled && writable_dir(&dir) {
-                    return Some(CgroupBase { dir, v2: true });
+                if writable_dir(&dir) && fs::metadata(dir.join("cgroup.procs")).is_ok() {
+                    return Some(CgroupBase { dir, v2: true, pids });
                 }
             }
         }
         None
+    }
+
+    pub(crate) fn bounds_pids(&self) -> bool {
+        self.pids
     }
 
     /// Removes the call cgroups of kernels that are gone (a crash leaves them behind).
@@ -85,7 +93,9 @@ impl CgroupBase {
         let dir = self.dir.join(format!("superpi-{}-{n}", std::process::id()));
         fs::create_dir(&dir)?;
         let cg = CallCgroup { dir, v2: self.v2 };
-        fs::write(cg.dir.join("pids.max"), max_pids.to_string())?;
+        if self.pids {
+            fs::write(cg.dir.join("pids.max"), max_pids.to_string())?;
+        }
         Ok(cg)
     }
 }

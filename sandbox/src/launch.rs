@@ -149,6 +149,7 @@ pub(crate) async fn run(launch: Launch, cancel: CancellationToken) -> Result<Fin
     unsafe {
         cmd.pre_exec(move || prepared.confine());
     }
+    let since = crate::reap::now_ticks();
     let spawned = cmd.spawn();
     drop(cmd); // closes our copies of the write ends and the prepared descriptors
     let mut child = match spawned {
@@ -281,7 +282,7 @@ pub(crate) async fn run(launch: Launch, cancel: CancellationToken) -> Result<Fin
     match cgroup {
         Some(cg) => cg.destroy().await,
         None => {
-            let _ = tokio::task::spawn_blocking(move || crate::reap::sweep(&tag)).await;
+            let _ = tokio::task::spawn_blocking(move || crate::reap::sweep(&tag, since)).await;
         }
     }
     Ok(Finished { status, end, output: collector.finish(), stderr })

@@ -162,7 +162,9 @@ pub enum SandboxError {
 pub struct SandboxStatus {
     /// The landlock ABI (0: none).
     pub landlock_abi: i32,
-    /// Whether a pids cgroup bounds and collects each call's processes.
+    /// Whether each call gets a cgroup that collects (and kills) all its processes.
+    pub call_cgroup: bool,
+    /// Whether that cgroup also bounds the number of processes (the pids controller).
     pub pids_cgroup: bool,
     /// Whether calls see everything outside the workspace read-only.
     pub readonly_outside: bool,

@@ -28,28 +28,58 @@ fn pids() -> Vec<i32> {
     dir.filter_map(Result::ok).filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok())).collect()
 }
 
-/// Kills every process that carries `tag`, until two passes in a row find none (a process
-/// caught in the middle of an exec shows an empty environment for an instant), bounded.
-pub(crate) fn sweep(tag: &str) {
+/// Clock ticks since boot, the unit of a process's start time in /proc/PID/stat.
+pub(crate) fn now_ticks() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime fills a stack value.
+    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
+    // SAFETY: sysconf cannot fail for _SC_CLK_TCK.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    ts.tv_sec as u64 * hz + ts.tv_nsec as u64 * hz / 1_000_000_000
+}
+
+fn start_ticks(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    // Fields after the command: state is field 3; starttime is field 22.
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Kills every process that started since `since` (clock ticks since boot) and carries
+/// `tag`, pass after pass until one finds nothing certain to do, bounded. A process caught in
+/// the middle of an exec shows an empty environment for an instant: it makes another pass.
+pub(crate) fn sweep(tag: &str, since: u64) {
     let needle = format!("{TAG_VAR}={tag}");
     let me = std::process::id() as i32;
-    let mut quiet = 0;
     for _ in 0..50 {
-        let found: Vec<i32> = pids().into_iter().filter(|p| *p != me && environ_has(*p, needle.as_bytes())).collect();
-        if found.is_empty() {
-            quiet += 1;
-            if quiet == 2 {
-                return;
+        let mut found = Vec::new();
+        let mut uncertain = false;
+        for pid in pids() {
+            if pid == me || !start_ticks(pid).is_some_and(|t| t + 1 >= since) {
+                continue;
             }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-            continue;
+            match std::fs::read(format!("/proc/{pid}/environ")) {
+                Ok(env) if env.split(|b| *b == 0).any(|e| e.starts_with(needle.as_bytes())) => found.push(pid),
+                Ok(env) if env.is_empty() => uncertain |= !is_zombie(pid),
+                _ => {}
+            }
         }
-        quiet = 0;
+        if found.is_empty() && !uncertain {
+            return;
+        }
         for pid in found {
             // SAFETY: kill(2) on a process carrying this call's tag.
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
+        std::thread::yield_now();
     }
+}
+
+fn is_zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rfind(')').map(|i| s[i + 1..].trim_start().starts_with(['Z', 'X'])))
+        .unwrap_or(true)
 }
 
 fn parent_of(pid: i32) -> Option<i32> {
