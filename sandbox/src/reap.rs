@@ -55,7 +55,7 @@ pub(crate) fn sweep(tag: &str, since: u64) {
         let mut found = Vec::new();
         let mut uncertain = false;
         for pid in pids() {
-            if pid == me || !start_ticks(pid).is_some_and(|t| t + 1 >= since) {
+            if pid == me || start_ticks(pid).is_none_or(|t| t + 1 < since) {
                 continue;
             }
             match std::fs::read(format!("/proc/{pid}/environ")) {
