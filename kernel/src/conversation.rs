@@ -46,8 +46,9 @@ pub(crate) struct Conversation {
     pub input: mpsc::Sender<Input>,
     pub interactive_watchers: AtomicUsize,
     pub running: Mutex<Option<i64>>,
-    /// allow_always / reject_always answers of this session, by permission key.
-    pub overrides: Mutex<std::collections::HashMap<String, bool>>,
+    /// The permission policy of this conversation (with the session's allow_always and
+    /// reject_always answers), or why it could not be loaded (a bad workspace settings file).
+    pub policy: Mutex<Result<superpi_policy::ConversationPolicy, String>>,
     /// Token totals since the conversation went live in this kernel.
     pub usage_total: Mutex<superpi_proto::Usage>,
 }
@@ -122,6 +123,8 @@ pub(crate) fn live(kernel: &Arc<Kernel>, id: i64) -> Result<Option<Arc<Conversat
     if let Some(conv) = live.get(&id) {
         return Ok(Some(conv.clone()));
     }
+    let policy =
+        kernel.catalog.conversation_policy(&row.harness, &row.mode, row.workspace.as_deref().map(std::path::Path::new));
     let (input, rx) = mpsc::channel(64);
     let (tx, _) = broadcast::channel(kernel.config.event_buffer.max(16));
     let conv = Arc::new(Conversation {
@@ -139,7 +142,7 @@ pub(crate) fn live(kernel: &Arc<Kernel>, id: i64) -> Result<Option<Arc<Conversat
         input,
         interactive_watchers: AtomicUsize::new(0),
         running: Mutex::new(None),
-        overrides: Mutex::new(Default::default()),
+        policy: Mutex::new(policy),
         usage_total: Mutex::new(Default::default()),
     });
     live.insert(id, conv.clone());

@@ -258,6 +258,9 @@ fn set_mode(kernel: &Arc<Kernel>, peer: &Peer, id: i64, mode: &str) -> Reply {
     let effective = kernel.catalog.mode_for(Some(mode), harness, peer.remote)?;
     let max_mode = kernel.catalog.max_mode(harness, peer.remote);
     lock(&conv.settings).mode = effective.as_str().to_string();
+    if let Ok(policy) = lock(&conv.policy).as_mut() {
+        policy.set_mode(effective);
+    }
     kernel.store.set_mode(id, effective.as_str()).map_err(internal)?;
     conv.emit(kernel, Event::mode_changed(id, effective.as_str(), Some(max_mode.as_str().to_string())));
     Ok(json!({"mode": effective.as_str(), "max_mode": max_mode.as_str()}))

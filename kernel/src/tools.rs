@@ -1,9 +1,7 @@
 //! What a kernel offers and how it decides: harnesses, modes, models, tools and the policy
 //! gate in front of the sandbox. Loaded once at start; a bad file is an error that names it.
 
-use std::sync::Arc;
-
-use superpi_policy::{Caller, Harness, Harnesses, Mode, effective_mode};
+use superpi_policy::{Caller, ConversationPolicy, Harness, Harnesses, Mode, effective_mode};
 use superpi_proto::ErrorObject;
 use superpi_proto::message::codes;
 use superpi_proto::method::HarnessInfo;
@@ -14,39 +12,43 @@ use superpi_sandbox::SandboxConfig;
 use crate::kernel::KernelConfig;
 
 pub(crate) struct Catalog {
+    pub config_dir: std::path::PathBuf,
     pub harnesses: Harnesses,
     pub settings: superpi_policy::Settings,
     pub providers: ProvidersConfig,
     pub tools: Vec<ToolDef>,
 }
 
-/// What the policy says about one tool call.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Gate {
-    Allow {
-        network: bool,
-    },
-    /// A person may lift the block; without an answer it is refused with `reason`.
-    Ask {
-        reason: String,
-        risk: Option<String>,
-        key: String,
-    },
-    Deny {
-        reason: String,
-    },
-}
-
 impl Catalog {
     pub fn load(config: &KernelConfig) -> Result<Catalog, String> {
         let harnesses = Harnesses::load(&config.config_dir).map_err(|e| e.to_string())?;
-        let settings = superpi_policy::Settings::default();
+        let settings = superpi_policy::Settings::load(&config.config_dir, None).map_err(|e| e.to_string())?;
         let providers = ProvidersConfig::from_env();
-        Ok(Catalog { harnesses, settings, providers, tools: Vec::new() })
+        Ok(Catalog { config_dir: config.config_dir.clone(), harnesses, settings, providers, tools: Vec::new() })
     }
 
     pub fn apply_sandbox_settings(&self, sandbox: &mut SandboxConfig) {
-        let _ = sandbox;
+        sandbox.extra_read_paths.extend(self.settings.sandbox.extra_read_paths.iter().cloned());
+        sandbox.disabled = self.settings.sandbox.disabled;
+    }
+
+    /// The policy of one conversation: the user's settings tightened by the workspace's
+    /// `.superpi/settings.json`. A bad workspace file is an error naming it.
+    pub fn conversation_policy(
+        &self,
+        harness_id: &str,
+        mode: &str,
+        workspace: Option<&std::path::Path>,
+    ) -> Result<ConversationPolicy, String> {
+        let harness = self.harness(Some(harness_id)).map_err(|e| e.message)?.clone();
+        let settings = match workspace {
+            Some(_) => superpi_policy::Settings::load(&self.config_dir, workspace).map_err(|e| e.to_string())?,
+            None => self.settings.clone(),
+        };
+        let mode = mode.parse::<Mode>().ok();
+        // The stored mode was lowered for its caller when it was set; here only the harness
+        // ceiling applies again.
+        Ok(ConversationPolicy::new(harness, settings, workspace.map(|w| w.to_path_buf()), Caller::Local, mode))
     }
 
     pub fn with_tools(mut self, tools: Vec<ToolDef>) -> Self {
@@ -95,26 +97,4 @@ impl Catalog {
     pub fn provider(&self, model: &str) -> Result<SharedProvider, ErrorObject> {
         superpi_providers::resolve(model, &self.providers).map_err(|e| ErrorObject::new(codes::PROVIDER, e.to_string()))
     }
-
-    /// How long a permission question waits for a person.
-    pub fn question_timeout(&self) -> std::time::Duration {
-        crate::turn::DEFAULT_QUESTION_TIMEOUT
-    }
-
-    /// The policy's decision for one call.
-    pub fn gate(&self, facts: &CallFacts<'_>) -> Gate {
-        let _ = facts;
-        Gate::Allow { network: false }
-    }
 }
-
-/// What the gate looks at.
-pub(crate) struct CallFacts<'a> {
-    pub tool: &'a ToolDef,
-    pub arguments: &'a serde_json::Value,
-    pub mode: Mode,
-    pub workspace: Option<&'a std::path::Path>,
-    pub overrides: &'a std::collections::HashMap<String, bool>,
-}
-
-pub(crate) type SharedCatalog = Arc<Catalog>;

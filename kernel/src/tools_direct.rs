@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::connection::Peer;
 use crate::handlers::tool_call_result;
 use crate::kernel::Kernel;
-use crate::tools::{CallFacts, Gate};
+use superpi_policy::Decision;
 
 static DIRECT_CALLS: AtomicU64 = AtomicU64::new(1);
 
@@ -28,6 +28,7 @@ pub(crate) async fn call(kernel: &Arc<Kernel>, peer: &Peer, p: ToolCallParams) -
     check_arguments(&tool.input_schema, &arguments)
         .map_err(|why| ErrorObject::new(codes::INVALID_PARAMS, format!("invalid arguments for {}: {why}", p.name)))?;
     let mode = kernel.catalog.mode_for(p.mode.as_deref(), harness, peer.remote)?;
+    let harness_id = harness.id.clone();
     let workspace = match p.workspace {
         Some(w) => PathBuf::from(w),
         None => std::env::current_dir().map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, e.to_string()))?,
@@ -39,11 +40,15 @@ pub(crate) async fn call(kernel: &Arc<Kernel>, peer: &Peer, p: ToolCallParams) -
         ));
     }
     let workspace = workspace.canonicalize().unwrap_or(workspace);
-    let overrides = Default::default();
-    let facts = CallFacts { tool, arguments: &arguments, mode, workspace: Some(&workspace), overrides: &overrides };
-    let network = match kernel.catalog.gate(&facts) {
-        Gate::Allow { network } => network,
-        Gate::Deny { reason } | Gate::Ask { reason, .. } => {
+    let mut policy = kernel
+        .catalog
+        .conversation_policy(&harness_id, mode.as_str(), Some(&workspace))
+        .map_err(|e| ErrorObject::new(codes::INVALID_PARAMS, e))?;
+    // Nobody can be asked outside a turn: an askable block settles as unanswered.
+    let decision = policy.decide(tool, &arguments);
+    let network = match policy.answer(decision, None) {
+        Decision::Allow { network } => network,
+        Decision::Deny { reason, .. } | Decision::Ask { reason, .. } => {
             return tool_call_result(ToolCallResult {
                 output: format!("blocked: {reason}"),
                 is_error: true,

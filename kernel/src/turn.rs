@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{Value, json};
-use superpi_policy::Mode;
+use superpi_policy::Decision;
 use superpi_proto::event::PermissionRequestFields;
 use superpi_proto::{ContentBlock, EntryKind, Event, Message, Role, Usage};
 use superpi_providers::{ModelRequest, StopReason, StreamEvent, Terminal, ToolSpec};
@@ -17,7 +17,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::conversation::Conversation;
 use crate::kernel::{Kernel, PendingQuestion, lock};
-use crate::tools::{CallFacts, Gate};
 
 /// A turn stops after this many model calls, whatever the model wants.
 const MAX_MODEL_CALLS: usize = 64;
@@ -87,7 +86,6 @@ async fn drive(
     let catalog = &kernel.catalog;
     let harness = catalog.harness(Some(&settings.harness)).map_err(|e| e.message)?;
     let provider = catalog.provider(&settings.model).map_err(|e| e.message)?;
-    let mode: Mode = settings.mode.parse().unwrap_or(Mode::Plan);
     let tools = catalog.tools_for(harness);
     let specs: Vec<ToolSpec> = tools
         .iter()
@@ -148,7 +146,7 @@ async fn drive(
             }
             let settings = conv.settings();
             let workspace = settings.workspace.as_ref().map(PathBuf::from);
-            let call = PlannedCall { turn_id, call_id, name, arguments, mode, workspace };
+            let call = PlannedCall { turn_id, call_id, name, arguments, workspace };
             execute_tool(kernel, conv, call, cancel).await;
         }
         if cancel.is_cancelled() {
@@ -226,7 +224,6 @@ struct PlannedCall {
     call_id: String,
     name: String,
     arguments: Value,
-    mode: Mode,
     workspace: Option<PathBuf>,
 }
 
@@ -270,46 +267,45 @@ async fn execute_tool(kernel: &Arc<Kernel>, conv: &Arc<Conversation>, call: Plan
     }
 }
 
-/// The gate, with a person asked where the policy allows it. `Ok(network)` to run.
+/// The policy's decision, with a person asked where it allows. `Ok(network)` to run.
 async fn decide(
     kernel: &Arc<Kernel>,
     conv: &Arc<Conversation>,
     call: &PlannedCall,
     cancel: &CancellationToken,
 ) -> Result<bool, String> {
-    let settings = conv.settings();
-    let harness = kernel.catalog.harness(Some(&settings.harness)).map_err(|e| e.message)?;
-    let Some(tool) = kernel.catalog.tool(&call.name).filter(|_| harness.offers(&call.name)) else {
-        return Err(format!("unknown tool `{}` (not offered by harness {})", call.name, harness.id));
+    let Some(tool) = kernel.catalog.tool(&call.name) else {
+        return Err(format!("unknown tool `{}`", call.name));
     };
-    let overrides = lock(&conv.overrides).clone();
-    let facts = CallFacts {
-        tool,
-        arguments: &call.arguments,
-        mode: call.mode,
-        workspace: call.workspace.as_deref(),
-        overrides: &overrides,
+    let (decision, may_ask, timeout) = {
+        let policy = lock(&conv.policy);
+        let policy = policy.as_ref().map_err(Clone::clone)?;
+        (
+            policy.decide(tool, &call.arguments),
+            policy.may_ask(conv.has_interactive_watcher()),
+            policy.question_timeout(),
+        )
     };
-    match kernel.catalog.gate(&facts) {
-        Gate::Allow { network } => Ok(network),
-        Gate::Deny { reason } => Err(reason),
-        Gate::Ask { reason, risk, key } => {
-            if !conv.has_interactive_watcher() {
-                return Err(reason);
-            }
-            match ask(kernel, conv, call, &reason, risk, cancel).await.as_deref() {
-                Some("allow_once") => Ok(false),
-                Some("allow_always") => {
-                    lock(&conv.overrides).insert(key, true);
-                    Ok(false)
-                }
-                Some("reject_always") => {
-                    lock(&conv.overrides).insert(key, false);
-                    Err(reason)
-                }
-                _ => Err(reason),
-            }
+    let decision = match decision {
+        Decision::Ask { ref reason, risk, .. } if may_ask => {
+            let reason = reason.clone();
+            let answer = ask(kernel, conv, call, &reason, Some(risk.as_str().to_string()), timeout, cancel).await;
+            settle(conv, decision, answer.as_deref())
         }
+        Decision::Ask { .. } => settle(conv, decision, None),
+        other => other,
+    };
+    match decision {
+        Decision::Allow { network } => Ok(network),
+        Decision::Deny { reason, .. } | Decision::Ask { reason, .. } => Err(reason),
+    }
+}
+
+/// Settles a question with a person's answer (None: unanswered, which fails closed).
+fn settle(conv: &Conversation, decision: Decision, option_id: Option<&str>) -> Decision {
+    match lock(&conv.policy).as_mut() {
+        Ok(policy) => policy.answer(decision, option_id),
+        Err(reason) => Decision::Deny { reason: reason.clone(), rule: superpi_policy::Rule::Unanswered },
     }
 }
 
@@ -321,6 +317,7 @@ async fn ask(
     call: &PlannedCall,
     reason: &str,
     risk: Option<String>,
+    timeout: Duration,
     cancel: &CancellationToken,
 ) -> Option<String> {
     let request_id = kernel.next_request_id();
@@ -339,7 +336,6 @@ async fn ask(
         risk,
     };
     conv.emit(kernel, Event::permission_request(conv.id, Some(call.turn_id), fields));
-    let timeout = kernel.catalog.question_timeout();
     let answer = tokio::select! {
         answer = rx => answer.ok(),
         _ = tokio::time::sleep(timeout) => None,
@@ -410,6 +406,3 @@ async fn run_confined(
         details: outcome.details,
     }
 }
-
-/// How long a permission question waits by default.
-pub(crate) const DEFAULT_QUESTION_TIMEOUT: Duration = Duration::from_secs(120);

@@ -1,0 +1,228 @@
+//! End to end: permission questions through a real kernel with the mock model.
+
+use std::time::Duration;
+
+use serde_json::json;
+use superpi_client::{KernelClient, Subscription};
+use superpi_proto::method::{OpenParams, WatchParams};
+use superpi_proto::{Event, EventBody};
+use superpi_tests::TestEnv;
+
+async fn setup(env: &TestEnv, mode: &str, harness: Option<&str>) -> (KernelClient, i64, Subscription) {
+    let client = KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let info = client
+        .open(OpenParams {
+            workspace: Some(env.workspace.display().to_string()),
+            mode: Some(mode.into()),
+            harness: harness.map(str::to_string),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let sub = client
+        .watch(WatchParams { conversation_id: info.conversation_id, from_seq: None, window: None, interactive: true })
+        .await
+        .unwrap();
+    (client, info.conversation_id, sub)
+}
+
+/// Runs a turn, answering each permission question with the next of `answers` (or leaving
+/// it unanswered when `answers` runs out). Returns the turn's events.
+async fn turn(client: &KernelClient, sub: &mut Subscription, conv: i64, prompt: &str, answers: &[&str]) -> Vec<Event> {
+    let turn = client.submit_text(conv, prompt).await.unwrap();
+    let mut answers = answers.iter();
+    let mut events = Vec::new();
+    loop {
+        let ev = tokio::time::timeout(Duration::from_secs(20), sub.next()).await.expect("event in time").unwrap();
+        if let EventBody::PermissionRequest { request_id, options, .. } = &ev.body {
+            assert_eq!(options.len(), 4);
+            if let Some(answer) = answers.next() {
+                client.respond_permission(request_id, answer).await.unwrap();
+            }
+        }
+        let end = ev.turn_id == Some(turn.turn_id) && ev.body.is_turn_end();
+        events.push(ev);
+        if end {
+            return events;
+        }
+    }
+}
+
+fn count(events: &[Event], ty: &str) -> usize {
+    events.iter().filter(|e| e.type_name() == ty).count()
+}
+
+fn tool_results(events: &[Event]) -> Vec<(bool, String)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::ToolCompleted { is_error, output, .. } => {
+                Some((*is_error, output.as_str().unwrap_or("").to_string()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+const TOUCH: &str = "@tool bash {\"command\": \"touch made-by-bash\"}";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_once_runs_the_call_and_the_next_call_is_asked_again() {
+    let env = TestEnv::new();
+    let (client, conv, mut sub) = setup(&env, "accept-edits", None).await;
+    let events = turn(&client, &mut sub, conv, TOUCH, &["allow_once"]).await;
+    assert_eq!(count(&events, "permission_request"), 1);
+    assert_eq!(count(&events, "ui_resolved"), 1);
+    assert!(!tool_results(&events)[0].0, "{:?}", tool_results(&events));
+    assert!(env.workspace.join("made-by-bash").exists());
+    let events = turn(&client, &mut sub, conv, TOUCH, &["allow_once"]).await;
+    assert_eq!(count(&events, "permission_request"), 1, "allow_once is not remembered");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reject_once_blocks_the_call() {
+    let env = TestEnv::new();
+    let (client, conv, mut sub) = setup(&env, "accept-edits", None).await;
+    let events = turn(&client, &mut sub, conv, TOUCH, &["reject_once"]).await;
+    assert_eq!(count(&events, "tool_blocked"), 1);
+    assert!(tool_results(&events)[0].0);
+    assert!(!env.workspace.join("made-by-bash").exists());
+    assert!(matches!(events.last().unwrap().body, EventBody::TurnCompleted { .. }), "the turn goes on");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_always_is_not_asked_again_in_this_session() {
+    let env = TestEnv::new();
+    let (client, conv, mut sub) = setup(&env, "accept-edits", None).await;
+    let events = turn(&client, &mut sub, conv, TOUCH, &["allow_always"]).await;
+    assert_eq!(count(&events, "permission_request"), 1);
+    let events = turn(&client, &mut sub, conv, TOUCH, &[]).await;
+    assert_eq!(count(&events, "permission_request"), 0, "allow_always holds for the session");
+    assert!(!tool_results(&events)[0].0);
+    assert!(!env.locations.config_dir.join("settings.json").exists(), "never written to a file");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_that_is_not_an_option_fails_closed() {
+    let env = TestEnv::new();
+    let (client, conv, mut sub) = setup(&env, "accept-edits", None).await;
+    let events = turn(&client, &mut sub, conv, TOUCH, &["yes please"]).await;
+    assert_eq!(count(&events, "tool_blocked"), 1);
+    assert!(!env.workspace.join("made-by-bash").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unanswered_question_times_out_and_fails_closed() {
+    let env = TestEnv::new();
+    std::fs::write(
+        env.locations.config_dir.join("settings.json"),
+        json!({"permissions": {"question_timeout_secs": 1}}).to_string(),
+    )
+    .unwrap();
+    let (client, conv, mut sub) = setup(&env, "accept-edits", None).await;
+    let events = turn(&client, &mut sub, conv, TOUCH, &[]).await;
+    assert_eq!(count(&events, "permission_request"), 1);
+    let resolved = events.iter().find_map(|e| match &e.body {
+        EventBody::UiResolved { outcome, .. } => Some(outcome.clone()),
+        _ => None,
+    });
+    assert_eq!(resolved.unwrap()["outcome"], "timeout");
+    assert_eq!(count(&events, "tool_blocked"), 1);
+    assert!(!env.workspace.join("made-by-bash").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_nobody_to_ask_the_call_fails_closed_at_once() {
+    let env = TestEnv::new();
+    let client = KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let conv = client
+        .open(OpenParams {
+            workspace: Some(env.workspace.display().to_string()),
+            mode: Some("accept-edits".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .conversation_id;
+    let mut sub = client
+        .watch(WatchParams { conversation_id: conv, from_seq: None, window: None, interactive: false })
+        .await
+        .unwrap();
+    let events = turn(&client, &mut sub, conv, TOUCH, &[]).await;
+    assert_eq!(count(&events, "permission_request"), 0);
+    assert_eq!(count(&events, "tool_blocked"), 1);
+    assert!(!env.workspace.join("made-by-bash").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_during_a_question_cancels_it_and_the_turn() {
+    let env = TestEnv::new();
+    let (client, conv, mut sub) = setup(&env, "accept-edits", None).await;
+    let turn_id = client.submit_text(conv, TOUCH).await.unwrap().turn_id;
+    loop {
+        let ev = sub.next().await.unwrap();
+        if matches!(ev.body, EventBody::PermissionRequest { .. }) {
+            break;
+        }
+    }
+    client.cancel(conv).await.unwrap();
+    let mut saw_resolved = false;
+    loop {
+        let ev = tokio::time::timeout(Duration::from_secs(10), sub.next()).await.unwrap().unwrap();
+        if let EventBody::UiResolved { outcome, .. } = &ev.body {
+            assert_eq!(outcome["outcome"], "cancelled");
+            saw_resolved = true;
+        }
+        if ev.turn_id == Some(turn_id) && ev.body.is_turn_end() {
+            assert!(matches!(ev.body, EventBody::TurnCancelled {}));
+            break;
+        }
+    }
+    assert!(saw_resolved);
+    assert!(!env.workspace.join("made-by-bash").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_planner_refuses_a_write_whatever_mode_is_asked_for() {
+    let env = TestEnv::new();
+    let (client, conv, mut sub) = setup(&env, "auto", Some("superpi-planner")).await;
+    let info = client.open(OpenParams { conversation_id: Some(conv), ..Default::default() }).await.unwrap();
+    assert_eq!(info.mode, "plan");
+    assert_eq!(info.max_mode, "plan");
+    let events =
+        turn(&client, &mut sub, conv, "@tool write {\"path\": \"plan.txt\", \"content\": \"x\"}", &["allow_always"])
+            .await;
+    assert_eq!(count(&events, "permission_request"), 0, "not askable");
+    assert_eq!(count(&events, "tool_blocked"), 1);
+    assert!(!env.workspace.join("plan.txt").exists());
+    client.set_mode(conv, "auto").await.unwrap();
+    let info = client.open(OpenParams { conversation_id: Some(conv), ..Default::default() }).await.unwrap();
+    assert_eq!(info.mode, "plan", "the ceiling holds");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_caller_only_tightens_and_the_workspace_boundary_is_never_askable() {
+    let env = TestEnv::new();
+    let mut opts = env.connect_options("test");
+    opts.remote = true;
+    let client = KernelClient::connect(&opts).await.unwrap();
+    let info = client
+        .open(OpenParams {
+            workspace: Some(env.workspace.display().to_string()),
+            mode: Some("auto".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(info.mode, "accept-edits");
+    let mut sub = client
+        .watch(WatchParams { conversation_id: info.conversation_id, from_seq: None, window: None, interactive: true })
+        .await
+        .unwrap();
+    let outside = env.path().join("outside.txt");
+    let prompt = format!("@tool write {{\"path\": {:?}, \"content\": \"x\"}}", outside.display().to_string());
+    let events = turn(&client, &mut sub, info.conversation_id, &prompt, &["allow_once"]).await;
+    assert_eq!(count(&events, "permission_request"), 0);
+    assert_eq!(count(&events, "tool_blocked"), 1);
+    assert!(!outside.exists());
+}
