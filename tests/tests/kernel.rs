@@ -96,7 +96,15 @@ async fn a_turn_with_two_tool_calls_stores_calls_and_results_in_order() {
     let env = TestEnv::new();
     std::fs::write(env.workspace.join("notes.txt"), "alpha\nbeta\n").unwrap();
     let client = client(&env).await;
-    let conv = open(&client, &env).await;
+    let conv = client
+        .open(OpenParams {
+            workspace: Some(env.workspace.display().to_string()),
+            mode: Some("auto".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .conversation_id;
     let mut sub = client
         .watch(WatchParams { conversation_id: conv, from_seq: None, window: None, interactive: false })
         .await
