@@ -107,6 +107,13 @@ fn writable_dir(dir: &Path) -> bool {
     ok
 }
 
+impl Drop for CallCgroup {
+    fn drop(&mut self) {
+        // Best effort for a call that never started; `destroy` has usually removed it already.
+        let _ = fs::remove_dir(&self.dir);
+    }
+}
+
 /// The cgroup of one call; killed and removed by [`CallCgroup::destroy`].
 #[derive(Debug)]
 pub(crate) struct CallCgroup {

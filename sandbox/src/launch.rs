@@ -91,6 +91,51 @@ pub(crate) fn pipe_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
+/// Ends a call that is abandoned half-way (its future dropped instead of cancelled): kills the
+/// group, the cgroup or the tagged processes, so nothing outlives it either way.
+struct Guard {
+    pgid: i32,
+    cgroup: Option<CallCgroup>,
+    tag: String,
+    since: u64,
+}
+
+impl Guard {
+    async fn finish(mut self) {
+        signal_group(self.pgid, libc::SIGKILL, None);
+        self.pgid = 0;
+        match self.cgroup.take() {
+            Some(cg) => cg.destroy().await,
+            None => {
+                let (tag, since) = (std::mem::take(&mut self.tag), self.since);
+                let _ = tokio::task::spawn_blocking(move || crate::reap::sweep(&tag, since)).await;
+            }
+        }
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if self.pgid == 0 {
+            return;
+        }
+        signal_group(self.pgid, libc::SIGKILL, self.cgroup.as_ref());
+        let cgroup = self.cgroup.take();
+        let (tag, since) = (std::mem::take(&mut self.tag), self.since);
+        let cleanup = async move {
+            match cgroup {
+                Some(cg) => cg.destroy().await,
+                None => {
+                    let _ = tokio::task::spawn_blocking(move || crate::reap::sweep(&tag, since)).await;
+                }
+            }
+        };
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(cleanup);
+        }
+    }
+}
+
 fn signal_group(pgid: i32, signal: i32, cgroup: Option<&CallCgroup>) {
     if pgid > 0 {
         // SAFETY: kill(2) on the call's own process group.
@@ -165,6 +210,7 @@ pub(crate) async fn run(launch: Launch, cancel: CancellationToken) -> Result<Fin
         }
     };
     let pgid = child.id().map(|p| p as i32).unwrap_or(0);
+    let guard = Guard { pgid, cgroup, tag, since };
 
     if let (Some(bytes), Some(mut input)) = (stdin, child.stdin.take()) {
         tokio::spawn(async move {
@@ -240,14 +286,14 @@ pub(crate) async fn run(launch: Launch, cancel: CancellationToken) -> Result<Fin
             _ = &mut deadline, if !terminating => {
                 end = End::TimedOut;
                 terminating = true;
-                signal_group(pgid, libc::SIGTERM, cgroup.as_ref());
+                signal_group(pgid, libc::SIGTERM, guard.cgroup.as_ref());
                 kill_at.as_mut().reset(tokio::time::Instant::now() + grace);
                 kill_armed = true;
             }
             _ = cancel.cancelled(), if !terminating => {
                 end = End::Cancelled;
                 terminating = true;
-                signal_group(pgid, libc::SIGTERM, cgroup.as_ref());
+                signal_group(pgid, libc::SIGTERM, guard.cgroup.as_ref());
                 kill_at.as_mut().reset(tokio::time::Instant::now() + grace);
                 kill_armed = true;
             }
@@ -271,19 +317,13 @@ pub(crate) async fn run(launch: Launch, cancel: CancellationToken) -> Result<Fin
                     err = None;
                 } else {
                     killed = true;
-                    signal_group(pgid, libc::SIGKILL, cgroup.as_ref());
+                    signal_group(pgid, libc::SIGKILL, guard.cgroup.as_ref());
                     kill_at.as_mut().reset(tokio::time::Instant::now() + drain);
                 }
             }
         }
     }
     // The leader is reaped; now nothing of the call may survive it.
-    signal_group(pgid, libc::SIGKILL, None);
-    match cgroup {
-        Some(cg) => cg.destroy().await,
-        None => {
-            let _ = tokio::task::spawn_blocking(move || crate::reap::sweep(&tag, since)).await;
-        }
-    }
+    guard.finish().await;
     Ok(Finished { status, end, output: collector.finish(), stderr })
 }

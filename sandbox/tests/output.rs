@@ -92,3 +92,23 @@ async fn cancel_kills_the_group_and_keeps_the_output() {
     assert!(first.is_ok());
     assert!(out.is_error && out.output.contains("before") && out.output.contains("cancelled"), "{out:?}");
 }
+
+#[tokio::test]
+async fn a_call_dropped_half_way_leaves_nothing_behind() {
+    let env = Env::new();
+    let (tx, mut rx) = mpsc::channel(8);
+    let call = env.call("bash", json!({"command": "setsid sh -c 'echo $$; exec sleep 300' & sleep 300"}));
+    let run = env.sandbox.run(call, CancellationToken::new(), Some(tx));
+    let pid = tokio::select! {
+        _ = run => panic!("the call should not end by itself"),
+        first = rx.recv() => first.unwrap().trim().to_string(),
+    };
+    // The future is dropped here; the cleanup it spawns kills the whole call.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::path::Path::new(&format!("/proc/{pid}/cmdline")).exists()
+        && std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z"))
+    {
+        assert!(Instant::now() < deadline, "the grandchild {pid} of a dropped call is still running");
+        tokio::task::yield_now().await;
+    }
+}
