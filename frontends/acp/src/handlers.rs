@@ -161,10 +161,7 @@ pub(crate) async fn run_command(
             session.id.0, session.conversation_id, settings.harness, settings.model, settings.mode, settings.max_mode
         ))?,
         map::Command::Mode(mode) => match map::mode(&SessionModeId::new(mode), &settings.max_mode) {
-            Err(err) => {
-                let why = err.data.and_then(|d| d.get("message").and_then(|m| m.as_str()).map(str::to_string));
-                say(format!("Mode unchanged: {}.", why.unwrap_or(err.message)))?
-            }
+            Err(err) => say(format!("Mode unchanged: {}.", err.message))?,
             Ok(mode) => {
                 kernel
                     .set_mode(session.conversation_id, &mode)

@@ -8,13 +8,13 @@
 
 use std::path::Path;
 
-use agent_client_protocol::Error;
 use agent_client_protocol::v1::schema::{
     AvailableCommand, AvailableCommandInput, ContentBlock, EmbeddedResourceResource, McpServer, Meta, SessionConfigId,
     SessionConfigKind, SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelect,
     SessionConfigSelectOption, SessionConfigSelectOptions, SessionConfigValueId, SessionId, SessionInfo, SessionMode,
     SessionModeId, SessionModeState, UnstructuredCommandInput,
 };
+use agent_client_protocol::{Error, ErrorCode};
 use superpi_client::ClientError;
 use superpi_proto::ContentBlock as KBlock;
 use superpi_proto::message::codes;
@@ -57,7 +57,8 @@ pub fn not_found(session: &SessionId) -> Error {
 
 pub fn invalid_params(message: impl Into<String>) -> Error {
     let message = message.into();
-    Error::invalid_params().data(serde_json::json!({ "message": message }))
+    // The specific text goes in `message` (what editors show) and in `data.message`.
+    Error::new(ErrorCode::INVALID_PARAMS, message.clone()).data(serde_json::json!({ "message": message }))
 }
 
 /// An ACP error for a kernel error, in the context of a session.
@@ -68,7 +69,10 @@ pub fn kernel_error(err: ClientError, session: Option<&SessionId>) -> Error {
             invalid_params(e.message.clone())
         }
         (ClientError::Kernel(e), _) if e.code == codes::UNAUTHORIZED => Error::auth_required(),
-        _ => Error::internal_error().data(serde_json::json!({ "message": err.to_string() })),
+        _ => {
+            let message = err.to_string();
+            Error::new(ErrorCode::INTERNAL_ERROR, message.clone()).data(serde_json::json!({ "message": message }))
+        }
     }
 }
 

@@ -23,7 +23,10 @@ fn kernel_errors_become_acp_errors() {
     let nf = kernel_error(ClientError::Kernel(ErrorObject::new(codes::NOT_FOUND, "no such conversation")), Some(&s));
     assert_eq!(nf, not_found(&s));
     let forbidden = kernel_error(ClientError::Kernel(ErrorObject::new(codes::FORBIDDEN, "above ceiling")), Some(&s));
-    assert_eq!(forbidden, Error::invalid_params().data(json!({"message": "above ceiling"})));
+    assert_eq!(
+        forbidden,
+        Error::new(ErrorCode::INVALID_PARAMS, "above ceiling").data(json!({"message": "above ceiling"}))
+    );
     let closed = kernel_error(ClientError::Closed, Some(&s));
     assert_eq!(closed.code, ErrorCode::from(-32603));
 }
