@@ -41,6 +41,9 @@ pub struct Renderer {
     blocked: HashSet<String>,
     usage: (u64, u64),
     saw_usage: bool,
+    /// The subscription lost events: deltas of the model call in progress are skipped until its
+    /// completed message, whose text then fills in what the client lacks.
+    skip_deltas: bool,
 }
 
 fn clip(s: &str) -> String {
@@ -65,12 +68,20 @@ impl Renderer {
             blocked: HashSet::new(),
             usage: (0, 0),
             saw_usage: false,
+            skip_deltas: false,
         }
     }
 
     /// True once this turn's `turn_started` was seen (a cancel then reaches this turn).
     pub fn turn_started(&self) -> bool {
         self.turn_started
+    }
+
+    /// The subscription lagged: some events were not delivered (deltas are lost for good; the
+    /// stored events come again). What was streamed of the current model call is a prefix of
+    /// its text, so its later deltas are skipped and its completed message fills in the rest.
+    pub fn lagged(&mut self) {
+        self.skip_deltas = true;
     }
 
     /// True once the finishing chunk went out: nothing more comes.
@@ -154,6 +165,7 @@ impl Renderer {
                 self.turn_started = true;
                 None
             }
+            EventBody::TextDelta { .. } | EventBody::ThinkingDelta { .. } if self.skip_deltas => None,
             EventBody::TextDelta { delta, .. } => self.content(delta),
             EventBody::ThinkingDelta { delta, .. } => {
                 self.thinking.push_str(delta);
@@ -253,6 +265,7 @@ impl Renderer {
         }
         self.text.clear();
         self.thinking.clear();
+        self.skip_deltas = false;
         out
     }
 
@@ -271,3 +284,7 @@ impl Renderer {
 #[cfg(test)]
 #[path = "render_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "render_props_tests.rs"]
+mod props;

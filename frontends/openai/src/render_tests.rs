@@ -264,3 +264,25 @@ fn chunks_fold_into_one_completion() {
         })
     );
 }
+
+#[test]
+fn after_a_lag_the_completed_message_fills_in_the_lost_deltas() {
+    let mut r = renderer(false);
+    let mut out = r.start();
+    out.extend(r.render(&Event::text_delta(C, Some(T), 0, "Hel")));
+    // Deltas "lo " were lost; the subscription caught up and live deltas go on.
+    r.lagged();
+    out.extend(r.render(&Event::text_delta(C, Some(T), 0, "world")));
+    out.extend(r.render(&assistant(vec![ContentBlock::text("Hello world")])));
+    // The next model call streams normally again.
+    out.extend(r.render(&Event::text_delta(C, Some(T), 0, "Next")));
+    assert_eq!(
+        serde_json::to_value(out).unwrap(),
+        json!([
+            chunk(json!({"role": "assistant", "content": ""}), Value::Null),
+            chunk(json!({"content": "Hel"}), Value::Null),
+            chunk(json!({"content": "lo world"}), Value::Null),
+            chunk(json!({"content": "\n\nNext"}), Value::Null),
+        ])
+    );
+}

@@ -58,9 +58,15 @@ pub async fn drive(client: KernelClient, mut sub: Subscription, mut renderer: Re
     let conversation_id = sub.conversation_id();
     let first = renderer.start();
     let mut gone = sink.push(first, false).await.is_err();
+    let mut subscription_id = sub.id();
     while !gone && !renderer.is_finished() {
         tokio::select! {
             event = sub.next() => {
+                // A new subscription id means the client library caught up after a lag.
+                if sub.id() != subscription_id {
+                    subscription_id = sub.id();
+                    renderer.lagged();
+                }
                 let chunks = match event {
                     Some(event) => renderer.render(&event),
                     None => renderer.flush(),
