@@ -1,20 +1,19 @@
 //! MCP over Streamable HTTP at `/mcp`: the MCP server of superpi-mcp behind rmcp's session
-//! service, with the gateway's tokens, sessions owned by the principal that opened them,
-//! `?harness=` on `initialize`, an Origin check, and no server push (GET answers 405).
+//! service, with the gateway's tokens and Origin check (done before this module is reached),
+//! sessions owned by the principal that opened them, `?harness=` on `initialize`, and no
+//! server push (GET answers 405).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
-use axum::http::header::{ALLOW, ORIGIN};
+use axum::http::header::ALLOW;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use superpi_client::ConnectOptions;
 use superpi_mcp::{McpConfig, SuperpiMcp};
-
-use crate::wire::ApiError;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -32,33 +31,12 @@ type Service = StreamableHttpService<SuperpiMcp, LocalSessionManager>;
 /// Which rmcp service serves a session: the principal, and the harness named on `initialize`.
 type Key = (String, Option<String>);
 
-/// Whether an `Origin` may call `/mcp`. With tokens configured the token is the guard; without,
-/// only loopback origins and the configured extra ones pass (a web page elsewhere must not
-/// drive the local agent through the user's browser).
-pub fn origin_allowed(origin: Option<&str>, tokens_enabled: bool, extra: &[String]) -> bool {
-    let Some(origin) = origin else { return true };
-    if tokens_enabled || extra.iter().any(|o| o == origin) {
-        return true;
-    }
-    let Some((scheme, rest)) = origin.split_once("://") else { return false };
-    if scheme != "http" && scheme != "https" {
-        return false;
-    }
-    let host = if let Some(v6) = rest.strip_prefix('[') {
-        v6.split(']').next().unwrap_or("")
-    } else {
-        rest.split(':').next().unwrap_or("")
-    };
-    host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
-}
-
 /// The MCP endpoint's state: one rmcp service per (principal, harness), and which principal
 /// owns each session id.
 pub struct McpHttp {
     connect: ConnectOptions,
     workspace: String,
     tokens_enabled: bool,
-    extra_origins: Vec<String>,
     services: Mutex<HashMap<Key, (Service, Arc<LocalSessionManager>)>>,
     sessions: Mutex<HashMap<String, Key>>,
 }
@@ -68,12 +46,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl McpHttp {
-    pub fn new(connect: ConnectOptions, workspace: String, tokens_enabled: bool, extra_origins: Vec<String>) -> Self {
+    pub fn new(connect: ConnectOptions, workspace: String, tokens_enabled: bool) -> Self {
         McpHttp {
             connect,
             workspace,
             tokens_enabled,
-            extra_origins,
             services: Mutex::new(HashMap::new()),
             sessions: Mutex::new(HashMap::new()),
         }
@@ -128,11 +105,6 @@ impl McpHttp {
     pub async fn handle(&self, principal: String, harness: Option<String>, request: Request<Body>) -> Response {
         if request.method() == Method::GET {
             return (StatusCode::METHOD_NOT_ALLOWED, [(ALLOW, "POST, DELETE")], "this server pushes no messages")
-                .into_response();
-        }
-        let origin = request.headers().get(ORIGIN).map(|v| v.to_str().unwrap_or("\u{0}"));
-        if !origin_allowed(origin, self.tokens_enabled, &self.extra_origins) {
-            return ApiError::new(StatusCode::FORBIDDEN, "forbidden_origin", "this Origin may not call /mcp")
                 .into_response();
         }
         let session = session_id(request.headers());
@@ -205,19 +177,5 @@ mod tests {
         assert!(!is_initialize(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#));
         assert!(!is_initialize(br#"{"jsonrpc":"2.0","method":"initialize"}"#));
         assert!(!is_initialize(b"not json"));
-    }
-
-    #[test]
-    fn origins() {
-        let none: &[String] = &[];
-        assert!(origin_allowed(None, false, none));
-        for ok in ["http://localhost:3000", "http://127.0.0.1", "https://[::1]:8443", "http://127.1.2.3:9"] {
-            assert!(origin_allowed(Some(ok), false, none), "{ok}");
-        }
-        for bad in ["https://evil.example", "http://localhost.evil.example", "null", "file://x", "http://10.0.0.1"] {
-            assert!(!origin_allowed(Some(bad), false, none), "{bad}");
-        }
-        assert!(origin_allowed(Some("https://evil.example"), true, none));
-        assert!(origin_allowed(Some("https://app.example"), false, &["https://app.example".to_string()]));
     }
 }

@@ -25,8 +25,8 @@ use crate::wire::{ApiError, Completion, ModelEntry, ModelList};
 /// The environment variable holding the gateway's bearer tokens (comma-separated).
 pub const TOKEN_VAR: &str = "SUPERPI_GATEWAY_TOKEN";
 
-/// Extra browser origins allowed to call `/mcp` (comma-separated, exact `scheme://host:port`).
-pub const MCP_ORIGINS_VAR: &str = "SUPERPI_MCP_ALLOWED_ORIGINS";
+/// Extra browser origins allowed without a token (comma-separated, exact `scheme://host:port`).
+pub const ORIGINS_VAR: &str = "SUPERPI_GATEWAY_ORIGINS";
 
 /// Largest request body accepted.
 const BODY_LIMIT: usize = 16 << 20;
@@ -45,6 +45,8 @@ struct Inner {
     /// The workspace of conversations this gateway opens (harnesses with a filesystem).
     workspace: Option<String>,
     tokens: Tokens,
+    /// Browser origins admitted besides loopback ones when no token is configured.
+    origins: Vec<String>,
     clients: std::sync::Mutex<HashMap<String, Arc<OnceCell<KernelClient>>>>,
     mcp: McpHttp,
     /// `harness.list`, kept briefly: every request needs it to read `model`.
@@ -57,13 +59,14 @@ const HARNESS_TTL: std::time::Duration = std::time::Duration::from_secs(5);
 impl Gateway {
     pub fn new(connect: ConnectOptions, tokens: Tokens, workspace: Option<String>) -> Self {
         let mcp_workspace = workspace.clone().unwrap_or_else(|| ".".to_string());
-        let extra_origins = superpi_http::Tokens::from_env(MCP_ORIGINS_VAR).into_vec();
-        let mcp = McpHttp::new(connect.clone(), mcp_workspace, tokens.is_enabled(), extra_origins);
+        let origins = superpi_http::Tokens::from_env(ORIGINS_VAR).into_vec();
+        let mcp = McpHttp::new(connect.clone(), mcp_workspace, tokens.is_enabled());
         Gateway {
             inner: Arc::new(Inner {
                 connect,
                 workspace,
                 tokens,
+                origins,
                 clients: std::sync::Mutex::new(HashMap::new()),
                 mcp,
                 harnesses: std::sync::Mutex::new(None),
@@ -94,8 +97,17 @@ impl Gateway {
         axum::serve(listener, self.router()).with_graceful_shutdown(shutdown).await
     }
 
-    /// The principal of a request, or 401.
+    /// The principal of a request, or 401 (no valid token) or 403 (a foreign browser origin
+    /// while no token is configured).
     fn authenticate(&self, headers: &HeaderMap) -> Result<String, ApiError> {
+        let origin = headers.get(axum::http::header::ORIGIN).map(|v| v.to_str().unwrap_or("\u{0}"));
+        if !superpi_http::origin_allowed(origin, self.inner.tokens.is_enabled(), &self.inner.origins) {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden_origin",
+                format!("requests from this Origin are refused without a token (see {ORIGINS_VAR})"),
+            ));
+        }
         match self.inner.tokens.authenticate(headers) {
             Ok(Some(principal)) => Ok(principal),
             Ok(None) => Ok(self.inner.connect.principal.clone()),

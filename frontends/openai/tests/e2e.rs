@@ -177,6 +177,12 @@ async fn each_error_in_the_openai_shape() {
     assert_error(status, &body, 404, "model_not_found");
     let (status, body) = json_of(post(&gw, &chat_body("gpt-4o", false, "x"), &[]).await).await;
     assert_error(status, &body, 503, "provider_not_configured");
+    // Without a token, a browser on another site is refused; a local page is not.
+    let (status, body) =
+        json_of(post(&gw, &chat_body("superpi-code", false, "x"), &[("origin", "https://evil.example")]).await).await;
+    assert_error(status, &body, 403, "forbidden_origin");
+    let local = post(&gw, &chat_body("superpi-code", false, "x"), &[("origin", "http://localhost:3000")]).await;
+    assert_eq!(local.status(), 200);
 
     // A failed turn is not an HTTP error: it ends with finish_reason "error".
     let s = read_stream(&post(&gw, &chat_body("superpi-code", true, "@fail boom"), &[]).await.text().await.unwrap());
@@ -201,6 +207,9 @@ async fn bearer_tokens_guard_everything_but_status() {
     assert_error(status, &body, 401, "invalid_api_key");
     let ok = http().get(gw.url("/v1/models")).bearer_auth("beta").send().await.unwrap();
     assert_eq!(ok.status(), 200);
+    // With tokens the token is the guard, whatever the Origin.
+    let cross = http().get(gw.url("/v1/models")).bearer_auth("beta").header("origin", "https://app.example");
+    assert_eq!(cross.send().await.unwrap().status(), 200);
 
     // Session ids are per principal: one id, two tokens, two conversations.
     let body = chat_body("superpi-code", false, "hi");
