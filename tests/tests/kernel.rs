@@ -1,5 +1,6 @@
 //! End to end: the real `superpi` binary, a real kernel process, its socket and SQLite file.
 #![allow(clippy::disallowed_methods)]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
 use std::process::Stdio;
 use std::time::Duration;

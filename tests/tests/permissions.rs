@@ -1,4 +1,5 @@
 //! End to end: permission questions through a real kernel with the mock model.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
 use std::time::Duration;
 

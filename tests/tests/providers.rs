@@ -1,6 +1,7 @@
 //! End to end: `superpi run --model gpt-4o-mini` against a local server that replays a
 //! recorded OpenAI stream, checking the answer and what was sent.
 #![allow(clippy::disallowed_methods)]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
 use superpi_providers::testing::{ReplayServer, Reply, recorded};
 use superpi_tests::TestEnv;
