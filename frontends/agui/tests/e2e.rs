@@ -478,3 +478,23 @@ async fn the_first_run_of_a_thread_carries_the_clients_earlier_messages() {
     let events = server.run(&http, &input).await.all().await;
     assert_eq!(text(&events), "thanks");
 }
+
+#[tokio::test]
+async fn a_rejected_permission_refuses_the_call() {
+    let server = Server::start(&[], &[]);
+    let http = http();
+    let mut input = run_input("t1", "r1", "@tool bash {\"command\": \"touch not-made\"}");
+    input["forwardedProps"] = json!({"executionMode": "accept-edits"});
+    let mut run = server.run(&http, &input).await;
+    let question = run.until("CUSTOM").await.pop().unwrap();
+    assert_eq!(question["name"], "superpi.permission_request");
+    let answer = json!({"type": "answer", "requestId": question["value"]["requestId"], "answer": "reject_once"});
+    let (status, body) = server.input(&http, "t1", answer).await;
+    assert_eq!((status, body["accepted"].as_bool()), (200, Some(true)), "{body}");
+    let after = run.all().await;
+    let resolved = after.iter().find(|e| e["name"] == "superpi.ui_resolved").expect("ui_resolved");
+    assert_eq!(resolved["value"]["outcome"]["option_id"], "reject_once");
+    assert!(after.iter().any(|e| e["type"] == "TOOL_CALL_RESULT"), "{after:#?}");
+    assert!(!server.env.workspace.join("not-made").exists(), "a rejected command does not run");
+    assert_eq!(after.last().unwrap()["type"], "RUN_FINISHED");
+}
