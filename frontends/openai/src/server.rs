@@ -28,8 +28,9 @@ pub const TOKEN_VAR: &str = "SUPERPI_GATEWAY_TOKEN";
 /// Extra browser origins allowed without a token (comma-separated, exact `scheme://host:port`).
 pub const ORIGINS_VAR: &str = "SUPERPI_GATEWAY_ORIGINS";
 
-/// Largest request body accepted.
-const BODY_LIMIT: usize = 16 << 20;
+/// Largest request body accepted: half the kernel's frame limit, so the prompt made from it
+/// (JSON text is not longer once decoded and encoded again) always fits one kernel frame.
+const BODY_LIMIT: usize = superpi_proto::frame::DEFAULT_MAX_FRAME / 2;
 
 /// Chunks buffered per streamed answer before the turn waits for the client.
 const STREAM_BUFFER: usize = 512;
@@ -271,7 +272,12 @@ async fn chat(
     let body = match body {
         Ok(body) => body,
         Err(rejection) => {
-            let err = ApiError::new(rejection.status(), "invalid_params", format!("unreadable body: {rejection}"));
+            let code = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                "request_too_large"
+            } else {
+                "invalid_params"
+            };
+            let err = ApiError::new(rejection.status(), code, format!("unreadable body: {rejection}"));
             return err.into_response();
         }
     };

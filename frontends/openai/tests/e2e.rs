@@ -184,6 +184,10 @@ async fn each_error_in_the_openai_shape() {
     let local = post(&gw, &chat_body("superpi-code", false, "x"), &[("origin", "http://localhost:3000")]).await;
     assert_eq!(local.status(), 200);
 
+    let huge = json!({"model": "superpi-code", "messages": [{"role": "user", "content": "x".repeat(9 << 20)}]});
+    let (status, body) = json_of(post(&gw, &huge, &[]).await).await;
+    assert_error(status, &body, 413, "request_too_large");
+
     // A failed turn is not an HTTP error: it ends with finish_reason "error".
     let s = read_stream(&post(&gw, &chat_body("superpi-code", true, "@fail boom"), &[]).await.text().await.unwrap());
     assert_eq!(s.finish_reasons, ["error"]);
