@@ -92,6 +92,8 @@ pub(crate) struct Kernel {
     pub catalog: Catalog,
     pub live: Mutex<HashMap<i64, Arc<Conversation>>>,
     pub questions: Mutex<HashMap<String, PendingQuestion>>,
+    /// Write and edit calls to one path run one at a time, across conversations.
+    path_locks: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
     pub clients: AtomicU64,
     pub running_turns: AtomicU64,
     next_subscription: AtomicU64,
@@ -110,6 +112,7 @@ impl Kernel {
             catalog,
             live: Mutex::new(HashMap::new()),
             questions: Mutex::new(HashMap::new()),
+            path_locks: Mutex::new(HashMap::new()),
             clients: AtomicU64::new(0),
             running_turns: AtomicU64::new(0),
             next_subscription: AtomicU64::new(1),
@@ -128,6 +131,13 @@ impl Kernel {
         format!("perm-{}-{}", std::process::id(), self.next_request.fetch_add(1, Ordering::Relaxed))
     }
 
+    /// Holds the write lock of `path` until the guard drops.
+    pub async fn lock_path(&self, path: PathBuf) -> PathGuard<'_> {
+        let mutex = lock(&self.path_locks).entry(path.clone()).or_default().clone();
+        let guard = mutex.clone().lock_owned().await;
+        PathGuard { kernel: self, path, mutex, _guard: guard }
+    }
+
     pub fn touch(&self) {
         *lock(&self.last_activity) = Instant::now();
     }
@@ -143,4 +153,22 @@ impl Kernel {
 /// Locks a std mutex, recovering from poisoning (a panicked holder left plain data behind).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A held path lock; the map entry goes away with its last holder.
+pub(crate) struct PathGuard<'a> {
+    kernel: &'a Kernel,
+    path: PathBuf,
+    mutex: Arc<tokio::sync::Mutex<()>>,
+    _guard: tokio::sync::OwnedMutexGuard<()>,
+}
+
+impl Drop for PathGuard<'_> {
+    fn drop(&mut self) {
+        let mut locks = lock(&self.kernel.path_locks);
+        // Ours, the map's and the guard's own reference: nobody else waits.
+        if Arc::strong_count(&self.mutex) <= 3 {
+            locks.remove(&self.path);
+        }
+    }
 }

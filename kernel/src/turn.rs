@@ -372,6 +372,11 @@ async fn run_confined(
             details: None,
         };
     };
+    // Concurrent writes and edits of one file (from any conversation) run one at a time.
+    let _path_guard = match (call.name.as_str(), call.arguments.get("path").and_then(Value::as_str)) {
+        ("write" | "edit", Some(path)) => Some(kernel.lock_path(normalize(&workspace, path)).await),
+        _ => None,
+    };
     let (progress_tx, mut progress_rx) = mpsc::channel::<String>(64);
     let forward = {
         let (kernel, conv) = (kernel.clone(), conv.clone());
@@ -404,5 +409,37 @@ async fn run_confined(
         is_error: outcome.is_error,
         structured: outcome.structured,
         details: outcome.details,
+    }
+}
+
+/// A path argument made absolute against the workspace and cleaned of `.` and `..`
+/// (lexically: the file may not exist yet).
+fn normalize(workspace: &std::path::Path, path: &str) -> PathBuf {
+    use std::path::Component;
+    let joined = workspace.join(path);
+    let mut out = PathBuf::new();
+    for part in joined.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize;
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn paths_normalize_against_the_workspace() {
+        let ws = Path::new("/w/repo");
+        assert_eq!(normalize(ws, "a/./b.txt"), PathBuf::from("/w/repo/a/b.txt"));
+        assert_eq!(normalize(ws, "a/../b.txt"), PathBuf::from("/w/repo/b.txt"));
+        assert_eq!(normalize(ws, "/etc/x"), PathBuf::from("/etc/x"));
     }
 }

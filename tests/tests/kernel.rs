@@ -401,3 +401,22 @@ fn kernel_status_and_stop() {
     let out = env.command(&["run", "three"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn an_autostarted_kernel_exits_after_idling() {
+    let env = TestEnv::new();
+    let out = env.command(&["run", "hello"]).env("SUPERPI_KERNEL_IDLE_EXIT", "1").output().unwrap();
+    assert!(out.status.success());
+    let pid = env.kernel_pid().unwrap();
+    // Bounded wait for a condition (the process leaving), not a sleep standing in for one.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() && !zombie(pid) {
+        assert!(std::time::Instant::now() < deadline, "the idle kernel {pid} did not exit");
+        std::thread::park_timeout(Duration::from_millis(50));
+    }
+    assert!(!env.locations.socket_path().exists(), "it removed its socket");
+}
+
+fn zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| s.contains(") Z ")).unwrap_or(true)
+}
