@@ -71,6 +71,28 @@ const DENIED: &[i64] = &[
     libc::SYS_ioperm,
 ];
 
+/// fchmodat2 has the same number on every architecture, and no constant in libc everywhere.
+const SYS_FCHMODAT2: i64 = 452;
+
+/// Calls that set a file mode, with the index of their mode argument: a mode with the
+/// set-user-ID or set-group-ID bit is refused, so a tool cannot leave a set-ID program in the
+/// workspace for someone to run outside the sandbox.
+const MODE_SETTERS: &[(i64, u8)] = &[
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_chmod, 1),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_open, 2),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_creat, 1),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_mknod, 1),
+    (libc::SYS_fchmod, 1),
+    (libc::SYS_fchmodat, 2),
+    (SYS_FCHMODAT2, 2),
+    (libc::SYS_openat, 3),
+    (libc::SYS_mknodat, 2),
+];
+
 /// Socket calls refused unless the call is granted network.
 const NETWORK_CALLS: &[i64] =
     &[libc::SYS_connect, libc::SYS_bind, libc::SYS_listen, libc::SYS_accept, libc::SYS_accept4];
@@ -110,6 +132,15 @@ pub(crate) fn programs(network: bool) -> Result<Vec<Program>, FilterError> {
         .map(|req| Ok(SeccompRule::new(vec![cond(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, *req)?])?))
         .collect::<Result<Vec<_>, FilterError>>()?;
     rules.insert(libc::SYS_ioctl, ioctl_rules);
+    for (nr, arg) in MODE_SETTERS {
+        let set_id = [libc::S_ISUID as u64, libc::S_ISGID as u64]
+            .iter()
+            .map(|bit| {
+                Ok(SeccompRule::new(vec![cond(*arg, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(*bit), *bit)?])?)
+            })
+            .collect::<Result<Vec<_>, FilterError>>()?;
+        rules.insert(*nr, set_id);
+    }
     // Packet sockets always; without network anything but AF_UNIX.
     let socket_rule = if network {
         SeccompRule::new(vec![cond(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, libc::AF_PACKET as u64)?])?
@@ -153,7 +184,8 @@ fn jump(code: u16, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
     libc::sock_filter { code, jt, jf, k }
 }
 
-/// clone3 and x32 numbers: ENOSYS. Anything of another architecture: EPERM.
+/// clone3, openat2 (its mode hides in a struct) and x32 numbers: ENOSYS. Anything of another
+/// architecture: EPERM.
 fn enosys_program() -> Program {
     let enosys = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
     let eperm = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
@@ -162,8 +194,9 @@ fn enosys_program() -> Program {
         jump(BPF_JEQ_K, AUDIT_ARCH, 1, 0),
         stmt(BPF_RET_K, eperm),
         stmt(BPF_LD_W_ABS, SECCOMP_DATA_NR),
-        jump(BPF_JGE_K, 0x4000_0000, 2, 0),
-        jump(BPF_JEQ_K, libc::SYS_clone3 as u32, 1, 0),
+        jump(BPF_JGE_K, 0x4000_0000, 3, 0),
+        jump(BPF_JEQ_K, libc::SYS_clone3 as u32, 2, 0),
+        jump(BPF_JEQ_K, libc::SYS_openat2 as u32, 1, 0),
         stmt(BPF_RET_K, libc::SECCOMP_RET_ALLOW),
         stmt(BPF_RET_K, enosys),
     ]

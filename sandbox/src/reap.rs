@@ -68,10 +68,26 @@ pub(crate) fn sweep(tag: &str, since: u64) {
             return;
         }
         for pid in found {
-            // SAFETY: kill(2) on a process carrying this call's tag.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            kill_and_wait(pid);
         }
         std::thread::yield_now();
+    }
+}
+
+/// SIGKILL through a pidfd (no pid reuse race), then waits (bounded) until the process has
+/// exited: a kill is asynchronous, and the call is not over while its processes are dying.
+fn kill_and_wait(pid: i32) {
+    // SAFETY: pidfd_open, pidfd_send_signal, poll and close on a descriptor we own.
+    unsafe {
+        let fd = libc::syscall(libc::SYS_pidfd_open, pid, 0) as i32;
+        if fd < 0 {
+            libc::kill(pid, libc::SIGKILL);
+            return;
+        }
+        libc::syscall(libc::SYS_pidfd_send_signal, fd, libc::SIGKILL, std::ptr::null::<u8>(), 0);
+        let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        libc::poll(&mut pfd, 1, 2000);
+        libc::close(fd);
     }
 }
 

@@ -334,7 +334,12 @@ async fn a_setsid_grandchild_does_not_outlive_the_call_without_a_cgroup_either()
         .await;
     let pid = out.output.trim().to_string();
     assert!(pid.parse::<u32>().is_ok(), "{out:?}");
-    assert!(dead(&pid), "the grandchild {pid} survived the call");
+    assert!(
+        dead(&pid),
+        "the grandchild {pid} survived the call: {:?} {:?}",
+        std::fs::read_to_string(format!("/proc/{pid}/stat")),
+        std::fs::read(format!("/proc/{pid}/environ")).map(|e| String::from_utf8_lossy(&e).into_owned())
+    );
 }
 
 #[tokio::test]
@@ -415,4 +420,19 @@ async fn the_process_count_of_a_call_is_bounded() {
     let n: usize = out.output.trim().strip_prefix("forked ").and_then(|n| n.parse().ok()).unwrap_or(999);
     assert!(n < 32, "{out:?}");
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
+}
+
+#[tokio::test]
+async fn a_set_id_program_cannot_be_left_in_the_workspace() {
+    let env = env();
+    std::fs::write(env.workspace.join("prog"), "#!/bin/sh\n").unwrap();
+    let script = "import os\nfor f, how in [('prog', lambda: os.chmod('prog', 0o4755)), ('new', lambda: os.close(os.open('new', os.O_CREAT | os.O_WRONLY, 0o2755)))]:\n    try:\n        how()\n        print(f, 'ALLOWED')\n    except OSError as e:\n        print(f, 'refused', e.errno)";
+    let out =
+        env.bash(&format!("python3 -c \"{script}\"; chmod u+s prog; chmod 755 prog && echo plain-chmod-ok")).await;
+    assert!(!out.output.contains("ALLOWED"), "{out:?}");
+    assert!(out.output.contains("prog refused 1") && out.output.contains("new refused 1"), "{out:?}");
+    assert!(out.output.contains("plain-chmod-ok"), "{out:?}");
+    let mode = std::fs::metadata(env.workspace.join("prog")).unwrap().mode();
+    assert_eq!(mode & 0o6000, 0, "mode {mode:o}");
+    assert!(!env.workspace.join("new").exists());
 }
