@@ -436,3 +436,12 @@ async fn a_set_id_program_cannot_be_left_in_the_workspace() {
     assert_eq!(mode & 0o6000, 0, "mode {mode:o}");
     assert!(!env.workspace.join("new").exists());
 }
+
+#[tokio::test]
+async fn a_hard_link_to_an_outside_file_cannot_be_made() {
+    let env = env();
+    let key = env.home.join(".ssh/id_rsa");
+    let out = env.bash(&format!("ln {} stolen && echo LINKED", key.display())).await;
+    assert!(out.is_error && !out.output.contains("LINKED"), "{out:?}");
+    assert!(!env.workspace.join("stolen").exists());
+}
