@@ -129,6 +129,12 @@ pub(crate) async fn prompt(
         return run_command(&kernel, &session, command, &cx).await;
     }
     session.ensure_pump(&kernel, &cx).await.map_err(|e| map::kernel_error(e, Some(&session.id)))?;
+    if session.needs_title()
+        && let Some(title) = map::title_from_prompt(&content)
+    {
+        let update = SessionUpdate::SessionInfoUpdate(SessionInfoUpdate::new().title(title));
+        cx.send_notification(SessionNotification::new(session.id.clone(), update))?;
+    }
     let submitted = kernel
         .submit(SubmitParams { conversation_id: session.conversation_id, content, prompt: None })
         .await

@@ -223,6 +223,20 @@ pub fn command(prompt: &[KBlock]) -> Option<Command> {
     }
 }
 
+/// A title for a session that has none, from its first prompt: the first non-empty line,
+/// at most 60 characters.
+pub fn title_from_prompt(prompt: &[KBlock]) -> Option<String> {
+    let text = prompt.iter().find_map(|b| match b {
+        KBlock::Text { text } => text.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with('@')),
+        _ => None,
+    })?;
+    let mut title: String = text.chars().take(60).collect();
+    if title.len() < text.len() {
+        title.push('…');
+    }
+    Some(title)
+}
+
 /// A conversation as session/list shows it.
 pub fn session_info(info: &ConversationInfo) -> SessionInfo {
     let cwd = info.workspace.clone().unwrap_or_else(|| "/".to_string());

@@ -147,3 +147,12 @@ fn slash_commands_are_recognised_only_whole() {
     let names: Vec<String> = commands().into_iter().map(|c| c.name).collect();
     assert_eq!(names, ["status", "mode"]);
 }
+
+#[test]
+fn titles_come_from_the_first_prompt_line() {
+    assert_eq!(title_from_prompt(&[KBlock::text("\n  Fix the parser\nplease")]), Some("Fix the parser".into()));
+    assert_eq!(title_from_prompt(&[KBlock::text("@slow 5\nhello")]), Some("hello".into()));
+    let long = "x".repeat(80);
+    assert_eq!(title_from_prompt(&[KBlock::text(long)]).unwrap().chars().count(), 61);
+    assert_eq!(title_from_prompt(&[KBlock::text("  ")]), None);
+}

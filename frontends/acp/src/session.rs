@@ -60,6 +60,8 @@ struct State {
     questions: HashMap<String, RequestCancellationHandle>,
     prompt_running: bool,
     cancel_requested: bool,
+    /// The session has a title (stored, or sent to the editor from its first prompt).
+    titled: bool,
 }
 
 pub struct Session {
@@ -87,7 +89,12 @@ impl Drop for PromptGuard {
 
 impl Session {
     pub fn new(info: &ConversationInfo, render: RenderOptions) -> Arc<Self> {
-        let state = State { settings: Some(Settings::of(info)), last_seq: info.head_seq, ..Default::default() };
+        let state = State {
+            settings: Some(Settings::of(info)),
+            last_seq: info.head_seq,
+            titled: info.title.is_some(),
+            ..Default::default()
+        };
         Arc::new(Session {
             id: crate::map::session_id(info.conversation_id),
             conversation_id: info.conversation_id,
@@ -116,6 +123,11 @@ impl Session {
         st.prompt_running = true;
         st.cancel_requested = false;
         Some(PromptGuard(self.clone()))
+    }
+
+    /// True the first time it is asked for a session without a title.
+    pub fn needs_title(&self) -> bool {
+        !std::mem::replace(&mut lock(&self.state).titled, true)
     }
 
     pub fn cancel_requested(&self) -> bool {

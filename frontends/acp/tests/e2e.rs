@@ -41,6 +41,11 @@ async fn initialize_new_prompt_cancel_then_load_in_a_fresh_process() {
         let updates = seen.drain();
         assert!(updates.iter().all(|u| u.session_id == sid));
         assert!(agent_text(&updates).contains("hello from the editor"), "{updates:?}");
+        let titled = updates.iter().any(|u| {
+            matches!(&u.update, SessionUpdate::SessionInfoUpdate(i)
+                if i.title == agent_client_protocol::schema::MaybeUndefined::Value("hello from the editor".to_string()))
+        });
+        assert!(titled, "the first prompt titles the session: {updates:?}");
 
         // A tool call shows as a tool_call, then completes; the file is really written.
         let prompt = "@tool write {\"path\": \"note.txt\", \"content\": \"from acp\\n\"}";
