@@ -202,10 +202,29 @@ pub fn open_params(req: &ChatRequest, target: &Target) -> OpenParams {
     }
     match &req.session {
         Session::New => {}
-        Session::External(id) => params.external_id = Some(id.clone()),
+        Session::External(id) => params.external_id = Some(session_key(id, &req.messages)),
         Session::Conversation(id) => params.conversation_id = Some(*id),
     }
     params
+}
+
+/// The kernel's external id of a session: the client's session id, and when the request has a
+/// system prompt, a digest of it. One client session can hold several agents with their own
+/// system prompts under one id (OpenCode sends its title generator's requests with the same
+/// `X-Session-Id` as its agent's); each gets its own conversation, so neither sees the other's
+/// turns and no prompt is answered twice.
+pub fn session_key(id: &str, messages: &[TextMessage]) -> String {
+    // FNV-1a: stable across builds and releases, which a durable key needs.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut any = false;
+    for m in messages.iter().filter(|m| m.role == "system" || m.role == "developer") {
+        any = true;
+        for byte in m.text.as_bytes().iter().chain(b"\0") {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    if any { format!("{id}#{hash:016x}") } else { id.to_string() }
 }
 
 /// The prompt to submit. A conversation this request created gets the messages before the

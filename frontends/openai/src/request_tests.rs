@@ -174,6 +174,31 @@ fn open_params_carry_target_session_and_mode() {
 }
 
 #[test]
+fn a_session_key_tells_system_prompts_apart() {
+    let agent = [msg("system", "you are the agent"), msg("user", "hi")];
+    let agent_later =
+        [msg("system", "you are the agent"), msg("user", "hi"), msg("assistant", "hello"), msg("user", "more")];
+    let titles = [msg("system", "you write titles"), msg("user", "hi")];
+    let plain = [msg("user", "hi")];
+    assert_eq!(session_key("s", &agent), session_key("s", &agent_later));
+    assert_ne!(session_key("s", &agent), session_key("s", &titles));
+    assert_eq!(session_key("s", &plain), "s");
+    assert!(session_key("s", &agent).starts_with("s#"));
+    // Stable across builds: a durable key.
+    assert_eq!(
+        session_key("s", &[msg("system", "x")]),
+        format!("s#{:016x}", {
+            let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+            for b in [b'x', 0] {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0100_0000_01b3);
+            }
+            h
+        })
+    );
+}
+
+#[test]
 fn a_new_conversation_is_seeded_with_the_earlier_messages() {
     let req = parse(
         json!({"model": "m", "messages": [

@@ -266,9 +266,17 @@ async fn sessions_continue_one_conversation() {
     assert_eq!(b2["choices"][0]["message"]["content"], "and again", "later requests send the last user message");
 
     // session_id in the body is the same key; x-conversation-id attaches by id.
-    let mut third = chat_body("superpi-code", false, "third");
-    third["session_id"] = json!("s-1");
+    let third = json!({"model": "superpi-code", "session_id": "s-1", "messages": [
+        {"role": "system", "content": "be brief"}, {"role": "user", "content": "third"}]});
     assert_eq!(conversation_of(&post(&gw, &third, &[]).await), c1);
+    // Another system prompt under the same session id (OpenCode's title generator beside its
+    // agent) is another conversation, seeded on its own.
+    let titles = json!({"model": "superpi-code", "messages": [
+        {"role": "system", "content": "you write titles"}, {"role": "user", "content": "my name is Ada"}]});
+    let t1 = post(&gw, &titles, &[("x-session-id", "s-1")]).await;
+    let t_id = conversation_of(&t1);
+    assert_ne!(t_id, c1);
+    assert_eq!(conversation_of(&post(&gw, &titles, &[("x-session-id", "s-1")]).await), t_id);
     let c1s = c1.to_string();
     assert_eq!(
         conversation_of(&post(&gw, &chat_body("superpi-code", false, "4"), &[("x-conversation-id", &c1s)]).await),
