@@ -9,6 +9,7 @@
 //! It must not know the kernel's internals (store, policy, providers): it speaks the kernel
 //! protocol through superpi-client, as one remote frontend per principal.
 
+mod cors;
 mod mcp;
 pub mod render;
 pub mod request;

@@ -86,6 +86,7 @@ impl Gateway {
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed)
             .layer(DefaultBodyLimit::max(BODY_LIMIT))
+            .layer(axum::middleware::from_fn_with_state(self.clone(), crate::cors::layer))
             .with_state(self.clone())
     }
 
@@ -96,6 +97,11 @@ impl Gateway {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         axum::serve(listener, self.router()).with_graceful_shutdown(shutdown).await
+    }
+
+    /// Whether a browser `Origin` may call the gateway (see [`superpi_http::origin_allowed`]).
+    pub(crate) fn origin_admitted(&self, origin: &str) -> bool {
+        superpi_http::origin_allowed(Some(origin), self.inner.tokens.is_enabled(), &self.inner.origins)
     }
 
     /// The principal of a request, or 401 (no valid token) or 403 (a foreign browser origin

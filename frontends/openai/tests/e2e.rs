@@ -183,6 +183,27 @@ async fn each_error_in_the_openai_shape() {
     assert_error(status, &body, 403, "forbidden_origin");
     let local = post(&gw, &chat_body("superpi-code", false, "x"), &[("origin", "http://localhost:3000")]).await;
     assert_eq!(local.status(), 200);
+    assert_eq!(local.headers()["access-control-allow-origin"], "http://localhost:3000");
+    // A local page's preflight is answered; a foreign one's is not.
+    let preflight = http()
+        .request(reqwest::Method::OPTIONS, gw.url("/v1/chat/completions"))
+        .header("origin", "http://localhost:3000")
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", "content-type, x-session-id")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preflight.status(), 204);
+    assert_eq!(preflight.headers()["access-control-allow-origin"], "http://localhost:3000");
+    assert!(preflight.headers()["access-control-allow-headers"].to_str().unwrap().contains("x-session-id"));
+    let foreign = http()
+        .request(reqwest::Method::OPTIONS, gw.url("/v1/chat/completions"))
+        .header("origin", "https://evil.example")
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert!(foreign.headers().get("access-control-allow-origin").is_none());
 
     let huge = json!({"model": "superpi-code", "messages": [{"role": "user", "content": "x".repeat(9 << 20)}]});
     let (status, body) = json_of(post(&gw, &huge, &[]).await).await;
