@@ -4,10 +4,12 @@
 //! `POST /v1/chat/completions` (JSON or SSE), its wire types ([`wire`]), the request map from a
 //! request to kernel calls with OpenAI-shaped errors ([`request`]), and the renderer from one
 //! turn's kernel events to `chat.completion.chunk`s ([`render`]). The agent loop runs in the
-//! kernel; client-side tools are ignored.
+//! kernel; client-side tools are ignored. It also serves superpi-mcp's MCP server over
+//! Streamable HTTP at `/mcp`, behind the same tokens and Origin rule.
 //!
-//! It must not know the kernel's internals (store, policy, providers): it speaks the kernel
-//! protocol through superpi-client, as one remote frontend per principal.
+//! It must not know the kernel's internals (store, policy, providers' configuration beyond
+//! listing models): it speaks the kernel protocol through superpi-client, as one remote
+//! frontend per principal.
 
 mod cors;
 mod mcp;
