@@ -338,8 +338,13 @@ async fn chat_inner(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Re
         .map_err(|e| request::kernel_error(&e, &req.model))?;
     let t_watch = began.elapsed();
     let prompt = request::prompt(&req, info.created);
-    let submitted =
-        client.submit_text(conversation_id, &prompt).await.map_err(|e| request::kernel_error(&e, &req.model))?;
+    let submitted = match client.submit_text(conversation_id, &prompt).await {
+        Ok(submitted) => submitted,
+        Err(err) => {
+            sub.close().await;
+            return Err(request::kernel_error(&err, &req.model));
+        }
+    };
     tracing::info!(
         principal,
         conversation_id,
