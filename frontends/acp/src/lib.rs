@@ -43,5 +43,24 @@ pub enum Error {
 pub async fn run(args: Args, connect: superpi_client::ConnectOptions) -> Result<(), Error> {
     let server = agent::Server::new(connect, agent::AgentOptions { context_window: args.context_window });
     tracing::debug!("serving ACP on stdio");
-    agent::serve(server, agent_client_protocol::Stdio::new()).await.map_err(Error::Acp)
+    match agent::serve(server, agent_client_protocol::Stdio::new()).await {
+        Ok(()) => Ok(()),
+        // The editor went away while the agent was writing (it closed our stdout with our
+        // stdin): that is the end of the session, not a failure. The conversation stays in
+        // the kernel.
+        Err(err) if editor_gone(&err) => {
+            tracing::debug!("the editor closed the connection: {err:?}");
+            Ok(())
+        }
+        Err(err) => Err(Error::Acp(err)),
+    }
+}
+
+/// A write to stdout failed because the editor closed it (EPIPE), as the SDK reports it
+/// (an internal error whose data is the I/O error's text).
+fn editor_gone(err: &agent_client_protocol::Error) -> bool {
+    let data = err.data.as_ref().map(|d| d.to_string()).unwrap_or_default();
+    agent_client_protocol::is_incoming_transport_closed(err)
+        || data.contains("os error 32")
+        || data.to_ascii_lowercase().contains("broken pipe")
 }

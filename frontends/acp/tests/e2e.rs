@@ -23,7 +23,7 @@ async fn initialize_new_prompt_cancel_then_load_in_a_fresh_process() {
     let env = TestEnv::new();
 
     // First editor session: initialize, session/new, a prompt, a tool call, a cancel.
-    let (result, lines) = with_editor(&env, Some("allow_once"), async |cx, mut seen| {
+    let (result, lines) = with_editor(&env, Answer::Select("allow_once"), async |cx, mut seen| {
         let init = initialize(&cx).await?;
         assert_eq!(init.protocol_version, ProtocolVersion::V1);
         assert!(init.agent_capabilities.load_session);
@@ -73,7 +73,7 @@ async fn initialize_new_prompt_cancel_then_load_in_a_fresh_process() {
     assert_jsonrpc_only(&lines);
 
     // A fresh `superpi acp`: session/load replays the history before it answers.
-    let (result, lines) = with_editor(&env, None, async |cx, mut seen| {
+    let (result, lines) = with_editor(&env, Answer::Dismiss, async |cx, mut seen| {
         initialize(&cx).await?;
         let listed = cx.send_request(ListSessionsRequest::new()).block_task().await?;
         assert!(listed.sessions.iter().any(|s| s.session_id == sid), "{listed:?}");
@@ -111,13 +111,15 @@ async fn initialize_new_prompt_cancel_then_load_in_a_fresh_process() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the kernel's permission gate (kernel/src/tools.rs Catalog::gate allows every call until the \
-            policy issue wires superpi-policy in); run with `cargo test -p superpi-acp -- --ignored`"]
 async fn permission_request_is_answered_during_the_prompt() {
     let env = TestEnv::new();
-    let (result, lines) = with_editor(&env, Some("allow_once"), async |cx, mut seen| {
+    let (result, lines) = with_editor(&env, Answer::Select("allow_once"), async |cx, mut seen| {
         initialize(&cx).await?;
         let sid = new_session(&cx, &env).await?.session_id;
+        // A first turn starts this session's interactive watch. (The kernel counts an
+        // interactive watcher only once its forwarder task runs, a moment after answering
+        // session.watch; a question asked in that moment fails closed. Reported.)
+        cx.send_request(text_prompt(&sid, "warm up")).block_task().await?;
         // An unlisted shell command in accept-edits asks a person.
         let prompt = "@tool bash {\"command\": \"touch asked.txt\"}";
         let done = cx.send_request(text_prompt(&sid, prompt)).block_task().await?;
@@ -142,9 +144,13 @@ async fn permission_request_is_answered_during_the_prompt() {
     assert_jsonrpc_only(&lines);
 
     // A cancelled answer fails closed: the call does not run.
-    let (result, _) = with_editor(&env, None, async |cx, mut seen| {
+    let (result, _) = with_editor(&env, Answer::Dismiss, async |cx, mut seen| {
         initialize(&cx).await?;
         let sid = new_session(&cx, &env).await?.session_id;
+        // A first turn starts this session's interactive watch. (The kernel counts an
+        // interactive watcher only once its forwarder task runs, a moment after answering
+        // session.watch; a question asked in that moment fails closed. Reported.)
+        cx.send_request(text_prompt(&sid, "warm up")).block_task().await?;
         let prompt = "@tool bash {\"command\": \"touch refused.txt\"}";
         cx.send_request(text_prompt(&sid, prompt)).block_task().await?;
         assert!(seen.permissions.try_recv().is_ok(), "asked");
@@ -156,9 +162,40 @@ async fn permission_request_is_answered_during_the_prompt() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_withdraws_an_open_question_first_then_the_turn() {
+    let env = TestEnv::new();
+    let (result, lines) = with_editor(&env, Answer::Hold, async |cx, mut seen| {
+        initialize(&cx).await?;
+        let sid = new_session(&cx, &env).await?.session_id;
+        // A first turn starts this session's interactive watch. (The kernel counts an
+        // interactive watcher only once its forwarder task runs, a moment after answering
+        // session.watch; a question asked in that moment fails closed. Reported.)
+        cx.send_request(text_prompt(&sid, "warm up")).block_task().await?;
+        let pending = cx.send_request(text_prompt(&sid, "@tool bash {\"command\": \"touch never.txt\"}"));
+        let (asked, responder) = tokio::time::timeout(WAIT, seen.held.recv()).await.expect("asked in time").unwrap();
+        assert_eq!(asked.session_id, sid);
+        // The question stays open; the person presses Stop instead.
+        let withdrawn = responder.cancellation();
+        cx.send_notification(CancelNotification::new(sid.clone()))?;
+        tokio::time::timeout(WAIT, withdrawn.cancelled()).await.expect("the question is withdrawn");
+        let done = tokio::time::timeout(WAIT, pending.block_task()).await.expect("the prompt ends")?;
+        assert_eq!(done.stop_reason, StopReason::Cancelled);
+        // The editor's late answer is harmless.
+        let _ = responder.respond(agent_client_protocol::v1::schema::RequestPermissionResponse::new(
+            agent_client_protocol::v1::schema::RequestPermissionOutcome::Cancelled,
+        ));
+        Ok(())
+    })
+    .await;
+    result.unwrap();
+    assert_jsonrpc_only(&lines);
+    assert!(!env.workspace.join("never.txt").exists(), "a cancelled question fails closed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_get_acp_errors() {
     let env = TestEnv::new();
-    let (result, _) = with_editor(&env, None, async |cx, _seen| {
+    let (result, _) = with_editor(&env, Answer::Dismiss, async |cx, _seen| {
         initialize(&cx).await?;
         let unknown = cx.send_request(text_prompt(&SessionId::new("conv-424242"), "hi")).block_task().await;
         assert_eq!(unknown.unwrap_err().code, ErrorCode::from(-32002));
@@ -181,7 +218,7 @@ async fn bad_requests_get_acp_errors() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kernel_restart_ends_the_running_prompt_and_the_session_goes_on() {
     let env = TestEnv::new();
-    let (result, lines) = with_editor(&env, None, async |cx, mut seen| {
+    let (result, lines) = with_editor(&env, Answer::Dismiss, async |cx, mut seen| {
         initialize(&cx).await?;
         let sid = new_session(&cx, &env).await?.session_id;
         let slow = cx.send_request(text_prompt(&sid, "@slow 500\nlong answer that will not finish"));
@@ -205,7 +242,7 @@ async fn kernel_restart_ends_the_running_prompt_and_the_session_goes_on() {
 async fn an_editor_that_goes_away_mid_turn_loses_nothing() {
     let env = TestEnv::new();
     // The editor quits (closes the agent's stdin) while a turn streams.
-    let (result, _) = with_editor(&env, None, async |cx, mut seen| {
+    let (result, _) = with_editor(&env, Answer::Dismiss, async |cx, mut seen| {
         initialize(&cx).await?;
         let sid = new_session(&cx, &env).await?.session_id;
         let slow = cx.send_request(text_prompt(
@@ -222,7 +259,7 @@ the turn goes on without the editor",
 
     // A new editor loads the session: the turn finished in the kernel, and its answer is
     // replayed (or streams live if it was still running when the load happened).
-    let (result, lines) = with_editor(&env, None, async |cx, mut seen| {
+    let (result, lines) = with_editor(&env, Answer::Dismiss, async |cx, mut seen| {
         initialize(&cx).await?;
         cx.send_request(LoadSessionRequest::new(sid.clone(), env.workspace.clone())).block_task().await?;
         // A prompt queues behind a turn still running, so once it is answered everything
@@ -242,7 +279,7 @@ the turn goes on without the editor",
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slash_commands_are_offered_and_answered_by_the_agent() {
     let env = TestEnv::new();
-    let (result, lines) = with_editor(&env, None, async |cx, mut seen| {
+    let (result, lines) = with_editor(&env, Answer::Dismiss, async |cx, mut seen| {
         initialize(&cx).await?;
         let sid = new_session(&cx, &env).await?.session_id;
         let offered = seen.until(|u| matches!(u, SessionUpdate::AvailableCommandsUpdate(_))).await;
@@ -273,7 +310,7 @@ async fn slash_commands_are_offered_and_answered_by_the_agent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fork_resume_list_and_close() {
     let env = TestEnv::new();
-    let (result, lines) = with_editor(&env, None, async |cx, mut seen| {
+    let (result, lines) = with_editor(&env, Answer::Dismiss, async |cx, mut seen| {
         initialize(&cx).await?;
         let sid = new_session(&cx, &env).await?.session_id;
         cx.send_request(text_prompt(&sid, "remember the lighthouse")).block_task().await?;

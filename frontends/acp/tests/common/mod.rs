@@ -5,12 +5,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
-use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     ContentBlock, InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
     RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
     SessionId, SessionNotification, SessionUpdate, TextContent,
 };
+use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{AcpAgent, AcpAgentConfig, Agent, Client, Error, LineDirection};
 use superpi_tests::{TestEnv, superpi_bin};
 use tokio::sync::mpsc;
@@ -21,6 +21,19 @@ pub const WAIT: Duration = Duration::from_secs(60);
 pub struct Seen {
     pub updates: mpsc::UnboundedReceiver<SessionNotification>,
     pub permissions: mpsc::UnboundedReceiver<RequestPermissionRequest>,
+    /// Questions left open ([`Answer::Hold`]): the test answers (or drops) them.
+    pub held: mpsc::UnboundedReceiver<(RequestPermissionRequest, Responder<RequestPermissionResponse>)>,
+}
+
+/// How the editor answers permission requests.
+#[derive(Debug, Clone, Copy)]
+pub enum Answer {
+    /// Select this option id.
+    Select(&'static str),
+    /// Answer `cancelled` (the person dismissed the question).
+    Dismiss,
+    /// Leave the question open and hand it to the test.
+    Hold,
 }
 
 impl Seen {
@@ -70,12 +83,13 @@ pub fn agent_process(env: &TestEnv, stdout: Arc<Mutex<Vec<String>>>) -> AcpAgent
 /// body's result and every line the agent wrote on stdout.
 pub async fn with_editor<R>(
     env: &TestEnv,
-    answer: Option<&'static str>,
+    answer: Answer,
     body: impl AsyncFnOnce(ConnectionTo<Agent>, Seen) -> Result<R, Error>,
 ) -> (Result<R, Error>, Vec<String>) {
     let stdout = Arc::new(Mutex::new(Vec::new()));
     let (utx, urx) = mpsc::unbounded_channel();
     let (ptx, prx) = mpsc::unbounded_channel();
+    let (htx, hrx) = mpsc::unbounded_channel();
     let result = Client
         .v1()
         .name("superpi-acp-test")
@@ -88,19 +102,23 @@ pub async fn with_editor<R>(
         )
         .on_receive_request(
             async move |r: RequestPermissionRequest,
-                        responder: agent_client_protocol::v1::Responder<RequestPermissionResponse>,
+                        responder: Responder<RequestPermissionResponse>,
                         _cx: ConnectionTo<Agent>| {
-                let _ = ptx.send(r);
+                let _ = ptx.send(r.clone());
                 let outcome = match answer {
-                    Some(id) => RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id)),
-                    None => RequestPermissionOutcome::Cancelled,
+                    Answer::Select(id) => RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id)),
+                    Answer::Dismiss => RequestPermissionOutcome::Cancelled,
+                    Answer::Hold => {
+                        let _ = htx.send((r, responder));
+                        return Ok(());
+                    }
                 };
                 responder.respond(RequestPermissionResponse::new(outcome))
             },
             agent_client_protocol::on_receive_request!(),
         )
         .connect_with(agent_process(env, stdout.clone()), async move |cx: ConnectionTo<Agent>| {
-            body(cx, Seen { updates: urx, permissions: prx }).await
+            body(cx, Seen { updates: urx, permissions: prx, held: hrx }).await
         })
         .await;
     let lines = stdout.lock().unwrap().clone();
