@@ -39,9 +39,10 @@ fn command(program: &Path, args: &[&str], cwd: &Path, vars: &[(String, String)])
     let mut cmd = Command::new(program);
     cmd.args(args)
         .current_dir(cwd)
-        .envs(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        // Tokens of the caller's own environment would change what the frontends require.
         .env_remove("SUPERPI_GATEWAY_TOKEN")
         .env_remove("SUPERPI_TOKENS")
+        .envs(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .process_group(0)
         .kill_on_drop(true);
     cmd

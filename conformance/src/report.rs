@@ -13,6 +13,8 @@ pub enum Outcome {
     Pass,
     Fail(String),
     Skip(String),
+    /// A failure listed in expected-failures.txt: shown, not counted.
+    Known(String),
 }
 
 #[derive(Debug, Clone)]
@@ -77,7 +79,36 @@ pub fn rows_of(protocol: &'static str, out: &ScriptOutput) -> Vec<Row> {
     rows
 }
 
-/// Prints the table; returns (passed, failed). Skipped rows are shown and not counted.
+/// The expected failures of superpi's own frontends: (protocol, check, finding).
+pub fn parse_expected(text: &str) -> Vec<(String, String, String)> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .filter_map(|l| {
+            let mut parts = l.splitn(3, '|').map(str::trim);
+            Some((parts.next()?.to_owned(), parts.next()?.to_owned(), parts.next().unwrap_or("").to_owned()))
+        })
+        .collect()
+}
+
+/// Marks the listed failures of `protocol` as known; a listed check that passes fails (the
+/// list is stale).
+pub fn apply_expected(rows: &mut [Row], expected: &[(String, String, String)]) {
+    for row in rows {
+        let Some((_, _, finding)) = expected.iter().find(|(p, c, _)| p == row.protocol && *c == row.check) else {
+            continue;
+        };
+        row.outcome = match std::mem::replace(&mut row.outcome, Outcome::Pass) {
+            Outcome::Fail(why) => Outcome::Known(format!("FINDINGS.md {finding}: {why}")),
+            Outcome::Pass => {
+                Outcome::Fail(format!("listed in expected-failures.txt ({finding}) but passes: remove the line"))
+            }
+            other => other,
+        };
+    }
+}
+
+/// Prints the table; returns (passed, failed). Skipped and known rows are shown, not counted.
 pub fn print_table(rows: &[Row]) -> (usize, usize) {
     let pw = rows.iter().map(|r| r.protocol.len()).max().unwrap_or(8).max(8);
     let cw = rows.iter().map(|r| r.check.chars().count()).max().unwrap_or(5).clamp(5, 72);
@@ -95,6 +126,7 @@ pub fn print_table(rows: &[Row]) -> (usize, usize) {
                 format!("FAIL: {}", indent(why, pw + cw + 4))
             }
             Outcome::Skip(why) => format!("skip: {why}"),
+            Outcome::Known(why) => format!("known failure: {}", indent(why, pw + cw + 4)),
         };
         println!("{:<pw$}  {:<cw$}  {result}", row.protocol, row.check);
     }
@@ -151,6 +183,21 @@ mod tests {
         let rows = rows_of("x", &output(&[r#"{"check":"a","ok":true}"#], Some(3)));
         assert_eq!(rows.len(), 2);
         assert!(matches!(&rows[1].outcome, Outcome::Fail(why) if why.contains("boom")));
+    }
+
+    #[test]
+    fn expected_failures_are_known_and_stale_entries_fail() {
+        let expected = parse_expected("# comment\nx | b | F1\nx | a | F2\ny | b | F3\n");
+        let mut rows =
+            rows_of("x", &output(&[r#"{"check":"a","ok":true}"#, r#"{"check":"b","ok":false,"reason":"r"}"#], Some(1)));
+        apply_expected(&mut rows, &expected);
+        assert_eq!(
+            outcomes(&rows),
+            vec![
+                ("a".into(), Outcome::Fail("listed in expected-failures.txt (F2) but passes: remove the line".into())),
+                ("b".into(), Outcome::Known("FINDINGS.md F1: r".into())),
+            ]
+        );
     }
 
     #[test]

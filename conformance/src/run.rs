@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use crate::args::{Args, Protocol};
 use crate::env::RunEnv;
 use crate::proc::{self, Server};
-use crate::report::{Outcome, Row, rows_of};
+use crate::report::{Outcome, Row, apply_expected, parse_expected, rows_of};
 
 /// The directory holding the scripts and their pinned npm packages.
 fn conformance_dir() -> &'static Path {
@@ -23,11 +23,18 @@ pub async fn run_all(args: &Args) -> Result<Vec<Row>> {
     }
     let mut protocols = args.protocol.clone();
     protocols.dedup();
+    let expected =
+        std::fs::read_to_string(dir.join("expected-failures.txt")).map(|t| parse_expected(&t)).unwrap_or_default();
     let mut rows = Vec::new();
     for protocol in protocols {
         let env = RunEnv::new(protocol.name())?;
         match run_one(args, dir, protocol, &env).await {
-            Ok(more) => rows.extend(more),
+            Ok(mut more) => {
+                if targets_superpi(args, protocol) {
+                    apply_expected(&mut more, &expected);
+                }
+                rows.extend(more)
+            }
             Err(e) => rows.push(Row {
                 protocol: protocol.name(),
                 check: "setup".into(),
@@ -37,6 +44,18 @@ pub async fn run_all(args: &Args) -> Result<Vec<Row>> {
         // `env` drops here: the kernel of this run stops before the next protocol starts.
     }
     Ok(rows)
+}
+
+/// Whether a protocol runs against superpi's own frontends only (no flag points it elsewhere).
+fn targets_superpi(args: &Args, protocol: Protocol) -> bool {
+    match protocol {
+        Protocol::Acp => args.acp_command.is_none(),
+        Protocol::Mcp => args.mcp_command.is_none() && args.mcp_url.is_none(),
+        Protocol::Openai => args.openai_url.is_none(),
+        Protocol::Agui => args.agui_url.is_none(),
+        Protocol::Rpc => args.rpc_command.is_none(),
+        Protocol::Opencode => true,
+    }
 }
 
 /// The superpi binary: `--superpi`, or `superpi` beside this program (target/debug).
@@ -63,7 +82,8 @@ fn flag(on: bool) -> String {
 
 async fn start(bin: &Path, args: &[&str], env: &RunEnv, vars: &[(String, String)]) -> Result<Server> {
     let ws = env.workspace();
-    let log = env.root().join(format!("{}.log", args[0]));
+    let n = std::fs::read_dir(env.root()).map(|d| d.count()).unwrap_or(0);
+    let log = env.root().join(format!("{}-{n}.log", args[0]));
     proc::start_server(bin, args, &ws, vars, &log).await
 }
 
@@ -118,6 +138,19 @@ async fn run_one(args: &Args, dir: &Path, protocol: Protocol, env: &RunEnv) -> R
                     url
                 }
             };
+            if args.openai_url.is_none() {
+                // A second gateway that requires a token, for the 401 check.
+                let ws = env.workspace().to_string_lossy().into_owned();
+                let key = "conformance-key".to_owned();
+                let mut with_token = base.clone();
+                with_token.push(("SUPERPI_GATEWAY_TOKEN".into(), key.clone()));
+                let server =
+                    start(&superpi_bin(args)?, &["gateway", "--port", "0", "--workspace", &ws], env, &with_token)
+                        .await?;
+                set("OPENAI_AUTH_URL", server.url.clone());
+                set("OPENAI_AUTH_KEY", key);
+                servers.push(server);
+            }
             set("OPENAI_URL", url);
             set("OPENAI_KEY", args.openai_key.clone());
             set("OPENAI_MODEL", args.openai_model.clone().unwrap_or_else(|| "superpi-code".into()));
@@ -162,8 +195,10 @@ async fn run_one(args: &Args, dir: &Path, protocol: Protocol, env: &RunEnv) -> R
     .await?;
     let rows = rows_of(protocol.name(), &out);
     if rows.iter().any(|r| matches!(r.outcome, Outcome::Fail(_))) {
-        for log in ["gateway.log", "agui.log"] {
-            if let Ok(text) = std::fs::read_to_string(env.root().join(log)) {
+        let logs = std::fs::read_dir(env.root()).into_iter().flatten().flatten().map(|e| e.path());
+        for path in logs.filter(|p| p.extension().is_some_and(|e| e == "log")) {
+            let log = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if let Ok(text) = std::fs::read_to_string(&path) {
                 let lines: Vec<&str> = text.lines().collect();
                 let tail = &lines[lines.len().saturating_sub(20)..];
                 if !tail.is_empty() {
