@@ -95,8 +95,14 @@ pub(crate) async fn attach(
         for update in replay(&history.entries, session.workspace.as_deref()) {
             cx.send_notification(SessionNotification::new(session.id.clone(), update))?;
         }
-        if let Some(title) = &history.conversation.title {
-            let info = SessionInfoUpdate::new().title(title.clone());
+        // The stored title, else one from the first prompt (as a new session gets).
+        let title = history.conversation.title.clone().or_else(|| {
+            let first = history.entries.iter().find(|e| e.kind == superpi_proto::EntryKind::User)?;
+            map::title_from_prompt(&first.message.content)
+        });
+        if let Some(title) = title {
+            session.set_titled();
+            let info = SessionInfoUpdate::new().title(title);
             cx.send_notification(SessionNotification::new(session.id.clone(), SessionUpdate::SessionInfoUpdate(info)))?;
         }
     }

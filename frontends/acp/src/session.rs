@@ -125,6 +125,11 @@ impl Session {
         Some(PromptGuard(self.clone()))
     }
 
+    /// The editor has been told a title.
+    pub fn set_titled(&self) {
+        lock(&self.state).titled = true;
+    }
+
     /// True the first time it is asked for a session without a title.
     pub fn needs_title(&self) -> bool {
         !std::mem::replace(&mut lock(&self.state).titled, true)
