@@ -35,6 +35,8 @@ use crate::session::Session;
 pub struct AgentOptions {
     /// Context window reported in usage updates.
     pub context_window: u64,
+    /// What to do with MCP servers the editor passes.
+    pub editor_mcp: map::EditorMcp,
 }
 
 /// The agent's state, shared by every handler.

@@ -64,7 +64,7 @@ where
 
 pub(crate) async fn new_session(server: Arc<Server>, req: NewSessionRequest) -> Result<NewSessionResponse, Error> {
     let workspace = map::workspace(&req.cwd)?;
-    map::mcp_servers(&req.mcp_servers)?;
+    map::mcp_servers(&req.mcp_servers, server.opts.editor_mcp)?;
     let harness = map::harness(req.meta.as_ref())?;
     let kernel = server.kernel().await?;
     let info = kernel
@@ -87,7 +87,7 @@ pub(crate) async fn attach(
     replay_to: Option<&ConnectionTo<Client>>,
 ) -> Result<(Arc<Session>, KernelClient), Error> {
     let conv = map::conversation_id(id)?;
-    map::mcp_servers(mcp)?;
+    map::mcp_servers(mcp, server.opts.editor_mcp)?;
     let kernel = server.kernel().await?;
     let history = kernel.history(conv).await.map_err(|e| map::kernel_error(e, Some(id)))?;
     let session = server.add_session(&history.conversation);

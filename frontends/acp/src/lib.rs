@@ -30,6 +30,10 @@ pub struct Args {
     /// Context window (tokens) reported to the editor in usage updates.
     #[arg(long, default_value_t = 200_000, env = "SUPERPI_ACP_CONTEXT_WINDOW")]
     pub context_window: u64,
+    /// MCP servers the editor passes in session/new: `refuse` the session (naming them) or
+    /// `ignore` them with a warning. superpi cannot attach them to a conversation yet.
+    #[arg(long, value_enum, default_value = "refuse", env = "SUPERPI_ACP_EDITOR_MCP_SERVERS")]
+    pub editor_mcp_servers: map::EditorMcp,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -41,7 +45,10 @@ pub enum Error {
 /// Serves ACP over stdin and stdout until the editor closes stdin. The kernel is reached
 /// only when a session needs it (session/new, load, list, ...), never for `initialize`.
 pub async fn run(args: Args, connect: superpi_client::ConnectOptions) -> Result<(), Error> {
-    let server = agent::Server::new(connect, agent::AgentOptions { context_window: args.context_window });
+    let server = agent::Server::new(
+        connect,
+        agent::AgentOptions { context_window: args.context_window, editor_mcp: args.editor_mcp_servers },
+    );
     tracing::debug!("serving ACP on stdio");
     match agent::serve(server, agent_client_protocol::Stdio::new()).await {
         Ok(()) => Ok(()),

@@ -95,9 +95,19 @@ pub fn harness(meta: Option<&Meta>) -> Result<String, Error> {
     }
 }
 
+/// What to do with MCP servers an editor passes in session/new or load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum EditorMcp {
+    /// Refuse the request, naming the servers (the default: nothing is dropped silently).
+    #[default]
+    Refuse,
+    /// Go on without them, with a warning on stderr (for editors that always send theirs).
+    Ignore,
+}
+
 /// MCP servers from the editor: the kernel cannot attach them to a conversation yet, so a
-/// request that names any is refused rather than silently run without them.
-pub fn mcp_servers(servers: &[McpServer]) -> Result<(), Error> {
+/// request that names any is refused (or, when the user chose so, goes on without them).
+pub fn mcp_servers(servers: &[McpServer], policy: EditorMcp) -> Result<(), Error> {
     if servers.is_empty() {
         return Ok(());
     }
@@ -110,8 +120,13 @@ pub fn mcp_servers(servers: &[McpServer]) -> Result<(), Error> {
             _ => "?".to_string(),
         })
         .collect();
+    if policy == EditorMcp::Ignore {
+        tracing::warn!("not attaching the editor's MCP servers ({}): superpi cannot use them", names.join(", "));
+        return Ok(());
+    }
     Err(invalid_params(format!(
-        "superpi does not attach editor-provided MCP servers ({}); configure them in superpi instead",
+        "superpi does not attach editor-provided MCP servers ({}); configure them in superpi instead, \
+         or start `superpi acp --editor-mcp-servers ignore` to go on without them",
         names.join(", ")
     )))
 }

@@ -52,8 +52,10 @@ fn harness_comes_from_meta() {
 
 #[test]
 fn mcp_servers_are_refused_by_name() {
-    assert!(mcp_servers(&[]).is_ok());
-    let err = mcp_servers(&[McpServer::Stdio(McpServerStdio::new("files", "/bin/files"))]).unwrap_err();
+    assert!(mcp_servers(&[], EditorMcp::Refuse).is_ok());
+    let files = [McpServer::Stdio(McpServerStdio::new("files", "/bin/files"))];
+    assert!(mcp_servers(&files, EditorMcp::Ignore).is_ok());
+    let err = mcp_servers(&files, EditorMcp::Refuse).unwrap_err();
     assert_eq!(err.code, ErrorCode::from(-32602));
     assert!(err.data.unwrap().to_string().contains("files"));
 }
