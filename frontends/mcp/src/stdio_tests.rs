@@ -66,8 +66,9 @@ impl Client {
 fn serve(dir: &std::path::Path, max_line: usize) -> (Client, tokio::task::JoinHandle<Result<(), String>>) {
     let (client_in, server_in) = tokio::io::duplex(1 << 16);
     let (server_out, client_out) = tokio::io::duplex(1 << 16);
-    let transport = LineTransport::new(server_in, server_out).with_max_line(max_line);
     let h = handler(dir);
+    let transport =
+        LineTransport::new(server_in, server_out).with_max_line(max_line).with_eof_token(h.shutdown_token());
     let task = tokio::spawn(async move {
         let running = h.serve(transport).await.map_err(|e| e.to_string())?;
         running.waiting().await.map_err(|e| e.to_string())?;
@@ -141,4 +142,15 @@ async fn garbage_gets_errors_and_the_server_keeps_serving_until_end_of_input() {
     assert_eq!(c.recv().await["id"], 6);
     drop(c.input);
     assert_eq!(task.await.unwrap(), Ok(()));
+}
+
+#[tokio::test]
+async fn end_of_input_cancels_the_shutdown_token() {
+    let (server_in_w, server_in) = tokio::io::duplex(1024);
+    let (server_out, _client_out) = tokio::io::duplex(1024);
+    let token = CancellationToken::new();
+    let mut transport = LineTransport::new(server_in, server_out).with_eof_token(token.clone());
+    drop(server_in_w);
+    assert!(Transport::<RoleServer>::receive(&mut transport).await.is_none());
+    assert!(token.is_cancelled());
 }
