@@ -122,6 +122,9 @@ async fn every_protocol_version_is_negotiated() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_tool_once_on_a_temp_workspace() {
     let env = TestEnv::new();
+    // The remote mode (accept-edits) runs only listed shell commands.
+    std::fs::write(env.locations.config_dir.join("settings.json"), r#"{"permissions": {"allow": ["echo *"]}}"#)
+        .unwrap();
     let session = connect(&env, ProtocolVersion::V_2025_06_18).await;
 
     let tools = session.client.list_all_tools().await.expect("tools/list");
@@ -154,6 +157,11 @@ async fn every_tool_once_on_a_temp_workspace() {
     let b = call_tool(&session, "bash", json!({"command": "echo from-bash"})).await.unwrap();
     assert_eq!(b.is_error, Some(false), "{}", text(&b));
     assert!(text(&b).contains("from-bash"));
+    // An unlisted command is refused by the policy: a tool error, and nothing ran.
+    let refused = call_tool(&session, "bash", json!({"command": "touch ran.txt"})).await.unwrap();
+    assert_eq!(refused.is_error, Some(true), "{}", text(&refused));
+    assert!(text(&refused).contains("allow list"), "{}", text(&refused));
+    assert!(!env.workspace.join("ran.txt").exists());
 
     let g = call_tool(&session, "grep", json!({"pattern": "gamma"})).await.unwrap();
     assert!(text(&g).contains("notes.txt"), "{}", text(&g));
