@@ -255,22 +255,53 @@ impl Session {
     }
 }
 
+/// Events read off the subscription ahead of rendering. Past this the reader stops taking
+/// events, and the kernel's credit window holds the rest (or the watch lags and catches up
+/// from the store).
+const READ_AHEAD: usize = 1024;
+
+/// At most this many waiting events are rendered into one batch of notifications.
+const BATCH: usize = 256;
+
 /// Renders the conversation's events to the editor until the watch or the connection ends.
+/// Events that are already waiting are rendered together and their adjacent text chunks
+/// merged, so a fast stream costs the editor fewer, larger messages.
 async fn pump(session: Arc<Session>, kernel: KernelClient, cx: ConnectionTo<Client>, mut sub: Subscription) {
-    let mut renderer = Renderer::new(session.render.clone());
-    while let Some(event) = sub.next().await {
-        // Resume points are stored events only: a delta's seq is not durable (a restarted
-        // kernel numbers on from its last stored event), so resuming after one could skip
-        // the new kernel's first events.
-        if event.seq > 0 && !event.body.is_transient() {
-            let mut st = lock(&session.state);
-            st.last_seq = st.last_seq.max(event.seq);
+    let (tx, mut rx) = tokio::sync::mpsc::channel(READ_AHEAD);
+    // The reader owns the subscription; it ends with the pump, also when the pump is
+    // aborted (session/close), so the kernel stops counting this watcher.
+    let reader = AbortOnDrop(tokio::spawn(async move {
+        while let Some(event) = sub.next().await {
+            if tx.send(event).await.is_err() {
+                break;
+            }
         }
-        for out in renderer.render(&event) {
+    }));
+    let mut renderer = Renderer::new(session.render.clone());
+    let mut batch = Vec::new();
+    while let Some(first) = rx.recv().await {
+        let mut next = Some(first);
+        let mut taken = 0;
+        while let Some(event) = next.take() {
+            // Resume points are stored events only: a delta's seq is not durable (a
+            // restarted kernel numbers on from its last stored event), so resuming after one
+            // could skip the new kernel's first events.
+            if event.seq > 0 && !event.body.is_transient() {
+                let mut st = lock(&session.state);
+                st.last_seq = st.last_seq.max(event.seq);
+            }
+            batch.extend(renderer.render(&event));
+            taken += 1;
+            if taken < BATCH {
+                next = rx.try_recv().ok();
+            }
+        }
+        for out in coalesce(std::mem::take(&mut batch)) {
             match out {
                 Out::Update(update) => {
                     if cx.send_notification(SessionNotification::new(session.id.clone(), update)).is_err() {
                         // The editor is gone.
+                        drop(reader);
                         session.pump_ended(&cx);
                         return;
                     }
@@ -294,6 +325,58 @@ async fn pump(session: Arc<Session>, kernel: KernelClient, cx: ConnectionTo<Clie
     // follows sees the connection gone and reconnects.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(1), kernel.closed()).await;
     session.pump_ended(&cx);
+}
+
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Merges adjacent text chunks of the same kind (answer or thought); everything else keeps
+/// its place and order.
+pub fn coalesce(outs: Vec<Out>) -> Vec<Out> {
+    let mut merged: Vec<Out> = Vec::with_capacity(outs.len());
+    for out in outs {
+        if let (Some(Out::Update(prev)), Out::Update(next)) = (merged.last_mut(), &out)
+            && let Some(text) = mergeable(prev, next)
+        {
+            text.push_str(&chunk_text(next));
+            continue;
+        }
+        merged.push(out);
+    }
+    merged
+}
+
+fn chunk_text(update: &SessionUpdate) -> String {
+    match update {
+        SessionUpdate::AgentMessageChunk(c) | SessionUpdate::AgentThoughtChunk(c) => match &c.content {
+            ContentBlock::Text(t) => t.text.clone(),
+            _ => String::new(),
+        },
+        _ => String::new(),
+    }
+}
+
+/// The text of `prev` to append `next` to, when both are plain text chunks of one kind.
+fn mergeable<'a>(prev: &'a mut SessionUpdate, next: &SessionUpdate) -> Option<&'a mut String> {
+    let plain =
+        |c: &ContentChunk| c.message_id.is_none() && c.meta.is_none() && matches!(c.content, ContentBlock::Text(_));
+    let (prev_chunk, same_kind) = match (prev, next) {
+        (SessionUpdate::AgentMessageChunk(p), SessionUpdate::AgentMessageChunk(n)) => (p, plain(n)),
+        (SessionUpdate::AgentThoughtChunk(p), SessionUpdate::AgentThoughtChunk(n)) => (p, plain(n)),
+        _ => return None,
+    };
+    if !same_kind || prev_chunk.message_id.is_some() || prev_chunk.meta.is_some() {
+        return None;
+    }
+    match &mut prev_chunk.content {
+        ContentBlock::Text(t) if t.annotations.is_none() => Some(&mut t.text),
+        _ => None,
+    }
 }
 
 /// The kernel option for the editor's answer: the option it selected when that is one of
@@ -413,6 +496,20 @@ mod tests {
         // A cancel with no prompt running cancels nothing.
         let s = session();
         assert!(!s.take_questions_for_cancel().0);
+    }
+
+    #[test]
+    fn adjacent_text_chunks_merge_and_nothing_else_moves() {
+        let msg = |s: &str| {
+            Out::Update(SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(s)))))
+        };
+        let thought = |s: &str| {
+            Out::Update(SessionUpdate::AgentThoughtChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(s)))))
+        };
+        let end = Out::TurnEnded { turn_id: Some(1), stop_reason: StopReason::EndTurn };
+        let input = vec![thought("a"), thought("b"), msg("c"), msg("d"), msg("e"), end.clone(), msg("f")];
+        assert_eq!(coalesce(input), vec![thought("ab"), msg("cde"), end, msg("f")]);
+        assert_eq!(coalesce(vec![]), vec![]);
     }
 
     #[test]
