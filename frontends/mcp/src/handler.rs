@@ -11,7 +11,7 @@ use rmcp::model::{
     ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ResourcesCapability, ServerCapabilities,
     ServerConfig, SetLevelRequestParams, ToolsCapability,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 
 use super::{NEWEST_PROTOCOL, SuperpiMcp};
@@ -73,21 +73,15 @@ impl ServerHandler for SuperpiMcp {
             client = %request.client_info.name,
             "initialize"
         );
-        self.inner.log.attach(&context.peer);
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
-    }
-
-    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.inner.log.attach(&context.peer);
     }
 
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        context: RequestContext<RoleServer>,
+        _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.inner.log.attach(&context.peer);
         self.inner.log.set_level(request.level);
         tracing::debug!(level = ?request.level, "client log level set");
         Ok(())
@@ -96,9 +90,8 @@ impl ServerHandler for SuperpiMcp {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
+        _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.inner.log.attach(&context.peer);
         let mut list: Vec<_> = self.tool_defs().await?.iter().map(tools::tool_from_def).collect();
         list.push(tools::harness_task_tool());
         Ok(ListToolsResult::with_all_items(list))
@@ -109,13 +102,12 @@ impl ServerHandler for SuperpiMcp {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.inner.log.attach(&context.peer);
         if request.name == HARNESS_TASK {
             let args = HarnessTaskArgs::parse(request.arguments.as_ref())?;
             return self.harness_task(args, &context).await.map(CallToolResponse::from);
         }
         tokio::select! {
-            result = self.call_kernel_tool(request) => result.map(CallToolResponse::from),
+            result = self.call_kernel_tool(request, &context.peer) => result.map(CallToolResponse::from),
             _ = context.ct.cancelled() => Err(ErrorData::internal_error("the request was cancelled", None)),
         }
     }
@@ -136,18 +128,16 @@ impl ServerHandler for SuperpiMcp {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
+        _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        self.inner.log.attach(&context.peer);
         Ok(ListPromptsResult::with_all_items(catalog::prompts(&self.harnesses().await?)))
     }
 
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
+        _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        self.inner.log.attach(&context.peer);
         let harnesses = self.harnesses().await?;
         catalog::get_prompt(&request.name, request.arguments.as_ref(), &harnesses).map(GetPromptResponse::from)
     }
@@ -155,9 +145,8 @@ impl ServerHandler for SuperpiMcp {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
+        _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        self.inner.log.attach(&context.peer);
         Ok(ListResourcesResult::with_all_items(catalog::resources(&self.started_conversations())))
     }
 
@@ -172,9 +161,8 @@ impl ServerHandler for SuperpiMcp {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
+        _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        self.inner.log.attach(&context.peer);
         self.read(&request.uri).await.map(ReadResourceResponse::from)
     }
 }

@@ -31,11 +31,10 @@ pub fn enabled(min: Option<LoggingLevel>, level: LoggingLevel) -> bool {
     min.is_some_and(|min| rank(level) >= rank(min))
 }
 
-/// Per connection: the level the client chose and the peer to send to.
+/// Per connection: the level the client chose.
 #[derive(Default)]
 pub struct McpLog {
     level: Mutex<Option<LoggingLevel>>,
-    peer: Mutex<Option<Peer<RoleServer>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -51,16 +50,10 @@ impl McpLog {
         *lock(&self.level)
     }
 
-    /// Remembers the connection's peer (the first request or notification brings it).
-    pub fn attach(&self, peer: &Peer<RoleServer>) {
-        let mut slot = lock(&self.peer);
-        if slot.is_none() {
-            *slot = Some(peer.clone());
-        }
-    }
-
-    /// Logs one line: to tracing always, to the client when its level asks for it.
-    pub async fn log(&self, level: LoggingLevel, message: &str, data: Value) {
+    /// Logs one line: to tracing always, to the client when its level asks for it, through
+    /// the peer of the request the line is about (over Streamable HTTP, rmcp sends it on the
+    /// session's standalone stream).
+    pub async fn log(&self, peer: &Peer<RoleServer>, level: LoggingLevel, message: &str, data: Value) {
         match rank(level) {
             0 => tracing::debug!(%data, "{message}"),
             1 | 2 => tracing::info!(%data, "{message}"),
@@ -70,7 +63,6 @@ impl McpLog {
         if !enabled(self.level(), level) {
             return;
         }
-        let Some(peer) = lock(&self.peer).clone() else { return };
         let mut payload = serde_json::Map::new();
         payload.insert("message".into(), Value::String(message.to_string()));
         if !data.is_null() {

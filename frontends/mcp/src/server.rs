@@ -11,7 +11,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, LoggingLevel, ProgressNotificationParam, ProtocolVersion,
     ReadResourceResult, ResourceContents,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use superpi_client::{ClientError, ConnectOptions, KernelClient};
@@ -143,12 +143,16 @@ impl SuperpiMcp {
         Ok(list)
     }
 
-    async fn log(&self, level: LoggingLevel, message: &str, data: Value) {
-        self.inner.log.log(level, message, data).await;
+    async fn log(&self, peer: &Peer<RoleServer>, level: LoggingLevel, message: &str, data: Value) {
+        self.inner.log.log(peer, level, message, data).await;
     }
 
     /// One kernel tool call through the kernel's policy and sandbox.
-    async fn call_kernel_tool(&self, params: CallToolRequestParams) -> Result<CallToolResult, ErrorData> {
+    async fn call_kernel_tool(
+        &self,
+        params: CallToolRequestParams,
+        peer: &Peer<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
         let name = params.name.to_string();
         // With the list known, an unknown name needs no trip to the kernel.
         let known = lock(&self.inner.tools).as_ref().map(|tools| tools.iter().any(|t| t.name == name));
@@ -163,25 +167,35 @@ impl SuperpiMcp {
             "workspace": self.inner.config.workspace,
             "harness": self.inner.config.harness,
         });
-        self.log(LoggingLevel::Debug, "tool call", json!({"tool": name})).await;
+        self.log(peer, LoggingLevel::Debug, "tool call", json!({"tool": name})).await;
         match kernel.call("tool.call", request).await {
             Ok(value) => {
                 let result: KernelToolResult = serde_json::from_value(value).map_err(|err| {
                     ErrorData::internal_error(format!("bad tool.call result from the kernel: {err}"), None)
                 })?;
                 if result.is_error {
-                    self.log(LoggingLevel::Notice, "tool call failed", json!({"tool": name})).await;
+                    self.log(peer, LoggingLevel::Notice, "tool call failed", json!({"tool": name})).await;
                 }
                 Ok(tools::call_result(result))
             }
             Err(err) if tools::is_tool_level_refusal(&err) => {
-                self.log(LoggingLevel::Notice, "tool call refused", json!({"tool": name, "error": err.to_string()}))
-                    .await;
+                self.log(
+                    peer,
+                    LoggingLevel::Notice,
+                    "tool call refused",
+                    json!({"tool": name, "error": err.to_string()}),
+                )
+                .await;
                 Ok(CallToolResult::error(vec![ContentBlock::text(err.to_string())]))
             }
             Err(err) => {
-                self.log(LoggingLevel::Warning, "tool call error", json!({"tool": name, "error": err.to_string()}))
-                    .await;
+                self.log(
+                    peer,
+                    LoggingLevel::Warning,
+                    "tool call error",
+                    json!({"tool": name, "error": err.to_string()}),
+                )
+                .await;
                 Err(tools::kernel_error(&name, &err))
             }
         }
@@ -216,6 +230,7 @@ impl SuperpiMcp {
         let conversation_id = info.conversation_id;
         lock(&self.inner.started).push((conversation_id, info.harness.clone()));
         self.log(
+            &context.peer,
             LoggingLevel::Info,
             "harness_task started",
             json!({"conversation_id": conversation_id, "harness": info.harness}),
@@ -237,7 +252,7 @@ impl SuperpiMcp {
             let event = tokio::select! {
                 _ = cancelled(&context.ct, &self.inner.shutdown), if cancel_deadline.is_none() => {
                     cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_GRACE);
-                    self.log(LoggingLevel::Info, "harness_task cancelled", json!({"conversation_id": conversation_id})).await;
+                    self.log(&context.peer, LoggingLevel::Info, "harness_task cancelled", json!({"conversation_id": conversation_id})).await;
                     if let Err(err) = kernel.cancel(conversation_id).await {
                         tracing::warn!(conversation_id, "cancelling the turn failed: {err}");
                     }
@@ -263,6 +278,7 @@ impl SuperpiMcp {
                     }
                     TaskOut::Finished(outcome) => {
                         self.log(
+                            &context.peer,
                             LoggingLevel::Info,
                             "harness_task finished",
                             json!({"conversation_id": conversation_id, "status": format!("{:?}", outcome.status)}),
