@@ -35,7 +35,7 @@ impl Protocol {
 #[command(name = "superpi-conformance")]
 pub struct Args {
     /// Protocols to check, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "acp,mcp,openai,agui")]
+    #[arg(long, value_delimiter = ',', default_value = "acp,mcp,openai,agui,rpc")]
     pub protocol: Vec<Protocol>,
 
     /// An ACP agent to check instead of `superpi acp` (a shell command line).

@@ -175,6 +175,9 @@ async fn run_one(args: &Args, dir: &Path, protocol: Protocol, env: &RunEnv) -> R
                 None => shell_command(&superpi_bin(args)?, "rpc --stdio"),
             };
             set("RPC_COMMAND", cmd);
+            if args.rpc_command.is_none() {
+                set("SUPERPI_BIN", superpi_bin(args)?.to_string_lossy().into_owned());
+            }
             set("TARGET_IS_SUPERPI", flag(args.rpc_command.is_none()));
         }
         Protocol::Opencode => {
