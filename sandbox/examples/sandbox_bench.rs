@@ -1,5 +1,7 @@
 //! Prints what confinement costs: `cargo run --release -p superpi-sandbox --example sandbox_bench`.
-//! Asserts nothing.
+//! Asserts nothing. BENCH_BIG_ONLY=1 runs only the 1 GiB part; BENCH_DEFAULT_ONLY=N runs N
+//! calls of the default configuration and nothing else (for profiling), BENCH_NO_MOUNTS=1 and
+//! BENCH_DISABLED=1 change that configuration.
 #![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
@@ -17,15 +19,11 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-fn plain(program: &str, args: &[&str]) -> Duration {
-    let mut times = Vec::new();
-    for _ in 0..RUNS {
-        let t = Instant::now();
-        let status = Command::new(program).args(args).stdin(Stdio::null()).stdout(Stdio::null()).status().unwrap();
-        assert!(status.success());
-        times.push(t.elapsed());
-    }
-    median(times)
+fn plain_once(program: &str, args: &[&str]) -> Duration {
+    let t = Instant::now();
+    let status = Command::new(program).args(args).stdin(Stdio::null()).stdout(Stdio::null()).status().unwrap();
+    assert!(status.success());
+    t.elapsed()
 }
 
 fn sandbox(data: &std::path::Path, adjust: impl FnOnce(&mut SandboxConfig)) -> Sandbox {
@@ -49,15 +47,11 @@ fn call(workspace: &std::path::Path, command: &str) -> ToolCall {
     }
 }
 
-async fn confined(sb: &Sandbox, workspace: &std::path::Path, command: &str) -> Duration {
-    let mut times = Vec::new();
-    for _ in 0..RUNS {
-        let t = Instant::now();
-        let out = sb.run(call(workspace, command), CancellationToken::new(), None).await;
-        assert!(!out.is_error, "{out:?}");
-        times.push(t.elapsed());
-    }
-    median(times)
+async fn confined_once(sb: &Sandbox, workspace: &std::path::Path, command: &str) -> Duration {
+    let t = Instant::now();
+    let out = sb.run(call(workspace, command), CancellationToken::new(), None).await;
+    assert!(!out.is_error, "{out:?}");
+    t.elapsed()
 }
 
 #[tokio::main]
@@ -68,8 +62,21 @@ async fn main() {
     std::fs::create_dir_all(&workspace).unwrap();
     std::fs::create_dir_all(&data).unwrap();
 
-    let full = sandbox(&data, |_| {});
+    let full = sandbox(&data, |c| {
+        if std::env::var_os("BENCH_NO_MOUNTS").is_some() {
+            c.readonly_outside = false;
+        }
+        if std::env::var_os("BENCH_DISABLED").is_some() {
+            c.disabled = true;
+        }
+    });
     println!("sandbox: {:?}", full.status());
+    if let Ok(n) = std::env::var("BENCH_DEFAULT_ONLY") {
+        for _ in 0..n.parse::<usize>().unwrap_or(100) {
+            confined_once(&full, &workspace, "true").await;
+        }
+        return;
+    }
     if std::env::var_os("BENCH_BIG_ONLY").is_none() {
         latency(&full, &data, &workspace).await;
     }
@@ -77,18 +84,23 @@ async fn main() {
 }
 
 async fn latency(full: &Sandbox, data: &std::path::Path, workspace: &std::path::Path) {
-    let plain_true = plain("/bin/true", &[]);
-    let plain_bash = plain("/bin/bash", &["-c", "true"]);
-    let confined_full = confined(full, workspace, "true").await;
     let no_mounts = sandbox(data, |c| c.readonly_outside = false);
-    let confined_no_mounts = confined(&no_mounts, workspace, "true").await;
     let bare = sandbox(data, |c| {
         c.readonly_outside = false;
         c.pids_cgroup = false;
     });
-    let confined_bare = confined(&bare, workspace, "true").await;
     let unconfined = sandbox(data, |c| c.disabled = true);
-    let launcher_only = confined(&unconfined, workspace, "true").await;
+    // Interleaved, so that load from elsewhere on the machine falls on every variant alike.
+    let mut t: [Vec<Duration>; 6] = Default::default();
+    for _ in 0..RUNS {
+        t[0].push(plain_once("/bin/true", &[]));
+        t[1].push(plain_once("/bin/bash", &["-c", "true"]));
+        t[2].push(confined_once(&unconfined, workspace, "true").await);
+        t[3].push(confined_once(&bare, workspace, "true").await);
+        t[4].push(confined_once(&no_mounts, workspace, "true").await);
+        t[5].push(confined_once(full, workspace, "true").await);
+    }
+    let [plain_true, plain_bash, launcher_only, confined_bare, confined_no_mounts, confined_full] = t.map(median);
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!("median of {RUNS} runs:");
     println!("  plain spawn of true                            {:8.3} ms", ms(plain_true));
