@@ -379,7 +379,7 @@ fn model_text(config: &SandboxConfig, out: &Collected, spill: &Path) -> (String,
             .map(|_| spill.to_path_buf()),
     };
     let head = head_text(&out.head, limit / 2);
-    let tail_source: &[u8] = if out.spill.is_some() { &out.tail } else { &out.head };
+    let tail_source: &[u8] = if out.tail.is_empty() { &out.head } else { &out.tail };
     let tail = tail_text(tail_source, limit / 2);
     let where_ = match &path {
         Some(p) => format!("the whole output is in {} (the read tool can page through it)", p.display()),

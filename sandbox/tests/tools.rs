@@ -45,6 +45,9 @@ async fn read_numbers_lines_and_pages() {
     assert!(!out.is_error, "{out:?}");
     assert!(out.output.starts_with("     1\tline 1\n"), "{out:?}");
     assert_eq!(out.structured.as_ref().unwrap()["total_lines"], 10);
+    std::fs::write(env.workspace.join("nonl.txt"), "a\nb\nc").unwrap();
+    let out = env.run("read", json!({"path": "nonl.txt", "limit": 1})).await;
+    assert_eq!(out.structured.as_ref().unwrap()["total_lines"], 3, "{out:?}");
     let out = env.run("read", json!({"path": "f.txt", "offset": 4, "limit": 2})).await;
     assert_eq!(out.output.lines().take(2).collect::<Vec<_>>(), ["     4\tline 4", "     5\tline 5"]);
     assert!(out.output.contains("continue with offset=6"), "{out:?}");
@@ -144,14 +147,23 @@ async fn find_globs_and_ls_lists() {
     write(&env, "src/deep/b.rs", "");
     write(&env, "target/c.rs", "");
     write(&env, "README.md", "");
+    write(&env, ".github/ci.yml", "");
+    write(&env, ".git/config", "");
     let out = env.run("find", json!({"pattern": "**/*.rs"})).await;
     assert!(!out.is_error, "{out:?}");
     assert_eq!(out.structured.as_ref().unwrap()["paths"], json!(["src/a.rs", "src/deep/b.rs"]));
+    let out = env.run("find", json!({"pattern": "*.yml"})).await;
+    assert_eq!(out.structured.as_ref().unwrap()["paths"], json!([".github/ci.yml"]));
+    let out = env.run("find", json!({"pattern": "config"})).await;
+    assert_eq!(out.structured.as_ref().unwrap()["paths"], json!([]), "the .git directory is skipped");
     let out = env.run("find", json!({"pattern": "["})).await;
     assert!(out.is_error && out.output.contains("`pattern`"), "{out:?}");
     let out = env.run("ls", json!({})).await;
     assert!(!out.is_error, "{out:?}");
-    assert_eq!(out.structured.as_ref().unwrap()["entries"], json!([".gitignore", "README.md", "src/", "target/"]));
+    assert_eq!(
+        out.structured.as_ref().unwrap()["entries"],
+        json!([".git/", ".github/", ".gitignore", "README.md", "src/", "target/"])
+    );
     let out = env.run("ls", json!({"path": "src", "limit": 1})).await;
     assert_eq!(out.structured.as_ref().unwrap()["truncated"], true);
     let out = env.run("ls", json!({"path": ".."})).await;

@@ -13,6 +13,7 @@ const READ_DEFAULT_LINES: usize = 2000;
 const READ_MAX_BYTES: usize = 50 * 1024;
 const READ_MAX_LINE: usize = 2000;
 const LS_DEFAULT: usize = 500;
+const DIFF_MAX: usize = 256 * 1024;
 
 fn io_err(tool: &str, shown: &str, e: std::io::Error) -> String {
     let why = match e.kind() {
@@ -55,7 +56,15 @@ pub(crate) fn read(ctx: &Ctx, args: &Args) -> Result<ToolOutcome, String> {
             break;
         }
         line_no += 1;
-        if line_no < offset || line_no >= offset.saturating_add(limit) || cut_by_size {
+        if line_no >= offset.saturating_add(limit) || cut_by_size {
+            // Past the window: only count the remaining lines, block by block.
+            if !buf.ends_with(b"\n") {
+                break;
+            }
+            line_no += count_lines(&mut reader).map_err(|e| io_err("read", &shown, e))?;
+            break;
+        }
+        if line_no < offset {
             continue;
         }
         let line = String::from_utf8_lossy(&buf);
@@ -91,6 +100,23 @@ pub(crate) fn read(ctx: &Ctx, args: &Args) -> Result<ToolOutcome, String> {
         })),
         details: Some(json!({"bytes": meta.len()})),
     })
+}
+
+/// Lines left in `reader` (a last line without a newline counts).
+fn count_lines(reader: &mut impl BufRead) -> std::io::Result<usize> {
+    let mut lines = 0;
+    let mut last = b'\n';
+    loop {
+        let block = reader.fill_buf()?;
+        if block.is_empty() {
+            break;
+        }
+        lines += block.iter().filter(|b| **b == b'\n').count();
+        last = block[block.len() - 1];
+        let n = block.len();
+        reader.consume(n);
+    }
+    Ok(lines + usize::from(last != b'\n'))
 }
 
 /// Writes `content` to `path` atomically: a temp file beside it, then a rename.
@@ -153,11 +179,19 @@ pub(crate) fn edit(ctx: &Ctx, args: &Args) -> Result<ToolOutcome, String> {
     }
     let after = if all { before.replace(old, new) } else { before.replacen(old, new, 1) };
     write_atomic("edit", &shown, &path, after.as_bytes())?;
-    let diff = similar::TextDiff::from_lines(&before, &after)
+    let mut diff = similar::TextDiff::from_lines(&before, &after)
         .unified_diff()
         .context_radius(3)
         .header(&format!("a/{shown}"), &format!("b/{shown}"))
         .to_string();
+    if diff.len() > DIFF_MAX {
+        let mut cut = DIFF_MAX;
+        while !diff.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        diff.truncate(cut);
+        diff.push_str("\n[diff truncated]\n");
+    }
     Ok(ToolOutcome {
         output: format!("Edited {shown}: {count} replacement{}", if count == 1 { "" } else { "s" }),
         is_error: false,

@@ -15,9 +15,14 @@ const GREP_DEFAULT: usize = 100;
 const FIND_DEFAULT: usize = 1000;
 const MATCH_LINE_MAX: usize = 500;
 
+/// Gitignore-aware, hidden files included (.github, .env.example), the .git directory not.
 fn walker(root: &Path) -> WalkBuilder {
     let mut b = WalkBuilder::new(root);
-    b.require_git(false).follow_links(false).sort_by_file_name(|a, b| a.cmp(b));
+    b.require_git(false)
+        .hidden(false)
+        .follow_links(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(|e| e.file_name() != ".git");
     b
 }
 
