@@ -5,7 +5,7 @@
 //! 2. 100 clients watching 100 conversations at once: total events per second, and the
 //!    memory of the kernel and of the RPC server.
 //!
-//! Run: `cargo build --release -p superpi-cli && cargo run --release -p superpi-rpc --example bench`
+//! Run: `cargo build --release -p superpi-cli && cargo run --release -p superpi-rpc --example rpc_bench`
 //! (`BENCH_DELTAS` and `BENCH_CLIENTS`, `BENCH_CLIENT_DELTAS` change the sizes; `SUPERPI_BIN`
 //! picks another binary).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods, clippy::print_stdout)]
@@ -31,12 +31,20 @@ struct Client {
     write: OwnedWriteHalf,
     next_id: u64,
     line: String,
+    /// Notifications read while waiting for an answer.
+    backlog: std::collections::VecDeque<Value>,
 }
 
 impl Client {
     async fn connect(socket: &std::path::Path) -> Client {
         let (read, write) = UnixStream::connect(socket).await.unwrap().into_split();
-        Client { read: BufReader::with_capacity(1 << 16, read), write, next_id: 1, line: String::new() }
+        Client {
+            read: BufReader::with_capacity(1 << 16, read),
+            write,
+            next_id: 1,
+            line: String::new(),
+            backlog: Default::default(),
+        }
     }
 
     async fn send(&mut self, value: &Value) {
@@ -62,6 +70,9 @@ impl Client {
                 assert!(v.get("error").is_none(), "{method}: {v}");
                 return v["result"].clone();
             }
+            if v.get("method").is_some() {
+                self.backlog.push_back(v);
+            }
         }
     }
 
@@ -69,7 +80,10 @@ impl Client {
     async fn drain_turn(&mut self, watch: u64) -> (u64, u64, Option<Instant>) {
         let (mut events, mut batches, mut first) = (0u64, 0u64, None);
         loop {
-            let v = self.read().await;
+            let v = match self.backlog.pop_front() {
+                Some(v) => v,
+                None => self.read().await,
+            };
             if v["method"] != "session.event" {
                 continue;
             }

@@ -1,26 +1,20 @@
 //! Serving one connection over any byte stream: read lines, run calls, write answers.
 //!
-//! Calls of a connection run concurrently (answers may come in any order; match them by id),
-//! except `auth.login`: the server finishes it before it reads the next line, so a client may
-//! send its login and its first calls without waiting. A batch is answered as one line once
-//! all its calls are done.
+//! A connection's lines are handled in the order they come, each finished before the next
+//! is read, so a client may pipeline dependent calls (open, then watch) without waiting. The
+//! calls of a batch run in order too, and the batch is answered as one line.
 
 use std::sync::Arc;
 
-use futures::future::join_all;
 use jsonrpsee::RpcModule;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
-use tokio::sync::{Semaphore, mpsc};
-use tokio::task::JoinSet;
+use tokio::sync::mpsc;
 
 use crate::conn::{Conn, Shared};
 use crate::envelope::{self, Call, Incoming, Item, RpcError, codes};
 use crate::lines::{Line, LineReader};
 use crate::methods;
-
-/// Calls of one connection running at once; the reader waits beyond that.
-const MAX_IN_FLIGHT: usize = 64;
 
 /// Serves one client until it closes its side (then answers what is in flight) or the
 /// kernel connection is lost.
@@ -34,8 +28,6 @@ where
     let conn = Conn::new(shared, out);
     let module = Arc::new(methods::module(conn.clone())?);
     let mut lines = LineReader::new(reader, max_line);
-    let mut tasks = JoinSet::new();
-    let permits = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let lost = conn.lost.clone();
 
     loop {
@@ -46,7 +38,6 @@ where
                 conn.end_watches("the kernel connection was lost");
                 break;
             }
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
         };
         let line = match line {
             Ok(Line::Line(line)) => line,
@@ -65,33 +56,14 @@ where
         };
         let incoming = envelope::parse_line(&line);
         drop(line);
-        if has_login(&incoming) {
-            answer(&module, &conn, incoming).await;
-            continue;
-        }
-        let Ok(permit) = permits.clone().acquire_owned().await else { break };
-        let (module, conn) = (module.clone(), conn.clone());
-        tasks.spawn(async move {
-            answer(&module, &conn, incoming).await;
-            drop(permit);
-        });
+        answer(&module, &conn, incoming).await;
     }
-    // The client closed its side: answer what it asked, then end its watches.
-    while tasks.join_next().await.is_some() {}
+    // The client closed its side (everything it asked is answered): end its watches.
     conn.shutdown();
     drop(module);
     drop(conn);
     writer.await.map_err(|err| crate::Error::Setup(err.to_string()))?;
     Ok(())
-}
-
-fn has_login(incoming: &Incoming) -> bool {
-    let is_login = |item: &Item| matches!(item, Item::Call(Call { method, .. }) if method == "auth.login");
-    match incoming {
-        Incoming::Single(item) => is_login(item),
-        Incoming::Batch(items) => items.iter().any(is_login),
-        Incoming::Reject(_) => false,
-    }
 }
 
 /// Runs a line's calls and writes its answer (none for notifications only).
@@ -109,10 +81,10 @@ async fn answer(module: &RpcModule<Conn>, conn: &Arc<Conn>, incoming: Incoming) 
             (None, watch.into_iter().collect::<Vec<_>>())
         }
         Incoming::Batch(items) => {
-            let answers = join_all(items.into_iter().map(|item| run_item(module, item))).await;
             let mut responses = Vec::new();
             let mut watches = Vec::new();
-            for (response, watch) in answers {
+            for item in items {
+                let (response, watch) = run_item(module, item).await;
                 responses.extend(response);
                 watches.extend(watch);
             }

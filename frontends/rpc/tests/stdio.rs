@@ -61,3 +61,29 @@ async fn stdio_with_tokens_needs_a_login() {
     let status = tokio::time::timeout(READ_TIMEOUT, child.wait()).await.unwrap().unwrap();
     assert!(status.success());
 }
+
+#[tokio::test]
+async fn pipelined_calls_run_in_order() {
+    let env = TestEnv::new();
+    let (mut child, mut c) = stdio(&env, &[]);
+    // Open, watch and submit without waiting: each line is done before the next is read.
+    c.send_raw(br#"{"jsonrpc":"2.0","id":1,"method":"session.open","params":{}}"#).await;
+    c.send_raw(br#"{"jsonrpc":"2.0","id":2,"method":"session.watch","params":{"conversation_id":1}}"#).await;
+    c.send_raw(
+        br#"{"jsonrpc":"2.0","id":3,"method":"session.submit","params":{"conversation_id":1,"prompt":"piped"}}"#,
+    )
+    .await;
+    let mut answers = Vec::new();
+    while answers.len() < 3 {
+        let v = c.read_line().await.unwrap();
+        if !is_notification(&v) {
+            answers.push(v);
+        }
+    }
+    let ids: Vec<Value> = answers.iter().map(|a| a["id"].clone()).collect();
+    assert_eq!(ids, vec![json!(1), json!(2), json!(3)]);
+    assert!(answers.iter().all(|a| a.get("result").is_some()), "{answers:?}");
+    c.close().await;
+    while c.read_line().await.is_some() {}
+    assert!(tokio::time::timeout(READ_TIMEOUT, child.wait()).await.unwrap().unwrap().success());
+}
