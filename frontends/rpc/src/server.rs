@@ -12,7 +12,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::mpsc;
 
 use crate::conn::{Conn, Shared};
-use crate::envelope::{self, Call, Incoming, Item, RpcError, codes};
+use crate::envelope::{self, Incoming, Item, RpcError, codes};
 use crate::lines::{Line, LineReader};
 use crate::methods;
 
