@@ -70,9 +70,16 @@ pub(crate) fn start(
     let credits = Arc::new(Semaphore::new(window as usize));
     let in_flight = Arc::new(AtomicU64::new(0));
     let (head, rx) = conv.subscribe();
+    // Counted before the watch is answered: a question asked right after the answer must
+    // already see this watcher.
+    let interactive = spec.interactive.then(|| {
+        conv.interactive_watchers.fetch_add(1, Ordering::Relaxed);
+        InteractiveGuard(conv.clone())
+    });
     let forwarder =
         Forwarder { kernel, conv, spec, out, credits: credits.clone(), in_flight: in_flight.clone(), window };
     let task = tokio::spawn(async move {
+        let _interactive = interactive;
         if start.await.is_ok() {
             forwarder.run(head, rx).await;
         }
@@ -101,10 +108,6 @@ impl Drop for InteractiveGuard {
 
 impl Forwarder {
     async fn run(self, head: u64, mut rx: tokio::sync::broadcast::Receiver<Arc<Published>>) {
-        let _guard = self.spec.interactive.then(|| {
-            self.conv.interactive_watchers.fetch_add(1, Ordering::Relaxed);
-            InteractiveGuard(self.conv.clone())
-        });
         let mut last_sent = self.spec.from_seq.unwrap_or(head);
         if let Some(from) = self.spec.from_seq
             && from < head

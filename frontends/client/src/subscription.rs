@@ -69,7 +69,9 @@ impl Subscription {
                     self.client.ack(self.id, self.unacked);
                     self.unacked = 0;
                 }
-                if event.seq > 0 {
+                // Only stored events are positions to resume from: a delta's seq is not kept
+                // across a kernel restart.
+                if event.seq > 0 && !event.body.is_transient() {
                     self.last_seq = Some(event.seq);
                 }
                 return Some(event);
