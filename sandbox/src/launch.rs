@@ -6,6 +6,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -89,6 +90,45 @@ pub(crate) fn pipe_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
     }
     // SAFETY: both descriptors were just created and are owned by nobody else.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The thread every call is forked from. The parent-death signal of a child fires when the
+/// *thread* that forked it ends, so forking from a tokio thread that may later leave (a blocking
+/// thread, a worker moved by block_in_place) could kill a running tool. This thread lives as
+/// long as the process.
+fn spawner() -> Option<std::sync::mpsc::Sender<Job>> {
+    static SPAWNER: OnceLock<Option<Mutex<std::sync::mpsc::Sender<Job>>>> = OnceLock::new();
+    let cell = SPAWNER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("superpi-sandbox-spawner".into())
+            .spawn(move || {
+                while let Ok(job) = rx.recv() {
+                    job();
+                }
+            })
+            .ok()
+            .map(|_| Mutex::new(tx))
+    });
+    cell.as_ref().map(|m| m.lock().unwrap_or_else(|e| e.into_inner()).clone())
+}
+
+async fn spawn_on_spawner_thread(mut cmd: tokio::process::Command) -> std::io::Result<tokio::process::Child> {
+    let Some(spawner) = spawner() else {
+        return Err(std::io::Error::other("the sandbox spawner thread could not start"));
+    };
+    let handle = tokio::runtime::Handle::current();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let job: Job = Box::new(move || {
+        let _runtime = handle.enter();
+        let spawned = cmd.spawn();
+        drop(cmd); // closes our copies of the write ends and the prepared descriptors
+        let _ = tx.send(spawned);
+    });
+    spawner.send(job).map_err(|_| std::io::Error::other("the sandbox spawner thread is gone"))?;
+    rx.await.map_err(|_| std::io::Error::other("the sandbox spawner thread dropped a spawn"))?
 }
 
 /// Ends a call that is abandoned half-way (its future dropped instead of cancelled): kills the
@@ -195,8 +235,7 @@ pub(crate) async fn run(launch: Launch, cancel: CancellationToken) -> Result<Fin
         cmd.pre_exec(move || prepared.confine());
     }
     let since = crate::reap::now_ticks();
-    let spawned = cmd.spawn();
-    drop(cmd); // closes our copies of the write ends and the prepared descriptors
+    let spawned = spawn_on_spawner_thread(cmd).await;
     let mut child = match spawned {
         Ok(c) => c,
         Err(source) => {

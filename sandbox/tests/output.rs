@@ -112,3 +112,28 @@ async fn a_call_dropped_half_way_leaves_nothing_behind() {
         tokio::task::yield_now().await;
     }
 }
+
+#[test]
+fn a_call_survives_the_thread_that_started_it() {
+    // The parent-death signal follows the thread that forked; a call must not die with the
+    // thread that happened to start it.
+    let env = Env::new();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let (tx, mut rx) = mpsc::channel(8);
+    let call = env.call("bash", json!({"command": "echo started; sleep 0.5; echo alive"}));
+    let sandbox = env.sandbox.clone();
+    let handle = runtime.handle().clone();
+    let started = std::thread::spawn(move || {
+        let mut run = Box::pin(async move { sandbox.run(call, CancellationToken::new(), Some(tx)).await });
+        handle.block_on(async {
+            tokio::select! {
+                _ = &mut run => panic!("the call ended too early"),
+                first = rx.recv() => assert_eq!(first.as_deref(), Some("started\n")),
+            }
+        });
+        run
+    });
+    let run = started.join().unwrap(); // the starting thread has ended
+    let out = runtime.block_on(run);
+    assert!(!out.is_error && out.output.contains("alive"), "{out:?}");
+}
