@@ -15,6 +15,8 @@ use subtle::ConstantTimeEq;
 pub const TOKENS_VAR: &str = "SUPERPI_TOKENS";
 /// The principal of every caller when authentication is off.
 pub const LOCAL_PRINCIPAL: &str = "local";
+/// The file of the config dir with the server's tokens.
+pub const CONFIG_FILE: &str = "rpc.json";
 
 /// The configured tokens. Empty means authentication is off.
 #[derive(Clone, Default)]
@@ -49,30 +51,37 @@ impl Tokens {
         Tokens { entries }
     }
 
-    /// `SUPERPI_TOKENS` when set and not blank, else `rpc.tokens` of `settings.json` in the
-    /// config dir: a list of tokens, or a map from principal name to token.
+    /// `SUPERPI_TOKENS` when set and not blank, else `tokens` of `rpc.json` in the config dir
+    /// (not `settings.json`: the kernel reads that one strictly, and it holds no secrets).
     pub fn load(env_value: Option<&str>, config_dir: &Path) -> Result<Self, ConfigError> {
         if let Some(list) = env_value.filter(|v| !v.trim().is_empty()) {
             return Ok(Self::parse_list(list));
         }
-        let path = config_dir.join("settings.json");
+        let path = config_dir.join(CONFIG_FILE);
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Tokens::default()),
             Err(source) => return Err(ConfigError::Read { path: path.display().to_string(), source }),
         };
-        Self::from_settings(&text).map_err(|message| ConfigError::Invalid { path: path.display().to_string(), message })
+        Self::from_config(&text).map_err(|message| ConfigError::Invalid { path: path.display().to_string(), message })
     }
 
-    /// Reads `rpc.tokens` of a settings document.
-    pub fn from_settings(text: &str) -> Result<Self, String> {
-        let settings: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    /// Reads an `rpc.json` document: `{"tokens": [token, ...]}` or
+    /// `{"tokens": {"principal": "token", ...}}`. Any other key is an error.
+    pub fn from_config(text: &str) -> Result<Self, String> {
+        let config: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        let Value::Object(config) = config else {
+            return Err("the file must hold a JSON object".into());
+        };
+        if let Some(key) = config.keys().find(|k| k.as_str() != "tokens") {
+            return Err(format!("unknown key `{key}` (the only key is `tokens`)"));
+        }
         let mut entries = Vec::new();
-        match settings.get("rpc").and_then(|rpc| rpc.get("tokens")) {
+        match config.get("tokens") {
             None | Some(Value::Null) => {}
             Some(Value::Array(list)) => {
                 for token in list {
-                    let token = token.as_str().ok_or("rpc.tokens: every token must be a string")?;
+                    let token = token.as_str().ok_or("tokens: every token must be a string")?;
                     if !token.trim().is_empty() {
                         entries.push((token.trim().to_string(), principal_for(token.trim())));
                     }
@@ -80,14 +89,14 @@ impl Tokens {
             }
             Some(Value::Object(map)) => {
                 for (principal, token) in map {
-                    let token = token.as_str().ok_or("rpc.tokens: every token must be a string")?;
+                    let token = token.as_str().ok_or("tokens: every token must be a string")?;
                     if principal.trim().is_empty() || token.trim().is_empty() {
-                        return Err("rpc.tokens: a blank principal or token".into());
+                        return Err("tokens: a blank principal or token".into());
                     }
                     entries.push((token.trim().to_string(), principal.clone()));
                 }
             }
-            Some(_) => return Err("rpc.tokens must be a list of tokens or a map from principal to token".into()),
+            Some(_) => return Err("tokens must be a list of tokens or a map from principal to token".into()),
         }
         Ok(Tokens { entries })
     }
@@ -147,23 +156,25 @@ mod tests {
     }
 
     #[test]
-    fn settings_give_a_list_or_named_principals() {
-        let t = Tokens::from_settings(r#"{"rpc": {"tokens": {"alice": "ka", "bob": "kb"}}}"#).unwrap();
+    fn the_config_file_gives_a_list_or_named_principals() {
+        let t = Tokens::from_config(r#"{"tokens": {"alice": "ka", "bob": "kb"}}"#).unwrap();
         assert_eq!(t.principal_of("ka").as_deref(), Some("alice"));
         assert_eq!(t.principal_of("kb").as_deref(), Some("bob"));
-        let t = Tokens::from_settings(r#"{"rpc": {"tokens": ["x"]}, "other": 1}"#).unwrap();
+        let t = Tokens::from_config(r#"{"tokens": ["x"]}"#).unwrap();
         assert_eq!(t.principal_of("x"), Some(principal_for("x")));
-        assert!(!Tokens::from_settings(r#"{"remote": {}}"#).unwrap().is_enabled());
-        assert!(Tokens::from_settings(r#"{"rpc": {"tokens": "x"}}"#).is_err());
-        assert!(Tokens::from_settings(r#"{"rpc": {"tokens": [1]}}"#).is_err());
-        assert!(Tokens::from_settings("nope").is_err());
+        assert!(!Tokens::from_config("{}").unwrap().is_enabled());
+        assert!(Tokens::from_config(r#"{"tokens": "x"}"#).is_err());
+        assert!(Tokens::from_config(r#"{"tokens": [1]}"#).is_err());
+        assert!(Tokens::from_config(r#"{"tokens": [], "tokenz": []}"#).unwrap_err().contains("tokenz"));
+        assert!(Tokens::from_config("[]").is_err());
+        assert!(Tokens::from_config("nope").is_err());
     }
 
     #[test]
     fn the_environment_wins_over_the_config_file() {
         let dir = tempfile::tempdir().unwrap();
         assert!(!Tokens::load(None, dir.path()).unwrap().is_enabled());
-        std::fs::write(dir.path().join("settings.json"), r#"{"rpc": {"tokens": {"alice": "ka"}}}"#).unwrap();
+        std::fs::write(dir.path().join(CONFIG_FILE), r#"{"tokens": {"alice": "ka"}}"#).unwrap();
         assert_eq!(Tokens::load(None, dir.path()).unwrap().principal_of("ka").as_deref(), Some("alice"));
         assert_eq!(Tokens::load(Some("  "), dir.path()).unwrap().principal_of("ka").as_deref(), Some("alice"));
         let env = Tokens::load(Some("e1,e2"), dir.path()).unwrap();

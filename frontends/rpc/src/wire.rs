@@ -59,6 +59,7 @@ impl OpenParams {
             mode: self.mode.clone(),
             workspace: workspace.map(String::from),
             title: self.title.clone(),
+            ..Default::default()
         }
     }
 }

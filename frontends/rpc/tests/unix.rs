@@ -314,3 +314,15 @@ async fn a_client_gone_mid_watch_costs_the_kernel_nothing() {
         }
     }
 }
+
+#[tokio::test]
+async fn tokens_from_the_config_file_name_their_principals() {
+    let env = TestEnv::new();
+    std::fs::write(env.locations.config_dir.join("rpc.json"), r#"{"tokens": {"alice": "key-for-alice"}}"#).unwrap();
+    let server = UnixServer::start(&env, &[]).await;
+    let mut c = server.client().await;
+    assert_eq!(c.err("harness.list", json!({})).await["code"], json!(-32001));
+    let login = c.ok("auth.login", json!({"token": "key-for-alice"})).await;
+    assert_eq!(login, json!({"principal": "alice", "auth": true}));
+    assert_eq!(c.ok("workspace.metadata", json!({})).await["principal"], json!("alice"));
+}
