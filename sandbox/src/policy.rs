@@ -8,9 +8,23 @@ use landlock::{
     path_beneath_rules,
 };
 
-/// Where programs live: readable and executable by every call.
-pub const DEFAULT_READ_EXEC: &[&str] =
-    &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix/store", "/proc", "/sys"];
+/// Where programs live: readable and executable by every call. /run/systemd/resolve is where
+/// /etc/resolv.conf points on systemd machines (name resolution when network is granted).
+pub const DEFAULT_READ_EXEC: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/nix/store",
+    "/proc",
+    "/sys",
+    "/run/systemd/resolve",
+];
 
 /// Device nodes a call may read, write and (for terminals) control.
 pub const DEFAULT_DEVICES: &[&str] =
