@@ -63,7 +63,10 @@ pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str,
         Method::SessionHistory(p) => history(kernel, peer, p.conversation_id),
         Method::SessionFork(p) => fork(kernel, peer, p),
         Method::SessionSetMode(p) => set_mode(kernel, peer, p.conversation_id, &p.mode),
+        Method::SessionSetModel(p) => set_model(kernel, peer, p.conversation_id, &p.model),
         Method::HarnessList => Ok(json!({"harnesses": kernel.catalog.harness_infos()})),
+        Method::ModelList => Ok(json!({"models": kernel.catalog.models()})),
+        Method::ToolCancel(p) => Ok(json!({"cancelled": crate::tools_direct::cancel(kernel, peer, &p.call_id)})),
         Method::PermissionRespond(p) => respond(kernel, peer, &p.request_id, p.option_id),
         Method::ToolList(p) => tool_list(kernel, p.harness.as_deref()),
         Method::ToolCall(p) => crate::tools_direct::call(kernel, peer, p).await,
@@ -129,6 +132,10 @@ fn open(kernel: &Arc<Kernel>, peer: &Peer, p: OpenParams) -> Reply {
     {
         let conv = owned(kernel, peer, id)?;
         return to_value(info(kernel, &conv, peer.remote, false));
+    }
+    if p.create == Some(false) {
+        let what = p.external_id.as_deref().unwrap_or("(none given)");
+        return Err(ErrorObject::new(codes::NOT_FOUND, format!("no conversation for session {what}")));
     }
     let harness = kernel.catalog.harness(p.harness.as_deref())?;
     let (model, _) = match &p.model {
@@ -264,6 +271,14 @@ fn set_mode(kernel: &Arc<Kernel>, peer: &Peer, id: i64, mode: &str) -> Reply {
     kernel.store.set_mode(id, effective.as_str()).map_err(internal)?;
     conv.emit(kernel, Event::mode_changed(id, effective.as_str(), Some(max_mode.as_str().to_string())));
     Ok(json!({"mode": effective.as_str(), "max_mode": max_mode.as_str()}))
+}
+
+fn set_model(kernel: &Arc<Kernel>, peer: &Peer, id: i64, model: &str) -> Reply {
+    let conv = owned(kernel, peer, id)?;
+    kernel.catalog.provider(model)?;
+    lock(&conv.settings).model = model.to_string();
+    kernel.store.set_model(id, model).map_err(internal)?;
+    Ok(json!({"model": model}))
 }
 
 fn respond(kernel: &Arc<Kernel>, peer: &Peer, request_id: &str, option_id: String) -> Reply {

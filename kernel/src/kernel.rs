@@ -94,6 +94,8 @@ pub(crate) struct Kernel {
     pub questions: Mutex<HashMap<String, PendingQuestion>>,
     /// Write and edit calls to one path run one at a time, across conversations.
     path_locks: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
+    /// Running `tool.call`s that gave a call id, by (principal, call id).
+    pub direct_calls: Mutex<HashMap<(String, String), CancellationToken>>,
     pub clients: AtomicU64,
     pub running_turns: AtomicU64,
     next_subscription: AtomicU64,
@@ -113,6 +115,7 @@ impl Kernel {
             live: Mutex::new(HashMap::new()),
             questions: Mutex::new(HashMap::new()),
             path_locks: Mutex::new(HashMap::new()),
+            direct_calls: Mutex::new(HashMap::new()),
             clients: AtomicU64::new(0),
             running_turns: AtomicU64::new(0),
             next_subscription: AtomicU64::new(1),

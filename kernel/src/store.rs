@@ -155,6 +155,14 @@ impl Store {
         Ok(())
     }
 
+    pub fn set_model(&self, id: i64, model: &str) -> Result<(), StoreError> {
+        self.conn().execute(
+            "UPDATE conversations SET model = ?2, updated_at_ms = ?3 WHERE id = ?1",
+            params![id, model, now_ms()],
+        )?;
+        Ok(())
+    }
+
     pub fn set_title(&self, id: i64, title: &str) -> Result<(), StoreError> {
         self.conn()
             .execute("UPDATE conversations SET title = ?2 WHERE id = ?1 AND title IS NULL", params![id, title])?;

@@ -94,6 +94,14 @@ impl Catalog {
         superpi_providers::default_model(&self.providers)
     }
 
+    /// The models of the configured providers, for `model.list`.
+    pub fn models(&self) -> Vec<superpi_proto::method::ModelInfo> {
+        superpi_providers::configured_models(&self.providers)
+            .into_iter()
+            .map(|m| superpi_proto::method::ModelInfo { id: m.name, provider: m.provider, default: m.default })
+            .collect()
+    }
+
     pub fn provider(&self, model: &str) -> Result<SharedProvider, ErrorObject> {
         superpi_providers::resolve(model, &self.providers).map_err(|e| ErrorObject::new(codes::PROVIDER, e.to_string()))
     }

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::connection::Peer;
 use crate::handlers::tool_call_result;
-use crate::kernel::Kernel;
+use crate::kernel::{Kernel, lock};
 use superpi_policy::Decision;
 
 static DIRECT_CALLS: AtomicU64 = AtomicU64::new(1);
@@ -58,6 +58,12 @@ pub(crate) async fn call(kernel: &Arc<Kernel>, peer: &Peer, p: ToolCallParams) -
         }
     };
     let n = DIRECT_CALLS.fetch_add(1, Ordering::Relaxed);
+    let cancel = CancellationToken::new();
+    let registered = p.call_id.map(|id| {
+        let key = (peer.principal.clone(), id);
+        lock(&kernel.direct_calls).insert(key.clone(), cancel.clone());
+        Registered { kernel, key }
+    });
     let outcome = kernel
         .sandbox
         .run(
@@ -70,16 +76,40 @@ pub(crate) async fn call(kernel: &Arc<Kernel>, peer: &Peer, p: ToolCallParams) -
                 network,
                 timeout: None,
             },
-            CancellationToken::new(),
+            cancel,
             None,
         )
         .await;
+    drop(registered);
     tool_call_result(ToolCallResult {
         output: outcome.output,
         is_error: outcome.is_error,
         structured: outcome.structured,
         details: outcome.details,
     })
+}
+
+/// Removes a cancellable direct call from the kernel's table when it ends.
+struct Registered<'a> {
+    kernel: &'a Kernel,
+    key: (String, String),
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        lock(&self.kernel.direct_calls).remove(&self.key);
+    }
+}
+
+/// `tool.cancel`: ends the caller's running direct call `call_id`.
+pub(crate) fn cancel(kernel: &Kernel, peer: &Peer, call_id: &str) -> bool {
+    match lock(&kernel.direct_calls).get(&(peer.principal.clone(), call_id.to_string())) {
+        Some(token) => {
+            token.cancel();
+            true
+        }
+        None => false,
+    }
 }
 
 /// A light check of arguments against a tool's schema: an object, with the required keys,

@@ -420,3 +420,87 @@ fn an_autostarted_kernel_exits_after_idling() {
 fn zombie(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| s.contains(") Z ")).unwrap_or(true)
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookup_only_open_set_model_and_model_list() {
+    let env = TestEnv::new();
+    let client = client(&env).await;
+    let miss = client
+        .open(OpenParams { external_id: Some("nobody".into()), create: Some(false), ..Default::default() })
+        .await
+        .unwrap_err();
+    assert_eq!(miss.code(), Some(codes::NOT_FOUND));
+    assert!(client.list().await.unwrap().is_empty(), "a lookup creates nothing");
+    let made = client
+        .open(OpenParams {
+            external_id: Some("s1".into()),
+            workspace: Some(env.workspace.display().to_string()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let found = client
+        .open(OpenParams { external_id: Some("s1".into()), create: Some(false), ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(found.conversation_id, made.conversation_id);
+
+    let err = client
+        .call("session.set_model", serde_json::json!({"conversation_id": made.conversation_id, "model": "claude-x"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(codes::PROVIDER));
+    let ok = client
+        .call("session.set_model", serde_json::json!({"conversation_id": made.conversation_id, "model": "mock"}))
+        .await
+        .unwrap();
+    assert_eq!(ok["model"], "mock");
+    let models = client.call("model.list", serde_json::Value::Null).await.unwrap();
+    assert!(models["models"].as_array().unwrap().iter().any(|m| m["id"] == "mock"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_direct_tool_call_runs_confined_and_can_be_cancelled() {
+    let env = TestEnv::new();
+    let client = client(&env).await;
+    std::fs::write(env.workspace.join("a.txt"), "hello file").unwrap();
+    let ws = env.workspace.display().to_string();
+    let read = client
+        .call("tool.call", serde_json::json!({"name": "read", "arguments": {"path": "a.txt"}, "workspace": ws}))
+        .await
+        .unwrap();
+    assert_eq!(read["is_error"], false);
+    assert!(read["output"].as_str().unwrap().contains("hello file"));
+    let unknown = client.call("tool.call", serde_json::json!({"name": "nope", "workspace": ws})).await.unwrap_err();
+    assert_eq!(unknown.code(), Some(codes::METHOD_NOT_FOUND));
+    let bad = client
+        .call("tool.call", serde_json::json!({"name": "read", "arguments": {"path": 5}, "workspace": ws}))
+        .await
+        .unwrap_err();
+    assert_eq!(bad.code(), Some(codes::INVALID_PARAMS));
+
+    let slow = {
+        let client = client.clone();
+        let ws = ws.clone();
+        tokio::spawn(async move {
+            client
+                .call(
+                    "tool.call",
+                    serde_json::json!({"name": "bash", "arguments": {"command": "sleep 30"}, "workspace": ws, "mode": "auto", "call_id": "c-slow"}),
+                )
+                .await
+        })
+    };
+    let started = std::time::Instant::now();
+    loop {
+        let r = client.call("tool.cancel", serde_json::json!({"call_id": "c-slow"})).await.unwrap();
+        if r["cancelled"] == true {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "the call never showed up");
+        tokio::task::yield_now().await;
+    }
+    let result = tokio::time::timeout(Duration::from_secs(10), slow).await.unwrap().unwrap().unwrap();
+    assert_eq!(result["is_error"], true);
+    assert!(started.elapsed() < Duration::from_secs(10));
+}

@@ -22,10 +22,13 @@ pub enum Method {
     SessionHistory(ConversationRef),
     SessionFork(ForkParams),
     SessionSetMode(SetModeParams),
+    SessionSetModel(SetModelParams),
     HarnessList,
+    ModelList,
     PermissionRespond(PermissionRespondParams),
     ToolList(ToolListParams),
     ToolCall(ToolCallParams),
+    ToolCancel(ToolCancelParams),
     KernelStatus,
     KernelShutdown,
 }
@@ -41,10 +44,13 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.history",
     "session.fork",
     "session.set_mode",
+    "session.set_model",
     "harness.list",
+    "model.list",
     "permission.respond",
     "tool.list",
     "tool.call",
+    "tool.cancel",
     "kernel.status",
     "kernel.shutdown",
 ];
@@ -67,10 +73,13 @@ impl Method {
             "session.history" => Method::SessionHistory(params(method, p)?),
             "session.fork" => Method::SessionFork(params(method, p)?),
             "session.set_mode" => Method::SessionSetMode(params(method, p)?),
+            "session.set_model" => Method::SessionSetModel(params(method, p)?),
             "harness.list" => Method::HarnessList,
+            "model.list" => Method::ModelList,
             "permission.respond" => Method::PermissionRespond(params(method, p)?),
             "tool.list" => Method::ToolList(params(method, p)?),
             "tool.call" => Method::ToolCall(params(method, p)?),
+            "tool.cancel" => Method::ToolCancel(params(method, p)?),
             "kernel.status" => Method::KernelStatus,
             "kernel.shutdown" => Method::KernelShutdown,
             other => {
@@ -95,12 +104,15 @@ impl Method {
             Method::SessionHistory(p) => ("session.history", v(p)),
             Method::SessionFork(p) => ("session.fork", v(p)),
             Method::SessionSetMode(p) => ("session.set_mode", v(p)),
-            Method::HarnessList => ("harness.list", empty),
+            Method::SessionSetModel(p) => ("session.set_model", v(p)),
+            Method::HarnessList => ("harness.list", empty.clone()),
+            Method::ModelList => ("model.list", empty),
             Method::PermissionRespond(p) => ("permission.respond", v(p)),
             Method::ToolList(p) => ("tool.list", v(p)),
             Method::ToolCall(p) => ("tool.call", v(p)),
-            Method::KernelStatus => ("kernel.status", empty),
-            Method::KernelShutdown => ("kernel.shutdown", empty),
+            Method::ToolCancel(p) => ("tool.cancel", v(p)),
+            Method::KernelStatus => ("kernel.status", Value::Object(Default::default())),
+            Method::KernelShutdown => ("kernel.shutdown", Value::Object(Default::default())),
         }
     }
 }
@@ -125,6 +137,10 @@ pub struct OpenParams {
     pub workspace: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// `false`: only look up (`conversation_id` or `external_id`); a miss is NOT_FOUND
+    /// instead of a new conversation. Default true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub create: Option<bool>,
 }
 
 /// What the kernel knows of a conversation.
@@ -239,6 +255,30 @@ pub struct SetModeParams {
     pub mode: String,
 }
 
+/// `session.set_model`: the model of the conversation's next turns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetModelParams {
+    pub conversation_id: i64,
+    pub model: String,
+}
+
+/// A model `model.list` offers: the configured providers' models.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    pub id: String,
+    pub provider: String,
+    #[serde(default)]
+    pub default: bool,
+}
+
+/// `tool.cancel`: ends a running `tool.call` started with this `call_id`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCancelParams {
+    pub call_id: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PermissionRespondParams {
@@ -289,6 +329,9 @@ pub struct ToolCallParams {
     pub harness: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
+    /// A caller's id for this call, so `tool.cancel` can end it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -345,7 +388,9 @@ mod tests {
             Method::SessionHistory(ConversationRef { conversation_id: 1 }),
             Method::SessionFork(ForkParams { conversation_id: 1, at_seq: Some(4) }),
             Method::SessionSetMode(SetModeParams { conversation_id: 1, mode: "plan".into() }),
+            Method::SessionSetModel(SetModelParams { conversation_id: 1, model: "mock".into() }),
             Method::HarnessList,
+            Method::ModelList,
             Method::PermissionRespond(PermissionRespondParams {
                 request_id: "r".into(),
                 option_id: "allow_once".into(),
@@ -357,7 +402,9 @@ mod tests {
                 workspace: Some("/w".into()),
                 harness: None,
                 mode: None,
+                call_id: Some("c1".into()),
             }),
+            Method::ToolCancel(ToolCancelParams { call_id: "c1".into() }),
             Method::KernelStatus,
             Method::KernelShutdown,
         ];
