@@ -357,6 +357,12 @@ pub(crate) async fn run(launch: Launch, cancel: CancellationToken) -> Result<Fin
                 } else {
                     killed = true;
                     signal_group(pgid, libc::SIGKILL, guard.cgroup.as_ref());
+                    if guard.cgroup.is_none() {
+                        // Without a cgroup, a holder of the pipe that left the session is found
+                        // by its tag.
+                        let (tag, since) = (guard.tag.clone(), guard.since);
+                        let _ = tokio::task::spawn_blocking(move || crate::reap::sweep(&tag, since)).await;
+                    }
                     kill_at.as_mut().reset(tokio::time::Instant::now() + drain);
                 }
             }
