@@ -22,25 +22,27 @@ pub async fn run(config: KernelConfig) -> Result<(), KernelError> {
     make_private_dir(&config.data_dir)?;
     make_private_dir(&config.runtime_dir)?;
     let _lock = take_lock(&config)?;
+    // Everything that can fail on bad configuration fails before the socket exists, so a
+    // frontend that started this kernel sees it exit and reads why in its log.
+    let catalog = Catalog::load(&config).map_err(KernelError::Config)?;
+    let store = Store::open(&config.database_path())?;
+    let mut sandbox_config = SandboxConfig::new(config.data_dir.clone());
+    if let Some(exe) = &config.tool_exe {
+        sandbox_config.tool_exe = exe.clone();
+    }
+    catalog.apply_sandbox_settings(&mut sandbox_config);
+    let sandbox = Sandbox::new(sandbox_config).map_err(|e| KernelError::Sandbox(e.to_string()))?;
+    let catalog = catalog.with_tools(sandbox.tools());
+
     let socket_path = config.socket_path();
     clear_stale_socket(&socket_path).await?;
     let listener =
         UnixListener::bind(&socket_path).map_err(KernelError::io(format!("binding {}", socket_path.display())))?;
     fs::set_permissions(&socket_path, fs::Permissions::from_mode(0o600))
         .map_err(KernelError::io("restricting the socket to 0600"))?;
-
     if let Err(err) = superpi_sandbox::harden_kernel_process() {
         tracing::warn!("could not harden the kernel process: {err}");
     }
-    let store = Store::open(&config.database_path())?;
-    let mut sandbox_config = SandboxConfig::new(config.data_dir.clone());
-    if let Some(exe) = &config.tool_exe {
-        sandbox_config.tool_exe = exe.clone();
-    }
-    let catalog = Catalog::load(&config).map_err(KernelError::Config)?;
-    catalog.apply_sandbox_settings(&mut sandbox_config);
-    let sandbox = Sandbox::new(sandbox_config).map_err(|e| KernelError::Sandbox(e.to_string()))?;
-    let catalog = catalog.with_tools(sandbox.tools());
     let kernel = Kernel::new(config, store, sandbox, catalog);
 
     for (conversation_id, turn_id) in kernel.store.recover_interrupted()? {

@@ -504,3 +504,30 @@ async fn a_direct_tool_call_runs_confined_and_can_be_cancelled() {
     assert_eq!(result["is_error"], true);
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+#[test]
+fn a_bad_settings_file_is_a_clear_error_naming_the_file_and_key() {
+    let env = TestEnv::new();
+    std::fs::write(env.locations.config_dir.join("settings.json"), r#"{"permissions": {"alow": []}}"#).unwrap();
+    let out = env.command(&["run", "hi"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("settings.json") && stderr.contains("alow"), "{stderr}");
+}
+
+#[test]
+fn chat_answers_line_by_line_until_exit() {
+    let env = TestEnv::new();
+    let mut child = env
+        .command(&["chat"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), b"first line\nsecond line\n/exit\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().collect::<Vec<_>>(), ["first line", "second line"]);
+}

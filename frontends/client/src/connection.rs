@@ -89,8 +89,14 @@ impl KernelClient {
                 return Err(ClientError::NoKernel(format!("{}: {err}", socket.display())));
             }
             Err(_) => {
-                start_kernel(opts)?;
-                wait_for_socket(&socket, opts.start_timeout).await?
+                let mut child = start_kernel(opts)?;
+                let stream = wait_for_socket(&socket, opts.start_timeout, &mut child, &opts.locations).await;
+                // The kernel outlives us; reap it in the background so a short-lived frontend
+                // leaves no zombie while it runs.
+                std::thread::spawn(move || {
+                    let _ = child.wait();
+                });
+                stream?
             }
         };
         Self::handshake(stream, opts).await
@@ -393,7 +399,7 @@ fn route(inner: &Inner, subscription: u64, message: SubMessage) {
 /// Starts `superpi kernel --autostarted` detached, in its own process group, with its log in
 /// the data dir. The kernel's lock file makes a lost race harmless: the loser exits.
 #[allow(clippy::disallowed_methods)] // the one process a frontend may start is the kernel
-fn start_kernel(opts: &ConnectOptions) -> Result<(), ClientError> {
+fn start_kernel(opts: &ConnectOptions) -> Result<std::process::Child, ClientError> {
     use std::os::unix::process::CommandExt;
     let exe = match &opts.kernel_exe {
         Some(exe) => exe.clone(),
@@ -414,21 +420,28 @@ fn start_kernel(opts: &ConnectOptions) -> Result<(), ClientError> {
         .process_group(0);
     let child = cmd.spawn().map_err(|err| ClientError::NoKernel(format!("starting {}: {err}", exe.display())))?;
     tracing::debug!(pid = child.id(), "started a kernel");
-    // The kernel outlives us; its exit is reaped by init once we are gone. Reap it here in
-    // the background so a short-lived frontend leaves no zombie while it runs.
-    std::thread::spawn(move || {
-        let mut child = child;
-        let _ = child.wait();
-    });
-    Ok(())
+    Ok(child)
 }
 
-async fn wait_for_socket(socket: &std::path::Path, timeout: Duration) -> Result<UnixStream, ClientError> {
+async fn wait_for_socket(
+    socket: &std::path::Path,
+    timeout: Duration,
+    child: &mut std::process::Child,
+    locations: &Locations,
+) -> Result<UnixStream, ClientError> {
     let deadline = Instant::now() + timeout;
     let mut delay = Duration::from_millis(2);
     loop {
         match UnixStream::connect(socket).await {
             Ok(stream) => return Ok(stream),
+            // A kernel that exited at once (a bad settings file, another kernel that won the
+            // race and is gone again) says why in its log.
+            Err(_) if matches!(child.try_wait(), Ok(Some(_))) && !lost_race(locations) => {
+                if let Ok(stream) = UnixStream::connect(socket).await {
+                    return Ok(stream);
+                }
+                return Err(ClientError::NoKernel(format!("the kernel exited at start: {}", log_tail(locations))));
+            }
             Err(err) if Instant::now() >= deadline => {
                 return Err(ClientError::NoKernel(format!(
                     "the kernel did not open {} within {:?}: {err}",
@@ -443,4 +456,15 @@ async fn wait_for_socket(socket: &std::path::Path, timeout: Duration) -> Result<
             }
         }
     }
+}
+
+fn log_tail(locations: &Locations) -> String {
+    let log = std::fs::read_to_string(locations.kernel_log_path()).unwrap_or_default();
+    let tail: Vec<&str> = log.lines().rev().filter(|l| !l.trim().is_empty()).take(2).collect();
+    tail.into_iter().rev().collect::<Vec<_>>().join("; ")
+}
+
+/// Our kernel exited because another one holds the data dir: wait for that one's socket.
+fn lost_race(locations: &Locations) -> bool {
+    log_tail(locations).contains("already runs")
 }
