@@ -34,7 +34,9 @@ pub(crate) struct Machine {
     seccomp_network: Arc<Vec<Program>>,
     /// Why calls are refused, when they are.
     refusal: Option<String>,
-    root: bool,
+    /// Whether calls get the private read-only mount namespace (root, configured, and the
+    /// machine allows it: a container's own seccomp profile may refuse unshare).
+    mounts: bool,
     masked: Vec<CString>,
 }
 
@@ -51,6 +53,19 @@ impl Machine {
         });
         // SAFETY: geteuid cannot fail.
         let root = unsafe { libc::geteuid() } == 0;
+        let mounts = config.readonly_outside
+            && root
+            && !config.disabled
+            && match crate::confine::probe_private_mounts() {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::warn!(
+                        "no private read-only mount namespace for tool calls ({e}): attribute \
+                         changes outside the workspace are then refused by permissions only"
+                    );
+                    false
+                }
+            };
         let cgroup = if config.disabled || !config.pids_cgroup { None } else { CgroupBase::detect() };
         if let Some(base) = &cgroup {
             base.remove_stale();
@@ -64,7 +79,7 @@ impl Machine {
             seccomp_offline: Arc::new(offline),
             seccomp_network: Arc::new(network),
             refusal,
-            root,
+            mounts,
             masked: policy::masked_files().iter().filter_map(|p| c_path(p)).collect(),
         })
     }
@@ -74,7 +89,7 @@ impl Machine {
             landlock_abi: self.abi,
             call_cgroup: self.cgroup.is_some(),
             pids_cgroup: self.cgroup.as_ref().is_some_and(CgroupBase::bounds_pids),
-            readonly_outside: config.readonly_outside && self.root && !config.disabled,
+            readonly_outside: self.mounts,
             disabled: config.disabled,
         }
     }
@@ -258,7 +273,7 @@ impl Machine {
             Some(cg) => Some(cg.procs_fd().map_err(|e| e.to_string())?),
             None => None,
         };
-        let mounts = (confined && config.readonly_outside && self.root).then(|| MountPlan {
+        let mounts = (confined && self.mounts).then(|| MountPlan {
             writable: read_write.iter().filter(|p| p.exists()).filter_map(|p| c_path(p)).collect(),
             keep_writable_mounts: vec![c"/dev".to_owned(), c"/dev/pts".to_owned(), c"/dev/shm".to_owned()],
             masked: self.masked.clone(),

@@ -320,3 +320,46 @@ impl Prepared {
         Ok(())
     }
 }
+
+/// Checks once, in a throw-away child, that this machine lets us make a private read-only
+/// mount namespace (a container's seccomp profile may refuse unshare even to root).
+pub(crate) fn probe_private_mounts() -> io::Result<()> {
+    use std::os::unix::process::CommandExt;
+    let program = if std::path::Path::new("/bin/true").exists() { "/bin/true" } else { "/usr/bin/true" };
+    #[allow(clippy::disallowed_methods)]
+    let mut cmd = std::process::Command::new(program);
+    cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    // SAFETY: raw system calls only between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let root = c"/";
+            let none = c"none";
+            if libc::unshare(libc::CLONE_NEWNS) != 0
+                || libc::mount(
+                    none.as_ptr(),
+                    root.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_REC | libc::MS_PRIVATE,
+                    std::ptr::null(),
+                ) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            let set = MountAttr { attr_set: MOUNT_ATTR_RDONLY, attr_clr: 0, propagation: 0, userns_fd: 0 };
+            if libc::syscall(
+                libc::SYS_mount_setattr,
+                libc::AT_FDCWD,
+                root.as_ptr(),
+                AT_RECURSIVE,
+                &set as *const MountAttr,
+                std::mem::size_of::<MountAttr>(),
+            ) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let status = cmd.status()?;
+    if status.success() { Ok(()) } else { Err(io::Error::other(format!("the probe exited with {status}"))) }
+}

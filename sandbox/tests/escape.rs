@@ -120,6 +120,7 @@ async fn chmod_and_chown_outside_are_refused() {
 #[tokio::test]
 async fn touch_outside_is_refused() {
     let env = env();
+    assert!(env.sandbox.status().readonly_outside, "as root, calls see the outside read-only");
     let key = env.home.join(".ssh/id_rsa");
     let before = std::fs::metadata(&key).unwrap().mtime();
     let out = env.bash(&format!("touch -d '2001-01-01 00:00' {}", key.display())).await;
