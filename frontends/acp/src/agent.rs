@@ -24,6 +24,7 @@ use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, ConnectTo, Error};
 use serde::{Deserialize, Serialize};
 use superpi_client::{ClientError, ConnectOptions, KernelClient};
+use superpi_proto::method::{Method, ModelInfo};
 
 use crate::handlers::*;
 use crate::map;
@@ -155,22 +156,19 @@ impl Server {
         session
     }
 
-    /// The models the kernel offers, when it can say (`model.list`); else none.
-    pub(crate) async fn models(&self, kernel: &KernelClient) -> Vec<String> {
-        match kernel.call("model.list", serde_json::json!({})).await {
-            Ok(v) => v
-                .get("models")
-                .and_then(|m| m.as_array())
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|m| {
-                            m.as_str().or_else(|| m.get("id").or_else(|| m.get("name")).and_then(|i| i.as_str()))
-                        })
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default(),
-            Err(_) => Vec::new(),
+    /// The models the kernel offers (`model.list`); none when it cannot say (the option then
+    /// lists only the session's current model).
+    pub(crate) async fn models(&self, kernel: &KernelClient) -> Vec<ModelInfo> {
+        #[derive(Deserialize)]
+        struct Models {
+            models: Vec<ModelInfo>,
+        }
+        match kernel.request::<Models>(Method::ModelList).await {
+            Ok(m) => m.models,
+            Err(err) => {
+                tracing::warn!("model.list failed: {err}");
+                Vec::new()
+            }
         }
     }
 

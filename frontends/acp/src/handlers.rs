@@ -15,7 +15,7 @@ use agent_client_protocol::{Client, Error};
 use superpi_client::{ClientError, KernelClient};
 use superpi_proto::ContentBlock as KBlock;
 use superpi_proto::message::codes;
-use superpi_proto::method::{OpenParams, SubmitParams};
+use superpi_proto::method::{Method, OpenParams, SetModelParams, SubmitParams};
 
 use crate::agent::{ForkSessionRequest, ForkSessionResponse, Server, lock};
 use crate::map;
@@ -239,16 +239,13 @@ pub(crate) async fn set_config_option(
     };
     let model = value.0.to_string();
     let kernel = server.kernel().await?;
-    let current = session.settings().map(|s| s.model).unwrap_or_default();
-    if model != current {
-        let params = serde_json::json!({"conversation_id": session.conversation_id, "model": model});
-        match kernel.call("session.set_model", params).await {
-            Ok(_) => session.update_settings(|s| s.model = model),
-            Err(ClientError::Kernel(e)) if e.code == codes::METHOD_NOT_FOUND => {
-                return Err(map::invalid_params("this kernel cannot change the model of a session"));
-            }
-            Err(e) => return Err(map::kernel_error(e, Some(&session.id))),
+    let params = SetModelParams { conversation_id: session.conversation_id, model: model.clone() };
+    match kernel.request::<serde_json::Value>(Method::SessionSetModel(params)).await {
+        Ok(_) => session.update_settings(|s| s.model = model),
+        Err(ClientError::Kernel(e)) if e.code == codes::PROVIDER => {
+            return Err(map::invalid_params(format!("cannot switch to model `{model}`: {}", e.message)));
         }
+        Err(e) => return Err(map::kernel_error(e, Some(&session.id))),
     }
     Ok(SetSessionConfigOptionResponse::new(server.config_options(&kernel, &session).await))
 }

@@ -18,7 +18,7 @@ use agent_client_protocol::{Error, ErrorCode};
 use superpi_client::ClientError;
 use superpi_proto::ContentBlock as KBlock;
 use superpi_proto::message::codes;
-use superpi_proto::method::ConversationInfo;
+use superpi_proto::method::{ConversationInfo, ModelInfo};
 
 /// The prefix of every session id this agent mints.
 pub const SESSION_PREFIX: &str = "conv-";
@@ -189,13 +189,18 @@ pub fn mode(requested: &SessionModeId, max_mode: &str) -> Result<String, Error> 
 }
 
 /// The model chooser: a select of category `model` over the models the kernel offers
-/// (at least the current one).
-pub fn model_option(current: &str, models: &[String]) -> SessionConfigOption {
-    let mut values: Vec<String> = models.to_vec();
-    if !values.iter().any(|m| m == current) {
-        values.insert(0, current.to_string());
+/// (`model.list`), each described by its provider; the current model is always listed.
+pub fn model_option(current: &str, models: &[ModelInfo]) -> SessionConfigOption {
+    let mut options: Vec<SessionConfigSelectOption> = models
+        .iter()
+        .map(|m| {
+            let description = if m.default { format!("{} (default)", m.provider) } else { m.provider.clone() };
+            SessionConfigSelectOption::new(m.id.clone(), m.id.clone()).description(description)
+        })
+        .collect();
+    if !models.iter().any(|m| m.id == current) {
+        options.insert(0, SessionConfigSelectOption::new(current.to_string(), current.to_string()));
     }
-    let options = values.iter().map(|m| SessionConfigSelectOption::new(m.clone(), m.clone())).collect();
     SessionConfigOption::new(
         SessionConfigId::new(MODEL_CONFIG_ID),
         "Model",

@@ -101,17 +101,34 @@ fn modes_stop_at_the_ceiling() {
 }
 
 #[test]
-fn model_option_always_lists_the_current_model() {
-    let opt = model_option("mock", &["gpt-x".to_string()]);
+fn model_option_lists_the_kernels_models_and_always_the_current_one() {
+    let models = vec![
+        ModelInfo { id: "gpt-x".into(), provider: "openai".into(), default: true },
+        ModelInfo { id: "mock".into(), provider: "mock".into(), default: false },
+    ];
+    let listed = SessionConfigOption::select(
+        "model",
+        "Model",
+        "mock",
+        SessionConfigSelectOptions::Ungrouped(vec![
+            SessionConfigSelectOption::new("gpt-x", "gpt-x").description("openai (default)"),
+            SessionConfigSelectOption::new("mock", "mock").description("mock"),
+        ]),
+    )
+    .category(SessionConfigOptionCategory::Model);
+    assert_eq!(model_option("mock", &models), listed);
+
+    // A current model the kernel no longer offers still shows, first.
+    let opt = model_option("old-model", &models[..1]);
     assert_eq!(
         opt,
         SessionConfigOption::select(
             "model",
             "Model",
-            "mock",
+            "old-model",
             SessionConfigSelectOptions::Ungrouped(vec![
-                SessionConfigSelectOption::new("mock", "mock"),
-                SessionConfigSelectOption::new("gpt-x", "gpt-x"),
+                SessionConfigSelectOption::new("old-model", "old-model"),
+                SessionConfigSelectOption::new("gpt-x", "gpt-x").description("openai (default)"),
             ])
         )
         .category(SessionConfigOptionCategory::Model)

@@ -10,8 +10,9 @@ use agent_client_protocol::ErrorCode;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     CancelNotification, CloseSessionRequest, ContentBlock, ListSessionsRequest, LoadSessionRequest, NewSessionRequest,
-    PermissionOptionKind, ResumeSessionRequest, SessionId, SessionModeId, SessionUpdate, SetSessionModeRequest,
-    StopReason, ToolCallStatus,
+    PermissionOptionKind, ResumeSessionRequest, SessionConfigKind, SessionConfigOption, SessionConfigOptionCategory,
+    SessionConfigSelectOptions, SessionConfigValueId, SessionId, SessionModeId, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionModeRequest, StopReason, ToolCallStatus,
 };
 use common::*;
 use serde_json::json;
@@ -213,6 +214,60 @@ async fn bad_requests_get_acp_errors() {
     })
     .await;
     result.unwrap();
+}
+
+/// The model option offers what the kernel's `model.list` offers; choosing one changes the
+/// conversation's model (stored: a reload shows it, and the next turn runs on it), and an unknown
+/// model is refused with its name and the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_option_lists_the_kernels_models_and_switches_the_model() {
+    let env = TestEnv::new();
+    // A configured provider (never contacted: no turn runs on it) makes the default a real
+    // model, so choosing `mock` is a change.
+    let extra = [("ANTHROPIC_API_KEY", "test-key-never-sent"), ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")];
+    let (result, lines) = with_editor_env(&env, &extra, Answer::Dismiss, async |cx, mut seen| {
+        initialize(&cx).await?;
+        let session = new_session(&cx, &env).await?;
+        let sid = session.session_id.clone();
+        let (current, offered) = model_select(&session.config_options.expect("config options"));
+        assert_eq!(current, "claude-sonnet-4-5");
+        assert!(
+            offered.contains(&"mock".to_string()) && offered.contains(&"claude-opus-4-1".to_string()),
+            "{offered:?}"
+        );
+
+        let set = SetSessionConfigOptionRequest::new(sid.clone(), "model", SessionConfigValueId::new("mock"));
+        let changed = cx.send_request(set).block_task().await?;
+        assert_eq!(model_select(&changed.config_options).0, "mock");
+        let done = cx.send_request(text_prompt(&sid, "answered by the mock")).block_task().await?;
+        assert_eq!(done.stop_reason, StopReason::EndTurn);
+        assert!(agent_text(&seen.drain()).contains("answered by the mock"));
+
+        let unknown =
+            SetSessionConfigOptionRequest::new(sid.clone(), "model", SessionConfigValueId::new("no-such-model"));
+        let err = cx.send_request(unknown).block_task().await.unwrap_err();
+        assert_eq!(err.code, ErrorCode::from(-32602));
+        assert!(err.message.contains("no-such-model") && err.message.contains("unknown model"), "{}", err.message);
+        let other = SetSessionConfigOptionRequest::new(sid.clone(), "effort", SessionConfigValueId::new("high"));
+        assert_eq!(cx.send_request(other).block_task().await.unwrap_err().code, ErrorCode::from(-32602));
+
+        // The kernel kept `mock`: a reload reads it back.
+        let loaded = cx.send_request(LoadSessionRequest::new(sid.clone(), env.workspace.clone())).block_task().await?;
+        assert_eq!(model_select(&loaded.config_options.expect("config options")).0, "mock");
+        Ok(())
+    })
+    .await;
+    result.unwrap();
+    assert_jsonrpc_only(&lines);
+}
+
+/// The current value and the offered values of the `model` option.
+fn model_select(options: &[SessionConfigOption]) -> (String, Vec<String>) {
+    let model = options.iter().find(|o| &*o.id.0 == "model").expect("a model option");
+    assert_eq!(model.category, Some(SessionConfigOptionCategory::Model));
+    let SessionConfigKind::Select(select) = &model.kind else { panic!("the model option is a select") };
+    let SessionConfigSelectOptions::Ungrouped(values) = &select.options else { panic!("ungrouped models") };
+    (select.current_value.0.to_string(), values.iter().map(|v| v.value.0.to_string()).collect())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

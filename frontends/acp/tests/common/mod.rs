@@ -62,15 +62,19 @@ impl Seen {
     }
 }
 
-/// `superpi acp` as an ACP agent process with the test environment.
-pub fn agent_process(env: &TestEnv, stdout: Arc<Mutex<Vec<String>>>) -> AcpAgent {
-    let config = AcpAgentConfig::new(superpi_bin())
+/// `superpi acp` as an ACP agent process with the test environment, plus `extra` variables
+/// (which the kernel it autostarts inherits).
+pub fn agent_process(env: &TestEnv, extra: &[(&str, &str)], stdout: Arc<Mutex<Vec<String>>>) -> AcpAgent {
+    let mut config = AcpAgentConfig::new(superpi_bin())
         .arg("acp")
         .env("SUPERPI_DATA_DIR", env.locations.data_dir.display().to_string())
         .env("SUPERPI_CONFIG_DIR", env.locations.config_dir.display().to_string())
         .env("SUPERPI_RUNTIME_DIR", env.locations.runtime_dir.display().to_string())
         .env("HOME", env.home.display().to_string())
         .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()));
+    for (key, value) in extra {
+        config = config.env(*key, *value);
+    }
     AcpAgent::new(config).with_debug(move |line, direction| {
         if direction == LineDirection::Stdout {
             stdout.lock().unwrap().push(line.to_string());
@@ -83,6 +87,16 @@ pub fn agent_process(env: &TestEnv, stdout: Arc<Mutex<Vec<String>>>) -> AcpAgent
 /// body's result and every line the agent wrote on stdout.
 pub async fn with_editor<R>(
     env: &TestEnv,
+    answer: Answer,
+    body: impl AsyncFnOnce(ConnectionTo<Agent>, Seen) -> Result<R, Error>,
+) -> (Result<R, Error>, Vec<String>) {
+    with_editor_env(env, &[], answer, body).await
+}
+
+/// [`with_editor`] with extra environment variables for the agent (and its kernel).
+pub async fn with_editor_env<R>(
+    env: &TestEnv,
+    extra: &[(&str, &str)],
     answer: Answer,
     body: impl AsyncFnOnce(ConnectionTo<Agent>, Seen) -> Result<R, Error>,
 ) -> (Result<R, Error>, Vec<String>) {
@@ -117,7 +131,7 @@ pub async fn with_editor<R>(
             },
             agent_client_protocol::on_receive_request!(),
         )
-        .connect_with(agent_process(env, stdout.clone()), async move |cx: ConnectionTo<Agent>| {
+        .connect_with(agent_process(env, extra, stdout.clone()), async move |cx: ConnectionTo<Agent>| {
             body(cx, Seen { updates: urx, permissions: prx, held: hrx }).await
         })
         .await;
