@@ -93,32 +93,11 @@ fn admit(stream: &UnixStream) -> Result<(), String> {
         return Err(format!("peer uid {} is not {me}", cred.uid()));
     }
     if let Some(pid) = cred.pid()
-        && is_descendant_of(pid, std::process::id() as i32)
+        && u32::try_from(pid).is_ok_and(superpi_sandbox::is_tool_process)
     {
         return Err(format!("peer pid {pid} is one of the kernel's own tool processes"));
     }
     Ok(())
-}
-
-fn is_descendant_of(mut pid: i32, ancestor: i32) -> bool {
-    for _ in 0..128 {
-        if pid <= 1 {
-            return false;
-        }
-        let Some(ppid) = parent_of(pid) else { return false };
-        if ppid == ancestor {
-            return true;
-        }
-        pid = ppid;
-    }
-    false
-}
-
-fn parent_of(pid: i32) -> Option<i32> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses: fields start after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 fn make_private_dir(dir: &Path) -> Result<(), KernelError> {

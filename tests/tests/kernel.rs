@@ -531,3 +531,41 @@ fn chat_answers_line_by_line_until_exit() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(stdout.lines().collect::<Vec<_>>(), ["first line", "second line"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_process_that_reaches_the_kernel_socket_is_refused() {
+    let env = TestEnv::new();
+    // Network granted, so the sandbox lets the connect through: the kernel's own check refuses.
+    std::fs::write(env.locations.config_dir.join("settings.json"), r#"{"network": {"policy": "allow"}}"#).unwrap();
+    let client = client(&env).await;
+    let conv = client
+        .open(OpenParams {
+            workspace: Some(env.workspace.display().to_string()),
+            mode: Some("auto".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .conversation_id;
+    let script = format!(
+        "import socket,struct,json\ns=socket.socket(socket.AF_UNIX)\ntry:\n  s.connect({:?})\n  print('CONNECTED')\n  b=json.dumps({{'type':'hello','protocol':1,'frontend':'x','version':'0'}}).encode()\n  s.sendall(struct.pack('>I',len(b))+b)\n  d=s.recv(4)\nexcept OSError as e:\n  print(e)\n  d=b''\nprint('REFUSED' if d==b'' else 'ANSWERED')",
+        env.locations.socket_path().display().to_string()
+    );
+    std::fs::write(env.workspace.join("probe.py"), script).unwrap();
+    let mut sub = client
+        .watch(WatchParams { conversation_id: conv, from_seq: None, window: None, interactive: false })
+        .await
+        .unwrap();
+    let turn = client.submit_text(conv, "@tool bash {\"command\": \"/usr/bin/python3 probe.py\"}").await.unwrap();
+    let events = until_turn_end(&mut sub, turn.turn_id).await;
+    let output = events
+        .iter()
+        .find_map(|e| match &e.body {
+            EventBody::ToolCompleted { output, .. } => Some(output.as_str().unwrap_or("").to_string()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(output.contains("REFUSED"), "{output}");
+    assert!(!output.contains("ANSWERED"));
+    assert!(output.contains("CONNECTED"), "the connect itself went through: {output}");
+}
