@@ -252,10 +252,22 @@ impl Machine {
         let spill_dir = conversation_spill_dir(config, call.conversation_id);
         let mut read_write = vec![workspace.to_path_buf(), tmp_path.clone()];
         read_write.extend(config.extra_write_paths.iter().cloned());
+        // A private /dev/shm only where the call has its own mount namespace: a directory of the
+        // call's temp dir, bound there. (Landlock rules follow inodes, so the rule is on it.)
+        let shm = if confined && self.mounts && Path::new("/dev/shm").is_dir() {
+            let dir = tmp_path.join("shm");
+            std::fs::create_dir(&dir).map_err(|e| format!("could not create the call's /dev/shm: {e}"))?;
+            let _ = std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o1777));
+            Some(dir)
+        } else {
+            None
+        };
+        let mut landlock_rw = read_write.clone();
+        landlock_rw.extend(shm.iter().cloned());
         let fs = FsPolicy {
             read_exec,
             read_only: if runner { vec![spill_dir] } else { Vec::new() },
-            read_write: read_write.clone(),
+            read_write: landlock_rw,
             devices: policy::DEFAULT_DEVICES.iter().map(PathBuf::from).collect(),
         };
         let landlock = if confined {
@@ -275,8 +287,9 @@ impl Machine {
         };
         let mounts = (confined && self.mounts).then(|| MountPlan {
             writable: read_write.iter().filter(|p| p.exists()).filter_map(|p| c_path(p)).collect(),
-            keep_writable_mounts: vec![c"/dev".to_owned(), c"/dev/pts".to_owned(), c"/dev/shm".to_owned()],
+            keep_writable_mounts: vec![c"/dev".to_owned(), c"/dev/pts".to_owned()],
             masked: self.masked.clone(),
+            private_shm: shm.as_deref().and_then(c_path),
         });
         let mut limits = vec![(libc::RLIMIT_CORE as i32, 0u64), (libc::RLIMIT_NOFILE as i32, config.max_open_files)];
         if let Some(bytes) = config.max_memory_bytes {

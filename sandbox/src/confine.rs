@@ -83,6 +83,9 @@ pub(crate) struct MountPlan {
     /// Files hidden behind /dev/null: secrets that root can read by ownership alone
     /// (/etc/shadow, SSH host keys), which landlock cannot carve out of /etc.
     pub masked: Vec<CString>,
+    /// A directory of the call bound on /dev/shm (POSIX semaphores and shared memory keep
+    /// working without exposing the machine's).
+    pub private_shm: Option<CString>,
 }
 
 /// Everything the child needs, made in the parent before the fork.
@@ -286,6 +289,16 @@ impl Prepared {
                     &clear as *const MountAttr,
                     std::mem::size_of::<MountAttr>(),
                 );
+            }
+            if let Some(source) = &plan.private_shm {
+                check_int(libc::mount(
+                    source.as_ptr(),
+                    c"/dev/shm".as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND,
+                    std::ptr::null(),
+                ))
+                .map_err(|e| (Step::ReadOnlyMounts, e))?;
             }
         }
         Ok(())

@@ -146,3 +146,15 @@ async fn disabled_explicitly_runs_unconfined() {
     assert!(!out.is_error && out.output.contains("NoNewPrivs:\t0"), "{out:?}");
     assert!(out.output.contains("Seccomp:\t0"), "{out:?}");
 }
+
+#[tokio::test]
+async fn shared_memory_works_and_is_private() {
+    let env = env();
+    let outside = std::path::Path::new("/dev/shm").join(format!("superpi-test-{}", std::process::id()));
+    std::fs::write(&outside, "host shared memory").unwrap();
+    let script = "import multiprocessing as m\nlock = m.Lock()\nwith lock:\n    print('locked')";
+    let out = env.bash(&format!("python3 -c \"{script}\" && ls /dev/shm")).await;
+    let _ = std::fs::remove_file(&outside);
+    assert!(!out.is_error && out.output.contains("locked"), "{out:?}");
+    assert!(!out.output.contains("superpi-test-"), "the machine's /dev/shm is hidden: {out:?}");
+}
