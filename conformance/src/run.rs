@@ -181,7 +181,18 @@ async fn run_one(args: &Args, dir: &Path, protocol: Protocol, env: &RunEnv) -> R
             set("TARGET_IS_SUPERPI", flag(args.rpc_command.is_none()));
         }
         Protocol::Opencode => {
-            set("SUPERPI_BIN", superpi_bin(args)?.to_string_lossy().into_owned());
+            let bin = superpi_bin(args)?;
+            set("SUPERPI_BIN", bin.to_string_lossy().into_owned());
+            let ws = env.workspace().to_string_lossy().into_owned();
+            let server = start(&bin, &["gateway", "--port", "0", "--workspace", &ws], env, &base).await?;
+            set("GATEWAY_URL", server.url.clone());
+            servers.push(server);
+            // OpenCode is big: installed once per user, outside the repository, and reused.
+            let cache = std::env::var_os("OPENCODE_DIR").map(PathBuf::from).unwrap_or_else(|| {
+                let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+                home.join(".cache/superpi-conformance/opencode")
+            });
+            set("OPENCODE_DIR", cache.to_string_lossy().into_owned());
             let script = dir.join("../frontends/mcp/scripts/opencode-check.sh");
             set("OPENCODE_CHECK", script.to_string_lossy().into_owned());
         }
@@ -192,7 +203,12 @@ async fn run_one(args: &Args, dir: &Path, protocol: Protocol, env: &RunEnv) -> R
         &script,
         &env.workspace(),
         &vars,
-        Duration::from_secs(args.timeout_secs),
+        // OpenCode's first run installs it (~185 MB).
+        Duration::from_secs(if protocol == Protocol::Opencode {
+            args.timeout_secs.max(1200)
+        } else {
+            args.timeout_secs
+        }),
         args.verbose,
     )
     .await?;
