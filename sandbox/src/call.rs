@@ -107,7 +107,7 @@ impl Machine {
         if config.disabled {
             tracing::warn!(tool = %call.name, "sandbox disabled by configuration: running the tool unconfined");
         }
-        let workspace = match checked_workspace(&call.workspace) {
+        let workspace = match checked_workspace(&call.workspace, config) {
             Ok(w) => w,
             Err(e) => return ToolOutcome::error(e),
         };
@@ -352,7 +352,10 @@ fn environment(config: &SandboxConfig, tmp: &Path) -> Vec<(OsString, OsString)> 
     env
 }
 
-fn checked_workspace(workspace: &Path) -> Result<PathBuf, String> {
+/// The canonical workspace, refused when handing it over would hand over what the sandbox
+/// exists to protect: the whole filesystem, the home directory (its credentials), superpi's
+/// own data dir (the store, the socket).
+fn checked_workspace(workspace: &Path, config: &SandboxConfig) -> Result<PathBuf, String> {
     let canonical =
         workspace.canonicalize().map_err(|e| format!("the workspace {} is not usable: {e}", workspace.display()))?;
     if !canonical.is_dir() {
@@ -360,6 +363,25 @@ fn checked_workspace(workspace: &Path) -> Result<PathBuf, String> {
     }
     if canonical == Path::new("/") {
         return Err("the sandbox refuses the whole filesystem as a workspace".into());
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from).and_then(|h| h.canonicalize().ok());
+    if let Some(home) = home
+        && home.starts_with(&canonical)
+    {
+        return Err(format!(
+            "the sandbox refuses {} as a workspace: it holds the home directory {} and its credentials; \
+             start superpi in a project directory",
+            canonical.display(),
+            home.display()
+        ));
+    }
+    let data = config.data_dir.canonicalize().unwrap_or_else(|_| config.data_dir.clone());
+    if data.starts_with(&canonical) {
+        return Err(format!(
+            "the sandbox refuses {} as a workspace: it holds superpi's data dir {}",
+            canonical.display(),
+            data.display()
+        ));
     }
     Ok(canonical)
 }
