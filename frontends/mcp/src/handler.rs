@@ -106,10 +106,7 @@ impl ServerHandler for SuperpiMcp {
             let args = HarnessTaskArgs::parse(request.arguments.as_ref())?;
             return self.harness_task(args, &context).await.map(CallToolResponse::from);
         }
-        tokio::select! {
-            result = self.call_kernel_tool(request, &context.peer) => result.map(CallToolResponse::from),
-            _ = context.ct.cancelled() => Err(ErrorData::internal_error("the request was cancelled", None)),
-        }
+        self.call_kernel_tool(request, &context).await.map(CallToolResponse::from)
     }
 
     /// rmcp reads a request of a known method whose params it cannot read as a custom

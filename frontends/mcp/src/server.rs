@@ -3,6 +3,9 @@
 //! handler.
 #![allow(deprecated)] // MCP logging (setLevel) is deprecated only from protocol 2026-07-28 on
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,7 +19,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use superpi_client::{ClientError, ConnectOptions, KernelClient};
 use superpi_proto::ToolDef;
-use superpi_proto::method::{HarnessInfo, OpenParams, WatchParams};
+use superpi_proto::method::{HarnessInfo, Method, OpenParams, ToolCallParams, ToolCancelParams, WatchParams};
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog;
@@ -30,6 +33,9 @@ pub const NEWEST_PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 
 /// How long a cancelled turn may take to confirm its end before the call gives up on it.
 const CANCEL_GRACE: Duration = Duration::from_secs(10);
+
+/// How soon `tool.cancel` is asked again when the kernel does not know the call yet.
+const CANCEL_RETRY: Duration = Duration::from_millis(20);
 
 /// What one MCP server instance works with.
 #[derive(Debug, Clone)]
@@ -147,12 +153,15 @@ impl SuperpiMcp {
         self.inner.log.log(peer, level, message, data).await;
     }
 
-    /// One kernel tool call through the kernel's policy and sandbox.
+    /// One kernel tool call through the kernel's policy and sandbox. The call carries a
+    /// `call_id`, so a cancelled request (or the end of the connection) kills its process in
+    /// the kernel (`tool.cancel`), not just the wait for it.
     async fn call_kernel_tool(
         &self,
         params: CallToolRequestParams,
-        peer: &Peer<RoleServer>,
+        context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let peer = &context.peer;
         let name = params.name.to_string();
         // With the list known, an unknown name needs no trip to the kernel.
         let known = lock(&self.inner.tools).as_ref().map(|tools| tools.iter().any(|t| t.name == name));
@@ -160,15 +169,27 @@ impl SuperpiMcp {
             return Err(tools::kernel_error(&name, &ClientError::Kernel(unknown_tool(&name))));
         }
         let kernel = self.kernel().await?;
-        let arguments = Value::Object(params.arguments.unwrap_or_default());
-        let request = json!({
-            "name": name,
-            "arguments": arguments,
-            "workspace": self.inner.config.workspace,
-            "harness": self.inner.config.harness,
+        let call_id = next_call_id();
+        let request = Method::ToolCall(ToolCallParams {
+            name: name.clone(),
+            arguments: Value::Object(params.arguments.unwrap_or_default()),
+            workspace: Some(self.inner.config.workspace.clone()),
+            harness: self.inner.config.harness.clone(),
+            mode: None,
+            call_id: Some(call_id.clone()),
         });
         self.log(peer, LoggingLevel::Debug, "tool call", json!({"tool": name})).await;
-        match kernel.call("tool.call", request).await {
+        let call = kernel.request::<Value>(request);
+        tokio::pin!(call);
+        let answer = tokio::select! {
+            answer = &mut call => answer,
+            _ = cancelled(&context.ct, &self.inner.shutdown) => {
+                self.log(peer, LoggingLevel::Info, "tool call cancelled", json!({"tool": name})).await;
+                cancel_direct_call(&kernel, &call_id, call).await;
+                return Err(ErrorData::internal_error("the request was cancelled", None));
+            }
+        };
+        match answer {
             Ok(value) => {
                 let result: KernelToolResult = serde_json::from_value(value).map_err(|err| {
                     ErrorData::internal_error(format!("bad tool.call result from the kernel: {err}"), None)
@@ -343,6 +364,43 @@ impl SuperpiMcp {
             (false, Value::String(s)) => Some(s),
             _ => None,
         }
+    }
+}
+
+/// A `call_id` no other call of this principal uses: the process id and a counter (one process
+/// may serve many MCP connections, the gateway's).
+fn next_call_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!("mcp-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Kills the running direct call `call_id` in the kernel and waits (at most [`CANCEL_GRACE`])
+/// for `call` to answer. The kernel may not have registered the call yet when the cancel
+/// arrives (its requests run concurrently): then `tool.cancel` answers false and is asked
+/// again until the call is found or has ended.
+async fn cancel_direct_call<F: Future>(kernel: &KernelClient, call_id: &str, mut call: Pin<&mut F>) {
+    let deadline = tokio::time::Instant::now() + CANCEL_GRACE;
+    loop {
+        let cancel = Method::ToolCancel(ToolCancelParams { call_id: call_id.to_string() });
+        match kernel.request::<Value>(cancel).await {
+            Ok(answer) if answer.get("cancelled") == Some(&Value::Bool(true)) => break,
+            Ok(_) => {}
+            Err(err) => {
+                tracing::warn!(call_id, "cancelling the tool call failed: {err}");
+                return;
+            }
+        }
+        tokio::select! {
+            _ = &mut call => return,
+            _ = tokio::time::sleep(CANCEL_RETRY) => {}
+        }
+        if tokio::time::Instant::now() >= deadline {
+            tracing::warn!(call_id, "the cancelled tool call was never found running");
+            return;
+        }
+    }
+    if tokio::time::timeout_at(deadline, call).await.is_err() {
+        tracing::warn!(call_id, "the cancelled tool call did not end in time");
     }
 }
 

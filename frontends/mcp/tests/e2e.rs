@@ -298,6 +298,58 @@ async fn cancelling_harness_task_cancels_the_turn() {
     session.client.cancel().await.expect("close");
 }
 
+/// notifications/cancelled for a running tools/call kills the confined process in the kernel
+/// (`tool.cancel`), not just the wait: a `sleep 30` is gone long before 30 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_tool_call_kills_its_process() {
+    let env = TestEnv::new();
+    // The allow list takes no redirections or `$$`, so the command is a script the list names.
+    std::fs::write(
+        env.locations.config_dir.join("settings.json"),
+        r#"{"permissions": {"allow": ["echo *", "sh pid-then-sleep.sh"]}}"#,
+    )
+    .unwrap();
+    // `exec` keeps the shell's pid: the file names the sleeping process itself.
+    std::fs::write(env.workspace.join("pid-then-sleep.sh"), "echo $$ > sleep.pid\nexec sleep 30\n").unwrap();
+    let session = connect(&env, ProtocolVersion::V_2025_06_18).await;
+    let request =
+        ClientRequest::CallToolRequest(CallToolRequest::new(call("bash", json!({"command": "sh pid-then-sleep.sh"}))));
+    let started = std::time::Instant::now();
+    let handle =
+        session.client.peer().send_cancellable_request(request, PeerRequestOptions::no_options()).await.unwrap();
+    let pid_file = env.workspace.join("sleep.pid");
+    let pid = wait_for(|| std::fs::read_to_string(&pid_file).ok().and_then(|s| s.trim().parse::<i32>().ok()))
+        .await
+        .expect("the command wrote its pid");
+    let proc_dir = std::path::PathBuf::from(format!("/proc/{pid}"));
+    let cmdline = std::fs::read(proc_dir.join("cmdline")).unwrap_or_default();
+    assert!(String::from_utf8_lossy(&cmdline).contains("sleep"), "pid {pid} is the sleep: {cmdline:?}");
+
+    handle.cancel(Some("test".into())).await.unwrap();
+    wait_for(|| (!proc_dir.exists()).then_some(())).await.expect("the sleep is killed and reaped");
+    assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
+
+    // The server goes on serving tool calls.
+    let b = call_tool(&session, "bash", json!({"command": "echo still-here"})).await.unwrap();
+    assert!(text(&b).contains("still-here"), "{}", text(&b));
+    session.client.cancel().await.expect("close");
+}
+
+/// Polls `probe` until it yields (the state is outside any channel: a file, /proc), at most
+/// [`WAIT`].
+async fn wait_for<T>(mut probe: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        if let Some(value) = probe() {
+            return Some(value);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// Raw stdio: a line that is not JSON gets a parse error and the server keeps serving; end
 /// of input ends the process cleanly.
 #[test]
