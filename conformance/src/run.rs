@@ -28,13 +28,8 @@ pub async fn run_all(args: &Args) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     for protocol in protocols {
         let env = RunEnv::new(protocol.name())?;
-        match run_one(args, dir, protocol, &env).await {
-            Ok(mut more) => {
-                if targets_superpi(args, protocol) {
-                    apply_expected(&mut more, &expected);
-                }
-                rows.extend(more)
-            }
+        match run_one(args, dir, protocol, &env, &expected).await {
+            Ok(more) => rows.extend(more),
             Err(e) => rows.push(Row {
                 protocol: protocol.name(),
                 check: "setup".into(),
@@ -87,7 +82,28 @@ async fn start(bin: &Path, args: &[&str], env: &RunEnv, vars: &[(String, String)
     proc::start_server(bin, args, &ws, vars, &log).await
 }
 
-async fn run_one(args: &Args, dir: &Path, protocol: Protocol, env: &RunEnv) -> Result<Vec<Row>> {
+/// The last lines of the servers' stderr, to explain a failure.
+fn print_server_logs(protocol: Protocol, env: &RunEnv) {
+    let logs = std::fs::read_dir(env.root()).into_iter().flatten().flatten().map(|e| e.path());
+    for path in logs.filter(|p| p.extension().is_some_and(|e| e == "log")) {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(20)..];
+            if !tail.is_empty() {
+                eprintln!("--- {} ({name}, last lines)\n{}", protocol.name(), tail.join("\n"));
+            }
+        }
+    }
+}
+
+async fn run_one(
+    args: &Args,
+    dir: &Path,
+    protocol: Protocol,
+    env: &RunEnv,
+    expected: &[(String, String, String)],
+) -> Result<Vec<Row>> {
     let mut vars = env.vars();
     let mut set = |k: &str, v: String| vars.push((k.to_owned(), v));
     // Servers this protocol needs; they stop when this function returns.
@@ -212,19 +228,12 @@ async fn run_one(args: &Args, dir: &Path, protocol: Protocol, env: &RunEnv) -> R
         args.verbose,
     )
     .await?;
-    let rows = rows_of(protocol.name(), &out);
+    let mut rows = rows_of(protocol.name(), &out);
+    if targets_superpi(args, protocol) {
+        apply_expected(&mut rows, expected);
+    }
     if rows.iter().any(|r| matches!(r.outcome, Outcome::Fail(_))) {
-        let logs = std::fs::read_dir(env.root()).into_iter().flatten().flatten().map(|e| e.path());
-        for path in logs.filter(|p| p.extension().is_some_and(|e| e == "log")) {
-            let log = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            if let Ok(text) = std::fs::read_to_string(&path) {
-                let lines: Vec<&str> = text.lines().collect();
-                let tail = &lines[lines.len().saturating_sub(20)..];
-                if !tail.is_empty() {
-                    eprintln!("--- {} ({log}, last lines)\n{}", protocol.name(), tail.join("\n"));
-                }
-            }
-        }
+        print_server_logs(protocol, env);
     }
     drop(servers);
     Ok(rows)
