@@ -104,7 +104,7 @@ await app.connectWith(stream, async (ctx) => {
   });
 
   if (!superpi) {
-    for (const n of ["tool call: tool_call then tool_call_update completed", "permission: request_permission answered allow_once, the call runs", "permission: reject_once refuses the call", "session/cancel ends the turn with cancelled", "session/load replays the conversation before answering"]) {
+    for (const n of ["tool call: tool_call then tool_call_update completed", "permission: request_permission answered allow_once, the call runs", "permission: reject_once refuses the call", "session/cancel ends the turn with cancelled", "session/load replays the conversation before answering", "session/set_mode plan: a write is then refused; an unknown mode is an error", "session/list, session/resume and session/close (as advertised)"]) {
       skip(n, "needs superpi's mock model");
     }
     return;
@@ -170,6 +170,38 @@ await app.connectWith(stream, async (ctx) => {
     const replay = updates.get(first).slice(before);
     assert.equal(text(replay, "user_message_chunk"), "hello from acp");
     assert.equal(text(replay, "agent_message_chunk"), "hello from acp");
+  });
+
+  await check("session/set_mode plan: a write is then refused; an unknown mode is an error", async () => {
+    const r = await ctx.request("session/new", { cwd, mcpServers: [] });
+    assert.ok(r.modes, "session/new has no modes");
+    const ids = r.modes.availableModes.map((m) => m.id);
+    assert.ok(ids.includes("plan"), `no plan mode in ${ids}`);
+    await ctx.request("session/set_mode", { sessionId: r.sessionId, modeId: "plan" });
+    const p = await ctx.request("session/prompt", {
+      sessionId: r.sessionId,
+      prompt: [{ type: "text", text: '@tool write {"path": "planned.txt", "content": "x"}' }],
+    });
+    assert.equal(p.stopReason, "end_turn");
+    const last = updates.get(r.sessionId).filter((u) => u.sessionUpdate === "tool_call_update" && u.status).at(-1);
+    assert.equal(last?.status, "failed", "the write was not refused in plan mode");
+    assert.ok(!existsSync(join(cwd, "planned.txt")), "the write ran in plan mode");
+    await assert.rejects(ctx.request("session/set_mode", { sessionId: r.sessionId, modeId: "no-such-mode" }), (e) => typeof e?.code === "number");
+  });
+
+  await check("session/list, session/resume and session/close (as advertised)", async () => {
+    const caps = init.agentCapabilities.sessionCapabilities ?? {};
+    assert.ok(caps.list && caps.resume && caps.close, `sessionCapabilities: ${JSON.stringify(caps)}`);
+    const { sessions } = await ctx.request("session/list", { cwd });
+    assert.ok(sessions.some((x) => x.sessionId === first), "the first session is not listed");
+    const before = (updates.get(first) ?? []).length;
+    await ctx.request("session/resume", { sessionId: first, cwd, mcpServers: [] });
+    const r = await ctx.request("session/prompt", { sessionId: first, prompt: [{ type: "text", text: "after resume" }] });
+    assert.equal(r.stopReason, "end_turn");
+    const after = updates.get(first).slice(before);
+    assert.ok(!after.some((u) => u.sessionUpdate === "user_message_chunk" && u.content?.text === "hello from acp"), "resume replayed the history");
+    assert.equal(text(after, "agent_message_chunk"), "after resume");
+    await ctx.request("session/close", { sessionId: first });
   });
 });
 
