@@ -12,6 +12,7 @@ use axum::routing::{get, post};
 use serde_json::json;
 use superpi_client::{ClientError, ConnectOptions, KernelClient};
 use superpi_http::Tokens;
+use superpi_proto::message::codes;
 use superpi_proto::method::{ConversationInfo, OpenParams, WatchParams};
 use tokio::sync::OnceCell;
 
@@ -111,30 +112,44 @@ impl Agui {
                 let mut opts = self.inner.connect.clone();
                 opts.principal = principal.to_string();
                 opts.remote = true;
-                KernelClient::connect(&opts).await
+                connect_with_retry(&opts).await
             })
             .await
             .map_err(|e| request::kernel_error(&e))?;
         Ok(client.clone())
     }
 
-    /// The conversation of a thread that has had a run, or 404. The kernel has no lookup
-    /// that does not create: asking binds an unknown thread to a new, empty conversation,
-    /// which stays "not found" here until a run uses it.
+    /// The conversation of a thread that has had a run, or 404. A lookup only: asking about
+    /// an unknown thread creates nothing.
     async fn existing(&self, client: &KernelClient, thread: &str) -> Result<ConversationInfo, ApiError> {
-        let info = client
-            .open(OpenParams {
-                external_id: Some(thread.to_string()),
-                workspace: self.inner.workspace.clone(),
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| request::kernel_error(&e))?;
-        if info.created || info.head_seq == 0 {
-            return Err(ApiError::not_found(format!("no conversation for thread `{thread}`")));
+        let lookup = OpenParams { external_id: Some(thread.to_string()), create: Some(false), ..Default::default() };
+        match client.open(lookup).await {
+            Ok(info) => Ok(info),
+            Err(ClientError::Kernel(e)) if e.code == codes::NOT_FOUND => {
+                Err(ApiError::not_found(format!("no conversation for thread `{thread}`")))
+            }
+            Err(e) => Err(request::kernel_error(&e)),
         }
-        Ok(info)
     }
+}
+
+/// Connects to the kernel, retrying a connection that breaks during the handshake: a kernel
+/// that was just killed can still take a connection into its listener's backlog while it dies
+/// (the connection is then reset), and a restarting one may not listen yet.
+async fn connect_with_retry(opts: &ConnectOptions) -> Result<KernelClient, ClientError> {
+    let mut delay = std::time::Duration::from_millis(10);
+    for _ in 0..5 {
+        match KernelClient::connect(opts).await {
+            Err(ClientError::Io(err)) => tracing::debug!("kernel connection failed ({err}); retrying in {delay:?}"),
+            Err(ClientError::Closed) => {
+                tracing::debug!("kernel connection closed in the handshake; retrying in {delay:?}")
+            }
+            other => return other,
+        }
+        tokio::time::sleep(delay).await;
+        delay *= 2;
+    }
+    KernelClient::connect(opts).await
 }
 
 async fn health() -> Response {

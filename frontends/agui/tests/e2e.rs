@@ -235,6 +235,30 @@ async fn the_input_route_refuses_what_it_cannot_do() {
     assert_eq!((status, body["error"]["code"].as_str()), (404, Some("not_found")));
 }
 
+/// Attaching to, prompting or cancelling an unknown thread is a 404 that leaves nothing behind:
+/// the kernel holds no conversation for this principal afterwards.
+#[tokio::test]
+async fn an_unknown_thread_is_not_found_and_nothing_is_created() {
+    let server = Server::start(&[], &[]);
+    let http = http();
+    let resp = http.get(server.url("/agui/v1/sessions/ghost/events")).send().await.unwrap();
+    assert_eq!(resp.status(), 404);
+    let body: Value = resp.json().await.unwrap();
+    assert!(body["error"]["message"].as_str().unwrap_or_default().contains("ghost"), "{body}");
+    let (status, _) = server.input(&http, "ghost", json!({"type": "prompt", "prompt": "hi"})).await;
+    assert_eq!(status, 404);
+    let (status, _) = server.input(&http, "ghost", json!({"type": "cancel"})).await;
+    assert_eq!(status, 404);
+
+    let kernel = KernelClient::connect(&server.env.connect_options("agui")).await.unwrap();
+    assert_eq!(kernel.list().await.unwrap(), Vec::new());
+    // A run does create the thread's conversation, which attaching then finds.
+    server.run(&http, &run_input("ghost", "r1", "now i exist")).await.all().await;
+    assert_eq!(kernel.list().await.unwrap().len(), 1);
+    server.attach(&http, "ghost").await.until("RUN_FINISHED").await;
+    assert_eq!(kernel.list().await.unwrap().len(), 1);
+}
+
 #[tokio::test]
 async fn cancel_through_the_input_route_finishes_the_run_as_cancelled() {
     let server = Server::start(&[], &[]);
