@@ -25,10 +25,18 @@ pub async fn run_all(args: &Args) -> Result<Vec<Row>> {
     protocols.dedup();
     let expected =
         std::fs::read_to_string(dir.join("expected-failures.txt")).map(|t| parse_expected(&t)).unwrap_or_default();
+    // The binary under test, snapshotted once (hard link, else copy) so that a rebuild during
+    // the run neither removes it nor mixes two builds in one run.
+    let snapshot_dir = tempfile::Builder::new().prefix("superpi-conformance-bin-").tempdir()?;
+    let bin = if protocols.iter().any(|&p| !fully_external(args, p)) {
+        Some(snapshot(&superpi_bin(args)?, snapshot_dir.path())?)
+    } else {
+        None
+    };
     let mut rows = Vec::new();
     for protocol in protocols {
         let env = RunEnv::new(protocol.name())?;
-        match run_one(args, dir, protocol, &env, &expected).await {
+        match run_one(args, bin.as_deref(), dir, protocol, &env, &expected).await {
             Ok(more) => rows.extend(more),
             Err(e) => rows.push(Row {
                 protocol: protocol.name(),
@@ -51,6 +59,31 @@ fn targets_superpi(args: &Args, protocol: Protocol) -> bool {
         Protocol::Rpc => args.rpc_command.is_none(),
         Protocol::Opencode => true,
     }
+}
+
+/// Whether flags point every part of a protocol at other implementations.
+fn fully_external(args: &Args, protocol: Protocol) -> bool {
+    match protocol {
+        Protocol::Acp => args.acp_command.is_some(),
+        Protocol::Mcp => args.mcp_command.is_some() && args.mcp_url.is_some(),
+        Protocol::Openai => args.openai_url.is_some(),
+        Protocol::Agui => args.agui_url.is_some(),
+        Protocol::Rpc => args.rpc_command.is_some(),
+        Protocol::Opencode => false,
+    }
+}
+
+fn need_bin(bin: Option<&Path>) -> Result<&Path> {
+    bin.ok_or_else(|| anyhow::anyhow!("no superpi binary for this run"))
+}
+
+/// `bin` hard-linked (or copied) into `dir`.
+fn snapshot(bin: &Path, dir: &Path) -> Result<PathBuf> {
+    let to = dir.join("superpi");
+    if std::fs::hard_link(bin, &to).is_err() {
+        std::fs::copy(bin, &to).with_context(|| format!("copying {}", bin.display()))?;
+    }
+    Ok(to)
 }
 
 /// The superpi binary: `--superpi`, or `superpi` beside this program (target/debug).
@@ -99,6 +132,7 @@ fn print_server_logs(protocol: Protocol, env: &RunEnv) {
 
 async fn run_one(
     args: &Args,
+    bin: Option<&Path>,
     dir: &Path,
     protocol: Protocol,
     env: &RunEnv,
@@ -114,7 +148,7 @@ async fn run_one(
             let own = args.acp_command.is_none();
             let cmd = match &args.acp_command {
                 Some(c) => c.clone(),
-                None => shell_command(&superpi_bin(args)?, "acp"),
+                None => shell_command(need_bin(bin)?, "acp"),
             };
             set("ACP_COMMAND", cmd);
             set("TARGET_IS_SUPERPI", flag(own));
@@ -122,7 +156,7 @@ async fn run_one(
         Protocol::Mcp => {
             let stdio = match &args.mcp_command {
                 Some(c) => c.clone(),
-                None => shell_command(&superpi_bin(args)?, "mcp"),
+                None => shell_command(need_bin(bin)?, "mcp"),
             };
             set("MCP_COMMAND", stdio);
             set("MCP_STDIO_IS_SUPERPI", flag(args.mcp_command.is_none()));
@@ -131,7 +165,7 @@ async fn run_one(
                 None => {
                     let ws = env.workspace().to_string_lossy().into_owned();
                     let server =
-                        start(&superpi_bin(args)?, &["gateway", "--port", "0", "--workspace", &ws], env, &base).await?;
+                        start(need_bin(bin)?, &["gateway", "--port", "0", "--workspace", &ws], env, &base).await?;
                     let url = format!("{}/mcp", server.url);
                     servers.push(server);
                     url
@@ -148,7 +182,7 @@ async fn run_one(
                 None => {
                     let ws = env.workspace().to_string_lossy().into_owned();
                     let server =
-                        start(&superpi_bin(args)?, &["gateway", "--port", "0", "--workspace", &ws], env, &base).await?;
+                        start(need_bin(bin)?, &["gateway", "--port", "0", "--workspace", &ws], env, &base).await?;
                     let url = server.url.clone();
                     servers.push(server);
                     url
@@ -161,8 +195,7 @@ async fn run_one(
                 let mut with_token = base.clone();
                 with_token.push(("SUPERPI_GATEWAY_TOKEN".into(), key.clone()));
                 let server =
-                    start(&superpi_bin(args)?, &["gateway", "--port", "0", "--workspace", &ws], env, &with_token)
-                        .await?;
+                    start(need_bin(bin)?, &["gateway", "--port", "0", "--workspace", &ws], env, &with_token).await?;
                 set("OPENAI_AUTH_URL", server.url.clone());
                 set("OPENAI_AUTH_KEY", key);
                 servers.push(server);
@@ -176,7 +209,7 @@ async fn run_one(
             let url = match &args.agui_url {
                 Some(url) => url.clone(),
                 None => {
-                    let server = start(&superpi_bin(args)?, &["agui", "--port", "0"], env, &base).await?;
+                    let server = start(need_bin(bin)?, &["agui", "--port", "0"], env, &base).await?;
                     let url = format!("{}/agui/v1/run", server.url);
                     servers.push(server);
                     url
@@ -188,16 +221,16 @@ async fn run_one(
         Protocol::Rpc => {
             let cmd = match &args.rpc_command {
                 Some(c) => c.clone(),
-                None => shell_command(&superpi_bin(args)?, "rpc --stdio"),
+                None => shell_command(need_bin(bin)?, "rpc --stdio"),
             };
             set("RPC_COMMAND", cmd);
             if args.rpc_command.is_none() {
-                set("SUPERPI_BIN", superpi_bin(args)?.to_string_lossy().into_owned());
+                set("SUPERPI_BIN", need_bin(bin)?.to_string_lossy().into_owned());
             }
             set("TARGET_IS_SUPERPI", flag(args.rpc_command.is_none()));
         }
         Protocol::Opencode => {
-            let bin = superpi_bin(args)?;
+            let bin = need_bin(bin)?;
             set("SUPERPI_BIN", bin.to_string_lossy().into_owned());
             let ws = env.workspace().to_string_lossy().into_owned();
             let server = start(&bin, &["gateway", "--port", "0", "--workspace", &ws], env, &base).await?;
