@@ -233,7 +233,7 @@ async fn run_one(
             let bin = need_bin(bin)?;
             set("SUPERPI_BIN", bin.to_string_lossy().into_owned());
             let ws = env.workspace().to_string_lossy().into_owned();
-            let server = start(&bin, &["gateway", "--port", "0", "--workspace", &ws], env, &base).await?;
+            let server = start(bin, &["gateway", "--port", "0", "--workspace", &ws], env, &base).await?;
             set("GATEWAY_URL", server.url.clone());
             servers.push(server);
             // OpenCode is big: installed once per user, outside the repository, and reused.
