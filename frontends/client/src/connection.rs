@@ -80,8 +80,23 @@ impl std::fmt::Debug for KernelClient {
 }
 
 impl KernelClient {
-    /// Connects to the kernel, starting one when none answers and `autostart` is set.
+    /// Connects to the kernel, starting one when none answers and `autostart` is set. A
+    /// kernel that dies while it accepts us (its socket file is still there) resets the
+    /// connection: that is retried a few times, starting a new kernel when allowed.
     pub async fn connect(opts: &ConnectOptions) -> Result<KernelClient, ClientError> {
+        let mut attempt = 0;
+        loop {
+            match Self::connect_once(opts).await {
+                Err(ClientError::Io(err)) if attempt < 5 && is_reset(&err) => attempt += 1,
+                Err(ClientError::Closed) if attempt < 5 => attempt += 1,
+                other => return other,
+            }
+            tracing::debug!(attempt, "the kernel connection was reset during the handshake; retrying");
+            tokio::time::sleep(Duration::from_millis(10 * attempt)).await;
+        }
+    }
+
+    async fn connect_once(opts: &ConnectOptions) -> Result<KernelClient, ClientError> {
         let socket = opts.locations.socket_path();
         let stream = match UnixStream::connect(&socket).await {
             Ok(stream) => stream,
@@ -467,4 +482,9 @@ fn log_tail(locations: &Locations) -> String {
 /// Our kernel exited because another one holds the data dir: wait for that one's socket.
 fn lost_race(locations: &Locations) -> bool {
     log_tail(locations).contains("already runs")
+}
+
+fn is_reset(err: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(err.kind(), ConnectionReset | BrokenPipe | UnexpectedEof | ConnectionAborted)
 }
