@@ -246,22 +246,35 @@ async fn run_one(
             set("OPENCODE_CHECK", script.to_string_lossy().into_owned());
         }
     }
+    // OpenCode's first run installs it (~185 MB).
+    let timeout = Duration::from_secs(if protocol == Protocol::Opencode {
+        args.timeout_secs.max(1200)
+    } else {
+        args.timeout_secs
+    });
+    let ws = env.workspace();
     let script = dir.join(protocol.name()).join("check.mjs");
-    let out = proc::run_script(
-        &args.node,
-        &script,
-        &env.workspace(),
-        &vars,
-        // OpenCode's first run installs it (~185 MB).
-        Duration::from_secs(if protocol == Protocol::Opencode {
-            args.timeout_secs.max(1200)
-        } else {
-            args.timeout_secs
-        }),
-        args.verbose,
-    )
-    .await?;
+    let out = proc::run_script(&args.node, &script, &ws, &vars, timeout, args.verbose).await?;
     let mut rows = rows_of(protocol.name(), &out);
+    if protocol == Protocol::Openai {
+        // The Python client too, from its pinned virtualenv.
+        let python = dir.join(".venv/bin/python");
+        if python.is_file() {
+            let script = dir.join("openai/check.py");
+            let python = python.to_string_lossy();
+            let out = proc::run_script(&python, &script, &ws, &vars, timeout, args.verbose).await?;
+            rows.extend(rows_of(protocol.name(), &out));
+        } else {
+            rows.push(Row {
+                protocol: protocol.name(),
+                check: "python: the official Python client is installed".into(),
+                outcome: Outcome::Fail(format!(
+                    "{} is missing: python3 -m venv conformance/.venv && conformance/.venv/bin/pip install -r conformance/requirements.txt",
+                    python.display()
+                )),
+            });
+        }
+    }
     if targets_superpi(args, protocol) {
         apply_expected(&mut rows, expected);
     }
