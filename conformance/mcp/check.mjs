@@ -197,6 +197,23 @@ for (const kind of ["stdio", "http"]) {
       await client.close();
     }
   });
+  if (kind === "http") {
+    await check("sdk http: DELETE ends the session; its id then gets 404", async () => {
+      const transport = transportFor("http");
+      const client = new Client({ name: "superpi-conformance", version: "1.0.0" }, { capabilities: {} });
+      await client.connect(transport);
+      const id = transport.sessionId;
+      assert.ok(id, "no Mcp-Session-Id after initialize");
+      await transport.terminateSession();
+      const res = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": id, "mcp-protocol-version": VERSIONS[0] },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "ping" }),
+      });
+      assert.equal(res.status, 404);
+      await client.close();
+    });
+  }
   await check(`sdk ${kind}: protocol errors (-32602 unknown tool, -32002 unknown resource)`, async () => {
     const { client } = await connect(kind, VERSIONS[0]);
     try {
