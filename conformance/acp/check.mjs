@@ -104,7 +104,7 @@ await app.connectWith(stream, async (ctx) => {
   });
 
   if (!superpi) {
-    for (const n of ["tool call: tool_call then tool_call_update completed", "permission: request_permission answered allow_once, the call runs", "permission: reject_once refuses the call", "session/cancel ends the turn with cancelled", "session/load replays the conversation before answering", "session/set_mode plan: a write is then refused; an unknown mode is an error", "session/list, session/resume and session/close (as advertised)"]) {
+    for (const n of ["tool call: tool_call then tool_call_update completed", "a write shows its diff (tool call content of type diff)", "permission: request_permission answered allow_once, the call runs", "permission: reject_once refuses the call", "session/cancel ends the turn with cancelled", "session/load replays the conversation before answering", "session/set_mode plan: a write is then refused; an unknown mode is an error", "session/list, session/resume and session/close (as advertised)"]) {
       skip(n, "needs superpi's mock model");
     }
     return;
@@ -121,6 +121,19 @@ await app.connectWith(stream, async (ctx) => {
     const last = got.filter((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === call.toolCallId).at(-1);
     assert.equal(last?.status, "completed", JSON.stringify(last));
     assert.match(JSON.stringify(last.content ?? last.rawOutput ?? ""), /hello\.txt/);
+  });
+
+  await check("a write shows its diff (tool call content of type diff)", async () => {
+    const { sessionId } = await ctx.request("session/new", { cwd, mcpServers: [] });
+    const r = await ctx.request("session/prompt", {
+      sessionId,
+      prompt: [{ type: "text", text: '@tool write {"path": "written.txt", "content": "new text\\n"}' }],
+    });
+    assert.equal(r.stopReason, "end_turn");
+    const diffs = updates.get(sessionId).flatMap((u) => (u.content ?? []).filter?.((c) => c.type === "diff") ?? []);
+    assert.ok(diffs.length > 0, "no diff content");
+    assert.match(diffs.at(-1).path, /written\.txt$/);
+    assert.equal(diffs.at(-1).newText, "new text\n");
   });
 
   const runBash = async (file, answer) => {
