@@ -105,7 +105,7 @@ await check("BadRequestError (400) for a request without messages", async () => 
 });
 
 if (!superpi) {
-  for (const name of ["stream: reasoning_content and server-side tools", "a failed turn: finish_reason from the API's enum", "sessions: x-session-id continues one conversation", "AuthenticationError (401) for a wrong key", "PermissionDeniedError (403) for a foreign browser Origin", "APIError 413 for a body over the limit", "an aborted stream cancels the turn"]) {
+  for (const name of ["stream: reasoning_content and server-side tools", "an OpenCode-shaped request (own tools, tool_choice, max_tokens, x-session-id) is answered by the agent", "a failed turn: finish_reason from the API's enum", "sessions: x-session-id continues one conversation", "AuthenticationError (401) for a wrong key", "PermissionDeniedError (403) for a foreign browser Origin", "APIError 413 for a body over the limit", "an aborted stream cancels the turn"]) {
     skip(name, "needs superpi's mock model");
   }
   done();
@@ -118,6 +118,25 @@ await check("stream: reasoning_content and server-side tools", async () => {
   assert.match(s.reasoning, /\[tool\] ls/);
   assert.equal(s.toolCalls, 0, "tool_calls sent to the client");
   assert.ok(s.content.length > 0, "no answer text");
+});
+
+await check("an OpenCode-shaped request (own tools, tool_choice, max_tokens, x-session-id) is answered by the agent", async () => {
+  const s = await stream(
+    {
+      messages: [
+        { role: "system", content: "You are a coding agent." },
+        { role: "user", content: "agent answers" },
+      ],
+      tools: [{ type: "function", function: { name: "bash", description: "run", parameters: { type: "object", properties: { command: { type: "string" } } } } }],
+      tool_choice: "auto",
+      max_tokens: 32000,
+      temperature: 0,
+    },
+    { headers: { "x-session-id": `conformance-opencode-${Date.now()}` } },
+  );
+  assertChunks(s);
+  assert.equal(s.toolCalls, 0, "tool_calls sent to the client");
+  assert.match(s.content, /agent answers/);
 });
 
 await check("a failed turn: finish_reason from the API's enum", async () => {
