@@ -140,3 +140,52 @@ async fn collect(stream: impl AsyncRead + Unpin, echo: Option<&'static str>) -> 
     }
     all
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn script(dir: &Path, body: &str) -> std::path::PathBuf {
+        let path = dir.join("script.sh");
+        std::fs::write(&path, body).unwrap();
+        path
+    }
+
+    #[tokio::test]
+    async fn a_script_past_its_deadline_is_killed_with_its_whole_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("grandchild.pid");
+        let body = format!(
+            "echo '{{\"check\":\"first\",\"ok\":true}}'\nsleep 300 &\necho $! > {}\nwait\n",
+            pid_file.display()
+        );
+        let path = script(dir.path(), &body);
+        let out = run_script("sh", &path, dir.path(), &[], Duration::from_millis(1500), false).await.unwrap();
+        assert!(out.status.is_none(), "not reported as killed at the deadline");
+        assert_eq!(out.stdout, vec![r#"{"check":"first","ok":true}"#.to_owned()]);
+        let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+        // The background sleep was in the script's process group: it is gone (or a zombie of init).
+        let gone = || {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            stat.is_empty() || stat.rsplit(')').next().unwrap().trim_start().starts_with('Z')
+        };
+        // SIGKILL is delivered asynchronously: allow it a bounded moment to land.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !gone() && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        assert!(gone(), "the script's background process survived");
+    }
+
+    #[tokio::test]
+    async fn the_run_variables_reach_the_script_and_caller_tokens_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = script(dir.path(), "echo \"$CONF_X|${SUPERPI_TOKENS:-none}\"\nexit 3\n");
+        let vars = vec![("CONF_X".to_owned(), "seen".to_owned())];
+        // SAFETY: set before any thread of this test reads the environment.
+        unsafe { std::env::set_var("SUPERPI_TOKENS", "from-the-caller") };
+        let out = run_script("sh", &path, dir.path(), &vars, Duration::from_secs(20), false).await.unwrap();
+        assert_eq!(out.stdout, vec!["seen|none".to_owned()]);
+        assert_eq!(out.status.and_then(|s| s.code()), Some(3));
+    }
+}
