@@ -92,9 +92,18 @@ function isError(m, code, id) {
 
 const c = new Lines(command);
 
+let alive = false;
 await check("-32601 for an unknown method, with the request's id", async () => {
-  isError(await c.call(UNKNOWN, {}, 1), -32601, 1);
+  const m = await c.call(UNKNOWN, {}, 1);
+  alive = true;
+  isError(m, -32601, 1);
 });
+
+if (!alive) {
+  skip("every other check", "the server did not answer: nothing else can run");
+  c.close();
+  done();
+}
 
 for (const [kind, id] of [["string", "abc-1"], ["negative number", -7], ["fractional number", 1.5], ["zero", 0], ["null", null]]) {
   await check(`a ${kind} id is echoed exactly`, async () => {
