@@ -240,9 +240,10 @@ impl Store {
             "SELECT seq, wire FROM events WHERE conversation_id = ?1 AND seq > ?2 AND seq <= ?3 ORDER BY seq",
         )?;
         let rows = stmt
-            .query_map(params![conversation_id, after as i64, up_to as i64], |r| {
-                Ok((r.get::<_, i64>(0)? as u64, r.get(1)?))
-            })?
+            .query_map(
+                params![conversation_id, after.min(i64::MAX as u64) as i64, up_to.min(i64::MAX as u64) as i64],
+                |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)),
+            )?
             .collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
     }
