@@ -90,15 +90,21 @@ async fn latency(full: &Sandbox, data: &std::path::Path, workspace: &std::path::
         c.pids_cgroup = false;
     });
     let unconfined = sandbox(data, |c| c.disabled = true);
-    // Interleaved, so that load from elsewhere on the machine falls on every variant alike.
+    // In rounds of blocks of 20, so that load from elsewhere on the machine falls on every
+    // variant alike, while each block runs warm.
     let mut t: [Vec<Duration>; 6] = Default::default();
-    for _ in 0..RUNS {
-        t[0].push(plain_once("/bin/true", &[]));
-        t[1].push(plain_once("/bin/bash", &["-c", "true"]));
-        t[2].push(confined_once(&unconfined, workspace, "true").await);
-        t[3].push(confined_once(&bare, workspace, "true").await);
-        t[4].push(confined_once(&no_mounts, workspace, "true").await);
-        t[5].push(confined_once(full, workspace, "true").await);
+    for _ in 0..RUNS / 20 {
+        for _ in 0..20 {
+            t[0].push(plain_once("/bin/true", &[]));
+        }
+        for _ in 0..20 {
+            t[1].push(plain_once("/bin/bash", &["-c", "true"]));
+        }
+        for (i, sb) in [(2, &unconfined), (3, &bare), (4, &no_mounts), (5, full)] {
+            for _ in 0..20 {
+                t[i].push(confined_once(sb, workspace, "true").await);
+            }
+        }
     }
     let [plain_true, plain_bash, launcher_only, confined_bare, confined_no_mounts, confined_full] = t.map(median);
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
