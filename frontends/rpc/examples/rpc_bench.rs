@@ -77,28 +77,56 @@ impl Client {
     }
 
     /// Reads batches until turn_completed, acking each; returns (events, batches, first event time).
+    /// Batches are read into a light struct (event types only), so the figure is the server's.
     async fn drain_turn(&mut self, watch: u64) -> (u64, u64, Option<Instant>) {
         let (mut events, mut batches, mut first) = (0u64, 0u64, None);
         loop {
-            let v = match self.backlog.pop_front() {
-                Some(v) => v,
-                None => self.read().await,
+            let note: Note = match self.backlog.pop_front() {
+                Some(v) => serde_json::from_value(v).unwrap(),
+                None => {
+                    self.line.clear();
+                    let n = self.read.read_line(&mut self.line).await.unwrap();
+                    assert!(n > 0, "the server closed");
+                    serde_json::from_str(&self.line).unwrap()
+                }
             };
-            if v["method"] != "session.event" {
+            let Some(params) = note.params.filter(|_| note.method.as_deref() == Some("session.event")) else {
                 continue;
-            }
+            };
             first.get_or_insert_with(Instant::now);
-            let batch = v["params"]["batch"].as_u64().unwrap();
             batches += 1;
-            self.send(&json!({"jsonrpc": "2.0", "method": "session.ack", "params": {"watch": watch, "batch": batch}}))
-                .await;
-            let list = v["params"]["events"].as_array().unwrap();
-            events += list.len() as u64;
-            if list.iter().any(|e| e["type"] == "turn_completed") {
+            self.send(
+                &json!({"jsonrpc": "2.0", "method": "session.ack", "params": {"watch": watch, "batch": params.batch}}),
+            )
+            .await;
+            events += params.events.len() as u64;
+            if params.events.iter().any(|e| e.kind == "turn_completed") {
                 return (events, batches, first);
             }
         }
     }
+}
+
+#[derive(serde::Deserialize)]
+struct Note {
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<NoteParams>,
+}
+
+#[derive(serde::Deserialize)]
+struct NoteParams {
+    #[serde(default)]
+    batch: u64,
+    #[serde(default)]
+    events: Vec<LightEvent>,
+}
+
+#[derive(serde::Deserialize)]
+struct LightEvent {
+    #[serde(rename = "type")]
+    kind: String,
 }
 
 fn rss_kib(pid: u32) -> (u64, u64) {

@@ -21,7 +21,7 @@ use crate::render::{Out, WatchRenderer};
 /// Events a watch holds for a slow client before it stops taking more from the kernel (the
 /// kernel then holds them back, and past its own bound the client library catches up from
 /// the store by seq).
-pub const MAX_PENDING: usize = 65_536;
+pub const MAX_PENDING: usize = 16_384;
 
 /// What every connection of one server shares.
 #[derive(Debug)]
@@ -259,7 +259,7 @@ async fn pump(
                 Some(event) => {
                     let Some(conn) = conn.upgrade() else { return };
                     let mut renderer = lock(&watch.renderer);
-                    renderer.push(event);
+                    renderer.push(&event);
                     let outs = renderer.flush();
                     conn.emit(id, &renderer, outs);
                 }

@@ -1,7 +1,8 @@
 //! The renderer of one watch: kernel events into `session.event` notifications, ack-clocked.
 //!
 //! A synchronous state machine, no I/O. Events keep the kernel's flat wire form (the RPC
-//! rendering of an event is the event itself); what this owns is the batching. At most
+//! rendering of an event is the event itself), held as JSON text from the moment they arrive
+//! (half the memory of the typed event while they wait); what this owns is the batching. At most
 //! `window` (K = 2) batches are out unacknowledged; events produced meanwhile wait in order
 //! and leave together in the next batch once an ack frees a slot: batched, never dropped.
 
@@ -23,8 +24,18 @@ pub const DEFAULT_MAX_BATCH: usize = 4096;
 /// A notification of a watch.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Out {
-    Events { watch: u64, conversation_id: i64, batch: u64, events: Vec<Event> },
-    Ended { watch: u64, conversation_id: i64, reason: String },
+    /// `events`: each event's JSON text, in order.
+    Events {
+        watch: u64,
+        conversation_id: i64,
+        batch: u64,
+        events: Vec<String>,
+    },
+    Ended {
+        watch: u64,
+        conversation_id: i64,
+        reason: String,
+    },
 }
 
 impl Out {
@@ -44,9 +55,7 @@ impl Out {
                     if i > 0 {
                         out.push(b',');
                     }
-                    if serde_json::to_writer(&mut out, event).is_err() {
-                        out.extend_from_slice(b"null");
-                    }
+                    out.extend_from_slice(event.as_bytes());
                 }
                 out.extend_from_slice(b"]}}\n");
                 out
@@ -86,7 +95,7 @@ pub struct WatchRenderer {
     sent: u64,
     /// Every batch up to this one is acknowledged.
     acked: u64,
-    pending: VecDeque<Event>,
+    pending: VecDeque<String>,
     ended: Option<String>,
     end_sent: bool,
 }
@@ -119,14 +128,15 @@ impl WatchRenderer {
 
     /// Takes one event and says what may go out now.
     pub fn render(&mut self, event: &Event) -> Vec<Out> {
-        self.push(event.clone());
+        self.push(event);
         self.flush()
     }
 
     /// Queues an event without sending anything.
-    pub fn push(&mut self, event: Event) {
+    pub fn push(&mut self, event: &Event) {
         if self.ended.is_none() {
-            self.pending.push_back(event);
+            let json = serde_json::to_string(event).unwrap_or_else(|_| "null".to_string());
+            self.pending.push_back(json);
         }
     }
 
@@ -165,7 +175,7 @@ impl WatchRenderer {
         }
         while self.unacked() < self.window && !self.pending.is_empty() {
             let take = self.pending.len().min(self.max_batch);
-            let events: Vec<Event> = self.pending.drain(..take).collect();
+            let events: Vec<String> = self.pending.drain(..take).collect();
             self.sent += 1;
             out.push(Out::Events {
                 watch: self.watch,

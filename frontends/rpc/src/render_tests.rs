@@ -11,7 +11,7 @@ fn delta(seq: u64, text: &str) -> Event {
 }
 
 fn batch(batch: u64, events: Vec<Event>) -> Out {
-    Out::Events { watch: 1, conversation_id: 7, batch, events }
+    Out::Events { watch: 1, conversation_id: 7, batch, events: events.iter().map(Event::to_json).collect() }
 }
 
 #[test]
@@ -61,7 +61,7 @@ fn a_long_backlog_leaves_in_bounded_batches() {
     let mut r = WatchRenderer::with_limits(1, 7, 2, 2);
     r.start();
     for seq in 1..=5 {
-        r.push(delta(seq, "x"));
+        r.push(&delta(seq, "x"));
     }
     assert_eq!(
         r.flush(),

@@ -105,7 +105,6 @@ async fn an_unacked_watch_holds_k_batches_and_loses_nothing() {
 }
 
 #[tokio::test]
-#[ignore = "needs the kernel's policy gate: kernel/src/tools.rs Catalog::gate still allows every call; run with `cargo test -p superpi-rpc --test unix -- --ignored` once it asks"]
 async fn a_permission_question_is_answered_with_ui_respond() {
     let env = TestEnv::new();
     let server = UnixServer::start(&env, &[]).await;
