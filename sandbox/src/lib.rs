@@ -7,6 +7,12 @@
 //! It must not know conversations, the store, the event protocol or permission policy: the
 //! kernel decides whether a call may run and with what grants; this crate only runs it, and
 //! never restricts the calling process itself.
+//!
+//! What the embedding program must do: call [`harden_kernel_process`] once at start; dispatch
+//! `argv[1] == TOOL_SUBCOMMAND` to [`tool_main`] before anything else (the file tools run the
+//! binary itself as their confined tool runner, see `SandboxConfig::tool_exe`); refuse a
+//! client whose peer process [`is_tool_process`]. ARCHITECTURE.md beside this crate explains
+//! the design and what remains open.
 
 mod call;
 mod catalog;
