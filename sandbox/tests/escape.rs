@@ -446,3 +446,16 @@ async fn a_hard_link_to_an_outside_file_cannot_be_made() {
     assert!(out.is_error && !out.output.contains("LINKED"), "{out:?}");
     assert!(!env.workspace.join("stolen").exists());
 }
+
+#[cfg(target_arch = "x86_64")]
+#[tokio::test]
+async fn clone_with_namespace_flags_is_refused_and_clone3_falls_back() {
+    let env = env();
+    // clone3 (435) answers ENOSYS (38) so libc falls back to clone (56), whose flags the filter
+    // reads: CLONE_NEWNET | SIGCHLD answers EPERM (1). A plain fork still works.
+    let script = "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\nargs = ctypes.create_string_buffer(88)\nr = libc.syscall(435, args, 88)\nprint('clone3', r, ctypes.get_errno())\nr = libc.syscall(56, 0x40000000 | 17, 0, 0, 0, 0)\nprint('clone', r, ctypes.get_errno())\npid = os.fork()\nif pid == 0:\n    os._exit(0)\nos.waitpid(pid, 0)\nprint('fork ok')";
+    let out = env.bash(&format!("python3 -c \"{script}\"")).await;
+    assert!(out.output.contains("clone3 -1 38"), "{out:?}");
+    assert!(out.output.contains("clone -1 1"), "{out:?}");
+    assert!(out.output.contains("fork ok"), "{out:?}");
+}
