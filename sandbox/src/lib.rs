@@ -23,6 +23,7 @@ mod launch;
 mod output;
 pub mod policy;
 mod reap;
+mod result;
 mod runner;
 
 use std::ffi::OsString;
