@@ -46,6 +46,9 @@ pub struct OpenParams {
     pub mode: Option<String>,
     #[serde(default)]
     pub title: Option<String>,
+    /// `false`: only look up (by `conversation_id` or `external_id`); a miss is not found.
+    #[serde(default)]
+    pub create: Option<bool>,
 }
 
 impl OpenParams {
@@ -59,7 +62,7 @@ impl OpenParams {
             mode: self.mode.clone(),
             workspace: workspace.map(String::from),
             title: self.title.clone(),
-            ..Default::default()
+            create: self.create,
         }
     }
 }

@@ -53,8 +53,16 @@ async fn open_submit_and_watch_with_acks() {
     assert!(replay.iter().all(|e| e["type"] != "text_delta"), "deltas are not stored");
     assert_eq!(replay.last().unwrap()["seq"], events.last().unwrap()["seq"]);
 
+    // External ids map to one conversation; a lookup-only open of an unknown one is not found.
+    let by_key = c.ok("session.open", json!({"external_id": "ide-tab-1"})).await;
+    let again = c.ok("session.open", json!({"external_id": "ide-tab-1"})).await;
+    assert_eq!(again["conversation_id"], by_key["conversation_id"]);
+    assert_eq!(again["created"], json!(false));
+    let missing = c.err("session.open", json!({"external_id": "ide-tab-2", "create": false})).await;
+    assert_eq!(missing["code"], json!(-32004));
+
     let list = c.ok("session.list", json!({})).await;
-    assert_eq!(list["conversations"][0]["conversation_id"], json!(id));
+    assert!(list["conversations"].as_array().unwrap().iter().any(|c| c["conversation_id"] == json!(id)));
     let fork = c.ok("session.fork", json!({"conversation_id": id})).await;
     assert_eq!(fork["parent_id"], json!(id));
     let mode = c.ok("session.set_mode", json!({"conversation_id": id, "mode": "plan"})).await;
