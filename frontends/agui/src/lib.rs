@@ -30,7 +30,8 @@ pub struct Args {
     /// TCP port to listen on (0 picks a free one; the address is printed on stdout).
     #[arg(long, default_value_t = 4100)]
     pub port: u16,
-    /// Address to listen on. A non-loopback address needs SUPERPI_GATEWAY_TOKEN.
+    /// Address to listen on. A non-loopback address needs a token (SUPERPI_GATEWAY_TOKEN or
+    /// gateway.json in the config dir).
     #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
     pub bind: IpAddr,
     /// The workspace of the conversations it opens (default: the current directory).
@@ -42,6 +43,8 @@ pub struct Args {
 pub enum Error {
     #[error(transparent)]
     Bind(#[from] superpi_http::BindError),
+    #[error(transparent)]
+    Config(#[from] superpi_http::ConfigError),
     #[error("cannot listen on {0}: {1}")]
     Listen(SocketAddr, std::io::Error),
     #[error("cannot use the workspace {0}: {1}")]
@@ -52,7 +55,8 @@ pub enum Error {
 
 /// Runs the AG-UI server until the process is told to stop (SIGINT or SIGTERM).
 pub async fn run(args: Args, connect: superpi_client::ConnectOptions) -> Result<(), Error> {
-    let tokens = superpi_http::Tokens::from_env(TOKEN_VAR);
+    let env_tokens = std::env::var(TOKEN_VAR).ok();
+    let tokens = superpi_http::Tokens::load(env_tokens.as_deref(), &connect.locations.config_dir)?;
     superpi_http::check_bind(args.bind, &tokens, TOKEN_VAR)?;
     let workspace = match args.workspace {
         Some(dir) => Some(dir),

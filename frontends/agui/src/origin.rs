@@ -47,7 +47,7 @@ pub async fn guard(State(tokens_on): State<bool>, request: Request, next: Next) 
         return ApiError::new(
             403,
             "forbidden_origin",
-            "a page from another origin may not use this server without a token (set SUPERPI_GATEWAY_TOKEN)",
+            "a page from another origin may not use this server without a token (set SUPERPI_GATEWAY_TOKEN or gateway.json)",
         )
         .into_response();
     }

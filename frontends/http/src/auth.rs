@@ -1,11 +1,14 @@
 //! Bearer tokens and the bind rule.
 
 use std::net::IpAddr;
+use std::path::Path;
 
 use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+
+use crate::config::{self, ConfigError};
 
 /// The configured bearer tokens. Empty means authentication is off.
 #[derive(Clone, Default)]
@@ -32,7 +35,7 @@ pub enum AuthError {
 /// A listener the bind rule refuses.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "refusing to listen on the non-loopback address {0} without a token: set {1} (comma-separated tokens) or bind 127.0.0.1"
+    "refusing to listen on the non-loopback address {0} without a token: set {1} (comma-separated tokens) or `tokens` in gateway.json of the config dir, or bind 127.0.0.1"
 )]
 pub struct BindError(pub IpAddr, pub &'static str);
 
@@ -46,6 +49,19 @@ impl Tokens {
     /// Tokens from an environment variable (unset means none).
     pub fn from_env(var: &str) -> Self {
         std::env::var(var).map(|v| Self::parse(&v)).unwrap_or_default()
+    }
+
+    /// The tokens of an environment variable's value (comma-separated; `None` when unset)
+    /// merged with those of `gateway.json` in `config_dir` (a missing file adds none). A token
+    /// named in both counts once. A `gateway.json` that cannot be read or parsed is an error.
+    pub fn load(env_value: Option<&str>, config_dir: &Path) -> Result<Self, ConfigError> {
+        let mut tokens = env_value.map(Self::parse).unwrap_or_default().tokens;
+        for token in config::read_tokens(config_dir)? {
+            if !tokens.contains(&token) {
+                tokens.push(token);
+            }
+        }
+        Ok(Tokens { tokens })
     }
 
     /// The entries themselves (for lists that are not secrets, read the same way).
@@ -147,6 +163,31 @@ mod tests {
     }
 
     #[test]
+    fn load_merges_the_environment_and_gateway_json() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!Tokens::load(None, dir.path()).unwrap().is_enabled());
+        assert_eq!(Tokens::load(Some("e1, e2"), dir.path()).unwrap().len(), 2);
+        std::fs::write(dir.path().join(crate::CONFIG_FILE), r#"{"tokens": ["f1", "e2"]}"#).unwrap();
+        let file_only = Tokens::load(None, dir.path()).unwrap();
+        assert_eq!(file_only.len(), 2);
+        assert_eq!(file_only.principal_of("f1"), Some(principal_for("f1")));
+        assert_eq!(Tokens::load(Some(" , "), dir.path()).unwrap().len(), 2);
+        let both = Tokens::load(Some("e1,e2"), dir.path()).unwrap();
+        assert_eq!(both.len(), 3, "e2 is named twice and counts once");
+        for token in ["e1", "e2", "f1"] {
+            assert_eq!(both.principal_of(token), Some(principal_for(token)), "{token}");
+        }
+        assert_eq!(both.principal_of("f2"), None);
+        // Tokens from the file alone satisfy the bind rule.
+        assert!(check_bind("0.0.0.0".parse().unwrap(), &file_only, "V").is_ok());
+        assert!(!format!("{both:?}").contains("f1"), "Debug never prints a token");
+
+        std::fs::write(dir.path().join(crate::CONFIG_FILE), r#"{"tokens": ["f1"], "extra": 1}"#).unwrap();
+        let err = Tokens::load(Some("e1"), dir.path()).unwrap_err().to_string();
+        assert!(err.contains("gateway.json") && err.contains("`extra`"), "{err}");
+    }
+
+    #[test]
     fn bind_rule() {
         let none = Tokens::default();
         let some = Tokens::parse("k");
@@ -157,5 +198,6 @@ mod tests {
         assert!(check_bind("0.0.0.0".parse().unwrap(), &some, "V").is_ok());
         let err = check_bind("::".parse().unwrap(), &none, "SUPERPI_GATEWAY_TOKEN").unwrap_err();
         assert!(err.to_string().contains("SUPERPI_GATEWAY_TOKEN"));
+        assert!(err.to_string().contains("gateway.json"));
     }
 }

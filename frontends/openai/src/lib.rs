@@ -29,7 +29,8 @@ pub struct Args {
     /// TCP port to listen on (0 picks a free one; the address is printed on stdout).
     #[arg(long, default_value_t = 4000)]
     pub port: u16,
-    /// Address to listen on. A non-loopback address needs SUPERPI_GATEWAY_TOKEN.
+    /// Address to listen on. A non-loopback address needs a token (SUPERPI_GATEWAY_TOKEN or
+    /// gateway.json in the config dir).
     #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
     pub bind: IpAddr,
     /// The workspace of the conversations it opens (default: the current directory).
@@ -44,6 +45,8 @@ pub struct Args {
 pub enum Error {
     #[error(transparent)]
     Bind(#[from] superpi_http::BindError),
+    #[error(transparent)]
+    Config(#[from] superpi_http::ConfigError),
     #[error("cannot listen on {0}: {1}")]
     Listen(SocketAddr, std::io::Error),
     #[error("cannot use the workspace {0}: {1}")]
@@ -54,7 +57,8 @@ pub enum Error {
 
 /// Runs the gateway until the process is told to stop (SIGINT or SIGTERM).
 pub async fn run(args: Args, connect: superpi_client::ConnectOptions) -> Result<(), Error> {
-    let tokens = superpi_http::Tokens::from_env(TOKEN_VAR);
+    let env_tokens = std::env::var(TOKEN_VAR).ok();
+    let tokens = superpi_http::Tokens::load(env_tokens.as_deref(), &connect.locations.config_dir)?;
     superpi_http::check_bind(args.bind, &tokens, TOKEN_VAR)?;
     let addr = SocketAddr::new(args.bind, args.port_arg.unwrap_or(args.port));
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| Error::Listen(addr, e))?;

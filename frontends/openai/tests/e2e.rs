@@ -264,6 +264,29 @@ async fn non_loopback_binds_need_a_token() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn tokens_from_gateway_json_guard_and_satisfy_the_bind_rule() {
+    let env = TestEnv::new();
+    let config = env.locations.config_dir.join("gateway.json");
+    std::fs::write(&config, r#"{"tokens": ["from-file"], "tokenz": []}"#).unwrap();
+    let (ok, stderr) = run_to_exit(&env, &["--port", "0"], &[]);
+    assert!(!ok, "a gateway.json with an unknown key must stop the gateway");
+    assert!(stderr.contains("gateway.json") && stderr.contains("tokenz"), "{stderr}");
+
+    std::fs::write(&config, r#"{"tokens": ["from-file"]}"#).unwrap();
+    // No SUPERPI_GATEWAY_TOKEN: the file's token alone allows a non-loopback bind.
+    let gw = Gateway::start_in(env, &["--bind", "0.0.0.0"], &[]);
+    let port = gw.base.rsplit(':').next().unwrap().to_string();
+    let url = format!("http://127.0.0.1:{port}/v1/chat/completions");
+    let body = chat_body("superpi-code", false, "hello from a file token").to_string();
+    let (status, err) = json_of(http().post(&url).body(body.clone()).send().await.unwrap()).await;
+    assert_error(status, &err, 401, "invalid_api_key");
+    assert_eq!(err["error"]["type"], "authentication_error", "{err}");
+    let (status, answer) = json_of(http().post(&url).bearer_auth("from-file").body(body).send().await.unwrap()).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["choices"][0]["message"]["content"], "hello from a file token");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn sessions_continue_one_conversation() {
     let gw = Gateway::start(&[], &[]);
     let first = json!({"model": "superpi-code", "messages": [
