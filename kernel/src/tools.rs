@@ -23,7 +23,12 @@ impl Catalog {
     pub fn load(config: &KernelConfig) -> Result<Catalog, String> {
         let harnesses = Harnesses::load(&config.config_dir).map_err(|e| e.to_string())?;
         let settings = superpi_policy::Settings::load(&config.config_dir, None).map_err(|e| e.to_string())?;
-        let providers = ProvidersConfig::from_env();
+        // An auth command (a program that prints a gateway token) runs on the host through the
+        // sandbox crate, the one place that starts processes.
+        let runner = superpi_providers::CommandRunner::new(|argv, timeout| {
+            Box::pin(superpi_sandbox::run_host_command(argv, timeout))
+        });
+        let providers = ProvidersConfig::from_env().with_command_runner(runner);
         Ok(Catalog { config_dir: config.config_dir.clone(), harnesses, settings, providers, tools: Vec::new() })
     }
 

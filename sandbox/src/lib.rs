@@ -19,6 +19,7 @@ mod catalog;
 mod cgroup;
 mod confine;
 mod filter;
+mod host;
 mod launch;
 mod output;
 pub mod policy;
@@ -36,6 +37,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use host::run_host_command;
 pub use reap::is_tool_process;
 pub use runner::{TOOL_SUBCOMMAND, tool_main};
 pub use superpi_proto::tool::{Effect, ToolDef};

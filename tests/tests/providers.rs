@@ -40,3 +40,17 @@ fn a_model_without_credentials_is_an_error_naming_what_is_missing() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-model-xyz"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_auth_command_supplies_the_bearer_token() {
+    let server = ReplayServer::start(vec![Reply::stream(&recorded("openai_text.sse").unwrap(), 64)]).await.unwrap();
+    let env = TestEnv::new();
+    let script = env.path().join("token.sh");
+    std::fs::write(&script, "#!/bin/sh\necho short-lived-token-42\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut cmd = env.command(&["run", "--model", "gpt-4o-mini", "hi"]);
+    cmd.env("OPENAI_BASE_URL", format!("{}/v1", server.base)).env("SUPERPI_OPENAI_AUTH_COMMAND", &script);
+    let out = tokio::process::Command::from(cmd).output().await.unwrap();
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(server.requests()[0].header("authorization"), Some("Bearer short-lived-token-42"));
+}
