@@ -322,8 +322,12 @@ async fn cancelling_a_tool_call_kills_its_process() {
         .await
         .expect("the command wrote its pid");
     let proc_dir = std::path::PathBuf::from(format!("/proc/{pid}"));
-    let cmdline = std::fs::read(proc_dir.join("cmdline")).unwrap_or_default();
-    assert!(String::from_utf8_lossy(&cmdline).contains("sleep"), "pid {pid} is the sleep: {cmdline:?}");
+    // The pid is written just before the shell execs the sleep: wait for the exec.
+    let is_sleep = || {
+        let cmdline = std::fs::read(proc_dir.join("cmdline")).unwrap_or_default();
+        String::from_utf8_lossy(&cmdline).contains("sleep").then_some(())
+    };
+    wait_for(is_sleep).await.expect("pid is the sleep");
 
     handle.cancel(Some("test".into())).await.unwrap();
     wait_for(|| (!proc_dir.exists()).then_some(())).await.expect("the sleep is killed and reaped");
