@@ -131,3 +131,42 @@ fn is_zombie(pid: i32) -> bool {
         .map(|s| s.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')))
         .unwrap_or(true)
 }
+
+/// Opens a conversation in `workspace` (in `mode` when given) and watches it from now on.
+pub async fn open_and_watch(
+    client: &superpi_client::KernelClient,
+    workspace: &Path,
+    mode: Option<&str>,
+    interactive: bool,
+) -> (i64, superpi_client::Subscription) {
+    let conversation_id = client
+        .open(superpi_proto::method::OpenParams {
+            workspace: Some(workspace.display().to_string()),
+            mode: mode.map(str::to_string),
+            ..Default::default()
+        })
+        .await
+        .expect("open")
+        .conversation_id;
+    let sub = client
+        .watch(superpi_proto::method::WatchParams { conversation_id, from_seq: None, window: None, interactive })
+        .await
+        .expect("watch");
+    (conversation_id, sub)
+}
+
+/// The events of a subscription up to and including the end of turn `turn_id` (30 s at most).
+pub async fn turn_events(sub: &mut superpi_client::Subscription, turn_id: i64) -> Vec<superpi_proto::Event> {
+    let mut events = Vec::new();
+    loop {
+        let Ok(next) = tokio::time::timeout(std::time::Duration::from_secs(30), sub.next()).await else {
+            panic!("no event in time after {} events: {:?}", events.len(), events.last());
+        };
+        let event = next.expect("the subscription is open");
+        let done = event.turn_id == Some(turn_id) && event.body.is_turn_end();
+        events.push(event);
+        if done {
+            return events;
+        }
+    }
+}

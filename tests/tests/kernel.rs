@@ -11,7 +11,7 @@ use superpi_client::KernelClient;
 use superpi_proto::message::{ClientHello, codes};
 use superpi_proto::method::{OpenParams, WatchParams};
 use superpi_proto::{ClientMessage, EventBody, KernelMessage, frame};
-use superpi_tests::TestEnv;
+use superpi_tests::{TestEnv, open_and_watch, turn_events};
 use tokio::net::UnixStream;
 use tokio_util::codec::Framed;
 
@@ -25,27 +25,6 @@ async fn open(client: &KernelClient, env: &TestEnv) -> i64 {
         .await
         .expect("open")
         .conversation_id
-}
-
-/// Collects events of one subscription until the turn `turn_id` ends.
-async fn until_turn_end(sub: &mut superpi_client::Subscription, turn_id: i64) -> Vec<superpi_proto::Event> {
-    let mut events = Vec::new();
-    loop {
-        let ev = match tokio::time::timeout(Duration::from_secs(10), sub.next()).await {
-            Ok(ev) => ev.expect("open"),
-            Err(_) => panic!(
-                "no event in time after {} events: {:?}; kernel log: {}",
-                events.len(),
-                events.last(),
-                std::fs::read_to_string(std::env::var("SUPERPI_TEST_LOG").unwrap_or_default()).unwrap_or_default()
-            ),
-        };
-        let done = ev.turn_id == Some(turn_id) && ev.body.is_turn_end();
-        events.push(ev);
-        if done {
-            return events;
-        }
-    }
 }
 
 #[test]
@@ -97,24 +76,12 @@ async fn a_turn_with_two_tool_calls_stores_calls_and_results_in_order() {
     let env = TestEnv::new();
     std::fs::write(env.workspace.join("notes.txt"), "alpha\nbeta\n").unwrap();
     let client = client(&env).await;
-    let conv = client
-        .open(OpenParams {
-            workspace: Some(env.workspace.display().to_string()),
-            mode: Some("auto".into()),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .conversation_id;
-    let mut sub = client
-        .watch(WatchParams { conversation_id: conv, from_seq: None, window: None, interactive: false })
-        .await
-        .unwrap();
+    let (conv, mut sub) = open_and_watch(&client, &env.workspace, Some("auto"), false).await;
     let turn = client
         .submit_text(conv, "@tool read {\"path\": \"notes.txt\"}\n@tool bash {\"command\": \"echo second\"}")
         .await
         .unwrap();
-    let events = until_turn_end(&mut sub, turn.turn_id).await;
+    let events = turn_events(&mut sub, turn.turn_id).await;
     let kinds: Vec<&str> = events.iter().filter(|e| !e.body.is_transient()).map(|e| e.type_name()).collect();
     assert_eq!(
         kinds,
@@ -164,8 +131,8 @@ async fn two_watchers_see_the_same_events_in_the_same_order_and_catch_up_replays
     let mut sub_a = a.watch(watch.clone()).await.unwrap();
     let mut sub_b = b.watch(watch).await.unwrap();
     let turn = a.submit_text(conv, "@think pondering\none two three four five six seven eight nine ten").await.unwrap();
-    let ev_a = until_turn_end(&mut sub_a, turn.turn_id).await;
-    let ev_b = until_turn_end(&mut sub_b, turn.turn_id).await;
+    let ev_a = turn_events(&mut sub_a, turn.turn_id).await;
+    let ev_b = turn_events(&mut sub_b, turn.turn_id).await;
     assert!(ev_a.len() > 10);
     assert_eq!(ev_a, ev_b);
 
@@ -174,7 +141,7 @@ async fn two_watchers_see_the_same_events_in_the_same_order_and_catch_up_replays
         .watch(WatchParams { conversation_id: conv, from_seq: Some(0), window: None, interactive: false })
         .await
         .unwrap();
-    let replayed = until_turn_end(&mut late, turn.turn_id).await;
+    let replayed = turn_events(&mut late, turn.turn_id).await;
     let stored: Vec<_> = ev_a.into_iter().filter(|e| !e.body.is_transient()).collect();
     assert_eq!(replayed, stored);
 }
@@ -200,10 +167,10 @@ async fn cancel_ends_a_slow_turn_promptly_and_a_queued_prompt_runs_after() {
     }
     let started = std::time::Instant::now();
     assert_eq!(client.cancel(conv).await.unwrap()["cancelled"], true);
-    let events = until_turn_end(&mut sub, slow.turn_id).await;
+    let events = turn_events(&mut sub, slow.turn_id).await;
     assert!(matches!(events.last().unwrap().body, EventBody::TurnCancelled {}));
     assert!(started.elapsed() < Duration::from_secs(2), "cancel took {:?}", started.elapsed());
-    let events = until_turn_end(&mut sub, queued.turn_id).await;
+    let events = turn_events(&mut sub, queued.turn_id).await;
     assert!(matches!(&events.last().unwrap().body, EventBody::TurnCompleted { result: Some(r), .. } if r == "after"));
 }
 
@@ -217,7 +184,7 @@ async fn a_kernel_killed_mid_turn_keeps_every_committed_entry_and_marks_the_turn
         .watch(WatchParams { conversation_id: conv, from_seq: Some(0), window: None, interactive: false })
         .await
         .unwrap();
-    until_turn_end(&mut sub, first.turn_id).await;
+    turn_events(&mut sub, first.turn_id).await;
     let slow = client.submit_text(conv, "@slow 300\nnever finished in this life").await.unwrap();
     loop {
         let ev = sub.next().await.unwrap();
@@ -257,7 +224,7 @@ async fn a_kernel_killed_mid_turn_keeps_every_committed_entry_and_marks_the_turn
     }
     // The conversation goes on.
     let next = client.submit_text(conv, "still here").await.unwrap();
-    let events = until_turn_end(&mut replay, next.turn_id).await;
+    let events = turn_events(&mut replay, next.turn_id).await;
     assert!(matches!(events.last().unwrap().body, EventBody::TurnCompleted { .. }));
 }
 
@@ -557,7 +524,7 @@ async fn a_tool_process_that_reaches_the_kernel_socket_is_refused() {
         .await
         .unwrap();
     let turn = client.submit_text(conv, "@tool bash {\"command\": \"/usr/bin/python3 probe.py\"}").await.unwrap();
-    let events = until_turn_end(&mut sub, turn.turn_id).await;
+    let events = turn_events(&mut sub, turn.turn_id).await;
     let output = events
         .iter()
         .find_map(|e| match &e.body {

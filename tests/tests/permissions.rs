@@ -136,19 +136,7 @@ async fn an_unanswered_question_times_out_and_fails_closed() {
 async fn with_nobody_to_ask_the_call_fails_closed_at_once() {
     let env = TestEnv::new();
     let client = KernelClient::connect(&env.connect_options("test")).await.unwrap();
-    let conv = client
-        .open(OpenParams {
-            workspace: Some(env.workspace.display().to_string()),
-            mode: Some("accept-edits".into()),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .conversation_id;
-    let mut sub = client
-        .watch(WatchParams { conversation_id: conv, from_seq: None, window: None, interactive: false })
-        .await
-        .unwrap();
+    let (conv, mut sub) = superpi_tests::open_and_watch(&client, &env.workspace, Some("accept-edits"), false).await;
     let events = turn(&client, &mut sub, conv, TOUCH, &[]).await;
     assert_eq!(count(&events, "permission_request"), 0);
     assert_eq!(count(&events, "tool_blocked"), 1);
