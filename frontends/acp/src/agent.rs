@@ -38,6 +38,8 @@ pub struct AgentOptions {
     pub context_window: u64,
     /// What to do with MCP servers the editor passes.
     pub editor_mcp: map::EditorMcp,
+    /// When reads use the editor's buffers.
+    pub editor_buffers: crate::buffers::EditorBuffers,
 }
 
 /// The agent's state, shared by every handler.
@@ -144,8 +146,11 @@ impl Server {
     }
 
     pub(crate) fn render_options(&self, workspace: Option<PathBuf>) -> RenderOptions {
-        let notices = lock(&self.client_caps).session.as_ref().is_some_and(|s| s.notices.is_some());
-        RenderOptions { workspace, context_window: self.opts.context_window, notices }
+        let caps = lock(&self.client_caps);
+        let notices = caps.session.as_ref().is_some_and(|s| s.notices.is_some());
+        let editor_reads = crate::buffers::reads_files(self.opts.editor_buffers, caps.fs.read_text_file)
+            .then_some(self.opts.editor_buffers);
+        RenderOptions { workspace, context_window: self.opts.context_window, notices, editor_reads }
     }
 
     pub(crate) fn add_session(&self, info: &superpi_proto::method::ConversationInfo) -> Arc<Session> {

@@ -10,13 +10,16 @@
 //! loaded too; no session table is needed. Each open session keeps one interactive watch on
 //! its conversation (so the kernel asks this agent its permission questions), and prompts
 //! wait on it for their turn's end. The agent connects as a remote caller (the remote mode
-//! ceiling applies) with the local principal.
+//! ceiling applies) with the local principal. When the editor can read files and the
+//! `--editor-buffers` mode allows, the watch also answers the kernel's file-read questions
+//! from the editor's buffers ([`buffers`]).
 //!
 //! It must not know the kernel's internals (it speaks only the kernel protocol, through
 //! superpi-client) nor any other frontend's protocol. Stdout carries ACP messages only.
 #![deny(clippy::print_stdout)]
 
 pub mod agent;
+pub mod buffers;
 mod handlers;
 pub mod map;
 pub mod render;
@@ -34,6 +37,11 @@ pub struct Args {
     /// `ignore` them with a warning. superpi cannot attach them to a conversation yet.
     #[arg(long, value_enum, default_value = "refuse", env = "SUPERPI_ACP_EDITOR_MCP_SERVERS")]
     pub editor_mcp_servers: map::EditorMcp,
+    /// When a `read` tool call takes the file's text from the editor (`fs/read_text_file`,
+    /// if the editor offers it): `unsaved_only` when its buffer differs from the disk,
+    /// `always`, or `never`. Writes always go through superpi's confined tools.
+    #[arg(long, value_enum, default_value = "unsaved_only", env = "SUPERPI_ACP_EDITOR_BUFFERS")]
+    pub editor_buffers: buffers::EditorBuffers,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -47,7 +55,11 @@ pub enum Error {
 pub async fn run(args: Args, connect: superpi_client::ConnectOptions) -> Result<(), Error> {
     let server = agent::Server::new(
         connect,
-        agent::AgentOptions { context_window: args.context_window, editor_mcp: args.editor_mcp_servers },
+        agent::AgentOptions {
+            context_window: args.context_window,
+            editor_mcp: args.editor_mcp_servers,
+            editor_buffers: args.editor_buffers,
+        },
     );
     tracing::debug!("serving ACP on stdio");
     match agent::serve(server, agent_client_protocol::Stdio::new()).await {

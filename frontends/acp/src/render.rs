@@ -17,6 +17,7 @@ use agent_client_protocol::v1::schema::{
 use serde_json::Value;
 use superpi_proto::{ContentBlock as KBlock, Event, EventBody, Role};
 
+use crate::buffers::{EditorBuffers, ReadRequest, read_request};
 use crate::tools;
 
 /// What the agent does with one rendered item.
@@ -31,6 +32,9 @@ pub enum Out {
     QuestionClosed { request_id: String },
     /// A turn ended: a `session/prompt` waiting for it answers with this stop reason.
     TurnEnded { turn_id: Option<i64>, stop_reason: StopReason },
+    /// The kernel asks for a file's text: read it from the editor (`fs/read_text_file`) and
+    /// answer `ui.respond`. Never shown to the person.
+    ReadFile(ReadRequest),
 }
 
 /// Settings of a renderer that come from the session and the editor.
@@ -43,6 +47,9 @@ pub struct RenderOptions {
     /// The editor advertised `session.notices`: notices go out as `notice` updates rather
     /// than as thought chunks.
     pub notices: bool,
+    /// This agent answers the kernel's file-read questions, in this mode (the editor
+    /// advertised `fs.readTextFile` and the mode is not `never`).
+    pub editor_reads: Option<EditorBuffers>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -222,6 +229,15 @@ impl Renderer {
                     tool_call: ToolCallUpdate::new(tool_call_id.clone(), fields),
                     options,
                 });
+            }
+            EventBody::UiRequest { request_id, request } => {
+                // Only file-read questions, and only when this agent said it answers them:
+                // another frontend may be the one that does.
+                if self.opts.editor_reads.is_some()
+                    && let Some(read) = read_request(request_id, request)
+                {
+                    out.push(Out::ReadFile(read));
+                }
             }
             EventBody::UiResolved { request_id, .. } => {
                 out.push(Out::QuestionClosed { request_id: request_id.clone() });

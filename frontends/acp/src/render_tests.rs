@@ -5,8 +5,12 @@ use superpi_proto::event::PermissionRequestFields;
 use superpi_proto::{PlanEntry as KPlanEntry, Usage};
 
 fn renderer() -> Renderer {
-    let mut r =
-        Renderer::new(RenderOptions { workspace: Some(PathBuf::from("/ws")), context_window: 1000, notices: false });
+    let mut r = Renderer::new(RenderOptions {
+        workspace: Some(PathBuf::from("/ws")),
+        context_window: 1000,
+        notices: false,
+        editor_reads: None,
+    });
     assert_eq!(r.render(&Event::turn_started(C, 3)), vec![]);
     r
 }
@@ -247,6 +251,31 @@ fn permission_request_asks_with_the_four_options() {
 fn ui_request_is_not_shown() {
     let mut r = renderer();
     assert_eq!(r.render(&Event::ui_request(C, T, "u1", serde_json::Map::new())), vec![]);
+}
+
+#[test]
+fn a_file_read_question_is_answered_only_by_an_agent_that_reads_and_never_shown() {
+    let read = json!({"kind": "read_text_file", "path": "/ws/note.txt", "tool_call_id": "t1", "limit": 5});
+    let read = read.as_object().cloned().unwrap();
+    // This agent did not offer to read files (mode `never`, or the editor cannot).
+    let mut r = renderer();
+    assert_eq!(r.render(&Event::ui_request(C, T, "u1", read.clone())), vec![]);
+
+    let mut r = Renderer::new(RenderOptions {
+        editor_reads: Some(crate::buffers::EditorBuffers::UnsavedOnly),
+        ..Default::default()
+    });
+    assert_eq!(
+        r.render(&Event::ui_request(C, T, "u1", read)),
+        vec![Out::ReadFile(crate::buffers::ReadRequest {
+            request_id: "u1".into(),
+            path: "/ws/note.txt".into(),
+            tool_call_id: Some("t1".into()),
+        })]
+    );
+    // Other kinds of question are not this agent's.
+    let other = json!({"kind": "confirm", "path": "/ws/note.txt"}).as_object().cloned().unwrap();
+    assert_eq!(r.render(&Event::ui_request(C, T, "u2", other)), vec![]);
 }
 
 #[test]

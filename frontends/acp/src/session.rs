@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, PermissionOption, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SessionId, SessionNotification, SessionUpdate, StopReason, TextContent, ToolCallUpdate,
+    ContentBlock, ContentChunk, PermissionOption, ReadTextFileRequest, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionNotification, SessionUpdate, StopReason,
+    TextContent, ToolCallUpdate,
 };
 use agent_client_protocol::{Client, RequestCancellationHandle};
 use superpi_client::{KernelClient, Subscription};
@@ -17,6 +18,7 @@ use superpi_proto::method::{ConversationInfo, WatchParams};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use crate::buffers::{self, Disk, ReadAnswer, ReadRequest};
 use crate::render::{Out, RenderOptions, Renderer};
 
 /// The answer given to the kernel when the editor cancels a question, fails, or goes away.
@@ -208,6 +210,7 @@ impl Session {
                 from_seq: Some(from),
                 window: None,
                 interactive: true,
+                reads_files: false,
             })
             .await?;
         let mut st = lock(&self.state);
@@ -316,6 +319,7 @@ async fn pump(session: Arc<Session>, kernel: KernelClient, cx: ConnectionTo<Clie
                     }
                 }
                 Out::TurnEnded { turn_id, stop_reason } => session.turn_ended(turn_id, stop_reason),
+                Out::ReadFile(read) => answer_read(&session, &kernel, &cx, read),
             }
         }
     }
@@ -336,10 +340,23 @@ impl Drop for AbortOnDrop {
 }
 
 /// Merges adjacent text chunks of the same kind (answer or thought); everything else keeps
-/// its place and order.
+/// its place and order. A file-read question settled later in the same batch (a replay after
+/// a reconnect) is dropped: nobody waits for its answer.
 pub fn coalesce(outs: Vec<Out>) -> Vec<Out> {
+    let settled: std::collections::HashSet<String> = outs
+        .iter()
+        .filter_map(|o| match o {
+            Out::QuestionClosed { request_id } => Some(request_id.clone()),
+            _ => None,
+        })
+        .collect();
     let mut merged: Vec<Out> = Vec::with_capacity(outs.len());
     for out in outs {
+        if let Out::ReadFile(read) = &out
+            && settled.contains(&read.request_id)
+        {
+            continue;
+        }
         if let (Some(Out::Update(prev)), Out::Update(next)) = (merged.last_mut(), &out)
             && let Some(text) = mergeable(prev, next)
         {
@@ -418,110 +435,45 @@ fn ask(
     });
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use agent_client_protocol::v1::schema::SelectedPermissionOutcome;
+/// How long the editor may take to read a file: the kernel waits 10 s for the answer.
+const EDITOR_READ_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
-    fn selected(id: &'static str) -> Option<RequestPermissionResponse> {
-        Some(RequestPermissionResponse::new(RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id))))
-    }
-
-    fn session() -> Arc<Session> {
-        let info = ConversationInfo {
-            conversation_id: 5,
-            harness: "superpi-code".into(),
-            model: "mock".into(),
-            mode: "accept-edits".into(),
-            max_mode: "accept-edits".into(),
-            workspace: Some("/ws".into()),
-            title: None,
-            parent_id: None,
-            created_at_ms: 0,
-            status: "idle".into(),
-            head_seq: 12,
-            created: true,
+/// Answers a file-read question of the kernel, off the pump: the editor's text
+/// (`fs/read_text_file`, the whole file) or the disk, as the mode decides. A failed or slow
+/// editor read means the disk.
+fn answer_read(session: &Arc<Session>, kernel: &KernelClient, cx: &ConnectionTo<Client>, read: ReadRequest) {
+    let Some(mode) = session.render.editor_reads else { return };
+    let sent = cx.send_request(ReadTextFileRequest::new(session.id.clone(), PathBuf::from(&read.path)));
+    let kernel = kernel.clone();
+    tokio::spawn(async move {
+        let editor = match tokio::time::timeout(EDITOR_READ_WAIT, sent.block_task()).await {
+            Ok(Ok(response)) => Some(response.content),
+            Ok(Err(err)) => {
+                tracing::debug!(path = %read.path, "fs/read_text_file failed: {err:?}");
+                None
+            }
+            Err(_) => {
+                tracing::debug!(path = %read.path, "fs/read_text_file took too long");
+                None
+            }
         };
-        Session::new(&info, RenderOptions::default())
-    }
-
-    fn alive(s: &Session) {
-        lock(&s.state).pump_alive = true;
-    }
-
-    #[test]
-    fn a_turn_that_ended_before_anyone_waited_answers_at_once() {
-        let s = session();
-        assert_eq!(s.id, crate::map::session_id(5));
-        alive(&s);
-        s.turn_ended(Some(8), StopReason::MaxTokens);
-        assert_eq!(s.wait_turn(8).try_recv().unwrap(), StopReason::MaxTokens);
-        // Claimed once: a second wait on it waits.
-        assert!(s.wait_turn(8).try_recv().is_err());
-    }
-
-    #[test]
-    fn waiting_turns_resolve_when_they_end_and_fail_when_the_watch_dies() {
-        let s = session();
-        alive(&s);
-        let mut first = s.wait_turn(1);
-        let mut second = s.wait_turn(2);
-        s.turn_ended(Some(1), StopReason::EndTurn);
-        assert_eq!(first.try_recv().unwrap(), StopReason::EndTurn);
-        assert!(second.try_recv().is_err());
-        lock(&s.state).pump_alive = false;
-        for (_, tx) in lock(&s.state).waiting.drain() {
-            let _ = tx.send(StopReason::Refusal);
+        let disk = if editor.is_some() && buffers::needs_disk(mode) {
+            let path = read.path.clone();
+            tokio::task::spawn_blocking(move || Disk::read(&path)).await.unwrap_or(Disk::Unreadable)
+        } else {
+            // Not consulted by this mode.
+            Disk::Missing
+        };
+        let answer = buffers::decide(mode, editor, &disk);
+        tracing::debug!(path = %read.path, from_editor = matches!(answer, ReadAnswer::Content(_)), "file read answered");
+        let params = serde_json::json!({ "request_id": read.request_id, "outcome": answer.outcome() });
+        if let Err(err) = kernel.call("ui.respond", params).await {
+            // Settled already (timed out, the turn cancelled, another frontend answered).
+            tracing::debug!(request_id = %read.request_id, "ui.respond: {err}");
         }
-        assert_eq!(second.try_recv().unwrap(), StopReason::Refusal);
-        // With no live watch nobody would say when a turn ends: refusal at once.
-        assert_eq!(s.wait_turn(3).try_recv().unwrap(), StopReason::Refusal);
-    }
-
-    #[test]
-    fn a_cancelled_prompt_ends_cancelled_and_frees_the_session() {
-        let s = session();
-        alive(&s);
-        let guard = s.begin_prompt().unwrap();
-        assert!(s.begin_prompt().is_none(), "one prompt at a time");
-        let mut rx = s.wait_turn(4);
-        let (running, questions) = s.take_questions_for_cancel();
-        assert!(running && questions.is_empty());
-        assert!(s.cancel_requested());
-        s.turn_ended(Some(4), StopReason::EndTurn);
-        assert_eq!(rx.try_recv().unwrap(), StopReason::Cancelled);
-        drop(guard);
-        assert!(!s.prompt_running() && !s.cancel_requested());
-        assert!(s.begin_prompt().is_some());
-        // A cancel with no prompt running cancels nothing.
-        let s = session();
-        assert!(!s.take_questions_for_cancel().0);
-    }
-
-    #[test]
-    fn adjacent_text_chunks_merge_and_nothing_else_moves() {
-        let msg = |s: &str| {
-            Out::Update(SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(s)))))
-        };
-        let thought = |s: &str| {
-            Out::Update(SessionUpdate::AgentThoughtChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(s)))))
-        };
-        let end = Out::TurnEnded { turn_id: Some(1), stop_reason: StopReason::EndTurn };
-        let input = vec![thought("a"), thought("b"), msg("c"), msg("d"), msg("e"), end.clone(), msg("f")];
-        assert_eq!(coalesce(input), vec![thought("ab"), msg("cde"), end, msg("f")]);
-        assert_eq!(coalesce(vec![]), vec![]);
-    }
-
-    #[test]
-    fn answers_fail_closed_unless_one_of_the_four_is_chosen() {
-        for id in KNOWN_OPTIONS {
-            assert_eq!(answer_option(selected(id)), *id);
-        }
-        assert_eq!(answer_option(selected("allow_everything")), "reject_once");
-        assert_eq!(
-            answer_option(Some(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled))),
-            "reject_once"
-        );
-        assert_eq!(answer_option(None), "reject_once");
-    }
+    });
 }
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod tests;
