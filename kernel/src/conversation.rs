@@ -45,6 +45,8 @@ pub(crate) struct Conversation {
     tx: broadcast::Sender<Arc<Published>>,
     pub input: mpsc::Sender<Input>,
     pub interactive_watchers: AtomicUsize,
+    /// Watchers that can answer `read_text_file` questions (editors with unsaved buffers).
+    pub file_readers: AtomicUsize,
     pub running: Mutex<Option<i64>>,
     /// The permission policy of this conversation (with the session's allow_always and
     /// reject_always answers), or why it could not be loaded (a bad workspace settings file).
@@ -141,6 +143,7 @@ pub(crate) fn live(kernel: &Arc<Kernel>, id: i64) -> Result<Option<Arc<Conversat
         tx,
         input,
         interactive_watchers: AtomicUsize::new(0),
+        file_readers: AtomicUsize::new(0),
         running: Mutex::new(None),
         policy: Mutex::new(policy),
         usage_total: Mutex::new(Default::default()),

@@ -68,6 +68,7 @@ pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str,
         Method::ModelList => Ok(json!({"models": kernel.catalog.models()})),
         Method::ToolCancel(p) => Ok(json!({"cancelled": crate::tools_direct::cancel(kernel, peer, &p.call_id)})),
         Method::PermissionRespond(p) => respond(kernel, peer, &p.request_id, p.option_id),
+        Method::UiRespond(p) => ui_respond(kernel, peer, &p.request_id, p.outcome),
         Method::ToolList(p) => tool_list(kernel, p.harness.as_deref()),
         Method::ToolCall(p) => crate::tools_direct::call(kernel, peer, p).await,
         Method::KernelStatus => status(kernel),
@@ -221,6 +222,7 @@ fn watch(kernel: &Arc<Kernel>, peer: &Arc<Peer>, p: WatchParams) -> Handled {
         from_seq: p.from_seq,
         window: p.window.unwrap_or(subscription::DEFAULT_WINDOW),
         interactive: p.interactive,
+        reads_files: p.reads_files,
     };
     let (start_tx, start_rx) = oneshot::channel();
     let (handle, head) = subscription::start(kernel.clone(), conv, spec, peer.out.clone(), start_rx);
@@ -294,6 +296,19 @@ fn respond(kernel: &Arc<Kernel>, peer: &Peer, request_id: &str, option_id: Strin
     let valid = question.options.contains(&option_id);
     let _ = question.answer.send(option_id);
     Ok(json!({"accepted": valid}))
+}
+
+fn ui_respond(kernel: &Arc<Kernel>, peer: &Peer, request_id: &str, outcome: Value) -> Reply {
+    let mut pending = lock(&kernel.ui_requests);
+    match pending.get(request_id) {
+        Some(q) if q.owner == peer.principal => {}
+        _ => return Err(ErrorObject::new(codes::NOT_FOUND, format!("no open request {request_id}"))),
+    }
+    let Some(question) = pending.remove(request_id) else {
+        return Err(ErrorObject::new(codes::NOT_FOUND, format!("no open request {request_id}")));
+    };
+    drop(pending);
+    Ok(json!({"accepted": question.answer.send(outcome).is_ok()}))
 }
 
 fn tool_list(kernel: &Arc<Kernel>, harness: Option<&str>) -> Reply {

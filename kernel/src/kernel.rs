@@ -84,6 +84,12 @@ pub(crate) struct PendingQuestion {
     pub answer: oneshot::Sender<String>,
 }
 
+/// A `ui_request` waiting for a frontend's answer.
+pub(crate) struct PendingUi {
+    pub owner: String,
+    pub answer: oneshot::Sender<serde_json::Value>,
+}
+
 /// State shared by every connection and conversation of one kernel.
 pub(crate) struct Kernel {
     pub config: KernelConfig,
@@ -92,6 +98,7 @@ pub(crate) struct Kernel {
     pub catalog: Catalog,
     pub live: Mutex<HashMap<i64, Arc<Conversation>>>,
     pub questions: Mutex<HashMap<String, PendingQuestion>>,
+    pub ui_requests: Mutex<HashMap<String, PendingUi>>,
     /// Write and edit calls to one path run one at a time, across conversations.
     path_locks: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
     /// Running `tool.call`s that gave a call id, by (principal, call id).
@@ -114,6 +121,7 @@ impl Kernel {
             catalog,
             live: Mutex::new(HashMap::new()),
             questions: Mutex::new(HashMap::new()),
+            ui_requests: Mutex::new(HashMap::new()),
             path_locks: Mutex::new(HashMap::new()),
             direct_calls: Mutex::new(HashMap::new()),
             clients: AtomicU64::new(0),

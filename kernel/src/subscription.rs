@@ -55,6 +55,7 @@ pub(crate) struct WatchSpec {
     pub from_seq: Option<u64>,
     pub window: u64,
     pub interactive: bool,
+    pub reads_files: bool,
 }
 
 /// Starts a subscription. Its task waits for `start` so the watch's response goes out
@@ -72,14 +73,12 @@ pub(crate) fn start(
     let (head, rx) = conv.subscribe();
     // Counted before the watch is answered: a question asked right after the answer must
     // already see this watcher.
-    let interactive = spec.interactive.then(|| {
-        conv.interactive_watchers.fetch_add(1, Ordering::Relaxed);
-        InteractiveGuard(conv.clone())
-    });
+    let interactive = spec.interactive.then(|| WatcherGuard::count(&conv, |c| &c.interactive_watchers));
+    let reads_files = spec.reads_files.then(|| WatcherGuard::count(&conv, |c| &c.file_readers));
     let forwarder =
         Forwarder { kernel, conv, spec, out, credits: credits.clone(), in_flight: in_flight.clone(), window };
     let task = tokio::spawn(async move {
-        let _interactive = interactive;
+        let _counted = (interactive, reads_files);
         if start.await.is_ok() {
             forwarder.run(head, rx).await;
         }
@@ -97,12 +96,22 @@ struct Forwarder {
     window: u64,
 }
 
-/// Counts an interactive watcher for as long as its forwarder lives.
-struct InteractiveGuard(Arc<Conversation>);
+/// Counts a watcher in one of the conversation's counters for as long as its forwarder lives.
+struct WatcherGuard {
+    conv: Arc<Conversation>,
+    counter: fn(&Conversation) -> &std::sync::atomic::AtomicUsize,
+}
 
-impl Drop for InteractiveGuard {
+impl WatcherGuard {
+    fn count(conv: &Arc<Conversation>, counter: fn(&Conversation) -> &std::sync::atomic::AtomicUsize) -> WatcherGuard {
+        counter(conv).fetch_add(1, Ordering::Relaxed);
+        WatcherGuard { conv: conv.clone(), counter }
+    }
+}
+
+impl Drop for WatcherGuard {
     fn drop(&mut self) {
-        self.0.interactive_watchers.fetch_sub(1, Ordering::Relaxed);
+        (self.counter)(&self.conv).fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::Conversation;
-use crate::kernel::{Kernel, PendingQuestion, lock};
+use crate::kernel::{Kernel, PendingQuestion, PendingUi, lock};
 
 /// A turn stops after this many model calls, whatever the model wants.
 const MAX_MODEL_CALLS: usize = 64;
@@ -244,7 +244,10 @@ async fn execute_tool(kernel: &Arc<Kernel>, conv: &Arc<Conversation>, call: Plan
             conv.emit(kernel, Event::tool_blocked(cid, turn, &call.call_id, &call.name, &reason));
             CallResult { output: format!("blocked: {reason}"), is_error: true, structured: None, details: None }
         }
-        Ok(network) => run_confined(kernel, conv, &call, network, cancel).await,
+        Ok(network) => match editor_read(kernel, conv, &call, cancel).await {
+            Some(result) => result,
+            None => run_confined(kernel, conv, &call, network, cancel).await,
+        },
     };
     let message = Message {
         role: Role::Tool,
@@ -350,6 +353,63 @@ async fn ask(
     };
     conv.emit(kernel, Event::ui_resolved(conv.id, Some(call.turn_id), &request_id, outcome));
     answer.filter(|a| options.contains(a))
+}
+
+/// How long a frontend has to answer a `read_text_file` question before the read goes to disk.
+const EDITOR_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An allowed `read` asks a watching editor for its buffer first (it may hold unsaved
+/// changes). `None`: read from disk in the sandbox, as without an editor.
+async fn editor_read(
+    kernel: &Arc<Kernel>,
+    conv: &Arc<Conversation>,
+    call: &PlannedCall,
+    cancel: &CancellationToken,
+) -> Option<CallResult> {
+    if call.name != "read" || conv.file_readers.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+        return None;
+    }
+    let workspace = call.workspace.as_ref()?;
+    let raw = call.arguments.get("path")?.as_str()?;
+    let path = normalize(workspace, raw);
+    let offset = call.arguments.get("offset").and_then(Value::as_u64).map(|n| n as usize);
+    let limit = call.arguments.get("limit").and_then(Value::as_u64).map(|n| n as usize);
+    let request_id = kernel.next_request_id();
+    let (tx, rx) = oneshot::channel();
+    lock(&kernel.ui_requests).insert(request_id.clone(), PendingUi { owner: conv.owner.clone(), answer: tx });
+    let mut request = serde_json::Map::new();
+    request.insert("kind".into(), json!("read_text_file"));
+    request.insert("path".into(), json!(path.display().to_string()));
+    request.insert("tool_call_id".into(), json!(call.call_id));
+    if let Some(offset) = offset {
+        request.insert("offset".into(), json!(offset));
+    }
+    if let Some(limit) = limit {
+        request.insert("limit".into(), json!(limit));
+    }
+    conv.emit(kernel, Event::ui_request(conv.id, Some(call.turn_id), &request_id, request));
+    let answer = tokio::select! {
+        answer = rx => answer.ok(),
+        _ = tokio::time::sleep(EDITOR_READ_TIMEOUT) => None,
+        _ = cancel.cancelled() => None,
+    };
+    lock(&kernel.ui_requests).remove(&request_id);
+    let content = answer.as_ref().and_then(|a| a.get("content")).and_then(Value::as_str).map(str::to_string);
+    let outcome = match (&answer, &content) {
+        (_, Some(_)) => json!({"outcome": "editor"}),
+        (Some(_), None) => json!({"outcome": "disk"}),
+        (None, None) => json!({"outcome": "timeout"}),
+    };
+    conv.emit(kernel, Event::ui_resolved(conv.id, Some(call.turn_id), &request_id, outcome));
+    let content = content?;
+    let shown = path.strip_prefix(workspace).map(|p| p.display().to_string()).unwrap_or(raw.to_string());
+    let outcome = superpi_sandbox::format_read(&shown, &content, offset, limit);
+    Some(CallResult {
+        output: outcome.output,
+        is_error: outcome.is_error,
+        structured: outcome.structured,
+        details: outcome.details,
+    })
 }
 
 /// Drops every open question of a conversation: their waiters fail closed.

@@ -39,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use host::run_host_command;
 pub use reap::is_tool_process;
-pub use runner::{TOOL_SUBCOMMAND, tool_main};
+pub use runner::{TOOL_SUBCOMMAND, format_read, tool_main};
 pub use superpi_proto::tool::{Effect, ToolDef};
 
 /// How the sandbox runs calls. One per kernel.

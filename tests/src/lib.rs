@@ -149,7 +149,13 @@ pub async fn open_and_watch(
         .expect("open")
         .conversation_id;
     let sub = client
-        .watch(superpi_proto::method::WatchParams { conversation_id, from_seq: None, window: None, interactive })
+        .watch(superpi_proto::method::WatchParams {
+            conversation_id,
+            from_seq: None,
+            window: None,
+            interactive,
+            reads_files: false,
+        })
         .await
         .expect("watch");
     (conversation_id, sub)

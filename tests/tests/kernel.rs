@@ -127,7 +127,8 @@ async fn two_watchers_see_the_same_events_in_the_same_order_and_catch_up_replays
     let a = client(&env).await;
     let b = client(&env).await;
     let conv = open(&a, &env).await;
-    let watch = WatchParams { conversation_id: conv, from_seq: None, window: Some(8), interactive: false };
+    let watch =
+        WatchParams { conversation_id: conv, from_seq: None, window: Some(8), interactive: false, reads_files: false };
     let mut sub_a = a.watch(watch.clone()).await.unwrap();
     let mut sub_b = b.watch(watch).await.unwrap();
     let turn = a.submit_text(conv, "@think pondering\none two three four five six seven eight nine ten").await.unwrap();
@@ -138,7 +139,13 @@ async fn two_watchers_see_the_same_events_in_the_same_order_and_catch_up_replays
 
     // A late watcher from seq 0 gets every stored event (no deltas), in the same order.
     let mut late = b
-        .watch(WatchParams { conversation_id: conv, from_seq: Some(0), window: None, interactive: false })
+        .watch(WatchParams {
+            conversation_id: conv,
+            from_seq: Some(0),
+            window: None,
+            interactive: false,
+            reads_files: false,
+        })
         .await
         .unwrap();
     let replayed = turn_events(&mut late, turn.turn_id).await;
@@ -152,7 +159,13 @@ async fn cancel_ends_a_slow_turn_promptly_and_a_queued_prompt_runs_after() {
     let client = client(&env).await;
     let conv = open(&client, &env).await;
     let mut sub = client
-        .watch(WatchParams { conversation_id: conv, from_seq: None, window: None, interactive: false })
+        .watch(WatchParams {
+            conversation_id: conv,
+            from_seq: None,
+            window: None,
+            interactive: false,
+            reads_files: false,
+        })
         .await
         .unwrap();
     let slow = client.submit_text(conv, "@slow 200\nthis answer takes a long time to stream out").await.unwrap();
@@ -181,7 +194,13 @@ async fn a_kernel_killed_mid_turn_keeps_every_committed_entry_and_marks_the_turn
     let conv = open(&client, &env).await;
     let first = client.submit_text(conv, "first answer").await.unwrap();
     let mut sub = client
-        .watch(WatchParams { conversation_id: conv, from_seq: Some(0), window: None, interactive: false })
+        .watch(WatchParams {
+            conversation_id: conv,
+            from_seq: Some(0),
+            window: None,
+            interactive: false,
+            reads_files: false,
+        })
         .await
         .unwrap();
     turn_events(&mut sub, first.turn_id).await;
@@ -211,7 +230,13 @@ async fn a_kernel_killed_mid_turn_keeps_every_committed_entry_and_marks_the_turn
     let status: String = db.query_row("SELECT status FROM turns WHERE id = ?1", [slow.turn_id], |r| r.get(0)).unwrap();
     assert_eq!(status, "interrupted");
     let mut replay = client
-        .watch(WatchParams { conversation_id: conv, from_seq: Some(0), window: None, interactive: false })
+        .watch(WatchParams {
+            conversation_id: conv,
+            from_seq: Some(0),
+            window: None,
+            interactive: false,
+            reads_files: false,
+        })
         .await
         .unwrap();
     loop {
@@ -520,7 +545,13 @@ async fn a_tool_process_that_reaches_the_kernel_socket_is_refused() {
     );
     std::fs::write(env.workspace.join("probe.py"), script).unwrap();
     let mut sub = client
-        .watch(WatchParams { conversation_id: conv, from_seq: None, window: None, interactive: false })
+        .watch(WatchParams {
+            conversation_id: conv,
+            from_seq: None,
+            window: None,
+            interactive: false,
+            reads_files: false,
+        })
         .await
         .unwrap();
     let turn = client.submit_text(conv, "@tool bash {\"command\": \"/usr/bin/python3 probe.py\"}").await.unwrap();
@@ -535,4 +566,60 @@ async fn a_tool_process_that_reaches_the_kernel_socket_is_refused() {
     assert!(output.contains("REFUSED"), "{output}");
     assert!(!output.contains("ANSWERED"));
     assert!(output.contains("CONNECTED"), "the connect itself went through: {output}");
+}
+
+/// A `read` asks a watcher that reads files (an editor) for its buffer, and uses the answer;
+/// `use_disk` reads the file from disk as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_watcher_supplies_unsaved_buffers_to_read() {
+    let env = TestEnv::new();
+    std::fs::write(env.workspace.join("note.txt"), "on disk\n").unwrap();
+    let client = client(&env).await;
+    let conv = open(&client, &env).await;
+    let mut sub = client
+        .watch(WatchParams {
+            conversation_id: conv,
+            from_seq: None,
+            window: None,
+            interactive: false,
+            reads_files: true,
+        })
+        .await
+        .unwrap();
+    for (answer, expected) in [
+        (serde_json::json!({"content": "UNSAVED EDITOR TEXT\n"}), "UNSAVED EDITOR TEXT"),
+        (serde_json::json!({"use_disk": true}), "on disk"),
+    ] {
+        let turn = client.submit_text(conv, "@tool read {\"path\": \"note.txt\"}").await.unwrap();
+        let mut output = None;
+        loop {
+            let ev = tokio::time::timeout(Duration::from_secs(20), sub.next()).await.unwrap().unwrap();
+            match &ev.body {
+                EventBody::UiRequest { request_id, request } => {
+                    assert_eq!(request["kind"], "read_text_file");
+                    assert_eq!(
+                        request["path"],
+                        env.workspace.canonicalize().unwrap().join("note.txt").display().to_string()
+                    );
+                    let r = client
+                        .call("ui.respond", serde_json::json!({"request_id": request_id, "outcome": answer}))
+                        .await
+                        .unwrap();
+                    assert_eq!(r["accepted"], true);
+                }
+                EventBody::ToolCompleted { output: o, is_error, .. } => {
+                    assert!(!is_error, "{o}");
+                    output = o.as_str().map(str::to_string);
+                }
+                _ => {}
+            }
+            if ev.turn_id == Some(turn.turn_id) && ev.body.is_turn_end() {
+                break;
+            }
+        }
+        let output = output.unwrap();
+        assert!(output.contains(expected) && output.contains("     1\t"), "{output}");
+    }
+    let stale = client.call("ui.respond", serde_json::json!({"request_id": "nope", "outcome": {}})).await.unwrap_err();
+    assert_eq!(stale.code(), Some(codes::NOT_FOUND));
 }

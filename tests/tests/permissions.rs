@@ -21,7 +21,13 @@ async fn setup(env: &TestEnv, mode: &str, harness: Option<&str>) -> (KernelClien
         .await
         .unwrap();
     let sub = client
-        .watch(WatchParams { conversation_id: info.conversation_id, from_seq: None, window: None, interactive: true })
+        .watch(WatchParams {
+            conversation_id: info.conversation_id,
+            from_seq: None,
+            window: None,
+            interactive: true,
+            reads_files: false,
+        })
         .await
         .unwrap();
     (client, info.conversation_id, sub)
@@ -205,7 +211,13 @@ async fn a_remote_caller_only_tightens_and_the_workspace_boundary_is_never_askab
         .unwrap();
     assert_eq!(info.mode, "accept-edits");
     let mut sub = client
-        .watch(WatchParams { conversation_id: info.conversation_id, from_seq: None, window: None, interactive: true })
+        .watch(WatchParams {
+            conversation_id: info.conversation_id,
+            from_seq: None,
+            window: None,
+            interactive: true,
+            reads_files: false,
+        })
         .await
         .unwrap();
     let outside = env.path().join("outside.txt");

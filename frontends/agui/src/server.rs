@@ -185,7 +185,7 @@ async fn run(State(agui): State<Agui>, headers: HeaderMap, body: Bytes) -> Resul
     }
     let conversation_id = info.conversation_id;
     let subscription = client
-        .watch(WatchParams { conversation_id, from_seq: None, window: None, interactive: true })
+        .watch(WatchParams { conversation_id, from_seq: None, window: None, interactive: true, reads_files: false })
         .await
         .map_err(kernel_err)?;
     let submitted = client.submit_text(conversation_id, &plan.prompt_for(info.created)).await.map_err(kernel_err)?;
@@ -219,6 +219,7 @@ async fn events(
             from_seq: Some(history.conversation.head_seq),
             window: None,
             interactive: true,
+            reads_files: false,
         })
         .await
         .map_err(kernel_err)?;

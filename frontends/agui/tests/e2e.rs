@@ -322,6 +322,7 @@ async fn a_client_that_disconnects_cancels_its_turn() {
             from_seq: Some(0),
             window: None,
             interactive: false,
+            reads_files: false,
         })
         .await
         .unwrap();

@@ -238,7 +238,13 @@ pub async fn run(locations: &Locations, args: RunArgs) -> anyhow::Result<ExitCod
     let info = open(&client, &args.session).await?;
     let interactive = std::io::stdin().is_terminal();
     let mut sub = client
-        .watch(WatchParams { conversation_id: info.conversation_id, from_seq: None, window: None, interactive })
+        .watch(WatchParams {
+            conversation_id: info.conversation_id,
+            from_seq: None,
+            window: None,
+            interactive,
+            reads_files: false,
+        })
         .await?;
     let mut renderer = TerminalRenderer::default();
     one_turn(&client, &mut sub, &mut renderer, info.conversation_id, &prompt).await
@@ -252,7 +258,13 @@ pub async fn chat(locations: &Locations, args: ChatArgs) -> anyhow::Result<ExitC
         info.conversation_id, info.harness, info.model, info.mode
     );
     let mut sub = client
-        .watch(WatchParams { conversation_id: info.conversation_id, from_seq: None, window: None, interactive: true })
+        .watch(WatchParams {
+            conversation_id: info.conversation_id,
+            from_seq: None,
+            window: None,
+            interactive: true,
+            reads_files: false,
+        })
         .await?;
     let mut renderer = TerminalRenderer::default();
     loop {

@@ -258,7 +258,13 @@ impl SuperpiMcp {
         )
         .await;
 
-        let watch = WatchParams { conversation_id, from_seq: Some(info.head_seq), window: None, interactive: false };
+        let watch = WatchParams {
+            conversation_id,
+            from_seq: Some(info.head_seq),
+            window: None,
+            interactive: false,
+            reads_files: false,
+        };
         let mut sub = kernel.watch(watch).await.map_err(|err| tools::kernel_error(HARNESS_TASK, &err))?;
         let submitted = kernel
             .submit_text(conversation_id, &args.prompt)

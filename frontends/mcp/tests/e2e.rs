@@ -282,6 +282,7 @@ async fn cancelling_harness_task_cancels_the_turn() {
             from_seq: Some(0),
             window: None,
             interactive: false,
+            reads_files: false,
         })
         .await
         .unwrap();
@@ -450,6 +451,7 @@ async fn end_of_input_cancels_a_running_task() {
             from_seq: Some(0),
             window: None,
             interactive: false,
+            reads_files: false,
         })
         .await
         .unwrap();

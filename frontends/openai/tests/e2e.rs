@@ -356,7 +356,7 @@ async fn a_client_that_leaves_cancels_its_turn() {
 
     let client = KernelClient::connect(&gw.env.connect_options("test")).await.unwrap();
     let mut sub = client
-        .watch(WatchParams { conversation_id, from_seq: Some(0), window: None, interactive: false })
+        .watch(WatchParams { conversation_id, from_seq: Some(0), window: None, interactive: false, reads_files: false })
         .await
         .unwrap();
     let end = tokio::time::timeout(LIMIT, async {
@@ -391,7 +391,7 @@ async fn a_client_that_leaves_a_whole_completion_cancels_its_turn() {
     waiting.abort();
     let _ = waiting.await;
     let mut sub = client
-        .watch(WatchParams { conversation_id, from_seq: Some(0), window: None, interactive: false })
+        .watch(WatchParams { conversation_id, from_seq: Some(0), window: None, interactive: false, reads_files: false })
         .await
         .unwrap();
     let end = tokio::time::timeout(LIMIT, async {

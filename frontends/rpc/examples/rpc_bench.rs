@@ -199,6 +199,7 @@ async fn main() {
             from_seq: None,
             window: None,
             interactive: false,
+            reads_files: false,
         })
         .await
         .unwrap();

@@ -85,6 +85,7 @@ pub fn module(conn: Arc<Conn>) -> Result<RpcModule<Conn>, crate::Error> {
                 from_seq: p.from_seq,
                 window: None,
                 interactive: p.interactive,
+                reads_files: false,
             })
             .await
             .map_err(wire::kernel_error)?;

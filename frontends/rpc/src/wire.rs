@@ -108,7 +108,7 @@ pub struct WatchParams {
     /// Replay stored events after this seq first (0: the whole stored history).
     #[serde(default)]
     pub from_seq: Option<u64>,
-    /// Only an interactive watcher is asked permission questions.
+    /// Only an interactive, reads_files: false watcher is asked permission questions.
     #[serde(default)]
     pub interactive: bool,
 }

@@ -310,6 +310,7 @@ async fn a_client_gone_mid_watch_costs_the_kernel_nothing() {
             from_seq: Some(0),
             window: None,
             interactive: false,
+            reads_files: false,
         })
         .await
         .unwrap();

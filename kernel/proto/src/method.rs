@@ -26,6 +26,7 @@ pub enum Method {
     HarnessList,
     ModelList,
     PermissionRespond(PermissionRespondParams),
+    UiRespond(UiRespondParams),
     ToolList(ToolListParams),
     ToolCall(ToolCallParams),
     ToolCancel(ToolCancelParams),
@@ -48,6 +49,7 @@ pub const METHOD_NAMES: &[&str] = &[
     "harness.list",
     "model.list",
     "permission.respond",
+    "ui.respond",
     "tool.list",
     "tool.call",
     "tool.cancel",
@@ -77,6 +79,7 @@ impl Method {
             "harness.list" => Method::HarnessList,
             "model.list" => Method::ModelList,
             "permission.respond" => Method::PermissionRespond(params(method, p)?),
+            "ui.respond" => Method::UiRespond(params(method, p)?),
             "tool.list" => Method::ToolList(params(method, p)?),
             "tool.call" => Method::ToolCall(params(method, p)?),
             "tool.cancel" => Method::ToolCancel(params(method, p)?),
@@ -108,6 +111,7 @@ impl Method {
             Method::HarnessList => ("harness.list", empty.clone()),
             Method::ModelList => ("model.list", empty),
             Method::PermissionRespond(p) => ("permission.respond", v(p)),
+            Method::UiRespond(p) => ("ui.respond", v(p)),
             Method::ToolList(p) => ("tool.list", v(p)),
             Method::ToolCall(p) => ("tool.call", v(p)),
             Method::ToolCancel(p) => ("tool.cancel", v(p)),
@@ -200,6 +204,9 @@ pub struct WatchParams {
     /// Only an interactive watcher is asked permission questions.
     #[serde(default)]
     pub interactive: bool,
+    /// This watcher can answer `read_text_file` questions (an editor's unsaved buffers).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reads_files: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -299,6 +306,15 @@ pub struct HarnessInfo {
     pub workspace: String,
 }
 
+/// `ui.respond`: the answer to a `ui_request` (for `read_text_file`: `{"content": TEXT}` or
+/// `{"use_disk": true}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UiRespondParams {
+    pub request_id: String,
+    pub outcome: Value,
+}
+
 /// `tool.list`: the tools a harness offers (default harness when absent).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -381,6 +397,7 @@ mod tests {
                 from_seq: Some(3),
                 window: None,
                 interactive: true,
+                reads_files: true,
             }),
             Method::SessionUnwatch(UnwatchParams { subscription: 2 }),
             Method::SessionCancel(ConversationRef { conversation_id: 1 }),
@@ -394,6 +411,10 @@ mod tests {
             Method::PermissionRespond(PermissionRespondParams {
                 request_id: "r".into(),
                 option_id: "allow_once".into(),
+            }),
+            Method::UiRespond(UiRespondParams {
+                request_id: "u1".into(),
+                outcome: serde_json::json!({"use_disk": true}),
             }),
             Method::ToolList(ToolListParams::default()),
             Method::ToolCall(ToolCallParams {

@@ -233,3 +233,45 @@ pub(crate) fn ls(ctx: &Ctx, args: &Args) -> Result<ToolOutcome, String> {
         details: None,
     })
 }
+
+/// The read tool's answer for text that came from elsewhere (an editor's unsaved buffer):
+/// the same window, numbering and caps as a read from disk. Pure: nothing is touched.
+pub fn format_read(shown: &str, content: &str, offset: Option<usize>, limit: Option<usize>) -> ToolOutcome {
+    let offset = offset.unwrap_or(1).max(1);
+    let limit = limit.unwrap_or(READ_DEFAULT_LINES).max(1);
+    let lines: Vec<&str> = content.lines().collect();
+    let total = lines.len();
+    if offset > total.max(1) {
+        return ToolOutcome::error(format!("read: `offset` {offset} is past the end of {shown} ({total} lines)"));
+    }
+    let mut text = String::new();
+    let mut last = offset.saturating_sub(1);
+    for (i, line) in lines.iter().enumerate().skip(offset - 1).take(limit) {
+        let line_no = i + 1;
+        let line = match line.char_indices().nth(READ_MAX_LINE) {
+            Some((cut, _)) => format!("{}… [line cut at {READ_MAX_LINE} characters]", &line[..cut]),
+            None => line.to_string(),
+        };
+        let numbered = format!("{line_no:>6}\t{line}\n");
+        if text.len() + numbered.len() > READ_MAX_BYTES && last >= offset {
+            break;
+        }
+        text.push_str(&numbered);
+        last = line_no;
+    }
+    let truncated = last < total;
+    if truncated {
+        text.push_str(&format!("[showing lines {offset}-{last} of {total}; continue with offset={}]\n", last + 1));
+    }
+    if total == 0 {
+        text.push_str("(empty file)\n");
+    }
+    ToolOutcome {
+        output: text,
+        is_error: false,
+        structured: Some(json!({
+            "path": shown, "start_line": offset, "end_line": last, "total_lines": total, "truncated": truncated
+        })),
+        details: Some(json!({"bytes": content.len(), "source": "editor"})),
+    }
+}

@@ -6,6 +6,7 @@
 //! checks here only give clear errors ("outside the workspace") before the OS refuses.
 
 mod files;
+pub use files::format_read;
 mod search;
 
 use std::io::{Read, Write};

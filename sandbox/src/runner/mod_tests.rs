@@ -67,3 +67,13 @@ fn bad_requests_are_error_outcomes() {
     });
     assert!(out.is_error && out.output.contains("unknown tool"));
 }
+#[test]
+fn editor_text_is_numbered_like_a_read_from_disk() {
+    let out = crate::runner::format_read("note.txt", "alpha\nbeta\ngamma\n", Some(2), Some(1));
+    assert!(!out.is_error);
+    assert_eq!(out.output, "     2\tbeta\n[showing lines 2-2 of 3; continue with offset=3]\n");
+    let all = crate::runner::format_read("note.txt", "one\n", None, None);
+    assert_eq!(all.output, "     1\tone\n");
+    assert!(crate::runner::format_read("note.txt", "one\n", Some(5), None).is_error);
+    assert_eq!(crate::runner::format_read("e.txt", "", None, None).output, "(empty file)\n");
+}

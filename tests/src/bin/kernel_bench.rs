@@ -45,7 +45,13 @@ async fn bench(deltas: u64) {
     rtts.sort();
 
     let mut sub = client
-        .watch(WatchParams { conversation_id: conv, from_seq: None, window: Some(4096), interactive: false })
+        .watch(WatchParams {
+            conversation_id: conv,
+            from_seq: None,
+            window: Some(4096),
+            interactive: false,
+            reads_files: false,
+        })
         .await
         .unwrap();
     let start = Instant::now();

@@ -89,7 +89,13 @@ async fn bench() {
         .unwrap()
         .conversation_id;
     let mut sub = client
-        .watch(WatchParams { conversation_id: conv, from_seq: None, window: None, interactive: false })
+        .watch(WatchParams {
+            conversation_id: conv,
+            from_seq: None,
+            window: None,
+            interactive: false,
+            reads_files: false,
+        })
         .await
         .unwrap();
     let turn = client.submit_text(conv, "hi").await.unwrap();
