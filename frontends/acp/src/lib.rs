@@ -83,3 +83,24 @@ fn editor_gone(err: &agent_client_protocol::Error) -> bool {
         || data.contains("os error 32")
         || data.to_ascii_lowercase().contains("broken pipe")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    #[test]
+    fn editor_buffers_default_to_unsaved_only_and_take_the_flag() {
+        let parse = |argv: &[&str]| Cli::try_parse_from(argv).map(|c| c.args.editor_buffers);
+        assert_eq!(parse(&["acp"]).unwrap(), buffers::EditorBuffers::UnsavedOnly);
+        assert_eq!(parse(&["acp", "--editor-buffers", "never"]).unwrap(), buffers::EditorBuffers::Never);
+        assert_eq!(parse(&["acp", "--editor-buffers", "always"]).unwrap(), buffers::EditorBuffers::Always);
+        assert!(parse(&["acp", "--editor-buffers", "sometimes"]).is_err());
+    }
+}

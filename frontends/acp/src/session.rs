@@ -210,7 +210,8 @@ impl Session {
                 from_seq: Some(from),
                 window: None,
                 interactive: true,
-                reads_files: false,
+                // Asked for file texts only when this agent reads them from the editor.
+                reads_files: self.render.editor_reads.is_some(),
             })
             .await?;
         let mut st = lock(&self.state);

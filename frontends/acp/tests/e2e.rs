@@ -423,3 +423,129 @@ async fn garbage_gets_a_parse_error_and_initialize_needs_no_kernel() {
     let status = tokio::time::timeout(WAIT, child.wait()).await.expect("exit after stdin closed").unwrap();
     assert!(status.success(), "{status}");
 }
+
+/// The text of the completed tool calls among `updates` (their content).
+fn tool_results(updates: &[agent_client_protocol::v1::schema::SessionNotification]) -> String {
+    use agent_client_protocol::v1::schema::ToolCallContent;
+    let mut out = String::new();
+    for u in updates {
+        let (status, content) = match &u.update {
+            SessionUpdate::ToolCallUpdate(t) => (t.fields.status, t.fields.content.clone().unwrap_or_default()),
+            SessionUpdate::ToolCall(t) => (Some(t.status), t.content.clone()),
+            _ => continue,
+        };
+        if status != Some(ToolCallStatus::Completed) {
+            continue;
+        }
+        for c in content {
+            if let ToolCallContent::Content(c) = c
+                && let ContentBlock::Text(t) = c.content
+            {
+                out.push_str(&t.text);
+            }
+        }
+    }
+    out
+}
+
+/// How the kernel settled the file-read questions of a conversation (`ui_resolved` outcomes),
+/// read back from its stored events.
+async fn read_outcomes(env: &TestEnv, sid: &SessionId) -> Vec<serde_json::Value> {
+    let conversation_id: i64 = sid.0.trim_start_matches("conv-").parse().unwrap();
+    let client = superpi_client::KernelClient::connect(&env.connect_options("acp-test")).await.unwrap();
+    let mut sub = client
+        .watch(superpi_proto::method::WatchParams {
+            conversation_id,
+            from_seq: Some(0),
+            window: None,
+            interactive: false,
+            reads_files: false,
+        })
+        .await
+        .unwrap();
+    let mut outcomes = Vec::new();
+    // The stored history replays up to the watch's head.
+    let head = sub.head_seq();
+    let mut seq = 0;
+    while seq < head {
+        let event = tokio::time::timeout(WAIT, sub.next()).await.expect("replay in time").expect("open");
+        if let superpi_proto::EventBody::UiResolved { outcome, .. } = &event.body {
+            outcomes.push(outcome.clone());
+        }
+        seq = seq.max(event.seq);
+    }
+    outcomes
+}
+
+/// A `read` takes an unsaved editor buffer's text (`unsaved_only`, the default, and
+/// `always`), the disk's with `--editor-buffers never`; when the buffer equals the disk,
+/// `unsaved_only` asks the editor and answers `use_disk`. The question never shows in the
+/// editor as a tool call or a permission request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_see_unsaved_editor_buffers_as_the_mode_says() {
+    let env = TestEnv::new();
+    let note = env.workspace.join("note.txt");
+    std::fs::write(&note, "on disk\n").unwrap();
+    let unsaved = common::Buffers::from([(note.clone(), "UNSAVED EDITOR TEXT\n".to_string())]);
+    let saved = common::Buffers::from([(note.clone(), "on disk\n".to_string())]);
+    let cases = [
+        // (mode, the editor's buffer, the text the read returns, editor reads, outcome)
+        // (the kernel records `editor` for a content answer, `disk` for use_disk, `timeout`
+        // for none)
+        (None, &unsaved, "UNSAVED EDITOR TEXT", 1, json!({"outcome": "editor"})),
+        (Some("always"), &unsaved, "UNSAVED EDITOR TEXT", 1, json!({"outcome": "editor"})),
+        (Some("never"), &unsaved, "on disk", 0, serde_json::Value::Null),
+        (Some("unsaved_only"), &saved, "on disk", 1, json!({"outcome": "disk"})),
+    ];
+    for (mode, buffers, expected, asked, outcome) in cases {
+        let mut extra = Vec::new();
+        if let Some(mode) = mode {
+            extra.push(("SUPERPI_ACP_EDITOR_BUFFERS", mode));
+        }
+        let (result, lines) =
+            common::with_editor_buffers(&env, &extra, Answer::Dismiss, buffers.clone(), async |cx, mut seen| {
+                initialize_reading(&cx).await?;
+                let sid = new_session(&cx, &env).await?.session_id;
+                // A first turn starts this session's watch (see the permission tests).
+                cx.send_request(text_prompt(&sid, "warm up")).block_task().await?;
+                seen.drain();
+                let prompt = "@tool read {\"path\": \"note.txt\"}";
+                let done = cx.send_request(text_prompt(&sid, prompt)).block_task().await?;
+                assert_eq!(done.stop_reason, StopReason::EndTurn);
+                let updates = seen.drain();
+                let results = tool_results(&updates);
+                assert!(results.contains(expected), "{mode:?}: {results:?} in {updates:?}");
+                // One tool call (the read), no question.
+                let calls: std::collections::HashSet<String> = updates
+                    .iter()
+                    .filter_map(|u| match &u.update {
+                        SessionUpdate::ToolCall(t) => Some(t.tool_call_id.0.to_string()),
+                        SessionUpdate::ToolCallUpdate(t) => Some(t.tool_call_id.0.to_string()),
+                        _ => None,
+                    })
+                    .collect();
+                assert_eq!(calls.len(), 1, "{updates:?}");
+                assert!(seen.permissions.try_recv().is_err(), "a read asks no permission");
+                let mut reads = Vec::new();
+                while let Ok(r) = seen.reads.try_recv() {
+                    reads.push(r);
+                }
+                assert_eq!(reads.len(), asked, "{mode:?}: {reads:?}");
+                if let Some(read) = reads.first() {
+                    assert_eq!(read.path, note);
+                    assert_eq!((read.line, read.limit), (None, None), "the whole file");
+                    assert_eq!(read.session_id, sid);
+                }
+                Ok(sid)
+            })
+            .await;
+        let sid = result.unwrap();
+        assert_jsonrpc_only(&lines);
+        let outcomes = read_outcomes(&env, &sid).await;
+        if outcome.is_null() {
+            assert!(outcomes.is_empty(), "{mode:?}: no question without a reader: {outcomes:?}");
+        } else {
+            assert_eq!(outcomes, vec![outcome], "{mode:?}");
+        }
+    }
+}

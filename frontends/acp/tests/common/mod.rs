@@ -1,14 +1,17 @@
 //! An editor for the tests: the official crate's client side driving a real `superpi acp`.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
-    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
-    SessionId, SessionNotification, SessionUpdate, TextContent,
+    ClientCapabilities, ContentBlock, FileSystemCapabilities, InitializeRequest, InitializeResponse, NewSessionRequest,
+    NewSessionResponse, PromptRequest, ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome, SessionId, SessionNotification,
+    SessionUpdate, TextContent,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{AcpAgent, AcpAgentConfig, Agent, Client, Error, LineDirection};
@@ -23,7 +26,13 @@ pub struct Seen {
     pub permissions: mpsc::UnboundedReceiver<RequestPermissionRequest>,
     /// Questions left open ([`Answer::Hold`]): the test answers (or drops) them.
     pub held: mpsc::UnboundedReceiver<(RequestPermissionRequest, Responder<RequestPermissionResponse>)>,
+    /// The agent's `fs/read_text_file` requests, in order.
+    pub reads: mpsc::UnboundedReceiver<ReadTextFileRequest>,
 }
+
+/// The editor's open buffers: `fs/read_text_file` answers from here (absolute path to
+/// text); any other path fails as not found.
+pub type Buffers = HashMap<PathBuf, String>;
 
 /// How the editor answers permission requests.
 #[derive(Debug, Clone, Copy)]
@@ -100,6 +109,19 @@ pub async fn with_editor_env<R>(
     answer: Answer,
     body: impl AsyncFnOnce(ConnectionTo<Agent>, Seen) -> Result<R, Error>,
 ) -> (Result<R, Error>, Vec<String>) {
+    with_editor_buffers(env, extra, answer, Buffers::new(), body).await
+}
+
+/// [`with_editor_env`] with an editor that serves `fs/read_text_file` from `buffers` (it
+/// says so only when initialized with [`initialize_reading`]).
+pub async fn with_editor_buffers<R>(
+    env: &TestEnv,
+    extra: &[(&str, &str)],
+    answer: Answer,
+    buffers: Buffers,
+    body: impl AsyncFnOnce(ConnectionTo<Agent>, Seen) -> Result<R, Error>,
+) -> (Result<R, Error>, Vec<String>) {
+    let (rtx, rrx) = mpsc::unbounded_channel();
     let stdout = Arc::new(Mutex::new(Vec::new()));
     let (utx, urx) = mpsc::unbounded_channel();
     let (ptx, prx) = mpsc::unbounded_channel();
@@ -131,8 +153,20 @@ pub async fn with_editor_env<R>(
             },
             agent_client_protocol::on_receive_request!(),
         )
+        .on_receive_request(
+            async move |r: ReadTextFileRequest,
+                        responder: Responder<ReadTextFileResponse>,
+                        _cx: ConnectionTo<Agent>| {
+                let _ = rtx.send(r.clone());
+                match buffers.get(&r.path) {
+                    Some(text) => responder.respond(ReadTextFileResponse::new(text.clone())),
+                    None => responder.respond_with_internal_error(format!("no buffer for {}", r.path.display())),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .connect_with(agent_process(env, extra, stdout.clone()), async move |cx: ConnectionTo<Agent>| {
-            body(cx, Seen { updates: urx, permissions: prx, held: hrx }).await
+            body(cx, Seen { updates: urx, permissions: prx, held: hrx, reads: rrx }).await
         })
         .await;
     let lines = stdout.lock().unwrap().clone();
@@ -141,6 +175,12 @@ pub async fn with_editor_env<R>(
 
 pub async fn initialize(cx: &ConnectionTo<Agent>) -> Result<InitializeResponse, Error> {
     cx.send_request(InitializeRequest::new(ProtocolVersion::V1)).block_task().await
+}
+
+/// `initialize` from an editor that advertises `fs.readTextFile`.
+pub async fn initialize_reading(cx: &ConnectionTo<Agent>) -> Result<InitializeResponse, Error> {
+    let caps = ClientCapabilities::new().fs(FileSystemCapabilities::new().read_text_file(true));
+    cx.send_request(InitializeRequest::new(ProtocolVersion::V1).client_capabilities(caps)).block_task().await
 }
 
 pub async fn new_session(cx: &ConnectionTo<Agent>, env: &TestEnv) -> Result<NewSessionResponse, Error> {
