@@ -44,6 +44,23 @@ async fn bench(deltas: u64) {
     }
     rtts.sort();
 
+    // The whole tool path: kernel, policy, confined process, result (`tool.call` of `true`).
+    let ws = env.workspace.display().to_string();
+    let mut tool_calls = Vec::with_capacity(200);
+    for _ in 0..200 {
+        let t = Instant::now();
+        let r = client
+            .call(
+                "tool.call",
+                serde_json::json!({"name": "bash", "arguments": {"command": "true"}, "workspace": ws, "mode": "auto"}),
+            )
+            .await
+            .unwrap();
+        tool_calls.push(t.elapsed());
+        assert_eq!(r["is_error"], false, "{r}");
+    }
+    tool_calls.sort();
+
     let mut sub = client
         .watch(WatchParams {
             conversation_id: conv,
@@ -83,6 +100,11 @@ async fn bench(deltas: u64) {
         percentile(&rtts, 0.5).as_secs_f64() * 1e6,
         percentile(&rtts, 0.99).as_secs_f64() * 1e6,
         rtts.len()
+    );
+    println!(
+        "  bash `true` through the whole path (socket, kernel, policy, confined process, result): median {:.2} ms, p99 {:.2} ms",
+        percentile(&tool_calls, 0.5).as_secs_f64() * 1e3,
+        percentile(&tool_calls, 0.99).as_secs_f64() * 1e3
     );
     if received < deltas {
         println!(
