@@ -23,7 +23,7 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, ConnectTo, Error};
 use serde::{Deserialize, Serialize};
-use superpi_client::{ClientError, ConnectOptions, KernelClient};
+use superpi_client::{ConnectOptions, KernelClient};
 use superpi_proto::method::{Method, ModelInfo};
 
 use crate::handlers::*;
@@ -67,28 +67,6 @@ pub struct ForkSessionResponse {
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Connects to the kernel, retrying a connection that breaks during the handshake: a kernel
-/// that was just killed can still take a connection into its listener's backlog while it
-/// dies (the connection is then reset), and a restarting one may not listen yet.
-async fn connect_with_retry(opts: &ConnectOptions) -> Result<KernelClient, ClientError> {
-    let mut delay = std::time::Duration::from_millis(10);
-    let mut attempts = 0;
-    loop {
-        match KernelClient::connect(opts).await {
-            Err(ClientError::Io(err)) if attempts < 5 => {
-                tracing::debug!("kernel connection failed ({err}); retrying in {delay:?}");
-            }
-            Err(ClientError::Closed) if attempts < 5 => {
-                tracing::debug!("kernel connection closed during the handshake; retrying in {delay:?}");
-            }
-            other => return other,
-        }
-        attempts += 1;
-        tokio::time::sleep(delay).await;
-        delay *= 2;
-    }
 }
 
 /// The answer to `initialize`: static, no kernel needed.
@@ -135,7 +113,7 @@ impl Server {
         }
         // Two requests may race to connect; the later connection wins the slot and the
         // other is dropped (closing its socket), which is harmless.
-        let client = connect_with_retry(&self.connect).await.map_err(|e| map::kernel_error(e, None))?;
+        let client = KernelClient::connect(&self.connect).await.map_err(|e| map::kernel_error(e, None))?;
         *lock(&self.kernel) = Some(client.clone());
         Ok(client)
     }

@@ -1,7 +1,6 @@
 //! The HTTP surface: routes, authentication, one kernel connection per principal.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -10,11 +9,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::json;
-use superpi_client::{ClientError, ConnectOptions, KernelClient};
+use superpi_client::{ClientError, ConnectOptions, KernelClient, PrincipalClients};
 use superpi_http::Tokens;
 use superpi_proto::message::codes;
 use superpi_proto::method::{ConversationInfo, OpenParams, WatchParams};
-use tokio::sync::OnceCell;
 
 use crate::origin;
 use crate::render::{RenderOptions, Renderer};
@@ -34,10 +32,9 @@ pub struct Agui {
 }
 
 struct Inner {
-    connect: ConnectOptions,
     tokens: Tokens,
     workspace: Option<String>,
-    clients: Mutex<HashMap<String, Arc<OnceCell<KernelClient>>>>,
+    clients: PrincipalClients,
     /// Turns true when the server stops: open streams end, so the graceful shutdown does not
     /// wait forever for an attached watcher.
     stopping: tokio::sync::watch::Sender<bool>,
@@ -50,14 +47,10 @@ impl IntoResponse for ApiError {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 impl Agui {
     pub fn new(connect: ConnectOptions, tokens: Tokens, workspace: Option<String>) -> Self {
         let (stopping, _) = tokio::sync::watch::channel(false);
-        Agui { inner: Arc::new(Inner { connect, tokens, workspace, clients: Mutex::new(HashMap::new()), stopping }) }
+        Agui { inner: Arc::new(Inner { tokens, workspace, clients: PrincipalClients::new(connect), stopping }) }
     }
 
     pub fn router(&self) -> Router {
@@ -92,31 +85,14 @@ impl Agui {
     fn authenticate(&self, headers: &HeaderMap) -> Result<String, ApiError> {
         match self.inner.tokens.authenticate(headers) {
             Ok(Some(principal)) => Ok(principal),
-            Ok(None) => Ok(self.inner.connect.principal.clone()),
+            Ok(None) => Ok(self.inner.clients.options().principal.clone()),
             Err(err) => Err(ApiError::new(401, "unauthorized", err.to_string())),
         }
     }
 
     /// The kernel connection of a principal, made on first use and again after a loss.
     async fn client(&self, principal: &str) -> Result<KernelClient, ApiError> {
-        let cell = {
-            let mut clients = lock(&self.inner.clients);
-            let slot = clients.entry(principal.to_string()).or_default();
-            if slot.get().is_some_and(KernelClient::is_closed) {
-                *slot = Arc::new(OnceCell::new());
-            }
-            slot.clone()
-        };
-        let client = cell
-            .get_or_try_init(|| async {
-                let mut opts = self.inner.connect.clone();
-                opts.principal = principal.to_string();
-                opts.remote = true;
-                connect_with_retry(&opts).await
-            })
-            .await
-            .map_err(|e| request::kernel_error(&e))?;
-        Ok(client.clone())
+        self.inner.clients.get(principal).await.map_err(|e| request::kernel_error(&e))
     }
 
     /// The conversation of a thread that has had a run, or 404. A lookup only: asking about
@@ -136,22 +112,6 @@ impl Agui {
 /// Connects to the kernel, retrying a connection that breaks during the handshake: a kernel
 /// that was just killed can still take a connection into its listener's backlog while it dies
 /// (the connection is then reset), and a restarting one may not listen yet.
-async fn connect_with_retry(opts: &ConnectOptions) -> Result<KernelClient, ClientError> {
-    let mut delay = std::time::Duration::from_millis(10);
-    for _ in 0..5 {
-        match KernelClient::connect(opts).await {
-            Err(ClientError::Io(err)) => tracing::debug!("kernel connection failed ({err}); retrying in {delay:?}"),
-            Err(ClientError::Closed) => {
-                tracing::debug!("kernel connection closed in the handshake; retrying in {delay:?}")
-            }
-            other => return other,
-        }
-        tokio::time::sleep(delay).await;
-        delay *= 2;
-    }
-    KernelClient::connect(opts).await
-}
-
 async fn health() -> Response {
     axum::Json(json!({"status": "ok", "service": "superpi-agui", "version": env!("CARGO_PKG_VERSION")})).into_response()
 }

@@ -10,10 +10,12 @@
 
 mod connection;
 mod locations;
+mod pool;
 mod subscription;
 
 pub use connection::{ConnectOptions, KernelClient};
 pub use locations::Locations;
+pub use pool::PrincipalClients;
 pub use subscription::Subscription;
 
 use superpi_proto::ErrorObject;

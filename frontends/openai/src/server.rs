@@ -10,11 +10,11 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use serde_json::{Value, json};
-use superpi_client::{ClientError, ConnectOptions, KernelClient};
+use superpi_client::{ClientError, ConnectOptions, KernelClient, PrincipalClients};
 use superpi_http::Tokens;
 use superpi_proto::message::codes;
 use superpi_proto::method::{ConversationInfo, HarnessInfo, WatchParams};
-use tokio::sync::{OnceCell, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::mcp::McpHttp;
 use crate::render::{RenderOptions, Renderer};
@@ -42,13 +42,12 @@ pub struct Gateway {
 }
 
 struct Inner {
-    connect: ConnectOptions,
     /// The workspace of conversations this gateway opens (harnesses with a filesystem).
     workspace: Option<String>,
     tokens: Tokens,
     /// Browser origins admitted besides loopback ones when no token is configured.
     origins: Vec<String>,
-    clients: std::sync::Mutex<HashMap<String, Arc<OnceCell<KernelClient>>>>,
+    clients: PrincipalClients,
     mcp: McpHttp,
     /// `harness.list`, kept briefly: every request needs it to read `model`.
     harnesses: std::sync::Mutex<Option<(std::time::Instant, Vec<HarnessInfo>)>>,
@@ -64,11 +63,10 @@ impl Gateway {
         let mcp = McpHttp::new(connect.clone(), mcp_workspace, tokens.is_enabled());
         Gateway {
             inner: Arc::new(Inner {
-                connect,
                 workspace,
                 tokens,
                 origins,
-                clients: std::sync::Mutex::new(HashMap::new()),
+                clients: PrincipalClients::new(ConnectOptions { frontend: "gateway".to_string(), ..connect }),
                 mcp,
                 harnesses: std::sync::Mutex::new(None),
             }),
@@ -117,7 +115,7 @@ impl Gateway {
         }
         match self.inner.tokens.authenticate(headers) {
             Ok(Some(principal)) => Ok(principal),
-            Ok(None) => Ok(self.inner.connect.principal.clone()),
+            Ok(None) => Ok(self.inner.clients.options().principal.clone()),
             Err(err) => Err(ApiError::invalid_api_key(format!("Incorrect API key provided: {err}"))),
         }
     }
@@ -125,24 +123,7 @@ impl Gateway {
     /// The kernel connection of a principal, made on first use (once, however many requests
     /// wait for it) and again after a loss.
     async fn client(&self, principal: &str) -> Result<KernelClient, ClientError> {
-        let cell = {
-            let mut clients = lock(&self.inner.clients);
-            let slot = clients.entry(principal.to_string()).or_default();
-            if slot.get().is_some_and(KernelClient::is_closed) {
-                *slot = Arc::new(OnceCell::new());
-            }
-            slot.clone()
-        };
-        let client = cell
-            .get_or_try_init(|| async {
-                let mut opts = self.inner.connect.clone();
-                opts.principal = principal.to_string();
-                opts.remote = true;
-                opts.frontend = "gateway".to_string();
-                KernelClient::connect(&opts).await
-            })
-            .await?;
-        Ok(client.clone())
+        self.inner.clients.get(principal).await
     }
 }
 
