@@ -157,17 +157,7 @@ async fn two_watchers_see_the_same_events_in_the_same_order_and_catch_up_replays
 async fn cancel_ends_a_slow_turn_promptly_and_a_queued_prompt_runs_after() {
     let env = TestEnv::new();
     let client = client(&env).await;
-    let conv = open(&client, &env).await;
-    let mut sub = client
-        .watch(WatchParams {
-            conversation_id: conv,
-            from_seq: None,
-            window: None,
-            interactive: false,
-            reads_files: false,
-        })
-        .await
-        .unwrap();
+    let (conv, mut sub) = open_and_watch(&client, &env.workspace, None, false).await;
     let slow = client.submit_text(conv, "@slow 200\nthis answer takes a long time to stream out").await.unwrap();
     let queued = client.submit_text(conv, "after").await.unwrap();
     assert!(queued.queued);
@@ -530,30 +520,12 @@ async fn a_tool_process_that_reaches_the_kernel_socket_is_refused() {
     // Network granted, so the sandbox lets the connect through: the kernel's own check refuses.
     std::fs::write(env.locations.config_dir.join("settings.json"), r#"{"network": {"policy": "allow"}}"#).unwrap();
     let client = client(&env).await;
-    let conv = client
-        .open(OpenParams {
-            workspace: Some(env.workspace.display().to_string()),
-            mode: Some("auto".into()),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .conversation_id;
+    let (conv, mut sub) = open_and_watch(&client, &env.workspace, Some("auto"), false).await;
     let script = format!(
         "import socket,struct,json\ns=socket.socket(socket.AF_UNIX)\ntry:\n  s.connect({:?})\n  print('CONNECTED')\n  b=json.dumps({{'type':'hello','protocol':1,'frontend':'x','version':'0'}}).encode()\n  s.sendall(struct.pack('>I',len(b))+b)\n  d=s.recv(4)\nexcept OSError as e:\n  print(e)\n  d=b''\nprint('REFUSED' if d==b'' else 'ANSWERED')",
         env.locations.socket_path().display().to_string()
     );
     std::fs::write(env.workspace.join("probe.py"), script).unwrap();
-    let mut sub = client
-        .watch(WatchParams {
-            conversation_id: conv,
-            from_seq: None,
-            window: None,
-            interactive: false,
-            reads_files: false,
-        })
-        .await
-        .unwrap();
     let turn = client.submit_text(conv, "@tool bash {\"command\": \"/usr/bin/python3 probe.py\"}").await.unwrap();
     let events = turn_events(&mut sub, turn.turn_id).await;
     let output = events
