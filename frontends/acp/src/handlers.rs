@@ -17,9 +17,9 @@ use superpi_proto::ContentBlock as KBlock;
 use superpi_proto::message::codes;
 use superpi_proto::method::{Method, OpenParams, SetModelParams, SubmitParams};
 
-use crate::agent::{ForkSessionRequest, ForkSessionResponse, Server, lock};
-use crate::map;
 use crate::replay::replay;
+use crate::request;
+use crate::server::{ForkSessionRequest, ForkSessionResponse, Server, lock};
 use crate::session::{FAIL_CLOSED_OPTION, PromptGuard, Session};
 
 /// Like [`spawn_answer`], for requests that set up a session: once answered, the editor is
@@ -63,18 +63,18 @@ where
 }
 
 pub(crate) async fn new_session(server: Arc<Server>, req: NewSessionRequest) -> Result<NewSessionResponse, Error> {
-    let workspace = map::workspace(&req.cwd)?;
-    map::mcp_servers(&req.mcp_servers, server.opts.editor_mcp)?;
-    let harness = map::harness(req.meta.as_ref())?;
+    let workspace = request::workspace(&req.cwd)?;
+    request::mcp_servers(&req.mcp_servers, server.opts.editor_mcp)?;
+    let harness = request::harness(req.meta.as_ref())?;
     let kernel = server.kernel().await?;
     let info = kernel
         .open(OpenParams { harness: Some(harness), workspace: Some(workspace), ..Default::default() })
         .await
-        .map_err(|e| map::kernel_error(e, None))?;
+        .map_err(|e| request::kernel_error(e, None))?;
     let session = server.add_session(&info);
     tracing::info!(session = %session.id.0, harness = %info.harness, "session created");
     Ok(NewSessionResponse::new(session.id.clone())
-        .modes(map::modes(&info.mode, &info.max_mode))
+        .modes(request::modes(&info.mode, &info.max_mode))
         .config_options(server.config_options(&kernel, &session).await))
 }
 
@@ -86,10 +86,10 @@ pub(crate) async fn attach(
     mcp: &[agent_client_protocol::v1::schema::McpServer],
     replay_to: Option<&ConnectionTo<Client>>,
 ) -> Result<(Arc<Session>, KernelClient), Error> {
-    let conv = map::conversation_id(id)?;
-    map::mcp_servers(mcp, server.opts.editor_mcp)?;
+    let conv = request::conversation_id(id)?;
+    request::mcp_servers(mcp, server.opts.editor_mcp)?;
     let kernel = server.kernel().await?;
-    let history = kernel.history(conv).await.map_err(|e| map::kernel_error(e, Some(id)))?;
+    let history = kernel.history(conv).await.map_err(|e| request::kernel_error(e, Some(id)))?;
     let session = server.add_session(&history.conversation);
     if let Some(cx) = replay_to {
         for update in replay(&history.entries, session.workspace.as_deref()) {
@@ -98,7 +98,7 @@ pub(crate) async fn attach(
         // The stored title, else one from the first prompt (as a new session gets).
         let title = history.conversation.title.clone().or_else(|| {
             let first = history.entries.iter().find(|e| e.kind == superpi_proto::EntryKind::User)?;
-            map::title_from_prompt(&first.message.content)
+            request::title_from_prompt(&first.message.content)
         });
         if let Some(title) = title {
             session.set_titled();
@@ -116,9 +116,9 @@ pub(crate) fn start_prompt(
     req: &PromptRequest,
 ) -> Result<(Arc<Session>, Vec<KBlock>, PromptGuard), Error> {
     let session = server.session(&req.session_id)?;
-    let content = map::prompt(&req.prompt)?;
+    let content = request::prompt(&req.prompt)?;
     let Some(guard) = session.begin_prompt() else {
-        return Err(map::invalid_params("a prompt is already running in this session"));
+        return Err(request::invalid_params("a prompt is already running in this session"));
     };
     Ok((session, content, guard))
 }
@@ -131,12 +131,12 @@ pub(crate) async fn prompt(
     cx: ConnectionTo<Client>,
 ) -> Result<PromptResponse, Error> {
     let kernel = server.kernel().await?;
-    if let Some(command) = map::command(&content) {
+    if let Some(command) = request::command(&content) {
         return run_command(&kernel, &session, command, &cx).await;
     }
-    session.ensure_pump(&kernel, &cx).await.map_err(|e| map::kernel_error(e, Some(&session.id)))?;
+    session.ensure_pump(&kernel, &cx).await.map_err(|e| request::kernel_error(e, Some(&session.id)))?;
     if session.needs_title()
-        && let Some(title) = map::title_from_prompt(&content)
+        && let Some(title) = request::title_from_prompt(&content)
     {
         let update = SessionUpdate::SessionInfoUpdate(SessionInfoUpdate::new().title(title));
         cx.send_notification(SessionNotification::new(session.id.clone(), update))?;
@@ -144,7 +144,7 @@ pub(crate) async fn prompt(
     let submitted = kernel
         .submit(SubmitParams { conversation_id: session.conversation_id, content, prompt: None })
         .await
-        .map_err(|e| map::kernel_error(e, Some(&session.id)))?;
+        .map_err(|e| request::kernel_error(e, Some(&session.id)))?;
     let ended = session.wait_turn(submitted.turn_id);
     if session.cancel_requested() {
         // The cancel came before the turn existed: cancel it now.
@@ -159,26 +159,26 @@ pub(crate) async fn prompt(
 pub(crate) async fn run_command(
     kernel: &KernelClient,
     session: &Session,
-    command: map::Command,
+    command: request::Command,
     cx: &ConnectionTo<Client>,
 ) -> Result<PromptResponse, Error> {
     let say = |text: String| {
         let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(text)));
         cx.send_notification(SessionNotification::new(session.id.clone(), SessionUpdate::AgentMessageChunk(chunk)))
     };
-    let settings = session.settings().ok_or_else(|| map::not_found(&session.id))?;
+    let settings = session.settings().ok_or_else(|| request::not_found(&session.id))?;
     match command {
-        map::Command::Status => say(format!(
+        request::Command::Status => say(format!(
             "Session {} (conversation {}): harness {}, model {}, mode {} (ceiling {}).",
             session.id.0, session.conversation_id, settings.harness, settings.model, settings.mode, settings.max_mode
         ))?,
-        map::Command::Mode(mode) => match map::mode(&SessionModeId::new(mode), &settings.max_mode) {
+        request::Command::Mode(mode) => match request::mode(&SessionModeId::new(mode), &settings.max_mode) {
             Err(err) => say(format!("Mode unchanged: {}.", err.message))?,
             Ok(mode) => {
                 kernel
                     .set_mode(session.conversation_id, &mode)
                     .await
-                    .map_err(|e| map::kernel_error(e, Some(&session.id)))?;
+                    .map_err(|e| request::kernel_error(e, Some(&session.id)))?;
                 session.update_settings(|s| s.mode = mode.clone());
                 let update = SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(SessionModeId::new(mode.clone())));
                 cx.send_notification(SessionNotification::new(session.id.clone(), update))?;
@@ -191,7 +191,7 @@ pub(crate) async fn run_command(
 
 /// Tells the editor the slash commands of a session (after the session's response).
 pub(crate) fn announce_commands(cx: &ConnectionTo<Client>, session: &SessionId) {
-    let update = SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(map::commands()));
+    let update = SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(request::commands()));
     let _ = cx.send_notification(SessionNotification::new(session.clone(), update));
 }
 
@@ -218,10 +218,10 @@ pub(crate) async fn cancel(
 
 pub(crate) async fn set_mode(server: Arc<Server>, req: SetSessionModeRequest) -> Result<SetSessionModeResponse, Error> {
     let session = server.session(&req.session_id)?;
-    let settings = session.settings().ok_or_else(|| map::not_found(&req.session_id))?;
-    let mode = map::mode(&req.mode_id, &settings.max_mode)?;
+    let settings = session.settings().ok_or_else(|| request::not_found(&req.session_id))?;
+    let mode = request::mode(&req.mode_id, &settings.max_mode)?;
     let kernel = server.kernel().await?;
-    kernel.set_mode(session.conversation_id, &mode).await.map_err(|e| map::kernel_error(e, Some(&session.id)))?;
+    kernel.set_mode(session.conversation_id, &mode).await.map_err(|e| request::kernel_error(e, Some(&session.id)))?;
     session.update_settings(|s| s.mode = mode);
     Ok(SetSessionModeResponse::new())
 }
@@ -231,11 +231,11 @@ pub(crate) async fn set_config_option(
     req: SetSessionConfigOptionRequest,
 ) -> Result<SetSessionConfigOptionResponse, Error> {
     let session = server.session(&req.session_id)?;
-    if &*req.config_id.0 != map::MODEL_CONFIG_ID {
-        return Err(map::invalid_params(format!("unknown config option `{}`", req.config_id.0)));
+    if &*req.config_id.0 != request::MODEL_CONFIG_ID {
+        return Err(request::invalid_params(format!("unknown config option `{}`", req.config_id.0)));
     }
     let SessionConfigOptionValue::ValueId { value } = &req.value else {
-        return Err(map::invalid_params("the model option takes a value id"));
+        return Err(request::invalid_params("the model option takes a value id"));
     };
     let model = value.0.to_string();
     let kernel = server.kernel().await?;
@@ -243,19 +243,19 @@ pub(crate) async fn set_config_option(
     match kernel.request::<serde_json::Value>(Method::SessionSetModel(params)).await {
         Ok(_) => session.update_settings(|s| s.model = model),
         Err(ClientError::Kernel(e)) if e.code == codes::PROVIDER => {
-            return Err(map::invalid_params(format!("cannot switch to model `{model}`: {}", e.message)));
+            return Err(request::invalid_params(format!("cannot switch to model `{model}`: {}", e.message)));
         }
-        Err(e) => return Err(map::kernel_error(e, Some(&session.id))),
+        Err(e) => return Err(request::kernel_error(e, Some(&session.id))),
     }
     Ok(SetSessionConfigOptionResponse::new(server.config_options(&kernel, &session).await))
 }
 
 pub(crate) async fn list(server: Arc<Server>, req: ListSessionsRequest) -> Result<ListSessionsResponse, Error> {
     let kernel = server.kernel().await?;
-    let conversations = kernel.list().await.map_err(|e| map::kernel_error(e, None))?;
+    let conversations = kernel.list().await.map_err(|e| request::kernel_error(e, None))?;
     let cwd = req.cwd.as_ref().and_then(|c| c.to_str()).map(str::to_string);
     let sessions =
-        conversations.iter().filter(|c| cwd.is_none() || c.workspace == cwd).map(map::session_info).collect();
+        conversations.iter().filter(|c| cwd.is_none() || c.workspace == cwd).map(request::session_info).collect();
     Ok(ListSessionsResponse::new(sessions))
 }
 
@@ -280,7 +280,8 @@ pub(crate) async fn close(server: Arc<Server>, req: CloseSessionRequest) -> Resu
 pub(crate) async fn fork(server: Arc<Server>, req: ForkSessionRequest) -> Result<ForkSessionResponse, Error> {
     let session = server.session(&req.session_id)?;
     let kernel = server.kernel().await?;
-    let info = kernel.fork(session.conversation_id, None).await.map_err(|e| map::kernel_error(e, Some(&session.id)))?;
+    let info =
+        kernel.fork(session.conversation_id, None).await.map_err(|e| request::kernel_error(e, Some(&session.id)))?;
     let forked = server.add_session(&info);
     Ok(ForkSessionResponse { session_id: forked.id.clone() })
 }

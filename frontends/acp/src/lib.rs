@@ -1,9 +1,11 @@
 //! superpi-acp: the ACP frontend for editors (`superpi acp`).
 //!
 //! Owns the Agent Client Protocol side of superpi: an ACP agent over stdio built on the
-//! official `agent-client-protocol` crate, the renderer from kernel events to ACP session
-//! updates ([`render`]), the replay of a stored conversation ([`replay`]), and the request
-//! map from ACP requests to kernel calls with ACP's own errors ([`map`]).
+//! official `agent-client-protocol` crate (whose schema is this frontend's wire types), the
+//! transport and dispatch loop ([`server`], with one task per request in `handlers`), the
+//! renderer from kernel events to ACP session updates ([`render`]), the replay of a stored
+//! conversation ([`replay`]), and the request map from ACP requests to kernel calls with ACP's
+//! own errors ([`request`]).
 //!
 //! An ACP session id is the kernel conversation id with a prefix (`conv-17`): a fresh
 //! process can load any session an editor kept, and conversations started elsewhere can be
@@ -18,12 +20,12 @@
 //! superpi-client) nor any other frontend's protocol. Stdout carries ACP messages only.
 #![deny(clippy::print_stdout)]
 
-pub mod agent;
 pub mod buffers;
 mod handlers;
-pub mod map;
 pub mod render;
 pub mod replay;
+pub mod request;
+pub mod server;
 pub mod session;
 pub mod tools;
 
@@ -36,7 +38,7 @@ pub struct Args {
     /// MCP servers the editor passes in session/new: `refuse` the session (naming them) or
     /// `ignore` them with a warning. superpi cannot attach them to a conversation yet.
     #[arg(long, value_enum, default_value = "refuse", env = "SUPERPI_ACP_EDITOR_MCP_SERVERS")]
-    pub editor_mcp_servers: map::EditorMcp,
+    pub editor_mcp_servers: request::EditorMcp,
     /// When a `read` tool call takes the file's text from the editor (`fs/read_text_file`,
     /// if the editor offers it): `unsaved_only` when its buffer differs from the disk,
     /// `always`, or `never`. Writes always go through superpi's confined tools.
@@ -53,16 +55,16 @@ pub enum Error {
 /// Serves ACP over stdin and stdout until the editor closes stdin. The kernel is reached
 /// only when a session needs it (session/new, load, list, ...), never for `initialize`.
 pub async fn run(args: Args, connect: superpi_client::ConnectOptions) -> Result<(), Error> {
-    let server = agent::Server::new(
+    let agent = server::Server::new(
         connect,
-        agent::AgentOptions {
+        server::AgentOptions {
             context_window: args.context_window,
             editor_mcp: args.editor_mcp_servers,
             editor_buffers: args.editor_buffers,
         },
     );
     tracing::debug!("serving ACP on stdio");
-    match agent::serve(server, agent_client_protocol::Stdio::new()).await {
+    match server::serve(agent, agent_client_protocol::Stdio::new()).await {
         Ok(()) => Ok(()),
         // The editor went away while the agent was writing (it closed our stdout with our
         // stdin): that is the end of the session, not a failure. The conversation stays in

@@ -98,7 +98,7 @@ impl Session {
             ..Default::default()
         };
         Arc::new(Session {
-            id: crate::map::session_id(info.conversation_id),
+            id: crate::request::session_id(info.conversation_id),
             conversation_id: info.conversation_id,
             workspace: render.workspace.clone(),
             render,

@@ -30,7 +30,7 @@ fn alive(s: &Session) {
 #[test]
 fn a_turn_that_ended_before_anyone_waited_answers_at_once() {
     let s = session();
-    assert_eq!(s.id, crate::map::session_id(5));
+    assert_eq!(s.id, crate::request::session_id(5));
     alive(&s);
     s.turn_ended(Some(8), StopReason::MaxTokens);
     assert_eq!(s.wait_turn(8).try_recv().unwrap(), StopReason::MaxTokens);

@@ -1,5 +1,5 @@
 //! The rmcp [`ServerHandler`] of [`SuperpiMcp`]: MCP requests onto the server's kernel
-//! methods. A child of `server`, so it reaches the server's private state.
+//! methods. A child of `request`, so it reaches the handler's private state.
 #![allow(deprecated)] // MCP logging (setLevel) is deprecated only from protocol 2026-07-28 on
 
 use std::borrow::Cow;

@@ -4,8 +4,12 @@
 //! derived from effects) called through the kernel's `tool.call` (its policy in the remote
 //! mode, its sandbox), `harness_task` as one whole kernel turn (progress notifications,
 //! cancellation), harnesses as prompts, the workspace and conversations as resources, and
-//! MCP logging. [`SuperpiMcp`] is the transport-free handler; [`stdio`] is the stdio
-//! transport; the gateway serves the same handler over Streamable HTTP via [`server`].
+//! MCP logging. The modules follow the frontend template: [`request`] holds [`SuperpiMcp`],
+//! the transport-free handler (MCP requests to kernel calls); [`render`] turns one
+//! `harness_task` turn's kernel events into progress and a result; [`server`] is the stdio
+//! transport; the wire types are rmcp's, and [`tools`] and [`catalog`] convert kernel tools,
+//! harnesses and transcripts into them by hand. The gateway (superpi-openai) serves the same
+//! handler over Streamable HTTP at `/mcp`, built with [`server()`].
 //!
 //! It must not know the kernel's internals (only superpi-client and superpi-proto), nor HTTP.
 //! Stdout belongs to the protocol: nothing here prints; logs go to `tracing` (stderr).
@@ -13,15 +17,15 @@
 
 pub mod catalog;
 pub mod logging;
+pub mod render;
+pub mod request;
 pub mod server;
-pub mod stdio;
-pub mod task;
 pub mod tools;
 
 use std::path::PathBuf;
 
+pub use request::{McpConfig, NEWEST_PROTOCOL, SuperpiMcp, server_config};
 use rmcp::ServiceExt;
-pub use server::{McpConfig, NEWEST_PROTOCOL, SuperpiMcp, server_config};
 use superpi_client::ConnectOptions;
 
 /// Command-line arguments of `superpi mcp`.
@@ -74,7 +78,7 @@ pub async fn run(args: Args, connect: ConnectOptions) -> Result<(), Error> {
     let workspace = std::fs::canonicalize(&workspace).map_err(|source| Error::Workspace { path: workspace, source })?;
     let handler = SuperpiMcp::new(config(connect, workspace.display().to_string(), args.harness));
     tracing::debug!(workspace = %workspace.display(), "serving MCP on stdio");
-    let transport = stdio::stdio().with_eof_token(handler.shutdown_token());
+    let transport = server::stdio().with_eof_token(handler.shutdown_token());
     let running = match handler.serve(transport).await {
         Ok(running) => running,
         // End of input before any request: nothing to serve, a clean exit.

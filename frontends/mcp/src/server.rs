@@ -1,434 +1,257 @@
-//! The MCP server handler: [`rmcp::ServerHandler`] over the kernel. Transport-free: the
-//! stdio transport (`superpi mcp`) and the gateway's Streamable HTTP endpoint serve the same
-//! handler.
-#![allow(deprecated)] // MCP logging (setLevel) is deprecated only from protocol 2026-07-28 on
+//! The transport, stdio: newline-delimited JSON-RPC on stdin and stdout, as MCP hosts start a
+//! local server.
+//!
+//! rmcp's own stdio transport drops a line that is not JSON without a word; this one answers
+//! it with a JSON-RPC parse error (id null) and keeps serving, and answers a well-formed
+//! object that is no MCP message with an invalid-request error. One writer task owns stdout,
+//! so protocol lines never interleave; nothing else may print there.
 
-use std::future::Future;
+use std::borrow::Cow;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use rmcp::ErrorData;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ContentBlock, LoggingLevel, ProgressNotificationParam, ProtocolVersion,
-    ReadResourceResult, ResourceContents,
-};
-use rmcp::service::{Peer, RequestContext, RoleServer};
-use serde::Deserialize;
-use serde_json::{Value, json};
-use superpi_client::{ClientError, ConnectOptions, KernelClient};
-use superpi_proto::ToolDef;
-use superpi_proto::method::{HarnessInfo, Method, OpenParams, ToolCallParams, ToolCancelParams, WatchParams};
+use rmcp::model::{ClientJsonRpcMessage, RequestId, ServerJsonRpcMessage};
+use rmcp::service::RoleServer;
+use rmcp::transport::Transport;
+use serde_json::Value;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog;
-use crate::logging::McpLog;
-use crate::task::{TaskOut, TaskRenderer};
-use crate::tools::{self, HARNESS_TASK, HarnessTaskArgs, KernelToolResult};
+/// The longest line read (16 MiB); a longer one is discarded with a parse error.
+pub const MAX_LINE: usize = 16 * 1024 * 1024;
 
-/// The newest protocol version this server negotiates: the newest one rmcp speaks that still
-/// has the `initialize` handshake. Older ones down to 2024-11-05 are negotiated as asked.
-pub const NEWEST_PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
-
-/// How long a cancelled turn may take to confirm its end before the call gives up on it.
-const CANCEL_GRACE: Duration = Duration::from_secs(10);
-
-/// How soon `tool.cancel` is asked again when the kernel does not know the call yet.
-const CANCEL_RETRY: Duration = Duration::from_millis(20);
-
-/// What one MCP server instance works with.
-#[derive(Debug, Clone)]
-pub struct McpConfig {
-    /// How to reach the kernel (principal, remote and frontend name included).
-    pub connect: ConnectOptions,
-    /// The workspace root tools and turns run in (absolute).
-    pub workspace: String,
-    /// The harness for tools and `harness_task`; the kernel's default when `None`.
-    pub harness: Option<String>,
+#[derive(Debug, thiserror::Error)]
+pub enum StdioError {
+    #[error("the output stream is closed")]
+    Closed,
 }
 
-/// The MCP server: one per MCP connection (or HTTP session). Cheap to clone.
-#[derive(Clone)]
-pub struct SuperpiMcp {
-    inner: Arc<Inner>,
+/// A line-delimited JSON-RPC transport for the server side.
+pub struct LineTransport<R> {
+    reader: BufReader<R>,
+    line: Vec<u8>,
+    /// Inside a line that passed [`MAX_LINE`]: skip to its end.
+    discarding: bool,
+    out: Option<mpsc::UnboundedSender<ServerJsonRpcMessage>>,
+    writer: Option<JoinHandle<()>>,
+    max_line: usize,
+    /// Cancelled at end of input (or a read error).
+    eof: CancellationToken,
 }
 
-struct Inner {
-    config: McpConfig,
-    kernel: Mutex<Option<KernelClient>>,
-    tools: Mutex<Option<Vec<ToolDef>>>,
-    harnesses: Mutex<Option<Vec<HarnessInfo>>>,
-    /// Conversations `harness_task` started on this connection: (id, harness).
-    started: Mutex<Vec<(i64, String)>>,
-    log: McpLog,
-    /// Cancelled when the connection's input ended: running turns are cancelled.
-    shutdown: CancellationToken,
+/// The transport over this process's stdin and stdout.
+pub fn stdio() -> LineTransport<rmcp::transport::StdioReader> {
+    let (reader, writer) = rmcp::transport::stdio_pipes();
+    LineTransport::new(reader, writer)
 }
 
-#[derive(Deserialize)]
-struct ToolList {
-    tools: Vec<ToolDef>,
+enum Line {
+    Complete,
+    Oversized,
+    Eof,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-impl SuperpiMcp {
-    pub fn new(config: McpConfig) -> Self {
-        SuperpiMcp {
-            inner: Arc::new(Inner {
-                config,
-                kernel: Mutex::new(None),
-                tools: Mutex::new(None),
-                harnesses: Mutex::new(None),
-                started: Mutex::new(Vec::new()),
-                log: McpLog::default(),
-                shutdown: CancellationToken::new(),
-            }),
+impl<R: AsyncRead + Unpin + Send + 'static> LineTransport<R> {
+    pub fn new<W: AsyncWrite + Unpin + Send + 'static>(reader: R, writer: W) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let writer = tokio::spawn(write_loop(writer, rx));
+        LineTransport {
+            reader: BufReader::with_capacity(64 * 1024, reader),
+            line: Vec::new(),
+            discarding: false,
+            out: Some(tx),
+            writer: Some(writer),
+            max_line: MAX_LINE,
+            eof: CancellationToken::new(),
         }
     }
 
-    pub fn config(&self) -> &McpConfig {
-        &self.inner.config
+    pub fn with_max_line(mut self, max_line: usize) -> Self {
+        self.max_line = max_line;
+        self
     }
 
-    /// The connection is over (end of input, a closed HTTP session): `harness_task` turns still
-    /// running are cancelled in the kernel and their calls end.
-    pub fn shutdown(&self) {
-        self.inner.shutdown.cancel();
+    /// Cancels `token` when the input ends, so the handler can end what still runs.
+    pub fn with_eof_token(mut self, token: CancellationToken) -> Self {
+        self.eof = token;
+        self
     }
 
-    /// The token [`Self::shutdown`] cancels, for a transport to cancel at end of input.
-    pub fn shutdown_token(&self) -> CancellationToken {
-        self.inner.shutdown.clone()
-    }
-
-    /// The conversations `harness_task` started on this connection.
-    pub fn started_conversations(&self) -> Vec<(i64, String)> {
-        lock(&self.inner.started).clone()
-    }
-
-    /// The kernel connection, made on first use and again when the kernel went away. Two
-    /// requests racing here may both connect; the last one is kept, the other is dropped.
-    async fn kernel(&self) -> Result<KernelClient, ErrorData> {
-        if let Some(kernel) = lock(&self.inner.kernel).as_ref().filter(|k| !k.is_closed()) {
-            return Ok(kernel.clone());
-        }
-        let kernel = KernelClient::connect(&self.inner.config.connect)
-            .await
-            .map_err(|err| ErrorData::internal_error(format!("cannot reach the superpi kernel: {err}"), None))?;
-        tracing::debug!(kernel = ?kernel.kernel_hello(), "connected to the kernel");
-        *lock(&self.inner.kernel) = Some(kernel.clone());
-        Ok(kernel)
-    }
-
-    async fn tool_defs(&self) -> Result<Vec<ToolDef>, ErrorData> {
-        if let Some(tools) = lock(&self.inner.tools).as_ref() {
-            return Ok(tools.clone());
-        }
-        let kernel = self.kernel().await?;
-        let value = kernel
-            .call("tool.list", json!({ "harness": self.inner.config.harness }))
-            .await
-            .map_err(|err| tools::kernel_error("tool.list", &err))?;
-        let list: ToolList = serde_json::from_value(value)
-            .map_err(|err| ErrorData::internal_error(format!("bad tool.list result from the kernel: {err}"), None))?;
-        *lock(&self.inner.tools) = Some(list.tools.clone());
-        Ok(list.tools)
-    }
-
-    async fn harnesses(&self) -> Result<Vec<HarnessInfo>, ErrorData> {
-        if let Some(list) = lock(&self.inner.harnesses).as_ref() {
-            return Ok(list.clone());
-        }
-        let kernel = self.kernel().await?;
-        let list = kernel.harnesses().await.map_err(|err| tools::kernel_error("harness.list", &err))?;
-        *lock(&self.inner.harnesses) = Some(list.clone());
-        Ok(list)
-    }
-
-    async fn log(&self, peer: &Peer<RoleServer>, level: LoggingLevel, message: &str, data: Value) {
-        self.inner.log.log(peer, level, message, data).await;
-    }
-
-    /// One kernel tool call through the kernel's policy and sandbox. The call carries a
-    /// `call_id`, so a cancelled request (or the end of the connection) kills its process in
-    /// the kernel (`tool.cancel`), not just the wait for it.
-    async fn call_kernel_tool(
-        &self,
-        params: CallToolRequestParams,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let peer = &context.peer;
-        let name = params.name.to_string();
-        // With the list known, an unknown name needs no trip to the kernel.
-        let known = lock(&self.inner.tools).as_ref().map(|tools| tools.iter().any(|t| t.name == name));
-        if known == Some(false) {
-            return Err(tools::kernel_error(&name, &ClientError::Kernel(unknown_tool(&name))));
-        }
-        let kernel = self.kernel().await?;
-        let call_id = next_call_id();
-        let request = Method::ToolCall(ToolCallParams {
-            name: name.clone(),
-            arguments: Value::Object(params.arguments.unwrap_or_default()),
-            workspace: Some(self.inner.config.workspace.clone()),
-            harness: self.inner.config.harness.clone(),
-            mode: None,
-            call_id: Some(call_id.clone()),
-        });
-        self.log(peer, LoggingLevel::Debug, "tool call", json!({"tool": name})).await;
-        let call = kernel.request::<Value>(request);
-        tokio::pin!(call);
-        let answer = tokio::select! {
-            answer = &mut call => answer,
-            _ = cancelled(&context.ct, &self.inner.shutdown) => {
-                self.log(peer, LoggingLevel::Info, "tool call cancelled", json!({"tool": name})).await;
-                cancel_direct_call(&kernel, &call_id, call).await;
-                return Err(ErrorData::internal_error("the request was cancelled", None));
-            }
-        };
-        match answer {
-            Ok(value) => {
-                let result: KernelToolResult = serde_json::from_value(value).map_err(|err| {
-                    ErrorData::internal_error(format!("bad tool.call result from the kernel: {err}"), None)
-                })?;
-                if result.is_error {
-                    self.log(peer, LoggingLevel::Notice, "tool call failed", json!({"tool": name})).await;
-                }
-                Ok(tools::call_result(result))
-            }
-            Err(err) if tools::is_tool_level_refusal(&err) => {
-                self.log(
-                    peer,
-                    LoggingLevel::Notice,
-                    "tool call refused",
-                    json!({"tool": name, "error": err.to_string()}),
-                )
-                .await;
-                Ok(CallToolResult::error(vec![ContentBlock::text(err.to_string())]))
-            }
-            Err(err) => {
-                self.log(
-                    peer,
-                    LoggingLevel::Warning,
-                    "tool call error",
-                    json!({"tool": name, "error": err.to_string()}),
-                )
-                .await;
-                Err(tools::kernel_error(&name, &err))
-            }
+    fn reply(&self, message: ServerJsonRpcMessage) {
+        if let Some(out) = &self.out {
+            let _ = out.send(message);
         }
     }
 
-    /// `harness_task`: open a conversation, watch it, submit the prompt, follow the turn to
-    /// its end; progress notifications on the way, cancellation cancels the turn.
-    async fn harness_task(
-        &self,
-        args: HarnessTaskArgs,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let kernel = self.kernel().await?;
-        let harness = args.harness.clone().or_else(|| self.inner.config.harness.clone());
-        let title: String = args.prompt.chars().take(60).collect();
-        let open = OpenParams {
-            harness,
-            workspace: Some(self.inner.config.workspace.clone()),
-            title: Some(title),
-            ..Default::default()
-        };
-        let info = match kernel.open(open).await {
-            Ok(info) => info,
-            Err(err) if tools::is_tool_level_refusal(&err) => {
-                return Ok(CallToolResult::error(vec![ContentBlock::text(err.to_string())]));
-            }
-            Err(ClientError::Kernel(e)) if e.code == superpi_proto::message::codes::NOT_FOUND => {
-                return Err(ErrorData::invalid_params(format!("unknown harness: {}", e.message), None));
-            }
-            Err(err) => return Err(tools::kernel_error(HARNESS_TASK, &err)),
-        };
-        let conversation_id = info.conversation_id;
-        lock(&self.inner.started).push((conversation_id, info.harness.clone()));
-        self.log(
-            &context.peer,
-            LoggingLevel::Info,
-            "harness_task started",
-            json!({"conversation_id": conversation_id, "harness": info.harness}),
-        )
-        .await;
-
-        let watch = WatchParams {
-            conversation_id,
-            from_seq: Some(info.head_seq),
-            window: None,
-            interactive: false,
-            reads_files: false,
-        };
-        let mut sub = kernel.watch(watch).await.map_err(|err| tools::kernel_error(HARNESS_TASK, &err))?;
-        let submitted = kernel
-            .submit_text(conversation_id, &args.prompt)
-            .await
-            .map_err(|err| tools::kernel_error(HARNESS_TASK, &err))?;
-        let mut renderer = TaskRenderer::new(&info.harness, conversation_id);
-        renderer.follow_turn(submitted.turn_id);
-        let progress_token = context.meta.get_progress_token();
-
-        let mut cancel_deadline: Option<tokio::time::Instant> = None;
+    /// Reads up to the next newline. Cancel-safe: the bytes taken from the buffer are moved
+    /// into `self.line` before anything else can happen, so a dropped call resumes the line.
+    async fn read_line(&mut self) -> std::io::Result<Line> {
         loop {
-            let event = tokio::select! {
-                _ = cancelled(&context.ct, &self.inner.shutdown), if cancel_deadline.is_none() => {
-                    cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_GRACE);
-                    self.log(&context.peer, LoggingLevel::Info, "harness_task cancelled", json!({"conversation_id": conversation_id})).await;
-                    if let Err(err) = kernel.cancel(conversation_id).await {
-                        tracing::warn!(conversation_id, "cancelling the turn failed: {err}");
-                    }
-                    continue;
+            let available = self.reader.fill_buf().await?;
+            if available.is_empty() {
+                if !self.line.is_empty() && !self.discarding {
+                    // A last line without its newline still counts.
+                    return Ok(Line::Complete);
                 }
-                _ = sleep_until(cancel_deadline) => {
-                    return Err(ErrorData::internal_error("the cancelled turn did not end in time", None));
-                }
-                event = sub.next() => event,
+                return Ok(Line::Eof);
+            }
+            let (chunk, used, complete) = match available.iter().position(|b| *b == b'\n') {
+                Some(pos) => (&available[..pos], pos + 1, true),
+                None => (available, available.len(), false),
             };
-            let Some(event) = event else {
-                return Err(ErrorData::internal_error("the kernel connection closed during the turn", None));
-            };
-            for out in renderer.render(&event) {
-                match out {
-                    TaskOut::Progress { progress, message } => {
-                        if let Some(token) = progress_token.clone() {
-                            let note = ProgressNotificationParam::new(token, progress).with_message(message);
-                            if let Err(err) = context.peer.notify_progress(note).await {
-                                tracing::debug!("progress notification not sent: {err}");
-                            }
-                        }
-                    }
-                    TaskOut::Finished(outcome) => {
-                        self.log(
-                            &context.peer,
-                            LoggingLevel::Info,
-                            "harness_task finished",
-                            json!({"conversation_id": conversation_id, "status": format!("{:?}", outcome.status)}),
-                        )
-                        .await;
-                        sub.close().await;
-                        return Ok(outcome.into_result());
-                    }
+            if !self.discarding {
+                self.line.extend_from_slice(chunk);
+                if self.line.len() > self.max_line {
+                    self.line = Vec::new();
+                    self.discarding = true;
                 }
+            }
+            Pin::new(&mut self.reader).consume(used);
+            if complete {
+                if self.discarding {
+                    self.discarding = false;
+                    return Ok(Line::Oversized);
+                }
+                return Ok(Line::Complete);
             }
         }
     }
+}
 
-    async fn read(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
-        let json_text = |value: Value| {
-            let text = serde_json::to_string_pretty(&value).unwrap_or_default();
-            ReadResourceResult::new(vec![ResourceContents::text(text, uri).with_mime_type("application/json")])
+/// What an input line is.
+#[derive(Debug)]
+pub enum Verdict {
+    Message(Box<ClientJsonRpcMessage>),
+    /// Not a message: answer this.
+    Reply(Box<ServerJsonRpcMessage>),
+    /// An unreadable notification: notifications get no answer.
+    Ignore,
+}
+
+/// Reads one input line as a message, or says how to answer it.
+pub fn classify_line(line: &[u8]) -> Verdict {
+    let line = line.strip_prefix(b"\xEF\xBB\xBF".as_slice()).unwrap_or(line);
+    let value: Value = match serde_json::from_slice(line) {
+        Ok(value) => value,
+        Err(err) => {
+            let error = ErrorData::parse_error(format!("parse error: {err}"), None);
+            return Verdict::Reply(Box::new(ServerJsonRpcMessage::error(error, None)));
+        }
+    };
+    match serde_json::from_value::<ClientJsonRpcMessage>(value.clone()) {
+        Ok(message) => Verdict::Message(Box::new(message)),
+        Err(err) => {
+            let id = value.get("id").and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
+            let has_method = value.get("method").is_some_and(Value::is_string);
+            match (id, has_method) {
+                // A request of a known method with bad params.
+                (Some(id), true) => Verdict::Reply(Box::new(ServerJsonRpcMessage::error(
+                    ErrorData::invalid_params(format!("invalid params: {err}"), None),
+                    Some(id),
+                ))),
+                (None, true) => Verdict::Ignore,
+                // A response to nothing we asked, or no message at all.
+                (id, false) => Verdict::Reply(Box::new(ServerJsonRpcMessage::error(
+                    ErrorData::invalid_request(format!("invalid request: {err}"), None),
+                    id,
+                ))),
+            }
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for LineTransport<R> {
+    type Error = StdioError;
+
+    fn name() -> Cow<'static, str> {
+        "superpi-stdio".into()
+    }
+
+    fn send(&mut self, item: ServerJsonRpcMessage) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let sent = match &self.out {
+            Some(out) => out.send(item).map_err(|_| StdioError::Closed),
+            None => Err(StdioError::Closed),
         };
-        if uri == catalog::CONTEXT_URI {
-            let harnesses = self.harnesses().await?;
-            let listing = self.workspace_listing().await;
-            let doc = catalog::context_document(
-                &self.inner.config.workspace,
-                self.inner.config.harness.as_deref(),
-                &harnesses,
-                listing.as_deref(),
-            );
-            return Ok(json_text(doc));
-        }
-        if uri == catalog::TOOLS_URI {
-            return Ok(json_text(catalog::tools_document(&self.tool_defs().await?)));
-        }
-        if let Some(conversation_id) = catalog::parse_transcript_uri(uri) {
-            let kernel = self.kernel().await?;
-            return match kernel.history(conversation_id).await {
-                Ok(history) => Ok(ReadResourceResult::new(vec![catalog::transcript_contents(uri, &history)])),
-                Err(ClientError::Kernel(e)) if e.code == superpi_proto::message::codes::NOT_FOUND => {
-                    Err(ErrorData::resource_not_found(
-                        format!("no conversation {conversation_id}"),
-                        Some(json!({"uri": uri})),
-                    ))
+        std::future::ready(sent)
+    }
+
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        loop {
+            let line = match self.read_line().await {
+                Ok(line) => line,
+                Err(err) => {
+                    tracing::error!("reading stdin: {err}");
+                    self.eof.cancel();
+                    return None;
                 }
-                Err(err) => Err(tools::kernel_error("resources/read", &err)),
             };
-        }
-        Err(ErrorData::resource_not_found(format!("unknown resource: {uri}"), Some(json!({"uri": uri}))))
-    }
-
-    /// The workspace's top-level entries through the kernel's `ls` tool (policy and sandbox
-    /// apply); `None` when the tool is not offered or fails.
-    async fn workspace_listing(&self) -> Option<String> {
-        let kernel = self.kernel().await.ok()?;
-        let request = json!({
-            "name": "ls",
-            "arguments": {"path": "."},
-            "workspace": self.inner.config.workspace,
-            "harness": self.inner.config.harness,
-        });
-        let value = kernel.call("tool.call", request).await.ok()?;
-        let result: KernelToolResult = serde_json::from_value(value).ok()?;
-        match (result.is_error, result.output) {
-            (false, Value::String(s)) => Some(s),
-            _ => None,
-        }
-    }
-}
-
-/// A `call_id` no other call of this principal uses: the process id and a counter (one process
-/// may serve many MCP connections, the gateway's).
-fn next_call_id() -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    format!("mcp-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
-}
-
-/// Kills the running direct call `call_id` in the kernel and waits (at most [`CANCEL_GRACE`])
-/// for `call` to answer. The kernel may not have registered the call yet when the cancel
-/// arrives (its requests run concurrently): then `tool.cancel` answers false and is asked
-/// again until the call is found or has ended.
-async fn cancel_direct_call<F: Future>(kernel: &KernelClient, call_id: &str, mut call: Pin<&mut F>) {
-    let deadline = tokio::time::Instant::now() + CANCEL_GRACE;
-    loop {
-        let cancel = Method::ToolCancel(ToolCancelParams { call_id: call_id.to_string() });
-        match kernel.request::<Value>(cancel).await {
-            Ok(answer) if answer.get("cancelled") == Some(&Value::Bool(true)) => break,
-            Ok(_) => {}
-            Err(err) => {
-                tracing::warn!(call_id, "cancelling the tool call failed: {err}");
-                return;
+            match line {
+                Line::Eof => {
+                    self.eof.cancel();
+                    return None;
+                }
+                Line::Oversized => {
+                    tracing::warn!(max = self.max_line, "discarded an input line over the maximum length");
+                    self.reply(ServerJsonRpcMessage::error(
+                        ErrorData::parse_error(format!("message longer than {} bytes", self.max_line), None),
+                        None,
+                    ));
+                }
+                Line::Complete => {
+                    let line = std::mem::take(&mut self.line);
+                    let trimmed = line.strip_suffix(b"\r").unwrap_or(&line);
+                    if trimmed.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    match classify_line(trimmed) {
+                        Verdict::Message(message) => return Some(*message),
+                        Verdict::Reply(reply) => {
+                            tracing::debug!("answered an unreadable input line ({} bytes)", trimmed.len());
+                            self.reply(*reply);
+                        }
+                        Verdict::Ignore => tracing::debug!("ignored an unreadable notification"),
+                    }
+                }
             }
         }
-        tokio::select! {
-            _ = &mut call => return,
-            _ = tokio::time::sleep(CANCEL_RETRY) => {}
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.out = None;
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.await;
         }
-        if tokio::time::Instant::now() >= deadline {
-            tracing::warn!(call_id, "the cancelled tool call was never found running");
+        Ok(())
+    }
+}
+
+/// Writes each message as one line; flushes when no more are queued.
+async fn write_loop<W: AsyncWrite + Unpin>(writer: W, mut rx: mpsc::UnboundedReceiver<ServerJsonRpcMessage>) {
+    let mut writer = tokio::io::BufWriter::new(writer);
+    let mut buf = Vec::with_capacity(4096);
+    while let Some(message) = rx.recv().await {
+        let mut next = Some(message);
+        while let Some(message) = next {
+            buf.clear();
+            if let Err(err) = serde_json::to_writer(&mut buf, &message) {
+                tracing::error!("cannot serialize an outgoing message: {err}");
+            } else {
+                buf.push(b'\n');
+                if writer.write_all(&buf).await.is_err() {
+                    return;
+                }
+            }
+            next = rx.try_recv().ok();
+        }
+        if writer.flush().await.is_err() {
             return;
         }
     }
-    if tokio::time::timeout_at(deadline, call).await.is_err() {
-        tracing::warn!(call_id, "the cancelled tool call did not end in time");
-    }
+    let _ = writer.flush().await;
 }
 
-fn unknown_tool(name: &str) -> superpi_proto::ErrorObject {
-    superpi_proto::ErrorObject::new(superpi_proto::message::codes::METHOD_NOT_FOUND, format!("unknown tool `{name}`"))
-}
-
-/// Either the request was cancelled or the connection ended.
-async fn cancelled(request: &CancellationToken, shutdown: &CancellationToken) {
-    tokio::select! {
-        _ = request.cancelled() => {}
-        _ = shutdown.cancelled() => {}
-    }
-}
-
-async fn sleep_until(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline).await,
-        None => std::future::pending().await,
-    }
-}
-
-#[path = "handler.rs"]
-mod handler;
-pub use handler::server_config;
+#[cfg(test)]
+#[path = "server_tests.rs"]
+mod tests;

@@ -6,6 +6,12 @@
 //! tokens, and watches that send kernel events as `session.event` notifications clocked by
 //! acks (at most K = 2 batches unacknowledged).
 //!
+//! The modules follow the frontend template: [`wire`] (this protocol's params and results,
+//! converted by hand), [`render`] (kernel events to `session.event` batches), [`request`]
+//! (the methods and their kernel calls), [`server`] (one connection over any byte stream; the
+//! listeners are in `listen`), with the JSON-RPC [`envelope`], line framing ([`lines`]),
+//! per-connection state ([`conn`]) and login tokens ([`auth`]) beside them.
+//!
 //! It must not know the kernel's internals: it reaches the kernel only through
 //! superpi-client, one kernel connection per RPC connection, as the principal of its login.
 //! Ownership of conversations is the kernel's to decide. In `--stdio` mode stdout carries
@@ -20,8 +26,8 @@ pub mod conn;
 pub mod envelope;
 pub mod lines;
 mod listen;
-pub mod methods;
 pub mod render;
+pub mod request;
 pub mod server;
 pub mod wire;
 

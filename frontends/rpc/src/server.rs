@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use crate::conn::{Conn, Shared};
 use crate::envelope::{self, Incoming, Item, RpcError, codes};
 use crate::lines::{Line, LineReader};
-use crate::methods;
+use crate::request;
 
 /// Serves one client until it closes its side (then answers what is in flight) or the
 /// kernel connection is lost.
@@ -26,7 +26,7 @@ where
     let (out, out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
     let writer = tokio::spawn(write_loop(writer, out_rx));
     let conn = Conn::new(shared, out);
-    let module = Arc::new(methods::module(conn.clone())?);
+    let module = Arc::new(request::module(conn.clone())?);
     let mut lines = LineReader::new(reader, max_line);
     let lost = conn.lost.clone();
 
@@ -105,7 +105,7 @@ async fn run_item(module: &RpcModule<Conn>, item: Item) -> (Option<Value>, Optio
     match item {
         Item::Invalid { id, error } => (Some(envelope::response(&id, &Err(error))), None),
         Item::Call(call) => {
-            let outcome = methods::dispatch(module, &call).await;
+            let outcome = request::dispatch(module, &call).await;
             let watch = match (&outcome, call.method.as_str()) {
                 (Ok(result), "session.watch") => result.get("watch").and_then(Value::as_u64),
                 _ => None,

@@ -105,7 +105,7 @@ async fn every_envelope_error_has_its_code_and_the_server_goes_on() {
 #[tokio::test]
 async fn with_tokens_everything_but_login_is_unauthorized_until_login() {
     let mut c = Client::start("secret,other", 1 << 20);
-    for method in crate::methods::METHODS.iter().filter(|m| **m != "auth.login") {
+    for method in crate::request::METHODS.iter().filter(|m| **m != "auth.login") {
         let r = c.call(&json!({"jsonrpc": "2.0", "id": method, "method": method, "params": {}}).to_string()).await;
         assert_eq!(code(&r), codes::UNAUTHORIZED as i64, "{method}: {r}");
     }

@@ -1,4 +1,4 @@
-//! The request map: this server's method params and results, converted by hand to and from
+//! The wire types: this server's method params and results, converted by hand to and from
 //! the kernel's types, and kernel errors turned into this protocol's codes.
 //!
 //! Pure code. Params are read strictly (unknown fields are invalid params); results are

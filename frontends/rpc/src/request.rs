@@ -1,5 +1,5 @@
-//! The methods, routed by jsonrpsee's `RpcModule`, and the call path from a line's call to
-//! its answer.
+//! The request map: the methods, routed by jsonrpsee's `RpcModule`, their kernel calls, and
+//! the call path from a line's call to its answer.
 //!
 //! The module is built per connection with the connection as its context. A call goes in
 //! through `raw_json_request` with a placeholder id; the answer is taken apart and written

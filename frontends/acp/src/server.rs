@@ -1,4 +1,4 @@
-//! The ACP agent: the SDK's dispatch loop with one handler per ACP method.
+//! The transport: the ACP agent over the SDK's dispatch loop, with one handler per ACP method.
 //!
 //! Handlers return at once. `initialize` answers from static data; everything that touches
 //! the kernel runs in a spawned task that owns the request's responder, so the dispatch loop
@@ -27,8 +27,8 @@ use superpi_client::{ConnectOptions, KernelClient};
 use superpi_proto::method::{Method, ModelInfo};
 
 use crate::handlers::*;
-use crate::map;
 use crate::render::RenderOptions;
+use crate::request;
 use crate::session::Session;
 
 /// Settings of the agent that do not come from the editor.
@@ -37,7 +37,7 @@ pub struct AgentOptions {
     /// Context window reported in usage updates.
     pub context_window: u64,
     /// What to do with MCP servers the editor passes.
-    pub editor_mcp: map::EditorMcp,
+    pub editor_mcp: request::EditorMcp,
     /// When reads use the editor's buffers.
     pub editor_buffers: crate::buffers::EditorBuffers,
 }
@@ -113,14 +113,14 @@ impl Server {
         }
         // Two requests may race to connect; the later connection wins the slot and the
         // other is dropped (closing its socket), which is harmless.
-        let client = KernelClient::connect(&self.connect).await.map_err(|e| map::kernel_error(e, None))?;
+        let client = KernelClient::connect(&self.connect).await.map_err(|e| request::kernel_error(e, None))?;
         *lock(&self.kernel) = Some(client.clone());
         Ok(client)
     }
 
     pub(crate) fn session(&self, id: &SessionId) -> Result<Arc<Session>, Error> {
-        let conv = map::conversation_id(id)?;
-        lock(&self.sessions).get(&conv).cloned().ok_or_else(|| map::not_found(id))
+        let conv = request::conversation_id(id)?;
+        lock(&self.sessions).get(&conv).cloned().ok_or_else(|| request::not_found(id))
     }
 
     pub(crate) fn render_options(&self, workspace: Option<PathBuf>) -> RenderOptions {
@@ -157,7 +157,7 @@ impl Server {
 
     pub(crate) async fn config_options(&self, kernel: &KernelClient, session: &Session) -> Vec<SessionConfigOption> {
         let Some(settings) = session.settings() else { return Vec::new() };
-        vec![map::model_option(&settings.model, &self.models(kernel).await)]
+        vec![request::model_option(&settings.model, &self.models(kernel).await)]
     }
 }
 
@@ -212,10 +212,10 @@ pub async fn serve(
                             session
                                 .ensure_pump(&kernel, &cx)
                                 .await
-                                .map_err(|e| map::kernel_error(e, Some(&session.id)))?;
-                            let settings = session.settings().ok_or_else(|| map::not_found(&session.id))?;
+                                .map_err(|e| request::kernel_error(e, Some(&session.id)))?;
+                            let settings = session.settings().ok_or_else(|| request::not_found(&session.id))?;
                             Ok(LoadSessionResponse::new()
-                                .modes(map::modes(&settings.mode, &settings.max_mode))
+                                .modes(request::modes(&settings.mode, &settings.max_mode))
                                 .config_options(server.config_options(&kernel, &session).await))
                         },
                         move |_| id,
@@ -234,10 +234,13 @@ pub async fn serve(
                     let server = server.clone();
                     spawn_answer(responder, async move {
                         let (session, kernel) = attach(&server, &req.session_id, &req.mcp_servers, None).await?;
-                        session.ensure_pump(&kernel, &cx).await.map_err(|e| map::kernel_error(e, Some(&session.id)))?;
-                        let settings = session.settings().ok_or_else(|| map::not_found(&session.id))?;
+                        session
+                            .ensure_pump(&kernel, &cx)
+                            .await
+                            .map_err(|e| request::kernel_error(e, Some(&session.id)))?;
+                        let settings = session.settings().ok_or_else(|| request::not_found(&session.id))?;
                         Ok(ResumeSessionResponse::new()
-                            .modes(map::modes(&settings.mode, &settings.max_mode))
+                            .modes(request::modes(&settings.mode, &settings.max_mode))
                             .config_options(server.config_options(&kernel, &session).await))
                     });
                     Ok(())

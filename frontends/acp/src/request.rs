@@ -264,5 +264,5 @@ pub fn session_info(info: &ConversationInfo) -> SessionInfo {
 }
 
 #[cfg(test)]
-#[path = "map_tests.rs"]
+#[path = "request_tests.rs"]
 mod tests;

@@ -167,5 +167,5 @@ impl TaskOutcome {
 }
 
 #[cfg(test)]
-#[path = "task_tests.rs"]
+#[path = "render_tests.rs"]
 mod tests;
