@@ -1,5 +1,5 @@
-//! The real providers against a local server replaying recorded streams: what comes back, and
-//! what was sent.
+//! The real providers against the fake vendor servers replaying recorded streams: what comes
+//! back, and what was sent. Every request must also pass the vendor's rules (see `common::Fake`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{JsonBody, Recorded, ReplayServer, Reply, recorded};
+use common::{Fake, JsonBody, Recorded, Reply, recorded};
 use futures::StreamExt;
 use serde_json::json;
 use superpi_proto::{ContentBlock, Message, Role, Usage};
@@ -48,7 +48,7 @@ fn request(model: &str) -> ModelRequest {
 }
 
 async fn run(model: &str, replies: Vec<Reply>) -> (Vec<StreamEvent>, Vec<Recorded>) {
-    let server = ReplayServer::start(replies).await;
+    let server = Fake::start(replies).await;
     let provider = resolve(model, &config_for(&server.base)).unwrap();
     let events: Vec<StreamEvent> = provider.stream(request(model)).collect().await;
     validate(&events).unwrap_or_else(|err| panic!("{err}: {events:#?}"));
@@ -330,7 +330,7 @@ async fn dropping_the_stream_drops_the_connection() {
     let second = String::from_utf8(body.clone()).unwrap()[first_text + 10..].find("data: ").unwrap() + first_text + 10;
     let third = String::from_utf8(body.clone()).unwrap()[second + 10..].find("data: ").unwrap() + second + 10;
     let reply = Reply { hold: true, ..Reply::stream(&body[..third], 1000) };
-    let server = ReplayServer::start(vec![reply]).await;
+    let server = Fake::start(vec![reply]).await;
     let provider = resolve("gpt-4o-mini", &config_for(&server.base)).unwrap();
     let mut stream = provider.stream(request("gpt-4o-mini"));
     loop {
@@ -384,7 +384,7 @@ async fn a_conversation_switching_providers_is_sent_in_each_format() {
         Reply::stream(&recorded("anthropic_tools.sse"), 1000),
         Reply::stream(&recorded("gemini_tools.sse"), 1000),
     ];
-    let server = ReplayServer::start(replies).await;
+    let server = Fake::start(replies).await;
     let config = config_for(&server.base);
     for model in ["gpt-4o", "claude-sonnet-4-5", "gemini-2.5-pro"] {
         let request = ModelRequest { model: model.into(), messages: history.clone(), ..Default::default() };
@@ -437,7 +437,7 @@ async fn an_auth_command_token_is_sent_as_bearer_and_reused() {
     use futures::FutureExt;
     use superpi_providers::CommandRunner;
 
-    let server = ReplayServer::start(vec![
+    let server = Fake::start(vec![
         Reply::stream(&recorded("openai_text.sse"), 100),
         Reply::stream(&recorded("openai_text.sse"), 100),
     ])
@@ -486,7 +486,7 @@ async fn an_overload_inside_the_stream_is_retried_with_a_reset() {
 
 #[tokio::test]
 async fn a_thinking_budget_turns_on_extended_thinking() {
-    let server = ReplayServer::start(vec![
+    let server = Fake::start(vec![
         Reply::stream(&recorded("anthropic_tools.sse"), 1000),
         Reply::stream(&recorded("gemini_tools.sse"), 1000),
     ])

@@ -1,23 +1,25 @@
-//! End to end: `superpi run --model gpt-4o-mini` against a local server that replays a
-//! recorded OpenAI stream, checking the answer and what was sent.
+//! End to end: `superpi run --model gpt-4o-mini` against the OpenAI fake replaying a recorded
+//! stream, checking the answer and what was sent; every request must pass the vendor's rules.
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
-use superpi_providers::testing::{ReplayServer, Reply, recorded};
+use superpi_providers::testing::answers::Answer;
+use superpi_providers::testing::fakes::OpenAiFake;
 use superpi_tests::TestEnv;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_with_an_openai_compatible_server_streams_its_answer() {
-    let server = ReplayServer::start(vec![Reply::stream(&recorded("openai_text.sse").unwrap(), 7)]).await.unwrap();
+    let server = OpenAiFake::start(vec![Answer::recorded("openai_text.sse", 7).unwrap()]).await.unwrap();
     let env = TestEnv::new();
     let mut cmd = env.command(&["run", "--model", "gpt-4o-mini", "hi"]);
-    cmd.env("OPENAI_BASE_URL", format!("{}/v1", server.base)).env("OPENAI_API_KEY", "sk-test-key");
+    cmd.envs(server.env()).env("OPENAI_API_KEY", "sk-test-key");
     let out = tokio::process::Command::from(cmd).output().await.unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(stdout.trim(), "Hello there, wörld ✓");
     assert!(!String::from_utf8_lossy(&out.stderr).contains("mock"));
 
+    assert_eq!(server.rejections(), vec![]);
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
     let body = requests[0].json().unwrap();
@@ -43,14 +45,39 @@ fn a_model_without_credentials_is_an_error_naming_what_is_missing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_auth_command_supplies_the_bearer_token() {
-    let server = ReplayServer::start(vec![Reply::stream(&recorded("openai_text.sse").unwrap(), 64)]).await.unwrap();
+    let server = OpenAiFake::start(vec![Answer::recorded("openai_text.sse", 64).unwrap()]).await.unwrap();
     let env = TestEnv::new();
     let script = env.path().join("token.sh");
     std::fs::write(&script, "#!/bin/sh\necho short-lived-token-42\n").unwrap();
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let mut cmd = env.command(&["run", "--model", "gpt-4o-mini", "hi"]);
-    cmd.env("OPENAI_BASE_URL", format!("{}/v1", server.base)).env("SUPERPI_OPENAI_AUTH_COMMAND", &script);
+    cmd.envs(server.env()).env_remove("OPENAI_API_KEY").env("SUPERPI_OPENAI_AUTH_COMMAND", &script);
     let out = tokio::process::Command::from(cmd).output().await.unwrap();
     assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(server.rejections(), vec![]);
     assert_eq!(server.requests()[0].header("authorization"), Some("Bearer short-lived-token-42"));
+}
+
+/// A tool call and its result go back to each vendor in a shape its rules accept: the real
+/// kernel runs `ls` between two requests to the fake.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_round_trip_passes_each_vendors_rules() {
+    use superpi_providers::testing::fakes::{AnthropicFake, FakeServer};
+    let script = || vec![Answer::tool_call("ls", serde_json::json!({"path": "."})), Answer::text("listed")];
+    let fakes: Vec<(FakeServer, &str)> = vec![
+        (OpenAiFake::start(script()).await.unwrap(), "gpt-4o-mini"),
+        (AnthropicFake::start(script()).await.unwrap(), "claude-sonnet-4-5"),
+    ];
+    for (fake, model) in fakes {
+        let env = TestEnv::new();
+        std::fs::write(env.workspace.join("marker.txt"), "x").unwrap();
+        let mut cmd = env.command(&["run", "--model", model, "list the files"]);
+        cmd.envs(fake.env());
+        let out = tokio::process::Command::from(cmd).output().await.unwrap();
+        assert!(out.status.success(), "{model}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(fake.rejections(), vec![], "{model}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "listed", "{model}");
+        let second = fake.accepted().pop().unwrap();
+        assert!(second.to_string().contains("marker.txt"), "{model}: the tool result went back: {second}");
+    }
 }

@@ -1,25 +1,40 @@
-//! The crate's replay server, with panicking shorthands for tests.
+//! The crate's fake vendor servers, with panicking shorthands for tests.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, reason = "test support code")]
 
+pub use superpi_providers::testing::answers::Answer;
+pub use superpi_providers::testing::fakes::FakeServer;
+pub use superpi_providers::testing::rules::Vendor;
 pub use superpi_providers::testing::{Recorded, Reply};
 
 pub fn recorded(name: &str) -> Vec<u8> {
     superpi_providers::testing::recorded(name).unwrap()
 }
 
-pub struct ReplayServer(pub superpi_providers::testing::ReplayServer);
+/// A fake of all three vendors that answers valid requests with `replies`, in order. Every
+/// request must pass its vendor's rules: a refused one fails the test when the fake is dropped.
+pub struct Fake(pub FakeServer);
 
-impl std::ops::Deref for ReplayServer {
-    type Target = superpi_providers::testing::ReplayServer;
+impl std::ops::Deref for Fake {
+    type Target = FakeServer;
     fn deref(&self) -> &Self::Target {
         &self.0
     }
 }
 
-impl ReplayServer {
+impl Fake {
     pub async fn start(replies: Vec<Reply>) -> Self {
-        ReplayServer(superpi_providers::testing::ReplayServer::start(replies).await.unwrap())
+        let script = replies.into_iter().map(Answer::Reply).collect();
+        Fake(FakeServer::start(&[Vendor::Openai, Vendor::Anthropic, Vendor::Gemini], script).await.unwrap())
+    }
+}
+
+impl Drop for Fake {
+    fn drop(&mut self) {
+        let rejections = self.0.rejections();
+        if !std::thread::panicking() {
+            assert!(rejections.is_empty(), "the fake refused requests the real API would refuse: {rejections:#?}");
+        }
     }
 }
 

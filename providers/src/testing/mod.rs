@@ -1,7 +1,11 @@
-//! Test support (feature `testing`): a local HTTP/1.1 server on 127.0.0.1 that replays scripted
-//! answers, one per connection, and records what it was sent; and the recorded streams of
-//! `providers/tests/recorded/`. End-to-end tests point `OPENAI_BASE_URL` (with `/v1`),
-//! `ANTHROPIC_BASE_URL` or `GEMINI_BASE_URL` at [`ReplayServer::base`].
+//! Test support (feature `testing`): local HTTP/1.1 servers on 127.0.0.1 and the recorded
+//! streams of `providers/tests/recorded/`.
+//!
+//! - [`fakes`]: OpenAI, Anthropic and Gemini servers that check every request against the
+//!   vendor's documented rules ([`rules`]), answer a broken one with the vendor's own error
+//!   status and body, and a valid one with a scripted answer ([`answers`]) in the vendor's
+//!   stream format. Tests point the provider (or a kernel) at them and fail on a broken rule.
+//! - [`ReplayServer`]: replays scripted bytes, one reply per connection, checking nothing.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -9,6 +13,10 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
+
+pub mod answers;
+pub mod fakes;
+pub mod rules;
 
 /// The path of a recorded stream (`openai_text.sse`, `anthropic_tools.sse`, `gemini_tools.sse`, ...).
 pub fn recorded_path(name: &str) -> PathBuf {
@@ -69,6 +77,8 @@ impl Recorded {
     }
 }
 
+/// A server that answers connections with scripted replies, in order, whatever they ask.
+/// [`fakes`] has servers that check each request against the vendor's rules first.
 pub struct ReplayServer {
     /// `http://127.0.0.1:PORT`.
     pub base: String,
@@ -100,6 +110,13 @@ impl ReplayServer {
 }
 
 async fn serve(mut socket: TcpStream, reply: Reply, seen: &Mutex<Vec<Recorded>>, gone: &Notify) {
+    let Some(request) = read_request(&mut socket).await else { return };
+    seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(request);
+    write_reply(&mut socket, &reply, gone).await;
+}
+
+/// Reads one HTTP/1.1 request (head and a `content-length` body); `None` if the client left.
+pub(crate) async fn read_request(socket: &mut TcpStream) -> Option<Recorded> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
     let head_end = loop {
@@ -107,7 +124,7 @@ async fn serve(mut socket: TcpStream, reply: Reply, seen: &Mutex<Vec<Recorded>>,
             break at + 4;
         }
         match socket.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
+            Ok(0) | Err(_) => return None,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
     };
@@ -124,20 +141,30 @@ async fn serve(mut socket: TcpStream, reply: Reply, seen: &Mutex<Vec<Recorded>>,
         headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
     while buf.len() < head_end + length {
         match socket.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
+            Ok(0) | Err(_) => return None,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
     }
     let body = buf[head_end..head_end + length].to_vec();
-    seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(Recorded { method, path, headers, body });
+    Some(Recorded { method, path, headers, body })
+}
 
+/// Writes `reply`: a 200 as a chunked event stream, any other status as a JSON body.
+pub(crate) async fn write_reply(socket: &mut TcpStream, reply: &Reply, gone: &Notify) {
     let mut head = format!("HTTP/1.1 {} Scripted\r\nconnection: close\r\n", reply.status);
     let streaming = reply.status == 200;
+    let has_type = reply.headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("content-type"));
     if streaming {
-        head.push_str("content-type: text/event-stream\r\ntransfer-encoding: chunked\r\n");
+        if !has_type {
+            head.push_str("content-type: text/event-stream\r\n");
+        }
+        head.push_str("transfer-encoding: chunked\r\n");
     } else {
         let length: usize = reply.chunks.iter().map(Vec::len).sum();
-        head.push_str(&format!("content-type: application/json\r\ncontent-length: {length}\r\n"));
+        if !has_type {
+            head.push_str("content-type: application/json\r\n");
+        }
+        head.push_str(&format!("content-length: {length}\r\n"));
     }
     for (name, value) in &reply.headers {
         head.push_str(&format!("{name}: {value}\r\n"));

@@ -1,0 +1,206 @@
+//! Scripted answers for the fakes, written in each vendor's documented stream format: OpenAI
+//! `chat.completion.chunk`s ending in `[DONE]`, Anthropic's `message_start` ...
+//! `message_stop` events, Gemini `GenerateContentResponse` chunks (SSE with `alt=sse`, one JSON
+//! object for `generateContent`).
+
+use serde_json::{Value, json};
+
+use super::Reply;
+use super::rules::Vendor;
+
+/// What a fake says to a valid request.
+#[derive(Debug, Clone)]
+pub enum Answer {
+    /// Text, streamed a word per delta.
+    Text(String),
+    /// Optional text, then tool calls (name, arguments), ending with the tool-use stop reason.
+    ToolCalls { text: String, calls: Vec<(String, Value)> },
+    /// Sent as is: a recorded stream, an error status, a cut or held stream.
+    Reply(Reply),
+}
+
+impl Answer {
+    pub fn text(text: impl Into<String>) -> Self {
+        Answer::Text(text.into())
+    }
+
+    /// One tool call.
+    pub fn tool_call(name: impl Into<String>, arguments: Value) -> Self {
+        Answer::ToolCalls { text: String::new(), calls: vec![(name.into(), arguments)] }
+    }
+
+    /// Several tool calls in one answer.
+    pub fn tool_calls(calls: impl IntoIterator<Item = (String, Value)>) -> Self {
+        Answer::ToolCalls { text: String::new(), calls: calls.into_iter().collect() }
+    }
+
+    /// The recorded stream `name` (see [`super::recorded`]), in pieces of `piece` bytes.
+    pub fn recorded(name: &str, piece: usize) -> std::io::Result<Self> {
+        Ok(Answer::Reply(Reply::stream(&super::recorded(name)?, piece)))
+    }
+
+    /// The reply for `vendor`. `serial` makes response and call ids unique per fake; `sse`
+    /// is false only for Gemini's non-streaming `generateContent` (and a stream without
+    /// `alt=sse`), which is answered with JSON.
+    pub(crate) fn reply(&self, vendor: Vendor, model: &str, serial: u64, sse: bool) -> Reply {
+        let (text, calls) = match self {
+            Answer::Reply(reply) => return reply.clone(),
+            Answer::Text(text) => (text.as_str(), &[][..]),
+            Answer::ToolCalls { text, calls } => (text.as_str(), calls.as_slice()),
+        };
+        let words = split_words(text);
+        match vendor {
+            Vendor::Openai => Reply::stream(&openai(model, serial, &words, calls), 4096),
+            Vendor::Anthropic => Reply::stream(&anthropic(model, serial, &words, calls), 4096),
+            Vendor::Gemini if sse => Reply::stream(&gemini_sse(model, serial, &words, calls), 4096),
+            Vendor::Gemini => Reply {
+                status: 200,
+                headers: vec![("content-type".into(), "application/json".into())],
+                chunks: vec![gemini_json(model, serial, &words, calls)],
+                ..Default::default()
+            },
+        }
+    }
+}
+
+/// Words with their following space kept, so that the deltas join to the text.
+fn split_words(text: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut current = String::new();
+    for c in text.chars() {
+        current.push(c);
+        if c == ' ' {
+            words.push(std::mem::take(&mut current));
+        }
+    }
+    if !current.is_empty() {
+        words.push(current);
+    }
+    words
+}
+
+fn sse(out: &mut Vec<u8>, event: Option<&str>, data: &Value) {
+    if let Some(event) = event {
+        out.extend_from_slice(format!("event: {event}\n").as_bytes());
+    }
+    out.extend_from_slice(format!("data: {data}\n\n").as_bytes());
+}
+
+fn openai(model: &str, serial: u64, words: &[String], calls: &[(String, Value)]) -> Vec<u8> {
+    let id = format!("chatcmpl-fake{serial}");
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": id, "object": "chat.completion.chunk", "created": 1_700_000_000u64, "model": model,
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut out = Vec::new();
+    sse(&mut out, None, &chunk(json!({"role": "assistant", "content": ""}), Value::Null));
+    for word in words {
+        sse(&mut out, None, &chunk(json!({"content": word}), Value::Null));
+    }
+    for (index, (name, arguments)) in calls.iter().enumerate() {
+        let arguments = arguments.to_string();
+        let (head, tail) = arguments.split_at(arguments.len() / 2);
+        let start = json!({"tool_calls": [{"index": index, "id": format!("call_fake{serial}_{index}"), "type": "function",
+                           "function": {"name": name, "arguments": head}}]});
+        sse(&mut out, None, &chunk(start, Value::Null));
+        sse(
+            &mut out,
+            None,
+            &chunk(json!({"tool_calls": [{"index": index, "function": {"arguments": tail}}]}), Value::Null),
+        );
+    }
+    let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
+    sse(&mut out, None, &chunk(json!({}), json!(finish)));
+    let usage = json!({"id": id, "object": "chat.completion.chunk", "created": 1_700_000_000u64, "model": model, "choices": [],
+                       "usage": {"prompt_tokens": 10, "completion_tokens": words.len() + calls.len(), "total_tokens": 10 + words.len() + calls.len()}});
+    sse(&mut out, None, &usage);
+    out.extend_from_slice(b"data: [DONE]\n\n");
+    out
+}
+
+fn anthropic(model: &str, serial: u64, words: &[String], calls: &[(String, Value)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let start = json!({"type": "message_start", "message": {"id": format!("msg_fake{serial}"), "type": "message",
+        "role": "assistant", "content": [], "model": model, "stop_reason": null, "stop_sequence": null,
+        "usage": {"input_tokens": 10, "output_tokens": 1}}});
+    sse(&mut out, Some("message_start"), &start);
+    let mut index = 0;
+    if !words.is_empty() {
+        let block =
+            json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}});
+        sse(&mut out, Some("content_block_start"), &block);
+        for word in words {
+            let delta =
+                json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": word}});
+            sse(&mut out, Some("content_block_delta"), &delta);
+        }
+        sse(&mut out, Some("content_block_stop"), &json!({"type": "content_block_stop", "index": index}));
+        index += 1;
+    }
+    for (n, (name, arguments)) in calls.iter().enumerate() {
+        let block = json!({"type": "content_block_start", "index": index, "content_block":
+            {"type": "tool_use", "id": format!("toolu_fake{serial}_{n}"), "name": name, "input": {}}});
+        sse(&mut out, Some("content_block_start"), &block);
+        let arguments = arguments.to_string();
+        let (head, tail) = arguments.split_at(arguments.len() / 2);
+        for part in [head, tail] {
+            let delta = json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": part}});
+            sse(&mut out, Some("content_block_delta"), &delta);
+        }
+        sse(&mut out, Some("content_block_stop"), &json!({"type": "content_block_stop", "index": index}));
+        index += 1;
+    }
+    let stop = if calls.is_empty() { "end_turn" } else { "tool_use" };
+    let delta = json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+                       "usage": {"output_tokens": words.len() + calls.len()}});
+    sse(&mut out, Some("message_delta"), &delta);
+    sse(&mut out, Some("message_stop"), &json!({"type": "message_stop"}));
+    out
+}
+
+fn gemini_chunks(model: &str, serial: u64, words: &[String], calls: &[(String, Value)]) -> Vec<Value> {
+    let response_id = format!("fake-{serial}");
+    let chunk = |parts: Vec<Value>, finish: bool| {
+        let mut candidate = json!({"content": {"parts": parts, "role": "model"}, "index": 0});
+        let mut chunk = json!({"candidates": [], "modelVersion": model, "responseId": response_id});
+        if finish {
+            candidate["finishReason"] = json!("STOP");
+            chunk["usageMetadata"] = json!({"promptTokenCount": 10, "candidatesTokenCount": words.len() + calls.len(),
+                                            "totalTokenCount": 10 + words.len() + calls.len()});
+        }
+        chunk["candidates"] = json!([candidate]);
+        chunk
+    };
+    // The last chunk carries the last word, the calls and the finish reason, as Gemini's do.
+    let (last, leading) = match words.split_last() {
+        Some((last, leading)) => (vec![json!({"text": last})], leading),
+        None => (Vec::new(), words),
+    };
+    let mut chunks: Vec<Value> = leading.iter().map(|word| chunk(vec![json!({"text": word})], false)).collect();
+    let mut parts = last;
+    parts.extend(calls.iter().map(|(name, arguments)| json!({"functionCall": {"name": name, "args": arguments}})));
+    chunks.push(chunk(parts, true));
+    chunks
+}
+
+fn gemini_sse(model: &str, serial: u64, words: &[String], calls: &[(String, Value)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for chunk in gemini_chunks(model, serial, words, calls) {
+        out.extend_from_slice(format!("data: {chunk}\r\n\r\n").as_bytes());
+    }
+    out
+}
+
+/// The whole answer as one `GenerateContentResponse`.
+fn gemini_json(model: &str, serial: u64, words: &[String], calls: &[(String, Value)]) -> Vec<u8> {
+    let mut parts: Vec<Value> = Vec::new();
+    if !words.is_empty() {
+        parts.push(json!({"text": words.concat()}));
+    }
+    parts.extend(calls.iter().map(|(name, arguments)| json!({"functionCall": {"name": name, "args": arguments}})));
+    json!({"candidates": [{"content": {"parts": parts, "role": "model"}, "finishReason": "STOP", "index": 0}],
+           "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": words.len() + calls.len()},
+           "modelVersion": model, "responseId": format!("fake-{serial}")})
+    .to_string()
+    .into_bytes()
+}

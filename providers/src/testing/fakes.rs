@@ -1,0 +1,273 @@
+//! Fake vendor servers that enforce the vendors' request rules.
+//!
+//! A fake listens on 127.0.0.1, serves each connection in its own task, and for every request:
+//! records it; checks the path, the key and the body against [`super::rules`]; answers a broken
+//! rule with the vendor's error status and body (and records the [`Violation`]); answers a valid
+//! request with the next scripted [`Answer`] in the vendor's stream format, or the fallback
+//! answer (`Answer::text("ok")` unless set) once the script is used up.
+//!
+//! ```ignore
+//! let fake = OpenAiFake::start(vec![Answer::tool_call("bash", json!({"command": "true"})), Answer::text("done")]).await?;
+//! cmd.envs(fake.env());                       // OPENAI_API_KEY and OPENAI_BASE_URL
+//! ...
+//! assert!(fake.rejections().is_empty());
+//! ```
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::sync::{Notify, watch};
+
+use super::answers::Answer;
+use super::rules::{Vendor, Violation, anthropic, gemini, openai};
+use super::{Recorded, Reply, read_request, write_reply};
+
+/// The key the fakes' [`FakeServer::env`] hands out (any non-empty key is accepted).
+pub const FAKE_KEY: &str = "sk-fake-key";
+
+/// A request and what the fake made of it.
+#[derive(Debug, Clone)]
+pub struct Exchange {
+    pub vendor: Option<Vendor>,
+    pub request: Recorded,
+    /// The broken rule, when the request was refused.
+    pub rejection: Option<Violation>,
+}
+
+struct State {
+    script: VecDeque<Answer>,
+    fallback: Answer,
+    exchanges: Vec<Exchange>,
+    keyless: bool,
+    served: u64,
+}
+
+/// A running fake. Dropping it does not stop the listener task; the test's runtime does.
+pub struct FakeServer {
+    vendors: Vec<Vendor>,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    state: Arc<Mutex<State>>,
+    seen: watch::Receiver<usize>,
+    /// Notified when the client closes a held connection (`Reply { hold: true, .. }`).
+    pub client_gone: Arc<Notify>,
+}
+
+/// OpenAI Chat Completions: `POST /v1/chat/completions`.
+pub struct OpenAiFake;
+/// Anthropic Messages: `POST /v1/messages`.
+pub struct AnthropicFake;
+/// Gemini: `POST /v1beta/models/M:streamGenerateContent?alt=sse` and `:generateContent`.
+pub struct GeminiFake;
+
+impl OpenAiFake {
+    pub async fn start(script: Vec<Answer>) -> std::io::Result<FakeServer> {
+        FakeServer::start(&[Vendor::Openai], script).await
+    }
+}
+
+impl AnthropicFake {
+    pub async fn start(script: Vec<Answer>) -> std::io::Result<FakeServer> {
+        FakeServer::start(&[Vendor::Anthropic], script).await
+    }
+}
+
+impl GeminiFake {
+    pub async fn start(script: Vec<Answer>) -> std::io::Result<FakeServer> {
+        FakeServer::start(&[Vendor::Gemini], script).await
+    }
+}
+
+fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl FakeServer {
+    /// A fake serving `vendors`' paths (one, or all three for a conversation that switches
+    /// providers), answering valid requests with `script` in order.
+    pub async fn start(vendors: &[Vendor], script: Vec<Answer>) -> std::io::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let base = format!("http://{}", listener.local_addr()?);
+        let state = Arc::new(Mutex::new(State {
+            script: script.into(),
+            fallback: Answer::text("ok"),
+            exchanges: Vec::new(),
+            keyless: false,
+            served: 0,
+        }));
+        let (seen_tx, seen) = watch::channel(0usize);
+        let seen_tx = Arc::new(seen_tx);
+        let client_gone = Arc::new(Notify::new());
+        let served = vendors.to_vec();
+        let (task_state, gone) = (state.clone(), client_gone.clone());
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let (state, gone, seen_tx, vendors) =
+                    (task_state.clone(), gone.clone(), seen_tx.clone(), served.clone());
+                tokio::spawn(async move {
+                    let Some(request) = read_request(&mut socket).await else { return };
+                    let reply = answer(&vendors, &state, request);
+                    seen_tx.send_modify(|n| *n += 1);
+                    write_reply(&mut socket, &reply, &gone).await;
+                });
+            }
+        });
+        Ok(FakeServer { vendors: vendors.to_vec(), base, state, seen, client_gone })
+    }
+
+    /// The endpoint to configure for `vendor`: OpenAI's with `/v1`, the others' without.
+    pub fn base_url(&self, vendor: Vendor) -> String {
+        match vendor {
+            Vendor::Openai => format!("{}/v1", self.base),
+            Vendor::Anthropic | Vendor::Gemini => self.base.clone(),
+        }
+    }
+
+    /// The key and endpoint variables of every vendor this fake serves.
+    pub fn env(&self) -> Vec<(String, String)> {
+        let mut vars = Vec::new();
+        for vendor in &self.vendors {
+            let (key, url) = match vendor {
+                Vendor::Openai => ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+                Vendor::Anthropic => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+                Vendor::Gemini => ("GEMINI_API_KEY", "GEMINI_BASE_URL"),
+            };
+            vars.push((key.to_string(), FAKE_KEY.to_string()));
+            vars.push((url.to_string(), self.base_url(*vendor)));
+        }
+        vars
+    }
+
+    /// Appends an answer to the script.
+    pub fn push(&self, answer: Answer) {
+        lock(&self.state).script.push_back(answer);
+    }
+
+    /// The answer once the script is used up.
+    pub fn set_fallback(&self, answer: Answer) {
+        lock(&self.state).fallback = answer;
+    }
+
+    /// Accepts requests without a key (a local OpenAI-compatible server such as Ollama).
+    pub fn allow_without_key(&self) {
+        lock(&self.state).keyless = true;
+    }
+
+    pub fn exchanges(&self) -> Vec<Exchange> {
+        lock(&self.state).exchanges.clone()
+    }
+
+    /// Every request received, refused ones included.
+    pub fn requests(&self) -> Vec<Recorded> {
+        lock(&self.state).exchanges.iter().map(|e| e.request.clone()).collect()
+    }
+
+    /// The bodies of the requests that passed the rules.
+    pub fn accepted(&self) -> Vec<Value> {
+        lock(&self.state)
+            .exchanges
+            .iter()
+            .filter(|e| e.rejection.is_none())
+            .filter_map(|e| e.request.json().ok())
+            .collect()
+    }
+
+    /// The broken rules, one per refused request.
+    pub fn rejections(&self) -> Vec<Violation> {
+        lock(&self.state).exchanges.iter().filter_map(|e| e.rejection.clone()).collect()
+    }
+
+    /// Waits until `count` requests have been answered (or refused); false after `timeout`.
+    pub async fn wait_for_requests(&self, count: usize, timeout: Duration) -> bool {
+        let mut seen = self.seen.clone();
+        tokio::time::timeout(timeout, seen.wait_for(|n| *n >= count)).await.is_ok_and(|r| r.is_ok())
+    }
+}
+
+/// Which vendor a path belongs to, with the model for Gemini and whether it streams as SSE.
+fn route(path: &str) -> Option<(Vendor, String, bool)> {
+    let (path, query) = path.split_once('?').unwrap_or((path, ""));
+    match path {
+        "/v1/chat/completions" => return Some((Vendor::Openai, String::new(), true)),
+        "/v1/messages" => return Some((Vendor::Anthropic, String::new(), true)),
+        _ => {}
+    }
+    let rest = path.strip_prefix("/v1beta/models/").or_else(|| path.strip_prefix("/v1/models/"))?;
+    let (model, method) = rest.split_once(':')?;
+    let sse = match method {
+        "streamGenerateContent" => query.split('&').any(|pair| pair == "alt=sse"),
+        "generateContent" => false,
+        _ => return None,
+    };
+    Some((Vendor::Gemini, model.to_string(), sse))
+}
+
+fn not_found(vendors: &[Vendor], request: &Recorded) -> Violation {
+    let vendor = vendors.first().copied().unwrap_or(Vendor::Openai);
+    let message = match vendor {
+        Vendor::Openai => format!("Invalid URL ({} {})", request.method, request.path),
+        Vendor::Anthropic => "Not Found".to_string(),
+        Vendor::Gemini => format!("models/{} is not found for API version v1beta.", request.path),
+    };
+    Violation { vendor, status: 404, message, param: None }
+}
+
+/// Checks one request; the broken rule, or the vendor, model and stream format to answer in.
+fn check(vendors: &[Vendor], keyless: bool, request: &Recorded) -> Result<(Vendor, String, bool), Violation> {
+    let Some((vendor, model, sse)) = route(&request.path).filter(|(v, _, _)| vendors.contains(v)) else {
+        return Err(not_found(vendors, request));
+    };
+    if request.method != "POST" {
+        return Err(Violation { vendor, status: 405, message: "Method Not Allowed".into(), param: None });
+    }
+    let header = |name: &str| request.header(name).map(str::to_string);
+    match vendor {
+        Vendor::Openai => {
+            let bearer = header("authorization").is_some_and(|a| a.starts_with("Bearer ") && a.len() > 7);
+            if !bearer && !keyless {
+                return Err(Violation {
+                    vendor,
+                    status: 401,
+                    message: "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).".into(),
+                    param: None,
+                });
+            }
+        }
+        Vendor::Anthropic => anthropic::check_headers(header)?,
+        Vendor::Gemini => gemini::check_key(header, request.path.split_once('?').map_or("", |(_, q)| q))?,
+    }
+    let body: Value = request.json().map_err(|err| match vendor {
+        Vendor::Gemini => Violation::new(vendor, format!("Invalid JSON payload received. {err}")),
+        _ => Violation::new(vendor, format!("We could not parse the JSON body of your request. ({err})")),
+    })?;
+    match vendor {
+        Vendor::Openai => openai::check(&body)?,
+        Vendor::Anthropic => anthropic::check(&body)?,
+        Vendor::Gemini => gemini::check(&body)?,
+    }
+    let model =
+        if model.is_empty() { body.get("model").and_then(Value::as_str).unwrap_or("").to_string() } else { model };
+    Ok((vendor, model, sse))
+}
+
+fn answer(vendors: &[Vendor], state: &Mutex<State>, request: Recorded) -> Reply {
+    let mut state = lock(state);
+    let outcome = check(vendors, state.keyless, &request);
+    let vendor = outcome.as_ref().map(|(v, _, _)| *v).ok();
+    let reply = match &outcome {
+        Ok((vendor, model, sse)) => {
+            state.served += 1;
+            let answer = state.script.pop_front().unwrap_or_else(|| state.fallback.clone());
+            answer.reply(*vendor, model, state.served, *sse)
+        }
+        Err(violation) => {
+            tracing::warn!(%violation, path = %request.path, "fake refused a request");
+            Reply::error(violation.status, &violation.body().to_string())
+        }
+    };
+    state.exchanges.push(Exchange { vendor, request, rejection: outcome.err() });
+    reply
+}

@@ -1,0 +1,242 @@
+//! Anthropic Messages request rules (`POST /v1/messages`), worded as the API words them.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::{Vendor, Violation, is_plain_name};
+
+fn violation(message: impl Into<String>) -> Violation {
+    Violation::new(Vendor::Anthropic, message)
+}
+
+/// The headers the API needs: a key (or a bearer token) and `anthropic-version`.
+pub fn check_headers(header: impl Fn(&str) -> Option<String>) -> Result<(), Violation> {
+    let key = header("x-api-key").filter(|k| !k.is_empty());
+    let bearer = header("authorization").filter(|a| a.starts_with("Bearer ") && a.len() > 7);
+    if key.is_none() && bearer.is_none() {
+        return Err(violation("x-api-key header is required").status(401));
+    }
+    if header("anthropic-version").is_none_or(|v| v.is_empty()) {
+        return Err(violation("anthropic-version: header is required"));
+    }
+    Ok(())
+}
+
+/// Checks a request body; the first broken rule is the error.
+pub fn check(body: &Value) -> Result<(), Violation> {
+    let Some(object) = body.as_object() else {
+        return Err(violation("The request body is not valid JSON."));
+    };
+    if object.get("model").and_then(Value::as_str).is_none_or(|m| m.is_empty()) {
+        return Err(violation("model: Field required"));
+    }
+    let Some(max_tokens) = object.get("max_tokens") else {
+        return Err(violation("max_tokens: Field required"));
+    };
+    let Some(max_tokens) = max_tokens.as_u64().filter(|n| *n >= 1) else {
+        return Err(violation("max_tokens: Input should be greater than or equal to 1"));
+    };
+    let thinking = match object.get("thinking") {
+        Some(thinking) if thinking.get("type").and_then(Value::as_str) == Some("enabled") => {
+            let budget = thinking.get("budget_tokens").and_then(Value::as_u64).unwrap_or(0);
+            if budget < 1024 {
+                return Err(violation("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"));
+            }
+            if max_tokens <= budget {
+                return Err(violation("`max_tokens` must be greater than `thinking.budget_tokens`"));
+            }
+            true
+        }
+        _ => false,
+    };
+    match object.get("system") {
+        None | Some(Value::String(_)) => {}
+        Some(Value::Array(blocks)) => {
+            for (i, block) in blocks.iter().enumerate() {
+                check_text_block(block, &format!("system.{i}"))?;
+            }
+        }
+        Some(_) => return Err(violation("system: Input should be a valid list")),
+    }
+    check_tools(object.get("tools"))?;
+    let Some(messages) = object.get("messages").and_then(Value::as_array) else {
+        return Err(violation("messages: Field required"));
+    };
+    check_messages(messages, thinking)
+}
+
+fn check_tools(tools: Option<&Value>) -> Result<(), Violation> {
+    let Some(tools) = tools else { return Ok(()) };
+    let Some(tools) = tools.as_array() else { return Err(violation("tools: Input should be a valid list")) };
+    let mut names = BTreeSet::new();
+    for (i, tool) in tools.iter().enumerate() {
+        let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
+        if !is_plain_name(name, 64) {
+            return Err(violation(format!(
+                "tools.{i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'"
+            )));
+        }
+        if !names.insert(name) {
+            return Err(violation("tools: Tool names must be unique."));
+        }
+        let schema = tool.get("input_schema");
+        if !schema.is_some_and(Value::is_object) {
+            return Err(violation(format!("tools.{i}.custom.input_schema: Field required")));
+        }
+        if schema.and_then(|s| s.get("type")).and_then(Value::as_str) != Some("object") {
+            return Err(violation(format!("tools.{i}.custom.input_schema.type: Input should be 'object'")));
+        }
+    }
+    Ok(())
+}
+
+fn check_text_block(block: &Value, at: &str) -> Result<(), Violation> {
+    let text = block.get("text").and_then(Value::as_str).unwrap_or("");
+    if text.is_empty() {
+        return Err(violation(format!("{at}.text: text content blocks must be non-empty")));
+    }
+    if text.trim().is_empty() {
+        return Err(violation(format!("{at}.text: text content blocks must contain non-whitespace text")));
+    }
+    Ok(())
+}
+
+/// The blocks of a message (a string content is one text block).
+fn blocks(message: &Value, at: &str, last_assistant: bool) -> Result<Vec<Value>, Violation> {
+    match message.get("content") {
+        Some(Value::String(text)) => {
+            if text.is_empty() && !last_assistant {
+                return Err(violation(format!(
+                    "{at}: all messages must have non-empty content except for the optional final assistant message"
+                )));
+            }
+            Ok(if text.is_empty() { Vec::new() } else { vec![serde_json::json!({"type": "text", "text": text})] })
+        }
+        Some(Value::Array(blocks)) => {
+            if blocks.is_empty() && !last_assistant {
+                return Err(violation(format!(
+                    "{at}: all messages must have non-empty content except for the optional final assistant message"
+                )));
+            }
+            Ok(blocks.clone())
+        }
+        _ => Err(violation(format!("{at}.content: Field required"))),
+    }
+}
+
+fn check_messages(messages: &[Value], thinking: bool) -> Result<(), Violation> {
+    if messages.is_empty() {
+        return Err(violation("messages: at least one message is required"));
+    }
+    let mut previous_role = "";
+    // tool_use ids of the previous assistant message, which the next message must answer.
+    let mut open_calls: Vec<String> = Vec::new();
+    let mut seen_ids: BTreeSet<String> = BTreeSet::new();
+    for (i, message) in messages.iter().enumerate() {
+        let at = format!("messages.{i}");
+        let role = message.get("role").and_then(Value::as_str).unwrap_or("");
+        if role != "user" && role != "assistant" {
+            return Err(violation(format!("{at}.role: Input should be 'user' or 'assistant'")));
+        }
+        if i == 0 && role != "user" {
+            return Err(violation("messages: first message must use the \"user\" role"));
+        }
+        if role == previous_role {
+            return Err(violation(format!(
+                "messages: roles must alternate between \"user\" and \"assistant\", but found multiple \"{role}\" roles in a row"
+            )));
+        }
+        let last = i + 1 == messages.len();
+        let blocks = blocks(message, &at, last && role == "assistant")?;
+        let mut answered: Vec<String> = Vec::new();
+        let mut calls: Vec<String> = Vec::new();
+        let mut seen_other = false;
+        for (j, block) in blocks.iter().enumerate() {
+            let at = format!("{at}.content.{j}");
+            match block.get("type").and_then(Value::as_str).unwrap_or("") {
+                "text" => {
+                    check_text_block(block, &at)?;
+                    seen_other = true;
+                }
+                "thinking" | "redacted_thinking" if role == "assistant" => {}
+                "image" | "document" if role == "user" => seen_other = true,
+                "tool_use" if role == "assistant" => {
+                    let id = block.get("id").and_then(Value::as_str).unwrap_or("");
+                    if !is_plain_name(id, usize::MAX) {
+                        return Err(violation(format!(
+                            "{at}.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'"
+                        )));
+                    }
+                    if !is_plain_name(block.get("name").and_then(Value::as_str).unwrap_or(""), 64) {
+                        return Err(violation(format!(
+                            "{at}.tool_use.name: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'"
+                        )));
+                    }
+                    if !block.get("input").is_some_and(Value::is_object) {
+                        return Err(violation(format!("{at}.tool_use.input: Input should be a valid dictionary")));
+                    }
+                    if !seen_ids.insert(id.to_string()) {
+                        return Err(violation(format!("{at}: `tool_use` ids must be unique")));
+                    }
+                    calls.push(id.to_string());
+                }
+                "tool_result" if role == "user" => {
+                    let id = block.get("tool_use_id").and_then(Value::as_str).unwrap_or("");
+                    if !is_plain_name(id, usize::MAX) {
+                        return Err(violation(format!(
+                            "{at}.tool_result.tool_use_id: String should match pattern '^[a-zA-Z0-9_-]+$'"
+                        )));
+                    }
+                    if !open_calls.iter().any(|c| c == id) || answered.iter().any(|a| a == id) {
+                        return Err(violation(format!(
+                            "{at}: unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+                        )));
+                    }
+                    if seen_other {
+                        return Err(violation(format!(
+                            "{at}: `tool_result` blocks must come first in the user message content, before any other content"
+                        )));
+                    }
+                    answered.push(id.to_string());
+                }
+                other => {
+                    return Err(violation(format!(
+                        "{at}.type: Input tag '{other}' found using 'type' is not allowed in a {role} message"
+                    )));
+                }
+            }
+        }
+        let missing: Vec<&str> = open_calls.iter().filter(|c| !answered.contains(c)).map(String::as_str).collect();
+        if !missing.is_empty() {
+            return Err(violation(format!(
+                "messages.{}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+                i - 1,
+                missing.join(", ")
+            )));
+        }
+        if thinking && role == "assistant" && !calls.is_empty() && i + 2 == messages.len() {
+            // The assistant turn of the tool loop in progress must open with its thinking.
+            let first = blocks.first().and_then(|b| b.get("type")).and_then(Value::as_str).unwrap_or("");
+            if first != "thinking" && first != "redacted_thinking" {
+                return Err(violation(format!(
+                    "{at}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{first}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block. We recommend you include thinking blocks from previous turns."
+                )));
+            }
+        }
+        open_calls = calls;
+        previous_role = role;
+    }
+    if !open_calls.is_empty() {
+        return Err(violation(format!(
+            "messages.{}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+            messages.len() - 1,
+            open_calls.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "anthropic_tests.rs"]
+mod tests;

@@ -1,0 +1,70 @@
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+use serde_json::json;
+
+use super::*;
+
+fn body(messages: serde_json::Value) -> serde_json::Value {
+    json!({"model": "claude-sonnet-4-5", "max_tokens": 100, "stream": true, "messages": messages})
+}
+
+fn user(text: &str) -> serde_json::Value {
+    json!({"role": "user", "content": [{"type": "text", "text": text}]})
+}
+
+fn tool_use(id: &str) -> serde_json::Value {
+    json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "bash", "input": {}}]})
+}
+
+fn result(id: &str) -> serde_json::Value {
+    json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": "o"}]})
+}
+
+#[test]
+fn a_paired_alternating_conversation_passes() {
+    let ok = body(json!([user("hi"), tool_use("toolu_1"), result("toolu_1"),
+        {"role": "assistant", "content": "done"}, user("more")]));
+    assert_eq!(check(&ok), Ok(()));
+}
+
+#[test]
+fn pairing_alternation_and_first_role() {
+    let err = check(&body(json!([user("hi"), tool_use("toolu_1"), user("again")]))).unwrap_err();
+    assert!(
+        err.message.contains("`tool_use` ids were found without `tool_result` blocks immediately after: toolu_1"),
+        "{err}"
+    );
+    assert_eq!(err.body()["error"]["type"], "invalid_request_error");
+    let err = check(&body(json!([user("hi"), {"role": "assistant", "content": "a"}, result("toolu_9")]))).unwrap_err();
+    assert!(err.message.contains("unexpected `tool_use_id`"), "{err}");
+    let err = check(&body(json!([user("a"), user("b")]))).unwrap_err();
+    assert!(err.message.contains("roles must alternate"), "{err}");
+    let err = check(&body(json!([{"role": "assistant", "content": "a"}, user("b")]))).unwrap_err();
+    assert!(err.message.contains("first message must use the \"user\" role"), "{err}");
+}
+
+#[test]
+fn empty_content_ids_and_required_fields() {
+    let err = check(&body(json!([user("")]))).unwrap_err();
+    assert!(err.message.contains("text content blocks must be non-empty"), "{err}");
+    let err = check(&body(json!([{"role": "user", "content": []}]))).unwrap_err();
+    assert!(err.message.contains("non-empty content"), "{err}");
+    let err = check(&body(json!([user("hi"), tool_use("call:1"), result("call:1")]))).unwrap_err();
+    assert!(err.message.contains("tool_use.id: String should match pattern"), "{err}");
+    assert!(check(&json!({"model": "m", "messages": [user("hi")]})).unwrap_err().message.contains("max_tokens"));
+    let mut tools = body(json!([user("hi")]));
+    tools["tools"] = json!([{"name": "a.b", "input_schema": {"type": "object"}}]);
+    assert!(check(&tools).unwrap_err().message.contains("name"));
+    let mut thinking = body(json!([user("hi"), tool_use("toolu_1"), result("toolu_1")]));
+    thinking["thinking"] = json!({"type": "enabled", "budget_tokens": 2000});
+    thinking["max_tokens"] = json!(4000);
+    assert!(check(&thinking).unwrap_err().message.contains("must start with a thinking block"));
+}
+
+#[test]
+fn headers() {
+    assert_eq!(check_headers(|_| None).unwrap_err().status, 401);
+    let err = check_headers(|n| (n == "x-api-key").then(|| "k".to_string())).unwrap_err();
+    assert!(err.message.contains("anthropic-version"));
+    assert_eq!(check_headers(|_| Some("v".to_string())), Ok(()));
+}

@@ -1,0 +1,110 @@
+//! The vendors' documented request rules, as pure checks over a request body. The fakes run
+//! them on every request and answer a broken rule the way the real API does; the property
+//! tests run the request builders' output through them.
+//!
+//! Each check returns the first broken rule as a [`Violation`] carrying the vendor's status and
+//! its own wording of the error; [`Violation::body`] is the vendor's error body.
+
+pub mod anthropic;
+pub mod gemini;
+mod gemini_schema;
+pub mod openai;
+
+use serde_json::{Value, json};
+
+/// Which vendor's rules and formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Vendor {
+    Openai,
+    Anthropic,
+    Gemini,
+}
+
+impl Vendor {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Vendor::Openai => "openai",
+            Vendor::Anthropic => "anthropic",
+            Vendor::Gemini => "gemini",
+        }
+    }
+}
+
+/// A broken rule, as the vendor reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub vendor: Vendor,
+    pub status: u16,
+    pub message: String,
+    /// OpenAI's `param` (the offending field), when it names one.
+    pub param: Option<String>,
+}
+
+impl Violation {
+    pub(crate) fn new(vendor: Vendor, message: impl Into<String>) -> Self {
+        Violation { vendor, status: 400, message: message.into(), param: None }
+    }
+
+    pub(crate) fn status(mut self, status: u16) -> Self {
+        self.status = status;
+        self
+    }
+
+    pub(crate) fn param(mut self, param: impl Into<String>) -> Self {
+        self.param = Some(param.into());
+        self
+    }
+
+    /// The vendor's error body for this violation.
+    pub fn body(&self) -> Value {
+        match self.vendor {
+            Vendor::Openai => json!({"error": {
+                "message": self.message,
+                "type": "invalid_request_error",
+                "param": self.param,
+                "code": if self.status == 401 { Value::from("invalid_api_key") } else { Value::Null },
+            }}),
+            Vendor::Anthropic => {
+                let kind = match self.status {
+                    401 => "authentication_error",
+                    403 => "permission_error",
+                    404 => "not_found_error",
+                    _ => "invalid_request_error",
+                };
+                json!({"type": "error", "error": {"type": kind, "message": self.message}, "request_id": "req_fake"})
+            }
+            Vendor::Gemini => {
+                let status = match self.status {
+                    403 => "PERMISSION_DENIED",
+                    404 => "NOT_FOUND",
+                    401 => "UNAUTHENTICATED",
+                    _ => "INVALID_ARGUMENT",
+                };
+                json!({"error": {"code": self.status, "message": self.message, "status": status}})
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} HTTP {}: {}", self.vendor.as_str(), self.status, self.message)
+    }
+}
+
+/// `^[a-zA-Z0-9_-]{1,max}$`.
+pub(crate) fn is_plain_name(name: &str, max: usize) -> bool {
+    !name.is_empty() && name.len() <= max && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// The JSON type name the vendors' validators print.
+pub(crate) fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}

@@ -1,0 +1,130 @@
+//! The fake vendor servers: scripted answers reach the providers intact in each vendor's
+//! format, and a request that breaks a vendor rule gets the vendor's own error.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+use superpi_proto::{ContentBlock, Message};
+use superpi_providers::testing::answers::Answer;
+use superpi_providers::testing::fakes::{AnthropicFake, FakeServer, GeminiFake, OpenAiFake};
+use superpi_providers::{ModelRequest, ProviderError, ProvidersConfig, StreamEvent, ToolSpec, resolve, validate};
+
+fn config(fake: &FakeServer) -> ProvidersConfig {
+    let vars = fake.env();
+    let mut config = ProvidersConfig::default();
+    config.apply_env(|name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()));
+    config
+}
+
+async fn ask(fake: &FakeServer, model: &str, messages: Vec<Message>) -> superpi_providers::Terminal {
+    let request = ModelRequest {
+        model: model.into(),
+        messages,
+        tools: vec![ToolSpec {
+            name: "ls".into(),
+            description: "List".into(),
+            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        }],
+        max_tokens: Some(100),
+        ..Default::default()
+    };
+    let events: Vec<StreamEvent> = resolve(model, &config(fake)).unwrap().stream(request).collect().await;
+    validate(&events).unwrap();
+    match events.into_iter().last() {
+        Some(StreamEvent::Done(t)) | Some(StreamEvent::Error(t)) => t,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn scripted_answers_stream_in_each_vendors_format() {
+    let script = || vec![Answer::text("two words"), Answer::tool_call("ls", json!({"path": "/tmp"}))];
+    let fakes = [
+        (OpenAiFake::start(script()).await.unwrap(), "gpt-4o"),
+        (AnthropicFake::start(script()).await.unwrap(), "claude-sonnet-4-5"),
+        (GeminiFake::start(script()).await.unwrap(), "gemini-2.5-flash"),
+    ];
+    for (fake, model) in &fakes {
+        let first = ask(fake, model, vec![Message::user_text("hi")]).await;
+        assert_eq!(first.message.text(), "two words", "{model}");
+        let second = ask(fake, model, vec![Message::user_text("list")]).await;
+        let calls: Vec<(&str, &Value)> = second
+            .message
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolCall { name, arguments, .. } => Some((name.as_str(), arguments)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(calls, vec![("ls", &json!({"path": "/tmp"}))], "{model}");
+        assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+        assert_eq!(fake.accepted().len(), 2);
+        assert!(fake.wait_for_requests(2, Duration::from_secs(5)).await);
+    }
+}
+
+async fn post(url: &str, headers: &[(&str, &str)], body: &Value) -> (u16, Value) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut request =
+        reqwest::Client::new().post(url).header("content-type", "application/json").body(body.to_string());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), serde_json::from_str(&response.text().await.unwrap()).unwrap())
+}
+
+#[tokio::test]
+async fn broken_rules_get_the_vendors_error() {
+    let openai = OpenAiFake::start(vec![]).await.unwrap();
+    let body = json!({"model": "gpt-4o", "stream": true, "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        {"role": "user", "content": "and?"}]});
+    let url = format!("{}/chat/completions", openai.base_url(superpi_providers::testing::rules::Vendor::Openai));
+    let (status, error) = post(&url, &[("authorization", "Bearer k")], &body).await;
+    assert_eq!(status, 400);
+    assert!(error["error"]["message"].as_str().unwrap().contains("did not have response messages: call_1"), "{error}");
+    let (status, _) =
+        post(&url, &[], &json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})).await;
+    assert_eq!(status, 401, "no key");
+    assert_eq!(openai.rejections().len(), 2);
+
+    let anthropic = AnthropicFake::start(vec![]).await.unwrap();
+    let url = format!("{}/v1/messages", anthropic.base);
+    let headers = [("x-api-key", "k"), ("anthropic-version", "2023-06-01")];
+    let (status, error) =
+        post(&url, &headers, &json!({"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "hi"}]}))
+            .await;
+    assert_eq!((status, error["type"].as_str()), (400, Some("error")));
+    assert_eq!(error["error"]["message"], "max_tokens: Field required");
+
+    let gemini = GeminiFake::start(vec![]).await.unwrap();
+    let url = format!("{}/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", gemini.base);
+    let body = json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "tools": [{"functionDeclarations": [
+        {"name": "bash", "description": "d", "parameters": {"type": "object", "properties": {"timeout": {"type": "number", "exclusiveMinimum": 0}}}}]}]});
+    let (status, error) = post(&url, &[("x-goog-api-key", "k")], &body).await;
+    assert_eq!(status, 400);
+    assert_eq!(error["error"]["status"], "INVALID_ARGUMENT");
+    assert_eq!(
+        error["error"]["message"],
+        "Invalid JSON payload received. Unknown name \"exclusiveMinimum\" at 'tools[0].function_declarations[0].parameters.properties[timeout].value': Cannot find field."
+    );
+}
+
+#[tokio::test]
+async fn a_refused_request_ends_the_stream_with_the_vendors_message() {
+    let fake = AnthropicFake::start(vec![]).await.unwrap();
+    // A message of only whitespace is refused by the API.
+    let terminal = ask(&fake, "claude-sonnet-4-5", vec![Message::user_text("   ")]).await;
+    match terminal.error {
+        Some(ProviderError::Http { status: 400, message, .. }) => {
+            assert!(message.contains("non-whitespace"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
