@@ -154,24 +154,6 @@ pub(crate) fn live(kernel: &Arc<Kernel>, id: i64) -> Result<Option<Arc<Conversat
     Ok(Some(conv))
 }
 
-/// At start: tells the conversation of a turn a dead kernel left running that it was
-/// interrupted.
-pub(crate) fn announce_interrupted(kernel: &Arc<Kernel>, conversation_id: i64, turn_id: i64) {
-    match live(kernel, conversation_id) {
-        Ok(Some(conv)) => conv.emit(
-            kernel,
-            Event::notice(
-                conversation_id,
-                Some(turn_id),
-                "warning",
-                format!("turn {turn_id} was interrupted: the kernel stopped while it ran"),
-            ),
-        ),
-        Ok(None) => {}
-        Err(err) => tracing::error!("recovering conversation {conversation_id}: {err}"),
-    }
-}
-
 async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Receiver<Input>) {
     let mut queue: VecDeque<(i64, Message)> = VecDeque::new();
     let mut current: Option<(i64, CancellationToken)> = None;

@@ -12,6 +12,7 @@ mod connection;
 mod conversation;
 mod handlers;
 mod kernel;
+mod recovery;
 mod server;
 pub mod store;
 mod subscription;

@@ -12,7 +12,6 @@ use nix::fcntl::{Flock, FlockArg};
 use superpi_sandbox::{Sandbox, SandboxConfig};
 use tokio::net::{UnixListener, UnixStream};
 
-use crate::conversation;
 use crate::kernel::{Kernel, KernelConfig, KernelError};
 use crate::store::Store;
 use crate::tools::Catalog;
@@ -45,9 +44,7 @@ pub async fn run(config: KernelConfig) -> Result<(), KernelError> {
     }
     let kernel = Kernel::new(config, store, sandbox, catalog);
 
-    for (conversation_id, turn_id) in kernel.store.recover_interrupted()? {
-        conversation::announce_interrupted(&kernel, conversation_id, turn_id);
-    }
+    crate::recovery::recover_interrupted(&kernel)?;
     tracing::info!(socket = %socket_path.display(), pid = std::process::id(), "kernel listening");
 
     let idle = tokio::spawn(watch_idleness(kernel.clone()));

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::conversation::Conversation;
 use crate::kernel::{Kernel, PendingQuestion, PendingUi, lock};
+use crate::recovery::OpenCallEnd;
 
 /// A turn stops after this many model calls, whatever the model wants.
 const MAX_MODEL_CALLS: usize = 64;
@@ -52,7 +53,18 @@ pub(crate) async fn run(
     }
     conv.emit(kernel, Event::turn_started(cid, turn_id));
 
-    let (status, error) = match drive(kernel, conv, turn_id, &cancel).await {
+    let ended = drive(kernel, conv, turn_id, &cancel).await;
+    // A turn that stops early leaves no tool call without a result (see recovery.rs).
+    let open_call_end = match &ended {
+        Ok(TurnEnd::Completed { .. }) => None,
+        _ if kernel.shutdown.is_cancelled() => Some(OpenCallEnd::Interrupted),
+        Ok(TurnEnd::Cancelled) => Some(OpenCallEnd::Cancelled),
+        Err(_) => Some(OpenCallEnd::Failed),
+    };
+    if let Some(end) = open_call_end {
+        crate::recovery::close_after(kernel, conv, turn_id, end);
+    }
+    let (status, error) = match ended {
         Ok(TurnEnd::Completed { result, stop_reason }) => {
             conv.emit(kernel, Event::turn_completed(cid, turn_id, Some(result), stop_reason));
             ("completed", None)
