@@ -11,7 +11,9 @@ use serde_json::Value;
 use superpi_client::{KernelClient, Subscription};
 use superpi_proto::method::WatchParams;
 use superpi_proto::{ContentBlock, Entry, EntryKind, Event, EventBody};
-use superpi_providers::testing::{ReplayServer, Reply, recorded};
+use superpi_providers::testing::Reply;
+use superpi_providers::testing::answers::Answer;
+use superpi_providers::testing::fakes::{AnthropicFake, FakeServer, GeminiFake, OpenAiFake};
 use superpi_tests::{TestEnv, open_and_watch, turn_events};
 
 async fn connect(env: &TestEnv) -> KernelClient {
@@ -152,57 +154,17 @@ async fn a_cancel_during_a_tool_leaves_a_result_for_every_call_of_the_turn() {
     assert!(matches!(events.last().unwrap().body, EventBody::TurnCompleted { .. }));
 }
 
-/// An OpenAI stream that calls `bash` with `command`.
-fn openai_bash_call(call_id: &str, command: &str) -> Vec<u8> {
-    let arguments = serde_json::json!({ "command": command }).to_string();
-    let first = serde_json::json!({
-        "id": "chatcmpl-h", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini",
-        "choices": [{"index": 0, "delta": {"role": "assistant", "content": null, "tool_calls": [
-            {"index": 0, "id": call_id, "type": "function", "function": {"name": "bash", "arguments": arguments}}
-        ]}, "finish_reason": null}]
-    });
-    let last = serde_json::json!({
-        "id": "chatcmpl-h", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini",
-        "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]
-    });
-    format!("data: {first}\n\ndata: {last}\n\ndata: [DONE]\n\n").into_bytes()
-}
-
-/// OpenAI's rule: an assistant message with `tool_calls` is followed by one `tool` message per
-/// call id, before any other message.
-fn assert_openai_pairing(body: &Value) {
-    let messages = body["messages"].as_array().expect("messages");
-    for (i, message) in messages.iter().enumerate() {
-        let Some(calls) = message["tool_calls"].as_array() else { continue };
-        let ids: Vec<&str> = calls.iter().map(|c| c["id"].as_str().unwrap()).collect();
-        let answers: Vec<&str> = messages[i + 1..]
-            .iter()
-            .take_while(|m| m["role"] == "tool")
-            .map(|m| m["tool_call_id"].as_str().unwrap())
-            .collect();
-        let mut sorted = answers.clone();
-        sorted.sort();
-        let mut expected = ids.clone();
-        expected.sort();
-        assert_eq!(sorted, expected, "tool_calls {ids:?} answered by {answers:?} in {messages:#?}");
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn after_a_kill_during_an_openai_tool_call_the_next_request_pairs_the_call_with_a_result() {
-    let server = ReplayServer::start(vec![
-        Reply::stream(&openai_bash_call("call_sleep", "sleep 30"), 64),
-        Reply::stream(&recorded("openai_text.sse").unwrap(), 64),
-    ])
-    .await
-    .unwrap();
+/// The kernel is killed while the tool of the model's first answer runs; the next `superpi
+/// run` starts a new kernel, which stores a result for the call, and its request must pass the
+/// vendor's rules (every call answered by a result).
+async fn kill_during_a_tool_then_continue(fake: FakeServer, model: &str) {
     let env = TestEnv::new();
-    let with_openai = |args: &[&str]| {
+    let with_fake = |args: &[&str]| {
         let mut cmd = env.command(args);
-        cmd.env("OPENAI_BASE_URL", format!("{}/v1", server.base)).env("OPENAI_API_KEY", "sk-test");
+        cmd.envs(fake.env());
         tokio::process::Command::from(cmd)
     };
-    let mut first = with_openai(&["run", "--model", "gpt-4o-mini", "--mode", "auto", "sleep a while"]);
+    let mut first = with_fake(&["run", "--model", model, "--mode", "auto", "sleep a while"]);
     let first = first.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
 
     // Watch the conversation the run opens until its tool runs (the kernel is the run's: the
@@ -216,29 +178,50 @@ async fn after_a_kill_during_an_openai_tool_call_the_next_request_pairs_the_call
         {
             break (watcher.clone(), conv.conversation_id);
         }
-        assert!(Instant::now() < deadline, "the run opened no conversation");
+        assert!(Instant::now() < deadline, "{model}: the run opened no conversation");
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     let mut sub = watcher.watch(watch_from_start(conv)).await.unwrap();
-    wait_for(&mut sub, |e| matches!(e.body, EventBody::ToolStarted { .. })).await;
+    let started = wait_for(&mut sub, |e| matches!(e.body, EventBody::ToolStarted { .. }) || e.body.is_turn_end()).await;
+    assert!(
+        matches!(started.body, EventBody::ToolStarted { .. }),
+        "{model}: the turn ended before its tool ran: {:?}; refused: {:?}",
+        started.body,
+        fake.rejections()
+    );
     env.kill_kernel();
     let out = first.wait_with_output().await.unwrap();
-    assert!(!out.status.success(), "the run lost its kernel");
+    assert!(!out.status.success(), "{model}: the run lost its kernel");
     drop(sub);
     drop(watcher);
 
-    let out = with_openai(&["run", "--conversation", &conv.to_string(), "go on"]).output().await.unwrap();
-    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Hello there, wörld ✓");
-    let requests = server.requests();
-    assert_eq!(requests.len(), 2);
-    let body = requests[1].json().unwrap();
-    assert_openai_pairing(&body);
-    let messages = body["messages"].as_array().unwrap();
-    let result = messages.iter().find(|m| m["role"] == "tool").expect("a tool message");
-    assert_eq!(result["tool_call_id"], "call_sleep");
-    assert!(result["content"].as_str().unwrap().contains("interrupted"), "{result}");
-    assert_eq!(messages.last().unwrap()["content"], "go on");
+    let out = with_fake(&["run", "--conversation", &conv.to_string(), "go on"]).output().await.unwrap();
+    assert!(out.status.success(), "{model}: stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "resumed", "{model}");
+    assert_eq!(fake.rejections(), vec![], "{model}");
+    let accepted = fake.accepted();
+    assert_eq!(accepted.len(), 2, "{model}");
+    assert!(accepted[1].to_string().contains("interrupted: the kernel stopped"), "{model}: {}", accepted[1]);
+}
+
+fn crash_script() -> Vec<Answer> {
+    vec![Answer::tool_call("bash", serde_json::json!({"command": "sleep 30"})), Answer::text("resumed")]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_kill_during_an_openai_tool_call_the_next_request_passes_openais_rules() {
+    kill_during_a_tool_then_continue(OpenAiFake::start(crash_script()).await.unwrap(), "gpt-4o-mini").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_kill_during_an_anthropic_tool_call_the_next_request_passes_anthropics_rules() {
+    kill_during_a_tool_then_continue(AnthropicFake::start(crash_script()).await.unwrap(), "claude-sonnet-4-5").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "Gemini refuses the built-in tools' JSON Schema (exclusiveMinimum) until the providers translate it (issue 14 item 2); run with --ignored"]
+async fn after_a_kill_during_a_gemini_tool_call_the_next_request_passes_geminis_rules() {
+    kill_during_a_tool_then_continue(GeminiFake::start(crash_script()).await.unwrap(), "gemini-2.5-flash").await;
 }
 
 fn sse(events: &[Value]) -> Vec<u8> {
@@ -249,41 +232,27 @@ fn sse(events: &[Value]) -> Vec<u8> {
         .into_bytes()
 }
 
-fn anthropic_start() -> Value {
-    serde_json::json!({"type": "message_start", "message": {"id": "msg_h", "type": "message", "role": "assistant",
-        "content": [], "model": "claude-sonnet-4-5", "stop_reason": null, "stop_sequence": null,
-        "usage": {"input_tokens": 10, "output_tokens": 1}}})
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_failure_after_a_closed_tool_call_block_leaves_a_result_and_the_next_request_pairs_it() {
     // The stream closes a tool_use block, then the connection is cut before the message ends.
     let cut = sse(&[
-        anthropic_start(),
+        serde_json::json!({"type": "message_start", "message": {"id": "msg_h", "type": "message",
+            "role": "assistant", "content": [], "model": "claude-sonnet-4-5", "stop_reason": null,
+            "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
         serde_json::json!({"type": "content_block_start", "index": 0,
             "content_block": {"type": "tool_use", "id": "toolu_h1", "name": "ls", "input": {}}}),
         serde_json::json!({"type": "content_block_delta", "index": 0,
             "delta": {"type": "input_json_delta", "partial_json": "{\"path\": \".\"}"}}),
         serde_json::json!({"type": "content_block_stop", "index": 0}),
     ]);
-    let answer = sse(&[
-        anthropic_start(),
-        serde_json::json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-        serde_json::json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Still here."}}),
-        serde_json::json!({"type": "content_block_stop", "index": 0}),
-        serde_json::json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null},
-            "usage": {"output_tokens": 3}}),
-        serde_json::json!({"type": "message_stop"}),
-    ]);
-    let server = ReplayServer::start(vec![Reply { cut: true, ..Reply::stream(&cut, 64) }, Reply::stream(&answer, 64)])
-        .await
-        .unwrap();
+    let fake = AnthropicFake::start(vec![
+        Answer::Reply(Reply { cut: true, ..Reply::stream(&cut, 64) }),
+        Answer::text("Still here."),
+    ])
+    .await
+    .unwrap();
     let env = TestEnv::new();
-    let run = |args: &[&str]| {
-        let mut cmd = env.command(args);
-        cmd.env("ANTHROPIC_BASE_URL", &server.base).env("ANTHROPIC_API_KEY", "sk-ant-test");
-        cmd.output().unwrap()
-    };
+    let run = |args: &[&str]| env.command(args).envs(fake.env()).output().unwrap();
     let out = run(&["run", "--model", "claude-sonnet-4-5", "--mode", "auto", "list files"]);
     assert_eq!(out.status.code(), Some(1), "stderr: {}", String::from_utf8_lossy(&out.stderr));
 
@@ -296,16 +265,6 @@ async fn a_provider_failure_after_a_closed_tool_call_block_leaves_a_result_and_t
     let out = run(&["run", "-c", "go on"]);
     assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Still here.");
-    let body = server.requests()[1].json().unwrap();
-    // Anthropic's rule: each tool_use is answered by a tool_result in the next (user) message.
-    let messages = body["messages"].as_array().unwrap();
-    let at = messages
-        .iter()
-        .position(|m| m["content"].as_array().is_some_and(|c| c.iter().any(|b| b["type"] == "tool_use")))
-        .expect("the stored tool_use is sent");
-    let next = &messages[at + 1];
-    assert_eq!(next["role"], "user");
-    let result = next["content"].as_array().unwrap().iter().find(|b| b["type"] == "tool_result").expect("tool_result");
-    assert_eq!(result["tool_use_id"], "toolu_h1");
-    assert_eq!(result["is_error"], true);
+    assert_eq!(fake.rejections(), vec![]);
+    assert!(fake.accepted()[1].to_string().contains("toolu_h1"));
 }
