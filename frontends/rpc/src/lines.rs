@@ -53,7 +53,9 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 return Ok(Line::Line(line));
             }
             self.scanned = self.buf.len();
-            if self.buf.len() > self.max {
+            // A CR may still be followed by its LF: it does not count against the limit.
+            let pending_cr = usize::from(self.buf.last() == Some(&b'\r'));
+            if self.buf.len() > self.max + pending_cr {
                 self.buf.clear();
                 self.scanned = 0;
                 if !self.discarding {
@@ -64,8 +66,11 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             self.buf.reserve(8192);
             if self.inner.read_buf(&mut self.buf).await? == 0 {
                 // The last line may lack its newline.
-                let rest = std::mem::take(&mut self.buf);
+                let mut rest = std::mem::take(&mut self.buf);
                 self.scanned = 0;
+                if rest.last() == Some(&b'\r') {
+                    rest.pop();
+                }
                 if std::mem::take(&mut self.discarding) || rest.iter().all(u8::is_ascii_whitespace) {
                     return Ok(Line::Eof);
                 }
@@ -117,6 +122,22 @@ mod tests {
         );
         // Exactly at the limit is fine.
         assert_eq!(all(b"0123456789\n", 10).await, vec![l("0123456789"), Line::Eof]);
+    }
+
+    /// Found by the rpc_lines fuzz target: a CRLF split between reads made a line at the
+    /// limit too long, and the last line kept its CR.
+    #[tokio::test]
+    async fn a_crlf_at_the_limit_and_a_cr_at_the_end_are_line_ends() {
+        // The pipe holds 11 bytes: the first read ends right after the CR.
+        let (mut tx, rx) = tokio::io::duplex(11);
+        let writer = tokio::spawn(async move {
+            tx.write_all(b"0123456789\r\nabc\r").await.unwrap();
+        });
+        let mut reader = LineReader::new(rx, 10);
+        assert_eq!(reader.next().await.unwrap(), l("0123456789"));
+        writer.await.unwrap();
+        assert_eq!(reader.next().await.unwrap(), l("abc"));
+        assert_eq!(reader.next().await.unwrap(), Line::Eof);
     }
 
     #[tokio::test]
