@@ -4,29 +4,34 @@ use serde_json::{Value, json};
 use superpi_proto::{ContentBlock, Role};
 
 use crate::assemble::{BlockKind, StreamBuilder};
+use crate::history;
 use crate::http::{WireParser, WireRequest};
 use crate::router::Route;
 use crate::sse::SseEvent;
 use crate::stream::{ModelRequest, ProviderError, StopReason};
-use crate::wire::{arguments_object, json_chunk, str_field};
+use crate::wire::{arguments_object, json_chunk, object_schema, plain_name, str_field};
 
 const PROVIDER: &str = "anthropic";
 pub const API_VERSION: &str = "2023-06-01";
 /// Sent when the request names no limit (the API requires one).
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
-/// Tool-use ids must match `[a-zA-Z0-9_-]+`; ids from other providers are made to.
+/// Tool-use ids must match `[a-zA-Z0-9_-]+`; ids from other providers are made to, with a
+/// hash of the original so that two ids never clean up to the same one.
 fn tool_id(id: &str) -> String {
+    if !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        return id.to_string();
+    }
     let cleaned: String =
         id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
-    if cleaned.is_empty() { "call".to_string() } else { cleaned }
+    format!("{cleaned}_{:08x}", crate::wire::short_hash(id) as u32)
 }
 
 fn blocks_for(role: Role, content: &[ContentBlock]) -> Vec<Value> {
     let mut out = Vec::new();
     for block in content {
         match block {
-            ContentBlock::Text { text } if !text.is_empty() => out.push(json!({"type": "text", "text": text})),
+            ContentBlock::Text { text } if !text.trim().is_empty() => out.push(json!({"type": "text", "text": text})),
             ContentBlock::Thinking { thinking, signature: Some(signature), redacted }
                 if role == Role::Assistant && !signature.starts_with(crate::gemini::SIGNATURE_PREFIX) =>
             {
@@ -37,61 +42,63 @@ fn blocks_for(role: Role, content: &[ContentBlock]) -> Vec<Value> {
                 }
             }
             ContentBlock::ToolCall { id, name, arguments } if role == Role::Assistant => out.push(json!({
-                "type": "tool_use", "id": tool_id(id), "name": name, "input": arguments_object(arguments),
+                "type": "tool_use", "id": tool_id(id), "name": plain_name(name), "input": arguments_object(arguments),
             })),
-            ContentBlock::ToolResult { tool_call_id, output, is_error, .. } => out.push(json!({
-                "type": "tool_result", "tool_use_id": tool_id(tool_call_id), "content": output, "is_error": is_error,
-            })),
+            ContentBlock::ToolResult { tool_call_id, output, is_error, .. } => {
+                // An empty content is refused for an error result; say so instead.
+                let output = if output.trim().is_empty() { "(no output)" } else { output.as_str() };
+                out.push(json!({
+                    "type": "tool_result", "tool_use_id": tool_id(tool_call_id), "content": output, "is_error": is_error,
+                }));
+            }
             _ => {}
         }
     }
     out
 }
 
-/// The Messages request for `request`, sent to `route`.
+/// Whether the request ends inside a tool loop whose assistant turn does not open with a
+/// thinking block: with thinking on, the API refuses that (a history from another provider,
+/// or from before thinking was turned on), so thinking is left off for this request.
+fn tool_loop_without_thinking(turns: &[(bool, Vec<Value>)]) -> bool {
+    let [.., (true, assistant), (false, user)] = turns else { return false };
+    let in_loop = user.iter().any(|b| b["type"] == "tool_result");
+    let opens_with_thinking =
+        assistant.first().is_some_and(|b| b["type"] == "thinking" || b["type"] == "redacted_thinking");
+    in_loop && !opens_with_thinking
+}
+
+/// The Messages request for `request`, sent to `route`. The history is paired first
+/// ([`crate::history::paired`]), then turns of one role are merged so that roles alternate.
 pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
-    let mut messages: Vec<Value> = Vec::new();
-    let mut system = request.system.clone().unwrap_or_default();
-    for message in &request.messages {
-        if message.role == Role::System {
-            let text = crate::wire::joined_text(&message.content);
-            if !system.is_empty() {
-                system.push('\n');
-            }
-            system.push_str(&text);
-            continue;
-        }
-        let role = if message.role == Role::Assistant { "assistant" } else { "user" };
-        let blocks = blocks_for(message.role, &message.content);
-        if blocks.is_empty() {
-            continue;
-        }
-        // Consecutive messages of one role (tool results, then a user note) are merged.
-        match messages.last_mut() {
-            Some(last) if last["role"] == role => {
-                if let Some(content) = last["content"].as_array_mut() {
-                    content.extend(blocks);
-                }
-            }
-            _ => messages.push(json!({"role": role, "content": blocks})),
-        }
-    }
-    let mut max_tokens = request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+    let paired = history::paired(&request.messages);
+    let system = paired.system_prompt(request.system.as_deref());
+    let turns = history::alternating(
+        paired.messages.iter().map(|m| (m.role == Role::Assistant, blocks_for(m.role, &m.content))),
+        json!({"type": "text", "text": history::CONTINUE}),
+    );
+    let thinking_allowed = !tool_loop_without_thinking(&turns);
+    let messages: Vec<Value> = turns
+        .into_iter()
+        .map(|(assistant, blocks)| json!({"role": if assistant { "assistant" } else { "user" }, "content": blocks}))
+        .collect();
+    let mut max_tokens = request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS).max(1);
     let mut body = json!({"model": route.model, "stream": true, "messages": messages});
-    if let Some(budget) = route.thinking_budget.filter(|b| *b > 0) {
-        // The budget counts inside max_tokens, and the answer needs room beside it.
+    if let Some(budget) = route.thinking_budget.filter(|b| *b > 0 && thinking_allowed) {
+        // The API's floor is 1024; the budget counts inside max_tokens, and the answer needs room beside it.
+        let budget = budget.max(1024);
         max_tokens = max_tokens.max(budget.saturating_add(1024));
         body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
     }
     body["max_tokens"] = json!(max_tokens);
-    if !system.is_empty() {
+    if let Some(system) = system {
         body["system"] = json!(system);
     }
     if !request.tools.is_empty() {
         body["tools"] = request
             .tools
             .iter()
-            .map(|tool| json!({"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}))
+            .map(|tool| json!({"name": plain_name(&tool.name), "description": tool.description, "input_schema": object_schema(&tool.input_schema)}))
             .collect();
     }
     WireRequest {

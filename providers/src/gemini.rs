@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use superpi_proto::{ContentBlock, Role};
 
 use crate::assemble::StreamBuilder;
+use crate::history;
 use crate::http::{WireParser, WireRequest};
 use crate::router::Route;
 use crate::sse::SseEvent;
@@ -20,32 +21,14 @@ const PROVIDER: &str = "gemini";
 /// Marks a thinking block's signature as Gemini's.
 pub const SIGNATURE_PREFIX: &str = "gemini:";
 
-/// Drops JSON-schema keywords that the Gemini schema subset refuses.
-fn schema_for_gemini(schema: &Value) -> Value {
-    match schema {
-        Value::Object(map) => {
-            let mut out = Map::new();
-            for (key, value) in map {
-                if matches!(key.as_str(), "$schema" | "$id" | "additionalProperties" | "$defs" | "definitions") {
-                    continue;
-                }
-                let value = if key == "properties" {
-                    match value {
-                        Value::Object(props) => {
-                            Value::Object(props.iter().map(|(k, v)| (k.clone(), schema_for_gemini(v))).collect())
-                        }
-                        other => other.clone(),
-                    }
-                } else {
-                    schema_for_gemini(value)
-                };
-                out.insert(key.clone(), value);
-            }
-            Value::Object(out)
-        }
-        Value::Array(items) => Value::Array(items.iter().map(schema_for_gemini).collect()),
-        other => other.clone(),
+/// A function name as Gemini takes it (`^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$`).
+fn function_name(name: &str) -> String {
+    let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-');
+    let mut out: String = name.chars().map(|c| if valid(c) { c } else { '_' }).collect();
+    if !out.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        out.insert(0, '_');
     }
+    out.chars().take(64).collect()
 }
 
 fn parts_for(content: &[ContentBlock]) -> Vec<Value> {
@@ -61,11 +44,11 @@ fn parts_for(content: &[ContentBlock]) -> Vec<Value> {
             }
             ContentBlock::Text { text } if !text.is_empty() => json!({"text": text}),
             ContentBlock::ToolCall { name, arguments, .. } => {
-                json!({"functionCall": {"name": name, "args": arguments_object(arguments)}})
+                json!({"functionCall": {"name": function_name(name), "args": arguments_object(arguments)}})
             }
             ContentBlock::ToolResult { name, output, is_error, .. } => {
                 let key = if *is_error { "error" } else { "output" };
-                json!({"functionResponse": {"name": name, "response": {key: output}}})
+                json!({"functionResponse": {"name": function_name(name), "response": {key: output}}})
             }
             _ => continue,
         };
@@ -77,34 +60,22 @@ fn parts_for(content: &[ContentBlock]) -> Vec<Value> {
     parts
 }
 
-/// The request for `request`, sent to `route`.
+/// The request for `request`, sent to `route`. The history is paired first
+/// ([`crate::history::paired`]): a `functionCall` turn is answered by as many
+/// `functionResponse` parts in the next turn; turns of one role are merged.
 pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
-    let mut contents: Vec<Value> = Vec::new();
-    let mut system = request.system.clone().unwrap_or_default();
-    for message in &request.messages {
-        if message.role == Role::System {
-            if !system.is_empty() {
-                system.push('\n');
-            }
-            system.push_str(&crate::wire::joined_text(&message.content));
-            continue;
-        }
-        let role = if message.role == Role::Assistant { "model" } else { "user" };
-        let parts = parts_for(&message.content);
-        if parts.is_empty() {
-            continue;
-        }
-        match contents.last_mut() {
-            Some(last) if last["role"] == role => {
-                if let Some(existing) = last["parts"].as_array_mut() {
-                    existing.extend(parts);
-                }
-            }
-            _ => contents.push(json!({"role": role, "parts": parts})),
-        }
-    }
+    let paired = history::paired(&request.messages);
+    let turns = history::alternating(
+        paired.messages.iter().map(|m| (m.role == Role::Assistant, parts_for(&m.content))),
+        json!({"text": history::CONTINUE}),
+    );
+    let contents: Vec<Value> = turns
+        .into_iter()
+        .map(|(model, parts)| json!({"role": if model { "model" } else { "user" }, "parts": parts}))
+        .collect();
+    let system = paired.system_prompt(request.system.as_deref());
     let mut body = json!({"contents": contents});
-    if !system.is_empty() {
+    if let Some(system) = system {
         body["systemInstruction"] = json!({"parts": [{"text": system}]});
     }
     if !request.tools.is_empty() {
@@ -112,7 +83,11 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
             .tools
             .iter()
             .map(|tool| {
-                json!({"name": tool.name, "description": tool.description, "parameters": schema_for_gemini(&tool.input_schema)})
+                let mut declaration = json!({"name": function_name(&tool.name), "description": tool.description});
+                if let Some(parameters) = crate::gemini_schema::parameters(&tool.input_schema) {
+                    declaration["parameters"] = parameters;
+                }
+                declaration
             })
             .collect();
         body["tools"] = json!([{"functionDeclarations": declarations}]);

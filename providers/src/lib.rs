@@ -20,6 +20,8 @@ pub mod assemble;
 pub mod auth;
 pub mod config;
 pub mod gemini;
+pub mod gemini_schema;
+pub mod history;
 pub mod http;
 pub mod mock;
 pub mod openai;

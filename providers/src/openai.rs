@@ -8,12 +8,13 @@ use serde_json::{Value, json};
 use superpi_proto::{ContentBlock, Role};
 
 use crate::assemble::{BlockKind, StreamBuilder};
+use crate::history;
 use crate::http::{WireParser, WireRequest};
 use crate::openai_wire::{CallDelta, read_chunk};
 use crate::router::Route;
 use crate::sse::SseEvent;
 use crate::stream::{ModelRequest, ProviderError, StopReason};
-use crate::wire::{fresh_call_id, joined_text};
+use crate::wire::{fresh_call_id, joined_text, object_schema, plain_name};
 
 const PROVIDER: &str = "openai";
 
@@ -26,29 +27,29 @@ fn wire_id(id: &str) -> String {
     if id.len() <= MAX_ID_LEN {
         return id.to_string();
     }
-    let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3));
-    format!("call_{hash:016x}")
+    format!("call_{:016x}", crate::wire::short_hash(id))
 }
 
-/// The Chat Completions request for `request`, sent to `route`.
+/// The Chat Completions request for `request`, sent to `route`. The history is paired first
+/// ([`crate::history::paired`]): every `tool_calls` message is answered by `tool` messages.
 pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
+    let paired = history::paired(&request.messages);
     let mut messages = Vec::new();
-    if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
-        messages.push(json!({"role": "system", "content": system}));
+    let system = request.system.iter().filter(|s| !s.trim().is_empty()).chain(&paired.system);
+    for text in system {
+        messages.push(json!({"role": "system", "content": text}));
     }
-    for message in &request.messages {
+    for message in &paired.messages {
         match message.role {
-            Role::System => messages.push(json!({"role": "system", "content": joined_text(&message.content)})),
-            Role::User | Role::Tool => {
-                let text = joined_text(&message.content);
+            Role::User | Role::System => {
+                messages.push(json!({"role": "user", "content": joined_text(&message.content)}));
+            }
+            Role::Tool => {
                 for block in &message.content {
                     if let ContentBlock::ToolResult { tool_call_id, output, .. } = block {
                         messages
                             .push(json!({"role": "tool", "tool_call_id": wire_id(tool_call_id), "content": output}));
                     }
-                }
-                if message.role == Role::User || !text.is_empty() {
-                    messages.push(json!({"role": "user", "content": text}));
                 }
             }
             Role::Assistant => {
@@ -60,7 +61,7 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
                         ContentBlock::ToolCall { id, name, arguments } => Some(json!({
                             "id": wire_id(id),
                             "type": "function",
-                            "function": {"name": name, "arguments": arguments.to_string()},
+                            "function": {"name": plain_name(name), "arguments": arguments.to_string()},
                         })),
                         _ => None,
                     })
@@ -76,6 +77,9 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
             }
         }
     }
+    if !messages.iter().any(|m| m["role"] != "system") {
+        messages.push(json!({"role": "user", "content": history::CONTINUE}));
+    }
     let mut body = json!({
         "model": route.model,
         "messages": messages,
@@ -88,14 +92,14 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
             .iter()
             .map(|tool| {
                 json!({"type": "function", "function": {
-                    "name": tool.name, "description": tool.description, "parameters": tool.input_schema,
+                    "name": plain_name(&tool.name), "description": tool.description, "parameters": object_schema(&tool.input_schema),
                 }})
             })
             .collect();
     }
     if let Some(max) = request.max_tokens {
         let reasoning_model = ["o1", "o3", "o4", "gpt-5"].iter().any(|p| route.model.starts_with(p));
-        body[if reasoning_model { "max_completion_tokens" } else { "max_tokens" }] = json!(max);
+        body[if reasoning_model { "max_completion_tokens" } else { "max_tokens" }] = json!(max.max(1));
     }
     WireRequest {
         url: format!("{}/chat/completions", route.base_url.trim_end_matches('/')),

@@ -68,3 +68,37 @@ pub(crate) fn fresh_call_id(prefix: &str) -> String {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     format!("{prefix}_{millis:x}{n:x}")
 }
+
+/// A name as OpenAI and Anthropic take it (`^[a-zA-Z0-9_-]{1,64}$`): other characters become
+/// `_`, a longer name is cut.
+pub(crate) fn plain_name(name: &str) -> std::borrow::Cow<'_, str> {
+    let valid = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+    if !name.is_empty() && name.len() <= 64 && name.bytes().all(valid) {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    let mut cleaned: String =
+        name.chars().map(|c| if c.is_ascii() && valid(c as u8) { c } else { '_' }).take(64).collect();
+    if cleaned.is_empty() {
+        cleaned.push_str("tool");
+    }
+    std::borrow::Cow::Owned(cleaned)
+}
+
+/// FNV-1a of a string: a stable short hash for rewritten ids.
+pub(crate) fn short_hash(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+/// A tool's input schema as OpenAI and Anthropic require it: an object schema (a schema that
+/// is not one, or a boolean schema, becomes an object that takes anything).
+pub(crate) fn object_schema(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) if map.get("type").and_then(Value::as_str) == Some("object") => schema.clone(),
+        Value::Object(map) if !map.contains_key("type") => {
+            let mut map = map.clone();
+            map.insert("type".into(), Value::from("object"));
+            Value::Object(map)
+        }
+        _ => serde_json::json!({"type": "object"}),
+    }
+}

@@ -118,13 +118,25 @@ async fn broken_rules_get_the_vendors_error() {
 
 #[tokio::test]
 async fn a_refused_request_ends_the_stream_with_the_vendors_message() {
-    let fake = AnthropicFake::start(vec![]).await.unwrap();
-    // A message of only whitespace is refused by the API.
-    let terminal = ask(&fake, "claude-sonnet-4-5", vec![Message::user_text("   ")]).await;
-    match terminal.error {
-        Some(ProviderError::Http { status: 400, message, .. }) => {
-            assert!(message.contains("non-whitespace"), "{message}")
-        }
+    let fake = OpenAiFake::start(vec![]).await.unwrap();
+    // OPENAI_BASE_URL without its `/v1`: the API answers 404 for the path.
+    let mut config = config(&fake);
+    config.openai.base_url = Some(fake.base.clone());
+    let events: Vec<StreamEvent> = resolve("gpt-4o", &config)
+        .unwrap()
+        .stream(ModelRequest { model: "gpt-4o".into(), messages: vec![Message::user_text("hi")], ..Default::default() })
+        .collect()
+        .await;
+    match events.last() {
+        Some(StreamEvent::Error(t)) => assert_eq!(
+            t.error,
+            Some(ProviderError::Http {
+                provider: "openai".into(),
+                status: 404,
+                message: "Invalid URL (POST /chat/completions)".into()
+            })
+        ),
         other => panic!("{other:?}"),
     }
+    assert_eq!(fake.rejections().len(), 1);
 }

@@ -409,10 +409,11 @@ async fn a_conversation_switching_providers_is_sent_in_each_format() {
             {"role": "assistant", "content": [
                 {"type": "thinking", "thinking": "plan", "signature": "sig"},
                 {"type": "text", "text": "Listing."},
-                {"type": "tool_use", "id": "call_1", "name": "ls", "input": {"path": "/tmp"}},
+                // `:` is not taken: cleaned, with a hash of the original so ids never collide.
+                {"type": "tool_use", "id": "call_1_5da20468", "name": "ls", "input": {"path": "/tmp"}},
             ]},
             {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "call_1", "content": "a.txt", "is_error": false}
+                {"type": "tool_result", "tool_use_id": "call_1_5da20468", "content": "a.txt", "is_error": false}
             ]},
         ])
     );

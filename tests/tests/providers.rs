@@ -62,11 +62,13 @@ async fn an_auth_command_supplies_the_bearer_token() {
 /// kernel runs `ls` between two requests to the fake.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_round_trip_passes_each_vendors_rules() {
-    use superpi_providers::testing::fakes::{AnthropicFake, FakeServer};
+    use superpi_providers::testing::fakes::{AnthropicFake, FakeServer, GeminiFake};
     let script = || vec![Answer::tool_call("ls", serde_json::json!({"path": "."})), Answer::text("listed")];
     let fakes: Vec<(FakeServer, &str)> = vec![
         (OpenAiFake::start(script()).await.unwrap(), "gpt-4o-mini"),
         (AnthropicFake::start(script()).await.unwrap(), "claude-sonnet-4-5"),
+        // Gemini takes the built-in tools' schemas only once translated to its OpenAPI subset.
+        (GeminiFake::start(script()).await.unwrap(), "gemini-2.5-flash"),
     ];
     for (fake, model) in fakes {
         let env = TestEnv::new();

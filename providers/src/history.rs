@@ -1,0 +1,223 @@
+//! The conversation as every vendor takes it, whatever the stored, forked or seeded history
+//! holds: every tool call answered right after the message that made it, no result without
+//! its call, no blank text, tool-call ids unique. The vendor modules build their requests from
+//! [`paired`]'s output and only add their own rules (role alternation, id alphabets).
+//!
+//! Pure functions, no I/O: tested with whole-value comparisons and, in `tests/properties.rs`,
+//! over generated histories against the fakes' rule checkers.
+
+use std::collections::BTreeSet;
+
+use superpi_proto::{ContentBlock, Message, Role};
+
+/// The result given to a tool call that has none (a cancelled or crashed turn, a cut stream).
+pub const INTERRUPTED: &str = "interrupted: no result was recorded for this tool call";
+
+/// The text sent where a vendor needs a user message and the history has none (a history that
+/// starts with the assistant, or holds nothing sendable).
+pub const CONTINUE: &str = "(continue)";
+
+/// The history in the shape every vendor takes, and the text of its system messages.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Paired {
+    /// Messages of role `User`, `Assistant` and `Tool` only, such that:
+    /// - an `Assistant` message with tool calls is followed at once by one `Tool` message
+    ///   holding exactly one result per call, in call order, and `Tool` messages appear nowhere
+    ///   else;
+    /// - every message has at least one block; text blocks are never blank;
+    /// - `User` messages hold text only, `Assistant` messages no results;
+    /// - tool-call ids are unique over the conversation and not empty.
+    pub messages: Vec<Message>,
+    /// The text of the `System` messages, in order.
+    pub system: Vec<String>,
+}
+
+impl Paired {
+    /// The request's system prompt and the history's system messages, joined; `None` when
+    /// all are blank.
+    pub fn system_prompt(&self, prompt: Option<&str>) -> Option<String> {
+        let parts: Vec<&str> =
+            prompt.into_iter().chain(self.system.iter().map(String::as_str)).filter(|s| !is_blank(s)).collect();
+        (!parts.is_empty()).then(|| parts.join("\n"))
+    }
+}
+
+struct Pending {
+    /// (id as stored, id as sent, name) per call.
+    calls: Vec<(String, String, String)>,
+    results: Vec<Option<ContentBlock>>,
+    /// User text that came while results were still due: sent after them.
+    deferred: Vec<ContentBlock>,
+}
+
+fn message(role: Role, content: Vec<ContentBlock>) -> Message {
+    Message { role, content, usage: None, stop_reason: None }
+}
+
+fn is_blank(text: &str) -> bool {
+    text.trim().is_empty()
+}
+
+/// A result whose call is not in the message before it, kept as text for the model.
+fn orphan_text(id: &str, name: &str, output: &str) -> ContentBlock {
+    let name = if name.is_empty() { "a tool" } else { name };
+    let output = if is_blank(output) { "(no output)" } else { output };
+    ContentBlock::text(format!("[result of an earlier call {id} of {name}]\n{output}"))
+}
+
+/// A unique, non-empty id for a call: the stored one when it is free.
+fn unique_id(id: &str, used: &mut BTreeSet<String>) -> String {
+    let base = if id.is_empty() { "call" } else { id };
+    let mut candidate = base.to_string();
+    let mut n = 1;
+    while used.contains(&candidate) {
+        n += 1;
+        candidate = format!("{base}_{n}");
+    }
+    used.insert(candidate.clone());
+    candidate
+}
+
+impl Pending {
+    /// The `Tool` message (a synthetic result for every call without one), then deferred text.
+    fn close(self, out: &mut Vec<Message>) {
+        let results = self
+            .calls
+            .iter()
+            .zip(self.results)
+            .map(|((_, wire, name), result)| {
+                result.unwrap_or_else(|| ContentBlock::ToolResult {
+                    tool_call_id: wire.clone(),
+                    name: name.clone(),
+                    output: INTERRUPTED.to_string(),
+                    is_error: true,
+                    structured: None,
+                    details: None,
+                })
+            })
+            .collect();
+        out.push(message(Role::Tool, results));
+        if !self.deferred.is_empty() {
+            out.push(message(Role::User, self.deferred));
+        }
+    }
+
+    /// Slots a result for one of these calls; gives it back when it answers none (or one
+    /// already answered).
+    fn answer(&mut self, result: ContentBlock) -> Option<ContentBlock> {
+        let ContentBlock::ToolResult { tool_call_id, name, output, is_error, structured, details } = result else {
+            return Some(result);
+        };
+        let slot =
+            self.calls.iter().zip(&self.results).position(|((stored, _, _), r)| *stored == tool_call_id && r.is_none());
+        let Some(slot) = slot else {
+            return Some(ContentBlock::ToolResult { tool_call_id, name, output, is_error, structured, details });
+        };
+        let (_, wire, call_name) = &self.calls[slot];
+        let name = if name.is_empty() { call_name.clone() } else { name };
+        self.results[slot] =
+            Some(ContentBlock::ToolResult { tool_call_id: wire.clone(), name, output, is_error, structured, details });
+        None
+    }
+}
+
+/// Pairs calls with results and drops what no vendor takes; see [`Paired`].
+pub fn paired(messages: &[Message]) -> Paired {
+    let mut out: Vec<Message> = Vec::new();
+    let mut system = Vec::new();
+    let mut pending: Option<Pending> = None;
+    let mut used_ids = BTreeSet::new();
+    for incoming in messages {
+        match incoming.role {
+            Role::System => {
+                let text = crate::wire::joined_text(&incoming.content);
+                if !is_blank(&text) {
+                    system.push(text);
+                }
+            }
+            Role::Assistant => {
+                if let Some(done) = pending.take() {
+                    done.close(&mut out);
+                }
+                let mut content = Vec::new();
+                let mut calls = Vec::new();
+                for block in &incoming.content {
+                    match block {
+                        ContentBlock::Text { text } if !is_blank(text) => content.push(block.clone()),
+                        ContentBlock::Thinking { .. } => content.push(block.clone()),
+                        ContentBlock::ToolCall { id, name, arguments } => {
+                            let wire = unique_id(id, &mut used_ids);
+                            content.push(ContentBlock::ToolCall {
+                                id: wire.clone(),
+                                name: name.clone(),
+                                arguments: arguments.clone(),
+                            });
+                            calls.push((id.clone(), wire, name.clone()));
+                        }
+                        _ => {}
+                    }
+                }
+                if content.is_empty() {
+                    continue;
+                }
+                out.push(message(Role::Assistant, content));
+                if !calls.is_empty() {
+                    let results = vec![None; calls.len()];
+                    pending = Some(Pending { calls, results, deferred: Vec::new() });
+                }
+            }
+            Role::User | Role::Tool => {
+                let mut text = Vec::new();
+                for block in &incoming.content {
+                    match block {
+                        ContentBlock::Text { text: t } if !is_blank(t) => text.push(block.clone()),
+                        ContentBlock::ToolResult { .. } => {
+                            let unanswered = match pending.as_mut() {
+                                Some(pending) => pending.answer(block.clone()),
+                                None => Some(block.clone()),
+                            };
+                            if let Some(ContentBlock::ToolResult { tool_call_id, name, output, .. }) = unanswered {
+                                text.push(orphan_text(&tool_call_id, &name, &output));
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                match pending.as_mut() {
+                    Some(pending) => pending.deferred.extend(text),
+                    None if !text.is_empty() => out.push(message(Role::User, text)),
+                    None => {}
+                }
+            }
+        }
+    }
+    if let Some(done) = pending.take() {
+        done.close(&mut out);
+    }
+    Paired { messages: out, system }
+}
+
+/// Merges consecutive turns of the same side (`is_assistant`), dropping empty ones, for the
+/// vendors whose roles must alternate; opens with a user turn holding `opener` when the
+/// history starts with the assistant or is empty. Results stay first in their user turn: a
+/// `Tool` message only ever follows an assistant message.
+pub(crate) fn alternating<T>(turns: impl IntoIterator<Item = (bool, Vec<T>)>, opener: T) -> Vec<(bool, Vec<T>)> {
+    let mut out: Vec<(bool, Vec<T>)> = Vec::new();
+    for (assistant, blocks) in turns {
+        if blocks.is_empty() {
+            continue;
+        }
+        match out.last_mut() {
+            Some((side, merged)) if *side == assistant => merged.extend(blocks),
+            _ => out.push((assistant, blocks)),
+        }
+    }
+    if out.first().is_none_or(|(assistant, _)| *assistant) {
+        out.insert(0, (false, vec![opener]));
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "history_tests.rs"]
+mod tests;

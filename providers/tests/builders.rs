@@ -1,0 +1,154 @@
+//! The request builders against the vendors' rules: whatever history a store, a fork or a
+//! seeded gateway conversation holds (calls without results, results without calls, blank
+//! text, repeated or foreign ids, odd tool names, hostile schemas), the request each builder
+//! makes passes the fake's rule checker, and the calls and results it keeps still pair up.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use superpi_proto::{ContentBlock, Message, Role};
+use superpi_providers::testing::rules::{anthropic, gemini, openai};
+use superpi_providers::{ModelRequest, ProvidersConfig, ToolSpec, route};
+
+fn config(thinking: Option<u32>) -> ProvidersConfig {
+    let mut config = ProvidersConfig::default();
+    config.apply_env(|name| name.ends_with("_API_KEY").then(|| "k".to_string()));
+    config.anthropic.thinking_budget = thinking;
+    config.gemini.thinking_budget = thinking;
+    config
+}
+
+/// Builds `request` for `model` and runs the vendor's rules over the body.
+fn check(model: &str, request: &ModelRequest, thinking: Option<u32>) -> Result<Value, String> {
+    let route = route(model, &config(thinking)).unwrap();
+    let wire = match route.kind {
+        superpi_providers::ProviderKind::Anthropic => superpi_providers::anthropic::build_request(&route, request),
+        superpi_providers::ProviderKind::Gemini => superpi_providers::gemini::build_request(&route, request),
+        _ => superpi_providers::openai::build_request(&route, request),
+    };
+    let body: Value = serde_json::from_slice(&wire.body).unwrap();
+    let verdict = match route.kind {
+        superpi_providers::ProviderKind::Anthropic => anthropic::check(&body),
+        superpi_providers::ProviderKind::Gemini => gemini::check(&body),
+        _ => openai::check(&body),
+    };
+    verdict.map(|()| body.clone()).map_err(|v| format!("{model}: {v}\n{body:#}"))
+}
+
+const MODELS: [&str; 4] = ["gpt-4o", "o4-mini", "claude-sonnet-4-5", "gemini-2.5-flash"];
+
+fn id() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("call_1".to_string()),
+        Just("call_2".to_string()),
+        Just("call:1".to_string()),
+        Just("toolu_01".to_string()),
+        Just(String::new()),
+        Just("x".repeat(64)),
+        Just("ls_resp-g1_1".to_string()),
+    ]
+}
+
+fn name() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("ls".to_string()),
+        Just("bash".to_string()),
+        Just("mcp.server/search files".to_string()),
+        Just(String::new()),
+        Just("9lives".to_string()),
+    ]
+}
+
+fn text() -> impl Strategy<Value = String> {
+    prop_oneof![Just(String::new()), Just("  \n".to_string()), Just("hi".to_string()), Just("two words".to_string())]
+}
+
+fn block() -> impl Strategy<Value = ContentBlock> {
+    prop_oneof![
+        3 => text().prop_map(ContentBlock::text),
+        1 => (text(), prop_oneof![Just(None), Just(Some("sig".to_string())), Just(Some("gemini:g".to_string()))], any::<bool>())
+            .prop_map(|(thinking, signature, redacted)| ContentBlock::Thinking { thinking, signature, redacted }),
+        3 => (id(), name()).prop_map(|(id, name)| ContentBlock::ToolCall { id, name, arguments: json!({"path": "."}) }),
+        3 => (id(), name(), text(), any::<bool>()).prop_map(|(tool_call_id, name, output, is_error)| ContentBlock::ToolResult {
+            tool_call_id, name, output, is_error, structured: None, details: None,
+        }),
+    ]
+}
+
+fn message() -> impl Strategy<Value = Message> {
+    let role = prop_oneof![Just(Role::System), Just(Role::User), Just(Role::Assistant), Just(Role::Tool)];
+    (role, prop::collection::vec(block(), 0..4)).prop_map(|(role, content)| Message {
+        role,
+        content,
+        usage: None,
+        stop_reason: None,
+    })
+}
+
+fn tools() -> Vec<ToolSpec> {
+    vec![
+        ToolSpec {
+            name: "ls".into(),
+            description: "List".into(),
+            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        },
+        ToolSpec { name: "mcp.server/search files".into(), description: "Search".into(), input_schema: json!(true) },
+    ]
+}
+
+/// (call ids, result ids) of an OpenAI body, in order.
+fn openai_pairs(body: &Value) -> (Vec<String>, Vec<String>) {
+    let mut calls = Vec::new();
+    let mut results = Vec::new();
+    for message in body["messages"].as_array().unwrap() {
+        for call in message["tool_calls"].as_array().into_iter().flatten() {
+            calls.push(call["id"].as_str().unwrap().to_string());
+        }
+        if message["role"] == "tool" {
+            results.push(message["tool_call_id"].as_str().unwrap().to_string());
+        }
+    }
+    (calls, results)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn any_history_makes_a_request_every_vendor_accepts(
+        history in prop::collection::vec(message(), 0..10),
+        system in prop_oneof![Just(None), Just(Some(String::new())), Just(Some("Be brief.".to_string()))],
+        thinking in prop_oneof![Just(None), Just(Some(500u32)), Just(Some(4000u32))],
+        max_tokens in prop_oneof![Just(None), Just(Some(0u32)), Just(Some(256u32))],
+    ) {
+        let request = ModelRequest { model: String::new(), system, messages: history, tools: tools(), max_tokens };
+        for model in MODELS {
+            let body = check(model, &request, thinking).map_err(TestCaseError::fail)?;
+            if model == "gpt-4o" {
+                // Every call is answered, once: nothing was dropped on the way.
+                let (calls, results) = openai_pairs(&body);
+                prop_assert_eq!(calls, results);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_history_cut_after_a_tool_call_is_completed_for_every_vendor() {
+    let history = vec![
+        Message::user_text("run it"),
+        Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::ToolCall { id: "call_9".into(), name: "bash".into(), arguments: json!({}) }],
+            usage: None,
+            stop_reason: None,
+        },
+        Message::user_text("still there?"),
+    ];
+    let request = ModelRequest { messages: history, ..Default::default() };
+    for model in MODELS {
+        let body = check(model, &request, None).unwrap();
+        assert!(body.to_string().contains(superpi_providers::history::INTERRUPTED), "{model}: {body}");
+    }
+}
