@@ -219,7 +219,6 @@ async fn after_a_kill_during_an_anthropic_tool_call_the_next_request_passes_anth
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "Gemini refuses the built-in tools' JSON Schema (exclusiveMinimum) until the providers translate it (issue 14 item 2); run with --ignored"]
 async fn after_a_kill_during_a_gemini_tool_call_the_next_request_passes_geminis_rules() {
     kill_during_a_tool_then_continue(GeminiFake::start(crash_script()).await.unwrap(), "gemini-2.5-flash").await;
 }
