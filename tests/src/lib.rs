@@ -5,8 +5,9 @@
 //! anything a test claims to check: the binary, the socket and the SQLite file are real.
 #![allow(clippy::disallowed_methods, clippy::expect_used, clippy::unwrap_used)] // test support spawns processes and fails loudly
 
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 
 use superpi_client::{ConnectOptions, Locations};
 
@@ -103,11 +104,65 @@ impl TestEnv {
     pub fn path(&self) -> &Path {
         self.root.path()
     }
+
+    /// Starts `superpi ARGS` (an HTTP frontend: `gateway`, `agui`) with these extra variables,
+    /// and reads the line it announces its address with (`superpi NAME listening on
+    /// http://ADDR`). Returns the process and the base URL; stderr goes to the test's.
+    pub fn spawn_http(&self, args: &[&str], vars: &[(&str, &str)]) -> (KillOnDrop, String) {
+        let mut cmd = self.command(args);
+        cmd.envs(vars.iter().copied()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn superpi {args:?}: {e}"));
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let base = line
+            .trim()
+            .rsplit(' ')
+            .next()
+            .filter(|url| url.starts_with("http://"))
+            .unwrap_or_else(|| panic!("superpi {args:?} did not announce its address: {line:?}"))
+            .to_string();
+        (KillOnDrop(child), base)
+    }
+
+    /// Runs `superpi ARGS` with these extra variables expecting it to exit; returns whether it
+    /// succeeded and its stderr.
+    pub fn run_to_exit(&self, args: &[&str], vars: &[(&str, &str)]) -> (bool, String) {
+        let mut cmd = self.command(args);
+        cmd.envs(vars.iter().copied()).stdout(Stdio::null()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let mut err = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        let status = child.wait().unwrap();
+        (status.success(), err)
+    }
 }
 
 impl Drop for TestEnv {
     fn drop(&mut self) {
         self.kill_kernel();
+    }
+}
+
+/// A child process that is killed and reaped when this is dropped, however the test ends.
+pub struct KillOnDrop(pub Child);
+
+impl std::ops::Deref for KillOnDrop {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for KillOnDrop {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 

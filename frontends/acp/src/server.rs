@@ -24,7 +24,7 @@ use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, ConnectTo, Error};
 use serde::{Deserialize, Serialize};
 use superpi_client::{ConnectOptions, KernelClient};
-use superpi_proto::method::{Method, ModelInfo};
+use superpi_proto::method::ModelInfo;
 
 use crate::handlers::*;
 use crate::render::RenderOptions;
@@ -142,12 +142,8 @@ impl Server {
     /// The models the kernel offers (`model.list`); none when it cannot say (the option then
     /// lists only the session's current model).
     pub(crate) async fn models(&self, kernel: &KernelClient) -> Vec<ModelInfo> {
-        #[derive(Deserialize)]
-        struct Models {
-            models: Vec<ModelInfo>,
-        }
-        match kernel.request::<Models>(Method::ModelList).await {
-            Ok(m) => m.models,
+        match kernel.models().await {
+            Ok(models) => models,
             Err(err) => {
                 tracing::warn!("model.list failed: {err}");
                 Vec::new()

@@ -9,8 +9,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::json;
-use superpi_client::{ClientError, ConnectOptions, KernelClient, PrincipalClients};
-use superpi_http::Tokens;
+use superpi_client::{ClientError, KernelClient};
+use superpi_http::Frontend;
 use superpi_proto::message::codes;
 use superpi_proto::method::{ConversationInfo, OpenParams, WatchParams};
 
@@ -20,24 +20,12 @@ use crate::request::{self, ApiError};
 use crate::stream;
 use crate::wire::InputRequest;
 
-/// The variable holding the bearer tokens (comma-separated), shared with the gateway.
-pub const TOKEN_VAR: &str = "SUPERPI_GATEWAY_TOKEN";
-
 const BODY_LIMIT: usize = 8 << 20;
 
 /// The AG-UI server: cheap to clone, shared by every request.
 #[derive(Clone)]
 pub struct Agui {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    tokens: Tokens,
-    workspace: Option<String>,
-    clients: PrincipalClients,
-    /// Turns true when the server stops: open streams end, so the graceful shutdown does not
-    /// wait forever for an attached watcher.
-    stopping: tokio::sync::watch::Sender<bool>,
+    frontend: Arc<Frontend>,
 }
 
 impl IntoResponse for ApiError {
@@ -48,9 +36,8 @@ impl IntoResponse for ApiError {
 }
 
 impl Agui {
-    pub fn new(connect: ConnectOptions, tokens: Tokens, workspace: Option<String>) -> Self {
-        let (stopping, _) = tokio::sync::watch::channel(false);
-        Agui { inner: Arc::new(Inner { tokens, workspace, clients: PrincipalClients::new(connect), stopping }) }
+    pub fn new(frontend: Arc<Frontend>) -> Self {
+        Agui { frontend }
     }
 
     pub fn router(&self) -> Router {
@@ -61,38 +48,19 @@ impl Agui {
             .route("/agui/v1/sessions/{id}/events", get(events))
             .route("/agui/v1/sessions/{id}/input", post(input))
             .fallback(not_found)
-            .layer(axum::middleware::from_fn_with_state(self.inner.tokens.is_enabled(), origin::guard))
+            .layer(axum::middleware::from_fn_with_state(self.frontend.clone(), origin::guard))
             .layer(DefaultBodyLimit::max(BODY_LIMIT))
             .with_state(self.clone())
     }
 
-    /// Serves on `listener` until `shutdown` resolves.
-    pub async fn serve(
-        self,
-        listener: tokio::net::TcpListener,
-        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-    ) -> std::io::Result<()> {
-        let stopping = self.inner.stopping.clone();
-        let shutdown = async move {
-            shutdown.await;
-            tracing::info!("stopping: ending the open streams");
-            stopping.send_replace(true);
-        };
-        axum::serve(listener, self.router()).with_graceful_shutdown(shutdown).await
-    }
-
     /// The principal of a request, or 401.
     fn authenticate(&self, headers: &HeaderMap) -> Result<String, ApiError> {
-        match self.inner.tokens.authenticate(headers) {
-            Ok(Some(principal)) => Ok(principal),
-            Ok(None) => Ok(self.inner.clients.options().principal.clone()),
-            Err(err) => Err(ApiError::new(401, "unauthorized", err.to_string())),
-        }
+        self.frontend.principal(headers).map_err(|err| ApiError::new(401, "unauthorized", err.to_string()))
     }
 
     /// The kernel connection of a principal, made on first use and again after a loss.
     async fn client(&self, principal: &str) -> Result<KernelClient, ApiError> {
-        self.inner.clients.get(principal).await.map_err(|e| request::kernel_error(&e))
+        self.frontend.client(principal).await.map_err(|e| request::kernel_error(&e))
     }
 
     /// The conversation of a thread that has had a run, or 404. A lookup only: asking about
@@ -109,9 +77,6 @@ impl Agui {
     }
 }
 
-/// Connects to the kernel, retrying a connection that breaks during the handshake: a kernel
-/// that was just killed can still take a connection into its listener's backlog while it dies
-/// (the connection is then reset), and a restarting one may not listen yet.
 async fn health() -> Response {
     axum::Json(json!({"status": "ok", "service": "superpi-agui", "version": env!("CARGO_PKG_VERSION")})).into_response()
 }
@@ -131,7 +96,7 @@ async fn run(State(agui): State<Agui>, headers: HeaderMap, body: Bytes) -> Resul
             external_id: Some(plan.thread_id.clone()),
             harness: plan.harness.clone(),
             mode: plan.mode.clone(),
-            workspace: agui.inner.workspace.clone(),
+            workspace: agui.frontend.workspace().map(String::from),
             ..Default::default()
         })
         .await
@@ -151,14 +116,8 @@ async fn run(State(agui): State<Agui>, headers: HeaderMap, body: Bytes) -> Resul
     let submitted = client.submit_text(conversation_id, &plan.prompt_for(info.created)).await.map_err(kernel_err)?;
     tracing::info!(thread = %plan.thread_id, conversation_id, turn_id = submitted.turn_id, "run");
     let renderer = Renderer::new(&plan.thread_id, &info, RenderOptions::default());
-    let body = stream::spawn_run(
-        client,
-        subscription,
-        renderer,
-        agui.inner.stopping.subscribe(),
-        plan.run_id,
-        submitted.turn_id,
-    );
+    let body =
+        stream::spawn_run(client, subscription, renderer, agui.frontend.stopping(), plan.run_id, submitted.turn_id);
     Ok((superpi_http::sse_headers(), body).into_response())
 }
 
@@ -187,7 +146,7 @@ async fn events(
         Renderer::new(&thread, &history.conversation, RenderOptions { echo_user: true, ..Default::default() });
     let run_id = format!("attach-{}-{}", info.conversation_id, history.conversation.head_seq);
     let first = renderer.attach(&run_id, &history.entries, history.conversation.status == "running");
-    let body = stream::spawn_attach(client, subscription, renderer, agui.inner.stopping.subscribe(), first);
+    let body = stream::spawn_attach(client, subscription, renderer, agui.frontend.stopping(), first);
     Ok((superpi_http::sse_headers(), body).into_response())
 }
 

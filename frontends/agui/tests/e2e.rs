@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Server, final_state, http, run_input, run_to_exit, text, types, verify};
+use common::{Server, final_state, http, run_input, text, types, verify};
 use serde_json::{Value, json};
 use superpi_client::KernelClient;
 use superpi_proto::EventBody;
@@ -150,6 +150,7 @@ async fn tokens_guard_every_route_but_health_and_keep_threads_apart() {
         assert_eq!(resp.status(), 401, "{auth:?}");
         let err: Value = resp.json().await.unwrap();
         assert_eq!(err["error"]["code"], "unauthorized");
+        assert!(err["error"]["message"].as_str().is_some_and(|m| m.contains("bearer")), "{err}");
     }
     let resp = http.get(server.url("/agui/v1/sessions/t1/events")).send().await.unwrap();
     assert_eq!(resp.status(), 401);
@@ -171,45 +172,6 @@ async fn tokens_guard_every_route_but_health_and_keep_threads_apart() {
     let snapshot = attached.until("MESSAGES_SNAPSHOT").await;
     let messages = &snapshot.last().unwrap()["messages"];
     assert_eq!(messages[0]["content"], "secret of a");
-}
-
-#[test]
-fn a_non_loopback_bind_needs_a_token() {
-    let env = superpi_tests::TestEnv::new();
-    let (ok, err) = run_to_exit(&env, &["--bind", "0.0.0.0", "--port", "0"], &[]);
-    assert!(!ok);
-    assert!(err.contains("SUPERPI_GATEWAY_TOKEN"), "{err}");
-    // With a token it listens.
-    let server = Server::start_in(env, &["--bind", "0.0.0.0"], &[("SUPERPI_GATEWAY_TOKEN", "k")]);
-    assert!(server.base.starts_with("http://0.0.0.0:"), "{}", server.base);
-}
-
-#[tokio::test]
-async fn tokens_from_gateway_json_guard_runs_and_satisfy_the_bind_rule() {
-    let env = superpi_tests::TestEnv::new();
-    let config = env.locations.config_dir.join("gateway.json");
-    std::fs::write(&config, r#"{"tokens": ["from-file"], "tokenz": []}"#).unwrap();
-    let (ok, err) = run_to_exit(&env, &["--port", "0"], &[]);
-    assert!(!ok, "a gateway.json with an unknown key must stop the server");
-    assert!(err.contains("gateway.json") && err.contains("tokenz"), "{err}");
-
-    std::fs::write(&config, r#"{"tokens": ["from-file"]}"#).unwrap();
-    // No SUPERPI_GATEWAY_TOKEN: the file's token alone allows a non-loopback bind.
-    let server = Server::start_in(env, &["--bind", "0.0.0.0"], &[]);
-    let port = server.base.rsplit(':').next().unwrap().to_string();
-    let url = format!("http://127.0.0.1:{port}/agui/v1/run");
-    let http = http();
-    let body = run_input("t1", "r1", "hello from a file token");
-    let resp = http.post(&url).json(&body).send().await.unwrap();
-    assert_eq!(resp.status(), 401);
-    let err: Value = resp.json().await.unwrap();
-    assert_eq!(err["error"]["code"], "unauthorized", "{err}");
-    assert!(err["error"]["message"].as_str().is_some_and(|m| m.contains("bearer")), "{err}");
-    let resp = http.post(&url).bearer_auth("from-file").json(&body).send().await.unwrap();
-    assert_eq!(resp.status(), 200);
-    let events = common::Sse::new(resp).all().await;
-    verify(&events);
-    assert_eq!(text(&events), "hello from a file token");
 }
 
 #[tokio::test]

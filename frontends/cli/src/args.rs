@@ -41,7 +41,7 @@ pub enum Command {
     Session(SessionCommand),
     /// List the harnesses.
     Harnesses,
-    /// List the models whose provider is configured.
+    /// List the models whose provider the kernel has configured.
     Models,
     /// The kernel: run it in the foreground, or `status` / `stop`.
     Kernel(KernelArgs),
@@ -125,7 +125,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Session(SessionCommand::List) => terminal::session_list(&locations).await,
         Command::Session(SessionCommand::Show { id }) => terminal::session_show(&locations, id).await,
         Command::Harnesses => terminal::harnesses(&locations).await,
-        Command::Models => terminal::models(),
+        Command::Models => terminal::models(&locations).await,
         Command::Kernel(args) => kernel(&locations, args).await,
         #[cfg(feature = "acp")]
         Command::Acp(args) => {

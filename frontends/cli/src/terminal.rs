@@ -346,9 +346,11 @@ pub async fn harnesses(locations: &Locations) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn models() -> anyhow::Result<ExitCode> {
-    let config = superpi_providers::ProvidersConfig::from_env();
-    for model in superpi_providers::configured_models(&config) {
+/// The kernel's models (`model.list`), one JSON object a line: the kernel's providers decide,
+/// not this process's environment.
+pub async fn models(locations: &Locations) -> anyhow::Result<ExitCode> {
+    let client = connect(locations, "cli").await?;
+    for model in client.models().await? {
         println!("{}", serde_json::to_string(&model).unwrap_or_default());
     }
     Ok(ExitCode::SUCCESS)

@@ -11,11 +11,7 @@ use futures::{SinkExt, StreamExt};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use superpi_proto::message::{Ack, ClientHello, EventBatch, KernelHello, Lagged, Request, Response};
-use superpi_proto::method::{
-    ConversationInfo, ConversationRef, ForkParams, HarnessInfo, HistoryResult, KernelStatus, ListParams, ListResult,
-    Method, OpenParams, PermissionRespondParams, SetModeParams, SubmitParams, SubmitResult, UnwatchParams, WatchParams,
-    WatchResult,
-};
+use superpi_proto::method::{Method, UnwatchParams, WatchParams, WatchResult};
 use superpi_proto::{ClientMessage, ErrorObject, KernelMessage, frame};
 use tokio::net::UnixStream;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -47,7 +43,7 @@ impl ConnectOptions {
         ConnectOptions {
             locations,
             frontend: frontend.to_string(),
-            principal: "local".to_string(),
+            principal: crate::principal::LOCAL_PRINCIPAL.to_string(),
             remote: false,
             autostart: true,
             kernel_exe: None,
@@ -202,19 +198,6 @@ impl KernelClient {
         serde_json::from_value(value).map_err(|err| ClientError::Protocol(format!("bad result of {name}: {err}")))
     }
 
-    pub async fn open(&self, params: OpenParams) -> Result<ConversationInfo, ClientError> {
-        self.request(Method::SessionOpen(params)).await
-    }
-
-    pub async fn submit(&self, params: SubmitParams) -> Result<SubmitResult, ClientError> {
-        self.request(Method::SessionSubmit(params)).await
-    }
-
-    /// Submits plain text as the user message.
-    pub async fn submit_text(&self, conversation_id: i64, prompt: &str) -> Result<SubmitResult, ClientError> {
-        self.submit(SubmitParams { conversation_id, content: Vec::new(), prompt: Some(prompt.to_string()) }).await
-    }
-
     /// Subscribes to a conversation's events. Acks and lag recovery are handled by the
     /// returned [`Subscription`].
     pub async fn watch(&self, params: WatchParams) -> Result<Subscription, ClientError> {
@@ -234,52 +217,6 @@ impl KernelClient {
         lock(&self.inner.subscriptions).remove(subscription);
         let _: Value = self.request(Method::SessionUnwatch(UnwatchParams { subscription })).await?;
         Ok(())
-    }
-
-    pub async fn cancel(&self, conversation_id: i64) -> Result<Value, ClientError> {
-        self.request(Method::SessionCancel(ConversationRef { conversation_id })).await
-    }
-
-    pub async fn list(&self) -> Result<Vec<ConversationInfo>, ClientError> {
-        let list: ListResult = self.request(Method::SessionList(ListParams::default())).await?;
-        Ok(list.conversations)
-    }
-
-    pub async fn history(&self, conversation_id: i64) -> Result<HistoryResult, ClientError> {
-        self.request(Method::SessionHistory(ConversationRef { conversation_id })).await
-    }
-
-    pub async fn fork(&self, conversation_id: i64, at_seq: Option<u64>) -> Result<ConversationInfo, ClientError> {
-        self.request(Method::SessionFork(ForkParams { conversation_id, at_seq })).await
-    }
-
-    pub async fn set_mode(&self, conversation_id: i64, mode: &str) -> Result<Value, ClientError> {
-        self.request(Method::SessionSetMode(SetModeParams { conversation_id, mode: mode.to_string() })).await
-    }
-
-    pub async fn harnesses(&self) -> Result<Vec<HarnessInfo>, ClientError> {
-        #[derive(serde::Deserialize)]
-        struct Harnesses {
-            harnesses: Vec<HarnessInfo>,
-        }
-        let list: Harnesses = self.request(Method::HarnessList).await?;
-        Ok(list.harnesses)
-    }
-
-    pub async fn respond_permission(&self, request_id: &str, option_id: &str) -> Result<Value, ClientError> {
-        self.request(Method::PermissionRespond(PermissionRespondParams {
-            request_id: request_id.to_string(),
-            option_id: option_id.to_string(),
-        }))
-        .await
-    }
-
-    pub async fn status(&self) -> Result<KernelStatus, ClientError> {
-        self.request(Method::KernelStatus).await
-    }
-
-    pub async fn shutdown(&self) -> Result<Value, ClientError> {
-        self.request(Method::KernelShutdown).await
     }
 }
 

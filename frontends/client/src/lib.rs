@@ -3,14 +3,19 @@
 //! Owns the locations every `superpi` subcommand shares ([`Locations`]), connecting to the
 //! kernel's socket or starting the kernel detached when none runs ([`KernelClient::connect`]),
 //! the `hello` handshake, typed requests multiplexed by id, and event subscriptions with their
-//! acks and lag recovery handled ([`Subscription`]).
+//! acks and lag recovery handled ([`Subscription`]), and the rule that names a principal
+//! from a token ([`principal`]). That rule lives here rather than in superpi-http because
+//! every frontend that takes tokens already depends on this crate: the RPC server gets it
+//! for two small hashing crates instead of an HTTP stack.
 //!
 //! It must not know any frontend protocol (ACP, MCP, JSON-RPC, HTTP) nor the kernel's
 //! internals: it speaks only the kernel protocol of superpi-proto.
 
 mod connection;
 mod locations;
+mod methods;
 mod pool;
+pub mod principal;
 mod subscription;
 
 pub use connection::{ConnectOptions, KernelClient};

@@ -1,20 +1,28 @@
-//! superpi-http: what the HTTP frontends (`superpi gateway`, `superpi agui`) share.
+//! superpi-http: the kit of the HTTP frontends (`superpi gateway`, `superpi agui`).
 //!
-//! Owns the bind rule (no non-loopback listener without a token), bearer tokens read from a
-//! comma-separated list and from `gateway.json` in the config dir, the principal each token
-//! stands for, the Origin rule for a listener without tokens (browsers on other sites are
-//! refused), and SSE framing with a body that coalesces whatever frames are ready into one
-//! write.
+//! Owns what both do the same way, so that neither copies it: the listen arguments and the
+//! `run` preamble (listen, announce, graceful shutdown, one error enum: [`run`],
+//! [`ListenArgs`], [`Error`]); the state every request reads ([`Frontend`]: tokens, the Origin
+//! rule, one kernel connection per principal, the stop signal); the bind rule (no non-loopback
+//! listener without a token); bearer tokens read from a comma-separated list and from
+//! `gateway.json` in the config dir, each standing for the principal superpi-client's
+//! [`principal_for_token`] names (the RPC server names its tokens with the same function);
+//! the Origin rule for a listener without tokens (browsers on other sites are refused) and
+//! CORS for the origins it admits; and SSE framing with a body that coalesces whatever frames
+//! are ready into one write.
 //!
-//! It must not know the kernel, any kernel type, nor any one frontend's wire format: it deals
-//! in headers, addresses and bytes.
+//! It must not know any kernel type beyond superpi-client's connections, nor any one
+//! frontend's wire format or routes: it deals in headers, addresses, bytes and the router a
+//! frontend hands it.
 
 mod auth;
 mod config;
+mod frontend;
 mod origin;
 mod sse;
 
-pub use auth::{AuthError, BindError, Tokens, check_bind};
+pub use auth::{AuthError, BindError, Tokens, authenticate, check_bind, load_tokens, principal_for_token};
 pub use config::{CONFIG_FILE, ConfigError};
-pub use origin::origin_allowed;
+pub use frontend::{Error, Frontend, ListenArgs, SHUTDOWN_GRACE, TOKEN_VAR, run, serve};
+pub use origin::{Cors, ORIGINS_VAR, is_loopback_origin, origin_allowed};
 pub use sse::{SSE_DONE, sse_body, sse_data, sse_headers};

@@ -170,13 +170,6 @@ pub enum Target {
     Model(String),
 }
 
-/// A provider model the kernel reports as configured (for `GET /v1/models`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProviderModel {
-    pub id: String,
-    pub provider: String,
-}
-
 /// Resolves `model`. A harness id selects that harness with its default model (older
 /// spellings `super-pi-*` and short names such as `code` are accepted). Anything else is a
 /// provider model for the default harness: the kernel's `session.open` refuses a model it does

@@ -9,24 +9,18 @@ use axum::extract::{DefaultBodyLimit, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
-use serde_json::{Value, json};
-use superpi_client::{ClientError, ConnectOptions, KernelClient, PrincipalClients};
-use superpi_http::Tokens;
+use serde_json::json;
+use superpi_client::{ClientError, KernelClient};
+use superpi_http::{Frontend, ORIGINS_VAR};
 use superpi_proto::message::codes;
 use superpi_proto::method::{ConversationInfo, HarnessInfo, WatchParams};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::mcp::McpHttp;
 use crate::render::{RenderOptions, Renderer};
-use crate::request::{self, ChatRequest, ProviderModel, Session, Target};
+use crate::request::{self, ChatRequest, Session, Target};
 use crate::turn::{self, Sink};
 use crate::wire::{ApiError, Completion, ModelEntry, ModelList};
-
-/// The environment variable holding the gateway's bearer tokens (comma-separated).
-pub const TOKEN_VAR: &str = "SUPERPI_GATEWAY_TOKEN";
-
-/// Extra browser origins allowed without a token (comma-separated, exact `scheme://host:port`).
-pub const ORIGINS_VAR: &str = "SUPERPI_GATEWAY_ORIGINS";
 
 /// Largest request body accepted: half the kernel's frame limit, so the prompt made from it
 /// (JSON text is not longer once decoded and encoded again) always fits one kernel frame.
@@ -42,12 +36,8 @@ pub struct Gateway {
 }
 
 struct Inner {
-    /// The workspace of conversations this gateway opens (harnesses with a filesystem).
-    workspace: Option<String>,
-    tokens: Tokens,
-    /// Browser origins admitted besides loopback ones when no token is configured.
-    origins: Vec<String>,
-    clients: PrincipalClients,
+    /// Tokens, origins, the workspace and the kernel connections per principal.
+    frontend: Arc<Frontend>,
     mcp: McpHttp,
     /// `harness.list`, kept briefly: every request needs it to read `model`.
     harnesses: std::sync::Mutex<Option<(std::time::Instant, Vec<HarnessInfo>)>>,
@@ -57,20 +47,14 @@ struct Inner {
 const HARNESS_TTL: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Gateway {
-    pub fn new(connect: ConnectOptions, tokens: Tokens, workspace: Option<String>) -> Self {
-        let mcp_workspace = workspace.clone().unwrap_or_else(|| ".".to_string());
-        let origins = superpi_http::Tokens::from_env(ORIGINS_VAR).into_vec();
-        let mcp = McpHttp::new(connect.clone(), mcp_workspace, tokens.is_enabled());
-        Gateway {
-            inner: Arc::new(Inner {
-                workspace,
-                tokens,
-                origins,
-                clients: PrincipalClients::new(ConnectOptions { frontend: "gateway".to_string(), ..connect }),
-                mcp,
-                harnesses: std::sync::Mutex::new(None),
-            }),
-        }
+    pub fn new(frontend: Arc<Frontend>) -> Self {
+        let mcp_workspace = frontend.workspace().unwrap_or(".").to_string();
+        let mcp = McpHttp::new(frontend.connect_options().clone(), mcp_workspace, frontend.tokens_enabled());
+        Gateway { inner: Arc::new(Inner { frontend, mcp, harnesses: std::sync::Mutex::new(None) }) }
+    }
+
+    pub(crate) fn frontend(&self) -> &Frontend {
+        &self.inner.frontend
     }
 
     /// The routes.
@@ -88,42 +72,22 @@ impl Gateway {
             .with_state(self.clone())
     }
 
-    /// Serves on `listener` until `shutdown` resolves.
-    pub async fn serve(
-        self,
-        listener: tokio::net::TcpListener,
-        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-    ) -> std::io::Result<()> {
-        axum::serve(listener, self.router()).with_graceful_shutdown(shutdown).await
-    }
-
-    /// Whether a browser `Origin` may call the gateway (see [`superpi_http::origin_allowed`]).
-    pub(crate) fn origin_admitted(&self, origin: &str) -> bool {
-        superpi_http::origin_allowed(Some(origin), self.inner.tokens.is_enabled(), &self.inner.origins)
-    }
-
     /// The principal of a request, or 401 (no valid token) or 403 (a foreign browser origin
     /// while no token is configured).
     fn authenticate(&self, headers: &HeaderMap) -> Result<String, ApiError> {
-        let origin = headers.get(axum::http::header::ORIGIN).map(|v| v.to_str().unwrap_or("\u{0}"));
-        if !superpi_http::origin_allowed(origin, self.inner.tokens.is_enabled(), &self.inner.origins) {
+        if !self.inner.frontend.request_origin_allowed(headers) {
             return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
                 "forbidden_origin",
                 format!("requests from this Origin are refused without a token (see {ORIGINS_VAR})"),
             ));
         }
-        match self.inner.tokens.authenticate(headers) {
-            Ok(Some(principal)) => Ok(principal),
-            Ok(None) => Ok(self.inner.clients.options().principal.clone()),
-            Err(err) => Err(ApiError::invalid_api_key(format!("Incorrect API key provided: {err}"))),
-        }
+        (self.inner.frontend.principal(headers))
+            .map_err(|err| ApiError::invalid_api_key(format!("Incorrect API key provided: {err}")))
     }
 
-    /// The kernel connection of a principal, made on first use (once, however many requests
-    /// wait for it) and again after a loss.
     async fn client(&self, principal: &str) -> Result<KernelClient, ClientError> {
-        self.inner.clients.get(principal).await
+        self.inner.frontend.client(principal).await
     }
 }
 
@@ -171,38 +135,6 @@ async fn not_found() -> Response {
         .into_response()
 }
 
-/// The models of configured providers: the kernel's `model.list` (entries with `id` or `name`
-/// and `provider`) when it serves one, else what `superpi models` prints (the providers
-/// configured in this process's environment, `mock` last).
-async fn provider_models(client: &KernelClient) -> Vec<ProviderModel> {
-    let value = match client.call("model.list", json!({})).await {
-        Ok(value) => value,
-        Err(err) => {
-            if err.code() != Some(codes::METHOD_NOT_FOUND) {
-                tracing::warn!("model.list failed: {err}");
-            }
-            let config = superpi_providers::ProvidersConfig::from_env();
-            return superpi_providers::configured_models(&config)
-                .into_iter()
-                .map(|m| ProviderModel { id: m.name, provider: m.provider })
-                .collect();
-        }
-    };
-    let list = value.get("models").and_then(Value::as_array).cloned().unwrap_or_default();
-    list.iter()
-        .filter_map(|m| {
-            let id = ["id", "name", "model"].iter().find_map(|k| m.get(*k).and_then(Value::as_str))?;
-            if m.get("configured").and_then(Value::as_bool) == Some(false) {
-                return None;
-            }
-            Some(ProviderModel {
-                id: id.to_string(),
-                provider: m.get("provider").and_then(Value::as_str).unwrap_or("").to_string(),
-            })
-        })
-        .collect()
-}
-
 async fn models(State(gw): State<Gateway>, headers: HeaderMap) -> Response {
     match list_models(&gw, &headers).await {
         Ok(list) => axum::Json(list).into_response(),
@@ -235,7 +167,10 @@ async fn list_models(gw: &Gateway, headers: &HeaderMap) -> Result<ModelList, Api
             description: Some(h.description),
         })
         .collect();
-    for m in provider_models(&client).await {
+    // The configured providers' models, as the kernel knows them (not this process's
+    // environment).
+    let models = client.models().await.map_err(|e| request::kernel_error(&e, ""))?;
+    for m in models {
         if !data.iter().any(|d| d.id == m.id) {
             data.push(ModelEntry {
                 id: m.id,
@@ -310,7 +245,7 @@ async fn chat_inner(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Re
     let harnesses = gw.harnesses(&client).await.map_err(|e| request::kernel_error(&e, &req.model))?;
     let target = request::resolve_model(&req.model, &harnesses);
     let t_harnesses = began.elapsed();
-    let info = open(&client, &req, &target, gw.inner.workspace.clone()).await?;
+    let info = open(&client, &req, &target, gw.inner.frontend.workspace().map(String::from)).await?;
     let t_open = began.elapsed();
     let conversation_id = info.conversation_id;
     let sub = client

@@ -5,12 +5,11 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Gateway, chat_body, http, read_stream, run_to_exit};
+use common::{Gateway, chat_body, http, read_stream};
 use serde_json::{Value, json};
 use superpi_client::KernelClient;
 use superpi_proto::EventBody;
 use superpi_proto::method::WatchParams;
-use superpi_tests::TestEnv;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -225,6 +224,7 @@ async fn bearer_tokens_guard_everything_but_status() {
     assert_eq!(status, 200);
     let (status, body) = json_of(http().get(gw.url("/v1/models")).send().await.unwrap()).await;
     assert_error(status, &body, 401, "invalid_api_key");
+    assert_eq!(body["error"]["type"], "authentication_error", "{body}");
     let wrong = http().get(gw.url("/v1/models")).bearer_auth("gamma").send().await.unwrap();
     let (status, body) = json_of(wrong).await;
     assert_error(status, &body, 401, "invalid_api_key");
@@ -249,41 +249,6 @@ async fn bearer_tokens_guard_everything_but_status() {
     let b2 = post(&gw, &body, &[("authorization", "Bearer beta"), ("x-conversation-id", &a_id)]).await;
     assert_eq!(b2.status(), 200);
     assert_ne!(conversation_of(&b2), conversation_of(&a1));
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn non_loopback_binds_need_a_token() {
-    let env = TestEnv::new();
-    let (ok, stderr) = run_to_exit(&env, &["--port", "0", "--bind", "0.0.0.0"], &[]);
-    assert!(!ok);
-    assert!(stderr.contains("SUPERPI_GATEWAY_TOKEN"), "{stderr}");
-    let gw = Gateway::start_in(env, &["--bind", "0.0.0.0"], &[("SUPERPI_GATEWAY_TOKEN", "k")]);
-    let port = gw.base.rsplit(':').next().unwrap().to_string();
-    let resp = http().get(format!("http://127.0.0.1:{port}/health")).send().await.unwrap();
-    assert_eq!(resp.status(), 200);
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn tokens_from_gateway_json_guard_and_satisfy_the_bind_rule() {
-    let env = TestEnv::new();
-    let config = env.locations.config_dir.join("gateway.json");
-    std::fs::write(&config, r#"{"tokens": ["from-file"], "tokenz": []}"#).unwrap();
-    let (ok, stderr) = run_to_exit(&env, &["--port", "0"], &[]);
-    assert!(!ok, "a gateway.json with an unknown key must stop the gateway");
-    assert!(stderr.contains("gateway.json") && stderr.contains("tokenz"), "{stderr}");
-
-    std::fs::write(&config, r#"{"tokens": ["from-file"]}"#).unwrap();
-    // No SUPERPI_GATEWAY_TOKEN: the file's token alone allows a non-loopback bind.
-    let gw = Gateway::start_in(env, &["--bind", "0.0.0.0"], &[]);
-    let port = gw.base.rsplit(':').next().unwrap().to_string();
-    let url = format!("http://127.0.0.1:{port}/v1/chat/completions");
-    let body = chat_body("superpi-code", false, "hello from a file token").to_string();
-    let (status, err) = json_of(http().post(&url).body(body.clone()).send().await.unwrap()).await;
-    assert_error(status, &err, 401, "invalid_api_key");
-    assert_eq!(err["error"]["type"], "authentication_error", "{err}");
-    let (status, answer) = json_of(http().post(&url).bearer_auth("from-file").body(body).send().await.unwrap()).await;
-    assert_eq!(status, 200, "{answer}");
-    assert_eq!(answer["choices"][0]["message"]["content"], "hello from a file token");
 }
 
 #[tokio::test(flavor = "multi_thread")]

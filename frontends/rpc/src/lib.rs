@@ -74,7 +74,7 @@ pub enum Error {
 /// Builds what every connection shares: tokens, kernel connect options, the workspace.
 pub fn shared(args: &Args, connect: superpi_client::ConnectOptions) -> Result<Shared, Error> {
     let env_tokens = std::env::var(auth::TOKENS_VAR).ok();
-    let tokens = auth::Tokens::load(env_tokens.as_deref(), &connect.locations.config_dir)?;
+    let tokens = auth::load(env_tokens.as_deref(), &connect.locations.config_dir)?;
     let workspace = match &args.workspace {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().map_err(|e| Error::Workspace(".".into(), e.to_string()))?,

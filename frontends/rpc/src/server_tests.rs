@@ -112,7 +112,7 @@ async fn with_tokens_everything_but_login_is_unauthorized_until_login() {
     let r = c.call(r#"{"jsonrpc":"2.0","id":1,"method":"auth.login","params":{"token":"wrong"}}"#).await;
     assert_eq!(code(&r), codes::UNAUTHORIZED as i64);
     let r = c.call(r#"{"jsonrpc":"2.0","id":2,"method":"auth.login","params":{"token":"secret"}}"#).await;
-    assert_eq!(r["result"], json!({"principal": crate::auth::principal_for("secret"), "auth": true}));
+    assert_eq!(r["result"], json!({"principal": crate::auth::principal_for_token("secret"), "auth": true}));
     let r = c.call(r#"{"jsonrpc":"2.0","id":3,"method":"auth.login","params":["other"]}"#).await;
     assert_eq!(code(&r), codes::FORBIDDEN as i64, "one connection, one principal");
     // Logged in: an unknown watch is not found, and a kernel call reaches for the kernel.

@@ -3,16 +3,15 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use superpi_tests::TestEnv;
+use superpi_tests::{KillOnDrop, TestEnv};
 
 pub struct Server {
     pub env: TestEnv,
-    pub child: Child,
+    /// Killed when this is dropped.
+    pub child: KillOnDrop,
     pub base: String,
 }
 
@@ -25,21 +24,7 @@ impl Server {
     pub fn start_in(env: TestEnv, args: &[&str], vars: &[(&str, &str)]) -> Server {
         let mut all = vec!["agui", "--port", "0"];
         all.extend_from_slice(args);
-        let mut cmd = env.command(&all);
-        for (k, v) in vars {
-            cmd.env(k, v);
-        }
-        cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
-        let mut child = cmd.spawn().expect("spawn superpi agui");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let base = line
-            .trim()
-            .rsplit(' ')
-            .next()
-            .filter(|url| url.starts_with("http://"))
-            .unwrap_or_else(|| panic!("superpi agui did not announce its address: {line:?}"))
-            .to_string();
+        let (child, base) = env.spawn_http(&all, vars);
         Server { env, child, base }
     }
 
@@ -64,29 +49,6 @@ impl Server {
         let status = resp.status().as_u16();
         (status, resp.json().await.unwrap())
     }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Runs `superpi agui ARGS` expecting it to exit; returns (success, stderr).
-pub fn run_to_exit(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> (bool, String) {
-    let mut all = vec!["agui"];
-    all.extend_from_slice(args);
-    let mut cmd = env.command(&all);
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-    let status = child.wait().unwrap();
-    (status.success(), err)
 }
 
 pub fn http() -> reqwest::Client {

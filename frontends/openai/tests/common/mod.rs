@@ -1,15 +1,13 @@
 //! A real `superpi gateway` process for the end-to-end tests and the benchmark.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Stdio};
-
 use serde_json::Value;
-use superpi_tests::TestEnv;
+use superpi_tests::{KillOnDrop, TestEnv};
 
 pub struct Gateway {
     pub env: TestEnv,
-    pub child: Child,
+    /// Killed when this is dropped.
+    pub child: KillOnDrop,
     pub base: String,
 }
 
@@ -39,48 +37,8 @@ impl Gateway {
     }
 }
 
-fn spawn(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> (Child, String) {
-    let mut all = vec!["gateway", "--port", "0"];
-    all.extend_from_slice(args);
-    let mut cmd = env.command(&all);
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
-    let mut child = cmd.spawn().expect("spawn superpi gateway");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let base = line
-        .trim()
-        .rsplit(' ')
-        .next()
-        .filter(|url| url.starts_with("http://"))
-        .unwrap_or_else(|| panic!("the gateway did not announce its address: {line:?}"))
-        .to_string();
-    (child, base)
-}
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Runs the gateway binary expecting it to exit; returns (success, stderr).
-pub fn run_to_exit(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> (bool, String) {
-    let mut all = vec!["gateway"];
-    all.extend_from_slice(args);
-    let mut cmd = env.command(&all);
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-    let status = child.wait().unwrap();
-    (status.success(), err)
+fn spawn(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> (KillOnDrop, String) {
+    env.spawn_http(&[&["gateway", "--port", "0"], args].concat(), vars)
 }
 
 pub fn http() -> reqwest::Client {

@@ -1,0 +1,80 @@
+//! The typed kernel methods of [`KernelClient`]: one short call each, over `request`.
+
+use serde_json::Value;
+use superpi_proto::method::{
+    ConversationInfo, ConversationRef, ForkParams, HarnessInfo, HistoryResult, KernelStatus, ListParams, ListResult,
+    Method, ModelInfo, OpenParams, PermissionRespondParams, SetModeParams, SubmitParams, SubmitResult,
+};
+
+use crate::{ClientError, KernelClient};
+
+impl KernelClient {
+    pub async fn open(&self, params: OpenParams) -> Result<ConversationInfo, ClientError> {
+        self.request(Method::SessionOpen(params)).await
+    }
+
+    pub async fn submit(&self, params: SubmitParams) -> Result<SubmitResult, ClientError> {
+        self.request(Method::SessionSubmit(params)).await
+    }
+
+    /// Submits plain text as the user message.
+    pub async fn submit_text(&self, conversation_id: i64, prompt: &str) -> Result<SubmitResult, ClientError> {
+        self.submit(SubmitParams { conversation_id, content: Vec::new(), prompt: Some(prompt.to_string()) }).await
+    }
+    pub async fn cancel(&self, conversation_id: i64) -> Result<Value, ClientError> {
+        self.request(Method::SessionCancel(ConversationRef { conversation_id })).await
+    }
+
+    pub async fn list(&self) -> Result<Vec<ConversationInfo>, ClientError> {
+        let list: ListResult = self.request(Method::SessionList(ListParams::default())).await?;
+        Ok(list.conversations)
+    }
+
+    pub async fn history(&self, conversation_id: i64) -> Result<HistoryResult, ClientError> {
+        self.request(Method::SessionHistory(ConversationRef { conversation_id })).await
+    }
+
+    pub async fn fork(&self, conversation_id: i64, at_seq: Option<u64>) -> Result<ConversationInfo, ClientError> {
+        self.request(Method::SessionFork(ForkParams { conversation_id, at_seq })).await
+    }
+
+    pub async fn set_mode(&self, conversation_id: i64, mode: &str) -> Result<Value, ClientError> {
+        self.request(Method::SessionSetMode(SetModeParams { conversation_id, mode: mode.to_string() })).await
+    }
+
+    pub async fn harnesses(&self) -> Result<Vec<HarnessInfo>, ClientError> {
+        #[derive(serde::Deserialize)]
+        struct Harnesses {
+            harnesses: Vec<HarnessInfo>,
+        }
+        let list: Harnesses = self.request(Method::HarnessList).await?;
+        Ok(list.harnesses)
+    }
+
+    /// The configured providers' models (`model.list`): frontends learn models from the
+    /// kernel, never from their own environment.
+    pub async fn models(&self) -> Result<Vec<ModelInfo>, ClientError> {
+        #[derive(serde::Deserialize)]
+        struct Models {
+            models: Vec<ModelInfo>,
+        }
+        let list: Models = self.request(Method::ModelList).await?;
+        Ok(list.models)
+    }
+
+    pub async fn respond_permission(&self, request_id: &str, option_id: &str) -> Result<Value, ClientError> {
+        self.request(Method::PermissionRespond(PermissionRespondParams {
+            request_id: request_id.to_string(),
+            option_id: option_id.to_string(),
+        }))
+        .await
+    }
+
+    pub async fn status(&self) -> Result<KernelStatus, ClientError> {
+        self.request(Method::KernelStatus).await
+    }
+
+    pub async fn shutdown(&self) -> Result<Value, ClientError> {
+        self.request(Method::KernelShutdown).await
+    }
+}
