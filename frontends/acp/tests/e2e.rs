@@ -2,6 +2,9 @@
 //! reaches a real kernel (autostarted in a private environment) running the mock model.
 //!
 //! Build the binary first: `cargo build -p superpi-cli && cargo test -p superpi-acp`.
+//!
+//! Over 500 lines on purpose: one end-to-end test binary per frontend, since each binary links
+//! the crate and its dependencies once more (minutes on a 2-core machine).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 mod common;

@@ -9,6 +9,10 @@
 //! before the run ends. The agent state (status, mode, model, usage, plan, pending question)
 //! goes out as one `STATE_SNAPSHOT` when the first run opens and as JSON Patch
 //! `STATE_DELTA`s computed against the last state sent.
+//!
+//! Over 500 lines on purpose: the state machine is one `match` over the kernel's event types
+//! beside the state it keeps, so each event's whole mapping reads in one place; the stream
+//! bookkeeping is already apart in `render/streams.rs`.
 
 use serde_json::{Value, json};
 use superpi_proto::method::ConversationInfo;

@@ -1,3 +1,6 @@
+//! The renderer's unit tests: whole-object assertions of each event type's AG-UI output. Over
+//! 500 lines on purpose: one file per module under test (the generated-turn properties are in
+//! `render_props_tests.rs`).
 use serde_json::{Value, json};
 use superpi_proto::event::{PermissionRequestFields, PlanEntry};
 use superpi_proto::method::ConversationInfo;

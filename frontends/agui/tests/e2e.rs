@@ -1,5 +1,8 @@
 //! End-to-end tests of `superpi agui`: the real binary, the real kernel it starts, the mock
 //! model, and plain HTTP. Build the binary first: `cargo build -p superpi-cli`.
+//!
+//! Over 500 lines on purpose: one end-to-end test binary per frontend, since each binary links
+//! the crate and its dependencies once more (minutes on a 2-core machine).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
