@@ -227,3 +227,56 @@ async fn a_remote_caller_only_tightens_and_the_workspace_boundary_is_never_askab
     assert_eq!(count(&events, "tool_blocked"), 1);
     assert!(!outside.exists());
 }
+
+/// The stored events of every conversation: (type, wire JSON).
+fn stored_events(env: &TestEnv) -> Vec<(String, serde_json::Value)> {
+    let db = rusqlite::Connection::open(env.database_path()).unwrap();
+    let mut stmt = db.prepare("SELECT type, wire FROM events ORDER BY conversation_id, seq").unwrap();
+    stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+        .unwrap()
+        .map(|row| {
+            let (ty, wire) = row.unwrap();
+            (ty, serde_json::from_str(&wire).unwrap())
+        })
+        .collect()
+}
+
+/// `superpi run --mode MODE` with the mock model calling bash once per command line, and no
+/// answer on stdin: a question would be rejected. Returns the outputs of the bash calls.
+fn run_bash(env: &TestEnv, mode: &str, lines: &[&str]) -> Vec<(bool, String)> {
+    let prompt: Vec<String> =
+        lines.iter().map(|line| format!("@tool bash {}", json!({ "command": line }))).collect();
+    let out = env.command(&["run", "--mode", mode, &prompt.join("\n")]).stdin(std::process::Stdio::null()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stderr: {stderr}");
+    assert!(!stderr.contains("? permission"), "asked: {stderr}");
+    let events = stored_events(env);
+    assert_eq!(events.iter().filter(|(ty, _)| ty == "permission_request").count(), 0);
+    events
+        .iter()
+        .filter(|(ty, _)| ty == "tool_completed")
+        .map(|(_, e)| (e["is_error"].as_bool().unwrap(), e["output"].as_str().unwrap_or("").to_string()))
+        .collect()
+}
+
+#[test]
+fn read_only_commands_run_without_a_question_in_accept_edits() {
+    let env = TestEnv::new();
+    std::fs::write(env.workspace.join("a.txt"), "alpha-marker\n").unwrap();
+    let results = run_bash(&env, "accept-edits", &["ls -la", "ls -la; cat a.txt"]);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(results.iter().all(|(is_error, _)| !is_error), "{results:?}");
+    assert!(results[0].1.contains("a.txt"), "{results:?}");
+    assert!(results[1].1.contains("a.txt") && results[1].1.contains("alpha-marker"), "{results:?}");
+}
+
+#[test]
+fn plan_mode_runs_git_status() {
+    let env = TestEnv::new();
+    let init = std::process::Command::new("git").args(["init", "-q"]).current_dir(&env.workspace).status().unwrap();
+    assert!(init.success());
+    std::fs::write(env.workspace.join("new.txt"), "x").unwrap();
+    let results = run_bash(&env, "plan", &["git status"]);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(!results[0].0 && results[0].1.contains("new.txt"), "{results:?}");
+}

@@ -8,7 +8,8 @@
 //! 3. A shell command matching `permissions.deny` (any part of it) is denied; a part rejected
 //!    for the session is denied.
 //! 4. The network policy: `deny` refuses tools with network effects; `allowlist` refuses them
-//!    unless their `url` host is listed.
+//!    unless their `url` host is listed. A shell line of known read-only commands
+//!    ([`crate::read_only`]) is then allowed, without network, in every mode.
 //! 5. The mode, by the tool's effects (the reference table): `plan` lets reads (and network
 //!    reads) through and blocks the rest; `accept-edits` lets reads and state writes through,
 //!    the `write`/`edit` tools, allow-listed shell commands and allowed tools, and asks about
@@ -26,6 +27,7 @@ use crate::mode::Mode;
 use crate::net::url_host;
 use crate::paths::{PathProblem, normalize, protected};
 use crate::pattern::DenyMatch;
+use crate::read_only;
 use crate::settings::{NetworkPolicy, Settings};
 use crate::shell::{self, SimpleCommand};
 pub use crate::verdict::{Answer, Decision, Overrides, Remember, Risk, Rule};
@@ -100,6 +102,10 @@ pub fn decide(f: &CallFacts<'_>) -> Decision {
                 }
             },
         }
+    }
+    // A line of known read-only commands is decided like a read tool, without network.
+    if shell.as_ref().is_some_and(|sh| sh.read_only) {
+        return Decision::Allow { network: false };
     }
     let exec = f.effects.contains(&Effect::Exec) || f.tool == SHELL_TOOL;
     let network = net_effect || (exec && f.settings.network.policy == NetworkPolicy::Allow);
@@ -271,13 +277,16 @@ struct ShellCheck {
     doubtful: Vec<String>,
     /// Why the line could not be read, when it could not.
     unsure: Option<String>,
+    /// Every command is a known read-only one and none may expand into a denied one.
+    read_only: bool,
 }
 
 impl ShellCheck {
     fn new(f: &CallFacts<'_>) -> ShellCheck {
         let p = &f.settings.permissions;
         let line = f.arguments.get("command").and_then(Value::as_str).unwrap_or("");
-        let mut check = ShellCheck { refusal: None, unlisted: Vec::new(), doubtful: Vec::new(), unsure: None };
+        let mut check =
+            ShellCheck { refusal: None, unlisted: Vec::new(), doubtful: Vec::new(), unsure: None, read_only: false };
         let deny = |reason: String, rule: Rule| Some(Decision::Deny { reason, rule });
         let cmds: Vec<SimpleCommand> = match shell::commands(line) {
             Ok(cmds) => cmds,
@@ -329,6 +338,7 @@ impl ShellCheck {
                 check.unlisted.push(text);
             }
         }
+        check.read_only = check.doubtful.is_empty() && read_only::line_is_read_only(&cmds);
         check
     }
 

@@ -116,9 +116,12 @@ fn decision_matrix_effects_by_mode_by_policy() {
         ("exec tool, network deny", "run_tests", &[Exec], none.clone(), &net_deny, ["D:mode", "Q", "A"]),
         // The shell.
         ("bash unlisted", "bash", &[Exec], cmd("make"), &default, ["D:mode", "Q", "N"]),
-        ("bash listed", "bash", &[Exec], cmd("git status"), &lists, ["D:mode", "N", "N"]),
+        ("bash read-only", "bash", &[Exec], cmd("git status"), &default, ["A", "A", "A"]),
+        ("bash read-only, network deny", "bash", &[Exec], cmd("ls -la; cat a"), &net_deny, ["A", "A", "A"]),
+        ("bash read-only, allowlist", "bash", &[Exec], cmd("git log | head"), &allowlist, ["A", "A", "A"]),
+        ("bash listed", "bash", &[Exec], cmd("cargo test"), &lists, ["D:mode", "N", "N"]),
         ("bash listed prefix", "bash", &[Exec], cmd("cargo test -p x"), &lists, ["D:mode", "N", "N"]),
-        ("bash not exactly listed", "bash", &[Exec], cmd("git status -s"), &lists, ["D:mode", "Q", "N"]),
+        ("bash not exactly listed", "bash", &[Exec], cmd("cargo bench"), &lists, ["D:mode", "Q", "N"]),
         ("bash denied", "bash", &[Exec], cmd("git push origin"), &lists, ["D:deny_list"; 3]),
         ("bash, allowlisted network", "bash", &[Exec], cmd("make"), &allowlist, ["D:mode", "Q", "A"]),
         ("bash, network deny", "bash", &[Exec], cmd("make"), &net_deny, ["D:mode", "Q", "A"]),
@@ -189,16 +192,19 @@ fn compound_commands_need_every_part() {
     let o = Overrides::default();
     let cases: &[(&str, &str, &str)] = &[
         // (line, accept-edits, auto)
-        ("ls -la && git status", "N", "N"),
-        ("ls; echo hi | grep h || cat x", "N", "N"),
-        ("ls | wc -l", "Q", "N"),
+        // Read-only lines (A) run without network; listed ones (N) with.
+        ("ls -la && git status", "A", "A"),
+        ("ls; echo hi | grep h || cat x", "A", "A"),
+        ("ls | wc -l", "A", "A"),
         ("ls && git pull", "Q", "N"),
-        ("(cd x && ls)", "Q", "N"),
-        ("{ ls; git status; }", "N", "N"),
-        ("echo $(date)", "Q", "N"),
-        ("echo $(ls)", "N", "N"),
-        ("echo `git status`", "N", "N"),
-        ("cat <(ls) <(git status)", "N", "N"),
+        ("(cd x && ls)", "A", "A"),
+        ("{ ls; git status; }", "A", "A"),
+        ("echo $(date)", "A", "A"),
+        ("echo $(cargo test)", "N", "N"),
+        ("echo $(make)", "Q", "N"),
+        ("echo `git status`", "A", "A"),
+        ("cat <(ls) <(git status)", "A", "A"),
+        ("ls > files", "Q", "N"),
         ("ls; rm -rf /", "D:deny_list", "D:deny_list"),
         ("echo $(git push)", "D:deny_list", "D:deny_list"),
         ("echo `rm -rf x`", "D:deny_list", "D:deny_list"),
@@ -211,25 +217,33 @@ fn compound_commands_need_every_part() {
         ("eval git push", "D:deny_list", "D:deny_list"),
         ("find . -exec rm -rf {} +", "D:deny_list", "D:deny_list"),
         ("find . -name x -exec wc -l {} ;", "Q", "N"),
-        ("cat <<EOF\nrm -rf /\nEOF", "D:deny_list", "D:deny_list"),
+        ("cat <<EOF\n$(rm -rf /)\nEOF", "D:deny_list", "D:deny_list"),
+        ("cat <<'EOF'\nrm -rf /\nEOF", "A", "A"),
+        ("for f in *; do rm -rf $f; done", "D:deny_list", "D:deny_list"),
+        ("f() { git push; }", "D:deny_list", "D:deny_list"),
+        ("case $x in a) git push;; esac", "D:deny_list", "D:deny_list"),
+        ("echo $(( $(rm -rf /) ))", "D:deny_list", "D:deny_list"),
         ("cargo test > out.txt", "Q", "N"),
         ("cargo test 2>&1 >/dev/null", "N", "N"),
         ("FOO=1 ls", "Q", "N"),
         ("$CMD", "Q", "Q"),
         ("git $SUB", "Q", "Q"),
         ("rm $FLAGS x", "Q", "Q"),
-        ("if true; then ls; fi", "Q", "Q"),
+        ("if true; then ls; fi", "A", "A"),
+        ("if true; then make; fi", "Q", "N"),
+        ("arr=(a b); ls", "Q", "Q"),
         ("ls 'unclosed", "Q", "Q"),
-        ("", "N", "N"),
+        ("", "A", "A"),
     ];
     for (line, accept, auto) in cases {
         assert_eq!(code(&bash(line, Mode::AcceptEdits, &o)), *accept, "accept-edits: {line:?}");
         assert_eq!(code(&bash(line, Mode::Auto, &o)), *auto, "auto: {line:?}");
-        assert!(matches!(bash(line, Mode::Plan, &o), Decision::Deny { .. }), "plan: {line:?}");
+        let plan = if *accept == "A" { "A" } else { "D" };
+        assert_eq!(&code(&bash(line, Mode::Plan, &o))[..1], plan, "plan: {line:?}");
     }
     // Without a deny list, auto runs what it cannot read.
     let plain = Settings::default();
-    let d = run("bash", &[Exec], json!({"command": "for f in *; do wc $f; done"}), Mode::Auto, &plain, &o);
+    let d = run("bash", &[Exec], json!({"command": "arr=(*); wc ${arr[0]}"}), Mode::Auto, &plain, &o);
     assert_eq!(d, Decision::Allow { network: true });
 }
 

@@ -60,8 +60,10 @@ pub mod mode;
 pub mod net;
 pub mod paths;
 pub mod pattern;
+pub mod read_only;
 pub mod settings;
 pub mod shell;
+mod shell_compound;
 mod shell_parser;
 pub mod verdict;
 

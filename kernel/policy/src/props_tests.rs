@@ -109,7 +109,7 @@ proptest! {
     fn lines_of_allowed_commands_are_allowed(parts in prop::collection::vec((allowed_command(), operator()), 1..6)) {
         let line = line_of(parts);
         let d = bash(&line, Mode::AcceptEdits, &settings());
-        prop_assert_eq!(d, Decision::Allow { network: true }, "{:?}", line);
+        prop_assert!(d.is_allowed(), "{:?}: {:?}", line, d);
     }
 }
 

@@ -2,20 +2,18 @@
 //!
 //! # Why not a parser crate
 //!
-//! We looked at the Rust shell parsers. `brush-parser` (bash, maintained) is the best fit in
-//! grammar, but it brings about sixty crates (two parser generators, two `syn` majors, a
-//! caching crate, a builder macro crate) and needs a newer Rust than the workspace's floor;
-//! `yash-syntax` is GPL; `conch-parser` has been unmaintained since 2017; `tree-sitter-bash`
-//! needs a C toolchain and yields a concrete tree we would still have to walk with care; and
-//! `shell-words` only splits words. A permission check needs much less than a parser: the
-//! list of simple commands a line runs, with each word's literal value when it has one. It
-//! also needs to refuse to guess, which a full parser does not help with. So this module
-//! reads the subset of bash that people and models write on one line (quotes, escapes, `;`,
-//! `&`, `&&`, `||`, `|`, `|&`, newlines, `( … )` subshells, `{ …; }` groups, `$( … )`,
-//! backticks, `<( … )`/`>( … )`, redirections, comments) and returns [`Unsure`] for anything
-//! else (here-documents, arithmetic, `case`/`if`/`for`/loops and other keywords, function
-//! definitions, `${ … }` holding substitutions, unbalanced quotes or parentheses). The caller
-//! treats `Unsure` as "ask a person", never as "allowed".
+//! We measured the maintained bash parsers (see the crate's README.md): `brush-parser` panics
+//! on some inputs and is exponential on unbalanced parentheses, `tree-sitter-bash` is C with
+//! error recovery, `yash-syntax` is GPL, `conch-parser` is unmaintained. A permission check
+//! needs much less than a parser: the list of simple commands a line runs, with each word's
+//! literal value when it has one, and a refusal to guess. So this module (with
+//! `shell_parser` and `shell_compound`) reads the bash that people and models write: quotes,
+//! escapes, `;`, `&`, `&&`, `||`, `|`, `|&`, newlines, `( … )`, `{ …; }`, `$( … )`,
+//! backticks, `<( … )`/`>( … )`, `${ … }`, arithmetic, redirections, here-documents,
+//! comments, `if`/`while`/`until`/`for`/`select`/`case`, `[[ … ]]` and function definitions;
+//! it returns [`Unsure`] for anything else (arrays, `$[ … ]`, `coproc`, extended globs,
+//! unbalanced quotes or parentheses). The caller treats `Unsure` as "ask a person", never as
+//! "allowed".
 //!
 //! Commands nested in substitutions, subshells and groups are listed too, as are the commands
 //! that `bash -c STRING`, `sh -c STRING` and `eval WORDS` would run when the string is literal,
@@ -23,7 +21,7 @@
 
 use std::fmt;
 
-use crate::shell_parser::Parser;
+use crate::shell_parser::{End, Parser};
 
 /// How deep substitutions may nest before we stop reading.
 pub(crate) const MAX_DEPTH: usize = 16;
@@ -108,7 +106,7 @@ pub fn commands(line: &str) -> Result<Vec<SimpleCommand>, Unsure> {
 /// `sh -c`/`eval` (for patterns, which are never run).
 pub fn simple_commands(line: &str) -> Result<Vec<SimpleCommand>, Unsure> {
     let mut parser = Parser::new(line, 0);
-    parser.list(None)?;
+    parser.list(End::Input)?;
     Ok(parser.out)
 }
 
@@ -117,7 +115,7 @@ fn commands_at(line: &str, depth: usize) -> Result<Vec<SimpleCommand>, Unsure> {
         return unsure("commands nested too deeply");
     }
     let mut parser = Parser::new(line, depth);
-    parser.list(None)?;
+    parser.list(End::Input)?;
     let mut all = Vec::new();
     for cmd in parser.out {
         expand(cmd, depth, &mut all)?;
@@ -262,14 +260,13 @@ pub fn strip_wrappers(words: &[Word]) -> &[Word] {
 
 /// `NAME=value`.
 pub fn is_assignment(text: &str) -> bool {
-    match text.split_once('=') {
-        Some((name, _)) => {
-            !name.is_empty()
-                && !name.starts_with(|c: char| c.is_ascii_digit())
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        }
-        None => false,
-    }
+    text.split_once('=').is_some_and(|(name, _)| is_name(name))
+}
+
+/// A shell variable name: a letter or `_`, then letters, digits and `_`.
+pub fn is_name(text: &str) -> bool {
+    text.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// The last path element of a command word: `/usr/bin/rm` is `rm`.

@@ -1,22 +1,73 @@
 //! The character-level reader behind [`crate::shell`]: words, quotes, expansions,
-//! separators, groups and redirections. Anything it does not read is [`Unsure`].
+//! separators, groups and redirections. Compound commands, here-documents and arithmetic are
+//! in [`crate::shell_compound`]. Anything it does not read is [`Unsure`].
 
-use crate::shell::{MAX_DEPTH, Redirect, RedirectKind, SimpleCommand, Unsure, Word, unsure};
+use crate::shell::{MAX_DEPTH, SimpleCommand, Unsure, Word, unsure};
 
-/// Words that start shell grammar this module does not read.
-const KEYWORDS: [&str; 18] = [
-    "if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac", "function", "select",
-    "coproc", "[[", "]]", "((",
-];
+/// Reserved words that only open, separate or close the parts of a compound command: the
+/// commands between them are read as any others.
+const SEPARATING_KEYWORDS: [&str; 10] = ["if", "then", "else", "elif", "fi", "while", "until", "do", "done", "!"];
+
+/// Reserved words whose following words are not commands, read by [`crate::shell_compound`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Special {
+    /// `for` and `select`: a variable name and a word list (or an arithmetic header).
+    For,
+    Case,
+    /// `esac`: ends the case clause whose item is being read.
+    Esac,
+    /// `[[ … ]]`
+    Conditional,
+    /// `function NAME`
+    Function,
+}
+
+impl Special {
+    fn of(word: &str) -> Option<Special> {
+        Some(match word {
+            "for" | "select" => Special::For,
+            "case" => Special::Case,
+            "esac" => Special::Esac,
+            "[[" => Special::Conditional,
+            "function" => Special::Function,
+            _ => return None,
+        })
+    }
+}
+
+/// Reserved words this module does not read.
+const UNREAD_KEYWORDS: [&str; 3] = ["coproc", "]]", "in"];
+
+/// Where a list of commands ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum End {
+    /// The end of the input.
+    Input,
+    /// A `)` (consumed): a subshell or a substitution.
+    Paren,
+    /// `;;`, `;&`, `;;&` (consumed) or `esac`: an item of a case clause.
+    CaseItem,
+}
+
+/// How a case item's list ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// At the end that was asked for, or at a case item terminator.
+    Closed,
+    /// At `esac` (consumed).
+    Esac,
+}
 
 #[derive(Default)]
-struct WordBuf {
-    text: String,
-    literal: bool,
+pub(crate) struct WordBuf {
+    pub(crate) text: String,
+    pub(crate) literal: bool,
+    /// Some quote or escape was read: the word is no reserved word.
+    pub(crate) quoted: bool,
     /// Some character was read for this word (an empty quoted word counts).
-    started: bool,
+    pub(crate) started: bool,
     /// Only unquoted ASCII digits so far (a descriptor before `<`/`>`).
-    digits_only: bool,
+    pub(crate) digits_only: bool,
     /// Exactly one unquoted `{`, `}` or `!` so far.
     bare: Option<char>,
 }
@@ -29,11 +80,12 @@ impl WordBuf {
     }
     fn push_quoted(&mut self, c: char) {
         self.begin();
+        self.quoted = true;
         self.text.push(c);
         self.digits_only = false;
         self.bare = None;
     }
-    fn push_plain(&mut self, c: char) {
+    pub(crate) fn push_plain(&mut self, c: char) {
         let first = !self.started;
         self.begin();
         self.text.push(c);
@@ -43,42 +95,45 @@ impl WordBuf {
             self.literal = false;
         }
     }
-    fn expansion(&mut self, written: &str) {
+    pub(crate) fn expansion(&mut self, written: &str) {
         self.begin();
         self.text.push_str(written);
         self.literal = false;
         self.digits_only = false;
         self.bare = None;
     }
-    fn take(&mut self) -> Option<WordBuf> {
+    pub(crate) fn take(&mut self) -> Option<WordBuf> {
         if self.started { Some(std::mem::take(self)) } else { None }
     }
 }
 
 #[derive(Default)]
-struct CommandBuf {
-    cmd: SimpleCommand,
-    word: WordBuf,
-    /// A `( … )` subshell just closed: only redirections and separators may follow.
-    after_group: bool,
+pub(crate) struct CommandBuf {
+    pub(crate) cmd: SimpleCommand,
+    pub(crate) word: WordBuf,
+    /// A `( … )` subshell (or `[[ … ]]`, `(( … ))`, a case clause) just closed: only
+    /// redirections and separators may follow.
+    pub(crate) after_group: bool,
+    /// A reserved word whose following words [`crate::shell_compound`] reads.
+    special: Option<Special>,
 }
 
 impl CommandBuf {
-    fn is_empty(&self) -> bool {
-        self.cmd.words.is_empty() && self.cmd.redirects.is_empty() && !self.word.started && !self.after_group
-    }
-
-    fn end_word(&mut self) -> Result<(), Unsure> {
+    pub(crate) fn end_word(&mut self) -> Result<(), Unsure> {
         let Some(w) = self.word.take() else { return Ok(()) };
         if self.after_group {
             return unsure("words after a subshell");
         }
-        if self.cmd.words.is_empty() && self.cmd.redirects.is_empty() {
+        if self.cmd.words.is_empty() && self.cmd.redirects.is_empty() && !w.quoted {
             // `{`, `}` and `!` in command position open or close a group or negate: no command.
-            if w.bare.is_some() {
+            if w.bare.is_some() || SEPARATING_KEYWORDS.contains(&w.text.as_str()) {
                 return Ok(());
             }
-            if KEYWORDS.contains(&w.text.as_str()) {
+            if let Some(special) = Special::of(&w.text) {
+                self.special = Some(special);
+                return Ok(());
+            }
+            if UNREAD_KEYWORDS.contains(&w.text.as_str()) {
                 return unsure(&format!("the shell keyword `{}`", w.text));
             }
         }
@@ -99,35 +154,56 @@ impl CommandBuf {
 
 pub(crate) struct Parser {
     pub(crate) out: Vec<SimpleCommand>,
-    chars: Vec<char>,
-    pos: usize,
-    depth: usize,
+    pub(crate) chars: Vec<char>,
+    pub(crate) pos: usize,
+    pub(crate) depth: usize,
+    /// Here-documents whose bodies start after the next newline.
+    pub(crate) heredocs: Vec<crate::shell_compound::HereDoc>,
 }
 
 impl Parser {
     pub(crate) fn new(line: &str, depth: usize) -> Self {
-        Parser { chars: line.chars().collect(), pos: 0, depth, out: Vec::new() }
+        Parser { chars: line.chars().collect(), pos: 0, depth, out: Vec::new(), heredocs: Vec::new() }
     }
 
-    fn peek(&self) -> Option<char> {
+    pub(crate) fn peek(&self) -> Option<char> {
         self.chars.get(self.pos).copied()
     }
-    fn peek_at(&self, offset: usize) -> Option<char> {
+    pub(crate) fn peek_at(&self, offset: usize) -> Option<char> {
         self.chars.get(self.pos + offset).copied()
     }
 
-    /// A list of commands up to the end of input, or up to `close` (consumed).
-    pub(crate) fn list(&mut self, close: Option<char>) -> Result<(), Unsure> {
+    /// A list of commands up to `end`.
+    pub(crate) fn list(&mut self, end: End) -> Result<Ended, Unsure> {
         if self.depth > MAX_DEPTH {
             return unsure("commands nested too deeply");
         }
         let mut buf = CommandBuf::default();
         loop {
-            let Some(c) = self.peek() else {
-                if close.is_some() {
-                    return unsure("an unclosed parenthesis");
+            if let Some(special) = buf.special.take() {
+                if special == Special::Esac {
+                    if end != End::CaseItem {
+                        return unsure("`esac` outside a case clause");
+                    }
+                    buf.end_command(&mut self.out)?;
+                    return Ok(Ended::Esac);
                 }
-                return buf.end_command(&mut self.out);
+                self.special(special, &mut buf)?;
+                continue;
+            }
+            let Some(c) = self.peek() else {
+                buf.end_word()?;
+                if buf.special.is_some() {
+                    continue;
+                }
+                if end != End::Input {
+                    return unsure("an unclosed parenthesis or case clause");
+                }
+                if !self.heredocs.is_empty() {
+                    return unsure("a here-document without its body");
+                }
+                buf.end_command(&mut self.out)?;
+                return Ok(Ended::Closed);
             };
             match c {
                 ' ' | '\t' => {
@@ -135,15 +211,19 @@ impl Parser {
                     buf.end_word()?;
                 }
                 '\n' => {
-                    self.pos += 1;
                     buf.end_command(&mut self.out)?;
+                    self.newline()?;
                 }
                 ';' => {
+                    buf.end_command(&mut self.out)?;
                     if matches!(self.peek_at(1), Some(';' | '&')) {
-                        return unsure("a case clause terminator");
+                        if end != End::CaseItem {
+                            return unsure("a case clause terminator outside a case clause");
+                        }
+                        self.pos += if self.peek_at(1) == Some(';') && self.peek_at(2) == Some('&') { 3 } else { 2 };
+                        return Ok(Ended::Closed);
                     }
                     self.pos += 1;
-                    buf.end_command(&mut self.out)?;
                 }
                 '&' if self.peek_at(1) == Some('>') => self.redirect(&mut buf)?,
                 '&' => {
@@ -154,48 +234,84 @@ impl Parser {
                     self.pos += if matches!(self.peek_at(1), Some('|' | '&')) { 2 } else { 1 };
                     buf.end_command(&mut self.out)?;
                 }
-                ')' if close == Some(')') => {
+                ')' if end == End::Paren => {
                     self.pos += 1;
-                    return buf.end_command(&mut self.out);
+                    buf.end_command(&mut self.out)?;
+                    return Ok(Ended::Closed);
                 }
                 ')' => return unsure("an unbalanced `)`"),
-                '(' => {
-                    if !buf.is_empty() || buf.word.started {
-                        return unsure("`(` inside a command (a function definition or pattern)");
-                    }
-                    if self.peek_at(1) == Some('(') {
-                        return unsure("an arithmetic command");
-                    }
-                    self.pos += 1;
-                    self.nested_list()?;
-                    buf.after_group = true;
-                }
+                '(' => self.open_paren(&mut buf)?,
                 '<' | '>' if self.peek_at(1) == Some('(') => {
                     self.pos += 2;
                     self.nested_list()?;
                     buf.word.expansion("<(…)");
                 }
                 '<' | '>' => self.redirect(&mut buf)?,
-                '#' if !buf.word.started => {
-                    while self.peek().is_some_and(|c| c != '\n') {
-                        self.pos += 1;
-                    }
-                }
+                '#' if !buf.word.started => self.comment(),
                 _ => self.word_piece(&mut buf.word)?,
             }
         }
     }
 
+    /// `(` in a list: a subshell, an arithmetic command or the `()` of a function definition.
+    fn open_paren(&mut self, buf: &mut CommandBuf) -> Result<(), Unsure> {
+        // A reserved word right before `(` is one; a single plain word may name a function.
+        buf.end_word()?;
+        if buf.special.is_some() {
+            return unsure("`(` right after a reserved word");
+        }
+        let at_command = buf.cmd.words.is_empty() && buf.cmd.redirects.is_empty() && !buf.after_group;
+        if at_command && self.peek_at(1) == Some('(') {
+            self.pos += 2;
+            self.arithmetic_command(false)?;
+            buf.after_group = true;
+            return Ok(());
+        }
+        if let [name] = buf.cmd.words.as_slice()
+            && buf.cmd.redirects.is_empty()
+            && name.literal
+            && self.function_parens()
+        {
+            buf.cmd.words.clear();
+            return Ok(());
+        }
+        if !at_command {
+            return unsure("`(` inside a command (a pattern or an array)");
+        }
+        self.pos += 1;
+        self.nested_list()?;
+        buf.after_group = true;
+        Ok(())
+    }
+
+    /// Skips a comment up to (not including) the end of its line.
+    pub(crate) fn comment(&mut self) {
+        while self.peek().is_some_and(|c| c != '\n') {
+            self.pos += 1;
+        }
+    }
+
+    /// Reads one word (up to a blank or an operator) into `word`.
+    pub(crate) fn read_word(&mut self, word: &mut WordBuf) -> Result<(), Unsure> {
+        while let Some(c) = self.peek() {
+            if matches!(c, ' ' | '\t' | '\n' | ';' | '&' | '|' | '(' | ')' | '<' | '>') {
+                break;
+            }
+            self.word_piece(word)?;
+        }
+        Ok(())
+    }
+
     fn nested_list(&mut self) -> Result<(), Unsure> {
         self.depth += 1;
-        let result = self.list(Some(')'));
+        let result = self.list(End::Paren);
         self.depth -= 1;
-        result
+        result.map(|_| ())
     }
 
     /// Reads one piece of a word at `pos`: a character, a quoted string, an escape or an
     /// expansion.
-    fn word_piece(&mut self, word: &mut WordBuf) -> Result<(), Unsure> {
+    pub(crate) fn word_piece(&mut self, word: &mut WordBuf) -> Result<(), Unsure> {
         let Some(c) = self.peek() else { return Ok(()) };
         match c {
             '\'' => {
@@ -236,7 +352,7 @@ impl Parser {
         Ok(())
     }
 
-    fn double_quoted(&mut self, word: &mut WordBuf) -> Result<(), Unsure> {
+    pub(crate) fn double_quoted(&mut self, word: &mut WordBuf) -> Result<(), Unsure> {
         loop {
             match self.peek() {
                 None => return unsure("an unclosed double quote"),
@@ -266,12 +382,14 @@ impl Parser {
     }
 
     /// `$…` at `pos`.
-    fn dollar(&mut self, word: &mut WordBuf, quoted: bool) -> Result<(), Unsure> {
+    pub(crate) fn dollar(&mut self, word: &mut WordBuf, quoted: bool) -> Result<(), Unsure> {
         match self.peek_at(1) {
+            Some('(') if self.peek_at(2) == Some('(') => {
+                self.pos += 3;
+                self.arithmetic_command(false)?;
+                word.expansion("$((…))");
+            }
             Some('(') => {
-                if self.peek_at(2) == Some('(') {
-                    return unsure("an arithmetic expansion");
-                }
                 self.pos += 2;
                 self.nested_list()?;
                 word.expansion("$(…)");
@@ -279,20 +397,11 @@ impl Parser {
             Some('{') => {
                 let start = self.pos;
                 self.pos += 2;
-                loop {
-                    match self.peek() {
-                        None => return unsure("an unclosed `${`"),
-                        Some('}') => break,
-                        Some('$' | '`' | '{' | '\'' | '"' | '\\') => {
-                            return unsure("a parameter expansion holding quotes or substitutions");
-                        }
-                        Some(_) => self.pos += 1,
-                    }
-                }
-                self.pos += 1;
+                self.parameter(quoted)?;
                 let written: String = self.chars[start..self.pos].iter().collect();
                 word.expansion(&written);
             }
+            Some('[') => return unsure("a `$[…]` arithmetic expansion"),
             Some('\'') if !quoted => {
                 // ANSI-C quoting: we do not decode it, so the word is not literal.
                 let start = self.pos;
@@ -335,7 +444,7 @@ impl Parser {
     }
 
     /// `` `…` `` at `pos`: the old command substitution, read as its own command line.
-    fn backticks(&mut self, word: &mut WordBuf) -> Result<(), Unsure> {
+    pub(crate) fn backticks(&mut self, word: &mut WordBuf) -> Result<(), Unsure> {
         self.pos += 1;
         let mut inner = String::new();
         loop {
@@ -360,60 +469,9 @@ impl Parser {
         }
         self.pos += 1;
         let mut nested = Parser::new(&inner, self.depth + 1);
-        nested.list(None)?;
+        nested.list(End::Input)?;
         self.out.append(&mut nested.out);
         word.expansion("`…`");
-        Ok(())
-    }
-
-    /// A redirection at `pos` (`<`, `>` or `&>`), with its target word.
-    fn redirect(&mut self, buf: &mut CommandBuf) -> Result<(), Unsure> {
-        // A word of digits right before the operator is the descriptor, not an argument.
-        if buf.word.started {
-            if buf.word.digits_only {
-                buf.word = WordBuf::default();
-            } else {
-                buf.end_word()?;
-            }
-        }
-        let rest: String = self.chars[self.pos..].iter().take(3).collect();
-        let (len, kind) = if rest.starts_with("<<<") {
-            (3, RedirectKind::Input)
-        } else if rest.starts_with("<<") {
-            return unsure("a here-document");
-        } else if rest.starts_with("&>>") {
-            (3, RedirectKind::Output)
-        } else if rest.starts_with("&>") || rest.starts_with(">>") || rest.starts_with(">|") || rest.starts_with("<>") {
-            (2, RedirectKind::Output)
-        } else if rest.starts_with(">&") || rest.starts_with("<&") {
-            (2, RedirectKind::Duplicate)
-        } else if rest.starts_with('<') {
-            (1, RedirectKind::Input)
-        } else {
-            (1, RedirectKind::Output)
-        };
-        self.pos += len;
-        while matches!(self.peek(), Some(' ' | '\t')) {
-            self.pos += 1;
-        }
-        let mut target = WordBuf::default();
-        while let Some(c) = self.peek() {
-            if matches!(c, ' ' | '\t' | '\n' | ';' | '&' | '|' | '(' | ')' | '<' | '>') {
-                break;
-            }
-            self.word_piece(&mut target)?;
-        }
-        let Some(target) = target.take() else { return unsure("a redirection without a target") };
-        let target = Word { text: target.text, literal: target.literal };
-        // `>&word` duplicates only onto a descriptor number or `-`; otherwise it is a file.
-        let kind = if kind == RedirectKind::Duplicate
-            && !(target.literal && (target.text == "-" || target.text.chars().all(|c| c.is_ascii_digit())))
-        {
-            if rest.starts_with('<') { RedirectKind::Input } else { RedirectKind::Output }
-        } else {
-            kind
-        };
-        buf.cmd.redirects.push(Redirect { kind, target });
         Ok(())
     }
 }
@@ -422,6 +480,7 @@ impl WordBuf {
     /// Quotes were read: the word exists even if empty, and is no descriptor or bare `{`.
     fn push_quoted_none(&mut self) {
         self.begin();
+        self.quoted = true;
         self.digits_only = false;
         self.bare = None;
     }

@@ -107,28 +107,116 @@ fn redirections() {
 }
 
 #[test]
+fn compound_commands_list_their_inner_commands() {
+    assert_eq!(
+        texts("if [ -f a ]; then cat a; elif true; then ls; else rm x; fi"),
+        v(&[&["[", "-f", "a", "]"], &["cat", "a"], &["true"], &["ls"], &["rm", "x"]])
+    );
+    assert_eq!(texts("for f in *.rs $(ls); do wc -l \"$f\"; done > out"), v(&[&["ls"], &["wc", "-l", "$f"], &[]]));
+    assert_eq!(texts("for f\ndo echo $f\ndone"), v(&[&["echo", "$f"]]));
+    assert_eq!(texts("while read -r l; do echo \"$l\"; done < f"), v(&[&["read", "-r", "l"], &["echo", "$l"], &[]]));
+    assert_eq!(texts("until false; do :; done"), v(&[&["false"], &[":"]]));
+    assert_eq!(texts("select x in a b; do ls; done"), v(&[&["ls"]]));
+    assert_eq!(
+        texts("case \"$1\" in\n  a|b) ls ;;\n  (*.rs) rm x; pwd;&\n  *) cat y\nesac | sort"),
+        v(&[&["ls"], &["rm", "x"], &["pwd"], &["cat", "y"], &["sort"]])
+    );
+    assert_eq!(texts("case x in x) ls; esac"), v(&[&["ls"]]));
+    assert_eq!(texts("case x in esac; ls"), v(&[&["ls"]]));
+    assert_eq!(texts("echo if then fi for case"), v(&[&["echo", "if", "then", "fi", "for", "case"]]));
+    assert_eq!(texts("\"if\" x"), v(&[&["if", "x"]]));
+}
+
+#[test]
+fn functions_list_their_bodies() {
+    assert_eq!(texts("f() { rm x; }; f"), v(&[&["rm", "x"], &["f"]]));
+    assert_eq!(texts("function g { ls; }"), v(&[&["ls"]]));
+    assert_eq!(texts("function g () ( pwd )"), v(&[&["pwd"]]));
+    assert_eq!(texts("h ( ) {\n  cat a\n}"), v(&[&["cat", "a"]]));
+}
+
+#[test]
+fn conditionals_are_one_command() {
+    assert_eq!(texts("[[ -f x && $y == z* ]] && ls"), v(&[&["[[", "-f", "x", "&&", "$y", "==", "z*", "]]"], &["ls"]]));
+    assert_eq!(texts("[[ $v =~ ^(a|b)+$ ]]"), v(&[&["[[", "$v", "=~", "^(a|b)+$", "]]"]]));
+    assert_eq!(texts("[[ ( a < b ) ]]"), v(&[&["[[", "(", "a", "<", "b", ")", "]]"]]));
+    assert_eq!(texts("[[ -n $(id) ]]"), v(&[&["id"], &["[[", "-n", "$(…)", "]]"]]));
+}
+
+#[test]
+fn arithmetic_is_listed_and_literal_only_without_names() {
+    let cmds = commands("echo $((6*7)) $(( $(wc -l < f) + x ))").unwrap();
+    let listed: Vec<(String, bool)> = cmds.iter().map(|c| (c.text(), c.words.iter().all(|w| w.literal))).collect();
+    assert_eq!(
+        listed,
+        [
+            ("(( 6*7".to_string(), true),
+            ("wc -l".to_string(), true),
+            ("(( $(wc -l < f) + x".to_string(), false),
+            ("echo $((…)) $((…))".to_string(), false),
+        ]
+    );
+    assert_eq!(texts("((i++)) && ls"), v(&[&["((", "i++"], &["ls"]]));
+    assert_eq!(texts("for ((i=0; i<3; i++)); do echo $i; done"), v(&[&["((", "i=0; i<3; i++"], &["echo", "$i"]]));
+    assert!(commands("echo $((0x1f))").unwrap()[0].words[1].literal.eq(&false));
+    assert_eq!(texts("echo ${#a[@]} ${a[i]}"), v(&[&["((", "a[i]"], &["echo", "${#a[@]}", "${a[i]}"]]));
+    assert_eq!(texts("echo ${x:0:2} ${x:n} ${!r}").len(), 3);
+}
+
+#[test]
+fn parameter_expansions_are_read() {
+    assert_eq!(
+        texts("echo ${x:-$(rm y)} \"${1:-a b}\" ${y:+'q'}"),
+        v(&[&["rm", "y"], &["echo", "${x:-$(rm y)}", "${1:-a b}", "${y:+'q'}"]])
+    );
+    assert!(!commands("cat ${f%.rs}").unwrap()[0].words[1].literal);
+}
+
+#[test]
+fn here_documents_are_read() {
+    let cmds = commands("cat <<EOF > out\nhi $(whoami) `id`\nEOF\nls").unwrap();
+    let texts: Vec<String> = cmds.iter().map(SimpleCommand::text).collect();
+    // The body comes after the line that opens it, and so do its commands.
+    assert_eq!(texts, ["cat", "whoami", "id", "ls"]);
+    assert_eq!(cmds[0].redirects[0], Redirect { kind: RedirectKind::Input, target: lit("EOF") });
+    assert!(!cmds[0].writes_no_file());
+    // A quoted delimiter: the body is text.
+    assert_eq!(commands("cat <<'E' | sh\n$(rm -rf /)\nE").unwrap().len(), 2);
+    assert_eq!(commands("cat <<-\"E\"\n\t$(x)\n\tE\n").unwrap().len(), 1);
+    // Two on one line, inside a substitution, and the delimiter as the last line.
+    assert_eq!(super::tests::texts("a <<A; b <<B\n$(c)\nA\nB"), v(&[&["a"], &["b"], &["c"]]));
+    assert_eq!(super::tests::texts("echo $(cat <<X\nhi\nX\n)"), v(&[&["cat"], &["echo", "$(…)"]]));
+}
+
+#[test]
 fn unsure_about_what_it_does_not_read() {
     for line in [
-        "cat <<EOF\nhi\nEOF",
-        "echo $((1+2))",
-        "((x++))",
-        "if true; then rm x; fi",
-        "for f in *; do rm $f; done",
-        "while true; do :; done",
-        "case x in x) ls;; esac",
-        "f() { rm x; }",
-        "function f { ls; }",
+        "cat <<EOF\nhi\n",
+        "cat <<EOF",
+        "cat <<$X\nx\n$X",
+        "echo $[1+2]",
+        "echo $((1+2)",
+        "echo $(( 'a' ))",
+        "coproc x",
+        "case x in x) ls",
+        "case x in (a|@(b)) ls;; esac",
+        "for 1 in a; do :; done",
+        "for x in a | b; do :; done",
+        "ls;; x",
+        "esac",
+        "[[ -f x",
+        "[[ a & b ]]",
+        "arr=(a b)",
         "echo 'unclosed",
         "echo \"unclosed",
         "echo `unclosed",
         "echo $(unclosed",
         "echo )",
-        "echo ${x:-$(rm y)}",
         "echo ${unclosed",
+        "echo ${x:-$(unclosed}",
         "trailing\\",
         "echo x >",
         "(ls) more",
-        "[[ -f x ]]",
         "echo @(a|b)",
     ] {
         assert!(commands(line).is_err(), "{line:?} should be unsure, got {:?}", commands(line));
@@ -141,8 +229,10 @@ fn deep_nesting_is_refused_not_overflowed() {
     assert!(commands(&deep).is_err());
     let ok = format!("{}ls{}", "$(echo ".repeat(5), ")".repeat(5));
     assert_eq!(commands(&ok).unwrap().len(), 6);
-    let sub = "(".repeat(10_000);
-    assert!(commands(&sub).is_err());
+    for deep in ["(", "$((", "${x:-", "case x in x) ", "[[ $("] {
+        let line = deep.repeat(10_000);
+        assert!(commands(&line).is_err(), "{deep}");
+    }
 }
 
 #[test]
