@@ -1,5 +1,5 @@
 //! End to end: permission questions through a real kernel with the mock model.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)] // test helpers fail loudly and run git
 
 use std::time::Duration;
 
@@ -244,9 +244,9 @@ fn stored_events(env: &TestEnv) -> Vec<(String, serde_json::Value)> {
 /// `superpi run --mode MODE` with the mock model calling bash once per command line, and no
 /// answer on stdin: a question would be rejected. Returns the outputs of the bash calls.
 fn run_bash(env: &TestEnv, mode: &str, lines: &[&str]) -> Vec<(bool, String)> {
-    let prompt: Vec<String> =
-        lines.iter().map(|line| format!("@tool bash {}", json!({ "command": line }))).collect();
-    let out = env.command(&["run", "--mode", mode, &prompt.join("\n")]).stdin(std::process::Stdio::null()).output().unwrap();
+    let prompt: Vec<String> = lines.iter().map(|line| format!("@tool bash {}", json!({ "command": line }))).collect();
+    let out =
+        env.command(&["run", "--mode", mode, &prompt.join("\n")]).stdin(std::process::Stdio::null()).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "stderr: {stderr}");
     assert!(!stderr.contains("? permission"), "asked: {stderr}");
