@@ -28,7 +28,10 @@ impl Catalog {
         let runner = superpi_providers::CommandRunner::new(|argv, timeout| {
             Box::pin(superpi_sandbox::run_host_command(argv, timeout))
         });
-        let providers = ProvidersConfig::from_env().with_command_runner(runner);
+        // CONFIG_DIR/providers.toml, the environment laid over it; a bad file names file and key.
+        let providers = ProvidersConfig::load(&config.config_dir, |name| std::env::var(name).ok())
+            .map_err(|e| e.to_string())?
+            .with_command_runner(runner);
         Ok(Catalog { config_dir: config.config_dir.clone(), harnesses, settings, providers, tools: Vec::new() })
     }
 

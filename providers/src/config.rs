@@ -1,5 +1,6 @@
-//! What the providers need to know from the environment and the config file: keys, endpoints,
-//! auth commands, extra models, retry limits.
+//! What the providers need to know from the environment and the providers file
+//! (`CONFIG_DIR/providers.toml`, read by [`crate::config_file`]): keys, endpoints, auth
+//! commands, extra models, retry limits.
 
 use std::fmt;
 use std::sync::Arc;
@@ -60,6 +61,9 @@ pub struct VendorConfig {
     /// Thinking tokens to allow: Anthropic's extended thinking (off when unset), Gemini's
     /// `thinkingBudget`. OpenAI ignores it.
     pub thinking_budget: Option<u32>,
+    /// OpenAI reasoning models (o1, o3, o4, gpt-5 families): `minimal`, `low`, `medium` or
+    /// `high` (the API's default when unset). Others ignore it.
+    pub reasoning_effort: Option<String>,
 }
 
 /// A model outside the built-in name rules (`[[providers.models]]`), e.g. one served by vLLM,
@@ -78,6 +82,11 @@ pub struct ModelEntry {
     pub api_key: Option<String>,
     /// An environment variable holding the key.
     pub api_key_env: Option<String>,
+    /// Overrides the vendor's `thinking_budget` for this model.
+    pub thinking_budget: Option<u32>,
+    /// Overrides the vendor's `reasoning_effort`; set, it also marks an OpenAI-API model as a
+    /// reasoning model (sent `max_completion_tokens`) whatever its name.
+    pub reasoning_effort: Option<String>,
 }
 
 /// Retry limits for 429, 529 and 503 answers.
@@ -146,9 +155,20 @@ pub struct ProvidersConfig {
     /// Looks up `api_key_env` variables of model entries; captured by `apply_env`.
     #[serde(skip)]
     pub entry_keys: Vec<(String, String)>,
+    /// The providers file this came from, named in errors that point at a setting.
+    #[serde(skip)]
+    pub file: Option<std::path::PathBuf>,
 }
 
 impl ProvidersConfig {
+    /// Where errors tell users to put a setting: the providers file's path, or its name.
+    pub fn file_name(&self) -> String {
+        match &self.file {
+            Some(path) => path.display().to_string(),
+            None => format!("{} of the config directory", crate::config_file::PROVIDERS_FILE),
+        }
+    }
+
     /// The configuration from the process environment alone.
     pub fn from_env() -> Self {
         let mut config = ProvidersConfig::default();

@@ -9,8 +9,8 @@
 //! any frontend: it turns a [`ModelRequest`] into a stream of [`StreamEvent`]s, nothing more.
 //! It spawns no process: an auth command runs through the [`CommandRunner`] its caller gives.
 //!
-//! Use: build a [`ProvidersConfig`] (the config file's `[providers]` table, then
-//! [`ProvidersConfig::apply_env`], or [`ProvidersConfig::from_env`]); [`default_model`] names the
+//! Use: build a [`ProvidersConfig`] ([`ProvidersConfig::load`] reads `CONFIG_DIR/providers.toml`
+//! and lays the environment over it; [`ProvidersConfig::from_env`] takes the environment alone); [`default_model`] names the
 //! model to use when none is asked for (and whether that is the mock fallback);
 //! [`resolve`] gives the [`Provider`] of a model name or an error naming what is missing;
 //! [`configured_models`] lists what `superpi models` shows. See README.md beside this crate.
@@ -19,6 +19,7 @@ pub mod anthropic;
 pub mod assemble;
 pub mod auth;
 pub mod config;
+pub mod config_file;
 pub mod gemini;
 pub mod gemini_schema;
 pub mod history;
@@ -37,6 +38,7 @@ mod wire;
 
 pub use assemble::StreamBuilder;
 pub use config::{CommandRunner, ModelEntry, ProviderKind, ProvidersConfig, RetryConfig, VendorConfig};
+pub use config_file::{PROVIDERS_FILE, ProvidersFileError};
 pub use http::{HttpProvider, parse_recorded};
 pub use mock::{MockProvider, mock_directives_help};
 pub use reassemble::{Reassembler, reassemble};

@@ -98,8 +98,10 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
             .collect();
     }
     if let Some(max) = request.max_tokens {
-        let reasoning_model = ["o1", "o3", "o4", "gpt-5"].iter().any(|p| route.model.starts_with(p));
-        body[if reasoning_model { "max_completion_tokens" } else { "max_tokens" }] = json!(max.max(1));
+        body[if route.reasoning { "max_completion_tokens" } else { "max_tokens" }] = json!(max.max(1));
+    }
+    if let Some(effort) = route.reasoning_effort.as_deref().filter(|_| route.reasoning) {
+        body["reasoning_effort"] = json!(effort);
     }
     WireRequest {
         url: format!("{}/chat/completions", route.base_url.trim_end_matches('/')),

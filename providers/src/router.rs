@@ -50,6 +50,23 @@ pub struct Route {
     pub auth: Auth,
     /// See [`crate::config::VendorConfig::thinking_budget`].
     pub thinking_budget: Option<u32>,
+    /// See [`crate::config::VendorConfig::reasoning_effort`].
+    pub reasoning_effort: Option<String>,
+    /// An OpenAI reasoning model: takes `max_completion_tokens` (and `reasoning_effort`)
+    /// instead of `max_tokens`.
+    pub reasoning: bool,
+}
+
+/// OpenAI's reasoning model families, by the upstream id.
+pub fn is_reasoning_model(model: &str) -> bool {
+    ["o1", "o3", "o4", "gpt-5"].iter().any(|prefix| model.starts_with(prefix))
+}
+
+/// OpenAI models served only by the Responses API, which superpi does not speak (it speaks
+/// Chat Completions): refused by name rather than sent to fail upstream.
+fn responses_only(model: &str) -> bool {
+    let families = ["o1-pro", "o3-pro", "gpt-5-pro", "gpt-5-codex", "codex-mini", "computer-use-preview"];
+    families.iter().any(|prefix| model.starts_with(prefix)) || model.contains("deep-research")
 }
 
 /// A model `superpi models` lists.
@@ -72,7 +89,8 @@ fn prefixed_kind(model: &str) -> Option<(ProviderKind, &str)> {
             return Some((kind, rest));
         }
     }
-    let openai = ["gpt-", "o1", "o3", "o4", "chatgpt-"].iter().any(|p| model.starts_with(p));
+    // codex- and computer-use- are OpenAI's too, recognised to be refused clearly (Responses API only).
+    let openai = ["gpt-", "o1", "o3", "o4", "chatgpt-", "codex-", "computer-use-"].iter().any(|p| model.starts_with(p));
     if openai {
         return Some((ProviderKind::Openai, model));
     }
@@ -85,16 +103,15 @@ fn prefixed_kind(model: &str) -> Option<(ProviderKind, &str)> {
     None
 }
 
-fn missing(kind: ProviderKind) -> String {
+fn missing(kind: ProviderKind, config: &ProvidersConfig) -> String {
+    let file = config.file_name();
     match kind {
         ProviderKind::Openai => format!(
-            "set {OPENAI_API_KEY} (or providers.openai.api_key or auth_command in the config file; \
+            "set {OPENAI_API_KEY} (or providers.openai.api_key or auth_command in {file}; \
              {OPENAI_BASE_URL} alone for a local server without keys)"
         ),
-        ProviderKind::Anthropic => {
-            format!("set {ANTHROPIC_API_KEY} (or providers.anthropic.api_key in the config file)")
-        }
-        ProviderKind::Gemini => format!("set {GEMINI_API_KEY} (or providers.gemini.api_key in the config file)"),
+        ProviderKind::Anthropic => format!("set {ANTHROPIC_API_KEY} (or providers.anthropic.api_key in {file})"),
+        ProviderKind::Gemini => format!("set {GEMINI_API_KEY} (or providers.gemini.api_key in {file})"),
         ProviderKind::Mock => String::new(),
     }
 }
@@ -141,6 +158,8 @@ fn entry_route(entry: &ModelEntry, config: &ProvidersConfig) -> Result<Route, Pr
             base_url: String::new(),
             auth: Auth::None,
             thinking_budget: None,
+            reasoning_effort: None,
+            reasoning: false,
         });
     }
     let own_key = match &entry.api_key_env {
@@ -164,13 +183,16 @@ fn entry_route(entry: &ModelEntry, config: &ProvidersConfig) -> Result<Route, Pr
         (None, base) => {
             let auth = vendor_auth(kind, config)?.ok_or_else(|| ProviderError::NotConfigured {
                 provider: kind.as_str().to_string(),
-                missing: format!("model `{}`: {}", entry.name, missing(kind)),
+                missing: format!("model `{}`: {}", entry.name, missing(kind, config)),
             })?;
             (base.clone().or(vendor_base).unwrap_or_else(|| default_base(kind).into()), auth)
         }
     };
-    let thinking_budget = config.vendor(kind).and_then(|v| v.thinking_budget);
-    Ok(Route { kind, name: entry.name.clone(), model, base_url, auth, thinking_budget })
+    let vendor = config.vendor(kind);
+    let thinking_budget = entry.thinking_budget.or_else(|| vendor.and_then(|v| v.thinking_budget));
+    let reasoning_effort = entry.reasoning_effort.clone().or_else(|| vendor.and_then(|v| v.reasoning_effort.clone()));
+    let reasoning = entry.reasoning_effort.is_some() || is_reasoning_model(&model);
+    Ok(Route { kind, name: entry.name.clone(), model, base_url, auth, thinking_budget, reasoning_effort, reasoning })
 }
 
 /// Where `model` leads, without building a client.
@@ -187,22 +209,48 @@ pub fn route(model: &str, config: &ProvidersConfig) -> Result<Route, ProviderErr
             base_url: String::new(),
             auth: Auth::None,
             thinking_budget: None,
+            reasoning_effort: None,
+            reasoning: false,
         });
     }
     let Some((kind, upstream)) = prefixed_kind(name).filter(|(_, upstream)| !upstream.is_empty()) else {
         return Err(ProviderError::UnknownModel {
             model: name.to_string(),
-            hint: "names starting gpt-, o1, o3, o4 or openai/ go to OpenAI, claude- or anthropic/ to Anthropic, \
-                   gemini- or google/ to Gemini, `mock` to the offline model; other names need an entry in the \
-                   config file's [[providers.models]] list"
-                .to_string(),
+            hint: format!(
+                "names starting gpt-, o1, o3, o4 or openai/ go to OpenAI, claude- or anthropic/ to Anthropic, \
+                 gemini- or google/ to Gemini, `mock` to the offline model; other names need an entry in the \
+                 [[providers.models]] list of {}",
+                config.file_name()
+            ),
         });
     };
-    let auth = vendor_auth(kind, config)?
-        .ok_or_else(|| ProviderError::NotConfigured { provider: kind.as_str().to_string(), missing: missing(kind) })?;
+    let auth = vendor_auth(kind, config)?.ok_or_else(|| ProviderError::NotConfigured {
+        provider: kind.as_str().to_string(),
+        missing: missing(kind, config),
+    })?;
     let base_url = config.vendor(kind).and_then(|v| v.base_url.clone()).unwrap_or_else(|| default_base(kind).into());
-    let thinking_budget = config.vendor(kind).and_then(|v| v.thinking_budget);
-    Ok(Route { kind, name: name.to_string(), model: upstream.to_string(), base_url, auth, thinking_budget })
+    if kind == ProviderKind::Openai && responses_only(upstream) {
+        return Err(ProviderError::Unsupported {
+            model: name.to_string(),
+            reason: "OpenAI serves it through the Responses API only; superpi speaks Chat Completions \
+                     (use o3, o4-mini, gpt-5 or gpt-5-mini)"
+                .to_string(),
+        });
+    }
+    let vendor = config.vendor(kind);
+    let thinking_budget = vendor.and_then(|v| v.thinking_budget);
+    let reasoning = kind == ProviderKind::Openai && is_reasoning_model(upstream);
+    let reasoning_effort = vendor.and_then(|v| v.reasoning_effort.clone()).filter(|_| reasoning);
+    Ok(Route {
+        kind,
+        name: name.to_string(),
+        model: upstream.to_string(),
+        base_url,
+        auth,
+        thinking_budget,
+        reasoning_effort,
+        reasoning,
+    })
 }
 
 /// The provider for `model`. The provider streams with the routed upstream model id, whatever

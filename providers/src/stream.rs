@@ -65,6 +65,9 @@ pub enum ProviderError {
     /// The model name routes to no provider.
     #[error("unknown model `{model}`: {hint}")]
     UnknownModel { model: String, hint: String },
+    /// The model is known but superpi cannot serve it (an OpenAI model of the Responses API only).
+    #[error("model `{model}` is not supported: {reason}")]
+    Unsupported { model: String, reason: String },
     /// The provider has no credentials (names the variable or setting that is missing).
     #[error("provider {provider} is not configured: {missing}")]
     NotConfigured { provider: String, missing: String },

@@ -83,3 +83,57 @@ async fn a_tool_round_trip_passes_each_vendors_rules() {
         assert!(second.to_string().contains("marker.txt"), "{model}: the tool result went back: {second}");
     }
 }
+
+/// CONFIG_DIR/providers.toml is read by the kernel: a custom model entry pointed at a local
+/// OpenAI-compatible server (no key, as Ollama) answers, and `model.list` offers it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_custom_model_of_the_providers_file_answers() {
+    let fake = OpenAiFake::start(vec![Answer::text("from the local model")]).await.unwrap();
+    fake.allow_without_key();
+    let env = TestEnv::new();
+    let file = format!(
+        "[providers]\ndefault_model = \"local-llama\"\n\n[[providers.models]]\nname = \"local-llama\"\n\
+         provider = \"openai\"\nmodel = \"llama3.1:8b\"\nbase_url = \"{}/v1\"\n",
+        fake.base
+    );
+    std::fs::write(env.locations.config_dir.join("providers.toml"), file).unwrap();
+    let cmd = env.command(&["run", "--model", "local-llama", "hi"]);
+    let out = tokio::process::Command::from(cmd).output().await.unwrap();
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "from the local model");
+    assert_eq!(fake.rejections(), vec![]);
+    let sent = fake.accepted();
+    assert_eq!(sent[0]["model"], "llama3.1:8b", "the entry's upstream id");
+    assert_eq!(fake.requests()[0].header("authorization"), None, "no key for a keyless entry");
+
+    let client = superpi_client::KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let models = client.call("model.list", serde_json::json!({})).await.unwrap();
+    let listed: Vec<(&str, bool)> = models["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["id"].as_str().unwrap(), m["default"].as_bool().unwrap_or(false)))
+        .collect();
+    assert!(listed.contains(&("local-llama", true)), "{models}");
+}
+
+#[test]
+fn a_bad_providers_file_is_an_error_naming_the_file_and_key() {
+    let env = TestEnv::new();
+    std::fs::write(env.locations.config_dir.join("providers.toml"), "[providers.anthropic]\napi_kee = \"x\"\n")
+        .unwrap();
+    let out = env.command(&["run", "hi"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("providers.toml") && stderr.contains("providers.anthropic.api_kee"), "{stderr}");
+}
+
+#[test]
+fn a_missing_key_names_the_providers_file() {
+    let env = TestEnv::new();
+    let out = env.command(&["run", "--model", "gemini-2.5-flash", "hi"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let file = env.locations.config_dir.join("providers.toml");
+    assert!(stderr.contains(&format!("providers.gemini.api_key in {}", file.display())), "{stderr}");
+}

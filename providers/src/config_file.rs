@@ -1,0 +1,135 @@
+//! The providers file, `CONFIG_DIR/providers.toml`: its `[providers]` table is a
+//! [`ProvidersConfig`]. Strict: an unknown key, a value of the wrong type, a model entry
+//! without a name or with a bad endpoint, an unknown `default_model` or `reasoning_effort` is an
+//! error naming the file and the key. The environment is laid over it afterwards
+//! ([`ProvidersConfig::apply_env`]): a variable that is set wins.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::config::ProvidersConfig;
+use crate::stream::ProviderError;
+
+/// The file's name in the config directory.
+pub const PROVIDERS_FILE: &str = "providers.toml";
+
+/// The values `reasoning_effort` takes (OpenAI reasoning models).
+pub const REASONING_EFFORTS: &[&str] = &["minimal", "low", "medium", "high"];
+
+/// A providers file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ProvidersFileError {
+    #[error("{}: cannot read: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    /// `key` is the dotted path of the key at fault, empty when the file as a whole is wrong.
+    #[error("{}: {}{message}", path.display(), if key.is_empty() { String::new() } else { format!("key `{key}`: ") })]
+    Invalid { path: PathBuf, key: String, message: String },
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    providers: ProvidersConfig,
+}
+
+fn invalid(path: &Path, key: impl Into<String>, message: impl Into<String>) -> ProvidersFileError {
+    ProvidersFileError::Invalid { path: path.to_path_buf(), key: key.into(), message: message.into() }
+}
+
+/// 1-based line and column of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset.min(text.len())).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+fn toml_error(text: &str, path: &Path, key: String, error: &toml::de::Error) -> ProvidersFileError {
+    let message = match error.span() {
+        Some(span) => {
+            let (line, col) = line_col(text, span.start);
+            format!("{} (line {line}, column {col})", error.message().trim_end())
+        }
+        None => error.message().trim_end().to_string(),
+    };
+    invalid(path, key, message)
+}
+
+impl ProvidersConfig {
+    /// Reads `CONFIG_DIR/providers.toml` (a missing file is an empty one), then lays the
+    /// environment (`lookup`) over it.
+    pub fn load(config_dir: &Path, lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ProvidersFileError> {
+        let path = config_dir.join(PROVIDERS_FILE);
+        let mut config = match std::fs::read_to_string(&path) {
+            Ok(text) => ProvidersConfig::from_toml(&text, &path)?,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => ProvidersConfig::default(),
+            Err(source) => return Err(ProvidersFileError::Read { path, source }),
+        };
+        config.file = Some(path);
+        config.apply_env(lookup);
+        Ok(config)
+    }
+
+    /// The `[providers]` table of a providers file's text; `path` names it in errors.
+    pub fn from_toml(text: &str, path: &Path) -> Result<Self, ProvidersFileError> {
+        let de = toml::Deserializer::parse(text).map_err(|e| toml_error(text, path, String::new(), &e))?;
+        let file: File = serde_path_to_error::deserialize(de).map_err(|e| {
+            let key = e.path().to_string();
+            let key = if key == "." { String::new() } else { key };
+            toml_error(text, path, key, e.inner())
+        })?;
+        let mut config = file.providers;
+        config.check(path)?;
+        config.file = Some(path.to_path_buf());
+        Ok(config)
+    }
+
+    /// What serde cannot check.
+    fn check(&self, path: &Path) -> Result<(), ProvidersFileError> {
+        let endpoint = |key: String, url: &Option<String>| match url {
+            Some(url) if !(url.starts_with("http://") || url.starts_with("https://")) => {
+                Err(invalid(path, key, format!("`{url}` is not an http:// or https:// URL")))
+            }
+            _ => Ok(()),
+        };
+        for (name, vendor) in [("openai", &self.openai), ("anthropic", &self.anthropic), ("gemini", &self.gemini)] {
+            endpoint(format!("providers.{name}.base_url"), &vendor.base_url)?;
+            if vendor.auth_command.as_ref().is_some_and(|argv| argv.first().is_none_or(|p| p.trim().is_empty())) {
+                return Err(invalid(path, format!("providers.{name}.auth_command"), "names no program"));
+            }
+            effort(path, &format!("providers.{name}.reasoning_effort"), &vendor.reasoning_effort)?;
+        }
+        for (i, entry) in self.models.iter().enumerate() {
+            let key = |field: &str| format!("providers.models[{i}].{field}");
+            if entry.name.trim().is_empty() {
+                return Err(invalid(path, key("name"), "a model entry needs the name users type (`--model NAME`)"));
+            }
+            if self.models[..i].iter().any(|earlier| earlier.name == entry.name) {
+                return Err(invalid(path, key("name"), format!("`{}` is listed twice", entry.name)));
+            }
+            endpoint(key("base_url"), &entry.base_url)?;
+            effort(path, &key("reasoning_effort"), &entry.reasoning_effort)?;
+        }
+        if let Some(model) = &self.default_model
+            && let Err(ProviderError::UnknownModel { hint, .. }) = crate::router::route(model, self)
+        {
+            return Err(invalid(path, "providers.default_model", format!("unknown model `{model}`: {hint}")));
+        }
+        Ok(())
+    }
+}
+
+fn effort(path: &Path, key: &str, value: &Option<String>) -> Result<(), ProvidersFileError> {
+    match value {
+        Some(value) if !REASONING_EFFORTS.contains(&value.as_str()) => {
+            Err(invalid(path, key, format!("`{value}` is not one of {}", REASONING_EFFORTS.join(", "))))
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+#[path = "config_file_tests.rs"]
+mod tests;
