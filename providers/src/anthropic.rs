@@ -4,11 +4,13 @@ use serde_json::{Value, json};
 use superpi_proto::{ContentBlock, Role};
 
 use crate::assemble::{BlockKind, StreamBuilder};
+use crate::config::{ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, ProviderKind};
 use crate::history;
 use crate::http::{WireParser, WireRequest};
 use crate::router::Route;
 use crate::sse::SseEvent;
 use crate::stream::{ModelRequest, ProviderError, StopReason};
+use crate::vendor::WireApi;
 use crate::wire::{arguments_object, json_chunk, object_schema, plain_name, str_field};
 
 const PROVIDER: &str = "anthropic";
@@ -109,6 +111,39 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
             ("anthropic-version".into(), API_VERSION.into()),
         ],
         body: body.to_string().into_bytes(),
+    }
+}
+
+/// Anthropic Messages in the [`crate::vendor::WIRE_APIS`] table.
+pub struct Anthropic;
+
+impl WireApi for Anthropic {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Anthropic
+    }
+    fn key_var(&self) -> &'static str {
+        ANTHROPIC_API_KEY
+    }
+    fn base_url_var(&self) -> &'static str {
+        ANTHROPIC_BASE_URL
+    }
+    fn default_base_url(&self) -> &'static str {
+        crate::router::DEFAULT_ANTHROPIC_BASE_URL
+    }
+    fn name_prefixes(&self) -> &'static [(&'static str, bool)] {
+        &[("anthropic/", true), ("claude-", false)]
+    }
+    fn builtin_models(&self) -> &'static [&'static str] {
+        &["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"]
+    }
+    fn key_header(&self, key: &str) -> (&'static str, String) {
+        ("x-api-key", key.to_string())
+    }
+    fn build_request(&self, route: &Route, request: &ModelRequest) -> WireRequest {
+        build_request(route, request)
+    }
+    fn parser(&self) -> Box<dyn WireParser> {
+        Box::new(Parser::default())
     }
 }
 

@@ -184,15 +184,12 @@ impl ProvidersConfig {
     /// Lays the environment over the file: a variable that is set (and not empty) wins.
     pub fn apply_env(&mut self, lookup: impl Fn(&str) -> Option<String>) {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
-        for (vendor, key, url) in [
-            (&mut self.openai, OPENAI_API_KEY, OPENAI_BASE_URL),
-            (&mut self.anthropic, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL),
-            (&mut self.gemini, GEMINI_API_KEY, GEMINI_BASE_URL),
-        ] {
-            if let Some(value) = get(key) {
+        for api in crate::vendor::WIRE_APIS {
+            let Some(vendor) = self.vendor_mut(api.kind()) else { continue };
+            if let Some(value) = get(api.key_var()) {
                 vendor.api_key = Some(value);
             }
-            if let Some(value) = get(url) {
+            if let Some(value) = get(api.base_url_var()) {
                 vendor.base_url = Some(value);
             }
         }
@@ -222,6 +219,15 @@ impl ProvidersConfig {
             ProviderKind::Openai => Some(&self.openai),
             ProviderKind::Anthropic => Some(&self.anthropic),
             ProviderKind::Gemini => Some(&self.gemini),
+            ProviderKind::Mock => None,
+        }
+    }
+
+    fn vendor_mut(&mut self, kind: ProviderKind) -> Option<&mut VendorConfig> {
+        match kind {
+            ProviderKind::Openai => Some(&mut self.openai),
+            ProviderKind::Anthropic => Some(&mut self.anthropic),
+            ProviderKind::Gemini => Some(&mut self.gemini),
             ProviderKind::Mock => None,
         }
     }

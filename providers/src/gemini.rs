@@ -10,11 +10,15 @@ use serde_json::{Map, Value, json};
 use superpi_proto::{ContentBlock, Role};
 
 use crate::assemble::StreamBuilder;
+use std::borrow::Cow;
+
+use crate::config::{GEMINI_API_KEY, GEMINI_BASE_URL, ProviderKind};
 use crate::history;
 use crate::http::{WireParser, WireRequest};
 use crate::router::Route;
 use crate::sse::SseEvent;
 use crate::stream::{ModelRequest, ProviderError, StopReason};
+use crate::vendor::WireApi;
 use crate::wire::{arguments_object, fresh_call_id, json_chunk, str_field, stream_error};
 
 const PROVIDER: &str = "gemini";
@@ -114,6 +118,45 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
             ("accept".into(), "text/event-stream".into()),
         ],
         body: body.to_string().into_bytes(),
+    }
+}
+
+/// Gemini in the [`crate::vendor::WIRE_APIS`] table.
+pub struct Gemini;
+
+impl WireApi for Gemini {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Gemini
+    }
+    fn key_var(&self) -> &'static str {
+        GEMINI_API_KEY
+    }
+    fn base_url_var(&self) -> &'static str {
+        GEMINI_BASE_URL
+    }
+    fn default_base_url(&self) -> &'static str {
+        crate::router::DEFAULT_GEMINI_BASE_URL
+    }
+    fn name_prefixes(&self) -> &'static [(&'static str, bool)] {
+        &[("google/", true), ("gemini/", true), ("gemini-", false)]
+    }
+    fn builtin_models(&self) -> &'static [&'static str] {
+        &["gemini-2.5-flash", "gemini-2.5-pro", "gemini-2.5-flash-lite"]
+    }
+    fn key_header(&self, key: &str) -> (&'static str, String) {
+        ("x-goog-api-key", key.to_string())
+    }
+    fn tool_name<'a>(&self, name: &'a str) -> Cow<'a, str> {
+        match function_name(name) {
+            same if same == name => Cow::Borrowed(name),
+            cleaned => Cow::Owned(cleaned),
+        }
+    }
+    fn build_request(&self, route: &Route, request: &ModelRequest) -> WireRequest {
+        build_request(route, request)
+    }
+    fn parser(&self) -> Box<dyn WireParser> {
+        Box::new(Parser::default())
     }
 }
 

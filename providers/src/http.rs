@@ -9,13 +9,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 
+use crate::Provider;
 use crate::assemble::StreamBuilder;
 use crate::auth::TokenCache;
 use crate::config::{ProviderKind, ProvidersConfig, RetryConfig};
 use crate::router::{Auth, Route};
 use crate::sse::{SseDecoder, SseEvent};
 use crate::stream::{EventStream, ModelRequest, ProviderError, StreamEvent};
-use crate::{Provider, anthropic, gemini, openai};
+use crate::vendor::{WireApi, wire_api};
 
 /// A vendor's reading of its event stream.
 pub trait WireParser: Send {
@@ -35,11 +36,7 @@ pub struct WireRequest {
 
 /// The new parser for a vendor.
 pub fn parser_for(kind: ProviderKind) -> Box<dyn WireParser> {
-    match kind {
-        ProviderKind::Anthropic => Box::new(anthropic::Parser::default()),
-        ProviderKind::Gemini => Box::new(gemini::Parser::default()),
-        ProviderKind::Openai | ProviderKind::Mock => Box::new(openai::Parser::default()),
-    }
+    wire_api(kind).parser()
 }
 
 /// Parses a recorded body (split as given) into events, as the provider would stream them.
@@ -128,6 +125,7 @@ fn client(config: &ProvidersConfig) -> Result<reqwest::Client, ProviderError> {
 
 /// A real model API behind the stream algebra.
 pub struct HttpProvider {
+    api: &'static dyn WireApi,
     route: Route,
     client: reqwest::Client,
     retry: RetryConfig,
@@ -142,7 +140,7 @@ impl HttpProvider {
             }
             _ => None,
         };
-        Ok(HttpProvider { client: client(config)?, retry: config.retry, tokens, route })
+        Ok(HttpProvider { api: wire_api(route.kind), client: client(config)?, retry: config.retry, tokens, route })
     }
 
     pub fn route(&self) -> &Route {
@@ -156,11 +154,17 @@ impl Provider for HttpProvider {
     }
 
     fn stream(&self, request: ModelRequest) -> EventStream {
-        let wire = match self.route.kind {
-            ProviderKind::Anthropic => anthropic::build_request(&self.route, &request),
-            ProviderKind::Gemini => gemini::build_request(&self.route, &request),
-            ProviderKind::Openai | ProviderKind::Mock => openai::build_request(&self.route, &request),
-        };
+        let wire = self.api.build_request(&self.route, &request);
+        // Tools whose names the API does not take are offered under a cleaned name; calls to
+        // that name are reported under the tool's own.
+        let renames: Vec<(String, String)> = request
+            .tools
+            .iter()
+            .filter_map(|tool| match self.api.tool_name(&tool.name) {
+                std::borrow::Cow::Owned(wire) => Some((wire, tool.name.clone())),
+                std::borrow::Cow::Borrowed(_) => None,
+            })
+            .collect();
         let mut builder = StreamBuilder::new();
         builder.start(None);
         let driver = Driver {
@@ -168,6 +172,8 @@ impl Provider for HttpProvider {
             phase: Phase::Connect,
             retries: 0,
             kind: self.route.kind,
+            api: self.api,
+            renames,
             auth: self.route.auth.clone(),
             tokens: self.tokens.clone(),
             client: self.client.clone(),
@@ -194,6 +200,9 @@ struct Driver {
     phase: Phase,
     retries: u32,
     kind: ProviderKind,
+    api: &'static dyn WireApi,
+    /// (name sent, tool's name) for tools offered under a cleaned name.
+    renames: Vec<(String, String)>,
     auth: Auth,
     tokens: Option<Arc<TokenCache>>,
     client: reqwest::Client,
@@ -215,7 +224,7 @@ impl Driver {
     async fn next(&mut self) -> Option<StreamEvent> {
         loop {
             if let Some(event) = self.builder.pop() {
-                return Some(event);
+                return Some(rename_tools(event, &self.renames));
             }
             if self.builder.is_finished() {
                 return None;
@@ -271,17 +280,11 @@ impl Driver {
         }
         let bearer = match (&self.auth, &self.tokens) {
             (Auth::Command { .. }, Some(tokens)) => Some(tokens.token().await.map_err(OpenFailure::Fatal)?),
-            (Auth::Key(key), _) => match self.kind {
-                ProviderKind::Anthropic => {
-                    request = request.header("x-api-key", key.as_str());
-                    None
-                }
-                ProviderKind::Gemini => {
-                    request = request.header("x-goog-api-key", key.as_str());
-                    None
-                }
-                _ => Some(key.clone()),
-            },
+            (Auth::Key(key), _) => {
+                let (name, value) = self.api.key_header(key);
+                request = request.header(name, value);
+                None
+            }
             _ => None,
         };
         if let Some(token) = bearer {
@@ -303,6 +306,33 @@ impl Driver {
             Err(OpenFailure::Fatal(error))
         }
     }
+}
+
+/// An event with tool names mapped back from the names the API was offered.
+fn rename_tools(mut event: StreamEvent, renames: &[(String, String)]) -> StreamEvent {
+    if renames.is_empty() {
+        return event;
+    }
+    let original = |name: &mut String| {
+        if let Some((_, tool)) = renames.iter().find(|(wire, _)| wire == name) {
+            *name = tool.clone();
+        }
+    };
+    match &mut event {
+        StreamEvent::ToolCallStart { name: Some(name), .. } | StreamEvent::ToolCallDelta { name: Some(name), .. } => {
+            original(name)
+        }
+        StreamEvent::ToolCallEnd { name, .. } => original(name),
+        StreamEvent::Done(terminal) | StreamEvent::Error(terminal) => {
+            for block in &mut terminal.message.content {
+                if let superpi_proto::ContentBlock::ToolCall { name, .. } = block {
+                    original(name);
+                }
+            }
+        }
+        _ => {}
+    }
+    event
 }
 
 fn error_chain(err: &dyn std::error::Error) -> String {

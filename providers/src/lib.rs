@@ -34,6 +34,7 @@ pub mod stream;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod validate;
+pub mod vendor;
 mod wire;
 
 pub use assemble::StreamBuilder;

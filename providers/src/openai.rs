@@ -8,12 +8,14 @@ use serde_json::{Value, json};
 use superpi_proto::{ContentBlock, Role};
 
 use crate::assemble::{BlockKind, StreamBuilder};
+use crate::config::{OPENAI_API_KEY, OPENAI_BASE_URL, ProviderKind};
 use crate::history;
 use crate::http::{WireParser, WireRequest};
 use crate::openai_wire::{CallDelta, read_chunk};
 use crate::router::Route;
 use crate::sse::SseEvent;
 use crate::stream::{ModelRequest, ProviderError, StopReason};
+use crate::vendor::WireApi;
 use crate::wire::{fresh_call_id, joined_text, object_schema, plain_name};
 
 const PROVIDER: &str = "openai";
@@ -110,6 +112,66 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
             ("accept".into(), "text/event-stream".into()),
         ],
         body: body.to_string().into_bytes(),
+    }
+}
+
+/// OpenAI Chat Completions in the [`crate::vendor::WIRE_APIS`] table.
+pub struct OpenAi;
+
+const MODELS: &[&str] = &["gpt-4o-mini", "gpt-4o", "gpt-4.1", "gpt-4.1-mini", "o3", "o4-mini", "gpt-5", "gpt-5-mini"];
+
+impl WireApi for OpenAi {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Openai
+    }
+    fn key_var(&self) -> &'static str {
+        OPENAI_API_KEY
+    }
+    fn base_url_var(&self) -> &'static str {
+        OPENAI_BASE_URL
+    }
+    fn default_base_url(&self) -> &'static str {
+        crate::router::DEFAULT_OPENAI_BASE_URL
+    }
+    fn name_prefixes(&self) -> &'static [(&'static str, bool)] {
+        // codex- and computer-use- are recognised to be refused clearly (Responses API only).
+        &[
+            ("openai/", true),
+            ("gpt-", false),
+            ("o1", false),
+            ("o3", false),
+            ("o4", false),
+            ("chatgpt-", false),
+            ("codex-", false),
+            ("computer-use-", false),
+        ]
+    }
+    fn builtin_models(&self) -> &'static [&'static str] {
+        MODELS
+    }
+    fn keyless_with_base_url(&self) -> bool {
+        true
+    }
+    fn unsupported(&self, model: &str) -> Option<String> {
+        let families = ["o1-pro", "o3-pro", "gpt-5-pro", "gpt-5-codex", "codex-mini", "computer-use-preview"];
+        let responses_only = families.iter().any(|prefix| model.starts_with(prefix)) || model.contains("deep-research");
+        responses_only.then(|| {
+            "OpenAI serves it through the Responses API only; superpi speaks Chat Completions \
+             (use o3, o4-mini, gpt-5 or gpt-5-mini)"
+                .to_string()
+        })
+    }
+    fn is_reasoning_model(&self, model: &str) -> bool {
+        ["o1", "o3", "o4", "gpt-5"].iter().any(|prefix| model.starts_with(prefix))
+    }
+    fn key_header(&self, key: &str) -> (&'static str, String) {
+        ("authorization", format!("Bearer {key}"))
+    }
+    fn build_request(&self, route: &Route, request: &ModelRequest) -> WireRequest {
+        build_request(route, request)
+    }
+    fn parser(&self) -> Box<dyn WireParser> {
+        Box::new(Parser::default())
     }
 }
 

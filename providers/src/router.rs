@@ -6,22 +6,15 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{
-    ANTHROPIC_API_KEY, CommandRunner, GEMINI_API_KEY, ModelEntry, OPENAI_API_KEY, OPENAI_BASE_URL, ProviderKind,
-    ProvidersConfig,
-};
+use crate::config::{CommandRunner, ModelEntry, ProviderKind, ProvidersConfig};
 use crate::http::HttpProvider;
 use crate::mock::MockProvider;
+use crate::vendor::{WIRE_APIS, wire_api};
 use crate::{ProviderError, SharedProvider};
 
 pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 pub const DEFAULT_GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com";
-
-const OPENAI_MODELS: &[&str] =
-    &["gpt-4o-mini", "gpt-4o", "gpt-4.1", "gpt-4.1-mini", "o3", "o4-mini", "gpt-5", "gpt-5-mini"];
-const ANTHROPIC_MODELS: &[&str] = &["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"];
-const GEMINI_MODELS: &[&str] = &["gemini-2.5-flash", "gemini-2.5-pro", "gemini-2.5-flash-lite"];
 
 /// How a request is authenticated.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,18 +50,6 @@ pub struct Route {
     pub reasoning: bool,
 }
 
-/// OpenAI's reasoning model families, by the upstream id.
-pub fn is_reasoning_model(model: &str) -> bool {
-    ["o1", "o3", "o4", "gpt-5"].iter().any(|prefix| model.starts_with(prefix))
-}
-
-/// OpenAI models served only by the Responses API, which superpi does not speak (it speaks
-/// Chat Completions): refused by name rather than sent to fail upstream.
-fn responses_only(model: &str) -> bool {
-    let families = ["o1-pro", "o3-pro", "gpt-5-pro", "gpt-5-codex", "codex-mini", "computer-use-preview"];
-    families.iter().any(|prefix| model.starts_with(prefix)) || model.contains("deep-research")
-}
-
 /// A model `superpi models` lists.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelInfo {
@@ -78,51 +59,39 @@ pub struct ModelInfo {
     pub default: bool,
 }
 
+/// The wire API a name's prefix leads to, and the id to send upstream.
 fn prefixed_kind(model: &str) -> Option<(ProviderKind, &str)> {
-    for (prefix, kind) in [
-        ("openai/", ProviderKind::Openai),
-        ("anthropic/", ProviderKind::Anthropic),
-        ("google/", ProviderKind::Gemini),
-        ("gemini/", ProviderKind::Gemini),
-    ] {
-        if let Some(rest) = model.strip_prefix(prefix) {
-            return Some((kind, rest));
+    for api in WIRE_APIS {
+        for (prefix, strip) in api.name_prefixes() {
+            if let Some(rest) = model.strip_prefix(prefix) {
+                return Some((api.kind(), if *strip { rest } else { model }));
+            }
         }
-    }
-    // codex- and computer-use- are OpenAI's too, recognised to be refused clearly (Responses API only).
-    let openai = ["gpt-", "o1", "o3", "o4", "chatgpt-", "codex-", "computer-use-"].iter().any(|p| model.starts_with(p));
-    if openai {
-        return Some((ProviderKind::Openai, model));
-    }
-    if model.starts_with("claude-") {
-        return Some((ProviderKind::Anthropic, model));
-    }
-    if model.starts_with("gemini-") {
-        return Some((ProviderKind::Gemini, model));
     }
     None
 }
 
 fn missing(kind: ProviderKind, config: &ProvidersConfig) -> String {
+    if kind == ProviderKind::Mock {
+        return String::new();
+    }
+    let api = wire_api(kind);
+    let name = kind.as_str();
     let file = config.file_name();
-    match kind {
-        ProviderKind::Openai => format!(
-            "set {OPENAI_API_KEY} (or providers.openai.api_key or auth_command in {file}; \
-             {OPENAI_BASE_URL} alone for a local server without keys)"
-        ),
-        ProviderKind::Anthropic => format!("set {ANTHROPIC_API_KEY} (or providers.anthropic.api_key in {file})"),
-        ProviderKind::Gemini => format!("set {GEMINI_API_KEY} (or providers.gemini.api_key in {file})"),
-        ProviderKind::Mock => String::new(),
+    // Auth commands (gateway tokens) and keyless endpoints serve OpenAI-compatible servers.
+    if api.keyless_with_base_url() {
+        format!(
+            "set {} (or providers.{name}.api_key or auth_command in {file}; {} alone for a local server without keys)",
+            api.key_var(),
+            api.base_url_var()
+        )
+    } else {
+        format!("set {} (or providers.{name}.api_key in {file})", api.key_var())
     }
 }
 
 fn default_base(kind: ProviderKind) -> &'static str {
-    match kind {
-        ProviderKind::Openai => DEFAULT_OPENAI_BASE_URL,
-        ProviderKind::Anthropic => DEFAULT_ANTHROPIC_BASE_URL,
-        ProviderKind::Gemini => DEFAULT_GEMINI_BASE_URL,
-        ProviderKind::Mock => "",
-    }
+    if kind == ProviderKind::Mock { "" } else { wire_api(kind).default_base_url() }
 }
 
 /// The vendor's credentials, or `None` when it is not configured.
@@ -141,7 +110,7 @@ fn vendor_auth(kind: ProviderKind, config: &ProvidersConfig) -> Result<Option<Au
         let timeout = Duration::from_millis(vendor.auth_timeout_ms.unwrap_or(10_000));
         return Ok(Some(Auth::Command { argv: argv.clone(), timeout, runner }));
     }
-    if kind == ProviderKind::Openai && vendor.base_url.is_some() {
+    if vendor.base_url.is_some() && wire_api(kind).keyless_with_base_url() {
         return Ok(Some(Auth::None));
     }
     Ok(None)
@@ -179,7 +148,7 @@ fn entry_route(entry: &ModelEntry, config: &ProvidersConfig) -> Result<Route, Pr
         (Some(key), base) => {
             (base.clone().or(vendor_base).unwrap_or_else(|| default_base(kind).into()), Auth::Key(key))
         }
-        (None, Some(base)) if kind == ProviderKind::Openai => (base.clone(), Auth::None),
+        (None, Some(base)) if wire_api(kind).keyless_with_base_url() => (base.clone(), Auth::None),
         (None, base) => {
             let auth = vendor_auth(kind, config)?.ok_or_else(|| ProviderError::NotConfigured {
                 provider: kind.as_str().to_string(),
@@ -191,7 +160,7 @@ fn entry_route(entry: &ModelEntry, config: &ProvidersConfig) -> Result<Route, Pr
     let vendor = config.vendor(kind);
     let thinking_budget = entry.thinking_budget.or_else(|| vendor.and_then(|v| v.thinking_budget));
     let reasoning_effort = entry.reasoning_effort.clone().or_else(|| vendor.and_then(|v| v.reasoning_effort.clone()));
-    let reasoning = entry.reasoning_effort.is_some() || is_reasoning_model(&model);
+    let reasoning = entry.reasoning_effort.is_some() || wire_api(kind).is_reasoning_model(&model);
     Ok(Route { kind, name: entry.name.clone(), model, base_url, auth, thinking_budget, reasoning_effort, reasoning })
 }
 
@@ -229,17 +198,13 @@ pub fn route(model: &str, config: &ProvidersConfig) -> Result<Route, ProviderErr
         missing: missing(kind, config),
     })?;
     let base_url = config.vendor(kind).and_then(|v| v.base_url.clone()).unwrap_or_else(|| default_base(kind).into());
-    if kind == ProviderKind::Openai && responses_only(upstream) {
-        return Err(ProviderError::Unsupported {
-            model: name.to_string(),
-            reason: "OpenAI serves it through the Responses API only; superpi speaks Chat Completions \
-                     (use o3, o4-mini, gpt-5 or gpt-5-mini)"
-                .to_string(),
-        });
+    let api = wire_api(kind);
+    if let Some(reason) = api.unsupported(upstream) {
+        return Err(ProviderError::Unsupported { model: name.to_string(), reason });
     }
     let vendor = config.vendor(kind);
     let thinking_budget = vendor.and_then(|v| v.thinking_budget);
-    let reasoning = kind == ProviderKind::Openai && is_reasoning_model(upstream);
+    let reasoning = api.is_reasoning_model(upstream);
     let reasoning_effort = vendor.and_then(|v| v.reasoning_effort.clone()).filter(|_| reasoning);
     Ok(Route {
         kind,
@@ -267,12 +232,6 @@ fn vendor_configured(kind: ProviderKind, config: &ProvidersConfig) -> bool {
     matches!(vendor_auth(kind, config), Ok(Some(_)))
 }
 
-const VENDORS: [(ProviderKind, &[&str]); 3] = [
-    (ProviderKind::Openai, OPENAI_MODELS),
-    (ProviderKind::Anthropic, ANTHROPIC_MODELS),
-    (ProviderKind::Gemini, GEMINI_MODELS),
-];
-
 /// The model to use when none is asked for, and whether it is the `mock` fallback (which the
 /// caller must say out loud). The mock is chosen only when nothing at all is configured.
 pub fn default_model(config: &ProvidersConfig) -> (String, bool) {
@@ -282,10 +241,12 @@ pub fn default_model(config: &ProvidersConfig) -> (String, bool) {
     if let Some(entry) = config.models.first() {
         return (entry.name.clone(), false);
     }
-    for (kind, builtin) in VENDORS {
+    for api in WIRE_APIS {
+        let kind = api.kind();
         if vendor_configured(kind, config) {
             let listed = config.vendor(kind).and_then(|v| v.models.first().cloned());
-            return (listed.unwrap_or_else(|| builtin[0].to_string()), false);
+            let builtin = api.builtin_models().first().copied().unwrap_or("mock");
+            return (listed.unwrap_or_else(|| builtin.to_string()), false);
         }
     }
     ("mock".to_string(), true)
@@ -305,13 +266,14 @@ pub fn configured_models(config: &ProvidersConfig) -> Vec<ModelInfo> {
             push(entry.name.clone(), entry.provider);
         }
     }
-    for (kind, builtin) in VENDORS {
+    for api in WIRE_APIS {
+        let kind = api.kind();
         if !vendor_configured(kind, config) {
             continue;
         }
         let listed = config.vendor(kind).map(|v| v.models.clone()).unwrap_or_default();
         if listed.is_empty() {
-            builtin.iter().for_each(|name| push(name.to_string(), kind));
+            api.builtin_models().iter().for_each(|name| push(name.to_string(), kind));
         } else {
             listed.into_iter().for_each(|name| push(name, kind));
         }

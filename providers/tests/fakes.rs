@@ -140,3 +140,42 @@ async fn a_refused_request_ends_the_stream_with_the_vendors_message() {
     }
     assert_eq!(fake.rejections().len(), 1);
 }
+
+#[tokio::test]
+async fn a_tool_offered_under_a_cleaned_name_is_called_under_its_own() {
+    for (fake, model, wire) in [
+        (OpenAiFake::start(vec![]).await.unwrap(), "gpt-4o", "mcp_server_search_files"),
+        (AnthropicFake::start(vec![]).await.unwrap(), "claude-sonnet-4-5", "mcp_server_search_files"),
+        (GeminiFake::start(vec![]).await.unwrap(), "gemini-2.5-flash", "mcp.server_search_files"),
+    ] {
+        fake.push(Answer::tool_call(wire, json!({"q": "x"})));
+        let request = ModelRequest {
+            model: model.into(),
+            messages: vec![Message::user_text("search")],
+            tools: vec![ToolSpec {
+                name: "mcp.server/search files".into(),
+                description: "Search".into(),
+                input_schema: json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+            }],
+            ..Default::default()
+        };
+        let events: Vec<StreamEvent> = resolve(model, &config(&fake)).unwrap().stream(request).collect().await;
+        validate(&events).unwrap();
+        let sent = fake.accepted().pop().unwrap().to_string();
+        assert!(sent.contains(&format!("\"{wire}\"")), "{model}: offered as {wire}: {sent}");
+        let ends: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallEnd { name, .. } => Some(name.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ends, vec!["mcp.server/search files"], "{model}");
+        let Some(StreamEvent::Done(t)) = events.last() else { panic!("{events:?}") };
+        assert!(
+            matches!(&t.message.content[0], ContentBlock::ToolCall { name, .. } if name == "mcp.server/search files"),
+            "{model}: {:?}",
+            t.message.content
+        );
+    }
+}
