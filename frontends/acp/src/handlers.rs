@@ -231,12 +231,18 @@ pub(crate) async fn set_config_option(
     req: SetSessionConfigOptionRequest,
 ) -> Result<SetSessionConfigOptionResponse, Error> {
     let session = server.session(&req.session_id)?;
-    if &*req.config_id.0 != request::MODEL_CONFIG_ID {
-        return Err(request::invalid_params(format!("unknown config option `{}`", req.config_id.0)));
-    }
     let SessionConfigOptionValue::ValueId { value } = &req.value else {
-        return Err(request::invalid_params("the model option takes a value id"));
+        return Err(request::invalid_params(format!("the option `{}` takes a value id", req.config_id.0)));
     };
+    match &*req.config_id.0 {
+        request::MODEL_CONFIG_ID => {}
+        request::MODE_CONFIG_ID => {
+            set_mode(server.clone(), SetSessionModeRequest::new(req.session_id.clone(), value.0.to_string())).await?;
+            let kernel = server.kernel().await?;
+            return Ok(SetSessionConfigOptionResponse::new(server.config_options(&kernel, &session).await));
+        }
+        other => return Err(request::invalid_params(format!("unknown config option `{other}`"))),
+    }
     let model = value.0.to_string();
     let kernel = server.kernel().await?;
     let params = SetModelParams { conversation_id: session.conversation_id, model: model.clone() };

@@ -26,6 +26,10 @@ pub const SESSION_PREFIX: &str = "conv-";
 /// The config option that chooses the model.
 pub const MODEL_CONFIG_ID: &str = "model";
 
+/// The config option that chooses the mode (beside the legacy `modes`, for editors that only
+/// show config options).
+pub const MODE_CONFIG_ID: &str = "mode";
+
 /// The default harness when `_meta` names none.
 pub const DEFAULT_HARNESS: &str = "superpi-code";
 
@@ -175,6 +179,25 @@ pub fn modes(current: &str, max_mode: &str) -> SessionModeState {
         .map(|(id, name, description)| SessionMode::new(*id, *name).description(description.to_string()))
         .collect();
     SessionModeState::new(SessionModeId::new(current), available)
+}
+
+/// The mode chooser: a select of category `mode` over the modes up to the ceiling.
+pub fn mode_option(current: &str, max_mode: &str) -> SessionConfigOption {
+    let state = modes(current, max_mode);
+    let options: Vec<SessionConfigSelectOption> = state
+        .available_modes
+        .into_iter()
+        .map(|m| SessionConfigSelectOption::new(m.id.0.to_string(), m.name).description(m.description))
+        .collect();
+    SessionConfigOption::new(
+        SessionConfigId::new(MODE_CONFIG_ID),
+        "Mode",
+        SessionConfigKind::Select(SessionConfigSelect::new(
+            SessionConfigValueId::new(current.to_string()),
+            SessionConfigSelectOptions::Ungrouped(options),
+        )),
+    )
+    .category(SessionConfigOptionCategory::Mode)
 }
 
 /// A requested mode, checked against the session's ceiling.

@@ -101,6 +101,21 @@ fn modes_stop_at_the_ceiling() {
 }
 
 #[test]
+fn mode_option_is_a_select_of_the_modes_up_to_the_ceiling() {
+    let expected = SessionConfigOption::select(
+        "mode",
+        "Mode",
+        "plan",
+        SessionConfigSelectOptions::Ungrouped(vec![
+            SessionConfigSelectOption::new("plan", "Plan").description(MODES[0].2),
+            SessionConfigSelectOption::new("accept-edits", "Accept edits").description(MODES[1].2),
+        ]),
+    )
+    .category(SessionConfigOptionCategory::Mode);
+    assert_eq!(mode_option("plan", "accept-edits"), expected);
+}
+
+#[test]
 fn model_option_lists_the_kernels_models_and_always_the_current_one() {
     let models = vec![
         ModelInfo { id: "gpt-x".into(), provider: "openai".into(), default: true },

@@ -153,7 +153,10 @@ impl Server {
 
     pub(crate) async fn config_options(&self, kernel: &KernelClient, session: &Session) -> Vec<SessionConfigOption> {
         let Some(settings) = session.settings() else { return Vec::new() };
-        vec![request::model_option(&settings.model, &self.models(kernel).await)]
+        vec![
+            request::mode_option(&settings.mode, &settings.max_mode),
+            request::model_option(&settings.model, &self.models(kernel).await),
+        ]
     }
 }
 

@@ -264,13 +264,51 @@ async fn the_model_option_lists_the_kernels_models_and_switches_the_model() {
     assert_jsonrpc_only(&lines);
 }
 
-/// The current value and the offered values of the `model` option.
-fn model_select(options: &[SessionConfigOption]) -> (String, Vec<String>) {
-    let model = options.iter().find(|o| &*o.id.0 == "model").expect("a model option");
-    assert_eq!(model.category, Some(SessionConfigOptionCategory::Model));
-    let SessionConfigKind::Select(select) = &model.kind else { panic!("the model option is a select") };
-    let SessionConfigSelectOptions::Ungrouped(values) = &select.options else { panic!("ungrouped models") };
+/// The mode is also a config option (for editors that show only those): it lists the modes up
+/// to the ceiling, switches the conversation's mode like `session/set_mode`, and refuses a mode
+/// above the ceiling.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mode_option_switches_the_mode() {
+    let env = TestEnv::new();
+    let (result, lines) = with_editor(&env, Answer::Dismiss, async |cx, _seen| {
+        initialize(&cx).await?;
+        let session = new_session(&cx, &env).await?;
+        let sid = session.session_id.clone();
+        let (current, offered) = mode_select(&session.config_options.expect("config options"));
+        assert_eq!((current.as_str(), offered), ("accept-edits", vec!["plan".to_string(), "accept-edits".into()]));
+
+        let set = SetSessionConfigOptionRequest::new(sid.clone(), "mode", SessionConfigValueId::new("plan"));
+        let changed = cx.send_request(set).block_task().await?;
+        assert_eq!(mode_select(&changed.config_options).0, "plan");
+        let above = SetSessionConfigOptionRequest::new(sid.clone(), "mode", SessionConfigValueId::new("auto"));
+        assert_eq!(cx.send_request(above).block_task().await.unwrap_err().code, ErrorCode::from(-32602));
+
+        // The kernel holds the new mode: a reload shows it in both places.
+        let loaded = cx.send_request(LoadSessionRequest::new(sid.clone(), env.workspace.clone())).block_task().await?;
+        assert_eq!(loaded.modes.expect("modes").current_mode_id, SessionModeId::new("plan"));
+        assert_eq!(mode_select(&loaded.config_options.expect("config options")).0, "plan");
+        Ok(())
+    })
+    .await;
+    result.unwrap();
+    assert_jsonrpc_only(&lines);
+}
+
+/// The current value and the offered values of the select option `id` of `category`.
+fn select(options: &[SessionConfigOption], id: &str, category: SessionConfigOptionCategory) -> (String, Vec<String>) {
+    let option = options.iter().find(|o| &*o.id.0 == id).expect("the option");
+    assert_eq!(option.category, Some(category));
+    let SessionConfigKind::Select(select) = &option.kind else { panic!("the option is a select") };
+    let SessionConfigSelectOptions::Ungrouped(values) = &select.options else { panic!("ungrouped values") };
     (select.current_value.0.to_string(), values.iter().map(|v| v.value.0.to_string()).collect())
+}
+
+fn model_select(options: &[SessionConfigOption]) -> (String, Vec<String>) {
+    select(options, "model", SessionConfigOptionCategory::Model)
+}
+
+fn mode_select(options: &[SessionConfigOption]) -> (String, Vec<String>) {
+    select(options, "mode", SessionConfigOptionCategory::Mode)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
