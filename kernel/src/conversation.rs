@@ -127,6 +127,16 @@ pub(crate) fn live(kernel: &Arc<Kernel>, id: i64) -> Result<Option<Arc<Conversat
     }
     let policy =
         kernel.catalog.conversation_policy(&row.harness, &row.mode, row.workspace.as_deref().map(std::path::Path::new));
+    // The "always" answers last as long as the conversation, across kernels.
+    let overrides = match kernel.store.permission_overrides(id)?.map(|json| serde_json::from_str(&json)) {
+        Some(Ok(overrides)) => overrides,
+        Some(Err(err)) => {
+            tracing::warn!("conversation {id}: ignoring unreadable stored permission answers: {err}");
+            superpi_policy::Overrides::default()
+        }
+        None => superpi_policy::Overrides::default(),
+    };
+    let policy = policy.map(|p| p.with_overrides(overrides));
     let (input, rx) = mpsc::channel(64);
     let (tx, _) = broadcast::channel(kernel.config.event_buffer.max(16));
     let conv = Arc::new(Conversation {

@@ -11,7 +11,10 @@ use superpi_proto::event::now_ms;
 use superpi_proto::{Entry, EntryKind, Message};
 
 /// The numbered migrations, in order. Append only.
-const MIGRATIONS: &[(&str, &str)] = &[("0001_init", include_str!("../migrations/0001_init.sql"))];
+const MIGRATIONS: &[(&str, &str)] = &[
+    ("0001_init", include_str!("../migrations/0001_init.sql")),
+    ("0002_permission_overrides", include_str!("../migrations/0002_permission_overrides.sql")),
+];
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -159,6 +162,24 @@ impl Store {
         self.conn().execute(
             "UPDATE conversations SET model = ?2, updated_at_ms = ?3 WHERE id = ?1",
             params![id, model, now_ms()],
+        )?;
+        Ok(())
+    }
+
+    /// The stored "always" answers of a conversation (the JSON of the policy's `Overrides`).
+    pub fn permission_overrides(&self, id: i64) -> Result<Option<String>, StoreError> {
+        let json = self
+            .conn()
+            .query_row("SELECT overrides FROM permission_overrides WHERE conversation_id = ?1", [id], |r| r.get(0))
+            .optional()?;
+        Ok(json)
+    }
+
+    pub fn set_permission_overrides(&self, id: i64, json: &str) -> Result<(), StoreError> {
+        self.conn().execute(
+            "INSERT INTO permission_overrides (conversation_id, overrides) VALUES (?1, ?2)
+             ON CONFLICT (conversation_id) DO UPDATE SET overrides = excluded.overrides",
+            params![id, json],
         )?;
         Ok(())
     }

@@ -128,3 +128,20 @@ fn external_ids_map_per_frontend_and_principal() {
     assert_eq!(store.find_external("gateway", "bob", "s1").unwrap(), None);
     assert_eq!(store.find_external("acp", "alice", "s1").unwrap(), None);
 }
+
+#[test]
+fn permission_overrides_are_stored_per_conversation_and_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.sqlite");
+    let (a, b) = {
+        let store = Store::open(&path).unwrap();
+        let (a, b) = (new_conv(&store).id, new_conv(&store).id);
+        assert_eq!(store.permission_overrides(a).unwrap(), None);
+        store.set_permission_overrides(a, r#"{"allow_tools":["x"]}"#).unwrap();
+        store.set_permission_overrides(a, r#"{"allow_commands":["make"]}"#).unwrap();
+        (a, b)
+    };
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.permission_overrides(a).unwrap().as_deref(), Some(r#"{"allow_commands":["make"]}"#));
+    assert_eq!(store.permission_overrides(b).unwrap(), None);
+}

@@ -305,9 +305,9 @@ async fn decide(
         Decision::Ask { ref reason, risk, .. } if may_ask => {
             let reason = reason.clone();
             let answer = ask(kernel, conv, call, &reason, Some(risk.as_str().to_string()), timeout, cancel).await;
-            settle(conv, decision, answer.as_deref())
+            settle(kernel, conv, decision, answer.as_deref())
         }
-        Decision::Ask { .. } => settle(conv, decision, None),
+        Decision::Ask { .. } => settle(kernel, conv, decision, None),
         other => other,
     };
     match decision {
@@ -316,12 +316,25 @@ async fn decide(
     }
 }
 
-/// Settles a question with a person's answer (None: unanswered, which fails closed).
-fn settle(conv: &Conversation, decision: Decision, option_id: Option<&str>) -> Decision {
-    match lock(&conv.policy).as_mut() {
-        Ok(policy) => policy.answer(decision, option_id),
-        Err(reason) => Decision::Deny { reason: reason.clone(), rule: superpi_policy::Rule::Unanswered },
+/// Settles a question with a person's answer (None: unanswered, which fails closed). An
+/// "always" answer is stored with the conversation.
+fn settle(kernel: &Kernel, conv: &Conversation, decision: Decision, option_id: Option<&str>) -> Decision {
+    let mut policy = lock(&conv.policy);
+    let policy = match policy.as_mut() {
+        Ok(policy) => policy,
+        Err(reason) => return Decision::Deny { reason: reason.clone(), rule: superpi_policy::Rule::Unanswered },
+    };
+    let before = policy.overrides().clone();
+    let decision = policy.answer(decision, option_id);
+    if *policy.overrides() != before {
+        let stored = serde_json::to_string(policy.overrides())
+            .map_err(|e| e.to_string())
+            .and_then(|json| kernel.store.set_permission_overrides(conv.id, &json).map_err(|e| e.to_string()));
+        if let Err(err) = stored {
+            tracing::error!("conversation {}: storing a permission answer: {err}", conv.id);
+        }
     }
+    decision
 }
 
 /// Publishes a permission request and waits for an answer, the timeout or cancel. Returns

@@ -110,6 +110,34 @@ async fn allow_always_is_not_asked_again_in_this_session() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn always_answers_outlive_the_kernel() {
+    let env = TestEnv::new();
+    let (client, conv, mut sub) = setup(&env, "accept-edits", None).await;
+    let rm = "@tool bash {\"command\": \"rm -f made-by-bash\"}";
+    turn(&client, &mut sub, conv, TOUCH, &["allow_always"]).await;
+    turn(&client, &mut sub, conv, rm, &["reject_always"]).await;
+    env.kill_kernel();
+    drop(sub);
+    drop(client);
+
+    // The next client autostarts a new kernel, which loads the answers with the conversation.
+    let client = KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    client.open(OpenParams { conversation_id: Some(conv), ..Default::default() }).await.unwrap();
+    let watch =
+        WatchParams { conversation_id: conv, from_seq: None, window: None, interactive: true, reads_files: false };
+    let mut sub = client.watch(watch).await.unwrap();
+    std::fs::remove_file(env.workspace.join("made-by-bash")).unwrap();
+    let events = turn(&client, &mut sub, conv, TOUCH, &[]).await;
+    assert_eq!(count(&events, "permission_request"), 0, "allow_always holds after a restart");
+    assert!(env.workspace.join("made-by-bash").exists());
+    let events = turn(&client, &mut sub, conv, rm, &[]).await;
+    assert_eq!(count(&events, "permission_request"), 0, "reject_always holds after a restart");
+    assert_eq!(count(&events, "tool_blocked"), 1);
+    assert!(env.workspace.join("made-by-bash").exists());
+    assert!(!env.locations.config_dir.join("settings.json").exists(), "never written to a file");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_that_is_not_an_option_fails_closed() {
     let env = TestEnv::new();
     let (client, conv, mut sub) = setup(&env, "accept-edits", None).await;
