@@ -72,9 +72,16 @@ async fn main() {
     });
     println!("sandbox: {:?}", full.status());
     if let Ok(n) = std::env::var("BENCH_DEFAULT_ONLY") {
+        let mut total = Vec::new();
+        let mut phases: [Vec<Duration>; 4] = Default::default();
         for _ in 0..n.parse::<usize>().unwrap_or(100) {
-            confined_once(&full, &workspace, "true").await;
+            superpi_sandbox::profile::take();
+            total.push(confined_once(&full, &workspace, "true").await);
+            for (i, (_, d)) in superpi_sandbox::profile::take().0.into_iter().enumerate() {
+                phases[i].push(d);
+            }
         }
+        println!("total {:?} phases {:?}", median(total), phases.map(median));
         return;
     }
     if std::env::var_os("BENCH_BIG_ONLY").is_none() {
@@ -90,47 +97,59 @@ async fn latency(full: &Sandbox, data: &std::path::Path, workspace: &std::path::
         c.pids_cgroup = false;
     });
     let unconfined = sandbox(data, |c| c.disabled = true);
-    // In rounds of blocks of 20, so that load from elsewhere on the machine falls on every
-    // variant alike, while each block runs warm.
+    // One run of each variant in turn, so that load from elsewhere on the machine falls on
+    // every variant alike.
     let mut t: [Vec<Duration>; 6] = Default::default();
-    for _ in 0..RUNS / 20 {
-        for _ in 0..20 {
-            t[0].push(plain_once("/bin/true", &[]));
+    let mut phases: [Vec<Duration>; 5] = Default::default();
+    for _ in 0..RUNS {
+        t[0].push(plain_once("/bin/true", &[]));
+        t[1].push(plain_once("/bin/bash", &["-c", "true"]));
+        for (i, sb) in [(2, &unconfined), (3, &bare), (4, &no_mounts)] {
+            t[i].push(confined_once(sb, workspace, "true").await);
         }
-        for _ in 0..20 {
-            t[1].push(plain_once("/bin/bash", &["-c", "true"]));
+        superpi_sandbox::profile::take();
+        let total = confined_once(full, workspace, "true").await;
+        t[5].push(total);
+        let mut rest = total;
+        for (i, (_, d)) in superpi_sandbox::profile::take().0.into_iter().enumerate() {
+            phases[i].push(d);
+            rest = rest.saturating_sub(d);
         }
-        for (i, sb) in [(2, &unconfined), (3, &bare), (4, &no_mounts), (5, full)] {
-            for _ in 0..20 {
-                t[i].push(confined_once(sb, workspace, "true").await);
-            }
-        }
+        phases[4].push(rest);
     }
     let [plain_true, plain_bash, launcher_only, confined_bare, confined_no_mounts, confined_full] = t.map(median);
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let ratio = |d: Duration| ms(d) / ms(plain_bash);
     println!("median of {RUNS} runs:");
     println!("  plain spawn of true                            {:8.3} ms", ms(plain_true));
     println!("  plain spawn of bash -c true                    {:8.3} ms", ms(plain_bash));
     println!(
         "  launcher, confinement disabled                 {:8.3} ms  ({:.2}x plain bash)",
         ms(launcher_only),
-        ms(launcher_only) / ms(plain_bash)
+        ratio(launcher_only)
     );
     println!(
-        "  confined bash -c true (landlock+seccomp+caps)  {:8.3} ms  ({:.2}x plain bash)",
+        "  confined bash -c true (landlock+seccomp+caps)  {:8.3} ms  ({:.2}x)",
         ms(confined_bare),
-        ms(confined_bare) / ms(plain_bash)
+        ratio(confined_bare)
     );
     println!(
         "    + pids cgroup                                {:8.3} ms  ({:.2}x)",
         ms(confined_no_mounts),
-        ms(confined_no_mounts) / ms(plain_bash)
+        ratio(confined_no_mounts)
     );
     println!(
-        "    + read-only mount namespace (the default)    {:8.3} ms  ({:.2}x)",
+        "    + private mounts and IPC (the default)       {:8.3} ms  ({:.2}x)",
         ms(confined_full),
-        ms(confined_full) / ms(plain_bash)
+        ratio(confined_full)
     );
+    let [prepare, spawn, run, finish, rest] = phases.map(median);
+    println!("  the default, by phase (medians):");
+    println!("    prepare (temp dir, ruleset, cgroup, env)     {:8.3} ms", ms(prepare));
+    println!("    spawn (clone, confinement steps, exec)       {:8.3} ms", ms(spawn));
+    println!("    run (exec to exit, output read)              {:8.3} ms", ms(run));
+    println!("    finish (cgroup killed and removed)           {:8.3} ms", ms(finish));
+    println!("    the rest (checks, outcome, scheduling)       {:8.3} ms", ms(rest));
 }
 
 fn status_kib(field: &str) -> i64 {

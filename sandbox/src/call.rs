@@ -67,7 +67,7 @@ impl Machine {
                     false
                 }
             };
-        let cgroup = if config.disabled || !config.pids_cgroup { None } else { CgroupBase::detect() };
+        let cgroup = if config.pids_cgroup { CgroupBase::detect() } else { None };
         if let Some(base) = &cgroup {
             base.remove_stale();
         }
@@ -151,7 +151,9 @@ impl Machine {
         };
         let started = Instant::now();
         let spill = spill_path(config, call);
+        let preparing = Instant::now();
         let setup = self.setup(config, call, workspace, &cwd, false)?;
+        crate::profile::add(crate::profile::Phase::Prepare, preparing);
         let launch = Launch {
             program: config.shell.clone(),
             args: vec![OsString::from("-c"), OsString::from(command)],
@@ -170,7 +172,7 @@ impl Machine {
             progress,
         };
         let finished = crate::launch::run(launch, cancel).await.map_err(|e| e.to_string())?;
-        drop(setup.tmp);
+        crate::launch::remove_in_background(setup.tmp);
         Ok(bash_outcome(config, finished, timeout, workspace, started.elapsed(), &spill, call.network))
     }
 
@@ -208,7 +210,7 @@ impl Machine {
             progress: None,
         };
         let finished = crate::launch::run(launch, cancel).await.map_err(|e| e.to_string())?;
-        drop(setup.tmp);
+        crate::launch::remove_in_background(setup.tmp);
         match finished.end {
             End::TimedOut => return Err(format!("{}: timed out", call.name)),
             End::Cancelled => return Err(format!("{}: cancelled", call.name)),

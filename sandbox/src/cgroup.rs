@@ -1,13 +1,50 @@
 //! A pids cgroup per call: bounds the number of processes (RLIMIT_NPROC does nothing for root)
 //! and finds every descendant at the end of a call, also one that left the session.
+//!
+//! A call's cgroup, once every process in it has exited, goes back to a small pool for a later
+//! call instead of being removed: making and removing one costs more than the rest of the
+//! launcher's own work together.
 
 use std::fs;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// Most empty call cgroups kept for reuse.
+const POOL_MAX: usize = 16;
+
+/// Empty call cgroups ready for reuse, removed when the sandbox goes away.
+#[derive(Debug, Default)]
+struct Pool(Mutex<Vec<PathBuf>>);
+
+impl Pool {
+    fn take(&self) -> Option<PathBuf> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).pop()
+    }
+
+    /// Keeps `dir` when there is room; otherwise it is removed.
+    fn put(&self, dir: PathBuf) {
+        let mut free = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if free.len() < POOL_MAX {
+            free.push(dir);
+        } else {
+            drop(free);
+            let _ = fs::remove_dir(&dir);
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        for dir in self.0.get_mut().unwrap_or_else(|e| e.into_inner()).drain(..) {
+            let _ = fs::remove_dir(dir);
+        }
+    }
+}
 
 /// Where this kernel may create per-call cgroups.
 #[derive(Debug, Clone)]
@@ -16,6 +53,7 @@ pub(crate) struct CgroupBase {
     v2: bool,
     /// Whether the pids controller bounds the process count.
     pids: bool,
+    pool: Arc<Pool>,
 }
 
 impl CgroupBase {
@@ -48,7 +86,7 @@ impl CgroupBase {
             {
                 let dir = mount.join(rel);
                 if writable_dir(&dir) {
-                    return Some(CgroupBase { dir, v2: false, pids: true });
+                    return Some(CgroupBase { dir, v2: false, pids: true, pool: Arc::default() });
                 }
             }
             if let Some(mount) = &v2
@@ -61,7 +99,7 @@ impl CgroupBase {
                 let pids = controllers.split_whitespace().any(|c| c == "pids")
                     || fs::write(dir.join("cgroup.subtree_control"), "+pids").is_ok();
                 if writable_dir(&dir) && fs::metadata(dir.join("cgroup.procs")).is_ok() {
-                    return Some(CgroupBase { dir, v2: true, pids });
+                    return Some(CgroupBase { dir, v2: true, pids, pool: Arc::default() });
                 }
             }
         }
@@ -81,18 +119,22 @@ impl CgroupBase {
             if Path::new("/proc").join(pid).exists() {
                 continue;
             }
-            let stale = CallCgroup { dir: entry.path(), v2: self.v2 };
+            let stale = CallCgroup { dir: entry.path(), v2: self.v2, pool: None };
             stale.signal_all(libc::SIGKILL);
-            let _ = fs::remove_dir(&stale.dir);
         }
     }
 
-    /// A fresh cgroup for one call, bounded to `max_pids` processes.
+    /// An empty cgroup for one call, bounded to `max_pids` processes (one kernel has one
+    /// bound, so a reused cgroup keeps the one it was made with).
     pub(crate) fn create(&self, max_pids: u32) -> std::io::Result<CallCgroup> {
+        let pool = Some(self.pool.clone());
+        if let Some(dir) = self.pool.take() {
+            return Ok(CallCgroup { dir, v2: self.v2, pool });
+        }
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let dir = self.dir.join(format!("superpi-{}-{n}", std::process::id()));
         fs::create_dir(&dir)?;
-        let cg = CallCgroup { dir, v2: self.v2 };
+        let cg = CallCgroup { dir, v2: self.v2, pool };
         if self.pids {
             fs::write(cg.dir.join("pids.max"), max_pids.to_string())?;
         }
@@ -109,16 +151,21 @@ fn writable_dir(dir: &Path) -> bool {
 
 impl Drop for CallCgroup {
     fn drop(&mut self) {
-        // Best effort for a call that never started; `destroy` has usually removed it already.
-        let _ = fs::remove_dir(&self.dir);
+        // A call that never started, or a stale cgroup: best effort; `destroy` has usually
+        // emptied it and handed it back already.
+        if !self.dir.as_os_str().is_empty() {
+            let _ = fs::remove_dir(&self.dir);
+        }
     }
 }
 
-/// The cgroup of one call; killed and removed by [`CallCgroup::destroy`].
+/// The cgroup of one call; emptied and handed back (or removed) by [`CallCgroup::destroy`].
 #[derive(Debug)]
 pub(crate) struct CallCgroup {
     dir: PathBuf,
     v2: bool,
+    /// Where it goes back once empty (None: removed).
+    pool: Option<Arc<Pool>>,
 }
 
 impl CallCgroup {
@@ -144,15 +191,34 @@ impl CallCgroup {
         }
     }
 
-    /// Kills everything left in the cgroup, waits (bounded) until it is empty and removes it.
-    pub(crate) async fn destroy(self) {
+    /// Whether no task is left in it, not even one on its way out: v2 reports it in
+    /// cgroup.events; in v1 a task leaves `tasks` once it is past the point where it could run
+    /// code (its files, memory and namespaces are gone).
+    fn is_empty(&self) -> bool {
+        if self.v2 {
+            fs::read_to_string(self.dir.join("cgroup.events")).is_ok_and(|e| e.lines().any(|l| l == "populated 0"))
+        } else {
+            fs::read_to_string(self.dir.join("tasks")).is_ok_and(|t| t.trim().is_empty())
+        }
+    }
+
+    /// Kills everything left in the cgroup, waits (bounded) until it is empty, and hands it
+    /// back to the pool (or removes it).
+    pub(crate) async fn destroy(mut self) {
         let start = Instant::now();
         if self.v2 {
             let _ = fs::write(self.dir.join("cgroup.kill"), "1");
         }
         loop {
             self.signal_all(libc::SIGKILL);
-            if fs::remove_dir(&self.dir).is_ok() {
+            if self.is_empty() {
+                let dir = std::mem::take(&mut self.dir);
+                match self.pool.take() {
+                    Some(pool) => pool.put(dir),
+                    None => {
+                        let _ = fs::remove_dir(&dir);
+                    }
+                }
                 return;
             }
             if start.elapsed() > Duration::from_secs(5) {

@@ -1,10 +1,11 @@
-//! The child side of confinement: everything here runs between fork and exec.
+//! The child side of confinement: everything here runs between clone and exec.
 //!
 //! The parent prepares every input (the landlock ruleset descriptor, the compiled seccomp
-//! programs, C strings for paths, the cgroup descriptor) before it forks. After the fork the
-//! child runs [`Prepared::confine`], which makes raw system calls only: no allocation, no lock,
-//! no formatting, so it is sound in a multi-threaded parent. A failing step writes its code to
-//! the status pipe and returns the OS error, which makes the spawn fail in the parent.
+//! programs, C strings for paths, the cgroup descriptor) before it clones. The child (spawn.rs)
+//! runs [`Prepared::run_steps`], which makes raw system calls only: no allocation, no lock, no
+//! formatting, so it is sound in a multi-threaded parent whose memory the child shares. A
+//! failing step's code and errno go to the status pipe, which makes the spawn fail in the
+//! parent with the step named.
 
 use std::ffi::CString;
 use std::io;
@@ -29,6 +30,8 @@ pub(crate) enum Step {
     NoNewPrivs,
     Landlock,
     Seccomp,
+    Stdio,
+    Exec,
 }
 
 impl Step {
@@ -47,6 +50,8 @@ impl Step {
             NoNewPrivs,
             Landlock,
             Seccomp,
+            Stdio,
+            Exec,
         ]
         .into_iter()
         .find(|s| *s as u8 == code)
@@ -57,7 +62,7 @@ impl Step {
             Step::Session => "start a new session",
             Step::ParentDeath => "set the parent-death signal",
             Step::Cgroup => "join the call's pids cgroup",
-            Step::MountNamespace => "enter a private mount namespace",
+            Step::MountNamespace => "enter private mount and IPC namespaces",
             Step::ReadOnlyMounts => "make everything outside the workspace read-only",
             Step::WorkingDir => "enter the working directory",
             Step::Limits => "set resource limits",
@@ -66,6 +71,8 @@ impl Step {
             Step::NoNewPrivs => "set no_new_privs",
             Step::Landlock => "apply the landlock ruleset",
             Step::Seccomp => "install the seccomp filter",
+            Step::Stdio => "set up the standard streams",
+            Step::Exec => "start the program",
         }
     }
 }
@@ -104,6 +111,10 @@ pub(crate) struct Prepared {
     pub seccomp: Arc<Vec<Program>>,
 }
 
+/// The namespaces of a call when the kernel runs as root: its own mounts (everything outside
+/// the workspace read-only) and its own System V IPC and POSIX message queues, so that a tool
+/// cannot attach to the shared memory or queues of processes outside the call.
+const NAMESPACES: c_int = libc::CLONE_NEWNS | libc::CLONE_NEWIPC;
 const AT_RECURSIVE: c_ulong = 0x8000;
 const MOUNT_ATTR_RDONLY: u64 = 0x1;
 const CLOSE_RANGE_CLOEXEC: c_ulong = 1 << 2;
@@ -140,17 +151,9 @@ fn check_int(ret: c_int) -> Result<c_long, i32> {
 }
 
 impl Prepared {
-    /// Runs in the forked child. Async-signal-safe: raw system calls only.
-    pub(crate) fn confine(&self) -> io::Result<()> {
-        self.run_steps().map_err(|(step, errno)| {
-            let code = [step as u8];
-            // SAFETY: writing one byte from a live stack buffer to a descriptor we own.
-            unsafe { libc::write(self.status.as_raw_fd(), code.as_ptr().cast(), 1) };
-            io::Error::from_raw_os_error(errno)
-        })
-    }
-
-    fn run_steps(&self) -> Result<(), (Step, i32)> {
+    /// The confinement steps, run in the child between clone and exec (spawn.rs). Async-signal-safe:
+    /// raw system calls only.
+    pub(crate) fn run_steps(&self) -> Result<(), (Step, i32)> {
         // SAFETY (whole function): plain system calls on values prepared by the parent, whose
         // pointers stay valid for the duration of each call.
         unsafe {
@@ -227,7 +230,7 @@ impl Prepared {
         let none = c"none";
         // SAFETY: raw mount-family system calls with C strings that outlive the calls.
         unsafe {
-            check_int(libc::unshare(libc::CLONE_NEWNS)).map_err(|e| (Step::MountNamespace, e))?;
+            check_int(libc::unshare(NAMESPACES)).map_err(|e| (Step::MountNamespace, e))?;
             check_int(libc::mount(
                 none.as_ptr(),
                 root.as_ptr(),
@@ -347,7 +350,7 @@ pub(crate) fn probe_private_mounts() -> io::Result<()> {
         cmd.pre_exec(|| {
             let root = c"/";
             let none = c"none";
-            if libc::unshare(libc::CLONE_NEWNS) != 0
+            if libc::unshare(NAMESPACES) != 0
                 || libc::mount(
                     none.as_ptr(),
                     root.as_ptr(),

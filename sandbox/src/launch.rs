@@ -1,12 +1,12 @@
 //! Spawning one confined process and seeing it through: output read to the end, deadline,
 //! cancel, the group and the cgroup killed, everything reaped.
 
-use std::ffi::OsString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::ffi::{CString, OsString};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::{ExitStatus, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -15,8 +15,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::cgroup::CallCgroup;
-use crate::confine::{Prepared, Step};
+use crate::confine::Prepared;
 use crate::output::{Collected, Collector};
+use crate::spawn::{Spawn, SpawnError};
 
 /// Throttle of progress chunks.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
@@ -73,12 +74,15 @@ impl Finished {
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum LaunchError {
-    #[error("the sandbox could not {step}: {source}")]
-    Confine { step: &'static str, source: std::io::Error },
-    #[error("could not start `{program}`: {source}")]
-    Spawn { program: String, source: std::io::Error },
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
     #[error("sandbox i/o: {0}")]
     Io(#[from] std::io::Error),
+}
+
+fn c_string(s: &std::ffi::OsStr) -> std::io::Result<CString> {
+    CString::new(s.as_bytes())
+        .map_err(|_| std::io::Error::other(format!("{} contains a NUL byte", s.to_string_lossy())))
 }
 
 pub(crate) fn pipe_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
@@ -90,45 +94,6 @@ pub(crate) fn pipe_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
     }
     // SAFETY: both descriptors were just created and are owned by nobody else.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
-type Job = Box<dyn FnOnce() + Send>;
-
-/// The thread every call is forked from. The parent-death signal of a child fires when the
-/// *thread* that forked it ends, so forking from a tokio thread that may later leave (a blocking
-/// thread, a worker moved by block_in_place) could kill a running tool. This thread lives as
-/// long as the process.
-fn spawner() -> Option<std::sync::mpsc::Sender<Job>> {
-    static SPAWNER: OnceLock<Option<Mutex<std::sync::mpsc::Sender<Job>>>> = OnceLock::new();
-    let cell = SPAWNER.get_or_init(|| {
-        let (tx, rx) = std::sync::mpsc::channel::<Job>();
-        std::thread::Builder::new()
-            .name("superpi-sandbox-spawner".into())
-            .spawn(move || {
-                while let Ok(job) = rx.recv() {
-                    job();
-                }
-            })
-            .ok()
-            .map(|_| Mutex::new(tx))
-    });
-    cell.as_ref().map(|m| m.lock().unwrap_or_else(|e| e.into_inner()).clone())
-}
-
-async fn spawn_on_spawner_thread(mut cmd: tokio::process::Command) -> std::io::Result<tokio::process::Child> {
-    let Some(spawner) = spawner() else {
-        return Err(std::io::Error::other("the sandbox spawner thread could not start"));
-    };
-    let handle = tokio::runtime::Handle::current();
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let job: Job = Box::new(move || {
-        let _runtime = handle.enter();
-        let spawned = cmd.spawn();
-        drop(cmd); // closes our copies of the write ends and the prepared descriptors
-        let _ = tx.send(spawned);
-    });
-    spawner.send(job).map_err(|_| std::io::Error::other("the sandbox spawner thread is gone"))?;
-    rx.await.map_err(|_| std::io::Error::other("the sandbox spawner thread dropped a spawn"))?
 }
 
 /// Ends a call that is abandoned half-way (its future dropped instead of cancelled): kills the
@@ -219,39 +184,44 @@ pub(crate) async fn run(launch: Launch, cancel: CancellationToken) -> Result<Fin
         let (r, w) = pipe_pair()?;
         (Some(r), w)
     };
-
-    #[allow(clippy::disallowed_methods)]
-    let mut cmd = tokio::process::Command::new(&program);
-    cmd.args(&args)
-        .env_clear()
-        .envs(env)
-        .current_dir(&cwd)
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::from(out_write))
-        .stderr(Stdio::from(err_write))
-        .kill_on_drop(true);
-    // SAFETY: `confine` makes raw system calls only (see confine.rs).
-    unsafe {
-        cmd.pre_exec(move || prepared.confine());
-    }
-    let since = crate::reap::now_ticks();
-    let spawned = spawn_on_spawner_thread(cmd).await;
-    let mut child = match spawned {
-        Ok(c) => c,
-        Err(source) => {
-            let mut code = [0u8; 1];
-            // SAFETY: non-blocking read of one byte into a stack buffer (the write end is closed).
-            let n = unsafe { libc::read(status_read.as_raw_fd(), code.as_mut_ptr().cast(), 1) };
-            if let Some(step) = (n == 1).then(|| Step::from_code(code[0])).flatten() {
-                return Err(LaunchError::Confine { step: step.describe(), source });
-            }
-            return Err(LaunchError::Spawn { program: program.display().to_string(), source });
+    let (stdin_child, stdin_feed) = match &stdin {
+        Some(_) => {
+            let (r, w) = pipe_pair()?;
+            (r, Some(w))
         }
+        None => (std::fs::File::open("/dev/null")?.into(), None),
     };
-    let pgid = child.id().map(|p| p as i32).unwrap_or(0);
+    let spawn = Spawn {
+        program: c_string(program.as_os_str())?,
+        argv: std::iter::once(program.as_os_str())
+            .chain(args.iter().map(|a| a.as_os_str()))
+            .map(c_string)
+            .collect::<std::io::Result<_>>()?,
+        envp: env
+            .iter()
+            .map(|(k, v)| {
+                let mut kv = k.clone();
+                kv.push("=");
+                kv.push(v);
+                c_string(&kv)
+            })
+            .collect::<std::io::Result<_>>()?,
+        stdio: [stdin_child, out_write, err_write],
+        prepared,
+        status_read,
+    };
+    let since = crate::reap::now_ticks();
+    let started = Instant::now();
+    let mut child = crate::spawn::spawn(spawn).await?;
+    crate::profile::add(crate::profile::Phase::Spawn, started);
+    let running = Instant::now();
+    let _ = cwd; // the child enters it as a confinement step (after its mount namespace)
+    let pgid = child.id();
+    let namespace = child.take_namespace();
     let guard = Guard { pgid, cgroup, tag, since };
 
-    if let (Some(bytes), Some(mut input)) = (stdin, child.stdin.take()) {
+    if let (Some(bytes), Some(feed)) = (stdin, stdin_feed) {
+        let mut input = pipe::Sender::from_owned_fd(feed)?;
         tokio::spawn(async move {
             let _ = input.write_all(&bytes).await;
             let _ = input.shutdown().await;
@@ -368,7 +338,19 @@ pub(crate) async fn run(launch: Launch, cancel: CancellationToken) -> Result<Fin
             }
         }
     }
+    crate::profile::add(crate::profile::Phase::Run, running);
     // The leader is reaped; now nothing of the call may survive it.
+    let finishing = Instant::now();
     guard.finish().await;
+    crate::profile::add(crate::profile::Phase::Finish, finishing);
+    crate::spawn::release_in_background(namespace);
     Ok(Finished { status, end, output: collector.finish(), stderr })
+}
+
+/// Removes a call's temp dir on a blocking thread: the result need not wait for it.
+pub(crate) fn remove_in_background(dir: tempfile::TempDir) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => drop(handle.spawn_blocking(move || drop(dir))),
+        Err(_) => drop(dir),
+    }
 }

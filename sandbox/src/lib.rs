@@ -23,9 +23,12 @@ mod host;
 mod launch;
 mod output;
 pub mod policy;
+#[doc(hidden)]
+pub mod profile;
 mod reap;
 mod result;
 mod runner;
+mod spawn;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
