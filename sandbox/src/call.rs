@@ -12,8 +12,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::cgroup::CgroupBase;
-use crate::confine::{MountPlan, Prepared, Program};
+use crate::confine::{Prepared, Program};
 use crate::launch::{End, Launch};
+use crate::mounts::{Maker, MountPlan};
 use crate::output::Collector;
 use crate::policy::{self, FsPolicy};
 use crate::result::bash_outcome;
@@ -38,7 +39,9 @@ pub(crate) struct Machine {
     /// Whether calls get the private read-only mount namespace (root, configured, and the
     /// machine allows it: a container's own seccomp profile may refuse unshare).
     mounts: bool,
-    masked: Vec<CString>,
+    masked: Arc<[CString]>,
+    /// Makes the private namespaces ahead of calls (with `mounts`).
+    namespaces: Option<Maker>,
 }
 
 impl Machine {
@@ -57,7 +60,7 @@ impl Machine {
         let mounts = config.readonly_outside
             && root
             && !config.disabled
-            && match crate::confine::probe_private_mounts() {
+            && match crate::mounts::probe() {
                 Ok(()) => true,
                 Err(e) => {
                     tracing::warn!(
@@ -74,6 +77,8 @@ impl Machine {
         if !config.disabled {
             tracing::info!(landlock_abi = abi, pids_cgroup = cgroup.is_some(), "sandbox ready");
         }
+        let masked: Arc<[CString]> = policy::masked_files().iter().filter_map(|p| c_path(p)).collect();
+        let namespaces = if mounts { Maker::start(masked.clone()).ok() } else { None };
         Ok(Machine {
             abi,
             cgroup,
@@ -81,7 +86,8 @@ impl Machine {
             seccomp_network: Arc::new(network),
             refusal,
             mounts,
-            masked: policy::masked_files().iter().filter_map(|p| c_path(p)).collect(),
+            masked,
+            namespaces,
         })
     }
 
@@ -290,9 +296,9 @@ impl Machine {
         };
         let mounts = (confined && self.mounts).then(|| MountPlan {
             writable: read_write.iter().filter(|p| p.exists()).filter_map(|p| c_path(p)).collect(),
-            keep_writable_mounts: vec![c"/dev".to_owned(), c"/dev/pts".to_owned()],
             masked: self.masked.clone(),
             private_shm: shm.as_deref().and_then(c_path),
+            ready: self.namespaces.as_ref().and_then(Maker::take),
         });
         let mut limits = vec![(libc::RLIMIT_CORE as i32, 0u64), (libc::RLIMIT_NOFILE as i32, config.max_open_files)];
         if let Some(bytes) = config.max_memory_bytes {

@@ -80,28 +80,13 @@ impl Step {
 /// A compiled seccomp program, in the kernel's `sock_filter` layout.
 pub(crate) type Program = Vec<libc::sock_filter>;
 
-/// The private mount namespace plan (only when the parent is root).
-#[derive(Debug)]
-pub(crate) struct MountPlan {
-    /// Trees that stay writable: the workspace roots and the call's temp dir.
-    pub writable: Vec<CString>,
-    /// Mount points whose own writability is left to landlock (`/dev`).
-    pub keep_writable_mounts: Vec<CString>,
-    /// Files hidden behind /dev/null: secrets that root can read by ownership alone
-    /// (/etc/shadow, SSH host keys), which landlock cannot carve out of /etc.
-    pub masked: Vec<CString>,
-    /// A directory of the call bound on /dev/shm (POSIX semaphores and shared memory keep
-    /// working without exposing the machine's).
-    pub private_shm: Option<CString>,
-}
-
-/// Everything the child needs, made in the parent before the fork.
+/// Everything the child needs, made in the parent before the clone.
 #[derive(Debug)]
 pub(crate) struct Prepared {
     pub parent_pid: libc::pid_t,
     pub status: OwnedFd,
     pub cgroup_procs: Option<OwnedFd>,
-    pub mounts: Option<MountPlan>,
+    pub mounts: Option<crate::mounts::MountPlan>,
     pub cwd: CString,
     pub limits: Vec<(c_int, u64)>,
     /// Drop capabilities and set no_new_privs (off only when confinement is disabled).
@@ -111,22 +96,8 @@ pub(crate) struct Prepared {
     pub seccomp: Arc<Vec<Program>>,
 }
 
-/// The namespaces of a call when the kernel runs as root: its own mounts (everything outside
-/// the workspace read-only) and its own System V IPC and POSIX message queues, so that a tool
-/// cannot attach to the shared memory or queues of processes outside the call.
-const NAMESPACES: c_int = libc::CLONE_NEWNS | libc::CLONE_NEWIPC;
-const AT_RECURSIVE: c_ulong = 0x8000;
-const MOUNT_ATTR_RDONLY: u64 = 0x1;
 const CLOSE_RANGE_CLOEXEC: c_ulong = 1 << 2;
 const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
-
-#[repr(C)]
-struct MountAttr {
-    attr_set: u64,
-    attr_clr: u64,
-    propagation: u64,
-    userns_fd: u64,
-}
 
 #[repr(C)]
 struct CapHeader {
@@ -171,7 +142,7 @@ impl Prepared {
             }
 
             if let Some(plan) = &self.mounts {
-                self.private_mounts(plan)?;
+                plan.enter()?;
             }
             check_int(libc::chdir(self.cwd.as_ptr())).map_err(|e| (Step::WorkingDir, e))?;
 
@@ -224,89 +195,6 @@ impl Prepared {
         Ok(())
     }
 
-    /// A private mount namespace where everything is read-only except the writable trees.
-    unsafe fn private_mounts(&self, plan: &MountPlan) -> Result<(), (Step, i32)> {
-        let root = c"/";
-        let none = c"none";
-        // SAFETY: raw mount-family system calls with C strings that outlive the calls.
-        unsafe {
-            check_int(libc::unshare(NAMESPACES)).map_err(|e| (Step::MountNamespace, e))?;
-            check_int(libc::mount(
-                none.as_ptr(),
-                root.as_ptr(),
-                std::ptr::null(),
-                libc::MS_REC | libc::MS_PRIVATE,
-                std::ptr::null(),
-            ))
-            .map_err(|e| (Step::MountNamespace, e))?;
-            for path in &plan.writable {
-                check_int(libc::mount(
-                    path.as_ptr(),
-                    path.as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_BIND | libc::MS_REC,
-                    std::ptr::null(),
-                ))
-                .map_err(|e| (Step::ReadOnlyMounts, e))?;
-            }
-            let dev_null = c"/dev/null";
-            for path in &plan.masked {
-                check_int(libc::mount(
-                    dev_null.as_ptr(),
-                    path.as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_BIND,
-                    std::ptr::null(),
-                ))
-                .map_err(|e| (Step::ReadOnlyMounts, e))?;
-            }
-            let set = MountAttr { attr_set: MOUNT_ATTR_RDONLY, attr_clr: 0, propagation: 0, userns_fd: 0 };
-            check(libc::syscall(
-                libc::SYS_mount_setattr,
-                libc::AT_FDCWD,
-                root.as_ptr(),
-                AT_RECURSIVE,
-                &set as *const MountAttr,
-                std::mem::size_of::<MountAttr>(),
-            ))
-            .map_err(|e| (Step::ReadOnlyMounts, e))?;
-            let clear = MountAttr { attr_set: 0, attr_clr: MOUNT_ATTR_RDONLY, propagation: 0, userns_fd: 0 };
-            for path in &plan.writable {
-                check(libc::syscall(
-                    libc::SYS_mount_setattr,
-                    libc::AT_FDCWD,
-                    path.as_ptr(),
-                    AT_RECURSIVE,
-                    &clear as *const MountAttr,
-                    std::mem::size_of::<MountAttr>(),
-                ))
-                .map_err(|e| (Step::ReadOnlyMounts, e))?;
-            }
-            for path in &plan.keep_writable_mounts {
-                // Not a mount point on this machine: nothing to keep, landlock still decides.
-                libc::syscall(
-                    libc::SYS_mount_setattr,
-                    libc::AT_FDCWD,
-                    path.as_ptr(),
-                    AT_RECURSIVE,
-                    &clear as *const MountAttr,
-                    std::mem::size_of::<MountAttr>(),
-                );
-            }
-            if let Some(source) = &plan.private_shm {
-                check_int(libc::mount(
-                    source.as_ptr(),
-                    c"/dev/shm".as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_BIND,
-                    std::ptr::null(),
-                ))
-                .map_err(|e| (Step::ReadOnlyMounts, e))?;
-            }
-        }
-        Ok(())
-    }
-
     unsafe fn drop_capabilities(&self) -> Result<(), (Step, i32)> {
         // SAFETY: prctl and capset with stack values.
         unsafe {
@@ -335,47 +223,4 @@ impl Prepared {
         }
         Ok(())
     }
-}
-
-/// Checks once, in a throw-away child, that this machine lets us make a private read-only
-/// mount namespace (a container's seccomp profile may refuse unshare even to root).
-pub(crate) fn probe_private_mounts() -> io::Result<()> {
-    use std::os::unix::process::CommandExt;
-    let program = if std::path::Path::new("/bin/true").exists() { "/bin/true" } else { "/usr/bin/true" };
-    #[allow(clippy::disallowed_methods)]
-    let mut cmd = std::process::Command::new(program);
-    cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
-    // SAFETY: raw system calls only between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            let root = c"/";
-            let none = c"none";
-            if libc::unshare(NAMESPACES) != 0
-                || libc::mount(
-                    none.as_ptr(),
-                    root.as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_REC | libc::MS_PRIVATE,
-                    std::ptr::null(),
-                ) != 0
-            {
-                return Err(io::Error::last_os_error());
-            }
-            let set = MountAttr { attr_set: MOUNT_ATTR_RDONLY, attr_clr: 0, propagation: 0, userns_fd: 0 };
-            if libc::syscall(
-                libc::SYS_mount_setattr,
-                libc::AT_FDCWD,
-                root.as_ptr(),
-                AT_RECURSIVE,
-                &set as *const MountAttr,
-                std::mem::size_of::<MountAttr>(),
-            ) != 0
-            {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let status = cmd.status()?;
-    if status.success() { Ok(()) } else { Err(io::Error::other(format!("the probe exited with {status}"))) }
 }

@@ -21,6 +21,7 @@ mod confine;
 mod filter;
 mod host;
 mod launch;
+mod mounts;
 mod output;
 pub mod policy;
 #[doc(hidden)]

@@ -201,7 +201,7 @@ fn pointers(strings: &[CString]) -> Vec<*const c_char> {
 
 /// Clones the child on the spawner thread; returns once it has exec'd (or failed to).
 fn clone_child(spawn: Spawn, stack: &mut ChildStack) -> Result<(libc::pid_t, OwnedFd, Option<OwnedFd>), SpawnError> {
-    let Spawn { program, argv, envp, stdio, prepared, status_read } = spawn;
+    let Spawn { program, argv, envp, stdio, mut prepared, status_read } = spawn;
     let stdio = stdio.map(above_stdio);
     let [stdin, stdout, stderr] = stdio;
     let stdio =
@@ -241,12 +241,12 @@ fn clone_child(spawn: Spawn, stack: &mut ChildStack) -> Result<(libc::pid_t, Own
     };
     // SAFETY: CLONE_PIDFD stored a descriptor we now own.
     let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
-    // Best effort: a child that already exited has freed its namespace itself.
-    let namespace = prepared
-        .mounts
-        .as_ref()
-        .and_then(|_| std::fs::File::open(format!("/proc/{pid}/ns/mnt")).ok())
-        .map(OwnedFd::from);
+    // The namespace made ahead is held already; one the child made is opened (best effort: a
+    // child that already exited has freed its namespace itself).
+    let namespace = prepared.mounts.as_mut().and_then(|plan| match plan.ready.take() {
+        Some(ready) => Some(ready.mnt),
+        None => std::fs::File::open(format!("/proc/{pid}/ns/mnt")).ok().map(OwnedFd::from),
+    });
     // The child has exec'd (its copy of the status pipe closed) or exited: with our copy
     // closed too, the read below sees either its failure record or the end of the pipe.
     drop(prepared);
