@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 
 use crate::kernel::{Kernel, lock};
+use crate::provider_env::Verdict;
 use crate::server::{client_connected, client_disconnected};
 use crate::subscription::SubscriptionHandle;
 
@@ -37,15 +38,33 @@ pub(crate) async fn serve(kernel: Arc<Kernel>, stream: UnixStream) {
     let (out, out_rx) = mpsc::unbounded_channel::<Bytes>();
     let writer = tokio::spawn(write_loop(FramedWrite::new(write, frame::codec(usize::MAX >> 1)), out_rx));
 
-    if let Some(peer) = handshake(&kernel, &mut reader, out).await {
-        let peer = Arc::new(peer);
-        read_loop(&kernel, &peer, &mut reader).await;
-        lock(&peer.subscriptions).clear();
-    }
+    let stop_kernel = match handshake(&kernel, &mut reader, out).await {
+        Greeting::Peer(peer) => {
+            let peer = Arc::new(peer);
+            read_loop(&kernel, &peer, &mut reader).await;
+            lock(&peer.subscriptions).clear();
+            false
+        }
+        Greeting::Closed => false,
+        Greeting::StopKernel => true,
+    };
     // The writer ends when every sender is gone (the peer and any request task holding one),
     // after flushing what was queued: an error frame before a close reaches the client.
     let _ = writer.await;
     client_disconnected(&kernel);
+    if stop_kernel {
+        tracing::info!("stopping: a frontend has provider variables this autostarted kernel lacks");
+        kernel.shutdown.cancel();
+    }
+}
+
+/// How a connection's `hello` went.
+enum Greeting {
+    Peer(Peer),
+    /// Refused, or gone before its hello.
+    Closed,
+    /// Refused because this kernel lacks the frontend's provider variables and stops for it.
+    StopKernel,
 }
 
 fn error_frame(id: Option<u64>, code: i32, message: impl Into<String>) -> Bytes {
@@ -56,31 +75,32 @@ async fn handshake(
     kernel: &Kernel,
     reader: &mut FramedRead<tokio::net::unix::OwnedReadHalf, LengthDelimitedCodec>,
     out: mpsc::UnboundedSender<Bytes>,
-) -> Option<Peer> {
+) -> Greeting {
     let first = tokio::select! {
-        first = reader.next() => first?,
-        _ = kernel.shutdown.cancelled() => return None,
+        first = reader.next() => first,
+        _ = kernel.shutdown.cancelled() => None,
     };
+    let Some(first) = first else { return Greeting::Closed };
     let body = match first {
         Ok(body) => body,
         Err(err) => {
             let _ = out.send(error_frame(None, codes::FRAME_TOO_LARGE, format!("unreadable frame: {err}")));
-            return None;
+            return Greeting::Closed;
         }
     };
     let hello: ClientHello = match frame::decode::<ClientMessage>(&body) {
         Ok(ClientMessage::Hello(hello)) => hello,
         Ok(_) => {
             let _ = out.send(error_frame(None, codes::INVALID_REQUEST, "the first message must be hello"));
-            return None;
+            return Greeting::Closed;
         }
         Err(frame::FrameError::NotJson(err)) => {
             let _ = out.send(error_frame(None, codes::PARSE_ERROR, format!("frame is not JSON: {err}")));
-            return None;
+            return Greeting::Closed;
         }
         Err(err) => {
             let _ = out.send(error_frame(None, codes::INVALID_REQUEST, err.to_string()));
-            return None;
+            return Greeting::Closed;
         }
     };
     if hello.protocol != superpi_proto::PROTOCOL_VERSION {
@@ -93,7 +113,18 @@ async fn handshake(
                 superpi_proto::PROTOCOL_VERSION
             ),
         ));
-        return None;
+        return Greeting::Closed;
+    }
+    match crate::provider_env::judge(kernel, &hello) {
+        Verdict::Same => {}
+        Verdict::Refuse(err) => {
+            let _ = out.send(Bytes::from(frame::encode(&KernelMessage::Response(Response::err(None, err)))));
+            return Greeting::Closed;
+        }
+        Verdict::Replace(err) => {
+            let _ = out.send(Bytes::from(frame::encode(&KernelMessage::Response(Response::err(None, err)))));
+            return Greeting::StopKernel;
+        }
     }
     let reply = KernelMessage::Hello(KernelHello {
         protocol: superpi_proto::PROTOCOL_VERSION,
@@ -103,7 +134,7 @@ async fn handshake(
     });
     let _ = out.send(Bytes::from(frame::encode(&reply)));
     tracing::debug!(frontend = %hello.frontend, principal = %hello.principal, "client connected");
-    Some(Peer {
+    Greeting::Peer(Peer {
         frontend: hello.frontend,
         principal: hello.principal,
         remote: hello.remote,

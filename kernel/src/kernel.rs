@@ -27,6 +27,12 @@ pub struct KernelConfig {
     pub event_buffer: usize,
     /// The program that serves `superpi __sandbox-tool` for file tools.
     pub tool_exe: Option<PathBuf>,
+    /// Started by a frontend (not by hand): it may stop for a frontend whose provider
+    /// variables it lacks.
+    pub autostarted: bool,
+    /// The digests of the provider variables this kernel started with (as superpi-client
+    /// computes them), compared with each frontend's `hello`; `None`: no comparison.
+    pub provider_env: Option<std::collections::BTreeMap<String, String>>,
 }
 
 impl KernelConfig {
@@ -39,6 +45,8 @@ impl KernelConfig {
             max_frame: superpi_proto::frame::DEFAULT_MAX_FRAME,
             event_buffer: 16 * 1024,
             tool_exe: None,
+            autostarted: false,
+            provider_env: None,
         }
     }
 

@@ -12,6 +12,7 @@ mod connection;
 mod conversation;
 mod handlers;
 mod kernel;
+mod provider_env;
 mod recovery;
 mod server;
 pub mod store;

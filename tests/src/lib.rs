@@ -54,7 +54,7 @@ impl TestEnv {
         TestEnv { root, locations, workspace, home }
     }
 
-    /// `superpi ARGS` with this environment's directories, HOME and no provider keys, run in
+    /// `superpi ARGS` with this environment's directories, HOME and no provider variables, run in
     /// the workspace.
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(superpi_bin());
@@ -69,19 +69,21 @@ impl TestEnv {
             .env("SUPERPI_CONFIG_DIR", &self.locations.config_dir)
             .env("SUPERPI_RUNTIME_DIR", &self.locations.runtime_dir)
             .env("HOME", &self.home)
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("ANTHROPIC_API_KEY")
-            .env_remove("GEMINI_API_KEY")
-            .env_remove("OPENAI_BASE_URL")
             .env_remove("SUPERPI_TOKENS")
             .env_remove("SUPERPI_GATEWAY_TOKEN")
             .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()));
+        for name in superpi_proto::message::PROVIDER_VARIABLES {
+            cmd.env_remove(name);
+        }
     }
 
     /// Options for a client of this environment's kernel; it autostarts the test binary.
     pub fn connect_options(&self, frontend: &str) -> ConnectOptions {
         let mut opts = ConnectOptions::new(self.locations.clone(), frontend);
         opts.kernel_exe = Some(superpi_bin());
+        // Like the commands of [`TestEnv::command`], the test's clients have no provider
+        // variables (whatever the test process has), so they never replace a kernel.
+        opts.provider_env = Some(Default::default());
         opts
     }
 

@@ -252,6 +252,7 @@ async fn raw_connection(env: &TestEnv) -> Framed<UnixStream, tokio_util::codec::
         version: "0".into(),
         principal: "local".into(),
         remote: false,
+        provider_env: None,
     });
     framed.send(Bytes::from(frame::encode(&hello))).await.unwrap();
     let reply = framed.next().await.unwrap().unwrap();

@@ -169,6 +169,8 @@ async fn kernel(locations: &Locations, args: KernelArgs) -> anyhow::Result<ExitC
             if args.autostarted {
                 config.idle_exit = Some(Duration::from_secs(args.idle_exit.max(1)));
             }
+            config.autostarted = args.autostarted;
+            config.provider_env = Some(superpi_client::process_provider_env());
             config.tool_exe = std::env::current_exe().ok();
             superpi_kernel::run(config).await?;
             Ok(ExitCode::SUCCESS)
@@ -176,6 +178,8 @@ async fn kernel(locations: &Locations, args: KernelArgs) -> anyhow::Result<ExitC
         Some(action) => {
             let mut opts = connect_options(locations, "cli");
             opts.autostart = false;
+            // Status and stop work whatever provider variables the kernel has.
+            opts.provider_env = None;
             let client = match KernelClient::connect(&opts).await {
                 Ok(client) => client,
                 Err(err) => {

@@ -1,6 +1,6 @@
 //! One multiplexed connection to the kernel: a writer task, a reader task, requests by id.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -10,7 +10,9 @@ use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use superpi_proto::message::{Ack, ClientHello, EventBatch, KernelHello, Lagged, Request, Response};
+use superpi_proto::message::{
+    Ack, ClientHello, EventBatch, KernelHello, Lagged, ProviderEnv, Request, Response, codes,
+};
 use superpi_proto::method::{Method, UnwatchParams, WatchParams, WatchResult};
 use superpi_proto::{ClientMessage, ErrorObject, KernelMessage, frame};
 use tokio::net::UnixStream;
@@ -36,6 +38,9 @@ pub struct ConnectOptions {
     pub kernel_exe: Option<PathBuf>,
     /// How long to wait for an autostarted kernel's socket.
     pub start_timeout: Duration,
+    /// The digests of the frontend's provider variables, sent in `hello` (default: this
+    /// process's). A kernel without one of them is replaced or refuses; `None`: no check.
+    pub provider_env: Option<BTreeMap<String, String>>,
 }
 
 impl ConnectOptions {
@@ -48,6 +53,7 @@ impl ConnectOptions {
             autostart: true,
             kernel_exe: None,
             start_timeout: Duration::from_secs(15),
+            provider_env: Some(crate::provider_env::process_provider_env()),
         }
     }
 }
@@ -79,10 +85,20 @@ impl KernelClient {
     /// Connects to the kernel, starting one when none answers and `autostart` is set. A
     /// kernel that dies while it accepts us (its socket file is still there) resets the
     /// connection: that is retried a few times, starting a new kernel when allowed.
+    ///
+    /// An autostarted kernel that lacks one of this frontend's provider variables stops for it
+    /// (`KERNEL_REPLACED`): once it has exited, a kernel with this environment is started.
     pub async fn connect(opts: &ConnectOptions) -> Result<KernelClient, ClientError> {
         let mut attempt = 0;
+        let mut replaced = false;
         loop {
-            match Self::connect_once(opts).await {
+            match Self::connect_once(opts, !replaced).await {
+                Err(ClientError::Kernel(err)) if err.code == codes::KERNEL_REPLACED && !replaced => {
+                    tracing::info!("{}", err.message);
+                    replaced = true;
+                    crate::provider_env::wait_for_release(&opts.locations, opts.start_timeout).await?;
+                    continue;
+                }
                 Err(ClientError::Io(err)) if attempt < 5 && is_reset(&err) => attempt += 1,
                 Err(ClientError::Closed) if attempt < 5 => attempt += 1,
                 other => return other,
@@ -92,7 +108,9 @@ impl KernelClient {
         }
     }
 
-    async fn connect_once(opts: &ConnectOptions) -> Result<KernelClient, ClientError> {
+    /// `may_replace`: an autostarted kernel may stop for this frontend (once per connect, so
+    /// two frontends with different variables cannot replace each other's kernel forever).
+    async fn connect_once(opts: &ConnectOptions, may_replace: bool) -> Result<KernelClient, ClientError> {
         let socket = opts.locations.socket_path();
         let stream = match UnixStream::connect(&socket).await {
             Ok(stream) => stream,
@@ -110,10 +128,14 @@ impl KernelClient {
                 stream?
             }
         };
-        Self::handshake(stream, opts).await
+        Self::handshake(stream, opts, may_replace).await
     }
 
-    async fn handshake(stream: UnixStream, opts: &ConnectOptions) -> Result<KernelClient, ClientError> {
+    async fn handshake(
+        stream: UnixStream,
+        opts: &ConnectOptions,
+        may_replace: bool,
+    ) -> Result<KernelClient, ClientError> {
         let (read, write) = stream.into_split();
         let mut reader = FramedRead::new(read, frame::codec(frame::DEFAULT_MAX_FRAME));
         let mut writer = FramedWrite::new(write, frame::codec(frame::DEFAULT_MAX_FRAME));
@@ -123,6 +145,10 @@ impl KernelClient {
             version: env!("CARGO_PKG_VERSION").to_string(),
             principal: opts.principal.clone(),
             remote: opts.remote,
+            provider_env: opts
+                .provider_env
+                .clone()
+                .map(|digests| ProviderEnv { digests, autostart: opts.autostart && may_replace }),
         });
         writer.send(Bytes::from(frame::encode(&hello))).await?;
         let first = reader.next().await.ok_or(ClientError::Closed)??;

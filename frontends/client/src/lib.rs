@@ -2,11 +2,12 @@
 //!
 //! Owns the locations every `superpi` subcommand shares ([`Locations`]), connecting to the
 //! kernel's socket or starting the kernel detached when none runs ([`KernelClient::connect`]),
-//! the `hello` handshake, typed requests multiplexed by id, and event subscriptions with their
-//! acks and lag recovery handled ([`Subscription`]), and the rule that names a principal
-//! from a token ([`principal`]). That rule lives here rather than in superpi-http because
-//! every frontend that takes tokens already depends on this crate: the RPC server gets it
-//! for two small hashing crates instead of an HTTP stack.
+//! the `hello` handshake (with the digests of the frontend's provider variables, replacing an
+//! autostarted kernel that lacks them: [`provider_env_digests`]), typed requests multiplexed by
+//! id, and event subscriptions with their acks and lag recovery handled ([`Subscription`]), and
+//! the rule that names a principal from a token ([`principal`]). That rule lives here rather
+//! than in superpi-http because every frontend that takes tokens already depends on this crate:
+//! the RPC server gets it for two small hashing crates instead of an HTTP stack.
 //!
 //! It must not know any frontend protocol (ACP, MCP, JSON-RPC, HTTP) nor the kernel's
 //! internals: it speaks only the kernel protocol of superpi-proto.
@@ -16,11 +17,13 @@ mod locations;
 mod methods;
 mod pool;
 pub mod principal;
+mod provider_env;
 mod subscription;
 
 pub use connection::{ConnectOptions, KernelClient};
 pub use locations::Locations;
 pub use pool::PrincipalClients;
+pub use provider_env::{process_provider_env, provider_env_digests};
 pub use subscription::Subscription;
 
 use superpi_proto::ErrorObject;

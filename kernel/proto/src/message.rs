@@ -42,6 +42,35 @@ pub struct ClientHello {
     /// True for callers other than the local CLI: they get the remote mode ceiling.
     #[serde(default)]
     pub remote: bool,
+    /// The frontend's provider variables, as digests: a kernel started without one of them,
+    /// or with another value, is replaced or refuses with the reason. Absent: no check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_env: Option<ProviderEnv>,
+}
+
+/// The environment variables that configure the model providers: what a kernel reads at start
+/// and a frontend compares in `hello`.
+pub const PROVIDER_VARIABLES: &[&str] = &[
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_BASE_URL",
+    "GEMINI_BASE_URL",
+    "SUPERPI_OPENAI_AUTH_COMMAND",
+    "SUPERPI_MODEL",
+];
+
+/// A frontend's [`PROVIDER_VARIABLES`], never their values.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderEnv {
+    /// Name to digest (a truncated SHA-256 of the value) of each variable that is set and not
+    /// blank.
+    pub digests: std::collections::BTreeMap<String, String>,
+    /// The frontend starts a kernel when none runs: an autostarted kernel with no running turn
+    /// stops for it (error `KERNEL_REPLACED`) instead of refusing.
+    #[serde(default)]
+    pub autostart: bool,
 }
 
 fn local_principal() -> String {
@@ -122,6 +151,12 @@ pub mod codes {
     pub const UNSUPPORTED_VERSION: i32 = -32006;
     /// A model or provider that is unknown or not configured.
     pub const PROVIDER: i32 = -32010;
+    /// This autostarted kernel lacks (or differs in) a provider variable the frontend has: it
+    /// stops, and the frontend starts one with its own environment.
+    pub const KERNEL_REPLACED: i32 = -32011;
+    /// The kernel lacks (or differs in) a provider variable the frontend has and is not
+    /// replaced (started by hand, or turns running): the message says what to do.
+    pub const PROVIDER_ENV: i32 = -32012;
 }
 
 /// Credit for a subscription: the frontend has processed `count` more events.
