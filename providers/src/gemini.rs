@@ -64,6 +64,27 @@ fn parts_for(content: &[ContentBlock]) -> Vec<Value> {
     parts
 }
 
+/// Gemini 3 refuses function calls of the turn in progress without their thought signature
+/// (the first call part of each model step); a history from another provider, or from before
+/// signatures were kept, has none. Google documents this value for such calls.
+pub const DUMMY_SIGNATURE: &str = "skip_thought_signature_validator";
+
+fn sign_calls_in_progress(contents: &mut [Value]) {
+    let is_user_text = |c: &Value| {
+        c["role"] == "user"
+            && c["parts"].as_array().is_some_and(|parts| parts.iter().any(|p| p.get("functionResponse").is_none()))
+    };
+    let start = contents.iter().rposition(is_user_text).map_or(0, |i| i + 1);
+    for content in &mut contents[start..] {
+        let Some(parts) = content["parts"].as_array_mut() else { continue };
+        if let Some(first_call) = parts.iter_mut().find(|p| p.get("functionCall").is_some())
+            && first_call.get("thoughtSignature").is_none()
+        {
+            first_call["thoughtSignature"] = json!(DUMMY_SIGNATURE);
+        }
+    }
+}
+
 /// The request for `request`, sent to `route`. The history is paired first
 /// ([`crate::history::paired`]): a `functionCall` turn is answered by as many
 /// `functionResponse` parts in the next turn; turns of one role are merged.
@@ -73,10 +94,13 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
         paired.messages.iter().map(|m| (m.role == Role::Assistant, parts_for(&m.content))),
         json!({"text": history::CONTINUE}),
     );
-    let contents: Vec<Value> = turns
+    let mut contents: Vec<Value> = turns
         .into_iter()
         .map(|(model, parts)| json!({"role": if model { "model" } else { "user" }, "parts": parts}))
         .collect();
+    if route.model.starts_with("gemini-3") {
+        sign_calls_in_progress(&mut contents);
+    }
     let system = paired.system_prompt(request.system.as_deref());
     let mut body = json!({"contents": contents});
     if let Some(system) = system {

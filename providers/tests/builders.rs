@@ -30,13 +30,13 @@ fn check(model: &str, request: &ModelRequest, thinking: Option<u32>) -> Result<V
     let body: Value = serde_json::from_slice(&wire.body).unwrap();
     let verdict = match route.kind {
         superpi_providers::ProviderKind::Anthropic => anthropic::check(&body),
-        superpi_providers::ProviderKind::Gemini => gemini::check(&body),
+        superpi_providers::ProviderKind::Gemini => gemini::check_for(&route.model, &body),
         _ => openai::check(&body),
     };
     verdict.map(|()| body.clone()).map_err(|v| format!("{model}: {v}\n{body:#}"))
 }
 
-const MODELS: [&str; 4] = ["gpt-4o", "o4-mini", "claude-sonnet-4-5", "gemini-2.5-flash"];
+const MODELS: [&str; 5] = ["gpt-4o", "o4-mini", "claude-sonnet-4-5", "gemini-2.5-flash", "gemini-3-pro-preview"];
 
 fn id() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -151,4 +151,22 @@ fn a_history_cut_after_a_tool_call_is_completed_for_every_vendor() {
         let body = check(model, &request, None).unwrap();
         assert!(body.to_string().contains(superpi_providers::history::INTERRUPTED), "{model}: {body}");
     }
+}
+
+#[test]
+fn gemini_3_gets_the_documented_dummy_signature_for_a_foreign_call_in_progress() {
+    let history = vec![
+        Message::user_text("run it"),
+        Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::ToolCall { id: "toolu_1".into(), name: "bash".into(), arguments: json!({}) }],
+            usage: None,
+            stop_reason: None,
+        },
+    ];
+    let request = ModelRequest { messages: history, ..Default::default() };
+    let body = check("gemini-3-pro-preview", &request, None).unwrap();
+    assert_eq!(body["contents"][1]["parts"][0]["thoughtSignature"], superpi_providers::gemini::DUMMY_SIGNATURE);
+    let older = check("gemini-2.5-flash", &request, None).unwrap();
+    assert!(older["contents"][1]["parts"][0].get("thoughtSignature").is_none());
 }

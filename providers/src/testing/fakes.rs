@@ -246,7 +246,7 @@ fn check(vendors: &[Vendor], keyless: bool, request: &Recorded) -> Result<(Vendo
     match vendor {
         Vendor::Openai => openai::check(&body)?,
         Vendor::Anthropic => anthropic::check(&body)?,
-        Vendor::Gemini => gemini::check(&body)?,
+        Vendor::Gemini => gemini::check_for(&model, &body)?,
     }
     let model =
         if model.is_empty() { body.get("model").and_then(Value::as_str).unwrap_or("").to_string() } else { model };

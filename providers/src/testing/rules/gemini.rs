@@ -73,6 +73,43 @@ pub fn is_function_name(name: &str) -> bool {
     first_ok && name.len() <= 64 && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-'))
 }
 
+/// Checks a request body for `model` (from the URL): [`check`], plus Gemini 3's rule that the
+/// function calls of the turn in progress carry their thought signatures (the first call part
+/// of each model step).
+pub fn check_for(model: &str, body: &Value) -> Result<(), Violation> {
+    check(body)?;
+    if !model.starts_with("gemini-3") {
+        return Ok(());
+    }
+    let contents = body.get("contents").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    // The turn in progress starts after the last user content that is not only function responses.
+    let is_user_text = |c: &Value| {
+        c.get("role").and_then(Value::as_str) == Some("user")
+            && c.get("parts").and_then(Value::as_array).is_some_and(|parts| {
+                parts.iter().any(|p| p.as_object().is_some_and(|p| field(p, "function_response").is_none()))
+            })
+    };
+    let start = contents.iter().rposition(is_user_text).map_or(0, |i| i + 1);
+    for content in &contents[start..] {
+        let parts = content.get("parts").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        let first_call =
+            parts.iter().enumerate().find(|(_, p)| p.as_object().is_some_and(|p| field(p, "function_call").is_some()));
+        if let Some((position, part)) = first_call {
+            let signed = part
+                .as_object()
+                .is_some_and(|p| field(p, "thought_signature").and_then(Value::as_str).is_some_and(|s| !s.is_empty()));
+            if !signed {
+                let name = part.pointer("/functionCall/name").and_then(Value::as_str).unwrap_or("");
+                return Err(violation(format!(
+                    "Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `default_api:{name}` , position {}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.",
+                    position + 1
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Checks a request body; the first broken rule is the error.
 pub fn check(body: &Value) -> Result<(), Violation> {
     let Some(object) = body.as_object() else {

@@ -67,3 +67,22 @@ fn names_and_keys() {
     assert_eq!(check_key(|_| None, "alt=sse").unwrap_err().status, 403);
     assert_eq!(check_key(|_| None, "alt=sse&key=k"), Ok(()));
 }
+
+#[test]
+fn gemini_3_wants_the_signature_of_calls_in_the_turn_in_progress() {
+    let user = json!({"role": "user", "parts": [{"text": "hi"}]});
+    let call = json!({"role": "model", "parts": [{"functionCall": {"name": "ls", "args": {}}}]});
+    let response =
+        json!({"role": "user", "parts": [{"functionResponse": {"name": "ls", "response": {"output": "x"}}}]});
+    let body = json!({"contents": [user, call, response]});
+    assert_eq!(check_for("gemini-2.5-flash", &body), Ok(()));
+    let err = check_for("gemini-3-pro-preview", &body).unwrap_err();
+    assert!(err.message.starts_with("Function call is missing a thought_signature"), "{err}");
+    let mut signed = body.clone();
+    signed["contents"][1]["parts"][0]["thoughtSignature"] = json!("sig");
+    assert_eq!(check_for("gemini-3-pro-preview", &signed), Ok(()));
+    // A finished turn (a user text after it) is not checked.
+    let mut later = body.clone();
+    later["contents"].as_array_mut().unwrap().extend([json!({"role": "model", "parts": [{"text": "done"}]}), user]);
+    assert_eq!(check_for("gemini-3-pro-preview", &later), Ok(()));
+}
