@@ -77,3 +77,20 @@ pub fn assert_confinement_available(env: &Env) {
     let seccomp = std::fs::read_to_string("/proc/self/status").unwrap();
     assert!(seccomp.contains("Seccomp:"), "seccomp is missing on this machine");
 }
+
+/// The escape battery's sandbox: default settings, and the test runs as root (as CI does), so
+/// every layer is on: landlock, seccomp, the call cgroup and the private read-only mounts.
+pub fn root_env() -> Env {
+    assert_eq!(unsafe { libc::geteuid() }, 0, "the escape battery runs as root, as CI does");
+    let env = Env::new();
+    assert_confinement_available(&env);
+    let status = env.sandbox.status();
+    assert!(status.call_cgroup && status.readonly_outside && !status.disabled, "{status:?}");
+    env
+}
+
+/// Runs a Python program inside the sandbox (`/usr/bin/python3`, whatever PATH says); more
+/// shell may follow on the next line.
+pub fn python(script: &str) -> String {
+    format!("/usr/bin/python3 - <<'PYEOF'\n{script}\nPYEOF\n")
+}

@@ -1,0 +1,234 @@
+//! Escape attempts against other processes and the kernel, with the default settings, as root:
+//! each must be refused, and the process outside must be left as it was.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+
+mod common;
+
+use std::process::Command;
+
+use common::{python, root_env};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+/// A process outside the call that is not a descendant of the test (its parent exited), like
+/// a frontend, killed when dropped.
+struct Outsider(u32);
+
+impl Outsider {
+    fn start() -> Outsider {
+        let out = Command::new("sh").args(["-c", "sleep 300 >/dev/null 2>&1 & echo $!"]).output().unwrap();
+        Outsider(String::from_utf8_lossy(&out.stdout).trim().parse().unwrap())
+    }
+
+    fn stat_field(&self, index: usize) -> String {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.0)).unwrap();
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        rest.split_whitespace().nth(index - 3).unwrap().to_string()
+    }
+
+    fn alive(&self) -> bool {
+        self.stat_field(3) != "Z"
+    }
+
+    fn limits(&self) -> String {
+        std::fs::read_to_string(format!("/proc/{}/limits", self.0)).unwrap()
+    }
+
+    fn affinity(&self) -> String {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.0)).unwrap();
+        status.lines().find(|l| l.starts_with("Cpus_allowed_list")).unwrap().to_string()
+    }
+
+    fn policy(&self) -> String {
+        std::fs::read_to_string(format!("/proc/{}/sched", self.0))
+            .unwrap()
+            .lines()
+            .find(|l| l.starts_with("policy"))
+            .unwrap_or("")
+            .to_string()
+    }
+}
+
+impl Drop for Outsider {
+    fn drop(&mut self) {
+        unsafe { libc::kill(self.0 as i32, libc::SIGKILL) };
+    }
+}
+
+/// The test process stands where the kernel stands: the parent of every call.
+fn parent() -> u32 {
+    std::process::id()
+}
+
+#[tokio::test]
+async fn the_parent_cannot_be_traced_read_or_written() {
+    let env = root_env();
+    let script = format!(
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\npid = {pid}\nbuf = ctypes.create_string_buffer(8)\nclass iovec(ctypes.Structure):\n    _fields_ = [('base', ctypes.c_void_p), ('len', ctypes.c_size_t)]\nlocal = iovec(ctypes.cast(buf, ctypes.c_void_p), 8)\nremote = iovec(0x400000, 8)\nfor name, call in [('attach', lambda: libc.ptrace(16, pid, 0, 0)), ('seize', lambda: libc.ptrace(0x4206, pid, 0, 0)), ('vm_read', lambda: libc.process_vm_readv(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)), ('vm_write', lambda: libc.process_vm_writev(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0))]:\n    r = call()\n    print(name, r, ctypes.get_errno())",
+        pid = parent()
+    );
+    let out = env.bash(&python(&script)).await;
+    for name in ["attach", "seize", "vm_read", "vm_write"] {
+        assert!(out.output.contains(&format!("{name} -1 1")), "{name}: {out:?}");
+    }
+    let out = env
+        .bash(&format!(
+            "cat /proc/{p}/environ; ls /proc/{p}/root/ /proc/{p}/cwd/; printf x | dd of=/proc/{p}/mem bs=1 seek=4194304 conv=notrunc 2>&1",
+            p = parent()
+        ))
+        .await;
+    assert!(out.is_error && !out.output.contains("CARGO"), "{out:?}");
+    assert!(out.output.matches("Permission denied").count() >= 3, "{out:?}");
+}
+
+#[tokio::test]
+async fn a_process_outside_the_call_cannot_be_killed_limited_or_starved() {
+    let env = root_env();
+    let outsider = Outsider::start();
+    let limits = outsider.limits();
+    let (nice, affinity, policy) = (outsider.stat_field(19), outsider.affinity(), outsider.policy());
+    let pid = outsider.0;
+    let script = format!(
+        "import os, signal\nfor name, call in [('kill', lambda: os.kill({pid}, signal.SIGKILL)), ('pidfd', lambda: signal.pidfd_send_signal(os.pidfd_open({pid}), signal.SIGKILL)), ('killpg', lambda: os.killpg(os.getpgid({pid}), signal.SIGKILL))]:\n    try:\n        call()\n        print(name, 'SENT')\n    except OSError as e:\n        print(name, 'refused', e.errno)"
+    );
+    let out = env.bash(&python(&script)).await;
+    for name in ["kill", "pidfd", "killpg"] {
+        assert!(out.output.contains(&format!("{name} refused 1")), "{name}: {out:?}");
+    }
+    let out = env
+        .bash(&format!(
+            "prlimit --pid {pid} --cpu=1:1 && echo LIMITED; prlimit --pid {pid} --nofile=3:3 && echo LIMITED; renice -n 19 -p {pid} && echo RENICED; renice -n 19 -u root && echo RENICED; taskset -p 1 {pid} && echo PINNED; chrt -i -p 0 {pid} && echo IDLED; ionice -c 3 -p {pid} && echo IDLED; prlimit --pid {pid} | grep -c CPU"
+        ))
+        .await;
+    for effect in ["LIMITED", "RENICED", "PINNED", "IDLED"] {
+        assert!(!out.output.contains(effect), "{effect}: {out:?}");
+    }
+    assert!(out.output.trim_end().ends_with('1'), "reading another process's limits still works: {out:?}");
+    assert!(outsider.alive());
+    assert_eq!(outsider.limits(), limits);
+    assert_eq!((outsider.stat_field(19), outsider.affinity(), outsider.policy()), (nice, affinity, policy));
+    // The call's own process (pid 0): allowed.
+    let out = env.bash("nice -n 5 nice; prlimit --nofile=64:64 sh -c 'ulimit -n'").await;
+    assert!(!out.is_error && out.output == "5\n64\n", "{out:?}");
+}
+
+#[cfg(target_arch = "x86_64")]
+#[tokio::test]
+async fn system_calls_that_reach_outside_are_refused() {
+    let env = root_env();
+    // x86_64 numbers; every one answers EPERM (1) from the filter before its arguments matter.
+    let calls = [
+        ("syslog", 103),
+        ("chroot", 161),
+        ("mount", 165),
+        ("init_module", 175),
+        ("kexec_load", 246),
+        ("add_key", 248),
+        ("request_key", 249),
+        ("keyctl", 250),
+        ("unshare", 272),
+        ("perf_event_open", 298),
+        ("fanotify_init", 300),
+        ("name_to_handle_at", 303),
+        ("open_by_handle_at", 304),
+        ("setns", 308),
+        ("process_vm_writev", 311),
+        ("bpf", 321),
+        ("userfaultfd", 323),
+        ("io_uring_setup", 425),
+        ("open_tree", 428),
+        ("move_mount", 429),
+        ("fsopen", 430),
+        ("pidfd_getfd", 438),
+        ("process_madvise", 440),
+        ("quotactl_fd", 443),
+        ("process_mrelease", 448),
+        ("open_tree_attr", 467),
+    ];
+    let list = calls.iter().map(|(n, nr)| format!("('{n}', {nr})")).collect::<Vec<_>>().join(", ");
+    let script = format!(
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nfor name, nr in [{list}]:\n    ctypes.set_errno(0)\n    r = libc.syscall(nr, 0, 0, 0, 0, 0, 0)\n    print(name, r, ctypes.get_errno())"
+    );
+    let out = env.bash(&python(&script)).await;
+    for (name, _) in calls {
+        assert!(
+            out.output.contains(&format!("\n{name} -1 1\n")) || out.output.starts_with(&format!("{name} -1 1\n")),
+            "{name}: {out:?}"
+        );
+    }
+    let out = env
+        .bash("chroot / true && echo CHROOTED; nsenter -t 1 -m true && echo ENTERED; keyctl show @u && echo KEYS")
+        .await;
+    for effect in ["CHROOTED", "ENTERED", "KEYS"] {
+        assert!(!out.output.contains(effect), "{effect}: {out:?}");
+    }
+}
+
+#[tokio::test]
+async fn system_setuid_programs_give_no_rights() {
+    let env = root_env();
+    // su, mount and umount are set-user-ID root on this machine; root without capabilities and
+    // with no_new_privs gains nothing from them.
+    let out = env
+        .bash(
+            "su -s /bin/sh nobody -c 'id -u'; mount -t tmpfs none /mnt && echo MOUNTED; umount /proc && echo UNMOUNTED",
+        )
+        .await;
+    assert!(!out.output.contains("65534") && !out.output.contains("MOUNTED"), "{out:?}");
+}
+
+#[tokio::test]
+async fn the_call_cannot_leave_or_loosen_its_cgroup() {
+    let env = root_env();
+    let before = env.bash("cat /proc/self/cgroup").await.output;
+    assert!(before.contains("/superpi-"), "{before}");
+    let out = env
+        .bash("for f in $(find /sys/fs/cgroup -maxdepth 2 -name cgroup.procs); do echo $$ > $f && echo \"LEFT $f\"; done; for f in $(find /sys/fs/cgroup -path '*superpi-*' -name pids.max); do echo max > $f && echo \"LOOSENED $f\"; done; grep -c /superpi- /proc/self/cgroup")
+        .await;
+    assert!(!out.output.contains("LEFT") && !out.output.contains("LOOSENED"), "{out:?}");
+    let memberships = before.lines().filter(|l| l.contains("/superpi-")).count().to_string();
+    assert_eq!(out.output.lines().last(), Some(memberships.as_str()), "{out:?}");
+    let out = env
+        .bash("echo 1 > /proc/sys/kernel/sysrq && echo CHANGED; sysctl -w kernel.domainname=pwned && echo CHANGED")
+        .await;
+    assert!(!out.output.contains("CHANGED"), "{out:?}");
+}
+
+#[tokio::test]
+async fn shared_memory_of_a_process_outside_is_out_of_reach() {
+    let env = root_env();
+    let key = 0x5e_0000 + (std::process::id() as i32 & 0xffff);
+    let id = unsafe { libc::shmget(key, 4096, libc::IPC_CREAT | 0o666) };
+    assert!(id >= 0);
+    let at = unsafe { libc::shmat(id, std::ptr::null(), 0) };
+    unsafe { std::ptr::copy_nonoverlapping(b"shm-secret-4242".as_ptr(), at as *mut u8, 15) };
+    let script = format!(
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.shmat.restype = ctypes.c_void_p\nfor name, shmid in [('by key', libc.shmget({key}, 0, 0)), ('by id', {id})]:\n    p = libc.shmat(shmid, None, 0)\n    if p in (None, ctypes.c_void_p(-1).value):\n        print(name, 'refused', ctypes.get_errno())\n    else:\n        print(name, ctypes.string_at(p, 15))"
+    );
+    let out = env.bash(&format!("{}ipcs -m", python(&script))).await;
+    unsafe {
+        libc::shmdt(at);
+        libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut());
+    }
+    assert!(!out.output.contains("shm-secret"), "{out:?}");
+    assert!(out.output.contains("by key refused") && out.output.contains("by id refused"), "{out:?}");
+    assert!(!out.output.contains(&format!("{key:#010x}")), "the segment is listed: {out:?}");
+}
+
+#[tokio::test]
+async fn a_call_cannot_reach_the_temp_dir_of_another_call() {
+    let env = root_env();
+    let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+    let first = env.call("bash", json!({"command": "echo mine > \"$TMPDIR/secret\"; echo \"$TMPDIR\"; sleep 300"}));
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (sandbox, cancel) = (env.sandbox.clone(), cancel.clone());
+        async move { sandbox.run(first, cancel, Some(tx)).await }
+    });
+    let tmp = rx.recv().await.unwrap().trim().to_string();
+    assert!(tmp.contains("superpi-call-"), "{tmp}");
+    let out = env.bash(&format!("cat {tmp}/secret; ls {tmp}; echo pwned > {tmp}/planted && echo WROTE")).await;
+    cancel.cancel();
+    task.await.unwrap();
+    assert!(!out.output.contains("mine") && !out.output.contains("WROTE"), "{out:?}");
+}
