@@ -437,14 +437,7 @@ impl Parser {
                 if self.peek().is_none() {
                     return unsure("a here-document without its closing delimiter");
                 }
-                let start = self.pos;
-                while self.peek().is_some_and(|c| c != '\n') {
-                    self.pos += 1;
-                }
-                let line: String = self.chars[start..self.pos].iter().collect();
-                if self.peek().is_some() {
-                    self.pos += 1;
-                }
+                let line = self.heredoc_line(&doc)?;
                 let line = if doc.strip_tabs { line.trim_start_matches('\t') } else { line.as_str() };
                 if line == doc.delimiter {
                     break;
@@ -457,6 +450,32 @@ impl Parser {
             }
         }
         Ok(())
+    }
+
+    /// One line of a here-document's body, through its newline. In an unquoted one a
+    /// backslash before the newline joins the next line, also for the delimiter: `EO\`, `F`
+    /// closes `<<EOF`, and what follows is commands.
+    fn heredoc_line(&mut self, doc: &HereDoc) -> Result<String, Unsure> {
+        let mut line = String::new();
+        loop {
+            let start = self.pos;
+            while self.peek().is_some_and(|c| c != '\n') {
+                self.pos += 1;
+            }
+            line.extend(&self.chars[start..self.pos]);
+            let newline = self.peek().is_some();
+            if newline {
+                self.pos += 1;
+            }
+            let backslashes = line.chars().rev().take_while(|c| *c == '\\').count();
+            if !(doc.expands && newline && backslashes % 2 == 1) {
+                return Ok(line);
+            }
+            if doc.strip_tabs {
+                return unsure("a line continuation in a `<<-` here-document");
+            }
+            line.pop();
+        }
     }
 
     /// Lists the commands substituted in an unquoted here-document's body.

@@ -186,6 +186,11 @@ fn here_documents_are_read() {
     // Two on one line, inside a substitution, and the delimiter as the last line.
     assert_eq!(super::tests::texts("a <<A; b <<B\n$(c)\nA\nB"), v(&[&["a"], &["b"], &["c"]]));
     assert_eq!(super::tests::texts("echo $(cat <<X\nhi\nX\n)"), v(&[&["cat"], &["echo", "$(…)"]]));
+    // A line continuation joins body lines, the delimiter's too (bash runs `rm x` here).
+    assert_eq!(super::tests::texts("cat <<EOF\nhi\nEO\\\nF\nrm x\nEOF\n"), v(&[&["cat"], &["rm", "x"], &["EOF"]]));
+    assert_eq!(super::tests::texts("cat <<EOF\nhi \\\nEO\\\nF\nrm x\nEOF\n"), v(&[&["cat"]]));
+    assert_eq!(super::tests::texts("cat <<'EOF'\nEO\\\nF\nrm x\nEOF\n"), v(&[&["cat"]]));
+    assert_eq!(super::tests::texts("cat <<EOF\na \\\\\nEOF\n"), v(&[&["cat"]]));
 }
 
 #[test]
