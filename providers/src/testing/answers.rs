@@ -79,6 +79,15 @@ fn split_words(text: &str) -> Vec<String> {
     words
 }
 
+/// Arguments streamed in two deltas, cut at a character boundary near the middle.
+fn halves(text: &str) -> (&str, &str) {
+    let mut at = text.len() / 2;
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    text.split_at(at)
+}
+
 fn sse(out: &mut Vec<u8>, event: Option<&str>, data: &Value) {
     if let Some(event) = event {
         out.extend_from_slice(format!("event: {event}\n").as_bytes());
@@ -99,7 +108,7 @@ fn openai(model: &str, serial: u64, words: &[String], calls: &[(String, Value)])
     }
     for (index, (name, arguments)) in calls.iter().enumerate() {
         let arguments = arguments.to_string();
-        let (head, tail) = arguments.split_at(arguments.len() / 2);
+        let (head, tail) = halves(&arguments);
         let start = json!({"tool_calls": [{"index": index, "id": format!("call_fake{serial}_{index}"), "type": "function",
                            "function": {"name": name, "arguments": head}}]});
         sse(&mut out, None, &chunk(start, Value::Null));
@@ -142,7 +151,7 @@ fn anthropic(model: &str, serial: u64, words: &[String], calls: &[(String, Value
             {"type": "tool_use", "id": format!("toolu_fake{serial}_{n}"), "name": name, "input": {}}});
         sse(&mut out, Some("content_block_start"), &block);
         let arguments = arguments.to_string();
-        let (head, tail) = arguments.split_at(arguments.len() / 2);
+        let (head, tail) = halves(&arguments);
         for part in [head, tail] {
             let delta = json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": part}});
             sse(&mut out, Some("content_block_delta"), &delta);
