@@ -85,6 +85,20 @@ fn sign_calls_in_progress(contents: &mut [Value]) {
     }
 }
 
+/// A thinking budget within the model's range: 2.5 Pro thinks always (128 to 32768), 2.5
+/// Flash takes 0 to 24576, 2.5 Flash-Lite 0 or 512 to 24576.
+fn thinking_budget(model: &str, budget: u32) -> u32 {
+    if model.starts_with("gemini-2.5-pro") {
+        budget.clamp(128, 32_768)
+    } else if model.starts_with("gemini-2.5-flash-lite") {
+        if budget == 0 { 0 } else { budget.clamp(512, 24_576) }
+    } else if model.starts_with("gemini-2.5-flash") {
+        budget.min(24_576)
+    } else {
+        budget
+    }
+}
+
 /// The request for `request`, sent to `route`. The history is paired first
 /// ([`crate::history::paired`]): a `functionCall` turn is answered by as many
 /// `functionResponse` parts in the next turn; turns of one role are merged.
@@ -100,6 +114,10 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
         .collect();
     if route.model.starts_with("gemini-3") {
         sign_calls_in_progress(&mut contents);
+    }
+    // Newer models refuse a request whose last turn is the model's (no prefill).
+    if contents.last().is_some_and(|c| c["role"] == "model") {
+        contents.push(json!({"role": "user", "parts": [{"text": history::CONTINUE}]}));
     }
     let system = paired.system_prompt(request.system.as_deref());
     let mut body = json!({"contents": contents});
@@ -122,9 +140,10 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
     }
     let mut generation = Map::new();
     if let Some(max) = request.max_tokens {
-        generation.insert("maxOutputTokens".into(), json!(max));
+        generation.insert("maxOutputTokens".into(), json!(max.max(1)));
     }
     if let Some(budget) = route.thinking_budget {
+        let budget = thinking_budget(&route.model, budget);
         generation.insert("thinkingConfig".into(), json!({"includeThoughts": budget > 0, "thinkingBudget": budget}));
     } else if route.model.contains("2.5") || route.model.starts_with("gemini-3") {
         generation.insert("thinkingConfig".into(), json!({"includeThoughts": true}));

@@ -36,7 +36,15 @@ fn check(model: &str, request: &ModelRequest, thinking: Option<u32>) -> Result<V
     verdict.map(|()| body.clone()).map_err(|v| format!("{model}: {v}\n{body:#}"))
 }
 
-const MODELS: [&str; 5] = ["gpt-4o", "o4-mini", "claude-sonnet-4-5", "gemini-2.5-flash", "gemini-3-pro-preview"];
+const MODELS: [&str; 7] = [
+    "gpt-4o",
+    "o4-mini",
+    "claude-sonnet-4-5",
+    "gemini-2.5-flash",
+    "gemini-2.5-pro",
+    "gemini-2.5-flash-lite",
+    "gemini-3-pro-preview",
+];
 
 fn id() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -119,7 +127,7 @@ proptest! {
     fn any_history_makes_a_request_every_vendor_accepts(
         history in prop::collection::vec(message(), 0..10),
         system in prop_oneof![Just(None), Just(Some(String::new())), Just(Some("Be brief.".to_string()))],
-        thinking in prop_oneof![Just(None), Just(Some(500u32)), Just(Some(4000u32))],
+        thinking in prop_oneof![Just(None), Just(Some(0u32)), Just(Some(500u32)), Just(Some(4000u32)), Just(Some(100_000u32))],
         max_tokens in prop_oneof![Just(None), Just(Some(0u32)), Just(Some(256u32))],
     ) {
         let request = ModelRequest { model: String::new(), system, messages: history, tools: tools(), max_tokens };

@@ -78,6 +78,26 @@ pub fn is_function_name(name: &str) -> bool {
 /// of each model step).
 pub fn check_for(model: &str, body: &Value) -> Result<(), Violation> {
     check(body)?;
+    let budget = body.pointer("/generationConfig/thinkingConfig/thinkingBudget").and_then(Value::as_i64);
+    if let Some(budget) = budget.filter(|b| *b != -1) {
+        let range = if model.starts_with("gemini-2.5-pro") {
+            Some((128, 32_768))
+        } else if model.starts_with("gemini-2.5-flash-lite") {
+            (budget != 0).then_some((512, 24_576))
+        } else if model.starts_with("gemini-2.5-flash") {
+            Some((0, 24_576))
+        } else {
+            None
+        };
+        if budget == 0 && model.starts_with("gemini-2.5-pro") {
+            return Err(violation("Budget 0 is invalid. This model only works in thinking mode."));
+        }
+        if let Some((low, high)) = range.filter(|(low, high)| budget < *low || budget > *high) {
+            return Err(violation(format!(
+                "The thinking budget {budget} is invalid. Please choose a value between {low} and {high}."
+            )));
+        }
+    }
     if !model.starts_with("gemini-3") {
         return Ok(());
     }

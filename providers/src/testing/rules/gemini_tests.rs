@@ -86,3 +86,17 @@ fn gemini_3_wants_the_signature_of_calls_in_the_turn_in_progress() {
     later["contents"].as_array_mut().unwrap().extend([json!({"role": "model", "parts": [{"text": "done"}]}), user]);
     assert_eq!(check_for("gemini-3-pro-preview", &later), Ok(()));
 }
+
+#[test]
+fn thinking_budgets_within_each_models_range() {
+    let body = |budget: i64| {
+        json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+               "generationConfig": {"thinkingConfig": {"thinkingBudget": budget}}})
+    };
+    assert!(check_for("gemini-2.5-pro", &body(0)).unwrap_err().message.contains("only works in thinking mode"));
+    assert!(check_for("gemini-2.5-pro", &body(40_000)).unwrap_err().message.contains("between 128 and 32768"));
+    assert!(check_for("gemini-2.5-flash-lite", &body(100)).is_err());
+    assert_eq!(check_for("gemini-2.5-flash-lite", &body(0)), Ok(()));
+    assert_eq!(check_for("gemini-2.5-flash", &body(0)), Ok(()));
+    assert_eq!(check_for("gemini-2.5-pro", &body(-1)), Ok(()));
+}
