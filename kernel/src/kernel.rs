@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use superpi_sandbox::Sandbox;
+use superpi_sandbox::{Sandbox, ToolRegistry};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -33,6 +33,8 @@ pub struct KernelConfig {
     /// The digests of the provider variables this kernel started with (as superpi-client
     /// computes them), compared with each frontend's `hello`; `None`: no comparison.
     pub provider_env: Option<std::collections::BTreeMap<String, String>>,
+    /// The tools this kernel offers: the built-ins, and any an embedding program registers.
+    pub tools: ToolRegistry,
 }
 
 impl KernelConfig {
@@ -47,6 +49,7 @@ impl KernelConfig {
             tool_exe: None,
             autostarted: false,
             provider_env: None,
+            tools: ToolRegistry::builtin(),
         }
     }
 

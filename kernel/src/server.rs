@@ -30,8 +30,8 @@ pub async fn run(config: KernelConfig) -> Result<(), KernelError> {
         sandbox_config.tool_exe = exe.clone();
     }
     catalog.apply_sandbox_settings(&mut sandbox_config);
-    let sandbox = Sandbox::new(sandbox_config).map_err(|e| KernelError::Sandbox(e.to_string()))?;
-    let catalog = catalog.with_tools(sandbox.tools());
+    let sandbox =
+        Sandbox::with_tools(sandbox_config, config.tools.clone()).map_err(|e| KernelError::Sandbox(e.to_string()))?;
 
     let socket_path = config.socket_path();
     clear_stale_socket(&socket_path).await?;

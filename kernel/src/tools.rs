@@ -21,7 +21,8 @@ pub(crate) struct Catalog {
 
 impl Catalog {
     pub fn load(config: &KernelConfig) -> Result<Catalog, String> {
-        let harnesses = Harnesses::load(&config.config_dir).map_err(|e| e.to_string())?;
+        let tools = config.tools.defs();
+        let harnesses = Harnesses::load(&config.config_dir, &tools).map_err(|e| e.to_string())?;
         let settings = superpi_policy::Settings::load(&config.config_dir, None).map_err(|e| e.to_string())?;
         // An auth command (a program that prints a gateway token) runs on the host through the
         // sandbox crate, the one place that starts processes.
@@ -32,7 +33,7 @@ impl Catalog {
         let providers = ProvidersConfig::load(&config.config_dir, |name| std::env::var(name).ok())
             .map_err(|e| e.to_string())?
             .with_command_runner(runner);
-        Ok(Catalog { config_dir: config.config_dir.clone(), harnesses, settings, providers, tools: Vec::new() })
+        Ok(Catalog { config_dir: config.config_dir.clone(), harnesses, settings, providers, tools })
     }
 
     pub fn apply_sandbox_settings(&self, sandbox: &mut SandboxConfig) {
@@ -57,11 +58,6 @@ impl Catalog {
         // The stored mode was lowered for its caller when it was set; here only the harness
         // ceiling applies again.
         Ok(ConversationPolicy::new(harness, settings, workspace.map(|w| w.to_path_buf()), Caller::Local, mode))
-    }
-
-    pub fn with_tools(mut self, tools: Vec<ToolDef>) -> Self {
-        self.tools = tools;
-        self
     }
 
     pub fn harness(&self, id: Option<&str>) -> Result<&Harness, ErrorObject> {

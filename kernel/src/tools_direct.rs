@@ -72,7 +72,7 @@ pub(crate) async fn call(kernel: &Arc<Kernel>, peer: &Peer, p: ToolCallParams) -
                 call_id: format!("direct-{}-{n}", std::process::id()),
                 name: p.name,
                 arguments,
-                workspace,
+                workspace: Some(workspace),
                 network,
                 timeout: None,
             },

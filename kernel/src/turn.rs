@@ -383,22 +383,24 @@ async fn ask(
 /// How long a frontend has to answer a `read_text_file` question before the read goes to disk.
 const EDITOR_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// An allowed `read` asks a watching editor for its buffer first (it may hold unsaved
-/// changes). `None`: read from disk in the sandbox, as without an editor.
+/// An allowed read that an editor's buffer can stand in for (the registry says which) asks a
+/// watching editor for its buffer first (it may hold unsaved changes). `None`: run the tool
+/// in the sandbox, as without an editor.
 async fn editor_read(
     kernel: &Arc<Kernel>,
     conv: &Arc<Conversation>,
     call: &PlannedCall,
     cancel: &CancellationToken,
 ) -> Option<CallResult> {
-    if call.name != "read" || conv.file_readers.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+    if conv.file_readers.load(std::sync::atomic::Ordering::Relaxed) == 0 {
         return None;
     }
+    let reader = *kernel.sandbox.registry().editor_read(&call.name)?;
     let workspace = call.workspace.as_ref()?;
-    let raw = call.arguments.get("path")?.as_str()?;
+    let raw = call.arguments.get(reader.path)?.as_str()?;
     let path = normalize(workspace, raw);
-    let offset = call.arguments.get("offset").and_then(Value::as_u64).map(|n| n as usize);
-    let limit = call.arguments.get("limit").and_then(Value::as_u64).map(|n| n as usize);
+    let offset = call.arguments.get(reader.offset).and_then(Value::as_u64).map(|n| n as usize);
+    let limit = call.arguments.get(reader.limit).and_then(Value::as_u64).map(|n| n as usize);
     let request_id = kernel.next_request_id();
     let (tx, rx) = oneshot::channel();
     lock(&kernel.ui_requests).insert(request_id.clone(), PendingUi { owner: conv.owner.clone(), answer: tx });
@@ -428,7 +430,7 @@ async fn editor_read(
     conv.emit(kernel, Event::ui_resolved(conv.id, Some(call.turn_id), &request_id, outcome));
     let content = content?;
     let shown = path.strip_prefix(workspace).map(|p| p.display().to_string()).unwrap_or(raw.to_string());
-    let outcome = superpi_sandbox::format_read(&shown, &content, offset, limit);
+    let outcome = (reader.render)(&shown, &content, offset, limit);
     Some(CallResult {
         output: outcome.output,
         is_error: outcome.is_error,
@@ -457,11 +459,19 @@ async fn run_confined(
             details: None,
         };
     };
-    // Concurrent writes and edits of one file (from any conversation) run one at a time.
-    let _path_guard = match (call.name.as_str(), call.arguments.get("path").and_then(Value::as_str)) {
-        ("write" | "edit", Some(path)) => Some(kernel.lock_path(normalize(&workspace, path)).await),
-        _ => None,
+    // Concurrent writes of one file (from any conversation) run one at a time; the tool's
+    // facts say which arguments it writes. Locks are taken in path order, so two calls that
+    // write the same paths cannot wait on each other.
+    let mut written: Vec<PathBuf> = match kernel.catalog.tool(&call.name) {
+        Some(tool) => tool.written_paths(&call.arguments).into_iter().map(|p| normalize(&workspace, p)).collect(),
+        None => Vec::new(),
     };
+    written.sort();
+    written.dedup();
+    let mut _path_guards = Vec::with_capacity(written.len());
+    for path in written {
+        _path_guards.push(kernel.lock_path(path).await);
+    }
     let (progress_tx, mut progress_rx) = mpsc::channel::<String>(64);
     let forward = {
         let (kernel, conv) = (kernel.clone(), conv.clone());
@@ -480,7 +490,7 @@ async fn run_confined(
                 call_id: call.call_id.clone(),
                 name: call.name.clone(),
                 arguments: call.arguments.clone(),
-                workspace,
+                workspace: Some(workspace),
                 network,
                 timeout: None,
             },

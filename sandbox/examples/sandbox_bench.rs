@@ -45,7 +45,7 @@ fn call(workspace: &std::path::Path, command: &str) -> ToolCall {
         call_id: "bench".into(),
         name: "bash".into(),
         arguments: json!({ "command": command }),
-        workspace: workspace.to_path_buf(),
+        workspace: Some(workspace.to_path_buf()),
         network: false,
         timeout: None,
     }

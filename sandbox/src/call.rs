@@ -17,9 +17,10 @@ use crate::launch::{End, Launch};
 use crate::mounts::{Maker, MountPlan};
 use crate::output::Collector;
 use crate::policy::{self, FsPolicy};
+use crate::registry::Runner;
 use crate::result::bash_outcome;
 use crate::runner::Request;
-use crate::{SandboxConfig, SandboxError, SandboxStatus, ToolCall, ToolOutcome};
+use crate::{SandboxConfig, SandboxError, SandboxStatus, ToolCall, ToolCallResult, ToolRegistry};
 
 /// Longest deadline a model may ask for.
 const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
@@ -104,28 +105,36 @@ impl Machine {
     pub(crate) async fn run(
         &self,
         config: &SandboxConfig,
+        tools: &ToolRegistry,
         call: ToolCall,
         cancel: CancellationToken,
         progress: Option<mpsc::Sender<String>>,
-    ) -> ToolOutcome {
+    ) -> ToolCallResult {
+        let shell = match tools.entry(&call.name).map(|e| &e.runner) {
+            None => return ToolCallResult::error(format!("unknown tool `{}`", call.name)),
+            Some(Runner::Registered(runner)) => return runner.run(&call, cancel, progress).await,
+            Some(Runner::Shell) => true,
+            Some(Runner::File(_)) => false,
+        };
         if let Some(refusal) = &self.refusal {
-            return ToolOutcome::error(refusal.clone());
+            return ToolCallResult::error(refusal.clone());
         }
         if config.disabled {
             tracing::warn!(tool = %call.name, "sandbox disabled by configuration: running the tool unconfined");
         }
-        let workspace = match checked_workspace(&call.workspace, config) {
+        let Some(workspace) = &call.workspace else {
+            return ToolCallResult::error(format!("`{}` needs a workspace and this call has none", call.name));
+        };
+        let workspace = match checked_workspace(workspace, config) {
             Ok(w) => w,
-            Err(e) => return ToolOutcome::error(e),
+            Err(e) => return ToolCallResult::error(e),
         };
-        let result = match call.name.as_str() {
-            "bash" => self.bash(config, &call, &workspace, cancel, progress).await,
-            name if crate::catalog::RUNNER_TOOLS.contains(&name) => {
-                self.file_tool(config, &call, &workspace, cancel).await
-            }
-            other => Err(format!("unknown tool `{other}`")),
+        let result = if shell {
+            self.bash(config, &call, &workspace, cancel, progress).await
+        } else {
+            self.file_tool(config, &call, &workspace, cancel).await
         };
-        result.unwrap_or_else(ToolOutcome::error)
+        result.unwrap_or_else(ToolCallResult::error)
     }
 
     async fn bash(
@@ -135,7 +144,7 @@ impl Machine {
         workspace: &Path,
         cancel: CancellationToken,
         progress: Option<mpsc::Sender<String>>,
-    ) -> Result<ToolOutcome, String> {
+    ) -> Result<ToolCallResult, String> {
         let args = &call.arguments;
         let command = match args.get("command") {
             Some(Value::String(c)) if !c.trim().is_empty() => c.clone(),
@@ -188,7 +197,7 @@ impl Machine {
         call: &ToolCall,
         workspace: &Path,
         cancel: CancellationToken,
-    ) -> Result<ToolOutcome, String> {
+    ) -> Result<ToolCallResult, String> {
         let spill_dir = conversation_spill_dir(config, call.conversation_id);
         let request = Request {
             tool: call.name.clone(),
@@ -225,7 +234,7 @@ impl Machine {
         if finished.output.spill.is_some() {
             return Err(format!("{}: the tool answered more than {RUNNER_OUTPUT_MAX} bytes", call.name));
         }
-        serde_json::from_slice::<ToolOutcome>(&finished.output.head).map_err(|_| {
+        serde_json::from_slice::<ToolCallResult>(&finished.output.head).map_err(|_| {
             let why = String::from_utf8_lossy(&finished.stderr);
             let status = match (finished.exit_code(), finished.signal()) {
                 (Some(c), _) => format!("exit code {c}"),

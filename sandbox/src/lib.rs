@@ -1,6 +1,8 @@
 //! superpi-sandbox: every tool call runs here, in a confined child process.
 //!
-//! Owns the built-in tool catalogue (names, schemas, effects), the confined process launcher
+//! Owns the tool registry (every tool's facts: name, schemas, effects, path arguments, how a
+//! user interface shows it, and which runner runs it; the built-in tools and those an
+//! embedding program registers), the confined process launcher
 //! (landlock, seccomp, capabilities, process group, deadline, kill on cancel), the tool bodies
 //! that run inside it, and output that spills to disk past an in-memory cap.
 //!
@@ -27,6 +29,7 @@ pub mod policy;
 #[doc(hidden)]
 pub mod profile;
 mod reap;
+mod registry;
 mod result;
 mod runner;
 mod spawn;
@@ -36,15 +39,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use host::run_host_command;
 pub use reap::is_tool_process;
+pub use registry::{EditorRead, RegistryError, RunFuture, ToolRegistry, ToolRunner};
 pub use runner::{TOOL_SUBCOMMAND, format_read, tool_main};
-pub use superpi_proto::tool::{Effect, ToolDef};
+pub use superpi_proto::tool::{Effect, ToolCallResult, ToolDef};
 
 /// How the sandbox runs calls. One per kernel.
 #[derive(Debug, Clone)]
@@ -134,32 +138,13 @@ pub struct ToolCall {
     pub call_id: String,
     pub name: String,
     pub arguments: Value,
-    /// The workspace root: the only place a call may write (besides its temp dir).
-    pub workspace: PathBuf,
+    /// The workspace root: the only place a call may write (besides its temp dir). The
+    /// built-in runners refuse a call without one.
+    pub workspace: Option<PathBuf>,
     /// Whether the call may open network sockets.
     pub network: bool,
     /// Overrides the default deadline.
     pub timeout: Option<Duration>,
-}
-
-/// The three channels of a tool result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolOutcome {
-    /// What the model reads.
-    pub output: String,
-    pub is_error: bool,
-    /// Structured output for programs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub structured: Option<Value>,
-    /// Details for a user interface (a diff, the spill path, exit code).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<Value>,
-}
-
-impl ToolOutcome {
-    pub fn error(message: impl Into<String>) -> Self {
-        ToolOutcome { output: message.into(), is_error: true, structured: None, details: None }
-    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -190,6 +175,7 @@ pub struct SandboxStatus {
 pub struct Sandbox {
     config: SandboxConfig,
     inner: Arc<call::Machine>,
+    tools: Arc<ToolRegistry>,
 }
 
 impl Sandbox {
@@ -197,8 +183,13 @@ impl Sandbox {
     /// filters cannot be built; a missing landlock makes every call fail with a clear message
     /// instead (unless the configuration disables confinement).
     pub fn new(config: SandboxConfig) -> Result<Self, SandboxError> {
+        Self::with_tools(config, ToolRegistry::builtin())
+    }
+
+    /// A sandbox that runs the tools of `tools` (the built-ins and any registered since).
+    pub fn with_tools(config: SandboxConfig, tools: ToolRegistry) -> Result<Self, SandboxError> {
         let inner = call::Machine::new(&config)?;
-        Ok(Sandbox { config, inner: Arc::new(inner) })
+        Ok(Sandbox { config, inner: Arc::new(inner), tools: Arc::new(tools) })
     }
 
     pub fn config(&self) -> &SandboxConfig {
@@ -209,9 +200,14 @@ impl Sandbox {
         self.inner.status(&self.config)
     }
 
-    /// The built-in tools.
+    /// The tools this sandbox runs, with their facts, in the order they are offered.
     pub fn tools(&self) -> Vec<ToolDef> {
-        catalog::tools()
+        self.tools.defs()
+    }
+
+    /// The registry of the tools this sandbox runs.
+    pub fn registry(&self) -> &ToolRegistry {
+        &self.tools
     }
 
     /// Runs one call to the end (or to its deadline, or until `cancel`), streaming output
@@ -222,8 +218,8 @@ impl Sandbox {
         call: ToolCall,
         cancel: CancellationToken,
         progress: Option<mpsc::Sender<String>>,
-    ) -> ToolOutcome {
-        self.inner.run(&self.config, call, cancel, progress).await
+    ) -> ToolCallResult {
+        self.inner.run(&self.config, &self.tools, call, cancel, progress).await
     }
 }
 

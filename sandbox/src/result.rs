@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::launch::{End, Finished};
 use crate::output::{Collected, head_text, tail_text};
-use crate::{SandboxConfig, ToolOutcome};
+use crate::{SandboxConfig, ToolCallResult};
 
 /// The model's text of a stream: all of it when short, else head, a note, and tail.
 fn model_text(config: &SandboxConfig, out: &Collected, spill: &Path) -> (String, Option<PathBuf>) {
@@ -51,7 +51,7 @@ pub(crate) fn bash_outcome(
     elapsed: Duration,
     spill: &Path,
     network: bool,
-) -> ToolOutcome {
+) -> ToolCallResult {
     let (mut text, spill_path) = model_text(config, &finished.output, spill);
     let code = finished.exit_code();
     let signal = finished.signal();
@@ -80,7 +80,7 @@ pub(crate) fn bash_outcome(
         text = "(no output)".to_string();
     }
     let spill_json = spill_path.as_ref().map(|p| p.display().to_string());
-    ToolOutcome {
+    ToolCallResult {
         output: text,
         is_error: failed,
         structured: Some(json!({

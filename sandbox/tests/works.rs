@@ -163,15 +163,15 @@ async fn shared_memory_works_and_is_private() {
 async fn a_workspace_holding_the_data_dir_or_the_home_is_refused() {
     let env = env();
     let mut call = env.call("bash", json!({"command": "true"}));
-    call.workspace = env.home.clone();
+    call.workspace = Some(env.home.clone());
     let out = env.sandbox.run(call, Default::default(), None).await;
     assert!(out.is_error && out.output.contains("data dir"), "{out:?}");
     let mut call = env.call("ls", json!({}));
-    call.workspace = PathBuf::from(std::env::var("HOME").unwrap());
+    call.workspace = Some(PathBuf::from(std::env::var("HOME").unwrap()));
     let out = env.sandbox.run(call, Default::default(), None).await;
     assert!(out.is_error && out.output.contains("home directory"), "{out:?}");
     let mut call = env.call("ls", json!({}));
-    call.workspace = PathBuf::from("/");
+    call.workspace = Some(PathBuf::from("/"));
     let out = env.sandbox.run(call, Default::default(), None).await;
     assert!(out.is_error && out.output.contains("whole filesystem"), "{out:?}");
 }

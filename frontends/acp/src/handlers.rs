@@ -71,7 +71,7 @@ pub(crate) async fn new_session(server: Arc<Server>, req: NewSessionRequest) -> 
         .open(OpenParams { harness: Some(harness), workspace: Some(workspace), ..Default::default() })
         .await
         .map_err(|e| request::kernel_error(e, None))?;
-    let session = server.add_session(&info);
+    let session = server.add_session(&kernel, &info).await;
     tracing::info!(session = %session.id.0, harness = %info.harness, "session created");
     Ok(NewSessionResponse::new(session.id.clone())
         .modes(request::modes(&info.mode, &info.max_mode))
@@ -90,9 +90,9 @@ pub(crate) async fn attach(
     request::mcp_servers(mcp, server.opts.editor_mcp)?;
     let kernel = server.kernel().await?;
     let history = kernel.history(conv).await.map_err(|e| request::kernel_error(e, Some(id)))?;
-    let session = server.add_session(&history.conversation);
+    let session = server.add_session(&kernel, &history.conversation).await;
     if let Some(cx) = replay_to {
-        for update in replay(&history.entries, session.workspace.as_deref()) {
+        for update in replay(&history.entries, session.workspace.as_deref(), session.tools()) {
             cx.send_notification(SessionNotification::new(session.id.clone(), update))?;
         }
         // The stored title, else one from the first prompt (as a new session gets).
@@ -288,6 +288,6 @@ pub(crate) async fn fork(server: Arc<Server>, req: ForkSessionRequest) -> Result
     let kernel = server.kernel().await?;
     let info =
         kernel.fork(session.conversation_id, None).await.map_err(|e| request::kernel_error(e, Some(&session.id)))?;
-    let forked = server.add_session(&info);
+    let forked = server.add_session(&kernel, &info).await;
     Ok(ForkSessionResponse { session_id: forked.id.clone() })
 }

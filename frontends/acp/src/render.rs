@@ -12,13 +12,13 @@ use std::path::PathBuf;
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, CurrentModeUpdate, Notice, NoticeSeverity, PermissionOption, PermissionOptionKind,
     Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionModeId, SessionUpdate, StopReason, TextContent,
-    ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
+    ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use serde_json::Value;
 use superpi_proto::{ContentBlock as KBlock, Event, EventBody, Role};
 
 use crate::buffers::{EditorBuffers, ReadRequest, read_request};
-use crate::tools;
+use crate::tools::{self, ToolFacts};
 
 /// What the agent does with one rendered item.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,6 +50,8 @@ pub struct RenderOptions {
     /// This agent answers the kernel's file-read questions, in this mode (the editor
     /// advertised `fs.readTextFile` and the mode is not `never`).
     pub editor_reads: Option<EditorBuffers>,
+    /// The facts of the session's tools (`tool.list`), which say how a call is shown.
+    pub tools: ToolFacts,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -182,8 +184,9 @@ impl Renderer {
                 let state = self.tools.remove(tool_call_id);
                 let args = state.as_ref().map(|s| s.args.clone()).unwrap_or(Value::Null);
                 let status = if *is_error { ToolCallStatus::Failed } else { ToolCallStatus::Completed };
+                let def = self.opts.tools.get(name);
                 let mut content =
-                    if *is_error { Vec::new() } else { tools::diffs(self.opts.workspace.as_deref(), name, &args) };
+                    if *is_error { Vec::new() } else { tools::diffs(self.opts.workspace.as_deref(), def, &args) };
                 if content.is_empty() {
                     let shown = tools::output_text(output);
                     if !shown.is_empty() {
@@ -199,8 +202,8 @@ impl Renderer {
                     ))));
                 } else {
                     // Never announced (the watch began mid-call): show it whole.
-                    let call = ToolCall::new(tool_call_id.clone(), tools::title(name, &args))
-                        .kind(tools::kind(name))
+                    let call = ToolCall::new(tool_call_id.clone(), tools::title(name, def, &args))
+                        .kind(tools::kind(def))
                         .status(status)
                         .content(content)
                         .raw_output(raw_output);
@@ -211,7 +214,7 @@ impl Renderer {
                 request_id, tool_call_id, tool_name, arguments, reason, options, ..
             } => {
                 let mut content = vec![ToolCallContent::from(text(reason.clone()))];
-                content.extend(tools::diffs(self.opts.workspace.as_deref(), tool_name, arguments));
+                content.extend(tools::diffs(self.opts.workspace.as_deref(), self.opts.tools.get(tool_name), arguments));
                 let fields = self
                     .tool_fields(tool_name, arguments)
                     .status(ToolCallStatus::Pending)
@@ -285,7 +288,7 @@ impl Renderer {
             }
             EventBody::SubagentStarted { child_conversation_id, role, task } => {
                 let call = ToolCall::new(format!("subagent-{child_conversation_id}"), format!("{role}: {task}"))
-                    .kind(tools::kind("subagent"))
+                    .kind(ToolKind::Other)
                     .status(ToolCallStatus::InProgress);
                 out.push(Out::Update(SessionUpdate::ToolCall(call)));
             }
@@ -383,10 +386,11 @@ impl Renderer {
     }
 
     fn tool_fields(&self, name: &str, args: &Value) -> ToolCallUpdateFields {
+        let def = self.opts.tools.get(name);
         ToolCallUpdateFields::new()
-            .title(tools::title(name, args))
-            .kind(tools::kind(name))
-            .locations(tools::locations(self.opts.workspace.as_deref(), args))
+            .title(tools::title(name, def, args))
+            .kind(tools::kind(def))
+            .locations(tools::locations(self.opts.workspace.as_deref(), def, args))
     }
 
     fn remember(&mut self, id: &str, name: &str, args: &Value) {
@@ -399,10 +403,11 @@ impl Renderer {
 
     fn announce(&mut self, id: &str, name: &str, args: &Value, status: ToolCallStatus) -> Out {
         self.remember(id, name, args);
-        let mut call = ToolCall::new(id.to_string(), tools::title(name, args))
-            .kind(tools::kind(name))
+        let def = self.opts.tools.get(name);
+        let mut call = ToolCall::new(id.to_string(), tools::title(name, def, args))
+            .kind(tools::kind(def))
             .status(status)
-            .locations(tools::locations(self.opts.workspace.as_deref(), args));
+            .locations(tools::locations(self.opts.workspace.as_deref(), def, args));
         if !args.is_null() {
             call = call.raw_input(args.clone());
         }

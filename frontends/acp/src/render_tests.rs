@@ -10,6 +10,7 @@ fn renderer() -> Renderer {
         context_window: 1000,
         notices: false,
         editor_reads: None,
+        tools: crate::tools::ToolFacts::new(superpi_sandbox::ToolRegistry::builtin().defs()),
     });
     assert_eq!(r.render(&Event::turn_started(C, 3)), vec![]);
     r

@@ -8,9 +8,9 @@ use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallStatus,
 };
 use serde_json::Value;
-use superpi_proto::{ContentBlock as KBlock, Entry, EntryKind};
+use superpi_proto::{ContentBlock as KBlock, Entry, EntryKind, ToolDef};
 
-use crate::tools;
+use crate::tools::{self, ToolFacts};
 
 fn chunk(s: &str) -> ContentChunk {
     ContentChunk::new(ContentBlock::Text(TextContent::new(s)))
@@ -24,7 +24,7 @@ struct Result<'a> {
 
 /// The updates that replay `entries` (in order). A tool call without a stored result (its
 /// turn was cancelled or interrupted) shows as failed.
-pub fn replay(entries: &[Entry], workspace: Option<&Path>) -> Vec<SessionUpdate> {
+pub fn replay(entries: &[Entry], workspace: Option<&Path>, tools: &ToolFacts) -> Vec<SessionUpdate> {
     let mut results: HashMap<&str, Result<'_>> = HashMap::new();
     for entry in entries {
         for block in &entry.message.content {
@@ -58,12 +58,12 @@ pub fn replay(entries: &[Entry], workspace: Option<&Path>) -> Vec<SessionUpdate>
                             out.push(SessionUpdate::AgentThoughtChunk(chunk(thinking)));
                         }
                         KBlock::ToolCall { id, name, arguments } => {
-                            out.push(SessionUpdate::ToolCall(tool_call(
+                            let shown = Shown { workspace, def: tools.get(name) };
+                            out.push(SessionUpdate::ToolCall(shown.call(
                                 id,
                                 name,
                                 arguments,
                                 results.get(id.as_str()),
-                                workspace,
                             )));
                         }
                         _ => {}
@@ -76,25 +76,34 @@ pub fn replay(entries: &[Entry], workspace: Option<&Path>) -> Vec<SessionUpdate>
     out
 }
 
-fn tool_call(id: &str, name: &str, args: &Value, result: Option<&Result<'_>>, workspace: Option<&Path>) -> ToolCall {
-    let call = ToolCall::new(id.to_string(), tools::title(name, args))
-        .kind(tools::kind(name))
-        .locations(tools::locations(workspace, args))
-        .raw_input(args.clone());
-    let Some(result) = result else {
-        return call.status(ToolCallStatus::Failed);
-    };
-    let mut content = if result.is_error { Vec::new() } else { tools::diffs(workspace, name, args) };
-    if content.is_empty() && !result.output.is_empty() {
-        content.push(ToolCallContent::from(ContentBlock::Text(TextContent::new(tools::truncate(
-            result.output.to_string(),
-            tools::MAX_SHOWN_OUTPUT,
-        )))));
+/// How one replayed call is shown: the session's workspace and the tool's facts.
+struct Shown<'a> {
+    workspace: Option<&'a Path>,
+    def: Option<&'a ToolDef>,
+}
+
+impl Shown<'_> {
+    fn call(&self, id: &str, name: &str, args: &Value, result: Option<&Result<'_>>) -> ToolCall {
+        let (workspace, def) = (self.workspace, self.def);
+        let call = ToolCall::new(id.to_string(), tools::title(name, def, args))
+            .kind(tools::kind(def))
+            .locations(tools::locations(workspace, def, args))
+            .raw_input(args.clone());
+        let Some(result) = result else {
+            return call.status(ToolCallStatus::Failed);
+        };
+        let mut content = if result.is_error { Vec::new() } else { tools::diffs(workspace, def, args) };
+        if content.is_empty() && !result.output.is_empty() {
+            content.push(ToolCallContent::from(ContentBlock::Text(TextContent::new(tools::truncate(
+                result.output.to_string(),
+                tools::MAX_SHOWN_OUTPUT,
+            )))));
+        }
+        let raw_output = result.structured.cloned().unwrap_or_else(|| Value::String(result.output.to_string()));
+        call.status(if result.is_error { ToolCallStatus::Failed } else { ToolCallStatus::Completed })
+            .content(content)
+            .raw_output(raw_output)
     }
-    let raw_output = result.structured.cloned().unwrap_or_else(|| Value::String(result.output.to_string()));
-    call.status(if result.is_error { ToolCallStatus::Failed } else { ToolCallStatus::Completed })
-        .content(content)
-        .raw_output(raw_output)
 }
 
 #[cfg(test)]
@@ -158,7 +167,7 @@ mod tests {
         ];
         let ws = Path::new("/ws");
         assert_eq!(
-            replay(&entries, Some(ws)),
+            replay(&entries, Some(ws), &ToolFacts::new(superpi_sandbox::ToolRegistry::builtin().defs())),
             vec![
                 SessionUpdate::UserMessageChunk(chunk("write a file")),
                 SessionUpdate::AgentThoughtChunk(chunk("ok")),

@@ -30,6 +30,7 @@ use crate::handlers::*;
 use crate::render::RenderOptions;
 use crate::request;
 use crate::session::Session;
+use crate::tools::ToolFacts;
 
 /// Settings of the agent that do not come from the editor.
 #[derive(Debug, Clone)]
@@ -123,16 +124,29 @@ impl Server {
         lock(&self.sessions).get(&conv).cloned().ok_or_else(|| request::not_found(id))
     }
 
-    pub(crate) fn render_options(&self, workspace: Option<PathBuf>) -> RenderOptions {
+    pub(crate) fn render_options(&self, workspace: Option<PathBuf>, tools: ToolFacts) -> RenderOptions {
         let caps = lock(&self.client_caps);
         let notices = caps.session.as_ref().is_some_and(|s| s.notices.is_some());
         let editor_reads = crate::buffers::reads_files(self.opts.editor_buffers, caps.fs.read_text_file)
             .then_some(self.opts.editor_buffers);
-        RenderOptions { workspace, context_window: self.opts.context_window, notices, editor_reads }
+        RenderOptions { workspace, context_window: self.opts.context_window, notices, editor_reads, tools }
     }
 
-    pub(crate) fn add_session(&self, info: &superpi_proto::method::ConversationInfo) -> Arc<Session> {
-        let session = Session::new(info, self.render_options(info.workspace.as_ref().map(PathBuf::from)));
+    /// A session for the conversation `info`, shown with the facts of its harness's tools
+    /// (without them, if the kernel cannot say: calls then show as `other`, by name).
+    pub(crate) async fn add_session(
+        &self,
+        kernel: &KernelClient,
+        info: &superpi_proto::method::ConversationInfo,
+    ) -> Arc<Session> {
+        let tools = match kernel.tools(Some(&info.harness)).await {
+            Ok(defs) => ToolFacts::new(defs),
+            Err(err) => {
+                tracing::warn!(harness = %info.harness, "no tool facts from the kernel: {err}");
+                ToolFacts::default()
+            }
+        };
+        let session = Session::new(info, self.render_options(info.workspace.as_ref().map(PathBuf::from), tools));
         if let Some(old) = lock(&self.sessions).insert(info.conversation_id, session.clone()) {
             old.stop();
         }

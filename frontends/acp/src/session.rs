@@ -106,6 +106,11 @@ impl Session {
         })
     }
 
+    /// The facts of the session's tools, which say how their calls are shown.
+    pub fn tools(&self) -> &crate::tools::ToolFacts {
+        &self.render.tools
+    }
+
     pub fn settings(&self) -> Option<Settings> {
         lock(&self.state).settings.clone()
     }

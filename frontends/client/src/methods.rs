@@ -3,8 +3,10 @@
 use serde_json::Value;
 use superpi_proto::method::{
     ConversationInfo, ConversationRef, ForkParams, HarnessInfo, HistoryResult, KernelStatus, ListParams, ListResult,
-    Method, ModelInfo, OpenParams, PermissionRespondParams, SetModeParams, SubmitParams, SubmitResult,
+    Method, ModelInfo, OpenParams, PermissionRespondParams, SetModeParams, SubmitParams, SubmitResult, ToolListParams,
+    ToolListResult,
 };
+use superpi_proto::ToolDef;
 
 use crate::{ClientError, KernelClient};
 
@@ -49,6 +51,13 @@ impl KernelClient {
         }
         let list: Harnesses = self.request(Method::HarnessList).await?;
         Ok(list.harnesses)
+    }
+
+    /// The tools a harness offers (the kernel's default harness for `None`), with their facts.
+    pub async fn tools(&self, harness: Option<&str>) -> Result<Vec<ToolDef>, ClientError> {
+        let params = ToolListParams { harness: harness.map(str::to_string) };
+        let list: ToolListResult = self.request(Method::ToolList(params)).await?;
+        Ok(list.tools)
     }
 
     /// The configured providers' models (`model.list`): frontends learn models from the

@@ -354,13 +354,16 @@ impl SuperpiMcp {
         Err(ErrorData::resource_not_found(format!("unknown resource: {uri}"), Some(json!({"uri": uri}))))
     }
 
-    /// The workspace's top-level entries through the kernel's `ls` tool (policy and sandbox
-    /// apply); `None` when the tool is not offered or fails.
+    /// The workspace's top-level entries through the harness's listing tool (one that only
+    /// reads and lists the names under a path, by its facts; policy and sandbox apply);
+    /// `None` when no such tool is offered or it fails.
     async fn workspace_listing(&self) -> Option<String> {
+        let tools = self.tool_defs().await.ok()?;
+        let (name, path_arg) = tools::listing_tool(&tools)?;
         let kernel = self.kernel().await.ok()?;
         let request = json!({
-            "name": "ls",
-            "arguments": {"path": "."},
+            "name": name,
+            "arguments": {path_arg: "."},
             "workspace": self.inner.config.workspace,
             "harness": self.inner.config.harness,
         });

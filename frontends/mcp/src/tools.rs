@@ -27,6 +27,16 @@ pub struct KernelToolResult {
     pub details: Option<Value>,
 }
 
+/// The tool that lists a directory's names, by its facts (it only reads, is shown as a read,
+/// and takes the directory as a listing path argument), with that argument.
+pub fn listing_tool(tools: &[ToolDef]) -> Option<(String, String)> {
+    tools.iter().find_map(|t| {
+        let only_reads = !t.effects.is_empty() && t.effects.iter().all(|e| *e == superpi_proto::tool::Effect::Read);
+        let listed = t.paths.iter().find(|p| p.access == superpi_proto::tool::PathAccess::List)?;
+        (only_reads && t.ui.kind == superpi_proto::tool::ToolKind::Read).then(|| (t.name.clone(), listed.arg.clone()))
+    })
+}
+
 /// The MCP annotations of a tool, derived from its effects only.
 pub fn annotations(def: &ToolDef) -> ToolAnnotations {
     let read_only = def.is_read_only();

@@ -8,7 +8,16 @@ fn def(name: &str, effects: &[Effect]) -> ToolDef {
         input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
         output_schema: None,
         effects: effects.to_vec(),
+        ..Default::default()
     }
+}
+
+#[test]
+fn the_listing_tool_is_found_by_its_facts() {
+    let builtin = superpi_sandbox::ToolRegistry::builtin().defs();
+    assert_eq!(listing_tool(&builtin), Some(("ls".to_string(), "path".to_string())));
+    let plain: Vec<ToolDef> = builtin.iter().map(|t| def(&t.name, &t.effects)).collect();
+    assert_eq!(listing_tool(&plain), None, "names alone say nothing");
 }
 
 fn hints(a: &ToolAnnotations) -> (Option<bool>, Option<bool>, Option<bool>, Option<bool>) {

@@ -92,8 +92,7 @@ impl ConversationPolicy {
             };
         }
         decide(&CallFacts {
-            tool: &tool.name,
-            effects: &tool.effects,
+            tool,
             arguments,
             mode: self.mode,
             workspace: self.workspace.as_deref(),
@@ -128,19 +127,10 @@ mod tests {
 
     use super::*;
     use crate::harness::Harnesses;
-
-    fn tool(name: &str, effects: &[Effect]) -> ToolDef {
-        ToolDef {
-            name: name.into(),
-            description: String::new(),
-            input_schema: json!({"type": "object"}),
-            output_schema: None,
-            effects: effects.to_vec(),
-        }
-    }
+    use crate::test_tools::{builtin_tools, tool};
 
     fn conversation(harness: &str, caller: Caller, mode: Option<Mode>) -> ConversationPolicy {
-        let h = Harnesses::builtin().get(harness).unwrap().clone();
+        let h = Harnesses::builtin(&builtin_tools()).get(harness).unwrap().clone();
         ConversationPolicy::new(h, Settings::default(), Some("/w".into()), caller, mode)
     }
 

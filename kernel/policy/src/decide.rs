@@ -3,17 +3,20 @@
 //! [`decide`] is a pure function of [`CallFacts`]. The rules, in the order they apply:
 //!
 //! 1. A tool in `permissions.deny_tools`, or rejected for the session, is denied.
-//! 2. File and shell tools need a workspace; their path arguments must stay inside it (unless
-//!    `allow_outside_workspace`) and must not name a protected path.
-//! 3. A shell command matching `permissions.deny` (any part of it) is denied; a part rejected
-//!    for the session is denied.
+//! 2. A tool that acts in the workspace needs one; its path arguments must stay inside it
+//!    (unless `allow_outside_workspace`), and those whose contents it reads or writes must not
+//!    name a protected path.
+//! 3. A shell command (the tool's `shell` argument) matching `permissions.deny` (any part of
+//!    it) is denied; a part rejected for the session is denied.
 //! 4. The network policy: `deny` refuses tools with network effects; `allowlist` refuses them
 //!    unless their `url` host is listed. A shell line of known read-only commands
 //!    ([`crate::read_only`]) is then allowed, without network, in every mode.
 //! 5. The mode, by the tool's effects (the reference table): `plan` lets reads (and network
 //!    reads) through and blocks the rest; `accept-edits` lets reads and state writes through,
-//!    the `write`/`edit` tools, allow-listed shell commands and allowed tools, and asks about
-//!    the rest; `auto` lets everything through.
+//!    file edits (tools whose facts say `edits`), allow-listed shell commands and allowed
+//!    tools, and asks about the rest; `auto` lets everything through.
+//!
+//! Everything about the tool comes from its facts ([`ToolDef`]); no rule names a tool.
 //!
 //! Denials of rules 1–4 and of `plan` are never askable. A decision never loosens as the mode
 //! rises (tested over the whole matrix).
@@ -21,7 +24,7 @@
 use std::path::Path;
 
 use serde_json::Value;
-use superpi_proto::tool::Effect;
+use superpi_proto::tool::{Effect, ToolDef};
 
 use crate::mode::Mode;
 use crate::net::url_host;
@@ -32,23 +35,11 @@ use crate::settings::{NetworkPolicy, Settings};
 use crate::shell::{self, SimpleCommand};
 pub use crate::verdict::{Answer, Decision, Overrides, Remember, Risk, Rule};
 
-/// The shell tool: its `command` argument is read and checked against the allow and deny lists.
-pub const SHELL_TOOL: &str = "bash";
-/// The built-in file edit tools that `accept-edits` lets through.
-pub const FILE_EDIT_TOOLS: [&str; 2] = ["write", "edit"];
-/// The built-in tools whose path arguments are confined to the workspace.
-pub const FILE_TOOLS: [&str; 6] = ["read", "write", "edit", "grep", "find", "ls"];
-/// File tools that only list names: protected paths do not apply to them (their bodies skip
-/// hidden files anyway), the workspace boundary does.
-const LISTING_TOOLS: [&str; 2] = ["find", "ls"];
-/// Argument keys that hold paths.
-const PATH_KEYS: [&str; 5] = ["path", "file_path", "paths", "cwd", "workdir"];
-
 /// Everything a decision depends on.
 #[derive(Debug, Clone, Copy)]
 pub struct CallFacts<'a> {
-    pub tool: &'a str,
-    pub effects: &'a [Effect],
+    /// The tool's facts: its name, effects, path and shell arguments, whether it edits.
+    pub tool: &'a ToolDef,
     pub arguments: &'a Value,
     pub mode: Mode,
     /// The workspace root (absolute); `None` for a conversation without a workspace.
@@ -61,13 +52,14 @@ pub struct CallFacts<'a> {
 pub fn decide(f: &CallFacts<'_>) -> Decision {
     let p = &f.settings.permissions;
     let deny = |reason: String, rule: Rule| Decision::Deny { reason, rule };
+    let (name, effects) = (f.tool.name.as_str(), f.tool.effects.as_slice());
 
     // 1. Tools refused outright.
-    if p.deny_tools.contains(f.tool) {
-        return deny(format!("the tool `{}` is refused by permissions.deny_tools", f.tool), Rule::DeniedTool);
+    if p.deny_tools.contains(name) {
+        return deny(format!("the tool `{name}` is refused by permissions.deny_tools"), Rule::DeniedTool);
     }
-    if f.overrides.deny_tools.contains(f.tool) {
-        return deny(format!("the tool `{}` was rejected for this session", f.tool), Rule::SessionReject);
+    if f.overrides.deny_tools.contains(name) {
+        return deny(format!("the tool `{name}` was rejected for this session"), Rule::SessionReject);
     }
 
     // 2. The workspace and protected paths.
@@ -76,18 +68,18 @@ pub fn decide(f: &CallFacts<'_>) -> Decision {
     }
 
     // 3. Shell commands: the deny list and the session's rejections.
-    let shell = if f.tool == SHELL_TOOL { Some(ShellCheck::new(f)) } else { None };
+    let shell = f.tool.shell.as_deref().map(|arg| ShellCheck::new(f, arg));
     if let Some(refusal) = shell.as_ref().and_then(|sh| sh.refusal.clone()) {
         return refusal;
     }
 
     // 4. The network policy.
-    let net_effect = f.effects.iter().any(|e| matches!(e, Effect::NetRead | Effect::NetWrite));
+    let net_effect = effects.iter().any(|e| matches!(e, Effect::NetRead | Effect::NetWrite));
     if net_effect {
         match f.settings.network.policy {
             NetworkPolicy::Allow => {}
             NetworkPolicy::Deny => {
-                return deny(format!("network access is refused by the network policy (`{}`)", f.tool), Rule::Network);
+                return deny(format!("network access is refused by the network policy (`{name}`)"), Rule::Network);
             }
             NetworkPolicy::Allowlist => match f.arguments.get("url").and_then(Value::as_str).and_then(url_host) {
                 Some(host) if f.settings.host_allowed(&host) => {}
@@ -96,7 +88,7 @@ pub fn decide(f: &CallFacts<'_>) -> Decision {
                 }
                 None => {
                     return deny(
-                        format!("the network allow list needs an http(s) `url` argument to check (`{}`)", f.tool),
+                        format!("the network allow list needs an http(s) `url` argument to check (`{name}`)"),
                         Rule::Network,
                     );
                 }
@@ -107,42 +99,39 @@ pub fn decide(f: &CallFacts<'_>) -> Decision {
     if shell.as_ref().is_some_and(|sh| sh.read_only) {
         return Decision::Allow { network: false };
     }
-    let exec = f.effects.contains(&Effect::Exec) || f.tool == SHELL_TOOL;
+    let exec = effects.contains(&Effect::Exec) || shell.is_some();
     let network = net_effect || (exec && f.settings.network.policy == NetworkPolicy::Allow);
     let allow = Decision::Allow { network };
 
     // 5. The mode.
-    let class = Class::of(f.effects);
+    let class = Class::of(effects);
     match f.mode {
         Mode::Plan => match class {
             Class::Read => allow,
             Class::NetRead if p.network_in_plan_mode => allow,
             Class::NetRead => deny(
-                format!("plan mode does not reach the network here (network_in_plan_mode is off): `{}`", f.tool),
+                format!("plan mode does not reach the network here (network_in_plan_mode is off): `{name}`"),
                 Rule::Mode,
             ),
             Class::StateWrite | Class::SideEffect => {
-                deny(format!("plan mode is read-only: `{}` would {}", f.tool, class.what()), Rule::Mode)
+                deny(format!("plan mode is read-only: `{name}` would {}", class.what()), Rule::Mode)
             }
         },
         Mode::AcceptEdits => match class {
             Class::Read | Class::NetRead | Class::StateWrite => allow,
             Class::SideEffect => {
                 if let Some(sh) = &shell {
-                    let tool_allowed = p.allow_tools.contains(f.tool) || f.overrides.allow_tools.contains(f.tool);
+                    let tool_allowed = p.allow_tools.contains(name) || f.overrides.allow_tools.contains(name);
                     return sh.verdict(tool_allowed, true, network);
                 }
-                if FILE_EDIT_TOOLS.contains(&f.tool)
-                    || p.allow_tools.contains(f.tool)
-                    || f.overrides.allow_tools.contains(f.tool)
-                {
+                if f.tool.edits || p.allow_tools.contains(name) || f.overrides.allow_tools.contains(name) {
                     return allow;
                 }
                 Decision::Ask {
-                    reason: format!("accept-edits mode asks before `{}` runs: it would {}", f.tool, class.what()),
-                    risk: risk(f.effects),
+                    reason: format!("accept-edits mode asks before `{name}` runs: it would {}", class.what()),
+                    risk: risk(effects),
                     network,
-                    remember: Remember::Tool(f.tool.to_string()),
+                    remember: Remember::Tool(name.to_string()),
                 }
             }
         },
@@ -200,23 +189,23 @@ fn risk(effects: &[Effect]) -> Risk {
     }
 }
 
-/// Rule 2: the workspace boundary and protected paths of file and shell tools.
+/// Rule 2: the workspace boundary and protected paths, for tools that act in the workspace
+/// or name paths.
 fn check_paths(f: &CallFacts<'_>) -> Option<Decision> {
-    let is_file_tool = FILE_TOOLS.contains(&f.tool);
-    if !is_file_tool && f.tool != SHELL_TOOL {
+    if !f.tool.workspace && f.tool.paths.is_empty() {
         return None;
     }
     let Some(root) = f.workspace else {
         return Some(Decision::Deny {
-            reason: format!("`{}` needs a workspace and this conversation has none", f.tool),
+            reason: format!("`{}` needs a workspace and this conversation has none", f.tool.name),
             rule: Rule::Workspace,
         });
     };
     let root = crate::paths::lexical(root);
-    for arg in path_arguments(f.arguments) {
+    for (access, arg) in f.tool.path_values(f.arguments) {
         let Some(arg) = arg else {
             return Some(Decision::Deny {
-                reason: format!("`{}` was given a path that is not a string", f.tool),
+                reason: format!("`{}` was given a path that is not a string", f.tool.name),
                 rule: Rule::Workspace,
             });
         };
@@ -237,7 +226,9 @@ fn check_paths(f: &CallFacts<'_>) -> Option<Decision> {
                 rule: Rule::Workspace,
             });
         }
-        let why = if is_file_tool && !LISTING_TOOLS.contains(&f.tool) {
+        // Listing names or working in a directory reads no contents: protected paths do not
+        // apply (listing bodies skip hidden files anyway), the workspace boundary does.
+        let why = if access.touches_contents() {
             protected(&path, Some(&root), &f.settings.permissions.protected_paths)
         } else {
             None
@@ -250,21 +241,6 @@ fn check_paths(f: &CallFacts<'_>) -> Option<Decision> {
         }
     }
     None
-}
-
-/// The path arguments of a call: `Some(text)` per string, `None` per value of a path key
-/// that is not a string (refused).
-fn path_arguments(args: &Value) -> Vec<Option<&str>> {
-    let mut out = Vec::new();
-    for key in PATH_KEYS {
-        match args.get(key) {
-            None | Some(Value::Null) => {}
-            Some(Value::String(s)) => out.push(Some(s.as_str())),
-            Some(Value::Array(items)) => out.extend(items.iter().map(Value::as_str)),
-            Some(_) => out.push(None),
-        }
-    }
-    out
 }
 
 /// What the deny and allow lists say about a shell call.
@@ -282,9 +258,9 @@ struct ShellCheck {
 }
 
 impl ShellCheck {
-    fn new(f: &CallFacts<'_>) -> ShellCheck {
+    fn new(f: &CallFacts<'_>, arg: &str) -> ShellCheck {
         let p = &f.settings.permissions;
-        let line = f.arguments.get("command").and_then(Value::as_str).unwrap_or("");
+        let line = f.arguments.get(arg).and_then(Value::as_str).unwrap_or("");
         let mut check =
             ShellCheck { refusal: None, unlisted: Vec::new(), doubtful: Vec::new(), unsure: None, read_only: false };
         let deny = |reason: String, rule: Rule| Some(Decision::Deny { reason, rule });

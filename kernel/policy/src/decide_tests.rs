@@ -1,5 +1,7 @@
 use serde_json::json;
 
+use superpi_proto::tool::{PathAccess, PathArg};
+
 use super::*;
 use crate::pattern::CommandPattern;
 use crate::settings::Network;
@@ -30,8 +32,7 @@ fn patterns(list: &[&str]) -> Vec<CommandPattern> {
 
 fn run(tool: &str, effects: &[Effect], args: Value, mode: Mode, s: &Settings, o: &Overrides) -> Decision {
     decide(&CallFacts {
-        tool,
-        effects,
+        tool: &crate::test_tools::tool(tool, effects),
         arguments: &args,
         mode,
         workspace: Some(Path::new(ROOT)),
@@ -363,7 +364,27 @@ fn workspace_confinement() {
     assert_eq!(file_tool("read", json!({"path": "~/.bashrc"}), &s), "D:workspace");
     assert_eq!(file_tool("grep", json!({"pattern": "x", "path": "/"}), &s), "D:workspace");
     assert_eq!(file_tool("ls", json!({"path": 3}), &s), "D:workspace");
-    assert_eq!(file_tool("read", json!({"paths": ["a", "/tmp/b"]}), &s), "D:workspace");
+    // Any tool's facts name its paths: every item of an array of paths is checked.
+    let many = ToolDef {
+        name: "mcp_copy".into(),
+        effects: vec![FsWrite],
+        paths: vec![PathArg { arg: "paths".into(), access: PathAccess::Write }],
+        ..Default::default()
+    };
+    let facts = |args: Value| {
+        code(&decide(&CallFacts {
+            tool: &many,
+            arguments: &args,
+            mode: Mode::Auto,
+            workspace: Some(Path::new(ROOT)),
+            settings: &s,
+            overrides: &Overrides::default(),
+        }))
+    };
+    assert_eq!(facts(json!({"paths": ["a", "/tmp/b"]})), "D:workspace");
+    assert_eq!(facts(json!({"paths": ["a", ".env"]})), "D:protected_path");
+    assert_eq!(facts(json!({"paths": ["a", "b"], "other": "/etc"})), "A");
+    assert_eq!(file_tool("read", json!({"file_path": "/etc/x"}), &s), "A", "not a path the tool names");
     assert_eq!(file_tool("find", json!({"pattern": "*.rs"}), &s), "A");
     assert_eq!(
         code(&run("bash", &[Exec], json!({"command": "ls", "cwd": "/tmp"}), Mode::Auto, &s, &Overrides::default())),
@@ -384,8 +405,7 @@ fn workspace_confinement() {
     let o = Overrides::default();
     for tool in ["read", "ls", "bash"] {
         let d = decide(&CallFacts {
-            tool,
-            effects: &[Read],
+            tool: &crate::test_tools::tool(tool, &[Read]),
             arguments: &json!({"path": "/abs"}),
             mode: Mode::Auto,
             workspace: None,
@@ -395,8 +415,7 @@ fn workspace_confinement() {
         assert_eq!(code(&d), "D:workspace", "{tool}");
     }
     let d = decide(&CallFacts {
-        tool: "web_fetch",
-        effects: &[NetRead],
+        tool: &crate::test_tools::tool("web_fetch", &[NetRead]),
         arguments: &json!({"url": "https://x.org"}),
         mode: Mode::Plan,
         workspace: None,

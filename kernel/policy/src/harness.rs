@@ -7,6 +7,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use superpi_proto::ToolDef;
 use superpi_proto::method::HarnessInfo;
+use superpi_proto::tool::Effect;
 
 use crate::error::{ConfigError, key_path, line_col};
 use crate::mode::Mode;
@@ -16,13 +17,6 @@ pub const HARNESS_FILE: &str = "harnesses.toml";
 
 /// The harness used when none is named.
 pub const DEFAULT_HARNESS: &str = "superpi-code";
-
-/// The built-in tools, in the order they are offered.
-pub const BUILTIN_TOOLS: [&str; 7] = ["read", "write", "edit", "bash", "grep", "find", "ls"];
-
-/// Built-in tools that touch the workspace's files or run a shell: a harness without a
-/// workspace cannot offer them.
-pub const WORKSPACE_TOOLS: [&str; 7] = BUILTIN_TOOLS;
 
 /// Where a harness's tools act.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -90,8 +84,10 @@ impl From<&Harness> for HarnessInfo {
     }
 }
 
-fn builtins() -> Vec<Harness> {
-    let tools = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+/// The built-in harnesses over the tools a kernel has, chosen by their facts: the code
+/// harness offers every tool, the planner those that only read local files.
+fn builtins(available: &[ToolDef]) -> Vec<Harness> {
+    let tools = |keep: fn(&ToolDef) -> bool| available.iter().filter(|t| keep(t)).map(|t| t.name.clone()).collect();
     vec![
         Harness {
             id: "superpi-code".into(),
@@ -101,7 +97,7 @@ fn builtins() -> Vec<Harness> {
                      anything, keep changes small and focused, run the project's checks when you can, and say \
                      plainly what you did and what you could not do."
                 .into(),
-            tools: tools(&BUILTIN_TOOLS),
+            tools: tools(|_| true),
             default_mode: Mode::AcceptEdits,
             max_mode: Mode::Auto,
             workspace: WorkspaceKind::Repo,
@@ -114,7 +110,7 @@ fn builtins() -> Vec<Harness> {
                      it or run commands. Study the code, then give a concrete, ordered plan naming the files \
                      and functions involved and the risks."
                 .into(),
-            tools: tools(&["read", "grep", "find", "ls"]),
+            tools: tools(|t| !t.effects.is_empty() && t.effects.iter().all(|e| *e == Effect::Read)),
             default_mode: Mode::Plan,
             max_mode: Mode::Plan,
             workspace: WorkspaceKind::Repo,
@@ -143,31 +139,33 @@ pub struct UnknownHarness {
 }
 
 /// The harnesses a kernel knows: the built-ins, then those of the user's `harnesses.toml`.
+/// Both are made over the tools the kernel has (their facts pick the built-ins' loadouts and
+/// check the file's).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Harnesses {
     list: Vec<Harness>,
 }
 
 impl Harnesses {
-    /// Only the built-in harnesses.
-    pub fn builtin() -> Self {
-        Harnesses { list: builtins() }
+    /// Only the built-in harnesses, over the tools `available`.
+    pub fn builtin(available: &[ToolDef]) -> Self {
+        Harnesses { list: builtins(available) }
     }
 
     /// The built-ins plus `CONFIG_DIR/harnesses.toml` when it exists.
-    pub fn load(config_dir: &Path) -> Result<Self, ConfigError> {
+    pub fn load(config_dir: &Path, available: &[ToolDef]) -> Result<Self, ConfigError> {
         let path = config_dir.join(HARNESS_FILE);
         match std::fs::read_to_string(&path) {
-            Ok(text) => Self::with_file(&text, &path),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::builtin()),
+            Ok(text) => Self::with_file(&text, &path, available),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::builtin(available)),
             Err(source) => Err(ConfigError::Read { path, source }),
         }
     }
 
     /// The built-ins plus the harnesses of `text`, a harness file read from `path` (named in
     /// errors).
-    pub fn with_file(text: &str, path: &Path) -> Result<Self, ConfigError> {
-        let mut harnesses = Self::builtin();
+    pub fn with_file(text: &str, path: &Path, available: &[ToolDef]) -> Result<Self, ConfigError> {
+        let mut harnesses = Self::builtin(available);
         let file = parse_file(text, path)?;
         for (id, entry) in file.harnesses {
             let key = format!("harnesses.{id}");
@@ -178,7 +176,7 @@ impl Harnesses {
                     "a built-in harness cannot be redefined; choose another id",
                 ));
             }
-            harnesses.list.push(entry.into_harness(id, path, &key)?);
+            harnesses.list.push(entry.into_harness(id, path, &key, available)?);
         }
         Ok(harnesses)
     }
@@ -265,7 +263,7 @@ fn toml_error(text: &str, path: &Path, key: String, e: &toml::de::Error) -> Conf
 }
 
 impl HarnessEntry {
-    fn into_harness(self, id: String, path: &Path, key: &str) -> Result<Harness, ConfigError> {
+    fn into_harness(self, id: String, path: &Path, key: &str, available: &[ToolDef]) -> Result<Harness, ConfigError> {
         let bad = |field: &str, message: String| ConfigError::invalid(path, format!("{key}{field}"), message);
         if !valid_id(&id) {
             return Err(bad("", "a harness id is 1 to 64 characters of a-z, 0-9, `-` and `_`".into()));
@@ -285,10 +283,11 @@ impl HarnessEntry {
             if self.tools[..i].contains(tool) {
                 return Err(bad(&format!(".tools[{i}]"), format!("tool `{tool}` is listed twice")));
             }
-            if self.workspace == WorkspaceKind::None && WORKSPACE_TOOLS.contains(&tool.as_str()) {
+            let in_workspace = available.iter().any(|t| &t.name == tool && t.workspace);
+            if self.workspace == WorkspaceKind::None && in_workspace {
                 return Err(bad(
                     &format!(".tools[{i}]"),
-                    format!("a harness with workspace \"none\" cannot offer the file or shell tool `{tool}`"),
+                    format!("a harness with workspace \"none\" cannot offer `{tool}`, which acts in a workspace"),
                 ));
             }
         }

@@ -1,7 +1,8 @@
 use super::*;
+use crate::test_tools::builtin_tools;
 
 fn file(text: &str) -> Result<Harnesses, ConfigError> {
-    Harnesses::with_file(text, Path::new("/cfg/harnesses.toml"))
+    Harnesses::with_file(text, Path::new("/cfg/harnesses.toml"), &builtin_tools())
 }
 
 fn err(text: &str) -> String {
@@ -10,10 +11,11 @@ fn err(text: &str) -> String {
 
 #[test]
 fn builtins_are_as_specified() {
-    let hs = Harnesses::builtin();
+    let hs = Harnesses::builtin(&builtin_tools());
     assert_eq!(hs.ids(), ["superpi-code", "superpi-planner", "superpi-assistant"]);
     let code = hs.get("superpi-code").unwrap();
-    assert_eq!(code.tools, BUILTIN_TOOLS.map(String::from));
+    let all: Vec<String> = builtin_tools().into_iter().map(|t| t.name).collect();
+    assert_eq!(code.tools, all);
     assert_eq!(
         (code.default_mode, code.max_mode, code.workspace),
         (Mode::AcceptEdits, Mode::Auto, WorkspaceKind::Repo)
@@ -34,7 +36,7 @@ fn builtins_are_as_specified() {
 
 #[test]
 fn short_ids_resolve_and_unknown_ids_list_the_known() {
-    let hs = Harnesses::builtin();
+    let hs = Harnesses::builtin(&builtin_tools());
     assert_eq!(hs.get("planner").unwrap().id, "superpi-planner");
     assert_eq!(hs.resolve(Some("assistant")).unwrap().id, "superpi-assistant");
     let e = hs.get("superpi-nope").unwrap_err();
@@ -47,7 +49,7 @@ fn short_ids_resolve_and_unknown_ids_list_the_known() {
 
 #[test]
 fn harness_info_conversion() {
-    let hs = Harnesses::builtin();
+    let hs = Harnesses::builtin(&builtin_tools());
     let info = HarnessInfo::from(hs.get("superpi-planner").unwrap());
     assert_eq!(
         info,
@@ -67,15 +69,9 @@ fn harness_info_conversion() {
 
 #[test]
 fn loadout_filters_available_tools() {
-    let tool = |name: &str| ToolDef {
-        name: name.into(),
-        description: String::new(),
-        input_schema: serde_json::json!({"type": "object"}),
-        output_schema: None,
-        effects: vec![],
-    };
+    let tool = |name: &str| ToolDef { name: name.into(), ..Default::default() };
     let available: Vec<ToolDef> = ["ls", "write", "read", "bash", "grep", "find", "edit"].map(tool).into();
-    let hs = Harnesses::builtin();
+    let hs = Harnesses::builtin(&builtin_tools());
     let names = |h: &Harness| h.loadout(&available).into_iter().map(|t| t.name).collect::<Vec<_>>();
     assert_eq!(names(hs.get("superpi-planner").unwrap()), ["read", "grep", "find", "ls"]);
     assert_eq!(names(hs.get("superpi-code").unwrap()).len(), 7);
@@ -123,7 +119,7 @@ workspace = "none"
     // A ceiling below accept-edits lowers the default.
     let low = file("[harnesses.low]\ntools = []\nmax_mode = \"plan\"\n").unwrap();
     assert_eq!(low.get("low").unwrap().default_mode, Mode::Plan);
-    assert_eq!(file("").unwrap(), Harnesses::builtin());
+    assert_eq!(file("").unwrap(), Harnesses::builtin(&builtin_tools()));
 }
 
 #[test]
@@ -152,8 +148,8 @@ fn file_errors_name_the_file_and_the_key() {
     );
     assert_eq!(
         err("[harnesses.x]\ntools = [\"web\", \"bash\"]\nworkspace = \"none\"\n"),
-        "/cfg/harnesses.toml: key `harnesses.x.tools[1]`: a harness with workspace \"none\" cannot offer the file \
-         or shell tool `bash`"
+        "/cfg/harnesses.toml: key `harnesses.x.tools[1]`: a harness with workspace \"none\" cannot offer `bash`, \
+         which acts in a workspace"
     );
     assert_eq!(
         err("[harnesses.x]\ntools = [\"a\", \"a\"]\n"),
@@ -177,16 +173,16 @@ fn file_errors_name_the_file_and_the_key() {
 #[test]
 fn load_reads_the_config_dir() {
     let dir = tempfile::tempdir().unwrap();
-    assert_eq!(Harnesses::load(dir.path()).unwrap(), Harnesses::builtin());
+    assert_eq!(Harnesses::load(dir.path(), &builtin_tools()).unwrap(), Harnesses::builtin(&builtin_tools()));
     std::fs::write(dir.path().join(HARNESS_FILE), "[harnesses.mine]\ntools = [\"read\"]\n").unwrap();
-    assert!(Harnesses::load(dir.path()).unwrap().get("mine").is_ok());
+    assert!(Harnesses::load(dir.path(), &builtin_tools()).unwrap().get("mine").is_ok());
     std::fs::write(dir.path().join(HARNESS_FILE), "[harnesses.mine]\n").unwrap();
-    let e = Harnesses::load(dir.path()).unwrap_err();
+    let e = Harnesses::load(dir.path(), &builtin_tools()).unwrap_err();
     assert_eq!(e.path(), dir.path().join(HARNESS_FILE));
     assert_eq!(e.key(), Some("harnesses.mine"));
     // A directory in the file's place is a read error naming the file.
     let dir2 = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir2.path().join(HARNESS_FILE)).unwrap();
-    let e = Harnesses::load(dir2.path()).unwrap_err();
+    let e = Harnesses::load(dir2.path(), &builtin_tools()).unwrap_err();
     assert!(matches!(e, ConfigError::Read { ref path, .. } if *path == dir2.path().join(HARNESS_FILE)));
 }

@@ -20,21 +20,23 @@
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # let config_dir = std::env::temp_dir().join("superpi-policy-doc-none");
 //! # let workspace = std::path::PathBuf::from("/work/repo");
+//! // The tools' facts come from the sandbox's registry.
+//! let tools = superpi_sandbox::ToolRegistry::builtin().defs();
 //! // At start: a bad file is an error naming the file and the key.
-//! let harnesses = Harnesses::load(&config_dir)?;
+//! let harnesses = Harnesses::load(&config_dir, &tools)?;
 //! // Per conversation: the user's settings, tightened by the workspace's.
 //! let settings = Settings::load(&config_dir, Some(&workspace))?;
 //! let harness = harnesses.resolve(Some("superpi-code"))?.clone();
 //! let mut policy = ConversationPolicy::new(harness, settings, Some(workspace), Caller::Remote, Some(Mode::Auto));
 //! assert_eq!(policy.mode(), Mode::AcceptEdits); // a remote request only tightens
 //!
-//! // Per tool call.
+//! // Per tool call, from the tool's facts (here a shell tool: its `command` is read).
 //! let bash = ToolDef {
 //!     name: "bash".into(),
-//!     description: String::new(),
-//!     input_schema: json!({}),
-//!     output_schema: None,
 //!     effects: vec![Effect::Exec, Effect::FsWrite],
+//!     workspace: true,
+//!     shell: Some("command".into()),
+//!     ..Default::default()
 //! };
 //! let decision = policy.decide(&bash, &json!({"command": "make test"}));
 //! let decision = match decision {
@@ -69,6 +71,8 @@ pub mod verdict;
 
 #[cfg(test)]
 mod props_tests;
+#[cfg(test)]
+mod test_tools;
 
 pub use conversation::ConversationPolicy;
 pub use decide::{Answer, CallFacts, Decision, Overrides, Remember, Risk, Rule, decide};

@@ -117,7 +117,7 @@ mod tests {
     }
 
     fn harness(id: &str) -> Harness {
-        Harnesses::builtin().get(id).unwrap().clone()
+        Harnesses::builtin(&crate::test_tools::builtin_tools()).get(id).unwrap().clone()
     }
 
     #[test]
@@ -167,7 +167,7 @@ mod tests {
             for remote_default in Mode::ALL.into_iter().filter(|m| *m <= remote_max) {
                 s.remote.max_mode = remote_max;
                 s.remote.default_mode = remote_default;
-                for h in Harnesses::builtin().iter() {
+                for h in Harnesses::builtin(&crate::test_tools::builtin_tools()).iter() {
                     for req in [None, Some(Mode::Plan), Some(Mode::AcceptEdits), Some(Mode::Auto)] {
                         let local = effective_mode(req, h, Caller::Local, &s);
                         let remote = effective_mode(req, h, Caller::Remote, &s);

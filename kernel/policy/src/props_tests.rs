@@ -23,8 +23,7 @@ fn settings() -> Settings {
 
 fn bash(line: &str, mode: Mode, s: &Settings) -> Decision {
     decide(&CallFacts {
-        tool: "bash",
-        effects: &[Effect::Exec, Effect::FsWrite],
+        tool: &crate::test_tools::tool("bash", &[Effect::Exec, Effect::FsWrite]),
         arguments: &json!({ "command": line }),
         mode,
         workspace: Some(std::path::Path::new("/w")),

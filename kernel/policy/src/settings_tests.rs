@@ -248,6 +248,8 @@ fn settings_md_examples_parse() {
     assert_eq!(tightened.network.policy, NetworkPolicy::Deny);
     let toml = blocks("toml");
     assert_eq!(toml.len(), 1);
-    let hs = crate::harness::Harnesses::with_file(&toml[0], Path::new("SETTINGS.md")).unwrap();
+    let hs =
+        crate::harness::Harnesses::with_file(&toml[0], Path::new("SETTINGS.md"), &crate::test_tools::builtin_tools())
+            .unwrap();
     assert_eq!(hs.get("reviewer").unwrap().max_mode, Mode::AcceptEdits);
 }

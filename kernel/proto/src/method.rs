@@ -350,15 +350,8 @@ pub struct ToolCallParams {
     pub call_id: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCallResult {
-    pub output: String,
-    pub is_error: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub structured: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<Value>,
-}
+/// `tool.call`'s result: the one result type of a tool call.
+pub use crate::tool::ToolCallResult;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KernelStatus {

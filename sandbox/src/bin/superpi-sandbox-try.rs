@@ -26,7 +26,7 @@ async fn main() {
         call_id: "try".into(),
         name: args[3].clone(),
         arguments: serde_json::from_str(&args[4]).unwrap(),
-        workspace: PathBuf::from(&args[1]),
+        workspace: Some(PathBuf::from(&args[1])),
         network: false,
         timeout: None,
     };

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::json;
 
 use super::{Args, Ctx};
-use crate::ToolOutcome;
+use crate::ToolCallResult;
 
 const READ_DEFAULT_LINES: usize = 2000;
 const READ_MAX_BYTES: usize = 50 * 1024;
@@ -24,7 +24,7 @@ fn io_err(tool: &str, shown: &str, e: std::io::Error) -> String {
     format!("{tool}: {shown}: {why}")
 }
 
-pub(crate) fn read(ctx: &Ctx, args: &Args) -> Result<ToolOutcome, String> {
+pub(crate) fn read(ctx: &Ctx, args: &Args) -> Result<ToolCallResult, String> {
     args.allow_only(&["path", "offset", "limit"])?;
     let raw = args.string("path")?;
     let path = ctx.resolve("read", "path", raw, false)?;
@@ -92,7 +92,7 @@ pub(crate) fn read(ctx: &Ctx, args: &Args) -> Result<ToolOutcome, String> {
     if total == 0 {
         text.push_str("(empty file)\n");
     }
-    Ok(ToolOutcome {
+    Ok(ToolCallResult {
         output: text,
         is_error: false,
         structured: Some(json!({
@@ -133,7 +133,7 @@ fn write_atomic(tool: &str, shown: &str, path: &Path, content: &[u8]) -> Result<
     Ok(())
 }
 
-pub(crate) fn write(ctx: &Ctx, args: &Args) -> Result<ToolOutcome, String> {
+pub(crate) fn write(ctx: &Ctx, args: &Args) -> Result<ToolCallResult, String> {
     args.allow_only(&["path", "content"])?;
     let raw = args.string("path")?;
     let content = args.string("content")?;
@@ -144,7 +144,7 @@ pub(crate) fn write(ctx: &Ctx, args: &Args) -> Result<ToolOutcome, String> {
     }
     let created = !path.exists();
     write_atomic("write", &shown, &path, content.as_bytes())?;
-    Ok(ToolOutcome {
+    Ok(ToolCallResult {
         output: format!("{} {shown} ({} bytes)", if created { "Created" } else { "Wrote" }, content.len()),
         is_error: false,
         structured: Some(json!({"path": shown, "bytes": content.len(), "created": created})),
@@ -152,7 +152,7 @@ pub(crate) fn write(ctx: &Ctx, args: &Args) -> Result<ToolOutcome, String> {
     })
 }
 
-pub(crate) fn edit(ctx: &Ctx, args: &Args) -> Result<ToolOutcome, String> {
+pub(crate) fn edit(ctx: &Ctx, args: &Args) -> Result<ToolCallResult, String> {
     args.allow_only(&["path", "old_string", "new_string", "replace_all"])?;
     let raw = args.string("path")?;
     let old = args.string("old_string")?;
@@ -192,7 +192,7 @@ pub(crate) fn edit(ctx: &Ctx, args: &Args) -> Result<ToolOutcome, String> {
         diff.truncate(cut);
         diff.push_str("\n[diff truncated]\n");
     }
-    Ok(ToolOutcome {
+    Ok(ToolCallResult {
         output: format!("Edited {shown}: {count} replacement{}", if count == 1 { "" } else { "s" }),
         is_error: false,
         structured: Some(json!({"path": shown, "replacements": count})),
@@ -200,7 +200,7 @@ pub(crate) fn edit(ctx: &Ctx, args: &Args) -> Result<ToolOutcome, String> {
     })
 }
 
-pub(crate) fn ls(ctx: &Ctx, args: &Args) -> Result<ToolOutcome, String> {
+pub(crate) fn ls(ctx: &Ctx, args: &Args) -> Result<ToolCallResult, String> {
     args.allow_only(&["path", "limit"])?;
     let raw = args.opt_string("path")?.unwrap_or(".");
     let limit = args.opt_count("limit")?.unwrap_or(LS_DEFAULT);
@@ -226,7 +226,7 @@ pub(crate) fn ls(ctx: &Ctx, args: &Args) -> Result<ToolOutcome, String> {
     if total == 0 {
         text = "(empty directory)".into();
     }
-    Ok(ToolOutcome {
+    Ok(ToolCallResult {
         output: text,
         is_error: false,
         structured: Some(json!({"entries": entries, "truncated": truncated})),
@@ -236,13 +236,13 @@ pub(crate) fn ls(ctx: &Ctx, args: &Args) -> Result<ToolOutcome, String> {
 
 /// The read tool's answer for text that came from elsewhere (an editor's unsaved buffer):
 /// the same window, numbering and caps as a read from disk. Pure: nothing is touched.
-pub fn format_read(shown: &str, content: &str, offset: Option<usize>, limit: Option<usize>) -> ToolOutcome {
+pub fn format_read(shown: &str, content: &str, offset: Option<usize>, limit: Option<usize>) -> ToolCallResult {
     let offset = offset.unwrap_or(1).max(1);
     let limit = limit.unwrap_or(READ_DEFAULT_LINES).max(1);
     let lines: Vec<&str> = content.lines().collect();
     let total = lines.len();
     if offset > total.max(1) {
-        return ToolOutcome::error(format!("read: `offset` {offset} is past the end of {shown} ({total} lines)"));
+        return ToolCallResult::error(format!("read: `offset` {offset} is past the end of {shown} ({total} lines)"));
     }
     let mut text = String::new();
     let mut last = offset.saturating_sub(1);
@@ -266,7 +266,7 @@ pub fn format_read(shown: &str, content: &str, offset: Option<usize>, limit: Opt
     if total == 0 {
         text.push_str("(empty file)\n");
     }
-    ToolOutcome {
+    ToolCallResult {
         output: text,
         is_error: false,
         structured: Some(json!({

@@ -2,12 +2,12 @@
 //!
 //! The kernel never touches the files of a call itself. The `superpi` binary dispatches the
 //! hidden subcommand [`TOOL_SUBCOMMAND`] to [`tool_main`], which reads one [`Request`] as JSON
-//! on stdin and writes one [`ToolOutcome`] as JSON on stdout. It runs already confined: the
+//! on stdin and writes one [`ToolCallResult`] as JSON on stdout. It runs already confined: the
 //! checks here only give clear errors ("outside the workspace") before the OS refuses.
 
-mod files;
+pub(crate) mod files;
 pub use files::format_read;
-mod search;
+pub(crate) mod search;
 
 use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
@@ -15,7 +15,8 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::ToolOutcome;
+use crate::ToolCallResult;
+use crate::registry::Runner;
 
 /// The hidden subcommand of the `superpi` binary that must call [`tool_main`].
 pub const TOOL_SUBCOMMAND: &str = "__sandbox-tool";
@@ -44,7 +45,7 @@ pub fn tool_main() -> i32 {
     }
     let outcome = match serde_json::from_slice::<Request>(&input) {
         Ok(request) => run(&request),
-        Err(e) => ToolOutcome::error(format!("tool runner: bad request: {e}")),
+        Err(e) => ToolCallResult::error(format!("tool runner: bad request: {e}")),
     };
     let mut stdout = std::io::stdout().lock();
     match serde_json::to_writer(&mut stdout, &outcome).and_then(|_| stdout.flush().map_err(serde_json::Error::io)) {
@@ -56,24 +57,20 @@ pub fn tool_main() -> i32 {
     }
 }
 
-pub(crate) fn run(request: &Request) -> ToolOutcome {
+pub(crate) fn run(request: &Request) -> ToolCallResult {
     let ctx = Ctx { workspace: request.workspace.clone(), read_roots: request.read_roots.clone() };
     let args = match &request.arguments {
         Value::Object(map) => map.clone(),
         Value::Null => Map::new(),
-        _ => return ToolOutcome::error(format!("{}: the arguments must be a JSON object", request.tool)),
+        _ => return ToolCallResult::error(format!("{}: the arguments must be a JSON object", request.tool)),
     };
     let args = Args { tool: &request.tool, map: &args };
-    let result = match request.tool.as_str() {
-        "read" => files::read(&ctx, &args),
-        "write" => files::write(&ctx, &args),
-        "edit" => files::edit(&ctx, &args),
-        "ls" => files::ls(&ctx, &args),
-        "grep" => search::grep(&ctx, &args),
-        "find" => search::find(&ctx, &args),
-        other => Err(format!("unknown tool `{other}`")),
+    // The body comes from the built-in registry: this process knows no registered tools.
+    let result = match crate::ToolRegistry::builtin().entry(&request.tool).map(|e| e.runner.clone()) {
+        Some(Runner::File(body)) => body(&ctx, &args),
+        _ => Err(format!("unknown tool `{}` (not a file tool)", request.tool)),
     };
-    result.unwrap_or_else(ToolOutcome::error)
+    result.unwrap_or_else(ToolCallResult::error)
 }
 
 /// Typed access to the arguments, with errors that name the field.

@@ -9,7 +9,7 @@ use ignore::overrides::OverrideBuilder;
 use serde_json::json;
 
 use super::{Args, Ctx};
-use crate::ToolOutcome;
+use crate::ToolCallResult;
 
 const GREP_DEFAULT: usize = 100;
 const FIND_DEFAULT: usize = 1000;
@@ -34,7 +34,7 @@ fn cut(line: &str) -> String {
     }
 }
 
-pub(crate) fn grep(ctx: &Ctx, args: &Args) -> Result<ToolOutcome, String> {
+pub(crate) fn grep(ctx: &Ctx, args: &Args) -> Result<ToolCallResult, String> {
     args.allow_only(&["pattern", "path", "glob", "ignore_case", "literal", "limit"])?;
     let pattern = args.string("pattern")?;
     let root = ctx.resolve("grep", "path", args.opt_string("path")?.unwrap_or("."), false)?;
@@ -102,7 +102,7 @@ pub(crate) fn grep(ctx: &Ctx, args: &Args) -> Result<ToolOutcome, String> {
     if unreadable > 0 {
         text.push_str(&format!("[{unreadable} files or directories could not be read]\n"));
     }
-    Ok(ToolOutcome {
+    Ok(ToolCallResult {
         output: text,
         is_error: false,
         structured: Some(json!({"matches": matches, "truncated": truncated})),
@@ -110,7 +110,7 @@ pub(crate) fn grep(ctx: &Ctx, args: &Args) -> Result<ToolOutcome, String> {
     })
 }
 
-pub(crate) fn find(ctx: &Ctx, args: &Args) -> Result<ToolOutcome, String> {
+pub(crate) fn find(ctx: &Ctx, args: &Args) -> Result<ToolCallResult, String> {
     args.allow_only(&["pattern", "path", "limit"])?;
     let pattern = args.string("pattern")?;
     let root = ctx.resolve("find", "path", args.opt_string("path")?.unwrap_or("."), false)?;
@@ -144,7 +144,7 @@ pub(crate) fn find(ctx: &Ctx, args: &Args) -> Result<ToolOutcome, String> {
     if truncated {
         text.push_str(&format!("\n[stopped at {limit} results; narrow the pattern or raise limit]"));
     }
-    Ok(ToolOutcome {
+    Ok(ToolCallResult {
         output: text,
         is_error: false,
         structured: Some(json!({"paths": paths, "truncated": truncated})),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use superpi_sandbox::{Sandbox, SandboxConfig, ToolCall, ToolOutcome};
+use superpi_sandbox::{Sandbox, SandboxConfig, ToolCall, ToolCallResult};
 use tokio_util::sync::CancellationToken;
 
 pub struct Env {
@@ -55,17 +55,17 @@ impl Env {
             call_id: format!("call-{name}"),
             name: name.into(),
             arguments,
-            workspace: self.workspace.clone(),
+            workspace: Some(self.workspace.clone()),
             network: false,
             timeout: None,
         }
     }
 
-    pub async fn run(&self, name: &str, arguments: Value) -> ToolOutcome {
+    pub async fn run(&self, name: &str, arguments: Value) -> ToolCallResult {
         self.sandbox.run(self.call(name, arguments), CancellationToken::new(), None).await
     }
 
-    pub async fn bash(&self, command: &str) -> ToolOutcome {
+    pub async fn bash(&self, command: &str) -> ToolCallResult {
         self.run("bash", json!({ "command": command })).await
     }
 }
