@@ -35,7 +35,7 @@ fn handle(message: ClientJsonRpcMessage) {
             }
         }
         ClientRequest::GetPromptRequest(get) => {
-            let harnesses = Harnesses::builtin().infos();
+            let harnesses = Harnesses::builtin(&superpi_sandbox::ToolRegistry::builtin().defs()).infos();
             let _ = catalog::get_prompt(&get.params.name, get.params.arguments.as_ref(), &harnesses);
         }
         ClientRequest::ReadResourceRequest(read) => {
