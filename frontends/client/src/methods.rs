@@ -1,12 +1,12 @@
 //! The typed kernel methods of [`KernelClient`]: one short call each, over `request`.
 
 use serde_json::Value;
+use superpi_proto::ToolDef;
 use superpi_proto::method::{
     ConversationInfo, ConversationRef, ForkParams, HarnessInfo, HistoryResult, KernelStatus, ListParams, ListResult,
     Method, ModelInfo, OpenParams, PermissionRespondParams, SetModeParams, SubmitParams, SubmitResult, ToolListParams,
     ToolListResult,
 };
-use superpi_proto::ToolDef;
 
 use crate::{ClientError, KernelClient};
 

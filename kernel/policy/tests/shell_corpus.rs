@@ -30,9 +30,11 @@ enum Class {
 }
 
 fn decide_bash(line: &str, mode: Mode) -> Decision {
+    let registry = superpi_sandbox::ToolRegistry::builtin();
+    let shell_tool = registry.defs().into_iter().find(|t| t.shell.is_some()).unwrap();
+    assert_eq!(shell_tool.effects, [Effect::Exec, Effect::FsWrite]);
     decide(&CallFacts {
-        tool: "bash",
-        effects: &[Effect::Exec, Effect::FsWrite],
+        tool: &shell_tool,
         arguments: &json!({ "command": line }),
         mode,
         workspace: Some(Path::new("/work/repo")),
