@@ -31,7 +31,9 @@ enum Class {
 
 fn decide_bash(line: &str, mode: Mode) -> Decision {
     let registry = superpi_sandbox::ToolRegistry::builtin();
-    let shell_tool = registry.defs().into_iter().find(|t| t.shell.is_some()).unwrap();
+    let Some(shell_tool) = registry.defs().into_iter().find(|t| t.shell.is_some()) else {
+        panic!("the registry has no shell tool")
+    };
     assert_eq!(shell_tool.effects, [Effect::Exec, Effect::FsWrite]);
     decide(&CallFacts {
         tool: &shell_tool,
