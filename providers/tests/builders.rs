@@ -72,12 +72,22 @@ fn text() -> impl Strategy<Value = String> {
     prop_oneof![Just(String::new()), Just("  \n".to_string()), Just("hi".to_string()), Just("two words".to_string())]
 }
 
+fn arguments() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        3 => Just(json!({"path": "."})),
+        1 => Just(json!({})),
+        1 => Just(Value::Null),
+        1 => Just(json!("not an object")),
+        1 => Just(json!([1, 2])),
+    ]
+}
+
 fn block() -> impl Strategy<Value = ContentBlock> {
     prop_oneof![
         3 => text().prop_map(ContentBlock::text),
         1 => (text(), prop_oneof![Just(None), Just(Some("sig".to_string())), Just(Some("gemini:g".to_string()))], any::<bool>())
             .prop_map(|(thinking, signature, redacted)| ContentBlock::Thinking { thinking, signature, redacted }),
-        3 => (id(), name()).prop_map(|(id, name)| ContentBlock::ToolCall { id, name, arguments: json!({"path": "."}) }),
+        3 => (id(), name(), arguments()).prop_map(|(id, name, arguments)| ContentBlock::ToolCall { id, name, arguments }),
         3 => (id(), name(), text(), any::<bool>()).prop_map(|(tool_call_id, name, output, is_error)| ContentBlock::ToolResult {
             tool_call_id, name, output, is_error, structured: None, details: None,
         }),
