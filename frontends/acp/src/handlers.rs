@@ -4,11 +4,11 @@
 use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{
-    AvailableCommandsUpdate, CloseSessionRequest, CloseSessionResponse, ContentBlock, ContentChunk, CurrentModeUpdate,
-    ListSessionsRequest, ListSessionsResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
-    SessionConfigOptionValue, SessionId, SessionInfoUpdate, SessionModeId, SessionNotification, SessionUpdate,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
-    StopReason, TextContent,
+    AvailableCommandsUpdate, CloseSessionRequest, CloseSessionResponse, ConfigOptionUpdate, ContentBlock, ContentChunk,
+    CurrentModeUpdate, ListSessionsRequest, ListSessionsResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
+    PromptResponse, SessionConfigOptionValue, SessionId, SessionInfoUpdate, SessionModeId, SessionNotification,
+    SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse, StopReason, TextContent,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error};
@@ -132,7 +132,7 @@ pub(crate) async fn prompt(
 ) -> Result<PromptResponse, Error> {
     let kernel = server.kernel().await?;
     if let Some(command) = request::command(&content) {
-        return run_command(&kernel, &session, command, &cx).await;
+        return run_command(&server, &kernel, &session, command, &cx).await;
     }
     session.ensure_pump(&kernel, &cx).await.map_err(|e| request::kernel_error(e, Some(&session.id)))?;
     if session.needs_title()
@@ -157,6 +157,7 @@ pub(crate) async fn prompt(
 
 /// A slash command, answered by the agent itself as a short turn of its own.
 pub(crate) async fn run_command(
+    server: &Server,
     kernel: &KernelClient,
     session: &Session,
     command: request::Command,
@@ -181,6 +182,10 @@ pub(crate) async fn run_command(
                     .map_err(|e| request::kernel_error(e, Some(&session.id)))?;
                 session.update_settings(|s| s.mode = mode.clone());
                 let update = SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(SessionModeId::new(mode.clone())));
+                cx.send_notification(SessionNotification::new(session.id.clone(), update))?;
+                // Editors that show only config options see the change there.
+                let options = server.config_options(kernel, session).await;
+                let update = SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(options));
                 cx.send_notification(SessionNotification::new(session.id.clone(), update))?;
                 say(format!("Mode: {mode}."))?;
             }

@@ -392,6 +392,11 @@ async fn slash_commands_are_offered_and_answered_by_the_agent() {
                 .any(|u| matches!(&u.update, SessionUpdate::CurrentModeUpdate(m) if &*m.current_mode_id.0 == "plan")),
             "{updates:?}"
         );
+        let options = updates.iter().find_map(|u| match &u.update {
+            SessionUpdate::ConfigOptionUpdate(c) => Some(c.config_options.clone()),
+            _ => None,
+        });
+        assert_eq!(mode_select(&options.expect("a config option update")).0, "plan");
         cx.send_request(text_prompt(&sid, "/status")).block_task().await?;
         let status = agent_text(&seen.drain());
         assert!(status.contains("mode plan"), "{status}");

@@ -164,8 +164,13 @@ fn operands(args: &[&str], takes_argument: &[&str]) -> usize {
     count
 }
 
-/// `git SUBCOMMAND …` with a reading subcommand, no global option (`-c`, `-C`, `--git-dir`…).
+/// `git [--no-pager] SUBCOMMAND …` with a reading subcommand and no other global option
+/// (`-c`, `-C`, `--git-dir`…).
 fn git(args: &[&str]) -> bool {
+    let args = match args.first() {
+        Some(&("--no-pager" | "-P")) => &args[1..],
+        _ => args,
+    };
     let Some((sub, rest)) = args.split_first() else { return false };
     if !GIT_READING.contains(sub) || rest.iter().any(|a| GIT_REFUSED.iter().any(|r| a.starts_with(r))) {
         return false;
