@@ -59,7 +59,7 @@ fn line_of(parts: Vec<(String, &'static str)>) -> String {
 }
 
 /// Ways to run `rm -rf /` inside a line.
-const HIDDEN: [&str; 15] = [
+const HIDDEN: [&str; 26] = [
     "rm -rf /",
     "/bin/rm -rf /",
     "\\rm -rf /",
@@ -75,11 +75,37 @@ const HIDDEN: [&str; 15] = [
     "find . -exec sh -c 'rm -rf /' \\;",
     "env -S 'rm -rf /'",
     "env --split-string='rm -rf /'",
+    "if true; then rm -rf /; fi",
+    "for f in a; do rm -rf /; done",
+    "while false; do rm -rf /; done",
+    "case x in x) rm -rf / ;; esac",
+    "f() { rm -rf /; }",
+    "function g { rm -rf /; }",
+    "echo $(( $(rm -rf /) ))",
+    "echo ${x:-$(rm -rf /)}",
+    "[[ -n $(rm -rf /) ]]",
+    "cat <<EOF\n$(rm -rf /)\nEOF\n",
+    "cat <<EOF\nEO\\\nF\nrm -rf /\nEOF\n",
+];
+
+/// Words and operators of bash's grammar, for lines that exercise every branch of the reader.
+const TOKENS: [&str; 44] = [
+    "if", "then", "elif", "else", "fi", "for", "select", "x", "in", "do", "done", "while", "case", "esac", ";;", ";&",
+    "(", ")", "((", "))", "$((", "$(", "${", "}", "{", "<<EOF", "<<-'E'", "\n", "EOF", "[[", "]]", "=~", "|", "&&",
+    ";", "'", "\"", "`", "\\", "function", "f()", "<(", ">", "#",
 ];
 
 proptest! {
     #[test]
     fn the_shell_reader_never_panics(line in "[a-z $(){}<>|&;'\"`\\\\\n#*!=~-]{0,120}") {
+        let _ = shell::commands(&line);
+    }
+
+    #[test]
+    fn the_shell_reader_ends_on_any_sequence_of_grammar_tokens(
+        tokens in prop::collection::vec((0usize..TOKENS.len(), prop_oneof![Just(" "), Just("")]), 0..60),
+    ) {
+        let line: String = tokens.iter().map(|(i, sep)| format!("{}{sep}", TOKENS[*i])).collect();
         let _ = shell::commands(&line);
     }
 
