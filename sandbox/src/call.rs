@@ -43,6 +43,8 @@ pub(crate) struct Machine {
     masked: Arc<[CString]>,
     /// Makes the private namespaces ahead of calls (with `mounts`).
     namespaces: Option<Maker>,
+    temp_dirs: Arc<crate::tempdirs::TempDirs>,
+    opened: policy::OpenedPaths,
 }
 
 impl Machine {
@@ -80,6 +82,10 @@ impl Machine {
         }
         let masked: Arc<[CString]> = policy::masked_files().iter().filter_map(|p| c_path(p)).collect();
         let namespaces = if mounts { Maker::start(masked.clone()).ok() } else { None };
+        let mut read_exec: Vec<PathBuf> = policy::DEFAULT_READ_EXEC.iter().map(PathBuf::from).collect();
+        read_exec.extend(config.extra_read_paths.iter().cloned());
+        read_exec.push(config.shell.clone());
+        let devices: Vec<PathBuf> = policy::DEFAULT_DEVICES.iter().map(PathBuf::from).collect();
         Ok(Machine {
             abi,
             cgroup,
@@ -89,6 +95,11 @@ impl Machine {
             mounts,
             masked,
             namespaces,
+            // A private /dev/shm only where the call has its own mount namespace: a directory
+            // of the call's temp dir, bound there (landlock rules follow inodes, so the rule is
+            // on it).
+            temp_dirs: crate::tempdirs::TempDirs::new(mounts),
+            opened: policy::OpenedPaths::open(&read_exec, &devices),
         })
     }
 
@@ -254,42 +265,27 @@ impl Machine {
         cwd: &Path,
         runner: bool,
     ) -> Result<Setup, String> {
-        let tmp = tempfile::Builder::new()
-            .prefix("superpi-call-")
-            .tempdir()
-            .map_err(|e| format!("could not create the call's temp dir: {e}"))?;
-        let tmp_path = tmp.path().canonicalize().map_err(|e| e.to_string())?;
+        let crate::tempdirs::CallDir { dir: tmp, path: tmp_path, shm } = self.temp_dirs.take()?;
         let confined = !config.disabled;
 
-        let mut read_exec: Vec<PathBuf> = policy::DEFAULT_READ_EXEC.iter().map(PathBuf::from).collect();
-        read_exec.extend(config.extra_read_paths.iter().cloned());
-        read_exec.push(config.shell.clone());
+        // The kernel's own paths are opened once (`self.opened`); these are the call's.
+        let mut read_exec = Vec::new();
         if runner {
             read_exec.push(config.tool_exe.clone());
         }
         let spill_dir = conversation_spill_dir(config, call.conversation_id);
         let mut read_write = vec![workspace.to_path_buf(), tmp_path.clone()];
         read_write.extend(config.extra_write_paths.iter().cloned());
-        // A private /dev/shm only where the call has its own mount namespace: a directory of the
-        // call's temp dir, bound there. (Landlock rules follow inodes, so the rule is on it.)
-        let shm = if confined && self.mounts && Path::new("/dev/shm").is_dir() {
-            let dir = tmp_path.join("shm");
-            std::fs::create_dir(&dir).map_err(|e| format!("could not create the call's /dev/shm: {e}"))?;
-            let _ = std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o1777));
-            Some(dir)
-        } else {
-            None
-        };
         let mut landlock_rw = read_write.clone();
         landlock_rw.extend(shm.iter().cloned());
         let fs = FsPolicy {
             read_exec,
             read_only: if runner { vec![spill_dir] } else { Vec::new() },
             read_write: landlock_rw,
-            devices: policy::DEFAULT_DEVICES.iter().map(PathBuf::from).collect(),
+            devices: Vec::new(),
         };
         let landlock = if confined {
-            Some(policy::build_ruleset(&fs, self.abi, call.network).map_err(|e| e.to_string())?)
+            Some(policy::build_ruleset(&self.opened, &fs, self.abi, call.network).map_err(|e| e.to_string())?)
         } else {
             None
         };

@@ -33,6 +33,7 @@ mod registry;
 mod result;
 mod runner;
 mod spawn;
+mod tempdirs;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
