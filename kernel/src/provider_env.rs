@@ -38,7 +38,10 @@ pub(crate) fn judge(kernel: &Kernel, hello: &ClientHello) -> Verdict {
     let (Some(theirs), Some(ours)) = (&hello.provider_env, &kernel.config.provider_env) else {
         return Verdict::Same;
     };
-    let differences = differences(ours, &theirs.digests);
+    // The variables this kernel reads: the providers', and the custom models' `api_key_env`.
+    let entry_keys = kernel.catalog.providers.models.iter().filter_map(|m| m.api_key_env.as_deref());
+    let read: Vec<&str> = PROVIDER_VARIABLES.iter().copied().chain(entry_keys).collect();
+    let differences = differences(&read, ours, &theirs.digests);
     if differences.is_empty() {
         return Verdict::Same;
     }
@@ -58,11 +61,16 @@ struct KernelState {
     running_turns: u64,
 }
 
-/// The provider variables the frontend has and the kernel lacks or has with another value,
-/// in the order of [`PROVIDER_VARIABLES`] (names outside it are ignored).
-fn differences(ours: &BTreeMap<String, String>, theirs: &BTreeMap<String, String>) -> Vec<(&'static str, Difference)> {
-    PROVIDER_VARIABLES
-        .iter()
+/// The variables of `read` that the frontend has and the kernel lacks or has with another
+/// value, in the order of `read` (other names the frontend sends are ignored).
+fn differences<'a>(
+    read: &[&'a str],
+    ours: &BTreeMap<String, String>,
+    theirs: &BTreeMap<String, String>,
+) -> Vec<(&'a str, Difference)> {
+    let mut seen = std::collections::HashSet::new();
+    read.iter()
+        .filter(|name| seen.insert(**name))
         .filter_map(|name| match (ours.get(*name), theirs.get(*name)) {
             (None, Some(_)) => Some((*name, Difference::Missing)),
             (Some(a), Some(b)) if a != b => Some((*name, Difference::Changed)),
@@ -72,7 +80,7 @@ fn differences(ours: &BTreeMap<String, String>, theirs: &BTreeMap<String, String
 }
 
 fn verdict(
-    differences: &[(&'static str, Difference)],
+    differences: &[(&str, Difference)],
     frontend: &str,
     frontend_autostarts: bool,
     state: KernelState,
@@ -102,7 +110,7 @@ fn verdict(
 }
 
 /// "was started without A and B; your shell has them; and has another C than your shell".
-fn describe(differences: &[(&'static str, Difference)], frontend: &str) -> String {
+fn describe(differences: &[(&str, Difference)], frontend: &str) -> String {
     let whose = if frontend == "cli" { "your shell".to_string() } else { format!("`superpi {frontend}`") };
     let names = |kind: Difference| -> Vec<&str> {
         differences.iter().filter(|(_, d)| *d == kind).map(|(name, _)| *name).collect()

@@ -13,11 +13,18 @@ fn only_what_the_frontend_has_and_the_kernel_lacks_or_holds_otherwise_differs() 
     let ours = map(&[("OPENAI_API_KEY", "aa"), ("GEMINI_API_KEY", "gg"), ("SUPERPI_MODEL", "mm")]);
     let theirs = map(&[("OPENAI_API_KEY", "bb"), ("ANTHROPIC_API_KEY", "cc"), ("SUPERPI_MODEL", "mm"), ("PATH", "x")]);
     assert_eq!(
-        differences(&ours, &theirs),
+        differences(PROVIDER_VARIABLES, &ours, &theirs),
         [("OPENAI_API_KEY", Difference::Changed), ("ANTHROPIC_API_KEY", Difference::Missing)]
     );
     // The kernel's GEMINI_API_KEY, which the frontend lacks, is no difference.
-    assert!(differences(&ours, &map(&[])).is_empty());
+    assert!(differences(PROVIDER_VARIABLES, &ours, &map(&[])).is_empty());
+}
+
+#[test]
+fn a_custom_models_key_variable_is_compared_only_when_the_kernel_reads_it() {
+    let theirs = map(&[("OPENROUTER_API_KEY", "or"), ("STRIPE_API_KEY", "st")]);
+    let read = ["OPENAI_API_KEY", "OPENROUTER_API_KEY"];
+    assert_eq!(differences(&read, &map(&[]), &theirs), [("OPENROUTER_API_KEY", Difference::Missing)]);
 }
 
 #[test]
@@ -67,16 +74,8 @@ fn names_are_listed_in_order_with_and() {
 
 #[test]
 fn every_variable_the_providers_read_is_compared() {
-    for name in [
-        config::OPENAI_API_KEY,
-        config::ANTHROPIC_API_KEY,
-        config::GEMINI_API_KEY,
-        config::OPENAI_BASE_URL,
-        config::ANTHROPIC_BASE_URL,
-        config::GEMINI_BASE_URL,
-        config::SUPERPI_OPENAI_AUTH_COMMAND,
-        config::SUPERPI_MODEL,
-    ] {
+    let vendors = superpi_providers::vendor::WIRE_APIS.iter().flat_map(|api| [api.key_var(), api.base_url_var()]);
+    for name in vendors.chain([config::SUPERPI_OPENAI_AUTH_COMMAND, config::SUPERPI_MODEL]) {
         assert!(PROVIDER_VARIABLES.contains(&name), "{name} is not in PROVIDER_VARIABLES");
     }
 }

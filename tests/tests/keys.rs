@@ -141,3 +141,26 @@ async fn an_autostarted_kernel_running_a_turn_is_not_replaced_and_says_so() {
     assert_eq!(env.kernel_pid(), Some(pid));
     assert_eq!(client.cancel(conv).await.unwrap()["cancelled"], true, "the turn still runs");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_custom_models_key_variable_exported_later_takes_effect() {
+    let fake = OpenAiFake::start(vec![Answer::text("from the house model")]).await.unwrap();
+    let env = TestEnv::new();
+    std::fs::write(
+        env.locations.config_dir.join("providers.toml"),
+        format!(
+            "[[providers.models]]\nname = \"house-model\"\nprovider = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"HOUSE_KEY\"\n",
+            fake.base
+        ),
+    )
+    .unwrap();
+    let out = env.command(&["run", "--model", "mock", "before the key"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let first_kernel = env.kernel_pid().unwrap();
+
+    let out = env.command(&["run", "--model", "house-model", "hi"]).env("HOUSE_KEY", "sk-house").output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "from the house model");
+    assert_ne!(env.kernel_pid().unwrap(), first_kernel);
+    assert_eq!(fake.requests()[0].header("authorization"), Some("Bearer sk-house"));
+}

@@ -7,25 +7,28 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
-use superpi_proto::message::PROVIDER_VARIABLES;
+use superpi_proto::message::is_provider_variable;
 
 use crate::{ClientError, Locations};
 
-/// The digests of the provider variables `lookup` finds set and not blank (blank counts as
+/// The digests of the provider variables among `vars` that are not blank (blank counts as
 /// unset, as the providers read them).
-pub fn provider_env_digests(lookup: impl Fn(&str) -> Option<String>) -> BTreeMap<String, String> {
-    PROVIDER_VARIABLES
-        .iter()
-        .filter_map(|name| {
-            let value = lookup(name).filter(|v| !v.trim().is_empty())?;
-            Some((name.to_string(), digest(&value)))
+pub fn provider_env_digests(vars: impl IntoIterator<Item = (String, String)>) -> BTreeMap<String, String> {
+    vars.into_iter()
+        .filter(|(name, value)| is_provider_variable(name) && !value.trim().is_empty())
+        .map(|(name, value)| {
+            let digest = digest(&value);
+            (name, digest)
         })
         .collect()
 }
 
-/// The digests of this process's provider variables.
+/// The digests of this process's provider variables (those that are valid UTF-8, as the
+/// providers read them).
 pub fn process_provider_env() -> BTreeMap<String, String> {
-    provider_env_digests(|name| std::env::var(name).ok())
+    provider_env_digests(
+        std::env::vars_os().filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?))),
+    )
 }
 
 /// The first 16 hex digits of the value's SHA-256: enough to tell values apart, not to
@@ -73,20 +76,23 @@ mod tests {
 
     #[test]
     fn only_set_provider_variables_are_digested_and_no_value_is_kept() {
-        let digests = provider_env_digests(|name| match name {
-            "OPENAI_API_KEY" => Some("sk-secret".into()),
-            "GEMINI_API_KEY" => Some("  ".into()),
-            "HOME" => Some("/home/x".into()),
-            _ => None,
-        });
-        assert_eq!(digests.keys().collect::<Vec<_>>(), ["OPENAI_API_KEY"]);
+        let vars = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let digests = provider_env_digests(vars(&[
+            ("OPENAI_API_KEY", "sk-secret"),
+            ("GEMINI_API_KEY", "  "),
+            ("OPENROUTER_API_KEY", "sk-or"),
+            ("HOME", "/home/x"),
+        ]));
+        assert_eq!(digests.keys().collect::<Vec<_>>(), ["OPENAI_API_KEY", "OPENROUTER_API_KEY"]);
         let value = &digests["OPENAI_API_KEY"];
         assert_eq!(value.len(), 16);
         assert!(!value.contains("secret"));
-        let other = provider_env_digests(|name| (name == "OPENAI_API_KEY").then(|| "sk-other".to_string()));
+        let other = provider_env_digests(vars(&[("OPENAI_API_KEY", "sk-other")]));
         assert_ne!(other["OPENAI_API_KEY"], *value, "different values, different digests");
-        let same = provider_env_digests(|name| (name == "OPENAI_API_KEY").then(|| "sk-secret".to_string()));
-        assert_eq!(same, digests);
+        let same = provider_env_digests(vars(&[("OPENAI_API_KEY", "sk-secret")]));
+        assert_eq!(same["OPENAI_API_KEY"], *value);
     }
 
     #[tokio::test]

@@ -61,7 +61,14 @@ pub const PROVIDER_VARIABLES: &[&str] = &[
     "SUPERPI_MODEL",
 ];
 
-/// A frontend's [`PROVIDER_VARIABLES`], never their values.
+/// Whether `hello` carries a digest of the variable: one of [`PROVIDER_VARIABLES`], or a name
+/// ending in `_KEY` or `_TOKEN` (where the providers file's custom models may read their keys
+/// with `api_key_env`, e.g. `OPENROUTER_API_KEY`). The kernel compares only what it reads.
+pub fn is_provider_variable(name: &str) -> bool {
+    PROVIDER_VARIABLES.contains(&name) || name.ends_with("_KEY") || name.ends_with("_TOKEN")
+}
+
+/// A frontend's provider variables ([`is_provider_variable`]), never their values.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProviderEnv {
     /// Name to digest (a truncated SHA-256 of the value) of each variable that is set and not
