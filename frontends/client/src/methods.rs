@@ -5,7 +5,7 @@ use superpi_proto::ToolDef;
 use superpi_proto::method::{
     ConversationInfo, ConversationRef, ForkParams, HarnessInfo, HistoryResult, KernelStatus, ListParams, ListResult,
     Method, ModelInfo, OpenParams, PermissionRespondParams, SetModeParams, SubmitParams, SubmitResult, ToolListParams,
-    ToolListResult,
+    ToolListResult, UiRespondParams,
 };
 
 use crate::{ClientError, KernelClient};
@@ -77,6 +77,12 @@ impl KernelClient {
             option_id: option_id.to_string(),
         }))
         .await
+    }
+
+    /// Answers a `ui_request` (for `read_text_file`: `{"content": TEXT}` or anything else to
+    /// read from disk).
+    pub async fn respond_ui(&self, request_id: &str, outcome: Value) -> Result<Value, ClientError> {
+        self.request(Method::UiRespond(UiRespondParams { request_id: request_id.to_string(), outcome })).await
     }
 
     pub async fn status(&self) -> Result<KernelStatus, ClientError> {

@@ -85,7 +85,7 @@ pub fn module(conn: Arc<Conn>) -> Result<RpcModule<Conn>, crate::Error> {
                 from_seq: p.from_seq,
                 window: None,
                 interactive: p.interactive,
-                reads_files: false,
+                reads_files: p.reads_files,
             })
             .await
             .map_err(wire::kernel_error)?;
@@ -140,7 +140,12 @@ pub fn module(conn: Arc<Conn>) -> Result<RpcModule<Conn>, crate::Error> {
     register(&mut m, "ui.respond", |conn, p| async move {
         let kernel = conn.kernel().await?;
         let p: wire::RespondParams = parse("ui.respond", p.as_deref())?;
-        let result = kernel.respond_permission(&p.request_id, &p.option_id).await.map_err(wire::kernel_error)?;
+        let request_id = p.request_id.clone();
+        let result = match p.answer()? {
+            wire::Answer::Permission(option) => kernel.respond_permission(&request_id, &option).await,
+            wire::Answer::Ui(outcome) => kernel.respond_ui(&request_id, outcome).await,
+        }
+        .map_err(wire::kernel_error)?;
         Ok(json!({"accepted": result.get("accepted").and_then(Value::as_bool).unwrap_or(false)}))
     })?;
     register(&mut m, "workspace.metadata", |conn, p| async move {

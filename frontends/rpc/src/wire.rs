@@ -108,9 +108,13 @@ pub struct WatchParams {
     /// Replay stored events after this seq first (0: the whole stored history).
     #[serde(default)]
     pub from_seq: Option<u64>,
-    /// Only an interactive, reads_files: false watcher is asked permission questions.
+    /// Only an interactive watcher is asked permission questions.
     #[serde(default)]
     pub interactive: bool,
+    /// This client answers `ui_request`s of kind `read_text_file` (an editor with unsaved
+    /// buffers) with `ui.respond`.
+    #[serde(default)]
+    pub reads_files: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -154,11 +158,38 @@ pub struct SetModeParams {
     pub mode: String,
 }
 
+/// `ui.respond`: `option_id` answers a `permission_request`, `outcome` a `ui_request`;
+/// exactly one of them.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RespondParams {
     pub request_id: String,
-    pub option_id: String,
+    #[serde(default)]
+    pub option_id: Option<String>,
+    #[serde(default)]
+    pub outcome: Option<Value>,
+}
+
+/// Where a `ui.respond` goes in the kernel.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// `permission.respond` with this option.
+    Permission(String),
+    /// `ui.respond` with this outcome.
+    Ui(Value),
+}
+
+impl RespondParams {
+    pub fn answer(self) -> Result<Answer, RpcError> {
+        match (self.option_id, self.outcome) {
+            (Some(option), None) => Ok(Answer::Permission(option)),
+            (None, Some(outcome)) => Ok(Answer::Ui(outcome)),
+            _ => Err(RpcError::new(
+                codes::INVALID_PARAMS,
+                "ui.respond takes exactly one of `option_id` (a permission_request) and `outcome` (a ui_request)",
+            )),
+        }
+    }
 }
 
 /// Params of the methods that take none: only `{}`, `[]` or nothing.

@@ -111,3 +111,19 @@ fn kernel_errors_keep_their_meaning() {
     assert_eq!(kernel_error(ClientError::Closed).code, codes::INTERNAL_ERROR);
     assert_eq!(kernel_error(k(superpi_proto::message::codes::NOT_FOUND)).message, "m");
 }
+
+#[test]
+fn ui_respond_takes_an_option_or_an_outcome() {
+    let answer = |params: &str| parse::<RespondParams>("ui.respond", Some(params)).unwrap().answer();
+    assert_eq!(
+        answer(r#"{"request_id": "q", "option_id": "allow_once"}"#),
+        Ok(Answer::Permission("allow_once".into()))
+    );
+    assert_eq!(answer(r#"["q", "reject_once"]"#), Ok(Answer::Permission("reject_once".into())));
+    assert_eq!(answer(r#"{"request_id": "q", "outcome": {"content": "x"}}"#), Ok(Answer::Ui(json!({"content": "x"}))));
+    for neither_or_both in
+        [r#"{"request_id": "q"}"#, r#"{"request_id": "q", "option_id": "allow_once", "outcome": {}}"#]
+    {
+        assert_eq!(answer(neither_or_both).unwrap_err().code, codes::INVALID_PARAMS, "{neither_or_both}");
+    }
+}

@@ -334,3 +334,31 @@ async fn tokens_from_the_config_file_name_their_principals() {
     assert_eq!(login, json!({"principal": "alice", "auth": true}));
     assert_eq!(c.ok("workspace.metadata", json!({})).await["principal"], json!("alice"));
 }
+
+/// A client that watches with `reads_files` answers the kernel's file reads (`ui_request`s of
+/// kind `read_text_file`) with `ui.respond` and an `outcome`: the `read` uses its text. Giving
+/// both `option_id` and `outcome` is invalid.
+#[tokio::test]
+async fn ui_respond_answers_the_read_requests_of_a_reads_files_watch() {
+    let env = TestEnv::new();
+    std::fs::write(env.workspace.join("note.txt"), "on disk\n").unwrap();
+    let server = UnixServer::start(&env, &[]).await;
+    let mut c = server.client().await;
+    let id = c.ok("session.open", json!({})).await["conversation_id"].as_i64().unwrap();
+    let w = c.ok("session.watch", json!({"conversation_id": id, "reads_files": true})).await["watch"].as_u64().unwrap();
+    c.ok("session.submit", json!({"conversation_id": id, "prompt": "@tool read {\"path\": \"note.txt\"}"})).await;
+    let events = c.events_until(w, is_type("ui_request")).await;
+    let request = events.last().unwrap();
+    assert_eq!(request["kind"], "read_text_file", "{request}");
+    let request_id = request["request_id"].as_str().unwrap().to_string();
+    let both = json!({"request_id": request_id, "option_id": "allow_once", "outcome": {}});
+    assert_eq!(c.err("ui.respond", both).await["code"], json!(-32602));
+    let answer = json!({"request_id": request_id, "outcome": {"content": "UNSAVED EDITOR TEXT\n"}});
+    assert_eq!(c.ok("ui.respond", answer).await, json!({"accepted": true}));
+    let events = c.events_until(w, turn_end).await;
+    let read = events.iter().find(|e| e["type"] == "tool_completed").unwrap();
+    assert!(read["output"].as_str().unwrap().contains("UNSAVED EDITOR TEXT"), "{read}");
+    // The answered question is gone.
+    let stale = json!({"request_id": request_id, "outcome": {"content": "late"}});
+    assert_eq!(c.err("ui.respond", stale).await["code"], json!(-32004));
+}
