@@ -11,6 +11,8 @@ use std::process::{Child, Command, Stdio};
 
 use superpi_client::{ConnectOptions, Locations};
 
+pub mod bench;
+
 /// The `superpi` binary of this build (target/debug/superpi beside the test executable).
 pub fn superpi_bin() -> PathBuf {
     if let Some(path) = std::env::var_os("SUPERPI_BIN") {
@@ -232,4 +234,26 @@ pub async fn turn_events(sub: &mut superpi_client::Subscription, turn_id: i64) -
             return events;
         }
     }
+}
+
+/// How the first turn of a conversation ended (`turn_completed`, `turn_error` or
+/// `turn_cancelled`): watches it from its first stored event, 30 s at most.
+pub async fn first_turn_end(client: &superpi_client::KernelClient, conversation_id: i64) -> superpi_proto::EventBody {
+    let params = superpi_proto::method::WatchParams {
+        conversation_id,
+        from_seq: Some(0),
+        window: None,
+        interactive: false,
+        reads_files: false,
+    };
+    let mut sub = client.watch(params).await.expect("watch");
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        loop {
+            let event = sub.next().await.expect("the subscription is open");
+            if event.body.is_turn_end() {
+                return event.body;
+            }
+        }
+    });
+    ended.await.expect("the first turn did not end within 30 s")
 }

@@ -11,7 +11,7 @@ use common::{Server, final_state, http, run_input, text, types, verify};
 use serde_json::{Value, json};
 use superpi_client::KernelClient;
 use superpi_proto::EventBody;
-use superpi_proto::method::{OpenParams, WatchParams};
+use superpi_proto::method::OpenParams;
 
 #[tokio::test]
 async fn health_is_open_and_unknown_routes_are_json_404s() {
@@ -281,27 +281,8 @@ async fn a_client_that_disconnects_cancels_its_turn() {
     let kernel = KernelClient::connect(&server.env.connect_options("agui")).await.unwrap();
     let info = kernel.open(OpenParams { external_id: Some("t1".into()), ..Default::default() }).await.unwrap();
     assert!(!info.created);
-    let mut watch = kernel
-        .watch(WatchParams {
-            conversation_id: info.conversation_id,
-            from_seq: Some(0),
-            window: None,
-            interactive: false,
-            reads_files: false,
-        })
-        .await
-        .unwrap();
     drop(run);
-    let ended = tokio::time::timeout(std::time::Duration::from_secs(20), async {
-        loop {
-            let event = watch.next().await.expect("the watch ended");
-            if event.body.is_turn_end() {
-                return event.body;
-            }
-        }
-    })
-    .await
-    .expect("the turn did not end after the client left");
+    let ended = superpi_tests::first_turn_end(&kernel, info.conversation_id).await;
     assert_eq!(ended, EventBody::TurnCancelled {});
 }
 

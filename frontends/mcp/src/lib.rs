@@ -9,7 +9,7 @@
 //! `harness_task` turn's kernel events into progress and a result; [`server`] is the stdio
 //! transport; the wire types are rmcp's, and [`tools`] and [`catalog`] convert kernel tools,
 //! harnesses and transcripts into them by hand. The gateway (superpi-openai) serves the same
-//! handler over Streamable HTTP at `/mcp`, built with [`server()`].
+//! handler over Streamable HTTP at `/mcp`, one [`SuperpiMcp`] per MCP session.
 //!
 //! It must not know the kernel's internals (only superpi-client and superpi-proto), nor HTTP.
 //! Stdout belongs to the protocol: nothing here prints; logs go to `tracing` (stderr).
@@ -55,7 +55,7 @@ pub enum Error {
 ///
 /// The gateway serves it over Streamable HTTP: build one per MCP session with the session's
 /// principal in `connect.principal`.
-pub fn server(connect: ConnectOptions) -> SuperpiMcp {
+pub fn handler(connect: ConnectOptions) -> SuperpiMcp {
     let workspace = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_else(|_| ".".to_string());
     SuperpiMcp::new(config(connect, workspace, None))
 }

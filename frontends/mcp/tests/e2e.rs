@@ -276,23 +276,8 @@ async fn cancelling_harness_task_cancels_the_turn() {
     let kernel = superpi_client::KernelClient::connect(&env.connect_options("test")).await.unwrap();
     let conversations = kernel.list().await.unwrap();
     assert_eq!(conversations.len(), 1, "{conversations:?}");
-    let mut sub = kernel
-        .watch(superpi_proto::method::WatchParams {
-            conversation_id: conversations[0].conversation_id,
-            from_seq: Some(0),
-            window: None,
-            interactive: false,
-            reads_files: false,
-        })
-        .await
-        .unwrap();
-    loop {
-        let event = tokio::time::timeout(WAIT, sub.next()).await.expect("turn end in time").expect("event");
-        if event.body.is_turn_end() {
-            assert_eq!(event.type_name(), "turn_cancelled");
-            break;
-        }
-    }
+    let end = superpi_tests::first_turn_end(&kernel, conversations[0].conversation_id).await;
+    assert_eq!(end, superpi_proto::EventBody::TurnCancelled {});
     // The server goes on serving.
     let tools = session.client.list_all_tools().await.unwrap();
     assert!(!tools.is_empty());
@@ -445,21 +430,6 @@ async fn end_of_input_cancels_a_running_task() {
 
     let kernel = superpi_client::KernelClient::connect(&env.connect_options("test")).await.unwrap();
     let conversation_id = kernel.list().await.unwrap()[0].conversation_id;
-    let mut sub = kernel
-        .watch(superpi_proto::method::WatchParams {
-            conversation_id,
-            from_seq: Some(0),
-            window: None,
-            interactive: false,
-            reads_files: false,
-        })
-        .await
-        .unwrap();
-    loop {
-        let event = tokio::time::timeout(WAIT, sub.next()).await.expect("turn end in time").expect("event");
-        if event.body.is_turn_end() {
-            assert_eq!(event.type_name(), "turn_cancelled");
-            break;
-        }
-    }
+    let end = superpi_tests::first_turn_end(&kernel, conversation_id).await;
+    assert_eq!(end, superpi_proto::EventBody::TurnCancelled {});
 }

@@ -9,7 +9,6 @@ use common::{Gateway, chat_body, http, read_stream};
 use serde_json::{Value, json};
 use superpi_client::KernelClient;
 use superpi_proto::EventBody;
-use superpi_proto::method::WatchParams;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -320,20 +319,7 @@ async fn a_client_that_leaves_cancels_its_turn() {
     drop(resp);
 
     let client = KernelClient::connect(&gw.env.connect_options("test")).await.unwrap();
-    let mut sub = client
-        .watch(WatchParams { conversation_id, from_seq: Some(0), window: None, interactive: false, reads_files: false })
-        .await
-        .unwrap();
-    let end = tokio::time::timeout(LIMIT, async {
-        loop {
-            let event = sub.next().await.expect("events until the turn ends");
-            if event.body.is_turn_end() {
-                return event.body;
-            }
-        }
-    })
-    .await
-    .expect("the turn ends");
+    let end = superpi_tests::first_turn_end(&client, conversation_id).await;
     assert_eq!(end, EventBody::TurnCancelled {});
 }
 
@@ -355,20 +341,7 @@ async fn a_client_that_leaves_a_whole_completion_cancels_its_turn() {
     };
     waiting.abort();
     let _ = waiting.await;
-    let mut sub = client
-        .watch(WatchParams { conversation_id, from_seq: Some(0), window: None, interactive: false, reads_files: false })
-        .await
-        .unwrap();
-    let end = tokio::time::timeout(LIMIT, async {
-        loop {
-            let event = sub.next().await.expect("events until the turn ends");
-            if event.body.is_turn_end() {
-                return event.body;
-            }
-        }
-    })
-    .await
-    .expect("the turn ends");
+    let end = superpi_tests::first_turn_end(&client, conversation_id).await;
     assert_eq!(end, EventBody::TurnCancelled {});
 }
 

@@ -1,0 +1,132 @@
+//! What the HTTP frontends' benchmarks share: timing one SSE answer as it arrives, running many
+//! at once, percentiles, and finding the binary beside `examples/`. Benchmarks print figures;
+//! nothing here asserts a timing.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+/// One streamed answer, timed from the request.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StreamTiming {
+    pub ttfb: Duration,
+    pub first_content: Option<Duration>,
+    pub total: Duration,
+    /// SSE events read, and how many of them carried content.
+    pub events: usize,
+    pub content_events: usize,
+    /// Whether an event ended the answer as it should (not an error event, not a cut stream).
+    pub finished: bool,
+}
+
+/// Times an SSE body fed chunk by chunk. `is_content` tells the events that carry content;
+/// `end` tells whether an event ends the answer (`Some(finished)`).
+pub struct SseTimer<C, E> {
+    start: Instant,
+    text: String,
+    timing: StreamTiming,
+    first_byte: bool,
+    is_content: C,
+    end: E,
+}
+
+impl<C: Fn(&str) -> bool, E: Fn(&str) -> Option<bool>> SseTimer<C, E> {
+    pub fn new(start: Instant, is_content: C, end: E) -> Self {
+        SseTimer { start, text: String::new(), timing: StreamTiming::default(), first_byte: false, is_content, end }
+    }
+
+    /// Reads one chunk; answers the timing once an event ends the answer. Only whole events
+    /// count; an unfinished one waits for the next chunk.
+    pub fn feed(&mut self, chunk: &[u8]) -> Option<StreamTiming> {
+        if !self.first_byte {
+            self.first_byte = true;
+            self.timing.ttfb = self.start.elapsed();
+        }
+        self.text.push_str(&String::from_utf8_lossy(chunk));
+        while let Some(end) = self.text.find("\n\n") {
+            let event: String = self.text.drain(..end + 2).collect();
+            self.timing.events += 1;
+            if (self.is_content)(&event) {
+                self.timing.content_events += 1;
+                self.timing.first_content.get_or_insert_with(|| self.start.elapsed());
+            }
+            if let Some(finished) = (self.end)(&event) {
+                self.timing.total = self.start.elapsed();
+                self.timing.finished = finished;
+                return Some(self.timing);
+            }
+        }
+        None
+    }
+
+    /// The timing of a stream that ended before any event ended the answer.
+    pub fn cut(mut self) -> StreamTiming {
+        self.timing.total = self.start.elapsed();
+        self.timing.finished = false;
+        self.timing
+    }
+}
+
+/// What many answers at once came to.
+#[derive(Debug, Default)]
+pub struct Concurrent {
+    /// Answers that finished as they should.
+    pub finished: usize,
+    /// Time to first byte and total time of every answer that came, sorted.
+    pub ttfbs: Vec<Duration>,
+    pub totals: Vec<Duration>,
+    pub errors: Vec<String>,
+    pub wall: Duration,
+}
+
+/// Runs `run(0)` .. `run(n - 1)` at once, each in its own task, and gathers their timings.
+pub async fn concurrent<F, Fut>(n: usize, run: F) -> Concurrent
+where
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<StreamTiming, String>> + Send + 'static,
+{
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..n).map(|i| tokio::spawn(run(i))).collect();
+    let mut out = Concurrent::default();
+    for task in tasks {
+        match task.await {
+            Ok(Ok(timing)) => {
+                out.finished += usize::from(timing.finished);
+                out.ttfbs.push(timing.ttfb);
+                out.totals.push(timing.total);
+            }
+            Ok(Err(err)) => out.errors.push(err),
+            Err(err) => out.errors.push(format!("the task failed: {err}")),
+        }
+    }
+    out.wall = start.elapsed();
+    out.ttfbs.sort();
+    out.totals.sort();
+    out
+}
+
+/// The `p` quantile (0 to 1) of sorted durations; zero for none.
+pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// Runs a benchmark's `main`: points `SUPERPI_BIN` at the `superpi` beside `examples/` (where
+/// [`crate::superpi_bin`] does not look) unless it is set, then runs `bench` on a runtime.
+pub fn run<F: Future>(bench: F) -> F::Output {
+    use_binary_beside_examples();
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    runtime.block_on(bench)
+}
+
+fn use_binary_beside_examples() {
+    if std::env::var_os("SUPERPI_BIN").is_some() {
+        return;
+    }
+    if let Some(dir) = std::env::current_exe().ok().and_then(|e| e.parent()?.parent().map(|d| d.to_path_buf())) {
+        // SAFETY: `run` calls this before it starts the runtime, while no other thread exists.
+        unsafe { std::env::set_var("SUPERPI_BIN", dir.join("superpi")) };
+    }
+}
