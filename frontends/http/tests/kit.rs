@@ -5,6 +5,7 @@
 
 use std::io::{Read, Write};
 
+use superpi_client::principal::principal_for_token;
 use superpi_tests::TestEnv;
 
 /// Each frontend with a route that needs a token when tokens are configured.
@@ -12,11 +13,21 @@ const FRONTENDS: [(&str, &str); 2] = [("gateway", "/v1/models"), ("agui", "/agui
 
 /// The status code of `GET path` on the loopback address of a server announced at `base`.
 fn status(base: &str, path: &str, token: Option<&str>) -> u16 {
+    send(base, "GET", path, token, "")
+}
+
+/// Sends one request (a JSON body when not empty) and reads its status code.
+fn send(base: &str, method: &str, path: &str, token: Option<&str>, body: &str) -> u16 {
     let port = base.rsplit(':').next().unwrap();
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap())).unwrap();
     stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
     let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\n{auth}Connection: close\r\n\r\n").unwrap();
+    let length = body.len();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\n{auth}Content-Type: application/json\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n{body}"
+    )
+    .unwrap();
     let mut head = [0u8; 12];
     stream.read_exact(&mut head).unwrap();
     let line = String::from_utf8_lossy(&head);
@@ -54,5 +65,40 @@ fn tokens_from_gateway_json_guard_the_routes_and_satisfy_the_bind_rule() {
         assert_eq!(status(&base, guarded, None), 401, "{name}: {guarded} without a token");
         assert_eq!(status(&base, guarded, Some("wrong")), 401, "{name}: {guarded} with a wrong token");
         assert_ne!(status(&base, guarded, Some("from-file")), 401, "{name}: {guarded} with the file's token");
+    }
+}
+
+/// A token names the same principal in every frontend (superpi-client's `principal_for_token`,
+/// which `superpi rpc` uses for its listed tokens too): what a token opens through either HTTP
+/// frontend belongs to that principal in the kernel, and to no one else.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tokens_conversations_belong_to_the_principal_it_names() {
+    let runs = [
+        (
+            "gateway",
+            "/v1/chat/completions",
+            r#"{"model": "superpi-code", "messages": [{"role": "user", "content": "hi"}]}"#,
+        ),
+        (
+            "agui",
+            "/agui/v1/run",
+            r#"{"threadId": "t1", "runId": "r1", "messages": [{"id": "u1", "role": "user", "content": "hi"}], "tools": [], "context": [], "state": {}, "forwardedProps": {}}"#,
+        ),
+    ];
+    for (name, path, body) in runs {
+        let env = TestEnv::new();
+        let (_running, base) = env.spawn_http(&[name, "--port", "0"], &[("SUPERPI_GATEWAY_TOKEN", "the-token")]);
+        assert_eq!(send(&base, "POST", path, Some("the-token"), body), 200, "{name}");
+        let as_principal = |principal: &str| {
+            let mut options = env.connect_options("test");
+            options.principal = principal.to_string();
+            options.remote = true;
+            options
+        };
+        let owner =
+            superpi_client::KernelClient::connect(&as_principal(&principal_for_token("the-token"))).await.unwrap();
+        assert_eq!(owner.list().await.unwrap().len(), 1, "{name}: the token's principal owns the conversation");
+        let other = superpi_client::KernelClient::connect(&as_principal("local")).await.unwrap();
+        assert!(other.list().await.unwrap().is_empty(), "{name}: no one else sees it");
     }
 }
