@@ -1,8 +1,10 @@
 //! superpi-tests: helpers for end-to-end tests that run the real `superpi` binary.
 //!
 //! Owns [`TestEnv`]: a private data, config and runtime directory plus a workspace, so every
-//! test gets its own kernel, and that kernel is killed when the test ends. It must not fake
-//! anything a test claims to check: the binary, the socket and the SQLite file are real.
+//! test gets its own kernel, and that kernel is killed when the test ends; and what the
+//! frontends' tests and benchmarks share (a frontend process and its announced address, the end
+//! of a conversation's first turn, SSE timing in [`bench`]). It must not fake anything a test
+//! claims to check: the binary, the socket and the SQLite file are real.
 #![allow(clippy::disallowed_methods, clippy::expect_used, clippy::unwrap_used)] // test support spawns processes and fails loudly
 
 use std::io::{BufRead, BufReader, Read};
