@@ -4,7 +4,8 @@
 //! (OpenAI's `tool_calls` need their `tool` messages, Anthropic's `tool_use` its
 //! `tool_result`, Gemini's `functionCall` its `functionResponse`). A turn that ends early
 //! (cancel, a provider failure after a tool call block closed, a kernel that died while a tool
-//! ran) stores an error result for each call left open, as the same entry and `tool_completed`
+//! ran), and a fork cut between a call and its result, store an error result for each call left
+//! open, as the same entry and `tool_completed`
 //! event a finished call stores, so the store, `session.history`, every frontend's replay and
 //! the next model request agree.
 
@@ -26,6 +27,8 @@ pub(crate) enum OpenCallEnd {
     Failed,
     /// The kernel stopped (killed, crashed, shut down) while the turn ran.
     Interrupted,
+    /// A fork copied the history up to a call but not its result.
+    Forked,
 }
 
 impl OpenCallEnd {
@@ -34,13 +37,24 @@ impl OpenCallEnd {
             OpenCallEnd::Cancelled => "cancelled by the user before this tool finished",
             OpenCallEnd::Failed => "not run: the turn failed before this tool ran",
             OpenCallEnd::Interrupted => "interrupted: the kernel stopped before this tool finished",
+            OpenCallEnd::Forked => "not run: the conversation was forked before this tool finished",
         }
     }
 }
 
-/// The tool calls of `turn_id`'s assistant messages that no stored tool result answers, as
-/// (call id, tool name), in the order the model made them.
-pub(crate) fn open_calls(entries: &[Entry], turn_id: i64) -> Vec<(String, String)> {
+/// Which assistant messages' calls to close.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// Those of one turn.
+    Turn(i64),
+    /// Those after the last user message (a fork's copied entries carry no turn).
+    Tail,
+}
+
+/// The tool calls of the scope's assistant messages that no stored tool result answers, as
+/// (call id, tool name), in the order the model made them. A hole further back (left by a
+/// kernel before this module) is not patched: a result appended now would not follow its call.
+pub(crate) fn open_calls(entries: &[Entry], scope: Scope) -> Vec<(String, String)> {
     let answered: std::collections::HashSet<&str> = entries
         .iter()
         .flat_map(|e| &e.message.content)
@@ -49,10 +63,18 @@ pub(crate) fn open_calls(entries: &[Entry], turn_id: i64) -> Vec<(String, String
             _ => None,
         })
         .collect();
+    let tail = entries.iter().rposition(|e| e.kind == EntryKind::User).map_or(0, |at| at + 1);
     entries
         .iter()
-        .filter(|e| e.kind == EntryKind::Assistant && e.turn_id == Some(turn_id))
-        .flat_map(|e| &e.message.content)
+        .enumerate()
+        .filter(|(at, e)| {
+            e.kind == EntryKind::Assistant
+                && match scope {
+                    Scope::Turn(turn_id) => e.turn_id == Some(turn_id),
+                    Scope::Tail => *at >= tail,
+                }
+        })
+        .flat_map(|(_, e)| &e.message.content)
         .filter_map(|b| match b {
             ContentBlock::ToolCall { id, name, .. } if !answered.contains(id.as_str()) => {
                 Some((id.clone(), name.clone()))
@@ -62,15 +84,19 @@ pub(crate) fn open_calls(entries: &[Entry], turn_id: i64) -> Vec<(String, String
         .collect()
 }
 
-/// Stores an error result (entry and `tool_completed` event) for every call of `turn_id`
+/// Stores an error result (entry and `tool_completed` event) for every call of the scope
 /// left without one. Returns how many it stored.
 pub(crate) fn close_open_calls(
     kernel: &Kernel,
     conv: &Conversation,
-    turn_id: i64,
+    scope: Scope,
     end: OpenCallEnd,
 ) -> Result<usize, StoreError> {
-    let open = open_calls(&kernel.store.entries(conv.id)?, turn_id);
+    let open = open_calls(&kernel.store.entries(conv.id)?, scope);
+    let turn_id = match scope {
+        Scope::Turn(turn_id) => Some(turn_id),
+        Scope::Tail => None,
+    };
     for (call_id, name) in &open {
         let output = end.output();
         let message = Message {
@@ -86,7 +112,7 @@ pub(crate) fn close_open_calls(
             usage: None,
             stop_reason: None,
         };
-        let event = Event::tool_completed(conv.id, Some(turn_id), call_id, name, true, Value::String(output.into()));
+        let event = Event::tool_completed(conv.id, turn_id, call_id, name, true, Value::String(output.into()));
         conv.publish(kernel, event, Some((EntryKind::ToolResult, &message)))?;
     }
     Ok(open.len())
@@ -95,7 +121,7 @@ pub(crate) fn close_open_calls(
 /// The end of a turn that did not complete: closes its open calls, logging a store failure
 /// (the turn is over either way; the next start's recovery does not see it again).
 pub(crate) fn close_after(kernel: &Kernel, conv: &Conversation, turn_id: i64, end: OpenCallEnd) {
-    if let Err(err) = close_open_calls(kernel, conv, turn_id, end) {
+    if let Err(err) = close_open_calls(kernel, conv, Scope::Turn(turn_id), end) {
         tracing::error!("storing results for the open tool calls of turn {turn_id}: {err}");
     }
 }
@@ -113,11 +139,20 @@ pub(crate) fn recover_interrupted(kernel: &Arc<Kernel>) -> Result<(), StoreError
                 continue;
             }
         };
-        let closed = close_open_calls(kernel, &conv, turn_id, OpenCallEnd::Interrupted)?;
+        let closed = close_open_calls(kernel, &conv, Scope::Turn(turn_id), OpenCallEnd::Interrupted)?;
         let message = format!("turn {turn_id} was interrupted: the kernel stopped while it ran");
         conv.emit(kernel, Event::notice(conversation_id, Some(turn_id), "warning", &message));
         conv.emit(kernel, Event::turn_error(conversation_id, turn_id, message));
         tracing::info!(conversation_id, turn_id, closed, "recovered an interrupted turn");
+    }
+    Ok(())
+}
+
+/// A fork copies entries up to a seq, which may hold a call without its result (cut there, or
+/// copied while the tool ran): the fork gets an error result for each.
+pub(crate) fn close_forked(kernel: &Arc<Kernel>, fork_id: i64) -> Result<(), StoreError> {
+    if let Some(fork) = conversation::live(kernel, fork_id)? {
+        close_open_calls(kernel, &fork, Scope::Tail, OpenCallEnd::Forked)?;
     }
     Ok(())
 }

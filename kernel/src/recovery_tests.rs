@@ -28,7 +28,10 @@ fn calls_without_a_result_are_open_in_the_order_the_model_made_them() {
         entry(3, EntryKind::ToolResult, Some(7), Role::Tool, vec![result("a", "ls")]),
         entry(4, EntryKind::Assistant, Some(7), Role::Assistant, vec![ContentBlock::text("and"), call("c", "read")]),
     ];
-    assert_eq!(open_calls(&entries, 7), [("b".to_string(), "bash".to_string()), ("c".into(), "read".into())]);
+    assert_eq!(
+        open_calls(&entries, Scope::Turn(7)),
+        [("b".to_string(), "bash".to_string()), ("c".into(), "read".into())]
+    );
 }
 
 #[test]
@@ -40,8 +43,8 @@ fn only_the_turns_own_calls_are_closed() {
         entry(2, EntryKind::User, Some(2), Role::User, vec![ContentBlock::text("next")]),
         entry(3, EntryKind::Assistant, Some(2), Role::Assistant, vec![ContentBlock::text("done")]),
     ];
-    assert!(open_calls(&entries, 2).is_empty());
-    assert_eq!(open_calls(&entries, 1).len(), 1);
+    assert!(open_calls(&entries, Scope::Turn(2)).is_empty());
+    assert_eq!(open_calls(&entries, Scope::Turn(1)).len(), 1);
 }
 
 #[test]
@@ -50,7 +53,7 @@ fn a_turn_whose_calls_all_have_results_has_none_open() {
         entry(1, EntryKind::Assistant, Some(3), Role::Assistant, vec![call("x", "ls")]),
         entry(2, EntryKind::ToolResult, Some(3), Role::Tool, vec![result("x", "ls")]),
     ];
-    assert!(open_calls(&entries, 3).is_empty());
+    assert!(open_calls(&entries, Scope::Turn(3)).is_empty());
 }
 
 #[test]
@@ -58,4 +61,17 @@ fn each_way_a_turn_ends_early_says_why_in_the_result() {
     assert!(OpenCallEnd::Interrupted.output().starts_with("interrupted:"));
     assert!(OpenCallEnd::Cancelled.output().starts_with("cancelled"));
     assert!(OpenCallEnd::Failed.output().starts_with("not run:"));
+    assert!(OpenCallEnd::Forked.output().starts_with("not run:"));
+}
+
+#[test]
+fn a_forks_open_calls_are_those_after_the_last_user_message() {
+    // Fork entries carry no turn. The old hole before the last prompt is not patched.
+    let entries = vec![
+        entry(1, EntryKind::Assistant, None, Role::Assistant, vec![call("old", "bash")]),
+        entry(2, EntryKind::User, None, Role::User, vec![ContentBlock::text("go")]),
+        entry(3, EntryKind::Assistant, None, Role::Assistant, vec![call("a", "ls"), call("b", "read")]),
+        entry(4, EntryKind::ToolResult, None, Role::Tool, vec![result("a", "ls")]),
+    ];
+    assert_eq!(open_calls(&entries, Scope::Tail), [("b".to_string(), "read".to_string())]);
 }

@@ -267,3 +267,33 @@ async fn a_provider_failure_after_a_closed_tool_call_block_leaves_a_result_and_t
     assert_eq!(fake.rejections(), vec![]);
     assert!(fake.accepted()[1].to_string().contains("toolu_h1"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_cut_between_a_call_and_its_result_gets_a_result_for_the_call() {
+    let env = TestEnv::new();
+    let client = connect(&env).await;
+    let (conv, mut sub) = open_and_watch(&client, &env.workspace, Some("auto"), false).await;
+    let turn = client.submit_text(conv, "@tool ls {\"path\": \".\"}").await.unwrap();
+    turn_events(&mut sub, turn.turn_id).await;
+    let history = client.history(conv).await.unwrap().entries;
+    let call_seq = history.iter().find(|e| e.kind == EntryKind::Assistant).unwrap().seq;
+
+    let fork = client.fork(conv, Some(call_seq)).await.unwrap().conversation_id;
+    let forked = client.history(fork).await.unwrap().entries;
+    let kinds: Vec<&str> = forked.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["user", "assistant", "tool_result"]);
+    assert_paired(&forked);
+    let call_id = match &forked[1].message.content[..] {
+        [ContentBlock::ToolCall { id, .. }] => id.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(result_of(&forked, &call_id), ("not run: the conversation was forked before this tool finished", true));
+    // The source is untouched, and the fork goes on.
+    assert_eq!(client.history(conv).await.unwrap().entries, history);
+    let mut fork_sub = client.watch(watch_from_start(fork)).await.unwrap();
+    let next = client.submit_text(fork, "in the fork").await.unwrap();
+    let events = turn_events(&mut fork_sub, next.turn_id).await;
+    assert!(
+        matches!(&events.last().unwrap().body, EventBody::TurnCompleted { result: Some(r), .. } if r == "in the fork")
+    );
+}
