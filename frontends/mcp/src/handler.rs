@@ -104,9 +104,9 @@ impl ServerHandler for SuperpiMcp {
     ) -> Result<CallToolResponse, ErrorData> {
         if request.name == HARNESS_TASK {
             let args = HarnessTaskArgs::parse(request.arguments.as_ref())?;
-            return self.harness_task(args, &context).await.map(CallToolResponse::from);
+            return self.tracked(self.harness_task(args, &context)).await.map(CallToolResponse::from);
         }
-        self.call_kernel_tool(request, &context).await.map(CallToolResponse::from)
+        self.tracked(self.call_kernel_tool(request, &context)).await.map(CallToolResponse::from)
     }
 
     /// rmcp reads a request of a known method whose params it cannot read as a custom

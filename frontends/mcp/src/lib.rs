@@ -79,13 +79,14 @@ pub async fn run(args: Args, connect: ConnectOptions) -> Result<(), Error> {
     let handler = SuperpiMcp::new(config(connect, workspace.display().to_string(), args.harness));
     tracing::debug!(workspace = %workspace.display(), "serving MCP on stdio");
     let transport = server::stdio().with_eof_token(handler.shutdown_token());
-    let running = match handler.serve(transport).await {
+    let running = match handler.clone().serve(transport).await {
         Ok(running) => running,
         // End of input before any request: nothing to serve, a clean exit.
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
         Err(err) => return Err(Error::Initialize(err.to_string())),
     };
-    let reason = running.waiting().await.map_err(|err| Error::Session(err.to_string()))?;
+    let reason = running.waiting().await.map_err(|err| Error::Session(err.to_string()));
     tracing::debug!(?reason, "MCP session ended");
-    Ok(())
+    handler.drained().await;
+    reason.map(drop)
 }

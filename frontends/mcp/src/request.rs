@@ -21,6 +21,7 @@ use superpi_client::{ClientError, ConnectOptions, KernelClient};
 use superpi_proto::ToolDef;
 use superpi_proto::method::{HarnessInfo, Method, OpenParams, ToolCallParams, ToolCancelParams, WatchParams};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::catalog;
 use crate::logging::McpLog;
@@ -64,6 +65,8 @@ struct Inner {
     log: McpLog,
     /// Cancelled when the connection's input ended: running turns are cancelled.
     shutdown: CancellationToken,
+    /// Tool calls still running, so the process outlives their cancellation at end of input.
+    in_flight: TaskTracker,
 }
 
 #[derive(Deserialize)]
@@ -86,6 +89,7 @@ impl SuperpiMcp {
                 started: Mutex::new(Vec::new()),
                 log: McpLog::default(),
                 shutdown: CancellationToken::new(),
+                in_flight: TaskTracker::new(),
             }),
         }
     }
@@ -103,6 +107,21 @@ impl SuperpiMcp {
     /// The token [`Self::shutdown`] cancels, for a transport to cancel at end of input.
     pub fn shutdown_token(&self) -> CancellationToken {
         self.inner.shutdown.clone()
+    }
+
+    /// Runs one `tools/call` as a tracked call, so [`Self::drained`] waits for it.
+    pub(crate) async fn tracked<F: Future>(&self, call: F) -> F::Output {
+        self.inner.in_flight.track_future(call).await
+    }
+
+    /// Waits, at most `CANCEL_GRACE` and a second, for the calls still running when the
+    /// connection ended to finish: a call cancelled at end of input must reach the kernel
+    /// with its cancel before the process exits, or the turn would run on unwatched.
+    pub async fn drained(&self) {
+        self.inner.in_flight.close();
+        if tokio::time::timeout(CANCEL_GRACE + Duration::from_secs(1), self.inner.in_flight.wait()).await.is_err() {
+            tracing::warn!(running = self.inner.in_flight.len(), "tool calls still running at exit");
+        }
     }
 
     /// The conversations `harness_task` started on this connection.
