@@ -178,7 +178,7 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
             Input::Cancel { reply } => {
                 let cancelled = match &current {
                     Some((_, token)) => {
-                        crate::turn::cancel_questions(&kernel, conv.id);
+                        crate::questions::cancel_questions(&kernel, conv.id);
                         token.cancel();
                         true
                     }

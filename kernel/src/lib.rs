@@ -2,17 +2,21 @@
 //!
 //! Owns the kernel socket (0700 directory, 0600 socket, peer uid checked, one kernel per data
 //! directory), the store (SQLite, WAL), one actor per live conversation with its turn loop,
-//! event publication with per-watcher credit windows, permission questions, and tool dispatch
-//! to the sandbox. Frontends reach it only through the kernel protocol of superpi-proto.
+//! event publication with per-watcher credit windows, permission questions, and the one
+//! tool-call pipeline (policy, questions, path locks, the sandbox). Frontends reach it only
+//! through the kernel protocol of superpi-proto.
 //!
-//! It must not know any frontend protocol (ACP, MCP, JSON-RPC, OpenAI, AG-UI), and no tool
-//! ever runs inside its process: calls go to superpi-sandbox's confined children.
+//! It must not know any frontend protocol (ACP, MCP, JSON-RPC, OpenAI, AG-UI), and no built-in
+//! tool ever runs inside its process: calls go to superpi-sandbox's confined children (a runner
+//! an embedding program registers runs here and confines itself).
 
 mod connection;
 mod conversation;
 mod handlers;
 mod kernel;
+mod pipeline;
 mod provider_env;
+mod questions;
 mod recovery;
 mod server;
 pub mod store;

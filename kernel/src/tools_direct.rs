@@ -1,5 +1,6 @@
-//! `tool.call`: one tool call outside any turn, for the MCP server's tools. Same policy gate,
-//! same sandbox; nobody can be asked, so an askable block fails closed.
+//! `tool.call`: one tool call outside any turn, for the MCP server's tools. The same pipeline
+//! as a turn's calls (policy, path locks, sandbox); nobody can be asked, so an askable block
+//! fails closed.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -8,14 +9,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::Value;
 use superpi_proto::ErrorObject;
 use superpi_proto::message::codes;
-use superpi_proto::method::{ToolCallParams, ToolCallResult};
-use superpi_sandbox::ToolCall;
+use superpi_proto::method::ToolCallParams;
 use tokio_util::sync::CancellationToken;
 
 use crate::connection::Peer;
 use crate::handlers::tool_call_result;
 use crate::kernel::{Kernel, lock};
-use superpi_policy::Decision;
+use crate::pipeline::{self, Caller, PlannedCall};
 
 static DIRECT_CALLS: AtomicU64 = AtomicU64::new(1);
 
@@ -44,49 +44,23 @@ pub(crate) async fn call(kernel: &Arc<Kernel>, peer: &Peer, p: ToolCallParams) -
         .catalog
         .conversation_policy(&harness_id, mode.as_str(), Some(&workspace))
         .map_err(|e| ErrorObject::new(codes::INVALID_PARAMS, e))?;
-    // Nobody can be asked outside a turn: an askable block settles as unanswered.
-    let decision = policy.decide(tool, &arguments);
-    let network = match policy.answer(decision, None) {
-        Decision::Allow { network } => network,
-        Decision::Deny { reason, .. } | Decision::Ask { reason, .. } => {
-            return tool_call_result(ToolCallResult {
-                output: format!("blocked: {reason}"),
-                is_error: true,
-                structured: None,
-                details: None,
-            });
-        }
-    };
     let n = DIRECT_CALLS.fetch_add(1, Ordering::Relaxed);
+    let call = PlannedCall {
+        call_id: format!("direct-{}-{n}", std::process::id()),
+        name: p.name,
+        arguments,
+        workspace: Some(workspace),
+    };
     let cancel = CancellationToken::new();
     let registered = p.call_id.map(|id| {
         let key = (peer.principal.clone(), id);
         lock(&kernel.direct_calls).insert(key.clone(), cancel.clone());
         Registered { kernel, key }
     });
-    let outcome = kernel
-        .sandbox
-        .run(
-            ToolCall {
-                conversation_id: 0,
-                call_id: format!("direct-{}-{n}", std::process::id()),
-                name: p.name,
-                arguments,
-                workspace: Some(workspace),
-                network,
-                timeout: None,
-            },
-            cancel,
-            None,
-        )
-        .await;
+    // The same pipeline as a turn's call; nobody can be asked, so an askable call is refused.
+    let end = pipeline::run(kernel, Caller::Direct { policy: &mut policy }, &call, &cancel).await;
     drop(registered);
-    tool_call_result(ToolCallResult {
-        output: outcome.output,
-        is_error: outcome.is_error,
-        structured: outcome.structured,
-        details: outcome.details,
-    })
+    tool_call_result(end.into_result())
 }
 
 /// Removes a cancellable direct call from the kernel's table when it ends.

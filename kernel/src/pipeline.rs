@@ -1,0 +1,258 @@
+//! One tool call, whoever asks for it: the turn loop or `tool.call`. The steps, in order:
+//! the tool's facts from the registry; the policy's decision; a person asked when the
+//! decision is askable and someone can answer (it fails closed otherwise); an editor's
+//! buffer for a read it can stand in for; the lock of every path the call writes; the run
+//! (confined, or the registered runner); the result.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use superpi_policy::{ConversationPolicy, Decision};
+use superpi_proto::Event;
+use superpi_proto::event::PermissionRequestFields;
+use superpi_proto::tool::{ToolCallResult, ToolDef};
+use superpi_sandbox::ToolCall;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::conversation::Conversation;
+use crate::kernel::{Kernel, PathGuard, PendingUi, lock};
+
+/// A call to run: what the model (or a `tool.call` client) asked for, and where.
+pub(crate) struct PlannedCall {
+    pub call_id: String,
+    pub name: String,
+    pub arguments: Value,
+    pub workspace: Option<PathBuf>,
+}
+
+/// Who asked for a call, which says how it is decided and what it publishes.
+pub(crate) enum Caller<'a> {
+    /// A turn: the conversation's policy decides, a watching person may be asked, questions
+    /// and output are published to the conversation.
+    Turn { conv: &'a Arc<Conversation>, turn_id: i64 },
+    /// `tool.call`: a policy of its own; nobody can be asked, so an askable call is refused.
+    Direct { policy: &'a mut ConversationPolicy },
+}
+
+/// How a call ended.
+pub(crate) enum CallEnd {
+    /// It ran (or an editor's buffer answered it): its result.
+    Ran(ToolCallResult),
+    /// It was refused before it ran, for this reason.
+    Blocked(String),
+}
+
+impl CallEnd {
+    /// The result the model (or client) gets: a refusal is an error result saying why.
+    pub fn into_result(self) -> ToolCallResult {
+        match self {
+            CallEnd::Ran(result) => result,
+            CallEnd::Blocked(reason) => ToolCallResult::error(format!("blocked: {reason}")),
+        }
+    }
+}
+
+/// Runs one call through every step. Never panics; every failure is a result or a refusal.
+pub(crate) async fn run(
+    kernel: &Arc<Kernel>,
+    mut caller: Caller<'_>,
+    call: &PlannedCall,
+    cancel: &CancellationToken,
+) -> CallEnd {
+    let Some(tool) = kernel.catalog.tool(&call.name) else {
+        return CallEnd::Blocked(format!("unknown tool `{}`", call.name));
+    };
+    let network = match decide(kernel, &mut caller, tool, call, cancel).await {
+        Ok(network) => network,
+        Err(reason) => return CallEnd::Blocked(reason),
+    };
+    if let Caller::Turn { conv, turn_id } = &caller
+        && let Some(result) = editor_read(kernel, conv, *turn_id, call, cancel).await
+    {
+        return CallEnd::Ran(result);
+    }
+    let _written = lock_written(kernel, tool, call).await;
+    let (conversation_id, progress, forward) = match &caller {
+        Caller::Turn { conv, turn_id } => {
+            let (tx, rx) = mpsc::channel::<String>(64);
+            (conv.id, Some(tx), Some(forward_output(kernel, conv, *turn_id, call, rx)))
+        }
+        Caller::Direct { .. } => (0, None, None),
+    };
+    let request = ToolCall {
+        conversation_id,
+        call_id: call.call_id.clone(),
+        name: call.name.clone(),
+        arguments: call.arguments.clone(),
+        workspace: call.workspace.clone(),
+        network,
+        timeout: None,
+    };
+    let result = kernel.sandbox.run(request, cancel.child_token(), progress).await;
+    if let Some(forward) = forward {
+        let _ = forward.await;
+    }
+    CallEnd::Ran(result)
+}
+
+/// The policy's decision, with a person asked where the caller allows it. `Ok(network)` to run.
+async fn decide(
+    kernel: &Arc<Kernel>,
+    caller: &mut Caller<'_>,
+    tool: &ToolDef,
+    call: &PlannedCall,
+    cancel: &CancellationToken,
+) -> Result<bool, String> {
+    let decision = match caller {
+        Caller::Direct { policy } => {
+            let decision = policy.decide(tool, &call.arguments);
+            policy.answer(decision, None)
+        }
+        Caller::Turn { conv, turn_id } => {
+            let (decision, may_ask, timeout) = {
+                let policy = lock(&conv.policy);
+                let policy = policy.as_ref().map_err(Clone::clone)?;
+                (
+                    policy.decide(tool, &call.arguments),
+                    policy.may_ask(conv.has_interactive_watcher()),
+                    policy.question_timeout(),
+                )
+            };
+            match decision {
+                Decision::Ask { ref reason, risk, .. } if may_ask => {
+                    let fields = |request_id: String| PermissionRequestFields {
+                        request_id,
+                        tool_call_id: call.call_id.clone(),
+                        tool_name: call.name.clone(),
+                        arguments: call.arguments.clone(),
+                        reason: reason.clone(),
+                        risk: Some(risk.as_str().to_string()),
+                    };
+                    let answer = crate::questions::ask(kernel, conv, *turn_id, fields, timeout, cancel).await;
+                    crate::questions::settle(kernel, conv, decision, answer.as_deref())
+                }
+                Decision::Ask { .. } => crate::questions::settle(kernel, conv, decision, None),
+                other => other,
+            }
+        }
+    };
+    match decision {
+        Decision::Allow { network } => Ok(network),
+        Decision::Deny { reason, .. } | Decision::Ask { reason, .. } => Err(reason),
+    }
+}
+
+/// Holds the lock of every path the call writes (its facts say which arguments), so writes of
+/// one file from any conversation or `tool.call` run one at a time. Locks are taken in path
+/// order, so two calls that write the same paths cannot wait on each other.
+async fn lock_written<'k>(kernel: &'k Kernel, tool: &ToolDef, call: &PlannedCall) -> Vec<PathGuard<'k>> {
+    let mut paths: Vec<PathBuf> = tool
+        .written_paths(&call.arguments)
+        .into_iter()
+        .map(|path| match &call.workspace {
+            Some(workspace) => normalize(workspace, path),
+            None => PathBuf::from(path),
+        })
+        .collect();
+    paths.sort();
+    paths.dedup();
+    let mut guards = Vec::with_capacity(paths.len());
+    for path in paths {
+        guards.push(kernel.lock_path(path).await);
+    }
+    guards
+}
+
+/// Publishes a running call's output as `tool_output` events until the call ends.
+fn forward_output(
+    kernel: &Arc<Kernel>,
+    conv: &Arc<Conversation>,
+    turn_id: i64,
+    call: &PlannedCall,
+    mut chunks: mpsc::Receiver<String>,
+) -> tokio::task::JoinHandle<()> {
+    let (kernel, conv) = (kernel.clone(), conv.clone());
+    let (id, name) = (call.call_id.clone(), call.name.clone());
+    tokio::spawn(async move {
+        while let Some(chunk) = chunks.recv().await {
+            conv.emit(&kernel, Event::tool_output(conv.id, Some(turn_id), &id, &name, chunk));
+        }
+    })
+}
+
+/// How long a frontend has to answer a `read_text_file` question before the read goes to disk.
+const EDITOR_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An allowed read that an editor's buffer can stand in for (the registry says which) asks a
+/// watching editor for its buffer first (it may hold unsaved changes). `None`: run the tool,
+/// as without an editor.
+async fn editor_read(
+    kernel: &Arc<Kernel>,
+    conv: &Arc<Conversation>,
+    turn_id: i64,
+    call: &PlannedCall,
+    cancel: &CancellationToken,
+) -> Option<ToolCallResult> {
+    if conv.file_readers.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+        return None;
+    }
+    let reader = *kernel.sandbox.registry().editor_read(&call.name)?;
+    let workspace = call.workspace.as_ref()?;
+    let raw = call.arguments.get(reader.path)?.as_str()?;
+    let path = normalize(workspace, raw);
+    let offset = call.arguments.get(reader.offset).and_then(Value::as_u64).map(|n| n as usize);
+    let limit = call.arguments.get(reader.limit).and_then(Value::as_u64).map(|n| n as usize);
+    let request_id = kernel.next_request_id();
+    let (tx, rx) = oneshot::channel();
+    lock(&kernel.ui_requests).insert(request_id.clone(), PendingUi { owner: conv.owner.clone(), answer: tx });
+    let mut request = serde_json::Map::new();
+    request.insert("kind".into(), json!("read_text_file"));
+    request.insert("path".into(), json!(path.display().to_string()));
+    request.insert("tool_call_id".into(), json!(call.call_id));
+    if let Some(offset) = offset {
+        request.insert("offset".into(), json!(offset));
+    }
+    if let Some(limit) = limit {
+        request.insert("limit".into(), json!(limit));
+    }
+    conv.emit(kernel, Event::ui_request(conv.id, Some(turn_id), &request_id, request));
+    let answer = tokio::select! {
+        answer = rx => answer.ok(),
+        _ = tokio::time::sleep(EDITOR_READ_TIMEOUT) => None,
+        _ = cancel.cancelled() => None,
+    };
+    lock(&kernel.ui_requests).remove(&request_id);
+    let content = answer.as_ref().and_then(|a| a.get("content")).and_then(Value::as_str).map(str::to_string);
+    let outcome = match (&answer, &content) {
+        (_, Some(_)) => json!({"outcome": "editor"}),
+        (Some(_), None) => json!({"outcome": "disk"}),
+        (None, None) => json!({"outcome": "timeout"}),
+    };
+    conv.emit(kernel, Event::ui_resolved(conv.id, Some(turn_id), &request_id, outcome));
+    let content = content?;
+    let shown = path.strip_prefix(workspace).map(|p| p.display().to_string()).unwrap_or(raw.to_string());
+    Some((reader.render)(&shown, &content, offset, limit))
+}
+
+/// A path argument made absolute against the workspace and cleaned of `.` and `..`
+/// (lexically: the file may not exist yet), as the policy checked it.
+fn normalize(workspace: &Path, path: &str) -> PathBuf {
+    superpi_policy::paths::lexical(&workspace.join(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize;
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn paths_normalize_against_the_workspace() {
+        let ws = Path::new("/w/repo");
+        assert_eq!(normalize(ws, "a/./b.txt"), PathBuf::from("/w/repo/a/b.txt"));
+        assert_eq!(normalize(ws, "a/../b.txt"), PathBuf::from("/w/repo/b.txt"));
+        assert_eq!(normalize(ws, "/etc/x"), PathBuf::from("/etc/x"));
+    }
+}
