@@ -327,7 +327,7 @@ async fn a_client_that_leaves_cancels_its_turn() {
 async fn a_client_that_leaves_a_whole_completion_cancels_its_turn() {
     let gw = Gateway::start(&[], &[]);
     let client = KernelClient::connect(&gw.env.connect_options("test")).await.unwrap();
-    let body = chat_body("superpi-code", false, "@slow 100\none two three four five six seven eight nine ten");
+    let body = chat_body("superpi-code", false, "@slow 1000\none two three four five six seven eight nine ten");
     let request =
         http().post(gw.url("/v1/chat/completions")).header("x-session-id", "impatient").body(body.to_string()).send();
     let waiting = tokio::spawn(request);
