@@ -7,6 +7,8 @@
 //! claims to check: the binary, the socket and the SQLite file are real.
 #![allow(clippy::disallowed_methods, clippy::expect_used, clippy::unwrap_used)] // test support spawns processes and fails loudly
 
+pub mod bad_input;
+
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

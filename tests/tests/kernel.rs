@@ -243,18 +243,21 @@ async fn a_kernel_killed_mid_turn_keeps_every_committed_entry_and_marks_the_turn
     assert!(matches!(events.last().unwrap().body, EventBody::TurnCompleted { .. }));
 }
 
-async fn raw_connection(env: &TestEnv) -> Framed<UnixStream, tokio_util::codec::LengthDelimitedCodec> {
-    let stream = UnixStream::connect(env.locations.socket_path()).await.unwrap();
-    let mut framed = Framed::new(stream, frame::codec(usize::MAX >> 1));
-    let hello = ClientMessage::Hello(ClientHello {
+fn hello() -> ClientMessage {
+    ClientMessage::Hello(ClientHello {
         protocol: 1,
         frontend: "raw".into(),
         version: "0".into(),
         principal: "local".into(),
         remote: false,
         provider_env: None,
-    });
-    framed.send(Bytes::from(frame::encode(&hello))).await.unwrap();
+    })
+}
+
+async fn raw_connection(env: &TestEnv) -> Framed<UnixStream, tokio_util::codec::LengthDelimitedCodec> {
+    let stream = UnixStream::connect(env.locations.socket_path()).await.unwrap();
+    let mut framed = Framed::new(stream, frame::codec(usize::MAX >> 1));
+    framed.send(Bytes::from(frame::encode(&hello()))).await.unwrap();
     let reply = framed.next().await.unwrap().unwrap();
     assert!(matches!(frame::decode::<KernelMessage>(&reply).unwrap(), KernelMessage::Hello(_)));
     framed
@@ -301,6 +304,76 @@ async fn bad_frames_get_error_frames_and_the_kernel_keeps_serving() {
     // Other clients were never disturbed.
     let conv = open(&good, &env).await;
     assert!(good.list().await.unwrap().iter().any(|c| c.conversation_id == conv));
+}
+
+/// Malformed frames of every kind, each followed by a probe request on the same connection:
+/// each gets its error frame (or none, for an ack of nothing) and the probe still succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_kind_of_malformed_frame_is_answered_and_the_connection_goes_on() {
+    use superpi_tests::bad_input::{Answer, depth_bomb};
+    let env = TestEnv::new();
+    let _kernel = client(&env).await;
+    let mut raw = raw_connection(&env).await;
+    const PARSE: i64 = codes::PARSE_ERROR as i64;
+    const INVALID: i64 = codes::INVALID_REQUEST as i64;
+    const PARAMS: i64 = codes::INVALID_PARAMS as i64;
+    const METHOD: i64 = codes::METHOD_NOT_FOUND as i64;
+    let mut bom = b"\xEF\xBB\xBF".to_vec();
+    bom.extend_from_slice(br#"{"type":"request","id":1,"method":"session.list"}"#);
+    let battery: Vec<(&str, Vec<u8>, Answer)> = vec![
+        ("invalid UTF-8", b"{\"type\":\"request\",\"id\":1,\"method\":\"\xff\xfe\"}".to_vec(), Answer::Error(&[PARSE])),
+        ("a truncated object", br#"{"type":"request","id":1,"#.to_vec(), Answer::Error(&[PARSE])),
+        ("a non-object", b"42".to_vec(), Answer::Error(&[INVALID])),
+        ("an unknown message type", br#"{"type":"bogus"}"#.to_vec(), Answer::Error(&[INVALID])),
+        ("a second hello", frame::encode(&hello()), Answer::Error(&[INVALID])),
+        (
+            "params of the wrong types",
+            br#"{"type":"request","id":6,"method":"session.submit","params":{"conversation_id":"x"}}"#.to_vec(),
+            Answer::Error(&[PARAMS]),
+        ),
+        ("an unknown method", br#"{"type":"request","id":7,"method":"nope.nope"}"#.to_vec(), Answer::Error(&[METHOD])),
+        (
+            "an id of a bad type",
+            br#"{"type":"request","id":"abc","method":"session.list"}"#.to_vec(),
+            Answer::Error(&[INVALID]),
+        ),
+        ("a negative id", br#"{"type":"request","id":-1,"method":"session.list"}"#.to_vec(), Answer::Error(&[INVALID])),
+        ("an empty frame", Vec::new(), Answer::Error(&[PARSE])),
+        ("a byte order mark", bom, Answer::Error(&[PARSE])),
+        ("a depth bomb", depth_bomb(100_000), Answer::Error(&[PARSE, INVALID])),
+        ("NUL bytes", b"\0\0\0\0".to_vec(), Answer::Error(&[PARSE])),
+        ("an ack of no subscription", br#"{"type":"ack","subscription":999,"count":1}"#.to_vec(), Answer::Nothing),
+    ];
+    for (i, (name, body, answer)) in battery.into_iter().enumerate() {
+        let probe_id = 1000 + i as u64;
+        raw.send(Bytes::from(body)).await.unwrap();
+        let probe = format!(r#"{{"type":"request","id":{probe_id},"method":"session.list"}}"#);
+        raw.send(Bytes::from(probe)).await.unwrap();
+        // Requests run concurrently: a bad request's error may come after the probe's answer.
+        let wanted = usize::from(answer != Answer::Nothing);
+        let (mut errors, mut probed) = (Vec::new(), false);
+        while !probed || errors.len() < wanted {
+            let reply = tokio::time::timeout(Duration::from_secs(30), raw.next())
+                .await
+                .unwrap_or_else(|_| panic!("{name}: no answer"))
+                .unwrap_or_else(|| panic!("{name}: the kernel closed the connection"))
+                .unwrap();
+            let KernelMessage::Response(response) = frame::decode::<KernelMessage>(&reply).unwrap() else { continue };
+            if response.id == Some(probe_id) {
+                assert!(response.error.is_none(), "{name}: the probe failed: {response:?}");
+                probed = true;
+                continue;
+            }
+            errors.push(response.error.map(|e| e.code as i64));
+        }
+        match answer {
+            Answer::Nothing => assert!(errors.is_empty(), "{name}: {errors:?}"),
+            Answer::Error(codes) => {
+                assert_eq!(errors.len(), 1, "{name}: {errors:?}");
+                assert!(errors[0].is_some_and(|c| codes.contains(&c)), "{name}: {errors:?}");
+            }
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

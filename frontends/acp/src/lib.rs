@@ -64,7 +64,8 @@ pub async fn run(args: Args, connect: superpi_client::ConnectOptions) -> Result<
         },
     );
     tracing::debug!("serving ACP on stdio");
-    match server::serve(agent, agent_client_protocol::Stdio::new()).await {
+    let transport = server::line_transport(tokio::io::stdin(), tokio::io::stdout(), server::MAX_LINE);
+    match server::serve(agent, transport).await {
         Ok(()) => Ok(()),
         // The editor went away while the agent was writing (it closed our stdout with our
         // stdin): that is the end of the session, not a failure. The conversation stays in

@@ -23,8 +23,10 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, ConnectTo, Error};
 use serde::{Deserialize, Serialize};
+use superpi_client::lines::{Line, LineReader};
 use superpi_client::{ConnectOptions, KernelClient};
 use superpi_proto::method::ModelInfo;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use crate::handlers::*;
 use crate::render::RenderOptions;
@@ -172,6 +174,40 @@ impl Server {
             request::model_option(&settings.model, &self.models(kernel).await),
         ]
     }
+}
+
+/// The longest line read from the editor (16 MiB, as `superpi mcp`): a prompt may embed files.
+pub const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// ACP as newline-delimited JSON-RPC on a byte stream: the SDK parses and dispatches, but
+/// the lines are read by superpi's bounded reader. The SDK's own reader ends the connection
+/// at the first line that is not UTF-8 and reads lines of any length; here such a line
+/// reaches the SDK as text that is not JSON, which it answers with a parse error (id null),
+/// and the connection goes on. Blank lines are skipped.
+pub fn line_transport<R, W>(reader: R, writer: W, max_line: usize) -> impl ConnectTo<agent_client_protocol::Agent>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let incoming = futures::stream::unfold(LineReader::new(reader, max_line), |mut lines| async move {
+        let line = match lines.next().await {
+            Ok(Line::Eof) => return None,
+            Ok(Line::Line(bytes)) => {
+                Ok(String::from_utf8(bytes).unwrap_or_else(|_| "(a line that is not UTF-8)".to_string()))
+            }
+            Ok(Line::TooLong { limit }) => Ok(format!("(a line over {limit} bytes)")),
+            Err(err) => Err(err),
+        };
+        Some((line, lines))
+    });
+    let outgoing = futures::sink::unfold(writer, |mut writer, line: String| async move {
+        let mut bytes = line.into_bytes();
+        bytes.push(b'\n');
+        writer.write_all(&bytes).await?;
+        writer.flush().await?;
+        Ok::<_, std::io::Error>(writer)
+    });
+    agent_client_protocol::Lines::new(Box::pin(outgoing), Box::pin(incoming))
 }
 
 /// Serves ACP on `transport` until the editor closes it.

@@ -595,3 +595,19 @@ async fn reads_see_unsaved_editor_buffers_as_the_mode_says() {
         }
     }
 }
+
+/// Every kind of malformed line, each followed by `initialize` on the same connection: each
+/// gets its JSON-RPC error (or none) and the agent keeps serving. One line of invalid UTF-8
+/// used to end the agent.
+#[test]
+fn every_kind_of_malformed_line_is_answered_and_serving_goes_on() {
+    use superpi_tests::bad_input::{json_rpc_lines, run_stdio_battery};
+    run_stdio_battery(
+        &TestEnv::new(),
+        &["acp"],
+        &[],
+        &json_rpc_lines(superpi_acp::server::MAX_LINE, "session/new", json!({"cwd": 7, "mcpServers": {}})),
+        |id| json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {"protocolVersion": 1}}),
+        |answer| assert_eq!(answer["result"]["protocolVersion"], 1, "{answer}"),
+    );
+}

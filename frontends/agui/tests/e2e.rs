@@ -497,3 +497,24 @@ async fn a_rejected_permission_refuses_the_call() {
     assert!(!server.env.workspace.join("not-made").exists(), "a rejected command does not run");
     assert_eq!(after.last().unwrap()["type"], "RUN_FINISHED");
 }
+
+/// Every kind of malformed request, each on a connection of its own and each followed by a
+/// request that must succeed: each gets a 4xx and the server keeps serving, a run included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_kind_of_malformed_request_is_refused_and_serving_goes_on() {
+    use superpi_tests::bad_input::{http_exchange, http_requests};
+    let server = Server::start(&[], &[]);
+    let addr = server.base.trim_start_matches("http://").trim_end_matches('/').to_string();
+    let bad_fields = json!({"threadId": 7, "runId": [], "messages": "hi", "tools": {}});
+    let health = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    for path in ["/agui/v1/run", "/agui/v1/sessions/t1/input"] {
+        for bad in http_requests(path, 8 << 20, &bad_fields) {
+            let (status, body) = http_exchange(&addr, &bad.raw);
+            assert!((400..500).contains(&status), "{path}, {}: {status} {body}", bad.name);
+            let (status, body) = http_exchange(&addr, health);
+            assert_eq!(status, 200, "after {path}, {}: {body}", bad.name);
+        }
+    }
+    let events = server.run(&http(), &run_input("t1", "r1", "still here?")).await.all().await;
+    assert_eq!(text(&events), "still here?");
+}

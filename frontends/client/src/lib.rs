@@ -8,11 +8,14 @@
 //! the rule that names a principal from a token ([`principal`]). That rule lives here rather
 //! than in superpi-http because every frontend that takes tokens already depends on this crate:
 //! the RPC server gets it for two small hashing crates instead of an HTTP stack.
+//! Beside that, the one thing the line-based frontends share below their protocols: a bounded
+//! line reader ([`lines`]).
 //!
 //! It must not know any frontend protocol (ACP, MCP, JSON-RPC, HTTP) nor the kernel's
 //! internals: it speaks only the kernel protocol of superpi-proto.
 
 mod connection;
+pub mod lines;
 mod locations;
 mod methods;
 mod pool;

@@ -143,8 +143,19 @@ pub fn classify_line(line: &[u8]) -> Verdict {
     match serde_json::from_value::<ClientJsonRpcMessage>(value.clone()) {
         Ok(message) => Verdict::Message(Box::new(message)),
         Err(err) => {
-            let id = value.get("id").and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
+            let raw_id = value.get("id").filter(|id| !id.is_null());
+            let id = raw_id.and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
             let has_method = value.get("method").is_some_and(Value::is_string);
+            // A request (it has an id) that is no JSON-RPC 2.0 request (another version, an id
+            // that is neither a string nor a number): an invalid request, not bad params, and
+            // never ignored as a notification would be.
+            let v2 = value.get("jsonrpc").and_then(Value::as_str) == Some("2.0");
+            if raw_id.is_some() && (!v2 || id.is_none()) {
+                return Verdict::Reply(Box::new(ServerJsonRpcMessage::error(
+                    ErrorData::invalid_request(format!("invalid request: {err}"), None),
+                    id,
+                )));
+            }
             match (id, has_method) {
                 // A request of a known method with bad params.
                 (Some(id), true) => Verdict::Reply(Box::new(ServerJsonRpcMessage::error(

@@ -29,6 +29,12 @@ fn lines_are_read_as_messages_or_answered() {
     assert_eq!(v["reply"]["error"]["code"], -32600);
 
     assert_eq!(verdict(r#"{"jsonrpc":"1.0","method":"notifications/progress"}"#), json!("ignore"));
+    // Found by the bad-input battery: a request of another version was "bad params", and one
+    // whose id is an object was ignored as a notification.
+    let v = verdict(r#"{"jsonrpc":"1.0","id":4,"method":"ping"}"#);
+    assert_eq!((&v["reply"]["id"], &v["reply"]["error"]["code"]), (&json!(4), &json!(-32600)));
+    let v = verdict(r#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#);
+    assert_eq!((&v["reply"]["id"], &v["reply"]["error"]["code"]), (&Value::Null, &json!(-32600)));
     assert_eq!(verdict("[1,2]")["reply"]["error"]["code"], -32600);
 
     let v = verdict("\u{feff}{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}");

@@ -386,6 +386,26 @@ fn garbage_then_end_of_input() {
     assert!(status.success(), "{status:?}");
 }
 
+/// Every kind of malformed line, each followed by a ping on the same connection: each gets
+/// its JSON-RPC error (or none) and the ping still succeeds.
+#[test]
+fn every_kind_of_malformed_line_is_answered_and_serving_goes_on() {
+    use superpi_tests::bad_input::{json_rpc_lines, run_stdio_battery};
+    let setup = [
+        json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ];
+    run_stdio_battery(
+        &TestEnv::new(),
+        &["mcp"],
+        &setup,
+        &json_rpc_lines(superpi_mcp::server::MAX_LINE, "prompts/get", json!({"name": 7})),
+        |id| json!({"jsonrpc": "2.0", "id": id, "method": "ping"}),
+        |answer| assert!(answer.get("result").is_some(), "{answer}"),
+    );
+}
+
 /// End of input while a harness_task runs: the turn is cancelled in the kernel and the
 /// process exits cleanly at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -422,3 +422,29 @@ async fn a_session_outlives_the_gateway_process() {
     assert_eq!(third.status(), 200);
     assert_eq!(conversation_of(&third), id);
 }
+
+/// Every kind of malformed request, each on a connection of its own and each followed by a
+/// real chat completion: each gets a 4xx (an OpenAI error object when it reached the API)
+/// and the gateway keeps serving.
+#[test]
+fn every_kind_of_malformed_request_is_refused_and_serving_goes_on() {
+    use superpi_tests::bad_input::{http_exchange, http_requests};
+    let gw = Gateway::start(&[], &[]);
+    let addr = gw.base.trim_start_matches("http://").trim_end_matches('/').to_string();
+    let bad_fields = json!({"model": 7, "messages": "hi", "stream": "yes"});
+    let good = chat_body("mock", false, "still here?").to_string();
+    let good = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{good}",
+        good.len()
+    );
+    for bad in http_requests("/v1/chat/completions", 8 << 20, &bad_fields) {
+        let (status, body) = http_exchange(&addr, &bad.raw);
+        assert!((400..500).contains(&status), "{}: {status} {body}", bad.name);
+        if let Ok(error) = serde_json::from_str::<Value>(&body) {
+            assert!(error["error"]["message"].is_string(), "{}: {body}", bad.name);
+        }
+        let (status, body) = http_exchange(&addr, good.as_bytes());
+        assert_eq!(status, 200, "after {}: {body}", bad.name);
+        assert!(body.contains("chat.completion"), "after {}: {body}", bad.name);
+    }
+}

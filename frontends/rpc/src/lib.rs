@@ -9,7 +9,7 @@
 //! The modules follow the frontend template: [`wire`] (this protocol's params and results,
 //! converted by hand), [`render`] (kernel events to `session.event` batches), [`request`]
 //! (the methods and their kernel calls), [`server`] (one connection over any byte stream; the
-//! listeners are in `listen`), with the JSON-RPC [`envelope`], line framing ([`lines`]),
+//! listeners are in `listen`), with the JSON-RPC [`envelope`], line framing (`superpi_client::lines`),
 //! per-connection state ([`conn`]) and login tokens ([`auth`]) beside them.
 //!
 //! It must not know the kernel's internals: it reaches the kernel only through
@@ -24,7 +24,6 @@ use std::sync::Arc;
 pub mod auth;
 pub mod conn;
 pub mod envelope;
-pub mod lines;
 mod listen;
 pub mod render;
 pub mod request;

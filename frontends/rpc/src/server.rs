@@ -13,8 +13,8 @@ use tokio::sync::mpsc;
 
 use crate::conn::{Conn, Shared};
 use crate::envelope::{self, Incoming, Item, RpcError, codes};
-use crate::lines::{Line, LineReader};
 use crate::request;
+use superpi_client::lines::{Line, LineReader};
 
 /// Serves one client until it closes its side (then answers what is in flight) or the
 /// kernel connection is lost.

@@ -87,3 +87,18 @@ async fn pipelined_calls_run_in_order() {
     while c.read_line().await.is_some() {}
     assert!(tokio::time::timeout(READ_TIMEOUT, child.wait()).await.unwrap().unwrap().success());
 }
+
+/// Every kind of malformed line, each followed by a request on the same connection: each gets
+/// its JSON-RPC error (or none) and the request still succeeds.
+#[test]
+fn every_kind_of_malformed_line_is_answered_and_serving_goes_on() {
+    use superpi_tests::bad_input::{json_rpc_lines, run_stdio_battery};
+    run_stdio_battery(
+        &TestEnv::new(),
+        &["rpc", "--stdio"],
+        &[],
+        &json_rpc_lines(superpi_rpc::DEFAULT_MAX_LINE, "session.watch", json!({"conversation_id": "one"})),
+        |id| json!({"jsonrpc": "2.0", "id": id, "method": "harness.list"}),
+        |answer| assert!(answer["result"]["harnesses"].is_array(), "{answer}"),
+    );
+}

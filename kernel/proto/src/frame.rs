@@ -31,7 +31,8 @@ pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, FrameError> {
     match serde_json::from_slice::<T>(body) {
         Ok(message) => Ok(message),
         Err(err) if err.is_syntax() || err.is_eof() => Err(FrameError::NotJson(err)),
-        Err(err) => match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
+        // `IgnoredAny` would skip strings without checking their UTF-8: read a whole value.
+        Err(err) => match serde_json::from_slice::<serde_json::Value>(body) {
             Ok(_) => Err(FrameError::NotAMessage(err)),
             Err(syntax) => Err(FrameError::NotJson(syntax)),
         },
@@ -64,6 +65,9 @@ mod tests {
     fn decode_tells_syntax_from_shape() {
         assert!(matches!(decode::<ClientMessage>(b"not json"), Err(FrameError::NotJson(_))));
         assert!(matches!(decode::<ClientMessage>(b"{\"type\":\"nope\"}"), Err(FrameError::NotAMessage(_))));
+        // Found by the frame fuzz target: invalid UTF-8 in a string is not JSON.
+        assert!(matches!(decode::<ClientMessage>(b"{\"type\":\"nope\",\"k\":\"\xff\"}"), Err(FrameError::NotJson(_))));
+        assert!(matches!(decode::<ClientMessage>(b"{\"type\":\"ack\",\"s\xffn\":3}"), Err(FrameError::NotJson(_))));
         let msg =
             ClientMessage::Request(Request { id: 7, method: "session.list".into(), params: serde_json::json!({}) });
         assert_eq!(decode::<ClientMessage>(&encode(&msg)).unwrap(), msg);

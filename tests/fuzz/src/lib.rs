@@ -12,6 +12,7 @@
 //! public API; nothing here reimplements what it tests.
 
 pub mod acp;
+pub mod lines;
 pub mod mcp;
 pub mod policy;
 pub mod proto;
@@ -26,7 +27,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("frame", proto::frame),
     ("event", proto::event),
     ("rpc_envelope", rpc::envelope),
-    ("rpc_lines", rpc::lines),
+    ("lines", lines::read),
     ("acp_request", acp::request),
     ("mcp_request", mcp::request),
     ("sse_openai", providers::openai),

@@ -1,5 +1,6 @@
-//! Newline-delimited framing with a size limit: a line over the limit is reported once and
-//! skipped up to its newline, and reading goes on with the next line.
+//! Newline-delimited framing with a size limit, for the frontends that read lines (the RPC
+//! server, the ACP agent): a line over the limit is reported once and skipped up to its
+//! newline, and reading goes on with the next line.
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
