@@ -1,7 +1,8 @@
 //! The private temp dirs of calls, made ahead: creating a directory (and the /dev/shm directory
 //! inside it) on a disk-backed /tmp costs a fifth of a millisecond on a busy machine, on every
 //! call's path otherwise. A couple are kept ready and replaced on a blocking thread as calls
-//! take them; each is used by one call only and removed after it.
+//! take them; each is used by one call only and removed after it. Their names carry the
+//! kernel's pid, so that those a kernel leaves ready when it exits are removed by the next one.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -28,6 +29,7 @@ pub(crate) struct TempDirs {
 
 impl TempDirs {
     pub(crate) fn new(shm: bool) -> Arc<TempDirs> {
+        remove_stale();
         Arc::new(TempDirs { ready: Mutex::new(Vec::new()), shm })
     }
 
@@ -52,9 +54,25 @@ impl TempDirs {
     }
 }
 
+const PREFIX: &str = "superpi-call-";
+
+/// Removes the temp dirs of kernels that are gone.
+fn remove_stale() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix(PREFIX).and_then(|rest| rest.split_once('-')).map(|(pid, _)| pid) else {
+            continue;
+        };
+        if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 fn make(shm: bool) -> Result<CallDir, String> {
     let dir = tempfile::Builder::new()
-        .prefix("superpi-call-")
+        .prefix(&format!("{PREFIX}{}-", std::process::id()))
         .tempdir()
         .map_err(|e| format!("could not create the call's temp dir: {e}"))?;
     let path = dir.path().canonicalize().map_err(|e| e.to_string())?;
