@@ -1,6 +1,7 @@
 //! One frontend connection: the hello exchange, then requests, acks and subscriptions.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -12,24 +13,8 @@ use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 
 use crate::kernel::{Kernel, lock};
+use crate::peer::Peer;
 use crate::provider_env::Verdict;
-use crate::server::{client_connected, client_disconnected};
-use crate::subscription::SubscriptionHandle;
-
-/// Who is on the other end of a connection.
-pub(crate) struct Peer {
-    pub frontend: String,
-    pub principal: String,
-    pub remote: bool,
-    pub out: mpsc::UnboundedSender<Bytes>,
-    pub subscriptions: Mutex<HashMap<u64, SubscriptionHandle>>,
-}
-
-impl Peer {
-    pub fn send(&self, message: &KernelMessage) {
-        let _ = self.out.send(Bytes::from(frame::encode(message)));
-    }
-}
 
 pub(crate) async fn serve(kernel: Arc<Kernel>, stream: UnixStream) {
     client_connected(&kernel);
@@ -221,4 +206,14 @@ async fn write_loop(
             return;
         }
     }
+}
+
+fn client_connected(kernel: &Kernel) {
+    kernel.clients.fetch_add(1, Ordering::Relaxed);
+    kernel.touch();
+}
+
+fn client_disconnected(kernel: &Kernel) {
+    kernel.clients.fetch_sub(1, Ordering::Relaxed);
+    kernel.touch();
 }

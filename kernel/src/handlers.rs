@@ -6,14 +6,14 @@ use serde_json::{Value, json};
 use superpi_proto::message::codes;
 use superpi_proto::method::{
     ConversationInfo, ForkParams, HistoryResult, ListResult, Method, OpenParams, SubmitParams, SubmitResult,
-    ToolCallResult, ToolListResult, WatchParams, WatchResult,
+    ToolListResult, WatchParams, WatchResult,
 };
 use superpi_proto::{ContentBlock, ErrorObject, Event, Message, Role};
 use tokio::sync::oneshot;
 
-use crate::connection::Peer;
 use crate::conversation::{self, Conversation, Input};
 use crate::kernel::{Kernel, lock};
+use crate::peer::Peer;
 use crate::store::{ConversationRow, NewConversation, StoreError};
 use crate::subscription::{self, WatchSpec};
 
@@ -327,8 +327,4 @@ fn status(kernel: &Kernel) -> Reply {
         data_dir: kernel.config.data_dir.display().to_string(),
         socket: kernel.config.socket_path().display().to_string(),
     })
-}
-
-pub(crate) fn tool_call_result(result: ToolCallResult) -> Reply {
-    to_value(result)
 }

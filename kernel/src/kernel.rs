@@ -1,4 +1,4 @@
-//! The kernel's shared state and configuration.
+//! The kernel's shared state.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -6,86 +6,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use superpi_sandbox::{Sandbox, ToolRegistry};
+use superpi_sandbox::Sandbox;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use crate::config::KernelConfig;
 use crate::conversation::Conversation;
-use crate::store::{Store, StoreError};
+use crate::store::Store;
 use crate::tools::Catalog;
-
-/// How a kernel runs.
-#[derive(Debug, Clone)]
-pub struct KernelConfig {
-    pub data_dir: PathBuf,
-    pub config_dir: PathBuf,
-    pub runtime_dir: PathBuf,
-    /// Exit after this long with no client and no running turn (autostarted kernels).
-    pub idle_exit: Option<Duration>,
-    pub max_frame: usize,
-    /// Bound of a conversation's live event buffer; a watcher further behind is told it lagged.
-    pub event_buffer: usize,
-    /// The program that serves `superpi __sandbox-tool` for file tools.
-    pub tool_exe: Option<PathBuf>,
-    /// Started by a frontend (not by hand): it may stop for a frontend whose provider
-    /// variables it lacks.
-    pub autostarted: bool,
-    /// The digests of the provider variables this kernel started with (as superpi-client
-    /// computes them), compared with each frontend's `hello`; `None`: no comparison.
-    pub provider_env: Option<std::collections::BTreeMap<String, String>>,
-    /// The tools this kernel offers: the built-ins, and any an embedding program registers.
-    pub tools: ToolRegistry,
-}
-
-impl KernelConfig {
-    pub fn new(data_dir: PathBuf, config_dir: PathBuf, runtime_dir: PathBuf) -> Self {
-        KernelConfig {
-            data_dir,
-            config_dir,
-            runtime_dir,
-            idle_exit: None,
-            max_frame: superpi_proto::frame::DEFAULT_MAX_FRAME,
-            event_buffer: 16 * 1024,
-            tool_exe: None,
-            autostarted: false,
-            provider_env: None,
-            tools: ToolRegistry::builtin(),
-        }
-    }
-
-    pub fn socket_path(&self) -> PathBuf {
-        self.runtime_dir.join("kernel.sock")
-    }
-
-    pub fn lock_path(&self) -> PathBuf {
-        self.data_dir.join("kernel.lock")
-    }
-
-    pub fn database_path(&self) -> PathBuf {
-        self.data_dir.join("superpi.sqlite")
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum KernelError {
-    #[error("another kernel already runs for {0}")]
-    AlreadyRunning(String),
-    #[error("{context}: {source}")]
-    Io { context: String, source: std::io::Error },
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("configuration: {0}")]
-    Config(String),
-    #[error("sandbox: {0}")]
-    Sandbox(String),
-}
-
-impl KernelError {
-    pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> KernelError {
-        let context = context.into();
-        move |source| KernelError::Io { context, source }
-    }
-}
 
 /// A question waiting for a person's answer.
 pub(crate) struct PendingQuestion {

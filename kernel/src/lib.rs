@@ -10,10 +10,12 @@
 //! tool ever runs inside its process: calls go to superpi-sandbox's confined children (a runner
 //! an embedding program registers runs here and confines itself).
 
+mod config;
 mod connection;
 mod conversation;
 mod handlers;
 mod kernel;
+mod peer;
 mod pipeline;
 mod provider_env;
 mod questions;
@@ -25,5 +27,5 @@ mod tools;
 mod tools_direct;
 mod turn;
 
-pub use kernel::{KernelConfig, KernelError};
+pub use config::{KernelConfig, KernelError};
 pub use server::{run, status_of_socket};

@@ -5,14 +5,14 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use nix::fcntl::{Flock, FlockArg};
 use superpi_sandbox::{Sandbox, SandboxConfig};
 use tokio::net::{UnixListener, UnixStream};
 
-use crate::kernel::{Kernel, KernelConfig, KernelError};
+use crate::config::{KernelConfig, KernelError};
+use crate::kernel::Kernel;
 use crate::store::Store;
 use crate::tools::Catalog;
 
@@ -154,14 +154,4 @@ async fn watch_idleness(kernel: Arc<Kernel>) {
 /// Whether a kernel answers on `socket` (for `superpi kernel status` without autostart).
 pub async fn status_of_socket(socket: &Path) -> bool {
     UnixStream::connect(socket).await.is_ok()
-}
-
-pub(crate) fn client_connected(kernel: &Kernel) {
-    kernel.clients.fetch_add(1, Ordering::Relaxed);
-    kernel.touch();
-}
-
-pub(crate) fn client_disconnected(kernel: &Kernel) {
-    kernel.clients.fetch_sub(1, Ordering::Relaxed);
-    kernel.touch();
 }

@@ -9,7 +9,7 @@ use superpi_proto::tool::ToolDef;
 use superpi_providers::{ProvidersConfig, SharedProvider};
 use superpi_sandbox::SandboxConfig;
 
-use crate::kernel::KernelConfig;
+use crate::config::KernelConfig;
 
 pub(crate) struct Catalog {
     pub config_dir: std::path::PathBuf,

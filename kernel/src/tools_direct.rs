@@ -12,9 +12,8 @@ use superpi_proto::message::codes;
 use superpi_proto::method::ToolCallParams;
 use tokio_util::sync::CancellationToken;
 
-use crate::connection::Peer;
-use crate::handlers::tool_call_result;
 use crate::kernel::{Kernel, lock};
+use crate::peer::Peer;
 use crate::pipeline::{self, Caller, PlannedCall};
 
 static DIRECT_CALLS: AtomicU64 = AtomicU64::new(1);
@@ -60,7 +59,7 @@ pub(crate) async fn call(kernel: &Arc<Kernel>, peer: &Peer, p: ToolCallParams) -
     // The same pipeline as a turn's call; nobody can be asked, so an askable call is refused.
     let end = pipeline::run(kernel, Caller::Direct { policy: &mut policy }, &call, &cancel).await;
     drop(registered);
-    tool_call_result(end.into_result())
+    serde_json::to_value(end.into_result()).map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, e.to_string()))
 }
 
 /// Removes a cancellable direct call from the kernel's table when it ends.
