@@ -45,11 +45,13 @@ pub fn session_id(conversation_id: i64) -> SessionId {
     SessionId::new(format!("{SESSION_PREFIX}{conversation_id}"))
 }
 
-/// The conversation of an ACP session id, or ACP's session-not-found error.
+/// The conversation of an ACP session id, or ACP's session-not-found error. Only the id
+/// [`session_id`] writes names a conversation: `conv-01` or `conv-+1` name none.
 pub fn conversation_id(session: &SessionId) -> Result<i64, Error> {
     session
         .0
         .strip_prefix(SESSION_PREFIX)
+        .filter(|n| n.bytes().all(|b| b.is_ascii_digit()) && !n.starts_with('0'))
         .and_then(|n| n.parse::<i64>().ok())
         .filter(|n| *n > 0)
         .ok_or_else(|| not_found(session))

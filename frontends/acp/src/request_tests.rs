@@ -11,7 +11,9 @@ use superpi_proto::ErrorObject;
 fn session_ids_round_trip_and_junk_is_not_found() {
     assert_eq!(session_id(17), SessionId::new("conv-17"));
     assert_eq!(conversation_id(&SessionId::new("conv-17")).unwrap(), 17);
-    for junk in ["17", "conv-", "conv-x", "conv--3", "conv-0", "acp_abc"] {
+    // `conv-01` and `conv-+1` were read as conversation 1 (found by the acp_request fuzz
+    // target): only the id session_id writes names a conversation.
+    for junk in ["17", "conv-", "conv-x", "conv--3", "conv-0", "acp_abc", "conv-01", "conv-+1", "conv- 1"] {
         let err = conversation_id(&SessionId::new(junk)).unwrap_err();
         assert_eq!(err.code, ErrorCode::from(-32002), "{junk}");
     }

@@ -6,7 +6,7 @@
 //! which includes this file and feeds it every file of `corpus/NAME/`. A target therefore
 //! checks properties of the code under test, not just that it returns: a codec round-trips,
 //! a line reader's output does not depend on how its input was split, a provider parser's
-//! output keeps the stream algebra, a workspace settings file only tightens.
+//! output keeps the stream algebra, a workspace settings file only tightens, a translated tool schema keeps the vendor's rules.
 //!
 //! Each function reaches the code the way its frontend or loader does, through the crate's
 //! public API; nothing here reimplements what it tests.
@@ -18,6 +18,7 @@ pub mod policy;
 pub mod proto;
 pub mod providers;
 pub mod rpc;
+pub mod schema;
 
 /// A target's body: fuzz input in, a panic when a property breaks.
 pub type Target = fn(&[u8]);
@@ -36,4 +37,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("shell", policy::shell),
     ("settings", policy::settings),
     ("harness", policy::harness),
+    ("schema_openai", schema::openai),
+    ("schema_anthropic", schema::anthropic),
+    ("schema_gemini", schema::gemini),
 ];
