@@ -150,14 +150,15 @@ pub(crate) fn builtin() -> Vec<Entry> {
                 def(
                     "bash",
                     "Run a shell command in the workspace, confined: it may write only in the workspace \
-                     and $TMPDIR, and has no network unless granted. Output beyond the limit is saved to \
+                     and $TMPDIR, and has no network unless the call sets network: true (which may need the user's consent). Output beyond the limit is saved to \
                      a file that the read tool can page through.",
                     json!({
                         "type": "object",
                         "properties": {
                             "command": {"type": "string", "description": "The command, run with bash -c"},
                             "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "Seconds before the command is killed (default 120)"},
-                            "cwd": {"type": "string", "description": "Working directory inside the workspace (default: its root)"}
+                            "cwd": {"type": "string", "description": "Working directory inside the workspace (default: its root)"},
+                            "network": {"type": "boolean", "description": "Set true only when the command needs the network, e.g. installing packages or fetching; without it the command runs offline"}
                         },
                         "required": ["command"],
                         "additionalProperties": false
@@ -179,6 +180,7 @@ pub(crate) fn builtin() -> Vec<Entry> {
                 &[("cwd", PathAccess::Cwd)],
             )
             .shell("command")
+            .network_arg("network")
             .with_ui(ui(ToolKind::Execute, "Run `{command}`||Run a command")),
             runner: Runner::Shell,
             editor_read: None,
@@ -281,6 +283,7 @@ pub(crate) fn builtin() -> Vec<Entry> {
 trait Facts {
     fn edits(self) -> Self;
     fn shell(self, arg: &str) -> Self;
+    fn network_arg(self, arg: &str) -> Self;
     fn with_ui(self, ui: ToolUi) -> Self;
 }
 
@@ -292,6 +295,11 @@ impl Facts for ToolDef {
 
     fn shell(mut self, arg: &str) -> Self {
         self.shell = Some(arg.into());
+        self
+    }
+
+    fn network_arg(mut self, arg: &str) -> Self {
+        self.network_arg = Some(arg.into());
         self
     }
 

@@ -22,6 +22,10 @@ fn every_fact_names_an_argument_of_the_schema() {
         if let Some(shell) = &def.shell {
             named(shell, "shell argument");
         }
+        if let Some(net) = &def.network_arg {
+            named(net, "network argument");
+            assert_eq!(def.input_schema["properties"][net]["type"], "boolean", "{}: the network argument", def.name);
+        }
         if let Some(line) = &def.ui.line {
             named(line, "line argument");
         }

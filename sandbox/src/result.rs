@@ -73,6 +73,13 @@ pub(crate) fn bash_outcome(
         );
         text = join_line(text, &note);
     }
+    if failed && !network && looks_offline(&finished.output) {
+        text = join_line(
+            text,
+            "[network: this command ran without network; if it needs the network (installing packages, \
+             fetching), run it again with \"network\": true, which may need the user's consent]",
+        );
+    }
     if let Some(line) = &status_line {
         text = join_line(text, line);
     }
@@ -111,12 +118,36 @@ fn join_line(text: String, line: &str) -> String {
 }
 
 fn looks_denied(out: &Collected) -> bool {
+    mentions(out, &["Permission denied", "Operation not permitted", "Read-only file system", "permission denied"])
+}
+
+/// What commands print when they cannot reach the network: name resolution and connection
+/// failures (without network the sandbox refuses internet sockets with EPERM).
+fn looks_offline(out: &Collected) -> bool {
+    mentions(
+        out,
+        &[
+            "Operation not permitted",
+            "resolve",
+            "resolution",
+            "Name or service not known",
+            "getaddrinfo",
+            "Network is unreachable",
+            "network is unreachable",
+            "onnection refused",
+            "onnect to",
+            "connect:",
+            "socket:",
+            "dns error",
+        ],
+    )
+}
+
+/// Whether the end of the output (where errors land) contains one of `needles`.
+fn mentions(out: &Collected, needles: &[&str]) -> bool {
     let hay = |b: &[u8]| {
         let s = String::from_utf8_lossy(b);
-        s.contains("Permission denied")
-            || s.contains("Operation not permitted")
-            || s.contains("Read-only file system")
-            || s.contains("permission denied")
+        needles.iter().any(|n| s.contains(n))
     };
     hay(&out.head[out.head.len().saturating_sub(16 * 1024)..]) || hay(&out.tail)
 }

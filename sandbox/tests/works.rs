@@ -115,7 +115,15 @@ async fn network_when_granted() {
     let env = env();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let mut call = env.call("bash", json!({"command": format!("echo hi > /dev/tcp/127.0.0.1/{port}")}));
+    let command = format!("echo hi > /dev/tcp/127.0.0.1/{port}");
+    // Not granted: refused, and the result tells the model how to ask.
+    let out = env.bash(&command).await;
+    assert!(out.is_error, "{out:?}");
+    assert!(out.output.contains("run it again with \"network\": true"), "{out:?}");
+    // A command that fails for another reason gets no such hint.
+    let out = env.bash("exit 3").await;
+    assert!(out.is_error && !out.output.contains("\"network\""), "{out:?}");
+    let mut call = env.call("bash", json!({"command": command}));
     call.network = true;
     let out = env.sandbox.run(call, Default::default(), None).await;
     assert!(!out.is_error, "{out:?}");

@@ -189,13 +189,13 @@ mod tests {
         let closed = c.answer(asked.clone(), Some("yes please"));
         assert!(matches!(closed, Decision::Deny { rule: Rule::Unanswered, .. }));
         assert_eq!(c.answer(asked.clone(), Some("reject_once")).reason(), asked.reason());
-        assert_eq!(c.answer(asked.clone(), Some("allow_once")), Decision::Allow { network: true });
+        assert_eq!(c.answer(asked.clone(), Some("allow_once")), Decision::Allow { network: false });
         assert!(c.decide(&bash, &args).askable(), "allow_once is not remembered");
-        assert_eq!(c.answer(asked, Some("allow_always")), Decision::Allow { network: true });
-        assert_eq!(c.decide(&bash, &args), Decision::Allow { network: true }, "a second call is not asked");
+        assert_eq!(c.answer(asked, Some("allow_always")), Decision::Allow { network: false });
+        assert_eq!(c.decide(&bash, &args), Decision::Allow { network: false }, "a second call is not asked");
         assert!(c.overrides().allow_commands.contains("make test"));
 
         let restored = conversation("superpi-code", Caller::Local, None).with_overrides(c.overrides().clone());
-        assert_eq!(restored.decide(&bash, &args), Decision::Allow { network: true });
+        assert_eq!(restored.decide(&bash, &args), Decision::Allow { network: false });
     }
 }

@@ -9,8 +9,12 @@
 //! 3. A shell command (the tool's `shell` argument) matching `permissions.deny` (any part of
 //!    it) is denied; a part rejected for the session is denied.
 //! 4. The network policy: `deny` refuses tools with network effects; `allowlist` refuses them
-//!    unless their `url` host is listed. A shell line of known read-only commands
-//!    ([`crate::read_only`]) is then allowed, without network, in every mode.
+//!    unless their `url` host is listed. A call that asks for network through the tool's
+//!    `network_arg` counts as `net_write` (a shell command's host cannot be checked, so the
+//!    allow list refuses it); a shell command that does not ask runs without network unless
+//!    `network.shell_default` is `allow`. A shell line of known read-only commands
+//!    ([`crate::read_only`]) that does not ask for network is then allowed, without it, in
+//!    every mode.
 //! 5. The mode, by the tool's effects (the reference table): `plan` lets reads (and network
 //!    reads) through and blocks the rest; `accept-edits` lets reads and state writes through,
 //!    file edits (tools whose facts say `edits`), allow-listed shell commands and allowed
@@ -31,7 +35,7 @@ use crate::net::url_host;
 use crate::paths::{PathProblem, normalize, protected};
 use crate::pattern::DenyMatch;
 use crate::read_only;
-use crate::settings::{NetworkPolicy, Settings};
+use crate::settings::{NetworkPolicy, Settings, ShellNetwork};
 use crate::shell::{self, SimpleCommand};
 pub use crate::verdict::{Answer, Decision, Overrides, Remember, Risk, Rule};
 
@@ -52,7 +56,13 @@ pub struct CallFacts<'a> {
 pub fn decide(f: &CallFacts<'_>) -> Decision {
     let p = &f.settings.permissions;
     let deny = |reason: String, rule: Rule| Decision::Deny { reason, rule };
-    let (name, effects) = (f.tool.name.as_str(), f.tool.effects.as_slice());
+    let name = f.tool.name.as_str();
+    let asks_network = f.tool.asks_network(f.arguments);
+    let mut effects = f.tool.effects.clone();
+    if asks_network && !effects.contains(&Effect::NetWrite) {
+        effects.push(Effect::NetWrite);
+    }
+    let effects = effects.as_slice();
 
     // 1. Tools refused outright.
     if p.deny_tools.contains(name) {
@@ -81,6 +91,12 @@ pub fn decide(f: &CallFacts<'_>) -> Decision {
             NetworkPolicy::Deny => {
                 return deny(format!("network access is refused by the network policy (`{name}`)"), Rule::Network);
             }
+            NetworkPolicy::Allowlist if asks_network => {
+                return deny(
+                    format!("`{name}` asks for network, which network.allow_hosts cannot check (policy `allowlist`)"),
+                    Rule::Network,
+                );
+            }
             NetworkPolicy::Allowlist => match f.arguments.get("url").and_then(Value::as_str).and_then(url_host) {
                 Some(host) if f.settings.host_allowed(&host) => {}
                 Some(host) => {
@@ -96,11 +112,14 @@ pub fn decide(f: &CallFacts<'_>) -> Decision {
         }
     }
     // A line of known read-only commands is decided like a read tool, without network.
-    if shell.as_ref().is_some_and(|sh| sh.read_only) {
+    if !asks_network && shell.as_ref().is_some_and(|sh| sh.read_only) {
         return Decision::Allow { network: false };
     }
     let exec = effects.contains(&Effect::Exec) || shell.is_some();
-    let network = net_effect || (exec && f.settings.network.policy == NetworkPolicy::Allow);
+    let shell_default = f.settings.network.shell_default == ShellNetwork::Allow;
+    // A tool that cannot ask for network (no `network_arg`) keeps it by default.
+    let offline_unless_asked = f.tool.network_arg.is_some() && !shell_default;
+    let network = net_effect || (exec && !offline_unless_asked && f.settings.network.policy == NetworkPolicy::Allow);
     let allow = Decision::Allow { network };
 
     // 5. The mode.
@@ -120,8 +139,26 @@ pub fn decide(f: &CallFacts<'_>) -> Decision {
         Mode::AcceptEdits => match class {
             Class::Read | Class::NetRead | Class::StateWrite => allow,
             Class::SideEffect => {
+                let tool_allowed = p.allow_tools.contains(name) || f.overrides.allow_tools.contains(name);
+                if asks_network && !tool_allowed {
+                    // The allow list says nothing about network: only an answer for this very
+                    // line with network (or for the whole tool) lets it through.
+                    let remember = match &shell {
+                        Some(sh) => Remember::Commands(vec![sh.network_key.clone()]),
+                        None => Remember::Tool(name.to_string()),
+                    };
+                    let answered =
+                        shell.as_ref().is_some_and(|sh| f.overrides.allow_commands.contains(&sh.network_key));
+                    if !answered {
+                        return Decision::Ask {
+                            reason: format!("accept-edits mode asks before `{name}` reaches the network"),
+                            risk: Risk::High,
+                            network,
+                            remember,
+                        };
+                    }
+                }
                 if let Some(sh) = &shell {
-                    let tool_allowed = p.allow_tools.contains(name) || f.overrides.allow_tools.contains(name);
                     return sh.verdict(tool_allowed, true, network);
                 }
                 if f.tool.edits || p.allow_tools.contains(name) || f.overrides.allow_tools.contains(name) {
@@ -255,14 +292,31 @@ struct ShellCheck {
     unsure: Option<String>,
     /// Every command is a known read-only one and none may expand into a denied one.
     read_only: bool,
+    /// What an answer about this line run with network remembers (never a plain command's
+    /// key, so allowing a command does not allow it network).
+    network_key: String,
 }
 
 impl ShellCheck {
     fn new(f: &CallFacts<'_>, arg: &str) -> ShellCheck {
         let p = &f.settings.permissions;
         let line = f.arguments.get(arg).and_then(Value::as_str).unwrap_or("");
-        let mut check =
-            ShellCheck { refusal: None, unlisted: Vec::new(), doubtful: Vec::new(), unsure: None, read_only: false };
+        let network_key = format!("network: {line}");
+        let mut check = ShellCheck {
+            refusal: None,
+            unlisted: Vec::new(),
+            doubtful: Vec::new(),
+            unsure: None,
+            read_only: false,
+            network_key,
+        };
+        if f.tool.asks_network(f.arguments) && f.overrides.deny_commands.contains(&check.network_key) {
+            check.refusal = Some(Decision::Deny {
+                reason: "this command with network was rejected for this session".into(),
+                rule: Rule::SessionReject,
+            });
+            return check;
+        }
         let deny = |reason: String, rule: Rule| Some(Decision::Deny { reason, rule });
         let cmds: Vec<SimpleCommand> = match shell::commands(line) {
             Ok(cmds) => cmds,

@@ -62,7 +62,11 @@ fn decision_matrix_effects_by_mode_by_policy() {
     let default = Settings::default();
     let net_deny = settings_with(|s| s.network.policy = NetworkPolicy::Deny);
     let allowlist = settings_with(|s| {
-        s.network = Network { policy: NetworkPolicy::Allowlist, allow_hosts: vec!["github.com".into()] }
+        s.network = Network {
+            policy: NetworkPolicy::Allowlist,
+            shell_default: ShellNetwork::Offline,
+            allow_hosts: vec!["github.com".into()],
+        }
     });
     let no_net_in_plan = settings_with(|s| s.permissions.network_in_plan_mode = false);
     let allow_todo_tool = settings_with(|s| {
@@ -79,6 +83,15 @@ fn decision_matrix_effects_by_mode_by_policy() {
     let none = json!({});
     let file = json!({"path": "src/main.rs"});
     let cmd = |c: &str| json!({"command": c});
+    let net = |c: &str| json!({"command": c, "network": true});
+    let shell_net = settings_with(|s| s.network.shell_default = ShellNetwork::Allow);
+    let shell_net_lists = settings_with(|s| {
+        s.network.shell_default = ShellNetwork::Allow;
+        s.permissions.allow = patterns(&["cargo test *"]);
+    });
+    let allow_bash = settings_with(|s| {
+        s.permissions.allow_tools.insert("bash".into());
+    });
 
     // (name, tool, effects, arguments, settings, [plan, accept-edits, auto])
     let table: Vec<Row> = vec![
@@ -116,16 +129,35 @@ fn decision_matrix_effects_by_mode_by_policy() {
         ("exec tool", "run_tests", &[Exec], none.clone(), &default, ["D:mode", "Q", "N"]),
         ("exec tool, network deny", "run_tests", &[Exec], none.clone(), &net_deny, ["D:mode", "Q", "A"]),
         // The shell.
-        ("bash unlisted", "bash", &[Exec], cmd("make"), &default, ["D:mode", "Q", "N"]),
+        ("bash unlisted", "bash", &[Exec], cmd("make"), &default, ["D:mode", "Q", "A"]),
         ("bash read-only", "bash", &[Exec], cmd("git status"), &default, ["A", "A", "A"]),
         ("bash read-only, network deny", "bash", &[Exec], cmd("ls -la; cat a"), &net_deny, ["A", "A", "A"]),
         ("bash read-only, allowlist", "bash", &[Exec], cmd("git log | head"), &allowlist, ["A", "A", "A"]),
-        ("bash listed", "bash", &[Exec], cmd("cargo test"), &lists, ["D:mode", "N", "N"]),
-        ("bash listed prefix", "bash", &[Exec], cmd("cargo test -p x"), &lists, ["D:mode", "N", "N"]),
-        ("bash not exactly listed", "bash", &[Exec], cmd("cargo bench"), &lists, ["D:mode", "Q", "N"]),
+        ("bash listed", "bash", &[Exec], cmd("cargo test"), &lists, ["D:mode", "A", "A"]),
+        ("bash listed prefix", "bash", &[Exec], cmd("cargo test -p x"), &lists, ["D:mode", "A", "A"]),
+        ("bash not exactly listed", "bash", &[Exec], cmd("cargo bench"), &lists, ["D:mode", "Q", "A"]),
         ("bash denied", "bash", &[Exec], cmd("git push origin"), &lists, ["D:deny_list"; 3]),
         ("bash, allowlisted network", "bash", &[Exec], cmd("make"), &allowlist, ["D:mode", "Q", "A"]),
         ("bash, network deny", "bash", &[Exec], cmd("make"), &net_deny, ["D:mode", "Q", "A"]),
+        ("bash, old shell default", "bash", &[Exec], cmd("make"), &shell_net, ["D:mode", "Q", "N"]),
+        ("bash listed, old shell default", "bash", &[Exec], cmd("cargo test"), &shell_net_lists, ["D:mode", "N", "N"]),
+        // A call that asks for network is decided like a net_write tool.
+        ("bash asks network", "bash", &[Exec], net("make"), &default, ["D:mode", "Q", "N"]),
+        (
+            "bash says no network",
+            "bash",
+            &[Exec],
+            json!({"command": "make", "network": false}),
+            &default,
+            ["D:mode", "Q", "A"],
+        ),
+        ("bash asks network, listed", "bash", &[Exec], net("cargo test"), &lists, ["D:mode", "Q", "N"]),
+        ("bash asks network, read-only", "bash", &[Exec], net("git status"), &default, ["D:mode", "Q", "N"]),
+        ("bash asks network, denied", "bash", &[Exec], net("git push"), &lists, ["D:deny_list"; 3]),
+        ("bash asks network, network deny", "bash", &[Exec], net("make"), &net_deny, ["D:network"; 3]),
+        ("bash asks network, allowlist", "bash", &[Exec], net("curl https://github.com"), &allowlist, ["D:network"; 3]),
+        ("bash asks network, old shell default", "bash", &[Exec], net("make"), &shell_net, ["D:mode", "Q", "N"]),
+        ("bash asks network, allowed tool", "bash", &[Exec], net("make"), &allow_bash, ["D:mode", "N", "N"]),
     ];
     for (name, tool, effects, args, s, expected) in &table {
         let got = codes(tool, effects, args, s);
@@ -145,7 +177,13 @@ fn never_loosens_over_generated_combinations() {
     let variants = [
         Settings::default(),
         settings_with(|s| s.network.policy = NetworkPolicy::Deny),
-        settings_with(|s| s.network = Network { policy: NetworkPolicy::Allowlist, allow_hosts: vec!["a.org".into()] }),
+        settings_with(|s| {
+            s.network = Network {
+                policy: NetworkPolicy::Allowlist,
+                shell_default: ShellNetwork::Offline,
+                allow_hosts: vec!["a.org".into()],
+            }
+        }),
         settings_with(|s| s.permissions.network_in_plan_mode = false),
         settings_with(|s| {
             s.permissions.allow = patterns(&["ls *"]);
@@ -188,12 +226,20 @@ fn bash(line: &str, mode: Mode, o: &Overrides) -> Decision {
     run("bash", &[Exec], json!({"command": line}), mode, &shell_settings(), o)
 }
 
+/// `bash` with `network.shell_default` `allow`: every command that runs gets network.
+fn bash_with_network(line: &str, mode: Mode, o: &Overrides) -> Decision {
+    let mut s = shell_settings();
+    s.network.shell_default = ShellNetwork::Allow;
+    run("bash", &[Exec], json!({"command": line}), mode, &s, o)
+}
+
 #[test]
 fn compound_commands_need_every_part() {
     let o = Overrides::default();
     let cases: &[(&str, &str, &str)] = &[
         // (line, accept-edits, auto)
-        // Read-only lines (A) run without network; listed ones (N) with.
+        // Read-only lines (A) run without network; listed ones (N) with (with the old shell
+        // default, so that the two differ).
         ("ls -la && git status", "A", "A"),
         ("ls; echo hi | grep h || cat x", "A", "A"),
         ("ls | wc -l", "A", "A"),
@@ -237,15 +283,15 @@ fn compound_commands_need_every_part() {
         ("", "A", "A"),
     ];
     for (line, accept, auto) in cases {
-        assert_eq!(code(&bash(line, Mode::AcceptEdits, &o)), *accept, "accept-edits: {line:?}");
-        assert_eq!(code(&bash(line, Mode::Auto, &o)), *auto, "auto: {line:?}");
+        assert_eq!(code(&bash_with_network(line, Mode::AcceptEdits, &o)), *accept, "accept-edits: {line:?}");
+        assert_eq!(code(&bash_with_network(line, Mode::Auto, &o)), *auto, "auto: {line:?}");
         let plan = if *accept == "A" { "A" } else { "D" };
-        assert_eq!(&code(&bash(line, Mode::Plan, &o))[..1], plan, "plan: {line:?}");
+        assert_eq!(&code(&bash_with_network(line, Mode::Plan, &o))[..1], plan, "plan: {line:?}");
     }
     // Without a deny list, auto runs what it cannot read.
     let plain = Settings::default();
     let d = run("bash", &[Exec], json!({"command": "arr=(*); wc ${arr[0]}"}), Mode::Auto, &plain, &o);
-    assert_eq!(d, Decision::Allow { network: true });
+    assert_eq!(d, Decision::Allow { network: false });
 }
 
 #[test]
@@ -256,7 +302,7 @@ fn questions_name_the_unlisted_parts() {
         Decision::Ask {
             reason: "`git pull; make -j4` is not in the allow list of shell commands".into(),
             risk: Risk::High,
-            network: true,
+            network: false,
             remember: Remember::Commands(vec!["git pull".into(), "make -j4".into()]),
         }
     );
@@ -283,12 +329,12 @@ fn questions_name_the_unlisted_parts() {
 fn session_overrides_follow_answers() {
     let mut o = Overrides::default();
     let d = bash("ls && git pull", Mode::AcceptEdits, &o);
-    assert_eq!(d.clone().answer(Some(Answer::AllowOnce), &mut o), Decision::Allow { network: true });
+    assert_eq!(d.clone().answer(Some(Answer::AllowOnce), &mut o), Decision::Allow { network: false });
     assert!(o.is_empty(), "allow_once records nothing");
     assert_eq!(code(&bash("ls && git pull", Mode::AcceptEdits, &o)), "Q", "asked again");
-    assert_eq!(d.clone().answer(Some(Answer::AllowAlways), &mut o), Decision::Allow { network: true });
+    assert_eq!(d.clone().answer(Some(Answer::AllowAlways), &mut o), Decision::Allow { network: false });
     assert!(o.allow_commands.contains("git pull"));
-    assert_eq!(code(&bash("git pull; ls", Mode::AcceptEdits, &o)), "N", "not asked a second time");
+    assert_eq!(code(&bash("git pull; ls", Mode::AcceptEdits, &o)), "A", "not asked a second time");
     assert_eq!(code(&bash("git pull --rebase", Mode::AcceptEdits, &o)), "Q", "only that command");
 
     // reject_always: refused without asking, in every mode.
@@ -302,7 +348,7 @@ fn session_overrides_follow_answers() {
     assert_eq!(code(&bash("make", Mode::Auto, &o)), "D:session_reject");
     // A later allow_always replaces the rejection.
     o.record(Answer::AllowAlways, &Remember::Commands(vec!["make".into()]));
-    assert_eq!(code(&bash("make", Mode::AcceptEdits, &o)), "N");
+    assert_eq!(code(&bash("make", Mode::AcceptEdits, &o)), "A");
     assert!(o.deny_commands.is_empty());
 
     // A session allow never lifts the deny list or plan.
@@ -461,5 +507,42 @@ fn deny_list_wins_over_everything() {
         assert!(!d.askable());
     }
     // allow_tools lifts the allow list, not the deny list.
-    assert_eq!(code(&run("bash", &[Exec], json!({"command": "make"}), Mode::AcceptEdits, &s, &o)), "N");
+    assert_eq!(code(&run("bash", &[Exec], json!({"command": "make"}), Mode::AcceptEdits, &s, &o)), "A");
+}
+
+#[test]
+fn network_is_asked_for_the_line_with_network() {
+    let s = settings_with(|s| s.permissions.allow = patterns(&["cargo build *"]));
+    let net = |line: &str, mode: Mode, o: &Overrides| {
+        run("bash", &[Exec], json!({"command": line, "network": true}), mode, &s, o)
+    };
+    let mut o = Overrides::default();
+    let d = net("cargo build", Mode::AcceptEdits, &o);
+    assert_eq!(
+        d,
+        Decision::Ask {
+            reason: "accept-edits mode asks before `bash` reaches the network".into(),
+            risk: Risk::High,
+            network: true,
+            remember: Remember::Commands(vec!["network: cargo build".into()]),
+        }
+    );
+    // Allowing the line with network always does not give other lines network, nor the line
+    // without asking network.
+    assert_eq!(d.answer(Some(Answer::AllowAlways), &mut o), Decision::Allow { network: true });
+    assert_eq!(code(&net("cargo build", Mode::AcceptEdits, &o)), "N");
+    assert_eq!(code(&net("cargo build --release", Mode::AcceptEdits, &o)), "Q");
+    let plain = run("bash", &[Exec], json!({"command": "cargo build"}), Mode::AcceptEdits, &s, &o);
+    assert_eq!(code(&plain), "A");
+    // Allowing a command (without network) always does not allow it network.
+    o.record(Answer::AllowAlways, &Remember::Commands(vec!["make".into()]));
+    assert_eq!(code(&net("make", Mode::AcceptEdits, &o)), "Q");
+    // Rejecting the line with network always refuses it in every mode, not the line without.
+    let d = net("make", Mode::AcceptEdits, &o);
+    assert!(matches!(d.answer(Some(Answer::RejectAlways), &mut o), Decision::Deny { rule: Rule::Rejected, .. }));
+    for m in Mode::ALL {
+        assert_eq!(code(&net("make", m, &o)), "D:session_reject", "{m}");
+    }
+    let plain = run("bash", &[Exec], json!({"command": "make"}), Mode::AcceptEdits, &s, &o);
+    assert_eq!(code(&plain), "A");
 }

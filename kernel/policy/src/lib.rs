@@ -79,4 +79,4 @@ pub use decide::{Answer, CallFacts, Decision, Overrides, Remember, Risk, Rule, d
 pub use error::ConfigError;
 pub use harness::{Harness, Harnesses, UnknownHarness, WorkspaceKind};
 pub use mode::{Caller, Mode, UnknownMode, effective_mode};
-pub use settings::{Network, NetworkPolicy, Permissions, RemoteSettings, SandboxSettings, Settings};
+pub use settings::{Network, NetworkPolicy, Permissions, RemoteSettings, SandboxSettings, Settings, ShellNetwork};

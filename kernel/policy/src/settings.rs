@@ -63,7 +63,8 @@ pub struct Permissions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum NetworkPolicy {
-    /// Tools with network effects run, and shell commands get network (the default).
+    /// Tools with network effects run, and so do shell commands that ask for network (the
+    /// default).
     Allow,
     /// Tools with network effects run only for a `url` whose host is allow-listed; shell
     /// commands get no network (a socket cannot be checked against host names).
@@ -72,9 +73,23 @@ pub enum NetworkPolicy {
     Deny,
 }
 
+/// Whether a shell command that does not ask for network gets it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ShellNetwork {
+    /// Only a call that asks (the tool's network argument) gets network, decided like a
+    /// network-writing tool (the default).
+    #[default]
+    Offline,
+    /// Every shell command gets network when the policy is `allow` (the old behaviour).
+    Allow,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Network {
     pub policy: NetworkPolicy,
+    /// Whether shell commands that do not ask for network get it anyway.
+    pub shell_default: ShellNetwork,
     /// For `allowlist`: host names; an entry matches the host and its subdomains.
     pub allow_hosts: Vec<String>,
 }
@@ -109,7 +124,11 @@ impl Default for Settings {
                 ask: true,
                 question_timeout: DEFAULT_QUESTION_TIMEOUT,
             },
-            network: Network { policy: NetworkPolicy::Allow, allow_hosts: Vec::new() },
+            network: Network {
+                policy: NetworkPolicy::Allow,
+                shell_default: ShellNetwork::Offline,
+                allow_hosts: Vec::new(),
+            },
             remote: RemoteSettings { default_mode: Mode::AcceptEdits, max_mode: Mode::AcceptEdits },
             sandbox: SandboxSettings::default(),
         }
@@ -203,8 +222,12 @@ impl Settings {
             self.apply_tightening(&p, path, false)?;
         }
         if let Some(n) = raw.network {
+            // Unsaid, the workspace leaves the shell default as it is; said, the stricter wins.
+            let shell_default =
+                n.shell_default.map_or(self.network.shell_default, |w| w.min(self.network.shell_default));
             let ws = network(n, path)?;
             self.network = tighten_network(&self.network, &ws);
+            self.network.shell_default = shell_default;
         }
         if let Some(r) = raw.remote {
             if let Some(m) = r.max_mode {
@@ -330,14 +353,14 @@ fn network(raw: RawNetwork, path: &Path) -> Result<Network, ConfigError> {
             hosts.push(host);
         }
     }
-    Ok(Network { policy, allow_hosts: hosts })
+    Ok(Network { policy, shell_default: raw.shell_default.unwrap_or_default(), allow_hosts: hosts })
 }
 
 /// The stricter of two network settings; two allow lists keep the hosts both allow.
 fn tighten_network(user: &Network, ws: &Network) -> Network {
     use NetworkPolicy::*;
     match (user.policy, ws.policy) {
-        (Deny, _) | (_, Deny) => Network { policy: Deny, allow_hosts: Vec::new() },
+        (Deny, _) | (_, Deny) => Network { policy: Deny, shell_default: user.shell_default, allow_hosts: Vec::new() },
         (Allowlist, Allowlist) => {
             let mut hosts: Vec<String> = ws
                 .allow_hosts
@@ -348,7 +371,7 @@ fn tighten_network(user: &Network, ws: &Network) -> Network {
                 .collect();
             hosts.sort();
             hosts.dedup();
-            Network { policy: Allowlist, allow_hosts: hosts }
+            Network { policy: Allowlist, shell_default: user.shell_default, allow_hosts: hosts }
         }
         (Allowlist, Allow) => user.clone(),
         (Allow, _) => ws.clone(),
@@ -426,6 +449,7 @@ struct TighteningPermissions {
 #[serde(deny_unknown_fields)]
 struct RawNetwork {
     policy: Option<NetworkPolicy>,
+    shell_default: Option<ShellNetwork>,
     allow_hosts: Option<Vec<String>>,
 }
 

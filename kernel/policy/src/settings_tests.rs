@@ -57,7 +57,11 @@ fn a_full_user_file() {
     assert_eq!(p.question_timeout, Duration::from_secs(300));
     assert_eq!(
         s.network,
-        Network { policy: NetworkPolicy::Allowlist, allow_hosts: vec!["github.com".into(), "crates.io".into()] }
+        Network {
+            policy: NetworkPolicy::Allowlist,
+            shell_default: ShellNetwork::Offline,
+            allow_hosts: vec!["github.com".into(), "crates.io".into()]
+        }
     );
     assert!(s.host_allowed("api.GITHUB.com") && s.host_allowed("crates.io") && !s.host_allowed("notgithub.com"));
     assert_eq!((s.remote.default_mode, s.remote.max_mode), (Mode::Plan, Mode::Auto));
@@ -176,10 +180,30 @@ fn a_workspace_file_only_tightens() {
     let allow = Settings::default();
     assert_eq!(ws(allow.clone(), r#"{"network": {"policy": "deny"}}"#).unwrap().network.policy, NetworkPolicy::Deny);
     let listed = ws(allow.clone(), r#"{"network": {"policy": "allowlist", "allow_hosts": ["a.org"]}}"#).unwrap();
-    assert_eq!(listed.network, Network { policy: NetworkPolicy::Allowlist, allow_hosts: vec!["a.org".into()] });
+    assert_eq!(
+        listed.network,
+        Network {
+            policy: NetworkPolicy::Allowlist,
+            shell_default: ShellNetwork::Offline,
+            allow_hosts: vec!["a.org".into()]
+        }
+    );
     let denied = user(r#"{"network": {"policy": "deny"}}"#).unwrap();
     assert_eq!(ws(denied, r#"{"network": {"policy": "allow"}}"#).unwrap().network.policy, NetworkPolicy::Deny);
     assert_eq!(ws(base.clone(), r#"{"network": {"policy": "allow"}}"#).unwrap().network, base.network);
+
+    // The shell default: offline unless the user says allow; a workspace can only take it back.
+    assert_eq!(allow.network.shell_default, ShellNetwork::Offline);
+    let old = user(r#"{"network": {"shell_default": "allow"}}"#).unwrap();
+    assert_eq!(old.network.shell_default, ShellNetwork::Allow);
+    assert_eq!(
+        ws(old.clone(), r#"{"network": {"policy": "deny"}}"#).unwrap().network.shell_default,
+        ShellNetwork::Allow
+    );
+    let back = ws(old, r#"{"network": {"shell_default": "offline"}}"#).unwrap();
+    assert_eq!(back.network.shell_default, ShellNetwork::Offline);
+    let no_loosening = ws(allow, r#"{"network": {"shell_default": "allow"}}"#).unwrap();
+    assert_eq!(no_loosening.network.shell_default, ShellNetwork::Offline);
 }
 
 #[test]

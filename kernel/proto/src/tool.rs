@@ -42,6 +42,10 @@ pub struct ToolDef {
     /// and deny lists of commands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shell: Option<String>,
+    /// The boolean argument by which a call asks for network (a shell tool's commands run
+    /// without it otherwise). A call with it `true` is decided like a `net_write` tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_arg: Option<String>,
     /// A file edit: what the `accept-edits` mode lets through without asking.
     #[serde(default, skip_serializing_if = "is_false")]
     pub edits: bool,
@@ -76,6 +80,13 @@ pub enum PathAccess {
     List,
     /// Works in that directory (a command's working directory).
     Cwd,
+}
+
+impl ToolDef {
+    /// Whether this call asks for network through the tool's `network_arg`.
+    pub fn asks_network(&self, arguments: &Value) -> bool {
+        self.network_arg.as_deref().and_then(|arg| arguments.get(arg)).and_then(Value::as_bool) == Some(true)
+    }
 }
 
 impl PathAccess {
