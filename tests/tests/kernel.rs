@@ -591,8 +591,8 @@ fn chat_answers_line_by_line_until_exit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_process_that_reaches_the_kernel_socket_is_refused() {
     let env = TestEnv::new();
-    // Network granted, so the sandbox lets the connect through: the kernel's own check refuses.
-    std::fs::write(env.locations.config_dir.join("settings.json"), r#"{"network": {"policy": "allow"}}"#).unwrap();
+    // Network granted (the call asks, auto allows), so the sandbox lets the connect through:
+    // the kernel's own check refuses.
     let client = client(&env).await;
     let (conv, mut sub) = open_and_watch(&client, &env.workspace, Some("auto"), false).await;
     let script = format!(
@@ -600,7 +600,10 @@ async fn a_tool_process_that_reaches_the_kernel_socket_is_refused() {
         env.locations.socket_path().display().to_string()
     );
     std::fs::write(env.workspace.join("probe.py"), script).unwrap();
-    let turn = client.submit_text(conv, "@tool bash {\"command\": \"/usr/bin/python3 probe.py\"}").await.unwrap();
+    let turn = client
+        .submit_text(conv, "@tool bash {\"command\": \"/usr/bin/python3 probe.py\", \"network\": true}")
+        .await
+        .unwrap();
     let events = turn_events(&mut sub, turn.turn_id).await;
     let output = events
         .iter()
