@@ -9,13 +9,14 @@
 //! shorten the question timeout, but never allow more. Its keys are a subset of the user's;
 //! the others are rejected with an error saying so.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
 
 use crate::error::{ConfigError, key_path};
+use crate::mcp_servers::{McpServerConfig, RawMcpServer, mcp_servers};
 use crate::mode::Mode;
 use crate::pattern::{CommandPattern, PathPattern};
 
@@ -35,6 +36,8 @@ pub struct Settings {
     pub network: Network,
     pub remote: RemoteSettings,
     pub sandbox: SandboxSettings,
+    /// External MCP servers by name (the user's file only).
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -131,6 +134,7 @@ impl Default for Settings {
             },
             remote: RemoteSettings { default_mode: Mode::AcceptEdits, max_mode: Mode::AcceptEdits },
             sandbox: SandboxSettings::default(),
+            mcp_servers: BTreeMap::new(),
         }
     }
 }
@@ -211,6 +215,9 @@ impl Settings {
             if let Some(d) = sb.disabled {
                 s.sandbox.disabled = d;
             }
+        }
+        if let Some(servers) = raw.mcp_servers {
+            s.mcp_servers = mcp_servers(servers, path)?;
         }
         Ok(s)
     }
@@ -408,6 +415,7 @@ struct UserFile {
     network: Option<RawNetwork>,
     remote: Option<RawRemote>,
     sandbox: Option<RawSandbox>,
+    mcp_servers: Option<BTreeMap<String, RawMcpServer>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

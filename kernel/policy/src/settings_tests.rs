@@ -277,3 +277,31 @@ fn settings_md_examples_parse() {
             .unwrap();
     assert_eq!(hs.get("reviewer").unwrap().max_mode, Mode::AcceptEdits);
 }
+
+#[test]
+fn mcp_servers_are_read_from_the_user_file_with_errors_naming_the_key() {
+    let path = Path::new("/cfg/settings.json");
+    let text = r#"{"mcp_servers": {"fix": {"command": "/bin/fix", "args": ["-v"], "env": {"K": "V"}, "cwd": "/srv"}}}"#;
+    let s = Settings::from_user_file(text, path).unwrap();
+    let fix = &s.mcp_servers["fix"];
+    assert_eq!((fix.command.as_str(), fix.args.clone()), ("/bin/fix", vec!["-v".to_string()]));
+    assert_eq!(fix.env.get("K").map(String::as_str), Some("V"));
+    assert_eq!(fix.cwd.as_deref(), Some(Path::new("/srv")));
+
+    let bad = |text: &str| Settings::from_user_file(text, path).unwrap_err();
+    assert_eq!(bad(r#"{"mcp_servers": {"a__b": {"command": "x"}}}"#).key(), Some("mcp_servers.a__b"));
+    assert_eq!(bad(r#"{"mcp_servers": {"fix": {"command": " "}}}"#).key(), Some("mcp_servers.fix.command"));
+    assert_eq!(bad(r#"{"mcp_servers": {"fix": {"command": "x", "cwd": "rel"}}}"#).key(), Some("mcp_servers.fix.cwd"));
+    let unknown = bad(r#"{"mcp_servers": {"fix": {"command": "x", "url": "http://h"}}}"#);
+    assert_eq!(unknown.key(), Some("mcp_servers.fix.url"));
+    assert!(unknown.to_string().contains("/cfg/settings.json"), "{unknown}");
+}
+
+#[test]
+fn a_workspace_file_cannot_add_mcp_servers() {
+    let err = Settings::default()
+        .tightened_by_workspace_file(r#"{"mcp_servers": {"x": {"command": "sh"}}}"#, Path::new("/ws/.superpi/settings.json"))
+        .unwrap_err();
+    assert_eq!(err.path(), Path::new("/ws/.superpi/settings.json"));
+    assert!(err.to_string().contains("mcp_servers") && err.to_string().contains("only tighten"), "{err}");
+}

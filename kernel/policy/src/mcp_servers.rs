@@ -1,0 +1,78 @@
+//! The `mcp_servers` section of the user's settings: external MCP servers whose tools the
+//! kernel offers as `mcp__SERVER__TOOL`. Only the user's file may name servers (a server runs
+//! a program); a workspace file that tries is refused like any other loosening key.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::ConfigError;
+
+/// One stdio MCP server: the program the kernel starts (through the sandbox crate) on first
+/// need, and talks to over its stdin and stdout.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct McpServerConfig {
+    pub command: String,
+    pub args: Vec<String>,
+    /// Variables set for the server, besides the sandbox's allow list.
+    pub env: BTreeMap<String, String>,
+    /// Its working directory; absent: the workspace of the conversation that first needs it.
+    pub cwd: Option<PathBuf>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMcpServer {
+    command: String,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+}
+
+/// A server's name is part of its tools' names (`mcp__NAME__TOOL`), so it is kept to the
+/// characters every model vendor accepts, and cannot hold the `__` separator.
+pub fn valid_server_name(name: &str) -> bool {
+    (1..=32).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        && !name.contains("__")
+}
+
+pub(crate) fn mcp_servers(
+    raw: BTreeMap<String, RawMcpServer>,
+    path: &Path,
+) -> Result<BTreeMap<String, McpServerConfig>, ConfigError> {
+    let mut servers = BTreeMap::new();
+    for (name, server) in raw {
+        let key = |k: &str| format!("mcp_servers.{name}{k}");
+        if !valid_server_name(&name) {
+            return Err(ConfigError::invalid(
+                path,
+                key(""),
+                "a server name is 1 to 32 characters of a-z, A-Z, 0-9, `_` and `-`, without `__`",
+            ));
+        }
+        if server.command.trim().is_empty() {
+            return Err(ConfigError::invalid(path, key(".command"), "the command is empty"));
+        }
+        if let Some(cwd) = &server.cwd
+            && !cwd.is_absolute()
+        {
+            return Err(ConfigError::invalid(
+                path,
+                key(".cwd"),
+                format!("`{}` is not an absolute path", cwd.display()),
+            ));
+        }
+        for variable in server.env.keys() {
+            if variable.is_empty() || variable.contains('=') || variable.contains('\0') {
+                return Err(ConfigError::invalid(path, key(".env"), format!("`{variable}` is not a variable name")));
+            }
+        }
+        let config = McpServerConfig { command: server.command, args: server.args, env: server.env, cwd: server.cwd };
+        servers.insert(name, config);
+    }
+    Ok(servers)
+}
