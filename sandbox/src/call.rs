@@ -103,6 +103,11 @@ impl Machine {
         })
     }
 
+    /// Why nothing can be confined on this machine, when that is so.
+    pub(crate) fn refusal(&self) -> Option<&str> {
+        self.refusal.as_deref()
+    }
+
     pub(crate) fn status(&self, config: &SandboxConfig) -> SandboxStatus {
         SandboxStatus {
             landlock_abi: self.abi,
@@ -121,7 +126,7 @@ impl Machine {
         cancel: CancellationToken,
         progress: Option<mpsc::Sender<String>>,
     ) -> ToolCallResult {
-        let shell = match tools.entry(&call.name).map(|e| &e.runner) {
+        let shell = match tools.entry(&call.name).map(|e| e.runner) {
             None => return ToolCallResult::error(format!("unknown tool `{}`", call.name)),
             Some(Runner::Registered(runner)) => return runner.run(&call, cancel, progress).await,
             Some(Runner::Shell) => true,
@@ -265,6 +270,19 @@ impl Machine {
         cwd: &Path,
         runner: bool,
     ) -> Result<Setup, String> {
+        self.setup_with(config, call, workspace, cwd, runner, None)
+    }
+
+    /// [`Machine::setup`], with one more program readable and executable (a server's).
+    pub(crate) fn setup_with(
+        &self,
+        config: &SandboxConfig,
+        call: &ToolCall,
+        workspace: &Path,
+        cwd: &Path,
+        runner: bool,
+        program: Option<&Path>,
+    ) -> Result<Setup, String> {
         let crate::tempdirs::CallDir { dir: tmp, path: tmp_path, shm } = self.temp_dirs.take()?;
         let confined = !config.disabled;
 
@@ -273,6 +291,7 @@ impl Machine {
         if runner {
             read_exec.push(config.tool_exe.clone());
         }
+        read_exec.extend(program.map(Path::to_path_buf));
         let spill_dir = conversation_spill_dir(config, call.conversation_id);
         let mut read_write = vec![workspace.to_path_buf(), tmp_path.clone()];
         read_write.extend(config.extra_write_paths.iter().cloned());
@@ -333,13 +352,13 @@ impl Machine {
     }
 }
 
-struct Setup {
-    tmp: tempfile::TempDir,
-    prepared: Prepared,
-    status_read: std::os::fd::OwnedFd,
-    cgroup: Option<crate::cgroup::CallCgroup>,
-    env: Vec<(OsString, OsString)>,
-    tag: String,
+pub(crate) struct Setup {
+    pub tmp: tempfile::TempDir,
+    pub prepared: Prepared,
+    pub status_read: std::os::fd::OwnedFd,
+    pub cgroup: Option<crate::cgroup::CallCgroup>,
+    pub env: Vec<(OsString, OsString)>,
+    pub tag: String,
 }
 
 fn c_path(p: &Path) -> Option<CString> {
@@ -369,7 +388,7 @@ fn environment(config: &SandboxConfig, tmp: &Path) -> Vec<(OsString, OsString)> 
 /// The canonical workspace, refused when handing it over would hand over what the sandbox
 /// exists to protect: the whole filesystem, the home directory (its credentials), superpi's
 /// own data dir (the store, the socket).
-fn checked_workspace(workspace: &Path, config: &SandboxConfig) -> Result<PathBuf, String> {
+pub(crate) fn checked_workspace(workspace: &Path, config: &SandboxConfig) -> Result<PathBuf, String> {
     let canonical =
         workspace.canonicalize().map_err(|e| format!("the workspace {} is not usable: {e}", workspace.display()))?;
     if !canonical.is_dir() {

@@ -80,7 +80,7 @@ pub(crate) enum LaunchError {
     Io(#[from] std::io::Error),
 }
 
-fn c_string(s: &std::ffi::OsStr) -> std::io::Result<CString> {
+pub(crate) fn c_string(s: &std::ffi::OsStr) -> std::io::Result<CString> {
     CString::new(s.as_bytes())
         .map_err(|_| std::io::Error::other(format!("{} contains a NUL byte", s.to_string_lossy())))
 }
@@ -98,7 +98,7 @@ pub(crate) fn pipe_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
 
 /// Ends a call that is abandoned half-way (its future dropped instead of cancelled): kills the
 /// group, the cgroup or the tagged processes, so nothing outlives it either way.
-struct Guard {
+pub(crate) struct Guard {
     pgid: i32,
     cgroup: Option<CallCgroup>,
     tag: String,
@@ -106,6 +106,10 @@ struct Guard {
 }
 
 impl Guard {
+    pub(crate) fn new(pgid: i32, cgroup: Option<CallCgroup>, tag: String, since: u64) -> Guard {
+        Guard { pgid, cgroup, tag, since }
+    }
+
     async fn finish(mut self) {
         signal_group(self.pgid, libc::SIGKILL, None);
         self.pgid = 0;

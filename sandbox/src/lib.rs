@@ -32,6 +32,7 @@ mod reap;
 mod registry;
 mod result;
 mod runner;
+mod server;
 mod spawn;
 mod tempdirs;
 
@@ -49,6 +50,7 @@ pub use host::run_host_command;
 pub use reap::is_tool_process;
 pub use registry::{EditorRead, RegistryError, RunFuture, ToolRegistry, ToolRunner};
 pub use runner::{TOOL_SUBCOMMAND, format_read, tool_main};
+pub use server::{ServerHandle, ServerProcess, ServerSpec};
 pub use superpi_proto::tool::{Effect, ToolCallResult, ToolDef};
 
 /// How the sandbox runs calls. One per kernel.

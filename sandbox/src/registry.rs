@@ -2,13 +2,15 @@
 //!
 //! One registry per kernel. It starts with the built-in tools of `catalog.rs` and takes more
 //! through [`ToolRegistry::register`]: tools whose runner is not built in (an MCP server's
-//! tool, a plan tool, a subagent tool). The policy, the kernel's pipeline and the frontends
-//! read a tool's facts ([`ToolDef`]) from here, never its name.
+//! tool, a plan tool, a subagent tool). Tools found while the kernel runs (an external MCP
+//! server's, listed when it starts) come through [`ToolRegistry::register_live`], which every
+//! clone of the registry sees. The policy, the kernel's pipeline and the frontends read a
+//! tool's facts ([`ToolDef`]) from here, never its name.
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use superpi_proto::tool::{ToolCallResult, ToolDef};
 use tokio::sync::mpsc;
@@ -83,46 +85,73 @@ pub enum RegistryError {
 #[derive(Clone)]
 pub struct ToolRegistry {
     entries: Vec<Entry>,
+    /// Tools registered while the kernel runs, shared by every clone.
+    live: Arc<RwLock<Vec<Entry>>>,
 }
 
 impl ToolRegistry {
     /// The built-in tools.
     pub fn builtin() -> Self {
-        ToolRegistry { entries: crate::catalog::builtin() }
+        ToolRegistry { entries: crate::catalog::builtin(), live: Arc::default() }
     }
 
     /// Adds a tool run by `runner`, offered after those already registered.
     pub fn register(&mut self, def: ToolDef, runner: Arc<dyn ToolRunner>) -> Result<(), RegistryError> {
-        let valid = (1..=64).contains(&def.name.len())
-            && def.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-        if !valid {
-            return Err(RegistryError::BadName(def.name));
-        }
-        if self.get(&def.name).is_some() {
+        check_name(&def.name)?;
+        if self.entry(&def.name).is_some() {
             return Err(RegistryError::Duplicate(def.name));
         }
         self.entries.push(Entry { def, runner: Runner::Registered(runner), editor_read: None });
         Ok(())
     }
 
-    /// Every tool's facts, in the order they are offered.
-    pub fn defs(&self) -> Vec<ToolDef> {
-        self.entries.iter().map(|e| e.def.clone()).collect()
+    /// Adds a tool while the kernel runs, seen by every clone of this registry; it replaces a
+    /// live tool of the same name (a server that restarted lists its tools again), never one
+    /// registered before the start.
+    pub fn register_live(&self, def: ToolDef, runner: Arc<dyn ToolRunner>) -> Result<(), RegistryError> {
+        check_name(&def.name)?;
+        if self.entries.iter().any(|e| e.def.name == def.name) {
+            return Err(RegistryError::Duplicate(def.name));
+        }
+        let mut live = self.live.write().unwrap_or_else(|p| p.into_inner());
+        live.retain(|e| e.def.name != def.name);
+        live.push(Entry { def, runner: Runner::Registered(runner), editor_read: None });
+        Ok(())
     }
 
-    /// The facts of the tool `name`.
+    /// Every tool's facts, in the order they are offered, live ones last.
+    pub fn defs(&self) -> Vec<ToolDef> {
+        let live = self.live.read().unwrap_or_else(|p| p.into_inner());
+        self.entries.iter().chain(live.iter()).map(|e| e.def.clone()).collect()
+    }
+
+    /// The facts of the tool `name`, live ones included.
+    pub fn def(&self, name: &str) -> Option<ToolDef> {
+        self.entry(name).map(|e| e.def)
+    }
+
+    /// The facts of the tool `name` registered before the start.
     pub fn get(&self, name: &str) -> Option<&ToolDef> {
-        self.entry(name).map(|e| &e.def)
+        self.entries.iter().find(|e| e.def.name == name).map(|e| &e.def)
     }
 
     /// How an editor's buffer stands in for a call of `name`, when it can.
     pub fn editor_read(&self, name: &str) -> Option<&EditorRead> {
-        self.entry(name).and_then(|e| e.editor_read.as_ref())
+        self.entries.iter().find(|e| e.def.name == name).and_then(|e| e.editor_read.as_ref())
     }
 
-    pub(crate) fn entry(&self, name: &str) -> Option<&Entry> {
-        self.entries.iter().find(|e| e.def.name == name)
+    pub(crate) fn entry(&self, name: &str) -> Option<Entry> {
+        if let Some(entry) = self.entries.iter().find(|e| e.def.name == name) {
+            return Some(entry.clone());
+        }
+        let live = self.live.read().unwrap_or_else(|p| p.into_inner());
+        live.iter().find(|e| e.def.name == name).cloned()
     }
+}
+
+fn check_name(name: &str) -> Result<(), RegistryError> {
+    let valid = (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if valid { Ok(()) } else { Err(RegistryError::BadName(name.to_string())) }
 }
 
 impl Default for ToolRegistry {
@@ -163,5 +192,22 @@ mod tests {
         let bad = ToolDef { name: "a b".into(), ..Default::default() };
         assert_eq!(registry.register(bad, Arc::new(Nothing)), Err(RegistryError::BadName("a b".into())));
         assert!(registry.editor_read("plan").is_none());
+    }
+
+    #[test]
+    fn live_tools_are_seen_by_every_clone_and_replace_only_live_ones() {
+        let registry = ToolRegistry::builtin();
+        let clone = registry.clone();
+        let def = ToolDef { name: "mcp__fix__echo".into(), description: "one".into(), ..Default::default() };
+        registry.register_live(def.clone(), Arc::new(Nothing)).unwrap();
+        assert_eq!(clone.def("mcp__fix__echo"), Some(def.clone()));
+        assert_eq!(clone.defs().last(), Some(&def));
+        let again = ToolDef { description: "two".into(), ..def };
+        registry.register_live(again.clone(), Arc::new(Nothing)).unwrap();
+        assert_eq!(clone.def("mcp__fix__echo"), Some(again));
+        let read = registry.defs()[0].name.clone();
+        let shadow = ToolDef { name: read.clone(), ..Default::default() };
+        assert_eq!(registry.register_live(shadow, Arc::new(Nothing)), Err(RegistryError::Duplicate(read)));
+        assert!(registry.register_live(ToolDef { name: "a b".into(), ..Default::default() }, Arc::new(Nothing)).is_err());
     }
 }

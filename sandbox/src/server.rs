@@ -1,0 +1,154 @@
+//! Long-lived stdio servers (an MCP server the kernel talks to over its stdin and stdout),
+//! confined like a tool call for as long as they run: the same prepared steps (mount
+//! namespace, landlock with the workspace and a temp dir writable, seccomp, no capabilities,
+//! rlimits, a cgroup), an environment from the allow list plus what the configuration names.
+//! The process group, the cgroup and every process in them are killed when the handle drops.
+
+use std::ffi::OsString;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use tokio::net::unix::pipe;
+
+use crate::launch::{Guard, c_string, pipe_pair};
+use crate::spawn::{Child, Spawn};
+use crate::{Sandbox, ToolCall};
+
+/// A server to start.
+#[derive(Debug, Clone)]
+pub struct ServerSpec {
+    /// A program path, or a name looked up in the server's `PATH`.
+    pub program: String,
+    pub args: Vec<String>,
+    /// Variables set besides the allow list (they win over it).
+    pub env: Vec<(String, String)>,
+    /// Its working directory (default: the workspace).
+    pub cwd: Option<PathBuf>,
+    /// The one directory it may write (besides its temp dir).
+    pub workspace: PathBuf,
+    /// Whether it may open network sockets.
+    pub network: bool,
+}
+
+/// A running server: its pipes, and the handle that kills it on drop.
+pub struct ServerProcess {
+    pub stdin: pipe::Sender,
+    pub stdout: pipe::Receiver,
+    pub stderr: pipe::Receiver,
+    pub handle: ServerHandle,
+}
+
+/// Holds a server alive; dropping it kills the server's group and cgroup.
+pub struct ServerHandle {
+    child: Child,
+    _guard: Guard,
+    _tmp: tempfile::TempDir,
+}
+
+impl ServerHandle {
+    pub fn pid(&self) -> i32 {
+        self.child.id()
+    }
+
+    /// Waits until the server exits (cancel-safe); its exit status, described.
+    pub async fn exited(&mut self) -> String {
+        match self.child.wait().await {
+            Ok(status) => status.to_string(),
+            Err(e) => e.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Debug for ServerHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerHandle").field("pid", &self.child.id()).finish()
+    }
+}
+
+impl Sandbox {
+    /// Starts a long-lived server confined to `spec.workspace`. Fails when confinement is
+    /// unavailable (unless the configuration turned it off), the workspace is refused, or the
+    /// program cannot be found or started.
+    pub async fn start_server(&self, spec: ServerSpec) -> Result<ServerProcess, String> {
+        let config = &self.config;
+        if let Some(refusal) = self.inner.refusal() {
+            return Err(refusal.to_string());
+        }
+        if config.disabled {
+            tracing::warn!(program = %spec.program, "sandbox disabled by configuration: starting the server unconfined");
+        }
+        let workspace = crate::call::checked_workspace(&spec.workspace, config)?;
+        let cwd = spec.cwd.clone().unwrap_or_else(|| workspace.clone());
+        let call = ToolCall {
+            conversation_id: 0,
+            call_id: String::new(),
+            name: spec.program.clone(),
+            arguments: serde_json::Value::Null,
+            workspace: Some(workspace.clone()),
+            network: spec.network,
+            timeout: None,
+        };
+        let path_var = spec.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| OsString::from(v));
+        let path_var = path_var.or_else(|| std::env::var_os("PATH"));
+        let program = resolve_program(&spec.program, &cwd, path_var.as_deref())?;
+        let setup = self.inner.setup_with(config, &call, &workspace, &cwd, false, Some(&program))?;
+        let mut env = setup.env;
+        for (k, v) in &spec.env {
+            env.retain(|(name, _)| name != k.as_str());
+            env.push((k.into(), v.into()));
+        }
+        let io = |e: std::io::Error| e.to_string();
+        let (in_read, in_write) = pipe_pair().map_err(io)?;
+        let (out_read, out_write) = pipe_pair().map_err(io)?;
+        let (err_read, err_write) = pipe_pair().map_err(io)?;
+        let spawn = Spawn {
+            program: c_string(program.as_os_str()).map_err(io)?,
+            argv: std::iter::once(program.as_os_str().to_owned())
+                .chain(spec.args.iter().map(OsString::from))
+                .map(|a| c_string(&a))
+                .collect::<std::io::Result<_>>()
+                .map_err(io)?,
+            envp: env
+                .iter()
+                .map(|(k, v)| {
+                    let mut kv = k.clone();
+                    kv.push("=");
+                    kv.push(v);
+                    c_string(&kv)
+                })
+                .collect::<std::io::Result<_>>()
+                .map_err(io)?,
+            stdio: [in_read, out_write, err_write],
+            prepared: setup.prepared,
+            status_read: setup.status_read,
+        };
+        let since = crate::reap::now_ticks();
+        let mut child = crate::spawn::spawn(spawn).await.map_err(|e| e.to_string())?;
+        crate::spawn::release_in_background(child.take_namespace());
+        let guard = Guard::new(child.id(), setup.cgroup, setup.tag, since);
+        Ok(ServerProcess {
+            stdin: pipe::Sender::from_owned_fd(in_write).map_err(io)?,
+            stdout: pipe::Receiver::from_owned_fd(out_read).map_err(io)?,
+            stderr: pipe::Receiver::from_owned_fd(err_read).map_err(io)?,
+            handle: ServerHandle { child, _guard: guard, _tmp: setup.tmp },
+        })
+    }
+}
+
+/// The program's path: as given when it names a path (relative to `cwd`), else the first
+/// executable file of that name in `path_var`.
+fn resolve_program(program: &str, cwd: &Path, path_var: Option<&std::ffi::OsStr>) -> Result<PathBuf, String> {
+    let executable = |p: &Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if program.contains('/') {
+        let path = cwd.join(program);
+        return if executable(&path) {
+            Ok(path)
+        } else {
+            Err(format!("`{program}` is not an executable file"))
+        };
+    }
+    let dirs = path_var.map(std::env::split_paths).into_iter().flatten();
+    dirs.map(|dir| dir.join(program))
+        .find(|p| executable(p))
+        .ok_or_else(|| format!("`{program}` was not found in PATH"))
+}
