@@ -15,6 +15,8 @@ mod connection;
 mod conversation;
 mod handlers;
 mod kernel;
+mod mcp_client;
+mod mcp_tools;
 mod peer;
 mod pipeline;
 mod provider_env;
