@@ -17,6 +17,8 @@ pub(crate) struct Catalog {
     pub settings: superpi_policy::Settings,
     pub providers: ProvidersConfig,
     pub tools: Vec<ToolDef>,
+    /// The registry, for tools registered while the kernel runs (external MCP servers').
+    registry: superpi_sandbox::ToolRegistry,
 }
 
 impl Catalog {
@@ -33,7 +35,8 @@ impl Catalog {
         let providers = ProvidersConfig::load(&config.config_dir, |name| std::env::var(name).ok())
             .map_err(|e| e.to_string())?
             .with_command_runner(runner);
-        Ok(Catalog { config_dir: config.config_dir.clone(), harnesses, settings, providers, tools })
+        let registry = config.tools.clone();
+        Ok(Catalog { config_dir: config.config_dir.clone(), harnesses, settings, providers, tools, registry })
     }
 
     pub fn apply_sandbox_settings(&self, sandbox: &mut SandboxConfig) {
@@ -73,8 +76,9 @@ impl Catalog {
         harness.loadout(&self.tools)
     }
 
-    pub fn tool(&self, name: &str) -> Option<&ToolDef> {
-        self.tools.iter().find(|t| t.name == name)
+    /// The facts of the tool `name`, live ones (external MCP servers') included.
+    pub fn tool(&self, name: &str) -> Option<ToolDef> {
+        self.registry.def(name)
     }
 
     /// The mode a conversation gets: the request lowered to the harness ceiling and, for

@@ -59,6 +59,14 @@ impl Harness {
         self.tools.iter().any(|t| t == tool)
     }
 
+    /// Whether this harness offers a tool found while the kernel runs (an external MCP
+    /// server's, which no loadout can name ahead): a harness with tools and a workspace offers
+    /// it, except that one capped at `plan` offers only tools that only read.
+    pub fn offers_live(&self, tool: &ToolDef) -> bool {
+        let reads = !tool.effects.is_empty() && tool.effects.iter().all(|e| *e == Effect::Read);
+        !self.tools.is_empty() && self.workspace != WorkspaceKind::None && (self.max_mode > Mode::Plan || reads)
+    }
+
     /// The tools of `available` that this harness offers, in the loadout's order.
     pub fn loadout(&self, available: &[ToolDef]) -> Vec<ToolDef> {
         self.tools.iter().filter_map(|name| available.iter().find(|t| &t.name == name).cloned()).collect()
