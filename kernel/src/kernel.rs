@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::KernelConfig;
 use crate::conversation::Conversation;
+use crate::mcp_client::McpClients;
 use crate::store::Store;
 use crate::tools::Catalog;
 
@@ -35,6 +36,8 @@ pub(crate) struct Kernel {
     pub store: Store,
     pub sandbox: Sandbox,
     pub catalog: Catalog,
+    /// External MCP servers, started on first need.
+    pub mcp: McpClients,
     pub live: Mutex<HashMap<i64, Arc<Conversation>>>,
     pub questions: Mutex<HashMap<String, PendingQuestion>>,
     pub ui_requests: Mutex<HashMap<String, PendingUi>>,
@@ -56,6 +59,7 @@ impl Kernel {
         Arc::new(Kernel {
             config,
             store,
+            mcp: McpClients::new(sandbox.clone()),
             sandbox,
             catalog,
             live: Mutex::new(HashMap::new()),

@@ -29,16 +29,28 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(300);
 /// Stderr lines kept per server, for notices and errors.
 const STDERR_LINES: usize = 20;
 
-/// The kernel's MCP servers, by name.
+/// The kernel's MCP servers, by name. A slot is replaced (and its server started again on the
+/// next need) when its server's connection closed, its start failed, or its settings changed.
 pub(crate) struct McpClients {
     sandbox: Sandbox,
-    servers: tokio::sync::Mutex<HashMap<String, Arc<Connection>>>,
+    servers: Mutex<HashMap<String, Arc<Slot>>>,
+}
+
+/// One server's start, shared by the turns that wait for it.
+struct Slot {
+    config: McpServerConfig,
+    started: tokio::sync::OnceCell<Result<Arc<Connection>, String>>,
+}
+
+impl Slot {
+    fn stale(&self, config: &McpServerConfig) -> bool {
+        self.config != *config || self.started.get().is_some_and(|r| r.as_ref().map_or(true, |c| !c.alive()))
+    }
 }
 
 /// One running server.
 struct Connection {
     name: String,
-    config: McpServerConfig,
     service: RunningService<RoleClient, ()>,
     tools: Vec<ToolDef>,
     stderr: Arc<Mutex<VecDeque<String>>>,
@@ -53,7 +65,7 @@ impl Connection {
 
 impl McpClients {
     pub fn new(sandbox: Sandbox) -> Self {
-        McpClients { sandbox, servers: tokio::sync::Mutex::new(HashMap::new()) }
+        McpClients { sandbox, servers: Mutex::new(HashMap::new()) }
     }
 
     /// The tools of `servers`, starting those not running (confined to `workspace`), with a
@@ -67,23 +79,24 @@ impl McpClients {
         let Some(workspace) = workspace.filter(|_| !servers.is_empty()) else {
             return (tools, notices);
         };
-        let mut running = self.servers.lock().await;
         for (name, config) in servers {
-            if let Some(conn) = running.get(name)
-                && conn.alive()
-                && conn.config == *config
-            {
-                tools.extend(conn.tools.iter().cloned());
-                continue;
-            }
-            let restarted = running.remove(name).is_some();
-            match self.start(name, config, workspace).await {
+            let (slot, restarted) = {
+                let mut slots = lock(&self.servers);
+                let old = slots.get(name).filter(|slot| slot.stale(config)).cloned();
+                let restarted = old.as_ref().is_some_and(|slot| matches!(slot.started.get(), Some(Ok(_))));
+                if old.is_some() || !slots.contains_key(name) {
+                    let fresh = Slot { config: config.clone(), started: tokio::sync::OnceCell::new() };
+                    slots.insert(name.clone(), Arc::new(fresh));
+                }
+                let Some(slot) = slots.get(name).cloned() else { continue };
+                (slot, restarted)
+            };
+            match slot.started.get_or_init(|| self.start(name, config, workspace)).await {
                 Ok(conn) => {
                     if restarted {
                         notices.push(format!("the MCP server `{name}` had stopped and was started again"));
                     }
                     tools.extend(conn.tools.iter().cloned());
-                    running.insert(name.clone(), conn);
                 }
                 Err(why) => notices.push(format!("the MCP server `{name}` is not available: {why}")),
             }
@@ -121,7 +134,6 @@ impl McpClients {
         let tools: Vec<ToolDef> = listed.iter().map(|tool| tool_def(name, tool)).collect();
         let conn = Arc::new(Connection {
             name: name.to_string(),
-            config: config.clone(),
             service,
             tools: tools.clone(),
             stderr,

@@ -32,6 +32,7 @@ pub(crate) fn tool_def(server: &str, tool: &Tool) -> ToolDef {
             title: Some(format!("{server}: {}", tool.title.as_deref().unwrap_or(&tool.name))),
             ..ToolUi::default()
         },
+        mcp_server: Some(server.to_string()),
         ..ToolDef::default()
     }
 }
@@ -64,11 +65,9 @@ fn describe(block: &ContentBlock) -> String {
         }
         ContentBlock::Resource(embedded) => match &embedded.resource {
             ResourceContents::TextResourceContents { uri, text, .. } => format!("[resource {uri}]\n{text}"),
-            ResourceContents::BlobResourceContents { uri, mime_type, blob, .. } => format!(
-                "[resource {uri}: {}, {} bytes]",
-                mime_type.as_deref().unwrap_or("binary"),
-                base64_len(blob)
-            ),
+            ResourceContents::BlobResourceContents { uri, mime_type, blob, .. } => {
+                format!("[resource {uri}: {}, {} bytes]", mime_type.as_deref().unwrap_or("binary"), base64_len(blob))
+            }
             _ => "[a resource of a kind superpi does not read]".to_string(),
         },
         ContentBlock::ResourceLink(link) => format!("[resource link {} ({})]", link.uri, link.name),

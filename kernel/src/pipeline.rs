@@ -65,7 +65,7 @@ pub(crate) async fn run(
     let Some(tool) = kernel.catalog.tool(&call.name) else {
         return CallEnd::Blocked(format!("unknown tool `{}`", call.name));
     };
-    let network = match decide(kernel, &mut caller, tool, call, cancel).await {
+    let network = match decide(kernel, &mut caller, &tool, call, cancel).await {
         Ok(network) => network,
         Err(reason) => return CallEnd::Blocked(reason),
     };
@@ -74,7 +74,7 @@ pub(crate) async fn run(
     {
         return CallEnd::Ran(result);
     }
-    let _written = lock_written(kernel, tool, call).await;
+    let _written = lock_written(kernel, &tool, call).await;
     let (conversation_id, progress, forward) = match &caller {
         Caller::Turn { conv, turn_id } => {
             let (tx, rx) = mpsc::channel::<String>(64);

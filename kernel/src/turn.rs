@@ -95,7 +95,17 @@ async fn drive(
     let catalog = &kernel.catalog;
     let harness = catalog.harness(Some(&settings.harness)).map_err(|e| e.message)?;
     let provider = catalog.provider(&settings.model).map_err(|e| e.message)?;
-    let tools = catalog.tools_for(harness);
+    let mut tools = catalog.tools_for(harness);
+    if harness.offers_live_tools() {
+        // External MCP servers start on the first turn that needs them; one that does not
+        // start is a notice, and the turn goes on without its tools.
+        let workspace = settings.workspace.as_ref().map(PathBuf::from);
+        let (live, notices) = kernel.mcp.tools(&catalog.settings.mcp_servers, workspace.as_deref()).await;
+        for notice in notices {
+            conv.emit(kernel, Event::notice(conv.id, Some(turn_id), "warning", notice));
+        }
+        tools.extend(live.into_iter().filter(|t| harness.offers_live(t)));
+    }
     let specs: Vec<ToolSpec> = tools
         .iter()
         .map(|t| ToolSpec {

@@ -150,7 +150,8 @@ impl ToolRegistry {
 }
 
 fn check_name(name: &str) -> Result<(), RegistryError> {
-    let valid = (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    let valid =
+        (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     if valid { Ok(()) } else { Err(RegistryError::BadName(name.to_string())) }
 }
 
@@ -208,6 +209,8 @@ mod tests {
         let read = registry.defs()[0].name.clone();
         let shadow = ToolDef { name: read.clone(), ..Default::default() };
         assert_eq!(registry.register_live(shadow, Arc::new(Nothing)), Err(RegistryError::Duplicate(read)));
-        assert!(registry.register_live(ToolDef { name: "a b".into(), ..Default::default() }, Arc::new(Nothing)).is_err());
+        assert!(
+            registry.register_live(ToolDef { name: "a b".into(), ..Default::default() }, Arc::new(Nothing)).is_err()
+        );
     }
 }

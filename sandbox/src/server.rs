@@ -141,11 +141,7 @@ fn resolve_program(program: &str, cwd: &Path, path_var: Option<&std::ffi::OsStr>
     let executable = |p: &Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
     if program.contains('/') {
         let path = cwd.join(program);
-        return if executable(&path) {
-            Ok(path)
-        } else {
-            Err(format!("`{program}` is not an executable file"))
-        };
+        return if executable(&path) { Ok(path) } else { Err(format!("`{program}` is not an executable file")) };
     }
     let dirs = path_var.map(std::env::split_paths).into_iter().flatten();
     dirs.map(|dir| dir.join(program))

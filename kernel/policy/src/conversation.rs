@@ -85,7 +85,7 @@ impl ConversationPolicy {
     /// The decision for a call of `tool` (its definition, as offered) with `arguments`. A
     /// tool the harness does not offer is denied whatever the rest says.
     pub fn decide(&self, tool: &ToolDef, arguments: &Value) -> Decision {
-        if !self.harness.offers(&tool.name) {
+        if !self.harness.offers(&tool.name) && !self.harness.offers_live(tool) {
             return Decision::Deny {
                 reason: format!("the harness `{}` does not offer the tool `{}`", self.harness.id, tool.name),
                 rule: Rule::NotOffered,

@@ -60,11 +60,16 @@ impl Harness {
     }
 
     /// Whether this harness offers a tool found while the kernel runs (an external MCP
-    /// server's, which no loadout can name ahead): a harness with tools and a workspace offers
+    /// server's, which no loadout can name ahead; other tools only by name): a harness with tools and a workspace offers
     /// it, except that one capped at `plan` offers only tools that only read.
     pub fn offers_live(&self, tool: &ToolDef) -> bool {
         let reads = !tool.effects.is_empty() && tool.effects.iter().all(|e| *e == Effect::Read);
-        !self.tools.is_empty() && self.workspace != WorkspaceKind::None && (self.max_mode > Mode::Plan || reads)
+        tool.mcp_server.is_some() && self.offers_live_tools() && (self.max_mode > Mode::Plan || reads)
+    }
+
+    /// Whether this harness offers any tool found while the kernel runs (see `offers_live`).
+    pub fn offers_live_tools(&self) -> bool {
+        !self.tools.is_empty() && self.workspace != WorkspaceKind::None
     }
 
     /// The tools of `available` that this harness offers, in the loadout's order.

@@ -190,12 +190,21 @@ fn load_reads_the_config_dir() {
 #[test]
 fn live_tools_go_to_harnesses_with_tools_and_a_planner_gets_only_reads() {
     let hs = Harnesses::builtin(&builtin_tools());
-    let read = ToolDef { name: "mcp__fs__read".into(), effects: vec![Effect::Read], ..Default::default() };
-    let exec = ToolDef { name: "mcp__fs__run".into(), effects: vec![Effect::Exec], ..Default::default() };
+    let server = Some("fs".to_string());
+    let read = ToolDef {
+        name: "mcp__fs__read".into(),
+        effects: vec![Effect::Read],
+        mcp_server: server.clone(),
+        ..Default::default()
+    };
+    let exec =
+        ToolDef { name: "mcp__fs__run".into(), effects: vec![Effect::Exec], mcp_server: server, ..Default::default() };
     let code = hs.get("superpi-code").unwrap();
     assert!(code.offers_live(&read) && code.offers_live(&exec));
     let planner = hs.get("superpi-planner").unwrap();
     assert!(planner.offers_live(&read) && !planner.offers_live(&exec));
     let assistant = hs.get("superpi-assistant").unwrap();
     assert!(!assistant.offers_live(&read));
+    let unlisted = ToolDef { mcp_server: None, ..read };
+    assert!(!code.offers_live(&unlisted), "a tool of no MCP server is offered by name only");
 }

@@ -78,7 +78,7 @@ mod test_tools;
 pub use conversation::ConversationPolicy;
 pub use decide::{Answer, CallFacts, Decision, Overrides, Remember, Risk, Rule, decide};
 pub use error::ConfigError;
-pub use mcp_servers::McpServerConfig;
 pub use harness::{Harness, Harnesses, UnknownHarness, WorkspaceKind};
+pub use mcp_servers::McpServerConfig;
 pub use mode::{Caller, Mode, UnknownMode, effective_mode};
 pub use settings::{Network, NetworkPolicy, Permissions, RemoteSettings, SandboxSettings, Settings, ShellNetwork};

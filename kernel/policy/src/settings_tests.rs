@@ -300,7 +300,10 @@ fn mcp_servers_are_read_from_the_user_file_with_errors_naming_the_key() {
 #[test]
 fn a_workspace_file_cannot_add_mcp_servers() {
     let err = Settings::default()
-        .tightened_by_workspace_file(r#"{"mcp_servers": {"x": {"command": "sh"}}}"#, Path::new("/ws/.superpi/settings.json"))
+        .tightened_by_workspace_file(
+            r#"{"mcp_servers": {"x": {"command": "sh"}}}"#,
+            Path::new("/ws/.superpi/settings.json"),
+        )
         .unwrap_err();
     assert_eq!(err.path(), Path::new("/ws/.superpi/settings.json"));
     assert!(err.to_string().contains("mcp_servers") && err.to_string().contains("only tighten"), "{err}");

@@ -52,6 +52,10 @@ pub struct ToolDef {
     /// How a user interface shows a call of this tool.
     #[serde(default, skip_serializing_if = "ToolUi::is_empty")]
     pub ui: ToolUi,
+    /// The external MCP server that serves this tool (from the user's settings or an
+    /// editor), when it is one's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_server: Option<String>,
 }
 
 fn is_false(b: &bool) -> bool {
