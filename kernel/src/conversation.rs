@@ -47,6 +47,8 @@ pub(crate) struct Conversation {
     pub interactive_watchers: AtomicUsize,
     /// Watchers that can answer `read_text_file` questions (editors with unsaved buffers).
     pub file_readers: AtomicUsize,
+    /// MCP servers a frontend attached (an editor's), besides the user's own.
+    pub mcp_servers: Mutex<std::collections::BTreeMap<String, superpi_policy::McpServerConfig>>,
     pub running: Mutex<Option<i64>>,
     /// The permission policy of this conversation (with the session's allow_always and
     /// reject_always answers), or why it could not be loaded (a bad workspace settings file).
@@ -154,6 +156,7 @@ pub(crate) fn live(kernel: &Arc<Kernel>, id: i64) -> Result<Option<Arc<Conversat
         input,
         interactive_watchers: AtomicUsize::new(0),
         file_readers: AtomicUsize::new(0),
+        mcp_servers: Mutex::default(),
         running: Mutex::new(None),
         policy: Mutex::new(policy),
         usage_total: Mutex::new(Default::default()),

@@ -124,14 +124,17 @@ fn row_info(kernel: &Arc<Kernel>, row: &ConversationRow, remote: bool) -> Result
 }
 
 fn open(kernel: &Arc<Kernel>, peer: &Peer, p: OpenParams) -> Reply {
+    let attached = attached_servers(&p.mcp_servers)?;
     if let Some(id) = p.conversation_id {
         let conv = owned(kernel, peer, id)?;
+        attach_servers(&conv, attached);
         return to_value(info(kernel, &conv, peer.remote, false));
     }
     if let Some(external) = &p.external_id
         && let Some(id) = kernel.store.find_external(&peer.frontend, &peer.principal, external).map_err(internal)?
     {
         let conv = owned(kernel, peer, id)?;
+        attach_servers(&conv, attached);
         return to_value(info(kernel, &conv, peer.remote, false));
     }
     if p.create == Some(false) {
@@ -164,7 +167,43 @@ fn open(kernel: &Arc<Kernel>, peer: &Peer, p: OpenParams) -> Reply {
         kernel.store.bind_external(&peer.frontend, &peer.principal, external, row.id).map_err(internal)?;
     }
     let conv = conversation::live(kernel, row.id).map_err(internal)?.ok_or_else(|| not_found(row.id))?;
+    attach_servers(&conv, attached);
     to_value(info(kernel, &conv, peer.remote, true))
+}
+
+type AttachedServers = Option<std::collections::BTreeMap<String, superpi_policy::McpServerConfig>>;
+
+/// `session.open`'s `mcp_servers`, checked: `None` when none are given.
+fn attached_servers(servers: &[superpi_proto::method::McpServerParam]) -> Result<AttachedServers, ErrorObject> {
+    if servers.is_empty() {
+        return Ok(None);
+    }
+    let mut attached = std::collections::BTreeMap::new();
+    for server in servers {
+        if !superpi_policy::mcp_servers::valid_server_name(&server.name) || server.command.trim().is_empty() {
+            return Err(ErrorObject::new(
+                codes::INVALID_PARAMS,
+                format!(
+                    "mcp_servers: `{}` needs a name of 1 to 32 of a-z, A-Z, 0-9, `_` and `-` (no `__`) and a command",
+                    server.name
+                ),
+            ));
+        }
+        let config = superpi_policy::McpServerConfig {
+            command: server.command.clone(),
+            args: server.args.clone(),
+            env: server.env.clone(),
+            cwd: None,
+        };
+        attached.insert(server.name.clone(), config);
+    }
+    Ok(Some(attached))
+}
+
+fn attach_servers(conv: &conversation::Conversation, attached: AttachedServers) {
+    if let Some(servers) = attached {
+        *lock(&conv.mcp_servers) = servers;
+    }
 }
 
 /// A workspace must be an existing absolute directory; it is stored canonical.

@@ -100,7 +100,10 @@ async fn drive(
         // External MCP servers start on the first turn that needs them; one that does not
         // start is a notice, and the turn goes on without its tools.
         let workspace = settings.workspace.as_ref().map(PathBuf::from);
-        let (live, notices) = kernel.mcp.tools(&catalog.settings.mcp_servers, workspace.as_deref()).await;
+        // The user's servers, then those a frontend attached (a name of the user's wins).
+        let mut servers = lock(&conv.mcp_servers).clone();
+        servers.extend(catalog.settings.mcp_servers.clone());
+        let (live, notices) = kernel.mcp.tools(&servers, workspace.as_deref()).await;
         for notice in notices {
             conv.emit(kernel, Event::notice(conv.id, Some(turn_id), "warning", notice));
         }

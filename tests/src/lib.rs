@@ -17,6 +17,13 @@ use superpi_client::{ConnectOptions, Locations};
 
 pub mod bench;
 
+/// The fixture MCP server of this build (src/bin/mcp_fixture.rs, beside `superpi`).
+pub fn mcp_fixture_bin() -> PathBuf {
+    let bin = superpi_bin().with_file_name("mcp_fixture");
+    assert!(bin.exists(), "{} is missing: build it first with `cargo build -p superpi-tests --bins`", bin.display());
+    bin
+}
+
 /// The `superpi` binary of this build (target/debug/superpi beside the test executable).
 pub fn superpi_bin() -> PathBuf {
     if let Some(path) = std::env::var_os("SUPERPI_BIN") {

@@ -64,11 +64,11 @@ where
 
 pub(crate) async fn new_session(server: Arc<Server>, req: NewSessionRequest) -> Result<NewSessionResponse, Error> {
     let workspace = request::workspace(&req.cwd)?;
-    request::mcp_servers(&req.mcp_servers, server.opts.editor_mcp)?;
+    let mcp_servers = request::mcp_servers(&req.mcp_servers, server.opts.editor_mcp)?;
     let harness = request::harness(req.meta.as_ref())?;
     let kernel = server.kernel().await?;
     let info = kernel
-        .open(OpenParams { harness: Some(harness), workspace: Some(workspace), ..Default::default() })
+        .open(OpenParams { harness: Some(harness), workspace: Some(workspace), mcp_servers, ..Default::default() })
         .await
         .map_err(|e| request::kernel_error(e, None))?;
     let session = server.add_session(&kernel, &info).await;
@@ -87,8 +87,12 @@ pub(crate) async fn attach(
     replay_to: Option<&ConnectionTo<Client>>,
 ) -> Result<(Arc<Session>, KernelClient), Error> {
     let conv = request::conversation_id(id)?;
-    request::mcp_servers(mcp, server.opts.editor_mcp)?;
+    let mcp_servers = request::mcp_servers(mcp, server.opts.editor_mcp)?;
     let kernel = server.kernel().await?;
+    if !mcp_servers.is_empty() {
+        let open = OpenParams { conversation_id: Some(conv), mcp_servers, create: Some(false), ..Default::default() };
+        kernel.open(open).await.map_err(|e| request::kernel_error(e, Some(id)))?;
+    }
     let history = kernel.history(conv).await.map_err(|e| request::kernel_error(e, Some(id)))?;
     let session = server.add_session(&kernel, &history.conversation).await;
     if let Some(cx) = replay_to {

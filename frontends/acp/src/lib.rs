@@ -35,9 +35,10 @@ pub struct Args {
     /// Context window (tokens) reported to the editor in usage updates.
     #[arg(long, default_value_t = 200_000, env = "SUPERPI_ACP_CONTEXT_WINDOW")]
     pub context_window: u64,
-    /// MCP servers the editor passes in session/new: `refuse` the session (naming them) or
-    /// `ignore` them with a warning. superpi cannot attach them to a conversation yet.
-    #[arg(long, value_enum, default_value = "refuse", env = "SUPERPI_ACP_EDITOR_MCP_SERVERS")]
+    /// MCP servers the editor passes in session/new, load and resume: `attach` their stdio
+    /// servers to the session (the kernel starts them confined), `ignore` them with a warning,
+    /// or `refuse` the session (naming them).
+    #[arg(long, value_enum, default_value = "attach", env = "SUPERPI_ACP_EDITOR_MCP_SERVERS")]
     pub editor_mcp_servers: request::EditorMcp,
     /// When a `read` tool call takes the file's text from the editor (`fs/read_text_file`,
     /// if the editor offers it): `unsaved_only` when its buffer differs from the disk,

@@ -18,7 +18,7 @@ use agent_client_protocol::{Error, ErrorCode};
 use superpi_client::ClientError;
 use superpi_proto::ContentBlock as KBlock;
 use superpi_proto::message::codes;
-use superpi_proto::method::{ConversationInfo, ModelInfo};
+use superpi_proto::method::{ConversationInfo, McpServerParam, ModelInfo};
 
 /// The prefix of every session id this agent mints.
 pub const SESSION_PREFIX: &str = "conv-";
@@ -101,40 +101,69 @@ pub fn harness(meta: Option<&Meta>) -> Result<String, Error> {
     }
 }
 
-/// What to do with MCP servers an editor passes in session/new or load.
+/// What to do with MCP servers an editor passes in session/new, load or resume.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum EditorMcp {
-    /// Refuse the request, naming the servers (the default: nothing is dropped silently).
+    /// Attach its stdio servers to the session: the kernel starts them, confined, and offers
+    /// their tools as `mcp__NAME__TOOL` (the default).
     #[default]
-    Refuse,
-    /// Go on without them, with a warning on stderr (for editors that always send theirs).
+    Attach,
+    /// Go on without them, with a warning on stderr.
     Ignore,
+    /// Refuse the request, naming the servers.
+    Refuse,
 }
 
-/// MCP servers from the editor: the kernel cannot attach them to a conversation yet, so a
-/// request that names any is refused (or, when the user chose so, goes on without them).
-pub fn mcp_servers(servers: &[McpServer], policy: EditorMcp) -> Result<(), Error> {
+/// MCP servers from the editor, as the kernel's `session.open` takes them. Only stdio
+/// servers can be attached (the agent advertises no other transport); a name becomes one the
+/// kernel accepts (its other characters `-`).
+pub fn mcp_servers(servers: &[McpServer], policy: EditorMcp) -> Result<Vec<McpServerParam>, Error> {
     if servers.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
-    let names: Vec<String> = servers
+    let name_of = |s: &McpServer| match s {
+        McpServer::Stdio(s) => s.name.clone(),
+        McpServer::Http(s) => s.name.clone(),
+        McpServer::Sse(s) => s.name.clone(),
+        _ => "?".to_string(),
+    };
+    let names: Vec<String> = servers.iter().map(name_of).collect();
+    match policy {
+        EditorMcp::Ignore => {
+            tracing::warn!("not attaching the editor's MCP servers ({}), as asked", names.join(", "));
+            return Ok(Vec::new());
+        }
+        EditorMcp::Refuse => {
+            return Err(invalid_params(format!(
+                "superpi was started to refuse editor-provided MCP servers ({}); start `superpi acp \
+                 --editor-mcp-servers attach` to use them or `ignore` to go on without them",
+                names.join(", ")
+            )));
+        }
+        EditorMcp::Attach => {}
+    }
+    servers
         .iter()
-        .map(|s| match s {
-            McpServer::Stdio(s) => s.name.clone(),
-            McpServer::Http(s) => s.name.clone(),
-            McpServer::Sse(s) => s.name.clone(),
-            _ => "?".to_string(),
+        .map(|server| match server {
+            McpServer::Stdio(s) => Ok(McpServerParam {
+                name: server_name(&s.name),
+                command: s.command.to_string_lossy().into_owned(),
+                args: s.args.clone(),
+                env: s.env.iter().map(|v| (v.name.clone(), v.value.clone())).collect(),
+            }),
+            other => Err(invalid_params(format!("superpi attaches stdio MCP servers only, not `{}`", name_of(other)))),
         })
-        .collect();
-    if policy == EditorMcp::Ignore {
-        tracing::warn!("not attaching the editor's MCP servers ({}): superpi cannot use them", names.join(", "));
-        return Ok(());
+        .collect()
+}
+
+/// An editor's server name as the kernel accepts it: 1 to 32 of `a-z A-Z 0-9 _ -`, no `__`.
+fn server_name(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars().take(32) {
+        let keep = c.is_ascii_alphanumeric() || c == '-' || (c == '_' && !out.ends_with('_'));
+        out.push(if keep { c } else { '-' });
     }
-    Err(invalid_params(format!(
-        "superpi does not attach editor-provided MCP servers ({}); configure them in superpi instead, \
-         or start `superpi acp --editor-mcp-servers ignore` to go on without them",
-        names.join(", ")
-    )))
+    if out.is_empty() { "editor".to_string() } else { out }
 }
 
 /// An ACP prompt as the content of the kernel's user message. Text stays text; a resource

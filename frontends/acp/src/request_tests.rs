@@ -53,13 +53,21 @@ fn harness_comes_from_meta() {
 }
 
 #[test]
-fn mcp_servers_are_refused_by_name() {
-    assert!(mcp_servers(&[], EditorMcp::Refuse).is_ok());
-    let files = [McpServer::Stdio(McpServerStdio::new("files", "/bin/files"))];
-    assert!(mcp_servers(&files, EditorMcp::Ignore).is_ok());
+fn mcp_servers_are_attached_ignored_or_refused_by_name() {
+    assert!(mcp_servers(&[], EditorMcp::Refuse).unwrap().is_empty());
+    let stdio = McpServerStdio::new("my files", "/bin/files")
+        .args(vec!["-r".to_string()])
+        .env(vec![agent_client_protocol::v1::schema::EnvVariable::new("K", "V")]);
+    let files = [McpServer::Stdio(stdio)];
+    assert!(mcp_servers(&files, EditorMcp::Ignore).unwrap().is_empty());
     let err = mcp_servers(&files, EditorMcp::Refuse).unwrap_err();
     assert_eq!(err.code, ErrorCode::from(-32602));
-    assert!(err.data.unwrap().to_string().contains("files"));
+    assert!(err.data.unwrap().to_string().contains("my files"));
+    let attached = mcp_servers(&files, EditorMcp::Attach).unwrap();
+    assert_eq!(attached.len(), 1);
+    assert_eq!((attached[0].name.as_str(), attached[0].command.as_str()), ("my-files", "/bin/files"));
+    assert_eq!(attached[0].args, vec!["-r".to_string()]);
+    assert_eq!(attached[0].env.get("K").map(String::as_str), Some("V"));
 }
 
 #[test]

@@ -494,6 +494,36 @@ fn tool_results(updates: &[agent_client_protocol::v1::schema::SessionNotificatio
     out
 }
 
+/// session/new with an MCP server shaped as Zed sends it (stdio, env as name/value pairs):
+/// the kernel starts it and its tool answers a prompt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_editors_mcp_servers_are_attached_to_the_session() {
+    use agent_client_protocol::v1::schema::{EnvVariable, McpServer, McpServerStdio};
+    let env = TestEnv::new();
+    let fixture = superpi_tests::mcp_fixture_bin();
+    let (result, lines) = with_editor(&env, Answer::Dismiss, async |cx, mut seen| {
+        initialize(&cx).await?;
+        let fix = McpServerStdio::new("fix", fixture.clone()).env(vec![EnvVariable::new("FIXTURE_MODE", "zed")]);
+        let request = NewSessionRequest::new(env.workspace.clone()).mcp_servers(vec![McpServer::Stdio(fix)]);
+        let shape = serde_json::to_value(&request).unwrap();
+        assert_eq!(
+            shape["mcpServers"][0],
+            json!({"name": "fix", "command": fixture, "args": [], "env": [{"name": "FIXTURE_MODE", "value": "zed"}]})
+        );
+        let session = cx.send_request(request).block_task().await?;
+        let sid = session.session_id.clone();
+        let done =
+            cx.send_request(text_prompt(&sid, r#"@tool mcp__fix__echo {"text":"from zed"}"#)).block_task().await?;
+        assert_eq!(done.stop_reason, StopReason::EndTurn);
+        let updates = seen.drain();
+        assert!(tool_results(&updates).contains("echo: from zed"), "{updates:?}");
+        Ok(())
+    })
+    .await;
+    result.unwrap();
+    assert_jsonrpc_only(&lines);
+}
+
 /// How the kernel settled the file-read questions of a conversation (`ui_resolved` outcomes),
 /// read back from its stored events.
 async fn read_outcomes(env: &TestEnv, sid: &SessionId) -> Vec<serde_json::Value> {

@@ -145,6 +145,22 @@ pub struct OpenParams {
     /// instead of a new conversation. Default true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub create: Option<bool>,
+    /// MCP servers (an editor's) whose tools this conversation gets besides the user's own,
+    /// until the kernel stops; given again, they replace those attached before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<McpServerParam>,
+}
+
+/// A stdio MCP server a frontend attaches to a conversation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerParam {
+    pub name: String,
+    pub command: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub env: std::collections::BTreeMap<String, String>,
 }
 
 /// What the kernel knows of a conversation.
