@@ -85,6 +85,18 @@ pub(crate) fn c_string(s: &std::ffi::OsStr) -> std::io::Result<CString> {
         .map_err(|_| std::io::Error::other(format!("{} contains a NUL byte", s.to_string_lossy())))
 }
 
+/// An environment as the `NAME=value` strings execve takes.
+pub(crate) fn env_block(env: &[(OsString, OsString)]) -> std::io::Result<Vec<CString>> {
+    env.iter()
+        .map(|(k, v)| {
+            let mut kv = k.clone();
+            kv.push("=");
+            kv.push(v);
+            c_string(&kv)
+        })
+        .collect()
+}
+
 pub(crate) fn pipe_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: pipe2 fills two descriptors we then own.
@@ -201,15 +213,7 @@ pub(crate) async fn run(launch: Launch, cancel: CancellationToken) -> Result<Fin
             .chain(args.iter().map(|a| a.as_os_str()))
             .map(c_string)
             .collect::<std::io::Result<_>>()?,
-        envp: env
-            .iter()
-            .map(|(k, v)| {
-                let mut kv = k.clone();
-                kv.push("=");
-                kv.push(v);
-                c_string(&kv)
-            })
-            .collect::<std::io::Result<_>>()?,
+        envp: env_block(&env)?,
         stdio: [stdin_child, out_write, err_write],
         prepared,
         status_read,

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use tokio::net::unix::pipe;
 
-use crate::launch::{Guard, c_string, pipe_pair};
+use crate::launch::{Guard, c_string, env_block, pipe_pair};
 use crate::spawn::{Child, Spawn};
 use crate::{Sandbox, ToolCall};
 
@@ -108,16 +108,7 @@ impl Sandbox {
                 .map(|a| c_string(&a))
                 .collect::<std::io::Result<_>>()
                 .map_err(io)?,
-            envp: env
-                .iter()
-                .map(|(k, v)| {
-                    let mut kv = k.clone();
-                    kv.push("=");
-                    kv.push(v);
-                    c_string(&kv)
-                })
-                .collect::<std::io::Result<_>>()
-                .map_err(io)?,
+            envp: env_block(&env).map_err(io)?,
             stdio: [in_read, out_write, err_write],
             prepared: setup.prepared,
             status_read: setup.status_read,
