@@ -71,7 +71,7 @@ pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str,
         Method::UiRespond(p) => ui_respond(kernel, peer, &p.request_id, p.outcome),
         Method::ToolList(p) => tool_list(kernel, p.harness.as_deref()),
         Method::ToolCall(p) => crate::tools_direct::call(kernel, peer, p).await,
-        Method::KernelStatus => status(kernel),
+        Method::KernelStatus => status(kernel, peer),
         Method::KernelShutdown => {
             let kernel = kernel.clone();
             tokio::spawn(async move {
@@ -356,7 +356,7 @@ fn tool_list(kernel: &Arc<Kernel>, harness: Option<&str>) -> Reply {
     to_value(ToolListResult { tools: kernel.catalog.tools_for(harness) })
 }
 
-fn status(kernel: &Kernel) -> Reply {
+fn status(kernel: &Kernel, peer: &Peer) -> Reply {
     to_value(superpi_proto::method::KernelStatus {
         pid: std::process::id(),
         version: env!("CARGO_PKG_VERSION").to_string(),
@@ -365,5 +365,7 @@ fn status(kernel: &Kernel) -> Reply {
         live_conversations: lock(&kernel.live).len() as u64,
         data_dir: kernel.config.data_dir.display().to_string(),
         socket: kernel.config.socket_path().display().to_string(),
+        // Workspaces and conversations are the local user's business.
+        mcp_servers: if peer.remote { Vec::new() } else { kernel.mcp.status() },
     })
 }

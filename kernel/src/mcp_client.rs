@@ -13,6 +13,7 @@ use std::time::Duration;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService, ServiceExt};
 use superpi_policy::McpServerConfig;
+use superpi_proto::method::McpServerStatus;
 use superpi_proto::tool::{ToolCallResult, ToolDef};
 use superpi_sandbox::{RunFuture, Sandbox, ServerHandle, ServerSpec, ToolCall, ToolRunner};
 use tokio::io::AsyncBufReadExt;
@@ -51,6 +52,7 @@ impl Slot {
 /// One running server.
 struct Connection {
     name: String,
+    workspace: std::path::PathBuf,
     service: RunningService<RoleClient, ()>,
     tools: Vec<ToolDef>,
     stderr: Arc<Mutex<VecDeque<String>>>,
@@ -104,6 +106,43 @@ impl McpClients {
         (tools, notices)
     }
 
+    /// What `kernel.status` says of each server.
+    pub fn status(&self) -> Vec<McpServerStatus> {
+        let slots: Vec<(String, Arc<Slot>)> =
+            lock(&self.servers).iter().map(|(name, slot)| (name.clone(), slot.clone())).collect();
+        let mut listed: Vec<McpServerStatus> = slots
+            .into_iter()
+            .map(|(name, slot)| {
+                let mut status = McpServerStatus {
+                    name,
+                    workspace: String::new(),
+                    state: "starting".into(),
+                    pid: None,
+                    tools: Vec::new(),
+                    conversations: Vec::new(),
+                    idle_ms: 0,
+                    error: None,
+                };
+                match slot.started.get() {
+                    None => {}
+                    Some(Err(why)) => {
+                        status.state = "failed".into();
+                        status.error = Some(why.clone());
+                    }
+                    Some(Ok(conn)) => {
+                        status.state = if conn.alive() { "running" } else { "stopped" }.into();
+                        status.workspace = conn.workspace.display().to_string();
+                        status.pid = Some(conn._process.pid());
+                        status.tools = conn.tools.iter().map(|t| t.name.clone()).collect();
+                    }
+                }
+                status
+            })
+            .collect();
+        listed.sort_by(|a, b| (&a.workspace, &a.name).cmp(&(&b.workspace, &b.name)));
+        listed
+    }
+
     async fn start(&self, name: &str, config: &McpServerConfig, workspace: &Path) -> Result<Arc<Connection>, String> {
         let spec = ServerSpec {
             program: config.command.clone(),
@@ -134,6 +173,7 @@ impl McpClients {
         let tools: Vec<ToolDef> = listed.iter().map(|tool| tool_def(name, tool)).collect();
         let conn = Arc::new(Connection {
             name: name.to_string(),
+            workspace: workspace.to_path_buf(),
             service,
             tools: tools.clone(),
             stderr,

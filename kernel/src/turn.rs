@@ -100,9 +100,17 @@ async fn drive(
         // External MCP servers start on the first turn that needs them; one that does not
         // start is a notice, and the turn goes on without its tools.
         let workspace = settings.workspace.as_ref().map(PathBuf::from);
-        // The user's servers, then those a frontend attached (a name of the user's wins).
+        // The user's servers as the file says now (`superpi mcp add` takes effect at the next
+        // turn), then those a frontend attached (a name of the user's wins).
         let mut servers = lock(&conv.mcp_servers).clone();
-        servers.extend(catalog.settings.mcp_servers.clone());
+        match superpi_policy::Settings::load(&catalog.config_dir, None) {
+            Ok(now) => servers.extend(now.mcp_servers),
+            Err(err) => {
+                let notice = format!("the MCP servers of your settings are not read: {err}");
+                conv.emit(kernel, Event::notice(conv.id, Some(turn_id), "warning", notice));
+                servers.extend(catalog.settings.mcp_servers.clone());
+            }
+        }
         let (live, notices) = kernel.mcp.tools(&servers, workspace.as_deref()).await;
         for notice in notices {
             conv.emit(kernel, Event::notice(conv.id, Some(turn_id), "warning", notice));

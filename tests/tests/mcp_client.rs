@@ -76,3 +76,54 @@ fn a_tool_without_read_only_hint_is_a_command_asked_in_accept_edits_and_confined
     assert!(!stdout.contains("SECRET KEY") && !stderr.contains("SECRET KEY"), "{stdout}\n{stderr}");
     assert!(stderr.contains("cannot read"), "{stderr}");
 }
+
+#[test]
+fn servers_are_managed_with_superpi_mcp_and_listed_by_kernel_status() {
+    let env = TestEnv::new();
+    let cli = |args: &[&str]| {
+        let out = env.command(args).output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, _, stderr) = cli(&["mcp", "add", "fix", "--env", "FIXTURE_MODE=plain", "--", &fixture(), "--ignored-arg"]);
+    assert!(ok, "{stderr}");
+    let (ok, _, stderr) = cli(&["mcp", "add", "fix", "--", "/bin/true"]);
+    assert!(!ok && stderr.contains("already"), "{stderr}");
+    let (ok, _, stderr) = cli(&["mcp", "add", "bad__name", "--", "/bin/true"]);
+    assert!(!ok && stderr.contains("mcp_servers.bad__name"), "an invalid entry is refused: {stderr}");
+    let settings: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.locations.config_dir.join("settings.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        settings["mcp_servers"]["fix"],
+        json!({"command": fixture(), "args": ["--ignored-arg"], "env": {"FIXTURE_MODE": "plain"}})
+    );
+
+    let (ok, stdout, _) = cli(&["mcp", "list"]);
+    assert!(ok && stdout.contains("fix: ") && stdout.contains("no kernel is running"), "{stdout}");
+    let (ok, stdout, stderr) = run(&env, "accept-edits", r#"@tool mcp__fix__echo {"text":"managed"}"#);
+    assert!(ok && stdout.contains("echo: managed"), "{stdout}\n{stderr}");
+
+    let (ok, stdout, stderr) = cli(&["kernel", "status"]);
+    assert!(ok, "{stderr}");
+    let status: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let servers = status["mcp_servers"].as_array().unwrap();
+    assert_eq!(servers.len(), 1, "{status}");
+    assert_eq!(servers[0]["name"], "fix");
+    assert_eq!(servers[0]["state"], "running");
+    assert_eq!(servers[0]["workspace"], env.workspace.canonicalize().unwrap().display().to_string());
+    assert!(servers[0]["pid"].as_i64().unwrap() > 0);
+    assert_eq!(servers[0]["tools"], json!(["mcp__fix__echo", "mcp__fix__write_file", "mcp__fix__read_file"]));
+    let (ok, stdout, _) = cli(&["mcp", "list"]);
+    assert!(ok && stdout.contains("running in ") && stdout.contains("mcp__fix__echo"), "{stdout}");
+
+    let (ok, _, stderr) = cli(&["mcp", "remove", "fix"]);
+    assert!(ok, "{stderr}");
+    let (ok, _, stderr) = cli(&["mcp", "remove", "fix"]);
+    assert!(!ok && stderr.contains("no MCP server `fix`"), "{stderr}");
+    let (ok, stdout, _) = cli(&["mcp", "list"]);
+    assert!(ok && stdout.contains("no MCP servers"), "{stdout}");
+}

@@ -48,9 +48,9 @@ pub enum Command {
     /// The ACP agent for editors, over stdio.
     #[cfg(feature = "acp")]
     Acp(superpi_acp::Args),
-    /// The MCP server, over stdio.
+    /// The MCP server over stdio; `list`, `add`, `remove`: the external MCP servers superpi uses.
     #[cfg(feature = "mcp")]
-    Mcp(superpi_mcp::Args),
+    Mcp(crate::mcp::McpArgs),
     /// JSON-RPC 2.0 for IDEs.
     #[cfg(feature = "rpc")]
     Rpc(superpi_rpc::Args),
@@ -133,10 +133,13 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         #[cfg(feature = "mcp")]
-        Command::Mcp(args) => {
-            superpi_mcp::run(args, connect_options(&locations, "mcp")).await?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Mcp(args) => match args.action {
+            Some(action) => crate::mcp::run(&locations, action).await,
+            None => {
+                superpi_mcp::run(args.serve, connect_options(&locations, "mcp")).await?;
+                Ok(ExitCode::SUCCESS)
+            }
+        },
         #[cfg(feature = "rpc")]
         Command::Rpc(args) => {
             superpi_rpc::run(args, connect_options(&locations, "rpc")).await?;

@@ -2,11 +2,14 @@
 //!
 //! Owns argument parsing, the dispatch of every role (`kernel`, `acp`, `mcp`, `rpc`,
 //! `gateway`, `agui`) to its crate, and the terminal frontend itself (`run`, `chat`,
-//! `session`, `harnesses`, `models`): answers on stdout, activity and notices on stderr.
+//! `session`, `harnesses`, `models`), and `superpi mcp list|add|remove`, which edits the
+//! user's external MCP servers: answers on stdout, activity and notices on stderr.
 //!
 //! It must not hold protocol or kernel logic of its own: each role's crate does the work.
 
 mod args;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod terminal;
 
 use std::process::ExitCode;

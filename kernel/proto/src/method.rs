@@ -378,6 +378,32 @@ pub struct KernelStatus {
     pub live_conversations: u64,
     pub data_dir: String,
     pub socket: String,
+    /// The external MCP servers the kernel holds (for local callers only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<McpServerStatus>,
+}
+
+/// One external MCP server the kernel holds: one per workspace and server definition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpServerStatus {
+    pub name: String,
+    pub workspace: String,
+    /// `starting`, `running`, `stopped` (its process exited; started again at the next need)
+    /// or `failed` (it did not start; tried again at the next need).
+    pub state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<i32>,
+    /// Its tools as the model sees them (`mcp__SERVER__TOOL`).
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// The live conversations that attached it.
+    #[serde(default)]
+    pub conversations: Vec<i64>,
+    /// Since its last use.
+    pub idle_ms: u64,
+    /// Why it failed or stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[cfg(test)]

@@ -1,0 +1,203 @@
+//! `superpi mcp list|add|remove`: the `mcp_servers` section of the user's settings.json,
+//! edited in place (the file's other keys kept; the result is checked as the kernel reads it
+//! before it replaces the file), and what a running kernel says of each server. `superpi mcp`
+//! with no subcommand is the MCP server (superpi-mcp).
+#![allow(clippy::print_stdout)] // `list` answers on stdout, like the rest of the terminal frontend
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use serde_json::{Map, Value, json};
+use superpi_client::{KernelClient, Locations};
+use superpi_policy::settings::SETTINGS_FILE;
+use superpi_proto::method::McpServerStatus;
+
+use crate::args::connect_options;
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct McpArgs {
+    #[command(subcommand)]
+    pub action: Option<McpAction>,
+    /// Without a subcommand: the MCP server over stdio.
+    #[command(flatten)]
+    pub serve: superpi_mcp::Args,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpAction {
+    /// The external MCP servers of your settings, with what a running kernel says of each.
+    List,
+    /// Adds an external MCP server to your settings: `superpi mcp add NAME -- CMD ARGS...`.
+    Add(AddArgs),
+    /// Removes an external MCP server from your settings.
+    Remove {
+        /// The server's name.
+        name: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// The server's name; its tools reach the model as `mcp__NAME__TOOL`.
+    pub name: String,
+    /// A variable set for the server (repeatable).
+    #[arg(long = "env", value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
+    /// Its working directory (default: the workspace of the conversation that needs it).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Replaces a server of the same name.
+    #[arg(long)]
+    pub replace: bool,
+    /// The program and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+pub async fn run(locations: &Locations, action: McpAction) -> anyhow::Result<ExitCode> {
+    let path = locations.config_dir.join(SETTINGS_FILE);
+    match action {
+        McpAction::List => list(locations, &path).await,
+        McpAction::Add(args) => {
+            let name = args.name.clone();
+            let entry = stdio_entry(args.command, &args.env, args.cwd)?;
+            edit(&path, |servers| {
+                if servers.contains_key(&name) && !args.replace {
+                    bail!("`{name}` is already in {}; remove it first, or add it with --replace", path.display());
+                }
+                servers.insert(name.clone(), entry);
+                Ok(())
+            })?;
+            eprintln!(
+                "added the MCP server `{name}` to {} (a running kernel uses it from its next turn)",
+                path.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        McpAction::Remove { name } => {
+            edit(&path, |servers| match servers.remove(&name) {
+                Some(_) => Ok(()),
+                None => bail!("there is no MCP server `{name}` in {}", path.display()),
+            })?;
+            eprintln!("removed the MCP server `{name}` from {}", path.display());
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// A stdio server's settings entry.
+fn stdio_entry(command: Vec<String>, env: &[String], cwd: Option<PathBuf>) -> anyhow::Result<Value> {
+    let mut parts = command.into_iter();
+    let Some(program) = parts.next() else { bail!("the server's command is missing (after `--`)") };
+    let mut entry = Map::new();
+    entry.insert("command".into(), json!(program));
+    let args: Vec<String> = parts.collect();
+    if !args.is_empty() {
+        entry.insert("args".into(), json!(args));
+    }
+    if !env.is_empty() {
+        let mut vars = Map::new();
+        for pair in env {
+            let Some((name, value)) = pair.split_once('=') else { bail!("--env `{pair}` is not NAME=VALUE") };
+            vars.insert(name.to_string(), json!(value));
+        }
+        entry.insert("env".into(), Value::Object(vars));
+    }
+    if let Some(cwd) = cwd {
+        let cwd = std::path::absolute(&cwd).with_context(|| format!("--cwd {}", cwd.display()))?;
+        entry.insert("cwd".into(), json!(cwd));
+    }
+    Ok(Value::Object(entry))
+}
+
+/// Reads the settings file (absent: empty), lets `change` edit its `mcp_servers`, checks the
+/// result as the kernel would read it, and replaces the file in one rename.
+fn edit(path: &Path, change: impl FnOnce(&mut Map<String, Value>) -> anyhow::Result<()>) -> anyhow::Result<()> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "{}".to_string(),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let mut settings: Value = serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    let Some(top) = settings.as_object_mut() else { bail!("{} is not a JSON object", path.display()) };
+    let servers = top.entry("mcp_servers").or_insert_with(|| Value::Object(Map::new()));
+    let Some(servers) = servers.as_object_mut() else { bail!("`mcp_servers` in {} is not an object", path.display()) };
+    change(servers)?;
+    if servers.is_empty() {
+        top.remove("mcp_servers");
+    }
+    let text = serde_json::to_string_pretty(&settings)? + "\n";
+    superpi_policy::Settings::from_user_file(&text, path).map_err(|e| anyhow::anyhow!("not changed: {e}"))?;
+    let dir = path.parent().context("the settings file has no directory")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut temp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("writing in {}", dir.display()))?;
+    std::io::Write::write_all(&mut temp, text.as_bytes())?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        temp.as_file().set_permissions(meta.permissions())?;
+    }
+    temp.persist(path).with_context(|| format!("replacing {}", path.display()))?;
+    Ok(())
+}
+
+async fn list(locations: &Locations, path: &Path) -> anyhow::Result<ExitCode> {
+    let settings = superpi_policy::Settings::load(&locations.config_dir, None)?;
+    let running = kernel_servers(locations).await;
+    if settings.mcp_servers.is_empty() {
+        println!("no MCP servers in {} (add one with `superpi mcp add NAME -- COMMAND ARGS...`)", path.display());
+    }
+    for (name, server) in &settings.mcp_servers {
+        let command = std::iter::once(&server.command).chain(&server.args).cloned().collect::<Vec<_>>().join(" ");
+        println!("{name}: {command}");
+        match &running {
+            None => println!("  (no kernel is running)"),
+            Some(running) => print_states(running.iter().filter(|s| &s.name == name)),
+        }
+    }
+    // Servers a frontend attached (an editor's), which are not in the settings.
+    let attached: Vec<&McpServerStatus> =
+        running.iter().flatten().filter(|s| !settings.mcp_servers.contains_key(&s.name)).collect();
+    if !attached.is_empty() {
+        println!("attached by a frontend:");
+        for server in attached {
+            println!("{}:", server.name);
+            print_states(std::iter::once(server));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_states<'a>(states: impl Iterator<Item = &'a McpServerStatus>) {
+    let mut any = false;
+    for s in states {
+        any = true;
+        let pid = s.pid.map(|p| format!(", pid {p}")).unwrap_or_default();
+        let conversations = s.conversations.iter().map(i64::to_string).collect::<Vec<_>>().join(" ");
+        println!(
+            "  {} in {}{pid}; conversations: [{conversations}]; idle {} s",
+            s.state,
+            s.workspace,
+            s.idle_ms / 1000
+        );
+        if let Some(error) = &s.error {
+            println!("    {error}");
+        }
+        if !s.tools.is_empty() {
+            println!("    tools: {}", s.tools.join(", "));
+        }
+    }
+    if !any {
+        println!("  not running");
+    }
+}
+
+/// What a running kernel holds; `None` when no kernel runs (none is started for this).
+async fn kernel_servers(locations: &Locations) -> Option<Vec<McpServerStatus>> {
+    let mut opts = connect_options(locations, "cli");
+    opts.autostart = false;
+    opts.provider_env = None;
+    let client = KernelClient::connect(&opts).await.ok()?;
+    client.status().await.ok().map(|status| status.mcp_servers)
+}
