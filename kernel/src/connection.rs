@@ -1,7 +1,6 @@
 //! One frontend connection: the hello exchange, then requests, acks and subscriptions.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -12,9 +11,10 @@ use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 
-use crate::kernel::{Kernel, lock};
+use crate::kernel::Kernel;
 use crate::peer::Peer;
 use crate::provider_env::Verdict;
+use crate::sync::lock;
 
 pub(crate) async fn serve(kernel: Arc<Kernel>, stream: UnixStream) {
     client_connected(&kernel);
@@ -147,7 +147,7 @@ async fn read_loop(
                 return;
             }
         };
-        kernel.touch();
+        kernel.activity.touch();
         match frame::decode::<ClientMessage>(&body) {
             Ok(ClientMessage::Request(request)) => {
                 let (kernel, peer) = (kernel.clone(), peer.clone());
@@ -209,11 +209,9 @@ async fn write_loop(
 }
 
 fn client_connected(kernel: &Kernel) {
-    kernel.clients.fetch_add(1, Ordering::Relaxed);
-    kernel.touch();
+    kernel.activity.client_connected();
 }
 
 fn client_disconnected(kernel: &Kernel) {
-    kernel.clients.fetch_sub(1, Ordering::Relaxed);
-    kernel.touch();
+    kernel.activity.client_disconnected();
 }

@@ -1,16 +1,35 @@
-//! A live conversation: its publisher (seq, store, broadcast) and its actor, one event loop
-//! over one closed input enum that queues submits and runs one turn at a time.
+//! A live conversation: its settings, its publisher (seq, store, broadcast), what its actor
+//! reads (`live.rs` runs the actor), and the table of live conversations. It does not name the
+//! kernel: it reaches the store through [`EventStore`].
 
-use std::collections::VecDeque;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use superpi_policy::ConversationPolicy;
 use superpi_proto::{EntryKind, Event, Message};
 use tokio::sync::{broadcast, mpsc, oneshot};
-use tokio_util::sync::CancellationToken;
 
-use crate::kernel::{Kernel, lock};
-use crate::store::{Commit, ConversationRow, StoreError};
+use crate::store::{Commit, ConversationRow, Store, StoreError};
+use crate::sync::lock;
+
+/// Where a conversation commits its events: the store, reached through whatever holds it (the
+/// kernel). A trait so this module never names the kernel, which holds the conversations.
+pub(crate) trait EventStore {
+    fn event_store(&self) -> &Store;
+}
+
+impl EventStore for Store {
+    fn event_store(&self) -> &Store {
+        self
+    }
+}
+
+impl<T: EventStore> EventStore for Arc<T> {
+    fn event_store(&self) -> &Store {
+        (**self).event_store()
+    }
+}
 
 /// An event as published: serialized once, shared by every watcher.
 #[derive(Debug)]
@@ -58,11 +77,44 @@ pub(crate) struct Conversation {
 }
 
 impl Conversation {
+    /// A conversation loaded from its row, its head seq and its policy (or why that could not
+    /// load), and the receiver its actor reads.
+    pub fn new(
+        row: ConversationRow,
+        head: u64,
+        policy: Result<ConversationPolicy, String>,
+        event_buffer: usize,
+    ) -> (Arc<Conversation>, mpsc::Receiver<Input>) {
+        let (input, rx) = mpsc::channel(64);
+        let (tx, _) = broadcast::channel(event_buffer.max(16));
+        let conv = Arc::new(Conversation {
+            id: row.id,
+            owner: row.owner.clone(),
+            settings: Mutex::new(Settings {
+                harness: row.harness.clone(),
+                model: row.model.clone(),
+                mode: row.mode.clone(),
+                workspace: row.workspace.clone(),
+            }),
+            row,
+            seq: Mutex::new(head),
+            tx,
+            input,
+            interactive_watchers: AtomicUsize::new(0),
+            file_readers: AtomicUsize::new(0),
+            mcp_servers: Mutex::default(),
+            running: Mutex::new(None),
+            policy: Mutex::new(policy),
+            usage_total: Mutex::new(Default::default()),
+        });
+        (conv, rx)
+    }
+
     /// Publishes an event: stamps its seq, commits it (with its entry) unless it is a
     /// transient delta, and hands it to every watcher.
     pub fn publish(
         &self,
-        kernel: &Kernel,
+        store: &impl EventStore,
         mut event: Event,
         entry: Option<(EntryKind, &Message)>,
     ) -> Result<u64, StoreError> {
@@ -72,7 +124,7 @@ impl Conversation {
         event.conversation_id = self.id;
         let json = event.to_json();
         if !event.body.is_transient() {
-            kernel.store.commit(&Commit {
+            store.event_store().commit(&Commit {
                 conversation_id: self.id,
                 seq: next,
                 event_type: event.type_name(),
@@ -86,8 +138,8 @@ impl Conversation {
     }
 
     /// Publishes, logging a store failure (the turn goes on; the event still reaches watchers).
-    pub fn emit(&self, kernel: &Kernel, event: Event) {
-        if let Err(err) = self.publish(kernel, event, None) {
+    pub fn emit(&self, store: &impl EventStore, event: Event) {
+        if let Err(err) = self.publish(store, event, None) {
             tracing::error!(conversation = self.id, "storing an event failed: {err}");
         }
     }
@@ -116,101 +168,29 @@ impl Conversation {
     }
 }
 
-/// The live conversation of an id, loading it (and starting its actor) on first use.
-pub(crate) fn live(kernel: &Arc<Kernel>, id: i64) -> Result<Option<Arc<Conversation>>, StoreError> {
-    if let Some(conv) = lock(&kernel.live).get(&id) {
-        return Ok(Some(conv.clone()));
-    }
-    let Some(row) = kernel.store.conversation(id)? else { return Ok(None) };
-    let head = kernel.store.head_seq(id)?;
-    let mut live = lock(&kernel.live);
-    if let Some(conv) = live.get(&id) {
-        return Ok(Some(conv.clone()));
-    }
-    let policy =
-        kernel.catalog.conversation_policy(&row.harness, &row.mode, row.workspace.as_deref().map(std::path::Path::new));
-    // The "always" answers last as long as the conversation, across kernels.
-    let overrides = match kernel.store.permission_overrides(id)?.map(|json| serde_json::from_str(&json)) {
-        Some(Ok(overrides)) => overrides,
-        Some(Err(err)) => {
-            tracing::warn!("conversation {id}: ignoring unreadable stored permission answers: {err}");
-            superpi_policy::Overrides::default()
-        }
-        None => superpi_policy::Overrides::default(),
-    };
-    let policy = policy.map(|p| p.with_overrides(overrides));
-    let (input, rx) = mpsc::channel(64);
-    let (tx, _) = broadcast::channel(kernel.config.event_buffer.max(16));
-    let conv = Arc::new(Conversation {
-        id,
-        owner: row.owner.clone(),
-        settings: Mutex::new(Settings {
-            harness: row.harness.clone(),
-            model: row.model.clone(),
-            mode: row.mode.clone(),
-            workspace: row.workspace.clone(),
-        }),
-        row,
-        seq: Mutex::new(head),
-        tx,
-        input,
-        interactive_watchers: AtomicUsize::new(0),
-        file_readers: AtomicUsize::new(0),
-        mcp_servers: Mutex::default(),
-        running: Mutex::new(None),
-        policy: Mutex::new(policy),
-        usage_total: Mutex::new(Default::default()),
-    });
-    live.insert(id, conv.clone());
-    drop(live);
-    tokio::spawn(actor(kernel.clone(), conv.clone(), rx));
-    Ok(Some(conv))
+/// The kernel's live conversations, by id.
+#[derive(Default)]
+pub(crate) struct LiveConversations {
+    conversations: Mutex<HashMap<i64, Arc<Conversation>>>,
 }
 
-async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Receiver<Input>) {
-    let mut queue: VecDeque<(i64, Message)> = VecDeque::new();
-    let mut current: Option<(i64, CancellationToken)> = None;
-    loop {
-        let input = tokio::select! {
-            input = rx.recv() => input,
-            _ = kernel.shutdown.cancelled() => None,
-        };
-        let Some(input) = input else { break };
-        match input {
-            Input::Submit { turn_id, message } => queue.push_back((turn_id, message)),
-            Input::Cancel { reply } => {
-                let cancelled = match &current {
-                    Some((_, token)) => {
-                        crate::questions::cancel_questions(&kernel, conv.id);
-                        token.cancel();
-                        true
-                    }
-                    None => false,
-                };
-                let _ = reply.send(cancelled);
-            }
-            Input::TurnEnded { turn_id } => {
-                if current.as_ref().is_some_and(|(id, _)| *id == turn_id) {
-                    current = None;
-                    *lock(&conv.running) = None;
-                    kernel.running_turns.fetch_sub(1, Ordering::Relaxed);
-                    kernel.touch();
-                }
-            }
-        }
-        if current.is_none()
-            && let Some((turn_id, message)) = queue.pop_front()
-        {
-            let token = kernel.shutdown.child_token();
-            current = Some((turn_id, token.clone()));
-            *lock(&conv.running) = Some(turn_id);
-            kernel.running_turns.fetch_add(1, Ordering::Relaxed);
-            let (k, c) = (kernel.clone(), conv.clone());
-            tokio::spawn(async move {
-                crate::turn::run(&k, &c, turn_id, message, token).await;
-                let _ = c.input.send(Input::TurnEnded { turn_id }).await;
-            });
-        }
+impl LiveConversations {
+    pub fn get(&self, id: i64) -> Option<Arc<Conversation>> {
+        lock(&self.conversations).get(&id).cloned()
     }
-    // Shutting down: turns still queued are marked by recovery at the next start.
+
+    /// Makes `conv` live unless its id already is: `Ok` with it when it was added, `Err` with
+    /// the one that was live already.
+    pub fn add(&self, conv: Arc<Conversation>) -> Result<Arc<Conversation>, Arc<Conversation>> {
+        let mut live = lock(&self.conversations);
+        if let Some(existing) = live.get(&conv.id) {
+            return Err(existing.clone());
+        }
+        live.insert(conv.id, conv.clone());
+        Ok(conv)
+    }
+
+    pub fn len(&self) -> usize {
+        lock(&self.conversations).len()
+    }
 }

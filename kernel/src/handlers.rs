@@ -11,11 +11,13 @@ use superpi_proto::method::{
 use superpi_proto::{ContentBlock, ErrorObject, Event, Message, Role};
 use tokio::sync::oneshot;
 
-use crate::conversation::{self, Conversation, Input};
-use crate::kernel::{Kernel, lock};
+use crate::conversation::{Conversation, Input};
+use crate::kernel::Kernel;
+use crate::live;
 use crate::peer::Peer;
 use crate::store::{ConversationRow, NewConversation, StoreError};
 use crate::subscription::{self, WatchSpec};
+use crate::sync::lock;
 
 /// A handled request: its result, and a signal to fire once the response is queued (a
 /// subscription starts sending only after its watch was answered).
@@ -89,7 +91,7 @@ pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str,
 /// The conversation, if it exists and the peer's principal owns it. Another principal's
 /// conversation answers exactly like a missing one.
 fn owned(kernel: &Arc<Kernel>, peer: &Peer, id: i64) -> Result<Arc<Conversation>, ErrorObject> {
-    match conversation::live(kernel, id).map_err(internal)? {
+    match live::conversation(kernel, id).map_err(internal)? {
         Some(conv) if conv.owner == peer.principal => Ok(conv),
         _ => Err(not_found(id)),
     }
@@ -119,7 +121,7 @@ fn info(kernel: &Kernel, conv: &Conversation, remote: bool, created: bool) -> Co
 }
 
 fn row_info(kernel: &Arc<Kernel>, row: &ConversationRow, remote: bool) -> Result<ConversationInfo, ErrorObject> {
-    let conv = conversation::live(kernel, row.id).map_err(internal)?.ok_or_else(|| not_found(row.id))?;
+    let conv = live::conversation(kernel, row.id).map_err(internal)?.ok_or_else(|| not_found(row.id))?;
     Ok(info(kernel, &conv, remote, false))
 }
 
@@ -166,7 +168,7 @@ fn open(kernel: &Arc<Kernel>, peer: &Peer, p: OpenParams) -> Reply {
     if let Some(external) = &p.external_id {
         kernel.store.bind_external(&peer.frontend, &peer.principal, external, row.id).map_err(internal)?;
     }
-    let conv = conversation::live(kernel, row.id).map_err(internal)?.ok_or_else(|| not_found(row.id))?;
+    let conv = live::conversation(kernel, row.id).map_err(internal)?.ok_or_else(|| not_found(row.id))?;
     attach_servers(&conv, attached);
     to_value(info(kernel, &conv, peer.remote, true))
 }
@@ -200,7 +202,7 @@ fn attached_servers(servers: &[superpi_proto::method::McpServerParam]) -> Result
     Ok(Some(attached))
 }
 
-fn attach_servers(conv: &conversation::Conversation, attached: AttachedServers) {
+fn attach_servers(conv: &Conversation, attached: AttachedServers) {
     if let Some(servers) = attached {
         *lock(&conv.mcp_servers) = servers;
     }
@@ -264,7 +266,7 @@ fn watch(kernel: &Arc<Kernel>, peer: &Arc<Peer>, p: WatchParams) -> Handled {
         reads_files: p.reads_files,
     };
     let (start_tx, start_rx) = oneshot::channel();
-    let (handle, head) = subscription::start(kernel.clone(), conv, spec, peer.out.clone(), start_rx);
+    let (handle, head) = subscription::start(kernel.store.clone(), conv, spec, peer.out.clone(), start_rx);
     lock(&peer.subscriptions).insert(id, handle);
     Handled { result: to_value(WatchResult { subscription: id, head_seq: head }), after_response: Some(start_tx) }
 }
@@ -324,31 +326,17 @@ fn set_model(kernel: &Arc<Kernel>, peer: &Peer, id: i64, model: &str) -> Reply {
 }
 
 fn respond(kernel: &Arc<Kernel>, peer: &Peer, request_id: &str, option_id: String) -> Reply {
-    let mut questions = lock(&kernel.questions);
-    match questions.get(request_id) {
-        Some(q) if q.owner == peer.principal => {}
-        _ => return Err(ErrorObject::new(codes::NOT_FOUND, format!("no open question {request_id}"))),
+    match kernel.questions.answer_permission(&peer.principal, request_id, option_id) {
+        Ok(valid) => Ok(json!({"accepted": valid})),
+        Err(_) => Err(ErrorObject::new(codes::NOT_FOUND, format!("no open question {request_id}"))),
     }
-    let Some(question) = questions.remove(request_id) else {
-        return Err(ErrorObject::new(codes::NOT_FOUND, format!("no open question {request_id}")));
-    };
-    drop(questions);
-    let valid = question.options.contains(&option_id);
-    let _ = question.answer.send(option_id);
-    Ok(json!({"accepted": valid}))
 }
 
 fn ui_respond(kernel: &Arc<Kernel>, peer: &Peer, request_id: &str, outcome: Value) -> Reply {
-    let mut pending = lock(&kernel.ui_requests);
-    match pending.get(request_id) {
-        Some(q) if q.owner == peer.principal => {}
-        _ => return Err(ErrorObject::new(codes::NOT_FOUND, format!("no open request {request_id}"))),
+    match kernel.questions.answer_ui(&peer.principal, request_id, outcome) {
+        Ok(waited) => Ok(json!({"accepted": waited})),
+        Err(_) => Err(ErrorObject::new(codes::NOT_FOUND, format!("no open request {request_id}"))),
     }
-    let Some(question) = pending.remove(request_id) else {
-        return Err(ErrorObject::new(codes::NOT_FOUND, format!("no open request {request_id}")));
-    };
-    drop(pending);
-    Ok(json!({"accepted": question.answer.send(outcome).is_ok()}))
 }
 
 fn tool_list(kernel: &Arc<Kernel>, harness: Option<&str>) -> Reply {
@@ -360,9 +348,9 @@ fn status(kernel: &Kernel, peer: &Peer) -> Reply {
     to_value(superpi_proto::method::KernelStatus {
         pid: std::process::id(),
         version: env!("CARGO_PKG_VERSION").to_string(),
-        uptime_ms: kernel.started.elapsed().as_millis() as u64,
-        clients: kernel.clients.load(std::sync::atomic::Ordering::Relaxed),
-        live_conversations: lock(&kernel.live).len() as u64,
+        uptime_ms: kernel.activity.uptime().as_millis() as u64,
+        clients: kernel.activity.clients(),
+        live_conversations: kernel.live.len() as u64,
         data_dir: kernel.config.data_dir.display().to_string(),
         socket: kernel.config.socket_path().display().to_string(),
         // Workspaces and conversations are the local user's business.

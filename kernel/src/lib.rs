@@ -10,21 +10,26 @@
 //! tool ever runs inside its process: calls go to superpi-sandbox's confined children (a runner
 //! an embedding program registers runs here and confines itself).
 
+mod activity;
 mod config;
 mod connection;
 mod conversation;
 mod handlers;
 mod kernel;
+mod live;
 mod mcp_client;
 mod mcp_tools;
+mod path_locks;
 mod peer;
 mod pipeline;
 mod provider_env;
 mod questions;
 mod recovery;
+mod running_calls;
 mod server;
 pub mod store;
 mod subscription;
+mod sync;
 mod tools;
 mod tools_direct;
 mod turn;

@@ -20,8 +20,8 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::kernel::lock;
 use crate::mcp_tools::{call_result, tool_def};
+use crate::sync::lock;
 
 /// How long a server has to start and answer `initialize` and `tools/list`.
 const START_TIMEOUT: Duration = Duration::from_secs(30);

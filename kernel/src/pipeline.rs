@@ -14,11 +14,13 @@ use superpi_proto::Event;
 use superpi_proto::event::PermissionRequestFields;
 use superpi_proto::tool::{ToolCallResult, ToolDef};
 use superpi_sandbox::ToolCall;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::Conversation;
-use crate::kernel::{Kernel, PathGuard, PendingUi, lock};
+use crate::kernel::Kernel;
+use crate::path_locks::PathGuard;
+use crate::sync::lock;
 
 /// A call to run: what the model (or a `tool.call` client) asked for, and where.
 pub(crate) struct PlannedCall {
@@ -131,10 +133,10 @@ async fn decide(
                         reason: reason.clone(),
                         risk: Some(risk.as_str().to_string()),
                     };
-                    let answer = crate::questions::ask(kernel, conv, *turn_id, fields, timeout, cancel).await;
-                    crate::questions::settle(kernel, conv, decision, answer.as_deref())
+                    let answer = ask(kernel, conv, *turn_id, fields, timeout, cancel).await;
+                    settle(kernel, conv, decision, answer.as_deref())
                 }
-                Decision::Ask { .. } => crate::questions::settle(kernel, conv, decision, None),
+                Decision::Ask { .. } => settle(kernel, conv, decision, None),
                 other => other,
             }
         }
@@ -143,6 +145,57 @@ async fn decide(
         Decision::Allow { network } => Ok(network),
         Decision::Deny { reason, .. } | Decision::Ask { reason, .. } => Err(reason),
     }
+}
+
+/// Publishes a permission request (its fields made for the new request id) and waits for an
+/// answer, the timeout or cancel. Returns the chosen option id (None when unanswered); a
+/// person's answer also publishes ui_resolved.
+async fn ask(
+    kernel: &Arc<Kernel>,
+    conv: &Arc<Conversation>,
+    turn_id: i64,
+    fields: impl FnOnce(String) -> PermissionRequestFields,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Option<String> {
+    let options: Vec<String> = superpi_proto::event::permission_options().into_iter().map(|o| o.option_id).collect();
+    let (request_id, rx) = kernel.questions.open_permission(conv.id, &conv.owner, options.clone());
+    conv.emit(kernel, Event::permission_request(conv.id, Some(turn_id), fields(request_id.clone())));
+    let answer = tokio::select! {
+        answer = rx => answer.ok(),
+        _ = tokio::time::sleep(timeout) => None,
+        _ = cancel.cancelled() => None,
+    };
+    kernel.questions.close_permission(&request_id);
+    let outcome = match &answer {
+        Some(option) if options.contains(option) => json!({"outcome": "selected", "option_id": option}),
+        Some(other) => json!({"outcome": "invalid", "option_id": other}),
+        None if cancel.is_cancelled() => json!({"outcome": "cancelled"}),
+        None => json!({"outcome": "timeout"}),
+    };
+    conv.emit(kernel, Event::ui_resolved(conv.id, Some(turn_id), &request_id, outcome));
+    answer.filter(|a| options.contains(a))
+}
+
+/// Settles a question with a person's answer (None: unanswered, which fails closed). An
+/// "always" answer is stored with the conversation.
+fn settle(kernel: &Kernel, conv: &Conversation, decision: Decision, option_id: Option<&str>) -> Decision {
+    let mut policy = lock(&conv.policy);
+    let policy = match policy.as_mut() {
+        Ok(policy) => policy,
+        Err(reason) => return Decision::Deny { reason: reason.clone(), rule: superpi_policy::Rule::Unanswered },
+    };
+    let before = policy.overrides().clone();
+    let decision = policy.answer(decision, option_id);
+    if *policy.overrides() != before {
+        let stored = serde_json::to_string(policy.overrides())
+            .map_err(|e| e.to_string())
+            .and_then(|json| kernel.store.set_permission_overrides(conv.id, &json).map_err(|e| e.to_string()));
+        if let Err(err) = stored {
+            tracing::error!("conversation {}: storing a permission answer: {err}", conv.id);
+        }
+    }
+    decision
 }
 
 /// Holds the lock of every path the call writes (its facts say which arguments), so writes of
@@ -161,7 +214,7 @@ async fn lock_written<'k>(kernel: &'k Kernel, tool: &ToolDef, call: &PlannedCall
     paths.dedup();
     let mut guards = Vec::with_capacity(paths.len());
     for path in paths {
-        guards.push(kernel.lock_path(path).await);
+        guards.push(kernel.path_locks.lock_path(path).await);
     }
     guards
 }
@@ -205,9 +258,7 @@ async fn editor_read(
     let path = normalize(workspace, raw);
     let offset = call.arguments.get(reader.offset).and_then(Value::as_u64).map(|n| n as usize);
     let limit = call.arguments.get(reader.limit).and_then(Value::as_u64).map(|n| n as usize);
-    let request_id = kernel.next_request_id();
-    let (tx, rx) = oneshot::channel();
-    lock(&kernel.ui_requests).insert(request_id.clone(), PendingUi { owner: conv.owner.clone(), answer: tx });
+    let (request_id, rx) = kernel.questions.open_ui(&conv.owner);
     let mut request = serde_json::Map::new();
     request.insert("kind".into(), json!("read_text_file"));
     request.insert("path".into(), json!(path.display().to_string()));
@@ -224,7 +275,7 @@ async fn editor_read(
         _ = tokio::time::sleep(EDITOR_READ_TIMEOUT) => None,
         _ = cancel.cancelled() => None,
     };
-    lock(&kernel.ui_requests).remove(&request_id);
+    kernel.questions.close_ui(&request_id);
     let content = answer.as_ref().and_then(|a| a.get("content")).and_then(Value::as_str).map(str::to_string);
     let outcome = match (&answer, &content) {
         (_, Some(_)) => json!({"outcome": "editor"}),

@@ -7,7 +7,6 @@
 //! frontend as it is (two frontends, one with a key, one without, share one kernel).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
 
 use superpi_proto::ErrorObject;
 use superpi_proto::message::{ClientHello, PROVIDER_VARIABLES, codes};
@@ -48,7 +47,7 @@ pub(crate) fn judge(kernel: &Kernel, hello: &ClientHello) -> Verdict {
     let state = KernelState {
         pid: std::process::id(),
         autostarted: kernel.config.autostarted,
-        running_turns: kernel.running_turns.load(Ordering::Relaxed),
+        running_turns: kernel.activity.running_turns(),
     };
     verdict(&differences, &hello.frontend, theirs.autostart, state)
 }

@@ -14,8 +14,9 @@ use std::sync::Arc;
 use serde_json::Value;
 use superpi_proto::{ContentBlock, Entry, EntryKind, Event, Message, Role};
 
-use crate::conversation::{self, Conversation};
+use crate::conversation::Conversation;
 use crate::kernel::Kernel;
+use crate::live;
 use crate::store::StoreError;
 
 /// Why a turn left tool calls without results; says so in the result the model reads.
@@ -131,7 +132,7 @@ pub(crate) fn close_after(kernel: &Kernel, conv: &Conversation, turn_id: i64, en
 /// end (`turn_error`), so a replay shows it finished.
 pub(crate) fn recover_interrupted(kernel: &Arc<Kernel>) -> Result<(), StoreError> {
     for (conversation_id, turn_id) in kernel.store.recover_interrupted()? {
-        let conv = match conversation::live(kernel, conversation_id) {
+        let conv = match live::conversation(kernel, conversation_id) {
             Ok(Some(conv)) => conv,
             Ok(None) => continue,
             Err(err) => {
@@ -151,7 +152,7 @@ pub(crate) fn recover_interrupted(kernel: &Arc<Kernel>) -> Result<(), StoreError
 /// A fork copies entries up to a seq, which may hold a call without its result (cut there, or
 /// copied while the tool ran): the fork gets an error result for each.
 pub(crate) fn close_forked(kernel: &Arc<Kernel>, fork_id: i64) -> Result<(), StoreError> {
-    if let Some(fork) = conversation::live(kernel, fork_id)? {
+    if let Some(fork) = live::conversation(kernel, fork_id)? {
         close_open_calls(kernel, &fork, Scope::Tail, OpenCallEnd::Forked)?;
     }
     Ok(())

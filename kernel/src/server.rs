@@ -70,7 +70,7 @@ async fn accept_loop(kernel: &Arc<Kernel>, listener: &UnixListener) -> Result<()
                         tracing::warn!("refused a client: {reason}");
                         continue;
                     }
-                    kernel.touch();
+                    kernel.activity.touch();
                     tokio::spawn(crate::connection::serve(kernel.clone(), stream));
                 }
                 Err(err) => {
@@ -143,7 +143,7 @@ async fn watch_idleness(kernel: Arc<Kernel>) {
     let mut tick = tokio::time::interval(Duration::from_millis(500).min(limit));
     loop {
         tick.tick().await;
-        if kernel.idle_for().is_some_and(|idle| idle >= limit) {
+        if kernel.activity.idle_for().is_some_and(|idle| idle >= limit) {
             tracing::info!("no client and no turn for {limit:?}: exiting");
             kernel.shutdown.cancel();
             return;

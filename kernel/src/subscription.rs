@@ -15,7 +15,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::conversation::{Conversation, Published};
-use crate::kernel::Kernel;
+use crate::store::Store;
 
 /// Events the kernel sends before an ack, by default.
 pub(crate) const DEFAULT_WINDOW: u64 = 1024;
@@ -61,7 +61,7 @@ pub(crate) struct WatchSpec {
 /// Starts a subscription. Its task waits for `start` so the watch's response goes out
 /// before its first event. Returns the handle and the head seq at subscription time.
 pub(crate) fn start(
-    kernel: Arc<Kernel>,
+    store: Arc<Store>,
     conv: Arc<Conversation>,
     spec: WatchSpec,
     out: mpsc::UnboundedSender<Bytes>,
@@ -76,7 +76,7 @@ pub(crate) fn start(
     let interactive = spec.interactive.then(|| WatcherGuard::count(&conv, |c| &c.interactive_watchers));
     let reads_files = spec.reads_files.then(|| WatcherGuard::count(&conv, |c| &c.file_readers));
     let forwarder =
-        Forwarder { kernel, conv, spec, out, credits: credits.clone(), in_flight: in_flight.clone(), window };
+        Forwarder { store, conv, spec, out, credits: credits.clone(), in_flight: in_flight.clone(), window };
     let task = tokio::spawn(async move {
         let _counted = (interactive, reads_files);
         if start.await.is_ok() {
@@ -87,7 +87,7 @@ pub(crate) fn start(
 }
 
 struct Forwarder {
-    kernel: Arc<Kernel>,
+    store: Arc<Store>,
     conv: Arc<Conversation>,
     spec: WatchSpec,
     out: mpsc::UnboundedSender<Bytes>,
@@ -121,7 +121,7 @@ impl Forwarder {
         if let Some(from) = self.spec.from_seq
             && from < head
         {
-            let stored = match self.kernel.store.events_between(self.conv.id, from, head) {
+            let stored = match self.store.events_between(self.conv.id, from, head) {
                 Ok(stored) => stored,
                 Err(err) => {
                     tracing::error!("replaying conversation {}: {err}", self.conv.id);

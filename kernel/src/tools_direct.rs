@@ -12,7 +12,7 @@ use superpi_proto::message::codes;
 use superpi_proto::method::ToolCallParams;
 use tokio_util::sync::CancellationToken;
 
-use crate::kernel::{Kernel, lock};
+use crate::kernel::Kernel;
 use crate::peer::Peer;
 use crate::pipeline::{self, Caller, PlannedCall};
 
@@ -51,38 +51,16 @@ pub(crate) async fn call(kernel: &Arc<Kernel>, peer: &Peer, p: ToolCallParams) -
         workspace: Some(workspace),
     };
     let cancel = CancellationToken::new();
-    let registered = p.call_id.map(|id| {
-        let key = (peer.principal.clone(), id);
-        lock(&kernel.direct_calls).insert(key.clone(), cancel.clone());
-        Registered { kernel, key }
-    });
+    let registered = p.call_id.map(|id| kernel.direct_calls.register(&peer.principal, id, cancel.clone()));
     // The same pipeline as a turn's call; nobody can be asked, so an askable call is refused.
     let end = pipeline::run(kernel, Caller::Direct { policy: &mut policy }, &call, &cancel).await;
     drop(registered);
     serde_json::to_value(end.into_result()).map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, e.to_string()))
 }
 
-/// Removes a cancellable direct call from the kernel's table when it ends.
-struct Registered<'a> {
-    kernel: &'a Kernel,
-    key: (String, String),
-}
-
-impl Drop for Registered<'_> {
-    fn drop(&mut self) {
-        lock(&self.kernel.direct_calls).remove(&self.key);
-    }
-}
-
 /// `tool.cancel`: ends the caller's running direct call `call_id`.
 pub(crate) fn cancel(kernel: &Kernel, peer: &Peer, call_id: &str) -> bool {
-    match lock(&kernel.direct_calls).get(&(peer.principal.clone(), call_id.to_string())) {
-        Some(token) => {
-            token.cancel();
-            true
-        }
-        None => false,
-    }
+    kernel.direct_calls.cancel(&peer.principal, call_id)
 }
 
 /// A light check of arguments against a tool's schema: an object, with the required keys,

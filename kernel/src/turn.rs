@@ -12,9 +12,10 @@ use superpi_providers::{ModelRequest, StopReason, StreamEvent, Terminal, ToolSpe
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::Conversation;
-use crate::kernel::{Kernel, lock};
+use crate::kernel::Kernel;
 use crate::pipeline::{self, CallEnd, Caller, PlannedCall};
 use crate::recovery::OpenCallEnd;
+use crate::sync::lock;
 
 /// A turn stops after this many model calls, whatever the model wants.
 const MAX_MODEL_CALLS: usize = 64;

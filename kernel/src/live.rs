@@ -1,0 +1,91 @@
+//! Conversations come alive: loaded from the store on first use (with their policy and the
+//! "always" answers stored with them) and run by one actor each, an event loop over one
+//! closed input enum that queues submits and runs one turn at a time.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use superpi_proto::Message;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::conversation::{Conversation, Input};
+use crate::kernel::Kernel;
+use crate::store::StoreError;
+use crate::sync::lock;
+
+/// The live conversation of an id, loading it (and starting its actor) on first use.
+pub(crate) fn conversation(kernel: &Arc<Kernel>, id: i64) -> Result<Option<Arc<Conversation>>, StoreError> {
+    if let Some(conv) = kernel.live.get(id) {
+        return Ok(Some(conv));
+    }
+    let Some(row) = kernel.store.conversation(id)? else { return Ok(None) };
+    let head = kernel.store.head_seq(id)?;
+    let policy =
+        kernel.catalog.conversation_policy(&row.harness, &row.mode, row.workspace.as_deref().map(std::path::Path::new));
+    // The "always" answers last as long as the conversation, across kernels.
+    let overrides = match kernel.store.permission_overrides(id)?.map(|json| serde_json::from_str(&json)) {
+        Some(Ok(overrides)) => overrides,
+        Some(Err(err)) => {
+            tracing::warn!("conversation {id}: ignoring unreadable stored permission answers: {err}");
+            superpi_policy::Overrides::default()
+        }
+        None => superpi_policy::Overrides::default(),
+    };
+    let policy = policy.map(|p| p.with_overrides(overrides));
+    let (conv, rx) = Conversation::new(row, head, policy, kernel.config.event_buffer);
+    // Loaded twice at once: the first one made live wins, the other is dropped unstarted.
+    let conv = match kernel.live.add(conv) {
+        Ok(conv) => conv,
+        Err(live) => return Ok(Some(live)),
+    };
+    tokio::spawn(actor(kernel.clone(), conv.clone(), rx));
+    Ok(Some(conv))
+}
+
+async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Receiver<Input>) {
+    let mut queue: VecDeque<(i64, Message)> = VecDeque::new();
+    let mut current: Option<(i64, CancellationToken)> = None;
+    loop {
+        let input = tokio::select! {
+            input = rx.recv() => input,
+            _ = kernel.shutdown.cancelled() => None,
+        };
+        let Some(input) = input else { break };
+        match input {
+            Input::Submit { turn_id, message } => queue.push_back((turn_id, message)),
+            Input::Cancel { reply } => {
+                let cancelled = match &current {
+                    Some((_, token)) => {
+                        kernel.questions.cancel_conversation(conv.id);
+                        token.cancel();
+                        true
+                    }
+                    None => false,
+                };
+                let _ = reply.send(cancelled);
+            }
+            Input::TurnEnded { turn_id } => {
+                if current.as_ref().is_some_and(|(id, _)| *id == turn_id) {
+                    current = None;
+                    *lock(&conv.running) = None;
+                    kernel.activity.turn_ended();
+                }
+            }
+        }
+        if current.is_none()
+            && let Some((turn_id, message)) = queue.pop_front()
+        {
+            let token = kernel.shutdown.child_token();
+            current = Some((turn_id, token.clone()));
+            *lock(&conv.running) = Some(turn_id);
+            kernel.activity.turn_started();
+            let (k, c) = (kernel.clone(), conv.clone());
+            tokio::spawn(async move {
+                crate::turn::run(&k, &c, turn_id, message, token).await;
+                let _ = c.input.send(Input::TurnEnded { turn_id }).await;
+            });
+        }
+    }
+    // Shutting down: turns still queued are marked by recovery at the next start.
+}
