@@ -12,7 +12,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
-import { check, done, isSuperpi, need, skip, verdict } from "../lib/report.mjs";
+import { blocked, check, done, isSuperpi, need, skip, verdict } from "../lib/report.mjs";
 import { validateExchange } from "./schema.mjs";
 
 const command = need("ACP_COMMAND");
@@ -83,17 +83,20 @@ await app.connectWith(stream, async (ctx) => {
   });
 
   if (!init) {
-    skip("every other check", "initialize failed: nothing else can run");
+    blocked("every other check", "initialize failed above");
     return;
   }
 
-  await check("session/new", async () => {
+  const sessionOk = await check("session/new", async () => {
     const r = await ctx.request("session/new", { cwd, mcpServers: [] });
     assert.equal(typeof r.sessionId, "string");
     first = r.sessionId;
   });
+  // Every check below but the unknown method needs a session: without one it cannot run (and
+  // a request without a sessionId would be the runner's mistake, not the agent's).
+  const withSession = (name, body) => (sessionOk ? check(name, body) : blocked(name, "session/new failed above"));
 
-  await check("session/prompt: text turn streams chunks and ends with a stop reason", async () => {
+  await withSession("session/prompt: text turn streams chunks and ends with a stop reason", async () => {
     const r = await ctx.request("session/prompt", { sessionId: first, prompt: [{ type: "text", text: "hello from acp" }] });
     assert.ok(STOP.includes(r.stopReason), r.stopReason);
     const got = updates.get(first) ?? [];
@@ -115,7 +118,7 @@ await app.connectWith(stream, async (ctx) => {
     return;
   }
 
-  await check("tool call: tool_call then tool_call_update completed", async () => {
+  await withSession("tool call: tool_call then tool_call_update completed", async () => {
     const { sessionId } = await ctx.request("session/new", { cwd, mcpServers: [] });
     const r = await ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: '@tool ls {"path": "."}' }] });
     assert.equal(r.stopReason, "end_turn");
@@ -128,7 +131,7 @@ await app.connectWith(stream, async (ctx) => {
     assert.match(JSON.stringify(last.content ?? last.rawOutput ?? ""), /hello\.txt/);
   });
 
-  await check("a write shows its diff (tool call content of type diff)", async () => {
+  await withSession("a write shows its diff (tool call content of type diff)", async () => {
     const { sessionId } = await ctx.request("session/new", { cwd, mcpServers: [] });
     const r = await ctx.request("session/prompt", {
       sessionId,
@@ -158,17 +161,17 @@ await app.connectWith(stream, async (ctx) => {
     return statuses.at(-1);
   };
 
-  await check("permission: request_permission answered allow_once, the call runs", async () => {
+  await withSession("permission: request_permission answered allow_once, the call runs", async () => {
     assert.equal(await runBash("allowed.txt", "allow_once"), "completed");
     assert.ok(existsSync(join(cwd, "allowed.txt")), "the command did not run");
   });
 
-  await check("permission: reject_once refuses the call", async () => {
+  await withSession("permission: reject_once refuses the call", async () => {
     assert.equal(await runBash("refused.txt", "reject_once"), "failed");
     assert.ok(!existsSync(join(cwd, "refused.txt")), "the refused command ran");
   });
 
-  await check("session/cancel ends the turn with cancelled", async () => {
+  await withSession("session/cancel ends the turn with cancelled", async () => {
     const { sessionId } = await ctx.request("session/new", { cwd, mcpServers: [] });
     const turn = ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "@slow 50\n@deltas 400" }] });
     const deadline = Date.now() + 10_000;
@@ -181,7 +184,7 @@ await app.connectWith(stream, async (ctx) => {
     assert.equal(r.stopReason, "cancelled");
   });
 
-  await check("session/load replays the conversation before answering", async () => {
+  await withSession("session/load replays the conversation before answering", async () => {
     assert.equal(init.agentCapabilities.loadSession, true, "loadSession is not advertised");
     const before = (updates.get(first) ?? []).length;
     await ctx.request("session/load", { sessionId: first, cwd, mcpServers: [] });
@@ -190,7 +193,7 @@ await app.connectWith(stream, async (ctx) => {
     assert.equal(text(replay, "agent_message_chunk"), "hello from acp");
   });
 
-  await check("session/set_mode plan: a write is then refused; an unknown mode is an error", async () => {
+  await withSession("session/set_mode plan: a write is then refused; an unknown mode is an error", async () => {
     const r = await ctx.request("session/new", { cwd, mcpServers: [] });
     assert.ok(r.modes, "session/new has no modes");
     const ids = r.modes.availableModes.map((m) => m.id);
@@ -207,7 +210,7 @@ await app.connectWith(stream, async (ctx) => {
     await assert.rejects(ctx.request("session/set_mode", { sessionId: r.sessionId, modeId: "no-such-mode" }), (e) => typeof e?.code === "number");
   });
 
-  await check("session/list, session/resume and session/close (as advertised)", async () => {
+  await withSession("session/list, session/resume and session/close (as advertised)", async () => {
     const caps = init.agentCapabilities.sessionCapabilities ?? {};
     assert.ok(caps.list && caps.resume && caps.close, `sessionCapabilities: ${JSON.stringify(caps)}`);
     const { sessions } = await ctx.request("session/list", { cwd });

@@ -10,7 +10,8 @@ function emit(line) {
   process.stdout.write(`${JSON.stringify(line)}\n`);
 }
 
-/** Runs `body` as the check `name`; a thrown error (or the deadline) fails it. */
+/** Runs `body` as the check `name`; a thrown error (or the deadline) fails it. Returns
+ * whether it passed. */
 export async function check(name, body, { timeoutMs = 30_000 } = {}) {
   let timer;
   try {
@@ -21,9 +22,11 @@ export async function check(name, body, { timeoutMs = 30_000 } = {}) {
       }),
     ]);
     emit({ check: name, ok: true });
+    return true;
   } catch (e) {
     failures += 1;
     emit({ check: name, ok: false, reason: reason(e) });
+    return false;
   } finally {
     clearTimeout(timer);
   }
@@ -32,6 +35,12 @@ export async function check(name, body, { timeoutMs = 30_000 } = {}) {
 /** A check that does not apply to this target, shown but not counted. */
 export function skip(name, why) {
   emit({ check: name, skip: why });
+}
+
+/** A check that cannot run because an earlier one failed: shown with that reason, not counted
+ * (the earlier failure is). */
+export function blocked(name, because) {
+  emit({ check: name, blocked: because });
 }
 
 /** A check decided without running code (e.g. from a collected list of problems). */

@@ -21,15 +21,17 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { LoggingMessageNotificationSchema, McpError, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
 import { check, done, need, skip } from "../lib/report.mjs";
 
-const url = need("MCP_URL");
-const command = need("MCP_COMMAND");
+// Either may be missing: a run pointed at one implementation checks that one only.
+const url = process.env.MCP_URL;
+const command = process.env.MCP_COMMAND;
+if (!url && !command) need("MCP_URL");
 const node22 = need("NODE22");
 const require = createRequire(import.meta.url);
 const cli = join(dirname(require.resolve("@modelcontextprotocol/conformance/package.json")), "dist/index.js");
 
 // ---- 1. The conformance suite's server scenarios.
 
-const APPLY = ["server-initialize", "ping", "tools-list", "resources-list", "prompts-list", "logging-set-level", "dns-rebinding-protection"];
+const APPLY = ["server-initialize", "ping", "tools-list", "resources-list", "prompts-list", "logging-set-level", "dns-rebinding-protection", "server-sse-polling", "server-sse-multiple-streams"];
 const NOT_APPLY = {
   "tools-call-*, json-schema-2020-12, elicitation-*":
     "call the suite's own fixture tools (test_simple_text, test_image_content, ...) that only its reference server has",
@@ -37,7 +39,6 @@ const NOT_APPLY = {
   "prompts-get-*": "get the suite's fixture prompts (test_simple_prompt, ...)",
   "completion-complete": "needs the completions capability, which superpi does not offer",
   "resources-subscribe, resources-unsubscribe": "need resources.subscribe, which superpi does not offer",
-  "server-sse-polling, server-sse-multiple-streams": "need server-initiated SSE streams (GET /mcp); superpi pushes nothing outside a request (GET answers 405)",
 };
 
 function runCli(scenario) {
@@ -63,19 +64,34 @@ function runCli(scenario) {
   });
 }
 
-for (const scenario of APPLY) {
+// Checks the suite rates WARNING (a SHOULD of the specification) that superpi does not meet on
+// purpose, shown as skip with why. Anything else below SUCCESS/INFO fails.
+const SHOULD_NOT_MET = {
+  "server-sse-disconnect-resume":
+    "resuming a request's stream after the server closed it mid-call (Last-Event-ID) needs an event store; the gateway keeps none, and closes no stream mid-call",
+};
+
+for (const scenario of url ? APPLY : []) {
   const { code, out, checks } = await runCli(scenario);
   if (checks.length === 0) {
     await check(`suite ${scenario}`, () => assert.fail(`no results (exit ${code}): ${out.replace(/\x1b\[[0-9;]*m/g, "").slice(-800)}`));
     continue;
   }
   for (const c of checks) {
-    await check(c.id.trim() === scenario ? `suite ${scenario}` : `suite ${scenario}: ${c.id.trim()}`, () => {
+    const name = c.id.trim() === scenario ? `suite ${scenario}` : `suite ${scenario}: ${c.id.trim()}`;
+    if (c.status === "WARNING" && SHOULD_NOT_MET[c.id.trim()] && process.env.MCP_HTTP_IS_SUPERPI === "1") {
+      skip(name, `SHOULD not met: ${SHOULD_NOT_MET[c.id.trim()]}`);
+      continue;
+    }
+    await check(name, () => {
       assert.ok(c.status === "SUCCESS" || c.status === "INFO", `${c.status}: ${c.description ?? ""} ${c.errorMessage ?? ""} ${JSON.stringify(c.details ?? {}).slice(0, 400)}`);
     });
   }
 }
-for (const [names, why] of Object.entries(NOT_APPLY)) skip(`suite ${names}`, `does not apply: ${why}`);
+if (!url) skip("suite (every server scenario)", "no Streamable HTTP endpoint in this run (--mcp-url)");
+else if (process.env.MCP_HTTP_IS_SUPERPI === "1") {
+  for (const [names, why] of Object.entries(NOT_APPLY)) skip(`suite ${names}`, `does not apply: ${why}`);
+}
 
 // ---- 2. The SDK client, per protocol version and transport.
 
@@ -118,6 +134,10 @@ async function connect(kind, version) {
 
 const VERSIONS = SUPPORTED_PROTOCOL_VERSIONS.filter((v) => v >= "2024-11-05");
 for (const kind of ["stdio", "http"]) {
+  if (!(kind === "stdio" ? command : url)) {
+    skip(`sdk ${kind} (every check)`, `no ${kind === "stdio" ? "stdio command (--mcp-command)" : "Streamable HTTP endpoint (--mcp-url)"} in this run`);
+    continue;
+  }
   const superpi = process.env[kind === "stdio" ? "MCP_STDIO_IS_SUPERPI" : "MCP_HTTP_IS_SUPERPI"] === "1";
   for (const version of VERSIONS) {
     await check(`sdk ${kind} ${version}: initialize, ping, list tools/prompts/resources`, async () => {

@@ -105,7 +105,7 @@ await check("BadRequestError (400) for a request without messages", async () => 
 });
 
 if (!superpi) {
-  for (const name of ["stream: reasoning_content and server-side tools", "an OpenCode-shaped request (own tools, tool_choice, max_tokens, x-session-id) is answered by the agent", "a failed turn: finish_reason from the API's enum", "sessions: x-session-id continues one conversation", "AuthenticationError (401) for a wrong key", "PermissionDeniedError (403) for a foreign browser Origin", "APIError 413 for a body over the limit", "an aborted stream cancels the turn"]) {
+  for (const name of ["stream: reasoning_content and server-side tools", "an OpenCode-shaped request (own tools, tool_choice, max_tokens, x-session-id) is answered by the agent", "a failed turn, streamed: an error object, then the end (APIError)", "a failed turn, whole: InternalServerError 500 in the error shape, not retried", "sessions: x-session-id continues one conversation", "AuthenticationError (401) for a wrong key", "PermissionDeniedError (403) for a foreign browser Origin", "APIError 413 for a body over the limit", "an aborted stream cancels the turn"]) {
     skip(name, "needs superpi's mock model");
   }
   done();
@@ -139,10 +139,32 @@ await check("an OpenCode-shaped request (own tools, tool_choice, max_tokens, x-s
   assert.match(s.content, /agent answers/);
 });
 
-await check("a failed turn: finish_reason from the API's enum", async () => {
-  const s = await stream({ messages: [{ role: "user", content: "@fail the model broke" }] });
-  assert.match(s.reasoning + s.content, /the model broke/);
-  assertChunks(s);
+await check("a failed turn, streamed: an error object, then the end (APIError)", async () => {
+  const seen = [];
+  const s = await client.chat.completions.create({ model, stream: true, stream_options: { include_usage: true }, messages: [{ role: "user", content: "@fail the model broke" }] });
+  const e = await (async () => {
+    try {
+      for await (const chunk of s) seen.push(chunk);
+    } catch (e) {
+      return e;
+    }
+    assert.fail(`the stream ended without an error after ${seen.length} chunks`);
+  })();
+  assert.ok(e instanceof OpenAI.APIError, `got ${e?.constructor?.name}: ${e?.message}`);
+  assert.match(e.message, /the model broke/);
+  assert.equal(e.type, "server_error");
+  assert.ok(seen.length >= 1 && seen[0].choices[0]?.delta?.role === "assistant", "no role chunk before the error");
+  for (const c of seen) {
+    assert.equal(c.object, "chat.completion.chunk", JSON.stringify(c));
+    for (const ch of c.choices) assert.equal(ch.finish_reason, null, `finish_reason ${ch.finish_reason} before the error`);
+  }
+});
+
+await check("a failed turn, whole: InternalServerError 500 in the error shape, not retried", async () => {
+  const e = await expectError(OpenAI.InternalServerError, 500, client.chat.completions.create({ model, messages: [{ role: "user", content: "@fail the model broke" }] }));
+  assert.match(e.message, /the model broke/);
+  assert.equal(e.code, "turn_failed");
+  assert.equal(e.headers.get("x-should-retry"), "false");
 });
 
 await check("sessions: x-session-id continues one conversation", async () => {

@@ -103,7 +103,7 @@ def _():
     expect(openai.BadRequestError, 400, lambda: c.chat.completions.create(model=MODEL, messages=[]))
 
 
-MOCK = ["python: a failed turn parses (strict)", "python: AuthenticationError (401) for a wrong key", "python: PermissionDeniedError (403) for a foreign browser Origin"]
+MOCK = ["python: a failed turn, streamed: APIError from the error object (strict)", "python: a failed turn, whole: InternalServerError 500 (strict)", "python: AuthenticationError (401) for a wrong key", "python: PermissionDeniedError (403) for a foreign browser Origin"]
 if not SUPERPI:
     for name in MOCK:
         skip(name, "needs superpi's mock model")
@@ -112,11 +112,26 @@ if not SUPERPI:
 
 @check(MOCK[0])
 def _():
-    chunks = list(c.chat.completions.create(model=MODEL, messages=msg("@fail the model broke"), stream=True))
-    assert chunks, "no chunks"
+    seen = []
+
+    def read():
+        for chunk in c.chat.completions.create(model=MODEL, messages=msg("@fail the model broke"), stream=True):
+            seen.append(chunk)
+
+    e = expect(openai.APIError, None, read)
+    assert "the model broke" in e.message, e.message
+    assert seen and seen[0].choices[0].delta.role == "assistant", "no role chunk before the error"
+    assert all(ch.finish_reason is None for chunk in seen for ch in chunk.choices), "a finish_reason before the error"
 
 
 @check(MOCK[1])
+def _():
+    e = expect(openai.InternalServerError, 500, lambda: c.chat.completions.create(model=MODEL, messages=msg("@fail the model broke")))
+    assert "the model broke" in e.message, e.message
+    assert e.code == "turn_failed", e.code
+
+
+@check(MOCK[2])
 def _():
     url = os.environ["OPENAI_AUTH_URL"]
     expect(openai.AuthenticationError, 401, lambda: client(url, "not-the-key").chat.completions.create(model=MODEL, messages=msg("x")))
@@ -124,7 +139,7 @@ def _():
     assert r.choices[0].message.content == "with the key"
 
 
-@check(MOCK[2])
+@check(MOCK[3])
 def _():
     browser = client(default_headers={"Origin": "https://attacker.example"})
     expect(openai.PermissionDeniedError, 403, lambda: browser.chat.completions.create(model=MODEL, messages=msg("x")))

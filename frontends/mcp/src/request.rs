@@ -14,7 +14,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, LoggingLevel, ProgressNotificationParam, ProtocolVersion,
     ReadResourceResult, ResourceContents,
 };
-use rmcp::service::{Peer, RequestContext, RoleServer};
+use rmcp::service::{RequestContext, RoleServer};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use superpi_client::{ClientError, ConnectOptions, KernelClient};
@@ -168,8 +168,8 @@ impl SuperpiMcp {
         Ok(list)
     }
 
-    async fn log(&self, peer: &Peer<RoleServer>, level: LoggingLevel, message: &str, data: Value) {
-        self.inner.log.log(peer, level, message, data).await;
+    async fn log(&self, context: &RequestContext<RoleServer>, level: LoggingLevel, message: &str, data: Value) {
+        self.inner.log.log(&context.peer, &context.id, level, message, data).await;
     }
 
     /// One kernel tool call through the kernel's policy and sandbox. The call carries a
@@ -180,7 +180,6 @@ impl SuperpiMcp {
         params: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let peer = &context.peer;
         let name = params.name.to_string();
         // With the list known, an unknown name needs no trip to the kernel.
         let known = lock(&self.inner.tools).as_ref().map(|tools| tools.iter().any(|t| t.name == name));
@@ -197,13 +196,13 @@ impl SuperpiMcp {
             mode: None,
             call_id: Some(call_id.clone()),
         });
-        self.log(peer, LoggingLevel::Debug, "tool call", json!({"tool": name})).await;
+        self.log(context, LoggingLevel::Debug, "tool call", json!({"tool": name})).await;
         let call = kernel.request::<Value>(request);
         tokio::pin!(call);
         let answer = tokio::select! {
             answer = &mut call => answer,
             _ = cancelled(&context.ct, &self.inner.shutdown) => {
-                self.log(peer, LoggingLevel::Info, "tool call cancelled", json!({"tool": name})).await;
+                self.log(context, LoggingLevel::Info, "tool call cancelled", json!({"tool": name})).await;
                 cancel_direct_call(&kernel, &call_id, call).await;
                 return Err(ErrorData::internal_error("the request was cancelled", None));
             }
@@ -214,13 +213,13 @@ impl SuperpiMcp {
                     ErrorData::internal_error(format!("bad tool.call result from the kernel: {err}"), None)
                 })?;
                 if result.is_error {
-                    self.log(peer, LoggingLevel::Notice, "tool call failed", json!({"tool": name})).await;
+                    self.log(context, LoggingLevel::Notice, "tool call failed", json!({"tool": name})).await;
                 }
                 Ok(tools::call_result(result))
             }
             Err(err) if tools::is_tool_level_refusal(&err) => {
                 self.log(
-                    peer,
+                    context,
                     LoggingLevel::Notice,
                     "tool call refused",
                     json!({"tool": name, "error": err.to_string()}),
@@ -230,7 +229,7 @@ impl SuperpiMcp {
             }
             Err(err) => {
                 self.log(
-                    peer,
+                    context,
                     LoggingLevel::Warning,
                     "tool call error",
                     json!({"tool": name, "error": err.to_string()}),
@@ -270,7 +269,7 @@ impl SuperpiMcp {
         let conversation_id = info.conversation_id;
         lock(&self.inner.started).push((conversation_id, info.harness.clone()));
         self.log(
-            &context.peer,
+            context,
             LoggingLevel::Info,
             "harness_task started",
             json!({"conversation_id": conversation_id, "harness": info.harness}),
@@ -298,7 +297,7 @@ impl SuperpiMcp {
             let event = tokio::select! {
                 _ = cancelled(&context.ct, &self.inner.shutdown), if cancel_deadline.is_none() => {
                     cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_GRACE);
-                    self.log(&context.peer, LoggingLevel::Info, "harness_task cancelled", json!({"conversation_id": conversation_id})).await;
+                    self.log(context, LoggingLevel::Info, "harness_task cancelled", json!({"conversation_id": conversation_id})).await;
                     if let Err(err) = kernel.cancel(conversation_id).await {
                         tracing::warn!(conversation_id, "cancelling the turn failed: {err}");
                     }
@@ -324,7 +323,7 @@ impl SuperpiMcp {
                     }
                     TaskOut::Finished(outcome) => {
                         self.log(
-                            &context.peer,
+                            context,
                             LoggingLevel::Info,
                             "harness_task finished",
                             json!({"conversation_id": conversation_id, "status": format!("{:?}", outcome.status)}),

@@ -96,6 +96,14 @@ check("ai-sdk: streamText finishReason", (await streamed.finishReason) === "stop
 const usage = await streamed.usage;
 check("ai-sdk: streamText usage", typeof usage.outputTokens === "number", usage);
 
+// A failed turn reaches the AI SDK (what OpenCode shows) as an error part with its message.
+const failed = streamText({ model: superpi("superpi-code"), prompt: "@fail the model broke", maxRetries: 0 });
+const failedErrors = [];
+for await (const part of failed.fullStream) {
+  if (part.type === "error") failedErrors.push(String(part.error?.message ?? part.error));
+}
+check("ai-sdk: a failed turn is an error part", failedErrors.some((e) => e.includes("the model broke")), failedErrors);
+
 if (failures.length) {
   console.error(`${failures.length} check(s) failed`);
   process.exit(1);

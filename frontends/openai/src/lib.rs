@@ -14,6 +14,7 @@
 
 mod cors;
 mod mcp;
+mod mcp_streams;
 pub mod render;
 pub mod request;
 mod server;

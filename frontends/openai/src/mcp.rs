@@ -1,19 +1,21 @@
 //! MCP over Streamable HTTP at `/mcp`: the MCP server of superpi-mcp behind rmcp's session
 //! service, with the gateway's tokens and Origin check (done before this module is reached),
-//! sessions owned by the principal that opened them, `?harness=` on `initialize`, and no
-//! server push (GET answers 405).
+//! sessions owned by the principal that opened them, `?harness=` on `initialize`, notifications
+//! about a request on that request's stream ([`crate::mcp_streams`]) and anything else on the
+//! session's standalone stream (`GET /mcp`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
-use axum::http::header::ALLOW;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use superpi_client::ConnectOptions;
 use superpi_mcp::{McpConfig, SuperpiMcp};
+
+use crate::mcp_streams::RequestStreams;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -26,7 +28,7 @@ const MAX_SESSIONS: usize = 1000;
 /// Largest MCP request body read.
 const MAX_BODY: usize = 16 << 20;
 
-type Service = StreamableHttpService<SuperpiMcp, LocalSessionManager>;
+type Service = StreamableHttpService<SuperpiMcp, RequestStreams>;
 
 /// Which rmcp service serves a session: the principal, and the harness named on `initialize`.
 type Key = (String, Option<String>);
@@ -75,7 +77,8 @@ impl McpHttp {
         let mut manager = LocalSessionManager::default();
         manager.session_config.keep_alive = Some(SESSION_IDLE);
         let manager = Arc::new(manager);
-        let service = StreamableHttpService::new(move || Ok(SuperpiMcp::new(config.clone())), manager.clone(), http);
+        let streams = Arc::new(RequestStreams::new(manager.clone()));
+        let service = StreamableHttpService::new(move || Ok(SuperpiMcp::new(config.clone())), streams, http);
         services.insert(key.clone(), (service.clone(), manager));
         service
     }
@@ -103,10 +106,6 @@ impl McpHttp {
 
     /// Serves one request of an authenticated principal.
     pub async fn handle(&self, principal: String, harness: Option<String>, request: Request<Body>) -> Response {
-        if request.method() == Method::GET {
-            return (StatusCode::METHOD_NOT_ALLOWED, [(ALLOW, "POST, DELETE")], "this server pushes no messages")
-                .into_response();
-        }
         let session = session_id(request.headers());
         let request = if session.is_none() && request.method() == Method::POST {
             // Only `initialize` opens a session; anything else needs one (the stateless

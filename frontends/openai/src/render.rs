@@ -2,8 +2,10 @@
 //! machine (`start`, `render`, `flush`), no I/O.
 //!
 //! One id across the chunks; the role in the first delta; answer text as `delta.content`;
-//! thinking, tool progress, notices and failures as `delta.reasoning_content`; exactly one
-//! chunk with a `finish_reason`; then, when asked, one chunk with `usage` and no choices.
+//! thinking, tool progress, notices and failures as `delta.reasoning_content`; then either
+//! exactly one chunk with a `finish_reason` (and, when asked, one chunk with `usage` and no
+//! choices), or, for a turn that failed, no finishing chunk but a [`Failure`] that the caller
+//! sends the way the OpenAI API reports errors.
 
 use std::collections::HashSet;
 
@@ -44,6 +46,17 @@ pub struct Renderer {
     /// The subscription lost events: deltas of the model call in progress are skipped until its
     /// completed message, whose text then fills in what the client lacks.
     skip_deltas: bool,
+    failure: Option<Failure>,
+}
+
+/// Why an answer ended without a finishing chunk: the turn failed, or the kernel went away.
+/// The API has no `finish_reason` for this, so it goes out as an error object (in a stream) or
+/// an HTTP error (a whole completion).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The OpenAI error `code`.
+    pub code: &'static str,
+    pub message: String,
 }
 
 fn clip(s: &str) -> String {
@@ -69,7 +82,13 @@ impl Renderer {
             usage: (0, 0),
             saw_usage: false,
             skip_deltas: false,
+            failure: None,
         }
+    }
+
+    /// Set once the answer ended in a failure (then [`Renderer::is_finished`] is true too).
+    pub fn failure(&self) -> Option<&Failure> {
+        self.failure.as_ref()
     }
 
     /// True once this turn's `turn_started` was seen (a cancel then reaches this turn).
@@ -154,6 +173,15 @@ impl Renderer {
         out
     }
 
+    /// Ends the answer with a failure: its text on the reasoning channel (for readers that show
+    /// that channel), and no finishing chunk.
+    fn fail(&mut self, code: &'static str, message: String) -> Vec<Chunk> {
+        let out: Vec<Chunk> = self.progress(&format!("[error] {message}")).into_iter().collect();
+        self.finished = true;
+        self.failure = Some(Failure { code, message });
+        out
+    }
+
     /// The chunks for one kernel event (none for events of other turns).
     pub fn render(&mut self, event: &Event) -> Vec<Chunk> {
         if self.finished || event.turn_id != Some(self.opts.turn_id) {
@@ -222,8 +250,7 @@ impl Renderer {
                 None
             }
             EventBody::TurnError { error } => {
-                out.extend(self.progress(&format!("[error] {error}")));
-                out.extend(self.finish("error"));
+                out.extend(self.fail("turn_failed", error.clone()));
                 None
             }
             EventBody::TurnCancelled {} => {
@@ -269,14 +296,13 @@ impl Renderer {
         out
     }
 
-    /// The kernel connection ended before the turn did: finish with an error.
+    /// The kernel connection ended before the turn did: a failure.
     pub fn flush(&mut self) -> Vec<Chunk> {
         if self.finished {
             return Vec::new();
         }
         let mut out = self.start();
-        out.extend(self.progress("[error] the connection to the superpi kernel was lost"));
-        out.extend(self.finish("error"));
+        out.extend(self.fail("kernel_unavailable", "the connection to the superpi kernel was lost".into()));
         out
     }
 }

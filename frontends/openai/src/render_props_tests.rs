@@ -152,12 +152,19 @@ proptest! {
             .enumerate()
             .flat_map(|(i, c)| c.choices.iter().filter_map(move |ch| ch.finish_reason.map(|f| (i, f))))
             .collect();
-        prop_assert_eq!(finishes.len(), 1);
         let want = match end {
             End::Completed | End::Cancelled => "stop",
             End::MaxTokens => "length",
-            End::Error => "error",
+            End::Error => {
+                // A failure has no finishing chunk (nor usage): the caller sends an error.
+                prop_assert!(finishes.is_empty());
+                prop_assert!(chunks.iter().all(|c| c.usage.is_none()));
+                prop_assert_eq!(r.failure().map(|f| f.message.as_str()), Some("boom"));
+                return Ok(());
+            }
         };
+        prop_assert_eq!(r.failure(), None);
+        prop_assert_eq!(finishes.len(), 1);
         prop_assert_eq!(finishes[0].1, want);
 
         let usages: Vec<usize> = chunks.iter().enumerate().filter(|(_, c)| c.usage.is_some()).map(|(i, _)| i).collect();

@@ -167,7 +167,7 @@ fn usage_comes_from_message_usage_when_no_usage_updated_arrives() {
 }
 
 #[test]
-fn a_failed_turn_finishes_with_error() {
+fn a_failed_turn_ends_in_a_failure_not_a_finish_reason() {
     let mut r = renderer(true);
     let out = run(
         &mut r,
@@ -183,13 +183,11 @@ fn a_failed_turn_finishes_with_error() {
             chunk(json!({"role": "assistant", "content": ""}), Value::Null),
             chunk(json!({"reasoning_content": "let me"}), Value::Null),
             chunk(json!({"reasoning_content": "\n[error] provider said 500\n"}), Value::Null),
-            chunk(json!({}), json!("error")),
-            {
-                "id": "chatcmpl-1-7", "object": "chat.completion.chunk", "created": 1700, "model": "superpi-code",
-                "choices": [], "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-            }
         ])
     );
+    assert!(r.is_finished());
+    assert_eq!(r.failure(), Some(&Failure { code: "turn_failed", message: "provider said 500".into() }));
+    assert!(r.flush().is_empty());
 }
 
 #[test]
@@ -211,9 +209,9 @@ fn cancelled_turns_stop_and_lost_kernels_error() {
         json!([
             chunk(json!({"role": "assistant", "content": ""}), Value::Null),
             chunk(json!({"reasoning_content": "[error] the connection to the superpi kernel was lost\n"}), Value::Null),
-            chunk(json!({}), json!("error")),
         ])
     );
+    assert_eq!(r.failure().map(|f| f.code), Some("kernel_unavailable"));
 }
 
 #[test]

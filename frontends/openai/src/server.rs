@@ -305,9 +305,18 @@ async fn chat_inner(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Re
     }
     let (tx, rx) = oneshot::channel();
     tokio::spawn(turn::drive(client, sub, renderer, Sink::Collect { chunks: Vec::new(), done: Some(tx) }));
-    let chunks = rx.await.map_err(|_| {
+    let answer = rx.await.map_err(|_| {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "the turn ended without an answer")
     })?;
+    let chunks = match answer {
+        Ok(chunks) => chunks,
+        Err(err) => {
+            // The turn ran (and may have run tools): a client's automatic retry would run it
+            // again, so the OpenAI clients are told not to (they read `x-should-retry`).
+            extra.insert("x-should-retry", HeaderValue::from_static("false"));
+            return Ok((extra, err).into_response());
+        }
+    };
     let completion = Completion::from_chunks(&chunks)
         .ok_or_else(|| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "empty answer"))?;
     Ok((StatusCode::OK, extra, axum::Json(completion)).into_response())

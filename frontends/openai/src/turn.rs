@@ -5,38 +5,60 @@ use bytes::Bytes;
 use superpi_client::{KernelClient, Subscription};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::render::Renderer;
-use crate::wire::Chunk;
+use axum::http::StatusCode;
+
+use crate::render::{Failure, Renderer};
+use crate::wire::{ApiError, Chunk};
 
 /// Where the chunks go.
 pub enum Sink {
-    /// An SSE response body: one `data:` frame per chunk, `[DONE]` last.
+    /// An SSE response body: one `data:` frame per chunk, then, for a failure, one `data:`
+    /// frame with the error object (as OpenAI reports an error mid-stream), `[DONE]` last.
     Stream(mpsc::Sender<Bytes>),
-    /// A whole completion: every chunk, handed over when the turn ends.
-    Collect { chunks: Vec<Chunk>, done: Option<oneshot::Sender<Vec<Chunk>>> },
+    /// A whole completion: every chunk, or the failure, handed over when the turn ends.
+    Collect { chunks: Vec<Chunk>, done: Option<oneshot::Sender<Result<Vec<Chunk>, ApiError>>> },
+}
+
+/// How a failed answer is reported: a failed turn is the server's error (500), a lost kernel
+/// an unavailable service (503).
+pub fn failure_error(failure: &Failure) -> ApiError {
+    let status = match failure.code {
+        "kernel_unavailable" => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    ApiError::new(status, failure.code, failure.message.clone())
 }
 
 /// The client is gone.
 struct Gone;
 
 impl Sink {
-    async fn push(&mut self, chunks: Vec<Chunk>, finished: bool) -> Result<(), Gone> {
+    /// Sends `chunks`; `end` is set when the answer is over (with its failure, if any).
+    async fn push(&mut self, chunks: Vec<Chunk>, end: Option<Option<&Failure>>) -> Result<(), Gone> {
         match self {
             Sink::Stream(tx) => {
                 for chunk in &chunks {
                     let json = serde_json::to_string(chunk).unwrap_or_default();
                     tx.send(superpi_http::sse_data(&json)).await.map_err(|_| Gone)?;
                 }
-                if finished {
+                if let Some(failure) = end {
+                    if let Some(failure) = failure {
+                        let json = failure_error(failure).body().to_string();
+                        tx.send(superpi_http::sse_data(&json)).await.map_err(|_| Gone)?;
+                    }
                     tx.send(Bytes::from_static(superpi_http::SSE_DONE)).await.map_err(|_| Gone)?;
                 }
                 Ok(())
             }
             Sink::Collect { chunks: all, done } => {
                 all.extend(chunks);
-                if finished {
+                if let Some(failure) = end {
                     let tx = done.take().ok_or(Gone)?;
-                    tx.send(std::mem::take(all)).map_err(|_| Gone)?;
+                    let answer = match failure {
+                        Some(failure) => Err(failure_error(failure)),
+                        None => Ok(std::mem::take(all)),
+                    };
+                    tx.send(answer).map_err(|_| Gone)?;
                 }
                 Ok(())
             }
@@ -57,7 +79,7 @@ impl Sink {
 pub async fn drive(client: KernelClient, mut sub: Subscription, mut renderer: Renderer, mut sink: Sink) {
     let conversation_id = sub.conversation_id();
     let first = renderer.start();
-    let mut gone = sink.push(first, false).await.is_err();
+    let mut gone = sink.push(first, None).await.is_err();
     let mut subscription_id = sub.id();
     while !gone && !renderer.is_finished() {
         tokio::select! {
@@ -71,7 +93,8 @@ pub async fn drive(client: KernelClient, mut sub: Subscription, mut renderer: Re
                     Some(event) => renderer.render(&event),
                     None => renderer.flush(),
                 };
-                if sink.push(chunks, renderer.is_finished()).await.is_err() {
+                let end = renderer.is_finished().then(|| renderer.failure());
+                if sink.push(chunks, end).await.is_err() {
                     gone = true;
                 }
             }

@@ -207,13 +207,20 @@ async fn each_error_in_the_openai_shape() {
     let (status, body) = json_of(post(&gw, &huge, &[]).await).await;
     assert_error(status, &body, 413, "request_too_large");
 
-    // A failed turn is not an HTTP error: it ends with finish_reason "error".
+    // A failed turn, as the OpenAI API reports failures: streamed, an error object then the
+    // end (no finish_reason); whole, an HTTP error the clients do not retry.
     let s = read_stream(&post(&gw, &chat_body("superpi-code", true, "@fail boom"), &[]).await.text().await.unwrap());
-    assert_eq!(s.finish_reasons, ["error"]);
-    assert!(s.reasoning.contains("boom"), "{:?}", s.reasoning);
+    assert!(s.finish_reasons.is_empty(), "{:?}", s.finish_reasons);
+    let error = s.error.expect("an error object in the stream");
+    assert_eq!((&error["code"], &error["type"]), (&json!("turn_failed"), &json!("server_error")), "{error}");
+    assert!(error["message"].as_str().is_some_and(|m| m.contains("boom")), "{error}");
     assert!(s.done);
-    let (status, body) = json_of(post(&gw, &chat_body("superpi-code", false, "@fail boom"), &[]).await).await;
-    assert_eq!((status, &body["choices"][0]["finish_reason"]), (200, &json!("error")));
+    let resp = post(&gw, &chat_body("superpi-code", false, "@fail boom"), &[]).await;
+    assert_eq!(resp.headers()["x-should-retry"], "false");
+    conversation_of(&resp);
+    let (status, body) = json_of(resp).await;
+    assert_error(status, &body, 500, "turn_failed");
+    assert!(body["error"]["message"].as_str().is_some_and(|m| m.contains("boom")), "{body}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -346,7 +353,7 @@ async fn a_client_that_leaves_a_whole_completion_cancels_its_turn() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_lost_kernel_ends_the_answer_with_an_error_and_the_next_request_starts_one() {
+async fn a_lost_kernel_ends_the_answer_with_an_error_object_and_the_next_request_starts_one() {
     let gw = Gateway::start(&[], &[]);
     let body = chat_body("superpi-code", true, "@slow 200\none two three four five six seven eight");
     let mut resp = post(&gw, &body, &[]).await;
@@ -360,7 +367,8 @@ async fn a_lost_kernel_ends_the_answer_with_an_error_and_the_next_request_starts
         text.push_str(&String::from_utf8_lossy(&chunk));
     }
     let s = read_stream(&text);
-    assert_eq!(s.finish_reasons, ["error"]);
+    assert!(s.finish_reasons.is_empty(), "{:?}", s.finish_reasons);
+    assert_eq!(s.error.expect("an error object")["code"], "kernel_unavailable");
     assert!(s.done);
     // The next request reconnects (and starts a kernel again).
     let (status, body) = json_of(post(&gw, &chat_body("superpi-code", false, "back again"), &[]).await).await;

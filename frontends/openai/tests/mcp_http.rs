@@ -51,27 +51,32 @@ impl Mcp<'_> {
     }
 }
 
-/// The JSON-RPC answer of a POST, sent as JSON or as SSE events.
-async fn rpc_answer(resp: reqwest::Response) -> Value {
+/// Every JSON-RPC message of a POST's answer, sent as JSON or as SSE events, in order.
+async fn rpc_messages(resp: reqwest::Response) -> Vec<Value> {
     let is_sse =
         resp.headers().get("content-type").is_some_and(|v| v.to_str().unwrap().starts_with("text/event-stream"));
     let text = resp.text().await.unwrap();
     if !is_sse {
-        return serde_json::from_str(&text).unwrap();
+        return vec![serde_json::from_str(&text).unwrap()];
     }
     // SSE blocks may carry `id:`/`retry:` lines and priming events with no data.
+    let mut out = Vec::new();
     for block in text.split("\n\n") {
         let data: Vec<&str> = block.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim_start).collect();
         if data.is_empty() || data.iter().all(|d| d.is_empty()) {
             continue;
         }
-        let value: Value = serde_json::from_str(&data.join("\n")).unwrap();
-        if value.get("id").is_some() {
-            return value;
-        }
+        out.push(serde_json::from_str(&data.join("\n")).unwrap());
     }
     let _ = sse_events;
-    panic!("no answer in {text:?}")
+    out
+}
+
+/// The JSON-RPC answer of a POST.
+async fn rpc_answer(resp: reqwest::Response) -> Value {
+    let messages = rpc_messages(resp).await;
+    let answer = messages.iter().find(|m| m.get("id").is_some());
+    answer.cloned().unwrap_or_else(|| panic!("no answer in {messages:?}"))
 }
 
 fn tools_list(id: u64) -> Value {
@@ -96,12 +101,10 @@ async fn an_mcp_session_over_http() {
     let answer = rpc_answer(mcp.post(Some(&session), &call, &[]).await).await;
     assert!(answer["result"].to_string().contains("hi from the workspace"), "{answer}");
 
-    // Without a session id, with a bad protocol version, or on GET: refused.
+    // Without a session id or with a bad protocol version: refused.
     assert_eq!(mcp.post(None, &tools_list(4), &[]).await.status(), 400);
     let bad = mcp.post(Some(&session), &tools_list(5), &[("mcp-protocol-version", "1999-01-01")]).await;
     assert_eq!(bad.status(), 400);
-    let get = http().get(gw.url("/mcp")).header("mcp-session-id", &session).send().await.unwrap();
-    assert_eq!(get.status(), 405);
 
     // A foreign browser origin is refused when no token is configured; loopback passes.
     let foreign = mcp.post(Some(&session), &tools_list(6), &[("origin", "https://evil.example")]).await;
@@ -140,4 +143,40 @@ async fn mcp_sessions_belong_to_their_principal() {
     // With a token the token is the guard: any Origin passes.
     let foreign = one.post(Some(&session), &tools_list(4), &[("origin", "https://app.example")]).await;
     assert_eq!(foreign.status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn log_lines_ride_their_request_stream_and_get_opens_the_standalone_stream() {
+    let gw = Gateway::start(&[], &[]);
+    let mcp = Mcp { gw: &gw, token: None };
+    let session = mcp.open().await;
+    let level = json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "debug"}});
+    assert!(rpc_answer(mcp.post(Some(&session), &level, &[]).await).await.get("result").is_some());
+
+    // The standalone stream opens (a client may hold it for messages about no request).
+    let get = http()
+        .get(gw.url("/mcp"))
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", PROTOCOL)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status(), 200);
+    assert!(get.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    drop(get);
+
+    // A tool call's log lines come on its own response stream, before its result.
+    std::fs::write(gw.env.workspace.join("hello.txt"), "hi").unwrap();
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "read", "arguments": {"path": "hello.txt"}}});
+    let messages = rpc_messages(mcp.post(Some(&session), &call, &[]).await).await;
+    let logs: Vec<&Value> = messages.iter().filter(|m| m["method"] == "notifications/message").collect();
+    assert!(!logs.is_empty(), "no log line on the request's stream: {messages:?}");
+    assert_eq!(logs[0]["params"]["level"], "debug");
+    assert_eq!(logs[0]["params"]["data"]["data"]["tool"], "read", "{messages:?}");
+    assert_eq!(messages.last().unwrap()["id"], 3, "the result comes last: {messages:?}");
+
+    // Without a session id, GET is refused.
+    let get = http().get(gw.url("/mcp")).header("accept", "text/event-stream").send().await.unwrap();
+    assert_eq!(get.status(), 400);
 }

@@ -69,6 +69,8 @@ pub struct Streamed {
     pub finish_reasons: Vec<String>,
     pub usage: Vec<Value>,
     pub done: bool,
+    /// The error object that ended the stream (a failed turn).
+    pub error: Option<Value>,
 }
 
 pub fn read_stream(body: &str) -> Streamed {
@@ -81,6 +83,13 @@ pub fn read_stream(body: &str) -> Streamed {
             continue;
         }
         let chunk: Value = serde_json::from_str(data).unwrap();
+        if let Some(error) = chunk.get("error") {
+            // An error object ends the answer: only [DONE] may follow it.
+            assert!(out.error.is_none(), "two error objects");
+            assert_eq!(i + 2, events.len(), "the error object must come just before [DONE]");
+            out.error = Some(error.clone());
+            continue;
+        }
         assert_eq!(chunk["object"], "chat.completion.chunk");
         for choice in chunk["choices"].as_array().unwrap() {
             out.content.push_str(choice["delta"]["content"].as_str().unwrap_or(""));
