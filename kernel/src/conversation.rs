@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use superpi_policy::ConversationPolicy;
+use superpi_policy::{ConversationPolicy, Mode};
 use superpi_proto::{EntryKind, Event, Message};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
@@ -48,9 +48,19 @@ pub(crate) struct Settings {
 }
 
 pub(crate) enum Input {
-    Submit { turn_id: i64, message: Message },
-    Cancel { reply: oneshot::Sender<bool> },
-    TurnEnded { turn_id: i64 },
+    /// A prompt to run as a turn, at most in `ceiling` (the submitter's highest mode: a remote
+    /// caller's ceiling, whatever mode the conversation has stored).
+    Submit {
+        turn_id: i64,
+        message: Message,
+        ceiling: Mode,
+    },
+    Cancel {
+        reply: oneshot::Sender<bool>,
+    },
+    TurnEnded {
+        turn_id: i64,
+    },
 }
 
 pub(crate) struct Conversation {

@@ -15,6 +15,7 @@ use crate::conversation::{Conversation, Input};
 use crate::kernel::Kernel;
 use crate::live;
 use crate::peer::Peer;
+use crate::questions::{Answerer, Refused};
 use crate::store::{ConversationRow, NewConversation, StoreError};
 use crate::subscription::{self, WatchSpec};
 use crate::sync::lock;
@@ -243,10 +244,14 @@ async fn submit(kernel: &Arc<Kernel>, peer: &Peer, p: SubmitParams) -> Reply {
         return Err(ErrorObject::new(codes::INVALID_PARAMS, "a prompt needs text: give `prompt` or text `content`"));
     }
     let message = Message { role: Role::User, content, usage: None, stop_reason: None };
+    // The turn runs at most in the submitter's ceiling: a remote caller's stays the remote
+    // one even in a conversation the terminal left in `auto`.
+    let harness = kernel.catalog.harness(Some(&conv.settings().harness))?;
+    let ceiling = kernel.catalog.max_mode(harness, peer.remote);
     let queued = conv.is_running();
     let turn_id = kernel.store.create_turn(conv.id, "queued").map_err(internal)?;
     conv.input
-        .send(Input::Submit { turn_id, message })
+        .send(Input::Submit { turn_id, message, ceiling })
         .await
         .map_err(|_| ErrorObject::new(codes::INTERNAL_ERROR, "the conversation is shutting down"))?;
     to_value(SubmitResult { turn_id, queued })
@@ -326,9 +331,14 @@ fn set_model(kernel: &Arc<Kernel>, peer: &Peer, id: i64, model: &str) -> Reply {
 }
 
 fn respond(kernel: &Arc<Kernel>, peer: &Peer, request_id: &str, option_id: String) -> Reply {
-    match kernel.questions.answer_permission(&peer.principal, request_id, option_id) {
+    let by = Answerer { principal: &peer.principal, remote: peer.remote };
+    match kernel.questions.answer_permission(by, request_id, option_id) {
         Ok(valid) => Ok(json!({"accepted": valid})),
-        Err(_) => Err(ErrorObject::new(codes::NOT_FOUND, format!("no open question {request_id}"))),
+        Err(Refused::NotOpen) => Err(ErrorObject::new(codes::NOT_FOUND, format!("no open question {request_id}"))),
+        Err(Refused::AboveRemoteCeiling) => Err(ErrorObject::new(
+            codes::FORBIDDEN,
+            format!("{request_id}: the remote mode ceiling refuses this call, so a remote frontend cannot allow it"),
+        )),
     }
 }
 

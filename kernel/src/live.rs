@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use superpi_policy::Mode;
 use superpi_proto::Message;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -44,7 +45,7 @@ pub(crate) fn conversation(kernel: &Arc<Kernel>, id: i64) -> Result<Option<Arc<C
 }
 
 async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Receiver<Input>) {
-    let mut queue: VecDeque<(i64, Message)> = VecDeque::new();
+    let mut queue: VecDeque<(i64, Message, Mode)> = VecDeque::new();
     let mut current: Option<(i64, CancellationToken)> = None;
     loop {
         let input = tokio::select! {
@@ -53,7 +54,7 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
         };
         let Some(input) = input else { break };
         match input {
-            Input::Submit { turn_id, message } => queue.push_back((turn_id, message)),
+            Input::Submit { turn_id, message, ceiling } => queue.push_back((turn_id, message, ceiling)),
             Input::Cancel { reply } => {
                 let cancelled = match &current {
                     Some((_, token)) => {
@@ -74,7 +75,7 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
             }
         }
         if current.is_none()
-            && let Some((turn_id, message)) = queue.pop_front()
+            && let Some((turn_id, message, ceiling)) = queue.pop_front()
         {
             let token = kernel.shutdown.child_token();
             current = Some((turn_id, token.clone()));
@@ -82,7 +83,7 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
             kernel.activity.turn_started();
             let (k, c) = (kernel.clone(), conv.clone());
             tokio::spawn(async move {
-                crate::turn::run(&k, &c, turn_id, message, token).await;
+                crate::turn::run(&k, &c, turn_id, ceiling, message, token).await;
                 let _ = c.input.send(Input::TurnEnded { turn_id }).await;
             });
         }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use superpi_policy::{ConversationPolicy, Decision};
+use superpi_policy::{ConversationPolicy, Decision, Mode};
 use superpi_proto::Event;
 use superpi_proto::event::PermissionRequestFields;
 use superpi_proto::tool::{ToolCallResult, ToolDef};
@@ -34,7 +34,8 @@ pub(crate) struct PlannedCall {
 pub(crate) enum Caller<'a> {
     /// A turn: the conversation's policy decides, a watching person may be asked, questions
     /// and output are published to the conversation.
-    Turn { conv: &'a Arc<Conversation>, turn_id: i64 },
+    /// Its decisions are in the conversation's mode lowered to `ceiling`, the submitter's.
+    Turn { conv: &'a Arc<Conversation>, turn_id: i64, ceiling: Mode },
     /// `tool.call`: a policy of its own; nobody can be asked, so an askable call is refused.
     Direct { policy: &'a mut ConversationPolicy },
 }
@@ -71,14 +72,14 @@ pub(crate) async fn run(
         Ok(network) => network,
         Err(reason) => return CallEnd::Blocked(reason),
     };
-    if let Caller::Turn { conv, turn_id } = &caller
+    if let Caller::Turn { conv, turn_id, .. } = &caller
         && let Some(result) = editor_read(kernel, conv, *turn_id, call, cancel).await
     {
         return CallEnd::Ran(result);
     }
     let _written = lock_written(kernel, &tool, call).await;
     let (conversation_id, progress, forward) = match &caller {
-        Caller::Turn { conv, turn_id } => {
+        Caller::Turn { conv, turn_id, .. } => {
             let (tx, rx) = mpsc::channel::<String>(64);
             (conv.id, Some(tx), Some(forward_output(kernel, conv, *turn_id, call, rx)))
         }
@@ -113,14 +114,22 @@ async fn decide(
             let decision = policy.decide(tool, &call.arguments);
             policy.answer(decision, None)
         }
-        Caller::Turn { conv, turn_id } => {
-            let (decision, may_ask, timeout) = {
+        Caller::Turn { conv, turn_id, ceiling } => {
+            let (decision, may_ask, asked) = {
                 let policy = lock(&conv.policy);
                 let policy = policy.as_ref().map_err(Clone::clone)?;
+                // A remote frontend's answer may allow only what its own ceiling would ask about.
+                let remote_ceiling = kernel.catalog.max_mode(policy.harness(), true);
+                let at_remote_ceiling = policy.decide_at_most(tool, &call.arguments, remote_ceiling);
+                let asked = Asked {
+                    turn_id: *turn_id,
+                    timeout: policy.question_timeout(),
+                    remote_may_allow: !matches!(at_remote_ceiling, Decision::Deny { .. }),
+                };
                 (
-                    policy.decide(tool, &call.arguments),
+                    policy.decide_at_most(tool, &call.arguments, *ceiling),
                     policy.may_ask(conv.has_interactive_watcher()),
-                    policy.question_timeout(),
+                    asked,
                 )
             };
             match decision {
@@ -133,7 +142,7 @@ async fn decide(
                         reason: reason.clone(),
                         risk: Some(risk.as_str().to_string()),
                     };
-                    let answer = ask(kernel, conv, *turn_id, fields, timeout, cancel).await;
+                    let answer = ask(kernel, conv, asked, fields, cancel).await;
                     settle(kernel, conv, decision, answer.as_deref())
                 }
                 Decision::Ask { .. } => settle(kernel, conv, decision, None),
@@ -147,19 +156,28 @@ async fn decide(
     }
 }
 
+/// How a question is asked.
+struct Asked {
+    turn_id: i64,
+    timeout: Duration,
+    /// Whether a remote frontend's answer may allow the call: its ceiling would ask, not refuse.
+    remote_may_allow: bool,
+}
+
 /// Publishes a permission request (its fields made for the new request id) and waits for an
 /// answer, the timeout or cancel. Returns the chosen option id (None when unanswered); a
 /// person's answer also publishes ui_resolved.
 async fn ask(
     kernel: &Arc<Kernel>,
     conv: &Arc<Conversation>,
-    turn_id: i64,
+    asked: Asked,
     fields: impl FnOnce(String) -> PermissionRequestFields,
-    timeout: Duration,
     cancel: &CancellationToken,
 ) -> Option<String> {
+    let Asked { turn_id, timeout, remote_may_allow } = asked;
     let options: Vec<String> = superpi_proto::event::permission_options().into_iter().map(|o| o.option_id).collect();
-    let (request_id, rx) = kernel.questions.open_permission(conv.id, &conv.owner, options.clone());
+    // Without an unguessable id the question is not asked: it fails closed.
+    let (request_id, rx) = kernel.questions.open_permission(conv.id, &conv.owner, options.clone(), remote_may_allow)?;
     conv.emit(kernel, Event::permission_request(conv.id, Some(turn_id), fields(request_id.clone())));
     let answer = tokio::select! {
         answer = rx => answer.ok(),
@@ -258,7 +276,7 @@ async fn editor_read(
     let path = normalize(workspace, raw);
     let offset = call.arguments.get(reader.offset).and_then(Value::as_u64).map(|n| n as usize);
     let limit = call.arguments.get(reader.limit).and_then(Value::as_u64).map(|n| n as usize);
-    let (request_id, rx) = kernel.questions.open_ui(&conv.owner);
+    let (request_id, rx) = kernel.questions.open_ui(&conv.owner)?;
     let mut request = serde_json::Map::new();
     request.insert("kind".into(), json!("read_text_file"));
     request.insert("path".into(), json!(path.display().to_string()));

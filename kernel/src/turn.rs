@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use serde_json::Value;
+use superpi_policy::Mode;
 use superpi_proto::{ContentBlock, EntryKind, Event, Message, Role, Usage};
 use superpi_providers::{ModelRequest, StopReason, StreamEvent, Terminal, ToolSpec};
 use tokio_util::sync::CancellationToken;
@@ -30,6 +31,7 @@ pub(crate) async fn run(
     kernel: &Arc<Kernel>,
     conv: &Arc<Conversation>,
     turn_id: i64,
+    ceiling: Mode,
     message: Message,
     cancel: CancellationToken,
 ) {
@@ -51,7 +53,7 @@ pub(crate) async fn run(
     }
     conv.emit(kernel, Event::turn_started(cid, turn_id));
 
-    let ended = drive(kernel, conv, turn_id, &cancel).await;
+    let ended = drive(kernel, conv, turn_id, ceiling, &cancel).await;
     // A turn that stops early leaves no tool call without a result (see recovery.rs).
     let open_call_end = match &ended {
         Ok(TurnEnd::Completed { .. }) => None,
@@ -90,6 +92,7 @@ async fn drive(
     kernel: &Arc<Kernel>,
     conv: &Arc<Conversation>,
     turn_id: i64,
+    ceiling: Mode,
     cancel: &CancellationToken,
 ) -> Result<TurnEnd, String> {
     let settings = conv.settings();
@@ -178,7 +181,7 @@ async fn drive(
             let settings = conv.settings();
             let workspace = settings.workspace.as_ref().map(PathBuf::from);
             let call = PlannedCall { call_id, name, arguments, workspace };
-            execute_tool(kernel, conv, turn_id, call, cancel).await;
+            execute_tool(kernel, conv, turn_id, ceiling, call, cancel).await;
         }
         if cancel.is_cancelled() {
             return Ok(TurnEnd::Cancelled);
@@ -256,13 +259,14 @@ async fn execute_tool(
     kernel: &Arc<Kernel>,
     conv: &Arc<Conversation>,
     turn_id: i64,
+    ceiling: Mode,
     call: PlannedCall,
     cancel: &CancellationToken,
 ) {
     let cid = conv.id;
     let turn = Some(turn_id);
     conv.emit(kernel, Event::tool_started(cid, turn, &call.call_id, &call.name, call.arguments.clone(), Vec::new()));
-    let end = pipeline::run(kernel, Caller::Turn { conv, turn_id }, &call, cancel).await;
+    let end = pipeline::run(kernel, Caller::Turn { conv, turn_id, ceiling }, &call, cancel).await;
     if let CallEnd::Blocked(reason) = &end {
         conv.emit(kernel, Event::tool_blocked(cid, turn, &call.call_id, &call.name, reason));
     }

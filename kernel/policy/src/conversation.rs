@@ -85,6 +85,12 @@ impl ConversationPolicy {
     /// The decision for a call of `tool` (its definition, as offered) with `arguments`. A
     /// tool the harness does not offer is denied whatever the rest says.
     pub fn decide(&self, tool: &ToolDef, arguments: &Value) -> Decision {
+        self.decide_at_most(tool, arguments, Mode::Auto)
+    }
+
+    /// [`decide`](Self::decide) in the conversation's mode lowered to `ceiling`: the mode of
+    /// whoever asked for this call (a remote caller's ceiling, whatever mode is stored).
+    pub fn decide_at_most(&self, tool: &ToolDef, arguments: &Value, ceiling: Mode) -> Decision {
         if !self.harness.offers(&tool.name) && !self.harness.offers_live(tool) {
             return Decision::Deny {
                 reason: format!("the harness `{}` does not offer the tool `{}`", self.harness.id, tool.name),
@@ -94,7 +100,7 @@ impl ConversationPolicy {
         decide(&CallFacts {
             tool,
             arguments,
-            mode: self.mode,
+            mode: self.mode.min(ceiling),
             workspace: self.workspace.as_deref(),
             settings: &self.settings,
             overrides: &self.overrides,
@@ -171,6 +177,19 @@ mod tests {
         assert_eq!((remote.mode(), remote.max_mode()), (Mode::AcceptEdits, Mode::AcceptEdits));
         assert_eq!(remote.set_mode(Mode::Plan), Mode::Plan);
         assert_eq!(remote.set_mode(Mode::Auto), Mode::AcceptEdits);
+    }
+
+    #[test]
+    fn a_ceiling_lowers_the_mode_of_one_decision() {
+        let mut c = conversation("superpi-code", Caller::Local, Some(Mode::Auto));
+        let bash = tool("bash", &[Effect::Exec, Effect::FsWrite]);
+        let args = json!({"command": "make test"});
+        assert!(matches!(c.decide(&bash, &args), Decision::Allow { .. }));
+        assert!(c.decide_at_most(&bash, &args, Mode::AcceptEdits).askable());
+        assert!(matches!(c.decide_at_most(&bash, &args, Mode::Plan), Decision::Deny { rule: Rule::Mode, .. }));
+        assert_eq!(c.mode(), Mode::Auto, "the stored mode is unchanged");
+        c.set_mode(Mode::Plan);
+        assert!(matches!(c.decide_at_most(&bash, &args, Mode::Auto), Decision::Deny { .. }), "a ceiling never raises");
     }
 
     #[test]
