@@ -78,6 +78,8 @@ pub(crate) struct Conversation {
     pub file_readers: AtomicUsize,
     /// MCP servers a frontend attached (an editor's), besides the user's own.
     pub mcp_servers: Mutex<std::collections::BTreeMap<String, superpi_policy::McpServerConfig>>,
+    /// The MCP tools of its latest turn: the only ones it can call.
+    pub mcp_attached: Mutex<crate::mcp_client::Attached>,
     pub running: Mutex<Option<i64>>,
     /// The permission policy of this conversation (with the session's allow_always and
     /// reject_always answers), or why it could not be loaded (a bad workspace settings file).
@@ -113,6 +115,7 @@ impl Conversation {
             interactive_watchers: AtomicUsize::new(0),
             file_readers: AtomicUsize::new(0),
             mcp_servers: Mutex::default(),
+            mcp_attached: Mutex::default(),
             running: Mutex::new(None),
             policy: Mutex::new(policy),
             usage_total: Mutex::new(Default::default()),

@@ -196,7 +196,7 @@ fn attached_servers(servers: &[superpi_proto::method::McpServerParam]) -> Result
             command: server.command.clone(),
             args: server.args.clone(),
             env: server.env.clone(),
-            cwd: None,
+            ..Default::default()
         };
         attached.insert(server.name.clone(), config);
     }

@@ -18,6 +18,7 @@ mod handlers;
 mod kernel;
 mod live;
 mod mcp_client;
+mod mcp_connection;
 mod mcp_tools;
 mod path_locks;
 mod peer;

@@ -1,126 +1,276 @@
-//! External MCP servers (the user's `mcp_servers` settings): started through the sandbox crate,
-//! confined to the workspace of the conversation that first needs them, on the first turn that
-//! needs them; their tools registered live in the tool registry as `mcp__SERVER__TOOL`, run by
-//! [`McpTool`] through the kernel's one tool-call pipeline (policy and questions first). A
-//! server that does not start fails no turn: the caller gets a notice naming it and its last
-//! stderr lines. A server whose connection closed is started again on the next turn.
+//! External MCP servers: the user's `mcp_servers` settings and those a frontend attached to a
+//! conversation. One server process per workspace and definition ([`ServerKey`]), shared by
+//! the conversations of that workspace, started through the sandbox crate on the first turn
+//! that needs it and stopped after it idled (`idle_stop_secs`). A turn gets an [`Attached`]
+//! set: its tools (`mcp__SERVER__TOOL`) and the server each runs on, so a conversation calls
+//! only the tools it attached, through the kernel's one tool-call pipeline (policy and
+//! questions first). A server that does not start fails no turn: the caller gets a notice
+//! naming it and its last stderr lines. A server that went away (a crash, even mid-call, or
+//! an idle stop) is started again at its next use.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{RoleClient, RunningService, ServiceExt};
 use superpi_policy::McpServerConfig;
 use superpi_proto::method::McpServerStatus;
 use superpi_proto::tool::{ToolCallResult, ToolDef};
-use superpi_sandbox::{RunFuture, Sandbox, ServerHandle, ServerSpec, ToolCall, ToolRunner};
-use tokio::io::AsyncBufReadExt;
-use tokio::sync::mpsc;
+use superpi_sandbox::{Sandbox, ToolCall};
 use tokio_util::sync::CancellationToken;
 
-use crate::mcp_tools::{call_result, tool_def};
+use crate::mcp_connection::{Called, Connection};
 use crate::sync::lock;
 
-/// How long a server has to start and answer `initialize` and `tools/list`.
-const START_TIMEOUT: Duration = Duration::from_secs(30);
-/// A call's deadline when the call names none.
-const CALL_TIMEOUT: Duration = Duration::from_secs(300);
-/// Stderr lines kept per server, for notices and errors.
-const STDERR_LINES: usize = 20;
+/// How long a server may idle before it is stopped, when its settings do not say.
+const IDLE_STOP: Duration = Duration::from_secs(600);
+/// How often idle servers are looked for.
+const IDLE_CHECK: Duration = Duration::from_secs(1);
 
-/// The kernel's MCP servers, by name. A slot is replaced (and its server started again on the
-/// next need) when its server's connection closed, its start failed, or its settings changed.
-pub(crate) struct McpClients {
-    sandbox: Sandbox,
-    servers: Mutex<HashMap<String, Arc<Slot>>>,
+/// Which server process: one per workspace and definition.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct ServerKey {
+    pub workspace: PathBuf,
+    pub name: String,
+    pub config: McpServerConfig,
+    /// Whether it may open network sockets.
+    pub network: bool,
 }
 
-/// One server's start, shared by the turns that wait for it.
-struct Slot {
-    config: McpServerConfig,
-    started: tokio::sync::OnceCell<Result<Arc<Connection>, String>>,
+/// A conversation's MCP tools for one turn (or a `tool.call`'s): each tool by the name the
+/// model sees, with the server that runs it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Attached {
+    tools: BTreeMap<String, Route>,
 }
 
-impl Slot {
-    fn stale(&self, config: &McpServerConfig) -> bool {
-        self.config != *config || self.started.get().is_some_and(|r| r.as_ref().map_or(true, |c| !c.alive()))
+#[derive(Debug, Clone)]
+pub(crate) struct Route {
+    pub def: ToolDef,
+    key: Arc<ServerKey>,
+    /// Its name on the server.
+    tool: String,
+}
+
+impl Attached {
+    pub fn get(&self, name: &str) -> Option<&Route> {
+        self.tools.get(name)
+    }
+
+    /// Keeps the tools `keep` accepts.
+    pub fn retain(&mut self, keep: impl Fn(&ToolDef) -> bool) {
+        self.tools.retain(|_, route| keep(&route.def));
+    }
+
+    pub fn defs(&self) -> Vec<ToolDef> {
+        self.tools.values().map(|r| r.def.clone()).collect()
     }
 }
 
-/// One running server.
-struct Connection {
-    name: String,
-    workspace: std::path::PathBuf,
-    service: RunningService<RoleClient, ()>,
-    tools: Vec<ToolDef>,
-    stderr: Arc<Mutex<VecDeque<String>>>,
-    _process: ServerHandle,
+/// The kernel's MCP servers.
+pub(crate) struct McpClients {
+    sandbox: Sandbox,
+    slots: Arc<Mutex<HashMap<Arc<ServerKey>, Arc<Slot>>>>,
+    reaping: Arc<AtomicBool>,
 }
 
-impl Connection {
-    fn alive(&self) -> bool {
-        !self.service.is_closed() && !self.service.peer().is_transport_closed()
+/// One server's start, shared by the turns that wait for it, and its use.
+struct Slot {
+    started: tokio::sync::OnceCell<Result<Arc<Connection>, String>>,
+    last_used: Mutex<Instant>,
+    /// Calls running on it; a busy server is never stopped for idling.
+    busy: AtomicUsize,
+    conversations: Mutex<BTreeSet<i64>>,
+}
+
+impl Slot {
+    fn new() -> Arc<Slot> {
+        Arc::new(Slot {
+            started: tokio::sync::OnceCell::new(),
+            last_used: Mutex::new(Instant::now()),
+            busy: AtomicUsize::new(0),
+            conversations: Mutex::new(BTreeSet::new()),
+        })
+    }
+
+    /// Its start failed or its server went away: the next use starts it again.
+    fn stale(&self) -> bool {
+        self.started.get().is_some_and(|r| r.as_ref().map_or(true, |c| !c.alive()))
+    }
+
+    /// It was running and went away (not a failed start).
+    fn went_away(&self) -> bool {
+        matches!(self.started.get(), Some(Ok(conn)) if !conn.alive())
+    }
+
+    fn touch(&self) {
+        *lock(&self.last_used) = Instant::now();
+    }
+}
+
+/// Marks a slot busy for as long as it lives.
+struct Busy(Arc<Slot>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.busy.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
 impl McpClients {
     pub fn new(sandbox: Sandbox) -> Self {
-        McpClients { sandbox, servers: Mutex::new(HashMap::new()) }
+        McpClients { sandbox, slots: Arc::default(), reaping: Arc::default() }
     }
 
-    /// The tools of `servers`, starting those not running (confined to `workspace`), with a
-    /// notice for each that could not start. Without a workspace no server starts.
-    pub async fn tools(
+    /// The tools of `servers` for `conversation` in `workspace`, starting those not running,
+    /// with a notice for each that could not start or had to start again. `network` says
+    /// whether a server may reach the network.
+    pub async fn attach(
         &self,
         servers: &BTreeMap<String, McpServerConfig>,
-        workspace: Option<&Path>,
-    ) -> (Vec<ToolDef>, Vec<String>) {
-        let (mut tools, mut notices) = (Vec::new(), Vec::new());
-        let Some(workspace) = workspace.filter(|_| !servers.is_empty()) else {
-            return (tools, notices);
-        };
+        workspace: &Path,
+        network: impl Fn(&McpServerConfig) -> bool,
+        conversation: Option<i64>,
+    ) -> (Attached, Vec<String>) {
+        let (mut attached, mut notices) = (Attached::default(), Vec::new());
         for (name, config) in servers {
-            let (slot, restarted) = {
-                let mut slots = lock(&self.servers);
-                let old = slots.get(name).filter(|slot| slot.stale(config)).cloned();
-                let restarted = old.as_ref().is_some_and(|slot| matches!(slot.started.get(), Some(Ok(_))));
-                if old.is_some() || !slots.contains_key(name) {
-                    let fresh = Slot { config: config.clone(), started: tokio::sync::OnceCell::new() };
-                    slots.insert(name.clone(), Arc::new(fresh));
-                }
-                let Some(slot) = slots.get(name).cloned() else { continue };
-                (slot, restarted)
-            };
-            match slot.started.get_or_init(|| self.start(name, config, workspace)).await {
+            let key = Arc::new(ServerKey {
+                workspace: workspace.to_path_buf(),
+                name: name.clone(),
+                config: config.clone(),
+                network: network(config),
+            });
+            let (slot, notice) = self.slot(&key);
+            notices.extend(notice);
+            match self.connect(&key, &slot).await {
                 Ok(conn) => {
-                    if restarted {
-                        notices.push(format!("the MCP server `{name}` had stopped and was started again"));
+                    slot.touch();
+                    if let Some(id) = conversation {
+                        lock(&slot.conversations).insert(id);
                     }
-                    tools.extend(conn.tools.iter().cloned());
+                    for listed in conn.tools() {
+                        let route = Route { def: listed.def, key: key.clone(), tool: listed.tool };
+                        attached.tools.insert(route.def.name.clone(), route);
+                    }
                 }
                 Err(why) => notices.push(format!("the MCP server `{name}` is not available: {why}")),
             }
         }
-        (tools, notices)
+        (attached, notices)
+    }
+
+    /// Runs one call on its route's server, starting the server again when it went away. A
+    /// server that goes away during the call gives the call an error and a notice.
+    pub async fn call(
+        &self,
+        route: &Route,
+        call: &ToolCall,
+        cancel: &CancellationToken,
+    ) -> (ToolCallResult, Vec<String>) {
+        let name = &route.key.name;
+        let (slot, notice) = self.slot(&route.key);
+        let mut notices: Vec<String> = notice.into_iter().collect();
+        let conn = match self.connect(&route.key, &slot).await {
+            Ok(conn) => conn,
+            Err(why) => {
+                let why = format!("the MCP server `{name}` is not available: {why}");
+                notices.push(why.clone());
+                return (ToolCallResult::error(why), notices);
+            }
+        };
+        slot.busy.fetch_add(1, Ordering::Relaxed);
+        let _busy = Busy(slot.clone());
+        match conn.call(&route.tool, call, cancel).await {
+            Called::Answered(result) => (result, notices),
+            Called::Lost(why) => {
+                notices.push(format!("{why}; it starts again at its next use"));
+                (ToolCallResult::error(why), notices)
+            }
+        }
+    }
+
+    /// The slot of `key`, a fresh one when there was none or its server went away (with a
+    /// notice when it had been running).
+    fn slot(&self, key: &Arc<ServerKey>) -> (Arc<Slot>, Option<String>) {
+        let mut slots = lock(&self.slots);
+        if let Some(slot) = slots.get(key).filter(|slot| !slot.stale()) {
+            return (slot.clone(), None);
+        }
+        let notice = slots
+            .get(key)
+            .filter(|slot| slot.went_away())
+            .map(|_| format!("the MCP server `{}` had stopped and is started again", key.name));
+        let slot = Slot::new();
+        slots.insert(key.clone(), slot.clone());
+        (slot, notice)
+    }
+
+    async fn connect(&self, key: &Arc<ServerKey>, slot: &Slot) -> Result<Arc<Connection>, String> {
+        let started = slot
+            .started
+            .get_or_init(|| async {
+                let started = Connection::start(&self.sandbox, key).await.map(Arc::new);
+                if started.is_ok() {
+                    self.reap_idle();
+                }
+                started
+            })
+            .await;
+        started.clone()
+    }
+
+    /// Starts the task that stops idle servers, unless it runs; it ends when no server is left.
+    fn reap_idle(&self) {
+        if self.reaping.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (slots, reaping): (Weak<_>, _) = (Arc::downgrade(&self.slots), self.reaping.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(IDLE_CHECK).await;
+                let Some(slots) = slots.upgrade() else { return };
+                let mut slots = lock(&slots);
+                let idled: Vec<Arc<ServerKey>> = slots
+                    .iter()
+                    .filter(|(key, slot)| {
+                        let idle = key.config.idle_stop_secs.map_or(IDLE_STOP, Duration::from_secs);
+                        slot.busy.load(Ordering::Relaxed) == 0
+                            && slot.started.initialized()
+                            && !idle.is_zero()
+                            && lock(&slot.last_used).elapsed() >= idle
+                    })
+                    .map(|(key, _)| key.clone())
+                    .collect();
+                for key in idled {
+                    tracing::info!(server = %key.name, workspace = %key.workspace.display(), "MCP server stopped after idling");
+                    // Dropping the last reference kills its process group and cgroup.
+                    slots.remove(&key);
+                }
+                if slots.is_empty() {
+                    reaping.store(false, Ordering::Release);
+                    return;
+                }
+            }
+        });
     }
 
     /// What `kernel.status` says of each server.
     pub fn status(&self) -> Vec<McpServerStatus> {
-        let slots: Vec<(String, Arc<Slot>)> =
-            lock(&self.servers).iter().map(|(name, slot)| (name.clone(), slot.clone())).collect();
+        let slots: Vec<(Arc<ServerKey>, Arc<Slot>)> =
+            lock(&self.slots).iter().map(|(key, slot)| (key.clone(), slot.clone())).collect();
         let mut listed: Vec<McpServerStatus> = slots
             .into_iter()
-            .map(|(name, slot)| {
+            .map(|(key, slot)| {
                 let mut status = McpServerStatus {
-                    name,
-                    workspace: String::new(),
+                    name: key.name.clone(),
+                    workspace: key.workspace.display().to_string(),
                     state: "starting".into(),
                     pid: None,
                     tools: Vec::new(),
-                    conversations: Vec::new(),
-                    idle_ms: 0,
+                    conversations: lock(&slot.conversations).iter().copied().collect(),
+                    idle_ms: lock(&slot.last_used).elapsed().as_millis() as u64,
                     error: None,
                 };
                 match slot.started.get() {
@@ -131,9 +281,8 @@ impl McpClients {
                     }
                     Some(Ok(conn)) => {
                         status.state = if conn.alive() { "running" } else { "stopped" }.into();
-                        status.workspace = conn.workspace.display().to_string();
-                        status.pid = Some(conn._process.pid());
-                        status.tools = conn.tools.iter().map(|t| t.name.clone()).collect();
+                        status.pid = Some(conn.pid());
+                        status.tools = conn.tools().into_iter().map(|t| t.def.name).collect();
                     }
                 }
                 status
@@ -141,115 +290,5 @@ impl McpClients {
             .collect();
         listed.sort_by(|a, b| (&a.workspace, &a.name).cmp(&(&b.workspace, &b.name)));
         listed
-    }
-
-    async fn start(&self, name: &str, config: &McpServerConfig, workspace: &Path) -> Result<Arc<Connection>, String> {
-        let spec = ServerSpec {
-            program: config.command.clone(),
-            args: config.args.clone(),
-            env: config.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-            cwd: config.cwd.clone(),
-            workspace: workspace.to_path_buf(),
-            network: true,
-        };
-        let process = self.sandbox.start_server(spec).await?;
-        let stderr = Arc::new(Mutex::new(VecDeque::new()));
-        let reader = tokio::spawn(keep_stderr(name.to_string(), process.stderr, stderr.clone()));
-        let started = tokio::time::timeout(START_TIMEOUT, async {
-            let service = ().serve((process.stdout, process.stdin)).await.map_err(|e| e.to_string())?;
-            let listed = service.peer().list_all_tools().await.map_err(|e| format!("tools/list: {e}"))?;
-            Ok::<_, String>((service, listed))
-        })
-        .await
-        .unwrap_or_else(|_| Err(format!("it did not answer within {START_TIMEOUT:?}")));
-        let (service, listed) = match started {
-            Ok(ok) => ok,
-            Err(why) => {
-                // The server's last words come with its exit, which closes stderr.
-                let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
-                return Err(with_stderr(why, &stderr));
-            }
-        };
-        let tools: Vec<ToolDef> = listed.iter().map(|tool| tool_def(name, tool)).collect();
-        let conn = Arc::new(Connection {
-            name: name.to_string(),
-            workspace: workspace.to_path_buf(),
-            service,
-            tools: tools.clone(),
-            stderr,
-            _process: process.handle,
-        });
-        for (def, tool) in tools.into_iter().zip(listed) {
-            let runner = Arc::new(McpTool { conn: Arc::downgrade(&conn), tool: tool.name.to_string() });
-            if let Err(err) = self.sandbox.registry().register_live(def, runner) {
-                tracing::warn!(server = name, "an MCP tool is not offered: {err}");
-            }
-        }
-        tracing::info!(server = name, tools = conn.tools.len(), "MCP server started");
-        Ok(conn)
-    }
-}
-
-async fn keep_stderr(name: String, stderr: tokio::net::unix::pipe::Receiver, kept: Arc<Mutex<VecDeque<String>>>) {
-    let mut lines = tokio::io::BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        tracing::debug!(server = %name, "{line}");
-        let mut kept = lock(&kept);
-        if kept.len() == STDERR_LINES {
-            kept.pop_front();
-        }
-        kept.push_back(line);
-    }
-}
-
-fn with_stderr(why: String, stderr: &Mutex<VecDeque<String>>) -> String {
-    let lines = lock(stderr);
-    if lines.is_empty() {
-        return why;
-    }
-    let last: Vec<&str> = lines.iter().rev().take(5).rev().map(String::as_str).collect();
-    format!("{why}; its last stderr lines: {}", last.join(" | "))
-}
-
-/// One tool of a running server. A call that is cancelled or passes its deadline drops the
-/// request, which sends `notifications/cancelled` to the server.
-struct McpTool {
-    conn: std::sync::Weak<Connection>,
-    tool: String,
-}
-
-impl ToolRunner for McpTool {
-    fn run<'a>(
-        &'a self,
-        call: &'a ToolCall,
-        cancel: CancellationToken,
-        _progress: Option<mpsc::Sender<String>>,
-    ) -> RunFuture<'a> {
-        Box::pin(async move {
-            let Some(conn) = self.conn.upgrade() else {
-                return ToolCallResult::error(format!("`{}`: its MCP server has stopped", call.name));
-            };
-            let arguments = match &call.arguments {
-                serde_json::Value::Object(map) => Some(map.clone()),
-                serde_json::Value::Null => None,
-                _ => return ToolCallResult::error(format!("`{}`: the arguments must be an object", call.name)),
-            };
-            let mut params = CallToolRequestParams::new(self.tool.clone());
-            params.arguments = arguments;
-            let deadline = call.timeout.unwrap_or(CALL_TIMEOUT);
-            tokio::select! {
-                answer = conn.service.peer().call_tool(params) => match answer {
-                    Ok(result) => call_result(result),
-                    Err(err) => ToolCallResult::error(with_stderr(
-                        format!("the MCP server `{}` failed the call: {err}", conn.name),
-                        &conn.stderr,
-                    )),
-                },
-                _ = cancel.cancelled() => ToolCallResult::error("cancelled"),
-                _ = tokio::time::sleep(deadline) => {
-                    ToolCallResult::error(format!("the MCP server `{}` did not answer within {deadline:?}", conn.name))
-                }
-            }
-        })
     }
 }

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::conversation::Conversation;
 use crate::kernel::Kernel;
+use crate::mcp_client::Attached;
 use crate::path_locks::PathGuard;
 use crate::sync::lock;
 
@@ -37,7 +38,8 @@ pub(crate) enum Caller<'a> {
     /// Its decisions are in the conversation's mode lowered to `ceiling`, the submitter's.
     Turn { conv: &'a Arc<Conversation>, turn_id: i64, ceiling: Mode },
     /// `tool.call`: a policy of its own; nobody can be asked, so an askable call is refused.
-    Direct { policy: &'a mut ConversationPolicy },
+    /// `mcp`: the MCP tools it may call.
+    Direct { policy: &'a mut ConversationPolicy, mcp: &'a Attached },
 }
 
 /// How a call ended.
@@ -65,8 +67,15 @@ pub(crate) async fn run(
     call: &PlannedCall,
     cancel: &CancellationToken,
 ) -> CallEnd {
-    let Some(tool) = kernel.catalog.tool(&call.name) else {
-        return CallEnd::Blocked(format!("unknown tool `{}`", call.name));
+    // An MCP tool only for a caller that attached it; it runs on that caller's server.
+    let route = match &caller {
+        Caller::Turn { conv, .. } => lock(&conv.mcp_attached).get(&call.name).cloned(),
+        Caller::Direct { mcp, .. } => mcp.get(&call.name).cloned(),
+    };
+    let (tool, route) = match (kernel.catalog.tool(&call.name), route) {
+        (Some(tool), _) => (tool, None),
+        (None, Some(route)) => (route.def.clone(), Some(route)),
+        (None, None) => return CallEnd::Blocked(format!("unknown tool `{}`", call.name)),
     };
     let network = match decide(kernel, &mut caller, &tool, call, cancel).await {
         Ok(network) => network,
@@ -94,7 +103,19 @@ pub(crate) async fn run(
         network,
         timeout: None,
     };
-    let result = kernel.sandbox.run(request, cancel.child_token(), progress).await;
+    let result = match route {
+        Some(route) => {
+            drop(progress);
+            let (result, notices) = kernel.mcp.call(&route, &request, cancel).await;
+            if let Caller::Turn { conv, turn_id, .. } = &caller {
+                for notice in notices {
+                    conv.emit(kernel, Event::notice(conv.id, Some(*turn_id), "warning", notice));
+                }
+            }
+            result
+        }
+        None => kernel.sandbox.run(request, cancel.child_token(), progress).await,
+    };
     if let Some(forward) = forward {
         let _ = forward.await;
     }
@@ -110,7 +131,7 @@ async fn decide(
     cancel: &CancellationToken,
 ) -> Result<bool, String> {
     let decision = match caller {
-        Caller::Direct { policy } => {
+        Caller::Direct { policy, .. } => {
             let decision = policy.decide(tool, &call.arguments);
             policy.answer(decision, None)
         }

@@ -13,6 +13,7 @@ use superpi_proto::method::ToolCallParams;
 use tokio_util::sync::CancellationToken;
 
 use crate::kernel::Kernel;
+use crate::mcp_client::Attached;
 use crate::peer::Peer;
 use crate::pipeline::{self, Caller, PlannedCall};
 
@@ -20,12 +21,6 @@ static DIRECT_CALLS: AtomicU64 = AtomicU64::new(1);
 
 pub(crate) async fn call(kernel: &Arc<Kernel>, peer: &Peer, p: ToolCallParams) -> Result<Value, ErrorObject> {
     let harness = kernel.catalog.harness(p.harness.as_deref())?;
-    let Some(tool) = kernel.catalog.tool(&p.name).filter(|_| harness.offers(&p.name)) else {
-        return Err(ErrorObject::new(codes::METHOD_NOT_FOUND, format!("unknown tool `{}`", p.name)));
-    };
-    let arguments = if p.arguments.is_null() { Value::Object(Default::default()) } else { p.arguments };
-    check_arguments(&tool.input_schema, &arguments)
-        .map_err(|why| ErrorObject::new(codes::INVALID_PARAMS, format!("invalid arguments for {}: {why}", p.name)))?;
     let mode = kernel.catalog.mode_for(p.mode.as_deref(), harness, peer.remote)?;
     let harness_id = harness.id.clone();
     let workspace = match p.workspace {
@@ -39,6 +34,26 @@ pub(crate) async fn call(kernel: &Arc<Kernel>, peer: &Peer, p: ToolCallParams) -
         ));
     }
     let workspace = workspace.canonicalize().unwrap_or(workspace);
+    let mut mcp = Attached::default();
+    let tool = match kernel.catalog.tool(&p.name).filter(|_| harness.offers(&p.name)) {
+        Some(tool) => tool,
+        None => {
+            // Not built in: one of the user's MCP servers' tools, its server started for this
+            // workspace (shared with the workspace's conversations).
+            let notices = match harness.offers_live_tools() {
+                true => attach_user_servers(kernel, &workspace, harness, &mut mcp).await,
+                false => Vec::new(),
+            };
+            let Some(route) = mcp.get(&p.name) else {
+                let why = notices.iter().map(|n| format!("; {n}")).collect::<String>();
+                return Err(ErrorObject::new(codes::METHOD_NOT_FOUND, format!("unknown tool `{}`{why}", p.name)));
+            };
+            route.def.clone()
+        }
+    };
+    let arguments = if p.arguments.is_null() { Value::Object(Default::default()) } else { p.arguments };
+    check_arguments(&tool.input_schema, &arguments)
+        .map_err(|why| ErrorObject::new(codes::INVALID_PARAMS, format!("invalid arguments for {}: {why}", p.name)))?;
     let mut policy = kernel
         .catalog
         .conversation_policy(&harness_id, mode.as_str(), Some(&workspace))
@@ -53,9 +68,30 @@ pub(crate) async fn call(kernel: &Arc<Kernel>, peer: &Peer, p: ToolCallParams) -
     let cancel = CancellationToken::new();
     let registered = p.call_id.map(|id| kernel.direct_calls.register(&peer.principal, id, cancel.clone()));
     // The same pipeline as a turn's call; nobody can be asked, so an askable call is refused.
-    let end = pipeline::run(kernel, Caller::Direct { policy: &mut policy }, &call, &cancel).await;
+    let end = pipeline::run(kernel, Caller::Direct { policy: &mut policy, mcp: &mcp }, &call, &cancel).await;
     drop(registered);
     serde_json::to_value(end.into_result()).map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, e.to_string()))
+}
+
+/// The user's MCP servers for `workspace`, those the harness offers, into `mcp`; the notices
+/// of those that are not available.
+async fn attach_user_servers(
+    kernel: &Arc<Kernel>,
+    workspace: &std::path::Path,
+    harness: &superpi_policy::Harness,
+    mcp: &mut Attached,
+) -> Vec<String> {
+    let servers = match superpi_policy::Settings::load(&kernel.catalog.config_dir, None) {
+        Ok(now) => now.mcp_servers,
+        Err(err) => return vec![format!("the MCP servers of your settings are not read: {err}")],
+    };
+    if servers.is_empty() {
+        return Vec::new();
+    }
+    let (attached, notices) = kernel.mcp.attach(&servers, workspace, |_| true, None).await;
+    *mcp = attached;
+    mcp.retain(|def| harness.offers_live(def));
+    notices
 }
 
 /// `tool.cancel`: ends the caller's running direct call `call_id`.

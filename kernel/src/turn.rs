@@ -7,13 +7,14 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use serde_json::Value;
-use superpi_policy::Mode;
+use superpi_policy::{Harness, Mode};
 use superpi_proto::{ContentBlock, EntryKind, Event, Message, Role, Usage};
 use superpi_providers::{ModelRequest, StopReason, StreamEvent, Terminal, ToolSpec};
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::Conversation;
 use crate::kernel::Kernel;
+use crate::mcp_client::Attached;
 use crate::pipeline::{self, CallEnd, Caller, PlannedCall};
 use crate::recovery::OpenCallEnd;
 use crate::sync::lock;
@@ -100,27 +101,14 @@ async fn drive(
     let harness = catalog.harness(Some(&settings.harness)).map_err(|e| e.message)?;
     let provider = catalog.provider(&settings.model).map_err(|e| e.message)?;
     let mut tools = catalog.tools_for(harness);
-    if harness.offers_live_tools() {
-        // External MCP servers start on the first turn that needs them; one that does not
-        // start is a notice, and the turn goes on without its tools.
-        let workspace = settings.workspace.as_ref().map(PathBuf::from);
-        // The user's servers as the file says now (`superpi mcp add` takes effect at the next
-        // turn), then those a frontend attached (a name of the user's wins).
-        let mut servers = lock(&conv.mcp_servers).clone();
-        match superpi_policy::Settings::load(&catalog.config_dir, None) {
-            Ok(now) => servers.extend(now.mcp_servers),
-            Err(err) => {
-                let notice = format!("the MCP servers of your settings are not read: {err}");
-                conv.emit(kernel, Event::notice(conv.id, Some(turn_id), "warning", notice));
-                servers.extend(catalog.settings.mcp_servers.clone());
-            }
-        }
-        let (live, notices) = kernel.mcp.tools(&servers, workspace.as_deref()).await;
-        for notice in notices {
-            conv.emit(kernel, Event::notice(conv.id, Some(turn_id), "warning", notice));
-        }
-        tools.extend(live.into_iter().filter(|t| harness.offers_live(t)));
-    }
+    // External MCP servers start on the first turn that needs them; one that does not start
+    // is a notice, and the turn goes on without its tools.
+    let attached = match harness.offers_live_tools() {
+        true => attach_mcp(kernel, conv, turn_id, harness).await,
+        false => Attached::default(),
+    };
+    tools.extend(attached.defs());
+    *lock(&conv.mcp_attached) = attached;
     let specs: Vec<ToolSpec> = tools
         .iter()
         .map(|t| ToolSpec {
@@ -251,6 +239,31 @@ async fn stream_model(
             message: "the stream ended without a terminal event".into(),
         }),
     })
+}
+
+/// The MCP tools this turn offers: the user's servers as settings.json says now (`superpi mcp
+/// add` takes effect at the next turn), then those a frontend attached (a name of the user's
+/// wins), those the harness offers. Without a workspace no server starts.
+async fn attach_mcp(kernel: &Arc<Kernel>, conv: &Arc<Conversation>, turn_id: i64, harness: &Harness) -> Attached {
+    let Some(workspace) = conv.settings().workspace.map(PathBuf::from) else { return Attached::default() };
+    let mut servers = lock(&conv.mcp_servers).clone();
+    match superpi_policy::Settings::load(&kernel.catalog.config_dir, None) {
+        Ok(now) => servers.extend(now.mcp_servers),
+        Err(err) => {
+            let notice = format!("the MCP servers of your settings are not read: {err}");
+            conv.emit(kernel, Event::notice(conv.id, Some(turn_id), "warning", notice));
+            servers.extend(kernel.catalog.settings.mcp_servers.clone());
+        }
+    }
+    if servers.is_empty() {
+        return Attached::default();
+    }
+    let (mut attached, notices) = kernel.mcp.attach(&servers, &workspace, |_| true, Some(conv.id)).await;
+    for notice in notices {
+        conv.emit(kernel, Event::notice(conv.id, Some(turn_id), "warning", notice));
+    }
+    attached.retain(|def| harness.offers_live(def));
+    attached
 }
 
 /// One tool call of the turn: announced, run through the pipeline, its result stored for

@@ -2,9 +2,9 @@
 //!
 //! One registry per kernel. It starts with the built-in tools of `catalog.rs` and takes more
 //! through [`ToolRegistry::register`]: tools whose runner is not built in (an MCP server's
-//! tool, a plan tool, a subagent tool). Tools found while the kernel runs (an external MCP
-//! server's, listed when it starts) come through [`ToolRegistry::register_live`], which every
-//! clone of the registry sees. The policy, the kernel's pipeline and the frontends read a
+//! tool, a plan tool, a subagent tool). Tools found while the kernel runs can come through
+//! [`ToolRegistry::register_live`], which every clone of the registry sees (an external MCP
+//! server's do not: they belong to the conversations that attached the server, in the kernel). The policy, the kernel's pipeline and the frontends read a
 //! tool's facts ([`ToolDef`]) from here, never its name.
 
 use std::fmt;

@@ -196,7 +196,8 @@ pub fn kill_and_wait(pid: i32) {
     }
 }
 
-fn is_zombie(pid: i32) -> bool {
+/// Whether `pid` is a zombie, or gone.
+pub fn is_zombie(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map(|s| s.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')))
         .unwrap_or(true)

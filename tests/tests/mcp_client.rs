@@ -1,9 +1,15 @@
-//! End to end: external MCP servers from the user's settings, as tools of a `superpi run`
-//! turn (the fixture server of src/bin/mcp_fixture.rs, through the real kernel and sandbox).
+//! End to end: external MCP servers from the user's settings and a frontend's, as tools of
+//! turns (`superpi run`, and kernel clients), managed with `superpi mcp` and listed by `superpi
+//! kernel status` (the fixture server of src/bin/mcp_fixture.rs, through the real kernel and
+//! sandbox): one server per workspace, shared, stopped when idle, started again after a crash.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)] // test helpers fail loudly
 
-use serde_json::json;
-use superpi_tests::TestEnv;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use superpi_proto::EventBody;
+use superpi_proto::method::{McpServerParam, OpenParams, WatchParams};
+use superpi_tests::{TestEnv, is_zombie, turn_events};
 
 /// Writes the user's settings with these MCP servers.
 fn servers(env: &TestEnv, servers: serde_json::Value) {
@@ -116,7 +122,7 @@ fn servers_are_managed_with_superpi_mcp_and_listed_by_kernel_status() {
     assert_eq!(servers[0]["state"], "running");
     assert_eq!(servers[0]["workspace"], env.workspace.canonicalize().unwrap().display().to_string());
     assert!(servers[0]["pid"].as_i64().unwrap() > 0);
-    assert_eq!(servers[0]["tools"], json!(["mcp__fix__echo", "mcp__fix__write_file", "mcp__fix__read_file"]));
+    assert_eq!(servers[0]["tools"][0], "mcp__fix__echo", "{status}");
     let (ok, stdout, _) = cli(&["mcp", "list"]);
     assert!(ok && stdout.contains("running in ") && stdout.contains("mcp__fix__echo"), "{stdout}");
 
@@ -126,4 +132,137 @@ fn servers_are_managed_with_superpi_mcp_and_listed_by_kernel_status() {
     assert!(!ok && stderr.contains("no MCP server `fix`"), "{stderr}");
     let (ok, stdout, _) = cli(&["mcp", "list"]);
     assert!(ok && stdout.contains("no MCP servers"), "{stdout}");
+}
+
+/// `superpi kernel status`'s MCP servers.
+fn status_servers(env: &TestEnv) -> Vec<Value> {
+    let out = env.command(&["kernel", "status"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    status["mcp_servers"].as_array().cloned().unwrap_or_default()
+}
+
+/// Polls `kernel status` until `done` holds of its servers (30 s at most).
+fn wait_for_servers(env: &TestEnv, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let servers = status_servers(env);
+        if done(&servers) {
+            return servers;
+        }
+        assert!(Instant::now() < deadline, "{what}: {servers:?}");
+        std::thread::park_timeout(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_server_that_crashes_mid_call_fails_that_call_and_the_next_call_starts_it_again() {
+    let env = TestEnv::new();
+    servers(&env, json!({"fix": {"command": fixture()}}));
+    let prompt = "@tool mcp__fix__crash {}\n@tool mcp__fix__echo {\"text\":\"back\"}";
+    let (ok, stdout, stderr) = run(&env, "accept-edits", prompt);
+    assert!(ok, "{stderr}");
+    assert!(stderr.contains("went away during the call") && stderr.contains("crashing as asked"), "{stderr}");
+    assert!(stderr.contains("had stopped and is started again"), "{stderr}");
+    assert!(stdout.contains("mcp__fix__echo returned: echo: back"), "{stdout}\n{stderr}");
+    let servers = status_servers(&env);
+    assert_eq!(servers.len(), 1, "{servers:?}");
+    assert_eq!(servers[0]["state"], "running");
+}
+
+#[test]
+fn a_server_stops_after_idling_and_starts_again_at_its_next_use() {
+    let env = TestEnv::new();
+    servers(&env, json!({"fix": {"command": fixture(), "idle_stop_secs": 1}}));
+    let (ok, stdout, stderr) = run(&env, "accept-edits", r#"@tool mcp__fix__echo {"text":"one"}"#);
+    assert!(ok && stdout.contains("echo: one"), "{stdout}\n{stderr}");
+    let first = status_servers(&env);
+    assert_eq!(first.len(), 1, "{first:?}");
+    let pid = first[0]["pid"].as_i64().unwrap() as i32;
+    wait_for_servers(&env, "the idle server was not stopped", |s| s.is_empty());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(pid) {
+        assert!(Instant::now() < deadline, "the stopped server's process {pid} is still there");
+        std::thread::park_timeout(Duration::from_millis(50));
+    }
+    let (ok, stdout, stderr) = run(&env, "accept-edits", r#"@tool mcp__fix__echo {"text":"two"}"#);
+    assert!(ok && stdout.contains("echo: two"), "{stdout}\n{stderr}");
+    assert!(!stderr.contains("had stopped"), "an idle stop is no news: {stderr}");
+}
+
+#[test]
+fn a_changed_tool_list_is_listed_again() {
+    let env = TestEnv::new();
+    servers(&env, json!({"fix": {"command": fixture()}}));
+    let (ok, stdout, stderr) = run(&env, "accept-edits", "@tool mcp__fix__grow {}");
+    assert!(ok && stdout.contains("grown"), "{stdout}\n{stderr}");
+    wait_for_servers(&env, "the new tool was not listed", |s| {
+        s.iter().any(|s| s["tools"].as_array().is_some_and(|t| t.iter().any(|t| t == "mcp__fix__extra")))
+    });
+    let (ok, stdout, stderr) = run(&env, "accept-edits", "@tool mcp__fix__extra {}");
+    assert!(ok && stdout.contains("extra here"), "{stdout}\n{stderr}");
+}
+
+/// Opens a conversation in `workspace` with these servers attached, runs `prompt` as a turn,
+/// and returns the turn's events.
+async fn turn_in(
+    client: &superpi_client::KernelClient,
+    workspace: &std::path::Path,
+    attach: Vec<McpServerParam>,
+    prompt: &str,
+) -> (i64, Vec<superpi_proto::Event>) {
+    let open = OpenParams {
+        workspace: Some(workspace.display().to_string()),
+        model: Some("mock".into()),
+        mode: Some("accept-edits".into()),
+        mcp_servers: attach,
+        ..Default::default()
+    };
+    let conversation_id = client.open(open).await.unwrap().conversation_id;
+    let watch = WatchParams { conversation_id, from_seq: None, window: None, interactive: false, reads_files: false };
+    let mut sub = client.watch(watch).await.unwrap();
+    let submitted = client.submit_text(conversation_id, prompt).await.unwrap();
+    (conversation_id, turn_events(&mut sub, submitted.turn_id).await)
+}
+
+fn tool_output(events: &[superpi_proto::Event], tool: &str) -> (bool, String) {
+    events
+        .iter()
+        .find_map(|e| match &e.body {
+            EventBody::ToolCompleted { name, is_error, output, .. } if name == tool => {
+                Some((*is_error, output.to_string()))
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no result of {tool}: {events:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conversations_of_a_workspace_share_one_server_and_call_only_what_they_attached() {
+    let env = TestEnv::new();
+    servers(&env, json!({"fix": {"command": fixture()}}));
+    let other = env.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let client = superpi_client::KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let echo = r#"@tool mcp__fix__echo {"text":"shared"}"#;
+    let (a, events) = turn_in(&client, &env.workspace, vec![], echo).await;
+    assert_eq!(tool_output(&events, "mcp__fix__echo"), (false, json!("echo: shared").to_string()));
+    let (b, _) = turn_in(&client, &env.workspace, vec![], echo).await;
+    let (c, _) = turn_in(&client, &other, vec![], echo).await;
+    let status = client.status().await.unwrap().mcp_servers;
+    assert_eq!(status.len(), 2, "one server per workspace: {status:?}");
+    let here = status.iter().find(|s| s.workspace == env.workspace.canonicalize().unwrap().display().to_string());
+    let here = here.unwrap_or_else(|| panic!("{status:?}"));
+    assert_eq!(here.conversations, vec![a, b]);
+    let there = status.iter().find(|s| s.conversations == vec![c]).unwrap_or_else(|| panic!("{status:?}"));
+    assert_ne!(here.pid, there.pid);
+
+    // A server an editor attached to one conversation is that conversation's alone.
+    let editor = McpServerParam { name: "ed".into(), command: fixture(), ..Default::default() };
+    let ed_echo = r#"@tool mcp__ed__echo {"text":"mine"}"#;
+    let (_, events) = turn_in(&client, &env.workspace, vec![editor], ed_echo).await;
+    assert_eq!(tool_output(&events, "mcp__ed__echo"), (false, json!("echo: mine").to_string()));
+    let (_, events) = turn_in(&client, &env.workspace, vec![], ed_echo).await;
+    let (is_error, output) = tool_output(&events, "mcp__ed__echo");
+    assert!(is_error && output.contains("unknown tool"), "{output}");
 }

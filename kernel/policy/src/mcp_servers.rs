@@ -11,7 +11,7 @@ use crate::error::ConfigError;
 
 /// One stdio MCP server: the program the kernel starts (through the sandbox crate) on first
 /// need, and talks to over its stdin and stdout.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct McpServerConfig {
     pub command: String,
     pub args: Vec<String>,
@@ -19,6 +19,8 @@ pub struct McpServerConfig {
     pub env: BTreeMap<String, String>,
     /// Its working directory; absent: the workspace of the conversation that first needs it.
     pub cwd: Option<PathBuf>,
+    /// Seconds unused before it is stopped (0: never); absent: the kernel's default.
+    pub idle_stop_secs: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -30,6 +32,7 @@ pub(crate) struct RawMcpServer {
     #[serde(default)]
     env: BTreeMap<String, String>,
     cwd: Option<PathBuf>,
+    idle_stop_secs: Option<u64>,
 }
 
 /// A server's name is part of its tools' names (`mcp__NAME__TOOL`), so it is kept to the
@@ -71,7 +74,13 @@ pub(crate) fn mcp_servers(
                 return Err(ConfigError::invalid(path, key(".env"), format!("`{variable}` is not a variable name")));
             }
         }
-        let config = McpServerConfig { command: server.command, args: server.args, env: server.env, cwd: server.cwd };
+        let config = McpServerConfig {
+            command: server.command,
+            args: server.args,
+            env: server.env,
+            cwd: server.cwd,
+            idle_stop_secs: server.idle_stop_secs,
+        };
         servers.insert(name, config);
     }
     Ok(servers)

@@ -1,10 +1,13 @@
 //! A small MCP server over stdio for the MCP client's end-to-end tests: `echo` (read-only:
 //! its text back, also as structured content), `write_file` (no annotation: writes `text` to
-//! `path`, relative to its working directory) and `read_file` (read-only: a file's text, for
-//! the confinement tests). It says `fixture ready` on stderr when it starts, and with
-//! `--fail` prints a line on stderr and exits before it speaks MCP.
+//! `path`, relative to its working directory), `read_file` (read-only: a file's text, for
+//! the confinement tests), `crash` (read-only: exits during the call), `grow` (read-only:
+//! offers one more tool, `extra`, and says so with `notifications/tools/list_changed`) and
+//! `big` (read-only: `bytes` bytes of text). It says `fixture ready` on stderr when it
+//! starts, and with `--fail` prints a line on stderr and exits before it speaks MCP.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content, ListToolsResult,
@@ -14,7 +17,10 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
-struct Fixture;
+#[derive(Default)]
+struct Fixture {
+    grown: AtomicBool,
+}
 
 fn schema(properties: Value, required: &[&str]) -> Arc<serde_json::Map<String, Value>> {
     let schema = json!({"type": "object", "properties": properties, "required": required});
@@ -39,7 +45,9 @@ fn text_arg<'a>(request: &'a CallToolRequestParams, name: &str) -> Result<&'a st
 impl ServerHandler for Fixture {
     fn get_info(&self) -> ServerConfig {
         let mut capabilities = ServerCapabilities::default();
-        capabilities.tools = Some(ToolsCapability::default());
+        let mut tools = ToolsCapability::default();
+        tools.list_changed = Some(true);
+        capabilities.tools = Some(tools);
         ServerConfig::new(capabilities)
     }
 
@@ -51,17 +59,26 @@ impl ServerHandler for Fixture {
         let text = json!({"text": {"type": "string"}});
         let path = json!({"path": {"type": "string"}});
         let write = json!({"path": {"type": "string"}, "text": {"type": "string"}});
-        Ok(ListToolsResult::with_all_items(vec![
+        let none = || schema(json!({}), &[]);
+        let bytes = json!({"bytes": {"type": "integer"}});
+        let mut tools = vec![
             Tool::new("echo", "Says the text back.", schema(text, &["text"])).with_annotations(read_only()),
             Tool::new("write_file", "Writes text to a file.", schema(write, &["path", "text"])),
             Tool::new("read_file", "Reads a file.", schema(path, &["path"])).with_annotations(read_only()),
-        ]))
+            Tool::new("crash", "Exits during the call.", none()).with_annotations(read_only()),
+            Tool::new("grow", "Offers one more tool.", none()).with_annotations(read_only()),
+            Tool::new("big", "Answers `bytes` bytes of text.", schema(bytes, &["bytes"])).with_annotations(read_only()),
+        ];
+        if self.grown.load(Ordering::SeqCst) {
+            tools.push(Tool::new("extra", "Offered after `grow`.", none()).with_annotations(read_only()));
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let result = match request.name.as_ref() {
             "echo" => {
@@ -78,6 +95,23 @@ impl ServerHandler for Fixture {
                 Ok(text) => CallToolResult::success(vec![Content::text(text)]),
                 Err(e) => CallToolResult::error(vec![Content::text(format!("cannot read: {e}"))]),
             },
+            "crash" => {
+                eprintln!("fixture: crashing as asked");
+                std::process::exit(9);
+            }
+            "grow" => {
+                self.grown.store(true, Ordering::SeqCst);
+                let _ = context.peer.notify_tool_list_changed().await;
+                CallToolResult::success(vec![Content::text("grown")])
+            }
+            "extra" if self.grown.load(Ordering::SeqCst) => CallToolResult::success(vec![Content::text("extra here")]),
+            "big" => {
+                let bytes = request.arguments.as_ref().and_then(|a| a.get("bytes")).and_then(Value::as_u64);
+                let bytes = bytes.ok_or_else(|| ErrorData::invalid_params("`bytes` must be a number", None))?;
+                let line = "0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmn\n";
+                let text: String = line.chars().cycle().take(bytes as usize).collect();
+                CallToolResult::success(vec![Content::text(format!("BEGIN{text}END"))])
+            }
             other => return Err(ErrorData::invalid_params(format!("no tool `{other}`"), None)),
         };
         Ok(CallToolResponse::from(result))
@@ -92,7 +126,7 @@ async fn main() {
     }
     eprintln!("fixture ready");
     let transport = (tokio::io::stdin(), tokio::io::stdout());
-    match Fixture.serve(transport).await {
+    match Fixture::default().serve(transport).await {
         Ok(running) => {
             let _ = running.waiting().await;
         }

@@ -1,0 +1,187 @@
+//! One running external MCP server: its confined process, rmcp's client session over the
+//! process's stdin and stdout, its tool list (listed again on
+//! `notifications/tools/list_changed`) and its last stderr lines, for notices and errors.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceExt};
+use superpi_proto::tool::{ToolCallResult, ToolDef};
+use superpi_sandbox::{Sandbox, ServerHandle, ServerSpec, ToolCall};
+use tokio::io::AsyncBufReadExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::mcp_client::ServerKey;
+use crate::mcp_tools::{call_result, tool_def};
+use crate::sync::lock;
+
+/// How long a server has to start and answer `initialize` and `tools/list`.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// A call's deadline when the call names none.
+const CALL_TIMEOUT: Duration = Duration::from_secs(300);
+/// Stderr lines kept per server, for notices and errors.
+const STDERR_LINES: usize = 20;
+
+/// One tool of a server: its facts as superpi offers it, and its name on the server.
+#[derive(Debug, Clone)]
+pub(crate) struct Listed {
+    pub def: ToolDef,
+    pub tool: String,
+}
+
+/// How a call to a server ended.
+pub(crate) enum Called {
+    /// The server answered (or the call was cancelled or passed its deadline).
+    Answered(ToolCallResult),
+    /// The server went away during the call: why, with its last stderr lines.
+    Lost(String),
+}
+
+pub(crate) struct Connection {
+    name: String,
+    service: RunningService<RoleClient, ListWatcher>,
+    tools: Arc<RwLock<Vec<Listed>>>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    /// Cancelled when its stderr closes (it exited).
+    stderr_closed: CancellationToken,
+    process: ServerHandle,
+}
+
+impl Connection {
+    /// Starts the server of `key` confined to its workspace and lists its tools.
+    pub async fn start(sandbox: &Sandbox, key: &ServerKey) -> Result<Connection, String> {
+        let (name, config) = (&key.name, &key.config);
+        let spec = ServerSpec {
+            program: config.command.clone(),
+            args: config.args.clone(),
+            env: config.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            cwd: config.cwd.clone(),
+            workspace: key.workspace.clone(),
+            network: key.network,
+        };
+        let process = sandbox.start_server(spec).await?;
+        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        let stderr_closed = CancellationToken::new();
+        tokio::spawn(keep_stderr(name.clone(), process.stderr, stderr.clone(), stderr_closed.clone()));
+        let tools = Arc::new(RwLock::new(Vec::new()));
+        let watcher = ListWatcher { server: name.clone(), tools: tools.clone() };
+        let started = tokio::time::timeout(START_TIMEOUT, async {
+            let service = watcher.serve((process.stdout, process.stdin)).await.map_err(|e| e.to_string())?;
+            let listed = service.peer().list_all_tools().await.map_err(|e| format!("tools/list: {e}"))?;
+            Ok::<_, String>((service, listed))
+        })
+        .await
+        .unwrap_or_else(|_| Err(format!("it did not answer within {START_TIMEOUT:?}")));
+        let (service, listed) = match started {
+            Ok(ok) => ok,
+            Err(why) => {
+                // The server's last words come with its exit, which closes stderr.
+                let _ = tokio::time::timeout(Duration::from_secs(2), stderr_closed.cancelled()).await;
+                return Err(with_stderr(why, &stderr));
+            }
+        };
+        *tools.write().unwrap_or_else(|p| p.into_inner()) = listed_tools(name, &listed);
+        tracing::info!(server = %name, workspace = %key.workspace.display(), tools = listed.len(), "MCP server started");
+        Ok(Connection { name: name.clone(), service, tools, stderr, stderr_closed, process: process.handle })
+    }
+
+    pub fn alive(&self) -> bool {
+        !self.service.is_closed() && !self.service.peer().is_transport_closed()
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.process.pid()
+    }
+
+    /// Its tools as last listed.
+    pub fn tools(&self) -> Vec<Listed> {
+        self.tools.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Calls `tool`. Cancel and the deadline drop the request, which sends
+    /// `notifications/cancelled` to the server.
+    pub async fn call(&self, tool: &str, call: &ToolCall, cancel: &CancellationToken) -> Called {
+        let arguments = match &call.arguments {
+            serde_json::Value::Object(map) => Some(map.clone()),
+            serde_json::Value::Null => None,
+            _ => {
+                return Called::Answered(ToolCallResult::error(format!(
+                    "`{}`: the arguments must be an object",
+                    call.name
+                )));
+            }
+        };
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        params.arguments = arguments;
+        let deadline = call.timeout.unwrap_or(CALL_TIMEOUT);
+        let name = &self.name;
+        tokio::select! {
+            answer = self.service.peer().call_tool(params) => match answer {
+                Ok(result) => Called::Answered(call_result(result)),
+                Err(err) if self.alive() && matches!(err, rmcp::ServiceError::McpError(_)) => {
+                    Called::Answered(ToolCallResult::error(format!("the MCP server `{name}` refused the call: {err}")))
+                }
+                Err(err) => {
+                    // Its exit closes stderr too: give its last words a moment.
+                    let _ = tokio::time::timeout(Duration::from_millis(500), self.stderr_closed.cancelled()).await;
+                    Called::Lost(with_stderr(format!("the MCP server `{name}` went away during the call: {err}"), &self.stderr))
+                }
+            },
+            _ = cancel.cancelled() => Called::Answered(ToolCallResult::error("cancelled")),
+            _ = tokio::time::sleep(deadline) => {
+                Called::Answered(ToolCallResult::error(format!("the MCP server `{name}` did not answer within {deadline:?}")))
+            }
+        }
+    }
+}
+
+fn listed_tools(server: &str, listed: &[rmcp::model::Tool]) -> Vec<Listed> {
+    listed.iter().map(|tool| Listed { def: tool_def(server, tool), tool: tool.name.to_string() }).collect()
+}
+
+/// The client side's handler: lists the tools again when the server says they changed.
+struct ListWatcher {
+    server: String,
+    tools: Arc<RwLock<Vec<Listed>>>,
+}
+
+impl rmcp::ClientHandler for ListWatcher {
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        match context.peer.list_all_tools().await {
+            Ok(listed) => {
+                tracing::info!(server = %self.server, tools = listed.len(), "MCP server's tools changed");
+                *self.tools.write().unwrap_or_else(|p| p.into_inner()) = listed_tools(&self.server, &listed);
+            }
+            Err(err) => tracing::warn!(server = %self.server, "listing the changed tools: {err}"),
+        }
+    }
+}
+
+async fn keep_stderr(
+    name: String,
+    stderr: tokio::net::unix::pipe::Receiver,
+    kept: Arc<Mutex<VecDeque<String>>>,
+    closed: CancellationToken,
+) {
+    let _closed = closed.drop_guard();
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::debug!(server = %name, "{line}");
+        let mut kept = lock(&kept);
+        if kept.len() == STDERR_LINES {
+            kept.pop_front();
+        }
+        kept.push_back(line);
+    }
+}
+
+fn with_stderr(why: String, stderr: &Mutex<VecDeque<String>>) -> String {
+    let lines = lock(stderr);
+    if lines.is_empty() {
+        return why;
+    }
+    let last: Vec<&str> = lines.iter().rev().take(5).rev().map(String::as_str).collect();
+    format!("{why}; its last stderr lines: {}", last.join(" | "))
+}
