@@ -27,7 +27,13 @@ pub(crate) async fn serve(kernel: Arc<Kernel>, stream: UnixStream) {
         Greeting::Peer(peer) => {
             let peer = Arc::new(peer);
             read_loop(&kernel, &peer, &mut reader).await;
-            lock(&peer.subscriptions).clear();
+            let subscriptions: Vec<_> = lock(&peer.subscriptions).drain().map(|(_, sub)| sub).collect();
+            if kernel.closing.is_cancelled() {
+                // The kernel is stopping: each watcher gets the ends of its turns first.
+                for sub in subscriptions {
+                    sub.finish().await;
+                }
+            }
             false
         }
         Greeting::Closed => false,
@@ -63,7 +69,7 @@ async fn handshake(
 ) -> Greeting {
     let first = tokio::select! {
         first = reader.next() => first,
-        _ = kernel.shutdown.cancelled() => None,
+        _ = kernel.closing.cancelled() => None,
     };
     let Some(first) = first else { return Greeting::Closed };
     let body = match first {
@@ -136,7 +142,8 @@ async fn read_loop(
     loop {
         let next = tokio::select! {
             next = reader.next() => next,
-            _ = kernel.shutdown.cancelled() => return,
+            // Not at `shutdown`: watchers stay until the turns' interrupted ends reach them.
+            _ = kernel.closing.cancelled() => return,
         };
         let body = match next {
             None => return,

@@ -10,7 +10,7 @@ use superpi_policy::{ConversationPolicy, Mode};
 use superpi_proto::{EntryKind, Event, Message};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use crate::store::{Commit, ConversationRow, Store, StoreError};
+use crate::store::{Commit, ConversationRow, Store, StoreError, TurnStatus};
 use crate::sync::lock;
 
 /// Where a conversation commits its events: the store, reached through whatever holds it (the
@@ -124,30 +124,74 @@ impl Conversation {
     }
 
     /// Publishes an event: stamps its seq, commits it (with its entry) unless it is a
-    /// transient delta, and hands it to every watcher.
+    /// transient delta, and hands it to every watcher. A failed commit still reaches the
+    /// watchers (and uses its seq): they never wait for an event the store refused.
     pub fn publish(
         &self,
         store: &impl EventStore,
-        mut event: Event,
+        event: Event,
         entry: Option<(EntryKind, &Message)>,
     ) -> Result<u64, StoreError> {
         let mut seq = lock(&self.seq);
-        let next = *seq + 1;
+        let (next, json, stored) = self.commit_next(store, *seq, event, entry, None);
+        *seq = next;
+        let _ = self.tx.send(Arc::new(Published { seq: next, json }));
+        stored.map(|()| next)
+    }
+
+    /// Publishes a turn's start or end with the status it gives the turn, in one transaction.
+    /// When that commit fails at a turn's end, watchers get a `turn_error` saying so instead
+    /// of the event (the turn stays `running` in the store; the next start marks it
+    /// interrupted).
+    pub fn publish_turn(
+        &self,
+        store: &impl EventStore,
+        event: Event,
+        entry: Option<(EntryKind, &Message)>,
+        status: TurnStatus<'_>,
+    ) -> Result<u64, StoreError> {
+        let ends = event.body.is_turn_end();
+        let mut seq = lock(&self.seq);
+        let (next, mut json, stored) = self.commit_next(store, *seq, event, entry, Some(status));
+        if let Err(err) = &stored
+            && ends
+        {
+            let why = format!("the turn's end could not be stored: {err}");
+            let mut error = Event::turn_error(self.id, status.turn_id, why);
+            error.seq = next;
+            json = error.to_json();
+        }
+        *seq = next;
+        let _ = self.tx.send(Arc::new(Published { seq: next, json }));
+        stored.map(|()| next)
+    }
+
+    /// Stamps the event with the seq after `head` and commits it (under the seq lock).
+    fn commit_next(
+        &self,
+        store: &impl EventStore,
+        head: u64,
+        mut event: Event,
+        entry: Option<(EntryKind, &Message)>,
+        turn_status: Option<TurnStatus<'_>>,
+    ) -> (u64, String, Result<(), StoreError>) {
+        let next = head + 1;
         event.seq = next;
         event.conversation_id = self.id;
         let json = event.to_json();
-        if !event.body.is_transient() {
+        let stored = if event.body.is_transient() {
+            Ok(())
+        } else {
             store.event_store().commit(&Commit {
                 conversation_id: self.id,
                 seq: next,
                 event_type: event.type_name(),
                 wire: &json,
                 entry: entry.map(|(kind, message)| (kind, event.turn_id, message)),
-            })?;
-        }
-        *seq = next;
-        let _ = self.tx.send(Arc::new(Published { seq: next, json }));
-        Ok(next)
+                turn_status,
+            })
+        };
+        (next, json, stored)
     }
 
     /// Publishes, logging a store failure (the turn goes on; the event still reaches watchers).

@@ -38,6 +38,10 @@ fn not_found(id: i64) -> ErrorObject {
     ErrorObject::new(codes::NOT_FOUND, format!("conversation {id} not found"))
 }
 
+fn stopping() -> ErrorObject {
+    ErrorObject::new(codes::INTERNAL_ERROR, "the kernel is stopping")
+}
+
 fn to_value<T: serde::Serialize>(t: T) -> Reply {
     serde_json::to_value(t).map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, e.to_string()))
 }
@@ -76,13 +80,15 @@ pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str,
         Method::ToolCall(p) => crate::tools_direct::call(kernel, peer, p).await,
         Method::KernelStatus => status(kernel, peer),
         Method::KernelShutdown => {
+            // The stop begins once the answer is queued; connections stay open (and flush)
+            // until running turns have ended (server.rs), so the answer reaches the client.
+            let (queued, answered) = oneshot::channel();
             let kernel = kernel.clone();
             tokio::spawn(async move {
-                // Let the answer reach the client before the listener closes.
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                let _ = answered.await;
                 kernel.shutdown.cancel();
             });
-            Ok(json!({"stopping": true}))
+            return Handled { result: Ok(json!({"stopping": true})), after_response: Some(queued) };
         }
         _ => Err(ErrorObject::new(codes::METHOD_NOT_FOUND, "method not served")),
     };
@@ -243,17 +249,22 @@ async fn submit(kernel: &Arc<Kernel>, peer: &Peer, p: SubmitParams) -> Reply {
     if !has_text {
         return Err(ErrorObject::new(codes::INVALID_PARAMS, "a prompt needs text: give `prompt` or text `content`"));
     }
+    if kernel.shutdown.is_cancelled() {
+        return Err(stopping());
+    }
     let message = Message { role: Role::User, content, usage: None, stop_reason: None };
     // The turn runs at most in the submitter's ceiling: a remote caller's stays the remote
     // one even in a conversation the terminal left in `auto`.
     let harness = kernel.catalog.harness(Some(&conv.settings().harness))?;
     let ceiling = kernel.catalog.max_mode(harness, peer.remote);
     let queued = conv.is_running();
-    let turn_id = kernel.store.create_turn(conv.id, "queued").map_err(internal)?;
-    conv.input
-        .send(Input::Submit { turn_id, message, ceiling })
-        .await
-        .map_err(|_| ErrorObject::new(codes::INTERNAL_ERROR, "the conversation is shutting down"))?;
+    // Acknowledged means stored: the turn and its prompt are written before the answer.
+    let turn_id = kernel.store.create_turn(conv.id, &message).map_err(internal)?;
+    if conv.input.send(Input::Submit { turn_id, message, ceiling }).await.is_err() {
+        // The actor stopped (the kernel is stopping) between the check and the send.
+        let _ = kernel.store.set_turn_status(turn_id, "error", Some("the kernel is stopping"));
+        return Err(stopping());
+    }
     to_value(SubmitResult { turn_id, queued })
 }
 
@@ -271,7 +282,8 @@ fn watch(kernel: &Arc<Kernel>, peer: &Arc<Peer>, p: WatchParams) -> Handled {
         reads_files: p.reads_files,
     };
     let (start_tx, start_rx) = oneshot::channel();
-    let (handle, head) = subscription::start(kernel.store.clone(), conv, spec, peer.out.clone(), start_rx);
+    let (handle, head) =
+        subscription::start(kernel.store.clone(), kernel.closing.clone(), conv, spec, peer.out.clone(), start_rx);
     lock(&peer.subscriptions).insert(id, handle);
     Handled { result: to_value(WatchResult { subscription: id, head_seq: head }), after_response: Some(start_tx) }
 }

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use superpi_sandbox::Sandbox;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::activity::Activity;
 use crate::config::KernelConfig;
@@ -35,7 +36,14 @@ pub(crate) struct Kernel {
     pub direct_calls: RunningCalls,
     pub activity: Activity,
     next_subscription: AtomicU64,
+    /// A stop was asked for: no more clients, running turns end as interrupted.
     pub shutdown: CancellationToken,
+    /// Turns have ended (or the drain gave up on them): connections flush and close.
+    pub closing: CancellationToken,
+    /// Conversation actors and their turns, which a stop waits for.
+    pub tasks: TaskTracker,
+    /// Client connections, which a stop waits for once `closing` has fired.
+    pub connections: TaskTracker,
 }
 
 impl Kernel {
@@ -53,6 +61,9 @@ impl Kernel {
             activity: Activity::new(),
             next_subscription: AtomicU64::new(1),
             shutdown: CancellationToken::new(),
+            closing: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+            connections: TaskTracker::new(),
         })
     }
 

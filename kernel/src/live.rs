@@ -40,7 +40,7 @@ pub(crate) fn conversation(kernel: &Arc<Kernel>, id: i64) -> Result<Option<Arc<C
         Ok(conv) => conv,
         Err(live) => return Ok(Some(live)),
     };
-    tokio::spawn(actor(kernel.clone(), conv.clone(), rx));
+    kernel.tasks.spawn(actor(kernel.clone(), conv.clone(), rx));
     Ok(Some(conv))
 }
 
@@ -48,9 +48,15 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
     let mut queue: VecDeque<(i64, Message, Mode)> = VecDeque::new();
     let mut current: Option<(i64, CancellationToken)> = None;
     loop {
+        // Stopping: wait for the running turn's end (its token is the kernel's child, so it
+        // ends promptly), so the turns behind it are recorded after it, in order.
+        let stopping = kernel.shutdown.is_cancelled();
+        if stopping && current.is_none() {
+            break;
+        }
         let input = tokio::select! {
             input = rx.recv() => input,
-            _ = kernel.shutdown.cancelled() => None,
+            _ = kernel.shutdown.cancelled(), if !stopping => continue,
         };
         let Some(input) = input else { break };
         match input {
@@ -75,6 +81,7 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
             }
         }
         if current.is_none()
+            && !kernel.shutdown.is_cancelled()
             && let Some((turn_id, message, ceiling)) = queue.pop_front()
         {
             let token = kernel.shutdown.child_token();
@@ -82,11 +89,21 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
             *lock(&conv.running) = Some(turn_id);
             kernel.activity.turn_started();
             let (k, c) = (kernel.clone(), conv.clone());
-            tokio::spawn(async move {
+            kernel.tasks.spawn(async move {
                 crate::turn::run(&k, &c, turn_id, ceiling, message, token).await;
                 let _ = c.input.send(Input::TurnEnded { turn_id }).await;
             });
         }
     }
-    // Shutting down: turns still queued are marked by recovery at the next start.
+    // Turns that never started, those queued here and those still in the channel, end as
+    // interrupted with their prompts in the history: watchers see every acknowledged turn end.
+    rx.close();
+    while let Ok(input) = rx.try_recv() {
+        if let Input::Submit { turn_id, message, ceiling } = input {
+            queue.push_back((turn_id, message, ceiling));
+        }
+    }
+    for (turn_id, message, _) in queue {
+        crate::recovery::interrupt_unstarted(&kernel, &conv, turn_id, &message);
+    }
 }

@@ -17,7 +17,7 @@ use superpi_proto::{ContentBlock, Entry, EntryKind, Event, Message, Role};
 use crate::conversation::Conversation;
 use crate::kernel::Kernel;
 use crate::live;
-use crate::store::StoreError;
+use crate::store::{StoreError, TurnStatus};
 
 /// Why a turn left tool calls without results; says so in the result the model reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,11 +127,41 @@ pub(crate) fn close_after(kernel: &Kernel, conv: &Conversation, turn_id: i64, en
     }
 }
 
+/// Ends a turn the kernel's stop interrupted (while stopping, or found at the next start):
+/// its open calls get results, its conversation a notice, and the turn its end
+/// (`turn_error`), written with the status `interrupted`, so a replay shows it finished.
+/// `when` says what the turn was doing ("while it ran"). Returns how many calls it closed.
+pub(crate) fn end_interrupted(
+    kernel: &Kernel,
+    conv: &Conversation,
+    turn_id: i64,
+    when: &str,
+) -> Result<usize, StoreError> {
+    let closed = close_open_calls(kernel, conv, Scope::Turn(turn_id), OpenCallEnd::Interrupted)?;
+    let message = format!("turn {turn_id} was interrupted: the kernel stopped {when}");
+    conv.emit(kernel, Event::notice(conv.id, Some(turn_id), "warning", &message));
+    let status = TurnStatus { turn_id, status: "interrupted", error: Some(&message) };
+    conv.publish_turn(kernel, Event::turn_error(conv.id, turn_id, message.clone()), None, status)?;
+    Ok(closed)
+}
+
+/// A turn that never started (queued when the kernel stopped): its acknowledged prompt goes
+/// into the history, as a started turn's does, and the turn ends as interrupted.
+pub(crate) fn interrupt_unstarted(kernel: &Kernel, conv: &Conversation, turn_id: i64, prompt: &Message) {
+    let event = Event::message_completed(conv.id, Some(turn_id), Role::User, prompt.content.clone(), None);
+    let stored = conv
+        .publish(kernel, event, Some((EntryKind::User, prompt)))
+        .and_then(|_| end_interrupted(kernel, conv, turn_id, "before it started"));
+    if let Err(err) = stored {
+        tracing::error!(conversation = conv.id, turn_id, "ending a turn that never started: {err}");
+    }
+}
+
 /// At start, before the socket is bound: every turn a dead kernel left running or queued is
-/// marked interrupted; its open calls get results, its conversation a notice, and the turn its
-/// end (`turn_error`), so a replay shows it finished.
+/// ended as interrupted, a queued one with its prompt stored first.
 pub(crate) fn recover_interrupted(kernel: &Arc<Kernel>) -> Result<(), StoreError> {
-    for (conversation_id, turn_id) in kernel.store.recover_interrupted()? {
+    for turn in kernel.store.recover_interrupted()? {
+        let (conversation_id, turn_id) = (turn.conversation_id, turn.turn_id);
         let conv = match live::conversation(kernel, conversation_id) {
             Ok(Some(conv)) => conv,
             Ok(None) => continue,
@@ -140,11 +170,13 @@ pub(crate) fn recover_interrupted(kernel: &Arc<Kernel>) -> Result<(), StoreError
                 continue;
             }
         };
-        let closed = close_open_calls(kernel, &conv, Scope::Turn(turn_id), OpenCallEnd::Interrupted)?;
-        let message = format!("turn {turn_id} was interrupted: the kernel stopped while it ran");
-        conv.emit(kernel, Event::notice(conversation_id, Some(turn_id), "warning", &message));
-        conv.emit(kernel, Event::turn_error(conversation_id, turn_id, message));
-        tracing::info!(conversation_id, turn_id, closed, "recovered an interrupted turn");
+        match &turn.unstarted_prompt {
+            Some(prompt) => interrupt_unstarted(kernel, &conv, turn_id, prompt),
+            None => {
+                let closed = end_interrupted(kernel, &conv, turn_id, "while it ran")?;
+                tracing::info!(conversation_id, turn_id, closed, "recovered an interrupted turn");
+            }
+        }
     }
     Ok(())
 }

@@ -50,10 +50,36 @@ pub async fn run(config: KernelConfig) -> Result<(), KernelError> {
     let idle = tokio::spawn(watch_idleness(kernel.clone()));
     let result = accept_loop(&kernel, &listener).await;
     idle.abort();
-    kernel.shutdown.cancel();
+    drop(listener);
     let _ = fs::remove_file(&socket_path);
+    drain(&kernel).await;
     tracing::info!("kernel stopped");
+    // The lock goes last (when this returns): whoever waits for it finds the socket gone.
     result
+}
+
+/// How long a stop waits for running turns to end as interrupted.
+const DRAIN_TURNS: Duration = Duration::from_secs(10);
+/// How long a stop then waits for connections to send what is queued for them.
+const DRAIN_CONNECTIONS: Duration = Duration::from_secs(5);
+
+/// A clean stop: running turns end as interrupted (their tool calls get results) and queued
+/// ones are recorded, watchers get those ends, connections flush and close, and the store's
+/// log is folded into the database. Waits on the tasks themselves, bounded.
+async fn drain(kernel: &Arc<Kernel>) {
+    kernel.shutdown.cancel();
+    kernel.tasks.close();
+    if tokio::time::timeout(DRAIN_TURNS, kernel.tasks.wait()).await.is_err() {
+        tracing::warn!("turns still running {DRAIN_TURNS:?} after the stop began: stopping without them");
+    }
+    kernel.closing.cancel();
+    kernel.connections.close();
+    if tokio::time::timeout(DRAIN_CONNECTIONS, kernel.connections.wait()).await.is_err() {
+        tracing::warn!("connections still open {DRAIN_CONNECTIONS:?} after the turns ended: closing them");
+    }
+    if let Err(err) = kernel.store.checkpoint() {
+        tracing::warn!("folding the store's log at stop: {err}");
+    }
 }
 
 async fn accept_loop(kernel: &Arc<Kernel>, listener: &UnixListener) -> Result<(), KernelError> {
@@ -71,7 +97,7 @@ async fn accept_loop(kernel: &Arc<Kernel>, listener: &UnixListener) -> Result<()
                         continue;
                     }
                     kernel.activity.touch();
-                    tokio::spawn(crate::connection::serve(kernel.clone(), stream));
+                    kernel.connections.spawn(crate::connection::serve(kernel.clone(), stream));
                 }
                 Err(err) => {
                     tracing::warn!("accept failed: {err}");

@@ -14,6 +14,7 @@ use superpi_proto::{Entry, EntryKind, Message};
 const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_init", include_str!("../migrations/0001_init.sql")),
     ("0002_permission_overrides", include_str!("../migrations/0002_permission_overrides.sql")),
+    ("0003_turn_prompt", include_str!("../migrations/0003_turn_prompt.sql")),
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -51,13 +52,32 @@ pub struct NewConversation {
     pub title: Option<String>,
 }
 
-/// An event to commit, with the entry it carries when it is a message or a tool result.
+/// An event to commit, with the entry it carries when it is a message or a tool result, and
+/// the turn status it sets (a turn's start and end are written with their event).
 pub struct Commit<'a> {
     pub conversation_id: i64,
     pub seq: u64,
     pub event_type: &'a str,
     pub wire: &'a str,
     pub entry: Option<(EntryKind, Option<i64>, &'a Message)>,
+    pub turn_status: Option<TurnStatus<'a>>,
+}
+
+/// A turn's new status, and the error that ended it.
+#[derive(Debug, Clone, Copy)]
+pub struct TurnStatus<'a> {
+    pub turn_id: i64,
+    pub status: &'a str,
+    pub error: Option<&'a str>,
+}
+
+/// A turn a dead kernel left running or queued, as recovery finds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InterruptedTurn {
+    pub conversation_id: i64,
+    pub turn_id: i64,
+    /// Its prompt when it never started (still queued): not yet in the history.
+    pub unstarted_prompt: Option<Message>,
 }
 
 pub struct Store {
@@ -96,22 +116,37 @@ impl Store {
         Ok(v as usize)
     }
 
-    /// Marks turns left running (or queued) by a dead kernel as interrupted; returns them as
-    /// (conversation, turn) pairs.
-    pub fn recover_interrupted(&self) -> Result<Vec<(i64, i64)>, StoreError> {
+    /// Marks turns left running (or queued) by a dead kernel as interrupted, returning them
+    /// in order with the prompts of those that never started.
+    pub fn recover_interrupted(&self) -> Result<Vec<InterruptedTurn>, StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         let rows = {
-            let mut stmt =
-                tx.prepare("SELECT conversation_id, id FROM turns WHERE status IN ('running', 'queued') ORDER BY id")?;
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<Vec<(i64, i64)>, _>>()?
+            let mut stmt = tx.prepare(
+                "SELECT conversation_id, id, status, prompt FROM turns WHERE status IN ('running', 'queued') ORDER BY id",
+            )?;
+            stmt.query_map([], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get::<_, Option<String>>(3)?))
+            })?
+            .collect::<Result<Vec<_>, _>>()?
         };
         tx.execute(
             "UPDATE turns SET status = 'interrupted', ended_at_ms = ?1 WHERE status IN ('running', 'queued')",
             [now_ms()],
         )?;
         tx.commit()?;
-        Ok(rows)
+        let mut turns = Vec::with_capacity(rows.len());
+        for (conversation_id, turn_id, status, prompt) in rows {
+            let unstarted_prompt = match (status.as_str(), prompt) {
+                ("queued", Some(json)) => Some(
+                    serde_json::from_str(&json)
+                        .map_err(|e| StoreError::Corrupt(format!("the prompt of turn {turn_id}: {e}")))?,
+                ),
+                _ => None,
+            };
+            turns.push(InterruptedTurn { conversation_id, turn_id, unstarted_prompt });
+        }
+        Ok(turns)
     }
 
     pub fn create_conversation(&self, new: &NewConversation) -> Result<ConversationRow, StoreError> {
@@ -245,6 +280,9 @@ impl Store {
             )?;
         }
         tx.execute("UPDATE conversations SET updated_at_ms = ?2 WHERE id = ?1", params![c.conversation_id, now])?;
+        if let Some(turn) = c.turn_status {
+            update_turn_status(&tx, turn)?;
+        }
         tx.commit()?;
         Ok(())
     }
@@ -295,22 +333,20 @@ impl Store {
         Ok(out)
     }
 
-    pub fn create_turn(&self, conversation_id: i64, status: &str) -> Result<i64, StoreError> {
+    /// Stores a queued turn with its prompt, in one statement: once this returns, the prompt
+    /// survives any kill.
+    pub fn create_turn(&self, conversation_id: i64, prompt: &Message) -> Result<i64, StoreError> {
+        let json = serde_json::to_string(prompt).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let conn = self.conn();
         conn.execute(
-            "INSERT INTO turns (conversation_id, status, created_at_ms) VALUES (?1, ?2, ?3)",
-            params![conversation_id, status, now_ms()],
+            "INSERT INTO turns (conversation_id, status, prompt, created_at_ms) VALUES (?1, 'queued', ?2, ?3)",
+            params![conversation_id, json, now_ms()],
         )?;
         Ok(conn.last_insert_rowid())
     }
 
     pub fn set_turn_status(&self, turn_id: i64, status: &str, error: Option<&str>) -> Result<(), StoreError> {
-        let ended = matches!(status, "completed" | "error" | "cancelled" | "interrupted").then(now_ms);
-        self.conn().execute(
-            "UPDATE turns SET status = ?2, error = ?3, ended_at_ms = ?4 WHERE id = ?1",
-            params![turn_id, status, error, ended],
-        )?;
-        Ok(())
+        update_turn_status(&self.conn(), TurnStatus { turn_id, status, error })
     }
 
     pub fn turn_status(&self, turn_id: i64) -> Result<Option<String>, StoreError> {
@@ -359,10 +395,26 @@ impl Store {
         self.conversation(id)?.ok_or_else(|| StoreError::Corrupt(format!("fork {id} vanished")))
     }
 
+    /// Folds the write-ahead log into the database and empties it: the last step of a clean
+    /// stop, so the files left behind need no recovery.
+    pub fn checkpoint(&self) -> Result<(), StoreError> {
+        self.conn().query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        Ok(())
+    }
+
     /// Runs SQLite's integrity check.
     pub fn integrity_check(&self) -> Result<String, StoreError> {
         Ok(self.conn().query_row("PRAGMA integrity_check", [], |r| r.get(0))?)
     }
+}
+
+fn update_turn_status(conn: &Connection, turn: TurnStatus<'_>) -> Result<(), StoreError> {
+    let ended = matches!(turn.status, "completed" | "error" | "cancelled" | "interrupted").then(now_ms);
+    conn.execute(
+        "UPDATE turns SET status = ?2, error = ?3, ended_at_ms = ?4 WHERE id = ?1",
+        params![turn.turn_id, turn.status, turn.error, ended],
+    )?;
+    Ok(())
 }
 
 fn readdress(wire: &str, conversation_id: i64) -> Option<String> {

@@ -42,18 +42,47 @@ fn a_database_from_a_newer_build_is_refused() {
 }
 
 #[test]
-fn running_and_queued_turns_are_marked_interrupted_at_recovery() {
+fn running_and_queued_turns_are_marked_interrupted_at_recovery_with_unstarted_prompts() {
     let store = Store::open_in_memory().unwrap();
     let conv = new_conv(&store);
-    let done = store.create_turn(conv.id, "running").unwrap();
+    let prompt = Message::user_text("do not lose me");
+    let done = store.create_turn(conv.id, &prompt).unwrap();
     store.set_turn_status(done, "completed", None).unwrap();
-    let running = store.create_turn(conv.id, "running").unwrap();
-    let queued = store.create_turn(conv.id, "queued").unwrap();
+    let running = store.create_turn(conv.id, &prompt).unwrap();
+    store.set_turn_status(running, "running", None).unwrap();
+    let queued = store.create_turn(conv.id, &prompt).unwrap();
     let recovered = store.recover_interrupted().unwrap();
-    assert_eq!(recovered, vec![(conv.id, running), (conv.id, queued)]);
+    assert_eq!(
+        recovered,
+        vec![
+            InterruptedTurn { conversation_id: conv.id, turn_id: running, unstarted_prompt: None },
+            InterruptedTurn { conversation_id: conv.id, turn_id: queued, unstarted_prompt: Some(prompt) },
+        ]
+    );
     assert_eq!(store.turn_status(running).unwrap().as_deref(), Some("interrupted"));
     assert_eq!(store.turn_status(done).unwrap().as_deref(), Some("completed"));
     assert!(store.recover_interrupted().unwrap().is_empty());
+}
+
+#[test]
+fn a_turn_status_is_committed_with_its_event_or_not_at_all() {
+    let store = Store::open_in_memory().unwrap();
+    let conv = new_conv(&store);
+    let turn_id = store.create_turn(conv.id, &Message::user_text("go")).unwrap();
+    let end = |seq: u64| Commit {
+        conversation_id: conv.id,
+        seq,
+        event_type: "turn_completed",
+        wire: "{}",
+        entry: None,
+        turn_status: Some(TurnStatus { turn_id, status: "completed", error: None }),
+    };
+    store.commit(&end(1)).unwrap();
+    assert_eq!(store.turn_status(turn_id).unwrap().as_deref(), Some("completed"));
+    store.set_turn_status(turn_id, "running", None).unwrap();
+    // A refused event (its seq is taken) leaves the status as it was.
+    assert!(store.commit(&end(1)).is_err());
+    assert_eq!(store.turn_status(turn_id).unwrap().as_deref(), Some("running"));
 }
 
 #[test]
@@ -68,6 +97,7 @@ fn commits_store_events_and_entries_together_and_replay_in_order() {
             event_type: "message_completed",
             wire: "{\"seq\":1}",
             entry: Some((EntryKind::User, None, &msg)),
+            turn_status: None,
         })
         .unwrap();
     store
@@ -77,6 +107,7 @@ fn commits_store_events_and_entries_together_and_replay_in_order() {
             event_type: "turn_started",
             wire: "{\"seq\":5}",
             entry: None,
+            turn_status: None,
         })
         .unwrap();
     assert_eq!(store.head_seq(conv.id).unwrap(), 5);
@@ -89,7 +120,16 @@ fn commits_store_events_and_entries_together_and_replay_in_order() {
     assert_eq!(entries[0].message.role, Role::User);
     // A seq is committed once: a duplicate is refused, not overwritten.
     assert!(
-        store.commit(&Commit { conversation_id: conv.id, seq: 5, event_type: "x", wire: "{}", entry: None }).is_err()
+        store
+            .commit(&Commit {
+                conversation_id: conv.id,
+                seq: 5,
+                event_type: "x",
+                wire: "{}",
+                entry: None,
+                turn_status: None
+            })
+            .is_err()
     );
 }
 
@@ -107,6 +147,7 @@ fn fork_copies_history_up_to_a_seq() {
                 event_type: "message_completed",
                 wire: &wire,
                 entry: Some((EntryKind::User, None, &msg)),
+                turn_status: None,
             })
             .unwrap();
     }

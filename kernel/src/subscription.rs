@@ -13,6 +13,7 @@ use superpi_proto::message::{Lagged, encode_event_batch};
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{Conversation, Published};
 use crate::store::Store;
@@ -24,7 +25,7 @@ const MAX_BATCH: usize = 512;
 pub(crate) struct SubscriptionHandle {
     credits: Arc<Semaphore>,
     in_flight: Arc<AtomicU64>,
-    task: JoinHandle<()>,
+    task: Option<JoinHandle<()>>,
 }
 
 impl SubscriptionHandle {
@@ -44,9 +45,21 @@ impl SubscriptionHandle {
     }
 }
 
+impl SubscriptionHandle {
+    /// Waits for the forwarder to end by itself (it does once the kernel is closing, after
+    /// sending what the conversation published).
+    pub async fn finish(mut self) {
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
 impl Drop for SubscriptionHandle {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(task) = &self.task {
+            task.abort();
+        }
     }
 }
 
@@ -59,9 +72,12 @@ pub(crate) struct WatchSpec {
 }
 
 /// Starts a subscription. Its task waits for `start` so the watch's response goes out
-/// before its first event. Returns the handle and the head seq at subscription time.
+/// before its first event. Returns the handle and the head seq at subscription time. Once
+/// `closing` fires (the kernel stops, its turns have ended) the forwarder sends what is left,
+/// whatever the credit, and ends.
 pub(crate) fn start(
     store: Arc<Store>,
+    closing: CancellationToken,
     conv: Arc<Conversation>,
     spec: WatchSpec,
     out: mpsc::UnboundedSender<Bytes>,
@@ -76,18 +92,19 @@ pub(crate) fn start(
     let interactive = spec.interactive.then(|| WatcherGuard::count(&conv, |c| &c.interactive_watchers));
     let reads_files = spec.reads_files.then(|| WatcherGuard::count(&conv, |c| &c.file_readers));
     let forwarder =
-        Forwarder { store, conv, spec, out, credits: credits.clone(), in_flight: in_flight.clone(), window };
+        Forwarder { store, closing, conv, spec, out, credits: credits.clone(), in_flight: in_flight.clone(), window };
     let task = tokio::spawn(async move {
         let _counted = (interactive, reads_files);
         if start.await.is_ok() {
             forwarder.run(head, rx).await;
         }
     });
-    (SubscriptionHandle { credits, in_flight, task }, head)
+    (SubscriptionHandle { credits, in_flight, task: Some(task) }, head)
 }
 
 struct Forwarder {
     store: Arc<Store>,
+    closing: CancellationToken,
     conv: Arc<Conversation>,
     spec: WatchSpec,
     out: mpsc::UnboundedSender<Bytes>,
@@ -140,7 +157,22 @@ impl Forwarder {
 
         let mut batch: Vec<Arc<Published>> = Vec::with_capacity(self.max_batch());
         loop {
-            let lagged = match rx.recv().await {
+            let received = tokio::select! {
+                received = rx.recv() => received,
+                _ = self.closing.cancelled() => {
+                    // Turns have ended: send what is left, whatever the credit, and end.
+                    let rest: Vec<Arc<Published>> =
+                        std::iter::from_fn(|| rx.try_recv().ok()).filter(|ev| ev.seq > last_sent).collect();
+                    for chunk in rest.chunks(self.max_batch()) {
+                        let events: Vec<&str> = chunk.iter().map(|ev| ev.json.as_str()).collect();
+                        if !self.send_frame(&events) {
+                            return;
+                        }
+                    }
+                    return;
+                }
+            };
+            let lagged = match received {
                 Ok(ev) => {
                     if ev.seq > last_sent {
                         batch.push(ev);
@@ -189,7 +221,12 @@ impl Forwarder {
         let mut rest = events;
         while !rest.is_empty() {
             let left = rest.len();
-            match self.credits.acquire().await {
+            let credit = tokio::select! {
+                credit = self.credits.acquire() => credit,
+                // Closing: a watcher that stopped acking gets the rest without credit.
+                _ = self.closing.cancelled() => return self.send_frame(rest),
+            };
+            match credit {
                 Ok(permit) => permit.forget(),
                 Err(_) => return false,
             }

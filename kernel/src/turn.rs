@@ -17,6 +17,7 @@ use crate::kernel::Kernel;
 use crate::mcp_client::Attached;
 use crate::pipeline::{self, CallEnd, Caller, PlannedCall};
 use crate::recovery::OpenCallEnd;
+use crate::store::TurnStatus;
 use crate::sync::lock;
 
 /// A turn stops after this many model calls, whatever the model wants.
@@ -37,15 +38,14 @@ pub(crate) async fn run(
     cancel: CancellationToken,
 ) {
     let cid = conv.id;
-    let _ = kernel.store.set_turn_status(turn_id, "running", None);
-    if let Err(err) = conv.publish(
-        kernel,
-        Event::message_completed(cid, Some(turn_id), Role::User, message.content.clone(), None),
-        Some((EntryKind::User, &message)),
-    ) {
+    // The prompt enters the history with the turn's `running` status, in one transaction.
+    let prompt = Event::message_completed(cid, Some(turn_id), Role::User, message.content.clone(), None);
+    let running = TurnStatus { turn_id, status: "running", error: None };
+    if let Err(err) = conv.publish_turn(kernel, prompt, Some((EntryKind::User, &message)), running) {
         tracing::error!("storing the prompt of turn {turn_id}: {err}");
-        let _ = kernel.store.set_turn_status(turn_id, "error", Some(&err.to_string()));
-        conv.emit(kernel, Event::turn_error(cid, turn_id, format!("could not store the prompt: {err}")));
+        let why = format!("could not store the prompt: {err}");
+        let failed = TurnStatus { turn_id, status: "error", error: Some(&why) };
+        let _ = conv.publish_turn(kernel, Event::turn_error(cid, turn_id, why.clone()), None, failed);
         return;
     }
     let title: String = message.text().chars().take(80).collect();
@@ -55,31 +55,31 @@ pub(crate) async fn run(
     conv.emit(kernel, Event::turn_started(cid, turn_id));
 
     let ended = drive(kernel, conv, turn_id, ceiling, &cancel).await;
+    if kernel.shutdown.is_cancelled() && !matches!(ended, Ok(TurnEnd::Completed { .. })) {
+        // The kernel is stopping: the turn ends as interrupted, as recovery would end it.
+        if let Err(err) = crate::recovery::end_interrupted(kernel, conv, turn_id, "while it ran") {
+            tracing::error!("recording the interruption of turn {turn_id}: {err}");
+        }
+        return;
+    }
     // A turn that stops early leaves no tool call without a result (see recovery.rs).
     let open_call_end = match &ended {
         Ok(TurnEnd::Completed { .. }) => None,
-        _ if kernel.shutdown.is_cancelled() => Some(OpenCallEnd::Interrupted),
         Ok(TurnEnd::Cancelled) => Some(OpenCallEnd::Cancelled),
         Err(_) => Some(OpenCallEnd::Failed),
     };
     if let Some(end) = open_call_end {
         crate::recovery::close_after(kernel, conv, turn_id, end);
     }
-    let (status, error) = match ended {
+    let (event, status, error) = match ended {
         Ok(TurnEnd::Completed { result, stop_reason }) => {
-            conv.emit(kernel, Event::turn_completed(cid, turn_id, Some(result), stop_reason));
-            ("completed", None)
+            (Event::turn_completed(cid, turn_id, Some(result), stop_reason), "completed", None)
         }
-        Ok(TurnEnd::Cancelled) => {
-            conv.emit(kernel, Event::turn_cancelled(cid, turn_id));
-            ("cancelled", None)
-        }
-        Err(message) => {
-            conv.emit(kernel, Event::turn_error(cid, turn_id, message.clone()));
-            ("error", Some(message))
-        }
+        Ok(TurnEnd::Cancelled) => (Event::turn_cancelled(cid, turn_id), "cancelled", None),
+        Err(message) => (Event::turn_error(cid, turn_id, message.clone()), "error", Some(message)),
     };
-    if let Err(err) = kernel.store.set_turn_status(turn_id, status, error.as_deref()) {
+    let status = TurnStatus { turn_id, status, error: error.as_deref() };
+    if let Err(err) = conv.publish_turn(kernel, event, None, status) {
         tracing::error!("recording the end of turn {turn_id}: {err}");
     }
 }

@@ -196,8 +196,7 @@ async fn kernel(locations: &Locations, args: KernelArgs) -> anyhow::Result<ExitC
                     terminal::print_json(&serde_json::to_value(status)?);
                 }
                 KernelAction::Stop => {
-                    client.shutdown().await?;
-                    client.closed().await;
+                    client.stop(locations, Duration::from_secs(30)).await?;
                     eprintln!("kernel stopped");
                 }
             }

@@ -96,7 +96,7 @@ impl KernelClient {
                 Err(ClientError::Kernel(err)) if err.code == codes::KERNEL_REPLACED && !replaced => {
                     tracing::info!("{}", err.message);
                     replaced = true;
-                    crate::provider_env::wait_for_release(&opts.locations, opts.start_timeout).await?;
+                    opts.locations.wait_for_release(opts.start_timeout).await?;
                     continue;
                 }
                 Err(ClientError::Io(err)) if attempt < 5 && is_reset(&err) => attempt += 1,

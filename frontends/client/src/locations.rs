@@ -1,6 +1,9 @@
 //! Where superpi keeps its data, configuration and socket.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::ClientError;
 
 /// The three directories every `superpi` subcommand shares.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +61,39 @@ impl Locations {
         self.data_dir = dir.to_path_buf();
         self
     }
+
+    /// Waits until no kernel holds this data directory's lock, for at most `timeout`. A
+    /// kernel releases it last, after removing its socket: a stopped kernel is gone.
+    pub(crate) async fn wait_for_release(&self, timeout: Duration) -> Result<(), ClientError> {
+        let deadline = Instant::now() + timeout;
+        let mut delay = Duration::from_millis(2);
+        while is_locked(&self.lock_path())? {
+            if Instant::now() >= deadline {
+                return Err(ClientError::NoKernel(format!(
+                    "the stopping kernel still holds {} after {timeout:?}",
+                    self.lock_path().display()
+                )));
+            }
+            // Polling a lock that a dying process is about to release: back off up to 50 ms.
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_millis(50));
+        }
+        Ok(())
+    }
+}
+
+/// Whether a kernel holds `path` (its flock). Taking the lock to find out releases it at once.
+fn is_locked(path: &Path) -> Result<bool, ClientError> {
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(err) => return Err(err.into()),
+    };
+    match file.try_lock() {
+        Ok(()) => Ok(false),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(true),
+        Err(std::fs::TryLockError::Error(err)) => Err(err.into()),
+    }
 }
 
 #[cfg(test)]
@@ -82,6 +118,22 @@ mod tests {
         assert_eq!(l.data_dir, PathBuf::from("/d"));
         assert_eq!(l.config_dir, PathBuf::from("/c"));
         assert_eq!(l.socket_path(), PathBuf::from("/r/kernel.sock"));
+    }
+
+    #[tokio::test]
+    async fn a_held_lock_is_waited_for_and_a_free_one_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let locations = Locations {
+            data_dir: dir.path().to_path_buf(),
+            config_dir: dir.path().to_path_buf(),
+            runtime_dir: dir.path().to_path_buf(),
+        };
+        locations.wait_for_release(Duration::from_millis(10)).await.unwrap();
+        let held = std::fs::File::create(locations.lock_path()).unwrap();
+        held.lock().unwrap();
+        assert!(locations.wait_for_release(Duration::from_millis(30)).await.is_err());
+        drop(held);
+        locations.wait_for_release(Duration::from_millis(30)).await.unwrap();
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! The typed kernel methods of [`KernelClient`]: one short call each, over `request`.
 
+use std::time::{Duration, Instant};
+
 use serde_json::Value;
 use superpi_proto::ToolDef;
 use superpi_proto::method::{
@@ -8,7 +10,16 @@ use superpi_proto::method::{
     ToolListResult, UiRespondParams,
 };
 
-use crate::{ClientError, KernelClient};
+use crate::{ClientError, KernelClient, Locations};
+
+/// Whether `pid` is a process that has not exited (a zombie has).
+fn process_runs(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name, which ends with the last `)`.
+        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => false,
+    }
+}
 
 impl KernelClient {
     pub async fn open(&self, params: OpenParams) -> Result<ConversationInfo, ClientError> {
@@ -91,5 +102,24 @@ impl KernelClient {
 
     pub async fn shutdown(&self) -> Result<Value, ClientError> {
         self.request(Method::KernelShutdown).await
+    }
+
+    /// Stops the kernel and returns once it has exited: its running turns ended, its socket
+    /// removed, its lock released and its process gone (at most `timeout`).
+    pub async fn stop(&self, locations: &Locations, timeout: Duration) -> Result<(), ClientError> {
+        let deadline = Instant::now() + timeout;
+        self.shutdown().await?;
+        locations.wait_for_release(timeout).await?;
+        // The lock goes when the kernel's run ends; the process ends right after.
+        let pid = self.kernel_hello().pid;
+        let mut delay = Duration::from_millis(1);
+        while process_runs(pid) {
+            if Instant::now() >= deadline {
+                return Err(ClientError::NoKernel(format!("the kernel (pid {pid}) still runs after {timeout:?}")));
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_millis(20));
+        }
+        Ok(())
     }
 }

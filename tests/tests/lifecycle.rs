@@ -1,0 +1,148 @@
+//! End to end: how a kernel stops and what it keeps. `kernel stop` and SIGTERM drain running
+//! and queued turns (ended as interrupted, with their tool calls answered, watchers told),
+//! and an acknowledged prompt survives a kill -9 right after the acknowledgement.
+#![allow(clippy::disallowed_methods)]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
+
+use std::time::{Duration, Instant};
+
+use superpi_client::KernelClient;
+use superpi_proto::EventBody;
+use superpi_tests::{TestEnv, open_and_watch, turn_events};
+
+async fn client(env: &TestEnv) -> KernelClient {
+    KernelClient::connect(&env.connect_options("test")).await.expect("connect")
+}
+
+fn process_runs(pid: i32) -> bool {
+    !superpi_tests::is_zombie(pid)
+}
+
+/// Waits (bounded) for a process to exit; false when it still runs after `limit`.
+fn exits_within(pid: i32, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while process_runs(pid) {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::park_timeout(Duration::from_millis(10));
+    }
+    true
+}
+
+fn turn_status(env: &TestEnv, turn_id: i64) -> (String, Option<String>) {
+    let db = rusqlite::Connection::open(env.database_path()).unwrap();
+    db.query_row("SELECT status, error FROM turns WHERE id = ?1", [turn_id], |r| Ok((r.get(0)?, r.get(1)?))).unwrap()
+}
+
+#[test]
+fn kernel_stop_returns_once_the_kernel_has_exited_and_removed_its_socket() {
+    let env = TestEnv::new();
+    assert!(env.command(&["run", "one"]).output().unwrap().status.success());
+    let pid = env.kernel_pid().unwrap();
+    assert!(process_runs(pid));
+    let out = env.command(&["kernel", "stop"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!process_runs(pid), "the kernel {pid} still runs after `kernel stop` returned");
+    assert!(!env.locations.socket_path().exists(), "socket removed on stop");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_ends_running_and_queued_turns_as_interrupted_and_tells_the_watchers() {
+    let env = TestEnv::new();
+    let client = client(&env).await;
+    let (conv, mut sub) = open_and_watch(&client, &env.workspace, Some("auto"), false).await;
+    let running = client.submit_text(conv, "@tool bash {\"command\": \"sleep 60\"}").await.unwrap();
+    let queued = client.submit_text(conv, "the prompt behind it").await.unwrap();
+    assert!(queued.queued);
+    // The tool runs: stop the kernel under it.
+    let mut seen = Vec::new();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(30), sub.next()).await.unwrap().unwrap();
+        let started = matches!(event.body, EventBody::ToolStarted { .. });
+        seen.push(event);
+        if started {
+            break;
+        }
+    }
+    let pid = env.kernel_pid().unwrap();
+    let stopped_at = Instant::now();
+    // SAFETY: kill(2) with the pid of this test's own kernel.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+
+    // The watcher is told how both turns ended before its connection closes.
+    seen.extend(turn_events(&mut sub, running.turn_id).await);
+    let first_end = seen.last().unwrap().body.clone();
+    assert!(matches!(&first_end, EventBody::TurnError { error, .. } if error.contains("interrupted")), "{first_end:?}");
+    assert!(
+        seen.iter().any(|e| matches!(&e.body, EventBody::ToolCompleted { is_error: true, .. })),
+        "the running call got its result"
+    );
+    let queued_events = turn_events(&mut sub, queued.turn_id).await;
+    assert!(
+        queued_events
+            .iter()
+            .any(|e| matches!(&e.body, EventBody::MessageCompleted { .. }) && e.turn_id == Some(queued.turn_id)),
+        "the queued prompt is in the history: {queued_events:?}"
+    );
+    assert!(
+        matches!(&queued_events.last().unwrap().body, EventBody::TurnError { error, .. } if error.contains("before it started"))
+    );
+    assert!(tokio::time::timeout(Duration::from_secs(10), sub.next()).await.unwrap().is_none(), "then it closes");
+
+    assert!(exits_within(pid, Duration::from_secs(20)), "the kernel exits after draining");
+    assert!(
+        stopped_at.elapsed() < Duration::from_secs(15),
+        "the drain waited on the sleep: {:?}",
+        stopped_at.elapsed()
+    );
+    assert!(!env.locations.socket_path().exists(), "socket removed");
+    assert_eq!(turn_status(&env, running.turn_id).0, "interrupted");
+    assert_eq!(turn_status(&env, queued.turn_id).0, "interrupted");
+    let wal = env.database_path().with_extension("sqlite-wal");
+    assert!(std::fs::metadata(&wal).map(|m| m.len() == 0).unwrap_or(true), "the store's log was folded in");
+
+    // A new kernel finds nothing to recover and the history is valid for the next turn.
+    let client = self::client(&env).await;
+    let history = client.history(conv).await.unwrap();
+    let kinds: Vec<&str> = history.entries.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["user", "assistant", "tool_result", "user"]);
+    assert_eq!(history.entries[3].message.text(), "the prompt behind it");
+    let params = superpi_proto::method::WatchParams {
+        conversation_id: conv,
+        from_seq: None,
+        window: None,
+        interactive: false,
+        reads_files: false,
+    };
+    let mut sub = client.watch(params).await.unwrap();
+    let next = client.submit_text(conv, "after the stop").await.unwrap();
+    let events = turn_events(&mut sub, next.turn_id).await;
+    assert!(matches!(events.last().unwrap().body, EventBody::TurnCompleted { .. }));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acknowledged_prompt_survives_a_kill_right_after_the_acknowledgement() {
+    let env = TestEnv::new();
+    let client = client(&env).await;
+    let (conv, mut sub) = open_and_watch(&client, &env.workspace, None, false).await;
+    let slow = client.submit_text(conv, "@slow 500\nslow enough to queue behind").await.unwrap();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(30), sub.next()).await.unwrap().unwrap();
+        if event.turn_id == Some(slow.turn_id) && matches!(event.body, EventBody::TurnStarted {}) {
+            break;
+        }
+    }
+    let queued = client.submit_text(conv, "acknowledged, so kept").await.unwrap();
+    assert!(queued.queued);
+    env.kill_kernel();
+    drop(sub);
+    drop(client);
+
+    let client = self::client(&env).await;
+    let history = client.history(conv).await.unwrap();
+    let prompts: Vec<String> =
+        history.entries.iter().filter(|e| e.kind.as_str() == "user").map(|e| e.message.text()).collect();
+    assert_eq!(prompts, ["@slow 500\nslow enough to queue behind", "acknowledged, so kept"]);
+    assert_eq!(turn_status(&env, queued.turn_id).0, "interrupted");
+}
