@@ -443,7 +443,7 @@ fn kernel_status_and_stop() {
     let out = env.command(&["kernel", "status"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "no kernel yet");
     assert!(env.command(&["run", "one"]).output().unwrap().status.success());
-    let out = env.command(&["kernel", "status"]).output().unwrap();
+    let out = env.command(&["kernel", "status", "--json"]).output().unwrap();
     assert!(out.status.success());
     let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(status["pid"].as_i64().unwrap() as i32, env.kernel_pid().unwrap());

@@ -52,8 +52,9 @@ async fn a_key_exported_after_the_kernel_autostarted_takes_effect() {
     assert_eq!(fake.accepted().len(), 1);
 
     // The replacement kept the history: both conversations are there.
-    let out = env.command(&["session", "list"]).envs(fake.env()).output().unwrap();
-    assert_eq!(stdout(&out).lines().count(), 2, "{}", stdout(&out));
+    let out = env.command(&["session", "list", "--json"]).envs(fake.env()).output().unwrap();
+    let list: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(list.as_array().map(Vec::len), Some(2), "{list}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -113,7 +113,7 @@ fn servers_are_managed_with_superpi_mcp_and_listed_by_kernel_status() {
     let (ok, stdout, stderr) = run(&env, "accept-edits", r#"@tool mcp__fix__echo {"text":"managed"}"#);
     assert!(ok && stdout.contains("echo: managed"), "{stdout}\n{stderr}");
 
-    let (ok, stdout, stderr) = cli(&["kernel", "status"]);
+    let (ok, stdout, stderr) = cli(&["kernel", "status", "--json"]);
     assert!(ok, "{stderr}");
     let status: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let servers = status["mcp_servers"].as_array().unwrap();
@@ -125,6 +125,11 @@ fn servers_are_managed_with_superpi_mcp_and_listed_by_kernel_status() {
     assert_eq!(servers[0]["tools"][0], "mcp__fix__echo", "{status}");
     let (ok, stdout, _) = cli(&["mcp", "list"]);
     assert!(ok && stdout.contains("running in ") && stdout.contains("mcp__fix__echo"), "{stdout}");
+    let (ok, stdout, _) = cli(&["mcp", "list", "--json"]);
+    let listed: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(ok, "{stdout}");
+    assert_eq!(listed["servers"][0]["name"], "fix");
+    assert_eq!(listed["servers"][0]["running"][0]["state"], "running", "{listed}");
 
     let (ok, _, stderr) = cli(&["mcp", "remove", "fix"]);
     assert!(ok, "{stderr}");
@@ -136,7 +141,7 @@ fn servers_are_managed_with_superpi_mcp_and_listed_by_kernel_status() {
 
 /// `superpi kernel status`'s MCP servers.
 fn status_servers(env: &TestEnv) -> Vec<Value> {
-    let out = env.command(&["kernel", "status"]).output().unwrap();
+    let out = env.command(&["kernel", "status", "--json"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let status: Value = serde_json::from_slice(&out.stdout).unwrap();
     status["mcp_servers"].as_array().cloned().unwrap_or_default()

@@ -115,7 +115,7 @@ async fn a_custom_model_of_the_providers_file_answers() {
         .map(|m| (m["id"].as_str().unwrap(), m["default"].as_bool().unwrap_or(false)))
         .collect();
     assert!(listed.contains(&("local-llama", true)), "{models}");
-    let out = tokio::process::Command::from(env.command(&["models"])).output().await.unwrap();
+    let out = tokio::process::Command::from(env.command(&["models", "--json"])).output().await.unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"local-llama\""), "superpi models: {out:?}");
 }
 

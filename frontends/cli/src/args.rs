@@ -8,13 +8,18 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use superpi_client::{ConnectOptions, KernelClient, Locations};
 
+use crate::listing::{self, JsonFlag};
 use crate::terminal;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "superpi",
     version,
-    about = "An agent runtime: one durable kernel, every protocol as a thin frontend."
+    about = "An agent runtime: one durable kernel, every protocol as a thin frontend.",
+    long_about = "An agent runtime: one durable kernel, every protocol as a thin frontend.\n\n\
+        Without a command: `superpi` in a terminal opens chat, `superpi -p PROMPT` (or a prompt \
+        piped on stdin) is `superpi run`.",
+    args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
     /// Data directory (SQLite file, spill files) [env: SUPERPI_DATA_DIR]
@@ -27,7 +32,12 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub runtime_dir: Option<PathBuf>,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+    /// Run this prompt (as `superpi run PROMPT`).
+    #[arg(short = 'p', long = "print", value_name = "PROMPT")]
+    pub print: Option<String>,
+    #[command(flatten)]
+    pub run: terminal::RunFlags,
 }
 
 #[derive(Debug, Subcommand)]
@@ -40,9 +50,9 @@ pub enum Command {
     #[command(subcommand)]
     Session(SessionCommand),
     /// List the harnesses.
-    Harnesses,
+    Harnesses(JsonFlag),
     /// List the models whose provider the kernel has configured.
-    Models,
+    Models(JsonFlag),
     /// The kernel: run it in the foreground, or `status` / `stop`.
     Kernel(KernelArgs),
     /// The ACP agent for editors, over stdio.
@@ -60,14 +70,23 @@ pub enum Command {
     /// The AG-UI frontend over SSE.
     #[cfg(feature = "agui")]
     Agui(superpi_agui::Args),
+    /// Print a shell completion script: `superpi completions bash > ~/.local/share/bash-completion/completions/superpi`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Debug, Subcommand)]
 pub enum SessionCommand {
     /// List conversations, latest first.
-    List,
+    List(JsonFlag),
     /// Show a conversation's history.
-    Show { id: i64 },
+    Show {
+        id: i64,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -85,7 +104,7 @@ pub struct KernelArgs {
 #[derive(Debug, Subcommand)]
 pub enum KernelAction {
     /// Is a kernel running? Prints its status.
-    Status,
+    Status(JsonFlag),
     /// Stops the running kernel.
     Stop,
 }
@@ -117,15 +136,36 @@ pub(crate) async fn connect(locations: &Locations, frontend: &str) -> anyhow::Re
     KernelClient::connect(&connect_options(locations, frontend)).await.context("connecting to the kernel")
 }
 
+/// `superpi` without a command: `-p`, `--input-format stream-json` or a piped stdin run a
+/// prompt; a terminal opens chat.
+async fn no_command(locations: &Locations, print: Option<String>, run: terminal::RunFlags) -> anyhow::Result<ExitCode> {
+    use std::io::IsTerminal;
+    let piped = !std::io::stdin().is_terminal();
+    if print.is_some() || piped || run.input_format != crate::output::InputFormat::Text {
+        return terminal::run(locations, terminal::RunArgs { prompt: None, print, flags: run }).await;
+    }
+    terminal::chat(locations, terminal::ChatArgs { session: run.session }).await
+}
+
 pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     let locations = cli.locations();
-    match cli.command {
+    let Some(command) = cli.command else {
+        return no_command(&locations, cli.print, cli.run).await;
+    };
+    match command {
         Command::Run(args) => terminal::run(&locations, args).await,
         Command::Chat(args) => terminal::chat(&locations, args).await,
-        Command::Session(SessionCommand::List) => terminal::session_list(&locations).await,
-        Command::Session(SessionCommand::Show { id }) => terminal::session_show(&locations, id).await,
-        Command::Harnesses => terminal::harnesses(&locations).await,
-        Command::Models => terminal::models(&locations).await,
+        Command::Session(SessionCommand::List(json)) => listing::session_list(&locations, json).await,
+        Command::Session(SessionCommand::Show { id, json }) => listing::session_show(&locations, id, json).await,
+        Command::Harnesses(json) => listing::harnesses(&locations, json).await,
+        Command::Models(json) => listing::models(&locations, json).await,
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "superpi", &mut script);
+            std::io::Write::write_all(&mut std::io::stdout(), &script)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Kernel(args) => kernel(&locations, args).await,
         #[cfg(feature = "acp")]
         Command::Acp(args) => {
@@ -191,9 +231,9 @@ async fn kernel(locations: &Locations, args: KernelArgs) -> anyhow::Result<ExitC
                 }
             };
             match action {
-                KernelAction::Status => {
+                KernelAction::Status(json) => {
                     let status = client.status().await?;
-                    terminal::print_json(&serde_json::to_value(status)?);
+                    listing::kernel_status(&status, json)?;
                 }
                 KernelAction::Stop => {
                     client.stop(locations, Duration::from_secs(30)).await?;

@@ -8,8 +8,13 @@
 //! It must not hold protocol or kernel logic of its own: each role's crate does the work.
 
 mod args;
+mod lines;
+mod listing;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod output;
+mod render;
+mod style;
 mod terminal;
 
 use std::process::ExitCode;
@@ -45,7 +50,7 @@ pub fn main() -> ExitCode {
 }
 
 fn init_logging(cli: &Cli) {
-    let default = if matches!(cli.command, Command::Kernel(_)) { "info" } else { "warn" };
+    let default = if matches!(cli.command, Some(Command::Kernel(_))) { "info" } else { "warn" };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()

@@ -29,7 +29,7 @@ pub struct McpArgs {
 #[derive(Debug, Subcommand)]
 pub enum McpAction {
     /// The external MCP servers of your settings, with what a running kernel says of each.
-    List,
+    List(crate::listing::JsonFlag),
     /// Adds an external MCP server to your settings: `superpi mcp add NAME -- CMD ARGS...`.
     Add(AddArgs),
     /// Removes an external MCP server from your settings.
@@ -60,7 +60,7 @@ pub struct AddArgs {
 pub async fn run(locations: &Locations, action: McpAction) -> anyhow::Result<ExitCode> {
     let path = locations.config_dir.join(SETTINGS_FILE);
     match action {
-        McpAction::List => list(locations, &path).await,
+        McpAction::List(flag) => list(locations, &path, flag.json).await,
         McpAction::Add(args) => {
             let name = args.name.clone();
             let entry = stdio_entry(args.command, &args.env, args.cwd)?;
@@ -142,9 +142,28 @@ fn edit(path: &Path, change: impl FnOnce(&mut Map<String, Value>) -> anyhow::Res
     Ok(())
 }
 
-async fn list(locations: &Locations, path: &Path) -> anyhow::Result<ExitCode> {
+async fn list(locations: &Locations, path: &Path, json: bool) -> anyhow::Result<ExitCode> {
     let settings = superpi_policy::Settings::load(&locations.config_dir, None)?;
     let running = kernel_servers(locations).await;
+    if json {
+        // Each server of the settings with its instances in a running kernel (null when none
+        // runs), and the servers a frontend attached.
+        let states =
+            |name: &str| running.as_ref().map(|r| r.iter().filter(|s| s.name == name).cloned().collect::<Vec<_>>());
+        let servers: Vec<Value> = settings
+            .mcp_servers
+            .iter()
+            .map(|(name, server)| {
+                json!({"name": name, "command": server.command, "args": server.args, "env": server.env,
+                       "cwd": server.cwd, "running": states(name)})
+            })
+            .collect();
+        let attached: Vec<&McpServerStatus> =
+            running.iter().flatten().filter(|s| !settings.mcp_servers.contains_key(&s.name)).collect();
+        let doc = json!({"settings": path, "servers": servers, "attached": attached});
+        crate::listing::out(&format!("{}\n", serde_json::to_string_pretty(&doc)?));
+        return Ok(ExitCode::SUCCESS);
+    }
     if settings.mcp_servers.is_empty() {
         println!("no MCP servers in {} (add one with `superpi mcp add NAME -- COMMAND ARGS...`)", path.display());
     }

@@ -1,18 +1,24 @@
-//! The terminal frontend: `run`, `chat`, `session`, `harnesses`, `models`.
-#![allow(clippy::print_stdout)] // the terminal frontend's answers go to stdout by design
+//! The terminal frontend: `run` (one prompt, or one per stdin line, in text, JSON or a stream of
+//! kernel events) and `chat` (a line-by-line conversation).
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
 use superpi_client::{KernelClient, Locations, Subscription};
-use superpi_proto::method::{OpenParams, WatchParams};
+use superpi_proto::method::{ConversationInfo, OpenParams, WatchParams};
 use superpi_proto::{Event, EventBody};
+use tokio::io::AsyncBufReadExt;
 
 use crate::args::connect;
+use crate::lines::{Line, LineReader};
+use crate::output::{self, InputFormat, OutputFormat, TurnEnd, TurnResult};
+use crate::render::{Out, TerminalRenderer};
+use crate::style::{self, Spinner};
 
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct SessionFlags {
     /// Continue the latest conversation.
     #[arg(short = 'c', long = "continue")]
@@ -31,105 +37,115 @@ pub struct SessionFlags {
     pub mode: Option<String>,
 }
 
-#[derive(Debug, Clone, Args)]
-pub struct RunArgs {
-    /// The prompt; read from stdin when absent and stdin is not a terminal.
-    pub prompt: Option<String>,
+/// How `run` reads prompts and writes turns, and which conversation it uses.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RunFlags {
+    /// text: the answer on stdout, activity on stderr; json: one result object per prompt;
+    /// stream-json: every kernel event of the turn, one JSON object per line.
+    #[arg(long, value_enum, default_value_t)]
+    pub output_format: OutputFormat,
+    /// text: one prompt (the argument, or stdin); stream-json: one `{"prompt": "..."}` per stdin
+    /// line, each a turn of one conversation.
+    #[arg(long, value_enum, default_value_t)]
+    pub input_format: InputFormat,
     #[command(flatten)]
     pub session: SessionFlags,
 }
 
 #[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// The prompt; read from stdin when absent and stdin is not a terminal.
+    pub prompt: Option<String>,
+    /// The prompt, as a flag (`superpi -p PROMPT` is `superpi run PROMPT`).
+    #[arg(short = 'p', long = "print", value_name = "PROMPT", conflicts_with = "prompt")]
+    pub print: Option<String>,
+    #[command(flatten)]
+    pub flags: RunFlags,
+}
+
+#[derive(Debug, Clone, Default, Args)]
 pub struct ChatArgs {
     #[command(flatten)]
     pub session: SessionFlags,
 }
 
-/// What the terminal prints for an event.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Out {
-    Answer(String),
-    Activity(String),
+/// Where a turn's events go, by output format.
+enum Printer {
+    Text { renderer: TerminalRenderer, spinner: Spinner, waiting: bool },
+    Json,
+    StreamJson,
 }
 
-/// Turns kernel events into terminal output: answer text on stdout, everything else as one
-/// line of activity on stderr. Pure: tested without a terminal.
-#[derive(Debug, Default)]
-pub struct TerminalRenderer {
-    answer_open: bool,
-}
-
-impl TerminalRenderer {
-    pub fn render(&mut self, event: &Event) -> Vec<Out> {
-        let mut out = Vec::new();
-        match &event.body {
-            EventBody::TextDelta { delta, .. } => {
-                self.answer_open = true;
-                out.push(Out::Answer(delta.clone()));
+impl Printer {
+    fn new(format: OutputFormat) -> Self {
+        match format {
+            OutputFormat::Text => {
+                Printer::Text { renderer: TerminalRenderer::default(), spinner: Spinner::new(true), waiting: true }
             }
-            EventBody::ThinkingDelta { .. } | EventBody::ToolcallDelta { .. } | EventBody::ToolOutput { .. } => {}
-            EventBody::ToolStarted { name, arguments, .. } => {
-                self.close_answer(&mut out);
-                out.push(Out::Activity(format!("→ {name} {}", compact(arguments))));
-            }
-            EventBody::ToolBlocked { name, reason, .. } => {
-                out.push(Out::Activity(format!("✗ {name} blocked: {reason}")))
-            }
-            EventBody::ToolCompleted { name, is_error, output, .. } => {
-                let text = output.as_str().map(str::to_string).unwrap_or_else(|| output.to_string());
-                let first = text.lines().next().unwrap_or("").chars().take(120).collect::<String>();
-                let mark = if *is_error { "✗" } else { "✓" };
-                out.push(Out::Activity(format!("{mark} {name}: {first}")));
-            }
-            EventBody::PermissionRequest { tool_name, reason, .. } => {
-                self.close_answer(&mut out);
-                out.push(Out::Activity(format!("? permission for {tool_name}: {reason}")));
-            }
-            EventBody::Notice { level, message } => out.push(Out::Activity(format!("[{level}] {message}"))),
-            EventBody::StreamReset { retry_in_ms } => {
-                out.push(Out::Activity(format!("(provider busy; retrying in {retry_in_ms} ms)")))
-            }
-            EventBody::TurnError { error } => {
-                self.close_answer(&mut out);
-                out.push(Out::Activity(format!("error: {error}")));
-            }
-            EventBody::TurnCancelled {} => {
-                self.close_answer(&mut out);
-                out.push(Out::Activity("cancelled".into()));
-            }
-            EventBody::TurnCompleted { .. } => self.close_answer(&mut out),
-            _ => {}
-        }
-        out
-    }
-
-    fn close_answer(&mut self, out: &mut Vec<Out>) {
-        if self.answer_open {
-            self.answer_open = false;
-            out.push(Out::Answer("\n".into()));
+            OutputFormat::Json => Printer::Json,
+            OutputFormat::StreamJson => Printer::StreamJson,
         }
     }
-}
 
-fn compact(value: &serde_json::Value) -> String {
-    let text = value.to_string();
-    if text.chars().count() > 120 { format!("{}…", text.chars().take(120).collect::<String>()) } else { text }
-}
-
-fn emit(out: Vec<Out>) {
-    for item in out {
-        match item {
-            Out::Answer(text) => {
-                let mut stdout = std::io::stdout().lock();
-                let _ = stdout.write_all(text.as_bytes());
-                let _ = stdout.flush();
+    fn event(&mut self, event: &Event) {
+        match self {
+            Printer::Text { renderer, spinner, waiting } => {
+                let out = renderer.render(event);
+                if !out.is_empty() {
+                    spinner.clear();
+                }
+                for item in out {
+                    match item {
+                        Out::Answer(text) => {
+                            *waiting = text == "\n";
+                            let mut stdout = anstream::stdout().lock();
+                            let _ = stdout.write_all(text.as_bytes());
+                            let _ = stdout.flush();
+                        }
+                        Out::Activity(tone, line) => {
+                            *waiting = true;
+                            anstream::eprintln!("{}", style::paint(style::style(tone), &line));
+                        }
+                    }
+                }
             }
-            Out::Activity(line) => eprintln!("{line}"),
+            Printer::Json => {}
+            Printer::StreamJson => line_out(&output::event_line(event)),
         }
+    }
+
+    /// The turn ended: the spinner goes; `json` prints the result line.
+    fn turn_ended(&mut self, result: &TurnResult) {
+        match self {
+            Printer::Text { spinner, waiting, .. } => {
+                spinner.clear();
+                *waiting = true;
+            }
+            Printer::Json => line_out(&result.to_json().to_string()),
+            Printer::StreamJson => {}
+        }
+    }
+
+    /// Draws the next spinner frame while nothing streams.
+    fn tick(&mut self) {
+        if let Printer::Text { spinner, waiting: true, .. } = self {
+            spinner.tick();
+        }
+    }
+
+    fn ticks(&self) -> bool {
+        matches!(self, Printer::Text { spinner, .. } if spinner.enabled())
     }
 }
 
-async fn open(client: &KernelClient, flags: &SessionFlags) -> anyhow::Result<superpi_proto::method::ConversationInfo> {
+/// One line on stdout, flushed (a script reads it at once).
+fn line_out(line: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{line}");
+    let _ = stdout.flush();
+}
+
+async fn open(client: &KernelClient, flags: &SessionFlags) -> anyhow::Result<ConversationInfo> {
     let conversation_id = match (flags.conversation, flags.continue_latest) {
         (Some(id), _) => Some(id),
         (None, true) => Some(
@@ -159,16 +175,32 @@ async fn open(client: &KernelClient, flags: &SessionFlags) -> anyhow::Result<sup
     Ok(info)
 }
 
-/// Submits one prompt and renders the conversation until that turn ends. Ctrl-C cancels.
+async fn watch(client: &KernelClient, info: &ConversationInfo, interactive: bool) -> anyhow::Result<Subscription> {
+    Ok(client
+        .watch(WatchParams {
+            conversation_id: info.conversation_id,
+            from_seq: Some(info.head_seq),
+            window: None,
+            interactive,
+            reads_files: false,
+        })
+        .await?)
+}
+
+/// Submits one prompt and prints the conversation's events until that turn ends. Ctrl-C
+/// cancels. Events of other turns are not this turn's output.
 async fn one_turn(
     client: &KernelClient,
     sub: &mut Subscription,
-    renderer: &mut TerminalRenderer,
+    printer: &mut Printer,
     conversation_id: i64,
     prompt: &str,
-) -> anyhow::Result<ExitCode> {
+) -> anyhow::Result<TurnEnd> {
     let turn = client.submit_text(conversation_id, prompt).await?;
+    let mut result = TurnResult::new(conversation_id, turn.turn_id);
     let mut cancelling = false;
+    let mut ticker = tokio::time::interval(Duration::from_millis(100));
+    let ticks = printer.ticks();
     loop {
         let event = tokio::select! {
             event = sub.next() => event,
@@ -177,24 +209,28 @@ async fn one_turn(
                 let _ = client.cancel(conversation_id).await;
                 continue;
             }
+            _ = ticker.tick(), if ticks => {
+                printer.tick();
+                continue;
+            }
         };
         let Some(event) = event else {
             anyhow::bail!("the kernel connection closed during the turn");
         };
-        let ours = event.turn_id == Some(turn.turn_id);
-        if ours && let EventBody::PermissionRequest { request_id, .. } = &event.body {
-            emit(renderer.render(&event));
-            let option = ask_permission().await;
-            client.respond_permission(request_id, &option).await?;
+        if event.turn_id.is_some_and(|t| t != turn.turn_id) {
             continue;
         }
-        emit(renderer.render(&event));
-        if ours {
-            match &event.body {
-                EventBody::TurnCompleted { .. } => return Ok(ExitCode::SUCCESS),
-                EventBody::TurnError { .. } | EventBody::TurnCancelled {} => return Ok(ExitCode::from(1)),
-                _ => {}
-            }
+        result.take(&event);
+        printer.event(&event);
+        if event.turn_id.is_some()
+            && let EventBody::PermissionRequest { request_id, .. } = &event.body
+        {
+            let option = ask_permission().await;
+            client.respond_permission(request_id, &option).await?;
+        }
+        if let Some(end) = result.end() {
+            printer.turn_ended(&result);
+            return Ok(end);
         }
     }
 }
@@ -217,8 +253,21 @@ async fn ask_permission() -> String {
     .to_string()
 }
 
+fn exit_code(all_completed: bool) -> ExitCode {
+    if all_completed { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
 pub async fn run(locations: &Locations, args: RunArgs) -> anyhow::Result<ExitCode> {
-    let prompt = match args.prompt {
+    let RunArgs { prompt, print, flags } = args;
+    let prompt = print.or(prompt);
+    if flags.input_format == InputFormat::StreamJson {
+        if prompt.is_some() {
+            eprintln!("superpi run: --input-format stream-json reads its prompts from stdin, one per line");
+            return Ok(ExitCode::from(2));
+        }
+        return run_lines(locations, &flags).await;
+    }
+    let prompt = match prompt {
         Some(prompt) => prompt,
         None if !std::io::stdin().is_terminal() => {
             let mut text = String::new();
@@ -235,19 +284,42 @@ pub async fn run(locations: &Locations, args: RunArgs) -> anyhow::Result<ExitCod
         return Ok(ExitCode::from(2));
     }
     let client = connect(locations, "cli").await?;
-    let info = open(&client, &args.session).await?;
-    let interactive = std::io::stdin().is_terminal();
-    let mut sub = client
-        .watch(WatchParams {
-            conversation_id: info.conversation_id,
-            from_seq: None,
-            window: None,
-            interactive,
-            reads_files: false,
-        })
-        .await?;
-    let mut renderer = TerminalRenderer::default();
-    one_turn(&client, &mut sub, &mut renderer, info.conversation_id, &prompt).await
+    let info = open(&client, &flags.session).await?;
+    let mut sub = watch(&client, &info, std::io::stdin().is_terminal()).await?;
+    let mut printer = Printer::new(flags.output_format);
+    let end = one_turn(&client, &mut sub, &mut printer, info.conversation_id, &prompt).await?;
+    Ok(exit_code(end == TurnEnd::Completed))
+}
+
+/// `--input-format stream-json`: each stdin line is a prompt of one conversation, answered in
+/// turn; a line that is not a prompt gets an `invalid_input` result and reading goes on.
+async fn run_lines(locations: &Locations, flags: &RunFlags) -> anyhow::Result<ExitCode> {
+    let client = connect(locations, "cli").await?;
+    let info = open(&client, &flags.session).await?;
+    // Stdin carries prompts: nobody can answer a permission question there.
+    let mut sub = watch(&client, &info, false).await?;
+    let mut printer = Printer::new(flags.output_format);
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let mut all_completed = true;
+    while let Some(line) = lines.next_line().await.context("reading stdin")? {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match output::parse_input_line(&line) {
+            Ok(prompt) => {
+                let end = one_turn(&client, &mut sub, &mut printer, info.conversation_id, &prompt).await?;
+                all_completed &= end == TurnEnd::Completed;
+            }
+            Err(error) => {
+                all_completed = false;
+                match flags.output_format {
+                    OutputFormat::Text => eprintln!("superpi run: {error}"),
+                    _ => line_out(&output::invalid_input(&error).to_string()),
+                }
+            }
+        }
+    }
+    Ok(exit_code(all_completed))
 }
 
 pub async fn chat(locations: &Locations, args: ChatArgs) -> anyhow::Result<ExitCode> {
@@ -257,127 +329,21 @@ pub async fn chat(locations: &Locations, args: ChatArgs) -> anyhow::Result<ExitC
         "conversation {} ({}, {}, {}); /exit to leave",
         info.conversation_id, info.harness, info.model, info.mode
     );
-    let mut sub = client
-        .watch(WatchParams {
-            conversation_id: info.conversation_id,
-            from_seq: None,
-            window: None,
-            interactive: true,
-            reads_files: false,
-        })
-        .await?;
-    let mut renderer = TerminalRenderer::default();
+    let mut sub = watch(&client, &info, true).await?;
+    let mut printer = Printer::new(OutputFormat::Text);
+    let mut reader = LineReader::start(Some(locations.data_dir.join("chat_history")))?;
     loop {
-        eprint!("> ");
-        let line = tokio::task::spawn_blocking(|| {
-            let mut line = String::new();
-            match std::io::stdin().read_line(&mut line) {
-                Ok(0) | Err(_) => None,
-                Ok(_) => Some(line),
-            }
-        })
-        .await
-        .ok()
-        .flatten();
-        let Some(line) = line else { return Ok(ExitCode::SUCCESS) };
-        let line = line.trim();
-        match line {
+        let line = match reader.next().await {
+            Line::Text(line) => line,
+            Line::Interrupted => continue,
+            Line::End => return Ok(ExitCode::SUCCESS),
+        };
+        match line.trim() {
             "" => continue,
             "/exit" | "/quit" => return Ok(ExitCode::SUCCESS),
             prompt => {
-                one_turn(&client, &mut sub, &mut renderer, info.conversation_id, prompt).await?;
+                one_turn(&client, &mut sub, &mut printer, info.conversation_id, prompt).await?;
             }
         }
-    }
-}
-
-pub async fn session_list(locations: &Locations) -> anyhow::Result<ExitCode> {
-    let client = connect(locations, "cli").await?;
-    for c in client.list().await? {
-        println!(
-            "{}\t{}\t{}\t{}\t{}",
-            c.conversation_id,
-            c.harness,
-            c.model,
-            c.status,
-            c.title.unwrap_or_default().replace('\n', " ")
-        );
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-pub async fn session_show(locations: &Locations, id: i64) -> anyhow::Result<ExitCode> {
-    let client = connect(locations, "cli").await?;
-    let history = client.history(id).await?;
-    for entry in history.entries {
-        let text = match entry.message.content.first() {
-            Some(superpi_proto::ContentBlock::ToolResult { name, output, .. }) => format!("[{name}] {output}"),
-            _ => entry.message.text(),
-        };
-        let calls: Vec<String> = entry
-            .message
-            .content
-            .iter()
-            .filter_map(|b| match b {
-                superpi_proto::ContentBlock::ToolCall { name, arguments, .. } => Some(format!("{name} {arguments}")),
-                _ => None,
-            })
-            .collect();
-        println!("#{} {}: {}", entry.seq, entry.kind.as_str(), text);
-        for call in calls {
-            println!("    → {call}");
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-pub async fn harnesses(locations: &Locations) -> anyhow::Result<ExitCode> {
-    let client = connect(locations, "cli").await?;
-    for h in client.harnesses().await? {
-        println!(
-            "{}\t{} (mode {}, ceiling {}; tools: {})",
-            h.id,
-            h.description,
-            h.default_mode,
-            h.max_mode,
-            h.tools.join(", ")
-        );
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The kernel's models (`model.list`), one JSON object a line: the kernel's providers decide,
-/// not this process's environment.
-pub async fn models(locations: &Locations) -> anyhow::Result<ExitCode> {
-    let client = connect(locations, "cli").await?;
-    for model in client.models().await? {
-        println!("{}", serde_json::to_string(&model).unwrap_or_default());
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-pub fn print_json(value: &serde_json::Value) {
-    println!("{}", serde_json::to_string_pretty(value).unwrap_or_default());
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn answer_text_goes_to_stdout_and_activity_to_stderr() {
-        let mut r = TerminalRenderer::default();
-        assert_eq!(r.render(&Event::text_delta(1, Some(1), 0, "Hel")), vec![Out::Answer("Hel".into())]);
-        assert_eq!(
-            r.render(&Event::tool_started(1, Some(1), "c1", "ls", json!({"path": "."}), vec![])),
-            vec![Out::Answer("\n".into()), Out::Activity("→ ls {\"path\":\".\"}".into())]
-        );
-        assert_eq!(
-            r.render(&Event::tool_completed(1, Some(1), "c1", "ls", false, json!("a\nb"))),
-            vec![Out::Activity("✓ ls: a".into())]
-        );
-        assert_eq!(r.render(&Event::turn_completed(1, 1, None, "end_turn")), vec![]);
-        assert_eq!(r.render(&Event::turn_error(1, 1, "boom")), vec![Out::Activity("error: boom".into())]);
     }
 }

@@ -1,0 +1,71 @@
+//! The chat prompt: line editing and history (rustyline) on a thread of its own, one line at
+//! a time when the conversation asks for the next. Without a terminal, rustyline reads plain
+//! lines.
+
+use std::path::PathBuf;
+
+use rustyline::error::ReadlineError;
+use tokio::sync::mpsc;
+
+/// What the person typed.
+pub enum Line {
+    Text(String),
+    /// Ctrl-C at the prompt: nothing to send.
+    Interrupted,
+    /// Ctrl-D or the end of stdin.
+    End,
+}
+
+/// Reads one line each time [`LineReader::next`] is called; history is kept in `history`.
+pub struct LineReader {
+    ask: std::sync::mpsc::Sender<()>,
+    lines: mpsc::Receiver<Line>,
+}
+
+impl LineReader {
+    pub fn start(history: Option<PathBuf>) -> anyhow::Result<LineReader> {
+        let mut editor = rustyline::DefaultEditor::new()?;
+        if let Some(path) = &history {
+            // A first run has no history file yet.
+            let _ = editor.load_history(path);
+        }
+        let (ask, asked) = std::sync::mpsc::channel::<()>();
+        let (tx, lines) = mpsc::channel(1);
+        std::thread::Builder::new().name("chat-prompt".into()).spawn(move || {
+            while asked.recv().is_ok() {
+                let line = match editor.readline("> ") {
+                    Ok(text) => {
+                        if !text.trim().is_empty() {
+                            let _ = editor.add_history_entry(text.as_str());
+                        }
+                        Line::Text(text)
+                    }
+                    Err(ReadlineError::Interrupted) => Line::Interrupted,
+                    Err(ReadlineError::Eof) => Line::End,
+                    Err(err) => {
+                        tracing::warn!("reading the prompt: {err}");
+                        Line::End
+                    }
+                };
+                let end = matches!(line, Line::End);
+                if tx.blocking_send(line).is_err() || end {
+                    break;
+                }
+            }
+            if let Some(path) = &history
+                && let Err(err) = editor.save_history(path)
+            {
+                tracing::debug!("chat history not saved to {}: {err}", path.display());
+            }
+        })?;
+        Ok(LineReader { ask, lines })
+    }
+
+    /// The next line (the prompt shows now, after the previous turn's output).
+    pub async fn next(&mut self) -> Line {
+        if self.ask.send(()).is_err() {
+            return Line::End;
+        }
+        self.lines.recv().await.unwrap_or(Line::End)
+    }
+}

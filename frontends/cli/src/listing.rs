@@ -1,0 +1,192 @@
+//! The listing commands (`session list`, `session show`, `harnesses`, `models`, `kernel
+//! status`): an aligned table (or a short report) by default, `--json` for programs (one JSON
+//! document: an array for lists, an object otherwise, in the kernel protocol's field names).
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use serde::Serialize;
+use superpi_client::Locations;
+use superpi_proto::ContentBlock;
+use superpi_proto::method::KernelStatus;
+
+use crate::args::connect;
+use crate::style;
+
+/// `--json` of a listing command.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct JsonFlag {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Writes to stdout through anstream (styles dropped where colours are off). A closed stdout
+/// (`superpi session list | head`) ends the output quietly.
+pub fn out(text: &str) {
+    let mut stdout = anstream::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+}
+
+fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
+    out(&format!("{}\n", serde_json::to_string_pretty(value)?));
+    Ok(())
+}
+
+/// Rows in columns as wide as their widest cell, a bold header first; the last column is not
+/// padded. Pure, for tests: the caller prints it.
+pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let widths: Vec<usize> = (0..headers.len())
+        .map(|i| {
+            let cells = rows.iter().filter_map(|r| r.get(i)).map(|c| c.chars().count());
+            cells.chain([headers[i].len()]).max().unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: &mut dyn Iterator<Item = (usize, String)>| {
+        let mut out = String::new();
+        for (i, cell) in cells {
+            if i + 1 == headers.len() {
+                out.push_str(&cell);
+            } else {
+                let pad = widths[i].saturating_sub(cell.chars().count());
+                out.push_str(&cell);
+                out.push_str(&" ".repeat(pad + 2));
+            }
+        }
+        out.trim_end().to_string()
+    };
+    let head = line(&mut headers.iter().map(|h| h.to_string()).enumerate());
+    let mut out = style::header(&head);
+    out.push('\n');
+    for row in rows {
+        out.push_str(&line(&mut row.iter().cloned().enumerate()));
+        out.push('\n');
+    }
+    out
+}
+
+fn print_table(headers: &[&str], rows: &[Vec<String>]) {
+    out(&table(headers, rows));
+}
+
+pub async fn session_list(locations: &Locations, flag: JsonFlag) -> anyhow::Result<ExitCode> {
+    let client = connect(locations, "cli").await?;
+    let list = client.list().await?;
+    if flag.json {
+        print_json(&list)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows: Vec<Vec<String>> = list
+        .into_iter()
+        .map(|c| {
+            vec![
+                c.conversation_id.to_string(),
+                c.harness,
+                c.model,
+                c.mode,
+                c.status,
+                c.title.unwrap_or_default().replace('\n', " "),
+            ]
+        })
+        .collect();
+    print_table(&["ID", "HARNESS", "MODEL", "MODE", "STATUS", "TITLE"], &rows);
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn session_show(locations: &Locations, id: i64, flag: JsonFlag) -> anyhow::Result<ExitCode> {
+    let client = connect(locations, "cli").await?;
+    let history = client.history(id).await?;
+    if flag.json {
+        print_json(&history)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for entry in history.entries {
+        let text = match entry.message.content.first() {
+            Some(ContentBlock::ToolResult { name, output, .. }) => format!("[{name}] {output}"),
+            _ => entry.message.text(),
+        };
+        let calls: Vec<String> = entry
+            .message
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolCall { name, arguments, .. } => Some(format!("{name} {arguments}")),
+                _ => None,
+            })
+            .collect();
+        out(&format!("{} {text}\n", style::header(&format!("#{} {}:", entry.seq, entry.kind.as_str()))));
+        for call in calls {
+            out(&format!("    {}\n", style::paint(style::style(style::Tone::Tool), &format!("→ {call}"))));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn harnesses(locations: &Locations, flag: JsonFlag) -> anyhow::Result<ExitCode> {
+    let client = connect(locations, "cli").await?;
+    let list = client.harnesses().await?;
+    if flag.json {
+        print_json(&list)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows: Vec<Vec<String>> =
+        list.into_iter().map(|h| vec![h.id, h.default_mode, h.max_mode, h.tools.join(","), h.description]).collect();
+    print_table(&["ID", "MODE", "CEILING", "TOOLS", "DESCRIPTION"], &rows);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The kernel's models (`model.list`): the kernel's providers decide, not this process's
+/// environment.
+pub async fn models(locations: &Locations, flag: JsonFlag) -> anyhow::Result<ExitCode> {
+    let client = connect(locations, "cli").await?;
+    let list = client.models().await?;
+    if flag.json {
+        print_json(&list)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows: Vec<Vec<String>> = list
+        .into_iter()
+        .map(|m| vec![m.id, m.provider, if m.default { "yes".into() } else { String::new() }])
+        .collect();
+    print_table(&["ID", "PROVIDER", "DEFAULT"], &rows);
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn kernel_status(status: &KernelStatus, flag: JsonFlag) -> anyhow::Result<()> {
+    if flag.json {
+        return print_json(status);
+    }
+    let uptime = status.uptime_ms / 1000;
+    let rows = [
+        ("pid", status.pid.to_string()),
+        ("version", status.version.clone()),
+        ("uptime", format!("{}h {}m {}s", uptime / 3600, uptime / 60 % 60, uptime % 60)),
+        ("clients", status.clients.to_string()),
+        ("live conversations", status.live_conversations.to_string()),
+        ("data dir", status.data_dir.clone()),
+        ("socket", status.socket.clone()),
+    ];
+    for (name, value) in rows {
+        out(&format!("{} {value}\n", style::header(&format!("{name:<19}"))));
+    }
+    for server in &status.mcp_servers {
+        let line = serde_json::to_value(server).map(|v| v.to_string()).unwrap_or_default();
+        out(&format!("{} {line}\n", style::header(&format!("{:<19}", "mcp server"))));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_table_aligns_its_columns_and_leaves_the_last_unpadded() {
+        let rows =
+            vec![vec!["1".into(), "superpi-code".into(), "a title".into()], vec!["12".into(), "x".into(), "".into()]];
+        let text = table(&["ID", "HARNESS", "TITLE"], &rows);
+        let plain: Vec<String> = text.lines().map(|l| l.replace("\u{1b}[1m", "").replace("\u{1b}[0m", "")).collect();
+        assert_eq!(plain, ["ID  HARNESS       TITLE", "1   superpi-code  a title", "12  x"]);
+    }
+}

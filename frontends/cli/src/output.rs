@@ -1,0 +1,181 @@
+//! What `superpi run` writes for scripts: `--output-format json` (one result object per turn)
+//! and `stream-json` (one kernel event per line, in the kernel protocol's wire form), and what
+//! `--input-format stream-json` reads (one prompt per line). Pure: tested without a kernel.
+
+use clap::ValueEnum;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use superpi_proto::{ContentBlock, Event, EventBody, Role};
+
+/// How `superpi run` writes a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum OutputFormat {
+    /// The answer on stdout, activity on stderr.
+    #[default]
+    Text,
+    /// One JSON result object per prompt on stdout, when its turn ends.
+    Json,
+    /// Every kernel event of the turn, one JSON object per line, as it happens.
+    StreamJson,
+}
+
+/// How `superpi run` reads its prompts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum InputFormat {
+    /// One prompt: the argument, or all of stdin.
+    #[default]
+    Text,
+    /// One prompt per stdin line, `{"prompt": "..."}`, each a turn of one conversation.
+    StreamJson,
+}
+
+/// One line of `--input-format stream-json`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InputLine {
+    prompt: String,
+}
+
+/// The prompt of one input line, or why the line is not one.
+pub fn parse_input_line(line: &str) -> Result<String, String> {
+    let parsed: InputLine =
+        serde_json::from_str(line).map_err(|err| format!("not a {{\"prompt\": \"...\"}} line: {err}"))?;
+    if parsed.prompt.trim().is_empty() {
+        return Err("the prompt is empty".into());
+    }
+    Ok(parsed.prompt)
+}
+
+/// The result line of an input line that was not a prompt.
+pub fn invalid_input(error: &str) -> Value {
+    json!({"type": "result", "status": "invalid_input", "is_error": true, "error": error})
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnEnd {
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl TurnEnd {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnEnd::Completed => "completed",
+            TurnEnd::Failed => "failed",
+            TurnEnd::Cancelled => "cancelled",
+        }
+    }
+
+    /// The end an event marks, when it is a turn's last event.
+    pub fn of(event: &Event) -> Option<TurnEnd> {
+        match event.body {
+            EventBody::TurnCompleted { .. } => Some(TurnEnd::Completed),
+            EventBody::TurnError { .. } => Some(TurnEnd::Failed),
+            EventBody::TurnCancelled {} => Some(TurnEnd::Cancelled),
+            _ => None,
+        }
+    }
+}
+
+/// One turn's events folded into the object `--output-format json` prints.
+#[derive(Debug)]
+pub struct TurnResult {
+    conversation_id: i64,
+    turn_id: i64,
+    /// The text of each assistant message, in order.
+    texts: Vec<String>,
+    end: Option<TurnEnd>,
+    stop_reason: Option<String>,
+    error: Option<String>,
+    /// Token totals from `usage_updated`, else from the messages' own usage.
+    usage: (u64, u64),
+    message_usage: (u64, u64),
+    saw_usage_updated: bool,
+    tool_calls: u64,
+}
+
+impl TurnResult {
+    pub fn new(conversation_id: i64, turn_id: i64) -> Self {
+        TurnResult {
+            conversation_id,
+            turn_id,
+            texts: Vec::new(),
+            end: None,
+            stop_reason: None,
+            error: None,
+            usage: (0, 0),
+            message_usage: (0, 0),
+            saw_usage_updated: false,
+            tool_calls: 0,
+        }
+    }
+
+    /// Takes one event (events of other turns are ignored).
+    pub fn take(&mut self, event: &Event) {
+        if event.turn_id != Some(self.turn_id) {
+            return;
+        }
+        self.end = self.end.or(TurnEnd::of(event));
+        match &event.body {
+            EventBody::MessageCompleted { role: Role::Assistant, content, usage } => {
+                let text: String = content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::Text { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                if !text.is_empty() {
+                    self.texts.push(text);
+                }
+                if let Some(u) = usage {
+                    self.message_usage.0 += u.input_tokens;
+                    self.message_usage.1 += u.output_tokens;
+                }
+            }
+            EventBody::UsageUpdated { input_tokens, output_tokens, .. } => {
+                self.saw_usage_updated = true;
+                self.usage.0 += input_tokens;
+                self.usage.1 += output_tokens;
+            }
+            EventBody::ToolStarted { .. } => self.tool_calls += 1,
+            EventBody::TurnCompleted { stop_reason, .. } => self.stop_reason = Some(stop_reason.clone()),
+            EventBody::TurnError { error } => self.error = Some(error.clone()),
+            _ => {}
+        }
+    }
+
+    pub fn end(&self) -> Option<TurnEnd> {
+        self.end
+    }
+
+    /// The result object: `status` is `completed`, `failed` or `cancelled` (`running` before
+    /// the turn ended), `result` the answer text (the assistant messages' text, a blank line
+    /// between messages).
+    pub fn to_json(&self) -> Value {
+        let (input, output) = if self.saw_usage_updated { self.usage } else { self.message_usage };
+        json!({
+            "type": "result",
+            "status": self.end.map_or("running", TurnEnd::as_str),
+            "is_error": self.end != Some(TurnEnd::Completed),
+            "conversation_id": self.conversation_id,
+            "turn_id": self.turn_id,
+            "result": self.texts.join("\n\n"),
+            "stop_reason": self.stop_reason,
+            "error": self.error,
+            "tool_calls": self.tool_calls,
+            "usage": {"input_tokens": input, "output_tokens": output},
+        })
+    }
+}
+
+/// One `stream-json` line: the event in the kernel protocol's wire form (kernel/PROTOCOL.md).
+pub fn event_line(event: &Event) -> String {
+    event.to_json()
+}
+
+#[cfg(test)]
+#[path = "output_tests.rs"]
+mod tests;

@@ -1,0 +1,147 @@
+//! End to end: the terminal frontend for scripts (`superpi run --output-format`,
+//! `--input-format stream-json`, `-p`), listings with `--json`, and shell completions.
+#![allow(clippy::disallowed_methods)]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
+
+use std::io::Write;
+use std::process::{Output, Stdio};
+
+use serde_json::Value;
+use superpi_proto::{Event, EventBody};
+use superpi_tests::TestEnv;
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn with_stdin(env: &TestEnv, args: &[&str], input: &str) -> Output {
+    let mut child =
+        env.command(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn stream_json_of_a_tool_using_turn_is_one_kernel_event_per_line() {
+    let env = TestEnv::new();
+    std::fs::write(env.workspace.join("hello.txt"), "hi").unwrap();
+    let out = env.command(&["run", "--output-format", "stream-json", r#"@tool ls {"path": "."}"#]).output().unwrap();
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let text = stdout(&out);
+    let events: Vec<Event> = text
+        .lines()
+        .map(|line| Event::from_json(line).unwrap_or_else(|e| panic!("not a kernel event: {line}: {e}")))
+        .collect();
+    assert!(events.iter().all(|e| !matches!(e.body, EventBody::Unknown(_))), "{text}");
+    let turn = events[0].turn_id.expect("the turn's events");
+    assert!(events.iter().all(|e| e.turn_id == Some(turn)), "only this turn's events: {text}");
+    let types: Vec<&str> = events.iter().map(Event::type_name).collect();
+    let at = |t: &str| types.iter().position(|x| *x == t).unwrap_or_else(|| panic!("no {t} in {types:?}"));
+    assert!(at("turn_started") < at("tool_started") && at("tool_started") < at("tool_completed"), "{types:?}");
+    assert_eq!(types.last(), Some(&"turn_completed"), "{types:?}");
+    let completed = events.iter().find_map(|e| match &e.body {
+        EventBody::ToolCompleted { name, is_error, output, .. } => Some((name.clone(), *is_error, output.clone())),
+        _ => None,
+    });
+    let (name, is_error, output) = completed.unwrap();
+    assert_eq!((name.as_str(), is_error), ("ls", false), "{output}");
+    assert!(output.to_string().contains("hello.txt"), "{output}");
+    // Sequence numbers rise: the lines are in the kernel's order.
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).filter(|s| *s > 0).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+}
+
+#[test]
+fn json_output_is_one_result_and_p_is_run() {
+    let env = TestEnv::new();
+    let out = env.command(&["-p", "hello as json", "--output-format", "json"]).output().unwrap();
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let result: Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(
+        (&result["type"], &result["status"], &result["result"]),
+        (&"result".into(), &"completed".into(), &"hello as json".into())
+    );
+    assert_eq!(result["is_error"], false);
+    assert!(result["usage"]["output_tokens"].as_u64().unwrap() > 0, "{result}");
+
+    let out = env.command(&["run", "--output-format", "json", "@fail the model broke"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let result: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(result["status"], "failed");
+    assert!(result["error"].as_str().unwrap().contains("the model broke"), "{result}");
+}
+
+#[test]
+fn stream_json_input_answers_each_line_in_one_conversation() {
+    let env = TestEnv::new();
+    let input = "{\"prompt\": \"first\"}\nnot json\n\n{\"prompt\": \"second\"}\n";
+    let out = with_stdin(&env, &["--input-format", "stream-json", "--output-format", "json"], input);
+    assert_eq!(out.status.code(), Some(1), "an invalid line fails the run: {}", String::from_utf8_lossy(&out.stderr));
+    let results: Vec<Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert_eq!((&results[0]["status"], &results[0]["result"]), (&"completed".into(), &"first".into()));
+    assert_eq!(results[1]["status"], "invalid_input");
+    assert_eq!((&results[2]["status"], &results[2]["result"]), (&"completed".into(), &"second".into()));
+    assert_eq!(results[0]["conversation_id"], results[2]["conversation_id"]);
+    assert_ne!(results[0]["turn_id"], results[2]["turn_id"]);
+
+    let out =
+        with_stdin(&env, &["run", "--input-format", "stream-json", "--output-format", "json"], "{\"prompt\": \"x\"}\n");
+    assert!(out.status.success());
+    let out = env.command(&["run", "--input-format", "stream-json", "a prompt argument"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "prompts come from stdin only");
+}
+
+#[test]
+fn listings_are_text_by_default_and_json_when_asked() {
+    let env = TestEnv::new();
+    assert!(env.command(&["run", "a title"]).output().unwrap().status.success());
+    let out = env.command(&["session", "list"]).env("NO_COLOR", "1").output().unwrap();
+    let text = stdout(&out);
+    let mut lines = text.lines();
+    assert!(lines.next().unwrap().starts_with("ID  HARNESS"), "{text}");
+    assert!(lines.next().unwrap().contains("a title"), "{text}");
+    assert!(!text.contains('\u{1b}'), "no colour codes into a pipe: {text:?}");
+
+    let json = |args: &[&str]| -> Value {
+        let out = env.command(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", stdout(&out)))
+    };
+    assert_eq!(json(&["session", "list", "--json"])[0]["title"], "a title");
+    let id = json(&["session", "list", "--json"])[0]["conversation_id"].as_i64().unwrap().to_string();
+    assert_eq!(json(&["session", "show", &id, "--json"])["entries"].as_array().unwrap().len(), 2);
+    assert!(json(&["harnesses", "--json"]).as_array().unwrap().iter().any(|h| h["id"] == "superpi-code"));
+    assert!(json(&["models", "--json"]).as_array().unwrap().iter().any(|m| m["id"] == "mock"));
+    assert_eq!(json(&["kernel", "status", "--json"])["pid"].as_i64().unwrap() as i32, env.kernel_pid().unwrap());
+    let out = env.command(&["kernel", "status"]).output().unwrap();
+    assert!(stdout(&out).starts_with("pid "), "{}", stdout(&out));
+}
+
+#[test]
+fn completions_for_each_shell() {
+    let env = TestEnv::new();
+    for (shell, marker) in [("bash", "complete -F"), ("zsh", "#compdef superpi"), ("fish", "complete -c superpi")] {
+        let out = env.command(&["completions", shell]).output().unwrap();
+        assert!(out.status.success(), "{shell}");
+        let script = stdout(&out);
+        assert!(script.contains(marker), "{shell}: {script:.200}");
+        assert!(script.contains("output-format"), "{shell} completes run's flags");
+    }
+    let out = env.command(&["completions", "tcsh"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn chat_reads_lines_until_exit_and_keeps_one_conversation() {
+    let env = TestEnv::new();
+    let out = with_stdin(&env, &["chat"], "first line\nsecond line\n/exit\nnever sent\n");
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout(&out), "first line\nsecond line\n");
+    let out = env.command(&["session", "list", "--json"]).output().unwrap();
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+}
