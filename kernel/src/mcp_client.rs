@@ -124,23 +124,32 @@ impl McpClients {
         McpClients { sandbox, slots: Arc::default(), reaping: Arc::default() }
     }
 
-    /// The tools of `servers` for `conversation` in `workspace`, starting those not running,
-    /// with a notice for each that could not start or had to start again. `network` says
-    /// whether a server may reach the network.
+    /// The tools of the user's servers as `settings.json` says now (`superpi mcp add` takes
+    /// effect at once) and of `own` (a conversation's; a name of the user's wins), for
+    /// `conversation` in `workspace`: those not running are started, with a notice for each
+    /// that could not start or had to start again. The network each gets follows the network
+    /// policy of the user's settings tightened by the workspace's; a workspace file that
+    /// cannot be read attaches nothing.
     pub async fn attach(
         &self,
-        servers: &BTreeMap<String, McpServerConfig>,
+        config_dir: &Path,
+        own: BTreeMap<String, McpServerConfig>,
         workspace: &Path,
-        network: impl Fn(&McpServerConfig) -> bool,
         conversation: Option<i64>,
     ) -> (Attached, Vec<String>) {
         let (mut attached, mut notices) = (Attached::default(), Vec::new());
+        let settings = match superpi_policy::Settings::load(config_dir, Some(workspace)) {
+            Ok(settings) => settings,
+            Err(err) => return (attached, vec![format!("no MCP server is started: {err}")]),
+        };
+        let mut servers = own;
+        servers.extend(settings.mcp_servers);
         for (name, config) in servers {
             let key = Arc::new(ServerKey {
                 workspace: workspace.to_path_buf(),
+                network: config.gets_network(&settings.network),
                 name: name.clone(),
-                config: config.clone(),
-                network: network(config),
+                config,
             });
             let (slot, notice) = self.slot(&key);
             notices.extend(notice);
@@ -211,7 +220,8 @@ impl McpClients {
         let started = slot
             .started
             .get_or_init(|| async {
-                let started = Connection::start(&self.sandbox, key).await.map(Arc::new);
+                let state_dir = self.sandbox.config().data_dir.join("mcp").join(&key.name);
+                let started = Connection::start(&self.sandbox, key, state_dir).await.map(Arc::new);
                 if started.is_ok() {
                     self.reap_idle();
                 }

@@ -3,6 +3,7 @@
 //! `notifications/tools/list_changed`) and its last stderr lines, for notices and errors.
 
 use std::collections::VecDeque;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -50,8 +51,9 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    /// Starts the server of `key` confined to its workspace and lists its tools.
-    pub async fn start(sandbox: &Sandbox, key: &ServerKey) -> Result<Connection, String> {
+    /// Starts the server of `key` confined to its workspace, with `state_dir` its own (and its
+    /// `HOME`), and lists its tools.
+    pub async fn start(sandbox: &Sandbox, key: &ServerKey, state_dir: PathBuf) -> Result<Connection, String> {
         let (name, config) = (&key.name, &key.config);
         let spec = ServerSpec {
             program: config.command.clone(),
@@ -60,6 +62,7 @@ impl Connection {
             cwd: config.cwd.clone(),
             workspace: key.workspace.clone(),
             network: key.network,
+            state_dir: Some(state_dir),
         };
         let process = sandbox.start_server(spec).await?;
         let stderr = Arc::new(Mutex::new(VecDeque::new()));

@@ -107,6 +107,7 @@ pub(crate) async fn run(
         Some(route) => {
             drop(progress);
             let (result, notices) = kernel.mcp.call(&route, &request, cancel).await;
+            let result = kernel.sandbox.bounded(&request, result);
             if let Caller::Turn { conv, turn_id, .. } = &caller {
                 for notice in notices {
                     conv.emit(kernel, Event::notice(conv.id, Some(*turn_id), "warning", notice));

@@ -40,10 +40,12 @@ pub(crate) async fn call(kernel: &Arc<Kernel>, peer: &Peer, p: ToolCallParams) -
         None => {
             // Not built in: one of the user's MCP servers' tools, its server started for this
             // workspace (shared with the workspace's conversations).
-            let notices = match harness.offers_live_tools() {
-                true => attach_user_servers(kernel, &workspace, harness, &mut mcp).await,
-                false => Vec::new(),
-            };
+            let mut notices = Vec::new();
+            if harness.offers_live_tools() {
+                let config_dir = &kernel.catalog.config_dir;
+                (mcp, notices) = kernel.mcp.attach(config_dir, Default::default(), &workspace, None).await;
+                mcp.retain(|def| harness.offers_live(def));
+            }
             let Some(route) = mcp.get(&p.name) else {
                 let why = notices.iter().map(|n| format!("; {n}")).collect::<String>();
                 return Err(ErrorObject::new(codes::METHOD_NOT_FOUND, format!("unknown tool `{}`{why}", p.name)));
@@ -71,27 +73,6 @@ pub(crate) async fn call(kernel: &Arc<Kernel>, peer: &Peer, p: ToolCallParams) -
     let end = pipeline::run(kernel, Caller::Direct { policy: &mut policy, mcp: &mcp }, &call, &cancel).await;
     drop(registered);
     serde_json::to_value(end.into_result()).map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, e.to_string()))
-}
-
-/// The user's MCP servers for `workspace`, those the harness offers, into `mcp`; the notices
-/// of those that are not available.
-async fn attach_user_servers(
-    kernel: &Arc<Kernel>,
-    workspace: &std::path::Path,
-    harness: &superpi_policy::Harness,
-    mcp: &mut Attached,
-) -> Vec<String> {
-    let servers = match superpi_policy::Settings::load(&kernel.catalog.config_dir, None) {
-        Ok(now) => now.mcp_servers,
-        Err(err) => return vec![format!("the MCP servers of your settings are not read: {err}")],
-    };
-    if servers.is_empty() {
-        return Vec::new();
-    }
-    let (attached, notices) = kernel.mcp.attach(&servers, workspace, |_| true, None).await;
-    *mcp = attached;
-    mcp.retain(|def| harness.offers_live(def));
-    notices
 }
 
 /// `tool.cancel`: ends the caller's running direct call `call_id`.

@@ -241,24 +241,12 @@ async fn stream_model(
     })
 }
 
-/// The MCP tools this turn offers: the user's servers as settings.json says now (`superpi mcp
-/// add` takes effect at the next turn), then those a frontend attached (a name of the user's
-/// wins), those the harness offers. Without a workspace no server starts.
+/// The MCP tools this turn offers: the user's servers and those a frontend attached, those
+/// the harness offers. Without a workspace no server starts.
 async fn attach_mcp(kernel: &Arc<Kernel>, conv: &Arc<Conversation>, turn_id: i64, harness: &Harness) -> Attached {
     let Some(workspace) = conv.settings().workspace.map(PathBuf::from) else { return Attached::default() };
-    let mut servers = lock(&conv.mcp_servers).clone();
-    match superpi_policy::Settings::load(&kernel.catalog.config_dir, None) {
-        Ok(now) => servers.extend(now.mcp_servers),
-        Err(err) => {
-            let notice = format!("the MCP servers of your settings are not read: {err}");
-            conv.emit(kernel, Event::notice(conv.id, Some(turn_id), "warning", notice));
-            servers.extend(kernel.catalog.settings.mcp_servers.clone());
-        }
-    }
-    if servers.is_empty() {
-        return Attached::default();
-    }
-    let (mut attached, notices) = kernel.mcp.attach(&servers, &workspace, |_| true, Some(conv.id)).await;
+    let own = lock(&conv.mcp_servers).clone();
+    let (mut attached, notices) = kernel.mcp.attach(&kernel.catalog.config_dir, own, &workspace, Some(conv.id)).await;
     for notice in notices {
         conv.emit(kernel, Event::notice(conv.id, Some(turn_id), "warning", notice));
     }

@@ -128,7 +128,10 @@ impl Machine {
     ) -> ToolCallResult {
         let shell = match tools.entry(&call.name).map(|e| e.runner) {
             None => return ToolCallResult::error(format!("unknown tool `{}`", call.name)),
-            Some(Runner::Registered(runner)) => return runner.run(&call, cancel, progress).await,
+            Some(Runner::Registered(runner)) => {
+                let result = runner.run(&call, cancel, progress).await;
+                return crate::result::bounded(config, result, &spill_path(config, &call));
+            }
             Some(Runner::Shell) => true,
             Some(Runner::File(_)) => false,
         };
@@ -273,7 +276,7 @@ impl Machine {
         self.setup_with(config, call, workspace, cwd, runner, None)
     }
 
-    /// [`Machine::setup`], with one more program readable and executable (a server's).
+    /// [`Machine::setup`], with a server's grants besides.
     pub(crate) fn setup_with(
         &self,
         config: &SandboxConfig,
@@ -281,7 +284,7 @@ impl Machine {
         workspace: &Path,
         cwd: &Path,
         runner: bool,
-        program: Option<&Path>,
+        server: Option<&ServerGrants<'_>>,
     ) -> Result<Setup, String> {
         let crate::tempdirs::CallDir { dir: tmp, path: tmp_path, shm } = self.temp_dirs.take()?;
         let confined = !config.disabled;
@@ -291,10 +294,11 @@ impl Machine {
         if runner {
             read_exec.push(config.tool_exe.clone());
         }
-        read_exec.extend(program.map(Path::to_path_buf));
+        read_exec.extend(server.map(|s| s.program.to_path_buf()));
         let spill_dir = conversation_spill_dir(config, call.conversation_id);
         let mut read_write = vec![workspace.to_path_buf(), tmp_path.clone()];
         read_write.extend(config.extra_write_paths.iter().cloned());
+        read_write.extend(server.iter().flat_map(|s| s.writable.iter().cloned()));
         let mut landlock_rw = read_write.clone();
         landlock_rw.extend(shm.iter().cloned());
         let fs = FsPolicy {
@@ -350,6 +354,13 @@ impl Machine {
         env.push((crate::reap::TAG_VAR.into(), tag.clone().into()));
         Ok(Setup { tmp, prepared, status_read, cgroup, env, tag })
     }
+}
+
+/// What a long-lived server gets besides a call's grants: its program readable and
+/// executable, and its own directories writable.
+pub(crate) struct ServerGrants<'a> {
+    pub program: &'a Path,
+    pub writable: &'a [PathBuf],
 }
 
 pub(crate) struct Setup {
@@ -433,7 +444,7 @@ fn conversation_spill_dir(config: &SandboxConfig, conversation: i64) -> PathBuf 
     config.data_dir.join("spill").join(conversation.to_string())
 }
 
-fn spill_path(config: &SandboxConfig, call: &ToolCall) -> PathBuf {
+pub(crate) fn spill_path(config: &SandboxConfig, call: &ToolCall) -> PathBuf {
     let name: String = call
         .call_id
         .chars()

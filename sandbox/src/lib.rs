@@ -224,6 +224,13 @@ impl Sandbox {
     ) -> ToolCallResult {
         self.inner.run(&self.config, &self.tools, call, cancel, progress).await
     }
+
+    /// `result` of `call`, run outside the sandbox's runners (an MCP server's), bounded like a
+    /// command's output: past the model's limit the whole text is spilled to
+    /// `data_dir/spill/CONVERSATION/CALL_ID` and the model gets head, tail, size and path.
+    pub fn bounded(&self, call: &ToolCall, result: ToolCallResult) -> ToolCallResult {
+        result::bounded(&self.config, result, &call::spill_path(&self.config, call))
+    }
 }
 
 /// Hardens the kernel process itself; the kernel calls it once at start. Marks the process

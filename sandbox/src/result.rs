@@ -43,6 +43,20 @@ fn model_text(config: &SandboxConfig, out: &Collected, spill: &Path) -> (String,
     (text, path)
 }
 
+/// A result from a registered runner (an MCP server's tool, say) bounded like a command's
+/// output: past the model's limit the whole text goes to `spill` and the model gets the head,
+/// the tail, the size and the path.
+pub(crate) fn bounded(config: &SandboxConfig, mut result: ToolCallResult, spill: &Path) -> ToolCallResult {
+    if result.output.len() <= config.model_output_bytes.max(1024) {
+        return result;
+    }
+    let output = std::mem::take(&mut result.output).into_bytes();
+    let total = output.len() as u64;
+    let collected = Collected { head: output, tail: Vec::new(), total, spill: None, spill_error: None };
+    result.output = model_text(config, &collected, spill).0;
+    result
+}
+
 pub(crate) fn bash_outcome(
     config: &SandboxConfig,
     finished: Finished,

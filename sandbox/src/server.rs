@@ -1,7 +1,8 @@
 //! Long-lived stdio servers (an MCP server the kernel talks to over its stdin and stdout),
 //! confined like a tool call for as long as they run: the same prepared steps (mount
 //! namespace, landlock with the workspace and a temp dir writable, seccomp, no capabilities,
-//! rlimits, a cgroup), an environment from the allow list plus what the configuration names.
+//! rlimits, a cgroup), its state directory writable and its `HOME`, an environment from the
+//! allow list plus what the configuration names.
 //! The process group, the cgroup and every process in them are killed when the handle drops.
 
 use std::ffi::OsString;
@@ -28,6 +29,9 @@ pub struct ServerSpec {
     pub workspace: PathBuf,
     /// Whether it may open network sockets.
     pub network: bool,
+    /// Its own directory, kept between starts: writable, and its `HOME` (unless `env` sets
+    /// one). Created when missing.
+    pub state_dir: Option<PathBuf>,
 }
 
 /// A running server: its pipes, and the handle that kills it on drop.
@@ -91,8 +95,18 @@ impl Sandbox {
         let path_var = spec.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| OsString::from(v));
         let path_var = path_var.or_else(|| std::env::var_os("PATH"));
         let program = resolve_program(&spec.program, &cwd, path_var.as_deref())?;
-        let setup = self.inner.setup_with(config, &call, &workspace, &cwd, false, Some(&program))?;
+        let mut writable = Vec::new();
+        if let Some(dir) = &spec.state_dir {
+            std::fs::create_dir_all(dir).map_err(|e| format!("its state directory {}: {e}", dir.display()))?;
+            writable.push(dir.clone());
+        }
+        let grants = crate::call::ServerGrants { program: &program, writable: &writable };
+        let setup = self.inner.setup_with(config, &call, &workspace, &cwd, false, Some(&grants))?;
         let mut env = setup.env;
+        if let Some(dir) = &spec.state_dir {
+            env.retain(|(name, _)| name != "HOME");
+            env.push(("HOME".into(), dir.into()));
+        }
         for (k, v) in &spec.env {
             env.retain(|(name, _)| name != k.as_str());
             env.push((k.into(), v.into()));

@@ -271,3 +271,67 @@ async fn conversations_of_a_workspace_share_one_server_and_call_only_what_they_a
     let (is_error, output) = tool_output(&events, "mcp__ed__echo");
     assert!(is_error && output.contains("unknown tool"), "{output}");
 }
+
+#[test]
+fn a_server_gets_the_network_only_when_its_settings_and_the_policy_say_so_and_keeps_a_state_dir() {
+    let env = TestEnv::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let settings = |network: Value| {
+        let settings = json!({
+            "network": network,
+            "mcp_servers": {"off": {"command": fixture()}, "on": {"command": fixture(), "network": true}},
+        });
+        std::fs::write(env.locations.config_dir.join("settings.json"), settings.to_string()).unwrap();
+    };
+    let connect = |server: &str| {
+        let prompt = format!(r#"@tool mcp__{server}__connect {{"port":{port}}}"#);
+        let (ok, stdout, stderr) = run(&env, "accept-edits", &prompt);
+        assert!(ok, "{stderr}");
+        stdout
+    };
+    settings(json!({"policy": "allow"}));
+    assert!(connect("off").contains("no network"), "without `network: true` it is offline by default");
+    assert!(connect("on").contains("connected"), "`network: true` with the policy `allow`");
+    settings(json!({"policy": "deny"}));
+    assert!(connect("on").contains("no network"), "the policy `deny` wins over the server's wish");
+    settings(json!({"policy": "allow", "shell_default": "allow"}));
+    assert!(connect("off").contains("connected"), "like a shell command when it says nothing");
+
+    // Its own state directory is its HOME, writable, and kept between starts.
+    let (ok, stdout, stderr) = run(&env, "accept-edits", r#"@tool mcp__on__remember {"text":"first"}"#);
+    assert!(ok && stdout.contains("first"), "{stdout}\n{stderr}");
+    env.kill_kernel();
+    let (ok, stdout, stderr) = run(&env, "accept-edits", r#"@tool mcp__on__remember {"text":"second"}"#);
+    assert!(ok && stdout.contains("first\nsecond"), "{stdout}\n{stderr}");
+    let kept = std::fs::read_to_string(env.locations.data_dir.join("mcp/on/memory.txt")).unwrap();
+    assert_eq!(kept, "first\nsecond\n");
+}
+
+#[test]
+fn a_huge_result_spills_to_disk_and_the_model_gets_its_head_and_tail() {
+    let env = TestEnv::new();
+    servers(&env, json!({"fix": {"command": fixture()}}));
+    let (ok, stdout, stderr) = run(&env, "accept-edits", r#"@tool mcp__fix__big {"bytes":300000}"#);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("BEGIN0123"), "{stdout}");
+    let spill = env.locations.data_dir.join("spill");
+    let files: Vec<_> = walk(&spill);
+    assert_eq!(files.len(), 1, "one spill file: {files:?}");
+    let whole = std::fs::read_to_string(&files[0]).unwrap();
+    assert_eq!(whole.len(), 300_000 + "BEGINEND".len());
+    assert!(whole.starts_with("BEGIN") && whole.ends_with("END"));
+    let out = env.command(&["session", "show", "1"]).output().unwrap();
+    let history = String::from_utf8_lossy(&out.stdout);
+    assert!(history.contains("output truncated") && history.contains(&files[0].display().to_string()), "{history}");
+    assert!(history.len() < 120_000, "the model got a bounded text: {} bytes", history.len());
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() { found.extend(walk(&path)) } else { found.push(path) }
+    }
+    found
+}

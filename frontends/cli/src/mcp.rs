@@ -49,6 +49,10 @@ pub struct AddArgs {
     /// Its working directory (default: the workspace of the conversation that needs it).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// Lets it open network sockets when the network policy is `allow` (default: what a shell
+    /// command that does not ask gets).
+    #[arg(long)]
+    pub network: bool,
     /// Replaces a server of the same name.
     #[arg(long)]
     pub replace: bool,
@@ -63,7 +67,10 @@ pub async fn run(locations: &Locations, action: McpAction) -> anyhow::Result<Exi
         McpAction::List(flag) => list(locations, &path, flag.json).await,
         McpAction::Add(args) => {
             let name = args.name.clone();
-            let entry = stdio_entry(args.command, &args.env, args.cwd)?;
+            let mut entry = stdio_entry(args.command, &args.env, args.cwd)?;
+            if args.network {
+                entry["network"] = json!(true);
+            }
             edit(&path, |servers| {
                 if servers.contains_key(&name) && !args.replace {
                     bail!("`{name}` is already in {}; remove it first, or add it with --replace", path.display());

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::ConfigError;
+use crate::settings::{Network, NetworkPolicy, ShellNetwork};
 
 /// One stdio MCP server: the program the kernel starts (through the sandbox crate) on first
 /// need, and talks to over its stdin and stdout.
@@ -21,6 +22,19 @@ pub struct McpServerConfig {
     pub cwd: Option<PathBuf>,
     /// Seconds unused before it is stopped (0: never); absent: the kernel's default.
     pub idle_stop_secs: Option<u64>,
+    /// `true` asks for the network (granted when the network policy is `allow`); absent: it
+    /// gets what a shell command that does not ask gets.
+    pub network: Option<bool>,
+}
+
+impl McpServerConfig {
+    /// Whether the server may open network sockets under `network`. Never with `deny` or
+    /// `allowlist` (a socket cannot be checked against host names); with `allow`, when it asks
+    /// (`network: true`) or, when it says nothing, when shell commands get the network without
+    /// asking (`shell_default: "allow"`).
+    pub fn gets_network(&self, network: &Network) -> bool {
+        network.policy == NetworkPolicy::Allow && self.network.unwrap_or(network.shell_default == ShellNetwork::Allow)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -33,6 +47,7 @@ pub(crate) struct RawMcpServer {
     env: BTreeMap<String, String>,
     cwd: Option<PathBuf>,
     idle_stop_secs: Option<u64>,
+    network: Option<bool>,
 }
 
 /// A server's name is part of its tools' names (`mcp__NAME__TOOL`), so it is kept to the
@@ -80,6 +95,7 @@ pub(crate) fn mcp_servers(
             env: server.env,
             cwd: server.cwd,
             idle_stop_secs: server.idle_stop_secs,
+            network: server.network,
         };
         servers.insert(name, config);
     }

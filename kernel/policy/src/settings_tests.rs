@@ -298,6 +298,26 @@ fn mcp_servers_are_read_from_the_user_file_with_errors_naming_the_key() {
 }
 
 #[test]
+fn an_mcp_server_gets_the_network_only_as_the_network_policy_allows() {
+    let path = Path::new("/cfg/settings.json");
+    let text = |network: &str, shell_default: &str| {
+        format!(
+            r#"{{"network": {{"policy": "{network}", "shell_default": "{shell_default}"}},
+                "mcp_servers": {{"plain": {{"command": "x"}}, "asks": {{"command": "x", "network": true}},
+                                 "refuses": {{"command": "x", "network": false}}}}}}"#
+        )
+    };
+    let grants = |network: &str, shell_default: &str| {
+        let s = Settings::from_user_file(&text(network, shell_default), path).unwrap();
+        ["plain", "asks", "refuses"].map(|name| s.mcp_servers[name].gets_network(&s.network))
+    };
+    assert_eq!(grants("allow", "offline"), [false, true, false]);
+    assert_eq!(grants("allow", "allow"), [true, true, false]);
+    assert_eq!(grants("allowlist", "offline"), [false, false, false]);
+    assert_eq!(grants("deny", "allow"), [false, false, false]);
+}
+
+#[test]
 fn a_workspace_file_cannot_add_mcp_servers() {
     let err = Settings::default()
         .tightened_by_workspace_file(

@@ -3,7 +3,9 @@
 //! `path`, relative to its working directory), `read_file` (read-only: a file's text, for
 //! the confinement tests), `crash` (read-only: exits during the call), `grow` (read-only:
 //! offers one more tool, `extra`, and says so with `notifications/tools/list_changed`) and
-//! `big` (read-only: `bytes` bytes of text). It says `fixture ready` on stderr when it
+//! `big` (read-only: `bytes` bytes of text), `connect` (read-only: opens a TCP connection to
+//! 127.0.0.1:`port`, says how that went) and `remember` (read-only: appends `text` to
+//! `$HOME/memory.txt` and answers the file). It says `fixture ready` on stderr when it
 //! starts, and with `--fail` prints a line on stderr and exits before it speaks MCP.
 
 use std::sync::Arc;
@@ -68,6 +70,14 @@ impl ServerHandler for Fixture {
             Tool::new("crash", "Exits during the call.", none()).with_annotations(read_only()),
             Tool::new("grow", "Offers one more tool.", none()).with_annotations(read_only()),
             Tool::new("big", "Answers `bytes` bytes of text.", schema(bytes, &["bytes"])).with_annotations(read_only()),
+            Tool::new("connect", "Connects to a local port.", schema(json!({"port": {"type": "integer"}}), &["port"]))
+                .with_annotations(read_only()),
+            Tool::new(
+                "remember",
+                "Appends to $HOME/memory.txt.",
+                schema(json!({"text": {"type": "string"}}), &["text"]),
+            )
+            .with_annotations(read_only()),
         ];
         if self.grown.load(Ordering::SeqCst) {
             tools.push(Tool::new("extra", "Offered after `grow`.", none()).with_annotations(read_only()));
@@ -111,6 +121,27 @@ impl ServerHandler for Fixture {
                 let line = "0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmn\n";
                 let text: String = line.chars().cycle().take(bytes as usize).collect();
                 CallToolResult::success(vec![Content::text(format!("BEGIN{text}END"))])
+            }
+            "connect" => {
+                let port = request.arguments.as_ref().and_then(|a| a.get("port")).and_then(Value::as_u64).unwrap_or(0);
+                let said = match std::net::TcpStream::connect(("127.0.0.1", port as u16)) {
+                    Ok(_) => "connected".to_string(),
+                    Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => format!("no network: {e}"),
+                    Err(e) => format!("network, but: {e}"),
+                };
+                CallToolResult::success(vec![Content::text(said)])
+            }
+            "remember" => {
+                let home = std::env::var("HOME").unwrap_or_default();
+                let file = std::path::Path::new(&home).join("memory.txt");
+                let text = text_arg(&request, "text")?;
+                let kept = std::fs::read_to_string(&file).unwrap_or_default() + text + "\n";
+                match std::fs::write(&file, &kept) {
+                    Ok(()) => CallToolResult::success(vec![Content::text(format!("{}: {kept}", file.display()))]),
+                    Err(e) => {
+                        CallToolResult::error(vec![Content::text(format!("cannot write {}: {e}", file.display()))])
+                    }
+                }
             }
             other => return Err(ErrorData::invalid_params(format!("no tool `{other}`"), None)),
         };
