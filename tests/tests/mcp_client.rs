@@ -335,3 +335,36 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     found
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_tools_round_trip_through_the_kernels_tool_call_on_the_workspaces_server() {
+    let env = TestEnv::new();
+    servers(&env, json!({"fix": {"command": fixture()}}));
+    let client = superpi_client::KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let (conversation, _) = turn_in(&client, &env.workspace, vec![], r#"@tool mcp__fix__echo {"text":"turn"}"#).await;
+    let workspace = env.workspace.display().to_string();
+    let call = |name: &str, arguments: Value, mode: &str| {
+        let params = json!({"name": name, "arguments": arguments, "workspace": workspace, "mode": mode});
+        let client = &client;
+        async move { client.call("tool.call", params).await }
+    };
+    let result = call("mcp__fix__echo", json!({"text": "direct"}), "accept-edits").await.unwrap();
+    assert_eq!(result["output"], "echo: direct");
+    assert_eq!(result["structured"], json!({"text": "direct"}));
+    assert_eq!(result["is_error"], false);
+
+    // Decided by the policy like a turn's call: nobody can be asked, so an askable one fails closed.
+    let write = json!({"path": "direct.txt", "text": "from tool.call"});
+    let blocked = call("mcp__fix__write_file", write.clone(), "accept-edits").await.unwrap();
+    assert!(blocked["is_error"] == true && blocked["output"].as_str().unwrap().starts_with("blocked"), "{blocked}");
+    assert!(!env.workspace.join("direct.txt").exists());
+    let written = call("mcp__fix__write_file", write, "auto").await.unwrap();
+    assert_eq!(written["output"], "written", "{written}");
+    assert_eq!(std::fs::read_to_string(env.workspace.join("direct.txt")).unwrap(), "from tool.call");
+
+    let unknown = call("mcp__fix__nope", json!({}), "auto").await.unwrap_err().to_string();
+    assert!(unknown.contains("unknown tool"), "{unknown}");
+    let status = client.status().await.unwrap().mcp_servers;
+    assert_eq!(status.len(), 1, "the turn's server served the calls too: {status:?}");
+    assert_eq!(status[0].conversations, vec![conversation]);
+}
