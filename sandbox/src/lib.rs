@@ -47,7 +47,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use host::run_host_command;
-pub use reap::is_tool_process;
+pub use reap::{confined_tools, is_confined_tool, is_tool_process};
 pub use registry::{EditorRead, RegistryError, RunFuture, ToolRegistry, ToolRunner};
 pub use runner::{TOOL_SUBCOMMAND, format_read, tool_main};
 pub use server::{ServerHandle, ServerProcess, ServerSpec};

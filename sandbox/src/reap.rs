@@ -104,6 +104,76 @@ fn parent_of(pid: i32) -> Option<i32> {
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Whether `pid` is a confined tool process of any superpi kernel on this machine: it or one
+/// of its ancestors carries a call tag, or it sits in a call's cgroup. What a frontend asks of
+/// the peer of its listener (the kernel asks [`is_tool_process`] of its own socket's peers).
+/// A process that scrubbed its environment and left its tool's process tree is found only by
+/// its cgroup, as in [`sweep`].
+pub fn is_confined_tool(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else { return false };
+    if in_call_cgroup(pid) {
+        return true;
+    }
+    let needle = format!("{TAG_VAR}=");
+    let mut cur = pid;
+    for _ in 0..256 {
+        if environ_has(cur, needle.as_bytes()) {
+            return true;
+        }
+        match parent_of(cur) {
+            Some(p) if p > 1 => cur = p,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// Every confined tool process of any superpi kernel on this machine, as
+/// [`is_confined_tool`] recognises them, in one pass over /proc (three small reads a process).
+pub fn confined_tools() -> Vec<u32> {
+    let needle = format!("{TAG_VAR}=");
+    let mut parents = std::collections::HashMap::new();
+    let mut marked = std::collections::HashSet::new();
+    for pid in pids() {
+        if environ_has(pid, needle.as_bytes()) || in_call_cgroup(pid) {
+            marked.insert(pid);
+        }
+        if let Some(parent) = parent_of(pid) {
+            parents.insert(pid, parent);
+        }
+    }
+    if marked.is_empty() {
+        return Vec::new();
+    }
+    let tool = |pid: i32| {
+        let mut cur = pid;
+        for _ in 0..256 {
+            if marked.contains(&cur) {
+                return true;
+            }
+            match parents.get(&cur) {
+                Some(&p) if p > 1 => cur = p,
+                _ => return false,
+            }
+        }
+        false
+    };
+    parents.keys().copied().filter(|pid| tool(*pid)).filter_map(|pid| u32::try_from(pid).ok()).collect()
+}
+
+/// Whether `pid` sits in a call's cgroup (`superpi-KERNELPID-N`) of any kernel.
+fn in_call_cgroup(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/cgroup")).is_ok_and(|c| {
+        c.lines().any(|line| {
+            line.split('/').any(|part| {
+                part.strip_prefix("superpi-")
+                    .and_then(|rest| rest.split_once('-'))
+                    .is_some_and(|(kernel, n)| kernel.parse::<u32>().is_ok() && n.parse::<u64>().is_ok())
+            })
+        })
+    })
+}
+
 /// Whether `pid` is one of this kernel's tool processes: a descendant of this process, a
 /// member of one of its call cgroups, or a carrier of one of its call tags.
 pub fn is_tool_process(pid: u32) -> bool {

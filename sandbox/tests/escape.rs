@@ -334,6 +334,12 @@ async fn tool_processes_are_recognised_even_after_setsid() {
     let pid: u32 = first.trim().parse().unwrap();
     assert!(superpi_sandbox::is_tool_process(pid));
     assert!(!superpi_sandbox::is_tool_process(stranger));
+    // What a frontend asks of its peers: a tool of any kernel, not this process nor a stranger.
+    assert!(superpi_sandbox::is_confined_tool(pid));
+    assert!(!superpi_sandbox::is_confined_tool(stranger));
+    assert!(!superpi_sandbox::is_confined_tool(std::process::id()));
+    let tools = superpi_sandbox::confined_tools();
+    assert!(tools.contains(&pid) && !tools.contains(&stranger) && !tools.contains(&std::process::id()), "{tools:?}");
     unsafe { libc::kill(stranger as i32, libc::SIGKILL) };
     assert!(!superpi_sandbox::is_tool_process(std::process::id()));
     cancel.cancel();

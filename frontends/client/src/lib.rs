@@ -8,8 +8,10 @@
 //! the rule that names a principal from a token ([`principal`]). That rule lives here rather
 //! than in superpi-http because every frontend that takes tokens already depends on this crate:
 //! the RPC server gets it for two small hashing crates instead of an HTTP stack.
-//! Beside that, the one thing the line-based frontends share below their protocols: a bounded
-//! line reader ([`lines`]).
+//! Beside that, what the frontends share below their protocols: a bounded line reader for the
+//! line-based ones ([`lines`]), and the peer check of every frontend listener ([`peer`]: this
+//! user only, unless tokens guard it, and never one of a kernel's confined tools, which the
+//! sandbox crate recognises).
 //!
 //! It must not know any frontend protocol (ACP, MCP, JSON-RPC, HTTP) nor the kernel's
 //! internals: it speaks only the kernel protocol of superpi-proto.
@@ -18,9 +20,11 @@ mod connection;
 pub mod lines;
 mod locations;
 mod methods;
+pub mod peer;
 mod pool;
 pub mod principal;
 mod provider_env;
+mod sock_diag;
 mod subscription;
 
 pub use connection::{ConnectOptions, KernelClient};

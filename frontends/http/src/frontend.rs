@@ -145,13 +145,20 @@ pub async fn run<const PORT: u16>(
 }
 
 /// Serves `router` until `stop` resolves; then tells open streams to end, stops accepting, and
-/// lets open answers finish for [`SHUTDOWN_GRACE`] at most.
+/// lets open answers finish for [`SHUTDOWN_GRACE`] at most. Connections pass the peer check and
+/// requests the `Host` rule first (see `guard`).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
     frontend: &Frontend,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let tokens_enabled = frontend.tokens_enabled();
+    let bound = listener.local_addr()?.ip();
+    let router = router.layer(axum::middleware::from_fn(move |request, next| {
+        crate::guard::check_host(tokens_enabled, bound, request, next)
+    }));
+    let listener = crate::guard::PeerChecked::new(listener, tokens_enabled);
     let stopping = frontend.stopping.clone();
     let mut stopped = frontend.stopping();
     let graceful = async move {

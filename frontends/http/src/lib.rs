@@ -8,7 +8,9 @@
 //! `gateway.json` in the config dir, each standing for the principal superpi-client's
 //! [`principal_for_token`] names (the RPC server names its tokens with the same function);
 //! the Origin rule for a listener without tokens (browsers on other sites are refused) and
-//! CORS for the origins it admits; and SSE framing with a body that coalesces whatever frames
+//! CORS for the origins it admits; who may connect (superpi-client's peer check: this user
+//! only without tokens, never a kernel's confined tool) and the `Host` rule against DNS
+//! rebinding (loopback names and the bound address without tokens); and SSE framing with a body that coalesces whatever frames
 //! are ready into one write.
 //!
 //! It must not know any kernel type beyond superpi-client's connections, nor any one
@@ -18,11 +20,13 @@
 mod auth;
 mod config;
 mod frontend;
+mod guard;
 mod origin;
 mod sse;
 
 pub use auth::{AuthError, BindError, Tokens, authenticate, check_bind, load_tokens, principal_for_token};
 pub use config::{CONFIG_FILE, ConfigError};
 pub use frontend::{Error, Frontend, ListenArgs, SHUTDOWN_GRACE, TOKEN_VAR, run, serve};
+pub use guard::host_allowed;
 pub use origin::{Cors, ORIGINS_VAR, is_loopback_origin, origin_allowed};
 pub use sse::{SSE_DONE, sse_body, sse_data, sse_headers};

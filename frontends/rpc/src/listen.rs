@@ -1,20 +1,17 @@
-//! The three transports: a Unix socket (0600, peer uid checked), TCP on 127.0.0.1 (peer uid
-//! checked through /proc/net/tcp), and stdio.
+//! The three transports: a Unix socket (0600) and TCP on 127.0.0.1, each peer checked by
+//! superpi-client's [`peer`] (this user only, never a kernel's confined tool), and stdio.
 
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use superpi_client::peer::{self, Admit};
 use tokio::net::{TcpListener, UnixListener, UnixStream};
 
 use crate::Error;
 use crate::conn::Shared;
 use crate::server::serve;
-
-fn my_uid() -> u32 {
-    nix::unistd::Uid::effective().as_raw()
-}
 
 /// Binds the socket file with mode 0600. A stale socket (nobody answers) is replaced; a live
 /// one or any other file is an error.
@@ -49,19 +46,15 @@ impl Drop for SocketFile {
 }
 
 pub async fn serve_unix(listener: UnixListener, shared: Arc<Shared>, max_line: usize) -> Result<(), Error> {
-    let me = my_uid();
     loop {
         let (stream, _) = listener.accept().await.map_err(|e| Error::Io(e.to_string()))?;
-        match stream.peer_cred() {
-            Ok(cred) if cred.uid() == me => {}
-            Ok(cred) => {
-                tracing::warn!(uid = cred.uid(), "refused a connection from another user");
-                continue;
-            }
-            Err(err) => {
-                tracing::warn!("refused a connection whose peer is unknown: {err}");
-                continue;
-            }
+        let checked = match stream.peer_cred() {
+            Ok(cred) => peer::check_unix(cred.uid(), cred.pid()),
+            Err(err) => Err(peer::PeerRefused::Unknown(err.to_string())),
+        };
+        if let Err(refused) = checked {
+            tracing::warn!("refused a connection: {refused}");
+            continue;
         }
         spawn_connection(stream, shared.clone(), max_line);
     }
@@ -83,16 +76,14 @@ pub async fn bind_tcp(port: u16) -> Result<TcpListener, Error> {
 }
 
 pub async fn serve_tcp(listener: TcpListener, shared: Arc<Shared>, max_line: usize) -> Result<(), Error> {
-    let me = my_uid();
     loop {
-        let (stream, peer) = listener.accept().await.map_err(|e| Error::Io(e.to_string()))?;
+        let (stream, from) = listener.accept().await.map_err(|e| Error::Io(e.to_string()))?;
         let local = stream.local_addr().map_err(|e| Error::Io(e.to_string()))?;
-        let owner = match (local, peer) {
-            (SocketAddr::V4(local), SocketAddr::V4(peer)) => tcp_peer_uid(local, peer),
-            _ => None,
-        };
-        if owner != Some(me) {
-            tracing::warn!(%peer, ?owner, "refused a TCP connection not from this user");
+        let checked = tokio::task::spawn_blocking(move || peer::check_tcp(local, from, Admit::ThisUser))
+            .await
+            .unwrap_or_else(|e| Err(peer::PeerRefused::Unknown(e.to_string())));
+        if let Err(refused) = checked {
+            tracing::warn!(%from, "refused a TCP connection: {refused}");
             continue;
         }
         let _ = stream.set_nodelay(true);
@@ -106,37 +97,6 @@ pub async fn serve_tcp(listener: TcpListener, shared: Arc<Shared>, max_line: usi
     }
 }
 
-/// The uid owning the client end of a loopback TCP connection, from /proc/net/tcp.
-fn tcp_peer_uid(local: SocketAddrV4, peer: SocketAddrV4) -> Option<u32> {
-    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
-    find_socket_uid(&table, peer, local)
-}
-
-/// In a /proc/net/tcp table, the uid of the socket whose local end is `local` and remote end
-/// is `remote`.
-pub fn find_socket_uid(table: &str, local: SocketAddrV4, remote: SocketAddrV4) -> Option<u32> {
-    let want_local = proc_addr(local);
-    let want_remote = proc_addr(remote);
-    table.lines().skip(1).find_map(|line| {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        if fields.len() > 7
-            && fields[1].eq_ignore_ascii_case(&want_local)
-            && fields[2].eq_ignore_ascii_case(&want_remote)
-        {
-            fields[7].parse().ok()
-        } else {
-            None
-        }
-    })
-}
-
-/// An address as /proc/net/tcp writes it: the IPv4 address as a native-endian u32 in hex,
-/// a colon, the port in hex.
-fn proc_addr(addr: SocketAddrV4) -> String {
-    let ip = u32::from_ne_bytes(addr.ip().octets());
-    format!("{ip:08X}:{:04X}", addr.port())
-}
-
 /// Serves one client on stdin/stdout until stdin closes.
 pub async fn serve_stdio(shared: Arc<Shared>, max_line: usize) -> Result<(), Error> {
     serve(tokio::io::stdin(), tokio::io::stdout(), shared, max_line).await
@@ -145,36 +105,6 @@ pub async fn serve_stdio(shared: Arc<Shared>, max_line: usize) -> Result<(), Err
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn finds_the_uid_of_a_loopback_socket() {
-        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
-           0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 1 1\n\
-           1: 0100007F:D431 0100007F:1F90 01 00000000:00000000 00:00000000 00000000  1000        0 2 1\n\
-           2: 0100007F:1F90 0100007F:D431 01 00000000:00000000 00:00000000 00000000  1000        0 3 1\n\
-           3: 0100007F:D432 0100007F:1F90 01 00000000:00000000 00:00000000 00000000  1001        0 4 1\n";
-        let server = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0x1F90);
-        let client = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0xD431);
-        let other = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0xD432);
-        if cfg!(target_endian = "little") {
-            assert_eq!(find_socket_uid(table, client, server), Some(1000));
-            assert_eq!(find_socket_uid(table, other, server), Some(1001));
-            assert_eq!(find_socket_uid(table, SocketAddrV4::new(Ipv4Addr::LOCALHOST, 1), server), None);
-        }
-    }
-
-    #[tokio::test]
-    async fn a_real_loopback_connection_is_ours() {
-        let listener = bind_tcp(0).await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let client = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let (server_side, peer) = listener.accept().await.unwrap();
-        let (SocketAddr::V4(local), SocketAddr::V4(peer)) = (server_side.local_addr().unwrap(), peer) else {
-            panic!("loopback is IPv4")
-        };
-        assert_eq!(tcp_peer_uid(local, peer), Some(my_uid()));
-        drop(client);
-    }
 
     #[tokio::test]
     async fn the_socket_file_is_private_and_a_stale_one_is_replaced() {
