@@ -1,6 +1,7 @@
 //! One tool call, whoever asks for it: the turn loop or `tool.call`. The steps, in order:
 //! the tool's facts from the registry; the policy's decision; a person asked when the
-//! decision is askable and someone can answer (it fails closed otherwise); an editor's
+//! decision is askable and someone can answer, or the consent a `tool.call` caller brings
+//! (it fails closed otherwise); an editor's
 //! buffer for a read it can stand in for; the lock of every path the call writes; the run
 //! (confined, or the registered runner); the result.
 
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use superpi_policy::{ConversationPolicy, Decision, Mode};
+use superpi_policy::{Answer, ConversationPolicy, Decision, Mode, Risk, Rule};
 use superpi_proto::Event;
 use superpi_proto::event::PermissionRequestFields;
 use superpi_proto::tool::{ToolCallResult, ToolDef};
@@ -37,25 +38,51 @@ pub(crate) enum Caller<'a> {
     /// and output are published to the conversation.
     /// Its decisions are in the conversation's mode lowered to `ceiling`, the submitter's.
     Turn { conv: &'a Arc<Conversation>, turn_id: i64, ceiling: Mode },
-    /// `tool.call`: a policy of its own; nobody can be asked, so an askable call is refused.
+    /// `tool.call`: a policy of its own; nobody can be asked, so an askable call runs only
+    /// when the caller says its person consented to it (`consented`), and is refused otherwise.
     /// `mcp`: the MCP tools it may call.
-    Direct { policy: &'a mut ConversationPolicy, mcp: &'a Attached },
+    Direct { policy: &'a mut ConversationPolicy, mcp: &'a Attached, consented: bool },
 }
 
 /// How a call ended.
 pub(crate) enum CallEnd {
     /// It ran (or an editor's buffer answered it): its result.
     Ran(ToolCallResult),
-    /// It was refused before it ran, for this reason.
-    Blocked(String),
+    /// It was refused before it ran.
+    Blocked(Refusal),
+}
+
+/// Why a call was refused: the message, the rule, and the risk when a person could have lifted
+/// the refusal (the rule is then `unanswered` or `rejected`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Refusal {
+    pub reason: String,
+    pub rule: Rule,
+    pub risk: Option<Risk>,
+}
+
+impl Refusal {
+    fn new(reason: impl Into<String>, rule: Rule) -> Self {
+        Refusal { reason: reason.into(), rule, risk: None }
+    }
 }
 
 impl CallEnd {
-    /// The result the model (or client) gets: a refusal is an error result saying why.
+    /// The result the model (or client) gets: a refusal is an error result saying why, with
+    /// `details.blocked` naming the rule (and the risk of an askable call), so a caller can tell
+    /// a call its person may still allow from one that stays refused.
     pub fn into_result(self) -> ToolCallResult {
         match self {
             CallEnd::Ran(result) => result,
-            CallEnd::Blocked(reason) => ToolCallResult::error(format!("blocked: {reason}")),
+            CallEnd::Blocked(refusal) => {
+                let mut blocked = json!({"rule": refusal.rule});
+                if let Some(risk) = refusal.risk {
+                    blocked["risk"] = json!(risk.as_str());
+                }
+                let mut result = ToolCallResult::error(format!("blocked: {}", refusal.reason));
+                result.details = Some(json!({ "blocked": blocked }));
+                result
+            }
         }
     }
 }
@@ -75,11 +102,13 @@ pub(crate) async fn run(
     let (tool, route) = match (kernel.catalog.tool(&call.name), route) {
         (Some(tool), _) => (tool, None),
         (None, Some(route)) => (route.def.clone(), Some(route)),
-        (None, None) => return CallEnd::Blocked(format!("unknown tool `{}`", call.name)),
+        (None, None) => {
+            return CallEnd::Blocked(Refusal::new(format!("unknown tool `{}`", call.name), Rule::NotOffered));
+        }
     };
     let network = match decide(kernel, &mut caller, &tool, call, cancel).await {
         Ok(network) => network,
-        Err(reason) => return CallEnd::Blocked(reason),
+        Err(refusal) => return CallEnd::Blocked(refusal),
     };
     if let Caller::Turn { conv, turn_id, .. } = &caller
         && let Some(result) = editor_read(kernel, conv, *turn_id, call, cancel).await
@@ -123,23 +152,28 @@ pub(crate) async fn run(
     CallEnd::Ran(result)
 }
 
-/// The policy's decision, with a person asked where the caller allows it. `Ok(network)` to run.
+/// The policy's decision, with a person asked (or the caller's consent taken) where the caller
+/// allows it. `Ok(network)` to run.
 async fn decide(
     kernel: &Arc<Kernel>,
     caller: &mut Caller<'_>,
     tool: &ToolDef,
     call: &PlannedCall,
     cancel: &CancellationToken,
-) -> Result<bool, String> {
+) -> Result<bool, Refusal> {
+    let mut asked_risk = None;
     let decision = match caller {
-        Caller::Direct { policy, .. } => {
+        Caller::Direct { policy, consented, .. } => {
             let decision = policy.decide(tool, &call.arguments);
-            policy.answer(decision, None)
+            if let Decision::Ask { risk, .. } = decision {
+                asked_risk = Some(risk);
+            }
+            settle_direct(policy, &call.name, decision, *consented)
         }
         Caller::Turn { conv, turn_id, ceiling } => {
             let (decision, may_ask, asked) = {
                 let policy = lock(&conv.policy);
-                let policy = policy.as_ref().map_err(Clone::clone)?;
+                let policy = policy.as_ref().map_err(|reason| Refusal::new(reason.clone(), Rule::Unanswered))?;
                 // A remote frontend's answer may allow only what its own ceiling would ask about.
                 let remote_ceiling = kernel.catalog.max_mode(policy.harness(), true);
                 let at_remote_ceiling = policy.decide_at_most(tool, &call.arguments, remote_ceiling);
@@ -154,6 +188,9 @@ async fn decide(
                     asked,
                 )
             };
+            if let Decision::Ask { risk, .. } = decision {
+                asked_risk = Some(risk);
+            }
             match decision {
                 Decision::Ask { ref reason, risk, .. } if may_ask => {
                     let fields = |request_id: String| PermissionRequestFields {
@@ -174,7 +211,9 @@ async fn decide(
     };
     match decision {
         Decision::Allow { network } => Ok(network),
-        Decision::Deny { reason, .. } | Decision::Ask { reason, .. } => Err(reason),
+        Decision::Deny { reason, rule } => Err(Refusal { reason, rule, risk: asked_risk }),
+        // `answer` settles every question; an `Ask` left over fails closed all the same.
+        Decision::Ask { reason, risk, .. } => Err(Refusal { reason, rule: Rule::Unanswered, risk: Some(risk) }),
     }
 }
 
@@ -223,7 +262,7 @@ fn settle(kernel: &Kernel, conv: &Conversation, decision: Decision, option_id: O
     let mut policy = lock(&conv.policy);
     let policy = match policy.as_mut() {
         Ok(policy) => policy,
-        Err(reason) => return Decision::Deny { reason: reason.clone(), rule: superpi_policy::Rule::Unanswered },
+        Err(reason) => return Decision::Deny { reason: reason.clone(), rule: Rule::Unanswered },
     };
     let before = policy.overrides().clone();
     let decision = policy.answer(decision, option_id);
@@ -236,6 +275,19 @@ fn settle(kernel: &Kernel, conv: &Conversation, decision: Decision, option_id: O
         }
     }
     decision
+}
+
+/// Settles a `tool.call`'s decision: nobody can be asked there, so the caller's word stands in
+/// for the answer. A caller that says its person consented (an MCP host that asked its user)
+/// answers `allow_once`, unless settings say questions are not put to anyone (`ask: false`);
+/// otherwise the question fails closed. Only an `Ask` changes: a refusal that is never
+/// askable stays refused whatever the caller says.
+fn settle_direct(policy: &mut ConversationPolicy, tool: &str, decision: Decision, consented: bool) -> Decision {
+    let answer = (policy.may_ask(consented) && decision.askable()).then_some(Answer::AllowOnce.option_id());
+    if answer.is_some() {
+        tracing::info!(tool, "tool.call: allowed on the caller's consent");
+    }
+    policy.answer(decision, answer)
 }
 
 /// Holds the lock of every path the call writes (its facts say which arguments), so writes of

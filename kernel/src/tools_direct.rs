@@ -1,6 +1,6 @@
 //! `tool.call`: one tool call outside any turn, for the MCP server's tools. The same pipeline
-//! as a turn's calls (policy, path locks, sandbox); nobody can be asked, so an askable block
-//! fails closed.
+//! as a turn's calls (policy, path locks, sandbox); nobody can be asked, so an askable call
+//! runs only on the caller's consent (`consented`) and fails closed otherwise.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -69,8 +69,10 @@ pub(crate) async fn call(kernel: &Arc<Kernel>, peer: &Peer, p: ToolCallParams) -
     };
     let cancel = CancellationToken::new();
     let registered = p.call_id.map(|id| kernel.direct_calls.register(&peer.principal, id, cancel.clone()));
-    // The same pipeline as a turn's call; nobody can be asked, so an askable call is refused.
-    let end = pipeline::run(kernel, Caller::Direct { policy: &mut policy, mcp: &mcp }, &call, &cancel).await;
+    // The same pipeline as a turn's call; nobody can be asked, so an askable call runs only
+    // when the caller brings its person's consent.
+    let caller = Caller::Direct { policy: &mut policy, mcp: &mcp, consented: p.consented };
+    let end = pipeline::run(kernel, caller, &call, &cancel).await;
     drop(registered);
     serde_json::to_value(end.into_result()).map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, e.to_string()))
 }

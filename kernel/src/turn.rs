@@ -268,8 +268,8 @@ async fn execute_tool(
     let turn = Some(turn_id);
     conv.emit(kernel, Event::tool_started(cid, turn, &call.call_id, &call.name, call.arguments.clone(), Vec::new()));
     let end = pipeline::run(kernel, Caller::Turn { conv, turn_id, ceiling }, &call, cancel).await;
-    if let CallEnd::Blocked(reason) = &end {
-        conv.emit(kernel, Event::tool_blocked(cid, turn, &call.call_id, &call.name, reason));
+    if let CallEnd::Blocked(refusal) = &end {
+        conv.emit(kernel, Event::tool_blocked(cid, turn, &call.call_id, &call.name, &refusal.reason));
     }
     let result = end.into_result();
     let message = Message {

@@ -308,3 +308,67 @@ fn plan_mode_runs_git_status() {
     assert_eq!(results.len(), 1, "{results:?}");
     assert!(!results[0].0 && results[0].1.contains("new.txt"), "{results:?}");
 }
+
+/// `tool.call` with `consented`: the caller's word answers what would be asked, within the
+/// caller's mode; refusals that are never askable stay refused, and say so in
+/// `details.blocked`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_direct_call_runs_an_askable_call_on_consent_and_nothing_more() {
+    let env = TestEnv::new();
+    std::fs::write(
+        env.locations.config_dir.join("settings.json"),
+        r#"{"permissions": {"deny": ["rm -rf *"]}, "network": {"policy": "deny"}}"#,
+    )
+    .unwrap();
+    let mut opts = env.connect_options("test");
+    opts.remote = true;
+    let client = KernelClient::connect(&opts).await.unwrap();
+    let ws = env.workspace.display().to_string();
+    let call = |name: &str, arguments: serde_json::Value, consented: bool, mode: Option<&str>| {
+        let mut params = json!({"name": name, "arguments": arguments, "workspace": ws, "consented": consented});
+        if let Some(mode) = mode {
+            params["mode"] = json!(mode);
+        }
+        let client = client.clone();
+        async move { client.call("tool.call", params).await.unwrap() }
+    };
+    let touch = json!({"command": "touch made.txt"});
+
+    // Askable in the remote mode (accept-edits): refused without consent, marked askable.
+    let refused = call("bash", touch.clone(), false, None).await;
+    assert_eq!(refused["is_error"], true, "{refused}");
+    assert_eq!(refused["details"]["blocked"]["rule"], "unanswered", "{refused}");
+    assert!(refused["details"]["blocked"]["risk"].is_string(), "{refused}");
+    assert!(!env.workspace.join("made.txt").exists());
+    // With consent it runs.
+    let ran = call("bash", touch.clone(), true, None).await;
+    assert_eq!(ran["is_error"], false, "{ran}");
+    assert!(env.workspace.join("made.txt").exists());
+
+    // Never askable, whatever the caller says: each with its rule and no risk.
+    std::fs::write(env.workspace.join("keep.txt"), "k").unwrap();
+    let outside = env.path().join("outside.txt");
+    let refusals = [
+        ("bash", json!({"command": "rm -rf keep.txt"}), None, "deny_list"),
+        ("write", json!({"path": outside.display().to_string(), "content": "x"}), None, "workspace"),
+        ("write", json!({"path": ".env", "content": "SECRET=1"}), None, "protected_path"),
+        ("bash", json!({"command": "touch net.txt", "network": true}), None, "network"),
+        ("bash", json!({"command": "touch plan.txt"}), Some("plan"), "mode"),
+    ];
+    for (tool, arguments, mode, rule) in refusals {
+        let result = call(tool, arguments.clone(), true, mode).await;
+        assert_eq!(result["is_error"], true, "{arguments}: {result}");
+        assert_eq!(result["details"]["blocked"]["rule"], rule, "{arguments}: {result}");
+        assert!(result["details"]["blocked"].get("risk").is_none(), "{result}");
+    }
+    assert!(env.workspace.join("keep.txt").exists());
+    assert!(!outside.exists() && !env.workspace.join(".env").exists());
+    assert!(!env.workspace.join("net.txt").exists() && !env.workspace.join("plan.txt").exists());
+
+    // A workspace that says questions are put to nobody takes no consent either.
+    std::fs::create_dir_all(env.workspace.join(".superpi")).unwrap();
+    std::fs::write(env.workspace.join(".superpi/settings.json"), r#"{"permissions": {"ask": false}}"#).unwrap();
+    let result = call("bash", json!({"command": "touch again.txt"}), true, None).await;
+    assert_eq!(result["details"]["blocked"]["rule"], "unanswered", "{result}");
+    assert!(!env.workspace.join("again.txt").exists());
+}

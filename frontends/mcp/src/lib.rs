@@ -2,7 +2,7 @@
 //!
 //! Owns the translation between MCP and the kernel: kernel tools as MCP tools (annotations
 //! derived from effects) called through the kernel's `tool.call` (its policy in the remote
-//! mode, its sandbox), `harness_task` as one whole kernel turn (progress notifications,
+//! mode, its sandbox, the host's consent per [`approval`]), `harness_task` as one whole kernel turn (progress notifications,
 //! cancellation), harnesses as prompts, the workspace and conversations as resources, and
 //! MCP logging. The modules follow the frontend template: [`request`] holds [`SuperpiMcp`],
 //! the transport-free handler (MCP requests to kernel calls); [`render`] turns one
@@ -15,6 +15,7 @@
 //! Stdout belongs to the protocol: nothing here prints; logs go to `tracing` (stderr).
 #![deny(clippy::print_stdout)]
 
+pub mod approval;
 pub mod catalog;
 pub mod logging;
 pub mod render;
@@ -24,6 +25,7 @@ pub mod tools;
 
 use std::path::PathBuf;
 
+pub use approval::Approval;
 pub use request::{McpConfig, NEWEST_PROTOCOL, SuperpiMcp, server_config};
 use rmcp::ServiceExt;
 use superpi_client::ConnectOptions;
@@ -37,6 +39,15 @@ pub struct Args {
     /// The harness for tools and `harness_task` (default: the kernel's default harness).
     #[arg(long, value_name = "ID")]
     pub harness: Option<String>,
+    /// Who consents to calls the kernel would ask about: the MCP host, which asks its user
+    /// before it calls a tool (`host`); the user through MCP elicitation, when the client
+    /// supports it (`elicit`); nobody (`refuse`). Never-askable refusals stay whatever this is.
+    #[arg(long, value_enum, default_value_t = Approval::Host)]
+    pub approval: Approval,
+    /// The mode for tools and `harness_task`, lowered to the remote ceiling (default: the
+    /// remote default mode).
+    #[arg(long, value_name = "MODE", value_parser = ["plan", "accept-edits", "auto"])]
+    pub mode: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -49,34 +60,32 @@ pub enum Error {
     Session(String),
 }
 
-/// The MCP server for one connection, with the current directory as its workspace and the
-/// kernel's default harness. Marks the connection remote (the kernel applies the remote
-/// mode ceiling) with frontend name `mcp` unless `connect` names another frontend.
-///
-/// The gateway serves it over Streamable HTTP: build one per MCP session with the session's
-/// principal in `connect.principal`.
+/// The MCP server for one connection, with the current directory as its workspace, the
+/// kernel's default harness and the default approval (`host`). Marks the connection remote
+/// (the kernel applies the remote mode ceiling) with frontend name `mcp` unless `connect`
+/// names another frontend.
 pub fn handler(connect: ConnectOptions) -> SuperpiMcp {
     let workspace = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_else(|_| ".".to_string());
-    SuperpiMcp::new(config(connect, workspace, None))
+    SuperpiMcp::new(config(connect, workspace, Args::default()))
 }
 
-fn config(mut connect: ConnectOptions, workspace: String, harness: Option<String>) -> McpConfig {
+fn config(mut connect: ConnectOptions, workspace: String, args: Args) -> McpConfig {
     connect.remote = true;
     if connect.frontend.is_empty() {
         connect.frontend = "mcp".to_string();
     }
-    McpConfig { connect, workspace, harness }
+    McpConfig { connect, workspace, harness: args.harness, approval: args.approval, mode: args.mode }
 }
 
 /// Runs `superpi mcp` until stdin ends. Connecting to the kernel waits for the first request
 /// that needs it, so `initialize` is answered at once.
 pub async fn run(args: Args, connect: ConnectOptions) -> Result<(), Error> {
-    let workspace = match args.workspace {
+    let workspace = match args.workspace.clone() {
         Some(path) => path,
         None => std::env::current_dir().map_err(|source| Error::Workspace { path: PathBuf::from("."), source })?,
     };
     let workspace = std::fs::canonicalize(&workspace).map_err(|source| Error::Workspace { path: workspace, source })?;
-    let handler = SuperpiMcp::new(config(connect, workspace.display().to_string(), args.harness));
+    let handler = SuperpiMcp::new(config(connect, workspace.display().to_string(), args));
     tracing::debug!(workspace = %workspace.display(), "serving MCP on stdio");
     let transport = server::stdio().with_eof_token(handler.shutdown_token());
     let running = match handler.clone().serve(transport).await {

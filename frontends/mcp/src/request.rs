@@ -11,22 +11,22 @@ use std::time::Duration;
 
 use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ContentBlock, LoggingLevel, ProgressNotificationParam, ProtocolVersion,
-    ReadResourceResult, ResourceContents,
+    CallToolRequestParams, CallToolResult, ContentBlock, LoggingLevel, ProtocolVersion, ReadResourceResult,
+    ResourceContents,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use superpi_client::{ClientError, ConnectOptions, KernelClient};
 use superpi_proto::ToolDef;
-use superpi_proto::method::{HarnessInfo, Method, OpenParams, ToolCallParams, ToolCancelParams, WatchParams};
+use superpi_proto::method::{HarnessInfo, Method, ToolCallParams, ToolCancelParams};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::approval::{self, Approval};
 use crate::catalog;
 use crate::logging::McpLog;
-use crate::render::{TaskOut, TaskRenderer};
-use crate::tools::{self, HARNESS_TASK, HarnessTaskArgs, KernelToolResult};
+use crate::tools::{self, KernelToolResult};
 
 /// The newest protocol version this server negotiates: the newest one rmcp speaks that still
 /// has the `initialize` handshake. Older ones down to 2024-11-05 are negotiated as asked.
@@ -47,6 +47,11 @@ pub struct McpConfig {
     pub workspace: String,
     /// The harness for tools and `harness_task`; the kernel's default when `None`.
     pub harness: Option<String>,
+    /// Who answers for calls the kernel would ask about (see [`Approval`]).
+    pub approval: Approval,
+    /// The mode asked for tools and `harness_task` (the kernel lowers it to the remote
+    /// ceiling); the remote default when `None`.
+    pub mode: Option<String>,
 }
 
 /// The MCP server: one per MCP connection (or HTTP session). Cheap to clone.
@@ -172,14 +177,15 @@ impl SuperpiMcp {
         self.inner.log.log(&context.peer, &context.id, level, message, data).await;
     }
 
-    /// One kernel tool call through the kernel's policy and sandbox. The call carries a
-    /// `call_id`, so a cancelled request (or the end of the connection) kills its process in
-    /// the kernel (`tool.cancel`), not just the wait for it.
+    /// One kernel tool call through the kernel's policy and sandbox, consented per the
+    /// approval setting: `host` consents up front; `elicit` asks the user when the kernel
+    /// refused a call it would have asked about, and calls again with the answer.
     async fn call_kernel_tool(
         &self,
         params: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let peer = &context.peer;
         let name = params.name.to_string();
         // With the list known, an unknown name needs no trip to the kernel.
         let known = lock(&self.inner.tools).as_ref().map(|tools| tools.iter().any(|t| t.name == name));
@@ -187,26 +193,30 @@ impl SuperpiMcp {
             return Err(tools::kernel_error(&name, &ClientError::Kernel(unknown_tool(&name))));
         }
         let kernel = self.kernel().await?;
-        let call_id = next_call_id();
-        let request = Method::ToolCall(ToolCallParams {
-            name: name.clone(),
-            arguments: Value::Object(params.arguments.unwrap_or_default()),
-            workspace: Some(self.inner.config.workspace.clone()),
-            harness: self.inner.config.harness.clone(),
-            mode: None,
-            call_id: Some(call_id.clone()),
-        });
+        let arguments = Value::Object(params.arguments.unwrap_or_default());
+        let approval = self.inner.config.approval;
         self.log(context, LoggingLevel::Debug, "tool call", json!({"tool": name})).await;
-        let call = kernel.request::<Value>(request);
-        tokio::pin!(call);
-        let answer = tokio::select! {
-            answer = &mut call => answer,
-            _ = cancelled(&context.ct, &self.inner.shutdown) => {
-                self.log(context, LoggingLevel::Info, "tool call cancelled", json!({"tool": name})).await;
-                cancel_direct_call(&kernel, &call_id, call).await;
-                return Err(ErrorData::internal_error("the request was cancelled", None));
+        let mut answer = self.direct_call(&kernel, &name, &arguments, approval.consents(), context).await?;
+        if approval == Approval::Elicit
+            && approval::can_elicit(peer)
+            && let Ok(refused) = &mut answer
+            && let Some((reason, risk)) = tools::askable_refusal(refused)
+        {
+            let question = approval::question(&name, &arguments, &reason, risk.as_deref());
+            let allowed = tokio::select! {
+                allowed = approval::elicit(peer, question) => allowed,
+                _ = cancelled(&context.ct, &self.inner.shutdown) => {
+                    return Err(ErrorData::internal_error("the request was cancelled", None));
+                }
+            };
+            let message = if allowed { "tool call allowed by the user" } else { "tool call declined by the user" };
+            self.log(context, LoggingLevel::Info, message, json!({"tool": name})).await;
+            if allowed {
+                answer = self.direct_call(&kernel, &name, &arguments, true, context).await?;
+            } else {
+                tools::mark_declined(refused);
             }
-        };
+        }
         match answer {
             Ok(value) => {
                 let result: KernelToolResult = serde_json::from_value(value).map_err(|err| {
@@ -240,99 +250,35 @@ impl SuperpiMcp {
         }
     }
 
-    /// `harness_task`: open a conversation, watch it, submit the prompt, follow the turn to
-    /// its end; progress notifications on the way, cancellation cancels the turn.
-    async fn harness_task(
+    /// One `tool.call`: the kernel's answer, or an error when the request was cancelled (or
+    /// the connection ended) first. The call carries a `call_id`, so a cancel kills its process
+    /// in the kernel (`tool.cancel`), not just the wait for it.
+    async fn direct_call(
         &self,
-        args: HarnessTaskArgs,
+        kernel: &KernelClient,
+        name: &str,
+        arguments: &Value,
+        consented: bool,
         context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let kernel = self.kernel().await?;
-        let harness = args.harness.clone().or_else(|| self.inner.config.harness.clone());
-        let title: String = args.prompt.chars().take(60).collect();
-        let open = OpenParams {
-            harness,
+    ) -> Result<Result<Value, ClientError>, ErrorData> {
+        let call_id = next_call_id();
+        let request = Method::ToolCall(ToolCallParams {
+            name: name.to_string(),
+            arguments: arguments.clone(),
             workspace: Some(self.inner.config.workspace.clone()),
-            title: Some(title),
-            ..Default::default()
-        };
-        let info = match kernel.open(open).await {
-            Ok(info) => info,
-            Err(err) if tools::is_tool_level_refusal(&err) => {
-                return Ok(CallToolResult::error(vec![ContentBlock::text(err.to_string())]));
-            }
-            Err(ClientError::Kernel(e)) if e.code == superpi_proto::message::codes::NOT_FOUND => {
-                return Err(ErrorData::invalid_params(format!("unknown harness: {}", e.message), None));
-            }
-            Err(err) => return Err(tools::kernel_error(HARNESS_TASK, &err)),
-        };
-        let conversation_id = info.conversation_id;
-        lock(&self.inner.started).push((conversation_id, info.harness.clone()));
-        self.log(
-            context,
-            LoggingLevel::Info,
-            "harness_task started",
-            json!({"conversation_id": conversation_id, "harness": info.harness}),
-        )
-        .await;
-
-        let watch = WatchParams {
-            conversation_id,
-            from_seq: Some(info.head_seq),
-            window: None,
-            interactive: false,
-            reads_files: false,
-        };
-        let mut sub = kernel.watch(watch).await.map_err(|err| tools::kernel_error(HARNESS_TASK, &err))?;
-        let submitted = kernel
-            .submit_text(conversation_id, &args.prompt)
-            .await
-            .map_err(|err| tools::kernel_error(HARNESS_TASK, &err))?;
-        let mut renderer = TaskRenderer::new(&info.harness, conversation_id);
-        renderer.follow_turn(submitted.turn_id);
-        let progress_token = context.meta.get_progress_token();
-
-        let mut cancel_deadline: Option<tokio::time::Instant> = None;
-        loop {
-            let event = tokio::select! {
-                _ = cancelled(&context.ct, &self.inner.shutdown), if cancel_deadline.is_none() => {
-                    cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_GRACE);
-                    self.log(context, LoggingLevel::Info, "harness_task cancelled", json!({"conversation_id": conversation_id})).await;
-                    if let Err(err) = kernel.cancel(conversation_id).await {
-                        tracing::warn!(conversation_id, "cancelling the turn failed: {err}");
-                    }
-                    continue;
-                }
-                _ = sleep_until(cancel_deadline) => {
-                    return Err(ErrorData::internal_error("the cancelled turn did not end in time", None));
-                }
-                event = sub.next() => event,
-            };
-            let Some(event) = event else {
-                return Err(ErrorData::internal_error("the kernel connection closed during the turn", None));
-            };
-            for out in renderer.render(&event) {
-                match out {
-                    TaskOut::Progress { progress, message } => {
-                        if let Some(token) = progress_token.clone() {
-                            let note = ProgressNotificationParam::new(token, progress).with_message(message);
-                            if let Err(err) = context.peer.notify_progress(note).await {
-                                tracing::debug!("progress notification not sent: {err}");
-                            }
-                        }
-                    }
-                    TaskOut::Finished(outcome) => {
-                        self.log(
-                            context,
-                            LoggingLevel::Info,
-                            "harness_task finished",
-                            json!({"conversation_id": conversation_id, "status": format!("{:?}", outcome.status)}),
-                        )
-                        .await;
-                        sub.close().await;
-                        return Ok(outcome.into_result());
-                    }
-                }
+            harness: self.inner.config.harness.clone(),
+            mode: self.inner.config.mode.clone(),
+            call_id: Some(call_id.clone()),
+            consented,
+        });
+        let call = kernel.request::<Value>(request);
+        tokio::pin!(call);
+        tokio::select! {
+            answer = &mut call => Ok(answer),
+            _ = cancelled(&context.ct, &self.inner.shutdown) => {
+                self.log(context, LoggingLevel::Info, "tool call cancelled", json!({"tool": name})).await;
+                cancel_direct_call(kernel, &call_id, call).await;
+                Err(ErrorData::internal_error("the request was cancelled", None))
             }
         }
     }
@@ -452,4 +398,6 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
 
 #[path = "handler.rs"]
 mod handler;
+#[path = "task.rs"]
+mod task;
 pub use handler::server_config;

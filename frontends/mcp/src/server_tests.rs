@@ -2,7 +2,7 @@ use super::*;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader as TokioBufReader, DuplexStream};
 
-use crate::{McpConfig, SuperpiMcp};
+use crate::SuperpiMcp;
 use rmcp::ServiceExt;
 
 fn verdict(line: &str) -> Value {
@@ -49,7 +49,8 @@ fn handler(dir: &std::path::Path) -> SuperpiMcp {
     };
     let mut connect = superpi_client::ConnectOptions::new(locations, "mcp");
     connect.autostart = false;
-    SuperpiMcp::new(McpConfig { connect, workspace: dir.display().to_string(), harness: None })
+    let config = crate::config(connect, dir.display().to_string(), crate::Args::default());
+    SuperpiMcp::new(config)
 }
 
 struct Client {

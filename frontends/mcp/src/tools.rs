@@ -27,6 +27,25 @@ pub struct KernelToolResult {
     pub details: Option<Value>,
 }
 
+/// A `tool.call` answer that refused a call a person could allow (the kernel's
+/// `details.blocked.rule` is `unanswered`): the reason it gives, and the risk.
+pub fn askable_refusal(answer: &Value) -> Option<(String, Option<String>)> {
+    let blocked = answer.get("details")?.get("blocked")?;
+    if answer.get("is_error") != Some(&Value::Bool(true)) || blocked.get("rule")? != "unanswered" {
+        return None;
+    }
+    let output = answer.get("output").and_then(Value::as_str).unwrap_or_default();
+    let reason = output.strip_prefix("blocked: ").unwrap_or(output).to_string();
+    Some((reason, blocked.get("risk").and_then(Value::as_str).map(str::to_string)))
+}
+
+/// Says in a refused call's answer that the user declined it when asked.
+pub fn mark_declined(answer: &mut Value) {
+    if let Some(Value::String(output)) = answer.get_mut("output") {
+        output.push_str(" (the user declined when asked)");
+    }
+}
+
 /// The tool that lists a directory's names, by its facts (it only reads, is shown as a read,
 /// and takes the directory as a listing path argument), with that argument.
 pub fn listing_tool(tools: &[ToolDef]) -> Option<(String, String)> {

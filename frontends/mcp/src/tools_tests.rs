@@ -147,3 +147,20 @@ fn kernel_errors_map_to_mcp_errors() {
     assert!(is_tool_level_refusal(&kernel(codes::FORBIDDEN, "mode above ceiling")));
     assert!(!is_tool_level_refusal(&kernel(codes::INVALID_PARAMS, "bad")));
 }
+
+#[test]
+fn an_askable_refusal_is_told_from_one_that_stays() {
+    let asked = json!({"output": "blocked: `touch a` is not in the allow list", "is_error": true,
+        "details": {"blocked": {"rule": "unanswered", "risk": "medium"}}});
+    assert_eq!(
+        askable_refusal(&asked),
+        Some(("`touch a` is not in the allow list".to_string(), Some("medium".to_string())))
+    );
+    let denied = json!({"output": "blocked: denied", "is_error": true, "details": {"blocked": {"rule": "deny_list"}}});
+    assert_eq!(askable_refusal(&denied), None);
+    let ran = json!({"output": "ok", "is_error": false});
+    assert_eq!(askable_refusal(&ran), None);
+    let mut declined = asked.clone();
+    mark_declined(&mut declined);
+    assert_eq!(declined["output"], "blocked: `touch a` is not in the allow list (the user declined when asked)");
+}

@@ -4,87 +4,21 @@
 //! Build the binary first: `cargo build -p superpi-cli && cargo test -p superpi-mcp`.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used, deprecated)]
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 use std::time::Duration;
 
+use common::{WAIT, call, call_tool, connect, text};
+use rmcp::ServiceError;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientConfig, ClientRequest, GetPromptRequestParams,
-    Implementation, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProtocolVersion,
-    ReadResourceRequestParams, SetLevelRequestParams,
+    CallToolRequest, ClientRequest, GetPromptRequestParams, LoggingLevel, ProtocolVersion, ReadResourceRequestParams,
+    SetLevelRequestParams,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, RunningService};
-use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, ServiceError, ServiceExt};
+use rmcp::service::PeerRequestOptions;
 use serde_json::{Value, json};
-use superpi_tests::{TestEnv, superpi_bin};
-use tokio::sync::mpsc;
-
-/// Bound for anything a test waits on, so a hang fails instead of blocking CI.
-const WAIT: Duration = Duration::from_secs(20);
-
-/// An MCP client that records the notifications it gets.
-struct Recorder {
-    config: ClientConfig,
-    progress: mpsc::UnboundedSender<ProgressNotificationParam>,
-    logs: mpsc::UnboundedSender<LoggingMessageNotificationParam>,
-}
-
-impl ClientHandler for Recorder {
-    fn get_info(&self) -> ClientConfig {
-        self.config.clone()
-    }
-
-    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
-        let _ = self.progress.send(params);
-    }
-
-    async fn on_logging_message(
-        &self,
-        params: LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let _ = self.logs.send(params);
-    }
-}
-
-struct Session {
-    client: RunningService<RoleClient, Recorder>,
-    progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
-    logs: mpsc::UnboundedReceiver<LoggingMessageNotificationParam>,
-}
-
-async fn connect(env: &TestEnv, version: ProtocolVersion) -> Session {
-    let mut cmd = tokio::process::Command::new(superpi_bin());
-    cmd.arg("mcp").current_dir(&env.workspace);
-    env.apply_env(cmd.as_std_mut());
-    let (transport, _stderr) =
-        TokioChildProcess::builder(cmd).stderr(Stdio::inherit()).spawn().expect("spawn superpi mcp");
-    let (ptx, progress) = mpsc::unbounded_channel();
-    let (ltx, logs) = mpsc::unbounded_channel();
-    let config =
-        ClientConfig::new(Default::default(), Implementation::new("superpi-e2e", "0")).with_protocol_version(version);
-    let recorder = Recorder { config, progress: ptx, logs: ltx };
-    let client =
-        tokio::time::timeout(WAIT, recorder.serve(transport)).await.expect("initialize in time").expect("initialize");
-    Session { client, progress, logs }
-}
-
-fn call(name: &str, arguments: Value) -> CallToolRequestParams {
-    let mut params = CallToolRequestParams::new(name.to_string());
-    params.arguments = arguments.as_object().cloned();
-    params
-}
-
-async fn call_tool(session: &Session, name: &str, arguments: Value) -> Result<CallToolResult, ServiceError> {
-    tokio::time::timeout(WAIT, session.client.peer().call_tool(call(name, arguments)))
-        .await
-        .expect("tools/call in time")
-}
-
-fn text(result: &CallToolResult) -> String {
-    result.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.clone()).collect()
-}
+use superpi_tests::TestEnv;
 
 fn resource_text(read: &rmcp::model::ReadResourceResult) -> String {
     match &read.contents[0] {
@@ -122,9 +56,6 @@ async fn every_protocol_version_is_negotiated() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_tool_once_on_a_temp_workspace() {
     let env = TestEnv::new();
-    // The remote mode (accept-edits) runs only listed shell commands.
-    std::fs::write(env.locations.config_dir.join("settings.json"), r#"{"permissions": {"allow": ["echo *"]}}"#)
-        .unwrap();
     let session = connect(&env, ProtocolVersion::V_2025_06_18).await;
 
     let tools = session.client.list_all_tools().await.expect("tools/list");
@@ -157,11 +88,6 @@ async fn every_tool_once_on_a_temp_workspace() {
     let b = call_tool(&session, "bash", json!({"command": "echo from-bash"})).await.unwrap();
     assert_eq!(b.is_error, Some(false), "{}", text(&b));
     assert!(text(&b).contains("from-bash"));
-    // An unlisted command is refused by the policy: a tool error, and nothing ran.
-    let refused = call_tool(&session, "bash", json!({"command": "touch ran.txt"})).await.unwrap();
-    assert_eq!(refused.is_error, Some(true), "{}", text(&refused));
-    assert!(text(&refused).contains("allow list"), "{}", text(&refused));
-    assert!(!env.workspace.join("ran.txt").exists());
 
     let g = call_tool(&session, "grep", json!({"pattern": "gamma"})).await.unwrap();
     assert!(text(&g).contains("notes.txt"), "{}", text(&g));

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use superpi_client::ConnectOptions;
-use superpi_mcp::{McpConfig, SuperpiMcp};
+use superpi_mcp::{Approval, McpConfig, SuperpiMcp};
 
 use crate::mcp_streams::RequestStreams;
 
@@ -67,7 +67,15 @@ impl McpHttp {
         connect.principal = key.0.clone();
         connect.remote = true;
         connect.frontend = "gateway-mcp".to_string();
-        let config = McpConfig { connect, workspace: self.workspace.clone(), harness: key.1.clone() };
+        // An HTTP client holds a token, not necessarily a person's consent: askable calls
+        // are refused, as before `superpi mcp` took its host's consent.
+        let config = McpConfig {
+            connect,
+            workspace: self.workspace.clone(),
+            harness: key.1.clone(),
+            approval: Approval::Refuse,
+            mode: None,
+        };
         let mut http = StreamableHttpServerConfig::default().with_sse_keep_alive(None);
         // Our own Origin check runs first; rmcp's Host check guards a loopback listener
         // against DNS rebinding, and a token guards any other.

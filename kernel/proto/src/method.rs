@@ -347,7 +347,8 @@ pub struct ToolListResult {
 /// `tool.call`: one tool call outside any turn (the MCP server's tools). It goes through the
 /// policy in the caller's mode (remote callers: the remote mode) and runs confined. An unknown
 /// tool is METHOD_NOT_FOUND, arguments that do not fit its schema INVALID_PARAMS; a refusal or
-/// a failing tool is a result with `is_error`.
+/// a failing tool is a result with `is_error` (and `details.blocked`: the rule, and the risk
+/// when the call was askable).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolCallParams {
@@ -364,6 +365,11 @@ pub struct ToolCallParams {
     /// A caller's id for this call, so `tool.cancel` can end it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
+    /// The person behind the caller consented to this call (an MCP host asked its user): a
+    /// decision that would ask runs as answered `allow_once`. Refusals that are never askable
+    /// (deny list, workspace, protected paths, network policy, plan) stay refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub consented: bool,
 }
 
 /// `tool.call`'s result: the one result type of a tool call.
@@ -459,6 +465,7 @@ mod tests {
                 harness: None,
                 mode: None,
                 call_id: Some("c1".into()),
+                consented: true,
             }),
             Method::ToolCancel(ToolCancelParams { call_id: "c1".into() }),
             Method::KernelStatus,
