@@ -86,6 +86,8 @@ pub(crate) struct Conversation {
     pub policy: Mutex<Result<superpi_policy::ConversationPolicy, String>>,
     /// Token totals since the conversation went live in this kernel.
     pub usage_total: Mutex<superpi_proto::Usage>,
+    /// Set while the conversation's context is compacted: one compaction at a time.
+    pub compacting: std::sync::atomic::AtomicBool,
 }
 
 impl Conversation {
@@ -119,6 +121,7 @@ impl Conversation {
             running: Mutex::new(None),
             policy: Mutex::new(policy),
             usage_total: Mutex::new(Default::default()),
+            compacting: std::sync::atomic::AtomicBool::new(false),
         });
         (conv, rx)
     }

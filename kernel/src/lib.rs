@@ -11,8 +11,10 @@
 //! an embedding program registers runs here and confines itself).
 
 mod activity;
+mod compaction;
 mod config;
 mod connection;
+mod context;
 mod conversation;
 mod handlers;
 mod kernel;

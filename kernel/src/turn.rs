@@ -9,9 +9,10 @@ use futures::StreamExt;
 use serde_json::Value;
 use superpi_policy::{Harness, Mode};
 use superpi_proto::{ContentBlock, EntryKind, Event, Message, Role, Usage};
-use superpi_providers::{ModelRequest, StopReason, StreamEvent, Terminal, ToolSpec};
+use superpi_providers::{StopReason, StreamEvent, Terminal, ToolSpec};
 use tokio_util::sync::CancellationToken;
 
+use crate::compaction::{Frame, Prepared, next_request};
 use crate::conversation::Conversation;
 use crate::kernel::Kernel;
 use crate::mcp_client::Attached;
@@ -109,24 +110,19 @@ async fn drive(
     };
     tools.extend(attached.defs());
     *lock(&conv.mcp_attached) = attached;
-    let specs: Vec<ToolSpec> = tools
-        .iter()
-        .map(|t| ToolSpec {
-            name: t.name.clone(),
-            description: t.description.clone(),
-            input_schema: t.input_schema.clone(),
-        })
-        .collect();
+    let specs = tool_specs(&tools);
+
+    let system = Some(harness.prompt.clone()).filter(|p| !p.is_empty());
+    let limits = superpi_providers::limits::for_model(&settings.model, &catalog.providers);
+    let frame = Frame { model: &settings.model, system: system.as_deref(), tools: &specs, limits };
 
     for _ in 0..MAX_MODEL_CALLS {
-        let entries = kernel.store.entries(conv.id).map_err(|e| e.to_string())?;
-        let request = ModelRequest {
-            model: settings.model.clone(),
-            system: Some(harness.prompt.clone()).filter(|p| !p.is_empty()),
-            messages: entries.into_iter().map(|e| e.message).collect(),
-            tools: specs.clone(),
-            max_tokens: None,
+        // The context by its rules (compacted first when it grew past the threshold).
+        let (request, request_tokens) = match next_request(kernel, conv, turn_id, &frame, cancel).await? {
+            Prepared::Request(request, tokens) => (request, tokens),
+            Prepared::Cancelled => return Ok(TurnEnd::Cancelled),
         };
+        let context = ContextSize { request_tokens, window: limits.context_window };
         let stream = provider.stream(request);
         let streamed = tokio::select! {
             streamed = stream_model(kernel, conv, turn_id, stream) => streamed,
@@ -136,14 +132,14 @@ async fn drive(
             Streamed::Cancelled => return Ok(TurnEnd::Cancelled),
             Streamed::Failed(terminal) => {
                 if !terminal.message.content.is_empty() {
-                    store_assistant(kernel, conv, turn_id, &terminal);
+                    store_assistant(kernel, conv, turn_id, &terminal, context);
                 }
                 let why = terminal.error.map(|e| e.to_string()).unwrap_or_else(|| "the model stream failed".into());
                 return Err(why);
             }
             Streamed::Done(terminal) => terminal,
         };
-        store_assistant(kernel, conv, turn_id, &terminal);
+        store_assistant(kernel, conv, turn_id, &terminal, context);
 
         let calls: Vec<(String, String, Value)> = terminal
             .message
@@ -178,7 +174,26 @@ async fn drive(
     Err(format!("the turn stopped after {MAX_MODEL_CALLS} model calls"))
 }
 
-fn store_assistant(kernel: &Kernel, conv: &Conversation, turn_id: i64, terminal: &Terminal) {
+/// The tools as a model request offers them.
+pub(crate) fn tool_specs(tools: &[superpi_proto::tool::ToolDef]) -> Vec<ToolSpec> {
+    tools
+        .iter()
+        .map(|t| ToolSpec {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            input_schema: t.input_schema.clone(),
+        })
+        .collect()
+}
+
+/// A request's size and the model's window, for the context an answer leaves.
+#[derive(Clone, Copy)]
+struct ContextSize {
+    request_tokens: u64,
+    window: u64,
+}
+
+fn store_assistant(kernel: &Kernel, conv: &Conversation, turn_id: i64, terminal: &Terminal, context: ContextSize) {
     let mut message = terminal.message.clone();
     message.role = Role::Assistant;
     message.usage = Some(terminal.usage);
@@ -199,7 +214,13 @@ fn store_assistant(kernel: &Kernel, conv: &Conversation, turn_id: i64, terminal:
         total.output_tokens += terminal.usage.output_tokens;
         *total
     };
-    conv.emit(kernel, Event::usage_updated(conv.id, Some(turn_id), terminal.usage, total));
+    // What the next request starts from: the request as the provider counted it (else as
+    // estimated) and this answer.
+    let input = if terminal.usage.input_tokens > 0 { terminal.usage.input_tokens } else { context.request_tokens };
+    let answer = terminal.usage.output_tokens.max(superpi_providers::tokens::message(&message));
+    let event = Event::usage_updated(conv.id, Some(turn_id), terminal.usage, total)
+        .with_context(input + answer, context.window);
+    conv.emit(kernel, event);
 }
 
 /// Publishes the stream's deltas as they come and returns its terminal.

@@ -21,6 +21,9 @@ pub const SUPERPI_MODEL: &str = "SUPERPI_MODEL";
 /// short-lived tokens); `OPENAI_API_KEY` wins when both are set.
 pub const SUPERPI_OPENAI_AUTH_COMMAND: &str = "SUPERPI_OPENAI_AUTH_COMMAND";
 
+/// The default of [`ProvidersConfig::compact_at_percent`].
+pub const DEFAULT_COMPACT_AT_PERCENT: u8 = 80;
+
 /// Which wire API a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -87,6 +90,10 @@ pub struct ModelEntry {
     /// Overrides the vendor's `reasoning_effort`; set, it also marks an OpenAI-API model as a
     /// reasoning model (sent `max_completion_tokens`) whatever its name.
     pub reasoning_effort: Option<String>,
+    /// The model's context window in tokens (default: the built-in table, see `limits`).
+    pub context_window: Option<u64>,
+    /// The most tokens of one answer (default: the built-in table).
+    pub max_output_tokens: Option<u64>,
 }
 
 /// Retry limits for 429, 529 and 503 answers.
@@ -149,6 +156,9 @@ pub struct ProvidersConfig {
     pub retry: RetryConfig,
     /// Connect timeout in milliseconds (default 30 s).
     pub connect_timeout_ms: Option<u64>,
+    /// Compact a conversation when its next request would fill more than this percentage of
+    /// the model's context window (default [`DEFAULT_COMPACT_AT_PERCENT`]; 100 turns it off).
+    pub compact_at_percent: Option<u8>,
     /// Runs `auth_command`s; not part of the file.
     #[serde(skip)]
     pub command_runner: Option<CommandRunner>,
@@ -234,6 +244,11 @@ impl ProvidersConfig {
 
     pub(crate) fn entry_key(&self, var: &str) -> Option<&str> {
         self.entry_keys.iter().find(|(name, _)| name == var).map(|(_, value)| value.as_str())
+    }
+
+    /// The share of the context window past which a conversation is compacted, in percent.
+    pub fn compact_at_percent(&self) -> u8 {
+        self.compact_at_percent.unwrap_or(DEFAULT_COMPACT_AT_PERCENT).clamp(10, 100)
     }
 
     pub fn connect_timeout(&self) -> Duration {

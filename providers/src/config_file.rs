@@ -110,7 +110,16 @@ impl ProvidersConfig {
                 return Err(invalid(path, key("name"), format!("`{}` is listed twice", entry.name)));
             }
             endpoint(key("base_url"), &entry.base_url)?;
+            if entry.context_window == Some(0) || entry.max_output_tokens == Some(0) {
+                let field = if entry.context_window == Some(0) { "context_window" } else { "max_output_tokens" };
+                return Err(invalid(path, key(field), "must be at least 1"));
+            }
             effort(path, &key("reasoning_effort"), &entry.reasoning_effort)?;
+        }
+        if let Some(percent) = self.compact_at_percent
+            && !(10..=100).contains(&percent)
+        {
+            return Err(invalid(path, "providers.compact_at_percent", format!("{percent} is not between 10 and 100")));
         }
         if let Some(model) = &self.default_model
             && let Err(ProviderError::UnknownModel { hint, .. }) = crate::router::route(model, self)

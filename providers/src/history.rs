@@ -197,6 +197,37 @@ pub fn paired(messages: &[Message]) -> Paired {
     Paired { messages: out, system }
 }
 
+/// Indexes `i` in `0..messages.len()` where the history may be cut in two (the part before
+/// summarised, the part from `i` kept): no tool call before `i` has its result at or after
+/// `i`. A call is answered by the first result with its id after it; a call with no result
+/// stored constrains nothing ([`paired`] answers it wherever it ends up).
+pub fn closed_prefixes(messages: &[Message]) -> Vec<usize> {
+    let mut results: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
+    for (at, message) in messages.iter().enumerate() {
+        for block in &message.content {
+            if let ContentBlock::ToolResult { tool_call_id, .. } = block {
+                results.entry(tool_call_id.as_str()).or_default().push(at);
+            }
+        }
+    }
+    let mut cuts = Vec::new();
+    // The furthest result that answers a call seen so far.
+    let mut open_until: Option<usize> = None;
+    for (at, message) in messages.iter().enumerate() {
+        if open_until.is_none_or(|until| until < at) {
+            cuts.push(at);
+        }
+        for block in &message.content {
+            if let ContentBlock::ToolCall { id, .. } = block
+                && let Some(answer) = results.get(id.as_str()).and_then(|at_list| at_list.iter().find(|&&r| r > at))
+            {
+                open_until = Some(open_until.map_or(*answer, |until| until.max(*answer)));
+            }
+        }
+    }
+    cuts
+}
+
 /// Merges consecutive turns of the same side (`is_assistant`), dropping empty ones, for the
 /// vendors whose roles must alternate; opens with a user turn holding `opener` when the
 /// history starts with the assistant or is empty. Results stay first in their user turn: a

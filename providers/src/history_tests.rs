@@ -117,3 +117,31 @@ fn alternating_merges_sides_and_opens_with_the_user() {
     assert_eq!(turns, vec![(false, vec![0]), (true, vec![1, 2]), (false, vec![3, 4])]);
     assert_eq!(alternating(Vec::<(bool, Vec<u8>)>::new(), 9), vec![(false, vec![9])]);
 }
+
+#[test]
+fn cuts_never_separate_a_call_from_its_result() {
+    let history = vec![
+        message(Role::User, vec![ContentBlock::text("go")]), // 0
+        message(Role::Assistant, vec![call("a", "read"), call("b", "ls")]), // 1
+        message(Role::Tool, vec![result("a", "read", "x")]), // 2
+        message(Role::Tool, vec![result("b", "ls", "y")]),   // 3
+        message(Role::Assistant, vec![ContentBlock::text("done")]), // 4
+        message(Role::User, vec![ContentBlock::text("again")]), // 5
+        message(Role::Assistant, vec![call("a", "read")]),   // 6: an id used before
+        message(Role::User, vec![ContentBlock::text("meanwhile")]), // 7: typed before the result
+        message(Role::Tool, vec![result("a", "read", "z")]), // 8
+        message(Role::Assistant, vec![call("lost", "bash")]), // 9: its result was never stored
+        message(Role::User, vec![ContentBlock::text("next")]), // 10
+    ];
+    assert_eq!(closed_prefixes(&history), vec![0, 1, 4, 5, 6, 9, 10]);
+    // Every cut leaves both sides sendable without a synthetic or orphaned result.
+    for cut in closed_prefixes(&history) {
+        let kept = paired(&history[cut..]);
+        let orphaned = kept
+            .messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .any(|b| matches!(b, ContentBlock::Text { text } if text.starts_with("[result of an earlier call")));
+        assert!(!orphaned, "cut at {cut} orphaned a result");
+    }
+}

@@ -24,6 +24,7 @@ pub mod gemini;
 pub mod gemini_schema;
 pub mod history;
 pub mod http;
+pub mod limits;
 pub mod mock;
 pub mod openai;
 mod openai_wire;
@@ -33,14 +34,18 @@ pub mod sse;
 pub mod stream;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod tokens;
 pub mod validate;
 pub mod vendor;
 mod wire;
 
 pub use assemble::StreamBuilder;
-pub use config::{CommandRunner, ModelEntry, ProviderKind, ProvidersConfig, RetryConfig, VendorConfig};
+pub use config::{
+    CommandRunner, DEFAULT_COMPACT_AT_PERCENT, ModelEntry, ProviderKind, ProvidersConfig, RetryConfig, VendorConfig,
+};
 pub use config_file::{PROVIDERS_FILE, ProvidersFileError};
 pub use http::{HttpProvider, parse_recorded};
+pub use limits::ModelLimits;
 pub use mock::{MockProvider, mock_directives_help};
 pub use reassemble::{Reassembler, reassemble};
 pub use router::{ModelInfo, Route, configured_models, default_model, resolve, route};

@@ -8,6 +8,7 @@ use superpi_proto::{ContentBlock, Message, Role};
 
 use crate::Provider;
 use crate::assemble::StreamBuilder;
+use crate::limits::ModelLimits;
 use crate::stream::{EventStream, ModelRequest, ProviderError, StopReason, StreamEvent};
 
 /// How many characters of each tool result the mock quotes back.
@@ -31,12 +32,28 @@ pub fn mock_directives_help() -> &'static str {
 }
 
 /// The offline model. Deterministic: the same request always streams the same events.
-#[derive(Debug, Clone, Default)]
-pub struct MockProvider;
+///
+/// It counts a request's input with [`crate::tokens::request`] and, like a real API, refuses
+/// one that does not fit its context window (an HTTP 400 error terminal).
+#[derive(Debug, Clone)]
+pub struct MockProvider {
+    limits: ModelLimits,
+}
+
+impl Default for MockProvider {
+    fn default() -> Self {
+        MockProvider { limits: crate::limits::MOCK }
+    }
+}
 
 impl MockProvider {
     pub fn new() -> Self {
-        MockProvider
+        MockProvider::default()
+    }
+
+    /// The mock with another context window and output limit (a tiny one, for tests).
+    pub fn with_limits(limits: ModelLimits) -> Self {
+        MockProvider { limits }
     }
 }
 
@@ -46,7 +63,17 @@ impl Provider for MockProvider {
     }
 
     fn stream(&self, request: ModelRequest) -> EventStream {
-        let generator = Generator::new(plan(&request), &request);
+        let input = crate::tokens::request(&request);
+        let plan = if input > self.limits.context_window {
+            let message = format!(
+                "the request holds {input} tokens, more than the context window of {} tokens",
+                self.limits.context_window
+            );
+            Plan { stages: vec![Stage::Refused(message)], slow: None }
+        } else {
+            plan(&request)
+        };
+        let generator = Generator::new(plan, &request, input);
         Box::pin(futures::stream::unfold(generator, |mut generator| async move {
             let event = generator.next_event()?;
             let is_delta = matches!(
@@ -67,8 +94,14 @@ enum Stage {
     Thinking(Vec<String>),
     Text(Vec<String>),
     Deltas(u64),
-    Tool { id: String, name: String, arguments: Value },
+    Tool {
+        id: String,
+        name: String,
+        arguments: Value,
+    },
     Fail(String),
+    /// The API's refusal of the request (an over-long context).
+    Refused(String),
 }
 
 #[derive(Debug, Default, PartialEq)]
@@ -236,12 +269,10 @@ struct Generator {
 }
 
 impl Generator {
-    fn new(plan: Plan, request: &ModelRequest) -> Self {
+    fn new(plan: Plan, request: &ModelRequest, input_tokens: u64) -> Self {
         let mut builder = StreamBuilder::new();
         builder.start(Some(format!("mock-{}", request.messages.len())));
-        let input_chars: usize = request.system.as_deref().map_or(0, str::len)
-            + request.messages.iter().map(|m| message_text(m).len()).sum::<usize>();
-        builder.usage_mut().input_tokens = (input_chars as u64).div_ceil(4);
+        builder.usage_mut().input_tokens = input_tokens;
         Generator {
             builder,
             stages: plan.stages.into_iter(),
@@ -320,6 +351,12 @@ impl Generator {
             }
             Stage::Fail(message) => {
                 self.builder.fail(ProviderError::Model { message: message.clone() });
+                self.over = true;
+                true
+            }
+            Stage::Refused(message) => {
+                let error = ProviderError::Http { provider: "mock".into(), status: 400, message: message.clone() };
+                self.builder.fail(error);
                 self.over = true;
                 true
             }

@@ -227,3 +227,25 @@ fn help_names_every_directive() {
         assert!(mock_directives_help().contains(directive));
     }
 }
+
+#[tokio::test]
+async fn counts_its_input_and_refuses_a_request_over_its_window() {
+    let fits = request(vec![user("a short prompt")]);
+    let input = crate::tokens::request(&fits);
+    let limits = ModelLimits { context_window: input, max_output_tokens: 100 };
+    let events: Vec<StreamEvent> = MockProvider::with_limits(limits).stream(fits.clone()).collect().await;
+    validate(&events).unwrap();
+    let done = terminal(&events);
+    assert_eq!((done.stop_reason, done.usage.input_tokens), (StopReason::EndTurn, input));
+
+    let over = request(vec![user("a short prompt, and one word more")]);
+    let events: Vec<StreamEvent> = MockProvider::with_limits(limits).stream(over.clone()).collect().await;
+    validate(&events).unwrap();
+    let refused = terminal(&events);
+    assert!(refused.message.content.is_empty());
+    let message = format!(
+        "the request holds {} tokens, more than the context window of {input} tokens",
+        crate::tokens::request(&over)
+    );
+    assert_eq!(refused.error, Some(ProviderError::Http { provider: "mock".into(), status: 400, message }));
+}

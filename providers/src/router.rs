@@ -223,7 +223,7 @@ pub fn route(model: &str, config: &ProvidersConfig) -> Result<Route, ProviderErr
 pub fn resolve(model: &str, config: &ProvidersConfig) -> Result<SharedProvider, ProviderError> {
     let route = route(model, config)?;
     match route.kind {
-        ProviderKind::Mock => Ok(Arc::new(MockProvider::new())),
+        ProviderKind::Mock => Ok(Arc::new(MockProvider::with_limits(crate::limits::for_model(model, config)))),
         _ => Ok(Arc::new(HttpProvider::new(route, config)?)),
     }
 }

@@ -32,7 +32,8 @@ pub mod tools;
 /// Command-line arguments of `superpi acp`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// Context window (tokens) reported to the editor in usage updates.
+    /// Context window (tokens) reported to the editor in usage updates when the kernel does not
+    /// say the model's (an older kernel).
     #[arg(long, default_value_t = 200_000, env = "SUPERPI_ACP_CONTEXT_WINDOW")]
     pub context_window: u64,
     /// MCP servers the editor passes in session/new, load and resume: `attach` their stdio

@@ -42,7 +42,7 @@ pub enum Out {
 pub struct RenderOptions {
     /// The session's workspace root: relative tool paths resolve against it.
     pub workspace: Option<PathBuf>,
-    /// Context window size reported in `usage_update` (the kernel does not say it).
+    /// Context window size reported in `usage_update` when the kernel's event does not say it.
     pub context_window: u64,
     /// The editor advertised `session.notices`: notices go out as `notice` updates rather
     /// than as thought chunks.
@@ -250,10 +250,12 @@ impl Renderer {
                     mode.as_str(),
                 )))));
             }
-            EventBody::UsageUpdated { input_tokens, output_tokens, .. } => {
+            EventBody::UsageUpdated { input_tokens, output_tokens, context_tokens, context_window, .. } => {
+                // The kernel's count of the context and the model's window; older kernels
+                // said neither, and then the last call's tokens and the flag stand in.
                 out.push(Out::Update(SessionUpdate::UsageUpdate(UsageUpdate::new(
-                    input_tokens + output_tokens,
-                    self.opts.context_window,
+                    context_tokens.unwrap_or(input_tokens + output_tokens),
+                    context_window.unwrap_or(self.opts.context_window),
                 ))));
             }
             EventBody::PlanUpdated { entries } => {

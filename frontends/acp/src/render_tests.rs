@@ -293,7 +293,7 @@ fn state_changed_and_watch_started_and_compaction_are_silent() {
     let mut r = renderer();
     assert_eq!(r.render(&Event::state_changed(C, T, "running")), vec![]);
     assert_eq!(r.render(&Event::watch_started(C, 4)), vec![]);
-    assert_eq!(r.render(&Event::compaction_completed(C, json!(3), Some("s".into()))), vec![]);
+    assert_eq!(r.render(&Event::compaction_completed(C, None, json!(3), Some("s".into()))), vec![]);
 }
 
 #[test]
@@ -315,6 +315,19 @@ fn usage_updated_is_a_usage_update() {
         Usage { input_tokens: 500, output_tokens: 90 },
     );
     assert_eq!(r.render(&ev), vec![Out::Update(SessionUpdate::UsageUpdate(UsageUpdate::new(120, 1000)))]);
+}
+
+#[test]
+fn usage_update_reports_the_kernels_context_and_the_models_window() {
+    let mut r = renderer();
+    let ev = Event::usage_updated(
+        C,
+        T,
+        Usage { input_tokens: 100, output_tokens: 20 },
+        Usage { input_tokens: 500, output_tokens: 90 },
+    )
+    .with_context(140, 128_000);
+    assert_eq!(r.render(&ev), vec![Out::Update(SessionUpdate::UsageUpdate(UsageUpdate::new(140, 128_000)))]);
 }
 
 #[test]

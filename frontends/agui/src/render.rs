@@ -354,16 +354,25 @@ impl Renderer {
                     self.set("maxMode", json!(max));
                 }
             }
-            EventBody::UsageUpdated { input_tokens, output_tokens, total_input_tokens, total_output_tokens } => {
-                self.set(
-                    "usage",
-                    json!({
-                        "inputTokens": input_tokens,
-                        "outputTokens": output_tokens,
-                        "totalInputTokens": total_input_tokens,
-                        "totalOutputTokens": total_output_tokens,
-                    }),
-                );
+            EventBody::UsageUpdated {
+                input_tokens,
+                output_tokens,
+                total_input_tokens,
+                total_output_tokens,
+                context_tokens,
+                context_window,
+            } => {
+                let mut usage = json!({
+                    "inputTokens": input_tokens,
+                    "outputTokens": output_tokens,
+                    "totalInputTokens": total_input_tokens,
+                    "totalOutputTokens": total_output_tokens,
+                });
+                if let (Some(tokens), Some(window)) = (context_tokens, context_window) {
+                    usage["contextTokens"] = json!(tokens);
+                    usage["contextWindow"] = json!(window);
+                }
+                self.set("usage", usage);
             }
             EventBody::PlanUpdated { entries } => {
                 let plan: Vec<Value> =

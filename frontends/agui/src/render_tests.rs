@@ -454,7 +454,7 @@ fn attaching_to_a_running_conversation_keeps_the_run_open_for_its_turn() {
 fn a_compaction_asks_for_the_history_and_sends_a_messages_snapshot() {
     let mut r = renderer();
     r.start_run("run-1");
-    assert_eq!(r.render(&Event::compaction_completed(CONV, json!(5), Some("sum".into())), 0), vec![]);
+    assert_eq!(r.render(&Event::compaction_completed(CONV, None, json!(5), Some("sum".into())), 0), vec![]);
     assert!(r.take_history_request());
     assert!(!r.take_history_request());
     let entries = vec![Entry {
@@ -549,4 +549,22 @@ fn a_run_stream_and_an_attached_stream_name_a_turns_messages_alike() {
     attached.attach("attach-1", &[], false);
     assert_eq!(ids(&mut run), vec!["msg-t3-1".to_string()]);
     assert_eq!(ids(&mut attached), vec!["msg-t3-1".to_string()]);
+}
+
+#[test]
+fn usage_with_the_context_adds_its_size_and_the_models_window_to_the_state() {
+    let mut r = renderer();
+    let usage = Usage { input_tokens: 5, output_tokens: 2 };
+    r.render(&Event::turn_started(CONV, TURN), 0);
+    let out = r.render(&Event::usage_updated(CONV, Some(TURN), usage, usage).with_context(7, 3000), 10);
+    let ops: Vec<Value> = out
+        .iter()
+        .filter_map(|e| match e {
+            E::StateDelta { delta } => serde_json::to_value(delta).ok(),
+            _ => None,
+        })
+        .flat_map(|v| v.as_array().cloned().unwrap_or_default())
+        .collect();
+    assert!(ops.contains(&json!({"op": "add", "path": "/usage/contextTokens", "value": 7})), "{ops:?}");
+    assert!(ops.contains(&json!({"op": "add", "path": "/usage/contextWindow", "value": 3000})), "{ops:?}");
 }

@@ -51,6 +51,11 @@ impl KernelClient {
         self.request(Method::SessionFork(ForkParams { conversation_id, at_seq })).await
     }
 
+    /// Compacts an idle conversation's context now (`session.compact`).
+    pub async fn compact(&self, conversation_id: i64) -> Result<Value, ClientError> {
+        self.request(Method::SessionCompact(ConversationRef { conversation_id })).await
+    }
+
     pub async fn set_mode(&self, conversation_id: i64, mode: &str) -> Result<Value, ClientError> {
         self.request(Method::SessionSetMode(SetModeParams { conversation_id, mode: mode.to_string() })).await
     }

@@ -154,6 +154,12 @@ pub enum EventBody {
         output_tokens: u64,
         total_input_tokens: u64,
         total_output_tokens: u64,
+        /// Tokens the conversation's context holds now (what the next request starts from).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context_tokens: Option<u64>,
+        /// The model's context window.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context_window: Option<u64>,
     },
     PlanUpdated {
         entries: Vec<PlanEntry>,
@@ -501,14 +507,26 @@ impl Event {
                 output_tokens: last.output_tokens,
                 total_input_tokens: total.input_tokens,
                 total_output_tokens: total.output_tokens,
+                context_tokens: None,
+                context_window: None,
             },
         )
+    }
+
+    /// Adds the context's size and the model's window to a `usage_updated` event (no-op for
+    /// others).
+    pub fn with_context(mut self, tokens: u64, window: u64) -> Self {
+        if let EventBody::UsageUpdated { context_tokens, context_window, .. } = &mut self.body {
+            *context_tokens = Some(tokens);
+            *context_window = Some(window);
+        }
+        self
     }
     pub fn plan_updated(conv: i64, turn: Option<i64>, entries: Vec<PlanEntry>) -> Self {
         Self::new(conv, turn, EventBody::PlanUpdated { entries })
     }
-    pub fn compaction_completed(conv: i64, head_entry_id: Value, summary: Option<String>) -> Self {
-        Self::new(conv, None, EventBody::CompactionCompleted { head_entry_id, summary })
+    pub fn compaction_completed(conv: i64, turn: Option<i64>, head_entry_id: Value, summary: Option<String>) -> Self {
+        Self::new(conv, turn, EventBody::CompactionCompleted { head_entry_id, summary })
     }
     pub fn notice(conv: i64, turn: Option<i64>, level: impl Into<String>, message: impl Into<String>) -> Self {
         Self::new(conv, turn, EventBody::Notice { level: level.into(), message: message.into() })

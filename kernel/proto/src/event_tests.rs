@@ -46,9 +46,10 @@ fn one_of_each() -> Vec<Event> {
             Some(2),
             Usage { input_tokens: 1, output_tokens: 2 },
             Usage { input_tokens: 10, output_tokens: 20 },
-        ),
+        )
+        .with_context(300, 1000),
         Event::plan_updated(1, Some(2), vec![PlanEntry { id: "1".into(), text: "read".into(), completed: false }]),
-        Event::compaction_completed(1, json!(17), Some("summary".into())),
+        Event::compaction_completed(1, None, json!(17), Some("summary".into())),
         Event::notice(1, None, "warning", "turn 3 was interrupted"),
         Event::watch_started(1, 9),
         Event::subagent_started(1, Some(2), 5, "explorer", "look around"),

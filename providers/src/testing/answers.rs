@@ -41,8 +41,8 @@ impl Answer {
 
     /// The reply for `vendor`. `serial` makes response and call ids unique per fake; `sse`
     /// is false only for Gemini's non-streaming `generateContent` (and a stream without
-    /// `alt=sse`), which is answered with JSON.
-    pub(crate) fn reply(&self, vendor: Vendor, model: &str, serial: u64, sse: bool) -> Reply {
+    /// `alt=sse`), which is answered with JSON; `prompt_tokens` is the input reported in usage.
+    pub(crate) fn reply(&self, vendor: Vendor, model: &str, serial: u64, sse: bool, prompt_tokens: u64) -> Reply {
         let (text, calls) = match self {
             Answer::Reply(reply) => return reply.clone(),
             Answer::Text(text) => (text.as_str(), &[][..]),
@@ -50,13 +50,13 @@ impl Answer {
         };
         let words = split_words(text);
         match vendor {
-            Vendor::Openai => Reply::stream(&openai(model, serial, &words, calls), 4096),
-            Vendor::Anthropic => Reply::stream(&anthropic(model, serial, &words, calls), 4096),
-            Vendor::Gemini if sse => Reply::stream(&gemini_sse(model, serial, &words, calls), 4096),
+            Vendor::Openai => Reply::stream(&openai(model, serial, &words, calls, prompt_tokens), 4096),
+            Vendor::Anthropic => Reply::stream(&anthropic(model, serial, &words, calls, prompt_tokens), 4096),
+            Vendor::Gemini if sse => Reply::stream(&gemini_sse(model, serial, &words, calls, prompt_tokens), 4096),
             Vendor::Gemini => Reply {
                 status: 200,
                 headers: vec![("content-type".into(), "application/json".into())],
-                chunks: vec![gemini_json(model, serial, &words, calls)],
+                chunks: vec![gemini_json(model, serial, &words, calls, prompt_tokens)],
                 ..Default::default()
             },
         }
@@ -95,7 +95,7 @@ fn sse(out: &mut Vec<u8>, event: Option<&str>, data: &Value) {
     out.extend_from_slice(format!("data: {data}\n\n").as_bytes());
 }
 
-fn openai(model: &str, serial: u64, words: &[String], calls: &[(String, Value)]) -> Vec<u8> {
+fn openai(model: &str, serial: u64, words: &[String], calls: &[(String, Value)], prompt: u64) -> Vec<u8> {
     let id = format!("chatcmpl-fake{serial}");
     let chunk = |delta: Value, finish: Value| {
         json!({"id": id, "object": "chat.completion.chunk", "created": 1_700_000_000u64, "model": model,
@@ -121,17 +121,17 @@ fn openai(model: &str, serial: u64, words: &[String], calls: &[(String, Value)])
     let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
     sse(&mut out, None, &chunk(json!({}), json!(finish)));
     let usage = json!({"id": id, "object": "chat.completion.chunk", "created": 1_700_000_000u64, "model": model, "choices": [],
-                       "usage": {"prompt_tokens": 10, "completion_tokens": words.len() + calls.len(), "total_tokens": 10 + words.len() + calls.len()}});
+                       "usage": {"prompt_tokens": prompt, "completion_tokens": words.len() + calls.len(), "total_tokens": prompt as usize + words.len() + calls.len()}});
     sse(&mut out, None, &usage);
     out.extend_from_slice(b"data: [DONE]\n\n");
     out
 }
 
-fn anthropic(model: &str, serial: u64, words: &[String], calls: &[(String, Value)]) -> Vec<u8> {
+fn anthropic(model: &str, serial: u64, words: &[String], calls: &[(String, Value)], prompt: u64) -> Vec<u8> {
     let mut out = Vec::new();
     let start = json!({"type": "message_start", "message": {"id": format!("msg_fake{serial}"), "type": "message",
         "role": "assistant", "content": [], "model": model, "stop_reason": null, "stop_sequence": null,
-        "usage": {"input_tokens": 10, "output_tokens": 1}}});
+        "usage": {"input_tokens": prompt, "output_tokens": 1}}});
     sse(&mut out, Some("message_start"), &start);
     let mut index = 0;
     if !words.is_empty() {
@@ -167,15 +167,15 @@ fn anthropic(model: &str, serial: u64, words: &[String], calls: &[(String, Value
     out
 }
 
-fn gemini_chunks(model: &str, serial: u64, words: &[String], calls: &[(String, Value)]) -> Vec<Value> {
+fn gemini_chunks(model: &str, serial: u64, words: &[String], calls: &[(String, Value)], prompt: u64) -> Vec<Value> {
     let response_id = format!("fake-{serial}");
     let chunk = |parts: Vec<Value>, finish: bool| {
         let mut candidate = json!({"content": {"parts": parts, "role": "model"}, "index": 0});
         let mut chunk = json!({"candidates": [], "modelVersion": model, "responseId": response_id});
         if finish {
             candidate["finishReason"] = json!("STOP");
-            chunk["usageMetadata"] = json!({"promptTokenCount": 10, "candidatesTokenCount": words.len() + calls.len(),
-                                            "totalTokenCount": 10 + words.len() + calls.len()});
+            chunk["usageMetadata"] = json!({"promptTokenCount": prompt, "candidatesTokenCount": words.len() + calls.len(),
+                                            "totalTokenCount": prompt as usize + words.len() + calls.len()});
         }
         chunk["candidates"] = json!([candidate]);
         chunk
@@ -192,23 +192,23 @@ fn gemini_chunks(model: &str, serial: u64, words: &[String], calls: &[(String, V
     chunks
 }
 
-fn gemini_sse(model: &str, serial: u64, words: &[String], calls: &[(String, Value)]) -> Vec<u8> {
+fn gemini_sse(model: &str, serial: u64, words: &[String], calls: &[(String, Value)], prompt: u64) -> Vec<u8> {
     let mut out = Vec::new();
-    for chunk in gemini_chunks(model, serial, words, calls) {
+    for chunk in gemini_chunks(model, serial, words, calls, prompt) {
         out.extend_from_slice(format!("data: {chunk}\r\n\r\n").as_bytes());
     }
     out
 }
 
 /// The whole answer as one `GenerateContentResponse`.
-fn gemini_json(model: &str, serial: u64, words: &[String], calls: &[(String, Value)]) -> Vec<u8> {
+fn gemini_json(model: &str, serial: u64, words: &[String], calls: &[(String, Value)], prompt: u64) -> Vec<u8> {
     let mut parts: Vec<Value> = Vec::new();
     if !words.is_empty() {
         parts.push(json!({"text": words.concat()}));
     }
     parts.extend(calls.iter().map(|(name, arguments)| json!({"functionCall": {"name": name, "args": arguments}})));
     json!({"candidates": [{"content": {"parts": parts, "role": "model"}, "finishReason": "STOP", "index": 0}],
-           "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": words.len() + calls.len()},
+           "usageMetadata": {"promptTokenCount": prompt, "candidatesTokenCount": words.len() + calls.len()},
            "modelVersion": model, "responseId": format!("fake-{serial}")})
     .to_string()
     .into_bytes()

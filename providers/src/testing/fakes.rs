@@ -43,6 +43,17 @@ struct State {
     exchanges: Vec<Exchange>,
     keyless: bool,
     served: u64,
+    /// The context window a request must fit, in tokens as the fake counts them.
+    context_window: Option<u64>,
+}
+
+/// The prompt tokens a fake reports when no context window is set.
+const FLAT_PROMPT_TOKENS: u64 = 10;
+
+/// A request body's tokens as a fake with a context window counts them: a quarter of its
+/// bytes, about what the vendors' tokenizers make of English and JSON.
+pub fn counted_tokens(body: &[u8]) -> u64 {
+    (body.len() as u64).div_ceil(4)
 }
 
 /// A running fake. Dropping it does not stop the listener task; the test's runtime does.
@@ -97,6 +108,7 @@ impl FakeServer {
             exchanges: Vec::new(),
             keyless: false,
             served: 0,
+            context_window: None,
         }));
         let (seen_tx, seen) = watch::channel(0usize);
         let seen_tx = Arc::new(seen_tx);
@@ -154,6 +166,12 @@ impl FakeServer {
     /// Accepts requests without a key (a local OpenAI-compatible server such as Ollama).
     pub fn allow_without_key(&self) {
         lock(&self.state).keyless = true;
+    }
+
+    /// Counts each request's prompt ([`counted_tokens`]), reports that count as its usage, and
+    /// refuses a request over `tokens` as OpenAI does (400 `context_length_exceeded`).
+    pub fn set_context_window(&self, tokens: u64) {
+        lock(&self.state).context_window = Some(tokens);
     }
 
     pub fn exchanges(&self) -> Vec<Exchange> {
@@ -255,13 +273,24 @@ fn check(vendors: &[Vendor], keyless: bool, request: &Recorded) -> Result<(Vendo
 
 fn answer(vendors: &[Vendor], state: &Mutex<State>, request: Recorded) -> Reply {
     let mut state = lock(state);
-    let outcome = check(vendors, state.keyless, &request);
+    let prompt_tokens = state.context_window.map_or(FLAT_PROMPT_TOKENS, |_| counted_tokens(&request.body));
+    let outcome = check(vendors, state.keyless, &request).and_then(|checked| match state.context_window {
+        Some(window) if prompt_tokens > window => Err(Violation::new(
+            checked.0,
+            format!(
+                "This model's maximum context length is {window} tokens. However, your messages resulted in \
+                 {prompt_tokens} tokens. Please reduce the length of the messages."
+            ),
+        )
+        .param("messages")),
+        _ => Ok(checked),
+    });
     let vendor = outcome.as_ref().map(|(v, _, _)| *v).ok();
     let reply = match &outcome {
         Ok((vendor, model, sse)) => {
             state.served += 1;
             let answer = state.script.pop_front().unwrap_or_else(|| state.fallback.clone());
-            answer.reply(*vendor, model, state.served, *sse)
+            answer.reply(*vendor, model, state.served, *sse, prompt_tokens)
         }
         Err(violation) => {
             tracing::warn!(%violation, path = %request.path, "fake refused a request");

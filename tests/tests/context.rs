@@ -1,0 +1,188 @@
+//! End to end: long conversations keep working. With a tiny context window (the mock's, and an
+//! OpenAI-compatible fake that counts and refuses over-long requests), twenty turns run
+//! without a request over the window: the kernel compacts, stores a compaction entry, and
+//! history and fork still show everything.
+#![allow(clippy::disallowed_methods)]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
+
+use serde_json::Value;
+use superpi_client::KernelClient;
+use superpi_proto::method::WatchParams;
+use superpi_proto::{ContentBlock, Entry, EntryKind, Event, EventBody};
+use superpi_providers::testing::answers::Answer;
+use superpi_providers::testing::fakes::OpenAiFake;
+use superpi_tests::{TestEnv, open_and_watch, turn_events};
+
+const TURNS: usize = 20;
+
+async fn connect(env: &TestEnv) -> KernelClient {
+    KernelClient::connect(&env.connect_options("test")).await.expect("connect")
+}
+
+/// A prompt of about `bytes` bytes, different per turn.
+fn long_prompt(turn: usize, bytes: usize) -> String {
+    let mut text = format!("Turn {turn}: please keep this in mind.");
+    while text.len() < bytes {
+        text.push_str(&format!(" fact {turn}.{} is worth noting;", text.len()));
+    }
+    text
+}
+
+/// Every stored tool call is answered right after its assistant message.
+fn assert_paired(entries: &[Entry]) {
+    let mut open: Vec<&str> = Vec::new();
+    for entry in entries.iter().filter(|e| e.kind != EntryKind::Compaction) {
+        for block in &entry.message.content {
+            match block {
+                ContentBlock::ToolResult { tool_call_id, .. } => {
+                    let at = open.iter().position(|id| id == tool_call_id).expect("a result answers an open call");
+                    open.remove(at);
+                }
+                ContentBlock::ToolCall { id, .. } => open.push(id),
+                _ => assert!(open.is_empty() || entry.kind == EntryKind::ToolResult, "calls {open:?} left open"),
+            }
+        }
+    }
+    assert!(open.is_empty());
+}
+
+fn compaction_seqs(entries: &[Entry]) -> Vec<u64> {
+    entries.iter().filter(|e| e.kind == EntryKind::Compaction).map(|e| e.seq).collect()
+}
+
+/// Runs `TURNS` turns, every one of which must complete; returns every event of them.
+async fn run_turns(client: &KernelClient, conv: i64, sub: &mut superpi_client::Subscription) -> Vec<Event> {
+    let mut all = Vec::new();
+    for turn in 0..TURNS {
+        let prompt = if turn % 3 == 1 {
+            format!("@tool bash {{\"command\": \"seq 1 {}\"}}", 100 + turn)
+        } else {
+            long_prompt(turn, 900)
+        };
+        let submitted = client.submit_text(conv, &prompt).await.unwrap();
+        let events = turn_events(sub, submitted.turn_id).await;
+        let end = &events.last().unwrap().body;
+        assert!(matches!(end, EventBody::TurnCompleted { .. }), "turn {turn} ended with {end:?}");
+        all.extend(events);
+    }
+    all
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_turns_fit_a_tiny_mock_window_and_fork_before_the_compaction_shows_everything() {
+    let env = TestEnv::new();
+    let window = 5_000;
+    std::fs::write(
+        env.locations.config_dir.join("providers.toml"),
+        format!("[providers]\n[[providers.models]]\nname = \"mock\"\nprovider = \"mock\"\ncontext_window = {window}\nmax_output_tokens = 400\n"),
+    )
+    .unwrap();
+    let client = connect(&env).await;
+    let (conv, mut sub) = open_and_watch(&client, &env.workspace, Some("auto"), false).await;
+    // The mock refuses a request over its window, so every turn completing is the proof that
+    // none was sent.
+    let events = run_turns(&client, conv, &mut sub).await;
+
+    let reported: Vec<(u64, u64)> = events
+        .iter()
+        .filter_map(|e| match e.body {
+            EventBody::UsageUpdated { context_tokens: Some(tokens), context_window: Some(window), .. } => {
+                Some((tokens, window))
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!reported.is_empty());
+    assert!(reported.iter().all(|&(tokens, w)| w == window && tokens <= window), "{reported:?}");
+    let compactions: Vec<&Event> =
+        events.iter().filter(|e| matches!(e.body, EventBody::CompactionCompleted { .. })).collect();
+    assert!(!compactions.is_empty(), "twenty turns of ~300 tokens compact a 5000-token window");
+
+    // History shows everything: every prompt, every compaction entry, calls paired.
+    let history = client.history(conv).await.unwrap().entries;
+    let users = history.iter().filter(|e| e.kind == EntryKind::User).count();
+    assert_eq!(users, TURNS);
+    let compacted = compaction_seqs(&history);
+    assert_eq!(compacted.len(), compactions.len());
+    assert_paired(&history);
+
+    // A fork just before the first compaction holds and replays the full history to there.
+    let first = compacted[0];
+    let before = client.fork(conv, Some(first - 1)).await.unwrap();
+    let forked = client.history(before.conversation_id).await.unwrap().entries;
+    assert!(compaction_seqs(&forked).is_empty());
+    let expected: Vec<u64> = history.iter().filter(|e| e.seq < first).map(|e| e.seq).collect();
+    assert_eq!(forked.iter().map(|e| e.seq).take(expected.len()).collect::<Vec<_>>(), expected);
+    let params = WatchParams {
+        conversation_id: before.conversation_id,
+        from_seq: Some(0),
+        window: None,
+        interactive: false,
+        reads_files: false,
+    };
+    let mut replay = client.watch(params).await.unwrap();
+    let mut replayed_prompts = 0;
+    while replayed_prompts
+        < expected.iter().filter(|s| history.iter().any(|e| e.seq == **s && e.kind == EntryKind::User)).count()
+    {
+        let event = tokio::time::timeout(std::time::Duration::from_secs(30), replay.next()).await.unwrap().unwrap();
+        assert!(!matches!(event.body, EventBody::CompactionCompleted { .. }));
+        if matches!(&event.body, EventBody::MessageCompleted { role: superpi_proto::Role::User, .. }) {
+            replayed_prompts += 1;
+        }
+    }
+    // Both forks go on: the one before compacts by itself when it must, the one after reads
+    // the summary.
+    let after = client.fork(conv, None).await.unwrap();
+    assert_eq!(compaction_seqs(&client.history(after.conversation_id).await.unwrap().entries), compacted);
+    for fork in [before.conversation_id, after.conversation_id] {
+        let mut sub = client.watch(WatchParams { from_seq: None, ..params_for(fork) }).await.unwrap();
+        let turn = client.submit_text(fork, "and now?").await.unwrap();
+        let events = turn_events(&mut sub, turn.turn_id).await;
+        assert!(matches!(events.last().unwrap().body, EventBody::TurnCompleted { .. }), "{events:?}");
+    }
+
+    // On demand: `session.compact` compacts the idle conversation once more.
+    let answer = client.compact(conv).await.unwrap();
+    assert_eq!(answer["compacted"], Value::Bool(true), "{answer}");
+    assert!(answer["tokens_after"].as_u64().unwrap() < answer["tokens_before"].as_u64().unwrap(), "{answer}");
+    assert_eq!(compaction_seqs(&client.history(conv).await.unwrap().entries).len(), compacted.len() + 1);
+}
+
+fn params_for(conversation_id: i64) -> WatchParams {
+    WatchParams { conversation_id, from_seq: None, window: None, interactive: false, reads_files: false }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_turns_never_send_an_openai_compatible_server_more_than_its_window() {
+    let fake = OpenAiFake::start(Vec::new()).await.unwrap();
+    let window = 6_000;
+    fake.set_context_window(window);
+    fake.allow_without_key();
+    fake.set_fallback(Answer::text("Noted, I will keep it in mind."));
+    let env = TestEnv::new();
+    std::fs::write(
+        env.locations.config_dir.join("providers.toml"),
+        format!(
+            "[providers]\ndefault_model = \"small\"\n[[providers.models]]\nname = \"small\"\nmodel = \"local-small\"\n\
+             base_url = \"{}\"\ncontext_window = {window}\nmax_output_tokens = 500\n",
+            fake.base_url(superpi_providers::testing::rules::Vendor::Openai)
+        ),
+    )
+    .unwrap();
+    let client = connect(&env).await;
+    let (conv, mut sub) = open_and_watch(&client, &env.workspace, Some("plan"), false).await;
+    for turn in 0..TURNS {
+        let submitted = client.submit_text(conv, &long_prompt(turn, 1_200)).await.unwrap();
+        let events = turn_events(&mut sub, submitted.turn_id).await;
+        let end = &events.last().unwrap().body;
+        assert!(matches!(end, EventBody::TurnCompleted { .. }), "turn {turn}: {end:?}; {:?}", fake.rejections());
+    }
+    assert_eq!(fake.rejections(), vec![], "no request over the window, none the API would refuse");
+    let history = client.history(conv).await.unwrap().entries;
+    assert!(!compaction_seqs(&history).is_empty());
+    // The requests after a compaction hold its summary, and the latest prompt verbatim.
+    let last = fake.accepted().pop().unwrap().to_string();
+    assert!(last.contains("The earlier part of this conversation was compacted"), "{last}");
+    assert!(last.contains("Turn 19: please keep this in mind."));
+}
