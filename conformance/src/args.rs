@@ -14,6 +14,9 @@ pub enum Protocol {
     /// OpenCode (`opencode-ai`, ~185 MB, installed outside the repository) as an MCP host of
     /// `superpi mcp`. Not in the default set.
     Opencode,
+    /// Every client configuration snippet of the READMEs against its client (Claude Code, Codex
+    /// and OpenCode from npm, ~1 GB, installed outside the repository). Not in the default set.
+    Clients,
 }
 
 impl Protocol {
@@ -25,6 +28,7 @@ impl Protocol {
             Protocol::Agui => "agui",
             Protocol::Rpc => "rpc",
             Protocol::Opencode => "opencode",
+            Protocol::Clients => "clients",
         }
     }
 }

@@ -57,7 +57,7 @@ fn targets_superpi(args: &Args, protocol: Protocol) -> bool {
         Protocol::Openai => args.openai_url.is_none(),
         Protocol::Agui => args.agui_url.is_none(),
         Protocol::Rpc => args.rpc_command.is_none(),
-        Protocol::Opencode => true,
+        Protocol::Opencode | Protocol::Clients => true,
     }
 }
 
@@ -69,8 +69,17 @@ fn fully_external(args: &Args, protocol: Protocol) -> bool {
         Protocol::Openai => args.openai_url.is_some(),
         Protocol::Agui => args.agui_url.is_some(),
         Protocol::Rpc => args.rpc_command.is_some(),
-        Protocol::Opencode => false,
+        Protocol::Opencode | Protocol::Clients => false,
     }
+}
+
+/// A directory under `~/.cache/superpi-conformance` (or the variable `var`), outside the
+/// repository: the big clients are installed there once and reused.
+fn cache_dir(var: &str, name: &str) -> PathBuf {
+    std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| {
+        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+        home.join(".cache/superpi-conformance").join(name)
+    })
 }
 
 fn need_bin(bin: Option<&Path>) -> Result<&Path> {
@@ -238,25 +247,27 @@ async fn run_one(
             }
             set("TARGET_IS_SUPERPI", flag(args.rpc_command.is_none()));
         }
-        Protocol::Opencode => {
+        Protocol::Opencode | Protocol::Clients => {
+            // The binary and a gateway for the clients; the big clients are installed once per
+            // user, outside the repository, and reused.
             let bin = need_bin(bin)?;
             set("SUPERPI_BIN", bin.to_string_lossy().into_owned());
             let ws = env.workspace().to_string_lossy().into_owned();
             let server = start(bin, &["gateway", "--port", "0", "--workspace", &ws], env, &base).await?;
             set("GATEWAY_URL", server.url.clone());
             servers.push(server);
-            // OpenCode is big: installed once per user, outside the repository, and reused.
-            let cache = std::env::var_os("OPENCODE_DIR").map(PathBuf::from).unwrap_or_else(|| {
-                let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
-                home.join(".cache/superpi-conformance/opencode")
-            });
-            set("OPENCODE_DIR", cache.to_string_lossy().into_owned());
-            let script = dir.join("../frontends/mcp/scripts/opencode-check.sh");
-            set("OPENCODE_CHECK", script.to_string_lossy().into_owned());
+            set("OPENCODE_DIR", cache_dir("OPENCODE_DIR", "opencode").to_string_lossy().into_owned());
+            if protocol == Protocol::Opencode {
+                let script = dir.join("../frontends/mcp/scripts/opencode-check.sh");
+                set("OPENCODE_CHECK", script.to_string_lossy().into_owned());
+            } else {
+                set("REPO_DIR", dir.join("..").to_string_lossy().into_owned());
+                set("CLIENTS_DIR", cache_dir("CLIENTS_DIR", "clients").to_string_lossy().into_owned());
+            }
         }
     }
-    // OpenCode's first run installs it (~185 MB).
-    let timeout = Duration::from_secs(if protocol == Protocol::Opencode {
+    // OpenCode's and the clients' first run installs them (~185 MB, ~1 GB).
+    let timeout = Duration::from_secs(if matches!(protocol, Protocol::Opencode | Protocol::Clients) {
         args.timeout_secs.max(1200)
     } else {
         args.timeout_secs

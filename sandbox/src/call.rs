@@ -400,6 +400,12 @@ fn environment(config: &SandboxConfig, tmp: &Path) -> Vec<(OsString, OsString)> 
 /// exists to protect: the whole filesystem, the home directory (its credentials), superpi's
 /// own data dir (the store, the socket).
 pub(crate) fn checked_workspace(workspace: &Path, config: &SandboxConfig) -> Result<PathBuf, String> {
+    check_workspace(workspace, &config.data_dir)
+}
+
+/// The canonical workspace, or why the sandbox refuses it (see [`checked_workspace`]): for a
+/// frontend that wants to say so before any tool runs.
+pub fn check_workspace(workspace: &Path, data_dir: &Path) -> Result<PathBuf, String> {
     let canonical =
         workspace.canonicalize().map_err(|e| format!("the workspace {} is not usable: {e}", workspace.display()))?;
     if !canonical.is_dir() {
@@ -419,7 +425,7 @@ pub(crate) fn checked_workspace(workspace: &Path, config: &SandboxConfig) -> Res
             home.display()
         ));
     }
-    let data = config.data_dir.canonicalize().unwrap_or_else(|_| config.data_dir.clone());
+    let data = data_dir.canonicalize().unwrap_or_else(|_| data_dir.to_path_buf());
     if data.starts_with(&canonical) {
         return Err(format!(
             "the sandbox refuses {} as a workspace: it holds superpi's data dir {}",

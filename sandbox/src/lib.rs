@@ -46,6 +46,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use call::check_workspace;
 pub use host::run_host_command;
 pub use reap::{confined_tools, is_confined_tool, is_tool_process};
 pub use registry::{EditorRead, RegistryError, RunFuture, ToolRegistry, ToolRunner};

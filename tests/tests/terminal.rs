@@ -145,3 +145,19 @@ fn chat_reads_lines_until_exit_and_keeps_one_conversation() {
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
 }
+
+#[test]
+fn an_mcp_host_starting_superpi_outside_a_project_gets_an_error_naming_workspace() {
+    let env = TestEnv::new();
+    for dir in [env.home.clone(), std::path::PathBuf::from("/")] {
+        let out = env.command(&["mcp"]).current_dir(&dir).stdin(Stdio::null()).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", dir.display());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("--workspace") && stderr.contains("refuses"), "{stderr}");
+        assert!(out.stdout.is_empty(), "stdout belongs to the protocol");
+    }
+    // Named with --workspace, the same start serves (end of input: a clean exit).
+    let ws = env.workspace.display().to_string();
+    let out = env.command(&["mcp", "--workspace", &ws]).current_dir(&env.home).stdin(Stdio::null()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -176,6 +176,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mcp(args) => match args.action {
             Some(action) => crate::mcp::run(&locations, action).await,
             None => {
+                require_workspace("mcp", args.serve.workspace.as_deref(), &locations)?;
                 superpi_mcp::run(args.serve, connect_options(&locations, "mcp")).await?;
                 Ok(ExitCode::SUCCESS)
             }
@@ -196,6 +197,23 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// A host that starts superpi outside a project (in `/`, the home directory, or above the data
+/// directory) gets an error naming `--workspace` at once, not tools that all fail later.
+fn require_workspace(role: &str, given: Option<&std::path::Path>, locations: &Locations) -> anyhow::Result<()> {
+    let dir = match given {
+        Some(dir) => dir.to_path_buf(),
+        None => std::env::current_dir().context("reading the current directory")?,
+    };
+    if let Err(why) = superpi_sandbox::check_workspace(&dir, &locations.data_dir) {
+        let started = if given.is_some() { "" } else { " (the host started superpi there)" };
+        anyhow::bail!(
+            "{why}{started}. Name the project with `superpi {role} --workspace DIR`; in a host's \
+             configuration: \"args\": [\"{role}\", \"--workspace\", \"/path/to/project\"]"
+        );
+    }
+    Ok(())
 }
 
 async fn kernel(locations: &Locations, args: KernelArgs) -> anyhow::Result<ExitCode> {
