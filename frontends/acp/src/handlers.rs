@@ -194,6 +194,20 @@ pub(crate) async fn run_command(
                 say(format!("Mode: {mode}."))?;
             }
         },
+        request::Command::Compact => {
+            let done = kernel
+                .compact(session.conversation_id)
+                .await
+                .map_err(|e| request::kernel_error(e, Some(&session.id)))?;
+            if done["compacted"] == true {
+                say(format!(
+                    "Context compacted: about {} tokens before, {} after, of a {}-token window.",
+                    done["tokens_before"], done["tokens_after"], done["context_window"]
+                ))?
+            } else {
+                say(format!("Nothing compacted: {}.", done["reason"].as_str().unwrap_or("nothing to summarise yet")))?
+            }
+        }
     }
     Ok(PromptResponse::new(StopReason::EndTurn))
 }

@@ -273,6 +273,8 @@ pub enum Command {
     Status,
     /// `/mode NAME`: switch the mode (within the ceiling).
     Mode(String),
+    /// `/compact`: summarise the earlier turns so the context has room again.
+    Compact,
 }
 
 /// The slash commands offered to the editor (`available_commands_update`).
@@ -281,6 +283,7 @@ pub fn commands() -> Vec<AvailableCommand> {
         AvailableCommand::new("status", "Show the conversation, harness, model and mode of this session"),
         AvailableCommand::new("mode", "Switch the permission mode: plan, accept-edits or auto")
             .input(AvailableCommandInput::Unstructured(UnstructuredCommandInput::new("plan | accept-edits | auto"))),
+        AvailableCommand::new("compact", "Summarise the earlier turns so the context window has room again"),
     ]
 }
 
@@ -292,6 +295,7 @@ pub fn command(prompt: &[KBlock]) -> Option<Command> {
     let (name, input) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
     match (name, input.trim()) {
         ("status", "") => Some(Command::Status),
+        ("compact", "") => Some(Command::Compact),
         ("mode", m) if !m.is_empty() && !m.contains(char::is_whitespace) => Some(Command::Mode(m.to_string())),
         _ => None,
     }

@@ -185,11 +185,13 @@ fn slash_commands_are_recognised_only_whole() {
     assert_eq!(command(&[KBlock::text("  /mode plan ")]), Some(Command::Mode("plan".into())));
     assert_eq!(command(&[KBlock::text("/mode")]), None);
     assert_eq!(command(&[KBlock::text("/mode plan now")]), None);
-    assert_eq!(command(&[KBlock::text("/compact")]), None);
+    assert_eq!(command(&[KBlock::text("/compact")]), Some(Command::Compact));
+    assert_eq!(command(&[KBlock::text("/compact now")]), None);
+    assert_eq!(command(&[KBlock::text("/unknown")]), None);
     assert_eq!(command(&[KBlock::text("status")]), None);
     assert_eq!(command(&[KBlock::text("/status"), KBlock::text("more")]), None);
     let names: Vec<String> = commands().into_iter().map(|c| c.name).collect();
-    assert_eq!(names, ["status", "mode"]);
+    assert_eq!(names, ["status", "mode", "compact"]);
 }
 
 #[test]

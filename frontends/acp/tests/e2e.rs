@@ -381,7 +381,7 @@ async fn slash_commands_are_offered_and_answered_by_the_agent() {
         let offered = seen.until(|u| matches!(u, SessionUpdate::AvailableCommandsUpdate(_))).await;
         let SessionUpdate::AvailableCommandsUpdate(commands) = offered.update else { unreachable!() };
         let names: Vec<&str> = commands.available_commands.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["status", "mode"]);
+        assert_eq!(names, ["status", "mode", "compact"]);
 
         let done = cx.send_request(text_prompt(&sid, "/mode plan")).block_task().await?;
         assert_eq!(done.stop_reason, StopReason::EndTurn);
@@ -401,6 +401,17 @@ async fn slash_commands_are_offered_and_answered_by_the_agent() {
         let status = agent_text(&seen.drain());
         assert!(status.contains("mode plan"), "{status}");
         assert!(status.contains("superpi-code"), "{status}");
+
+        // /compact summarises the earlier turns; the editor's usage shows the model's window.
+        cx.send_request(text_prompt(&sid, "remember the lighthouse")).block_task().await?;
+        let usage = seen.drain().into_iter().find_map(|u| match u.update {
+            SessionUpdate::UsageUpdate(usage) => Some(usage),
+            _ => None,
+        });
+        assert_eq!(usage.expect("a usage update").size, 200_000, "the mock's window");
+        cx.send_request(text_prompt(&sid, "/compact")).block_task().await?;
+        let said = agent_text(&seen.drain());
+        assert!(said.starts_with("Context compacted"), "{said}");
         Ok(())
     })
     .await;

@@ -56,6 +56,16 @@ impl TerminalRenderer {
                 out.push(Out::Activity(Tone::Info, "cancelled".into()));
             }
             EventBody::TurnCompleted { .. } => self.close_answer(&mut out),
+            EventBody::CompactionCompleted { .. } => {
+                self.close_answer(&mut out);
+                out.push(Out::Activity(Tone::Info, "context compacted: the model summarised the earlier turns".into()));
+            }
+            EventBody::PlanUpdated { entries } => {
+                self.close_answer(&mut out);
+                let items: Vec<String> =
+                    entries.iter().map(|e| format!("  [{}] {}", if e.completed { "x" } else { " " }, e.text)).collect();
+                out.push(Out::Activity(Tone::Info, format!("plan:\n{}", items.join("\n"))));
+            }
             _ => {}
         }
         out
@@ -93,5 +103,23 @@ mod tests {
         );
         assert_eq!(r.render(&Event::turn_completed(1, 1, None, "end_turn")), vec![]);
         assert_eq!(r.render(&Event::turn_error(1, 1, "boom")), vec![Out::Activity(Tone::Error, "error: boom".into())]);
+    }
+
+    #[test]
+    fn a_plan_shows_as_a_checklist_and_a_compaction_as_a_line() {
+        use superpi_proto::event::PlanEntry;
+        let mut r = TerminalRenderer::default();
+        let plan = vec![
+            PlanEntry { id: "1".into(), text: "read the code".into(), completed: true },
+            PlanEntry { id: "2".into(), text: "fix the bug".into(), completed: false },
+        ];
+        assert_eq!(
+            r.render(&Event::plan_updated(1, Some(1), plan)),
+            vec![Out::Activity(Tone::Info, "plan:\n  [x] read the code\n  [ ] fix the bug".into())]
+        );
+        assert_eq!(
+            r.render(&Event::compaction_completed(1, None, json!(4), Some("s".into()))),
+            vec![Out::Activity(Tone::Info, "context compacted: the model summarised the earlier turns".into())]
+        );
     }
 }

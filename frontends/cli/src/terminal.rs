@@ -326,7 +326,7 @@ pub async fn chat(locations: &Locations, args: ChatArgs) -> anyhow::Result<ExitC
     let client = connect(locations, "cli").await?;
     let info = open(&client, &args.session).await?;
     eprintln!(
-        "conversation {} ({}, {}, {}); /exit to leave",
+        "conversation {} ({}, {}, {}); /compact to summarise the earlier turns, /exit to leave",
         info.conversation_id, info.harness, info.model, info.mode
     );
     let mut sub = watch(&client, &info, true).await?;
@@ -341,6 +341,14 @@ pub async fn chat(locations: &Locations, args: ChatArgs) -> anyhow::Result<ExitC
         match line.trim() {
             "" => continue,
             "/exit" | "/quit" => return Ok(ExitCode::SUCCESS),
+            "/compact" => match client.compact(info.conversation_id).await {
+                Ok(done) if done["compacted"] == true => eprintln!(
+                    "context compacted: about {} tokens before, {} after (window {})",
+                    done["tokens_before"], done["tokens_after"], done["context_window"]
+                ),
+                Ok(done) => eprintln!("not compacted: {}", done["reason"].as_str().unwrap_or("nothing to do")),
+                Err(err) => eprintln!("compaction failed: {err}"),
+            },
             prompt => {
                 one_turn(&client, &mut sub, &mut printer, info.conversation_id, prompt).await?;
             }

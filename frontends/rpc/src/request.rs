@@ -28,6 +28,7 @@ pub const METHODS: &[&str] = &[
     "session.unwatch",
     "session.cancel",
     "session.fork",
+    "session.compact",
     "session.list",
     "session.history",
     "session.set_mode",
@@ -114,6 +115,11 @@ pub fn module(conn: Arc<Conn>) -> Result<RpcModule<Conn>, crate::Error> {
         let p: wire::ForkParams = parse("session.fork", p.as_deref())?;
         let info = kernel.fork(p.conversation_id, p.at_seq).await.map_err(wire::kernel_error)?;
         Ok(wire::conversation(&info))
+    })?;
+    register(&mut m, "session.compact", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: wire::ConversationParams = parse("session.compact", p.as_deref())?;
+        kernel.compact(p.conversation_id).await.map_err(wire::kernel_error)
     })?;
     register(&mut m, "session.list", |conn, p| async move {
         let kernel = conn.kernel().await?;

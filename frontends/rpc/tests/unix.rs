@@ -65,6 +65,17 @@ async fn open_submit_and_watch_with_acks() {
     assert!(list["conversations"].as_array().unwrap().iter().any(|c| c["conversation_id"] == json!(id)));
     let fork = c.ok("session.fork", json!({"conversation_id": id})).await;
     assert_eq!(fork["parent_id"], json!(id));
+    // One prompt and its answer: the answer can be summarised, the mock writes the summary.
+    let compact = c.ok("session.compact", json!({"conversation_id": id})).await;
+    assert_eq!(compact["compacted"], json!(true), "{compact}");
+    assert_eq!(compact["context_window"], json!(200_000));
+    let kinds: Vec<Value> = c.ok("session.history", json!({"conversation_id": id})).await["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].clone())
+        .collect();
+    assert_eq!(kinds, vec![json!("user"), json!("assistant"), json!("compaction")]);
     let mode = c.ok("session.set_mode", json!({"conversation_id": id, "mode": "plan"})).await;
     assert_eq!(mode["mode"], json!("plan"));
     let meta = c.ok("workspace.metadata", json!({})).await;
