@@ -11,6 +11,7 @@
 //! an embedding program registers runs here and confines itself).
 
 mod activity;
+mod backend_turn;
 mod compaction;
 mod config;
 mod connection;

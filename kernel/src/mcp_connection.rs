@@ -63,6 +63,7 @@ impl Connection {
             workspace: key.workspace.clone(),
             network: key.network,
             state_dir: Some(state_dir),
+            readable: Vec::new(),
         };
         let process = sandbox.start_server(spec).await?;
         let stderr = Arc::new(Mutex::new(VecDeque::new()));

@@ -218,17 +218,17 @@ async fn decide(
 }
 
 /// How a question is asked.
-struct Asked {
-    turn_id: i64,
-    timeout: Duration,
+pub(crate) struct Asked {
+    pub turn_id: i64,
+    pub timeout: Duration,
     /// Whether a remote frontend's answer may allow the call: its ceiling would ask, not refuse.
-    remote_may_allow: bool,
+    pub remote_may_allow: bool,
 }
 
 /// Publishes a permission request (its fields made for the new request id) and waits for an
 /// answer, the timeout or cancel. Returns the chosen option id (None when unanswered); a
-/// person's answer also publishes ui_resolved.
-async fn ask(
+/// person's answer also publishes ui_resolved. (Also an agent backend's approval request.)
+pub(crate) async fn ask(
     kernel: &Arc<Kernel>,
     conv: &Arc<Conversation>,
     asked: Asked,

@@ -19,12 +19,24 @@ pub(crate) struct Catalog {
     pub tools: Vec<ToolDef>,
     /// The registry, for tools registered while the kernel runs (external MCP servers').
     registry: superpi_sandbox::ToolRegistry,
+    /// Every agent backend: its program, or why it has none (see backend_turn.rs).
+    pub backends: Vec<superpi_backends::Found>,
+    /// The backends' state under the data dir, and their session ids.
+    pub backend_sessions: superpi_backends::Sessions,
 }
 
 impl Catalog {
     pub fn load(config: &KernelConfig) -> Result<Catalog, String> {
         let tools = config.tools.defs();
         let harnesses = Harnesses::load(&config.config_dir, &tools).map_err(|e| e.to_string())?;
+        // A backend whose program is found gets its built-in harness.
+        let path = std::env::var_os("PATH");
+        let backends: Vec<superpi_backends::Found> = superpi_backends::BackendKind::ALL
+            .into_iter()
+            .map(|kind| superpi_backends::Found::find(kind, harnesses.backend_program(kind), path.as_deref()))
+            .collect();
+        let found: Vec<_> = backends.iter().filter(|b| b.program.is_ok()).map(|b| b.kind).collect();
+        let harnesses = harnesses.with_backends(&found);
         let settings = superpi_policy::Settings::load(&config.config_dir, None).map_err(|e| e.to_string())?;
         // An auth command (a program that prints a gateway token) runs on the host through the
         // sandbox crate, the one place that starts processes.
@@ -36,7 +48,17 @@ impl Catalog {
             .map_err(|e| e.to_string())?
             .with_command_runner(runner);
         let registry = config.tools.clone();
-        Ok(Catalog { config_dir: config.config_dir.clone(), harnesses, settings, providers, tools, registry })
+        let backend_sessions = superpi_backends::Sessions::new(&config.data_dir);
+        Ok(Catalog {
+            config_dir: config.config_dir.clone(),
+            harnesses,
+            settings,
+            providers,
+            tools,
+            registry,
+            backends,
+            backend_sessions,
+        })
     }
 
     pub fn apply_sandbox_settings(&self, sandbox: &mut SandboxConfig) {

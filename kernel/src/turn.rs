@@ -55,7 +55,10 @@ pub(crate) async fn run(
     }
     conv.emit(kernel, Event::turn_started(cid, turn_id));
 
-    let ended = drive(kernel, conv, turn_id, ceiling, &cancel).await;
+    let ended = match crate::backend_turn::backend_of(kernel, conv) {
+        Some(kind) => crate::backend_turn::drive(kernel, conv, turn_id, kind, ceiling, &message, &cancel).await,
+        None => drive(kernel, conv, turn_id, ceiling, &cancel).await,
+    };
     if kernel.shutdown.is_cancelled() && !matches!(ended, Ok(TurnEnd::Completed { .. })) {
         // The kernel is stopping: the turn ends as interrupted, as recovery would end it.
         if let Err(err) = crate::recovery::end_interrupted(kernel, conv, turn_id, "while it ran") {
@@ -85,7 +88,7 @@ pub(crate) async fn run(
     }
 }
 
-enum TurnEnd {
+pub(crate) enum TurnEnd {
     Completed { result: String, stop_reason: &'static str },
     Cancelled,
 }

@@ -295,6 +295,7 @@ impl Machine {
             read_exec.push(config.tool_exe.clone());
         }
         read_exec.extend(server.map(|s| s.program.to_path_buf()));
+        read_exec.extend(server.into_iter().flat_map(|s| s.readable.iter().cloned()));
         let spill_dir = conversation_spill_dir(config, call.conversation_id);
         let mut read_write = vec![workspace.to_path_buf(), tmp_path.clone()];
         read_write.extend(config.extra_write_paths.iter().cloned());
@@ -360,6 +361,7 @@ impl Machine {
 /// executable, and its own directories writable.
 pub(crate) struct ServerGrants<'a> {
     pub program: &'a Path,
+    pub readable: &'a [PathBuf],
     pub writable: &'a [PathBuf],
 }
 

@@ -32,6 +32,9 @@ pub struct ServerSpec {
     /// Its own directory, kept between starts: writable, and its `HOME` (unless `env` sets
     /// one). Created when missing.
     pub state_dir: Option<PathBuf>,
+    /// Paths it may read and execute besides the system directories and its program (the
+    /// installation whose files the program loads: an npm package's `node_modules`).
+    pub readable: Vec<PathBuf>,
 }
 
 /// A running server: its pipes, and the handle that kills it on drop.
@@ -100,7 +103,7 @@ impl Sandbox {
             std::fs::create_dir_all(dir).map_err(|e| format!("its state directory {}: {e}", dir.display()))?;
             writable.push(dir.clone());
         }
-        let grants = crate::call::ServerGrants { program: &program, writable: &writable };
+        let grants = crate::call::ServerGrants { program: &program, readable: &spec.readable, writable: &writable };
         let setup = self.inner.setup_with(config, &call, &workspace, &cwd, false, Some(&grants))?;
         let mut env = setup.env;
         if let Some(dir) = &spec.state_dir {

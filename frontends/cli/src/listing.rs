@@ -123,16 +123,41 @@ pub async fn session_show(locations: &Locations, id: i64, flag: JsonFlag) -> any
     Ok(ExitCode::SUCCESS)
 }
 
+/// The harnesses, then each agent backend's program and version or why it is unavailable
+/// (`--json`: the harnesses only, each with its `backend`).
 pub async fn harnesses(locations: &Locations, flag: JsonFlag) -> anyhow::Result<ExitCode> {
     let client = connect(locations, "cli").await?;
-    let list = client.harnesses().await?;
+    let (list, backends) = client.harness_list().await?;
     if flag.json {
         print_json(&list)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let rows: Vec<Vec<String>> =
-        list.into_iter().map(|h| vec![h.id, h.default_mode, h.max_mode, h.tools.join(","), h.description]).collect();
+    let rows: Vec<Vec<String>> = list
+        .into_iter()
+        .map(|h| {
+            let tools = match h.backend {
+                Some(backend) => format!("(backend {backend})"),
+                None => h.tools.join(","),
+            };
+            vec![h.id, h.default_mode, h.max_mode, tools, h.description]
+        })
+        .collect();
     print_table(&["ID", "MODE", "CEILING", "TOOLS", "DESCRIPTION"], &rows);
+    if !backends.is_empty() {
+        let rows: Vec<Vec<String>> = backends
+            .into_iter()
+            .map(|b| {
+                let status = match (b.version, b.unavailable) {
+                    (Some(version), _) => format!("{version} ({})", b.program.unwrap_or_default()),
+                    (None, Some(why)) => format!("unavailable: {why}"),
+                    (None, None) => "unavailable".to_string(),
+                };
+                vec![b.id, status]
+            })
+            .collect();
+        out("\n");
+        print_table(&["BACKEND", "PROGRAM"], &rows);
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -5,9 +5,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use superpi_proto::ToolDef;
 use superpi_proto::method::{
-    ConversationInfo, ConversationRef, ForkParams, HarnessInfo, HistoryResult, KernelStatus, ListParams, ListResult,
-    Method, ModelInfo, OpenParams, PermissionRespondParams, SetModeParams, SubmitParams, SubmitResult, ToolListParams,
-    ToolListResult, UiRespondParams,
+    BackendStatus, ConversationInfo, ConversationRef, ForkParams, HarnessInfo, HistoryResult, KernelStatus, ListParams,
+    ListResult, Method, ModelInfo, OpenParams, PermissionRespondParams, SetModeParams, SubmitParams, SubmitResult,
+    ToolListParams, ToolListResult, UiRespondParams,
 };
 
 use crate::{ClientError, KernelClient, Locations};
@@ -61,12 +61,20 @@ impl KernelClient {
     }
 
     pub async fn harnesses(&self) -> Result<Vec<HarnessInfo>, ClientError> {
+        Ok(self.harness_list().await?.0)
+    }
+
+    /// `harness.list` whole: the harnesses, and each agent backend's program and version or
+    /// why it is unavailable.
+    pub async fn harness_list(&self) -> Result<(Vec<HarnessInfo>, Vec<BackendStatus>), ClientError> {
         #[derive(serde::Deserialize)]
         struct Harnesses {
             harnesses: Vec<HarnessInfo>,
+            #[serde(default)]
+            backends: Vec<BackendStatus>,
         }
         let list: Harnesses = self.request(Method::HarnessList).await?;
-        Ok(list.harnesses)
+        Ok((list.harnesses, list.backends))
     }
 
     /// The tools a harness offers (the kernel's default harness for `None`), with their facts.

@@ -11,6 +11,7 @@ fn harness(id: &str, name: &str) -> HarnessInfo {
         max_mode: "auto".into(),
         tools: vec!["read".into()],
         workspace: "repo".into(),
+        backend: None,
     }
 }
 

@@ -28,6 +28,7 @@ fn harness(id: &str) -> HarnessInfo {
         max_mode: "auto".into(),
         tools: vec![],
         workspace: "repo".into(),
+        backend: None,
     }
 }
 

@@ -2,13 +2,14 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use superpi_proto::ToolDef;
 use superpi_proto::method::HarnessInfo;
 use superpi_proto::tool::Effect;
 
+use crate::backend::BackendKind;
 use crate::error::{ConfigError, key_path, line_col};
 use crate::mode::Mode;
 
@@ -51,6 +52,9 @@ pub struct Harness {
     /// The ceiling: no request lifts a conversation above it.
     pub max_mode: Mode,
     pub workspace: WorkspaceKind,
+    /// An agent backend that runs this harness's turns with its own tools, instead of a
+    /// model with superpi's (`tools` is then empty).
+    pub backend: Option<BackendKind>,
 }
 
 impl Harness {
@@ -87,6 +91,7 @@ impl Harness {
             max_mode: self.max_mode.as_str().to_string(),
             tools: self.tools.clone(),
             workspace: self.workspace.as_str().to_string(),
+            backend: self.backend.map(|b| b.id().to_string()),
         }
     }
 }
@@ -114,6 +119,7 @@ fn builtins(available: &[ToolDef]) -> Vec<Harness> {
             default_mode: Mode::AcceptEdits,
             max_mode: Mode::Auto,
             workspace: WorkspaceKind::Repo,
+            backend: None,
         },
         Harness {
             id: "superpi-planner".into(),
@@ -127,6 +133,7 @@ fn builtins(available: &[ToolDef]) -> Vec<Harness> {
             default_mode: Mode::Plan,
             max_mode: Mode::Plan,
             workspace: WorkspaceKind::Repo,
+            backend: None,
         },
         Harness {
             id: "superpi-assistant".into(),
@@ -139,8 +146,30 @@ fn builtins(available: &[ToolDef]) -> Vec<Harness> {
             default_mode: Mode::AcceptEdits,
             max_mode: Mode::Auto,
             workspace: WorkspaceKind::None,
+            backend: None,
         },
     ]
+}
+
+/// The built-in harness of a backend whose program was found: its id is the backend's, it
+/// works in a repository with the backend's own tools, and its modes choose the backend's
+/// own permission and sandbox settings.
+fn backend_harness(kind: BackendKind) -> Harness {
+    Harness {
+        id: kind.id().to_string(),
+        name: kind.title().to_string(),
+        description: format!(
+            "{} (the `{}` program) runs each turn with its own tools; its approval requests are asked here.",
+            kind.title(),
+            kind.program()
+        ),
+        prompt: String::new(),
+        tools: Vec::new(),
+        default_mode: Mode::AcceptEdits,
+        max_mode: Mode::Auto,
+        workspace: WorkspaceKind::Repo,
+        backend: Some(kind),
+    }
 }
 
 /// An id that is not a known harness.
@@ -157,12 +186,14 @@ pub struct UnknownHarness {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Harnesses {
     list: Vec<Harness>,
+    /// Programs the file names for backends (`[backends.ID] program`).
+    backend_programs: BTreeMap<BackendKind, PathBuf>,
 }
 
 impl Harnesses {
     /// Only the built-in harnesses, over the tools `available`.
     pub fn builtin(available: &[ToolDef]) -> Self {
-        Harnesses { list: builtins(available) }
+        Harnesses { list: builtins(available), backend_programs: BTreeMap::new() }
     }
 
     /// The built-ins plus `CONFIG_DIR/harnesses.toml` when it exists.
@@ -180,8 +211,18 @@ impl Harnesses {
     pub fn with_file(text: &str, path: &Path, available: &[ToolDef]) -> Result<Self, ConfigError> {
         let mut harnesses = Self::builtin(available);
         let file = parse_file(text, path)?;
+        for (kind, entry) in file.backends {
+            harnesses.backend_programs.insert(kind, entry.program);
+        }
         for (id, entry) in file.harnesses {
             let key = format!("harnesses.{id}");
+            if id.parse::<BackendKind>().is_ok() {
+                return Err(ConfigError::invalid(
+                    path,
+                    key,
+                    "this id is a backend's built-in harness; choose another id and set `backend`",
+                ));
+            }
             if harnesses.list.iter().any(|h| h.id == id) {
                 return Err(ConfigError::invalid(
                     path,
@@ -192,6 +233,21 @@ impl Harnesses {
             harnesses.list.push(entry.into_harness(id, path, &key, available)?);
         }
         Ok(harnesses)
+    }
+
+    /// Adds the built-in harness of each backend in `found` (those whose program is there),
+    /// after superpi's own.
+    pub fn with_backends(mut self, found: &[BackendKind]) -> Self {
+        let at = self.list.iter().position(|h| !DEFAULT_IDS.contains(&h.id.as_str())).unwrap_or(self.list.len());
+        for (i, kind) in found.iter().enumerate() {
+            self.list.insert(at + i, backend_harness(*kind));
+        }
+        self
+    }
+
+    /// The program the harness file names for a backend, if it names one.
+    pub fn backend_program(&self, kind: BackendKind) -> Option<&Path> {
+        self.backend_programs.get(&kind).map(PathBuf::as_path)
     }
 
     /// The harness with this id. A short id without the `superpi-` prefix works too
@@ -230,11 +286,23 @@ impl Harnesses {
     }
 }
 
+/// The ids of the built-ins that are always there.
+const DEFAULT_IDS: [&str; 3] = ["superpi-code", "superpi-planner", "superpi-assistant"];
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct HarnessFile {
     #[serde(default)]
     harnesses: BTreeMap<String, HarnessEntry>,
+    #[serde(default)]
+    backends: BTreeMap<BackendKind, BackendEntry>,
+}
+
+/// `[backends.ID]`: where a backend's program is, when it is not on PATH.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BackendEntry {
+    program: PathBuf,
 }
 
 #[derive(Debug, Deserialize)]
@@ -250,6 +318,8 @@ struct HarnessEntry {
     max_mode: Option<Mode>,
     #[serde(default = "repo")]
     workspace: WorkspaceKind,
+    /// A backend runs the turns instead of a model (then `tools` must be empty).
+    backend: Option<BackendKind>,
 }
 
 fn repo() -> WorkspaceKind {
@@ -289,6 +359,12 @@ impl HarnessEntry {
                 format!("default mode `{default_mode}` is above the ceiling max_mode `{max_mode}`"),
             ));
         }
+        if self.backend.is_some() && !self.tools.is_empty() {
+            return Err(bad(".tools", "a harness with a backend runs the backend's own tools: `tools = []`".into()));
+        }
+        if self.backend.is_some() && self.workspace == WorkspaceKind::None {
+            return Err(bad(".workspace", "a backend works in a repository; `none` cannot be used with it".into()));
+        }
         for (i, tool) in self.tools.iter().enumerate() {
             if tool.trim().is_empty() {
                 return Err(bad(&format!(".tools[{i}]"), "a tool name cannot be empty".into()));
@@ -313,6 +389,7 @@ impl HarnessEntry {
             default_mode,
             max_mode,
             workspace: self.workspace,
+            backend: self.backend,
         })
     }
 }

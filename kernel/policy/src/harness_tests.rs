@@ -61,6 +61,7 @@ fn harness_info_conversion() {
             max_mode: "plan".into(),
             tools: vec!["read".into(), "grep".into(), "find".into(), "ls".into()],
             workspace: "repo".into(),
+            backend: None,
         }
     );
     assert_eq!(hs.infos().len(), 3);
@@ -111,6 +112,7 @@ workspace = "none"
             default_mode: Mode::Plan,
             max_mode: Mode::AcceptEdits,
             workspace: WorkspaceKind::Repo,
+            backend: None,
         }
     );
     let chat = hs.get("chat").unwrap();
@@ -127,7 +129,7 @@ fn file_errors_name_the_file_and_the_key() {
     assert_eq!(
         err("[harnesses.x]\ntools = []\ntoolz = 1\n"),
         "/cfg/harnesses.toml: key `harnesses.x.toolz`: unknown field `toolz`, expected one of `name`, `description`, \
-         `prompt`, `tools`, `default_mode`, `max_mode`, `workspace` (line 3, column 1)"
+         `prompt`, `tools`, `default_mode`, `max_mode`, `workspace`, `backend` (line 3, column 1)"
     );
     assert_eq!(
         err("[harnesses.x]\ntools = []\nmax_mode = \"yolo\"\n"),
@@ -207,4 +209,53 @@ fn live_tools_go_to_harnesses_with_tools_and_a_planner_gets_only_reads() {
     assert!(!assistant.offers_live(&read));
     let unlisted = ToolDef { mcp_server: None, ..read };
     assert!(!code.offers_live(&unlisted), "a tool of no MCP server is offered by name only");
+}
+
+#[test]
+fn backends_add_their_harnesses_after_the_builtins_and_files_name_programs() {
+    let hs = file(
+        r#"
+[backends.claude-code]
+program = "/opt/claude/bin/claude"
+
+[harnesses.reviewer]
+backend = "claude-code"
+tools = []
+default_mode = "plan"
+"#,
+    )
+    .unwrap()
+    .with_backends(&[BackendKind::ClaudeCode, BackendKind::Codex]);
+    assert_eq!(hs.ids(), ["superpi-code", "superpi-planner", "superpi-assistant", "claude-code", "codex", "reviewer"]);
+    let claude = hs.get("claude-code").unwrap();
+    assert_eq!(claude.backend, Some(BackendKind::ClaudeCode));
+    assert!(claude.tools.is_empty() && claude.prompt.is_empty());
+    assert_eq!(
+        (claude.default_mode, claude.max_mode, claude.workspace),
+        (Mode::AcceptEdits, Mode::Auto, WorkspaceKind::Repo)
+    );
+    assert_eq!(claude.info().backend.as_deref(), Some("claude-code"));
+    let reviewer = hs.get("reviewer").unwrap();
+    assert_eq!((reviewer.backend, reviewer.default_mode), (Some(BackendKind::ClaudeCode), Mode::Plan));
+    assert_eq!(hs.backend_program(BackendKind::ClaudeCode), Some(Path::new("/opt/claude/bin/claude")));
+    assert_eq!(hs.backend_program(BackendKind::Codex), None);
+}
+
+#[test]
+fn backend_harnesses_are_checked() {
+    assert_eq!(
+        err("[harnesses.x]\nbackend = \"claude-code\"\ntools = [\"read\"]\n"),
+        "/cfg/harnesses.toml: key `harnesses.x.tools`: a harness with a backend runs the backend's own tools: `tools = []`"
+    );
+    assert_eq!(
+        err("[harnesses.x]\nbackend = \"codex\"\ntools = []\nworkspace = \"none\"\n"),
+        "/cfg/harnesses.toml: key `harnesses.x.workspace`: a backend works in a repository; `none` cannot be used with it"
+    );
+    assert_eq!(
+        err("[harnesses.codex]\nbackend = \"codex\"\ntools = []\n"),
+        "/cfg/harnesses.toml: key `harnesses.codex`: this id is a backend's built-in harness; choose another id and set `backend`"
+    );
+    assert!(err("[harnesses.x]\nbackend = \"aider\"\ntools = []\n").contains("harnesses.x.backend"));
+    let e = err("[backends.codex]\nprogram = \"/x\"\nargs = []\n");
+    assert!(e.contains("unknown field `args`"), "{e}");
 }

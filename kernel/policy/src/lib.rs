@@ -54,6 +54,7 @@
 //! # }
 //! ```
 
+pub mod backend;
 pub mod conversation;
 pub mod decide;
 pub mod error;
@@ -75,6 +76,7 @@ mod props_tests;
 #[cfg(test)]
 mod test_tools;
 
+pub use backend::{BackendKind, UnknownBackend};
 pub use conversation::ConversationPolicy;
 pub use decide::{Answer, CallFacts, Decision, Overrides, Remember, Risk, Rule, decide};
 pub use error::ConfigError;

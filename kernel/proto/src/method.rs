@@ -324,6 +324,24 @@ pub struct HarnessInfo {
     pub tools: Vec<String>,
     /// `repo` (a workspace directory) or `none`.
     pub workspace: String,
+    /// The agent backend that runs its turns (`codex`, `claude-code`, `gemini-cli`,
+    /// `opencode`), when it is not a model's harness.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+}
+
+/// `harness.list`'s word on one agent backend: its program and version, or why it cannot
+/// be used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BackendStatus {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Why it is unavailable (no program, or one that does not answer `--version`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
 }
 
 /// `ui.respond`: the answer to a `ui_request` (for `read_text_file`: `{"content": TEXT}` or

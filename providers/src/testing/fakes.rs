@@ -42,6 +42,7 @@ struct State {
     fallback: Answer,
     exchanges: Vec<Exchange>,
     keyless: bool,
+    betas: bool,
     served: u64,
     /// The context window a request must fit, in tokens as the fake counts them.
     context_window: Option<u64>,
@@ -107,6 +108,7 @@ impl FakeServer {
             fallback: Answer::text("ok"),
             exchanges: Vec::new(),
             keyless: false,
+            betas: false,
             served: 0,
             context_window: None,
         }));
@@ -174,6 +176,13 @@ impl FakeServer {
         lock(&self.state).context_window = Some(tokens);
     }
 
+    /// Accepts what Anthropic's betas add to a request that names them in `anthropic-beta`
+    /// (Claude Code's requests: see [`anthropic::check_beta`]); the documented rules still
+    /// check the rest.
+    pub fn accept_betas(&self) {
+        lock(&self.state).betas = true;
+    }
+
     pub fn exchanges(&self) -> Vec<Exchange> {
         lock(&self.state).exchanges.clone()
     }
@@ -234,7 +243,7 @@ fn not_found(vendors: &[Vendor], request: &Recorded) -> Violation {
 }
 
 /// Checks one request; the broken rule, or the vendor, model and stream format to answer in.
-fn check(vendors: &[Vendor], keyless: bool, request: &Recorded) -> Result<(Vendor, String, bool), Violation> {
+fn check(vendors: &[Vendor], state: &State, request: &Recorded) -> Result<(Vendor, String, bool), Violation> {
     let Some((vendor, model, sse)) = route(&request.path).filter(|(v, _, _)| vendors.contains(v)) else {
         return Err(not_found(vendors, request));
     };
@@ -245,7 +254,7 @@ fn check(vendors: &[Vendor], keyless: bool, request: &Recorded) -> Result<(Vendo
     match vendor {
         Vendor::Openai => {
             let bearer = header("authorization").is_some_and(|a| a.starts_with("Bearer ") && a.len() > 7);
-            if !bearer && !keyless {
+            if !bearer && !state.keyless {
                 return Err(Violation {
                     vendor,
                     status: 401,
@@ -263,6 +272,7 @@ fn check(vendors: &[Vendor], keyless: bool, request: &Recorded) -> Result<(Vendo
     })?;
     match vendor {
         Vendor::Openai => openai::check(&body)?,
+        Vendor::Anthropic if state.betas && header("anthropic-beta").is_some() => anthropic::check_beta(&body)?,
         Vendor::Anthropic => anthropic::check(&body)?,
         Vendor::Gemini => gemini::check_for(&model, &body)?,
     }
@@ -274,7 +284,7 @@ fn check(vendors: &[Vendor], keyless: bool, request: &Recorded) -> Result<(Vendo
 fn answer(vendors: &[Vendor], state: &Mutex<State>, request: Recorded) -> Reply {
     let mut state = lock(state);
     let prompt_tokens = state.context_window.map_or(FLAT_PROMPT_TOKENS, |_| counted_tokens(&request.body));
-    let outcome = check(vendors, state.keyless, &request).and_then(|checked| match state.context_window {
+    let outcome = check(vendors, &state, &request).and_then(|checked| match state.context_window {
         Some(window) if prompt_tokens > window => Err(Violation::new(
             checked.0,
             format!(

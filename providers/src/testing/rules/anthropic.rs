@@ -66,6 +66,18 @@ pub fn check(body: &Value) -> Result<(), Violation> {
     check_messages(messages, thinking)
 }
 
+/// Checks a request that names betas, as the API does for Claude Code's: the fields its
+/// betas add pass (`context_management`, `output_config`, adaptive thinking, tools with
+/// `defer_loading`; none of which the documented rules refuse), and so do the mid-conversation
+/// `system` turns, which are taken out before the documented rules check the rest.
+pub fn check_beta(body: &Value) -> Result<(), Violation> {
+    let mut body = body.clone();
+    if let Some(messages) = body.get_mut("messages").and_then(Value::as_array_mut) {
+        messages.retain(|m| m.get("role").and_then(Value::as_str) != Some("system"));
+    }
+    check(&body)
+}
+
 fn check_tools(tools: Option<&Value>) -> Result<(), Violation> {
     let Some(tools) = tools else { return Ok(()) };
     let Some(tools) = tools.as_array() else { return Err(violation("tools: Input should be a valid list")) };

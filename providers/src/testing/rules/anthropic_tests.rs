@@ -68,3 +68,13 @@ fn headers() {
     assert!(err.message.contains("anthropic-version"));
     assert_eq!(check_headers(|_| Some("v".to_string())), Ok(()));
 }
+
+#[test]
+fn beta_requests_may_hold_system_turns_but_keep_the_other_rules() {
+    let system = json!({"role": "system", "content": [{"type": "text", "text": "# Environment"}]});
+    let with_system = body(json!([user("hi"), system, {"role": "assistant", "content": "a"}, user("b")]));
+    assert!(check(&with_system).unwrap_err().message.contains("Input should be 'user' or 'assistant'"));
+    assert_eq!(check_beta(&with_system), Ok(()));
+    let unpaired = body(json!([user("hi"), system, tool_use("toolu_1"), user("b")]));
+    assert!(check_beta(&unpaired).unwrap_err().message.contains("without `tool_result` blocks"));
+}

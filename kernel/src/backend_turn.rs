@@ -1,0 +1,216 @@
+//! A turn that an agent backend runs (a harness that names `claude-code`, ...): the
+//! backend's program runs the whole turn with its own tools (superpi-backends starts it
+//! through the sandbox and translates its output); this module publishes what it reports as
+//! the kernel's events and entries, asks its approval requests through the conversation's
+//! watchers (failing closed with nobody to ask), keeps the backend's session id, and kills
+//! the program on cancel (dropping the running turn).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+use superpi_backends::{Approval, ApprovalRequest, BackendEvent, BackendKind, TurnSpec};
+use superpi_policy::Mode;
+use superpi_proto::event::PermissionRequestFields;
+use superpi_proto::method::BackendStatus;
+use superpi_proto::{ContentBlock, EntryKind, Event, Message, Role};
+use tokio_util::sync::CancellationToken;
+
+use crate::conversation::Conversation;
+use crate::kernel::Kernel;
+use crate::pipeline::Asked;
+use crate::sync::lock;
+use crate::turn::TurnEnd;
+
+/// `harness.list`'s `backends`: each backend's program and version, or why it is unavailable.
+pub(crate) async fn statuses(kernel: &Kernel) -> Vec<BackendStatus> {
+    let mut out = Vec::new();
+    for backend in &kernel.catalog.backends {
+        out.push(backend.status().await);
+    }
+    out
+}
+
+/// The backend that runs this conversation's turns, if its harness names one.
+pub(crate) fn backend_of(kernel: &Kernel, conv: &Conversation) -> Option<BackendKind> {
+    kernel.catalog.harness(Some(&conv.settings().harness)).ok().and_then(|h| h.backend)
+}
+
+pub(crate) async fn drive(
+    kernel: &Arc<Kernel>,
+    conv: &Arc<Conversation>,
+    turn_id: i64,
+    kind: BackendKind,
+    ceiling: Mode,
+    prompt: &Message,
+    cancel: &CancellationToken,
+) -> Result<TurnEnd, String> {
+    let catalog = &kernel.catalog;
+    let program = catalog
+        .backends
+        .iter()
+        .find(|b| b.kind == kind)
+        .ok_or_else(|| format!("{} is not known to this kernel", kind.title()))?
+        .program
+        .clone()?;
+    let workspace =
+        conv.settings().workspace.map(PathBuf::from).ok_or("a backend works in a workspace; none is set")?;
+    // The conversation's mode, lowered to the submitter's ceiling, chooses the backend's own.
+    let mode = lock(&conv.policy).as_ref().map(|p| p.mode().min(ceiling)).map_err(Clone::clone)?;
+    let home = catalog.backend_sessions.home(kind).map_err(|e| format!("{}'s state directory: {e}", kind.title()))?;
+    let env = superpi_backends::env_keys(kind)
+        .iter()
+        .filter_map(|key| std::env::var(key).ok().map(|value| (key.to_string(), value)))
+        .collect();
+    let spec = TurnSpec {
+        kind,
+        install_dirs: superpi_backends::install_dirs(&program),
+        program,
+        workspace,
+        mode,
+        prompt: prompt.text(),
+        resume: catalog.backend_sessions.get(kind, conv.id),
+        home,
+        env,
+        confined: !kernel.sandbox.config().disabled,
+    };
+    let mut turn = superpi_backends::start(&kernel.sandbox, spec).await?;
+    let cid = conv.id;
+    let at = Some(turn_id);
+    // The names of the calls the backend announced, for their results.
+    let mut calls: HashMap<String, String> = HashMap::new();
+    loop {
+        // Cancel drops the running turn, which kills the program.
+        let event = tokio::select! {
+            event = turn.next() => event,
+            _ = cancel.cancelled() => return Ok(TurnEnd::Cancelled),
+        };
+        let Some(event) = event else {
+            return Err(format!("{} ended without a word on its turn", kind.title()));
+        };
+        match event {
+            BackendEvent::Session { id } => {
+                if let Err(err) = catalog.backend_sessions.set(kind, cid, &id) {
+                    tracing::error!(conversation = cid, "storing {kind}'s session id: {err}");
+                }
+            }
+            BackendEvent::TextDelta { index, delta } => conv.emit(kernel, Event::text_delta(cid, at, index, delta)),
+            BackendEvent::ThinkingDelta { index, delta } => {
+                conv.emit(kernel, Event::thinking_delta(cid, at, index, delta))
+            }
+            BackendEvent::Message { content } => {
+                let message = Message { role: Role::Assistant, content, usage: None, stop_reason: None };
+                let event = Event::message_completed(cid, at, Role::Assistant, message.content.clone(), None);
+                if let Err(err) = conv.publish(kernel, event, Some((EntryKind::Assistant, &message))) {
+                    tracing::error!("storing an answer of turn {turn_id}: {err}");
+                }
+                for block in message.content {
+                    if let ContentBlock::ToolCall { id, name, arguments } = block {
+                        conv.emit(kernel, Event::tool_started(cid, at, &id, &name, arguments, Vec::new()));
+                        calls.insert(id, name);
+                    }
+                }
+            }
+            BackendEvent::ToolResult { tool_call_id, output, is_error } => {
+                let name = calls.remove(&tool_call_id).unwrap_or_default();
+                store_result(kernel, conv, turn_id, tool_call_id, name, output, is_error);
+            }
+            BackendEvent::ApprovalRequest(request) => {
+                let approval = approve(kernel, conv, turn_id, kind, &request, cancel).await;
+                turn.answer(&request, &approval).await;
+            }
+            BackendEvent::Retrying { attempt, delay_ms, reason } => conv.emit(
+                kernel,
+                Event::notice(
+                    cid,
+                    at,
+                    "warning",
+                    format!(
+                        "{} retries its model request ({reason}; attempt {attempt}, in {delay_ms} ms)",
+                        kind.title()
+                    ),
+                ),
+            ),
+            BackendEvent::Notice { level, message } => conv.emit(kernel, Event::notice(cid, at, level, message)),
+            BackendEvent::End { result, stop_reason, usage } => {
+                let total = {
+                    let mut total = lock(&conv.usage_total);
+                    total.input_tokens += usage.input_tokens;
+                    total.output_tokens += usage.output_tokens;
+                    *total
+                };
+                conv.emit(kernel, Event::usage_updated(cid, at, usage, total));
+                let stop_reason = match stop_reason.as_str() {
+                    "max_tokens" => "max_tokens",
+                    "refusal" => "refusal",
+                    _ => "end_turn",
+                };
+                return Ok(TurnEnd::Completed { result, stop_reason });
+            }
+            BackendEvent::Failed { message } => return Err(message),
+            BackendEvent::Unsupported { .. } => {}
+        }
+    }
+}
+
+fn store_result(
+    kernel: &Kernel,
+    conv: &Conversation,
+    turn_id: i64,
+    tool_call_id: String,
+    name: String,
+    output: String,
+    is_error: bool,
+) {
+    let message = Message {
+        role: Role::Tool,
+        content: vec![ContentBlock::ToolResult {
+            tool_call_id: tool_call_id.clone(),
+            name: name.clone(),
+            output: output.clone(),
+            is_error,
+            structured: None,
+            details: None,
+        }],
+        usage: None,
+        stop_reason: None,
+    };
+    let event = Event::tool_completed(conv.id, Some(turn_id), &tool_call_id, &name, is_error, Value::String(output));
+    if let Err(err) = conv.publish(kernel, event, Some((EntryKind::ToolResult, &message))) {
+        tracing::error!("storing a tool result of turn {turn_id}: {err}");
+    }
+}
+
+/// A backend's approval request as a superpi question; with nobody to ask, or no answer, it
+/// is refused (fails closed, as every question does).
+async fn approve(
+    kernel: &Arc<Kernel>,
+    conv: &Arc<Conversation>,
+    turn_id: i64,
+    kind: BackendKind,
+    request: &ApprovalRequest,
+    cancel: &CancellationToken,
+) -> Approval {
+    let asking = lock(&conv.policy).as_ref().ok().filter(|p| p.may_ask(conv.has_interactive_watcher())).map(|p| {
+        // A remote frontend may allow what its ceiling would ask about: nothing in `plan`.
+        let remote_may_allow = kernel.catalog.max_mode(p.harness(), true) > Mode::Plan;
+        Asked { turn_id, timeout: p.question_timeout(), remote_may_allow }
+    });
+    let Some(asked) = asking else {
+        return Approval::Deny { message: "superpi has nobody to ask about this call, so it is refused.".into() };
+    };
+    let fields = |request_id: String| PermissionRequestFields {
+        request_id,
+        tool_call_id: request.tool_call_id.clone().unwrap_or_else(|| request.id.clone()),
+        tool_name: request.tool_name.clone(),
+        arguments: request.input.clone(),
+        reason: request.reason.clone().unwrap_or_else(|| format!("{} asks to run {}", kind.title(), request.tool_name)),
+        risk: None,
+    };
+    match crate::pipeline::ask(kernel, conv, asked, fields, cancel).await.as_deref() {
+        Some("allow_once" | "allow_always") => Approval::Allow,
+        Some(_) => Approval::Deny { message: "The person refused this call.".into() },
+        None => Approval::Deny { message: "Nobody answered in time, so the call is refused.".into() },
+    }
+}

@@ -1,0 +1,169 @@
+use serde_json::json;
+use superpi_proto::{ContentBlock, Usage};
+
+use super::*;
+
+fn recorded(name: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/recorded").join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn translate(pieces: &[&[u8]]) -> Vec<BackendEvent> {
+    let mut t = Translator::default();
+    let mut out: Vec<BackendEvent> = pieces.iter().flat_map(|p| t.push(p)).collect();
+    out.extend(t.finish());
+    out
+}
+
+/// The same events whatever the byte at which the stream is split.
+fn same_at_every_split(bytes: &[u8]) -> Vec<BackendEvent> {
+    let whole = translate(&[bytes]);
+    for cut in 0..=bytes.len() {
+        assert_eq!(translate(&[&bytes[..cut], &bytes[cut..]]), whole, "split at byte {cut}");
+    }
+    whole
+}
+
+const SESSION: &str = "cf7fadd6-a470-41c7-9c48-6eb4e9937edf";
+
+fn tool_call(command: &str) -> ContentBlock {
+    ContentBlock::ToolCall {
+        id: "toolu_01".into(),
+        name: "Bash".into(),
+        arguments: json!({"command": command, "description": "write a marker"}),
+    }
+}
+
+#[test]
+fn an_allowed_tool_call_turn_translates_in_order() {
+    let events = same_at_every_split(&recorded("claude_allow.jsonl"));
+    let command = "python3 -c \"open(chr(109),chr(119)).write(chr(120))\"";
+    let approval = ApprovalRequest {
+        id: "e119a256-4478-4f42-84d6-262e59e7c0dc".into(),
+        tool_name: "Bash".into(),
+        input: json!({"command": command, "description": "write a marker"}),
+        tool_call_id: Some("toolu_01".into()),
+        reason: Some("This command requires approval".into()),
+    };
+    assert_eq!(
+        events,
+        vec![
+            BackendEvent::Session { id: SESSION.into() },
+            BackendEvent::ThinkingDelta { index: 0, delta: "I should run it.".into() },
+            BackendEvent::Message {
+                content: vec![ContentBlock::Thinking {
+                    thinking: "I should run it.".into(),
+                    signature: Some("sig".into()),
+                    redacted: false
+                }]
+            },
+            BackendEvent::Message { content: vec![tool_call(command)] },
+            BackendEvent::ApprovalRequest(approval),
+            BackendEvent::ToolResult {
+                tool_call_id: "toolu_01".into(),
+                output: "(Bash completed with no output)".into(),
+                is_error: false
+            },
+            BackendEvent::TextDelta { index: 0, delta: "All ".into() },
+            BackendEvent::TextDelta { index: 0, delta: "done.".into() },
+            BackendEvent::Message { content: vec![ContentBlock::Text { text: "All done.".into() }] },
+            BackendEvent::End {
+                result: "All done.".into(),
+                stop_reason: "end_turn".into(),
+                usage: Usage { input_tokens: 22, output_tokens: 25 }
+            },
+        ]
+    );
+}
+
+#[test]
+fn a_refused_call_is_an_error_result_and_the_turn_goes_on() {
+    let events = same_at_every_split(&recorded("claude_deny.jsonl"));
+    assert!(events.contains(&BackendEvent::ToolResult {
+        tool_call_id: "toolu_01".into(),
+        output: "The person refused.".into(),
+        is_error: true
+    }));
+    assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "All done."));
+    // A resumed session keeps its id.
+    assert_eq!(events[0], BackendEvent::Session { id: SESSION.into() });
+}
+
+#[test]
+fn an_unanswered_request_fails_the_call_closed() {
+    let events = translate(&[&recorded("claude_unanswered.jsonl")]);
+    assert!(events.iter().any(|e| matches!(e, BackendEvent::ApprovalRequest(r) if r.tool_name == "Bash")));
+    assert!(events.iter().any(|e| matches!(e, BackendEvent::ToolResult { is_error: true, output, .. }
+        if output.contains("permission stream closed"))));
+}
+
+#[test]
+fn an_api_error_fails_the_turn_with_claudes_words() {
+    let events = same_at_every_split(&recorded("claude_fail.jsonl"));
+    let Some(BackendEvent::Failed { message }) = events.last() else { panic!("{events:?}") };
+    assert!(message.starts_with("API Error: 500 Internal server error."), "{message}");
+    // The synthetic assistant message that carries the error is shown as the answer.
+    assert!(events.iter().any(|e| matches!(e, BackendEvent::Message { .. })));
+}
+
+#[test]
+fn retries_other_requests_subagents_and_stray_lines() {
+    let input = concat!(
+        r#"{"type":"system","subtype":"api_retry","attempt":2,"max_retries":10,"retry_delay_ms":1049,"error_status":529,"error":"overloaded","session_id":"s"}"#,
+        "\n",
+        r#"{"type":"control_request","request_id":"r9","request":{"subtype":"hook_callback","callback_id":"x"}}"#,
+        "\n",
+        r#"{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"sub"}},"session_id":"s","parent_tool_use_id":"toolu_9"}"#,
+        "\n",
+        "Warning: something\n",
+        r#"{"type":"result","subtype":"error_max_turns","is_error":true,"session_id":"s","errors":[]}"#,
+    );
+    let events = same_at_every_split(input.as_bytes());
+    assert_eq!(
+        events,
+        vec![
+            BackendEvent::Session { id: "s".into() },
+            BackendEvent::Retrying { attempt: 2, delay_ms: 1049, reason: "529 overloaded".into() },
+            BackendEvent::Unsupported { request_id: "r9".into(), what: "hook_callback".into() },
+            BackendEvent::Notice { level: "info", message: "claude: Warning: something".into() },
+            BackendEvent::Failed { message: "Claude Code ended the turn with `error_max_turns` []".into() },
+        ]
+    );
+}
+
+#[test]
+fn input_lines_are_what_claude_reads() {
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&prompt_line("hi\nthere")).unwrap(),
+        json!({"type": "user", "message": {"role": "user", "content": "hi\nthere"}})
+    );
+    let request = ApprovalRequest {
+        id: "r1".into(),
+        tool_name: "Bash".into(),
+        input: json!({"command": "ls"}),
+        tool_call_id: None,
+        reason: None,
+    };
+    let allow: serde_json::Value = serde_json::from_str(&approval_line(&request, &Approval::Allow)).unwrap();
+    assert_eq!(
+        allow,
+        json!({"type": "control_response", "response": {"subtype": "success", "request_id": "r1",
+            "response": {"behavior": "allow", "updatedInput": {"command": "ls"}}}})
+    );
+    let deny = approval_line(&request, &Approval::Deny { message: "no".into() });
+    assert!(deny.ends_with('\n') && deny.contains(r#""behavior":"deny","message":"no""#));
+    assert!(refusal_line("r2", "hook_callback").contains(r#""subtype":"error""#));
+}
+
+#[test]
+fn modes_choose_claudes_permission_mode() {
+    assert_eq!(permission_mode(Mode::Plan, true), "plan");
+    assert_eq!(permission_mode(Mode::AcceptEdits, true), "acceptEdits");
+    assert_eq!(permission_mode(Mode::Auto, true), "bypassPermissions");
+    assert_eq!(permission_mode(Mode::Auto, false), "acceptEdits");
+    let a = args(Mode::Plan, true, Some("s-1"));
+    assert!(a.windows(2).any(|w| w == ["--permission-mode", "plan"]));
+    assert!(a.windows(2).any(|w| w == ["--resume", "s-1"]));
+    assert!(a.windows(2).any(|w| w == ["--permission-prompt-tool", "stdio"]));
+    assert!(!args(Mode::Plan, true, None).contains(&"--resume".to_string()));
+}

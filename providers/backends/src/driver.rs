@@ -1,0 +1,256 @@
+//! One backend turn as a process: started through the sandbox crate (confined to the
+//! workspace, its own home writable), the prompt written to its stdin, its stdout translated
+//! into [`BackendEvent`]s, approvals answered on its stdin. Dropping the turn kills the
+//! program's process group and cgroup: that is how a turn is cancelled. A program that ends
+//! before its turn did ends the turn with a notice and [`BackendEvent::Failed`]; the next turn
+//! starts it again (each turn is a process of its own, resuming the backend's session).
+
+use std::path::{Path, PathBuf};
+
+use superpi_policy::{BackendKind, Mode};
+use superpi_sandbox::{Sandbox, ServerSpec};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::pipe;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::claude;
+use crate::event::{Approval, ApprovalRequest, BackendEvent};
+
+/// The most stderr kept for the notice of a program that failed.
+const STDERR_TAIL: usize = 4096;
+
+/// What one turn needs.
+#[derive(Debug, Clone)]
+pub struct TurnSpec {
+    pub kind: BackendKind,
+    pub program: PathBuf,
+    pub workspace: PathBuf,
+    /// The conversation's mode, which chooses the backend's own permission settings.
+    pub mode: Mode,
+    pub prompt: String,
+    /// The backend's session to continue.
+    pub resume: Option<String>,
+    /// The program's home (see `Sessions::home`).
+    pub home: PathBuf,
+    /// Directories the program loads its own files from (its installation).
+    pub install_dirs: Vec<PathBuf>,
+    /// The backend's own variables from the kernel's environment (see `env_keys`).
+    pub env: Vec<(String, String)>,
+    /// Whether superpi confines the program (the sandbox is not disabled).
+    pub confined: bool,
+}
+
+/// The names of the kernel's variables a backend gets besides the sandbox's allow list.
+pub fn env_keys(kind: BackendKind) -> &'static [&'static str] {
+    match kind {
+        BackendKind::ClaudeCode => claude::ENV_KEYS,
+        _ => &[],
+    }
+}
+
+/// A running turn.
+pub struct RunningTurn {
+    kind: BackendKind,
+    events: mpsc::Receiver<BackendEvent>,
+    stdin: Option<pipe::Sender>,
+    /// Dropped with the turn: the reader task then drops the process handle, which kills it.
+    _stop: oneshot::Sender<()>,
+}
+
+impl std::fmt::Debug for RunningTurn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningTurn").field("kind", &self.kind).finish()
+    }
+}
+
+/// Starts the backend's program for one turn and hands it the prompt.
+pub async fn start(sandbox: &Sandbox, spec: TurnSpec) -> Result<RunningTurn, String> {
+    let (args, fixed_env, first_input) = match spec.kind {
+        BackendKind::ClaudeCode => {
+            // As root, Claude Code refuses `bypassPermissions` unless told it runs in a sandbox;
+            // superpi's confinement is that sandbox, and only there is bypassing offered.
+            let args = claude::args(spec.mode, spec.confined, spec.resume.as_deref());
+            let mut env = claude::fixed_env(&spec.home.display().to_string());
+            if spec.confined {
+                env.push(("IS_SANDBOX".into(), "1".into()));
+            }
+            (args, env, claude::prompt_line(&spec.prompt))
+        }
+        other => return Err(format!("superpi does not drive {} yet", other.title())),
+    };
+    let mut env = spec.env.clone();
+    env.extend(fixed_env);
+    let server = ServerSpec {
+        program: spec.program.display().to_string(),
+        args,
+        env,
+        cwd: None,
+        workspace: spec.workspace.clone(),
+        // The backend talks to its model API itself.
+        network: true,
+        state_dir: Some(spec.home.clone()),
+        readable: spec.install_dirs.clone(),
+    };
+    let process =
+        sandbox.start_server(server).await.map_err(|e| format!("{} could not start: {e}", spec.kind.title()))?;
+    let (tx, events) = mpsc::channel(256);
+    let (stop_tx, stop) = oneshot::channel();
+    tokio::spawn(read(spec.kind, process.stdout, process.stderr, process.handle, tx, stop));
+    let mut turn = RunningTurn { kind: spec.kind, events, stdin: Some(process.stdin), _stop: stop_tx };
+    // A program that already exited is reported by the reader, with its status and stderr.
+    turn.write(&first_input).await;
+    Ok(turn)
+}
+
+impl RunningTurn {
+    /// The next event; `None` once the program's output ended and everything was said.
+    /// Requests superpi does not serve are refused here, without the caller.
+    pub async fn next(&mut self) -> Option<BackendEvent> {
+        loop {
+            let event = self.events.recv().await?;
+            match &event {
+                BackendEvent::Unsupported { request_id, what } => {
+                    let line = claude::refusal_line(request_id, what);
+                    self.write(&line).await;
+                    continue;
+                }
+                // The turn is over: closing stdin lets the program exit.
+                BackendEvent::End { .. } | BackendEvent::Failed { .. } => self.stdin = None,
+                _ => {}
+            }
+            return Some(event);
+        }
+    }
+
+    /// Answers an approval request.
+    pub async fn answer(&mut self, request: &ApprovalRequest, approval: &Approval) {
+        let line = match self.kind {
+            BackendKind::ClaudeCode => claude::approval_line(request, approval),
+            _ => return,
+        };
+        self.write(&line).await;
+    }
+
+    async fn write(&mut self, line: &str) {
+        if let Some(stdin) = &mut self.stdin
+            && let Err(err) = stdin.write_all(line.as_bytes()).await
+        {
+            // The program is gone; its end is reported by the reader.
+            tracing::debug!("{}: writing to the program: {err}", self.kind);
+            self.stdin = None;
+        }
+    }
+}
+
+enum Translator {
+    Claude(claude::Translator),
+}
+
+impl Translator {
+    fn push(&mut self, bytes: &[u8]) -> Vec<BackendEvent> {
+        match self {
+            Translator::Claude(t) => t.push(bytes),
+        }
+    }
+    fn finish(&mut self) -> Vec<BackendEvent> {
+        match self {
+            Translator::Claude(t) => t.finish(),
+        }
+    }
+    fn ended(&self) -> bool {
+        match self {
+            Translator::Claude(t) => t.ended(),
+        }
+    }
+}
+
+async fn read(
+    kind: BackendKind,
+    mut stdout: pipe::Receiver,
+    stderr: pipe::Receiver,
+    mut handle: superpi_sandbox::ServerHandle,
+    tx: mpsc::Sender<BackendEvent>,
+    mut stop: oneshot::Receiver<()>,
+) {
+    let mut translator = Translator::Claude(claude::Translator::default());
+    let stderr_tail = tokio::spawn(tail(stderr));
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = tokio::select! {
+            read = stdout.read(&mut buf) => read.unwrap_or(0),
+            _ = &mut stop => return,
+        };
+        let events = if n == 0 { translator.finish() } else { translator.push(&buf[..n]) };
+        for event in events {
+            if tx.send(event).await.is_err() {
+                return;
+            }
+        }
+        if n == 0 {
+            break;
+        }
+    }
+    let status = tokio::select! {
+        status = handle.exited() => status,
+        _ = &mut stop => return,
+    };
+    if translator.ended() {
+        return;
+    }
+    let stderr = stderr_tail.await.unwrap_or_default();
+    let mut message = format!("{} ({}) stopped before its turn ended: {status}", kind.title(), kind.program());
+    if !stderr.trim().is_empty() {
+        message.push_str(&format!("; its last output: {}", stderr.trim()));
+    }
+    let _ = tx
+        .send(BackendEvent::Notice { level: "error", message: format!("{message}. The next prompt starts it again.") })
+        .await;
+    let _ = tx.send(BackendEvent::Failed { message }).await;
+}
+
+/// The last bytes of a stream.
+async fn tail(mut stream: pipe::Receiver) -> String {
+    let mut kept: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; 8192];
+    while let Ok(n) = stream.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        kept.extend_from_slice(&buf[..n]);
+        if kept.len() > STDERR_TAIL {
+            kept.drain(..kept.len() - STDERR_TAIL);
+        }
+    }
+    String::from_utf8_lossy(&kept).into_owned()
+}
+
+/// The directories a program loads its own files from, which the confined program must
+/// read: for a program installed by npm (`PREFIX/node_modules/.bin/NAME`, a link into its
+/// package), the outermost `node_modules` (its package and the packages it needs). Nothing
+/// for a program elsewhere: the program file itself is always readable, and a directory
+/// beside it (a `~/bin`) is not handed over.
+pub fn install_dirs(program: &Path) -> Vec<PathBuf> {
+    let real = program.canonicalize().unwrap_or_else(|_| program.to_path_buf());
+    let outermost = real.ancestors().filter(|dir| dir.file_name().is_some_and(|n| n == "node_modules")).last();
+    outermost.map(Path::to_path_buf).into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_npm_installation_is_handed_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let package = root.join("node_modules/@scope/tool/bin");
+        std::fs::create_dir_all(&package).unwrap();
+        std::fs::create_dir_all(root.join("node_modules/.bin")).unwrap();
+        std::fs::write(package.join("tool.exe"), "").unwrap();
+        std::os::unix::fs::symlink("../@scope/tool/bin/tool.exe", root.join("node_modules/.bin/tool")).unwrap();
+        assert_eq!(install_dirs(&root.join("node_modules/.bin/tool")), vec![root.join("node_modules")]);
+        std::fs::create_dir_all(root.join("bin")).unwrap();
+        std::fs::write(root.join("bin/tool"), "").unwrap();
+        assert_eq!(install_dirs(&root.join("bin/tool")), Vec::<PathBuf>::new());
+    }
+}

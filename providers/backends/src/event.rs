@@ -1,0 +1,56 @@
+//! What a backend's translator makes of its program's output: the kernel's vocabulary for a
+//! turn that another agent runs (the seeds' normalized CLI events, narrowed to what superpi
+//! shows), before the kernel stamps and publishes it.
+
+use serde_json::Value;
+use superpi_proto::{ContentBlock, Usage};
+
+/// One fact about the backend's turn, in the order the program reported it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BackendEvent {
+    /// The backend's own session id: stored, so the next turn (also after a kernel restart)
+    /// continues that session.
+    Session { id: String },
+    /// Streamed answer text of the message being written.
+    TextDelta { index: u32, delta: String },
+    /// Streamed reasoning of the message being written.
+    ThinkingDelta { index: u32, delta: String },
+    /// A complete assistant message as the backend recorded it (authoritative over the
+    /// deltas before it); tool calls in it are calls the backend is about to run.
+    Message { content: Vec<ContentBlock> },
+    /// The result of a tool call the backend ran.
+    ToolResult { tool_call_id: String, output: String, is_error: bool },
+    /// The backend asks whether a tool call may run; it waits for [`Approval`].
+    ApprovalRequest(ApprovalRequest),
+    /// The backend retries its model request (an overloaded or failing API).
+    Retrying { attempt: u32, delay_ms: u64, reason: String },
+    /// Something a person should know that is not part of the answer.
+    Notice { level: &'static str, message: String },
+    /// The turn ended as the backend says; `usage` is the whole turn's.
+    End { result: String, stop_reason: String, usage: Usage },
+    /// The turn failed (the backend's own error, not a crash of the program).
+    Failed { message: String },
+    /// A request of the program that superpi does not answer otherwise: the driver refuses it
+    /// at once so the program never waits.
+    Unsupported { request_id: String, what: String },
+}
+
+/// A tool call waiting for a person.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalRequest {
+    /// The backend's id for the request (answered with it).
+    pub id: String,
+    pub tool_name: String,
+    pub input: Value,
+    /// The tool call it is about, when the backend says.
+    pub tool_call_id: Option<String>,
+    /// The backend's words for why it asks.
+    pub reason: Option<String>,
+}
+
+/// The answer to an [`ApprovalRequest`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Approval {
+    Allow,
+    Deny { message: String },
+}

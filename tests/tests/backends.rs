@@ -1,0 +1,187 @@
+//! Agent backends end to end: harnesses that name a backend, the real Claude Code (when the
+//! test cache has it) running a tool-call turn through `superpi run` against the Anthropic
+//! fake, a session that continues after a kernel restart, and stand-in programs for what a
+//! real backend does rarely (crash, hang until cancelled).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::json;
+use superpi_backends::BackendKind;
+use superpi_client::KernelClient;
+use superpi_proto::EventBody;
+use superpi_proto::method::{OpenParams, WatchParams};
+use superpi_providers::testing::answers::Answer;
+use superpi_providers::testing::fakes::AnthropicFake;
+use superpi_tests::{TestEnv, turn_events};
+
+/// A stand-in `claude`: answers `--version`, otherwise runs `body` (a shell script).
+fn stand_in(env: &TestEnv, body: &str) -> PathBuf {
+    let dir = env.path().join("stand-in");
+    std::fs::create_dir_all(&dir).unwrap();
+    let program = dir.join("claude");
+    let script = format!("#!/bin/sh\ncase \"$1\" in --version) echo '9.9.9 (Claude Code)'; exit 0;; esac\n{body}\n");
+    std::fs::write(&program, script).unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    program
+}
+
+fn name_program(env: &TestEnv, program: &Path) {
+    let file = format!("[backends.claude-code]\nprogram = \"{}\"\n", program.display());
+    std::fs::write(env.locations.config_dir.join("harnesses.toml"), file).unwrap();
+}
+
+fn real_claude() -> Option<PathBuf> {
+    let program = superpi_backends::discover::test_install(BackendKind::ClaudeCode);
+    if program.is_none() {
+        eprintln!("SKIPPED: Claude Code is not installed in the test cache (.ci/run installs it)");
+    }
+    program
+}
+
+async fn open_backend(client: &KernelClient, env: &TestEnv, mode: &str) -> (i64, superpi_client::Subscription) {
+    let params = OpenParams {
+        harness: Some("claude-code".into()),
+        workspace: Some(env.workspace.display().to_string()),
+        mode: Some(mode.into()),
+        ..Default::default()
+    };
+    let conversation_id = client.open(params).await.unwrap().conversation_id;
+    let watch = WatchParams { conversation_id, from_seq: None, window: None, interactive: false, reads_files: false };
+    (conversation_id, client.watch(watch).await.unwrap())
+}
+
+#[test]
+fn harnesses_list_each_backend_with_its_version_or_why_not() {
+    let env = TestEnv::new();
+    name_program(&env, &stand_in(&env, "exit 1"));
+    let out = env.command(&["harnesses"]).env("PATH", "/usr/bin:/bin").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = |id: &str| text.lines().filter(|l| l.split_whitespace().next() == Some(id)).collect::<Vec<_>>();
+    // The harness, then the backend's version and program.
+    let claude = row("claude-code");
+    assert_eq!(claude.len(), 2, "{text}");
+    assert!(claude[0].contains("(backend claude-code)") && claude[0].contains("Claude Code (the `claude` program)"));
+    let program = env.path().join("stand-in/claude");
+    assert!(claude[1].ends_with(&format!("9.9.9 (Claude Code) ({})", program.display())), "{text}");
+    // No harness for a backend that is not there, and why not.
+    let codex = row("codex");
+    assert_eq!(codex.len(), 1, "{text}");
+    assert!(codex[0].contains("unavailable: `codex` was not found on PATH (install npm `@openai/codex`"), "{text}");
+    assert!(row("opencode")[0].contains("unavailable:") && row("gemini-cli")[0].contains("unavailable:"), "{text}");
+    let json = env.command(&["harnesses", "--json"]).env("PATH", "/usr/bin:/bin").output().unwrap();
+    let list: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let backend = list.as_array().unwrap().iter().find(|h| h["id"] == "claude-code").unwrap();
+    assert_eq!(backend["backend"], "claude-code");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backend_that_crashes_ends_the_turn_with_an_error_and_the_next_prompt_starts_it_again() {
+    let env = TestEnv::new();
+    let body = r#"echo started >> started.txt
+echo '{"type":"system","subtype":"init","session_id":"crash-1"}'
+echo 'something broke' >&2
+exit 3"#;
+    name_program(&env, &stand_in(&env, body));
+    let client = KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let (cid, mut sub) = open_backend(&client, &env, "accept-edits").await;
+    for turn in 1..=2 {
+        let turn_id = client.submit_text(cid, "hello").await.unwrap().turn_id;
+        let events = turn_events(&mut sub, turn_id).await;
+        let notice = events.iter().find_map(|e| match &e.body {
+            EventBody::Notice { level, message } if level == "error" => Some(message.clone()),
+            _ => None,
+        });
+        let notice = notice.unwrap_or_else(|| panic!("turn {turn}: no notice in {events:?}"));
+        assert!(notice.contains("stopped before its turn ended") && notice.contains("something broke"), "{notice}");
+        assert!(notice.contains("The next prompt starts it again"), "{notice}");
+        let Some(EventBody::TurnError { error }) = events.last().map(|e| &e.body) else { panic!("{events:?}") };
+        assert!(error.contains("exit"), "{error}");
+    }
+    let started = std::fs::read_to_string(env.workspace.join("started.txt")).unwrap();
+    assert_eq!(started.lines().count(), 2, "each prompt started the program");
+    // The session id it reported is kept for the next start.
+    let stored = env.locations.data_dir.join(format!("backends/claude-code/sessions/{cid}"));
+    assert_eq!(std::fs::read_to_string(stored).unwrap(), "crash-1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_kills_the_backends_turn() {
+    let env = TestEnv::new();
+    let body = r#"echo $$ > pid.txt
+echo '{"type":"system","subtype":"init","session_id":"slow-1"}'
+echo '{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"working"}},"session_id":"slow-1","parent_tool_use_id":null}'
+exec sleep 600"#;
+    name_program(&env, &stand_in(&env, body));
+    let client = KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let (cid, mut sub) = open_backend(&client, &env, "accept-edits").await;
+    let turn_id = client.submit_text(cid, "work").await.unwrap().turn_id;
+    let delta = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let event = sub.next().await.unwrap();
+            if let EventBody::TextDelta { delta, .. } = event.body {
+                return delta;
+            }
+        }
+    });
+    assert_eq!(delta.await.expect("the backend's text in time"), "working");
+    let pid: i32 = std::fs::read_to_string(env.workspace.join("pid.txt")).unwrap().trim().parse().unwrap();
+    client.cancel(cid).await.unwrap();
+    let events = turn_events(&mut sub, turn_id).await;
+    assert!(matches!(events.last().map(|e| &e.body), Some(EventBody::TurnCancelled {})), "{events:?}");
+    let gone = async {
+        while !superpi_tests::is_zombie(pid) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), gone).await.expect("the backend's process was killed");
+}
+
+/// The real Claude Code: `superpi run` with the claude-code harness runs a turn with a tool
+/// call (Claude Code runs Bash itself, confined by superpi), and after a kernel restart the
+/// next prompt continues Claude Code's session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_runs_a_tool_call_turn_through_superpi_run_and_continues_after_a_restart() {
+    let Some(program) = real_claude() else { return };
+    let env = TestEnv::new();
+    name_program(&env, &program);
+    let command = "echo from-claude > marker.txt";
+    let fake = AnthropicFake::start(vec![
+        Answer::tool_call("Bash", json!({"command": command, "description": "write a marker"})),
+        Answer::text("marker written"),
+    ])
+    .await
+    .unwrap();
+    fake.accept_betas();
+    let mut cmd = env.command(&["run", "--harness", "claude-code", "--mode", "auto", "write the marker"]);
+    cmd.envs(fake.env());
+    let out = tokio::process::Command::from(cmd).output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "marker written", "{stderr}");
+    assert!(stderr.contains("Bash"), "the tool call is shown: {stderr}");
+    assert_eq!(std::fs::read_to_string(env.workspace.join("marker.txt")).unwrap(), "from-claude\n");
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+
+    // The history holds the call and its result as Claude Code ran them.
+    let client = KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let cid = client.list().await.unwrap()[0].conversation_id;
+    let history = serde_json::to_string(&client.history(cid).await.unwrap()).unwrap();
+    assert!(history.contains("\"tool_call\"") && history.contains(command), "{history}");
+    assert!(history.contains("\"tool_result\""), "{history}");
+    drop(client);
+
+    env.kill_kernel();
+    fake.push(Answer::text("still the same session"));
+    let mut cmd = env.command(&["run", "-c", "--mode", "auto", "what did you write?"]);
+    cmd.envs(fake.env());
+    let out = tokio::process::Command::from(cmd).output().await.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "still the same session");
+    let last = fake.accepted().pop().unwrap().to_string();
+    assert!(last.contains("marker written") && last.contains("what did you write?"), "{last}");
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+}
