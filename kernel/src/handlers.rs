@@ -320,7 +320,9 @@ fn fork(kernel: &Arc<Kernel>, peer: &Peer, p: ForkParams) -> Reply {
     let conv = owned(kernel, peer, p.conversation_id)?;
     let row = kernel.store.conversation(conv.id).map_err(internal)?.ok_or_else(|| not_found(conv.id))?;
     let forked = kernel.store.fork(&row, &peer.principal, p.at_seq).map_err(internal)?;
-    crate::recovery::close_forked(kernel, forked.id).map_err(internal)?;
+    if let Some(fork) = live::conversation(kernel, forked.id).map_err(internal)? {
+        crate::recovery::close_forked(kernel, &fork).map_err(internal)?;
+    }
     let mut value = row_info(kernel, &forked, peer.remote)?;
     value.created = true;
     to_value(value)

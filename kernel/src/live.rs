@@ -1,6 +1,7 @@
 //! Conversations come alive: loaded from the store on first use (with their policy and the
 //! "always" answers stored with them) and run by one actor each, an event loop over one
-//! closed input enum that queues submits and runs one turn at a time.
+//! closed input enum that queues submits and runs one turn at a time. At start, the turns a
+//! dead kernel left get their ends here.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{Conversation, Input};
 use crate::kernel::Kernel;
+use crate::recovery;
 use crate::store::StoreError;
 use crate::sync::lock;
 
@@ -42,6 +44,30 @@ pub(crate) fn conversation(kernel: &Arc<Kernel>, id: i64) -> Result<Option<Arc<C
     };
     kernel.tasks.spawn(actor(kernel.clone(), conv.clone(), rx));
     Ok(Some(conv))
+}
+
+/// At start, before the socket is bound: every turn a dead kernel left running or queued is
+/// ended as interrupted, a queued one with its prompt stored first.
+pub(crate) fn recover_interrupted(kernel: &Arc<Kernel>) -> Result<(), StoreError> {
+    for turn in kernel.store.recover_interrupted()? {
+        let (conversation_id, turn_id) = (turn.conversation_id, turn.turn_id);
+        let conv = match conversation(kernel, conversation_id) {
+            Ok(Some(conv)) => conv,
+            Ok(None) => continue,
+            Err(err) => {
+                tracing::error!("recovering conversation {conversation_id}: {err}");
+                continue;
+            }
+        };
+        match &turn.unstarted_prompt {
+            Some(prompt) => recovery::interrupt_unstarted(kernel, &conv, turn_id, prompt),
+            None => {
+                let closed = recovery::end_interrupted(kernel, &conv, turn_id, "while it ran")?;
+                tracing::info!(conversation_id, turn_id, closed, "recovered an interrupted turn");
+            }
+        }
+    }
+    Ok(())
 }
 
 async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Receiver<Input>) {

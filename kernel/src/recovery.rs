@@ -9,14 +9,11 @@
 //! event a finished call stores, so the store, `session.history`, every frontend's replay and
 //! the next model request agree.
 
-use std::sync::Arc;
-
 use serde_json::Value;
 use superpi_proto::{ContentBlock, Entry, EntryKind, Event, Message, Role};
 
 use crate::conversation::Conversation;
 use crate::kernel::Kernel;
-use crate::live;
 use crate::store::{StoreError, TurnStatus};
 
 /// Why a turn left tool calls without results; says so in the result the model reads.
@@ -157,37 +154,10 @@ pub(crate) fn interrupt_unstarted(kernel: &Kernel, conv: &Conversation, turn_id:
     }
 }
 
-/// At start, before the socket is bound: every turn a dead kernel left running or queued is
-/// ended as interrupted, a queued one with its prompt stored first.
-pub(crate) fn recover_interrupted(kernel: &Arc<Kernel>) -> Result<(), StoreError> {
-    for turn in kernel.store.recover_interrupted()? {
-        let (conversation_id, turn_id) = (turn.conversation_id, turn.turn_id);
-        let conv = match live::conversation(kernel, conversation_id) {
-            Ok(Some(conv)) => conv,
-            Ok(None) => continue,
-            Err(err) => {
-                tracing::error!("recovering conversation {conversation_id}: {err}");
-                continue;
-            }
-        };
-        match &turn.unstarted_prompt {
-            Some(prompt) => interrupt_unstarted(kernel, &conv, turn_id, prompt),
-            None => {
-                let closed = end_interrupted(kernel, &conv, turn_id, "while it ran")?;
-                tracing::info!(conversation_id, turn_id, closed, "recovered an interrupted turn");
-            }
-        }
-    }
-    Ok(())
-}
-
 /// A fork copies entries up to a seq, which may hold a call without its result (cut there, or
 /// copied while the tool ran): the fork gets an error result for each.
-pub(crate) fn close_forked(kernel: &Arc<Kernel>, fork_id: i64) -> Result<(), StoreError> {
-    if let Some(fork) = live::conversation(kernel, fork_id)? {
-        close_open_calls(kernel, &fork, Scope::Tail, OpenCallEnd::Forked)?;
-    }
-    Ok(())
+pub(crate) fn close_forked(kernel: &Kernel, fork: &Conversation) -> Result<(), StoreError> {
+    close_open_calls(kernel, fork, Scope::Tail, OpenCallEnd::Forked).map(|_| ())
 }
 
 #[cfg(test)]

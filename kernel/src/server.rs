@@ -44,7 +44,7 @@ pub async fn run(config: KernelConfig) -> Result<(), KernelError> {
     }
     let kernel = Kernel::new(config, store, sandbox, catalog);
 
-    crate::recovery::recover_interrupted(&kernel)?;
+    crate::live::recover_interrupted(&kernel)?;
     tracing::info!(socket = %socket_path.display(), pid = std::process::id(), "kernel listening");
 
     let idle = tokio::spawn(watch_idleness(kernel.clone()));
