@@ -8,7 +8,8 @@ use superpi_proto::ToolDef;
 
 use crate::decide::{CallFacts, decide};
 use crate::harness::{Harness, WorkspaceKind};
-use crate::mode::{Caller, Mode, effective_mode};
+use crate::mode::Mode;
+use crate::mode_choice::{Caller, effective_mode};
 use crate::settings::Settings;
 use crate::verdict::{Answer, Decision, Overrides, Rule};
 

@@ -61,6 +61,7 @@ pub mod error;
 pub mod harness;
 pub mod mcp_servers;
 pub mod mode;
+pub mod mode_choice;
 pub mod net;
 pub mod paths;
 pub mod pattern;
@@ -69,6 +70,7 @@ pub mod settings;
 pub mod shell;
 mod shell_compound;
 mod shell_parser;
+mod shell_words;
 pub mod verdict;
 
 #[cfg(test)]
@@ -82,5 +84,6 @@ pub use decide::{Answer, CallFacts, Decision, Overrides, Remember, Risk, Rule, d
 pub use error::ConfigError;
 pub use harness::{Harness, Harnesses, UnknownHarness, WorkspaceKind};
 pub use mcp_servers::McpServerConfig;
-pub use mode::{Caller, Mode, UnknownMode, effective_mode};
+pub use mode::{Mode, UnknownMode};
+pub use mode_choice::{Caller, effective_mode};
 pub use settings::{Network, NetworkPolicy, Permissions, RemoteSettings, SandboxSettings, Settings, ShellNetwork};

@@ -19,82 +19,11 @@
 //! that `bash -c STRING`, `sh -c STRING` and `eval WORDS` would run when the string is literal,
 //! and those that `find -exec … ;` runs.
 
-use std::fmt;
-
 use crate::shell_parser::{End, Parser};
-
-/// How deep substitutions may nest before we stop reading.
-pub(crate) const MAX_DEPTH: usize = 16;
-
-/// One word of a command, after quote removal.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Word {
-    /// The word's value with quotes removed; expansions are kept as written.
-    pub text: String,
-    /// True when `text` is exactly what the shell would pass: no parameter expansion, no
-    /// substitution, no glob, brace or tilde expansion.
-    pub literal: bool,
-}
-
-impl Word {
-    #[cfg(test)]
-    fn literal(text: &str) -> Self {
-        Word { text: text.to_string(), literal: true }
-    }
-}
-
-/// What a redirection does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RedirectKind {
-    /// Reads a file (`<`, `<<<`).
-    Input,
-    /// Writes or opens for writing (`>`, `>>`, `>|`, `&>`, `&>>`, `<>`, `>&FILE`).
-    Output,
-    /// Duplicates or closes a descriptor (`2>&1`, `<&3`, `>&-`).
-    Duplicate,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Redirect {
-    pub kind: RedirectKind,
-    pub target: Word,
-}
-
-/// One simple command: its words (assignments included, as written) and redirections.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct SimpleCommand {
-    pub words: Vec<Word>,
-    pub redirects: Vec<Redirect>,
-}
-
-impl SimpleCommand {
-    /// The command's words joined by single spaces: the key of session overrides.
-    pub fn text(&self) -> String {
-        self.words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" ")
-    }
-
-    /// Whether every output redirection goes to `/dev/null` (descriptor duplications and
-    /// inputs are fine).
-    pub fn writes_no_file(&self) -> bool {
-        self.redirects
-            .iter()
-            .all(|r| r.kind != RedirectKind::Output || (r.target.literal && r.target.text == "/dev/null"))
-    }
-}
-
-/// A line this module will not vouch for, with the construct that stopped it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unsure(pub String);
-
-impl fmt::Display for Unsure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-pub(crate) fn unsure<T>(why: &str) -> Result<T, Unsure> {
-    Err(Unsure(why.to_string()))
-}
+#[cfg(test)]
+pub(crate) use crate::shell_words::lit;
+pub(crate) use crate::shell_words::{MAX_DEPTH, unsure};
+pub use crate::shell_words::{Redirect, RedirectKind, SimpleCommand, Unsure, Word, basename, is_assignment, is_name};
 
 /// Every simple command `line` would run, outermost first, including those inside
 /// substitutions, subshells, groups, and literal `sh -c`/`bash -c`/`eval` strings.
@@ -258,22 +187,6 @@ pub fn strip_wrappers(words: &[Word]) -> &[Word] {
     &words[i.min(words.len())..]
 }
 
-/// `NAME=value`.
-pub fn is_assignment(text: &str) -> bool {
-    text.split_once('=').is_some_and(|(name, _)| is_name(name))
-}
-
-/// A shell variable name: a letter or `_`, then letters, digits and `_`.
-pub fn is_name(text: &str) -> bool {
-    text.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-        && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// The last path element of a command word: `/usr/bin/rm` is `rm`.
-pub fn basename(text: &str) -> &str {
-    text.rsplit('/').next().unwrap_or(text)
-}
-
 /// Splits a line that [`commands`] would not read into rough fragments, for a last-resort
 /// deny-list check: every run of characters between blanks and shell punctuation.
 pub fn rough_fragments(line: &str) -> Vec<String> {
@@ -281,11 +194,6 @@ pub fn rough_fragments(line: &str) -> Vec<String> {
         .filter(|s| !s.is_empty())
         .map(str::to_string)
         .collect()
-}
-
-#[cfg(test)]
-pub(crate) fn lit(text: &str) -> Word {
-    Word::literal(text)
 }
 
 #[cfg(test)]

@@ -8,18 +8,8 @@
 //! is literal only when the expression names no variable: bash evaluates a variable's value
 //! as arithmetic again, and `a[$(cmd)]` in that value runs `cmd`.
 
-use crate::shell::{MAX_DEPTH, Redirect, RedirectKind, SimpleCommand, Unsure, Word, is_name, unsure};
-use crate::shell_parser::{CommandBuf, End, Ended, Parser, Special, WordBuf};
-
-/// A here-document whose body is still to be read.
-#[derive(Debug)]
-pub(crate) struct HereDoc {
-    delimiter: String,
-    /// `<<-`: leading tabs are stripped from the body and the delimiter line.
-    strip_tabs: bool,
-    /// The delimiter was unquoted: the body is expanded like a double-quoted string.
-    expands: bool,
-}
+use crate::shell_parser::{CommandBuf, End, Ended, HereDoc, Parser, Special, WordBuf};
+use crate::shell_words::{MAX_DEPTH, Redirect, RedirectKind, SimpleCommand, Unsure, Word, is_name, unsure};
 
 fn literal(text: &str) -> Word {
     Word { text: text.to_string(), literal: true }

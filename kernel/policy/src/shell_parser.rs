@@ -1,14 +1,14 @@
-//! The character-level reader behind [`crate::shell`]: words, quotes, expansions,
-//! separators, groups and redirections. Compound commands, here-documents and arithmetic are
-//! in [`crate::shell_compound`]. Anything it does not read is [`Unsure`].
+//! The character-level reader behind `shell.rs`: words, quotes, expansions, separators,
+//! groups and redirections. Compound commands, here-documents and arithmetic are read by the
+//! methods `shell_compound.rs` adds to [`Parser`]. Anything it does not read is [`Unsure`].
 
-use crate::shell::{MAX_DEPTH, SimpleCommand, Unsure, Word, unsure};
+use crate::shell_words::{MAX_DEPTH, SimpleCommand, Unsure, Word, unsure};
 
 /// Reserved words that only open, separate or close the parts of a compound command: the
 /// commands between them are read as any others.
 const SEPARATING_KEYWORDS: [&str; 10] = ["if", "then", "else", "elif", "fi", "while", "until", "do", "done", "!"];
 
-/// Reserved words whose following words are not commands, read by [`crate::shell_compound`].
+/// Reserved words whose following words are not commands, read by `shell_compound.rs`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Special {
     /// `for` and `select`: a variable name and a word list (or an arithmetic header).
@@ -114,7 +114,7 @@ pub(crate) struct CommandBuf {
     /// A `( … )` subshell (or `[[ … ]]`, `(( … ))`, a case clause) just closed: only
     /// redirections and separators may follow.
     pub(crate) after_group: bool,
-    /// A reserved word whose following words [`crate::shell_compound`] reads.
+    /// A reserved word whose following words `shell_compound.rs` reads.
     special: Option<Special>,
 }
 
@@ -152,13 +152,23 @@ impl CommandBuf {
     }
 }
 
+/// A here-document whose body is still to be read (`shell_compound` reads it).
+#[derive(Debug)]
+pub(crate) struct HereDoc {
+    pub(crate) delimiter: String,
+    /// `<<-`: leading tabs are stripped from the body and the delimiter line.
+    pub(crate) strip_tabs: bool,
+    /// The delimiter was unquoted: the body is expanded like a double-quoted string.
+    pub(crate) expands: bool,
+}
+
 pub(crate) struct Parser {
     pub(crate) out: Vec<SimpleCommand>,
     pub(crate) chars: Vec<char>,
     pub(crate) pos: usize,
     pub(crate) depth: usize,
     /// Here-documents whose bodies start after the next newline.
-    pub(crate) heredocs: Vec<crate::shell_compound::HereDoc>,
+    pub(crate) heredocs: Vec<HereDoc>,
 }
 
 impl Parser {

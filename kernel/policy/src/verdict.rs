@@ -1,4 +1,4 @@
-//! The verdict types of [`decide`](crate::decide::decide), and a session's lasting answers.
+//! The verdict types of a decision (`decide.rs`), and a session's lasting answers.
 
 use std::collections::BTreeSet;
 
