@@ -17,10 +17,11 @@ use superpi_proto::ContentBlock as KBlock;
 use superpi_proto::message::codes;
 use superpi_proto::method::{Method, OpenParams, SetModelParams, SubmitParams};
 
+use crate::agent::{Server, lock};
 use crate::replay::replay;
 use crate::request;
-use crate::server::{ForkSessionRequest, ForkSessionResponse, Server, lock};
 use crate::session::{FAIL_CLOSED_OPTION, PromptGuard, Session};
+use crate::wire::{ForkSessionRequest, ForkSessionResponse};
 
 /// Like [`spawn_answer`], for requests that set up a session: once answered, the editor is
 /// told the session's slash commands.

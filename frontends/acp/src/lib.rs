@@ -20,6 +20,7 @@
 //! superpi-client) nor any other frontend's protocol. Stdout carries ACP messages only.
 #![deny(clippy::print_stdout)]
 
+mod agent;
 pub mod buffers;
 mod handlers;
 pub mod render;
@@ -28,6 +29,7 @@ pub mod request;
 pub mod server;
 pub mod session;
 pub mod tools;
+pub mod wire;
 
 /// Command-line arguments of `superpi acp`.
 #[derive(Debug, Clone, clap::Args)]

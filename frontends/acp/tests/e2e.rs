@@ -428,7 +428,7 @@ async fn fork_resume_list_and_close() {
         cx.send_request(text_prompt(&sid, "remember the lighthouse")).block_task().await?;
 
         // The extension method forks the conversation into a new session.
-        let fork = superpi_acp::server::ForkSessionRequest { session_id: sid.clone() };
+        let fork = superpi_acp::wire::ForkSessionRequest { session_id: sid.clone() };
         let forked = cx.send_request(fork).block_task().await?.session_id;
         assert_ne!(forked, sid);
         seen.drain();

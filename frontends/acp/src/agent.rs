@@ -1,0 +1,124 @@
+//! The agent's state, shared by every handler: how to reach the kernel (lazily, and again
+//! after it restarted), the sessions, and what the editor said it can do.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::Error;
+use agent_client_protocol::v1::schema::{ClientCapabilities, SessionConfigOption, SessionId};
+use superpi_client::{ConnectOptions, KernelClient};
+use superpi_proto::method::ModelInfo;
+
+use crate::render::RenderOptions;
+use crate::request;
+use crate::session::Session;
+use crate::tools::ToolFacts;
+
+/// Settings of the agent that do not come from the editor.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// Context window reported in usage updates.
+    pub context_window: u64,
+    /// What to do with MCP servers the editor passes.
+    pub editor_mcp: request::EditorMcp,
+    /// When reads use the editor's buffers.
+    pub editor_buffers: crate::buffers::EditorBuffers,
+}
+
+/// The agent's state, shared by every handler.
+pub struct Server {
+    pub(crate) connect: ConnectOptions,
+    pub(crate) opts: AgentOptions,
+    pub(crate) kernel: Mutex<Option<KernelClient>>,
+    pub(crate) sessions: Mutex<HashMap<i64, Arc<Session>>>,
+    pub(crate) client_caps: Mutex<ClientCapabilities>,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Server {
+    pub fn new(mut connect: ConnectOptions, opts: AgentOptions) -> Arc<Self> {
+        connect.frontend = "acp".to_string();
+        // An editor is a caller other than the local CLI: the kernel applies the remote
+        // mode ceiling (and the harness's) to its sessions.
+        connect.remote = true;
+        Arc::new(Server {
+            connect,
+            opts,
+            kernel: Mutex::new(None),
+            sessions: Mutex::new(HashMap::new()),
+            client_caps: Mutex::new(ClientCapabilities::default()),
+        })
+    }
+
+    /// The kernel connection, made (or made again after the kernel went away) on demand.
+    pub async fn kernel(&self) -> Result<KernelClient, Error> {
+        if let Some(client) = lock(&self.kernel).as_ref()
+            && !client.is_closed()
+        {
+            return Ok(client.clone());
+        }
+        // Two requests may race to connect; the later connection wins the slot and the
+        // other is dropped (closing its socket), which is harmless.
+        let client = KernelClient::connect(&self.connect).await.map_err(|e| request::kernel_error(e, None))?;
+        *lock(&self.kernel) = Some(client.clone());
+        Ok(client)
+    }
+
+    pub(crate) fn session(&self, id: &SessionId) -> Result<Arc<Session>, Error> {
+        let conv = request::conversation_id(id)?;
+        lock(&self.sessions).get(&conv).cloned().ok_or_else(|| request::not_found(id))
+    }
+
+    pub(crate) fn render_options(&self, workspace: Option<PathBuf>, tools: ToolFacts) -> RenderOptions {
+        let caps = lock(&self.client_caps);
+        let notices = caps.session.as_ref().is_some_and(|s| s.notices.is_some());
+        let editor_reads = crate::buffers::reads_files(self.opts.editor_buffers, caps.fs.read_text_file)
+            .then_some(self.opts.editor_buffers);
+        RenderOptions { workspace, context_window: self.opts.context_window, notices, editor_reads, tools }
+    }
+
+    /// A session for the conversation `info`, shown with the facts of its harness's tools
+    /// (without them, if the kernel cannot say: calls then show as `other`, by name).
+    pub(crate) async fn add_session(
+        &self,
+        kernel: &KernelClient,
+        info: &superpi_proto::method::ConversationInfo,
+    ) -> Arc<Session> {
+        let tools = match kernel.tools(Some(&info.harness)).await {
+            Ok(defs) => ToolFacts::new(defs),
+            Err(err) => {
+                tracing::warn!(harness = %info.harness, "no tool facts from the kernel: {err}");
+                ToolFacts::default()
+            }
+        };
+        let session = Session::new(info, self.render_options(info.workspace.as_ref().map(PathBuf::from), tools));
+        if let Some(old) = lock(&self.sessions).insert(info.conversation_id, session.clone()) {
+            old.stop();
+        }
+        session
+    }
+
+    /// The models the kernel offers (`model.list`); none when it cannot say (the option then
+    /// lists only the session's current model).
+    pub(crate) async fn models(&self, kernel: &KernelClient) -> Vec<ModelInfo> {
+        match kernel.models().await {
+            Ok(models) => models,
+            Err(err) => {
+                tracing::warn!("model.list failed: {err}");
+                Vec::new()
+            }
+        }
+    }
+
+    pub(crate) async fn config_options(&self, kernel: &KernelClient, session: &Session) -> Vec<SessionConfigOption> {
+        let Some(settings) = session.settings() else { return Vec::new() };
+        vec![
+            request::mode_option(&settings.mode, &settings.max_mode),
+            request::model_option(&settings.model, &self.models(kernel).await),
+        ]
+    }
+}
