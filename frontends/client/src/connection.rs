@@ -19,7 +19,7 @@ use tokio::net::UnixStream;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::codec::{FramedRead, FramedWrite};
 
-use crate::subscription::{SubMessage, Subscription};
+use crate::routing::{SubMessage, SubReceiver, SubTable};
 use crate::{ClientError, Locations};
 
 /// How to reach the kernel.
@@ -60,10 +60,10 @@ impl ConnectOptions {
 
 type Pending = Mutex<HashMap<u64, oneshot::Sender<Result<Value, ErrorObject>>>>;
 
-pub(crate) struct Inner {
+struct Inner {
     out: mpsc::UnboundedSender<Bytes>,
     pending: Pending,
-    pub(crate) subscriptions: Mutex<SubTable>,
+    subscriptions: Mutex<SubTable>,
     next_id: AtomicU64,
     closed: watch::Receiver<bool>,
     hello: KernelHello,
@@ -72,7 +72,7 @@ pub(crate) struct Inner {
 /// A connection to the kernel. Cheap to clone; all clones share one socket.
 #[derive(Clone)]
 pub struct KernelClient {
-    pub(crate) inner: Arc<Inner>,
+    inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for KernelClient {
@@ -224,19 +224,17 @@ impl KernelClient {
         serde_json::from_value(value).map_err(|err| ClientError::Protocol(format!("bad result of {name}: {err}")))
     }
 
-    /// Subscribes to a conversation's events. Acks and lag recovery are handled by the
-    /// returned [`Subscription`].
-    pub async fn watch(&self, params: WatchParams) -> Result<Subscription, ClientError> {
-        let (result, rx) = self.rewatch(params.clone()).await?;
-        Ok(Subscription::new(self.clone(), params, result, rx))
-    }
-
     pub(crate) async fn rewatch(&self, params: WatchParams) -> Result<(WatchResult, SubReceiver), ClientError> {
         let result: WatchResult = self.request(Method::SessionWatch(params)).await?;
         // The reader may already have routed this subscription's first events (they follow
         // the answer on the socket): they wait in the table and are handed over first.
         let rx = lock(&self.inner.subscriptions).register(result.subscription);
         Ok((result, rx))
+    }
+
+    /// Stops routing a subscription's frames (they are dropped until it is registered again).
+    pub(crate) fn forget(&self, subscription: u64) {
+        lock(&self.inner.subscriptions).remove(subscription);
     }
 
     pub async fn unwatch(&self, subscription: u64) -> Result<(), ClientError> {
@@ -246,60 +244,8 @@ impl KernelClient {
     }
 }
 
-pub(crate) type SubReceiver = mpsc::UnboundedReceiver<SubMessage>;
-
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-pub(crate) fn lock_subs(inner: &Inner) -> std::sync::MutexGuard<'_, SubTable> {
-    lock(&inner.subscriptions)
-}
-
-/// Where event frames go: live subscriptions, and frames that arrived before their watch's
-/// answer was handed to the caller.
-#[derive(Default)]
-pub(crate) struct SubTable {
-    live: HashMap<u64, mpsc::UnboundedSender<SubMessage>>,
-    early: HashMap<u64, Vec<SubMessage>>,
-}
-
-/// Frames kept for subscriptions not yet registered (bounded: a stray id cannot grow it).
-const EARLY_LIMIT: usize = 4096;
-
-impl SubTable {
-    fn register(&mut self, id: u64) -> SubReceiver {
-        let (tx, rx) = mpsc::unbounded_channel();
-        for message in self.early.remove(&id).unwrap_or_default() {
-            let _ = tx.send(message);
-        }
-        self.live.insert(id, tx);
-        rx
-    }
-
-    pub(crate) fn remove(&mut self, id: u64) {
-        self.live.remove(&id);
-        self.early.remove(&id);
-    }
-
-    fn route(&mut self, id: u64, message: SubMessage) {
-        match self.live.get(&id) {
-            Some(tx) => {
-                let _ = tx.send(message);
-            }
-            None => {
-                let held: usize = self.early.values().map(Vec::len).sum();
-                if held < EARLY_LIMIT {
-                    self.early.entry(id).or_default().push(message);
-                }
-            }
-        }
-    }
-
-    fn clear(&mut self) {
-        self.live.clear();
-        self.early.clear();
-    }
 }
 
 /// Feeds frames and flushes when no more are queued, so bursts share one write.

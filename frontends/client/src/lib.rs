@@ -24,6 +24,7 @@ pub mod peer;
 mod pool;
 pub mod principal;
 mod provider_env;
+mod routing;
 mod sock_diag;
 mod subscription;
 

@@ -5,11 +5,17 @@ use std::collections::VecDeque;
 use superpi_proto::Event;
 use superpi_proto::method::{WatchParams, WatchResult};
 
-use crate::connection::{KernelClient, SubReceiver, lock_subs};
+use crate::ClientError;
+use crate::connection::KernelClient;
+use crate::routing::{SubMessage, SubReceiver};
 
-pub(crate) enum SubMessage {
-    Events(Vec<Event>),
-    Lagged(u64),
+impl KernelClient {
+    /// Subscribes to a conversation's events. Acks and lag recovery are handled by the
+    /// returned [`Subscription`].
+    pub async fn watch(&self, params: WatchParams) -> Result<Subscription, ClientError> {
+        let (result, rx) = self.rewatch(params.clone()).await?;
+        Ok(Subscription::new(self.clone(), params, result, rx))
+    }
 }
 
 /// Events of one conversation, in order. Acks credit back to the kernel as events are taken;
@@ -85,7 +91,7 @@ impl Subscription {
                 SubMessage::Events(events) => self.buffer.extend(events),
                 SubMessage::Lagged(resume_from) => {
                     tracing::debug!(subscription = self.id, resume_from, "subscription lagged; catching up");
-                    lock_subs(&self.client.inner).remove(self.id);
+                    self.client.forget(self.id);
                     let mut params = self.params.clone();
                     params.from_seq = Some(self.last_seq.unwrap_or(resume_from).min(resume_from));
                     let (result, rx) = self.client.rewatch(params).await.ok()?;
@@ -105,6 +111,6 @@ impl Subscription {
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        lock_subs(&self.client.inner).remove(self.id);
+        self.client.forget(self.id);
     }
 }
