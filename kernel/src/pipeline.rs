@@ -116,6 +116,10 @@ pub(crate) async fn run(
         return CallEnd::Ran(result);
     }
     let _written = lock_written(kernel, &tool, call).await;
+    let protected = match &caller {
+        Caller::Turn { conv, .. } => lock(&conv.policy).as_ref().map(|p| p.protected_paths()).unwrap_or_default(),
+        Caller::Direct { policy, .. } => policy.protected_paths(),
+    };
     let (conversation_id, progress, forward) = match &caller {
         Caller::Turn { conv, turn_id, .. } => {
             let (tx, rx) = mpsc::channel::<String>(64);
@@ -131,6 +135,7 @@ pub(crate) async fn run(
         workspace: call.workspace.clone(),
         network,
         timeout: None,
+        protected,
     };
     let result = match route {
         Some(route) => {

@@ -30,6 +30,9 @@ pub async fn run(config: KernelConfig) -> Result<(), KernelError> {
         sandbox_config.tool_exe = exe.clone();
     }
     catalog.apply_sandbox_settings(&mut sandbox_config);
+    // No workspace may hold the config dir (settings, tokens) or the runtime dir (the socket),
+    // like the data dir.
+    sandbox_config.private_dirs = vec![config.config_dir.clone(), config.runtime_dir.clone()];
     let sandbox =
         Sandbox::with_tools(sandbox_config, config.tools.clone()).map_err(|e| KernelError::Sandbox(e.to_string()))?;
 

@@ -13,6 +13,8 @@ use crate::config::KernelConfig;
 
 pub(crate) struct Catalog {
     pub config_dir: std::path::PathBuf,
+    /// The config, data and runtime directories: no tool may touch them.
+    private_dirs: Vec<std::path::PathBuf>,
     pub harnesses: Harnesses,
     pub settings: superpi_policy::Settings,
     pub providers: ProvidersConfig,
@@ -49,8 +51,15 @@ impl Catalog {
             .with_command_runner(runner);
         let registry = config.tools.clone();
         let backend_sessions = superpi_backends::Sessions::new(&config.data_dir);
+        // superpi's own directories, protected from every tool wherever they are (canonical,
+        // as the sandbox compares what a tool touches through symlinks).
+        let private_dirs = [&config.config_dir, &config.data_dir, &config.runtime_dir]
+            .into_iter()
+            .map(|dir| dir.canonicalize().unwrap_or_else(|_| dir.clone()))
+            .collect();
         Ok(Catalog {
             config_dir: config.config_dir.clone(),
+            private_dirs,
             harnesses,
             settings,
             providers,
@@ -82,7 +91,8 @@ impl Catalog {
         let mode = mode.parse::<Mode>().ok();
         // The stored mode was lowered for its caller when it was set; here only the harness
         // ceiling applies again.
-        Ok(ConversationPolicy::new(harness, settings, workspace.map(|w| w.to_path_buf()), Caller::Local, mode))
+        Ok(ConversationPolicy::new(harness, settings, workspace.map(|w| w.to_path_buf()), Caller::Local, mode)
+            .with_private_dirs(self.private_dirs.clone()))
     }
 
     pub fn harness(&self, id: Option<&str>) -> Result<&Harness, ErrorObject> {

@@ -44,6 +44,7 @@ fn call(workspace: &std::path::Path, command: &str) -> ToolCall {
         workspace: Some(workspace.to_path_buf()),
         network: false,
         timeout: None,
+        protected: Default::default(),
     }
 }
 

@@ -223,6 +223,7 @@ impl Machine {
             arguments: call.arguments.clone(),
             workspace: workspace.to_path_buf(),
             read_roots: if spill_dir.is_dir() { vec![spill_dir] } else { Vec::new() },
+            protected: call.protected.clone(),
         };
         let stdin = serde_json::to_vec(&request).map_err(|e| e.to_string())?;
         let setup = self.setup(config, call, workspace, workspace, true)?;
@@ -400,14 +401,17 @@ fn environment(config: &SandboxConfig, tmp: &Path) -> Vec<(OsString, OsString)> 
 
 /// The canonical workspace, refused when handing it over would hand over what the sandbox
 /// exists to protect: the whole filesystem, the home directory (its credentials), superpi's
-/// own data dir (the store, the socket).
+/// own directories (data: the store; config: settings and tokens; runtime: the socket).
 pub(crate) fn checked_workspace(workspace: &Path, config: &SandboxConfig) -> Result<PathBuf, String> {
-    check_workspace(workspace, &config.data_dir)
+    let own: Vec<&Path> =
+        std::iter::once(config.data_dir.as_path()).chain(config.private_dirs.iter().map(PathBuf::as_path)).collect();
+    check_workspace(workspace, &own)
 }
 
 /// The canonical workspace, or why the sandbox refuses it (see [`checked_workspace`]): for a
-/// frontend that wants to say so before any tool runs.
-pub fn check_workspace(workspace: &Path, data_dir: &Path) -> Result<PathBuf, String> {
+/// frontend that wants to say so before any tool runs. `own_dirs`: superpi's data, config and
+/// runtime directories.
+pub fn check_workspace(workspace: &Path, own_dirs: &[&Path]) -> Result<PathBuf, String> {
     let canonical =
         workspace.canonicalize().map_err(|e| format!("the workspace {} is not usable: {e}", workspace.display()))?;
     if !canonical.is_dir() {
@@ -427,13 +431,15 @@ pub fn check_workspace(workspace: &Path, data_dir: &Path) -> Result<PathBuf, Str
             home.display()
         ));
     }
-    let data = data_dir.canonicalize().unwrap_or_else(|_| data_dir.to_path_buf());
-    if data.starts_with(&canonical) {
-        return Err(format!(
-            "the sandbox refuses {} as a workspace: it holds superpi's data dir {}",
-            canonical.display(),
-            data.display()
-        ));
+    for dir in own_dirs {
+        let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        if dir.starts_with(&canonical) {
+            return Err(format!(
+                "the sandbox refuses {} as a workspace: it holds superpi's own directory {}",
+                canonical.display(),
+                dir.display()
+            ));
+        }
     }
     Ok(canonical)
 }

@@ -75,6 +75,8 @@ pub struct SandboxConfig {
     pub extra_read_paths: Vec<PathBuf>,
     /// Extra paths writable inside the sandbox (besides the workspace and the call's temp dir).
     pub extra_write_paths: Vec<PathBuf>,
+    /// superpi's directories besides the data dir (config, runtime): no workspace may hold one.
+    pub private_dirs: Vec<PathBuf>,
     /// Environment variable names passed through to tools besides the default allow list
     /// (PATH, HOME, LANG, LC_ALL, LC_CTYPE, TERM, USER, LOGNAME, TZ).
     pub env_allow: Vec<String>,
@@ -118,6 +120,7 @@ impl SandboxConfig {
             drain_timeout: Duration::from_secs(1),
             extra_read_paths: Vec::new(),
             extra_write_paths: Vec::new(),
+            private_dirs: Vec::new(),
             env_allow: Vec::new(),
             env_set: Vec::new(),
             tool_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("superpi")),
@@ -149,6 +152,9 @@ pub struct ToolCall {
     pub network: bool,
     /// Overrides the default deadline.
     pub timeout: Option<Duration>,
+    /// What the file tools must not touch (the conversation's protected paths and superpi's own
+    /// directories): checked on every path they open or walk, resolved through symlinks.
+    pub protected: superpi_policy::ProtectedPaths,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -162,7 +162,8 @@ async fn find_globs_and_ls_lists() {
     assert!(!out.is_error, "{out:?}");
     assert_eq!(
         out.structured.as_ref().unwrap()["entries"],
-        json!([".git/", ".github/", ".gitignore", "README.md", "src/", "target/"])
+        json!([".github/", ".gitignore", "README.md", "src/", "target/"]),
+        "listing skips protected paths (.git) like searching does"
     );
     let out = env.run("ls", json!({"path": "src", "limit": 1})).await;
     assert_eq!(out.structured.as_ref().unwrap()["truncated"], true);

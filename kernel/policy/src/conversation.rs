@@ -10,6 +10,7 @@ use crate::decide::{CallFacts, decide};
 use crate::harness::{Harness, WorkspaceKind};
 use crate::mode::Mode;
 use crate::mode_choice::{Caller, effective_mode};
+use crate::paths::ProtectedPaths;
 use crate::settings::Settings;
 use crate::verdict::{Answer, Decision, Overrides, Rule};
 
@@ -24,6 +25,8 @@ pub struct ConversationPolicy {
     caller: Caller,
     mode: Mode,
     overrides: Overrides,
+    /// superpi's own directories: protected wherever they are.
+    private_dirs: Vec<PathBuf>,
 }
 
 impl ConversationPolicy {
@@ -38,7 +41,23 @@ impl ConversationPolicy {
     ) -> Self {
         let mode = effective_mode(requested, &harness, caller, &settings);
         let workspace = if harness.workspace == WorkspaceKind::None { None } else { workspace };
-        ConversationPolicy { harness, settings, workspace, caller, mode, overrides: Overrides::default() }
+        let overrides = Overrides::default();
+        ConversationPolicy { harness, settings, workspace, caller, mode, overrides, private_dirs: Vec::new() }
+    }
+
+    /// Protects superpi's own directories (config, data, runtime) from every tool.
+    pub fn with_private_dirs(mut self, dirs: Vec<PathBuf>) -> Self {
+        self.private_dirs = dirs;
+        self
+    }
+
+    /// What the tools of this conversation must not touch, for the sandbox to apply where
+    /// they touch it.
+    pub fn protected_paths(&self) -> ProtectedPaths {
+        ProtectedPaths {
+            patterns: self.settings.permissions.protected_paths.clone(),
+            private_dirs: self.private_dirs.clone(),
+        }
     }
 
     /// Restores the session's lasting answers (from the store).
@@ -105,6 +124,7 @@ impl ConversationPolicy {
             workspace: self.workspace.as_deref(),
             settings: &self.settings,
             overrides: &self.overrides,
+            private_dirs: &self.private_dirs,
         })
     }
 
@@ -191,6 +211,27 @@ mod tests {
         assert_eq!(c.mode(), Mode::Auto, "the stored mode is unchanged");
         c.set_mode(Mode::Plan);
         assert!(matches!(c.decide_at_most(&bash, &args, Mode::Auto), Decision::Deny { .. }), "a ceiling never raises");
+    }
+
+    #[test]
+    fn superpis_own_directories_are_protected_inside_and_outside_the_workspace() {
+        let h = Harnesses::builtin(&builtin_tools()).get("superpi-code").unwrap().clone();
+        let mut settings = Settings::default();
+        settings.permissions.allow_outside_workspace = true;
+        let c = ConversationPolicy::new(h, settings, Some("/w".into()), Caller::Local, Some(Mode::Auto))
+            .with_private_dirs(vec!["/home/u/.config/superpi".into(), "/w/.superpi-data".into()]);
+        let read = tool("read", &[Effect::Read]);
+        for path in ["/home/u/.config/superpi/gateway.json", ".superpi-data/superpi.sqlite", "/w/.superpi-data"] {
+            let d = c.decide(&read, &json!({ "path": path }));
+            assert!(matches!(d, Decision::Deny { rule: Rule::ProtectedPath, .. }), "{path}: {d:?}");
+        }
+        assert_eq!(c.decide(&read, &json!({"path": "/home/u/notes.txt"})), Decision::Allow { network: false });
+        let protected = c.protected_paths();
+        let json = serde_json::to_string(&protected).unwrap();
+        assert_eq!(serde_json::from_str::<ProtectedPaths>(&json).unwrap(), protected);
+        assert!(protected.reason(Path::new("/w/.superpi-data/x"), Some(Path::new("/w"))).is_some());
+        assert!(protected.reason(Path::new("/w/a/.env"), Some(Path::new("/w"))).is_some());
+        assert!(protected.reason(Path::new("/w/a/main.rs"), Some(Path::new("/w"))).is_none());
     }
 
     #[test]

@@ -50,6 +50,8 @@ pub struct CallFacts<'a> {
     pub workspace: Option<&'a Path>,
     pub settings: &'a Settings,
     pub overrides: &'a Overrides,
+    /// superpi's own directories (config, data, runtime): refused to every path argument.
+    pub private_dirs: &'a [std::path::PathBuf],
 }
 
 /// The decision for one call. See the module documentation for the rules.
@@ -257,6 +259,12 @@ fn check_paths(f: &CallFacts<'_>) -> Option<Decision> {
                 return Some(Decision::Deny { reason: format!("`{arg}`: {why}"), rule: Rule::Workspace });
             }
         };
+        if let Some(dir) = f.private_dirs.iter().find(|dir| path.starts_with(dir)) {
+            return Some(Decision::Deny {
+                reason: format!("`{arg}` is inside superpi's own directory {}", dir.display()),
+                rule: Rule::ProtectedPath,
+            });
+        }
         if !path.starts_with(&root) && !f.settings.permissions.allow_outside_workspace {
             return Some(Decision::Deny {
                 reason: format!("`{arg}` is outside the workspace {}", root.display()),

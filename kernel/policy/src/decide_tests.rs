@@ -38,6 +38,7 @@ fn run(tool: &str, effects: &[Effect], args: Value, mode: Mode, s: &Settings, o:
         workspace: Some(Path::new(ROOT)),
         settings: s,
         overrides: o,
+        private_dirs: &[],
     })
 }
 
@@ -425,6 +426,7 @@ fn workspace_confinement() {
             workspace: Some(Path::new(ROOT)),
             settings: &s,
             overrides: &Overrides::default(),
+            private_dirs: &[],
         }))
     };
     assert_eq!(facts(json!({"paths": ["a", "/tmp/b"]})), "D:workspace");
@@ -457,6 +459,7 @@ fn workspace_confinement() {
             workspace: None,
             settings: &none,
             overrides: &o,
+            private_dirs: &[],
         });
         assert_eq!(code(&d), "D:workspace", "{tool}");
     }
@@ -467,6 +470,7 @@ fn workspace_confinement() {
         workspace: None,
         settings: &none,
         overrides: &o,
+        private_dirs: &[],
     });
     assert_eq!(d, Decision::Allow { network: true });
 }

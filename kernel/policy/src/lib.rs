@@ -86,4 +86,5 @@ pub use harness::{Harness, Harnesses, UnknownHarness, WorkspaceKind};
 pub use mcp_servers::McpServerConfig;
 pub use mode::{Mode, UnknownMode};
 pub use mode_choice::{Caller, effective_mode};
+pub use paths::ProtectedPaths;
 pub use settings::{Network, NetworkPolicy, Permissions, RemoteSettings, SandboxSettings, Settings, ShellNetwork};

@@ -1,10 +1,14 @@
 //! Paths of file tools: lexical normalisation, the workspace boundary and protected paths.
 //!
-//! The checks are lexical (no file is touched): `..` is resolved against the path itself, and
-//! symbolic links are not followed. The sandbox enforces the real boundary with landlock;
-//! this module gives the early, explainable refusal.
+//! The checks here are lexical (no file is touched): `..` is resolved against the path itself,
+//! and symbolic links are not followed; they give the early, explainable refusal. What a tool
+//! actually touches is checked again where it is touched: the kernel hands the sandbox the
+//! conversation's [`ProtectedPaths`], and the file tools' runner applies them to every path it
+//! opens or walks, resolved through symlinks (a link in the workspace to `.git` or `~/.ssh`).
 
 use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::pattern::PathPattern;
 
@@ -103,6 +107,43 @@ pub fn protected(path: &Path, root: Option<&Path>, extra: &[PathPattern]) -> Opt
         .iter()
         .find(|p| p.matches(path, relative))
         .map(|p| format!("protected by permissions.protected_paths `{}`", p.as_str()))
+}
+
+/// Everything a conversation's tools must not touch: the built-in rules of [`protected`], the
+/// `permissions.protected_paths` patterns, and superpi's own directories (config, data,
+/// runtime: settings, tokens, the store, the socket), which are protected wherever they are,
+/// inside a workspace or out, whatever `allow_outside_workspace` says. Data, so the kernel can
+/// hand it to the confined tool runner.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProtectedPaths {
+    #[serde(serialize_with = "patterns_out", deserialize_with = "patterns_in")]
+    pub patterns: Vec<PathPattern>,
+    pub private_dirs: Vec<PathBuf>,
+}
+
+impl ProtectedPaths {
+    /// Why `path` (absolute, normalised) is protected, when it is; `root` is the workspace.
+    pub fn reason(&self, path: &Path, root: Option<&Path>) -> Option<String> {
+        self.private_dir(path).or_else(|| protected(path, root, &self.patterns))
+    }
+
+    /// Why `path` is inside one of superpi's own directories, when it is. Applies to listing
+    /// too, not only to reading contents.
+    pub fn private_dir(&self, path: &Path) -> Option<String> {
+        self.private_dirs
+            .iter()
+            .find(|dir| path.starts_with(dir))
+            .map(|dir| format!("superpi's own directory {}", dir.display()))
+    }
+}
+
+fn patterns_out<S: Serializer>(patterns: &[PathPattern], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(patterns.iter().map(PathPattern::as_str))
+}
+
+fn patterns_in<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<PathPattern>, D::Error> {
+    let sources = Vec::<String>::deserialize(d)?;
+    sources.iter().map(|s| PathPattern::parse(s).map_err(serde::de::Error::custom)).collect()
 }
 
 /// `.env`, `.env.local`, `.envrc`, … but not the committed templates (`.env.example`).

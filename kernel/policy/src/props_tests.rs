@@ -29,6 +29,7 @@ fn bash(line: &str, mode: Mode, s: &Settings) -> Decision {
         workspace: Some(std::path::Path::new("/w")),
         settings: s,
         overrides: &Overrides::default(),
+        private_dirs: &[],
     })
 }
 

@@ -42,6 +42,7 @@ fn decide_bash(line: &str, mode: Mode) -> Decision {
         workspace: Some(Path::new("/work/repo")),
         settings: &Settings::default(),
         overrides: &Overrides::default(),
+        private_dirs: &[],
     })
 }
 

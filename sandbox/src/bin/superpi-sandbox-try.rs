@@ -29,6 +29,7 @@ async fn main() {
         workspace: Some(PathBuf::from(&args[1])),
         network: false,
         timeout: None,
+        protected: Default::default(),
     };
     let out = sandbox.run(call, CancellationToken::new(), None).await;
     println!("{}", serde_json::to_string_pretty(&out).unwrap());

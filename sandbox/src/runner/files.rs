@@ -28,6 +28,7 @@ pub(crate) fn read(ctx: &Ctx, args: &Args) -> Result<ToolCallResult, String> {
     args.allow_only(&["path", "offset", "limit"])?;
     let raw = args.string("path")?;
     let path = ctx.resolve("read", "path", raw, false)?;
+    ctx.check_contents("read", &path)?;
     let offset = args.opt_count("offset")?.unwrap_or(1);
     let limit = args.opt_count("limit")?.unwrap_or(READ_DEFAULT_LINES);
     let shown = ctx.display(&path);
@@ -138,6 +139,7 @@ pub(crate) fn write(ctx: &Ctx, args: &Args) -> Result<ToolCallResult, String> {
     let raw = args.string("path")?;
     let content = args.string("content")?;
     let path = ctx.resolve("write", "path", raw, true)?;
+    ctx.check_contents("write", &path)?;
     let shown = ctx.display(&path);
     if path.is_dir() {
         return Err(format!("write: {shown} is a directory"));
@@ -165,6 +167,7 @@ pub(crate) fn edit(ctx: &Ctx, args: &Args) -> Result<ToolCallResult, String> {
         return Err("edit: `old_string` and `new_string` are the same".into());
     }
     let path = ctx.resolve("edit", "path", raw, true)?;
+    ctx.check_contents("edit", &path)?;
     let shown = ctx.display(&path);
     let bytes = fs::read(&path).map_err(|e| io_err("edit", &shown, e))?;
     let before = String::from_utf8(bytes).map_err(|_| format!("edit: {shown} is not UTF-8 text"))?;
@@ -209,6 +212,10 @@ pub(crate) fn ls(ctx: &Ctx, args: &Args) -> Result<ToolCallResult, String> {
     let read = fs::read_dir(&path).map_err(|e| io_err("ls", &shown, e))?;
     let mut entries: Vec<String> = read
         .filter_map(Result::ok)
+        .filter(|e| {
+            let symlink = e.file_type().is_ok_and(|t| t.is_symlink());
+            !Ctx::skips(&ctx.protected, &ctx.workspace, &e.path(), symlink)
+        })
         .map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
             let dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);

@@ -15,6 +15,8 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use superpi_policy::ProtectedPaths;
+
 use crate::ToolCallResult;
 use crate::registry::Runner;
 
@@ -33,6 +35,9 @@ pub(crate) struct Request {
     pub workspace: PathBuf,
     /// Other trees the read tool may read (the conversation's spill files).
     pub read_roots: Vec<PathBuf>,
+    /// What no tool may touch.
+    #[serde(default)]
+    pub protected: ProtectedPaths,
 }
 
 /// Entry point of the tool runner. Reads the request on stdin, prints the outcome on stdout,
@@ -58,7 +63,11 @@ pub fn tool_main() -> i32 {
 }
 
 pub(crate) fn run(request: &Request) -> ToolCallResult {
-    let ctx = Ctx { workspace: request.workspace.clone(), read_roots: request.read_roots.clone() };
+    let ctx = Ctx {
+        workspace: request.workspace.clone(),
+        read_roots: request.read_roots.clone(),
+        protected: request.protected.clone(),
+    };
     let args = match &request.arguments {
         Value::Object(map) => map.clone(),
         Value::Null => Map::new(),
@@ -129,6 +138,7 @@ impl Args<'_> {
 pub(crate) struct Ctx {
     pub workspace: PathBuf,
     pub read_roots: Vec<PathBuf>,
+    pub protected: ProtectedPaths,
 }
 
 fn normalize(path: &Path) -> PathBuf {
@@ -193,7 +203,42 @@ impl Ctx {
                 real.display()
             ));
         }
+        // superpi's own directories may not even be listed (the spill files the kernel hands
+        // this call as read roots excepted).
+        let private = |p: &Path| self.protected.private_dir(p).filter(|_| !self.in_read_root(p));
+        if let Some(why) = private(&lexical).or_else(|| private(&real)) {
+            return Err(format!("{tool}: `{field}` {raw} is a protected path ({why})"));
+        }
         Ok(lexical)
+    }
+
+    /// Refuses a path whose contents a tool would read or write when it, or what it leads to
+    /// through symlinks, is protected (a link in the workspace to `.git/hooks` or `.env`).
+    pub(crate) fn check_contents(&self, tool: &str, path: &Path) -> Result<(), String> {
+        match self.protected_reason(path) {
+            Some(why) => Err(format!("{tool}: {} is a protected path ({why})", self.display(path))),
+            None => Ok(()),
+        }
+    }
+
+    /// Why `path` is protected, by its own name or by where it leads.
+    fn protected_reason(&self, path: &Path) -> Option<String> {
+        if self.in_read_root(path) {
+            return None;
+        }
+        let root = Some(self.workspace.as_path());
+        self.protected.reason(path, root).or_else(|| self.protected.reason(&resolve_existing(path), root))
+    }
+
+    fn in_read_root(&self, path: &Path) -> bool {
+        self.read_roots.iter().any(|r| path.starts_with(r))
+    }
+
+    /// Whether a search or listing skips `path`: protected by its name or by where it leads.
+    /// Cheap for the common case: only a symlink is resolved.
+    pub(crate) fn skips(protected: &ProtectedPaths, root: &Path, path: &Path, symlink: bool) -> bool {
+        protected.reason(path, Some(root)).is_some()
+            || (symlink && path.canonicalize().is_ok_and(|real| protected.reason(&real, Some(root)).is_some()))
     }
 
     /// How to show `path` to the model: relative to the workspace when inside it.

@@ -1,7 +1,7 @@
 use super::*;
 
 fn ctx(dir: &Path) -> Ctx {
-    Ctx { workspace: dir.join("ws"), read_roots: vec![dir.join("spill")] }
+    Ctx { workspace: dir.join("ws"), read_roots: vec![dir.join("spill")], protected: Default::default() }
 }
 
 fn setup() -> (tempfile::TempDir, PathBuf) {
@@ -64,6 +64,7 @@ fn bad_requests_are_error_outcomes() {
         arguments: serde_json::json!({}),
         workspace: PathBuf::from("/nonexistent"),
         read_roots: Vec::new(),
+        protected: Default::default(),
     });
     assert!(out.is_error && out.output.contains("unknown tool"));
 }

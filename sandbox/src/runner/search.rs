@@ -15,14 +15,17 @@ const GREP_DEFAULT: usize = 100;
 const FIND_DEFAULT: usize = 1000;
 const MATCH_LINE_MAX: usize = 500;
 
-/// Gitignore-aware, hidden files included (.github, .env.example), the .git directory not.
-fn walker(root: &Path) -> WalkBuilder {
+/// Gitignore-aware, hidden files included (.github, .env.example), protected paths not (the
+/// .git directory, .env files, keys, superpi's own directories, and what a symlink leads to
+/// among them), whatever the pattern or glob asks for.
+fn walker(ctx: &Ctx, root: &Path) -> WalkBuilder {
     let mut b = WalkBuilder::new(root);
-    b.require_git(false)
-        .hidden(false)
-        .follow_links(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|e| e.file_name() != ".git");
+    let protected = ctx.protected.clone();
+    let workspace = ctx.workspace.clone();
+    b.require_git(false).hidden(false).follow_links(false).sort_by_file_name(|a, b| a.cmp(b)).filter_entry(move |e| {
+        let symlink = e.file_type().is_some_and(|t| t.is_symlink());
+        !Ctx::skips(&protected, &workspace, e.path(), symlink)
+    });
     b
 }
 
@@ -48,7 +51,8 @@ pub(crate) fn grep(ctx: &Ctx, args: &Args) -> Result<ToolCallResult, String> {
     if !root.exists() {
         return Err(format!("grep: `path` {}: no such file or directory", ctx.display(&root)));
     }
-    let mut walk = walker(&root);
+    ctx.check_contents("grep", &root)?;
+    let mut walk = walker(ctx, &root);
     if let Some(g) = glob {
         let mut ob = OverrideBuilder::new(&root);
         ob.add(g).map_err(|e| format!("grep: `glob` is not a valid glob: {e}"))?;
@@ -125,7 +129,7 @@ pub(crate) fn find(ctx: &Ctx, args: &Args) -> Result<ToolCallResult, String> {
     }
     let mut paths = Vec::new();
     let mut truncated = false;
-    for entry in walker(&root).build().filter_map(Result::ok) {
+    for entry in walker(ctx, &root).build().filter_map(Result::ok) {
         let Ok(rel) = entry.path().strip_prefix(&root) else { continue };
         if rel.as_os_str().is_empty() || !glob.is_match(rel) {
             continue;

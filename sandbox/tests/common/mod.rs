@@ -58,6 +58,7 @@ impl Env {
             workspace: Some(self.workspace.clone()),
             network: false,
             timeout: None,
+            protected: Default::default(),
         }
     }
 

@@ -1,0 +1,112 @@
+//! End to end: protected paths are decided by what a tool actually touches. Each test runs the
+//! real binary with the mock model calling one tool in `auto` and tries a way around the
+//! path-argument check (a search over `.`, a glob naming `.env`, a symlink into `.git` or out
+//! of the workspace, superpi's own directories inside the workspace); the secret must not come
+//! back and nothing may be written.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
+
+use std::os::unix::fs::symlink;
+
+use serde_json::{Value, json};
+use superpi_tests::TestEnv;
+
+const SECRET: &str = "hunter2-secret";
+
+/// Runs `superpi run --mode auto` with the mock model calling `tool` with `args` once; the
+/// call's result (is_error, output).
+fn call(env: &TestEnv, tool: &str, args: Value) -> (bool, String) {
+    let prompt = format!("@tool {tool} {args}");
+    let out = env.command(&["run", "--mode", "auto", &prompt]).stdin(std::process::Stdio::null()).output().unwrap();
+    let db = rusqlite::Connection::open(env.database_path()).unwrap();
+    let wire: String = db
+        .query_row(
+            "SELECT wire FROM events WHERE type = 'tool_completed' ORDER BY conversation_id DESC, seq DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap_or_else(|e| panic!("no tool result ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    let event: Value = serde_json::from_str(&wire).unwrap();
+    (event["is_error"].as_bool().unwrap(), event["output"].as_str().unwrap_or("").to_string())
+}
+
+fn env_with_secrets() -> TestEnv {
+    let env = TestEnv::new();
+    let ws = &env.workspace;
+    std::fs::write(ws.join(".env"), format!("TOKEN={SECRET}\n")).unwrap();
+    std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+    std::fs::write(ws.join(".git/config"), format!("[credential]\n\thelper = {SECRET}\n")).unwrap();
+    std::fs::write(ws.join("notes.txt"), "TOKEN=public\n").unwrap();
+    env
+}
+
+#[test]
+fn search_and_listing_tools_skip_protected_paths_whatever_the_pattern_or_glob() {
+    let env = env_with_secrets();
+    symlink(env.workspace.join(".env"), env.workspace.join("innocent.txt")).unwrap();
+    for (tool, args) in [
+        ("grep", json!({"pattern": "TOKEN|helper"})),
+        ("grep", json!({"pattern": "TOKEN", "glob": ".env"})),
+        ("grep", json!({"pattern": "helper", "path": ".", "glob": "**/config"})),
+        ("grep", json!({"pattern": "TOKEN", "glob": "innocent.txt"})),
+    ] {
+        let (is_error, output) = call(&env, tool, args.clone());
+        assert!(!output.contains(SECRET), "{tool} {args}: {output}");
+        assert!(!is_error, "{tool} {args}: {output}");
+    }
+    let (_, output) = call(&env, "grep", json!({"pattern": "TOKEN"}));
+    assert!(output.contains("notes.txt"), "the search still works: {output}");
+    let (_, output) = call(&env, "find", json!({"pattern": "*"}));
+    assert!(!output.contains(".env") && !output.contains(".git") && !output.contains("innocent"), "{output}");
+    assert!(output.contains("notes.txt"), "{output}");
+    let (_, output) = call(&env, "ls", json!({}));
+    assert!(!output.contains(".env") && !output.contains("innocent"), "{output}");
+}
+
+#[test]
+fn a_symlink_inside_the_workspace_does_not_lead_to_a_protected_path() {
+    let env = env_with_secrets();
+    let ws = &env.workspace;
+    symlink(ws.join(".git/config"), ws.join("config.txt")).unwrap();
+    symlink(ws.join(".git/hooks"), ws.join("hooks")).unwrap();
+    let (is_error, output) = call(&env, "read", json!({"path": "config.txt"}));
+    assert!(is_error && !output.contains(SECRET), "{output}");
+    let (is_error, output) = call(&env, "write", json!({"path": "hooks/pre-commit", "content": "#!/bin/sh\nevil\n"}));
+    assert!(is_error, "{output}");
+    assert!(!ws.join(".git/hooks/pre-commit").exists(), "a git hook was planted through a symlink");
+    let (is_error, _) = call(&env, "edit", json!({"path": "config.txt", "old_string": SECRET, "new_string": "x"}));
+    assert!(is_error);
+    assert!(std::fs::read_to_string(ws.join(".git/config")).unwrap().contains(SECRET));
+    // Out of the workspace: a fake ~/.ssh and superpi's config dir.
+    std::fs::create_dir_all(env.home.join(".ssh")).unwrap();
+    std::fs::write(env.home.join(".ssh/id_rsa"), SECRET).unwrap();
+    std::fs::create_dir_all(&env.locations.config_dir).unwrap();
+    std::fs::write(env.locations.config_dir.join("gateway.json"), json!({"tokens": [SECRET]}).to_string()).unwrap();
+    symlink(env.home.join(".ssh"), ws.join("ssh")).unwrap();
+    symlink(env.locations.config_dir.join("gateway.json"), ws.join("gw.json")).unwrap();
+    for path in ["ssh/id_rsa", "gw.json"] {
+        let (is_error, output) = call(&env, "read", json!({ "path": path }));
+        assert!(is_error && !output.contains(SECRET), "{path}: {output}");
+    }
+}
+
+#[test]
+fn superpis_own_directories_are_protected_even_inside_a_workspace() {
+    let mut env = env_with_secrets();
+    // The config dir (settings, tokens) inside the workspace, as a careless setup might have it.
+    env.locations.config_dir = env.workspace.join(".superpi-config");
+    std::fs::create_dir_all(&env.locations.config_dir).unwrap();
+    std::fs::write(env.locations.config_dir.join("gateway.json"), json!({"tokens": [SECRET]}).to_string()).unwrap();
+    for (tool, args) in [
+        ("read", json!({"path": ".superpi-config/gateway.json"})),
+        ("grep", json!({"pattern": "tokens", "path": ".superpi-config"})),
+        ("ls", json!({"path": ".superpi-config"})),
+    ] {
+        let (is_error, output) = call(&env, tool, args.clone());
+        assert!(is_error && !output.contains(SECRET), "{tool} {args}: {output}");
+    }
+    let (_, output) = call(&env, "grep", json!({"pattern": "tokens"}));
+    assert!(!output.contains(SECRET), "{output}");
+    // A shell call never gets a workspace that holds superpi's own directories.
+    let (is_error, output) = call(&env, "bash", json!({"command": "cat .superpi-config/gateway.json"}));
+    assert!(is_error && !output.contains(SECRET), "{output}");
+}
