@@ -112,11 +112,20 @@ await app.connectWith(stream, async (ctx) => {
   });
 
   if (!superpi) {
-    for (const n of ["tool call: tool_call then tool_call_update completed", "a write shows its diff (tool call content of type diff)", "permission: request_permission answered allow_once, the call runs", "permission: reject_once refuses the call", "session/cancel ends the turn with cancelled", "session/load replays the conversation before answering", "session/set_mode plan: a write is then refused; an unknown mode is an error", "session/list, session/resume and session/close (as advertised)"]) {
+    for (const n of ["authMethods: the provider keys; authenticate names a missing one", "tool call: tool_call then tool_call_update completed", "a write shows its diff (tool call content of type diff)", "permission: request_permission answered allow_once, the call runs", "permission: reject_once refuses the call", "session/cancel ends the turn with cancelled", "session/load replays the conversation before answering", "session/set_mode plan: a write is then refused; an unknown mode is an error", "session/list, session/resume and session/close (as advertised)"]) {
       skip(n, "needs superpi's mock model");
     }
     return;
   }
+
+  await check("authMethods: the provider keys; authenticate names a missing one", async () => {
+    const ids = init.authMethods.map((m) => m.id);
+    assert.deepEqual(ids, ["env:OPENAI_API_KEY", "env:ANTHROPIC_API_KEY", "env:GEMINI_API_KEY"]);
+    const missing = init.authMethods.find((m) => m._meta?.superpi?.set === false);
+    assert.ok(missing, "every key is set in this environment: nothing to check");
+    const env = missing._meta.superpi.env;
+    await assert.rejects(ctx.request("authenticate", { methodId: missing.id }), (e) => e?.code === -32000 && e.message.includes(env));
+  });
 
   await withSession("tool call: tool_call then tool_call_update completed", async () => {
     const { sessionId } = await ctx.request("session/new", { cwd, mcpServers: [] });

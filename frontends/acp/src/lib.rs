@@ -21,6 +21,7 @@
 #![deny(clippy::print_stdout)]
 
 mod agent;
+pub mod auth;
 pub mod buffers;
 mod handlers;
 pub mod render;

@@ -10,12 +10,12 @@ use std::sync::Arc;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, CloseSessionRequest, CloseSessionResponse, Implementation,
-    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
-    LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
-    PromptResponse, ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
-    SessionListCapabilities, SessionResumeCapabilities, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
-    SetSessionModeRequest, SetSessionModeResponse,
+    AgentCapabilities, AuthenticateRequest, AuthenticateResponse, CancelNotification, CloseSessionRequest,
+    CloseSessionResponse, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, NewSessionRequest,
+    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, ResumeSessionRequest, ResumeSessionResponse,
+    SessionCapabilities, SessionCloseCapabilities, SessionListCapabilities, SessionResumeCapabilities,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, ConnectTo, Error};
@@ -28,11 +28,13 @@ use crate::handlers::*;
 use crate::request;
 use crate::wire::{ForkSessionRequest, ForkSessionResponse};
 
-/// The answer to `initialize`: static, no kernel needed.
+/// The answer to `initialize`: static, no kernel needed; `is_set` says which provider keys the
+/// environment has (for `authMethods`).
 /// The only protocol version this agent speaks is 1: it answers 1 whatever was asked (the
 /// client disconnects if it cannot speak it).
-pub fn initialize_response() -> InitializeResponse {
+pub fn initialize_response(is_set: &dyn Fn(&str) -> bool) -> InitializeResponse {
     InitializeResponse::new(ProtocolVersion::V1)
+        .auth_methods(crate::auth::methods(is_set))
         .agent_capabilities(
             AgentCapabilities::new()
                 .load_session(true)
@@ -99,7 +101,18 @@ pub async fn serve(
                             _cx: ConnectionTo<Client>| {
                     *lock(&server.client_caps) = req.client_capabilities.clone();
                     tracing::debug!(requested = ?req.protocol_version, client = ?req.client_info, "initialize");
-                    responder.respond(initialize_response())
+                    responder.respond(initialize_response(&crate::auth::env_is_set))
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: AuthenticateRequest,
+                        responder: Responder<AuthenticateResponse>,
+                        _cx: ConnectionTo<Client>| {
+                match crate::auth::authenticate(&req.method_id, &crate::auth::env_is_set) {
+                    Ok(()) => responder.respond(AuthenticateResponse::new()),
+                    Err(err) => responder.respond_with_error(err),
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -271,7 +284,7 @@ mod tests {
 
     #[test]
     fn initialize_is_static_and_honest() {
-        let init = initialize_response();
+        let init = initialize_response(&|_| false);
         assert_eq!(init.protocol_version, ProtocolVersion::V1);
         let caps = &init.agent_capabilities;
         assert!(caps.load_session);
@@ -279,7 +292,7 @@ mod tests {
         assert_eq!(caps.mcp_capabilities, McpCapabilities::new());
         let session = &caps.session_capabilities;
         assert!(session.list.is_some() && session.resume.is_some() && session.close.is_some());
-        assert!(init.auth_methods.is_empty());
+        assert_eq!(init.auth_methods.len(), crate::auth::KEYS.len());
         assert_eq!(init.agent_info.map(|i| i.name), Some("superpi".to_string()));
     }
 }
