@@ -185,3 +185,38 @@ async fn claude_code_runs_a_tool_call_turn_through_superpi_run_and_continues_aft
     assert!(last.contains("marker written") && last.contains("what did you write?"), "{last}");
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
 }
+
+/// With nobody watching who could answer, Claude Code's approval request is refused (fails
+/// closed): the command does not run and Claude Code gets the refusal as the call's result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_codes_question_with_nobody_to_ask_fails_closed() {
+    let Some(program) = real_claude() else { return };
+    let env = TestEnv::new();
+    name_program(&env, &program);
+    let command = "/usr/bin/python3 -c \"open('refused.txt','w').write('ran')\"";
+    let fake = AnthropicFake::start(vec![
+        Answer::tool_call("Bash", json!({"command": command, "description": "write a file"})),
+        Answer::text("could not"),
+    ])
+    .await
+    .unwrap();
+    fake.accept_betas();
+    // A kernel started with the fake's variables (as `superpi run` starts one), then a
+    // client that only watches: nobody can answer a question.
+    let mut cmd = env.command(&["harnesses"]);
+    cmd.envs(fake.env());
+    assert!(cmd.output().unwrap().status.success());
+    let client = KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let (cid, mut sub) = open_backend(&client, &env, "accept-edits").await;
+    let turn_id = client.submit_text(cid, "write it").await.unwrap().turn_id;
+    let events = turn_events(&mut sub, turn_id).await;
+    assert!(!events.iter().any(|e| matches!(e.body, EventBody::PermissionRequest { .. })), "{events:?}");
+    let refused = events.iter().any(|e| {
+        matches!(&e.body, EventBody::ToolCompleted { is_error: true, output, .. }
+        if output.to_string().contains("nobody to ask"))
+    });
+    assert!(refused, "{events:?}");
+    assert!(matches!(events.last().map(|e| &e.body), Some(EventBody::TurnCompleted { .. })), "{events:?}");
+    assert!(!env.workspace.join("refused.txt").exists());
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+}

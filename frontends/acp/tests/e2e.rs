@@ -652,3 +652,55 @@ fn every_kind_of_malformed_line_is_answered_and_serving_goes_on() {
         |answer| assert_eq!(answer["result"]["protocolVersion"], 1, "{answer}"),
     );
 }
+
+/// Claude Code (from the backends' test cache) behind ACP: a session with `_meta.harness =
+/// claude-code` runs a turn in which Claude Code asks to run a command; its question reaches
+/// the editor as `session/request_permission`, the editor allows it, Claude Code runs it (in
+/// superpi's confinement), and the turn's tool call and answer stream as session updates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claude_code_turn_asks_the_editor_and_runs_its_tool_call() {
+    use superpi_providers::testing::answers::Answer as Scripted;
+    use superpi_providers::testing::fakes::AnthropicFake;
+    let Some(program) = superpi_backends::discover::test_install(superpi_backends::BackendKind::ClaudeCode) else {
+        eprintln!("SKIPPED: Claude Code is not installed in the test cache (.ci/run installs it)");
+        return;
+    };
+    let env = TestEnv::new();
+    let file = format!("[backends.claude-code]\nprogram = \"{}\"\n", program.display());
+    std::fs::write(env.locations.config_dir.join("harnesses.toml"), file).unwrap();
+    let command = "/usr/bin/python3 -c \"open('from-acp.txt','w').write('yes')\"";
+    let fake = AnthropicFake::start(vec![
+        Scripted::tool_call("Bash", json!({"command": command, "description": "write a file"})),
+        Scripted::text("wrote from-acp.txt"),
+    ])
+    .await
+    .unwrap();
+    fake.accept_betas();
+    let vars = fake.env();
+    let extra: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let (result, lines) = with_editor_env(&env, &extra, Answer::Select("allow_once"), async |cx, mut seen| {
+        initialize(&cx).await?;
+        let mut request = NewSessionRequest::new(env.workspace.clone());
+        request.meta = serde_json::from_value(json!({"harness": "claude-code"})).ok();
+        let session = cx.send_request(request).block_task().await?;
+        let sid = session.session_id.clone();
+        let done = tokio::time::timeout(WAIT, cx.send_request(text_prompt(&sid, "write the file")).block_task())
+            .await
+            .expect("the turn in time")?;
+        assert_eq!(done.stop_reason, StopReason::EndTurn);
+        let asked = seen.permissions.try_recv().expect("Claude Code's question reached the editor");
+        assert!(format!("{asked:?}").contains("from-acp.txt"), "{asked:?}");
+        let updates = seen.drain();
+        assert!(agent_text(&updates).contains("wrote from-acp.txt"), "{updates:?}");
+        let completed = updates.iter().any(|u| {
+            matches!(&u.update, SessionUpdate::ToolCallUpdate(t) if t.fields.status == Some(ToolCallStatus::Completed))
+        });
+        assert!(completed, "no completed tool call in {updates:?}");
+        Ok(sid)
+    })
+    .await;
+    result.unwrap();
+    assert_jsonrpc_only(&lines);
+    assert_eq!(std::fs::read_to_string(env.workspace.join("from-acp.txt")).unwrap(), "yes");
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+}
