@@ -56,6 +56,11 @@ fn gemini_formats(kind: &str) -> &'static [&'static str] {
     }
 }
 
+/// The JSON-Schema types Gemini's `Type` knows (`null` is `nullable`).
+fn is_schema_type(name: &str) -> bool {
+    matches!(name, "string" | "number" | "integer" | "boolean" | "array" | "object")
+}
+
 fn type_of(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
@@ -147,11 +152,16 @@ impl Translator<'_> {
         }
         let mut nullable = source.get("nullable").and_then(Value::as_bool).unwrap_or(false);
         let mut kind: Option<String> = None;
+        // A `type` that names no JSON-Schema type (Gemini refuses the request for it) is dropped.
         match source.get("type") {
-            Some(Value::String(t)) => kind = Some(t.to_ascii_lowercase()),
+            Some(Value::String(t)) => kind = Some(t.to_ascii_lowercase()).filter(|t| is_schema_type(t)),
             Some(Value::Array(types)) => {
-                let mut named: Vec<String> =
-                    types.iter().filter_map(Value::as_str).map(str::to_ascii_lowercase).collect();
+                let mut named: Vec<String> = types
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_ascii_lowercase)
+                    .filter(|t| is_schema_type(t) || t == "null")
+                    .collect();
                 if named.iter().any(|t| t == "null") {
                     nullable = true;
                     named.retain(|t| t != "null");

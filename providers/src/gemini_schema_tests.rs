@@ -56,3 +56,13 @@ fn recursive_refs_stop_and_no_arguments_means_no_parameters() {
     assert_eq!(parameters(&json!({"type": "object"})), None);
     assert_eq!(parameters(&json!(true)), None);
 }
+
+#[test]
+fn a_type_that_names_no_json_schema_type_is_dropped() {
+    // Found by the schema_gemini fuzz target: Gemini refuses an unknown `Type`.
+    let schema = json!({"type": "object", "properties": {"limit": {"type": "integ: ", "minimum": 1}, "n": {"type": ["nope", "null"]}}});
+    let out = parameters(&schema).unwrap();
+    assert_eq!(out["properties"]["limit"].get("type"), None, "{out}");
+    assert_eq!(out["properties"]["n"].get("type"), None, "{out}");
+    assert_eq!(out["properties"]["n"]["nullable"], true, "{out}");
+}

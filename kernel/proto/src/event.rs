@@ -16,6 +16,7 @@ fn schema_v1() -> u32 {
 
 /// One event of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "Map<String, Value>")]
 pub struct Event {
     #[serde(default = "schema_v1")]
     pub v: u32,
@@ -29,6 +30,34 @@ pub struct Event {
     pub timestamp_ms: i64,
     #[serde(flatten)]
     pub body: EventBody,
+}
+
+/// The derived reading of an event's wire map. [`Event`] reads its map first, so a key given
+/// twice counts once (the last), as when the event is written back: otherwise a known type with
+/// a duplicate key read as `Unknown` and wrote back as the known type (found by fuzzing).
+#[derive(Deserialize)]
+struct EventFields {
+    #[serde(default = "schema_v1")]
+    v: u32,
+    conversation_id: i64,
+    #[serde(default)]
+    turn_id: Option<i64>,
+    #[serde(default)]
+    seq: u64,
+    #[serde(default)]
+    timestamp_ms: i64,
+    #[serde(flatten)]
+    body: EventBody,
+}
+
+impl TryFrom<Map<String, Value>> for Event {
+    type Error = serde_json::Error;
+
+    fn try_from(map: Map<String, Value>) -> Result<Event, serde_json::Error> {
+        let EventFields { v, conversation_id, turn_id, seq, timestamp_ms, body } =
+            serde_json::from_value(Value::Object(map))?;
+        Ok(Event { v, conversation_id, turn_id, seq, timestamp_ms, body })
+    }
 }
 
 /// A permission option offered to a person; `kind` is ACP's PermissionOptionKind.

@@ -129,3 +129,13 @@ fn permission_requests_carry_the_four_acp_options() {
     let kinds: Vec<String> = permission_options().into_iter().map(|o| o.kind).collect();
     assert_eq!(kinds, ["allow_once", "allow_always", "reject_once", "reject_always"]);
 }
+
+#[test]
+fn a_key_given_twice_counts_once_and_the_event_survives_writing() {
+    // Found by the frame fuzz target: a known type with a duplicate key read as Unknown and
+    // wrote back as the known type.
+    let text = r#"{"conversation_id":1,"turn_id":2,"type":"turn_completed","stop_reason":"end_turn","result":"x","result":"done"}"#;
+    let event = Event::from_json(text).unwrap();
+    assert_eq!(event.body, EventBody::TurnCompleted { stop_reason: "end_turn".into(), result: Some("done".into()) });
+    assert_eq!(Event::from_json(&event.to_json()).unwrap(), event);
+}
