@@ -205,12 +205,8 @@ fn attached_servers(servers: &[superpi_proto::method::McpServerParam]) -> Result
                 ),
             ));
         }
-        let config = superpi_policy::McpServerConfig {
-            command: server.command.clone(),
-            args: server.args.clone(),
-            env: server.env.clone(),
-            ..Default::default()
-        };
+        let config =
+            superpi_policy::McpServerConfig::stdio(server.command.clone(), server.args.clone(), server.env.clone());
         attached.insert(server.name.clone(), config);
     }
     Ok(Some(attached))

@@ -138,13 +138,17 @@ impl McpClients {
         conversation: Option<i64>,
     ) -> (Attached, Vec<String>) {
         let (mut attached, mut notices) = (Attached::default(), Vec::new());
-        let settings = match superpi_policy::Settings::load(config_dir, Some(workspace)) {
+        let mut settings = match superpi_policy::Settings::load(config_dir, Some(workspace)) {
             Ok(settings) => settings,
             Err(err) => return (attached, vec![format!("no MCP server is started: {err}")]),
         };
         let mut servers = own;
-        servers.extend(settings.mcp_servers);
+        servers.extend(std::mem::take(&mut settings.mcp_servers));
         for (name, config) in servers {
+            if let Err(why) = config.reachable(&settings) {
+                notices.push(format!("the MCP server `{name}` is not reached: {why}"));
+                continue;
+            }
             let key = Arc::new(ServerKey {
                 workspace: workspace.to_path_buf(),
                 network: config.gets_network(&settings.network),
@@ -291,7 +295,7 @@ impl McpClients {
                     }
                     Some(Ok(conn)) => {
                         status.state = if conn.alive() { "running" } else { "stopped" }.into();
-                        status.pid = Some(conn.pid());
+                        status.pid = conn.pid();
                         status.tools = conn.tools().into_iter().map(|t| t.def.name).collect();
                     }
                 }

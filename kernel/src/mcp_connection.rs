@@ -1,14 +1,19 @@
-//! One running external MCP server: its confined process, rmcp's client session over the
-//! process's stdin and stdout, its tool list (listed again on
-//! `notifications/tools/list_changed`) and its last stderr lines, for notices and errors.
+//! One running external MCP server: its confined process and rmcp's client session over the
+//! process's stdin and stdout (stdio), or the session over Streamable HTTP (a URL); its tool
+//! list (listed again on `notifications/tools/list_changed`) and a process's last stderr
+//! lines, for notices and errors.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceExt};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use superpi_policy::McpTransport;
 use superpi_proto::tool::{ToolCallResult, ToolDef};
 use superpi_sandbox::{Sandbox, ServerHandle, ServerSpec, ToolCall};
 use tokio::io::AsyncBufReadExt;
@@ -47,56 +52,60 @@ pub(crate) struct Connection {
     stderr: Arc<Mutex<VecDeque<String>>>,
     /// Cancelled when its stderr closes (it exited).
     stderr_closed: CancellationToken,
-    process: ServerHandle,
+    /// A stdio server's process (none for an HTTP server).
+    process: Option<ServerHandle>,
 }
 
 impl Connection {
-    /// Starts the server of `key` confined to its workspace, with `state_dir` its own (and its
-    /// `HOME`), and lists its tools.
+    /// Starts (or, over HTTP, reaches) the server of `key` and lists its tools. A process is
+    /// confined to its workspace, with `state_dir` its own (and its `HOME`).
     pub async fn start(sandbox: &Sandbox, key: &ServerKey, state_dir: PathBuf) -> Result<Connection, String> {
-        let (name, config) = (&key.name, &key.config);
-        let spec = ServerSpec {
-            program: config.command.clone(),
-            args: config.args.clone(),
-            env: config.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-            cwd: config.cwd.clone(),
-            workspace: key.workspace.clone(),
-            network: key.network,
-            state_dir: Some(state_dir),
-            readable: Vec::new(),
-        };
-        let process = sandbox.start_server(spec).await?;
-        let stderr = Arc::new(Mutex::new(VecDeque::new()));
-        let stderr_closed = CancellationToken::new();
-        tokio::spawn(keep_stderr(name.clone(), process.stderr, stderr.clone(), stderr_closed.clone()));
+        let name = &key.name;
         let tools = Arc::new(RwLock::new(Vec::new()));
         let watcher = ListWatcher { server: name.clone(), tools: tools.clone() };
-        let started = tokio::time::timeout(START_TIMEOUT, async {
-            let service = watcher.serve((process.stdout, process.stdin)).await.map_err(|e| e.to_string())?;
-            let listed = service.peer().list_all_tools().await.map_err(|e| format!("tools/list: {e}"))?;
-            Ok::<_, String>((service, listed))
-        })
-        .await
-        .unwrap_or_else(|_| Err(format!("it did not answer within {START_TIMEOUT:?}")));
-        let (service, listed) = match started {
-            Ok(ok) => ok,
-            Err(why) => {
-                // The server's last words come with its exit, which closes stderr.
-                let _ = tokio::time::timeout(Duration::from_secs(2), stderr_closed.cancelled()).await;
-                return Err(with_stderr(why, &stderr));
+        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        let stderr_closed = CancellationToken::new();
+        let (service, listed, process) = match &key.config.transport {
+            McpTransport::Stdio { command, args, env, cwd } => {
+                let spec = ServerSpec {
+                    program: command.clone(),
+                    args: args.clone(),
+                    env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                    cwd: cwd.clone(),
+                    workspace: key.workspace.clone(),
+                    network: key.network,
+                    state_dir: Some(state_dir),
+                    readable: Vec::new(),
+                };
+                let process = sandbox.start_server(spec).await?;
+                tokio::spawn(keep_stderr(name.clone(), process.stderr, stderr.clone(), stderr_closed.clone()));
+                match initialized(watcher.serve((process.stdout, process.stdin))).await {
+                    Ok((service, listed)) => (service, listed, Some(process.handle)),
+                    Err(why) => {
+                        // The server's last words come with its exit, which closes stderr.
+                        let _ = tokio::time::timeout(Duration::from_secs(2), stderr_closed.cancelled()).await;
+                        return Err(with_stderr(why, &stderr));
+                    }
+                }
+            }
+            McpTransport::Http { url, headers, bearer_token_env } => {
+                stderr_closed.cancel();
+                let transport = http_transport(url, headers, bearer_token_env.as_deref())?;
+                let (service, listed) = initialized(watcher.serve(transport)).await?;
+                (service, listed, None)
             }
         };
         *tools.write().unwrap_or_else(|p| p.into_inner()) = listed_tools(name, &listed);
         tracing::info!(server = %name, workspace = %key.workspace.display(), tools = listed.len(), "MCP server started");
-        Ok(Connection { name: name.clone(), service, tools, stderr, stderr_closed, process: process.handle })
+        Ok(Connection { name: name.clone(), service, tools, stderr, stderr_closed, process })
     }
 
     pub fn alive(&self) -> bool {
         !self.service.is_closed() && !self.service.peer().is_transport_closed()
     }
 
-    pub fn pid(&self) -> i32 {
-        self.process.pid()
+    pub fn pid(&self) -> Option<i32> {
+        self.process.as_ref().map(ServerHandle::pid)
     }
 
     /// Its tools as last listed.
@@ -139,6 +148,44 @@ impl Connection {
             }
         }
     }
+}
+
+type Session = RunningService<RoleClient, ListWatcher>;
+
+/// The session once `initialize` and `tools/list` are answered (within [`START_TIMEOUT`]).
+async fn initialized<E: std::fmt::Display>(
+    serving: impl Future<Output = Result<Session, E>>,
+) -> Result<(Session, Vec<rmcp::model::Tool>), String> {
+    let started = tokio::time::timeout(START_TIMEOUT, async {
+        let service = serving.await.map_err(|e| e.to_string())?;
+        let listed = service.peer().list_all_tools().await.map_err(|e| format!("tools/list: {e}"))?;
+        Ok::<_, String>((service, listed))
+    });
+    started.await.unwrap_or_else(|_| Err(format!("it did not answer within {START_TIMEOUT:?}")))
+}
+
+/// Streamable HTTP to `url`, with these headers and the bearer token of the kernel's variable
+/// `bearer_token_env`.
+fn http_transport(
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+    bearer_token_env: Option<&str>,
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+    // The providers install the same one; whichever comes first is fine.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut custom = std::collections::HashMap::new();
+    for (name, value) in headers {
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|e| format!("header {name}: {e}"))?;
+        let value = HeaderValue::from_str(value).map_err(|e| format!("header {name}: {e}"))?;
+        custom.insert(name, value);
+    }
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
+    if let Some(variable) = bearer_token_env {
+        let token = std::env::var(variable)
+            .map_err(|_| format!("`{variable}` (its bearer token) is not set in the kernel's environment"))?;
+        config = config.auth_header(token);
+    }
+    Ok(StreamableHttpClientTransport::from_config(config))
 }
 
 fn listed_tools(server: &str, listed: &[rmcp::model::Tool]) -> Vec<Listed> {

@@ -368,3 +368,49 @@ async fn mcp_tools_round_trip_through_the_kernels_tool_call_on_the_workspaces_se
     assert_eq!(status.len(), 1, "the turn's server served the calls too: {status:?}");
     assert_eq!(status[0].conversations, vec![conversation]);
 }
+
+#[test]
+fn a_streamable_http_server_is_reached_at_its_url_with_the_bearer_token_of_a_variable() {
+    let env = TestEnv::new();
+    std::fs::write(env.workspace.join("marker.txt"), "here").unwrap();
+    let token = "the-gateway-token";
+    // The kernel reads the token from its environment: start it from a command that has it.
+    let out = env.command(&["run", "hello"]).env("GW_TOKEN", token).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // superpi's own gateway serves MCP over Streamable HTTP at /mcp, behind its token.
+    let (_gateway, base) = env.spawn_http(&["gateway", "--port", "0"], &[("SUPERPI_GATEWAY_TOKEN", token)]);
+    let (ok, stderr) = env.run_to_exit(
+        &[
+            "mcp",
+            "add",
+            "gw",
+            "--url",
+            &format!("{base}/mcp"),
+            "--header",
+            "X-Client: superpi-test",
+            "--bearer-token-env",
+            "GW_TOKEN",
+        ],
+        &[],
+    );
+    assert!(ok, "{stderr}");
+    let (ok, stderr) = env.run_to_exit(&["mcp", "add", "anon", "--url", &format!("{base}/mcp")], &[]);
+    assert!(ok, "{stderr}");
+    let (ok, stdout, stderr) = run(&env, "accept-edits", r#"@tool mcp__gw__ls {"path":"."}"#);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("mcp__gw__ls returned") && stdout.contains("marker.txt"), "{stdout}\n{stderr}");
+    assert!(stderr.contains("`anon` is not available") && stderr.contains("401"), "no token, no tools: {stderr}");
+    let servers = status_servers(&env);
+    let gw = servers.iter().find(|s| s["name"] == "gw").unwrap_or_else(|| panic!("{servers:?}"));
+    assert_eq!(gw["state"], "running");
+    assert!(gw["pid"].is_null(), "no process of its own: {gw}");
+
+    // The network policy decides whether the kernel reaches it at all.
+    let settings_path = env.locations.config_dir.join("settings.json");
+    let mut settings: Value = serde_json::from_str(&std::fs::read_to_string(&settings_path).unwrap()).unwrap();
+    settings["network"] = json!({"policy": "allowlist", "allow_hosts": ["example.com"]});
+    std::fs::write(&settings_path, settings.to_string()).unwrap();
+    let (ok, _, stderr) = run(&env, "accept-edits", "just answer");
+    assert!(ok, "{stderr}");
+    assert!(stderr.contains("`gw` is not reached") && stderr.contains("allow_hosts"), "{stderr}");
+}

@@ -11,6 +11,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use serde_json::{Map, Value, json};
 use superpi_client::{KernelClient, Locations};
+use superpi_policy::McpTransport;
 use superpi_policy::settings::SETTINGS_FILE;
 use superpi_proto::method::McpServerStatus;
 
@@ -30,7 +31,8 @@ pub struct McpArgs {
 pub enum McpAction {
     /// The external MCP servers of your settings, with what a running kernel says of each.
     List(crate::listing::JsonFlag),
-    /// Adds an external MCP server to your settings: `superpi mcp add NAME -- CMD ARGS...`.
+    /// Adds an external MCP server to your settings: `superpi mcp add NAME -- CMD ARGS...`, or
+    /// `superpi mcp add NAME --url URL`.
     Add(AddArgs),
     /// Removes an external MCP server from your settings.
     Remove {
@@ -56,8 +58,17 @@ pub struct AddArgs {
     /// Replaces a server of the same name.
     #[arg(long)]
     pub replace: bool,
+    /// A server reached over Streamable HTTP at this URL, instead of a command.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["command", "env", "cwd", "network"])]
+    pub url: Option<String>,
+    /// A header sent to a `--url` server with every request (repeatable).
+    #[arg(long = "header", value_name = "NAME: VALUE", requires = "url")]
+    pub headers: Vec<String>,
+    /// The environment variable (of the kernel) holding a `--url` server's bearer token.
+    #[arg(long, value_name = "VAR", requires = "url")]
+    pub bearer_token_env: Option<String>,
     /// The program and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    #[arg(last = true, required_unless_present = "url", value_name = "COMMAND")]
     pub command: Vec<String>,
 }
 
@@ -67,10 +78,16 @@ pub async fn run(locations: &Locations, action: McpAction) -> anyhow::Result<Exi
         McpAction::List(flag) => list(locations, &path, flag.json).await,
         McpAction::Add(args) => {
             let name = args.name.clone();
-            let mut entry = stdio_entry(args.command, &args.env, args.cwd)?;
-            if args.network {
-                entry["network"] = json!(true);
-            }
+            let entry = match &args.url {
+                Some(url) => http_entry(url, &args.headers, args.bearer_token_env.as_deref())?,
+                None => {
+                    let mut entry = stdio_entry(args.command, &args.env, args.cwd)?;
+                    if args.network {
+                        entry["network"] = json!(true);
+                    }
+                    entry
+                }
+            };
             edit(&path, |servers| {
                 if servers.contains_key(&name) && !args.replace {
                     bail!("`{name}` is already in {}; remove it first, or add it with --replace", path.display());
@@ -93,6 +110,24 @@ pub async fn run(locations: &Locations, action: McpAction) -> anyhow::Result<Exi
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// An HTTP server's settings entry.
+fn http_entry(url: &str, headers: &[String], bearer_token_env: Option<&str>) -> anyhow::Result<Value> {
+    let mut entry = Map::new();
+    entry.insert("url".into(), json!(url));
+    if !headers.is_empty() {
+        let mut named = Map::new();
+        for header in headers {
+            let Some((name, value)) = header.split_once(':') else { bail!("--header `{header}` is not NAME: VALUE") };
+            named.insert(name.trim().to_string(), json!(value.trim()));
+        }
+        entry.insert("headers".into(), Value::Object(named));
+    }
+    if let Some(variable) = bearer_token_env {
+        entry.insert("bearer_token_env".into(), json!(variable));
+    }
+    Ok(Value::Object(entry))
 }
 
 /// A stdio server's settings entry.
@@ -160,9 +195,16 @@ async fn list(locations: &Locations, path: &Path, json: bool) -> anyhow::Result<
         let servers: Vec<Value> = settings
             .mcp_servers
             .iter()
-            .map(|(name, server)| {
-                json!({"name": name, "command": server.command, "args": server.args, "env": server.env,
-                       "cwd": server.cwd, "running": states(name)})
+            .map(|(name, server)| match &server.transport {
+                McpTransport::Stdio { command, args, env, cwd } => {
+                    json!({"name": name, "command": command, "args": args, "env": env, "cwd": cwd,
+                           "running": states(name)})
+                }
+                // Header values may be secrets: their names only.
+                McpTransport::Http { url, headers, bearer_token_env } => {
+                    json!({"name": name, "url": url, "headers": headers.keys().collect::<Vec<_>>(),
+                           "bearer_token_env": bearer_token_env, "running": states(name)})
+                }
             })
             .collect();
         let attached: Vec<&McpServerStatus> =
@@ -175,8 +217,7 @@ async fn list(locations: &Locations, path: &Path, json: bool) -> anyhow::Result<
         println!("no MCP servers in {} (add one with `superpi mcp add NAME -- COMMAND ARGS...`)", path.display());
     }
     for (name, server) in &settings.mcp_servers {
-        let command = std::iter::once(&server.command).chain(&server.args).cloned().collect::<Vec<_>>().join(" ");
-        println!("{name}: {command}");
+        println!("{name}: {}", server.describe());
         match &running {
             None => println!("  (no kernel is running)"),
             Some(running) => print_states(running.iter().filter(|s| &s.name == name)),

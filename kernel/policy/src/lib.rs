@@ -83,7 +83,7 @@ pub use conversation::ConversationPolicy;
 pub use decide::{Answer, CallFacts, Decision, Overrides, Remember, Risk, Rule, decide};
 pub use error::ConfigError;
 pub use harness::{Harness, Harnesses, UnknownHarness, WorkspaceKind};
-pub use mcp_servers::McpServerConfig;
+pub use mcp_servers::{McpServerConfig, McpTransport};
 pub use mode::{Mode, UnknownMode};
 pub use mode_choice::{Caller, effective_mode};
 pub use paths::ProtectedPaths;

@@ -1,6 +1,7 @@
 //! The `mcp_servers` section of the user's settings: external MCP servers whose tools the
-//! kernel offers as `mcp__SERVER__TOOL`. Only the user's file may name servers (a server runs
-//! a program); a workspace file that tries is refused like any other loosening key.
+//! kernel offers as `mcp__SERVER__TOOL`, each a program (stdio) or a URL (Streamable HTTP).
+//! Only the user's file may name servers (a server runs a program, or is sent the user's
+//! data); a workspace file that tries is refused like any other loosening key.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -10,21 +11,72 @@ use serde::Deserialize;
 use crate::error::ConfigError;
 use crate::settings::{Network, NetworkPolicy, ShellNetwork};
 
-/// One stdio MCP server: the program the kernel starts (through the sandbox crate) on first
-/// need, and talks to over its stdin and stdout.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+/// One external MCP server: how it is reached, and what it is granted.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct McpServerConfig {
-    pub command: String,
-    pub args: Vec<String>,
-    /// Variables set for the server, besides the sandbox's allow list.
-    pub env: BTreeMap<String, String>,
-    /// Its working directory; absent: the workspace of the conversation that first needs it.
-    pub cwd: Option<PathBuf>,
+    pub transport: McpTransport,
     /// Seconds unused before it is stopped (0: never); absent: the kernel's default.
     pub idle_stop_secs: Option<u64>,
     /// `true` asks for the network (granted when the network policy is `allow`); absent: it
-    /// gets what a shell command that does not ask gets.
+    /// gets what a shell command that does not ask gets. For a stdio server only.
     pub network: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum McpTransport {
+    /// A program the kernel starts (through the sandbox crate) on first need, and talks to
+    /// over its stdin and stdout.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        /// Variables set for the server, besides the sandbox's allow list.
+        env: BTreeMap<String, String>,
+        /// Its working directory; absent: the workspace of the conversation that needs it.
+        cwd: Option<PathBuf>,
+    },
+    /// A server the kernel reaches over Streamable HTTP.
+    Http {
+        url: String,
+        /// Headers sent with every request.
+        headers: BTreeMap<String, String>,
+        /// The environment variable (of the kernel) whose value is sent as a bearer token.
+        bearer_token_env: Option<String>,
+    },
+}
+
+impl McpServerConfig {
+    /// A stdio server with these program and arguments and nothing else set.
+    pub fn stdio(command: String, args: Vec<String>, env: BTreeMap<String, String>) -> Self {
+        McpServerConfig {
+            transport: McpTransport::Stdio { command, args, env, cwd: None },
+            idle_stop_secs: None,
+            network: None,
+        }
+    }
+
+    /// How it is reached, for people: the command line, or the URL.
+    pub fn describe(&self) -> String {
+        match &self.transport {
+            McpTransport::Stdio { command, args, .. } => {
+                std::iter::once(command).chain(args).cloned().collect::<Vec<_>>().join(" ")
+            }
+            McpTransport::Http { url, .. } => url.clone(),
+        }
+    }
+
+    /// Whether the kernel may reach an HTTP server under `settings`: not with the network
+    /// policy `deny`, and with `allowlist` only at an allow-listed host.
+    pub fn reachable(&self, settings: &crate::Settings) -> Result<(), String> {
+        let McpTransport::Http { url, .. } = &self.transport else { return Ok(()) };
+        match settings.network.policy {
+            NetworkPolicy::Allow => Ok(()),
+            NetworkPolicy::Deny => Err("the network policy is `deny`".into()),
+            NetworkPolicy::Allowlist => match crate::net::url_host(url) {
+                Some(host) if settings.host_allowed(&host) => Ok(()),
+                _ => Err(format!("the host of {url} is not in network.allow_hosts")),
+            },
+        }
+    }
 }
 
 impl McpServerConfig {
@@ -40,12 +92,16 @@ impl McpServerConfig {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawMcpServer {
-    command: String,
+    command: Option<String>,
     #[serde(default)]
     args: Vec<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
     cwd: Option<PathBuf>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    bearer_token_env: Option<String>,
     idle_stop_secs: Option<u64>,
     network: Option<bool>,
 }
@@ -64,40 +120,55 @@ pub(crate) fn mcp_servers(
 ) -> Result<BTreeMap<String, McpServerConfig>, ConfigError> {
     let mut servers = BTreeMap::new();
     for (name, server) in raw {
-        let key = |k: &str| format!("mcp_servers.{name}{k}");
+        let invalid = |k: &str, why: String| ConfigError::invalid(path, format!("mcp_servers.{name}{k}"), why);
         if !valid_server_name(&name) {
-            return Err(ConfigError::invalid(
-                path,
-                key(""),
-                "a server name is 1 to 32 characters of a-z, A-Z, 0-9, `_` and `-`, without `__`",
-            ));
+            let why = "a server name is 1 to 32 characters of a-z, A-Z, 0-9, `_` and `-`, without `__`";
+            return Err(invalid("", why.into()));
         }
-        if server.command.trim().is_empty() {
-            return Err(ConfigError::invalid(path, key(".command"), "the command is empty"));
-        }
-        if let Some(cwd) = &server.cwd
-            && !cwd.is_absolute()
-        {
-            return Err(ConfigError::invalid(
-                path,
-                key(".cwd"),
-                format!("`{}` is not an absolute path", cwd.display()),
-            ));
-        }
-        for variable in server.env.keys() {
-            if variable.is_empty() || variable.contains('=') || variable.contains('\0') {
-                return Err(ConfigError::invalid(path, key(".env"), format!("`{variable}` is not a variable name")));
-            }
-        }
-        let config = McpServerConfig {
-            command: server.command,
-            args: server.args,
-            env: server.env,
-            cwd: server.cwd,
-            idle_stop_secs: server.idle_stop_secs,
-            network: server.network,
+        let (idle_stop_secs, network) = (server.idle_stop_secs, server.network);
+        let transport = match (&server.command, &server.url) {
+            (Some(_), None) => stdio(server).map_err(|(k, why)| invalid(k, why))?,
+            (None, Some(_)) => http(server).map_err(|(k, why)| invalid(k, why))?,
+            _ => return Err(invalid("", "give either a `command` or a `url`".into())),
         };
-        servers.insert(name, config);
+        servers.insert(name, McpServerConfig { transport, idle_stop_secs, network });
     }
     Ok(servers)
+}
+
+/// A failed check: the key under the server's, and why.
+type Invalid = (&'static str, String);
+
+fn stdio(server: RawMcpServer) -> Result<McpTransport, Invalid> {
+    let command = server.command.unwrap_or_default();
+    if command.trim().is_empty() {
+        return Err((".command", "the command is empty".into()));
+    }
+    if !server.headers.is_empty() || server.bearer_token_env.is_some() {
+        return Err(("", "`headers` and `bearer_token_env` need a `url`".into()));
+    }
+    if let Some(cwd) = server.cwd.as_ref().filter(|cwd| !cwd.is_absolute()) {
+        return Err((".cwd", format!("`{}` is not an absolute path", cwd.display())));
+    }
+    if let Some(variable) = server.env.keys().find(|v| v.is_empty() || v.contains(['=', '\0'])) {
+        return Err((".env", format!("`{variable}` is not a variable name")));
+    }
+    Ok(McpTransport::Stdio { command, args: server.args, env: server.env, cwd: server.cwd })
+}
+
+fn http(server: RawMcpServer) -> Result<McpTransport, Invalid> {
+    let url = server.url.unwrap_or_default();
+    if crate::net::url_host(&url).is_none() {
+        return Err((".url", format!("`{url}` is not an http(s) URL")));
+    }
+    if !server.args.is_empty() || !server.env.is_empty() || server.cwd.is_some() || server.network.is_some() {
+        return Err(("", "`args`, `env`, `cwd` and `network` are for a `command`, not a `url`".into()));
+    }
+    let bad_header = |(name, value): &(&String, &String)| {
+        name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') || value.contains(['\r', '\n'])
+    };
+    if let Some((name, _)) = server.headers.iter().find(bad_header) {
+        return Err((".headers", format!("`{name}` is not a valid header")));
+    }
+    Ok(McpTransport::Http { url, headers: server.headers, bearer_token_env: server.bearer_token_env })
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::mcp_servers::McpTransport;
 
 fn user(text: &str) -> Result<Settings, ConfigError> {
     Settings::from_user_file(text, Path::new("/cfg/settings.json"))
@@ -283,18 +284,33 @@ fn mcp_servers_are_read_from_the_user_file_with_errors_naming_the_key() {
     let path = Path::new("/cfg/settings.json");
     let text = r#"{"mcp_servers": {"fix": {"command": "/bin/fix", "args": ["-v"], "env": {"K": "V"}, "cwd": "/srv"}}}"#;
     let s = Settings::from_user_file(text, path).unwrap();
-    let fix = &s.mcp_servers["fix"];
-    assert_eq!((fix.command.as_str(), fix.args.clone()), ("/bin/fix", vec!["-v".to_string()]));
-    assert_eq!(fix.env.get("K").map(String::as_str), Some("V"));
-    assert_eq!(fix.cwd.as_deref(), Some(Path::new("/srv")));
+    let env = BTreeMap::from([("K".to_string(), "V".to_string())]);
+    let McpTransport::Stdio { command, args, env: vars, cwd } = &s.mcp_servers["fix"].transport else { panic!() };
+    assert_eq!((command.as_str(), args.clone()), ("/bin/fix", vec!["-v".to_string()]));
+    assert_eq!((vars, cwd.as_deref()), (&env, Some(Path::new("/srv"))));
+    let text = r#"{"mcp_servers": {"far": {"url": "https://mcp.example.com/mcp", "headers": {"X-Team": "a"},
+                  "bearer_token_env": "FAR_TOKEN"}}}"#;
+    let s = Settings::from_user_file(text, path).unwrap();
+    let McpTransport::Http { url, headers, bearer_token_env } = &s.mcp_servers["far"].transport else { panic!() };
+    assert_eq!((url.as_str(), bearer_token_env.as_deref()), ("https://mcp.example.com/mcp", Some("FAR_TOKEN")));
+    assert_eq!(headers.get("X-Team").map(String::as_str), Some("a"));
 
     let bad = |text: &str| Settings::from_user_file(text, path).unwrap_err();
     assert_eq!(bad(r#"{"mcp_servers": {"a__b": {"command": "x"}}}"#).key(), Some("mcp_servers.a__b"));
     assert_eq!(bad(r#"{"mcp_servers": {"fix": {"command": " "}}}"#).key(), Some("mcp_servers.fix.command"));
     assert_eq!(bad(r#"{"mcp_servers": {"fix": {"command": "x", "cwd": "rel"}}}"#).key(), Some("mcp_servers.fix.cwd"));
-    let unknown = bad(r#"{"mcp_servers": {"fix": {"command": "x", "url": "http://h"}}}"#);
-    assert_eq!(unknown.key(), Some("mcp_servers.fix.url"));
-    assert!(unknown.to_string().contains("/cfg/settings.json"), "{unknown}");
+    let both = bad(r#"{"mcp_servers": {"fix": {"command": "x", "url": "http://h"}}}"#);
+    assert_eq!(both.key(), Some("mcp_servers.fix"));
+    assert!(both.to_string().contains("/cfg/settings.json"), "{both}");
+    assert_eq!(bad(r#"{"mcp_servers": {"fix": {"url": "ftp://h"}}}"#).key(), Some("mcp_servers.fix.url"));
+    assert_eq!(bad(r#"{"mcp_servers": {"fix": {"url": "http://h", "args": ["x"]}}}"#).key(), Some("mcp_servers.fix"));
+    assert_eq!(
+        bad(r#"{"mcp_servers": {"fix": {"command": "x", "headers": {"A": "b"}}}}"#).key(),
+        Some("mcp_servers.fix")
+    );
+    let header = bad(r#"{"mcp_servers": {"fix": {"url": "http://h", "headers": {"A": "b\r\nC: d"}}}}"#);
+    assert_eq!(header.key(), Some("mcp_servers.fix.headers"));
+    assert_eq!(bad(r#"{"mcp_servers": {"fix": {"command": "x", "nope": 1}}}"#).key(), Some("mcp_servers.fix.nope"));
 }
 
 #[test]
