@@ -1,0 +1,94 @@
+//! End to end: published MCP servers (@modelcontextprotocol/server-filesystem and
+//! server-everything, pinned in tests/npm/package-lock.json) configured as superpi's external
+//! servers and called from `superpi run` turns through the mock model, confined by the sandbox.
+//!
+//! .ci/run installs them outside the repository, in `$SUPERPI_TEST_NPM` (default
+//! `~/.cache/superpi/test-npm`). Where they are not installed these tests say so and pass,
+//! unless `CI` is set: there they must run.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)] // test helpers fail loudly
+
+use std::path::PathBuf;
+
+use serde_json::json;
+use superpi_tests::TestEnv;
+
+/// The installed packages' directory, or `None` (with a message) where they are not installed.
+fn installed() -> Option<PathBuf> {
+    let root = match std::env::var_os("SUPERPI_TEST_NPM") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(std::env::var_os("HOME")?).join(".cache/superpi/test-npm"),
+    };
+    let modules = root.join("node_modules");
+    let ready = ["server-filesystem", "server-everything"]
+        .iter()
+        .all(|p| modules.join("@modelcontextprotocol").join(p).join("dist/index.js").is_file());
+    if ready {
+        return Some(modules);
+    }
+    let how = "install them as .ci/run does: copy tests/npm/package*.json to that directory and run `npm ci` there";
+    assert!(std::env::var_os("CI").is_none(), "the npm MCP servers are not installed in {}: {how}", root.display());
+    eprintln!("SKIPPED: the npm MCP servers are not installed in {} ({how})", root.display());
+    None
+}
+
+/// A server of the package `package`, run by node from the installed modules.
+fn node_server(modules: &std::path::Path, package: &str, args: &[&str]) -> serde_json::Value {
+    let script = modules.join("@modelcontextprotocol").join(package).join("dist/index.js");
+    let mut argv = vec![script.display().to_string()];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    json!({"command": "node", "args": argv})
+}
+
+fn run(env: &TestEnv, mode: &str, prompt: &str) -> (bool, String, String) {
+    let out = env.command(&["run", "--mode", mode, prompt]).output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+#[test]
+fn server_filesystem_and_server_everything_round_trip_as_configured_servers() {
+    let Some(modules) = installed() else { return };
+    let env = TestEnv::new();
+    let workspace = env.workspace.canonicalize().unwrap();
+    std::fs::write(workspace.join("marker.txt"), "from the workspace").unwrap();
+    let settings = json!({
+        // The servers' own files (node_modules) are readable inside the sandbox.
+        "sandbox": {"extra_read_paths": [modules]},
+        "mcp_servers": {
+            "fs": node_server(&modules, "server-filesystem", &[&workspace.display().to_string()]),
+            "every": node_server(&modules, "server-everything", &["stdio"]),
+        },
+    });
+    std::fs::write(env.locations.config_dir.join("settings.json"), settings.to_string()).unwrap();
+
+    let list = format!(r#"@tool mcp__fs__list_directory {{"path":"{}"}}"#, workspace.display());
+    let (ok, stdout, stderr) = run(&env, "accept-edits", &list);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("mcp__fs__list_directory returned") && stdout.contains("marker.txt"), "{stdout}\n{stderr}");
+
+    let read = format!(r#"@tool mcp__fs__read_text_file {{"path":"{}"}}"#, workspace.join("marker.txt").display());
+    let (ok, stdout, stderr) = run(&env, "accept-edits", &read);
+    assert!(ok && stdout.contains("from the workspace"), "{stdout}\n{stderr}");
+
+    // write_file is not read-only: asked in accept-edits (nobody answers: refused), run in auto.
+    let write =
+        format!(r#"@tool mcp__fs__write_file {{"path":"{}","content":"by fs"}}"#, workspace.join("new.txt").display());
+    let (ok, _, stderr) = run(&env, "accept-edits", &write);
+    assert!(ok && stderr.contains("blocked"), "{stderr}");
+    assert!(!workspace.join("new.txt").exists());
+    let (ok, _, stderr) = run(&env, "auto", &write);
+    assert!(ok, "{stderr}");
+    assert_eq!(std::fs::read_to_string(workspace.join("new.txt")).unwrap(), "by fs");
+
+    // The server refuses paths outside the directories it was given; the sandbox would too.
+    let outside = env.path().join("outside.txt");
+    let escape = format!(r#"@tool mcp__fs__write_file {{"path":"{}","content":"x"}}"#, outside.display());
+    let (ok, _, stderr) = run(&env, "auto", &escape);
+    assert!(ok, "{stderr}");
+    assert!(!outside.exists(), "{stderr}");
+
+    let (ok, stdout, stderr) = run(&env, "accept-edits", r#"@tool mcp__every__echo {"message":"hello everything"}"#);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("mcp__every__echo returned") && stdout.contains("hello everything"), "{stdout}\n{stderr}");
+    let (ok, stdout, stderr) = run(&env, "accept-edits", "@tool mcp__every__get-tiny-image {}");
+    assert!(ok && stdout.contains("[image: image/png,"), "an image is described: {stdout}\n{stderr}");
+}
