@@ -201,7 +201,7 @@ pub(crate) async fn on_demand(kernel: &Arc<Kernel>, conv: &Arc<Conversation>) ->
     let settings = conv.settings();
     let harness = kernel.catalog.harness(Some(&settings.harness))?;
     let specs = crate::turn::tool_specs(&kernel.catalog.tools_for(harness));
-    let system = Some(harness.prompt.clone()).filter(|p| !p.is_empty());
+    let system = crate::rules::system_for(&harness.prompt, settings.workspace.as_deref());
     let limits = superpi_providers::limits::for_model(&settings.model, &kernel.catalog.providers);
     let frame = Frame { model: &settings.model, system: system.as_deref(), tools: &specs, limits };
     match compact(kernel, conv, None, &frame, &kernel.shutdown.child_token()).await {

@@ -124,6 +124,7 @@ fn info(kernel: &Kernel, conv: &Conversation, remote: bool, created: bool) -> Co
         model: settings.model,
         mode: settings.mode,
         max_mode,
+        rules_files: crate::rules::paths(settings.workspace.as_deref()),
         workspace: settings.workspace,
         title: kernel.store.conversation(conv.id).ok().flatten().and_then(|r| r.title),
         parent_id: conv.row.parent_id,

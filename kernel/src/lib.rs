@@ -29,6 +29,7 @@ mod pipeline;
 mod provider_env;
 mod questions;
 mod recovery;
+mod rules;
 mod running_calls;
 mod server;
 pub mod store;

@@ -115,7 +115,8 @@ async fn drive(
     *lock(&conv.mcp_attached) = attached;
     let specs = tool_specs(&tools);
 
-    let system = Some(harness.prompt.clone()).filter(|p| !p.is_empty());
+    // The harness's prompt, then the repository's AGENTS.md files, read at each turn.
+    let system = crate::rules::system_for(&harness.prompt, settings.workspace.as_deref());
     let limits = superpi_providers::limits::for_model(&settings.model, &catalog.providers);
     let frame = Frame { model: &settings.model, system: system.as_deref(), tools: &specs, limits };
 

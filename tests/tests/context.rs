@@ -186,3 +186,41 @@ async fn twenty_turns_never_send_an_openai_compatible_server_more_than_its_windo
     assert!(last.contains("The earlier part of this conversation was compacted"), "{last}");
     assert!(last.contains("Turn 19: please keep this in mind."));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_md_from_the_repository_root_to_the_workspace_reaches_the_system_prompt() {
+    let fake = OpenAiFake::start(vec![Answer::text("Understood.")]).await.unwrap();
+    let env = TestEnv::new();
+    // The repository is the test's workspace directory; the conversation works in app/.
+    let app = env.workspace.join("app");
+    std::fs::create_dir_all(env.workspace.join(".git")).unwrap();
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::write(env.workspace.join("AGENTS.md"), "Repository rule: write tests first.").unwrap();
+    std::fs::write(app.join("AGENTS.md"), "App rule: never touch the schema.").unwrap();
+    let mut cmd = env.command(&["run", "--model", "gpt-4o-mini", "--mode", "plan", "hello"]);
+    cmd.current_dir(&app).envs(fake.env());
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(fake.rejections(), vec![]);
+
+    let body = fake.accepted().pop().unwrap();
+    let system = body["messages"][0].clone();
+    assert_eq!(system["role"], "system", "{body}");
+    let system = system["content"].as_str().unwrap().to_string();
+    let (repo, app_rule) = (
+        system.find("write tests first").expect("the root's rules"),
+        system.find("never touch the schema").expect("the app's rules"),
+    );
+    assert!(repo < app_rule, "outermost first: {system}");
+
+    // `superpi session show` says which files were read.
+    let client = connect(&env).await;
+    let conv = client.list().await.unwrap()[0].conversation_id;
+    let files = client.history(conv).await.unwrap().conversation.rules_files;
+    let root = env.workspace.canonicalize().unwrap();
+    let expected = [root.join("AGENTS.md"), root.join("app").join("AGENTS.md")].map(|p| p.display().to_string());
+    assert_eq!(files, expected);
+    let shown = env.command(&["session", "show", &conv.to_string()]).output().unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains(&expected[1]), "{shown}");
+}

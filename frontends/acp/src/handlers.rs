@@ -174,10 +174,24 @@ pub(crate) async fn run_command(
     };
     let settings = session.settings().ok_or_else(|| request::not_found(&session.id))?;
     match command {
-        request::Command::Status => say(format!(
-            "Session {} (conversation {}): harness {}, model {}, mode {} (ceiling {}).",
-            session.id.0, session.conversation_id, settings.harness, settings.model, settings.mode, settings.max_mode
-        ))?,
+        request::Command::Status => {
+            // The rules files as the kernel reads them now (an AGENTS.md may have appeared).
+            let open = OpenParams { conversation_id: Some(session.conversation_id), ..OpenParams::default() };
+            let info = kernel.open(open).await.map_err(|e| request::kernel_error(e, Some(&session.id)))?;
+            let rules = match info.rules_files.as_slice() {
+                [] => "no AGENTS.md read".to_string(),
+                files => format!("rules read from {}", files.join(", ")),
+            };
+            say(format!(
+                "Session {} (conversation {}): harness {}, model {}, mode {} (ceiling {}); {rules}.",
+                session.id.0,
+                session.conversation_id,
+                settings.harness,
+                settings.model,
+                settings.mode,
+                settings.max_mode
+            ))?
+        }
         request::Command::Mode(mode) => match request::mode(&SessionModeId::new(mode), &settings.max_mode) {
             Err(err) => say(format!("Mode unchanged: {}.", err.message))?,
             Ok(mode) => {

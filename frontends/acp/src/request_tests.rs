@@ -175,6 +175,7 @@ fn session_info_uses_the_workspace_and_title() {
         status: "idle".into(),
         head_seq: 9,
         created: false,
+        rules_files: Vec::new(),
     };
     assert_eq!(session_info(&info), SessionInfo::new("conv-4", "/ws").title("hello".to_string()));
 }

@@ -19,6 +19,7 @@ fn session() -> Arc<Session> {
         status: "idle".into(),
         head_seq: 12,
         created: true,
+        rules_files: Vec::new(),
     };
     Session::new(&info, RenderOptions::default())
 }

@@ -269,6 +269,7 @@ fn info() -> ConversationInfo {
         status: "idle".into(),
         head_seq: 0,
         created: true,
+        rules_files: Vec::new(),
     }
 }
 

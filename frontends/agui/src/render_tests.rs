@@ -26,6 +26,7 @@ fn info(status: &str) -> ConversationInfo {
         status: status.into(),
         head_seq: 0,
         created: true,
+        rules_files: Vec::new(),
     }
 }
 

@@ -101,6 +101,15 @@ pub async fn session_show(locations: &Locations, id: i64, flag: JsonFlag) -> any
         print_json(&history)?;
         return Ok(ExitCode::SUCCESS);
     }
+    let rules = &history.conversation.rules_files;
+    if rules.is_empty() {
+        out(&format!(
+            "{} none (no AGENTS.md in the workspace or up to its repository root)\n",
+            style::header("rules:")
+        ));
+    } else {
+        out(&format!("{} {}\n", style::header("rules:"), rules.join(", ")));
+    }
     for entry in history.entries {
         let text = match entry.message.content.first() {
             Some(ContentBlock::ToolResult { name, output, .. }) => format!("[{name}] {output}"),

@@ -104,6 +104,7 @@ fn a_transcript_is_one_json_line_per_entry() {
             status: "idle".into(),
             head_seq: 5,
             created: false,
+            rules_files: Vec::new(),
         },
         entries: vec![
             Entry {

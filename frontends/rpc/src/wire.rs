@@ -212,6 +212,7 @@ pub fn conversation(info: &ConversationInfo) -> Value {
         "status": info.status,
         "head_seq": info.head_seq,
         "created": info.created,
+        "rules_files": info.rules_files,
     })
 }
 

@@ -72,12 +72,13 @@ fn results_are_built_field_by_field() {
         status: "idle".into(),
         head_seq: 12,
         created: true,
+        rules_files: vec!["/w/AGENTS.md".into()],
     };
     assert_eq!(
         conversation(&info),
         json!({"conversation_id": 3, "harness": "superpi-code", "model": "mock", "mode": "accept-edits",
                "max_mode": "accept-edits", "title": null, "parent_id": 1, "created_at_ms": 5,
-               "status": "idle", "head_seq": 12, "created": true})
+               "status": "idle", "head_seq": 12, "created": true, "rules_files": ["/w/AGENTS.md"]})
     );
     let e = Entry {
         seq: 2,

@@ -189,6 +189,10 @@ pub struct ConversationInfo {
     /// True when `session.open` made it.
     #[serde(default)]
     pub created: bool,
+    /// The repository rules files (`AGENTS.md`) its requests' system prompt holds, outermost
+    /// first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules_files: Vec<String>,
 }
 
 /// `session.submit`: a prompt starts a turn, or queues behind the running one.
