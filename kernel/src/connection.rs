@@ -5,11 +5,14 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
+use superpi_proto::frame::{FrameReader, ReadFrame};
 use superpi_proto::message::{ClientHello, KernelHello, Response, codes};
 use superpi_proto::{ClientMessage, ErrorObject, KernelMessage, frame};
 use tokio::net::UnixStream;
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
+
+use crate::outbox::{OUTBOX_BYTES, Outbox, Queued};
 
 use crate::kernel::Kernel;
 use crate::peer::Peer;
@@ -19,8 +22,10 @@ use crate::sync::lock;
 pub(crate) async fn serve(kernel: Arc<Kernel>, stream: UnixStream) {
     client_connected(&kernel);
     let (read, write) = stream.into_split();
-    let mut reader = FramedRead::new(read, frame::codec(kernel.config.max_frame));
-    let (out, out_rx) = mpsc::unbounded_channel::<Bytes>();
+    let mut reader = FramedRead::new(read, FrameReader::new(kernel.config.max_frame));
+    // What a frontend takes: superpi-client reads frames up to the default maximum.
+    let frame_limit = kernel.config.max_frame.min(frame::DEFAULT_MAX_FRAME);
+    let (out, out_rx) = Outbox::new(OUTBOX_BYTES, frame_limit);
     let writer = tokio::spawn(write_loop(FramedWrite::new(write, frame::codec(usize::MAX >> 1)), out_rx));
 
     let stop_kernel = match handshake(&kernel, &mut reader, out).await {
@@ -62,40 +67,53 @@ fn error_frame(id: Option<u64>, code: i32, message: impl Into<String>) -> Bytes 
     Bytes::from(frame::encode(&KernelMessage::Response(Response::err(id, ErrorObject::new(code, message)))))
 }
 
-async fn handshake(
-    kernel: &Kernel,
-    reader: &mut FramedRead<tokio::net::unix::OwnedReadHalf, LengthDelimitedCodec>,
-    out: mpsc::UnboundedSender<Bytes>,
-) -> Greeting {
+fn too_large(len: usize, max: usize) -> Bytes {
+    error_frame(
+        None,
+        codes::FRAME_TOO_LARGE,
+        format!("a frame of {len} bytes is over the limit of {max}; it was skipped"),
+    )
+}
+
+type Reader = FramedRead<tokio::net::unix::OwnedReadHalf, FrameReader>;
+
+/// Requests of one connection handled at once before reading waits.
+const MAX_REQUESTS_IN_FLIGHT: usize = 256;
+
+async fn handshake(kernel: &Kernel, reader: &mut Reader, out: Outbox) -> Greeting {
     let first = tokio::select! {
         first = reader.next() => first,
         _ = kernel.closing.cancelled() => None,
     };
     let Some(first) = first else { return Greeting::Closed };
     let body = match first {
-        Ok(body) => body,
+        Ok(ReadFrame::Frame(body)) => body,
+        Ok(ReadFrame::TooLarge { len }) => {
+            out.send(too_large(len, kernel.config.max_frame)).await;
+            return Greeting::Closed;
+        }
         Err(err) => {
-            let _ = out.send(error_frame(None, codes::FRAME_TOO_LARGE, format!("unreadable frame: {err}")));
+            tracing::debug!("reading a hello: {err}");
             return Greeting::Closed;
         }
     };
     let hello: ClientHello = match frame::decode::<ClientMessage>(&body) {
         Ok(ClientMessage::Hello(hello)) => hello,
         Ok(_) => {
-            let _ = out.send(error_frame(None, codes::INVALID_REQUEST, "the first message must be hello"));
+            out.send(error_frame(None, codes::INVALID_REQUEST, "the first message must be hello")).await;
             return Greeting::Closed;
         }
         Err(frame::FrameError::NotJson(err)) => {
-            let _ = out.send(error_frame(None, codes::PARSE_ERROR, format!("frame is not JSON: {err}")));
+            out.send(error_frame(None, codes::PARSE_ERROR, format!("frame is not JSON: {err}"))).await;
             return Greeting::Closed;
         }
         Err(err) => {
-            let _ = out.send(error_frame(None, codes::INVALID_REQUEST, err.to_string()));
+            out.send(error_frame(None, codes::INVALID_REQUEST, err.to_string())).await;
             return Greeting::Closed;
         }
     };
     if hello.protocol != superpi_proto::PROTOCOL_VERSION {
-        let _ = out.send(error_frame(
+        out.send(error_frame(
             None,
             codes::UNSUPPORTED_VERSION,
             format!(
@@ -103,17 +121,18 @@ async fn handshake(
                 hello.protocol,
                 superpi_proto::PROTOCOL_VERSION
             ),
-        ));
+        ))
+        .await;
         return Greeting::Closed;
     }
     match crate::provider_env::judge(kernel, &hello) {
         Verdict::Same => {}
         Verdict::Refuse(err) => {
-            let _ = out.send(Bytes::from(frame::encode(&KernelMessage::Response(Response::err(None, err)))));
+            out.send(Bytes::from(frame::encode(&KernelMessage::Response(Response::err(None, err))))).await;
             return Greeting::Closed;
         }
         Verdict::Replace(err) => {
-            let _ = out.send(Bytes::from(frame::encode(&KernelMessage::Response(Response::err(None, err)))));
+            out.send(Bytes::from(frame::encode(&KernelMessage::Response(Response::err(None, err))))).await;
             return Greeting::StopKernel;
         }
     }
@@ -123,7 +142,7 @@ async fn handshake(
         pid: std::process::id(),
         capabilities: vec!["tools".into(), "permissions".into(), "fork".into()],
     });
-    let _ = out.send(Bytes::from(frame::encode(&reply)));
+    out.send(Bytes::from(frame::encode(&reply))).await;
     tracing::debug!(frontend = %hello.frontend, principal = %hello.principal, "client connected");
     Greeting::Peer(Peer {
         frontend: hello.frontend,
@@ -134,11 +153,10 @@ async fn handshake(
     })
 }
 
-async fn read_loop(
-    kernel: &Arc<Kernel>,
-    peer: &Arc<Peer>,
-    reader: &mut FramedRead<tokio::net::unix::OwnedReadHalf, LengthDelimitedCodec>,
-) {
+async fn read_loop(kernel: &Arc<Kernel>, peer: &Arc<Peer>, reader: &mut Reader) {
+    // Requests answered at once are bounded: past this many, reading waits (a peer that
+    // sends without reading its answers stops being read).
+    let in_flight = Arc::new(Semaphore::new(MAX_REQUESTS_IN_FLIGHT));
     loop {
         let next = tokio::select! {
             next = reader.next() => next,
@@ -147,25 +165,32 @@ async fn read_loop(
         };
         let body = match next {
             None => return,
-            Some(Ok(body)) => body,
+            Some(Ok(ReadFrame::Frame(body))) => body,
+            Some(Ok(ReadFrame::TooLarge { len })) => {
+                // Its bytes are skipped by length: the connection goes on.
+                tracing::warn!(frontend = %peer.frontend, "refused a frame of {len} bytes");
+                peer.out.send(too_large(len, kernel.config.max_frame)).await;
+                continue;
+            }
             Some(Err(err)) => {
-                // The length prefix cannot be trusted any more: answer, then close.
-                let _ = peer.out.send(error_frame(None, codes::FRAME_TOO_LARGE, format!("bad frame: {err}")));
+                tracing::debug!(frontend = %peer.frontend, "reading from the connection: {err}");
                 return;
             }
         };
         kernel.activity.touch();
         match frame::decode::<ClientMessage>(&body) {
             Ok(ClientMessage::Request(request)) => {
+                let Ok(permit) = in_flight.clone().acquire_owned().await else { return };
                 let (kernel, peer) = (kernel.clone(), peer.clone());
                 tokio::spawn(async move {
+                    let _permit = permit;
                     let id = request.id;
                     let handled = crate::handlers::handle(&kernel, &peer, &request.method, request.params).await;
                     let response = match handled.result {
                         Ok(value) => Response::ok(id, value),
                         Err(err) => Response::err(Some(id), err),
                     };
-                    peer.send(&KernelMessage::Response(response));
+                    peer.send(&KernelMessage::Response(response)).await;
                     if let Some(start) = handled.after_response {
                         let _ = start.send(());
                     }
@@ -177,35 +202,36 @@ async fn read_loop(
                 }
             }
             Ok(ClientMessage::Hello(_)) => {
-                let _ = peer.out.send(error_frame(None, codes::INVALID_REQUEST, "hello was already exchanged"));
+                peer.out.send(error_frame(None, codes::INVALID_REQUEST, "hello was already exchanged")).await;
             }
             Ok(_) => {
-                let _ = peer.out.send(error_frame(None, codes::INVALID_REQUEST, "unsupported message"));
+                peer.out.send(error_frame(None, codes::INVALID_REQUEST, "unsupported message")).await;
             }
             Err(frame::FrameError::NotJson(err)) => {
-                let _ = peer.out.send(error_frame(None, codes::PARSE_ERROR, format!("frame is not JSON: {err}")));
+                peer.out.send(error_frame(None, codes::PARSE_ERROR, format!("frame is not JSON: {err}"))).await;
             }
             Err(frame::FrameError::NotAMessage(err)) => {
                 let id = serde_json::from_slice::<serde_json::Value>(&body)
                     .ok()
                     .and_then(|v| v.get("id").and_then(serde_json::Value::as_u64));
-                let _ = peer.out.send(error_frame(id, codes::INVALID_REQUEST, format!("not a kernel message: {err}")));
+                peer.out.send(error_frame(id, codes::INVALID_REQUEST, format!("not a kernel message: {err}"))).await;
             }
         }
     }
 }
 
-/// Feeds frames and flushes when nothing more is queued, so bursts share one write.
+/// Feeds frames and flushes when nothing more is queued, so bursts share one write. A frame's
+/// room in the outbox returns once it is handed to the socket's buffer.
 async fn write_loop(
     mut writer: FramedWrite<tokio::net::unix::OwnedWriteHalf, LengthDelimitedCodec>,
-    mut rx: mpsc::UnboundedReceiver<Bytes>,
+    mut rx: mpsc::UnboundedReceiver<Queued>,
 ) {
-    while let Some(frame) = rx.recv().await {
-        if writer.feed(frame).await.is_err() {
+    while let Some(queued) = rx.recv().await {
+        if writer.feed(queued.frame.clone()).await.is_err() {
             return;
         }
-        while let Ok(frame) = rx.try_recv() {
-            if writer.feed(frame).await.is_err() {
+        while let Ok(queued) = rx.try_recv() {
+            if writer.feed(queued.frame.clone()).await.is_err() {
                 return;
             }
         }

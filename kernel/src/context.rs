@@ -81,7 +81,7 @@ pub(crate) fn derive(store: &Store, conversation_id: i64) -> Result<Context, Sto
 /// when it kept nothing before itself (or its event cannot be read: then the summary stands
 /// for everything before it, which is still a valid context).
 fn compaction_head(store: &Store, conversation_id: i64, seq: u64) -> Result<Option<u64>, StoreError> {
-    let events = store.events_between(conversation_id, seq.saturating_sub(1), seq)?;
+    let events = store.events_page(conversation_id, seq.saturating_sub(1), seq, 1, usize::MAX)?;
     let head = events.first().and_then(|(_, wire)| Event::from_json(wire).ok()).and_then(|event| match event.body {
         EventBody::CompactionCompleted { head_entry_id, .. } => head_entry_id.as_u64(),
         _ => None,

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use superpi_proto::message::codes;
 use superpi_proto::method::{
-    ConversationInfo, ForkParams, HistoryResult, ListResult, Method, OpenParams, SubmitParams, SubmitResult,
-    ToolListResult, WatchParams, WatchResult,
+    ConversationInfo, ForkParams, HistoryParams, HistoryResult, ListParams, ListResult, Method, OpenParams,
+    SubmitParams, SubmitResult, ToolListResult, WatchParams, WatchResult,
 };
 use superpi_proto::{ContentBlock, ErrorObject, Event, Message, Role};
 use tokio::sync::oneshot;
@@ -66,8 +66,8 @@ pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str,
             }
         }
         Method::SessionCancel(p) => cancel(kernel, peer, p.conversation_id).await,
-        Method::SessionList(p) => list(kernel, peer, p.limit.unwrap_or(100)),
-        Method::SessionHistory(p) => history(kernel, peer, p.conversation_id),
+        Method::SessionList(p) => list(kernel, peer, p),
+        Method::SessionHistory(p) => history(kernel, peer, p),
         Method::SessionFork(p) => fork(kernel, peer, p),
         Method::SessionSetMode(p) => set_mode(kernel, peer, p.conversation_id, &p.mode),
         Method::SessionSetModel(p) => set_model(kernel, peer, p.conversation_id, &p.model),
@@ -135,9 +135,30 @@ fn info(kernel: &Kernel, conv: &Conversation, remote: bool, created: bool) -> Co
     }
 }
 
+/// The info of a stored conversation, without making it live when it is not.
 fn row_info(kernel: &Arc<Kernel>, row: &ConversationRow, remote: bool) -> Result<ConversationInfo, ErrorObject> {
-    let conv = live::conversation(kernel, row.id).map_err(internal)?.ok_or_else(|| not_found(row.id))?;
-    Ok(info(kernel, &conv, remote, false))
+    if let Some(conv) = kernel.live.get(row.id) {
+        return Ok(info(kernel, &conv, remote, false));
+    }
+    let max_mode = kernel
+        .catalog
+        .harness(Some(&row.harness))
+        .map(|h| kernel.catalog.max_mode(h, remote).as_str().to_string())
+        .unwrap_or_else(|_| row.mode.clone());
+    Ok(ConversationInfo {
+        conversation_id: row.id,
+        harness: row.harness.clone(),
+        model: row.model.clone(),
+        mode: row.mode.clone(),
+        max_mode,
+        workspace: row.workspace.clone(),
+        title: row.title.clone(),
+        parent_id: row.parent_id,
+        created_at_ms: row.created_at_ms,
+        status: "idle".into(),
+        head_seq: kernel.store.head_seq(row.id).map_err(internal)?,
+        created: false,
+    })
 }
 
 fn open(kernel: &Arc<Kernel>, peer: &Peer, p: OpenParams) -> Reply {
@@ -301,16 +322,30 @@ async fn cancel(kernel: &Arc<Kernel>, peer: &Peer, id: i64) -> Reply {
     Ok(json!({"cancelled": rx.await.unwrap_or(false)}))
 }
 
-fn list(kernel: &Arc<Kernel>, peer: &Peer, limit: u32) -> Reply {
-    let rows = kernel.store.list_conversations(&peer.principal, limit.min(10_000)).map_err(internal)?;
+/// A page of `session.list` holds at most this many conversations.
+const LIST_PAGE: u32 = 1000;
+/// A page of `session.history` holds at most this many entries, and stops once this many
+/// bytes of them are read: a page stays well within the frame limit.
+const HISTORY_PAGE: u32 = 1000;
+const HISTORY_PAGE_BYTES: usize = 8 * 1024 * 1024;
+
+fn list(kernel: &Arc<Kernel>, peer: &Peer, p: ListParams) -> Reply {
+    let limit = p.limit.unwrap_or(100).clamp(1, LIST_PAGE);
+    // One more than the page tells whether another follows.
+    let mut rows =
+        kernel.store.list_conversations(&peer.principal, limit + 1, p.offset.unwrap_or(0)).map_err(internal)?;
+    let more = rows.len() > limit as usize;
+    rows.truncate(limit as usize);
     let conversations = rows.iter().map(|row| row_info(kernel, row, peer.remote)).collect::<Result<Vec<_>, _>>()?;
-    to_value(ListResult { conversations })
+    to_value(ListResult { conversations, more })
 }
 
-fn history(kernel: &Arc<Kernel>, peer: &Peer, id: i64) -> Reply {
-    let conv = owned(kernel, peer, id)?;
-    let entries = kernel.store.entries(id).map_err(internal)?;
-    to_value(HistoryResult { conversation: info(kernel, &conv, peer.remote, false), entries })
+fn history(kernel: &Arc<Kernel>, peer: &Peer, p: HistoryParams) -> Reply {
+    let conv = owned(kernel, peer, p.conversation_id)?;
+    let limit = p.limit.unwrap_or(HISTORY_PAGE).clamp(1, HISTORY_PAGE) as usize;
+    let (entries, more) =
+        kernel.store.entries_page(conv.id, p.after_seq.unwrap_or(0), limit, HISTORY_PAGE_BYTES).map_err(internal)?;
+    to_value(HistoryResult { conversation: info(kernel, &conv, peer.remote, false), entries, more })
 }
 
 fn fork(kernel: &Arc<Kernel>, peer: &Peer, p: ForkParams) -> Reply {

@@ -23,6 +23,7 @@ mod live;
 mod mcp_client;
 mod mcp_connection;
 mod mcp_tools;
+mod outbox;
 mod path_locks;
 mod peer;
 mod pipeline;

@@ -5,9 +5,10 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use bytes::Bytes;
-use superpi_proto::{KernelMessage, frame};
-use tokio::sync::mpsc;
+use superpi_proto::message::{Response, codes};
+use superpi_proto::{ErrorObject, KernelMessage, frame};
 
+use crate::outbox::Outbox;
 use crate::subscription::SubscriptionHandle;
 
 /// Who is on the other end of a connection.
@@ -15,12 +16,28 @@ pub(crate) struct Peer {
     pub frontend: String,
     pub principal: String,
     pub remote: bool,
-    pub out: mpsc::UnboundedSender<Bytes>,
+    pub out: Outbox,
     pub subscriptions: Mutex<HashMap<u64, SubscriptionHandle>>,
 }
 
 impl Peer {
-    pub fn send(&self, message: &KernelMessage) {
-        let _ = self.out.send(Bytes::from(frame::encode(message)));
+    /// Sends a message once the outbox has room. An answer over the frame limit is replaced by
+    /// an error saying so: the frontend would refuse the frame and lose the connection.
+    pub async fn send(&self, message: &KernelMessage) {
+        let mut encoded = frame::encode(message);
+        if encoded.len() > self.out.frame_limit()
+            && let KernelMessage::Response(response) = message
+        {
+            let why = format!(
+                "the answer is {} bytes, over the frame limit of {} bytes; ask for less (session.history and \
+                 session.list answer in pages)",
+                encoded.len(),
+                self.out.frame_limit()
+            );
+            tracing::warn!(frontend = %self.frontend, "{why}");
+            let refusal = Response::err(response.id, ErrorObject::new(codes::FRAME_TOO_LARGE, why));
+            encoded = frame::encode(&KernelMessage::Response(refusal));
+        }
+        self.out.send(Bytes::from(encoded)).await;
     }
 }

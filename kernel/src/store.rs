@@ -175,13 +175,14 @@ impl Store {
     }
 
     /// The principal's conversations, most recently updated first.
-    pub fn list_conversations(&self, owner: &str, limit: u32) -> Result<Vec<ConversationRow>, StoreError> {
+    pub fn list_conversations(&self, owner: &str, limit: u32, offset: u32) -> Result<Vec<ConversationRow>, StoreError> {
         let conn = self.conn();
-        let mut stmt = conn.prepare(
+        let mut stmt = conn.prepare_cached(
             "SELECT id, owner, harness, model, mode, workspace, title, parent_id, created_at_ms
-             FROM conversations WHERE owner = ?1 ORDER BY updated_at_ms DESC, id DESC LIMIT ?2",
+             FROM conversations WHERE owner = ?1 ORDER BY updated_at_ms DESC, id DESC LIMIT ?2 OFFSET ?3",
         )?;
-        let rows = stmt.query_map(params![owner, limit], row_to_conversation)?.collect::<Result<Vec<_>, _>>()?;
+        let rows =
+            stmt.query_map(params![owner, limit, offset], row_to_conversation)?.collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
     }
 
@@ -287,33 +288,63 @@ impl Store {
         Ok(())
     }
 
-    /// Stored events with `after < seq <= up_to`, as wire JSON, in order.
-    pub fn events_between(
+    /// Stored events with `after < seq <= up_to`, as wire JSON, in order: at most `max_events`,
+    /// and no more once `max_bytes` are read (always one when any is left).
+    pub fn events_page(
         &self,
         conversation_id: i64,
         after: u64,
         up_to: u64,
+        max_events: usize,
+        max_bytes: usize,
     ) -> Result<Vec<(u64, String)>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
-            "SELECT seq, wire FROM events WHERE conversation_id = ?1 AND seq > ?2 AND seq <= ?3 ORDER BY seq",
+            "SELECT seq, wire FROM events WHERE conversation_id = ?1 AND seq > ?2 AND seq <= ?3 ORDER BY seq LIMIT ?4",
         )?;
-        let rows = stmt
-            .query_map(
-                params![conversation_id, after.min(i64::MAX as u64) as i64, up_to.min(i64::MAX as u64) as i64],
-                |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)),
-            )?
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(rows)
+        let rows = stmt.query_map(
+            params![
+                conversation_id,
+                after.min(i64::MAX as u64) as i64,
+                up_to.min(i64::MAX as u64) as i64,
+                max_events.min(i64::MAX as usize) as i64
+            ],
+            |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, String>(1)?)),
+        )?;
+        let mut page = Vec::new();
+        let mut bytes = 0;
+        for row in rows {
+            let (seq, wire) = row?;
+            bytes += wire.len();
+            page.push((seq, wire));
+            if bytes >= max_bytes {
+                break;
+            }
+        }
+        Ok(page)
     }
 
     /// A conversation's entries in seq order.
     pub fn entries(&self, conversation_id: i64) -> Result<Vec<Entry>, StoreError> {
+        Ok(self.entries_page(conversation_id, 0, usize::MAX, usize::MAX)?.0)
+    }
+
+    /// A page of a conversation's entries with a seq after `after`: at most `max_entries`, and
+    /// no more once `max_bytes` of them are read (always one when any is left). True when more
+    /// follow.
+    pub fn entries_page(
+        &self,
+        conversation_id: i64,
+        after: u64,
+        max_entries: usize,
+        max_bytes: usize,
+    ) -> Result<(Vec<Entry>, bool), StoreError> {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
-            "SELECT seq, kind, turn_id, message, created_at_ms FROM entries WHERE conversation_id = ?1 ORDER BY seq",
+            "SELECT seq, kind, turn_id, message, created_at_ms FROM entries WHERE conversation_id = ?1 AND seq > ?2
+             ORDER BY seq",
         )?;
-        let rows = stmt.query_map([conversation_id], |r| {
+        let rows = stmt.query_map(params![conversation_id, after.min(i64::MAX as u64) as i64], |r| {
             Ok((
                 r.get::<_, i64>(0)?,
                 r.get::<_, String>(1)?,
@@ -323,14 +354,19 @@ impl Store {
             ))
         })?;
         let mut out = Vec::new();
+        let mut bytes = 0;
         for row in rows {
+            if out.len() >= max_entries || (bytes >= max_bytes && !out.is_empty()) {
+                return Ok((out, true));
+            }
             let (seq, kind, turn_id, message, created_at_ms) = row?;
+            bytes += message.len();
             let kind = EntryKind::parse(&kind).ok_or_else(|| StoreError::Corrupt(format!("entry kind {kind}")))?;
             let message: Message =
                 serde_json::from_str(&message).map_err(|e| StoreError::Corrupt(format!("entry {seq}: {e}")))?;
             out.push(Entry { seq: seq as u64, kind, turn_id, message, created_at_ms });
         }
-        Ok(out)
+        Ok((out, false))
     }
 
     /// Stores a queued turn with its prompt, in one statement: once this returns, the prompt

@@ -111,9 +111,9 @@ fn commits_store_events_and_entries_together_and_replay_in_order() {
         })
         .unwrap();
     assert_eq!(store.head_seq(conv.id).unwrap(), 5);
-    let events = store.events_between(conv.id, 0, u64::MAX).unwrap();
+    let events = store.events_page(conv.id, 0, u64::MAX, 100, usize::MAX).unwrap();
     assert_eq!(events.iter().map(|e| e.0).collect::<Vec<_>>(), vec![1, 5]);
-    assert_eq!(store.events_between(conv.id, 1, 4).unwrap(), vec![]);
+    assert_eq!(store.events_page(conv.id, 1, 4, 100, usize::MAX).unwrap(), vec![]);
     let entries = store.entries(conv.id).unwrap();
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0].message.content, vec![ContentBlock::text("hello")]);
@@ -155,7 +155,7 @@ fn fork_copies_history_up_to_a_seq() {
     assert_eq!(fork.parent_id, Some(conv.id));
     let texts: Vec<String> = store.entries(fork.id).unwrap().iter().map(|e| e.message.text()).collect();
     assert_eq!(texts, ["m1", "m2"]);
-    let events = store.events_between(fork.id, 0, u64::MAX).unwrap();
+    let events = store.events_page(fork.id, 0, u64::MAX, 100, usize::MAX).unwrap();
     assert_eq!(events.len(), 2);
     assert!(events[0].1.contains(&format!("\"conversation_id\":{}", fork.id)));
 }

@@ -11,11 +11,12 @@ use bytes::Bytes;
 use superpi_proto::KernelMessage;
 use superpi_proto::message::{Lagged, encode_event_batch};
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::{Semaphore, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{Conversation, Published};
+use crate::outbox::Outbox;
 use crate::store::Store;
 
 /// Events the kernel sends before an ack, by default.
@@ -80,7 +81,7 @@ pub(crate) fn start(
     closing: CancellationToken,
     conv: Arc<Conversation>,
     spec: WatchSpec,
-    out: mpsc::UnboundedSender<Bytes>,
+    out: Outbox,
     start: oneshot::Receiver<()>,
 ) -> (SubscriptionHandle, u64) {
     let window = spec.window.clamp(1, 1 << 20);
@@ -107,7 +108,7 @@ struct Forwarder {
     closing: CancellationToken,
     conv: Arc<Conversation>,
     spec: WatchSpec,
-    out: mpsc::UnboundedSender<Bytes>,
+    out: Outbox,
     credits: Arc<Semaphore>,
     in_flight: Arc<AtomicU64>,
     window: u64,
@@ -132,26 +133,32 @@ impl Drop for WatcherGuard {
     }
 }
 
+/// Stored events read from the store at a time when a watcher catches up.
+const REPLAY_PAGE: usize = 512;
+/// A batch frame holds events up to about this many bytes (and always at least one).
+const BATCH_BYTES: usize = 1024 * 1024;
+/// Room in a frame for the batch's envelope around its events.
+const BATCH_ENVELOPE: usize = 1024;
+
 impl Forwarder {
     async fn run(self, head: u64, mut rx: tokio::sync::broadcast::Receiver<Arc<Published>>) {
         let mut last_sent = self.spec.from_seq.unwrap_or(head);
-        if let Some(from) = self.spec.from_seq
-            && from < head
-        {
-            let stored = match self.store.events_between(self.conv.id, from, head) {
-                Ok(stored) => stored,
+        // Catch-up reads the store a page at a time: a long history never sits in memory.
+        while last_sent < head {
+            let page = match self.store.events_page(self.conv.id, last_sent, head, REPLAY_PAGE, BATCH_BYTES * 4) {
+                Ok(page) => page,
                 Err(err) => {
                     tracing::error!("replaying conversation {}: {err}", self.conv.id);
                     return;
                 }
             };
-            for chunk in stored.chunks(self.max_batch()) {
-                let events: Vec<&str> = chunk.iter().map(|(_, json)| json.as_str()).collect();
-                if !self.send(&events).await {
-                    return;
-                }
-                last_sent = chunk.last().map(|(seq, _)| *seq).unwrap_or(last_sent);
+            let Some((last, _)) = page.last() else { break };
+            let last = *last;
+            let events: Vec<(u64, &str)> = page.iter().map(|(seq, json)| (*seq, json.as_str())).collect();
+            if !self.send(&events).await {
+                return;
             }
+            last_sent = last;
         }
         last_sent = last_sent.max(head);
 
@@ -163,12 +170,8 @@ impl Forwarder {
                     // Turns have ended: send what is left, whatever the credit, and end.
                     let rest: Vec<Arc<Published>> =
                         std::iter::from_fn(|| rx.try_recv().ok()).filter(|ev| ev.seq > last_sent).collect();
-                    for chunk in rest.chunks(self.max_batch()) {
-                        let events: Vec<&str> = chunk.iter().map(|ev| ev.json.as_str()).collect();
-                        if !self.send_frame(&events) {
-                            return;
-                        }
-                    }
+                    let events: Vec<(u64, &str)> = rest.iter().map(|ev| (ev.seq, ev.json.as_str())).collect();
+                    self.send_frames(&events).await;
                     return;
                 }
             };
@@ -195,7 +198,7 @@ impl Forwarder {
                 Err(RecvError::Closed) => return,
             };
             if !batch.is_empty() {
-                let events: Vec<&str> = batch.iter().map(|ev| ev.json.as_str()).collect();
+                let events: Vec<(u64, &str)> = batch.iter().map(|ev| (ev.seq, ev.json.as_str())).collect();
                 if !self.send(&events).await {
                     return;
                 }
@@ -203,8 +206,14 @@ impl Forwarder {
                 batch.clear();
             }
             if lagged {
+                tracing::info!(
+                    conversation = self.conv.id,
+                    subscription = self.spec.id,
+                    resume_from_seq = last_sent,
+                    "a watcher fell behind the live buffer: told it lagged (it catches up from the store)"
+                );
                 let notice = KernelMessage::Lagged(Lagged { subscription: self.spec.id, resume_from_seq: last_sent });
-                let _ = self.out.send(Bytes::from(superpi_proto::frame::encode(&notice)));
+                self.out.send(Bytes::from(superpi_proto::frame::encode(&notice))).await;
                 return;
             }
         }
@@ -217,14 +226,14 @@ impl Forwarder {
     /// Sends events in frames as credit allows: never more in flight than the window, and
     /// never waiting for more credit than one event while some is available. False when the
     /// connection is gone.
-    async fn send(&self, events: &[&str]) -> bool {
+    async fn send(&self, events: &[(u64, &str)]) -> bool {
         let mut rest = events;
         while !rest.is_empty() {
             let left = rest.len();
             let credit = tokio::select! {
                 credit = self.credits.acquire() => credit,
                 // Closing: a watcher that stopped acking gets the rest without credit.
-                _ = self.closing.cancelled() => return self.send_frame(rest),
+                _ = self.closing.cancelled() => return self.send_frames(rest).await,
             };
             match credit {
                 Ok(permit) => permit.forget(),
@@ -238,16 +247,60 @@ impl Forwarder {
             }
             let (now, later) = rest.split_at(1 + extra);
             rest = later;
-            if !self.send_frame(now) {
+            if !self.send_frames(now).await {
                 return false;
             }
         }
         true
     }
 
-    fn send_frame(&self, events: &[&str]) -> bool {
-        self.in_flight.fetch_add(events.len() as u64, Ordering::Relaxed);
-        let frame = encode_event_batch(self.spec.id, events.iter().copied());
-        self.out.send(Bytes::from(frame)).is_ok()
+    /// Sends events in frames of about `BATCH_BYTES`, each within the peer's frame limit.
+    async fn send_frames(&self, events: &[(u64, &str)]) -> bool {
+        let most = self.out.frame_limit().saturating_sub(BATCH_ENVELOPE).max(1);
+        let mut rest = events;
+        while !rest.is_empty() {
+            let mut bytes = 0;
+            let take = rest
+                .iter()
+                .take_while(|(_, json)| {
+                    bytes += json.len() + 1;
+                    bytes <= BATCH_BYTES.min(most)
+                })
+                .count()
+                .max(1);
+            let (now, later) = rest.split_at(take);
+            rest = later;
+            let stand_in;
+            let events: Vec<&str> = if now[0].1.len() > most {
+                stand_in = self.stand_in(now[0].0, now[0].1.len());
+                vec![stand_in.as_str()]
+            } else {
+                now.iter().map(|(_, json)| *json).collect()
+            };
+            self.in_flight.fetch_add(events.len() as u64, Ordering::Relaxed);
+            let frame = encode_event_batch(self.spec.id, events.iter().copied());
+            if !self.out.send(Bytes::from(frame)).await {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// What a watcher gets in place of an event too large for any frame: a notice with its seq
+    /// saying what was left out.
+    fn stand_in(&self, seq: u64, bytes: usize) -> String {
+        tracing::warn!(
+            conversation = self.conv.id,
+            seq,
+            bytes,
+            "an event over the frame limit was left out of a batch"
+        );
+        let message = format!(
+            "event {seq} of this conversation is {bytes} bytes, over the frame limit of {} bytes, and was left out",
+            self.out.frame_limit()
+        );
+        let mut notice = superpi_proto::Event::notice(self.conv.id, None, "error", message);
+        notice.seq = seq;
+        notice.to_json()
     }
 }

@@ -146,3 +146,69 @@ async fn an_acknowledged_prompt_survives_a_kill_right_after_the_acknowledgement(
     assert_eq!(prompts, ["@slow 500\nslow enough to queue behind", "acknowledged, so kept"]);
     assert_eq!(turn_status(&env, queued.turn_id).0, "interrupted");
 }
+
+/// A conversation whose stored events exceed 64 MiB loads (`session.history` in pages) and
+/// replays (a watch from seq 0, batches cut by bytes) through the client library, and the
+/// kernel keeps serving it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_of_more_than_64_mib_loads_and_replays_through_the_client_library() {
+    let env = TestEnv::new();
+    // A window that holds the whole conversation: this test is about size, not compaction.
+    std::fs::write(
+        env.locations.config_dir.join("providers.toml"),
+        "[providers]\n[[providers.models]]\nname = \"mock\"\nprovider = \"mock\"\ncontext_window = 100000000\n",
+    )
+    .unwrap();
+    let client = client(&env).await;
+    let (conv, mut sub) = open_and_watch(&client, &env.workspace, None, false).await;
+    // One word of 5 MiB: the mock echoes it back, so each turn stores about 10 MiB.
+    const WORD: usize = 5 * 1024 * 1024;
+    let turns = 7;
+    for n in 0..turns {
+        let prompt = format!("{n}{}", "x".repeat(WORD));
+        let turn = client.submit_text(conv, &prompt).await.unwrap();
+        let events = turn_events(&mut sub, turn.turn_id).await;
+        let end = &events.last().unwrap().body;
+        assert!(
+            matches!(end, EventBody::TurnCompleted { .. }),
+            "turn {n}: {:?}",
+            format!("{end:?}").chars().take(300).collect::<String>()
+        );
+    }
+    drop(sub);
+    let db = rusqlite::Connection::open(env.database_path()).unwrap();
+    let stored: i64 =
+        db.query_row("SELECT SUM(LENGTH(wire)) FROM events WHERE conversation_id = ?1", [conv], |r| r.get(0)).unwrap();
+    assert!(stored > 64 * 1024 * 1024, "stored {stored} bytes");
+
+    let first = client.history_page(conv, None).await.unwrap();
+    assert!(first.more, "a page stops well before the frame limit");
+    let history = client.history(conv).await.unwrap();
+    assert_eq!(history.entries.len(), turns * 2);
+    for (n, pair) in history.entries.chunks(2).enumerate() {
+        assert_eq!(pair[0].message.text().len(), WORD + 1);
+        assert!(pair[1].message.text().starts_with(&n.to_string()));
+    }
+
+    let params = superpi_proto::method::WatchParams {
+        conversation_id: conv,
+        from_seq: Some(0),
+        window: None,
+        interactive: false,
+        reads_files: false,
+    };
+    let mut replay = client.watch(params).await.unwrap();
+    let (mut bytes, mut ends) = (0usize, 0);
+    while ends < turns {
+        let event = tokio::time::timeout(Duration::from_secs(30), replay.next()).await.unwrap().unwrap();
+        if let EventBody::MessageCompleted { content, .. } = &event.body {
+            bytes += content
+                .iter()
+                .map(|b| if let superpi_proto::ContentBlock::Text { text } = b { text.len() } else { 0 })
+                .sum::<usize>();
+        }
+        ends += usize::from(event.body.is_turn_end());
+    }
+    assert!(bytes > 64 * 1024 * 1024, "replayed {bytes} bytes of messages");
+    assert!(client.status().await.is_ok(), "the connection goes on");
+}

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use superpi_proto::frame::{FrameReader, ReadFrame};
 use superpi_proto::message::{
     Ack, ClientHello, EventBatch, KernelHello, Lagged, ProviderEnv, Request, Response, codes,
 };
@@ -137,7 +138,7 @@ impl KernelClient {
         may_replace: bool,
     ) -> Result<KernelClient, ClientError> {
         let (read, write) = stream.into_split();
-        let mut reader = FramedRead::new(read, frame::codec(frame::DEFAULT_MAX_FRAME));
+        let mut reader = FramedRead::new(read, FrameReader::new(frame::DEFAULT_MAX_FRAME));
         let mut writer = FramedWrite::new(write, frame::codec(frame::DEFAULT_MAX_FRAME));
         let hello = ClientMessage::Hello(ClientHello {
             protocol: superpi_proto::PROTOCOL_VERSION,
@@ -151,7 +152,12 @@ impl KernelClient {
                 .map(|digests| ProviderEnv { digests, autostart: opts.autostart && may_replace }),
         });
         writer.send(Bytes::from(frame::encode(&hello))).await?;
-        let first = reader.next().await.ok_or(ClientError::Closed)??;
+        let first = match reader.next().await.ok_or(ClientError::Closed)?? {
+            ReadFrame::Frame(first) => first,
+            ReadFrame::TooLarge { len } => {
+                return Err(ClientError::Protocol(format!("the kernel's hello is {len} bytes, over the frame limit")));
+            }
+        };
         let hello = match frame::decode::<KernelMessage>(&first) {
             Ok(KernelMessage::Hello(hello)) => hello,
             Ok(KernelMessage::Response(Response { error: Some(err), .. })) => return Err(ClientError::Kernel(err)),
@@ -237,6 +243,16 @@ impl KernelClient {
         lock(&self.inner.subscriptions).remove(subscription);
     }
 
+    /// Ends a subscription in the kernel without waiting for the answer (a dropped
+    /// [`Subscription`] does this, so the kernel stops forwarding at once).
+    pub(crate) fn unwatch_in_background(&self, subscription: u64) {
+        self.forget(subscription);
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let (name, params) = Method::SessionUnwatch(UnwatchParams { subscription }).to_request();
+        // No pending entry: the answer is read and dropped.
+        let _ = self.send_raw(&ClientMessage::Request(Request { id, method: name.to_string(), params }));
+    }
+
     pub async fn unwatch(&self, subscription: u64) -> Result<(), ClientError> {
         lock(&self.inner.subscriptions).remove(subscription);
         let _: Value = self.request(Method::SessionUnwatch(UnwatchParams { subscription })).await?;
@@ -271,12 +287,21 @@ async fn write_loop(
 const EVENT_PREFIX: &[u8] = b"{\"type\":\"event\"";
 
 async fn read_loop(
-    mut reader: FramedRead<tokio::net::unix::OwnedReadHalf, tokio_util::codec::LengthDelimitedCodec>,
+    mut reader: FramedRead<tokio::net::unix::OwnedReadHalf, FrameReader>,
     inner: std::sync::Weak<Inner>,
     closed: watch::Sender<bool>,
 ) {
-    while let Some(Ok(body)) = reader.next().await {
+    while let Some(Ok(read)) = reader.next().await {
         let Some(inner) = inner.upgrade() else { break };
+        let body = match read {
+            ReadFrame::Frame(body) => body,
+            // The kernel keeps its frames within the limit; one that is not is skipped (by its
+            // length, so the connection and its other requests go on) and said in the log.
+            ReadFrame::TooLarge { len } => {
+                tracing::error!("skipped a frame of {len} bytes from the kernel, over the frame limit");
+                continue;
+            }
+        };
         // Event frames are the hot path: the kernel writes their tag first, so they are read
         // straight into a batch without buffering the whole message.
         if body.starts_with(EVENT_PREFIX) {

@@ -5,9 +5,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use superpi_proto::ToolDef;
 use superpi_proto::method::{
-    BackendStatus, ConversationInfo, ConversationRef, ForkParams, HarnessInfo, HistoryResult, KernelStatus, ListParams,
-    ListResult, Method, ModelInfo, OpenParams, PermissionRespondParams, SetModeParams, SubmitParams, SubmitResult,
-    ToolListParams, ToolListResult, UiRespondParams,
+    BackendStatus, ConversationInfo, ConversationRef, ForkParams, HarnessInfo, HistoryParams, HistoryResult,
+    KernelStatus, ListParams, ListResult, Method, ModelInfo, OpenParams, PermissionRespondParams, SetModeParams,
+    SubmitParams, SubmitResult, ToolListParams, ToolListResult, UiRespondParams,
 };
 
 use crate::{ClientError, KernelClient, Locations};
@@ -43,8 +43,26 @@ impl KernelClient {
         Ok(list.conversations)
     }
 
+    /// A conversation's whole history: every page of `session.history`, in order.
     pub async fn history(&self, conversation_id: i64) -> Result<HistoryResult, ClientError> {
-        self.request(Method::SessionHistory(ConversationRef { conversation_id })).await
+        let mut whole = self.history_page(conversation_id, None).await?;
+        while whole.more {
+            let after = whole.entries.last().map(|e| e.seq);
+            let page = self.history_page(conversation_id, after).await?;
+            whole.entries.extend(page.entries);
+            whole.more = page.more && after.is_some();
+            whole.conversation = page.conversation;
+        }
+        Ok(whole)
+    }
+
+    /// One page of a conversation's history: the entries after `after_seq`.
+    pub async fn history_page(
+        &self,
+        conversation_id: i64,
+        after_seq: Option<u64>,
+    ) -> Result<HistoryResult, ClientError> {
+        self.request(Method::SessionHistory(HistoryParams { conversation_id, after_seq, limit: None })).await
     }
 
     pub async fn fork(&self, conversation_id: i64, at_seq: Option<u64>) -> Result<ConversationInfo, ClientError> {

@@ -32,6 +32,8 @@ pub struct Subscription {
     unacked: u64,
     ack_every: u64,
     last_seq: Option<u64>,
+    /// `close` ended it already.
+    closed: bool,
 }
 
 const DEFAULT_WINDOW: u64 = 1024;
@@ -49,6 +51,7 @@ impl Subscription {
             unacked: 0,
             ack_every: (window / 2).max(1),
             last_seq: None,
+            closed: false,
         }
     }
 
@@ -103,14 +106,19 @@ impl Subscription {
         }
     }
 
-    /// Ends the watch.
-    pub async fn close(self) {
+    /// Ends the watch and waits for the kernel's answer.
+    pub async fn close(mut self) {
+        self.closed = true;
         let _ = self.client.unwatch(self.id).await;
     }
 }
 
 impl Drop for Subscription {
+    /// A dropped subscription is ended in the kernel too (not only forgotten here), so the
+    /// kernel stops forwarding and its interactive-watcher count stays right.
     fn drop(&mut self) {
-        self.client.forget(self.id);
+        if !self.closed {
+            self.client.unwatch_in_background(self.id);
+        }
     }
 }

@@ -106,6 +106,7 @@ fn a_transcript_is_one_json_line_per_entry() {
             created: false,
             rules_files: Vec::new(),
         },
+        more: false,
         entries: vec![
             Entry {
                 seq: 1,

@@ -6,7 +6,7 @@
 //! kernel forgets the subscriptions at once.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Value, json};
@@ -33,8 +33,58 @@ pub struct Shared {
     pub workspace: Option<String>,
 }
 
-/// Lines for the client, in order.
-pub type Outbox = mpsc::UnboundedSender<Vec<u8>>;
+/// Bytes of answers queued for a client and not yet written past which the connection reads
+/// no further line (a client that sends without reading stops being read).
+pub const MAX_QUEUED: usize = 16 * 1024 * 1024;
+
+/// Lines for the client, in order, with the bytes queued and not yet written counted.
+#[derive(Clone)]
+pub struct Outbox {
+    tx: mpsc::UnboundedSender<Vec<u8>>,
+    queued: Arc<Queued>,
+}
+
+#[derive(Default)]
+pub struct Queued {
+    bytes: AtomicUsize,
+    written: Notify,
+}
+
+impl Queued {
+    /// A line of `len` bytes was written.
+    pub fn written(&self, len: usize) {
+        self.bytes.fetch_sub(len, Ordering::Relaxed);
+        self.written.notify_waiters();
+    }
+}
+
+impl Outbox {
+    /// The outbox, what the writer reads, and the counter it reports written lines to.
+    pub fn new() -> (Outbox, mpsc::UnboundedReceiver<Vec<u8>>, Arc<Queued>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let queued = Arc::new(Queued::default());
+        (Outbox { tx, queued: queued.clone() }, rx, queued)
+    }
+
+    fn send(&self, line: Vec<u8>) {
+        let len = line.len();
+        self.queued.bytes.fetch_add(len, Ordering::Relaxed);
+        if self.tx.send(line).is_err() {
+            self.queued.written(len);
+        }
+    }
+
+    /// Waits while more than `limit` bytes are queued unwritten (or until the writer is gone).
+    pub async fn wait_for_room(&self, limit: usize) {
+        loop {
+            let written = self.queued.written.notified();
+            if self.queued.bytes.load(Ordering::Relaxed) <= limit || self.tx.is_closed() {
+                return;
+            }
+            written.await;
+        }
+    }
+}
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -77,7 +127,7 @@ impl Conn {
     }
 
     pub(crate) fn send_line(&self, line: Vec<u8>) {
-        let _ = self.out.send(line);
+        self.out.send(line);
     }
 
     /// The caller's principal, or -32001 while tokens are configured and nobody logged in.

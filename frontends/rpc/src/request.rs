@@ -125,15 +125,19 @@ pub fn module(conn: Arc<Conn>) -> Result<RpcModule<Conn>, crate::Error> {
         let kernel = conn.kernel().await?;
         let p: wire::ListParams = parse("session.list", p.as_deref())?;
         let list: ListResult = kernel
-            .request(Method::SessionList(superpi_proto::method::ListParams { limit: p.limit }))
+            .request(Method::SessionList(superpi_proto::method::ListParams { limit: p.limit, offset: p.offset }))
             .await
             .map_err(wire::kernel_error)?;
-        Ok(json!({"conversations": list.conversations.iter().map(wire::conversation).collect::<Vec<_>>()}))
+        Ok(json!({
+            "conversations": list.conversations.iter().map(wire::conversation).collect::<Vec<_>>(),
+            "more": list.more,
+        }))
     })?;
     register(&mut m, "session.history", |conn, p| async move {
         let kernel = conn.kernel().await?;
-        let p: wire::ConversationParams = parse("session.history", p.as_deref())?;
-        let history = kernel.history(p.conversation_id).await.map_err(wire::kernel_error)?;
+        let p: wire::HistoryParams = parse("session.history", p.as_deref())?;
+        // A page at a time, as the kernel answers: a long history never makes one huge line.
+        let history = kernel.history_page(p.conversation_id, p.after_seq).await.map_err(wire::kernel_error)?;
         Ok(wire::history(&history))
     })?;
     register(&mut m, "session.set_mode", |conn, p| async move {
@@ -215,7 +219,7 @@ mod tests {
         let documented: Vec<&str> =
             readme.lines().filter_map(|l| l.strip_prefix("### `").and_then(|rest| rest.strip_suffix('`'))).collect();
         assert_eq!(documented, METHODS);
-        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, _rx, _queued) = crate::conn::Outbox::new();
         let shared = Arc::new(crate::Shared {
             tokens: Default::default(),
             connect: superpi_client::ConnectOptions::new(superpi_client::Locations::resolve(|_| None), "rpc"),

@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::mpsc;
 
-use crate::conn::{Conn, Shared};
+use crate::conn::{Conn, MAX_QUEUED, Outbox, Queued, Shared};
 use crate::envelope::{self, Incoming, Item, RpcError, codes};
 use crate::request;
 use superpi_client::lines::{Line, LineReader};
@@ -23,14 +23,16 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (out, out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
-    let writer = tokio::spawn(write_loop(writer, out_rx));
-    let conn = Conn::new(shared, out);
+    let (out, out_rx, queued) = Outbox::new();
+    let writer = tokio::spawn(write_loop(writer, out_rx, queued));
+    let conn = Conn::new(shared, out.clone());
     let module = Arc::new(request::module(conn.clone())?);
     let mut lines = LineReader::new(reader, max_line);
     let lost = conn.lost.clone();
 
     loop {
+        // A client that does not read its answers is not read either: its answers stay bounded.
+        out.wait_for_room(MAX_QUEUED).await;
         let line = tokio::select! {
             line = lines.next() => line,
             _ = lost.notified() => {
@@ -62,6 +64,7 @@ where
     conn.shutdown();
     drop(module);
     drop(conn);
+    drop(out);
     writer.await.map_err(|err| crate::Error::Setup(err.to_string()))?;
     Ok(())
 }
@@ -116,14 +119,18 @@ async fn run_item(module: &RpcModule<Conn>, item: Item) -> (Option<Value>, Optio
 }
 
 /// Writes lines as they come and flushes when none is waiting, so bursts share a write.
-async fn write_loop<W: AsyncWrite + Unpin>(writer: W, mut rx: mpsc::UnboundedReceiver<Vec<u8>>) {
+async fn write_loop<W: AsyncWrite + Unpin>(writer: W, mut rx: mpsc::UnboundedReceiver<Vec<u8>>, queued: Arc<Queued>) {
     let mut writer = BufWriter::with_capacity(64 * 1024, writer);
     while let Some(line) = rx.recv().await {
-        if writer.write_all(&line).await.is_err() {
+        let written = writer.write_all(&line).await;
+        queued.written(line.len());
+        if written.is_err() {
             return;
         }
         while let Ok(line) = rx.try_recv() {
-            if writer.write_all(&line).await.is_err() {
+            let written = writer.write_all(&line).await;
+            queued.written(line.len());
+            if written.is_err() {
                 return;
             }
         }

@@ -150,6 +150,16 @@ pub struct ForkParams {
 pub struct ListParams {
     #[serde(default)]
     pub limit: Option<u32>,
+    #[serde(default)]
+    pub offset: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryParams {
+    pub conversation_id: i64,
+    #[serde(default)]
+    pub after_seq: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -244,6 +254,7 @@ pub fn history(result: &HistoryResult) -> Value {
     json!({
         "conversation": conversation(&result.conversation),
         "entries": result.entries.iter().map(entry).collect::<Vec<_>>(),
+        "more": result.more,
     })
 }
 

@@ -19,7 +19,7 @@ pub enum Method {
     SessionUnwatch(UnwatchParams),
     SessionCancel(ConversationRef),
     SessionList(ListParams),
-    SessionHistory(ConversationRef),
+    SessionHistory(HistoryParams),
     SessionFork(ForkParams),
     SessionSetMode(SetModeParams),
     SessionSetModel(SetModelParams),
@@ -255,19 +255,43 @@ pub struct ConversationRef {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ListParams {
+    /// At most this many (default 100, at most 1,000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u32>,
+    /// Skip this many of the latest first (the next page starts at the previous offset plus
+    /// its length).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ListResult {
     pub conversations: Vec<ConversationInfo>,
+    /// More conversations follow this page.
+    #[serde(default)]
+    pub more: bool,
+}
+
+/// `session.history`: one page of a conversation's entries, in seq order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryParams {
+    pub conversation_id: i64,
+    /// Only entries with a greater seq (the last seq of the previous page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_seq: Option<u64>,
+    /// At most this many entries (default and most: 1,000); a page also stops before 8 MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HistoryResult {
     pub conversation: ConversationInfo,
     pub entries: Vec<Entry>,
+    /// More entries follow this page: ask again with `after_seq` the last entry's seq.
+    #[serde(default)]
+    pub more: bool,
 }
 
 /// `session.fork`: a new conversation holding the entries up to `at_seq` (all by default).
@@ -469,7 +493,7 @@ mod tests {
             Method::SessionUnwatch(UnwatchParams { subscription: 2 }),
             Method::SessionCancel(ConversationRef { conversation_id: 1 }),
             Method::SessionList(ListParams::default()),
-            Method::SessionHistory(ConversationRef { conversation_id: 1 }),
+            Method::SessionHistory(HistoryParams { conversation_id: 1, after_seq: Some(3), limit: None }),
             Method::SessionFork(ForkParams { conversation_id: 1, at_seq: Some(4) }),
             Method::SessionSetMode(SetModeParams { conversation_id: 1, mode: "plan".into() }),
             Method::SessionSetModel(SetModelParams { conversation_id: 1, model: "mock".into() }),
