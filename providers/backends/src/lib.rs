@@ -13,6 +13,7 @@
 //! what a turn publishes.
 
 pub mod claude;
+pub mod codex;
 pub mod discover;
 pub mod driver;
 pub mod event;
