@@ -1,5 +1,6 @@
 //! End to end through stdio: `superpi rpc --stdio` as an IDE starts it, a raw line client on
 //! its pipes. Every line on stdout must be a JSON-RPC message (the client parses each one).
+//! An external MCP server of the user's settings serves a turn started over RPC.
 //!
 //! Build the binary first: `cargo build -p superpi-cli && cargo test -p superpi-rpc`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
@@ -101,4 +102,25 @@ fn every_kind_of_malformed_line_is_answered_and_serving_goes_on() {
         |id| json!({"jsonrpc": "2.0", "id": id, "method": "harness.list"}),
         |answer| assert!(answer["result"]["harnesses"].is_array(), "{answer}"),
     );
+}
+
+#[tokio::test]
+async fn an_external_mcp_servers_tool_round_trips_through_a_turn() {
+    let env = TestEnv::new();
+    let fixture = superpi_tests::mcp_fixture_bin();
+    let settings = json!({ "mcp_servers": { "fix": { "command": fixture } } });
+    std::fs::write(env.locations.config_dir.join("settings.json"), settings.to_string()).unwrap();
+    let (mut child, mut c) = stdio(&env, &[]);
+    let id = open(&mut c).await;
+    let w = watch(&mut c, id, false).await;
+    let prompt = r#"@tool mcp__fix__echo {"text":"over rpc"}"#;
+    c.ok("session.submit", json!({"conversation_id": id, "content": [{"type": "text", "text": prompt}]})).await;
+    let events = c.events_until(w, turn_end).await;
+    assert_eq!(events.last().unwrap()["type"], json!("turn_completed"), "{events:?}");
+    let result = events.iter().find(|e| e["type"] == "tool_completed").expect("a completed tool call");
+    assert_eq!(result["is_error"], json!(false), "{result}");
+    assert!(result.to_string().contains("echo: over rpc"), "{result}");
+    c.close().await;
+    let status = tokio::time::timeout(READ_TIMEOUT, child.wait()).await.unwrap().unwrap();
+    assert!(status.success(), "{status}");
 }
