@@ -173,7 +173,7 @@ async fn a_workspace_holding_the_data_dir_or_the_home_is_refused() {
     let mut call = env.call("bash", json!({"command": "true"}));
     call.workspace = Some(env.home.clone());
     let out = env.sandbox.run(call, Default::default(), None).await;
-    assert!(out.is_error && out.output.contains("data dir"), "{out:?}");
+    assert!(out.is_error && out.output.contains("superpi's own directory"), "{out:?}");
     let mut call = env.call("ls", json!({}));
     call.workspace = Some(PathBuf::from(std::env::var("HOME").unwrap()));
     let out = env.sandbox.run(call, Default::default(), None).await;
