@@ -158,6 +158,7 @@ fn row_info(kernel: &Arc<Kernel>, row: &ConversationRow, remote: bool) -> Result
         status: "idle".into(),
         head_seq: kernel.store.head_seq(row.id).map_err(internal)?,
         created: false,
+        rules_files: crate::rules::paths(row.workspace.as_deref()),
     })
 }
 
