@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use superpi_proto::Locations;
 use superpi_sandbox::ToolRegistry;
 
 use crate::store::StoreError;
@@ -46,16 +47,14 @@ impl KernelConfig {
         }
     }
 
-    pub fn socket_path(&self) -> PathBuf {
-        self.runtime_dir.join("kernel.sock")
-    }
-
-    pub fn lock_path(&self) -> PathBuf {
-        self.data_dir.join("kernel.lock")
-    }
-
-    pub fn database_path(&self) -> PathBuf {
-        self.data_dir.join("superpi.sqlite")
+    /// Where this kernel's files are: the socket, the lock file, the store (one place names
+    /// them for the kernel and its frontends).
+    pub fn locations(&self) -> Locations {
+        Locations {
+            data_dir: self.data_dir.clone(),
+            config_dir: self.config_dir.clone(),
+            runtime_dir: self.runtime_dir.clone(),
+        }
     }
 }
 

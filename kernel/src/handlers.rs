@@ -416,7 +416,7 @@ fn status(kernel: &Kernel, peer: &Peer) -> Reply {
         clients: kernel.activity.clients(),
         live_conversations: kernel.live.len() as u64,
         data_dir: kernel.config.data_dir.display().to_string(),
-        socket: kernel.config.socket_path().display().to_string(),
+        socket: kernel.config.locations().socket_path().display().to_string(),
         // Workspaces and conversations are the local user's business.
         mcp_servers: if peer.remote { Vec::new() } else { kernel.mcp.status() },
     })

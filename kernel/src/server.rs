@@ -24,7 +24,7 @@ pub async fn run(config: KernelConfig) -> Result<(), KernelError> {
     // Everything that can fail on bad configuration fails before the socket exists, so a
     // frontend that started this kernel sees it exit and reads why in its log.
     let catalog = Catalog::load(&config).map_err(KernelError::Config)?;
-    let store = Store::open(&config.database_path())?;
+    let store = Store::open(&config.locations().database_path())?;
     let mut sandbox_config = SandboxConfig::new(config.data_dir.clone());
     if let Some(exe) = &config.tool_exe {
         sandbox_config.tool_exe = exe.clone();
@@ -36,7 +36,7 @@ pub async fn run(config: KernelConfig) -> Result<(), KernelError> {
     let sandbox =
         Sandbox::with_tools(sandbox_config, config.tools.clone()).map_err(|e| KernelError::Sandbox(e.to_string()))?;
 
-    let socket_path = config.socket_path();
+    let socket_path = config.locations().socket_path();
     clear_stale_socket(&socket_path).await?;
     let listener =
         UnixListener::bind(&socket_path).map_err(KernelError::io(format!("binding {}", socket_path.display())))?;
@@ -138,7 +138,7 @@ fn make_private_dir(dir: &Path) -> Result<(), KernelError> {
 
 /// One kernel per data directory: an exclusive flock on `kernel.lock`, holding our pid.
 fn take_lock(config: &KernelConfig) -> Result<Flock<File>, KernelError> {
-    let path = config.lock_path();
+    let path = config.locations().lock_path();
     let file = OpenOptions::new()
         .read(true)
         .write(true)

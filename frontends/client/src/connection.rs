@@ -97,7 +97,7 @@ impl KernelClient {
                 Err(ClientError::Kernel(err)) if err.code == codes::KERNEL_REPLACED && !replaced => {
                     tracing::info!("{}", err.message);
                     replaced = true;
-                    opts.locations.wait_for_release(opts.start_timeout).await?;
+                    crate::locations::wait_for_release(&opts.locations, opts.start_timeout).await?;
                     continue;
                 }
                 Err(ClientError::Io(err)) if attempt < 5 && is_reset(&err) => attempt += 1,

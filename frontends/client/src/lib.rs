@@ -29,10 +29,10 @@ mod sock_diag;
 mod subscription;
 
 pub use connection::{ConnectOptions, KernelClient};
-pub use locations::Locations;
 pub use pool::PrincipalClients;
 pub use provider_env::{process_provider_env, provider_env_digests};
 pub use subscription::Subscription;
+pub use superpi_proto::Locations;
 
 use superpi_proto::ErrorObject;
 

@@ -140,7 +140,7 @@ impl KernelClient {
     pub async fn stop(&self, locations: &Locations, timeout: Duration) -> Result<(), ClientError> {
         let deadline = Instant::now() + timeout;
         self.shutdown().await?;
-        locations.wait_for_release(timeout).await?;
+        crate::locations::wait_for_release(locations, timeout).await?;
         // The lock goes when the kernel's run ends; the process ends right after.
         let pid = self.kernel_hello().pid;
         let mut delay = Duration::from_millis(1);

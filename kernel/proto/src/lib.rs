@@ -3,7 +3,8 @@
 //! Owns the typed turn event ([`event::Event`]) with its flat wire form, the messages a
 //! frontend and the kernel exchange over the kernel socket ([`message`]), the conversation
 //! data they carry ([`content`]), the typed parameters of every kernel method ([`method`]),
-//! and the length-delimited JSON frame codec ([`frame`]).
+//! the length-delimited JSON frame codec ([`frame`]), and where the kernel's files are
+//! ([`Locations`]: the directories from the environment, the socket, the lock file, the store).
 //!
 //! It must not know any runtime: no tokio tasks, no sockets, no SQLite, no processes. Every
 //! other crate may depend on it; it depends on nothing of superpi. `kernel/PROTOCOL.md`
@@ -12,12 +13,14 @@
 pub mod content;
 pub mod event;
 pub mod frame;
+pub mod locations;
 pub mod message;
 pub mod method;
 pub mod tool;
 
 pub use content::{ContentBlock, Entry, EntryKind, Message, Role, Usage};
 pub use event::{Event, EventBody, PermissionOption, PlanEntry};
+pub use locations::Locations;
 pub use message::{ClientMessage, ErrorObject, KernelMessage};
 pub use tool::{Effect, ToolDef};
 
