@@ -151,7 +151,6 @@ fn row_info(kernel: &Arc<Kernel>, row: &ConversationRow, remote: bool) -> Result
         model: row.model.clone(),
         mode: row.mode.clone(),
         max_mode,
-        rules_files: crate::rules::paths(row.workspace.as_deref()),
         workspace: row.workspace.clone(),
         title: row.title.clone(),
         parent_id: row.parent_id,
