@@ -17,8 +17,14 @@ pub struct KernelConfig {
     /// Exit after this long with no client and no running turn (autostarted kernels).
     pub idle_exit: Option<Duration>,
     pub max_frame: usize,
-    /// Bound of a conversation's live event buffer; a watcher further behind is told it lagged.
+    /// How far (in events) a watcher may fall behind what a conversation publishes before it
+    /// is told it lagged (it then catches up from the store).
     pub event_buffer: usize,
+    /// The same bound in bytes of events.
+    pub event_buffer_bytes: usize,
+    /// A conversation with no watcher, no turn and no request for this long leaves memory
+    /// (the next use loads it from the store).
+    pub conversation_idle: Duration,
     /// The program that serves `superpi __sandbox-tool` for file tools.
     pub tool_exe: Option<PathBuf>,
     /// Started by a frontend (not by hand): it may stop for a frontend whose provider
@@ -40,6 +46,8 @@ impl KernelConfig {
             idle_exit: None,
             max_frame: superpi_proto::frame::DEFAULT_MAX_FRAME,
             event_buffer: 16 * 1024,
+            event_buffer_bytes: 8 * 1024 * 1024,
+            conversation_idle: Duration::from_secs(30),
             tool_exe: None,
             autostarted: false,
             provider_env: None,

@@ -1,5 +1,5 @@
-//! A live conversation: its settings, its publisher (seq, store, broadcast), what its actor
-//! reads (`live.rs` runs the actor), and the table of live conversations. It does not name the
+//! A live conversation: its settings, its publisher (seq, store, feed), what its actor reads
+//! (`live.rs` runs the actor), and the table of live conversations. It does not name the
 //! kernel: it reaches the store through [`EventStore`].
 
 use std::collections::HashMap;
@@ -8,8 +8,10 @@ use std::sync::{Arc, Mutex};
 
 use superpi_policy::{ConversationPolicy, Mode};
 use superpi_proto::{EntryKind, Event, Message};
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
+pub(crate) use crate::feed::Published;
+use crate::feed::{Feed, FeedBounds, Take};
 use crate::store::{Commit, ConversationRow, Store, StoreError, TurnStatus};
 use crate::sync::lock;
 
@@ -31,13 +33,6 @@ impl<T: EventStore> EventStore for Arc<T> {
     }
 }
 
-/// An event as published: serialized once, shared by every watcher.
-#[derive(Debug)]
-pub(crate) struct Published {
-    pub seq: u64,
-    pub json: String,
-}
-
 /// What a conversation's settings are now.
 #[derive(Debug, Clone)]
 pub(crate) struct Settings {
@@ -52,7 +47,8 @@ pub(crate) enum Input {
     /// caller's ceiling, whatever mode the conversation has stored).
     Submit {
         turn_id: i64,
-        message: Message,
+        /// Boxed: the channel's first block holds 32 inputs in every live conversation.
+        message: Box<Message>,
         ceiling: Mode,
     },
     Cancel {
@@ -68,10 +64,13 @@ pub(crate) struct Conversation {
     pub owner: String,
     pub row: ConversationRow,
     pub settings: Mutex<Settings>,
-    /// Guards seq assignment, the store commit and the broadcast, so watchers that subscribe
-    /// under it see a consistent head.
-    seq: Mutex<u64>,
-    tx: broadcast::Sender<Arc<Published>>,
+    /// Guards seq assignment, the store commit and the feed, so watchers that join under it
+    /// see a consistent head.
+    feed: Mutex<Feed>,
+    /// Turns at each publish, waking the watchers.
+    published: watch::Sender<u64>,
+    /// When a request or a watcher last let go of it: it leaves memory after a quiet period.
+    last_used: Mutex<std::time::Instant>,
     pub input: mpsc::Sender<Input>,
     pub interactive_watchers: AtomicUsize,
     /// Watchers that can answer `read_text_file` questions (editors with unsaved buffers).
@@ -97,10 +96,9 @@ impl Conversation {
         row: ConversationRow,
         head: u64,
         policy: Result<ConversationPolicy, String>,
-        event_buffer: usize,
+        bounds: FeedBounds,
     ) -> (Arc<Conversation>, mpsc::Receiver<Input>) {
         let (input, rx) = mpsc::channel(64);
-        let (tx, _) = broadcast::channel(event_buffer.max(16));
         let conv = Arc::new(Conversation {
             id: row.id,
             owner: row.owner.clone(),
@@ -111,8 +109,9 @@ impl Conversation {
                 workspace: row.workspace.clone(),
             }),
             row,
-            seq: Mutex::new(head),
-            tx,
+            feed: Mutex::new(Feed::new(head, bounds)),
+            published: watch::Sender::new(head),
+            last_used: Mutex::new(std::time::Instant::now()),
             input,
             interactive_watchers: AtomicUsize::new(0),
             file_readers: AtomicUsize::new(0),
@@ -135,11 +134,10 @@ impl Conversation {
         event: Event,
         entry: Option<(EntryKind, &Message)>,
     ) -> Result<u64, StoreError> {
-        let mut seq = lock(&self.seq);
-        let (next, json, stored) = self.commit_next(store, *seq, event, entry, None);
-        *seq = next;
-        let _ = self.tx.send(Arc::new(Published { seq: next, json }));
-        stored.map(|()| next)
+        let mut feed = lock(&self.feed);
+        let (next, json, stored) = self.commit_next(store, feed.head(), event, entry, None);
+        self.hand_out(&mut feed, Published { seq: next, json }, stored.as_ref().is_ok_and(|kept| *kept));
+        stored.map(|_| next)
     }
 
     /// Publishes a turn's start or end with the status it gives the turn, in one transaction.
@@ -154,8 +152,8 @@ impl Conversation {
         status: TurnStatus<'_>,
     ) -> Result<u64, StoreError> {
         let ends = event.body.is_turn_end();
-        let mut seq = lock(&self.seq);
-        let (next, mut json, stored) = self.commit_next(store, *seq, event, entry, Some(status));
+        let mut feed = lock(&self.feed);
+        let (next, mut json, stored) = self.commit_next(store, feed.head(), event, entry, Some(status));
         if let Err(err) = &stored
             && ends
         {
@@ -164,12 +162,19 @@ impl Conversation {
             error.seq = next;
             json = error.to_json();
         }
-        *seq = next;
-        let _ = self.tx.send(Arc::new(Published { seq: next, json }));
-        stored.map(|()| next)
+        self.hand_out(&mut feed, Published { seq: next, json }, stored.as_ref().is_ok_and(|kept| *kept));
+        stored.map(|_| next)
     }
 
-    /// Stamps the event with the seq after `head` and commits it (under the seq lock).
+    /// Puts a published event in the feed (under the publish lock) and wakes the watchers.
+    fn hand_out(&self, feed: &mut Feed, event: Published, stored: bool) {
+        let seq = event.seq;
+        feed.push(Arc::new(event), stored);
+        self.published.send_replace(seq);
+    }
+
+    /// Stamps the event with the seq after `head` and commits it (under the publish lock):
+    /// `Ok(true)` when it is now in the store, `Ok(false)` for a transient delta.
     fn commit_next(
         &self,
         store: &impl EventStore,
@@ -177,22 +182,25 @@ impl Conversation {
         mut event: Event,
         entry: Option<(EntryKind, &Message)>,
         turn_status: Option<TurnStatus<'_>>,
-    ) -> (u64, String, Result<(), StoreError>) {
+    ) -> (u64, String, Result<bool, StoreError>) {
         let next = head + 1;
         event.seq = next;
         event.conversation_id = self.id;
         let json = event.to_json();
         let stored = if event.body.is_transient() {
-            Ok(())
+            Ok(false)
         } else {
-            store.event_store().commit(&Commit {
-                conversation_id: self.id,
-                seq: next,
-                event_type: event.type_name(),
-                wire: &json,
-                entry: entry.map(|(kind, message)| (kind, event.turn_id, message)),
-                turn_status,
-            })
+            store
+                .event_store()
+                .commit(&Commit {
+                    conversation_id: self.id,
+                    seq: next,
+                    event_type: event.type_name(),
+                    wire: &json,
+                    entry: entry.map(|(kind, message)| (kind, event.turn_id, message)),
+                    turn_status,
+                })
+                .map(|()| true)
         };
         (next, json, stored)
     }
@@ -204,15 +212,46 @@ impl Conversation {
         }
     }
 
-    /// Subscribes to live events, returning the head seq at that instant: every event with a
-    /// greater seq arrives on the receiver, every other one is in the store.
-    pub fn subscribe(&self) -> (u64, broadcast::Receiver<Arc<Published>>) {
-        let seq = lock(&self.seq);
-        (*seq, self.tx.subscribe())
+    /// A watcher joins the feed, returning the head seq at that instant: every event with a
+    /// greater seq it takes from the feed, every other one is in the store.
+    pub fn join(&self, watcher: u64) -> u64 {
+        lock(&self.feed).join(watcher)
+    }
+
+    /// A watcher leaves the feed (what only it lacked is dropped).
+    pub fn leave(&self, watcher: u64) {
+        lock(&self.feed).leave(watcher);
+        self.touch();
+    }
+
+    /// Up to `most` events after the watcher's place in the feed.
+    pub fn take(&self, watcher: u64, most: usize) -> Take {
+        lock(&self.feed).take(watcher, most)
+    }
+
+    /// A receiver that wakes at each publish.
+    pub fn wake(&self) -> watch::Receiver<u64> {
+        self.published.subscribe()
     }
 
     pub fn head_seq(&self) -> u64 {
-        *lock(&self.seq)
+        lock(&self.feed).head()
+    }
+
+    /// Whether every published event is in the store: then it can leave memory and come back
+    /// from the store with the same head.
+    pub fn all_stored(&self) -> bool {
+        lock(&self.feed).all_stored()
+    }
+
+    /// Marks it used now: the quiet period before it leaves memory starts again.
+    pub fn touch(&self) {
+        *lock(&self.last_used) = std::time::Instant::now();
+    }
+
+    /// How long since it was last used.
+    pub fn quiet_for(&self) -> std::time::Duration {
+        lock(&self.last_used).elapsed()
     }
 
     pub fn settings(&self) -> Settings {
@@ -252,5 +291,18 @@ impl LiveConversations {
 
     pub fn len(&self) -> usize {
         lock(&self.conversations).len()
+    }
+
+    /// Removes `conv` (held by the caller, its actor) when nothing else holds it: no request,
+    /// watcher or turn. Anyone else reaches it only through this table, under the same lock, so
+    /// none can get it afterwards; the next use loads it again from the store.
+    pub fn remove_unused(&self, conv: &Arc<Conversation>) -> bool {
+        let mut live = lock(&self.conversations);
+        // The table's reference and the caller's.
+        if Arc::strong_count(conv) > 2 || !live.get(&conv.id).is_some_and(|held| Arc::ptr_eq(held, conv)) {
+            return false;
+        }
+        live.remove(&conv.id);
+        true
     }
 }

@@ -286,7 +286,7 @@ async fn submit(kernel: &Arc<Kernel>, peer: &Peer, p: SubmitParams) -> Reply {
     let queued = conv.is_running();
     // Acknowledged means stored: the turn and its prompt are written before the answer.
     let turn_id = kernel.store.create_turn(conv.id, &message).map_err(internal)?;
-    if conv.input.send(Input::Submit { turn_id, message, ceiling }).await.is_err() {
+    if conv.input.send(Input::Submit { turn_id, message: Box::new(message), ceiling }).await.is_err() {
         // The actor stopped (the kernel is stopping) between the check and the send.
         let _ = kernel.store.set_turn_status(turn_id, "error", Some("the kernel is stopping"));
         return Err(stopping());

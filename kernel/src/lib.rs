@@ -17,6 +17,7 @@ mod config;
 mod connection;
 mod context;
 mod conversation;
+mod feed;
 mod handlers;
 mod kernel;
 mod live;

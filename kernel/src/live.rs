@@ -1,7 +1,9 @@
 //! Conversations come alive: loaded from the store on first use (with their policy and the
 //! "always" answers stored with them) and run by one actor each, an event loop over one
-//! closed input enum that queues submits and runs one turn at a time. At start, the turns a
-//! dead kernel left get their ends here.
+//! closed input enum that queues submits and runs one turn at a time. After a quiet period
+//! with nothing holding it (no watcher, turn or request) the actor takes its conversation out
+//! of memory and ends; the next use loads it again. At start, the turns a dead kernel left get
+//! their ends here.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -12,6 +14,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{Conversation, Input};
+use crate::feed::FeedBounds;
 use crate::kernel::Kernel;
 use crate::recovery;
 use crate::store::StoreError;
@@ -20,6 +23,7 @@ use crate::sync::lock;
 /// The live conversation of an id, loading it (and starting its actor) on first use.
 pub(crate) fn conversation(kernel: &Arc<Kernel>, id: i64) -> Result<Option<Arc<Conversation>>, StoreError> {
     if let Some(conv) = kernel.live.get(id) {
+        conv.touch();
         return Ok(Some(conv));
     }
     let Some(row) = kernel.store.conversation(id)? else { return Ok(None) };
@@ -36,7 +40,8 @@ pub(crate) fn conversation(kernel: &Arc<Kernel>, id: i64) -> Result<Option<Arc<C
         None => superpi_policy::Overrides::default(),
     };
     let policy = policy.map(|p| p.with_overrides(overrides));
-    let (conv, rx) = Conversation::new(row, head, policy, kernel.config.event_buffer);
+    let bounds = FeedBounds { events: kernel.config.event_buffer, bytes: kernel.config.event_buffer_bytes };
+    let (conv, rx) = Conversation::new(row, head, policy, bounds);
     // Loaded twice at once: the first one made live wins, the other is dropped unstarted.
     let conv = match kernel.live.add(conv) {
         Ok(conv) => conv,
@@ -70,9 +75,17 @@ pub(crate) fn recover_interrupted(kernel: &Arc<Kernel>) -> Result<(), StoreError
     Ok(())
 }
 
+/// Whether a quiet, idle conversation may leave memory: all it published is stored (so it comes back with the same head), and no frontend attached MCP
+/// servers to it (their definitions live only here). Nothing else may hold it: see
+/// [`crate::conversation::LiveConversations::remove_unused`].
+fn may_leave(conv: &Conversation) -> bool {
+    conv.all_stored() && lock(&conv.mcp_servers).is_empty()
+}
+
 async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Receiver<Input>) {
-    let mut queue: VecDeque<(i64, Message, Mode)> = VecDeque::new();
+    let mut queue: VecDeque<(i64, Box<Message>, Mode)> = VecDeque::new();
     let mut current: Option<(i64, CancellationToken)> = None;
+    let quiet = kernel.config.conversation_idle;
     loop {
         // Stopping: wait for the running turn's end (its token is the kernel's child, so it
         // ends promptly), so the turns behind it are recorded after it, in order.
@@ -80,11 +93,25 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
         if stopping && current.is_none() {
             break;
         }
+        let idle = current.is_none() && queue.is_empty();
         let input = tokio::select! {
             input = rx.recv() => input,
             _ = kernel.shutdown.cancelled(), if !stopping => continue,
+            _ = tokio::time::sleep(quiet.saturating_sub(conv.quiet_for())), if idle && !stopping => {
+                if conv.quiet_for() >= quiet {
+                    if may_leave(&conv) && kernel.live.remove_unused(&conv) {
+                        tracing::debug!(conversation = conv.id, "an idle conversation left memory");
+                        break;
+                    }
+                    // Held (a watcher, a request) or kept: look again a period later.
+                    conv.touch();
+                }
+                continue;
+            }
         };
         let Some(input) = input else { break };
+        // The quiet period starts again at each input (a turn's end too).
+        conv.touch();
         match input {
             Input::Submit { turn_id, message, ceiling } => queue.push_back((turn_id, message, ceiling)),
             Input::Cancel { reply } => {
@@ -116,7 +143,7 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
             kernel.activity.turn_started();
             let (k, c) = (kernel.clone(), conv.clone());
             kernel.tasks.spawn(async move {
-                crate::turn::run(&k, &c, turn_id, ceiling, message, token).await;
+                crate::turn::run(&k, &c, turn_id, ceiling, *message, token).await;
                 let _ = c.input.send(Input::TurnEnded { turn_id }).await;
             });
         }

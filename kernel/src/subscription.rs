@@ -1,8 +1,8 @@
 //! A watcher's subscription: replay from the store, then live events, within a credit window.
 //!
 //! The window bounds what is in flight to the frontend; acks refill it. A frontend that
-//! falls further behind than the conversation's live buffer gets `lagged` and catches up from
-//! the store, so a slow frontend never slows a conversation.
+//! falls further behind than the conversation's feed keeps gets `lagged` and catches up from
+//! the store, so a slow frontend never slows a conversation nor grows the kernel.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,12 +10,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use superpi_proto::KernelMessage;
 use superpi_proto::message::{Lagged, encode_event_batch};
-use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::{Semaphore, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::conversation::{Conversation, Published};
+use crate::conversation::Conversation;
+use crate::feed::Take;
 use crate::outbox::Outbox;
 use crate::store::Store;
 
@@ -87,7 +87,8 @@ pub(crate) fn start(
     let window = spec.window.clamp(1, 1 << 20);
     let credits = Arc::new(Semaphore::new(window as usize));
     let in_flight = Arc::new(AtomicU64::new(0));
-    let (head, rx) = conv.subscribe();
+    let place = FeedPlace { conv: conv.clone(), watcher: spec.id };
+    let head = conv.join(spec.id);
     // Counted before the watch is answered: a question asked right after the answer must
     // already see this watcher.
     let interactive = spec.interactive.then(|| WatcherGuard::count(&conv, |c| &c.interactive_watchers));
@@ -95,9 +96,9 @@ pub(crate) fn start(
     let forwarder =
         Forwarder { store, closing, conv, spec, out, credits: credits.clone(), in_flight: in_flight.clone(), window };
     let task = tokio::spawn(async move {
-        let _counted = (interactive, reads_files);
+        let _counted = (interactive, reads_files, place);
         if start.await.is_ok() {
-            forwarder.run(head, rx).await;
+            forwarder.run(head).await;
         }
     });
     (SubscriptionHandle { credits, in_flight, task: Some(task) }, head)
@@ -133,6 +134,19 @@ impl Drop for WatcherGuard {
     }
 }
 
+/// A watcher's place in the conversation's feed, given up when its forwarder ends or is
+/// dropped (the feed then keeps nothing for it).
+struct FeedPlace {
+    conv: Arc<Conversation>,
+    watcher: u64,
+}
+
+impl Drop for FeedPlace {
+    fn drop(&mut self) {
+        self.conv.leave(self.watcher);
+    }
+}
+
 /// Stored events read from the store at a time when a watcher catches up.
 const REPLAY_PAGE: usize = 512;
 /// A batch frame holds events up to about this many bytes (and always at least one).
@@ -141,7 +155,7 @@ const BATCH_BYTES: usize = 1024 * 1024;
 const BATCH_ENVELOPE: usize = 1024;
 
 impl Forwarder {
-    async fn run(self, head: u64, mut rx: tokio::sync::broadcast::Receiver<Arc<Published>>) {
+    async fn run(self, head: u64) {
         let mut last_sent = self.spec.from_seq.unwrap_or(head);
         // Catch-up reads the store a page at a time: a long history never sits in memory.
         while last_sent < head {
@@ -162,59 +176,50 @@ impl Forwarder {
         }
         last_sent = last_sent.max(head);
 
-        let mut batch: Vec<Arc<Published>> = Vec::with_capacity(self.max_batch());
+        let mut published = self.conv.wake();
         loop {
-            let received = tokio::select! {
-                received = rx.recv() => received,
-                _ = self.closing.cancelled() => {
-                    // Turns have ended: send what is left, whatever the credit, and end.
-                    let rest: Vec<Arc<Published>> =
-                        std::iter::from_fn(|| rx.try_recv().ok()).filter(|ev| ev.seq > last_sent).collect();
-                    let events: Vec<(u64, &str)> = rest.iter().map(|ev| (ev.seq, ev.json.as_str())).collect();
-                    self.send_frames(&events).await;
+            // Seen before taking: a publish after the take wakes the wait below.
+            published.borrow_and_update();
+            match self.conv.take(self.spec.id, self.max_batch()) {
+                Take::Events(batch) => {
+                    let events: Vec<(u64, &str)> =
+                        batch.iter().filter(|ev| ev.seq > last_sent).map(|ev| (ev.seq, ev.json.as_str())).collect();
+                    if !self.send(&events).await {
+                        return;
+                    }
+                    last_sent = last_sent.max(batch.last().map_or(last_sent, |ev| ev.seq));
+                }
+                Take::Lagged => {
+                    tracing::info!(
+                        conversation = self.conv.id,
+                        subscription = self.spec.id,
+                        resume_from_seq = last_sent,
+                        "a watcher fell behind what the feed keeps: told it lagged (it catches up from the store)"
+                    );
+                    let notice =
+                        KernelMessage::Lagged(Lagged { subscription: self.spec.id, resume_from_seq: last_sent });
+                    self.out.send(Bytes::from(superpi_proto::frame::encode(&notice))).await;
                     return;
                 }
-            };
-            let lagged = match received {
-                Ok(ev) => {
-                    if ev.seq > last_sent {
-                        batch.push(ev);
-                    }
-                    let mut lagged = false;
-                    while batch.len() < self.max_batch() {
-                        match rx.try_recv() {
-                            Ok(ev) if ev.seq > last_sent => batch.push(ev),
-                            Ok(_) => {}
-                            Err(TryRecvError::Lagged(_)) => {
-                                lagged = true;
-                                break;
+                Take::Nothing => {
+                    tokio::select! {
+                        changed = published.changed() => if changed.is_err() { return },
+                        _ = self.closing.cancelled() => {
+                            // Turns have ended: send what is left, whatever the credit, and end.
+                            while let Take::Events(rest) = self.conv.take(self.spec.id, self.max_batch()) {
+                                let events: Vec<(u64, &str)> = rest
+                                    .iter()
+                                    .filter(|ev| ev.seq > last_sent)
+                                    .map(|ev| (ev.seq, ev.json.as_str()))
+                                    .collect();
+                                if !self.send_frames(&events).await {
+                                    return;
+                                }
                             }
-                            Err(_) => break,
+                            return;
                         }
                     }
-                    lagged
                 }
-                Err(RecvError::Lagged(_)) => true,
-                Err(RecvError::Closed) => return,
-            };
-            if !batch.is_empty() {
-                let events: Vec<(u64, &str)> = batch.iter().map(|ev| (ev.seq, ev.json.as_str())).collect();
-                if !self.send(&events).await {
-                    return;
-                }
-                last_sent = batch.last().map(|ev| ev.seq).unwrap_or(last_sent);
-                batch.clear();
-            }
-            if lagged {
-                tracing::info!(
-                    conversation = self.conv.id,
-                    subscription = self.spec.id,
-                    resume_from_seq = last_sent,
-                    "a watcher fell behind the live buffer: told it lagged (it catches up from the store)"
-                );
-                let notice = KernelMessage::Lagged(Lagged { subscription: self.spec.id, resume_from_seq: last_sent });
-                self.out.send(Bytes::from(superpi_proto::frame::encode(&notice))).await;
-                return;
             }
         }
     }

@@ -229,6 +229,12 @@ async fn kernel(locations: &Locations, args: KernelArgs) -> anyhow::Result<ExitC
             if let Some(buffer) = std::env::var("SUPERPI_EVENT_BUFFER").ok().and_then(|v| v.parse().ok()) {
                 config.event_buffer = buffer;
             }
+            if let Some(bytes) = std::env::var("SUPERPI_EVENT_BUFFER_BYTES").ok().and_then(|v| v.parse().ok()) {
+                config.event_buffer_bytes = bytes;
+            }
+            if let Some(ms) = std::env::var("SUPERPI_CONVERSATION_IDLE_MS").ok().and_then(|v| v.parse().ok()) {
+                config.conversation_idle = Duration::from_millis(ms);
+            }
             if args.autostarted {
                 config.idle_exit = Some(Duration::from_secs(args.idle_exit.max(1)));
             }

@@ -21,7 +21,11 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 fn main() {
     let deltas: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
     // SAFETY: no other thread exists yet.
-    unsafe { std::env::set_var("SUPERPI_EVENT_BUFFER", (deltas + 1024).to_string()) };
+    unsafe {
+        std::env::set_var("SUPERPI_EVENT_BUFFER", (deltas + 1024).to_string());
+        // A delta's wire form is about 150 bytes: room for the whole burst.
+        std::env::set_var("SUPERPI_EVENT_BUFFER_BYTES", ((deltas + 1024) * 256).to_string());
+    }
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(bench(deltas));
 }
