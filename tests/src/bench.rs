@@ -66,6 +66,25 @@ impl<C: Fn(&str) -> bool, E: Fn(&str) -> Option<bool>> SseTimer<C, E> {
     }
 }
 
+/// Times the answer `resp` carries: an HTTP status other than 200 is an error; otherwise each
+/// chunk goes to `timer` until an event ends the answer, or the body ends first (a cut
+/// answer: not finished).
+pub async fn time_response<C, E>(mut resp: reqwest::Response, mut timer: SseTimer<C, E>) -> Result<StreamTiming, String>
+where
+    C: Fn(&str) -> bool,
+    E: Fn(&str) -> Option<bool>,
+{
+    if resp.status() != 200 {
+        return Err(format!("HTTP {}", resp.status()));
+    }
+    while let Some(bytes) = resp.chunk().await.map_err(|e| e.to_string())? {
+        if let Some(timing) = timer.feed(&bytes) {
+            return Ok(timing);
+        }
+    }
+    Ok(timer.cut())
+}
+
 /// What many answers at once came to.
 #[derive(Debug, Default)]
 pub struct Concurrent {

@@ -3,7 +3,7 @@
 //! Owns [`TestEnv`]: a private data, config and runtime directory plus a workspace, so every
 //! test gets its own kernel, and that kernel is killed when the test ends; and what the
 //! frontends' tests and benchmarks share (a frontend process and its announced address, the end
-//! of a conversation's first turn, SSE timing in [`bench`]). It must not fake anything a test
+//! of a conversation's first turn, SSE timing in [`bench`], CORS preflights in [`http`]). It must not fake anything a test
 //! claims to check: the binary, the socket and the SQLite file are real.
 #![allow(clippy::disallowed_methods, clippy::expect_used, clippy::unwrap_used)] // test support spawns processes and fails loudly
 
@@ -16,6 +16,7 @@ use std::process::{Child, Command, Stdio};
 use superpi_client::{ConnectOptions, Locations};
 
 pub mod bench;
+pub mod http;
 
 /// The fixture MCP server of this build (src/bin/mcp_fixture.rs, beside `superpi`).
 pub fn mcp_fixture_bin() -> PathBuf {

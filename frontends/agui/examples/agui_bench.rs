@@ -15,20 +15,17 @@ mod common;
 use std::time::Instant;
 
 use common::{Server, http, run_input};
-use superpi_tests::bench::{SseTimer, StreamTiming, concurrent, percentile};
+use superpi_tests::bench::{SseTimer, StreamTiming, concurrent, percentile, time_response};
 
 const DELTAS: usize = 10_000;
 const CONCURRENT: usize = 200;
 
-/// One run on `thread`, timed until RUN_FINISHED (finished) or RUN_ERROR.
+/// One run on `thread`, timed until RUN_FINISHED (finished), RUN_ERROR or a cut stream.
 async fn stream(client: &reqwest::Client, url: &str, thread: &str, prompt: &str) -> Result<StreamTiming, String> {
     let start = Instant::now();
     let body = run_input(thread, "bench", prompt);
-    let mut resp = client.post(url).json(&body).send().await.map_err(|e| e.to_string())?;
-    if resp.status() != 200 {
-        return Err(format!("HTTP {}", resp.status()));
-    }
-    let mut timer = SseTimer::new(
+    let resp = client.post(url).json(&body).send().await.map_err(|e| e.to_string())?;
+    let timer = SseTimer::new(
         start,
         |event| event.contains("\"type\":\"TEXT_MESSAGE_CONTENT\""),
         |event| {
@@ -36,12 +33,7 @@ async fn stream(client: &reqwest::Client, url: &str, thread: &str, prompt: &str)
             (finished || event.contains("\"type\":\"RUN_ERROR\"")).then_some(finished)
         },
     );
-    while let Some(bytes) = resp.chunk().await.map_err(|e| e.to_string())? {
-        if let Some(timing) = timer.feed(&bytes) {
-            return Ok(timing);
-        }
-    }
-    Err("the stream ended before the run did".into())
+    time_response(resp, timer).await
 }
 
 fn main() {

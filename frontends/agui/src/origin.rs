@@ -24,9 +24,7 @@ pub async fn guard(State(frontend): State<Arc<Frontend>>, request: Request, next
         return next.run(request).await;
     };
     if !frontend.request_origin_allowed(request.headers()) {
-        return ApiError::new(
-            403,
-            "forbidden_origin",
+        return ApiError::forbidden_origin(
             "a page from another origin may not use this server without a token (set SUPERPI_GATEWAY_TOKEN or gateway.json)",
         )
         .into_response();

@@ -1,8 +1,10 @@
 //! The request map: AG-UI request bodies into what the kernel is asked, and this frontend's
 //! error shape, `{"error": {"message", "code"}}` with an HTTP status.
 
+use axum::http::StatusCode;
 use serde_json::{Value, json};
 use superpi_client::ClientError;
+use superpi_http::ErrorShape;
 use superpi_proto::message::codes;
 
 use crate::wire::{InputRequest, RunAgentInput};
@@ -10,31 +12,21 @@ use crate::wire::{InputRequest, RunAgentInput};
 /// The modes a client may ask for in `forwardedProps.executionMode`, loosest last.
 pub const MODES: &[&str] = &["plan", "accept-edits", "auto"];
 
-/// An error answered as JSON.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiError {
-    pub status: u16,
-    pub code: &'static str,
-    pub message: String,
-}
+/// This frontend's error body: `{"error": {"message", "code"}}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AguiShape;
 
-impl ApiError {
-    pub fn new(status: u16, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status, code, message: message.into() }
-    }
+impl ErrorShape for AguiShape {
+    const INVALID: &'static str = "invalid_request";
+    const UNAUTHORIZED: &'static str = "unauthorized";
 
-    pub fn invalid(message: impl Into<String>) -> Self {
-        Self::new(400, "invalid_request", message)
-    }
-
-    pub fn not_found(message: impl Into<String>) -> Self {
-        Self::new(404, "not_found", message)
-    }
-
-    pub fn body(&self) -> Value {
-        json!({"error": {"message": self.message, "code": self.code}})
+    fn body(error: &ApiError) -> Value {
+        json!({"error": {"message": error.message, "code": error.code}})
     }
 }
+
+/// An error answered as JSON in AG-UI's shape.
+pub type ApiError = superpi_http::ApiError<AguiShape>;
 
 /// What a run asks of the kernel.
 #[derive(Debug, Clone, PartialEq)]
@@ -165,15 +157,17 @@ pub fn kernel_error(err: &ClientError) -> ApiError {
     match err {
         ClientError::Kernel(e) if e.code == codes::NOT_FOUND => ApiError::not_found(e.message.clone()),
         ClientError::Kernel(e) if e.code == codes::INVALID_PARAMS => ApiError::invalid(e.message.clone()),
-        ClientError::Kernel(e) if e.code == codes::FORBIDDEN => ApiError::new(403, "forbidden", e.message.clone()),
+        ClientError::Kernel(e) if e.code == codes::FORBIDDEN => {
+            ApiError::new(StatusCode::FORBIDDEN, "forbidden", e.message.clone())
+        }
         ClientError::Kernel(e) if e.code == codes::PROVIDER => {
-            ApiError::new(503, "provider_not_configured", e.message.clone())
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "provider_not_configured", e.message.clone())
         }
-        ClientError::Kernel(e) => ApiError::new(502, "kernel_error", e.message.clone()),
+        ClientError::Kernel(e) => ApiError::new(StatusCode::BAD_GATEWAY, "kernel_error", e.message.clone()),
         ClientError::Closed | ClientError::NoKernel(_) | ClientError::Io(_) => {
-            ApiError::new(503, "kernel_unavailable", err.to_string())
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "kernel_unavailable", err.to_string())
         }
-        ClientError::Protocol(_) => ApiError::new(502, "kernel_error", err.to_string()),
+        ClientError::Protocol(_) => ApiError::new(StatusCode::BAD_GATEWAY, "kernel_error", err.to_string()),
     }
 }
 
@@ -234,7 +228,7 @@ mod tests {
         ];
         for (body, needle) in cases {
             let err = run_plan(body.as_bytes()).unwrap_err();
-            assert_eq!((err.status, err.code), (400, "invalid_request"), "{body}");
+            assert_eq!((err.status.as_u16(), err.code), (400, "invalid_request"), "{body}");
             assert!(err.message.contains(needle), "{body}: {}", err.message);
         }
     }

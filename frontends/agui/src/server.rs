@@ -4,19 +4,19 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::json;
 use superpi_client::{ClientError, KernelClient};
-use superpi_http::Frontend;
+use superpi_http::{Common, Frontend};
 use superpi_proto::message::codes;
 use superpi_proto::method::{ConversationInfo, OpenParams, WatchParams};
 
 use crate::origin;
 use crate::render::{RenderOptions, Renderer};
-use crate::request::{self, ApiError};
+use crate::request::{self, AguiShape, ApiError};
 use crate::stream;
 use crate::wire::InputRequest;
 
@@ -28,34 +28,25 @@ pub struct Agui {
     frontend: Arc<Frontend>,
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        (status, axum::Json(self.body())).into_response()
-    }
-}
-
 impl Agui {
     pub fn new(frontend: Arc<Frontend>) -> Self {
         Agui { frontend }
     }
 
     pub fn router(&self) -> Router {
-        Router::new()
-            .route("/", get(health))
-            .route("/health", get(health))
+        let routes = Router::new()
             .route("/agui/v1/run", post(run))
             .route("/agui/v1/sessions/{id}/events", get(events))
-            .route("/agui/v1/sessions/{id}/input", post(input))
-            .fallback(not_found)
+            .route("/agui/v1/sessions/{id}/input", post(input));
+        let common = Common { service: "superpi-agui", not_found: "no such route", body_limit: BODY_LIMIT };
+        superpi_http::with_common::<AguiShape, _>(routes, common)
             .layer(axum::middleware::from_fn_with_state(self.frontend.clone(), origin::guard))
-            .layer(DefaultBodyLimit::max(BODY_LIMIT))
             .with_state(self.clone())
     }
 
     /// The principal of a request, or 401.
     fn authenticate(&self, headers: &HeaderMap) -> Result<String, ApiError> {
-        self.frontend.principal(headers).map_err(|err| ApiError::new(401, "unauthorized", err.to_string()))
+        self.frontend.principal(headers).map_err(|err| ApiError::unauthorized(err.to_string()))
     }
 
     /// The kernel connection of a principal, made on first use and again after a loss.
@@ -75,14 +66,6 @@ impl Agui {
             Err(e) => Err(request::kernel_error(&e)),
         }
     }
-}
-
-async fn health() -> Response {
-    axum::Json(json!({"status": "ok", "service": "superpi-agui", "version": env!("CARGO_PKG_VERSION")})).into_response()
-}
-
-async fn not_found() -> Response {
-    ApiError::not_found("no such route").into_response()
 }
 
 /// `POST /agui/v1/run`: a `RunAgentInput` in, the run's AG-UI events out.

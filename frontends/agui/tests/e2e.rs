@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use superpi_client::KernelClient;
 use superpi_proto::EventBody;
 use superpi_proto::method::OpenParams;
+use superpi_tests::http::{assert_preflight_admits, preflight};
 
 #[tokio::test]
 async fn health_is_open_and_unknown_routes_are_json_404s() {
@@ -386,16 +387,8 @@ async fn browsers_from_other_origins_need_a_token() {
     let err: Value = resp.json().await.unwrap();
     assert_eq!(err["error"]["code"], "forbidden_origin");
     // A page on this machine may, with CORS.
-    let preflight = http
-        .request(reqwest::Method::OPTIONS, server.url("/agui/v1/run"))
-        .header("origin", "http://localhost:3000")
-        .header("access-control-request-method", "POST")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(preflight.status(), 204);
-    assert_eq!(preflight.headers()["access-control-allow-origin"], "http://localhost:3000");
-    assert!(preflight.headers()["access-control-allow-headers"].to_str().unwrap().contains("authorization"));
+    let preflight = preflight(&http, &server.url("/agui/v1/run"), "http://localhost:3000", None).await;
+    assert_preflight_admits(&preflight, "http://localhost:3000", "authorization");
     let resp = http
         .post(server.url("/agui/v1/run"))
         .header("origin", "http://localhost:3000")

@@ -10,8 +10,10 @@
 //! the Origin rule for a listener without tokens (browsers on other sites are refused) and
 //! CORS for the origins it admits; who may connect (superpi-client's peer check: this user
 //! only without tokens, never a kernel's confined tool) and the `Host` rule against DNS
-//! rebinding (loopback names and the bound address without tokens); and SSE framing with a body that coalesces whatever frames
-//! are ready into one write.
+//! rebinding (loopback names and the bound address without tokens); SSE framing with a body
+//! that coalesces whatever frames are ready into one write; the routes around every
+//! frontend's own ([`with_common`]: health, 404, 405, the body limit); and the refusal type
+//! ([`ApiError`]), each frontend naming only its body shape ([`ErrorShape`]).
 //!
 //! It must not know any kernel type beyond superpi-client's connections, nor any one
 //! frontend's wire format or routes: it deals in headers, addresses, bytes and the router a
@@ -19,14 +21,18 @@
 
 mod auth;
 mod config;
+mod error;
 mod frontend;
 mod guard;
 mod origin;
+mod routes;
 mod sse;
 
 pub use auth::{AuthError, BindError, Tokens, authenticate, check_bind, load_tokens, principal_for_token};
 pub use config::{CONFIG_FILE, ConfigError};
+pub use error::{ApiError, ErrorShape};
 pub use frontend::{Error, Frontend, ListenArgs, SHUTDOWN_GRACE, TOKEN_VAR, run, serve};
 pub use guard::host_allowed;
 pub use origin::{Cors, ORIGINS_VAR, is_loopback_origin, origin_allowed};
+pub use routes::{Common, with_common};
 pub use sse::{SSE_DONE, sse_body, sse_data, sse_headers};

@@ -15,7 +15,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{Gateway, chat_body, http};
-use superpi_tests::bench::{SseTimer, StreamTiming, concurrent, percentile};
+use superpi_tests::bench::{SseTimer, StreamTiming, concurrent, percentile, time_response};
 
 const DELTAS: usize = 10_000;
 const CONCURRENT: usize = 200;
@@ -32,21 +32,13 @@ async fn stream(
     if let Some(id) = session {
         req = req.header("x-session-id", id);
     }
-    let mut resp = req.send().await.map_err(|e| e.to_string())?;
-    if resp.status() != 200 {
-        return Err(format!("HTTP {}", resp.status()));
-    }
-    let mut timer = SseTimer::new(
+    let resp = req.send().await.map_err(|e| e.to_string())?;
+    let timer = SseTimer::new(
         start,
         |event| event.contains("\"content\":\"") && !event.contains("\"content\":\"\""),
         |event| event.starts_with("data: [DONE]").then_some(true),
     );
-    while let Some(bytes) = resp.chunk().await.map_err(|e| e.to_string())? {
-        if let Some(timing) = timer.feed(&bytes) {
-            return Ok(timing);
-        }
-    }
-    Ok(timer.cut())
+    time_response(resp, timer).await
 }
 
 fn ms(d: Duration) -> String {

@@ -7,7 +7,7 @@ use superpi_client::ClientError;
 use superpi_proto::message::codes;
 use superpi_proto::method::{HarnessInfo, OpenParams};
 
-use crate::wire::ApiError;
+use crate::wire::{self, ApiError};
 
 /// The modes a caller may ask for, loosest last.
 pub const MODES: &[&str] = &["plan", "accept-edits", "auto"];
@@ -49,8 +49,7 @@ pub struct ChatRequest {
 fn header<'a>(headers: &'a HeaderMap, names: &[&str]) -> Result<Option<&'a str>, ApiError> {
     for name in names {
         if let Some(value) = headers.get(*name) {
-            let value =
-                value.to_str().map_err(|_| ApiError::invalid_params(format!("header {name} is not visible ASCII")))?;
+            let value = value.to_str().map_err(|_| ApiError::invalid(format!("header {name} is not visible ASCII")))?;
             let value = value.trim();
             if !value.is_empty() {
                 return Ok(Some(value));
@@ -80,12 +79,12 @@ fn content_text(content: &Value) -> Result<String, ApiError> {
                             out.push_str(text);
                         }
                     }
-                    _ => return Err(ApiError::invalid_params("a content part must be an object")),
+                    _ => return Err(ApiError::invalid("a content part must be an object")),
                 }
             }
             Ok(out)
         }
-        _ => Err(ApiError::invalid_params("`content` must be a string, an array of parts or null")),
+        _ => Err(ApiError::invalid("`content` must be a string, an array of parts or null")),
     }
 }
 
@@ -93,46 +92,46 @@ fn content_text(content: &Value) -> Result<String, ApiError> {
 /// parameters are accepted and ignored.
 pub fn parse_chat(body: &[u8], headers: &HeaderMap) -> Result<ChatRequest, ApiError> {
     let body: Value = serde_json::from_slice(body)
-        .map_err(|err| ApiError::invalid_params(format!("the request body is not valid JSON: {err}")))?;
+        .map_err(|err| ApiError::invalid(format!("the request body is not valid JSON: {err}")))?;
     let Value::Object(body) = body else {
-        return Err(ApiError::invalid_params("the request body must be a JSON object"));
+        return Err(ApiError::invalid("the request body must be a JSON object"));
     };
     let model = match body.get("model") {
         Some(Value::String(m)) if !m.trim().is_empty() => m.trim().to_string(),
-        Some(_) => return Err(ApiError::invalid_params("`model` must be a non-empty string")),
-        None => return Err(ApiError::invalid_params("`model` is required")),
+        Some(_) => return Err(ApiError::invalid("`model` must be a non-empty string")),
+        None => return Err(ApiError::invalid("`model` is required")),
     };
     let stream = match body.get("stream") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
-        Some(_) => return Err(ApiError::invalid_params("`stream` must be a boolean")),
+        Some(_) => return Err(ApiError::invalid("`stream` must be a boolean")),
     };
     let include_usage =
         body.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool).unwrap_or(false);
 
     let Some(Value::Array(raw)) = body.get("messages") else {
-        return Err(ApiError::invalid_params("`messages` must be an array"));
+        return Err(ApiError::invalid("`messages` must be an array"));
     };
     let mut messages = Vec::with_capacity(raw.len());
     for (i, m) in raw.iter().enumerate() {
         let role = m
             .get("role")
             .and_then(Value::as_str)
-            .ok_or_else(|| ApiError::invalid_params(format!("messages[{i}].role must be a string")))?;
+            .ok_or_else(|| ApiError::invalid(format!("messages[{i}].role must be a string")))?;
         let text = content_text(m.get("content").unwrap_or(&Value::Null))
-            .map_err(|e| ApiError::invalid_params(format!("messages[{i}]: {}", e.message)))?;
+            .map_err(|e| ApiError::invalid(format!("messages[{i}]: {}", e.message)))?;
         messages.push(TextMessage { role: role.to_string(), text });
     }
     let last_user = messages
         .iter()
         .rposition(|m| m.role == "user")
-        .ok_or_else(|| ApiError::invalid_params("`messages` must contain a user message"))?;
+        .ok_or_else(|| ApiError::invalid("`messages` must contain a user message"))?;
     if messages[last_user].text.trim().is_empty() {
-        return Err(ApiError::invalid_params("the last user message has no text"));
+        return Err(ApiError::invalid("the last user message has no text"));
     }
 
     let session = if let Some(id) = header(headers, &["x-conversation-id"])? {
-        let id = id.parse::<i64>().map_err(|_| ApiError::invalid_params("x-conversation-id must be an integer"))?;
+        let id = id.parse::<i64>().map_err(|_| ApiError::invalid("x-conversation-id must be an integer"))?;
         Session::Conversation(id)
     } else if let Some(id) = header(headers, &["x-session-id"])? {
         Session::External(id.to_string())
@@ -140,7 +139,7 @@ pub fn parse_chat(body: &[u8], headers: &HeaderMap) -> Result<ChatRequest, ApiEr
         match body.get("session_id") {
             None | Some(Value::Null) => Session::New,
             Some(Value::String(s)) if !s.trim().is_empty() => Session::External(s.trim().to_string()),
-            Some(_) => return Err(ApiError::invalid_params("`session_id` must be a non-empty string")),
+            Some(_) => return Err(ApiError::invalid("`session_id` must be a non-empty string")),
         }
     };
 
@@ -149,13 +148,13 @@ pub fn parse_chat(body: &[u8], headers: &HeaderMap) -> Result<ChatRequest, ApiEr
         None => match body.get("execution_mode") {
             None | Some(Value::Null) => None,
             Some(Value::String(m)) => Some(m.clone()),
-            Some(_) => return Err(ApiError::invalid_params("`execution_mode` must be a string")),
+            Some(_) => return Err(ApiError::invalid("`execution_mode` must be a string")),
         },
     };
     if let Some(m) = &mode
         && !MODES.contains(&m.as_str())
     {
-        return Err(ApiError::invalid_params(format!("unknown mode `{m}`: use plan, accept-edits or auto")));
+        return Err(ApiError::invalid(format!("unknown mode `{m}`: use plan, accept-edits or auto")));
     }
 
     Ok(ChatRequest { model, stream, include_usage, session, mode, messages, last_user })
@@ -258,16 +257,12 @@ pub fn kernel_error(err: &ClientError, model: &str) -> ApiError {
             let unconfigured = reason == "provider_not_configured"
                 || (reason.is_empty()
                     && ["not configured", "credential", "api key", "no key"].iter().any(|w| text.contains(w)));
-            if unconfigured {
-                ApiError::provider_not_configured(e.message.clone())
-            } else {
-                ApiError::model_not_found(model)
-            }
+            if unconfigured { wire::provider_not_configured(e.message.clone()) } else { wire::model_not_found(model) }
         }
-        codes::INVALID_PARAMS => ApiError::invalid_params(e.message.clone()),
+        codes::INVALID_PARAMS => ApiError::invalid(e.message.clone()),
         codes::FORBIDDEN => ApiError::new(StatusCode::FORBIDDEN, "forbidden", e.message.clone()),
         codes::NOT_FOUND => ApiError::not_found(e.message.clone()),
-        codes::UNAUTHORIZED => ApiError::invalid_api_key(e.message.clone()),
+        codes::UNAUTHORIZED => ApiError::unauthorized(e.message.clone()),
         _ => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", e.message.clone()),
     }
 }

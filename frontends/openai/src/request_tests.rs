@@ -81,7 +81,7 @@ fn sessions_modes_and_their_precedence() {
     );
     assert_eq!(
         parse(body.clone(), &[("x-conversation-id", "abc")]).unwrap_err(),
-        ApiError::invalid_params("x-conversation-id must be an integer")
+        ApiError::invalid("x-conversation-id must be an integer")
     );
     assert_eq!(parse(body.clone(), &[("x-superpi-mode", "plan")]).unwrap().mode.as_deref(), Some("plan"));
     assert_eq!(parse(body.clone(), &[("x-super-pi-mode", "auto")]).unwrap().mode.as_deref(), Some("auto"));
@@ -90,7 +90,7 @@ fn sessions_modes_and_their_precedence() {
     assert_eq!(parse(with_field, &[]).unwrap().mode.as_deref(), Some("accept-edits"));
     assert_eq!(
         parse(body, &[("x-superpi-mode", "yolo")]).unwrap_err(),
-        ApiError::invalid_params("unknown mode `yolo`: use plan, accept-edits or auto")
+        ApiError::invalid("unknown mode `yolo`: use plan, accept-edits or auto")
     );
 }
 
@@ -122,22 +122,22 @@ fn bad_bodies_are_invalid_params() {
         ),
     ];
     for (body, message) in cases {
-        assert_eq!(parse(body, &[]).unwrap_err(), ApiError::invalid_params(message));
+        assert_eq!(parse(body, &[]).unwrap_err(), ApiError::invalid(message));
     }
 }
 
 #[test]
 fn the_error_shape_is_openais() {
     assert_eq!(
-        ApiError::model_not_found("gpt-9").body(),
+        wire::model_not_found("gpt-9").body(),
         json!({"error": {
             "message": "The model `gpt-9` does not exist: use a harness id or a configured provider's model (GET /v1/models)",
             "type": "invalid_request_error", "code": "model_not_found", "param": null
         }})
     );
-    assert_eq!(ApiError::invalid_api_key("no").body()["error"]["type"], "authentication_error");
-    assert_eq!(ApiError::provider_not_configured("no key").status, StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(ApiError::provider_not_configured("no key").body()["error"]["type"], "server_error");
+    assert_eq!(ApiError::unauthorized("no").body()["error"]["type"], "authentication_error");
+    assert_eq!(wire::provider_not_configured("no key").status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(wire::provider_not_configured("no key").body()["error"]["type"], "server_error");
 }
 
 #[test]
@@ -226,16 +226,16 @@ fn a_new_conversation_is_seeded_with_the_earlier_messages() {
 #[test]
 fn kernel_refusals_map_to_openai_errors() {
     let k = |code, msg: &str, data: Option<Value>| ClientError::Kernel(ErrorObject { code, message: msg.into(), data });
-    assert_eq!(kernel_error(&k(codes::PROVIDER, "unknown model `x`", None), "x"), ApiError::model_not_found("x"));
+    assert_eq!(kernel_error(&k(codes::PROVIDER, "unknown model `x`", None), "x"), wire::model_not_found("x"));
     assert_eq!(
         kernel_error(&k(codes::PROVIDER, "provider openai is not configured", None), "gpt-4o"),
-        ApiError::provider_not_configured("provider openai is not configured")
+        wire::provider_not_configured("provider openai is not configured")
     );
     assert_eq!(
         kernel_error(&k(codes::PROVIDER, "nope", Some(json!({"reason": "provider_not_configured"}))), "m").code,
         "provider_not_configured"
     );
-    assert_eq!(kernel_error(&k(codes::INVALID_PARAMS, "bad mode", None), "m"), ApiError::invalid_params("bad mode"));
+    assert_eq!(kernel_error(&k(codes::INVALID_PARAMS, "bad mode", None), "m"), ApiError::invalid("bad mode"));
     assert_eq!(kernel_error(&k(codes::FORBIDDEN, "above ceiling", None), "m").status, StatusCode::FORBIDDEN);
     let closed = kernel_error(&ClientError::Closed, "m");
     assert_eq!((closed.status, closed.code), (StatusCode::SERVICE_UNAVAILABLE, "kernel_unavailable"));

@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Query, State};
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use serde_json::json;
 use superpi_client::{ClientError, KernelClient};
-use superpi_http::{Frontend, ORIGINS_VAR};
+use superpi_http::{Common, Frontend, ORIGINS_VAR};
 use superpi_proto::message::codes;
 use superpi_proto::method::{ConversationInfo, HarnessInfo, WatchParams};
 use tokio::sync::{mpsc, oneshot};
@@ -20,7 +20,7 @@ use crate::mcp::McpHttp;
 use crate::render::{RenderOptions, Renderer};
 use crate::request::{self, ChatRequest, Session, Target};
 use crate::turn::{self, Sink};
-use crate::wire::{ApiError, Completion, ModelEntry, ModelList};
+use crate::wire::{ApiError, Completion, ModelEntry, ModelList, OpenAiShape};
 
 /// Largest request body accepted: half the kernel's frame limit, so the prompt made from it
 /// (JSON text is not longer once decoded and encoded again) always fits one kernel frame.
@@ -53,22 +53,19 @@ impl Gateway {
         Gateway { inner: Arc::new(Inner { frontend, mcp, harnesses: std::sync::Mutex::new(None) }) }
     }
 
-    pub(crate) fn frontend(&self) -> &Frontend {
-        &self.inner.frontend
-    }
-
     /// The routes.
     pub fn router(&self) -> Router {
-        Router::new()
-            .route("/", get(status))
-            .route("/health", get(status))
+        let routes = Router::new()
             .route("/v1/models", get(models))
             .route("/v1/chat/completions", post(chat))
-            .route("/mcp", any(mcp))
-            .fallback(not_found)
-            .method_not_allowed_fallback(method_not_allowed)
-            .layer(DefaultBodyLimit::max(BODY_LIMIT))
-            .layer(axum::middleware::from_fn_with_state(self.clone(), crate::cors::layer))
+            .route("/mcp", any(mcp));
+        let common = Common {
+            service: "superpi gateway",
+            not_found: "no such endpoint: the gateway serves /v1/models, /v1/chat/completions and /mcp",
+            body_limit: BODY_LIMIT,
+        };
+        superpi_http::with_common::<OpenAiShape, _>(routes, common)
+            .layer(axum::middleware::from_fn_with_state(self.inner.frontend.clone(), crate::cors::layer))
             .with_state(self.clone())
     }
 
@@ -76,14 +73,12 @@ impl Gateway {
     /// while no token is configured).
     fn authenticate(&self, headers: &HeaderMap) -> Result<String, ApiError> {
         if !self.inner.frontend.request_origin_allowed(headers) {
-            return Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                "forbidden_origin",
-                format!("requests from this Origin are refused without a token (see {ORIGINS_VAR})"),
-            ));
+            return Err(ApiError::forbidden_origin(format!(
+                "requests from this Origin are refused without a token (see {ORIGINS_VAR})"
+            )));
         }
         (self.inner.frontend.principal(headers))
-            .map_err(|err| ApiError::invalid_api_key(format!("Incorrect API key provided: {err}")))
+            .map_err(|err| ApiError::unauthorized(format!("Incorrect API key provided: {err}")))
     }
 
     async fn client(&self, principal: &str) -> Result<KernelClient, ClientError> {
@@ -118,21 +113,6 @@ async fn mcp(
         Ok(principal) => gw.inner.mcp.handle(principal, query.get("harness").cloned(), request).await,
         Err(err) => err.into_response(),
     }
-}
-
-async fn method_not_allowed() -> Response {
-    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this endpoint does not take that method")
-        .into_response()
-}
-
-async fn status() -> Response {
-    axum::Json(json!({"status": "ok", "service": "superpi gateway", "version": env!("CARGO_PKG_VERSION")}))
-        .into_response()
-}
-
-async fn not_found() -> Response {
-    ApiError::not_found("no such endpoint: the gateway serves /v1/models, /v1/chat/completions and /mcp")
-        .into_response()
 }
 
 async fn models(State(gw): State<Gateway>, headers: HeaderMap) -> Response {

@@ -1,8 +1,8 @@
 //! The OpenAI Chat Completions wire types this gateway writes, and its error shape.
 
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use serde::Serialize;
+use superpi_http::ErrorShape;
 
 /// `usage` of a completion.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -133,58 +133,43 @@ pub struct ModelList {
     pub data: Vec<ModelEntry>,
 }
 
-/// An error in the OpenAI shape: `{"error": {"message", "type", "code", "param"}}`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiError {
-    pub status: StatusCode,
-    pub code: &'static str,
-    pub message: String,
-}
+/// The OpenAI error body: `{"error": {"message", "type", "code", "param"}}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenAiShape;
 
-impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status, code, message: message.into() }
-    }
-    pub fn invalid_params(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "invalid_params", message)
-    }
-    pub fn invalid_api_key(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "invalid_api_key", message)
-    }
-    pub fn model_not_found(model: &str) -> Self {
-        Self::new(
-            StatusCode::NOT_FOUND,
-            "model_not_found",
-            format!(
-                "The model `{model}` does not exist: use a harness id or a configured provider's model (GET /v1/models)"
-            ),
-        )
-    }
-    pub fn provider_not_configured(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::SERVICE_UNAVAILABLE, "provider_not_configured", message)
-    }
-    pub fn not_found(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::NOT_FOUND, "not_found", message)
-    }
+impl ErrorShape for OpenAiShape {
+    const INVALID: &'static str = "invalid_params";
+    const UNAUTHORIZED: &'static str = "invalid_api_key";
 
-    /// OpenAI's `type`: request errors for 4xx, server errors otherwise.
-    pub fn kind(&self) -> &'static str {
-        match self.status {
-            StatusCode::UNAUTHORIZED => "authentication_error",
-            s if s.is_client_error() => "invalid_request_error",
-            _ => "server_error",
-        }
-    }
-
-    pub fn body(&self) -> serde_json::Value {
+    fn body(error: &ApiError) -> serde_json::Value {
         serde_json::json!({
-            "error": {"message": self.message, "type": self.kind(), "code": self.code, "param": null}
+            "error": {"message": error.message, "type": error_type(error.status), "code": error.code, "param": null}
         })
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        (self.status, axum::Json(self.body())).into_response()
+/// An error in the OpenAI shape.
+pub type ApiError = superpi_http::ApiError<OpenAiShape>;
+
+/// OpenAI's `type`: request errors for 4xx, server errors otherwise.
+pub fn error_type(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::UNAUTHORIZED => "authentication_error",
+        s if s.is_client_error() => "invalid_request_error",
+        _ => "server_error",
     }
+}
+
+pub fn model_not_found(model: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "model_not_found",
+        format!(
+            "The model `{model}` does not exist: use a harness id or a configured provider's model (GET /v1/models)"
+        ),
+    )
+}
+
+pub fn provider_not_configured(message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "provider_not_configured", message)
 }

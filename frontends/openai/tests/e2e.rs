@@ -9,6 +9,7 @@ use common::{Gateway, chat_body, http, read_stream};
 use serde_json::{Value, json};
 use superpi_client::KernelClient;
 use superpi_proto::EventBody;
+use superpi_tests::http::{assert_preflight_admits, preflight};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -183,24 +184,10 @@ async fn each_error_in_the_openai_shape() {
     assert_eq!(local.status(), 200);
     assert_eq!(local.headers()["access-control-allow-origin"], "http://localhost:3000");
     // A local page's preflight is answered; a foreign one's is not.
-    let preflight = http()
-        .request(reqwest::Method::OPTIONS, gw.url("/v1/chat/completions"))
-        .header("origin", "http://localhost:3000")
-        .header("access-control-request-method", "POST")
-        .header("access-control-request-headers", "content-type, x-session-id")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(preflight.status(), 204);
-    assert_eq!(preflight.headers()["access-control-allow-origin"], "http://localhost:3000");
-    assert!(preflight.headers()["access-control-allow-headers"].to_str().unwrap().contains("x-session-id"));
-    let foreign = http()
-        .request(reqwest::Method::OPTIONS, gw.url("/v1/chat/completions"))
-        .header("origin", "https://evil.example")
-        .header("access-control-request-method", "POST")
-        .send()
-        .await
-        .unwrap();
+    let url = gw.url("/v1/chat/completions");
+    let local = preflight(&http(), &url, "http://localhost:3000", Some("content-type, x-session-id")).await;
+    assert_preflight_admits(&local, "http://localhost:3000", "x-session-id");
+    let foreign = preflight(&http(), &url, "https://evil.example", None).await;
     assert!(foreign.headers().get("access-control-allow-origin").is_none());
 
     let huge = json!({"model": "superpi-code", "messages": [{"role": "user", "content": "x".repeat(9 << 20)}]});
