@@ -20,8 +20,8 @@ use tokio_util::sync::CancellationToken;
 use crate::conversation::Conversation;
 use crate::kernel::Kernel;
 use crate::pipeline::Asked;
+use crate::recovery::TurnEnd;
 use crate::sync::lock;
-use crate::turn::TurnEnd;
 
 /// `harness.list`'s `backends`: each backend's program and version, or why it is unavailable.
 pub(crate) async fn statuses(kernel: &Kernel) -> Vec<BackendStatus> {

@@ -56,6 +56,18 @@ pub(crate) struct Frame<'a> {
     pub limits: ModelLimits,
 }
 
+/// The tools as a model request offers them.
+pub(crate) fn tool_specs(tools: &[superpi_proto::tool::ToolDef]) -> Vec<ToolSpec> {
+    tools
+        .iter()
+        .map(|t| ToolSpec {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            input_schema: t.input_schema.clone(),
+        })
+        .collect()
+}
+
 /// Compacts `conv`'s context: summary by the model, then the compaction entry. One at a time
 /// per conversation.
 pub(crate) async fn compact(
@@ -200,7 +212,7 @@ pub(crate) async fn on_demand(kernel: &Arc<Kernel>, conv: &Arc<Conversation>) ->
     }
     let settings = conv.settings();
     let harness = kernel.catalog.harness(Some(&settings.harness))?;
-    let specs = crate::turn::tool_specs(&kernel.catalog.tools_for(harness));
+    let specs = tool_specs(&kernel.catalog.tools_for(harness));
     let system = crate::rules::system_for(&harness.prompt, settings.workspace.as_deref());
     let limits = superpi_providers::limits::for_model(&settings.model, &kernel.catalog.providers);
     let frame = Frame { model: &settings.model, system: system.as_deref(), tools: &specs, limits };

@@ -9,7 +9,7 @@
 //! an idle stop) is started again at its next use.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -20,23 +20,13 @@ use superpi_proto::tool::{ToolCallResult, ToolDef};
 use superpi_sandbox::{Sandbox, ToolCall};
 use tokio_util::sync::CancellationToken;
 
-use crate::mcp_connection::{Called, Connection};
+use crate::mcp_connection::{Called, Connection, ServerKey};
 use crate::sync::lock;
 
 /// How long a server may idle before it is stopped, when its settings do not say.
 const IDLE_STOP: Duration = Duration::from_secs(600);
 /// How often idle servers are looked for.
 const IDLE_CHECK: Duration = Duration::from_secs(1);
-
-/// Which server process: one per workspace and definition.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct ServerKey {
-    pub workspace: PathBuf,
-    pub name: String,
-    pub config: McpServerConfig,
-    /// Whether it may open network sockets.
-    pub network: bool,
-}
 
 /// A conversation's MCP tools for one turn (or a `tool.call`'s): each tool by the name the
 /// model sees, with the server that runs it.

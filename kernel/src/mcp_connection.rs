@@ -13,13 +13,12 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use superpi_policy::McpTransport;
+use superpi_policy::{McpServerConfig, McpTransport};
 use superpi_proto::tool::{ToolCallResult, ToolDef};
 use superpi_sandbox::{Sandbox, ServerHandle, ServerSpec, ToolCall};
 use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::mcp_client::ServerKey;
 use crate::mcp_tools::{call_result, tool_def};
 use crate::sync::lock;
 
@@ -29,6 +28,16 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 const CALL_TIMEOUT: Duration = Duration::from_secs(300);
 /// Stderr lines kept per server, for notices and errors.
 const STDERR_LINES: usize = 20;
+
+/// Which server process: one per workspace and definition.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct ServerKey {
+    pub workspace: PathBuf,
+    pub name: String,
+    pub config: McpServerConfig,
+    /// Whether it may open network sockets.
+    pub network: bool,
+}
 
 /// One tool of a server: its facts as superpi offers it, and its name on the server.
 #[derive(Debug, Clone)]

@@ -7,7 +7,8 @@
 //! ran), and a fork cut between a call and its result, store an error result for each call left
 //! open, as the same entry and `tool_completed`
 //! event a finished call stores, so the store, `session.history`, every frontend's replay and
-//! the next model request agree.
+//! the next model request agree. So every turn's end is recorded here ([`record_end`]),
+//! whichever engine ran it (the model loop in `turn.rs`, an agent backend in `backend_turn.rs`).
 
 use serde_json::Value;
 use superpi_proto::{ContentBlock, Entry, EntryKind, Event, Message, Role};
@@ -118,9 +119,49 @@ pub(crate) fn close_open_calls(
 
 /// The end of a turn that did not complete: closes its open calls, logging a store failure
 /// (the turn is over either way; the next start's recovery does not see it again).
-pub(crate) fn close_after(kernel: &Kernel, conv: &Conversation, turn_id: i64, end: OpenCallEnd) {
+fn close_after(kernel: &Kernel, conv: &Conversation, turn_id: i64, end: OpenCallEnd) {
     if let Err(err) = close_open_calls(kernel, conv, Scope::Turn(turn_id), end) {
         tracing::error!("storing results for the open tool calls of turn {turn_id}: {err}");
+    }
+}
+
+/// How a turn's engine (the model loop, or a backend) says the turn ended; an `Err` is a
+/// failure, with its message.
+pub(crate) enum TurnEnd {
+    Completed { result: String, stop_reason: &'static str },
+    Cancelled,
+}
+
+/// Records the end of turn `turn_id`: a turn the kernel's stop cut short ends as interrupted;
+/// one that stopped early first gets results for its open calls; then its end event and status.
+pub(crate) fn record_end(kernel: &Kernel, conv: &Conversation, turn_id: i64, ended: Result<TurnEnd, String>) {
+    let cid = conv.id;
+    if kernel.shutdown.is_cancelled() && !matches!(ended, Ok(TurnEnd::Completed { .. })) {
+        // The kernel is stopping: the turn ends as interrupted, as recovery would end it.
+        if let Err(err) = end_interrupted(kernel, conv, turn_id, "while it ran") {
+            tracing::error!("recording the interruption of turn {turn_id}: {err}");
+        }
+        return;
+    }
+    // A turn that stops early leaves no tool call without a result.
+    let open_call_end = match &ended {
+        Ok(TurnEnd::Completed { .. }) => None,
+        Ok(TurnEnd::Cancelled) => Some(OpenCallEnd::Cancelled),
+        Err(_) => Some(OpenCallEnd::Failed),
+    };
+    if let Some(end) = open_call_end {
+        close_after(kernel, conv, turn_id, end);
+    }
+    let (event, status, error) = match ended {
+        Ok(TurnEnd::Completed { result, stop_reason }) => {
+            (Event::turn_completed(cid, turn_id, Some(result), stop_reason), "completed", None)
+        }
+        Ok(TurnEnd::Cancelled) => (Event::turn_cancelled(cid, turn_id), "cancelled", None),
+        Err(message) => (Event::turn_error(cid, turn_id, message.clone()), "error", Some(message)),
+    };
+    let status = TurnStatus { turn_id, status, error: error.as_deref() };
+    if let Err(err) = conv.publish_turn(kernel, event, None, status) {
+        tracing::error!("recording the end of turn {turn_id}: {err}");
     }
 }
 

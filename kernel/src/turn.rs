@@ -9,15 +9,15 @@ use futures::StreamExt;
 use serde_json::Value;
 use superpi_policy::{Harness, Mode};
 use superpi_proto::{ContentBlock, EntryKind, Event, Message, Role, Usage};
-use superpi_providers::{StopReason, StreamEvent, Terminal, ToolSpec};
+use superpi_providers::{StopReason, StreamEvent, Terminal};
 use tokio_util::sync::CancellationToken;
 
-use crate::compaction::{Frame, Prepared, next_request};
+use crate::compaction::{Frame, Prepared, next_request, tool_specs};
 use crate::conversation::Conversation;
 use crate::kernel::Kernel;
 use crate::mcp_client::Attached;
 use crate::pipeline::{self, CallEnd, Caller, PlannedCall};
-use crate::recovery::OpenCallEnd;
+use crate::recovery::TurnEnd;
 use crate::store::TurnStatus;
 use crate::sync::lock;
 
@@ -59,38 +59,7 @@ pub(crate) async fn run(
         Some(kind) => crate::backend_turn::drive(kernel, conv, turn_id, kind, ceiling, &message, &cancel).await,
         None => drive(kernel, conv, turn_id, ceiling, &cancel).await,
     };
-    if kernel.shutdown.is_cancelled() && !matches!(ended, Ok(TurnEnd::Completed { .. })) {
-        // The kernel is stopping: the turn ends as interrupted, as recovery would end it.
-        if let Err(err) = crate::recovery::end_interrupted(kernel, conv, turn_id, "while it ran") {
-            tracing::error!("recording the interruption of turn {turn_id}: {err}");
-        }
-        return;
-    }
-    // A turn that stops early leaves no tool call without a result (see recovery.rs).
-    let open_call_end = match &ended {
-        Ok(TurnEnd::Completed { .. }) => None,
-        Ok(TurnEnd::Cancelled) => Some(OpenCallEnd::Cancelled),
-        Err(_) => Some(OpenCallEnd::Failed),
-    };
-    if let Some(end) = open_call_end {
-        crate::recovery::close_after(kernel, conv, turn_id, end);
-    }
-    let (event, status, error) = match ended {
-        Ok(TurnEnd::Completed { result, stop_reason }) => {
-            (Event::turn_completed(cid, turn_id, Some(result), stop_reason), "completed", None)
-        }
-        Ok(TurnEnd::Cancelled) => (Event::turn_cancelled(cid, turn_id), "cancelled", None),
-        Err(message) => (Event::turn_error(cid, turn_id, message.clone()), "error", Some(message)),
-    };
-    let status = TurnStatus { turn_id, status, error: error.as_deref() };
-    if let Err(err) = conv.publish_turn(kernel, event, None, status) {
-        tracing::error!("recording the end of turn {turn_id}: {err}");
-    }
-}
-
-pub(crate) enum TurnEnd {
-    Completed { result: String, stop_reason: &'static str },
-    Cancelled,
+    crate::recovery::record_end(kernel, conv, turn_id, ended);
 }
 
 async fn drive(
@@ -176,18 +145,6 @@ async fn drive(
         }
     }
     Err(format!("the turn stopped after {MAX_MODEL_CALLS} model calls"))
-}
-
-/// The tools as a model request offers them.
-pub(crate) fn tool_specs(tools: &[superpi_proto::tool::ToolDef]) -> Vec<ToolSpec> {
-    tools
-        .iter()
-        .map(|t| ToolSpec {
-            name: t.name.clone(),
-            description: t.description.clone(),
-            input_schema: t.input_schema.clone(),
-        })
-        .collect()
 }
 
 /// A request's size and the model's window, for the context an answer leaves.
