@@ -330,7 +330,12 @@ impl Machine {
             private_shm: shm.as_deref().and_then(c_path),
             ready: self.namespaces.as_ref().and_then(Maker::take),
         });
-        let mut limits = vec![(libc::RLIMIT_CORE as i32, 0u64), (libc::RLIMIT_NOFILE as i32, config.max_open_files)];
+        let mut limits = vec![
+            (libc::RLIMIT_CORE as i32, 0u64),
+            (libc::RLIMIT_NOFILE as i32, config.max_open_files),
+            // The mark of a confined tool, which the peer checks read (reap.rs).
+            (libc::RLIMIT_LOCKS as i32, crate::reap::LOCKS_MARK),
+        ];
         if let Some(bytes) = config.max_memory_bytes {
             limits.push((libc::RLIMIT_AS as i32, bytes));
         }

@@ -4,10 +4,40 @@
 //! cgroup is available, the end of a call sweeps /proc for processes that still carry its tag
 //! (a grandchild that called setsid and left the process group, for instance). A process that
 //! also scrubs its environment escapes this sweep: only the cgroup closes that hole.
+//!
+//! Recognising a confined tool (for the peer checks of the kernel's socket and the frontends'
+//! listeners) does not depend on the tag alone: every confined process also carries a mark it
+//! cannot remove ([`LOCKS_MARK`]), whatever it does to its environment or its process tree.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub(crate) const TAG_VAR: &str = "SUPERPI_SANDBOX_CALL";
+
+/// The hard (and soft) RLIMIT_LOCKS of every call: the mark of a confined tool. Linux has not
+/// enforced this limit since 2.4.25, so it costs a tool nothing; every other process has it
+/// unlimited. A process lowers a hard limit freely but raises it only with CAP_SYS_RESOURCE,
+/// which a confined tool never has (its capabilities and bounding set are empty, no_new_privs
+/// keeps set-ID programs from giving any back, and prlimit on another process is refused by
+/// seccomp), and the limit survives fork, exec, setsid, a double fork and a cleared
+/// environment. A process outside superpi could carry the mark only by choosing to, and then it
+/// is refused as a tool: it gains nothing.
+pub(crate) const LOCKS_MARK: u64 = 1 << 40;
+
+/// Whether `pid` carries the mark of a confined tool: a finite hard limit on file locks and
+/// no_new_privs (which a tool cannot clear either; requiring both keeps a process that only
+/// lowered its lock limit from being taken for a tool).
+fn carries_mark(pid: i32) -> bool {
+    let finite_locks = std::fs::read_to_string(format!("/proc/{pid}/limits")).is_ok_and(|limits| {
+        limits
+            .lines()
+            .find(|l| l.starts_with("Max file locks"))
+            .and_then(|l| l.split_whitespace().nth(4))
+            .is_some_and(|hard| hard != "unlimited")
+    });
+    finite_locks
+        && std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .is_ok_and(|status| status.lines().any(|l| l.split_whitespace().eq(["NoNewPrivs:", "1"])))
+}
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
@@ -104,14 +134,14 @@ fn parent_of(pid: i32) -> Option<i32> {
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Whether `pid` is a confined tool process of any superpi kernel on this machine: it or one
-/// of its ancestors carries a call tag, or it sits in a call's cgroup. What a frontend asks of
-/// the peer of its listener (the kernel asks [`is_tool_process`] of its own socket's peers).
-/// A process that scrubbed its environment and left its tool's process tree is found only by
-/// its cgroup, as in [`sweep`].
+/// Whether `pid` is a confined tool process of any superpi kernel on this machine: it carries
+/// the mark ([`LOCKS_MARK`]), it sits in a call's cgroup, or it or one of its ancestors
+/// carries a call tag. What a frontend asks of the peer of its listener (the kernel asks
+/// [`is_tool_process`] of its own socket's peers). A process that scrubbed its environment and
+/// left its tool's process tree is still found by its mark, with or without a cgroup.
 pub fn is_confined_tool(pid: u32) -> bool {
     let Ok(pid) = i32::try_from(pid) else { return false };
-    if in_call_cgroup(pid) {
+    if carries_mark(pid) || in_call_cgroup(pid) {
         return true;
     }
     let needle = format!("{TAG_VAR}=");
@@ -129,13 +159,13 @@ pub fn is_confined_tool(pid: u32) -> bool {
 }
 
 /// Every confined tool process of any superpi kernel on this machine, as
-/// [`is_confined_tool`] recognises them, in one pass over /proc (three small reads a process).
+/// [`is_confined_tool`] recognises them, in one pass over /proc (four small reads a process).
 pub fn confined_tools() -> Vec<u32> {
     let needle = format!("{TAG_VAR}=");
     let mut parents = std::collections::HashMap::new();
     let mut marked = std::collections::HashSet::new();
     for pid in pids() {
-        if environ_has(pid, needle.as_bytes()) || in_call_cgroup(pid) {
+        if carries_mark(pid) || environ_has(pid, needle.as_bytes()) || in_call_cgroup(pid) {
             marked.insert(pid);
         }
         if let Some(parent) = parent_of(pid) {
@@ -174,13 +204,17 @@ fn in_call_cgroup(pid: i32) -> bool {
     })
 }
 
-/// Whether `pid` is one of this kernel's tool processes: a descendant of this process, a
-/// member of one of its call cgroups, or a carrier of one of its call tags.
+/// Whether `pid` is a tool process the kernel must refuse: a descendant of this process, a
+/// member of one of its call cgroups, a carrier of one of its call tags, or any confined tool
+/// (the mark, [`LOCKS_MARK`]: also one whose environment and process tree are gone).
 pub fn is_tool_process(pid: u32) -> bool {
     let me = std::process::id() as i32;
     let Ok(pid) = i32::try_from(pid) else { return false };
     if pid == me {
         return false;
+    }
+    if carries_mark(pid) {
+        return true;
     }
     let mut cur = pid;
     for _ in 0..256 {

@@ -235,3 +235,64 @@ async fn a_call_cannot_reach_the_temp_dir_of_another_call() {
     task.await.unwrap();
     assert!(!out.output.contains("mine") && !out.output.contains("WROTE"), "{out:?}");
 }
+
+/// What the peer checks of the kernel's socket and the frontends' listeners read: a tool
+/// granted network that clears its environment, leaves its process tree (a double fork: its
+/// parent is gone), starts its own session and tries to raise its lock limit back, on a machine
+/// without call cgroups, then connects to a listener outside. Its peer is still a confined tool.
+#[tokio::test]
+async fn a_tool_that_clears_its_environment_and_leaves_its_tree_is_still_a_tool_without_a_cgroup() {
+    let env = common::Env::with(|c| c.pids_cgroup = false);
+    common::assert_confinement_available(&env);
+    assert!(!env.sandbox.status().pids_cgroup);
+    let stranger = Outsider::start();
+    let socket = env.root.path().canonicalize().unwrap().join("listener.sock");
+    let listener = tokio::net::UnixListener::bind(&socket).unwrap();
+    let connect = format!(
+        "import socket; s = socket.socket(socket.AF_UNIX); s.connect({:?}); s.recv(1)",
+        socket.display().to_string()
+    );
+    let script = format!(
+        r#"import os, resource
+# The pipe closes when the grandchild execs: the call ends only after the tag is gone.
+r, w = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        try:
+            resource.setrlimit(10, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))  # RLIMIT_LOCKS
+            print("RAISED", flush=True)
+        except (OSError, ValueError) as e:  # Python says EPERM as "not allowed to raise"
+            print("REFUSED", e, flush=True)
+        null = os.open("/dev/null", os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.execve("/usr/bin/python3", ["python3", "-c", {connect:?}], {{}})
+    os._exit(0)
+os.close(w)
+os.read(r, 1)
+os.wait()
+print("LEFT")"#
+    );
+    let mut call = env.call("bash", json!({ "command": python(&script) }));
+    call.network = true;
+    let out = env.sandbox.run(call, CancellationToken::new(), None).await;
+    assert!(out.output.contains("LEFT"), "{out:?}");
+    let (stream, _) =
+        tokio::time::timeout(std::time::Duration::from_secs(30), listener.accept()).await.unwrap().unwrap();
+    let pid = stream.peer_cred().unwrap().pid().unwrap() as u32;
+    let escaped = Outsider(pid);
+    // It did escape what the checks read before: no tag in its environment nor in its parent's.
+    let environ = |pid: u32| std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    let parent: u32 = escaped.stat_field(4).parse().unwrap();
+    assert!(environ(pid).is_empty(), "the tool kept an environment");
+    assert!(!String::from_utf8_lossy(&environ(parent)).contains("SUPERPI_SANDBOX_CALL"), "parent {parent}");
+    assert!(superpi_sandbox::is_confined_tool(pid), "a frontend would serve the escaped tool");
+    assert!(superpi_sandbox::confined_tools().contains(&pid), "a frontend's TCP check would serve it");
+    assert!(superpi_sandbox::is_tool_process(pid), "the kernel would serve it");
+    assert!(!superpi_sandbox::is_confined_tool(stranger.0) && !superpi_sandbox::is_tool_process(stranger.0));
+    assert!(!superpi_sandbox::confined_tools().contains(&stranger.0));
+    // Nor could it shed the mark.
+    assert!(out.output.contains("REFUSED"), "{out:?}");
+    assert!(escaped.limits().lines().any(|l| l.starts_with("Max file locks") && !l.contains("unlimited")));
+}

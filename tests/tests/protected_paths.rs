@@ -110,3 +110,38 @@ fn superpis_own_directories_are_protected_even_inside_a_workspace() {
     let (is_error, output) = call(&env, "bash", json!({"command": "cat .superpi-config/gateway.json"}));
     assert!(is_error && !output.contains(SECRET), "{output}");
 }
+
+#[test]
+fn a_hard_link_to_a_protected_file_is_refused_like_the_file() {
+    let env = env_with_secrets();
+    let ws = &env.workspace;
+    // The model's shell call makes the links (the names spelt so no rule reads them), and a
+    // link that was already there, as a user might have left it.
+    let (is_error, output) = call(
+        &env,
+        "bash",
+        json!({"command": "p=.e; ln \"${p}nv\" linked.txt && ln .gi\"t\"/config cfg.txt && echo LINKED"}),
+    );
+    assert!(!is_error && output.contains("LINKED"), "the links were not made: {output}");
+    std::fs::create_dir_all(ws.join("docs")).unwrap();
+    std::fs::hard_link(ws.join(".env"), ws.join("docs/readme.txt")).unwrap();
+    symlink(ws.join("linked.txt"), ws.join("pointer.txt")).unwrap();
+    for path in ["linked.txt", "cfg.txt", "docs/readme.txt", "pointer.txt"] {
+        let (is_error, output) = call(&env, "read", json!({ "path": path }));
+        assert!(is_error && !output.contains(SECRET), "read {path}: {output}");
+        assert!(output.contains("hard link to the protected"), "read {path}: {output}");
+        let (is_error, output) = call(&env, "edit", json!({"path": path, "old_string": SECRET, "new_string": "x"}));
+        assert!(is_error && !output.contains(SECRET), "edit {path}: {output}");
+        let (is_error, output) = call(&env, "write", json!({"path": path, "content": "TOKEN=planted\n"}));
+        assert!(is_error, "write {path}: {output}");
+    }
+    assert_eq!(std::fs::read_to_string(ws.join(".env")).unwrap(), format!("TOKEN={SECRET}\n"));
+    assert!(std::fs::read_to_string(ws.join(".git/config")).unwrap().contains(SECRET));
+    let (is_error, output) = call(&env, "grep", json!({"pattern": "TOKEN|helper"}));
+    assert!(!is_error && !output.contains(SECRET), "{output}");
+    assert!(output.contains("notes.txt"), "the search still works: {output}");
+    // Two names of a file nobody protects are read as before.
+    std::fs::hard_link(ws.join("notes.txt"), ws.join("notes-again.txt")).unwrap();
+    let (is_error, output) = call(&env, "read", json!({"path": "notes-again.txt"}));
+    assert!(!is_error && output.contains("TOKEN=public"), "{output}");
+}

@@ -7,6 +7,7 @@
 
 pub(crate) mod files;
 pub use files::format_read;
+mod links;
 pub(crate) mod search;
 
 use std::io::{Read, Write};
@@ -63,11 +64,7 @@ pub fn tool_main() -> i32 {
 }
 
 pub(crate) fn run(request: &Request) -> ToolCallResult {
-    let ctx = Ctx {
-        workspace: request.workspace.clone(),
-        read_roots: request.read_roots.clone(),
-        protected: request.protected.clone(),
-    };
+    let ctx = Ctx::new(request.workspace.clone(), request.read_roots.clone(), request.protected.clone());
     let args = match &request.arguments {
         Value::Object(map) => map.clone(),
         Value::Null => Map::new(),
@@ -139,6 +136,8 @@ pub(crate) struct Ctx {
     pub workspace: PathBuf,
     pub read_roots: Vec<PathBuf>,
     pub protected: ProtectedPaths,
+    /// The workspace's protected files with other names, found when first needed.
+    linked: links::LinkedProtected,
 }
 
 fn normalize(path: &Path) -> PathBuf {
@@ -178,6 +177,10 @@ fn resolve_existing(path: &Path) -> PathBuf {
 }
 
 impl Ctx {
+    pub(crate) fn new(workspace: PathBuf, read_roots: Vec<PathBuf>, protected: ProtectedPaths) -> Ctx {
+        Ctx { workspace, read_roots, protected, linked: Default::default() }
+    }
+
     /// Resolves a path argument and checks it stays inside the workspace (or, for reading,
     /// inside a read root), lexically and through symlinks.
     pub(crate) fn resolve(&self, tool: &str, field: &str, raw: &str, write: bool) -> Result<PathBuf, String> {
@@ -213,12 +216,29 @@ impl Ctx {
     }
 
     /// Refuses a path whose contents a tool would read or write when it, or what it leads to
-    /// through symlinks, is protected (a link in the workspace to `.git/hooks` or `.env`).
+    /// through symlinks, is protected (a link in the workspace to `.git/hooks` or `.env`), or
+    /// when it is a hard link to a protected file.
     pub(crate) fn check_contents(&self, tool: &str, path: &Path) -> Result<(), String> {
-        match self.protected_reason(path) {
-            Some(why) => Err(format!("{tool}: {} is a protected path ({why})", self.display(path))),
-            None => Ok(()),
+        if let Some(why) = self.protected_reason(path) {
+            return Err(format!("{tool}: {} is a protected path ({why})", self.display(path)));
         }
+        match self.hard_link_twin(path) {
+            Ok(None) => Ok(()),
+            Ok(Some(twin)) => Err(format!(
+                "{tool}: {} is a hard link to the protected {} (the same file)",
+                self.display(path),
+                self.display(&twin)
+            )),
+            Err(why) => Err(format!("{tool}: {}: {why}", self.display(path))),
+        }
+    }
+
+    /// The protected file `path` is another name of (a hard link), when it is one.
+    pub(crate) fn hard_link_twin(&self, path: &Path) -> Result<Option<PathBuf>, String> {
+        if self.in_read_root(path) {
+            return Ok(None);
+        }
+        Ok(self.linked.twin_of(path, &self.workspace, &self.protected)?.map(Path::to_path_buf))
     }
 
     /// Why `path` is protected, by its own name or by where it leads.

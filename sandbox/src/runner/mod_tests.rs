@@ -1,7 +1,7 @@
 use super::*;
 
 fn ctx(dir: &Path) -> Ctx {
-    Ctx { workspace: dir.join("ws"), read_roots: vec![dir.join("spill")], protected: Default::default() }
+    Ctx::new(dir.join("ws"), vec![dir.join("spill")], Default::default())
 }
 
 fn setup() -> (tempfile::TempDir, PathBuf) {
@@ -77,4 +77,26 @@ fn editor_text_is_numbered_like_a_read_from_disk() {
     assert_eq!(all.output, "     1\tone\n");
     assert!(crate::runner::format_read("note.txt", "one\n", Some(5), None).is_error);
     assert_eq!(crate::runner::format_read("e.txt", "", None, None).output, "(empty file)\n");
+}
+
+#[test]
+fn a_hard_link_to_a_protected_file_is_refused_and_other_links_are_not() {
+    let (_d, base) = setup();
+    let ws = base.join("ws");
+    std::fs::write(ws.join(".env"), "TOKEN=secret\n").unwrap();
+    std::fs::create_dir_all(ws.join("deep/.git")).unwrap();
+    std::fs::write(ws.join("deep/.git/config"), "[core]\n").unwrap();
+    std::fs::write(ws.join("notes.txt"), "public\n").unwrap();
+    std::fs::hard_link(ws.join(".env"), ws.join("sub/innocent.txt")).unwrap();
+    std::fs::hard_link(ws.join("deep/.git/config"), ws.join("config.txt")).unwrap();
+    std::fs::hard_link(ws.join("notes.txt"), ws.join("notes-again.txt")).unwrap();
+    std::os::unix::fs::symlink(ws.join("sub/innocent.txt"), ws.join("pointer")).unwrap();
+    let c = ctx(&base);
+    for (name, twin) in [("sub/innocent.txt", ".env"), ("config.txt", "deep/.git/config"), ("pointer", ".env")] {
+        let e = c.check_contents("read", &ws.join(name)).unwrap_err();
+        assert!(e.contains("hard link to the protected") && e.contains(twin), "{name}: {e}");
+    }
+    assert_eq!(c.check_contents("read", &ws.join("notes-again.txt")), Ok(()));
+    assert_eq!(c.check_contents("write", &ws.join("new.txt")), Ok(()));
+    assert_eq!(c.check_contents("read", &ws.join("notes.txt")), Ok(()));
 }

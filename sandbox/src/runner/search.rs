@@ -17,7 +17,8 @@ const MATCH_LINE_MAX: usize = 500;
 
 /// Gitignore-aware, hidden files included (.github, .env.example), protected paths not (the
 /// .git directory, .env files, keys, superpi's own directories, and what a symlink leads to
-/// among them), whatever the pattern or glob asks for.
+/// among them), whatever the pattern or glob asks for. grep also skips a hard link to a
+/// protected file (links.rs).
 fn walker(ctx: &Ctx, root: &Path) -> WalkBuilder {
     let mut b = WalkBuilder::new(root);
     let protected = ctx.protected.clone();
@@ -71,6 +72,15 @@ pub(crate) fn grep(ctx: &Ctx, args: &Args) -> Result<ToolCallResult, String> {
             continue;
         }
         let path = entry.path().to_path_buf();
+        // A hard link to a protected file is skipped like the file itself.
+        match ctx.hard_link_twin(&path) {
+            Ok(None) => {}
+            Ok(Some(_)) => continue,
+            Err(_) => {
+                unreadable += 1;
+                continue;
+            }
+        }
         let shown = ctx.display(&path);
         let mut full = false;
         let res = searcher.search_path(
