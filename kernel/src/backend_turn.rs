@@ -70,6 +70,7 @@ pub(crate) async fn drive(
         workspace,
         mode,
         prompt: prompt.text(),
+        model: backend_model(catalog, kind, &conv.settings().model),
         resume: catalog.backend_sessions.get(kind, conv.id),
         home,
         env,
@@ -152,6 +153,29 @@ pub(crate) async fn drive(
             BackendEvent::Unsupported { .. } => {}
         }
     }
+}
+
+/// The conversation's model in the backend's own naming, when one was chosen for it (not the
+/// kernel's default, which is for superpi's own harnesses) and it is one of the backend's
+/// vendor (`anthropic/claude-...` for Claude Code, an OpenAI model for Codex, a Gemini model
+/// for Gemini CLI; OpenCode takes any as `provider/model`); else none, and the backend
+/// chooses its own.
+fn backend_model(catalog: &crate::tools::Catalog, kind: BackendKind, model: &str) -> Option<String> {
+    use superpi_providers::ProviderKind;
+    if model == catalog.default_model().0 {
+        return None;
+    }
+    let route = superpi_providers::route(model, &catalog.providers).ok()?;
+    let vendor = match kind {
+        BackendKind::ClaudeCode => ProviderKind::Anthropic,
+        BackendKind::Codex => ProviderKind::Openai,
+        BackendKind::GeminiCli => ProviderKind::Gemini,
+        BackendKind::Opencode if route.kind != ProviderKind::Mock => {
+            return Some(format!("{}/{}", route.kind.as_str(), route.model));
+        }
+        BackendKind::Opencode => return None,
+    };
+    (route.kind == vendor).then_some(route.model)
 }
 
 fn store_result(

@@ -14,7 +14,7 @@ use superpi_client::KernelClient;
 use superpi_proto::EventBody;
 use superpi_proto::method::{OpenParams, WatchParams};
 use superpi_providers::testing::answers::Answer;
-use superpi_providers::testing::fakes::AnthropicFake;
+use superpi_providers::testing::fakes::{AnthropicFake, ResponsesFake};
 use superpi_tests::{TestEnv, turn_events};
 
 /// A stand-in `claude`: answers `--version`, otherwise runs `body` (a shell script).
@@ -29,14 +29,19 @@ fn stand_in(env: &TestEnv, body: &str) -> PathBuf {
 }
 
 fn name_program(env: &TestEnv, program: &Path) {
-    let file = format!("[backends.claude-code]\nprogram = \"{}\"\n", program.display());
+    name_backend(env, BackendKind::ClaudeCode, program);
+}
+
+fn name_backend(env: &TestEnv, kind: BackendKind, program: &Path) {
+    let file = format!("[backends.{kind}]\nprogram = \"{}\"\n", program.display());
     std::fs::write(env.locations.config_dir.join("harnesses.toml"), file).unwrap();
 }
 
-fn real_claude() -> Option<PathBuf> {
-    let program = superpi_backends::discover::test_install(BackendKind::ClaudeCode);
+/// The backend's program from the test cache; `None`, saying so, when it is not installed.
+fn real(kind: BackendKind) -> Option<PathBuf> {
+    let program = superpi_backends::discover::test_install(kind);
     if program.is_none() {
-        eprintln!("SKIPPED: Claude Code is not installed in the test cache (.ci/run installs it)");
+        eprintln!("SKIPPED: {} is not installed in the test cache (.ci/run installs it)", kind.title());
     }
     program
 }
@@ -145,7 +150,7 @@ exec sleep 600"#;
 /// next prompt continues Claude Code's session.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_runs_a_tool_call_turn_through_superpi_run_and_continues_after_a_restart() {
-    let Some(program) = real_claude() else { return };
+    let Some(program) = real(BackendKind::ClaudeCode) else { return };
     let env = TestEnv::new();
     name_program(&env, &program);
     let command = "echo from-claude > marker.txt";
@@ -190,7 +195,7 @@ async fn claude_code_runs_a_tool_call_turn_through_superpi_run_and_continues_aft
 /// closed): the command does not run and Claude Code gets the refusal as the call's result.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_codes_question_with_nobody_to_ask_fails_closed() {
-    let Some(program) = real_claude() else { return };
+    let Some(program) = real(BackendKind::ClaudeCode) else { return };
     let env = TestEnv::new();
     name_program(&env, &program);
     let command = "/usr/bin/python3 -c \"open('refused.txt','w').write('ran')\"";
@@ -218,5 +223,44 @@ async fn claude_codes_question_with_nobody_to_ask_fails_closed() {
     assert!(refused, "{events:?}");
     assert!(matches!(events.last().map(|e| &e.body), Some(EventBody::TurnCompleted { .. })), "{events:?}");
     assert!(!env.workspace.join("refused.txt").exists());
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+}
+
+/// The real Codex: `superpi run` with the codex harness and an OpenAI model runs a command
+/// turn in `accept-edits` (unrestricted by Codex, confined by superpi),
+/// and after a kernel restart the next prompt continues Codex's thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_runs_a_command_turn_through_superpi_run_and_continues_after_a_restart() {
+    let Some(program) = real(BackendKind::Codex) else { return };
+    let env = TestEnv::new();
+    name_backend(&env, BackendKind::Codex, &program);
+    let fake = ResponsesFake::start(vec![
+        Answer::tool_call("exec_command", json!({"cmd": "echo from-codex > marker.txt"})),
+        Answer::text("marker written"),
+    ])
+    .await
+    .unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = env.command(args);
+        cmd.envs(fake.env());
+        tokio::process::Command::from(cmd).output()
+    };
+    let out = run(&["run", "--harness", "codex", "--model", "openai/gpt-5.1-codex", "write the marker"]).await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "marker written", "{stderr}");
+    assert!(stderr.contains("echo from-codex"), "the command is shown: {stderr}");
+    assert_eq!(std::fs::read_to_string(env.workspace.join("marker.txt")).unwrap(), "from-codex\n");
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+    // The conversation's model is the one Codex asked for.
+    assert!(fake.accepted().iter().all(|body| body["model"] == "gpt-5.1-codex"));
+
+    env.kill_kernel();
+    fake.push(Answer::text("still the same thread"));
+    let out = run(&["run", "-c", "what did you write?"]).await.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "still the same thread");
+    let last = fake.accepted().pop().unwrap().to_string();
+    assert!(last.contains("marker written") && last.contains("what did you write?"), "{last}");
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
 }

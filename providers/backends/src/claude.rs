@@ -13,10 +13,11 @@ use superpi_policy::Mode;
 use superpi_proto::{ContentBlock, Usage};
 
 use crate::event::{Approval, ApprovalRequest, BackendEvent};
-use crate::lines::{Line, Lines};
+use crate::lines::{LineTranslator, Translating};
 
-/// The command line of one turn: `resume` continues the backend's session.
-pub fn args(mode: Mode, bypass_allowed: bool, resume: Option<&str>) -> Vec<String> {
+/// The command line of one turn: `model` is asked for (else Claude Code picks its own),
+/// `resume` continues the backend's session.
+pub fn args(mode: Mode, bypass_allowed: bool, model: Option<&str>, resume: Option<&str>) -> Vec<String> {
     let mut args: Vec<String> = [
         "-p",
         "--input-format",
@@ -36,6 +37,9 @@ pub fn args(mode: Mode, bypass_allowed: bool, resume: Option<&str>) -> Vec<Strin
     // Claude Code's own command sandbox (bubblewrap) needs namespaces, which superpi's
     // confinement refuses; superpi's confinement is the sandbox of the whole program.
     args.extend(["--settings".into(), json!({"sandbox": {"enabled": false}}).to_string()]);
+    if let Some(model) = model {
+        args.extend(["--model".into(), model.to_string()]);
+    }
     if let Some(session) = resume {
         args.extend(["--resume".into(), session.to_string()]);
     }
@@ -116,46 +120,21 @@ fn control_response(response: Value) -> String {
 }
 
 /// Claude Code's stdout, translated.
+pub type Translator = Translating<Stream>;
+
+/// What Claude Code's output said so far.
 #[derive(Debug, Default)]
-pub struct Translator {
-    lines: Lines,
+pub struct Stream {
     session: Option<String>,
     ended: bool,
 }
 
-impl Translator {
-    pub fn push(&mut self, bytes: &[u8]) -> Vec<BackendEvent> {
-        let lines = self.lines.push(bytes);
-        self.translate(lines)
-    }
-
-    /// The end of the output.
-    pub fn finish(&mut self) -> Vec<BackendEvent> {
-        let lines = self.lines.finish();
-        self.translate(lines)
-    }
+impl LineTranslator for Stream {
+    const PROGRAM: &'static str = "claude";
 
     /// Whether the turn's `result` came.
-    pub fn ended(&self) -> bool {
+    fn ended(&self) -> bool {
         self.ended
-    }
-
-    fn translate(&mut self, lines: Vec<Line>) -> Vec<BackendEvent> {
-        let mut out = Vec::new();
-        for line in lines {
-            match line {
-                Line::Json(value) => self.line(&value, &mut out),
-                Line::Text(text) => out.push(BackendEvent::Notice {
-                    level: "info",
-                    message: format!("claude: {}", text.chars().take(500).collect::<String>()),
-                }),
-                Line::TooLong(bytes) => out.push(BackendEvent::Notice {
-                    level: "warning",
-                    message: format!("claude wrote a line of {bytes} bytes; it was skipped"),
-                }),
-            }
-        }
-        out
     }
 
     fn line(&mut self, line: &Value, out: &mut Vec<BackendEvent>) {

@@ -2,27 +2,7 @@ use serde_json::json;
 use superpi_proto::{ContentBlock, Usage};
 
 use super::*;
-
-fn recorded(name: &str) -> Vec<u8> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/recorded").join(name);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn translate(pieces: &[&[u8]]) -> Vec<BackendEvent> {
-    let mut t = Translator::default();
-    let mut out: Vec<BackendEvent> = pieces.iter().flat_map(|p| t.push(p)).collect();
-    out.extend(t.finish());
-    out
-}
-
-/// The same events whatever the byte at which the stream is split.
-fn same_at_every_split(bytes: &[u8]) -> Vec<BackendEvent> {
-    let whole = translate(&[bytes]);
-    for cut in 0..=bytes.len() {
-        assert_eq!(translate(&[&bytes[..cut], &bytes[cut..]]), whole, "split at byte {cut}");
-    }
-    whole
-}
+use crate::lines::testing::{recorded, same_at_every_split, translate};
 
 const SESSION: &str = "cf7fadd6-a470-41c7-9c48-6eb4e9937edf";
 
@@ -36,7 +16,7 @@ fn tool_call(command: &str) -> ContentBlock {
 
 #[test]
 fn an_allowed_tool_call_turn_translates_in_order() {
-    let events = same_at_every_split(&recorded("claude_allow.jsonl"));
+    let events = same_at_every_split::<Stream>(&recorded("claude_allow.jsonl"));
     let command = "python3 -c \"open(chr(109),chr(119)).write(chr(120))\"";
     let approval = ApprovalRequest {
         id: "e119a256-4478-4f42-84d6-262e59e7c0dc".into(),
@@ -78,7 +58,7 @@ fn an_allowed_tool_call_turn_translates_in_order() {
 
 #[test]
 fn a_refused_call_is_an_error_result_and_the_turn_goes_on() {
-    let events = same_at_every_split(&recorded("claude_deny.jsonl"));
+    let events = same_at_every_split::<Stream>(&recorded("claude_deny.jsonl"));
     assert!(events.contains(&BackendEvent::ToolResult {
         tool_call_id: "toolu_01".into(),
         output: "The person refused.".into(),
@@ -91,7 +71,7 @@ fn a_refused_call_is_an_error_result_and_the_turn_goes_on() {
 
 #[test]
 fn an_unanswered_request_fails_the_call_closed() {
-    let events = translate(&[&recorded("claude_unanswered.jsonl")]);
+    let events = translate::<Stream>(&[&recorded("claude_unanswered.jsonl")]);
     assert!(events.iter().any(|e| matches!(e, BackendEvent::ApprovalRequest(r) if r.tool_name == "Bash")));
     assert!(events.iter().any(|e| matches!(e, BackendEvent::ToolResult { is_error: true, output, .. }
         if output.contains("permission stream closed"))));
@@ -99,7 +79,7 @@ fn an_unanswered_request_fails_the_call_closed() {
 
 #[test]
 fn an_api_error_fails_the_turn_with_claudes_words() {
-    let events = same_at_every_split(&recorded("claude_fail.jsonl"));
+    let events = same_at_every_split::<Stream>(&recorded("claude_fail.jsonl"));
     let Some(BackendEvent::Failed { message }) = events.last() else { panic!("{events:?}") };
     assert!(message.starts_with("API Error: 500 Internal server error."), "{message}");
     // The synthetic assistant message that carries the error is shown as the answer.
@@ -118,7 +98,7 @@ fn retries_other_requests_subagents_and_stray_lines() {
         "Warning: something\n",
         r#"{"type":"result","subtype":"error_max_turns","is_error":true,"session_id":"s","errors":[]}"#,
     );
-    let events = same_at_every_split(input.as_bytes());
+    let events = same_at_every_split::<Stream>(input.as_bytes());
     assert_eq!(
         events,
         vec![
@@ -161,9 +141,11 @@ fn modes_choose_claudes_permission_mode() {
     assert_eq!(permission_mode(Mode::AcceptEdits, true), "acceptEdits");
     assert_eq!(permission_mode(Mode::Auto, true), "bypassPermissions");
     assert_eq!(permission_mode(Mode::Auto, false), "acceptEdits");
-    let a = args(Mode::Plan, true, Some("s-1"));
+    let a = args(Mode::Plan, true, Some("claude-opus-4-5"), Some("s-1"));
+    assert!(a.windows(2).any(|w| w == ["--model", "claude-opus-4-5"]));
     assert!(a.windows(2).any(|w| w == ["--permission-mode", "plan"]));
     assert!(a.windows(2).any(|w| w == ["--resume", "s-1"]));
     assert!(a.windows(2).any(|w| w == ["--permission-prompt-tool", "stdio"]));
-    assert!(!args(Mode::Plan, true, None).contains(&"--resume".to_string()));
+    let bare = args(Mode::Plan, true, None, None);
+    assert!(!bare.contains(&"--resume".to_string()) && !bare.contains(&"--model".to_string()));
 }

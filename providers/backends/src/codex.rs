@@ -3,6 +3,11 @@
 //! messages, reasoning, command executions, file changes, MCP tool calls and web searches,
 //! `turn.completed` with usage, `turn.failed`, `error`).
 //!
+//! Driven: `codex exec --json --skip-git-repo-check --sandbox S [-m MODEL] -` with the prompt
+//! on stdin (then closed), `codex exec ... resume THREAD -` for a stored thread. Exec mode asks
+//! no approvals: Codex's own sandbox, chosen from the mode, is the whole policy (see
+//! [`sandbox_mode`]).
+//!
 //! The translator is a pure function of the bytes. Exec mode streams no deltas: a message or
 //! reasoning item arrives whole, and is passed on as one delta and its completed message. The
 //! items Codex ran become tool calls and results under names of their kind (`shell`,
@@ -11,15 +16,80 @@
 use std::collections::HashSet;
 
 use serde_json::{Value, json};
+use superpi_policy::Mode;
 use superpi_proto::{ContentBlock, Usage};
 
 use crate::event::BackendEvent;
-use crate::lines::{Line, Lines};
+use crate::lines::{LineTranslator, Translating};
+
+/// The command line of one turn. `base_url` (the kernel's `OPENAI_BASE_URL`) becomes a model
+/// provider of its own speaking the Responses API with `OPENAI_API_KEY`: Codex's built-in
+/// OpenAI provider ignores that variable.
+pub fn args(
+    mode: Mode,
+    confined: bool,
+    model: Option<&str>,
+    base_url: Option<&str>,
+    resume: Option<&str>,
+) -> Vec<String> {
+    let mut args: Vec<String> = ["exec", "--json", "--skip-git-repo-check", "--sandbox", sandbox_mode(mode, confined)]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    if let Some(url) = base_url {
+        let provider = format!(
+            "model_providers.superpi={{name={},base_url={},env_key=\"OPENAI_API_KEY\",wire_api=\"responses\"}}",
+            toml_string("OpenAI-compatible (OPENAI_BASE_URL)"),
+            toml_string(url)
+        );
+        args.extend(["-c".into(), "model_provider=\"superpi\"".into(), "-c".into(), provider]);
+    }
+    if let Some(model) = model {
+        args.extend(["-m".into(), model.to_string()]);
+    }
+    if let Some(thread) = resume {
+        args.extend(["resume".into(), thread.to_string()]);
+    }
+    // The prompt comes on stdin.
+    args.push("-".into());
+    args
+}
+
+/// Codex's own sandbox for a superpi mode. Codex's sandbox is bubblewrap, which needs the
+/// namespaces superpi's confinement refuses: inside it, a sandboxed command cannot start. So
+/// where superpi confines Codex, `accept-edits` and `auto` run unrestricted by Codex (superpi's
+/// confinement, the workspace the one writable place, holds the program and its commands) and
+/// `plan` stays `read-only` (no command runs: it fails closed). Unconfined, Codex's sandbox is
+/// the only one: `read-only` for `plan`, else `workspace-write`. Exec mode never asks.
+pub fn sandbox_mode(mode: Mode, confined: bool) -> &'static str {
+    match mode {
+        Mode::Plan => "read-only",
+        Mode::AcceptEdits | Mode::Auto if confined => "danger-full-access",
+        Mode::AcceptEdits | Mode::Auto => "workspace-write",
+    }
+}
+
+/// The variables of the kernel's environment Codex gets besides the sandbox's allow list.
+/// `OPENAI_BASE_URL` is read by superpi (see [`args`]).
+pub const ENV_KEYS: &[&str] =
+    &["OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY", "OPENAI_ORGANIZATION", "OPENAI_PROJECT"];
+
+/// Variables superpi sets: its state directory as Codex's home (the user's own `~/.codex`
+/// login and configuration stay out of reach).
+pub fn fixed_env(state_dir: &str) -> Vec<(String, String)> {
+    vec![("HOME".into(), state_dir.into()), ("CODEX_HOME".into(), state_dir.into())]
+}
+
+fn toml_string(text: &str) -> String {
+    serde_json::Value::String(text.to_string()).to_string()
+}
 
 /// Codex's `codex exec --json` output, translated.
+pub type Translator = Translating<Stream>;
+
+/// What Codex's output said so far.
 #[derive(Debug, Default)]
-pub struct Translator {
-    lines: Lines,
+pub struct Stream {
     /// Items already announced as tool calls.
     started: HashSet<String>,
     /// The last agent message: the turn's result.
@@ -27,38 +97,12 @@ pub struct Translator {
     ended: bool,
 }
 
-impl Translator {
-    pub fn push(&mut self, bytes: &[u8]) -> Vec<BackendEvent> {
-        let lines = self.lines.push(bytes);
-        self.translate(lines)
-    }
-
-    pub fn finish(&mut self) -> Vec<BackendEvent> {
-        let lines = self.lines.finish();
-        self.translate(lines)
-    }
+impl LineTranslator for Stream {
+    const PROGRAM: &'static str = "codex";
 
     /// Whether the turn's end (`turn.completed` or `turn.failed`) came.
-    pub fn ended(&self) -> bool {
+    fn ended(&self) -> bool {
         self.ended
-    }
-
-    fn translate(&mut self, lines: Vec<Line>) -> Vec<BackendEvent> {
-        let mut out = Vec::new();
-        for line in lines {
-            match line {
-                Line::Json(value) => self.line(&value, &mut out),
-                Line::Text(text) => out.push(BackendEvent::Notice {
-                    level: "info",
-                    message: format!("codex: {}", text.chars().take(500).collect::<String>()),
-                }),
-                Line::TooLong(bytes) => out.push(BackendEvent::Notice {
-                    level: "warning",
-                    message: format!("codex wrote a line of {bytes} bytes; it was skipped"),
-                }),
-            }
-        }
-        out
     }
 
     fn line(&mut self, line: &Value, out: &mut Vec<BackendEvent>) {
@@ -93,7 +137,9 @@ impl Translator {
             _ => {}
         }
     }
+}
 
+impl Stream {
     /// The tool call an item stands for, announced once.
     fn announce(&mut self, item: &Value, out: &mut Vec<BackendEvent>) {
         let Some((name, arguments)) = tool_call(item) else { return };

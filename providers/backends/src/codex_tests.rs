@@ -2,33 +2,14 @@ use serde_json::json;
 use superpi_proto::{ContentBlock, Usage};
 
 use super::*;
-
-fn recorded(name: &str) -> Vec<u8> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/recorded").join(name);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn translate(pieces: &[&[u8]]) -> Vec<BackendEvent> {
-    let mut t = Translator::default();
-    let mut out: Vec<BackendEvent> = pieces.iter().flat_map(|p| t.push(p)).collect();
-    out.extend(t.finish());
-    out
-}
-
-fn same_at_every_split(bytes: &[u8]) -> Vec<BackendEvent> {
-    let whole = translate(&[bytes]);
-    for cut in 0..=bytes.len() {
-        assert_eq!(translate(&[&bytes[..cut], &bytes[cut..]]), whole, "split at byte {cut}");
-    }
-    whole
-}
+use crate::lines::testing::{recorded, same_at_every_split};
 
 const THREAD: &str = "01a2330e-535b-7343-9943-6130bc39c6ed";
 const METADATA: &str = "Model metadata for `gpt-5.1-codex` not found. Defaulting to fallback metadata; this can degrade performance and cause issues.";
 
 #[test]
 fn a_command_codex_ran_is_a_tool_call_and_its_result() {
-    let events = same_at_every_split(&recorded("codex_tool.jsonl"));
+    let events = same_at_every_split::<Stream>(&recorded("codex_tool.jsonl"));
     let command = "/bin/bash -lc 'echo codex-ran > marker.txt && cat marker.txt'";
     assert_eq!(
         events,
@@ -56,10 +37,10 @@ fn a_command_codex_ran_is_a_tool_call_and_its_result() {
 
 #[test]
 fn a_resumed_thread_keeps_its_id_and_a_failed_turn_fails() {
-    let resumed = same_at_every_split(&recorded("codex_resume.jsonl"));
+    let resumed = same_at_every_split::<Stream>(&recorded("codex_resume.jsonl"));
     assert_eq!(resumed[0], BackendEvent::Session { id: THREAD.into() });
     assert!(matches!(resumed.last(), Some(BackendEvent::End { result, .. }) if result == "All done."));
-    let failed = same_at_every_split(&recorded("codex_fail.jsonl"));
+    let failed = same_at_every_split::<Stream>(&recorded("codex_fail.jsonl"));
     let message = "stream disconnected before completion: the fake failed";
     assert_eq!(failed[failed.len() - 2], BackendEvent::Notice { level: "error", message: message.into() });
     assert_eq!(failed.last(), Some(&BackendEvent::Failed { message: message.into() }));
@@ -79,7 +60,7 @@ fn other_items_codex_ran() {
         r#"{"type":"item.completed","item":{"id":"i4","type":"reasoning","text":"thinking"}}"#,
         "\n",
     );
-    let events = same_at_every_split(input.as_bytes());
+    let events = same_at_every_split::<Stream>(input.as_bytes());
     let call = |id: &str, name: &str, arguments| BackendEvent::Message {
         content: vec![ContentBlock::ToolCall { id: id.into(), name: name.into(), arguments }],
     };
@@ -98,4 +79,21 @@ fn other_items_codex_ran() {
             },
         ]
     );
+}
+
+#[test]
+fn modes_choose_codexs_sandbox_and_a_base_url_its_provider() {
+    assert_eq!(sandbox_mode(Mode::Plan, true), "read-only");
+    assert_eq!(sandbox_mode(Mode::AcceptEdits, true), "danger-full-access");
+    assert_eq!(sandbox_mode(Mode::Auto, true), "danger-full-access");
+    assert_eq!(sandbox_mode(Mode::Auto, false), "workspace-write");
+    let a = args(Mode::AcceptEdits, false, Some("gpt-5.1-codex"), Some("http://127.0.0.1:9/v1"), Some("t-1"));
+    assert_eq!(&a[..5], ["exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write"]);
+    assert!(a.windows(2).any(|w| w == ["-m", "gpt-5.1-codex"]));
+    assert!(a.windows(2).any(|w| w == ["-c", "model_provider=\"superpi\""]));
+    let provider = r#"model_providers.superpi={name="OpenAI-compatible (OPENAI_BASE_URL)",base_url="http://127.0.0.1:9/v1",env_key="OPENAI_API_KEY",wire_api="responses"}"#;
+    assert!(a.windows(2).any(|w| w == ["-c", provider]), "{a:?}");
+    assert_eq!(&a[a.len() - 3..], ["resume", "t-1", "-"]);
+    let bare = args(Mode::Plan, false, None, None, None);
+    assert_eq!(bare, ["exec", "--json", "--skip-git-repo-check", "--sandbox", "read-only", "-"]);
 }

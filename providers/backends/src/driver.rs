@@ -13,8 +13,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::claude;
 use crate::event::{Approval, ApprovalRequest, BackendEvent};
+use crate::lines::Translate;
+use crate::{claude, codex};
 
 /// The most stderr kept for the notice of a program that failed.
 const STDERR_TAIL: usize = 4096;
@@ -28,6 +29,9 @@ pub struct TurnSpec {
     /// The conversation's mode, which chooses the backend's own permission settings.
     pub mode: Mode,
     pub prompt: String,
+    /// The model to ask for, in the backend's own naming (see `backend_model`); none lets the
+    /// backend choose.
+    pub model: Option<String>,
     /// The backend's session to continue.
     pub resume: Option<String>,
     /// The program's home (see `Sessions::home`).
@@ -44,6 +48,7 @@ pub struct TurnSpec {
 pub fn env_keys(kind: BackendKind) -> &'static [&'static str] {
     match kind {
         BackendKind::ClaudeCode => claude::ENV_KEYS,
+        BackendKind::Codex => codex::ENV_KEYS,
         _ => &[],
     }
 }
@@ -65,16 +70,22 @@ impl std::fmt::Debug for RunningTurn {
 
 /// Starts the backend's program for one turn and hands it the prompt.
 pub async fn start(sandbox: &Sandbox, spec: TurnSpec) -> Result<RunningTurn, String> {
+    let home = spec.home.display().to_string();
     let (args, fixed_env, first_input) = match spec.kind {
         BackendKind::ClaudeCode => {
             // As root, Claude Code refuses `bypassPermissions` unless told it runs in a sandbox;
             // superpi's confinement is that sandbox, and only there is bypassing offered.
-            let args = claude::args(spec.mode, spec.confined, spec.resume.as_deref());
-            let mut env = claude::fixed_env(&spec.home.display().to_string());
+            let args = claude::args(spec.mode, spec.confined, spec.model.as_deref(), spec.resume.as_deref());
+            let mut env = claude::fixed_env(&home);
             if spec.confined {
                 env.push(("IS_SANDBOX".into(), "1".into()));
             }
             (args, env, claude::prompt_line(&spec.prompt))
+        }
+        BackendKind::Codex => {
+            let base_url = spec.env.iter().find(|(k, _)| k == "OPENAI_BASE_URL").map(|(_, v)| v.as_str());
+            let args = codex::args(spec.mode, spec.confined, spec.model.as_deref(), base_url, spec.resume.as_deref());
+            (args, codex::fixed_env(&home), spec.prompt.clone())
         }
         other => return Err(format!("superpi does not drive {} yet", other.title())),
     };
@@ -99,6 +110,10 @@ pub async fn start(sandbox: &Sandbox, spec: TurnSpec) -> Result<RunningTurn, Str
     let mut turn = RunningTurn { kind: spec.kind, events, stdin: Some(process.stdin), _stop: stop_tx };
     // A program that already exited is reported by the reader, with its status and stderr.
     turn.write(&first_input).await;
+    // Codex reads its prompt to the end of stdin, and is asked nothing on it.
+    if spec.kind == BackendKind::Codex {
+        turn.stdin = None;
+    }
     Ok(turn)
 }
 
@@ -142,28 +157,6 @@ impl RunningTurn {
     }
 }
 
-enum Translator {
-    Claude(claude::Translator),
-}
-
-impl Translator {
-    fn push(&mut self, bytes: &[u8]) -> Vec<BackendEvent> {
-        match self {
-            Translator::Claude(t) => t.push(bytes),
-        }
-    }
-    fn finish(&mut self) -> Vec<BackendEvent> {
-        match self {
-            Translator::Claude(t) => t.finish(),
-        }
-    }
-    fn ended(&self) -> bool {
-        match self {
-            Translator::Claude(t) => t.ended(),
-        }
-    }
-}
-
 async fn read(
     kind: BackendKind,
     mut stdout: pipe::Receiver,
@@ -172,7 +165,10 @@ async fn read(
     tx: mpsc::Sender<BackendEvent>,
     mut stop: oneshot::Receiver<()>,
 ) {
-    let mut translator = Translator::Claude(claude::Translator::default());
+    let mut translator: Box<dyn Translate> = match kind {
+        BackendKind::Codex => Box::new(codex::Translator::default()),
+        _ => Box::new(claude::Translator::default()),
+    };
     let stderr_tail = tokio::spawn(tail(stderr));
     let mut buf = vec![0u8; 64 * 1024];
     loop {

@@ -1,4 +1,10 @@
-//! Newline-delimited JSON from a byte stream that arrives in pieces of any size.
+//! Newline-delimited JSON from a byte stream that arrives in pieces of any size, and the
+//! translator shape every line-speaking backend shares: lines in, [`BackendEvent`]s out, the
+//! program's stray prints and over-long lines turned into notices.
+
+use serde_json::Value;
+
+use crate::event::BackendEvent;
 
 /// The longest line kept; a longer one is dropped whole and reported once.
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
@@ -57,6 +63,66 @@ impl Lines {
     }
 }
 
+/// What one backend makes of each JSON line its program prints.
+pub trait LineTranslator: Default {
+    /// The program's name in notices.
+    const PROGRAM: &'static str;
+    fn line(&mut self, line: &Value, out: &mut Vec<BackendEvent>);
+    /// Whether the program said its turn ended (a program that exits before is a crash).
+    fn ended(&self) -> bool;
+}
+
+/// A translator of a program's stdout, whatever the backend.
+pub trait Translate: Send {
+    fn push(&mut self, bytes: &[u8]) -> Vec<BackendEvent>;
+    /// The end of the output.
+    fn finish(&mut self) -> Vec<BackendEvent>;
+    fn ended(&self) -> bool;
+}
+
+/// A [`LineTranslator`] fed from bytes in pieces of any size.
+#[derive(Debug, Default)]
+pub struct Translating<T> {
+    lines: Lines,
+    pub inner: T,
+}
+
+impl<T: LineTranslator + Send> Translate for Translating<T> {
+    fn push(&mut self, bytes: &[u8]) -> Vec<BackendEvent> {
+        let lines = self.lines.push(bytes);
+        self.translate(lines)
+    }
+
+    fn finish(&mut self) -> Vec<BackendEvent> {
+        let lines = self.lines.finish();
+        self.translate(lines)
+    }
+
+    fn ended(&self) -> bool {
+        self.inner.ended()
+    }
+}
+
+impl<T: LineTranslator> Translating<T> {
+    fn translate(&mut self, lines: Vec<Line>) -> Vec<BackendEvent> {
+        let mut out = Vec::new();
+        for line in lines {
+            match line {
+                Line::Json(value) => self.inner.line(&value, &mut out),
+                Line::Text(text) => out.push(BackendEvent::Notice {
+                    level: "info",
+                    message: format!("{}: {}", T::PROGRAM, text.chars().take(500).collect::<String>()),
+                }),
+                Line::TooLong(bytes) => out.push(BackendEvent::Notice {
+                    level: "warning",
+                    message: format!("{} wrote a line of {bytes} bytes; it was skipped", T::PROGRAM),
+                }),
+            }
+        }
+        out
+    }
+}
+
 fn parse(line: &[u8]) -> Option<Line> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.iter().all(u8::is_ascii_whitespace) {
@@ -66,6 +132,35 @@ fn parse(line: &[u8]) -> Option<Line> {
         Ok(value) => Line::Json(value),
         Err(_) => Line::Text(String::from_utf8_lossy(line).into_owned()),
     })
+}
+
+/// Test helpers every translator's tests share.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// A stream recorded from the real program (`tests/recorded/NAME`).
+    pub fn recorded(name: &str) -> Vec<u8> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/recorded").join(name);
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// The events of `pieces` fed one after another, then the end.
+    pub fn translate<T: LineTranslator + Send>(pieces: &[&[u8]]) -> Vec<BackendEvent> {
+        let mut t = Translating::<T>::default();
+        let mut out: Vec<BackendEvent> = pieces.iter().flat_map(|p| t.push(p)).collect();
+        out.extend(t.finish());
+        out
+    }
+
+    /// The events of `bytes`, checked to be the same whatever the byte it is split at.
+    pub fn same_at_every_split<T: LineTranslator + Send>(bytes: &[u8]) -> Vec<BackendEvent> {
+        let whole = translate::<T>(&[bytes]);
+        for cut in 0..=bytes.len() {
+            assert_eq!(translate::<T>(&[&bytes[..cut], &bytes[cut..]]), whole, "split at byte {cut}");
+        }
+        whole
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Scripted answers for the fakes, written in each vendor's documented stream format: OpenAI
 //! `chat.completion.chunk`s ending in `[DONE]`, Anthropic's `message_start` ...
-//! `message_stop` events, Gemini `GenerateContentResponse` chunks (SSE with `alt=sse`, one JSON
+//! `message_stop` events, Responses API `response.created` ... `response.completed` events
+//! (each item announced by `response.output_item.added` before its deltas), Gemini `GenerateContentResponse` chunks (SSE with `alt=sse`, one JSON
 //! object for `generateContent`).
 
 use serde_json::{Value, json};
@@ -51,6 +52,7 @@ impl Answer {
         let words = split_words(text);
         match vendor {
             Vendor::Openai => Reply::stream(&openai(model, serial, &words, calls, prompt_tokens), 4096),
+            Vendor::OpenaiResponses => Reply::stream(&responses(model, serial, &words, calls, prompt_tokens), 4096),
             Vendor::Anthropic => Reply::stream(&anthropic(model, serial, &words, calls, prompt_tokens), 4096),
             Vendor::Gemini if sse => Reply::stream(&gemini_sse(model, serial, &words, calls, prompt_tokens), 4096),
             Vendor::Gemini => Reply {
@@ -124,6 +126,75 @@ fn openai(model: &str, serial: u64, words: &[String], calls: &[(String, Value)],
                        "usage": {"prompt_tokens": prompt, "completion_tokens": words.len() + calls.len(), "total_tokens": prompt as usize + words.len() + calls.len()}});
     sse(&mut out, None, &usage);
     out.extend_from_slice(b"data: [DONE]\n\n");
+    out
+}
+
+fn responses(model: &str, serial: u64, words: &[String], calls: &[(String, Value)], prompt: u64) -> Vec<u8> {
+    let id = format!("resp_fake{serial}");
+    let mut sequence = 0u64;
+    let mut out = Vec::new();
+    let mut event = |out: &mut Vec<u8>, kind: &str, mut data: Value| {
+        data["type"] = json!(kind);
+        data["sequence_number"] = json!(sequence);
+        sequence += 1;
+        sse(out, Some(kind), &data);
+    };
+    let response = |status: &str, output: &[Value]| {
+        json!({"id": id, "object": "response", "created_at": 1_700_000_000u64, "status": status, "model": model,
+               "output": output})
+    };
+    event(&mut out, "response.created", json!({"response": response("in_progress", &[])}));
+    let mut output: Vec<Value> = Vec::new();
+    if !words.is_empty() {
+        let (index, item_id) = (output.len(), format!("msg_fake{serial}"));
+        let item = |status: &str, content: Value| json!({"type": "message", "id": item_id, "role": "assistant", "status": status, "content": content});
+        event(
+            &mut out,
+            "response.output_item.added",
+            json!({"output_index": index, "item": item("in_progress", json!([]))}),
+        );
+        let part = |text: &str| json!({"type": "output_text", "text": text, "annotations": []});
+        let at = json!({"item_id": item_id, "output_index": index, "content_index": 0});
+        let with = |mut at: Value, key: &str, value: Value| {
+            at[key] = value;
+            at
+        };
+        event(&mut out, "response.content_part.added", with(at.clone(), "part", part("")));
+        for word in words {
+            event(&mut out, "response.output_text.delta", with(at.clone(), "delta", json!(word)));
+        }
+        let text = words.concat();
+        event(&mut out, "response.output_text.done", with(at.clone(), "text", json!(text)));
+        event(&mut out, "response.content_part.done", with(at, "part", part(&text)));
+        let done = item("completed", json!([part(&text)]));
+        event(&mut out, "response.output_item.done", json!({"output_index": index, "item": done}));
+        output.push(done);
+    }
+    for (n, (name, arguments)) in calls.iter().enumerate() {
+        let (index, item_id, call_id) =
+            (output.len(), format!("fc_fake{serial}_{n}"), format!("call_fake{serial}_{n}"));
+        let arguments = arguments.to_string();
+        let item = |status: &str, arguments: &str| {
+            json!({"type": "function_call", "id": item_id, "call_id": call_id, "name": name, "arguments": arguments,
+                   "status": status})
+        };
+        event(&mut out, "response.output_item.added", json!({"output_index": index, "item": item("in_progress", "")}));
+        let (head, tail) = halves(&arguments);
+        for part in [head, tail] {
+            let delta = json!({"item_id": item_id, "output_index": index, "delta": part});
+            event(&mut out, "response.function_call_arguments.delta", delta);
+        }
+        let done = json!({"item_id": item_id, "output_index": index, "arguments": arguments});
+        event(&mut out, "response.function_call_arguments.done", done);
+        let done = item("completed", &arguments);
+        event(&mut out, "response.output_item.done", json!({"output_index": index, "item": done}));
+        output.push(done);
+    }
+    let produced = (words.len() + calls.len()) as u64;
+    let mut completed = response("completed", &output);
+    completed["usage"] = json!({"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": produced, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": prompt + produced});
+    event(&mut out, "response.completed", json!({"response": completed}));
     out
 }
 

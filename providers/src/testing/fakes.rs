@@ -22,7 +22,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 
 use super::answers::Answer;
-use super::rules::{Vendor, Violation, anthropic, gemini, openai};
+use super::rules::{Vendor, Violation, anthropic, gemini, openai, responses};
 use super::{Recorded, Reply, read_request, write_reply};
 
 /// The key the fakes' [`FakeServer::env`] hands out (any non-empty key is accepted).
@@ -70,6 +70,8 @@ pub struct FakeServer {
 
 /// OpenAI Chat Completions: `POST /v1/chat/completions`.
 pub struct OpenAiFake;
+/// OpenAI Responses: `POST /v1/responses` (Codex's API).
+pub struct ResponsesFake;
 /// Anthropic Messages: `POST /v1/messages`.
 pub struct AnthropicFake;
 /// Gemini: `POST /v1beta/models/M:streamGenerateContent?alt=sse` and `:generateContent`.
@@ -78,6 +80,12 @@ pub struct GeminiFake;
 impl OpenAiFake {
     pub async fn start(script: Vec<Answer>) -> std::io::Result<FakeServer> {
         FakeServer::start(&[Vendor::Openai], script).await
+    }
+}
+
+impl ResponsesFake {
+    pub async fn start(script: Vec<Answer>) -> std::io::Result<FakeServer> {
+        FakeServer::start(&[Vendor::OpenaiResponses], script).await
     }
 }
 
@@ -135,7 +143,7 @@ impl FakeServer {
     /// The endpoint to configure for `vendor`: OpenAI's with `/v1`, the others' without.
     pub fn base_url(&self, vendor: Vendor) -> String {
         match vendor {
-            Vendor::Openai => format!("{}/v1", self.base),
+            Vendor::Openai | Vendor::OpenaiResponses => format!("{}/v1", self.base),
             Vendor::Anthropic | Vendor::Gemini => self.base.clone(),
         }
     }
@@ -145,7 +153,7 @@ impl FakeServer {
         let mut vars = Vec::new();
         for vendor in &self.vendors {
             let (key, url) = match vendor {
-                Vendor::Openai => ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+                Vendor::Openai | Vendor::OpenaiResponses => ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
                 Vendor::Anthropic => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
                 Vendor::Gemini => ("GEMINI_API_KEY", "GEMINI_BASE_URL"),
             };
@@ -220,6 +228,7 @@ fn route(path: &str) -> Option<(Vendor, String, bool)> {
     match path {
         "/v1/chat/completions" => return Some((Vendor::Openai, String::new(), true)),
         "/v1/messages" => return Some((Vendor::Anthropic, String::new(), true)),
+        "/v1/responses" => return Some((Vendor::OpenaiResponses, String::new(), true)),
         _ => {}
     }
     let rest = path.strip_prefix("/v1beta/models/").or_else(|| path.strip_prefix("/v1/models/"))?;
@@ -235,7 +244,7 @@ fn route(path: &str) -> Option<(Vendor, String, bool)> {
 fn not_found(vendors: &[Vendor], request: &Recorded) -> Violation {
     let vendor = vendors.first().copied().unwrap_or(Vendor::Openai);
     let message = match vendor {
-        Vendor::Openai => format!("Invalid URL ({} {})", request.method, request.path),
+        Vendor::Openai | Vendor::OpenaiResponses => format!("Invalid URL ({} {})", request.method, request.path),
         Vendor::Anthropic => "Not Found".to_string(),
         Vendor::Gemini => format!("models/{} is not found for API version v1beta.", request.path),
     };
@@ -252,7 +261,7 @@ fn check(vendors: &[Vendor], state: &State, request: &Recorded) -> Result<(Vendo
     }
     let header = |name: &str| request.header(name).map(str::to_string);
     match vendor {
-        Vendor::Openai => {
+        Vendor::Openai | Vendor::OpenaiResponses => {
             let bearer = header("authorization").is_some_and(|a| a.starts_with("Bearer ") && a.len() > 7);
             if !bearer && !state.keyless {
                 return Err(Violation {
@@ -272,6 +281,7 @@ fn check(vendors: &[Vendor], state: &State, request: &Recorded) -> Result<(Vendo
     })?;
     match vendor {
         Vendor::Openai => openai::check(&body)?,
+        Vendor::OpenaiResponses => responses::check(&body)?,
         Vendor::Anthropic if state.betas && header("anthropic-beta").is_some() => anthropic::check_beta(&body)?,
         Vendor::Anthropic => anthropic::check(&body)?,
         Vendor::Gemini => gemini::check_for(&model, &body)?,

@@ -9,13 +9,17 @@ pub mod anthropic;
 pub mod gemini;
 mod gemini_schema;
 pub mod openai;
+pub mod responses;
 
 use serde_json::{Value, json};
 
 /// Which vendor's rules and formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Vendor {
+    /// Chat Completions.
     Openai,
+    /// OpenAI's Responses API (Codex's).
+    OpenaiResponses,
     Anthropic,
     Gemini,
 }
@@ -24,6 +28,7 @@ impl Vendor {
     pub fn as_str(self) -> &'static str {
         match self {
             Vendor::Openai => "openai",
+            Vendor::OpenaiResponses => "openai-responses",
             Vendor::Anthropic => "anthropic",
             Vendor::Gemini => "gemini",
         }
@@ -58,7 +63,7 @@ impl Violation {
     /// The vendor's error body for this violation.
     pub fn body(&self) -> Value {
         match self.vendor {
-            Vendor::Openai => json!({"error": {
+            Vendor::Openai | Vendor::OpenaiResponses => json!({"error": {
                 "message": self.message,
                 "type": "invalid_request_error",
                 "param": self.param,

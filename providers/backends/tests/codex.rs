@@ -1,0 +1,98 @@
+//! Codex itself, at the version `.ci/run` pins, driven through the sandbox against the
+//! Responses-API fake with no network beyond 127.0.0.1. Skipped, saying so, when the program
+//! is not installed in the test cache.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::json;
+use superpi_backends::{Approval, BackendEvent, BackendKind, TurnSpec};
+use superpi_policy::Mode;
+use superpi_proto::ContentBlock;
+use superpi_providers::testing::answers::Answer;
+use superpi_providers::testing::fakes::ResponsesFake;
+
+mod common;
+
+use common::{env, run, session, spec};
+
+/// The model whose tools include `exec_command` (Codex's default offers a JavaScript tool).
+const MODEL: &str = "gpt-5.1-codex";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_turn_runs_confined_and_the_thread_continues() {
+    let Some(program) = common::program(BackendKind::Codex) else { return };
+    let env = env();
+    let fake = ResponsesFake::start(vec![
+        Answer::tool_call("exec_command", json!({"cmd": "echo from-codex > marker.txt"})),
+        Answer::text("wrote it"),
+    ])
+    .await
+    .unwrap();
+    let first = TurnSpec {
+        model: Some(MODEL.into()),
+        ..spec(&env, BackendKind::Codex, &program, &fake, Mode::Auto, "write the marker")
+    };
+    let mut turn = superpi_backends::start(&env.sandbox, first).await.unwrap();
+    let events = run(&mut turn, Approval::Allow).await;
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+    let thread = session(&events);
+    let call = events.iter().find_map(|e| match e {
+        BackendEvent::Message { content } => match &content[..] {
+            [ContentBlock::ToolCall { id, name, arguments }] if name == "shell" => {
+                Some((id.clone(), arguments.clone()))
+            }
+            _ => None,
+        },
+        _ => None,
+    });
+    let (call_id, arguments) = call.unwrap_or_else(|| panic!("no shell call in {events:?}"));
+    assert!(arguments["command"].as_str().unwrap().contains("echo from-codex > marker.txt"), "{arguments}");
+    assert!(
+        events.iter().any(
+            |e| matches!(e, BackendEvent::ToolResult { tool_call_id, is_error: false, .. } if *tool_call_id == call_id)
+        ),
+        "{events:?}"
+    );
+    assert!(events.iter().any(|e| matches!(e, BackendEvent::TextDelta { delta, .. } if delta == "wrote it")));
+    let Some(BackendEvent::End { result, usage, .. }) = events.last() else { panic!("{events:?}") };
+    assert_eq!(result, "wrote it");
+    assert!(usage.input_tokens > 0 && usage.output_tokens > 0, "{usage:?}");
+    assert_eq!(std::fs::read_to_string(env.workspace.join("marker.txt")).unwrap(), "from-codex\n");
+    // The model saw the command's output as the call's result.
+    let second = fake.accepted()[1].to_string();
+    assert!(second.contains("function_call_output") && second.contains("echo from-codex"), "{second}");
+
+    // A new process resumes the thread: the model sees the first turn.
+    fake.push(Answer::text("still here"));
+    let next = TurnSpec {
+        model: Some(MODEL.into()),
+        resume: Some(thread.clone()),
+        ..spec(&env, BackendKind::Codex, &program, &fake, Mode::Auto, "and now?")
+    };
+    let mut turn = superpi_backends::start(&env.sandbox, next).await.unwrap();
+    let events = run(&mut turn, Approval::Allow).await;
+    assert_eq!(session(&events), thread);
+    assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "still here"), "{events:?}");
+    let last = fake.accepted().pop().unwrap().to_string();
+    assert!(last.contains("wrote it") && last.contains("and now?"), "{last}");
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+}
+
+/// A failing model API ends the turn with Codex's error, not a crash.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_model_api_fails_the_turn() {
+    let Some(program) = common::program(BackendKind::Codex) else { return };
+    let env = env();
+    let refusal = superpi_providers::testing::Reply::error(
+        400,
+        r#"{"error":{"message":"the fake refused","type":"invalid_request_error","param":null,"code":null}}"#,
+    );
+    let fake = ResponsesFake::start(vec![Answer::Reply(refusal)]).await.unwrap();
+    let spec = TurnSpec {
+        model: Some(MODEL.into()),
+        ..spec(&env, BackendKind::Codex, &program, &fake, Mode::AcceptEdits, "hi")
+    };
+    let mut turn = superpi_backends::start(&env.sandbox, spec).await.unwrap();
+    let events = run(&mut turn, Approval::Allow).await;
+    let Some(BackendEvent::Failed { message }) = events.last() else { panic!("{events:?}") };
+    assert!(message.contains("the fake refused"), "{message}");
+}

@@ -1,0 +1,79 @@
+//! What the driver tests of each backend share: the program from the test cache, a sandbox
+//! over a fresh workspace and data directory, a turn's spec, and a turn run to its end.
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use superpi_backends::{Approval, BackendEvent, BackendKind, RunningTurn, Sessions, TurnSpec};
+use superpi_policy::Mode;
+use superpi_providers::testing::fakes::FakeServer;
+use superpi_sandbox::{Sandbox, SandboxConfig};
+
+/// The backend's program from the test cache; `None`, saying so, when it is not installed.
+pub fn program(kind: BackendKind) -> Option<PathBuf> {
+    let program = superpi_backends::discover::test_install(kind);
+    if program.is_none() {
+        eprintln!("SKIPPED: {} is not installed in the test cache (.ci/run installs it)", kind.title());
+    }
+    program
+}
+
+pub struct Env {
+    _root: tempfile::TempDir,
+    pub workspace: PathBuf,
+    pub sessions: Sessions,
+    pub sandbox: Sandbox,
+}
+
+pub fn env() -> Env {
+    let root = tempfile::tempdir().unwrap();
+    let base = root.path().canonicalize().unwrap();
+    let workspace = base.join("workspace");
+    let data_dir = base.join("data");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let sandbox = Sandbox::new(SandboxConfig::new(data_dir.clone())).unwrap();
+    Env { _root: root, workspace, sessions: Sessions::new(&data_dir), sandbox }
+}
+
+/// A confined turn in `mode` against `fake`.
+pub fn spec(env: &Env, kind: BackendKind, program: &Path, fake: &FakeServer, mode: Mode, prompt: &str) -> TurnSpec {
+    TurnSpec {
+        kind,
+        program: program.to_path_buf(),
+        workspace: env.workspace.clone(),
+        mode,
+        prompt: prompt.into(),
+        model: None,
+        resume: None,
+        home: env.sessions.home(kind).unwrap(),
+        install_dirs: superpi_backends::install_dirs(program),
+        env: fake.env(),
+        confined: true,
+    }
+}
+
+/// Every event of the turn, answering approvals with `approval`, within a deadline.
+pub async fn run(turn: &mut RunningTurn, approval: Approval) -> Vec<BackendEvent> {
+    let mut events = Vec::new();
+    let all = async {
+        while let Some(event) = turn.next().await {
+            if let BackendEvent::ApprovalRequest(request) = &event {
+                turn.answer(request, &approval).await;
+            }
+            events.push(event);
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(120), all).await.expect("the turn did not end within 120 s");
+    events
+}
+
+/// The backend's session id the turn reported.
+pub fn session(events: &[BackendEvent]) -> String {
+    let session = events.iter().find_map(|e| match e {
+        BackendEvent::Session { id } => Some(id.clone()),
+        _ => None,
+    });
+    session.expect("a session id")
+}
