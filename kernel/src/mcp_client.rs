@@ -135,7 +135,7 @@ impl McpClients {
         let mut servers = own;
         servers.extend(std::mem::take(&mut settings.mcp_servers));
         for (name, config) in servers {
-            if let Err(why) = config.reachable(&settings) {
+            if let Err(why) = config.reachable(&settings.network) {
                 notices.push(format!("the MCP server `{name}` is not reached: {why}"));
                 continue;
             }

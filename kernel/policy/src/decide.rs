@@ -32,10 +32,11 @@ use superpi_proto::tool::{Effect, ToolDef};
 
 use crate::mode::Mode;
 use crate::net::url_host;
+use crate::net::{NetworkPolicy, ShellNetwork};
 use crate::paths::{PathProblem, normalize, protected};
 use crate::pattern::DenyMatch;
 use crate::read_only;
-use crate::settings::{NetworkPolicy, Settings, ShellNetwork};
+use crate::settings::Settings;
 use crate::shell::{self, SimpleCommand};
 pub use crate::verdict::{Answer, Decision, Overrides, Remember, Risk, Rule};
 

@@ -3,8 +3,8 @@ use serde_json::json;
 use superpi_proto::tool::{PathAccess, PathArg};
 
 use super::*;
+use crate::net::Network;
 use crate::pattern::CommandPattern;
-use crate::settings::Network;
 
 use Effect::*;
 

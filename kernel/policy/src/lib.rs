@@ -86,5 +86,6 @@ pub use harness::{Harness, Harnesses, UnknownHarness, WorkspaceKind};
 pub use mcp_servers::{McpServerConfig, McpTransport};
 pub use mode::{Mode, UnknownMode};
 pub use mode_choice::{Caller, effective_mode};
+pub use net::{Network, NetworkPolicy, ShellNetwork};
 pub use paths::ProtectedPaths;
-pub use settings::{Network, NetworkPolicy, Permissions, RemoteSettings, SandboxSettings, Settings, ShellNetwork};
+pub use settings::{Permissions, RemoteSettings, SandboxSettings, Settings};

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::ConfigError;
-use crate::settings::{Network, NetworkPolicy, ShellNetwork};
+use crate::net::{Network, NetworkPolicy, ShellNetwork, url_host};
 
 /// One external MCP server: how it is reached, and what it is granted.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -64,15 +64,15 @@ impl McpServerConfig {
         }
     }
 
-    /// Whether the kernel may reach an HTTP server under `settings`: not with the network
-    /// policy `deny`, and with `allowlist` only at an allow-listed host.
-    pub fn reachable(&self, settings: &crate::Settings) -> Result<(), String> {
+    /// Whether the kernel may reach an HTTP server under `network`: not with the policy
+    /// `deny`, and with `allowlist` only at an allow-listed host.
+    pub fn reachable(&self, network: &Network) -> Result<(), String> {
         let McpTransport::Http { url, .. } = &self.transport else { return Ok(()) };
-        match settings.network.policy {
+        match network.policy {
             NetworkPolicy::Allow => Ok(()),
             NetworkPolicy::Deny => Err("the network policy is `deny`".into()),
-            NetworkPolicy::Allowlist => match crate::net::url_host(url) {
-                Some(host) if settings.host_allowed(&host) => Ok(()),
+            NetworkPolicy::Allowlist => match url_host(url) {
+                Some(host) if network.host_allowed(&host) => Ok(()),
                 _ => Err(format!("the host of {url} is not in network.allow_hosts")),
             },
         }
@@ -158,7 +158,7 @@ fn stdio(server: RawMcpServer) -> Result<McpTransport, Invalid> {
 
 fn http(server: RawMcpServer) -> Result<McpTransport, Invalid> {
     let url = server.url.unwrap_or_default();
-    if crate::net::url_host(&url).is_none() {
+    if url_host(&url).is_none() {
         return Err((".url", format!("`{url}` is not an http(s) URL")));
     }
     if !server.args.is_empty() || !server.env.is_empty() || server.cwd.is_some() || server.network.is_some() {

@@ -18,6 +18,7 @@ use serde::Deserialize;
 use crate::error::{ConfigError, key_path};
 use crate::mcp_servers::{McpServerConfig, RawMcpServer, mcp_servers};
 use crate::mode::Mode;
+use crate::net::{Network, NetworkPolicy, ShellNetwork, normalize_host, valid_host};
 use crate::pattern::{CommandPattern, PathPattern};
 
 /// The user's settings file in the config dir.
@@ -60,41 +61,6 @@ pub struct Permissions {
     pub ask: bool,
     /// How long a permission question waits for an answer before failing closed.
     pub question_timeout: Duration,
-}
-
-/// The network axis, separate from the mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum NetworkPolicy {
-    /// Tools with network effects run, and so do shell commands that ask for network (the
-    /// default).
-    Allow,
-    /// Tools with network effects run only for a `url` whose host is allow-listed; shell
-    /// commands get no network (a socket cannot be checked against host names).
-    Allowlist,
-    /// Every tool with a network effect is refused; nothing gets network.
-    Deny,
-}
-
-/// Whether a shell command that does not ask for network gets it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ShellNetwork {
-    /// Only a call that asks (the tool's network argument) gets network, decided like a
-    /// network-writing tool (the default).
-    #[default]
-    Offline,
-    /// Every shell command gets network when the policy is `allow` (the old behaviour).
-    Allow,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Network {
-    pub policy: NetworkPolicy,
-    /// Whether shell commands that do not ask for network get it anyway.
-    pub shell_default: ShellNetwork,
-    /// For `allowlist`: host names; an entry matches the host and its subdomains.
-    pub allow_hosts: Vec<String>,
 }
 
 /// The modes of callers other than the local CLI.
@@ -233,7 +199,7 @@ impl Settings {
             let shell_default =
                 n.shell_default.map_or(self.network.shell_default, |w| w.min(self.network.shell_default));
             let ws = network(n, path)?;
-            self.network = tighten_network(&self.network, &ws);
+            self.network = Network::tighten(&self.network, &ws);
             self.network.shell_default = shell_default;
         }
         if let Some(r) = raw.remote {
@@ -289,8 +255,7 @@ impl Settings {
     /// Whether `host` is allowed by the network allow list (an entry matches the host and its
     /// subdomains; comparison ignores case and a trailing dot).
     pub fn host_allowed(&self, host: &str) -> bool {
-        let host = normalize_host(host);
-        self.network.allow_hosts.iter().any(|entry| host_matches(&host, entry))
+        self.network.host_allowed(host)
     }
 }
 
@@ -361,47 +326,6 @@ fn network(raw: RawNetwork, path: &Path) -> Result<Network, ConfigError> {
         }
     }
     Ok(Network { policy, shell_default: raw.shell_default.unwrap_or_default(), allow_hosts: hosts })
-}
-
-/// The stricter of two network settings; two allow lists keep the hosts both allow.
-fn tighten_network(user: &Network, ws: &Network) -> Network {
-    use NetworkPolicy::*;
-    match (user.policy, ws.policy) {
-        (Deny, _) | (_, Deny) => Network { policy: Deny, shell_default: user.shell_default, allow_hosts: Vec::new() },
-        (Allowlist, Allowlist) => {
-            let mut hosts: Vec<String> = ws
-                .allow_hosts
-                .iter()
-                .filter(|w| user.allow_hosts.iter().any(|u| host_matches(w, u)))
-                .chain(user.allow_hosts.iter().filter(|u| ws.allow_hosts.iter().any(|w| host_matches(u, w))))
-                .cloned()
-                .collect();
-            hosts.sort();
-            hosts.dedup();
-            Network { policy: Allowlist, shell_default: user.shell_default, allow_hosts: hosts }
-        }
-        (Allowlist, Allow) => user.clone(),
-        (Allow, _) => ws.clone(),
-    }
-}
-
-pub(crate) fn normalize_host(host: &str) -> String {
-    host.trim_end_matches('.').to_ascii_lowercase()
-}
-
-/// `host` (normalised) is `entry` or a subdomain of it.
-pub(crate) fn host_matches(host: &str, entry: &str) -> bool {
-    host == entry || host.strip_suffix(entry).is_some_and(|prefix| prefix.ends_with('.'))
-}
-
-fn valid_host(host: &str) -> bool {
-    let ip6 = host.starts_with('[') && host.ends_with(']');
-    !host.is_empty()
-        && host.len() <= 253
-        && (ip6
-            || host.split('.').all(|label| {
-                !label.is_empty() && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-            }))
 }
 
 // The files' shapes. Every struct refuses unknown keys.
