@@ -19,7 +19,7 @@ use crate::output::Collector;
 use crate::policy::{self, FsPolicy};
 use crate::registry::Runner;
 use crate::result::bash_outcome;
-use crate::runner::Request;
+use crate::tool_process::Request;
 use crate::{SandboxConfig, SandboxError, SandboxStatus, ToolCall, ToolCallResult, ToolRegistry};
 
 /// Longest deadline a model may ask for.
@@ -186,7 +186,7 @@ impl Machine {
         let started = Instant::now();
         let spill = spill_path(config, call);
         let preparing = Instant::now();
-        let setup = self.setup(config, call, workspace, &cwd, false)?;
+        let setup = self.setup(config, call, workspace, &cwd, false, None)?;
         crate::profile::add(crate::profile::Phase::Prepare, preparing);
         let launch = Launch {
             program: config.shell.clone(),
@@ -226,7 +226,7 @@ impl Machine {
             protected: call.protected.clone(),
         };
         let stdin = serde_json::to_vec(&request).map_err(|e| e.to_string())?;
-        let setup = self.setup(config, call, workspace, workspace, true)?;
+        let setup = self.setup(config, call, workspace, workspace, true, None)?;
         let launch = Launch {
             program: config.tool_exe.clone(),
             args: config.tool_args.clone(),
@@ -265,20 +265,9 @@ impl Machine {
         })
     }
 
-    /// The policy, the descriptors and the environment of one call.
-    fn setup(
-        &self,
-        config: &SandboxConfig,
-        call: &ToolCall,
-        workspace: &Path,
-        cwd: &Path,
-        runner: bool,
-    ) -> Result<Setup, String> {
-        self.setup_with(config, call, workspace, cwd, runner, None)
-    }
-
-    /// [`Machine::setup`], with a server's grants besides.
-    pub(crate) fn setup_with(
+    /// The policy, the descriptors and the environment of one call (with a server's grants
+    /// besides, for a server process).
+    pub(crate) fn setup(
         &self,
         config: &SandboxConfig,
         call: &ToolCall,

@@ -5,9 +5,16 @@
 use serde_json::{Value, json};
 use superpi_proto::tool::{DiffArgs, PathAccess, PathArg, ToolKind, ToolUi};
 
-use crate::registry::{EditorRead, Entry, FileBody, Runner};
-use crate::runner::{files, search};
+use crate::registry::{EditorRead, Entry, Runner, ToolRegistry};
+use crate::runner::{FileBody, files, search};
 use crate::{Effect, ToolDef};
+
+impl ToolRegistry {
+    /// The built-in tools.
+    pub fn builtin() -> Self {
+        ToolRegistry::of(builtin())
+    }
+}
 
 fn def(name: &str, description: &str, input: Value, output: Option<Value>, effects: &[Effect]) -> ToolDef {
     ToolDef {
@@ -35,7 +42,7 @@ fn file_tool(def: ToolDef, body: FileBody) -> Entry {
     Entry { def, runner: Runner::File(body), editor_read: None }
 }
 
-pub(crate) fn builtin() -> Vec<Entry> {
+fn builtin() -> Vec<Entry> {
     vec![
         Entry {
             def: in_workspace(

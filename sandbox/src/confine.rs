@@ -14,68 +14,8 @@ use std::sync::Arc;
 
 use libc::{c_int, c_long, c_ulong};
 
-/// The steps of confinement, in order; their codes travel back through the status pipe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub(crate) enum Step {
-    Session = 1,
-    ParentDeath,
-    Cgroup,
-    MountNamespace,
-    ReadOnlyMounts,
-    WorkingDir,
-    Limits,
-    Descriptors,
-    Capabilities,
-    NoNewPrivs,
-    Landlock,
-    Seccomp,
-    Stdio,
-    Exec,
-}
-
-impl Step {
-    pub(crate) fn from_code(code: u8) -> Option<Step> {
-        use Step::*;
-        [
-            Session,
-            ParentDeath,
-            Cgroup,
-            MountNamespace,
-            ReadOnlyMounts,
-            WorkingDir,
-            Limits,
-            Descriptors,
-            Capabilities,
-            NoNewPrivs,
-            Landlock,
-            Seccomp,
-            Stdio,
-            Exec,
-        ]
-        .into_iter()
-        .find(|s| *s as u8 == code)
-    }
-
-    pub(crate) fn describe(self) -> &'static str {
-        match self {
-            Step::Session => "start a new session",
-            Step::ParentDeath => "set the parent-death signal",
-            Step::Cgroup => "join the call's pids cgroup",
-            Step::MountNamespace => "enter private mount and IPC namespaces",
-            Step::ReadOnlyMounts => "make everything outside the workspace read-only",
-            Step::WorkingDir => "enter the working directory",
-            Step::Limits => "set resource limits",
-            Step::Descriptors => "close inherited descriptors",
-            Step::Capabilities => "drop capabilities",
-            Step::NoNewPrivs => "set no_new_privs",
-            Step::Landlock => "apply the landlock ruleset",
-            Step::Seccomp => "install the seccomp filter",
-            Step::Stdio => "set up the standard streams",
-            Step::Exec => "start the program",
-        }
-    }
-}
+use crate::mounts::MountPlan;
+use crate::step::Step;
 
 /// A compiled seccomp program, in the kernel's `sock_filter` layout.
 pub(crate) type Program = Vec<libc::sock_filter>;
@@ -86,7 +26,7 @@ pub(crate) struct Prepared {
     pub parent_pid: libc::pid_t,
     pub status: OwnedFd,
     pub cgroup_procs: Option<OwnedFd>,
-    pub mounts: Option<crate::mounts::MountPlan>,
+    pub mounts: Option<MountPlan>,
     pub cwd: CString,
     pub limits: Vec<(c_int, u64)>,
     /// Drop capabilities and set no_new_privs (off only when confinement is disabled).

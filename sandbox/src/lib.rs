@@ -34,7 +34,9 @@ mod result;
 mod runner;
 mod server;
 mod spawn;
+mod step;
 mod tempdirs;
+mod tool_process;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -50,9 +52,10 @@ pub use call::check_workspace;
 pub use host::run_host_command;
 pub use reap::{confined_tools, is_confined_tool, is_tool_process};
 pub use registry::{EditorRead, RegistryError, RunFuture, ToolRegistry, ToolRunner};
-pub use runner::{TOOL_SUBCOMMAND, format_read, tool_main};
+pub use runner::format_read;
 pub use server::{ServerHandle, ServerProcess, ServerSpec};
 pub use superpi_proto::tool::{Effect, ToolCallResult, ToolDef};
+pub use tool_process::{TOOL_SUBCOMMAND, tool_main};
 
 /// How the sandbox runs calls. One per kernel.
 #[derive(Debug, Clone)]

@@ -16,7 +16,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use libc::{c_int, c_long, c_ulong};
 
-use crate::confine::Step;
+use crate::step::Step;
 
 /// The namespaces of a call: its own mounts and its own System V IPC and message queues, so
 /// that a tool cannot attach to the shared memory or queues of processes outside the call.

@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::ToolCall;
-use crate::runner::{Args, Ctx};
+use crate::runner::FileBody;
 
 /// The future a [`ToolRunner`] returns.
 pub type RunFuture<'a> = Pin<Box<dyn Future<Output = ToolCallResult> + Send + 'a>>;
@@ -36,9 +36,6 @@ pub trait ToolRunner: Send + Sync {
         progress: Option<mpsc::Sender<String>>,
     ) -> RunFuture<'a>;
 }
-
-/// A body of the file-tool runner, run inside the confined `superpi __sandbox-tool` process.
-pub(crate) type FileBody = fn(&Ctx, &Args) -> Result<ToolCallResult, String>;
 
 /// Which runner runs a tool.
 #[derive(Clone)]
@@ -90,9 +87,9 @@ pub struct ToolRegistry {
 }
 
 impl ToolRegistry {
-    /// The built-in tools.
-    pub fn builtin() -> Self {
-        ToolRegistry { entries: crate::catalog::builtin(), live: Arc::default() }
+    /// A registry of these tools (the built-in ones: `ToolRegistry::builtin`, in `catalog.rs`).
+    pub(crate) fn of(entries: Vec<Entry>) -> Self {
+        ToolRegistry { entries, live: Arc::default() }
     }
 
     /// Adds a tool run by `runner`, offered after those already registered.

@@ -105,7 +105,7 @@ impl Sandbox {
             writable.push(dir.clone());
         }
         let grants = crate::call::ServerGrants { program: &program, readable: &spec.readable, writable: &writable };
-        let setup = self.inner.setup_with(config, &call, &workspace, &cwd, false, Some(&grants))?;
+        let setup = self.inner.setup(config, &call, &workspace, &cwd, false, Some(&grants))?;
         let mut env = setup.env;
         if let Some(dir) = &spec.state_dir {
             env.retain(|(name, _)| name != "HOME");

@@ -18,7 +18,8 @@ use std::sync::{Mutex, OnceLock};
 use libc::{c_char, c_int, c_void};
 use tokio::io::unix::AsyncFd;
 
-use crate::confine::{Prepared, Step};
+use crate::confine::Prepared;
+use crate::step::Step;
 
 /// The child's stack: it runs only the confinement steps and execve.
 const CHILD_STACK: usize = 256 * 1024;

@@ -1,83 +1,23 @@
-//! The tool runner: the program that runs the file tools inside the confined process.
-//!
-//! The kernel never touches the files of a call itself. The `superpi` binary dispatches the
-//! hidden subcommand [`TOOL_SUBCOMMAND`] to [`tool_main`], which reads one [`Request`] as JSON
-//! on stdin and writes one [`ToolCallResult`] as JSON on stdout. It runs already confined: the
-//! checks here only give clear errors ("outside the workspace") before the OS refuses.
+//! The file tools' bodies and what they share (typed arguments, the workspace and the paths
+//! no tool may touch), run inside the confined process (`tool_process.rs`). The kernel never
+//! touches the files of a call itself. The process runs already confined: the checks here
+//! only give clear errors ("outside the workspace") before the OS refuses.
 
 pub(crate) mod files;
 pub use files::format_read;
 mod links;
 pub(crate) mod search;
 
-use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use superpi_policy::ProtectedPaths;
 
 use crate::ToolCallResult;
-use crate::registry::Runner;
 
-/// The hidden subcommand of the `superpi` binary that must call [`tool_main`].
-pub const TOOL_SUBCOMMAND: &str = "__sandbox-tool";
-
-/// Largest request accepted on stdin.
-const REQUEST_MAX: u64 = 256 * 1024 * 1024;
-
-/// One file tool call, as the runner receives it.
-#[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Request {
-    pub tool: String,
-    pub arguments: Value,
-    /// Canonical workspace root.
-    pub workspace: PathBuf,
-    /// Other trees the read tool may read (the conversation's spill files).
-    pub read_roots: Vec<PathBuf>,
-    /// What no tool may touch.
-    #[serde(default)]
-    pub protected: ProtectedPaths,
-}
-
-/// Entry point of the tool runner. Reads the request on stdin, prints the outcome on stdout,
-/// returns the process exit code (0 whenever an outcome was printed, error outcomes included).
-pub fn tool_main() -> i32 {
-    let mut input = Vec::new();
-    if let Err(e) = std::io::stdin().take(REQUEST_MAX).read_to_end(&mut input) {
-        eprintln!("superpi tool runner: reading the request: {e}");
-        return 2;
-    }
-    let outcome = match serde_json::from_slice::<Request>(&input) {
-        Ok(request) => run(&request),
-        Err(e) => ToolCallResult::error(format!("tool runner: bad request: {e}")),
-    };
-    let mut stdout = std::io::stdout().lock();
-    match serde_json::to_writer(&mut stdout, &outcome).and_then(|_| stdout.flush().map_err(serde_json::Error::io)) {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("superpi tool runner: writing the outcome: {e}");
-            2
-        }
-    }
-}
-
-pub(crate) fn run(request: &Request) -> ToolCallResult {
-    let ctx = Ctx::new(request.workspace.clone(), request.read_roots.clone(), request.protected.clone());
-    let args = match &request.arguments {
-        Value::Object(map) => map.clone(),
-        Value::Null => Map::new(),
-        _ => return ToolCallResult::error(format!("{}: the arguments must be a JSON object", request.tool)),
-    };
-    let args = Args { tool: &request.tool, map: &args };
-    // The body comes from the built-in registry: this process knows no registered tools.
-    let result = match crate::ToolRegistry::builtin().entry(&request.tool).map(|e| e.runner.clone()) {
-        Some(Runner::File(body)) => body(&ctx, &args),
-        _ => Err(format!("unknown tool `{}` (not a file tool)", request.tool)),
-    };
-    result.unwrap_or_else(ToolCallResult::error)
-}
+/// A file tool's body: what it answers for its arguments, run inside the confined process.
+pub(crate) type FileBody = fn(&Ctx, &Args) -> Result<ToolCallResult, String>;
 
 /// Typed access to the arguments, with errors that name the field.
 pub(crate) struct Args<'a> {
@@ -85,7 +25,11 @@ pub(crate) struct Args<'a> {
     map: &'a Map<String, Value>,
 }
 
-impl Args<'_> {
+impl<'a> Args<'a> {
+    pub(crate) fn new(tool: &'a str, map: &'a Map<String, Value>) -> Self {
+        Args { tool, map }
+    }
+
     pub(crate) fn allow_only(&self, fields: &[&str]) -> Result<(), String> {
         match self.map.keys().find(|k| !fields.contains(&k.as_str())) {
             Some(k) => Err(format!("{}: unknown field `{k}` (expected: {})", self.tool, fields.join(", "))),

@@ -58,17 +58,6 @@ fn symlinks_leading_outside_are_refused() {
 }
 
 #[test]
-fn bad_requests_are_error_outcomes() {
-    let out = run(&Request {
-        tool: "frobnicate".into(),
-        arguments: serde_json::json!({}),
-        workspace: PathBuf::from("/nonexistent"),
-        read_roots: Vec::new(),
-        protected: Default::default(),
-    });
-    assert!(out.is_error && out.output.contains("unknown tool"));
-}
-#[test]
 fn editor_text_is_numbered_like_a_read_from_disk() {
     let out = crate::runner::format_read("note.txt", "alpha\nbeta\ngamma\n", Some(2), Some(1));
     assert!(!out.is_error);
