@@ -25,6 +25,8 @@ pub struct KernelConfig {
     /// A conversation with no watcher, no turn and no request for this long leaves memory
     /// (the next use loads it from the store).
     pub conversation_idle: Duration,
+    /// Past this many live conversations the quiet period shrinks to a second.
+    pub live_soft_limit: usize,
     /// The program that serves `superpi __sandbox-tool` for file tools.
     pub tool_exe: Option<PathBuf>,
     /// Started by a frontend (not by hand): it may stop for a frontend whose provider
@@ -48,6 +50,7 @@ impl KernelConfig {
             event_buffer: 16 * 1024,
             event_buffer_bytes: 8 * 1024 * 1024,
             conversation_idle: Duration::from_secs(30),
+            live_soft_limit: 1024,
             tool_exe: None,
             autostarted: false,
             provider_env: None,

@@ -7,6 +7,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Duration;
 
 use superpi_policy::Mode;
 use superpi_proto::Message;
@@ -75,8 +76,20 @@ pub(crate) fn recover_interrupted(kernel: &Arc<Kernel>) -> Result<(), StoreError
     Ok(())
 }
 
-/// Whether a quiet, idle conversation may leave memory: all it published is stored (so it comes back with the same head), and no frontend attached MCP
-/// servers to it (their definitions live only here). Nothing else may hold it: see
+/// How long an idle conversation stays in memory: the configured period, or under pressure
+/// (more live conversations than `live_soft_limit`) at most [`PRESSED_QUIET`], so a flood of
+/// one-shot conversations (a gateway's requests without a session id) stays bounded by what
+/// arrives in that time.
+fn quiet_period(kernel: &Kernel) -> Duration {
+    let configured = kernel.config.conversation_idle;
+    if kernel.live.len() > kernel.config.live_soft_limit { configured.min(PRESSED_QUIET) } else { configured }
+}
+
+const PRESSED_QUIET: Duration = Duration::from_secs(1);
+
+/// Whether a quiet, idle conversation may leave memory: all it published is stored (so it
+/// comes back with the same head), and no frontend attached MCP servers to it (their
+/// definitions live only here). Nothing else may hold it: see
 /// [`crate::conversation::LiveConversations::remove_unused`].
 fn may_leave(conv: &Conversation) -> bool {
     conv.all_stored() && lock(&conv.mcp_servers).is_empty()
@@ -85,7 +98,6 @@ fn may_leave(conv: &Conversation) -> bool {
 async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Receiver<Input>) {
     let mut queue: VecDeque<(i64, Box<Message>, Mode)> = VecDeque::new();
     let mut current: Option<(i64, CancellationToken)> = None;
-    let quiet = kernel.config.conversation_idle;
     loop {
         // Stopping: wait for the running turn's end (its token is the kernel's child, so it
         // ends promptly), so the turns behind it are recorded after it, in order.
@@ -94,6 +106,7 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
             break;
         }
         let idle = current.is_none() && queue.is_empty();
+        let quiet = quiet_period(&kernel);
         let input = tokio::select! {
             input = rx.recv() => input,
             _ = kernel.shutdown.cancelled(), if !stopping => continue,

@@ -132,3 +132,34 @@ async fn a_watcher_that_falls_behind_catches_up_from_the_store_and_misses_no_sto
     };
     assert_eq!(text(&behind), text(&live), "the answer's whole text, from the store");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_soft_limit_idle_conversations_leave_within_a_second() {
+    let env = TestEnv::new();
+    // A quiet period of ten minutes, and a soft limit of two live conversations.
+    let vars = [("SUPERPI_CONVERSATION_IDLE_MS", "600000"), ("SUPERPI_LIVE_SOFT_LIMIT", "2")];
+    let (_kernel, client) = kernel_with(&env, &vars).await;
+    let mut ids = Vec::new();
+    for _ in 0..6 {
+        let info = client
+            .open(superpi_proto::method::OpenParams {
+                workspace: Some(env.workspace.display().to_string()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        ids.push(info.conversation_id);
+    }
+    // A one-shot flood (a gateway's requests without a session id) does not wait out the
+    // quiet period: the kernel comes back to its soft limit.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while live_conversations(&client).await > 2 {
+        assert!(Instant::now() < deadline, "still {} live", live_conversations(&client).await);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Each of them still answers, from the store.
+    for id in ids {
+        let history = client.history(id).await.unwrap();
+        assert_eq!(history.conversation.conversation_id, id);
+    }
+}
