@@ -121,6 +121,29 @@ impl TestEnv {
         self.root.path()
     }
 
+    /// A client that never starts a kernel, once one answers (30 s at most): for a kernel the
+    /// test started by hand.
+    pub async fn wait_for_kernel(&self) -> superpi_client::KernelClient {
+        let mut opts = self.connect_options("test");
+        opts.autostart = false;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            match superpi_client::KernelClient::connect(&opts).await {
+                Ok(client) => return client,
+                Err(err) => assert!(std::time::Instant::now() < deadline, "no kernel answered: {err}"),
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
+    /// `superpi kernel` started by hand with these extra variables (killed when dropped), and a
+    /// client of it once it answers.
+    pub async fn start_kernel(&self, vars: &[(&str, &str)]) -> (KillOnDrop, superpi_client::KernelClient) {
+        let kernel = self.command(&["kernel"]).envs(vars.iter().copied()).stdout(Stdio::null()).spawn();
+        let kernel = KillOnDrop(kernel.expect("spawn superpi kernel"));
+        (kernel, self.wait_for_kernel().await)
+    }
+
     /// Starts `superpi ARGS` (an HTTP frontend: `gateway`, `agui`) with these extra variables,
     /// and reads the line it announces its address with (`superpi NAME listening on
     /// http://ADDR`). Returns the process and the base URL; stderr goes to the test's.

@@ -22,20 +22,6 @@ fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-/// A client that never starts a kernel, once one answers (30 s at most).
-async fn wait_for_kernel(env: &TestEnv) -> KernelClient {
-    let mut opts = env.connect_options("test");
-    opts.autostart = false;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        match KernelClient::connect(&opts).await {
-            Ok(client) => return client,
-            Err(err) => assert!(Instant::now() < deadline, "no kernel answered: {err}"),
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_exported_after_the_kernel_autostarted_takes_effect() {
     let fake = OpenAiFake::start(vec![Answer::text("from the fake")]).await.unwrap();
@@ -87,7 +73,7 @@ async fn two_frontends_with_a_new_key_at_once_share_one_new_kernel() {
 async fn a_kernel_started_by_hand_says_which_variable_it_lacks_and_what_to_do() {
     let env = TestEnv::new();
     let mut kernel = env.command(&["kernel"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-    drop(wait_for_kernel(&env).await);
+    drop(env.wait_for_kernel().await);
     let pid = env.kernel_pid().unwrap();
 
     let out = env

@@ -5,29 +5,12 @@
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use superpi_client::KernelClient;
 use superpi_proto::method::WatchParams;
 use superpi_proto::{Event, EventBody};
-use superpi_tests::{KillOnDrop, TestEnv, open_and_watch, turn_events};
-
-/// A kernel started by hand with these variables, and a client of it.
-async fn kernel_with(env: &TestEnv, vars: &[(&str, &str)]) -> (KillOnDrop, KernelClient) {
-    let kernel = env.command(&["kernel"]).envs(vars.iter().copied()).stdout(Stdio::null()).spawn().unwrap();
-    let kernel = KillOnDrop(kernel);
-    let mut opts = env.connect_options("test");
-    opts.autostart = false;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        match KernelClient::connect(&opts).await {
-            Ok(client) => return (kernel, client),
-            Err(err) => assert!(Instant::now() < deadline, "no kernel answered: {err}"),
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+use superpi_tests::{TestEnv, open_and_watch, turn_events};
 
 async fn live_conversations(client: &KernelClient) -> u64 {
     client.status().await.unwrap().live_conversations
@@ -53,7 +36,7 @@ fn watch_from(conversation_id: i64, from_seq: Option<u64>) -> WatchParams {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_conversation_leaves_memory_and_comes_back_with_its_seqs_continuing() {
     let env = TestEnv::new();
-    let (_kernel, client) = kernel_with(&env, &[("SUPERPI_CONVERSATION_IDLE_MS", "300")]).await;
+    let (_kernel, client) = env.start_kernel(&[("SUPERPI_CONVERSATION_IDLE_MS", "300")]).await;
 
     let (watched, mut watcher) = open_and_watch(&client, &env.workspace, None, false).await;
     let (idle, mut sub) = open_and_watch(&client, &env.workspace, None, false).await;
@@ -105,7 +88,7 @@ async fn an_idle_conversation_leaves_memory_and_comes_back_with_its_seqs_continu
 async fn a_watcher_that_falls_behind_catches_up_from_the_store_and_misses_no_stored_event() {
     let env = TestEnv::new();
     // The kernel keeps at most 256 events a watcher lacks.
-    let (_kernel, client) = kernel_with(&env, &[("SUPERPI_EVENT_BUFFER", "256")]).await;
+    let (_kernel, client) = env.start_kernel(&[("SUPERPI_EVENT_BUFFER", "256")]).await;
     let (conv, mut keeps_up) = open_and_watch(&client, &env.workspace, None, false).await;
     // A window of 8: unread, it stops taking events at 8 and falls behind.
     let mut slow = client.watch(WatchParams { window: Some(8), ..watch_from(conv, None) }).await.unwrap();
@@ -138,7 +121,7 @@ async fn past_the_soft_limit_idle_conversations_leave_within_a_second() {
     let env = TestEnv::new();
     // A quiet period of ten minutes, and a soft limit of two live conversations.
     let vars = [("SUPERPI_CONVERSATION_IDLE_MS", "600000"), ("SUPERPI_LIVE_SOFT_LIMIT", "2")];
-    let (_kernel, client) = kernel_with(&env, &vars).await;
+    let (_kernel, client) = env.start_kernel(&vars).await;
     let mut ids = Vec::new();
     for _ in 0..6 {
         let info = client
