@@ -80,7 +80,7 @@ pub(crate) async fn compact(
     let Some(_one_at_a_time) = Compacting::claim(conv) else {
         return Err(NotCompacted::Failed("another compaction of this conversation is running".into()));
     };
-    let ctx = context::derive(&kernel.store, conv.id).map_err(|e| NotCompacted::Failed(e.to_string()))?;
+    let ctx = context::derive(&*kernel.store, conv.id).map_err(|e| NotCompacted::Failed(e.to_string()))?;
     let tokens_before = ctx.tokens(frame.system, frame.tools);
     let cut = choose_cut(&ctx, frame.limits).ok_or(NotCompacted::Nothing)?;
     let first_kept_seq = ctx.entries.get(cut).map(|e| e.seq);
@@ -125,7 +125,7 @@ pub(crate) async fn compact(
     );
     conv.publish(kernel, event, Some((EntryKind::Compaction, &message)))
         .map_err(|e| NotCompacted::Failed(format!("storing the compaction: {e}")))?;
-    let after = context::derive(&kernel.store, conv.id).map_err(|e| NotCompacted::Failed(e.to_string()))?;
+    let after = context::derive(&*kernel.store, conv.id).map_err(|e| NotCompacted::Failed(e.to_string()))?;
     let tokens_after = after.tokens(frame.system, frame.tools);
     conv.emit(
         kernel,
@@ -249,7 +249,7 @@ pub(crate) async fn next_request(
 ) -> Result<Prepared, String> {
     let threshold = context::compact_threshold(frame.limits, kernel.catalog.providers.compact_at_percent());
     let limit = context::request_limit(frame.limits);
-    let derive = || context::derive(&kernel.store, conv.id).map_err(|e| e.to_string());
+    let derive = || context::derive(&*kernel.store, conv.id).map_err(|e| e.to_string());
     let mut ctx = derive()?;
     let mut tokens = ctx.tokens(frame.system, frame.tools);
     let mut compacted = false;

@@ -60,7 +60,7 @@ impl Context {
 }
 
 /// Derives a conversation's context from its stored entries.
-pub(crate) fn derive(store: &Store, conversation_id: i64) -> Result<Context, StoreError> {
+pub(crate) fn derive(store: &dyn Store, conversation_id: i64) -> Result<Context, StoreError> {
     let entries = store.entries(conversation_id)?;
     let Some(last) = entries.iter().rposition(|e| e.kind == EntryKind::Compaction) else {
         return Ok(Context { summary: None, compaction_seq: None, entries });
@@ -80,7 +80,7 @@ pub(crate) fn derive(store: &Store, conversation_id: i64) -> Result<Context, Sto
 /// The first kept seq of the compaction stored at `seq`: its event's `head_entry_id`; `None`
 /// when it kept nothing before itself (or its event cannot be read: then the summary stands
 /// for everything before it, which is still a valid context).
-fn compaction_head(store: &Store, conversation_id: i64, seq: u64) -> Result<Option<u64>, StoreError> {
+fn compaction_head(store: &dyn Store, conversation_id: i64, seq: u64) -> Result<Option<u64>, StoreError> {
     let events = store.events_page(conversation_id, seq.saturating_sub(1), seq, 1, usize::MAX)?;
     let head = events.first().and_then(|(_, wire)| Event::from_json(wire).ok()).and_then(|event| match event.body {
         EventBody::CompactionCompleted { head_entry_id, .. } => head_entry_id.as_u64(),

@@ -2,10 +2,10 @@ use serde_json::json;
 use superpi_proto::{ContentBlock, Usage};
 
 use super::*;
-use crate::store::{Commit, NewConversation};
+use crate::store::{Commit, NewConversation, SqliteStore};
 
-fn store_with(entries: &[(EntryKind, Message)], compaction_head: Option<u64>) -> (Store, i64) {
-    let store = Store::open_in_memory().unwrap();
+fn store_with(entries: &[(EntryKind, Message)], compaction_head: Option<u64>) -> (SqliteStore, i64) {
+    let store = SqliteStore::open_in_memory().unwrap();
     let conv = store.create_conversation(&NewConversation { owner: "local".into(), ..Default::default() }).unwrap();
     for (i, (kind, message)) in entries.iter().enumerate() {
         let seq = i as u64 + 1;

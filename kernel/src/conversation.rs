@@ -18,17 +18,17 @@ use crate::sync::lock;
 /// Where a conversation commits its events: the store, reached through whatever holds it (the
 /// kernel). A trait so this module never names the kernel, which holds the conversations.
 pub(crate) trait EventStore {
-    fn event_store(&self) -> &Store;
+    fn event_store(&self) -> &dyn Store;
 }
 
-impl EventStore for Store {
-    fn event_store(&self) -> &Store {
+impl<S: Store> EventStore for S {
+    fn event_store(&self) -> &dyn Store {
         self
     }
 }
 
 impl<T: EventStore> EventStore for Arc<T> {
-    fn event_store(&self) -> &Store {
+    fn event_store(&self) -> &dyn Store {
         (**self).event_store()
     }
 }

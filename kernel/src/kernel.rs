@@ -22,7 +22,7 @@ use crate::tools::Catalog;
 /// State shared by every connection and conversation of one kernel.
 pub(crate) struct Kernel {
     pub config: KernelConfig,
-    pub store: Arc<Store>,
+    pub store: Arc<dyn Store>,
     pub sandbox: Sandbox,
     /// Harnesses, modes, models, settings and the tool registry.
     pub catalog: Catalog,
@@ -47,10 +47,10 @@ pub(crate) struct Kernel {
 }
 
 impl Kernel {
-    pub fn new(config: KernelConfig, store: Store, sandbox: Sandbox, catalog: Catalog) -> Arc<Kernel> {
+    pub fn new(config: KernelConfig, store: Arc<dyn Store>, sandbox: Sandbox, catalog: Catalog) -> Arc<Kernel> {
         Arc::new(Kernel {
             config,
-            store: Arc::new(store),
+            store,
             mcp: McpClients::new(sandbox.clone()),
             sandbox,
             catalog,
@@ -73,7 +73,7 @@ impl Kernel {
 }
 
 impl EventStore for Kernel {
-    fn event_store(&self) -> &Store {
-        &self.store
+    fn event_store(&self) -> &dyn Store {
+        &*self.store
     }
 }

@@ -1,7 +1,9 @@
 use super::*;
+use rusqlite::Connection;
+use sqlite::MIGRATIONS;
 use superpi_proto::{ContentBlock, Role};
 
-fn new_conv(store: &Store) -> ConversationRow {
+fn new_conv(store: &dyn Store) -> ConversationRow {
     store
         .create_conversation(&NewConversation {
             owner: "local".into(),
@@ -19,15 +21,14 @@ fn migrations_run_on_a_fresh_file_and_again_on_an_existing_one() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.sqlite");
     let id = {
-        let store = Store::open(&path).unwrap();
+        let store = SqliteStore::open(&path).unwrap();
         assert_eq!(store.schema_version().unwrap(), MIGRATIONS.len());
         new_conv(&store).id
     };
-    let store = Store::open(&path).unwrap();
+    let store = SqliteStore::open(&path).unwrap();
     assert_eq!(store.schema_version().unwrap(), MIGRATIONS.len());
     assert_eq!(store.conversation(id).unwrap().unwrap().harness, "superpi-code");
-    let mode: String = store.conn().query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
-    assert_eq!(mode, "wal");
+    assert_eq!(store.journal_mode().unwrap(), "wal");
 }
 
 #[test]
@@ -38,13 +39,11 @@ fn a_database_from_a_newer_build_is_refused() {
         let conn = Connection::open(&path).unwrap();
         conn.pragma_update(None, "user_version", 99).unwrap();
     }
-    assert!(matches!(Store::open(&path), Err(StoreError::TooNew { found: 99, .. })));
+    assert!(matches!(SqliteStore::open(&path), Err(StoreError::TooNew { found: 99, .. })));
 }
 
-#[test]
-fn running_and_queued_turns_are_marked_interrupted_at_recovery_with_unstarted_prompts() {
-    let store = Store::open_in_memory().unwrap();
-    let conv = new_conv(&store);
+fn running_and_queued_turns_are_marked_interrupted_at_recovery_with_unstarted_prompts(store: &dyn Store) {
+    let conv = new_conv(store);
     let prompt = Message::user_text("do not lose me");
     let done = store.create_turn(conv.id, &prompt).unwrap();
     store.set_turn_status(done, "completed", None).unwrap();
@@ -64,10 +63,8 @@ fn running_and_queued_turns_are_marked_interrupted_at_recovery_with_unstarted_pr
     assert!(store.recover_interrupted().unwrap().is_empty());
 }
 
-#[test]
-fn a_turn_status_is_committed_with_its_event_or_not_at_all() {
-    let store = Store::open_in_memory().unwrap();
-    let conv = new_conv(&store);
+fn a_turn_status_is_committed_with_its_event_or_not_at_all(store: &dyn Store) {
+    let conv = new_conv(store);
     let turn_id = store.create_turn(conv.id, &Message::user_text("go")).unwrap();
     let end = |seq: u64| Commit {
         conversation_id: conv.id,
@@ -85,10 +82,8 @@ fn a_turn_status_is_committed_with_its_event_or_not_at_all() {
     assert_eq!(store.turn_status(turn_id).unwrap().as_deref(), Some("running"));
 }
 
-#[test]
-fn commits_store_events_and_entries_together_and_replay_in_order() {
-    let store = Store::open_in_memory().unwrap();
-    let conv = new_conv(&store);
+fn commits_store_events_and_entries_together_and_replay_in_order(store: &dyn Store) {
+    let conv = new_conv(store);
     let msg = Message::user_text("hello");
     store
         .commit(&Commit {
@@ -133,10 +128,8 @@ fn commits_store_events_and_entries_together_and_replay_in_order() {
     );
 }
 
-#[test]
-fn fork_copies_history_up_to_a_seq() {
-    let store = Store::open_in_memory().unwrap();
-    let conv = new_conv(&store);
+fn fork_copies_history_up_to_a_seq(store: &dyn Store) {
+    let conv = new_conv(store);
     for seq in 1..=3u64 {
         let msg = Message::user_text(format!("m{seq}"));
         let wire = format!("{{\"type\":\"message_completed\",\"conversation_id\":{},\"seq\":{seq}}}", conv.id);
@@ -160,10 +153,8 @@ fn fork_copies_history_up_to_a_seq() {
     assert!(events[0].1.contains(&format!("\"conversation_id\":{}", fork.id)));
 }
 
-#[test]
-fn external_ids_map_per_frontend_and_principal() {
-    let store = Store::open_in_memory().unwrap();
-    let conv = new_conv(&store);
+fn external_ids_map_per_frontend_and_principal(store: &dyn Store) {
+    let conv = new_conv(store);
     store.bind_external("gateway", "alice", "s1", conv.id).unwrap();
     assert_eq!(store.find_external("gateway", "alice", "s1").unwrap(), Some(conv.id));
     assert_eq!(store.find_external("gateway", "bob", "s1").unwrap(), None);
@@ -175,14 +166,37 @@ fn permission_overrides_are_stored_per_conversation_and_replaced() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.sqlite");
     let (a, b) = {
-        let store = Store::open(&path).unwrap();
+        let store = SqliteStore::open(&path).unwrap();
         let (a, b) = (new_conv(&store).id, new_conv(&store).id);
         assert_eq!(store.permission_overrides(a).unwrap(), None);
         store.set_permission_overrides(a, r#"{"allow_tools":["x"]}"#).unwrap();
         store.set_permission_overrides(a, r#"{"allow_commands":["make"]}"#).unwrap();
         (a, b)
     };
-    let store = Store::open(&path).unwrap();
+    let store = SqliteStore::open(&path).unwrap();
     assert_eq!(store.permission_overrides(a).unwrap().as_deref(), Some(r#"{"allow_commands":["make"]}"#));
     assert_eq!(store.permission_overrides(b).unwrap(), None);
 }
+
+/// The behaviour every engine keeps: each test above runs on each engine, under its name in
+/// `on_sqlite::`.
+macro_rules! on_each_engine {
+    ($($name:ident),* $(,)?) => {
+        mod on_sqlite {
+            $(
+                #[test]
+                fn $name() {
+                    super::$name(&super::SqliteStore::open_in_memory().unwrap());
+                }
+            )*
+        }
+    };
+}
+
+on_each_engine!(
+    running_and_queued_turns_are_marked_interrupted_at_recovery_with_unstarted_prompts,
+    a_turn_status_is_committed_with_its_event_or_not_at_all,
+    commits_store_events_and_entries_together_and_replay_in_order,
+    fork_copies_history_up_to_a_seq,
+    external_ids_map_per_frontend_and_principal
+);

@@ -77,7 +77,7 @@ pub(crate) struct WatchSpec {
 /// `closing` fires (the kernel stops, its turns have ended) the forwarder sends what is left,
 /// whatever the credit, and ends.
 pub(crate) fn start(
-    store: Arc<Store>,
+    store: Arc<dyn Store>,
     closing: CancellationToken,
     conv: Arc<Conversation>,
     spec: WatchSpec,
@@ -105,7 +105,7 @@ pub(crate) fn start(
 }
 
 struct Forwarder {
-    store: Arc<Store>,
+    store: Arc<dyn Store>,
     closing: CancellationToken,
     conv: Arc<Conversation>,
     spec: WatchSpec,
