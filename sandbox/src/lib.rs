@@ -157,7 +157,7 @@ pub struct ToolCall {
     pub timeout: Option<Duration>,
     /// What the file tools must not touch (the conversation's protected paths and superpi's own
     /// directories): checked on every path they open or walk, resolved through symlinks.
-    pub protected: superpi_policy::ProtectedPaths,
+    pub protected: superpi_paths::ProtectedPaths,
 }
 
 #[derive(Debug, thiserror::Error)]

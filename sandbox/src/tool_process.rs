@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use superpi_policy::ProtectedPaths;
+use superpi_paths::ProtectedPaths;
 
 use crate::ToolCallResult;
 use crate::registry::Runner;

@@ -63,7 +63,8 @@ pub mod mcp_servers;
 pub mod mode;
 pub mod mode_choice;
 pub mod net;
-pub mod paths;
+/// The protected-path rules, kept in their own crate (superpi-paths) and named here as before.
+pub use superpi_paths as paths;
 pub mod pattern;
 pub mod read_only;
 pub mod settings;

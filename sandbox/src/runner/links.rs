@@ -13,7 +13,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use ignore::WalkBuilder;
-use superpi_policy::ProtectedPaths;
+use superpi_paths::ProtectedPaths;
 
 /// Most entries walked looking for protected files; past it a linked file is refused (the
 /// check fails closed rather than guess).

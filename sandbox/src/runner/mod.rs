@@ -12,7 +12,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use superpi_policy::ProtectedPaths;
+use superpi_paths::ProtectedPaths;
 
 use crate::ToolCallResult;
 

@@ -1,16 +1,24 @@
-//! Paths of file tools: lexical normalisation, the workspace boundary and protected paths.
+//! superpi-paths: which paths no tool may touch, as data and pure functions, shared by the
+//! policy that decides a call (superpi-policy) and the sandbox that runs it (superpi-sandbox).
 //!
-//! The checks here are lexical (no file is touched): `..` is resolved against the path itself,
-//! and symbolic links are not followed; they give the early, explainable refusal. What a tool
-//! actually touches is checked again where it is touched: the kernel hands the sandbox the
-//! conversation's [`ProtectedPaths`], and the file tools' runner applies them to every path it
-//! opens or walks, resolved through symlinks (a link in the workspace to `.git` or `~/.ssh`).
+//! Owns lexical normalisation of a path argument, the built-in protected-path rules (`.env`
+//! files, `.git` internals, private keys, credential files), the `permissions.protected_paths`
+//! glob ([`PathPattern`]) and [`ProtectedPaths`], the whole rule as the kernel hands it to the
+//! confined tool runner. It must not read settings, decide a call or touch a file: the checks
+//! here are lexical (`..` is resolved against the path itself, symbolic links are not
+//! followed) and give the early, explainable refusal; the sandbox's runner applies
+//! [`ProtectedPaths`] again to every path it opens or walks, resolved through symlinks (a link
+//! in the workspace to `.git` or `~/.ssh`) and hard links.
+//!
+//! Its own crate so that the sandbox needs no policy and the policy's tests can decide over
+//! the sandbox's real tools without a dependency cycle.
 
 use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::pattern::PathPattern;
+mod pattern;
+pub use pattern::PathPattern;
 
 /// Why a path argument is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
