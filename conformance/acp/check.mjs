@@ -112,7 +112,7 @@ await app.connectWith(stream, async (ctx) => {
   });
 
   if (!superpi) {
-    for (const n of ["authMethods: the provider keys; authenticate names a missing one", "tool call: tool_call then tool_call_update completed", "a write shows its diff (tool call content of type diff)", "permission: request_permission answered allow_once, the call runs", "permission: reject_once refuses the call", "session/cancel ends the turn with cancelled", "session/load replays the conversation before answering", "session/set_mode plan: a write is then refused; an unknown mode is an error", "session/list, session/resume and session/close (as advertised)"]) {
+    for (const n of ["authMethods: the provider keys; authenticate names a missing one", "tool call: tool_call then tool_call_update completed", "a write shows its diff (tool call content of type diff)", "permission: request_permission answered allow_once, the call runs", "permission: reject_once refuses the call", "session/cancel ends the turn with cancelled", "session/load replays the conversation before answering", "session/set_mode plan: a write is then refused; an unknown mode is an error", "session/list, session/resume and session/close (as advertised)", "update_plan: the plan reaches the client as plan updates"]) {
       skip(n, "needs superpi's mock model");
     }
     return;
@@ -191,6 +191,26 @@ await app.connectWith(stream, async (ctx) => {
     await ctx.notify("session/cancel", { sessionId });
     const r = await turn;
     assert.equal(r.stopReason, "cancelled");
+  });
+
+  await withSession("update_plan: the plan reaches the client as plan updates", async () => {
+    const { sessionId } = await ctx.request("session/new", { cwd, mcpServers: [] });
+    const plan = [
+      { step: "read the code", status: "completed" },
+      { step: "fix the bug", status: "in_progress" },
+      { step: "run the tests", status: "pending" },
+    ];
+    const r = await ctx.request("session/prompt", {
+      sessionId,
+      prompt: [{ type: "text", text: `@tool update_plan ${JSON.stringify({ plan })}` }],
+    });
+    assert.equal(r.stopReason, "end_turn");
+    const plans = updates.get(sessionId).filter((u) => u.sessionUpdate === "plan");
+    assert.equal(plans.length, 1, `plan updates: ${JSON.stringify(plans)}`);
+    assert.deepEqual(
+      plans[0].entries.map((e) => [e.content, e.status]),
+      [["read the code", "completed"], ["fix the bug", "in_progress"], ["run the tests", "pending"]],
+    );
   });
 
   await withSession("session/load replays the conversation before answering", async () => {

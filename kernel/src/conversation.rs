@@ -51,12 +51,71 @@ pub(crate) enum Input {
         message: Box<Message>,
         ceiling: Mode,
     },
+    /// A prompt for the running turn (`session.submit` with `steer`): it joins that turn,
+    /// whose id is the reply, or, with no turn taking it, queues as `Submit` would (`None`).
+    Steer {
+        steer: Steer,
+        reply: oneshot::Sender<Option<i64>>,
+    },
     Cancel {
         reply: oneshot::Sender<bool>,
     },
     TurnEnded {
         turn_id: i64,
     },
+}
+
+/// A prompt that joins the running turn: its own turn row (which holds it until it joins, so
+/// an acknowledged one survives a kill), the message, and its submitter's ceiling.
+pub(crate) struct Steer {
+    pub turn_id: i64,
+    pub message: Box<Message>,
+    pub ceiling: Mode,
+}
+
+/// The running turn's door for steering prompts: open while it can still take one (until it
+/// has decided to end), and the prompts waiting for its next model request.
+#[derive(Default)]
+pub(crate) struct Steering {
+    open: bool,
+    waiting: Vec<Steer>,
+}
+
+impl Steering {
+    /// A turn starts: it takes prompts from now on.
+    pub fn open(&mut self) {
+        self.open = true;
+    }
+
+    /// Hands `steer` to the running turn, or back when none takes it.
+    pub fn offer(&mut self, steer: Steer) -> Result<(), Steer> {
+        if !self.open {
+            return Err(steer);
+        }
+        self.waiting.push(steer);
+        Ok(())
+    }
+
+    /// The prompts waiting for the next model request.
+    pub fn take(&mut self) -> Vec<Steer> {
+        std::mem::take(&mut self.waiting)
+    }
+
+    /// The turn ends: it takes no more, and hands back those that came too late to join it.
+    pub fn close(&mut self) -> Vec<Steer> {
+        self.open = false;
+        self.take()
+    }
+
+    /// The turn would end: it closes unless prompts wait, which it then takes instead.
+    pub fn close_unless_waiting(&mut self) -> bool {
+        if self.waiting.is_empty() {
+            self.open = false;
+            true
+        } else {
+            false
+        }
+    }
 }
 
 pub(crate) struct Conversation {
@@ -80,6 +139,8 @@ pub(crate) struct Conversation {
     /// The MCP tools of its latest turn: the only ones it can call.
     pub mcp_attached: Mutex<crate::mcp_client::Attached>,
     pub running: Mutex<Option<i64>>,
+    /// Prompts that steer the running turn.
+    pub steering: Mutex<Steering>,
     /// The permission policy of this conversation (with the session's allow_always and
     /// reject_always answers), or why it could not be loaded (a bad workspace settings file).
     pub policy: Mutex<Result<superpi_policy::ConversationPolicy, String>>,
@@ -118,6 +179,7 @@ impl Conversation {
             mcp_servers: Mutex::default(),
             mcp_attached: Mutex::default(),
             running: Mutex::new(None),
+            steering: Mutex::default(),
             policy: Mutex::new(policy),
             usage_total: Mutex::new(Default::default()),
             compacting: std::sync::atomic::AtomicBool::new(false),

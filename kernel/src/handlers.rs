@@ -11,7 +11,7 @@ use superpi_proto::method::{
 use superpi_proto::{ContentBlock, ErrorObject, Event, Message, Role};
 use tokio::sync::oneshot;
 
-use crate::conversation::{Conversation, Input};
+use crate::conversation::{Conversation, Input, Steer};
 use crate::kernel::Kernel;
 use crate::live;
 use crate::peer::Peer;
@@ -286,12 +286,26 @@ async fn submit(kernel: &Arc<Kernel>, peer: &Peer, p: SubmitParams) -> Reply {
     let queued = conv.is_running();
     // Acknowledged means stored: the turn and its prompt are written before the answer.
     let turn_id = kernel.store.create_turn(conv.id, &message).map_err(internal)?;
-    if conv.input.send(Input::Submit { turn_id, message: Box::new(message), ceiling }).await.is_err() {
+    let (input, steered) = match p.steer {
+        true => {
+            let (reply, steered) = oneshot::channel();
+            (Input::Steer { steer: Steer { turn_id, message: Box::new(message), ceiling }, reply }, Some(steered))
+        }
+        false => (Input::Submit { turn_id, message: Box::new(message), ceiling }, None),
+    };
+    if conv.input.send(input).await.is_err() {
         // The actor stopped (the kernel is stopping) between the check and the send.
         let _ = kernel.store.set_turn_status(turn_id, "error", Some("the kernel is stopping"));
         return Err(stopping());
     }
-    to_value(SubmitResult { turn_id, queued })
+    // A steering prompt is answered by the running turn it joined; one that found none
+    // (or an actor that stopped meanwhile, which records it) is a turn of its own.
+    if let Some(steered) = steered
+        && let Ok(Some(running)) = steered.await
+    {
+        return to_value(SubmitResult { turn_id: running, queued: false, steered: true });
+    }
+    to_value(SubmitResult { turn_id, queued, steered: false })
 }
 
 fn watch(kernel: &Arc<Kernel>, peer: &Arc<Peer>, p: WatchParams) -> Handled {
@@ -405,7 +419,9 @@ fn ui_respond(kernel: &Arc<Kernel>, peer: &Peer, request_id: &str, outcome: Valu
 
 fn tool_list(kernel: &Arc<Kernel>, harness: Option<&str>) -> Reply {
     let harness = kernel.catalog.harness(harness)?;
-    to_value(ToolListResult { tools: kernel.catalog.tools_for(harness) })
+    // A turn's own tools (the plan) have no conversation to act on outside a turn.
+    let tools = kernel.catalog.tools_for(harness).into_iter().filter(|t| !t.turn_only).collect();
+    to_value(ToolListResult { tools })
 }
 
 fn status(kernel: &Kernel, peer: &Peer) -> Reply {

@@ -2,8 +2,8 @@
 //! one job (the store, the catalogue, the live conversations, the open questions, the path
 //! locks, the running direct calls, the activity clock). A part never names the kernel.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 
 use superpi_sandbox::Sandbox;
 use tokio_util::sync::CancellationToken;
@@ -69,6 +69,22 @@ impl Kernel {
 
     pub fn next_subscription_id(&self) -> u64 {
         self.next_subscription.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// The kernel, for the tools it registers before it exists (the plan tool): set once it is
+/// made; weak, so a tool held by the kernel's own registry never keeps it alive.
+#[derive(Clone, Default)]
+pub(crate) struct KernelSlot(Arc<OnceLock<Weak<Kernel>>>);
+
+impl KernelSlot {
+    pub fn set(&self, kernel: &Arc<Kernel>) {
+        let _ = self.0.set(Arc::downgrade(kernel));
+    }
+
+    /// The kernel, once it is made and while it lives.
+    pub fn get(&self) -> Option<Arc<Kernel>> {
+        self.0.get().and_then(Weak::upgrade)
     }
 }
 

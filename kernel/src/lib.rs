@@ -28,6 +28,7 @@ mod outbox;
 mod path_locks;
 mod peer;
 mod pipeline;
+mod plan_tool;
 mod provider_env;
 mod questions;
 mod recovery;

@@ -14,7 +14,7 @@ use superpi_proto::Message;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::conversation::{Conversation, Input};
+use crate::conversation::{Conversation, Input, Steer};
 use crate::feed::FeedBounds;
 use crate::kernel::Kernel;
 use crate::recovery;
@@ -127,6 +127,22 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
         conv.touch();
         match input {
             Input::Submit { turn_id, message, ceiling } => queue.push_back((turn_id, message, ceiling)),
+            Input::Steer { steer, reply } => {
+                let running = current.as_ref().map(|(id, _)| *id);
+                let offered = match running {
+                    Some(_) => lock(&conv.steering).offer(steer),
+                    None => Err(steer),
+                };
+                match offered {
+                    Ok(()) => {
+                        let _ = reply.send(running);
+                    }
+                    Err(Steer { turn_id, message, ceiling }) => {
+                        queue.push_back((turn_id, message, ceiling));
+                        let _ = reply.send(None);
+                    }
+                }
+            }
             Input::Cancel { reply } => {
                 let cancelled = match &current {
                     Some((_, token)) => {
@@ -153,6 +169,7 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
             let token = kernel.shutdown.child_token();
             current = Some((turn_id, token.clone()));
             *lock(&conv.running) = Some(turn_id);
+            lock(&conv.steering).open();
             kernel.activity.turn_started();
             let (k, c) = (kernel.clone(), conv.clone());
             kernel.tasks.spawn(async move {
@@ -165,8 +182,12 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
     // interrupted with their prompts in the history: watchers see every acknowledged turn end.
     rx.close();
     while let Ok(input) = rx.try_recv() {
-        if let Input::Submit { turn_id, message, ceiling } = input {
-            queue.push_back((turn_id, message, ceiling));
+        match input {
+            Input::Submit { turn_id, message, ceiling }
+            | Input::Steer { steer: Steer { turn_id, message, ceiling }, .. } => {
+                queue.push_back((turn_id, message, ceiling))
+            }
+            _ => {}
         }
     }
     for (turn_id, message, _) in queue {

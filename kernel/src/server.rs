@@ -12,12 +12,18 @@ use superpi_sandbox::{Sandbox, SandboxConfig};
 use tokio::net::{UnixListener, UnixStream};
 
 use crate::config::{KernelConfig, KernelError};
-use crate::kernel::Kernel;
+use crate::kernel::{Kernel, KernelSlot};
 use crate::store::{SqliteStore, Store};
 use crate::tools::Catalog;
 
 /// Runs a kernel in the foreground until `kernel.shutdown`, a signal, or (autostarted) idleness.
-pub async fn run(config: KernelConfig) -> Result<(), KernelError> {
+pub async fn run(mut config: KernelConfig) -> Result<(), KernelError> {
+    // The kernel's own tools join the registry before anything reads it.
+    let slot = KernelSlot::default();
+    config
+        .tools
+        .register(crate::plan_tool::def(), Arc::new(crate::plan_tool::PlanTool { kernel: slot.clone() }))
+        .map_err(|e| KernelError::Config(format!("the kernel's own tools: {e}")))?;
     make_private_dir(&config.data_dir)?;
     make_private_dir(&config.runtime_dir)?;
     let _lock = take_lock(&config)?;
@@ -46,6 +52,7 @@ pub async fn run(config: KernelConfig) -> Result<(), KernelError> {
         tracing::warn!("could not harden the kernel process: {err}");
     }
     let kernel = Kernel::new(config, store, sandbox, catalog);
+    slot.set(&kernel);
 
     crate::live::recover_interrupted(&kernel)?;
     tracing::info!(socket = %socket_path.display(), pid = std::process::id(), "kernel listening");

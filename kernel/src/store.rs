@@ -169,7 +169,7 @@ pub trait Store: Send + Sync {
 
 /// When a turn with this status ended: now for a final status, none while it may still run.
 fn ended_at_ms(status: &str) -> Option<i64> {
-    matches!(status, "completed" | "error" | "cancelled" | "interrupted").then(now_ms)
+    matches!(status, "completed" | "error" | "cancelled" | "interrupted" | "steered").then(now_ms)
 }
 
 /// A stored event's wire JSON addressed to another conversation (a fork's copy).

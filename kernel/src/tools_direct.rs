@@ -35,7 +35,7 @@ pub(crate) async fn call(kernel: &Arc<Kernel>, peer: &Peer, p: ToolCallParams) -
     }
     let workspace = workspace.canonicalize().unwrap_or(workspace);
     let mut mcp = Attached::default();
-    let tool = match kernel.catalog.tool(&p.name).filter(|_| harness.offers(&p.name)) {
+    let tool = match kernel.catalog.tool(&p.name).filter(|t| harness.offers(&p.name) && !t.turn_only) {
         Some(tool) => tool,
         None => {
             // Not built in: one of the user's MCP servers' tools, its server started for this

@@ -2,6 +2,7 @@
 //! through the tool-call pipeline (`pipeline.rs`), and the next model request, until the
 //! model stops.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use superpi_providers::{StopReason, StreamEvent, Terminal};
 use tokio_util::sync::CancellationToken;
 
 use crate::compaction::{Frame, Prepared, next_request, tool_specs};
-use crate::conversation::Conversation;
+use crate::conversation::{Conversation, Input, Steer};
 use crate::kernel::Kernel;
 use crate::mcp_client::Attached;
 use crate::pipeline::{self, CallEnd, Caller, PlannedCall};
@@ -59,6 +60,12 @@ pub(crate) async fn run(
         Some(kind) => crate::backend_turn::drive(kernel, conv, turn_id, kind, ceiling, &message, &cancel).await,
         None => drive(kernel, conv, turn_id, ceiling, &cancel).await,
     };
+    // Steering prompts that came too late to join (the turn failed, was cancelled, or ran
+    // a backend) queue as turns of their own, as they would have without `steer`.
+    let late = lock(&conv.steering).close();
+    for Steer { turn_id, message, ceiling } in late {
+        let _ = conv.input.send(Input::Submit { turn_id, message, ceiling }).await;
+    }
     crate::recovery::record_end(kernel, conv, turn_id, ended);
 }
 
@@ -69,6 +76,7 @@ async fn drive(
     ceiling: Mode,
     cancel: &CancellationToken,
 ) -> Result<TurnEnd, String> {
+    let mut ceiling = ceiling;
     let settings = conv.settings();
     let catalog = &kernel.catalog;
     let harness = catalog.harness(Some(&settings.harness)).map_err(|e| e.message)?;
@@ -90,6 +98,12 @@ async fn drive(
     let frame = Frame { model: &settings.model, system: system.as_deref(), tools: &specs, limits };
 
     for _ in 0..MAX_MODEL_CALLS {
+        // Prompts that steer this turn join its history now, at a step boundary: after the
+        // results of every call of the last answer.
+        for steer in lock(&conv.steering).take() {
+            ceiling = ceiling.min(steer.ceiling);
+            join_steer(kernel, conv, turn_id, steer);
+        }
         // The context by its rules (compacted first when it grew past the threshold).
         let (request, request_tokens) = match next_request(kernel, conv, turn_id, &frame, cancel).await? {
             Prepared::Request(request, tokens) => (request, tokens),
@@ -123,6 +137,10 @@ async fn drive(
                 _ => None,
             })
             .collect();
+        // The model is done, unless a steering prompt came meanwhile: it gets another request.
+        if calls.is_empty() && !lock(&conv.steering).close_unless_waiting() {
+            continue;
+        }
         if calls.is_empty() {
             let stop_reason = match terminal.stop_reason {
                 StopReason::MaxTokens => "max_tokens",
@@ -145,6 +163,16 @@ async fn drive(
         }
     }
     Err(format!("the turn stopped after {MAX_MODEL_CALLS} model calls"))
+}
+
+/// A steering prompt joins the running turn's history; its own turn row ends `steered` in the
+/// same transaction, so it is in the history or still queued, never both or neither.
+fn join_steer(kernel: &Kernel, conv: &Conversation, turn_id: i64, steer: Steer) {
+    let event = Event::message_completed(conv.id, Some(turn_id), Role::User, steer.message.content.clone(), None);
+    let steered = TurnStatus { turn_id: steer.turn_id, status: "steered", error: None };
+    if let Err(err) = conv.publish_turn(kernel, event, Some((EntryKind::User, &*steer.message)), steered) {
+        tracing::error!("storing a prompt that steers turn {turn_id}: {err}");
+    }
 }
 
 /// A request's size and the model's window, for the context an answer leaves.
@@ -193,6 +221,8 @@ async fn stream_model(
 ) -> Streamed {
     let cid = conv.id;
     let turn = Some(turn_id);
+    // Each tool call's argument text so far, by block index, for `partial_args`.
+    let mut arguments: HashMap<u32, PartialArgs> = HashMap::new();
     while let Some(event) = stream.next().await {
         // A provider stream that is always ready (the mock) must not starve the watchers'
         // tasks on a small machine.
@@ -203,9 +233,13 @@ async fn stream_model(
                 conv.emit(kernel, Event::thinking_delta(cid, turn, index, delta))
             }
             StreamEvent::ToolCallDelta { index, delta, id, name } => {
-                conv.emit(kernel, Event::toolcall_delta(cid, turn, index, Some(delta), Value::Null, id, name))
+                let partial = arguments.entry(index).or_default().push(&delta);
+                conv.emit(kernel, Event::toolcall_delta(cid, turn, index, Some(delta), partial, id, name))
             }
-            StreamEvent::Reset { retry_in_ms } => conv.emit(kernel, Event::stream_reset(cid, turn, retry_in_ms)),
+            StreamEvent::Reset { retry_in_ms } => {
+                arguments.clear();
+                conv.emit(kernel, Event::stream_reset(cid, turn, retry_in_ms))
+            }
             StreamEvent::Done(terminal) => return Streamed::Done(terminal),
             StreamEvent::Error(terminal) => return Streamed::Failed(terminal),
             _ => {}
@@ -221,6 +255,32 @@ async fn stream_model(
             message: "the stream ended without a terminal event".into(),
         }),
     })
+}
+
+/// One tool call's arguments as they stream. Its `partial_args` go with the first delta and
+/// then once the text has grown by an eighth (at least 256 bytes) since they last went, so a
+/// long write costs a few times its size on the wire rather than its size per delta.
+#[derive(Default)]
+struct PartialArgs {
+    text: String,
+    sent_at: Option<usize>,
+}
+
+impl PartialArgs {
+    fn push(&mut self, delta: &str) -> Value {
+        self.text.push_str(delta);
+        let due = match self.sent_at {
+            None => true,
+            Some(at) => self.text.len() >= at + (at / 8).max(256),
+        };
+        match due.then(|| superpi_providers::partial_json::complete(&self.text)).flatten() {
+            Some(value) => {
+                self.sent_at = Some(self.text.len());
+                value
+            }
+            None => Value::Null,
+        }
+    }
 }
 
 /// The MCP tools this turn offers: the user's servers and those a frontend attached, those

@@ -28,6 +28,7 @@ pub mod limits;
 pub mod mock;
 pub mod openai;
 mod openai_wire;
+pub mod partial_json;
 pub mod reassemble;
 pub mod router;
 pub mod sse;

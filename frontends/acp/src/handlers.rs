@@ -147,7 +147,7 @@ pub(crate) async fn prompt(
         cx.send_notification(SessionNotification::new(session.id.clone(), update))?;
     }
     let submitted = kernel
-        .submit(SubmitParams { conversation_id: session.conversation_id, content, prompt: None })
+        .submit(SubmitParams { conversation_id: session.conversation_id, content, ..Default::default() })
         .await
         .map_err(|e| request::kernel_error(e, Some(&session.id)))?;
     let ended = session.wait_turn(submitted.turn_id);

@@ -63,9 +63,35 @@ fn toolcall_delta_announces_a_pending_call_once() {
                 .raw_input(json!({}))
         ))]
     );
-    let more = Event::toolcall_delta(C, T, 1, Some("\"a".into()), json!({}), Some("c1".into()), Some("bash".into()));
+    let more = Event::toolcall_delta(C, T, 1, Some("\"a".into()), Value::Null, Some("c1".into()), Some("bash".into()));
     assert_eq!(r.render(&more), vec![]);
-    assert_eq!(r.render(&Event::toolcall_delta(C, T, 1, Some("x".into()), json!({}), None, None)), vec![]);
+    assert_eq!(r.render(&Event::toolcall_delta(C, T, 1, Some("x".into()), Value::Null, None, None)), vec![]);
+}
+
+#[test]
+fn partial_args_show_a_write_as_it_is_generated() {
+    let mut r = renderer();
+    let first = Event::toolcall_delta(C, T, 0, Some("{".into()), json!({}), Some("w1".into()), Some("write".into()));
+    assert_eq!(r.render(&first).len(), 1);
+    // A delta without arguments so far says nothing; one with them updates the call, and a
+    // write shows its text so far as a diff.
+    assert_eq!(r.render(&Event::toolcall_delta(C, T, 0, Some("\"".into()), Value::Null, None, None)), vec![]);
+    let so_far = json!({"path": "a.txt", "content": "line 1\nli"});
+    assert_eq!(
+        r.render(&Event::toolcall_delta(C, T, 0, Some("x".into()), so_far.clone(), None, None)),
+        vec![update(
+            "w1",
+            ToolCallUpdateFields::new()
+                .title("Write a.txt".to_string())
+                .kind(ToolKind::Edit)
+                .locations(vec![ToolCallLocation::new("/ws/a.txt")])
+                .raw_input(so_far)
+                .content(vec![ToolCallContent::Diff(Diff::new("/ws/a.txt", "line 1\nli"))])
+        )]
+    );
+    // Another message's block of the same index is not this call.
+    r.render(&Event::message_completed(C, T, Role::Assistant, vec![], None));
+    assert_eq!(r.render(&Event::toolcall_delta(C, T, 0, None, json!({"path": "b"}), None, None)), vec![]);
 }
 
 #[test]

@@ -32,7 +32,7 @@ impl KernelClient {
 
     /// Submits plain text as the user message.
     pub async fn submit_text(&self, conversation_id: i64, prompt: &str) -> Result<SubmitResult, ClientError> {
-        self.submit(SubmitParams { conversation_id, content: Vec::new(), prompt: Some(prompt.to_string()) }).await
+        self.submit(SubmitParams { conversation_id, prompt: Some(prompt.to_string()), ..Default::default() }).await
     }
     pub async fn cancel(&self, conversation_id: i64) -> Result<Value, ClientError> {
         self.request(Method::SessionCancel(ConversationRef { conversation_id })).await

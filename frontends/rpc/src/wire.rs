@@ -83,6 +83,9 @@ pub struct SubmitParams {
     pub prompt: Option<String>,
     #[serde(default)]
     pub content: Vec<Part>,
+    /// Join the running turn instead of queueing (see the kernel's `session.submit`).
+    #[serde(default)]
+    pub steer: bool,
 }
 
 impl SubmitParams {
@@ -98,7 +101,12 @@ impl SubmitParams {
                 "session.submit needs text: give `prompt` or text `content`",
             ));
         }
-        Ok(superpi_proto::method::SubmitParams { conversation_id: self.conversation_id, content, prompt: None })
+        Ok(superpi_proto::method::SubmitParams {
+            conversation_id: self.conversation_id,
+            content,
+            prompt: None,
+            steer: self.steer,
+        })
     }
 }
 

@@ -38,7 +38,7 @@ fn open_takes_the_servers_workspace() {
 fn submit_joins_prompt_and_text_parts_and_needs_text() {
     let p: SubmitParams = parse(
         "session.submit",
-        Some(r#"{"conversation_id": 4, "prompt": "a", "content": [{"type": "text", "text": "b"}]}"#),
+        Some(r#"{"conversation_id": 4, "prompt": "a", "content": [{"type": "text", "text": "b"}], "steer": true}"#),
     )
     .unwrap();
     assert_eq!(
@@ -47,6 +47,7 @@ fn submit_joins_prompt_and_text_parts_and_needs_text() {
             conversation_id: 4,
             content: vec![ContentBlock::text("a"), ContentBlock::text("b")],
             prompt: None,
+            steer: true,
         }
     );
     let p: SubmitParams = parse("session.submit", Some(r#"{"conversation_id": 4, "prompt": "  "}"#)).unwrap();

@@ -59,6 +59,10 @@ pub const METHOD_NAMES: &[&str] = &[
     "kernel.shutdown",
 ];
 
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 fn params<T: DeserializeOwned>(method: &str, params: Value) -> Result<T, ErrorObject> {
     let params = if params.is_null() { Value::Object(Default::default()) } else { params };
     serde_json::from_value(params)
@@ -195,8 +199,9 @@ pub struct ConversationInfo {
     pub rules_files: Vec<String>,
 }
 
-/// `session.submit`: a prompt starts a turn, or queues behind the running one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `session.submit`: a prompt starts a turn, or queues behind the running one, or (`steer`)
+/// joins the running one.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SubmitParams {
     pub conversation_id: i64,
@@ -205,13 +210,21 @@ pub struct SubmitParams {
     pub content: Vec<ContentBlock>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
+    /// While a turn runs, add the prompt to it before its next model request instead of
+    /// queueing a turn of its own (with no turn running it starts one as usual).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub steer: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SubmitResult {
+    /// The turn that answers the prompt: its own, or the running one it steered.
     pub turn_id: i64,
     /// True when the turn waits behind a running one.
     pub queued: bool,
+    /// True when the prompt joined the running turn `turn_id`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub steered: bool,
 }
 
 /// `session.watch`: a subscription to a conversation's events.
@@ -482,7 +495,7 @@ mod tests {
     fn every_method_round_trips_through_its_request() {
         let methods = vec![
             Method::SessionOpen(OpenParams { harness: Some("superpi-code".into()), ..Default::default() }),
-            Method::SessionSubmit(SubmitParams { conversation_id: 1, content: vec![], prompt: Some("hi".into()) }),
+            Method::SessionSubmit(SubmitParams { conversation_id: 1, prompt: Some("hi".into()), ..Default::default() }),
             Method::SessionWatch(WatchParams {
                 conversation_id: 1,
                 from_seq: Some(3),

@@ -56,6 +56,10 @@ pub struct ToolDef {
     /// editor), when it is one's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_server: Option<String>,
+    /// Acts on the conversation whose turn calls it (its plan, a subagent): only a model in a
+    /// turn can call it, so `tool.list` and `tool.call` (the MCP server's tools) leave it out.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub turn_only: bool,
 }
 
 fn is_false(b: &bool) -> bool {

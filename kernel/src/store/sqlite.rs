@@ -18,6 +18,7 @@ pub(super) const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_init", include_str!("../../migrations/0001_init.sql")),
     ("0002_permission_overrides", include_str!("../../migrations/0002_permission_overrides.sql")),
     ("0003_turn_prompt", include_str!("../../migrations/0003_turn_prompt.sql")),
+    ("0004_turn_steered", include_str!("../../migrations/0004_turn_steered.sql")),
 ];
 
 pub struct SqliteStore {
