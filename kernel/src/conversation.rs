@@ -224,6 +224,14 @@ impl Conversation {
             error.seq = next;
             json = error.to_json();
         }
+        // The turn is over for everyone who sees its end (`session.compact` right after it is
+        // not refused as running), before the actor hears of it.
+        if ends {
+            let mut running = lock(&self.running);
+            if *running == Some(status.turn_id) {
+                *running = None;
+            }
+        }
         self.hand_out(&mut feed, Published { seq: next, json }, stored.as_ref().is_ok_and(|kept| *kept));
         stored.map(|_| next)
     }
