@@ -6,12 +6,14 @@ use superpi_proto::{ContentBlock, Role};
 use crate::assemble::{BlockKind, StreamBuilder};
 use crate::config::{ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, ProviderKind};
 use crate::history;
-use crate::http::{WireParser, WireRequest};
-use crate::router::Route;
+use crate::route::Route;
 use crate::sse::SseEvent;
 use crate::stream::{ModelRequest, ProviderError, StopReason};
-use crate::vendor::WireApi;
 use crate::wire::{arguments_object, json_chunk, object_schema, plain_name, str_field};
+use crate::wire_api::{WireApi, WireParser, WireRequest};
+
+/// The endpoint when the settings name none.
+pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 
 const PROVIDER: &str = "anthropic";
 pub const API_VERSION: &str = "2023-06-01";
@@ -128,7 +130,7 @@ impl WireApi for Anthropic {
         ANTHROPIC_BASE_URL
     }
     fn default_base_url(&self) -> &'static str {
-        crate::router::DEFAULT_ANTHROPIC_BASE_URL
+        DEFAULT_ANTHROPIC_BASE_URL
     }
     fn name_prefixes(&self) -> &'static [(&'static str, bool)] {
         &[("anthropic/", true), ("claude-", false)]

@@ -21,6 +21,9 @@ pub const SUPERPI_MODEL: &str = "SUPERPI_MODEL";
 /// short-lived tokens); `OPENAI_API_KEY` wins when both are set.
 pub const SUPERPI_OPENAI_AUTH_COMMAND: &str = "SUPERPI_OPENAI_AUTH_COMMAND";
 
+/// The providers file's name in the config directory.
+pub const PROVIDERS_FILE: &str = "providers.toml";
+
 /// The default of [`ProvidersConfig::compact_at_percent`].
 pub const DEFAULT_COMPACT_AT_PERCENT: u8 = 80;
 
@@ -175,47 +178,13 @@ impl ProvidersConfig {
     pub fn file_name(&self) -> String {
         match &self.file {
             Some(path) => path.display().to_string(),
-            None => format!("{} of the config directory", crate::config_file::PROVIDERS_FILE),
+            None => format!("{PROVIDERS_FILE} of the config directory"),
         }
-    }
-
-    /// The configuration from the process environment alone.
-    pub fn from_env() -> Self {
-        let mut config = ProvidersConfig::default();
-        config.apply_env(|name| std::env::var(name).ok());
-        config
     }
 
     /// Parses a `[providers]` section already read as JSON (or any serde value turned into one).
     pub fn from_section(section: serde_json::Value) -> Result<Self, serde_json::Error> {
         serde_json::from_value(section)
-    }
-
-    /// Lays the environment over the file: a variable that is set (and not empty) wins.
-    pub fn apply_env(&mut self, lookup: impl Fn(&str) -> Option<String>) {
-        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
-        for api in crate::vendor::WIRE_APIS {
-            let Some(vendor) = self.vendor_mut(api.kind()) else { continue };
-            if let Some(value) = get(api.key_var()) {
-                vendor.api_key = Some(value);
-            }
-            if let Some(value) = get(api.base_url_var()) {
-                vendor.base_url = Some(value);
-            }
-        }
-        if let Some(program) = get(SUPERPI_OPENAI_AUTH_COMMAND) {
-            self.openai.auth_command = Some(vec![program]);
-        }
-        if let Some(model) = get(SUPERPI_MODEL) {
-            self.default_model = Some(model);
-        }
-        for entry in &self.models {
-            if let Some(var) = &entry.api_key_env
-                && let Some(value) = get(var)
-            {
-                self.entry_keys.push((var.clone(), value));
-            }
-        }
     }
 
     /// Sets the runner for auth commands.
@@ -233,7 +202,7 @@ impl ProvidersConfig {
         }
     }
 
-    fn vendor_mut(&mut self, kind: ProviderKind) -> Option<&mut VendorConfig> {
+    pub(crate) fn vendor_mut(&mut self, kind: ProviderKind) -> Option<&mut VendorConfig> {
         match kind {
             ProviderKind::Openai => Some(&mut self.openai),
             ProviderKind::Anthropic => Some(&mut self.anthropic),

@@ -2,17 +2,16 @@
 //! [`ProvidersConfig`]. Strict: an unknown key, a value of the wrong type, a model entry
 //! without a name or with a bad endpoint, an unknown `default_model` or `reasoning_effort` is an
 //! error naming the file and the key. The environment is laid over it afterwards
-//! ([`ProvidersConfig::apply_env`]): a variable that is set wins.
+//! ([`ProvidersConfig::apply_env`], each wire API's variables): a variable that is set wins.
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::config::ProvidersConfig;
+pub use crate::config::PROVIDERS_FILE;
+use crate::config::{ProvidersConfig, SUPERPI_MODEL, SUPERPI_OPENAI_AUTH_COMMAND};
 use crate::stream::ProviderError;
-
-/// The file's name in the config directory.
-pub const PROVIDERS_FILE: &str = "providers.toml";
+use crate::vendor::WIRE_APIS;
 
 /// The values `reasoning_effort` takes (OpenAI reasoning models).
 pub const REASONING_EFFORTS: &[&str] = &["minimal", "low", "medium", "high"];
@@ -58,6 +57,40 @@ fn toml_error(text: &str, path: &Path, key: String, error: &toml::de::Error) -> 
 }
 
 impl ProvidersConfig {
+    /// The configuration from the process environment alone.
+    pub fn from_env() -> Self {
+        let mut config = ProvidersConfig::default();
+        config.apply_env(|name| std::env::var(name).ok());
+        config
+    }
+
+    /// Lays the environment over the file: a variable that is set (and not empty) wins.
+    pub fn apply_env(&mut self, lookup: impl Fn(&str) -> Option<String>) {
+        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        for api in WIRE_APIS {
+            let Some(vendor) = self.vendor_mut(api.kind()) else { continue };
+            if let Some(value) = get(api.key_var()) {
+                vendor.api_key = Some(value);
+            }
+            if let Some(value) = get(api.base_url_var()) {
+                vendor.base_url = Some(value);
+            }
+        }
+        if let Some(program) = get(SUPERPI_OPENAI_AUTH_COMMAND) {
+            self.openai.auth_command = Some(vec![program]);
+        }
+        if let Some(model) = get(SUPERPI_MODEL) {
+            self.default_model = Some(model);
+        }
+        for entry in &self.models {
+            if let Some(var) = &entry.api_key_env
+                && let Some(value) = get(var)
+            {
+                self.entry_keys.push((var.clone(), value));
+            }
+        }
+    }
+
     /// Reads `CONFIG_DIR/providers.toml` (a missing file is an empty one), then lays the
     /// environment (`lookup`) over it.
     pub fn load(config_dir: &Path, lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ProvidersFileError> {

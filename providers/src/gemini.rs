@@ -14,12 +14,14 @@ use std::borrow::Cow;
 
 use crate::config::{GEMINI_API_KEY, GEMINI_BASE_URL, ProviderKind};
 use crate::history;
-use crate::http::{WireParser, WireRequest};
-use crate::router::Route;
+use crate::route::Route;
 use crate::sse::SseEvent;
 use crate::stream::{ModelRequest, ProviderError, StopReason};
-use crate::vendor::WireApi;
 use crate::wire::{arguments_object, fresh_call_id, json_chunk, str_field, stream_error};
+use crate::wire_api::{WireApi, WireParser, WireRequest};
+
+/// The endpoint when the settings name none.
+pub const DEFAULT_GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com";
 
 const PROVIDER: &str = "gemini";
 /// Marks a thinking block's signature as Gemini's.
@@ -178,7 +180,7 @@ impl WireApi for Gemini {
         GEMINI_BASE_URL
     }
     fn default_base_url(&self) -> &'static str {
-        crate::router::DEFAULT_GEMINI_BASE_URL
+        DEFAULT_GEMINI_BASE_URL
     }
     fn name_prefixes(&self) -> &'static [(&'static str, bool)] {
         &[("google/", true), ("gemini/", true), ("gemini-", false)]

@@ -13,26 +13,11 @@ use crate::Provider;
 use crate::assemble::StreamBuilder;
 use crate::auth::TokenCache;
 use crate::config::{ProviderKind, ProvidersConfig, RetryConfig};
-use crate::router::{Auth, Route};
+use crate::route::{Auth, Route};
 use crate::sse::{SseDecoder, SseEvent};
 use crate::stream::{EventStream, ModelRequest, ProviderError, StreamEvent};
-use crate::vendor::{WireApi, wire_api};
-
-/// A vendor's reading of its event stream.
-pub trait WireParser: Send {
-    /// One server-sent event.
-    fn event(&mut self, event: &SseEvent, out: &mut StreamBuilder) -> Result<(), ProviderError>;
-    /// The body ended: emit `Done` if the answer was complete, or return the cut as an error.
-    fn end(&mut self, out: &mut StreamBuilder) -> Result<(), ProviderError>;
-}
-
-/// A request ready to send (auth headers are added by the provider).
-#[derive(Debug, Clone, PartialEq)]
-pub struct WireRequest {
-    pub url: String,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
+use crate::vendor::wire_api;
+pub use crate::wire_api::{WireApi, WireParser, WireRequest};
 
 /// The new parser for a vendor.
 pub fn parser_for(kind: ProviderKind) -> Box<dyn WireParser> {

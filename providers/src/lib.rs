@@ -30,6 +30,7 @@ pub mod openai;
 mod openai_wire;
 pub mod partial_json;
 pub mod reassemble;
+pub mod route;
 pub mod router;
 pub mod sse;
 pub mod stream;
@@ -39,17 +40,20 @@ pub mod tokens;
 pub mod validate;
 pub mod vendor;
 mod wire;
+pub mod wire_api;
 
 pub use assemble::StreamBuilder;
 pub use config::{
-    CommandRunner, DEFAULT_COMPACT_AT_PERCENT, ModelEntry, ProviderKind, ProvidersConfig, RetryConfig, VendorConfig,
+    CommandRunner, DEFAULT_COMPACT_AT_PERCENT, ModelEntry, PROVIDERS_FILE, ProviderKind, ProvidersConfig, RetryConfig,
+    VendorConfig,
 };
-pub use config_file::{PROVIDERS_FILE, ProvidersFileError};
+pub use config_file::ProvidersFileError;
 pub use http::{HttpProvider, parse_recorded};
 pub use limits::ModelLimits;
 pub use mock::{MockProvider, mock_directives_help};
 pub use reassemble::{Reassembler, reassemble};
-pub use router::{ModelInfo, Route, configured_models, default_model, resolve, route};
+pub use route::Route;
+pub use router::{ModelInfo, configured_models, default_model, resolve, route};
 pub use stream::{EventStream, ModelRequest, ProviderError, StopReason, StreamEvent, Terminal, ToolSpec};
 pub use validate::{AlgebraViolation, Validator, validate};
 

@@ -61,28 +61,26 @@ const TABLE: &[(&str, ModelLimits)] = &[
 
 /// The built-in limits of an upstream model id.
 pub fn builtin(kind: ProviderKind, upstream: &str) -> ModelLimits {
-    if kind == ProviderKind::Mock {
-        return MOCK;
-    }
-    let id = upstream.rsplit('/').next().unwrap_or(upstream);
+    if kind == ProviderKind::Mock { MOCK } else { of_id(upstream) }
+}
+
+/// The table's figures for a model id, read after any `vendor/` prefix.
+fn of_id(id: &str) -> ModelLimits {
+    let id = id.rsplit('/').next().unwrap_or(id);
     TABLE.iter().find(|(prefix, _)| id.starts_with(prefix)).map_or(UNKNOWN_MODEL, |(_, limits)| *limits)
 }
 
 /// The limits of a model name as users type it: its `[[providers.models]]` entry's
-/// `context_window` and `max_output_tokens` over the built-in figures. An unknown name gets
+/// `context_window` and `max_output_tokens` over the built-in figures. Any other name is
+/// looked up as the id it sends upstream (the router only strips a `vendor/` prefix, which
+/// the table skips too), whether or not its provider is configured; an unknown name gets
 /// [`UNKNOWN_MODEL`] (routing reports the name itself).
 pub fn for_model(model: &str, config: &ProvidersConfig) -> ModelLimits {
     let name = model.trim();
-    let entry = config.models.iter().find(|entry| entry.name == name);
-    let base = match entry {
-        Some(entry) => builtin(entry.provider, entry.model.as_deref().unwrap_or(&entry.name)),
-        None => match crate::router::route(name, config) {
-            Ok(route) => builtin(route.kind, &route.model),
-            Err(_) if name == "mock" => MOCK,
-            Err(_) => builtin(ProviderKind::Openai, name),
-        },
+    let Some(entry) = config.models.iter().find(|entry| entry.name == name) else {
+        return if name == "mock" { MOCK } else { of_id(name) };
     };
-    let Some(entry) = entry else { return base };
+    let base = builtin(entry.provider, entry.model.as_deref().unwrap_or(&entry.name));
     ModelLimits {
         context_window: entry.context_window.unwrap_or(base.context_window),
         max_output_tokens: entry.max_output_tokens.unwrap_or(base.max_output_tokens),

@@ -10,13 +10,15 @@ use superpi_proto::{ContentBlock, Role};
 use crate::assemble::{BlockKind, StreamBuilder};
 use crate::config::{OPENAI_API_KEY, OPENAI_BASE_URL, ProviderKind};
 use crate::history;
-use crate::http::{WireParser, WireRequest};
 use crate::openai_wire::{CallDelta, read_chunk};
-use crate::router::Route;
+use crate::route::Route;
 use crate::sse::SseEvent;
 use crate::stream::{ModelRequest, ProviderError, StopReason};
-use crate::vendor::WireApi;
 use crate::wire::{fresh_call_id, joined_text, object_schema, plain_name};
+use crate::wire_api::{WireApi, WireParser, WireRequest};
+
+/// The endpoint when the settings name none.
+pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 
 const PROVIDER: &str = "openai";
 
@@ -131,7 +133,7 @@ impl WireApi for OpenAi {
         OPENAI_BASE_URL
     }
     fn default_base_url(&self) -> &'static str {
-        crate::router::DEFAULT_OPENAI_BASE_URL
+        DEFAULT_OPENAI_BASE_URL
     }
     fn name_prefixes(&self) -> &'static [(&'static str, bool)] {
         // codex- and computer-use- are recognised to be refused clearly (Responses API only).

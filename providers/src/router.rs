@@ -6,49 +6,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{CommandRunner, ModelEntry, ProviderKind, ProvidersConfig};
+use crate::config::{ModelEntry, ProviderKind, ProvidersConfig};
 use crate::http::HttpProvider;
 use crate::mock::MockProvider;
+pub use crate::route::{Auth, Route};
 use crate::vendor::{WIRE_APIS, wire_api};
 use crate::{ProviderError, SharedProvider};
-
-pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
-pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
-pub const DEFAULT_GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com";
-
-/// How a request is authenticated.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Auth {
-    /// No credentials (a local compatible server).
-    None,
-    Key(String),
-    /// A program prints a bearer token (cached, see [`crate::config::VendorConfig::auth_command`]).
-    Command {
-        argv: Vec<String>,
-        timeout: Duration,
-        runner: CommandRunner,
-    },
-}
-
-/// Where a model name leads.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Route {
-    pub kind: ProviderKind,
-    /// The name the user gave.
-    pub name: String,
-    /// The id sent upstream.
-    pub model: String,
-    /// The endpoint's base (without the per-API path).
-    pub base_url: String,
-    pub auth: Auth,
-    /// See [`crate::config::VendorConfig::thinking_budget`].
-    pub thinking_budget: Option<u32>,
-    /// See [`crate::config::VendorConfig::reasoning_effort`].
-    pub reasoning_effort: Option<String>,
-    /// An OpenAI reasoning model: takes `max_completion_tokens` (and `reasoning_effort`)
-    /// instead of `max_tokens`.
-    pub reasoning: bool,
-}
 
 /// A model `superpi models` lists.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -29,7 +29,7 @@ fn routes_by_name() {
     }
     let r = route("claude-sonnet-4-5", &config).unwrap();
     assert_eq!(r.auth, Auth::Key("sk-a".into()));
-    assert_eq!(r.base_url, DEFAULT_ANTHROPIC_BASE_URL);
+    assert_eq!(r.base_url, crate::anthropic::DEFAULT_ANTHROPIC_BASE_URL);
 }
 
 #[test]
