@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use superpi_client::{ConnectOptions, KernelClient, Locations};
+use superpi_client::{KernelClient, Locations};
 
+use crate::connection::connect_options;
 use crate::listing::{self, JsonFlag};
 use crate::terminal;
 
@@ -126,14 +127,6 @@ impl Cli {
         }
         l
     }
-}
-
-pub(crate) fn connect_options(locations: &Locations, frontend: &str) -> ConnectOptions {
-    ConnectOptions::new(locations.clone(), frontend)
-}
-
-pub(crate) async fn connect(locations: &Locations, frontend: &str) -> anyhow::Result<KernelClient> {
-    KernelClient::connect(&connect_options(locations, frontend)).await.context("connecting to the kernel")
 }
 
 /// `superpi` without a command: `-p`, `--input-format stream-json` or a piped stdin run a

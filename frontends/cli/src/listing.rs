@@ -10,7 +10,7 @@ use superpi_client::Locations;
 use superpi_proto::ContentBlock;
 use superpi_proto::method::KernelStatus;
 
-use crate::args::connect;
+use crate::connection::connect;
 use crate::style;
 
 /// `--json` of a listing command.

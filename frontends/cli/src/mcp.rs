@@ -15,7 +15,7 @@ use superpi_policy::McpTransport;
 use superpi_policy::settings::SETTINGS_FILE;
 use superpi_proto::method::McpServerStatus;
 
-use crate::args::connect_options;
+use crate::connection::connect_options;
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]

@@ -12,7 +12,7 @@ use superpi_proto::method::{ConversationInfo, OpenParams, WatchParams};
 use superpi_proto::{Event, EventBody};
 use tokio::io::AsyncBufReadExt;
 
-use crate::args::connect;
+use crate::connection::connect;
 use crate::lines::{Line, LineReader};
 use crate::output::{self, InputFormat, OutputFormat, TurnEnd, TurnResult};
 use crate::render::{Out, TerminalRenderer};
