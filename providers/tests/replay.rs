@@ -1,5 +1,8 @@
 //! The real providers against the fake vendor servers replaying recorded streams: what comes
 //! back, and what was sent. Every request must also pass the vendor's rules (see `common::Fake`).
+//!
+//! Over 500 lines on purpose: one test binary for every vendor's replays, since each binary
+//! links the crate and its dependencies once more.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 

@@ -1,4 +1,7 @@
 //! End to end: the real `superpi` binary, a real kernel process, its socket and SQLite file.
+//!
+//! Over 500 lines on purpose: one end-to-end test binary for the kernel's socket, since each
+//! binary links the crate and its dependencies once more (minutes on a 2-core machine).
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 

@@ -1,3 +1,9 @@
+//! The decision's tests: the matrix of effects by mode by network policy, generated
+//! combinations that must never loosen, shell lines, questions, overrides, confinement.
+//!
+//! Over 500 lines on purpose: every test reads the same few helpers (`run`, `codes`,
+//! `settings_with`), and the matrix is one table.
+
 use serde_json::json;
 
 use superpi_proto::tool::{PathAccess, PathArg};
