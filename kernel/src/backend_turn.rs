@@ -150,7 +150,7 @@ pub(crate) async fn drive(
                 return Ok(TurnEnd::Completed { result, stop_reason });
             }
             BackendEvent::Failed { message } => return Err(message),
-            BackendEvent::Unsupported { .. } => {}
+            BackendEvent::Unsupported { .. } | BackendEvent::Write { .. } => {}
         }
     }
 }

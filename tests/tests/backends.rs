@@ -227,7 +227,7 @@ async fn claude_codes_question_with_nobody_to_ask_fails_closed() {
 }
 
 /// The real Codex: `superpi run` with the codex harness and an OpenAI model runs a command
-/// turn in `accept-edits` (unrestricted by Codex, confined by superpi),
+/// turn in `auto` (Codex asks nothing, superpi confines it),
 /// and after a kernel restart the next prompt continues Codex's thread.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_runs_a_command_turn_through_superpi_run_and_continues_after_a_restart() {
@@ -245,7 +245,10 @@ async fn codex_runs_a_command_turn_through_superpi_run_and_continues_after_a_res
         cmd.envs(fake.env());
         tokio::process::Command::from(cmd).output()
     };
-    let out = run(&["run", "--harness", "codex", "--model", "openai/gpt-5.1-codex", "write the marker"]).await.unwrap();
+    let out =
+        run(&["run", "--harness", "codex", "--model", "openai/gpt-5.1-codex", "--mode", "auto", "write the marker"])
+            .await
+            .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "marker written", "{stderr}");
@@ -257,7 +260,7 @@ async fn codex_runs_a_command_turn_through_superpi_run_and_continues_after_a_res
 
     env.kill_kernel();
     fake.push(Answer::text("still the same thread"));
-    let out = run(&["run", "-c", "what did you write?"]).await.unwrap();
+    let out = run(&["run", "-c", "--mode", "auto", "what did you write?"]).await.unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "still the same thread");
     let last = fake.accepted().pop().unwrap().to_string();

@@ -84,8 +84,7 @@ pub async fn start(sandbox: &Sandbox, spec: TurnSpec) -> Result<RunningTurn, Str
         }
         BackendKind::Codex => {
             let base_url = spec.env.iter().find(|(k, _)| k == "OPENAI_BASE_URL").map(|(_, v)| v.as_str());
-            let args = codex::args(spec.mode, spec.confined, spec.model.as_deref(), base_url, spec.resume.as_deref());
-            (args, codex::fixed_env(&home), spec.prompt.clone())
+            (codex::args(base_url), codex::fixed_env(&home), codex::opening(&codex_start(&spec)))
         }
         other => return Err(format!("superpi does not drive {} yet", other.title())),
     };
@@ -106,14 +105,14 @@ pub async fn start(sandbox: &Sandbox, spec: TurnSpec) -> Result<RunningTurn, Str
         sandbox.start_server(server).await.map_err(|e| format!("{} could not start: {e}", spec.kind.title()))?;
     let (tx, events) = mpsc::channel(256);
     let (stop_tx, stop) = oneshot::channel();
-    tokio::spawn(read(spec.kind, process.stdout, process.stderr, process.handle, tx, stop));
+    let translator: Box<dyn Translate> = match spec.kind {
+        BackendKind::Codex => Box::new(codex::Translator::with(codex::Stream::new(codex_start(&spec)))),
+        _ => Box::new(claude::Translator::default()),
+    };
+    tokio::spawn(read(spec.kind, translator, process.stdout, process.stderr, process.handle, tx, stop));
     let mut turn = RunningTurn { kind: spec.kind, events, stdin: Some(process.stdin), _stop: stop_tx };
     // A program that already exited is reported by the reader, with its status and stderr.
     turn.write(&first_input).await;
-    // Codex reads its prompt to the end of stdin, and is asked nothing on it.
-    if spec.kind == BackendKind::Codex {
-        turn.stdin = None;
-    }
     Ok(turn)
 }
 
@@ -125,7 +124,15 @@ impl RunningTurn {
             let event = self.events.recv().await?;
             match &event {
                 BackendEvent::Unsupported { request_id, what } => {
-                    let line = claude::refusal_line(request_id, what);
+                    let line = match self.kind {
+                        BackendKind::Codex => codex::refusal_line(request_id, what),
+                        _ => claude::refusal_line(request_id, what),
+                    };
+                    self.write(&line).await;
+                    continue;
+                }
+                BackendEvent::Write { line } => {
+                    let line = line.clone();
                     self.write(&line).await;
                     continue;
                 }
@@ -141,6 +148,7 @@ impl RunningTurn {
     pub async fn answer(&mut self, request: &ApprovalRequest, approval: &Approval) {
         let line = match self.kind {
             BackendKind::ClaudeCode => claude::approval_line(request, approval),
+            BackendKind::Codex => codex::approval_line(request, approval),
             _ => return,
         };
         self.write(&line).await;
@@ -157,18 +165,27 @@ impl RunningTurn {
     }
 }
 
+/// What Codex's turn starts with.
+fn codex_start(spec: &TurnSpec) -> codex::Start {
+    codex::Start {
+        prompt: spec.prompt.clone(),
+        cwd: spec.workspace.display().to_string(),
+        mode: Some(spec.mode),
+        confined: spec.confined,
+        model: spec.model.clone(),
+        resume: spec.resume.clone(),
+    }
+}
+
 async fn read(
     kind: BackendKind,
+    mut translator: Box<dyn Translate>,
     mut stdout: pipe::Receiver,
     stderr: pipe::Receiver,
     mut handle: superpi_sandbox::ServerHandle,
     tx: mpsc::Sender<BackendEvent>,
     mut stop: oneshot::Receiver<()>,
 ) {
-    let mut translator: Box<dyn Translate> = match kind {
-        BackendKind::Codex => Box::new(codex::Translator::default()),
-        _ => Box::new(claude::Translator::default()),
-    };
     let stderr_tail = tokio::spawn(tail(stderr));
     let mut buf = vec![0u8; 64 * 1024];
     loop {

@@ -33,6 +33,9 @@ pub enum BackendEvent {
     /// A request of the program that superpi does not answer otherwise: the driver refuses it
     /// at once so the program never waits.
     Unsupported { request_id: String, what: String },
+    /// A line the protocol says to send the program now (the next step of a handshake); the
+    /// driver writes it, the kernel never sees it.
+    Write { line: String },
 }
 
 /// A tool call waiting for a person.

@@ -84,7 +84,7 @@ pub trait Translate: Send {
 #[derive(Debug, Default)]
 pub struct Translating<T> {
     lines: Lines,
-    pub inner: T,
+    inner: T,
 }
 
 impl<T: LineTranslator + Send> Translate for Translating<T> {
@@ -104,6 +104,11 @@ impl<T: LineTranslator + Send> Translate for Translating<T> {
 }
 
 impl<T: LineTranslator> Translating<T> {
+    /// A translator whose per-backend state starts as `inner`.
+    pub fn with(inner: T) -> Self {
+        Translating { lines: Lines::default(), inner }
+    }
+
     fn translate(&mut self, lines: Vec<Line>) -> Vec<BackendEvent> {
         let mut out = Vec::new();
         for line in lines {

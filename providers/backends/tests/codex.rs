@@ -1,5 +1,5 @@
-//! Codex itself, at the version `.ci/run` pins, driven through the sandbox against the
-//! Responses-API fake with no network beyond 127.0.0.1. Skipped, saying so, when the program
+//! Codex itself (`codex app-server`), at the version `.ci/run` pins, driven through the
+//! sandbox against the Responses-API fake with no network beyond 127.0.0.1. Skipped, saying so, when the program
 //! is not installed in the test cache.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -18,7 +18,7 @@ use common::{env, run, session, spec};
 const MODEL: &str = "gpt-5.1-codex";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_command_turn_runs_confined_and_the_thread_continues() {
+async fn an_approved_command_runs_confined_a_refused_one_does_not_and_the_thread_continues() {
     let Some(program) = common::program(BackendKind::Codex) else { return };
     let env = env();
     let fake = ResponsesFake::start(vec![
@@ -29,7 +29,7 @@ async fn a_command_turn_runs_confined_and_the_thread_continues() {
     .unwrap();
     let first = TurnSpec {
         model: Some(MODEL.into()),
-        ..spec(&env, BackendKind::Codex, &program, &fake, Mode::Auto, "write the marker")
+        ..spec(&env, BackendKind::Codex, &program, &fake, Mode::AcceptEdits, "write the marker")
     };
     let mut turn = superpi_backends::start(&env.sandbox, first).await.unwrap();
     let events = run(&mut turn, Approval::Allow).await;
@@ -45,6 +45,13 @@ async fn a_command_turn_runs_confined_and_the_thread_continues() {
         _ => None,
     });
     let (call_id, arguments) = call.unwrap_or_else(|| panic!("no shell call in {events:?}"));
+    // In accept-edits Codex asks before it runs a command it does not know to be safe.
+    assert!(
+        events.iter().any(
+            |e| matches!(e, BackendEvent::ApprovalRequest(r) if r.tool_call_id.as_deref() == Some(call_id.as_str()))
+        ),
+        "{events:?}"
+    );
     assert!(arguments["command"].as_str().unwrap().contains("echo from-codex > marker.txt"), "{arguments}");
     assert!(
         events.iter().any(
@@ -52,7 +59,14 @@ async fn a_command_turn_runs_confined_and_the_thread_continues() {
         ),
         "{events:?}"
     );
-    assert!(events.iter().any(|e| matches!(e, BackendEvent::TextDelta { delta, .. } if delta == "wrote it")));
+    let streamed: String = events
+        .iter()
+        .filter_map(|e| match e {
+            BackendEvent::TextDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(streamed, "wrote it", "the answer streams as deltas");
     let Some(BackendEvent::End { result, usage, .. }) = events.last() else { panic!("{events:?}") };
     assert_eq!(result, "wrote it");
     assert!(usage.input_tokens > 0 && usage.output_tokens > 0, "{usage:?}");
@@ -61,16 +75,20 @@ async fn a_command_turn_runs_confined_and_the_thread_continues() {
     let second = fake.accepted()[1].to_string();
     assert!(second.contains("function_call_output") && second.contains("echo from-codex"), "{second}");
 
-    // A new process resumes the thread: the model sees the first turn.
+    // A new process resumes the thread (the model sees the first turn); a refused command
+    // does not run.
+    fake.push(Answer::tool_call("exec_command", json!({"cmd": "echo again > refused.txt"})));
     fake.push(Answer::text("still here"));
     let next = TurnSpec {
         model: Some(MODEL.into()),
         resume: Some(thread.clone()),
-        ..spec(&env, BackendKind::Codex, &program, &fake, Mode::Auto, "and now?")
+        ..spec(&env, BackendKind::Codex, &program, &fake, Mode::AcceptEdits, "and now?")
     };
     let mut turn = superpi_backends::start(&env.sandbox, next).await.unwrap();
-    let events = run(&mut turn, Approval::Allow).await;
+    let events = run(&mut turn, Approval::Deny { message: "no".into() }).await;
     assert_eq!(session(&events), thread);
+    assert!(events.iter().any(|e| matches!(e, BackendEvent::ToolResult { is_error: true, .. })), "{events:?}");
+    assert!(!env.workspace.join("refused.txt").exists());
     assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "still here"), "{events:?}");
     let last = fake.accepted().pop().unwrap().to_string();
     assert!(last.contains("wrote it") && last.contains("and now?"), "{last}");
