@@ -139,3 +139,19 @@ fn a_key_given_twice_counts_once_and_the_event_survives_writing() {
     assert_eq!(event.body, EventBody::TurnCompleted { stop_reason: "end_turn".into(), result: Some("done".into()) });
     assert_eq!(Event::from_json(&event.to_json()).unwrap(), event);
 }
+
+#[test]
+fn a_number_survives_writing_to_its_last_bit() {
+    // Found by the event fuzz target: without serde_json's float_roundtrip a number far past
+    // u64 read one bit off its nearest f64, and its written form read back one bit off again.
+    let text = r#"{"v":1,"conversation_id":1,"seq":8,"type":"a_future_event","at":17096135242731796135242735}"#;
+    let event = Event::from_json(text).unwrap();
+    let EventBody::Unknown(fields) = &event.body else { panic!("{event:?}") };
+    assert_eq!(fields["at"].as_f64(), Some(17_096_135_242_731_796_135_242_735.0), "the nearest f64");
+    assert_eq!(Event::from_json(&event.to_json()).unwrap(), event);
+    for written in ["0.1", "1e-7", "2.2250738585072014e-308", "9007199254740993.0", "1.7976931348623157e308"] {
+        let number: serde_json::Value = serde_json::from_str(written).unwrap();
+        let again: serde_json::Value = serde_json::from_str(&number.to_string()).unwrap();
+        assert_eq!(again, number, "{written}");
+    }
+}
