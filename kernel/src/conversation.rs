@@ -139,6 +139,12 @@ pub(crate) struct Conversation {
     /// The MCP tools of its latest turn: the only ones it can call.
     pub mcp_attached: Mutex<crate::mcp_client::Attached>,
     pub running: Mutex<Option<i64>>,
+    /// The highest mode the running turn's tool calls run in (its submitter's ceiling, lowered
+    /// by steering prompts): what a subagent it starts may have at most.
+    pub turn_ceiling: Mutex<Option<Mode>>,
+    /// How many subagents deep this conversation is (0: a person's). Kept in memory only: a
+    /// child loaded again later is a person's to use.
+    pub subagent_depth: std::sync::atomic::AtomicU32,
     /// Prompts that steer the running turn.
     pub steering: Mutex<Steering>,
     /// The permission policy of this conversation (with the session's allow_always and
@@ -179,6 +185,8 @@ impl Conversation {
             mcp_servers: Mutex::default(),
             mcp_attached: Mutex::default(),
             running: Mutex::new(None),
+            turn_ceiling: Mutex::new(None),
+            subagent_depth: Default::default(),
             steering: Mutex::default(),
             policy: Mutex::new(policy),
             usage_total: Mutex::new(Default::default()),

@@ -200,6 +200,7 @@ fn open(kernel: &Arc<Kernel>, peer: &Peer, p: OpenParams) -> Reply {
             mode: mode.as_str().to_string(),
             workspace,
             title: p.title.clone(),
+            parent_id: None,
         })
         .map_err(internal)?;
     if let Some(external) = &p.external_id {

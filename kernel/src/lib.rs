@@ -36,6 +36,7 @@ mod rules;
 mod running_calls;
 mod server;
 pub mod store;
+mod subagent_tool;
 mod subscription;
 mod sync;
 mod tools;

@@ -169,6 +169,7 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
             let token = kernel.shutdown.child_token();
             current = Some((turn_id, token.clone()));
             *lock(&conv.running) = Some(turn_id);
+            *lock(&conv.turn_ceiling) = Some(ceiling);
             lock(&conv.steering).open();
             kernel.activity.turn_started();
             let (k, c) = (kernel.clone(), conv.clone());

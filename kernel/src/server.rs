@@ -20,10 +20,13 @@ use crate::tools::Catalog;
 pub async fn run(mut config: KernelConfig) -> Result<(), KernelError> {
     // The kernel's own tools join the registry before anything reads it.
     let slot = KernelSlot::default();
-    config
-        .tools
-        .register(crate::plan_tool::def(), Arc::new(crate::plan_tool::PlanTool { kernel: slot.clone() }))
-        .map_err(|e| KernelError::Config(format!("the kernel's own tools: {e}")))?;
+    let own: [(_, Arc<dyn superpi_sandbox::ToolRunner>); 2] = [
+        (crate::plan_tool::def(), Arc::new(crate::plan_tool::PlanTool { kernel: slot.clone() })),
+        (crate::subagent_tool::def(), Arc::new(crate::subagent_tool::SubagentTool { kernel: slot.clone() })),
+    ];
+    for (def, runner) in own {
+        config.tools.register(def, runner).map_err(|e| KernelError::Config(format!("the kernel's own tools: {e}")))?;
+    }
     make_private_dir(&config.data_dir)?;
     make_private_dir(&config.runtime_dir)?;
     let _lock = take_lock(&config)?;

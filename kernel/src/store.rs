@@ -45,6 +45,8 @@ pub struct NewConversation {
     pub mode: String,
     pub workspace: Option<String>,
     pub title: Option<String>,
+    /// The conversation that started this one (a subagent's parent).
+    pub parent_id: Option<i64>,
 }
 
 /// An event to commit, with the entry it carries when it is a message or a tool result, and
@@ -157,6 +159,9 @@ pub trait Store: Send + Sync {
     fn set_turn_status(&self, turn_id: i64, status: &str, error: Option<&str>) -> Result<(), StoreError>;
 
     fn turn_status(&self, turn_id: i64) -> Result<Option<String>, StoreError>;
+
+    /// A turn's status and the error that ended it, when it did.
+    fn turn_outcome(&self, turn_id: i64) -> Result<Option<(String, Option<String>)>, StoreError>;
 
     /// A new conversation owned by `owner` holding the entries and stored events of `source`
     /// up to `at_seq` (all when `None`).

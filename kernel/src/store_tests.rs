@@ -12,6 +12,7 @@ fn new_conv(store: &dyn Store) -> ConversationRow {
             mode: "accept-edits".into(),
             workspace: Some("/w".into()),
             title: None,
+            parent_id: None,
         })
         .unwrap()
 }

@@ -102,6 +102,7 @@ async fn drive(
         // results of every call of the last answer.
         for steer in lock(&conv.steering).take() {
             ceiling = ceiling.min(steer.ceiling);
+            *lock(&conv.turn_ceiling) = Some(ceiling);
             join_steer(kernel, conv, turn_id, steer);
         }
         // The context by its rules (compacted first when it grew past the threshold).

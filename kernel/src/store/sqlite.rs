@@ -100,9 +100,9 @@ impl Store for SqliteStore {
         let now = now_ms();
         let conn = self.conn();
         conn.execute(
-            "INSERT INTO conversations (owner, harness, model, mode, workspace, title, created_at_ms, updated_at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
-            params![new.owner, new.harness, new.model, new.mode, new.workspace, new.title, now],
+            "INSERT INTO conversations (owner, harness, model, mode, workspace, title, parent_id, created_at_ms, updated_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+            params![new.owner, new.harness, new.model, new.mode, new.workspace, new.title, new.parent_id, now],
         )?;
         let id = conn.last_insert_rowid();
         drop(conn);
@@ -314,6 +314,13 @@ impl Store for SqliteStore {
 
     fn turn_status(&self, turn_id: i64) -> Result<Option<String>, StoreError> {
         Ok(self.conn().query_row("SELECT status FROM turns WHERE id = ?1", [turn_id], |r| r.get(0)).optional()?)
+    }
+
+    fn turn_outcome(&self, turn_id: i64) -> Result<Option<(String, Option<String>)>, StoreError> {
+        let row = self
+            .conn()
+            .query_row("SELECT status, error FROM turns WHERE id = ?1", [turn_id], |r| Ok((r.get(0)?, r.get(1)?)));
+        Ok(row.optional()?)
     }
 
     fn fork(&self, source: &ConversationRow, owner: &str, at_seq: Option<u64>) -> Result<ConversationRow, StoreError> {

@@ -1,0 +1,178 @@
+//! End to end: the `subagent` tool runs a task in a child conversation with its own context
+//! and answers with the child's final answer; the parent's turn publishes its start and end,
+//! the child runs in at most the parent's mode, cancelling the parent cancels the child, a
+//! subagent starts no subagents, and children are listed under their parent. Driven through
+//! Anthropic's fake (which refuses any request the real API would refuse) and the mock.
+#![allow(clippy::disallowed_methods)]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use superpi_client::{KernelClient, Subscription};
+use superpi_proto::method::{OpenParams, WatchParams};
+use superpi_proto::{Event, EventBody};
+use superpi_providers::testing::answers::Answer;
+use superpi_providers::testing::fakes::AnthropicFake;
+use superpi_tests::{TestEnv, open_and_watch, turn_events};
+
+async fn connect(env: &TestEnv) -> KernelClient {
+    KernelClient::connect(&env.connect_options("test")).await.expect("connect")
+}
+
+fn watch_params(conversation_id: i64) -> WatchParams {
+    WatchParams { conversation_id, from_seq: Some(0), window: None, interactive: false, reads_files: false }
+}
+
+async fn next_event(sub: &mut Subscription, what: impl Fn(&Event) -> bool) -> Event {
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(30), sub.next()).await.expect("an event in time").unwrap();
+        if what(&event) {
+            return event;
+        }
+    }
+}
+
+fn started(events: &[Event]) -> (i64, String, String) {
+    events
+        .iter()
+        .find_map(|e| match &e.body {
+            EventBody::SubagentStarted { child_conversation_id, role, task } => {
+                Some((*child_conversation_id, role.clone(), task.clone()))
+            }
+            _ => None,
+        })
+        .expect("subagent_started")
+}
+
+fn finished(events: &[Event]) -> (String, Option<String>) {
+    events
+        .iter()
+        .find_map(|e| match &e.body {
+            EventBody::SubagentFinished { status, summary, .. } => Some((status.clone(), summary.clone())),
+            _ => None,
+        })
+        .expect("subagent_finished")
+}
+
+fn tool_result(events: &[Event], name: &str) -> (bool, String) {
+    events
+        .iter()
+        .find_map(|e| match &e.body {
+            EventBody::ToolCompleted { name: n, is_error, output, .. } if n == name => {
+                Some((*is_error, output.as_str().unwrap_or_default().to_string()))
+            }
+            _ => None,
+        })
+        .expect("the tool's result")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagent_works_in_its_own_context_and_its_answer_is_the_result() {
+    let fake = AnthropicFake::start(vec![
+        Answer::tool_call("subagent", json!({"task": "Find where the config is read."})),
+        Answer::text("The config is read in app.rs."),
+        Answer::text("Done: app.rs reads it."),
+    ])
+    .await
+    .unwrap();
+    let env = TestEnv::new();
+    let key = fake.env().into_iter().find(|(k, _)| k == "ANTHROPIC_API_KEY").unwrap().1;
+    std::fs::write(
+        env.locations.config_dir.join("providers.toml"),
+        format!(
+            "[[providers.models]]\nname = \"claude-sonnet-4-5\"\nprovider = \"anthropic\"\nbase_url = \"{}\"\napi_key = \"{key}\"\n",
+            fake.base_url(superpi_providers::testing::rules::Vendor::Anthropic)
+        ),
+    )
+    .unwrap();
+    let client = connect(&env).await;
+    let parent = client
+        .open(OpenParams {
+            workspace: Some(env.workspace.display().to_string()),
+            mode: Some("accept-edits".into()),
+            model: Some("claude-sonnet-4-5".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .conversation_id;
+    let mut sub = client.watch(WatchParams { from_seq: None, ..watch_params(parent) }).await.unwrap();
+    let turn = client.submit_text(parent, "where is the config read? ask a subagent").await.unwrap();
+    let events = turn_events(&mut sub, turn.turn_id).await;
+    assert!(matches!(events.last().unwrap().body, EventBody::TurnCompleted { .. }), "{events:?}");
+    assert_eq!(fake.rejections(), vec![]);
+
+    let (child, role, task) = started(&events);
+    assert_eq!((role.as_str(), task.as_str()), ("superpi-planner", "Find where the config is read."));
+    assert_eq!(finished(&events), ("completed".into(), Some("The config is read in app.rs.".into())));
+    assert_eq!(tool_result(&events, "subagent"), (false, "The config is read in app.rs.".into()));
+    // Its own context: the child's request holds the task alone; the parent's next request
+    // holds the child's answer as the call's result.
+    let accepted = fake.accepted();
+    assert_eq!(accepted.len(), 3);
+    let child_messages = accepted[1]["messages"].as_array().unwrap();
+    assert_eq!(child_messages.len(), 1, "{}", accepted[1]);
+    let child_request = accepted[1].to_string();
+    assert!(child_request.contains("Find where the config is read.") && !child_request.contains("ask a subagent"));
+    assert!(accepted[2]["messages"].to_string().contains("The config is read in app.rs."));
+
+    // Listed under its parent, in the planner's mode (plan).
+    let list = client.list().await.unwrap();
+    let info = list.iter().find(|c| c.conversation_id == child).unwrap();
+    assert_eq!((info.parent_id, info.mode.as_str(), info.harness.as_str()), (Some(parent), "plan", "superpi-planner"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagent_never_runs_above_the_parents_mode_and_starts_no_subagents() {
+    let env = TestEnv::new();
+    let client = connect(&env).await;
+    let (parent, mut sub) = open_and_watch(&client, &env.workspace, Some("plan"), false).await;
+    // The parent is in plan mode: a code subagent runs in plan mode too, so its write is refused.
+    let task = r#"@tool write {"path": "made.txt", "content": "x"}"#;
+    let prompt = format!("@tool subagent {}", json!({"task": task, "harness": "superpi-code"}));
+    let turn = client.submit_text(parent, &prompt).await.unwrap();
+    let events = turn_events(&mut sub, turn.turn_id).await;
+    let (child, role, _) = started(&events);
+    assert_eq!(role, "superpi-code");
+    let child_info = client.list().await.unwrap().into_iter().find(|c| c.conversation_id == child).unwrap();
+    assert_eq!(child_info.mode, "plan");
+    assert!(!env.workspace.join("made.txt").exists(), "the subagent wrote above the parent's mode");
+    let child_history = client.history(child).await.unwrap().entries;
+    assert!(child_history.iter().any(|e| e.message.content.iter().any(|b| matches!(b,
+        superpi_proto::ContentBlock::ToolResult { is_error: true, output, .. } if output.contains("plan mode")))));
+
+    // A subagent's own `subagent` call is refused.
+    let nested = json!({"task": format!("@tool subagent {}", json!({"task": "deeper"}))});
+    let turn = client.submit_text(parent, &format!("@tool subagent {nested}")).await.unwrap();
+    let events = turn_events(&mut sub, turn.turn_id).await;
+    let (child, _, _) = started(&events);
+    let child_history = client.history(child).await.unwrap().entries;
+    assert!(child_history.iter().any(|e| e.message.content.iter().any(|b| matches!(b,
+        superpi_proto::ContentBlock::ToolResult { is_error: true, output, .. } if output.contains("cannot start subagents")))));
+    assert_eq!(client.list().await.unwrap().iter().filter(|c| c.parent_id == Some(child)).count(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_the_parent_cancels_the_subagent() {
+    let env = TestEnv::new();
+    let client = connect(&env).await;
+    let (parent, mut sub) = open_and_watch(&client, &env.workspace, Some("auto"), false).await;
+    // The child's command waits for a file nobody creates: only the cancel ends it.
+    let wait = json!({"command": "while [ ! -e never ]; do sleep 0.05; done"});
+    let task = format!("@tool bash {wait}");
+    let prompt = format!("@tool subagent {}", json!({"task": task, "harness": "superpi-code"}));
+    let turn = client.submit_text(parent, &prompt).await.unwrap();
+    let start = next_event(&mut sub, |e| matches!(e.body, EventBody::SubagentStarted { .. })).await;
+    let EventBody::SubagentStarted { child_conversation_id: child, .. } = start.body else { unreachable!() };
+    let mut child_sub = client.watch(watch_params(child)).await.unwrap();
+    next_event(&mut child_sub, |e| matches!(e.body, EventBody::ToolStarted { .. })).await;
+
+    let answer = client.cancel(parent).await.unwrap();
+    assert_eq!(answer["cancelled"], Value::Bool(true));
+    let events = turn_events(&mut sub, turn.turn_id).await;
+    assert!(matches!(events.last().unwrap().body, EventBody::TurnCancelled {}), "{events:?}");
+    assert_eq!(finished(&events).0, "cancelled");
+    let child_end = next_event(&mut child_sub, |e| e.body.is_turn_end()).await;
+    assert!(matches!(child_end.body, EventBody::TurnCancelled {}), "{child_end:?}");
+}
