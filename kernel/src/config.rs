@@ -35,6 +35,9 @@ pub struct KernelConfig {
     /// The digests of the provider variables this kernel started with (as superpi-client
     /// computes them), compared with each frontend's `hello`; `None`: no comparison.
     pub provider_env: Option<std::collections::BTreeMap<String, String>>,
+    /// The store: a PostgreSQL connection string (several kernels can share the database);
+    /// `None`: SQLite in the data directory.
+    pub database_url: Option<String>,
     /// The tools this kernel offers: the built-ins, and any an embedding program registers.
     pub tools: ToolRegistry,
 }
@@ -54,6 +57,7 @@ impl KernelConfig {
             tool_exe: None,
             autostarted: false,
             provider_env: None,
+            database_url: None,
             tools: ToolRegistry::builtin(),
         }
     }

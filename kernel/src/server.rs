@@ -13,7 +13,7 @@ use tokio::net::{UnixListener, UnixStream};
 
 use crate::config::{KernelConfig, KernelError};
 use crate::kernel::{Kernel, KernelSlot};
-use crate::store::{SqliteStore, Store};
+use crate::store;
 use crate::tools::Catalog;
 
 /// Runs a kernel in the foreground until `kernel.shutdown`, a signal, or (autostarted) idleness.
@@ -33,7 +33,7 @@ pub async fn run(mut config: KernelConfig) -> Result<(), KernelError> {
     // Everything that can fail on bad configuration fails before the socket exists, so a
     // frontend that started this kernel sees it exit and reads why in its log.
     let catalog = Catalog::load(&config).map_err(KernelError::Config)?;
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&config.locations().database_path())?);
+    let store = store::open(config.database_url.as_deref(), &config.locations().database_path())?;
     let mut sandbox_config = SandboxConfig::new(config.data_dir.clone());
     if let Some(exe) = &config.tool_exe {
         sandbox_config.tool_exe = exe.clone();

@@ -1,12 +1,18 @@
 //! The durable store: everything the kernel keeps (conversations, entries, events, turns,
 //! frontend sessions, "always" answers) behind one trait, [`Store`], which the kernel names
-//! and nothing else. Its engine: SQLite in WAL mode (`store/sqlite.rs`), the embedded default.
+//! and nothing else. Two engines: SQLite in WAL mode (`store/sqlite.rs`), the embedded default,
+//! and PostgreSQL (`store/postgres.rs`), a server several kernels can share; [`open`] chooses.
 //!
 //! Every call is one short statement or transaction. Migrations are numbered files run at
 //! open. Token deltas never reach this module.
 
+mod postgres;
 mod sqlite;
 
+use std::path::Path;
+use std::sync::Arc;
+
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
 use superpi_proto::event::now_ms;
@@ -16,6 +22,12 @@ use superpi_proto::{Entry, EntryKind, Message};
 pub enum StoreError {
     #[error("database error: {0}")]
     Sql(#[from] rusqlite::Error),
+    #[error("database error: {0}")]
+    Postgres(String),
+    #[error("database connection: {0}")]
+    Config(String),
+    #[error("another superpi kernel uses this database (one kernel per database)")]
+    InUse,
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
     #[error("the database was written by a newer superpi (schema {found}, this build knows {known})")]
@@ -172,6 +184,15 @@ pub trait Store: Send + Sync {
     fn checkpoint(&self) -> Result<(), StoreError>;
 }
 
+/// The kernel's store: the PostgreSQL database a connection string names, else the SQLite
+/// file at `sqlite_path`.
+pub fn open(database_url: Option<&str>, sqlite_path: &Path) -> Result<Arc<dyn Store>, StoreError> {
+    Ok(match database_url {
+        Some(url) => Arc::new(PostgresStore::connect(url)?),
+        None => Arc::new(SqliteStore::open(sqlite_path)?),
+    })
+}
+
 /// When a turn with this status ended: now for a final status, none while it may still run.
 fn ended_at_ms(status: &str) -> Option<i64> {
     matches!(status, "completed" | "error" | "cancelled" | "interrupted" | "steered").then(now_ms)
@@ -210,3 +231,8 @@ fn stored_entry(
 #[cfg(test)]
 #[path = "store_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "../testing/postgres_server.rs"]
+#[allow(clippy::disallowed_methods, clippy::expect_used)] // a test server: spawns, fails loudly
+pub(crate) mod test_postgres;

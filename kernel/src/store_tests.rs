@@ -179,8 +179,29 @@ fn permission_overrides_are_stored_per_conversation_and_replaced() {
     assert_eq!(store.permission_overrides(b).unwrap(), None);
 }
 
+#[test]
+fn both_engines_have_the_same_migrations_numbered_alike() {
+    let names = |m: &[(&'static str, &'static str)]| m.iter().map(|(name, _)| *name).collect::<Vec<_>>();
+    assert_eq!(names(sqlite::MIGRATIONS), names(postgres::MIGRATIONS));
+}
+
+#[test]
+fn postgres_migrates_once_and_one_kernel_at_a_time_holds_a_database() {
+    let Some(server) = super::test_postgres::shared() else { return };
+    let url = server.new_database();
+    let first = PostgresStore::connect(&url).unwrap();
+    assert_eq!(first.schema_version().unwrap(), MIGRATIONS.len());
+    let id = new_conv(&first).id;
+    assert!(matches!(PostgresStore::connect(&url), Err(StoreError::InUse)));
+    drop(first);
+    // The server lets the lock go once it sees the connection closed; connect waits for that.
+    let second = PostgresStore::connect(&url).unwrap();
+    assert_eq!(second.schema_version().unwrap(), MIGRATIONS.len());
+    assert_eq!(second.conversation(id).unwrap().unwrap().harness, "superpi-code");
+}
+
 /// The behaviour every engine keeps: each test above runs on each engine, under its name in
-/// `on_sqlite::`.
+/// `on_sqlite::` and `on_postgres::`.
 macro_rules! on_each_engine {
     ($($name:ident),* $(,)?) => {
         mod on_sqlite {
@@ -188,6 +209,18 @@ macro_rules! on_each_engine {
                 #[test]
                 fn $name() {
                     super::$name(&super::SqliteStore::open_in_memory().unwrap());
+                }
+            )*
+        }
+
+        /// On a database of its own on the test process's server (skipped, saying so, when
+        /// the machine has no PostgreSQL and CI is not set).
+        mod on_postgres {
+            $(
+                #[test]
+                fn $name() {
+                    let Some(server) = crate::store::test_postgres::shared() else { return };
+                    super::$name(&super::PostgresStore::connect(&server.new_database()).unwrap());
                 }
             )*
         }

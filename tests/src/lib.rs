@@ -17,6 +17,10 @@ use superpi_client::{ConnectOptions, Locations};
 
 pub mod bench;
 pub mod http;
+/// A PostgreSQL server for the tests of the store's PostgreSQL engine (the kernel's unit tests
+/// use the same file).
+#[path = "../../kernel/testing/postgres_server.rs"]
+pub mod postgres_server;
 
 /// The fixture MCP server of this build (src/bin/mcp_fixture.rs, beside `superpi`).
 pub fn mcp_fixture_bin() -> PathBuf {
@@ -254,6 +258,21 @@ pub async fn open_and_watch(
         .await
         .expect("watch");
     (conversation_id, sub)
+}
+
+/// The next event of a subscription that satisfies `pred` (30 s at most).
+pub async fn next_event(
+    sub: &mut superpi_client::Subscription,
+    pred: impl Fn(&superpi_proto::Event) -> bool,
+) -> superpi_proto::Event {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let event = tokio::time::timeout(left, sub.next()).await.expect("the event in time").expect("open");
+        if pred(&event) {
+            return event;
+        }
+    }
 }
 
 /// The events of a subscription up to and including the end of turn `turn_id` (30 s at most).

@@ -97,6 +97,11 @@ pub struct KernelArgs {
     /// Started by a frontend: exit after idling (no client, no turn) for --idle-exit seconds.
     #[arg(long)]
     pub autostarted: bool,
+    /// The store: a PostgreSQL connection string (`postgresql://USER@HOST/DB?sslmode=require`
+    /// or `host=... dbname=...`), a database several kernels can share. Without it: SQLite in
+    /// the data directory.
+    #[arg(long = "database", value_name = "URL", env = "SUPERPI_DATABASE_URL", hide_env_values = true)]
+    pub database: Option<String>,
     /// Seconds of idleness before an autostarted kernel exits.
     #[arg(long, default_value_t = 300, env = "SUPERPI_KERNEL_IDLE_EXIT")]
     pub idle_exit: u64,
@@ -235,6 +240,7 @@ async fn kernel(locations: &Locations, args: KernelArgs) -> anyhow::Result<ExitC
                 config.idle_exit = Some(Duration::from_secs(args.idle_exit.max(1)));
             }
             config.autostarted = args.autostarted;
+            config.database_url = args.database;
             config.provider_env = Some(superpi_client::process_provider_env());
             config.tool_exe = std::env::current_exe().ok();
             superpi_kernel::run(config).await?;

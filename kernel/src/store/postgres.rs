@@ -1,0 +1,534 @@
+//! The PostgreSQL engine: a database server several kernels can share
+//! (`SUPERPI_DATABASE_URL`, `superpi kernel --database URL`).
+//!
+//! The kernel calls its store synchronously (SQLite answers from a local file, and the
+//! publisher commits under its seq lock), so this engine keeps that shape: one connection,
+//! driven by a thread of its own, and each call waits for its answer (through
+//! `block_in_place` on the kernel's multi-thread runtime, so other tasks move on meanwhile).
+//! A connection that broke is opened again at the next call.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use superpi_proto::event::now_ms;
+use superpi_proto::{Entry, Message};
+use tokio_postgres::config::SslMode;
+use tokio_postgres::{Client, Config, GenericClient, NoTls, Row};
+
+use super::{
+    Commit, ConversationRow, InterruptedTurn, NewConversation, Store, StoreError, TurnStatus, ended_at_ms, readdress,
+    stored_entry, stored_prompt, to_json,
+};
+
+/// The numbered migrations in PostgreSQL's dialect: the same numbers and names as SQLite's.
+pub(super) const MIGRATIONS: &[(&str, &str)] = &[
+    ("0001_init", include_str!("../../migrations/postgres/0001_init.sql")),
+    ("0002_permission_overrides", include_str!("../../migrations/postgres/0002_permission_overrides.sql")),
+    ("0003_turn_prompt", include_str!("../../migrations/postgres/0003_turn_prompt.sql")),
+];
+
+/// The advisory lock kernels take while migrating, so two starting at once migrate in turn.
+const MIGRATION_LOCK: i64 = 0x7375_7065_7270_6900; // "superpi\0"
+/// The advisory lock a kernel holds for as long as its connection lives: one kernel per
+/// database, as one per data directory (its flock), so the turns another kernel runs are never
+/// taken for a dead kernel's. The server drops it with a connection that dies, however the
+/// kernel died.
+const KERNEL_LOCK: i64 = 0x7375_7065_7270_6901; // "superpi\1"
+
+const CONVERSATION_COLUMNS: &str = "id, owner, harness, model, mode, workspace, title, parent_id, created_at_ms";
+
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(err: tokio_postgres::Error) -> Self {
+        // The server's own words (and detail) say more than the driver's "db error".
+        let text = match err.as_db_error() {
+            Some(db) => match db.detail() {
+                Some(detail) => format!("{}: {} ({detail})", db.severity(), db.message()),
+                None => format!("{}: {}", db.severity(), db.message()),
+            },
+            None => err.to_string(),
+        };
+        StoreError::Postgres(text)
+    }
+}
+
+pub struct PostgresStore {
+    config: Config,
+    driver: Driver,
+    client: Mutex<Client>,
+}
+
+impl PostgresStore {
+    /// Connects to the database a connection string names (a `postgresql://` URL or
+    /// `key=value` pairs) and runs pending migrations. TLS (rustls, the server's certificate
+    /// checked against the system's roots) when it says `sslmode=require`.
+    pub fn connect(url: &str) -> Result<PostgresStore, StoreError> {
+        let config: Config = url.parse().map_err(|e: tokio_postgres::Error| StoreError::Config(e.to_string()))?;
+        let driver = Driver::start()?;
+        let mut client = driver.connect(&config)?;
+        wait(migrate(&mut client))?;
+        wait(claim(&client))?;
+        Ok(PostgresStore { config, driver, client: Mutex::new(client) })
+    }
+
+    /// The connection, opened again when it broke.
+    fn client(&self) -> Result<MutexGuard<'_, Client>, StoreError> {
+        let mut client = self.client.lock().unwrap_or_else(|p| p.into_inner());
+        if client.is_closed() {
+            tracing::warn!("the database connection was closed: connecting again");
+            let fresh = self.driver.connect(&self.config)?;
+            wait(claim(&fresh))?;
+            *client = fresh;
+        }
+        Ok(client)
+    }
+}
+
+/// Waits for a database call. On a multi-thread runtime's worker the runtime is told first,
+/// so its other tasks move to another thread meanwhile.
+fn wait<F: Future>(future: F) -> F::Output {
+    let on_worker = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if on_worker {
+        tokio::task::block_in_place(|| futures::executor::block_on(future))
+    } else {
+        futures::executor::block_on(future)
+    }
+}
+
+/// The thread whose runtime drives the connections' sockets (a query only hands its messages
+/// to the connection task, so it can be awaited from any thread). It ends with the store.
+struct Driver {
+    handle: tokio::runtime::Handle,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Driver {
+    fn start() -> Result<Driver, StoreError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Config(format!("starting the database thread: {e}")))?;
+        let handle = runtime.handle().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name("superpi-postgres".into())
+            .spawn(move || {
+                let _ = runtime.block_on(stopped);
+            })
+            .map_err(|e| StoreError::Config(format!("starting the database thread: {e}")))?;
+        Ok(Driver { handle, _stop: stop })
+    }
+
+    fn connect(&self, config: &Config) -> Result<Client, StoreError> {
+        let config = config.clone();
+        let connecting = self.handle.spawn(async move {
+            if config.get_ssl_mode() == SslMode::Require {
+                let (client, connection) = config.connect(tls()?).await?;
+                tokio::spawn(drive(connection));
+                Ok(client)
+            } else {
+                let (client, connection) = config.connect(NoTls).await?;
+                tokio::spawn(drive(connection));
+                Ok(client)
+            }
+        });
+        wait(connecting).map_err(|e| StoreError::Config(format!("the database thread: {e}")))?
+    }
+}
+
+async fn drive<F: Future<Output = Result<(), tokio_postgres::Error>>>(connection: F) {
+    if let Err(err) = connection.await {
+        tracing::error!("the database connection ended: {}", StoreError::from(err));
+    }
+}
+
+fn tls() -> Result<tokio_postgres_rustls::MakeRustlsConnect, StoreError> {
+    use rustls_platform_verifier::BuilderVerifierExt;
+    let tls_error = |e: rustls::Error| StoreError::Config(format!("TLS: {e}"));
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(tls_error)?
+        .with_platform_verifier()
+        .map_err(tls_error)?
+        .with_no_client_auth();
+    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
+}
+
+/// Takes the database for this kernel, or says another kernel has it. Waits a little, on the
+/// server: a kernel started right after one was killed waits for the server to notice.
+async fn claim(client: &Client) -> Result<(), StoreError> {
+    client.batch_execute("SET lock_timeout = '3s'").await?;
+    let claimed = client.execute("SELECT pg_advisory_lock($1)", &[&KERNEL_LOCK]).await;
+    client.batch_execute("RESET lock_timeout").await?;
+    match claimed {
+        Ok(_) => Ok(()),
+        Err(err) if err.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE) => Err(StoreError::InUse),
+        Err(err) => Err(err.into()),
+    }
+}
+
+async fn migrate(client: &mut Client) -> Result<(), StoreError> {
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).await?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS superpi_schema (
+             one     BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one),
+             version BIGINT  NOT NULL
+         )",
+    )
+    .await?;
+    let current = tx.query_opt("SELECT version FROM superpi_schema", &[]).await?;
+    let current = current.map(|row| row.try_get::<_, i64>(0)).transpose()?.unwrap_or(0) as usize;
+    if current > MIGRATIONS.len() {
+        return Err(StoreError::TooNew { found: current, known: MIGRATIONS.len() });
+    }
+    for (name, sql) in &MIGRATIONS[current..] {
+        tx.batch_execute(sql).await?;
+        tracing::info!("applied migration {name}");
+    }
+    tx.execute(
+        "INSERT INTO superpi_schema (version) VALUES ($1) ON CONFLICT (one) DO UPDATE SET version = excluded.version",
+        &[&(MIGRATIONS.len() as i64)],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+fn to_conversation(row: &Row) -> Result<ConversationRow, StoreError> {
+    Ok(ConversationRow {
+        id: row.try_get(0)?,
+        owner: row.try_get(1)?,
+        harness: row.try_get(2)?,
+        model: row.try_get(3)?,
+        mode: row.try_get(4)?,
+        workspace: row.try_get(5)?,
+        title: row.try_get(6)?,
+        parent_id: row.try_get(7)?,
+        created_at_ms: row.try_get(8)?,
+    })
+}
+
+/// A seq or count as PostgreSQL's BIGINT (past its range: its greatest value).
+fn bigint(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+async fn update_turn_status(client: &impl GenericClient, turn: TurnStatus<'_>) -> Result<(), StoreError> {
+    client
+        .execute(
+            "UPDATE turns SET status = $2, error = $3, ended_at_ms = $4 WHERE id = $1",
+            &[&turn.turn_id, &turn.status, &turn.error, &ended_at_ms(turn.status)],
+        )
+        .await?;
+    Ok(())
+}
+
+impl Store for PostgresStore {
+    fn schema_version(&self) -> Result<usize, StoreError> {
+        let client = self.client()?;
+        let row = wait(client.query_one("SELECT version FROM superpi_schema", &[]))?;
+        Ok(row.try_get::<_, i64>(0)? as usize)
+    }
+
+    fn recover_interrupted(&self) -> Result<Vec<InterruptedTurn>, StoreError> {
+        let mut client = self.client()?;
+        let rows = wait(async {
+            let tx = client.transaction().await?;
+            let rows = tx
+                .query(
+                    "SELECT conversation_id, id, status, prompt FROM turns WHERE status IN ('running', 'queued')
+                     ORDER BY id FOR UPDATE",
+                    &[],
+                )
+                .await?;
+            tx.execute(
+                "UPDATE turns SET status = 'interrupted', ended_at_ms = $1 WHERE status IN ('running', 'queued')",
+                &[&now_ms()],
+            )
+            .await?;
+            tx.commit().await?;
+            Ok::<_, StoreError>(rows)
+        })?;
+        let mut turns = Vec::with_capacity(rows.len());
+        for row in rows {
+            let (conversation_id, turn_id): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+            let status: String = row.try_get(2)?;
+            let prompt: Option<String> = row.try_get(3)?;
+            let unstarted_prompt = match (status.as_str(), prompt) {
+                ("queued", Some(json)) => Some(stored_prompt(turn_id, &json)?),
+                _ => None,
+            };
+            turns.push(InterruptedTurn { conversation_id, turn_id, unstarted_prompt });
+        }
+        Ok(turns)
+    }
+
+    fn create_conversation(&self, new: &NewConversation) -> Result<ConversationRow, StoreError> {
+        let now = now_ms();
+        let client = self.client()?;
+        let row = wait(client.query_one(
+            &format!(
+                "INSERT INTO conversations (owner, harness, model, mode, workspace, title, created_at_ms, updated_at_ms)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING {CONVERSATION_COLUMNS}"
+            ),
+            &[&new.owner, &new.harness, &new.model, &new.mode, &new.workspace, &new.title, &now],
+        ))?;
+        to_conversation(&row)
+    }
+
+    fn conversation(&self, id: i64) -> Result<Option<ConversationRow>, StoreError> {
+        let client = self.client()?;
+        let row =
+            wait(client.query_opt(&format!("SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE id = $1"), &[&id]))?;
+        row.as_ref().map(to_conversation).transpose()
+    }
+
+    fn list_conversations(&self, owner: &str, limit: u32, offset: u32) -> Result<Vec<ConversationRow>, StoreError> {
+        let client = self.client()?;
+        let rows = wait(client.query(
+            &format!(
+                "SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE owner = $1
+                 ORDER BY updated_at_ms DESC, id DESC LIMIT $2 OFFSET $3"
+            ),
+            &[&owner, &i64::from(limit), &i64::from(offset)],
+        ))?;
+        rows.iter().map(to_conversation).collect()
+    }
+
+    fn set_mode(&self, id: i64, mode: &str) -> Result<(), StoreError> {
+        let client = self.client()?;
+        wait(client.execute(
+            "UPDATE conversations SET mode = $2, updated_at_ms = $3 WHERE id = $1",
+            &[&id, &mode, &now_ms()],
+        ))?;
+        Ok(())
+    }
+
+    fn set_model(&self, id: i64, model: &str) -> Result<(), StoreError> {
+        let client = self.client()?;
+        wait(client.execute(
+            "UPDATE conversations SET model = $2, updated_at_ms = $3 WHERE id = $1",
+            &[&id, &model, &now_ms()],
+        ))?;
+        Ok(())
+    }
+
+    fn permission_overrides(&self, id: i64) -> Result<Option<String>, StoreError> {
+        let client = self.client()?;
+        let row =
+            wait(client.query_opt("SELECT overrides FROM permission_overrides WHERE conversation_id = $1", &[&id]))?;
+        Ok(row.map(|r| r.try_get(0)).transpose()?)
+    }
+
+    fn set_permission_overrides(&self, id: i64, json: &str) -> Result<(), StoreError> {
+        let client = self.client()?;
+        wait(client.execute(
+            "INSERT INTO permission_overrides (conversation_id, overrides) VALUES ($1, $2)
+             ON CONFLICT (conversation_id) DO UPDATE SET overrides = excluded.overrides",
+            &[&id, &json],
+        ))?;
+        Ok(())
+    }
+
+    fn set_title(&self, id: i64, title: &str) -> Result<(), StoreError> {
+        let client = self.client()?;
+        wait(client.execute("UPDATE conversations SET title = $2 WHERE id = $1 AND title IS NULL", &[&id, &title]))?;
+        Ok(())
+    }
+
+    fn find_external(&self, frontend: &str, principal: &str, external_id: &str) -> Result<Option<i64>, StoreError> {
+        let client = self.client()?;
+        let row = wait(client.query_opt(
+            "SELECT conversation_id FROM frontend_sessions WHERE frontend = $1 AND principal = $2 AND external_id = $3",
+            &[&frontend, &principal, &external_id],
+        ))?;
+        Ok(row.map(|r| r.try_get(0)).transpose()?)
+    }
+
+    fn bind_external(
+        &self,
+        frontend: &str,
+        principal: &str,
+        external_id: &str,
+        conversation_id: i64,
+    ) -> Result<(), StoreError> {
+        let client = self.client()?;
+        wait(client.execute(
+            "INSERT INTO frontend_sessions (frontend, principal, external_id, conversation_id, created_at_ms)
+             VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (frontend, principal, external_id)
+             DO UPDATE SET conversation_id = excluded.conversation_id, created_at_ms = excluded.created_at_ms",
+            &[&frontend, &principal, &external_id, &conversation_id, &now_ms()],
+        ))?;
+        Ok(())
+    }
+
+    fn head_seq(&self, conversation_id: i64) -> Result<u64, StoreError> {
+        let client = self.client()?;
+        let row = wait(client.query_one(
+            "SELECT GREATEST((SELECT COALESCE(MAX(seq), 0) FROM events WHERE conversation_id = $1),
+                             (SELECT COALESCE(MAX(seq), 0) FROM entries WHERE conversation_id = $1))",
+            &[&conversation_id],
+        ))?;
+        Ok(row.try_get::<_, i64>(0)? as u64)
+    }
+
+    fn commit(&self, c: &Commit<'_>) -> Result<(), StoreError> {
+        let entry = match c.entry {
+            Some((kind, turn_id, message)) => Some((kind.as_str(), turn_id, to_json(message)?)),
+            None => None,
+        };
+        let seq = bigint(c.seq);
+        let mut client = self.client()?;
+        wait(async {
+            let tx = client.transaction().await?;
+            tx.execute(
+                "INSERT INTO events (conversation_id, seq, type, wire) VALUES ($1, $2, $3, $4)",
+                &[&c.conversation_id, &seq, &c.event_type, &c.wire],
+            )
+            .await?;
+            let now = now_ms();
+            if let Some((kind, turn_id, json)) = &entry {
+                tx.execute(
+                    "INSERT INTO entries (conversation_id, seq, kind, turn_id, message, created_at_ms)
+                     VALUES ($1, $2, $3, $4, $5, $6)",
+                    &[&c.conversation_id, &seq, kind, turn_id, json, &now],
+                )
+                .await?;
+            }
+            tx.execute("UPDATE conversations SET updated_at_ms = $2 WHERE id = $1", &[&c.conversation_id, &now])
+                .await?;
+            if let Some(turn) = c.turn_status {
+                update_turn_status(&tx, turn).await?;
+            }
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
+    fn events_page(
+        &self,
+        conversation_id: i64,
+        after: u64,
+        up_to: u64,
+        max_events: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<(u64, String)>, StoreError> {
+        let client = self.client()?;
+        let rows = wait(client.query(
+            "SELECT seq, wire FROM events WHERE conversation_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4",
+            &[&conversation_id, &bigint(after), &bigint(up_to), &bigint(max_events as u64)],
+        ))?;
+        let mut page = Vec::new();
+        let mut bytes = 0;
+        for row in rows {
+            let (seq, wire): (i64, String) = (row.try_get(0)?, row.try_get(1)?);
+            bytes += wire.len();
+            page.push((seq as u64, wire));
+            if bytes >= max_bytes {
+                break;
+            }
+        }
+        Ok(page)
+    }
+
+    fn entries_page(
+        &self,
+        conversation_id: i64,
+        after: u64,
+        max_entries: usize,
+        max_bytes: usize,
+    ) -> Result<(Vec<Entry>, bool), StoreError> {
+        let client = self.client()?;
+        // One row past the page says whether more follow.
+        let rows = wait(client.query(
+            "SELECT seq, kind, turn_id, message, created_at_ms FROM entries WHERE conversation_id = $1 AND seq > $2
+             ORDER BY seq LIMIT $3",
+            &[&conversation_id, &bigint(after), &bigint((max_entries as u64).saturating_add(1))],
+        ))?;
+        let mut out = Vec::new();
+        let mut bytes = 0;
+        for row in rows {
+            if out.len() >= max_entries || (bytes >= max_bytes && !out.is_empty()) {
+                return Ok((out, true));
+            }
+            let message: String = row.try_get(3)?;
+            bytes += message.len();
+            let kind: String = row.try_get(1)?;
+            out.push(stored_entry(row.try_get(0)?, &kind, row.try_get(2)?, &message, row.try_get(4)?)?);
+        }
+        Ok((out, false))
+    }
+
+    fn create_turn(&self, conversation_id: i64, prompt: &Message) -> Result<i64, StoreError> {
+        let json = to_json(prompt)?;
+        let client = self.client()?;
+        let row = wait(client.query_one(
+            "INSERT INTO turns (conversation_id, status, prompt, created_at_ms) VALUES ($1, 'queued', $2, $3)
+             RETURNING id",
+            &[&conversation_id, &json, &now_ms()],
+        ))?;
+        Ok(row.try_get(0)?)
+    }
+
+    fn set_turn_status(&self, turn_id: i64, status: &str, error: Option<&str>) -> Result<(), StoreError> {
+        let client = self.client()?;
+        wait(update_turn_status(&*client, TurnStatus { turn_id, status, error }))
+    }
+
+    fn turn_status(&self, turn_id: i64) -> Result<Option<String>, StoreError> {
+        let client = self.client()?;
+        let row = wait(client.query_opt("SELECT status FROM turns WHERE id = $1", &[&turn_id]))?;
+        Ok(row.map(|r| r.try_get(0)).transpose()?)
+    }
+
+    fn fork(&self, source: &ConversationRow, owner: &str, at_seq: Option<u64>) -> Result<ConversationRow, StoreError> {
+        let at = at_seq.map_or(i64::MAX, bigint);
+        let now = now_ms();
+        let mut client = self.client()?;
+        wait(async {
+            let tx = client.transaction().await?;
+            let row = tx
+                .query_one(
+                    &format!(
+                        "INSERT INTO conversations (owner, harness, model, mode, workspace, title, parent_id, fork_seq,
+                                                    created_at_ms, updated_at_ms)
+                         SELECT $2, harness, model, mode, workspace, title, id, $3, $4, $4 FROM conversations WHERE id = $1
+                         RETURNING {CONVERSATION_COLUMNS}"
+                    ),
+                    &[&source.id, &owner, &at_seq.map(bigint), &now],
+                )
+                .await?;
+            let fork = to_conversation(&row)?;
+            tx.execute(
+                "INSERT INTO entries (conversation_id, seq, kind, turn_id, message, created_at_ms)
+                 SELECT $2, seq, kind, NULL, message, created_at_ms FROM entries WHERE conversation_id = $1 AND seq <= $3",
+                &[&source.id, &fork.id, &at],
+            )
+            .await?;
+            // Stored events keep their wire form; the copies are re-addressed to the fork.
+            let events = tx
+                .query(
+                    "SELECT seq, type, wire FROM events WHERE conversation_id = $1 AND seq <= $2 ORDER BY seq",
+                    &[&source.id, &at],
+                )
+                .await?;
+            let insert =
+                tx.prepare("INSERT INTO events (conversation_id, seq, type, wire) VALUES ($1, $2, $3, $4)").await?;
+            for event in events {
+                let (seq, ty, wire): (i64, String, String) = (event.try_get(0)?, event.try_get(1)?, event.try_get(2)?);
+                let wire = readdress(&wire, fork.id).unwrap_or(wire);
+                tx.execute(&insert, &[&fork.id, &seq, &ty, &wire]).await?;
+            }
+            tx.commit().await?;
+            Ok(fork)
+        })
+    }
+
+    fn checkpoint(&self) -> Result<(), StoreError> {
+        // The server keeps its own log; a kernel's stop leaves nothing to fold.
+        Ok(())
+    }
+}
