@@ -25,6 +25,7 @@ pub(super) const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_init", include_str!("../../migrations/postgres/0001_init.sql")),
     ("0002_permission_overrides", include_str!("../../migrations/postgres/0002_permission_overrides.sql")),
     ("0003_turn_prompt", include_str!("../../migrations/postgres/0003_turn_prompt.sql")),
+    ("0004_turn_steered", include_str!("../../migrations/postgres/0004_turn_steered.sql")),
 ];
 
 /// The advisory lock kernels take while migrating, so two starting at once migrate in turn.
