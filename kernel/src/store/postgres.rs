@@ -485,6 +485,12 @@ impl Store for PostgresStore {
         Ok(row.map(|r| r.try_get(0)).transpose()?)
     }
 
+    fn turn_outcome(&self, turn_id: i64) -> Result<Option<(String, Option<String>)>, StoreError> {
+        let client = self.client()?;
+        let row = wait(client.query_opt("SELECT status, error FROM turns WHERE id = $1", &[&turn_id]))?;
+        Ok(row.map(|r| Ok::<_, tokio_postgres::Error>((r.try_get(0)?, r.try_get(1)?))).transpose()?)
+    }
+
     fn fork(&self, source: &ConversationRow, owner: &str, at_seq: Option<u64>) -> Result<ConversationRow, StoreError> {
         let at = at_seq.map_or(i64::MAX, bigint);
         let now = now_ms();
