@@ -359,9 +359,21 @@ fn list(kernel: &Arc<Kernel>, peer: &Peer, p: ListParams) -> Reply {
 fn history(kernel: &Arc<Kernel>, peer: &Peer, p: HistoryParams) -> Reply {
     let conv = owned(kernel, peer, p.conversation_id)?;
     let limit = p.limit.unwrap_or(HISTORY_PAGE).clamp(1, HISTORY_PAGE) as usize;
+    // The first page says what a view needs beside the entries: the last compaction and plan
+    // (read first: a compaction stored meanwhile is among the entries, not missing from them).
+    let first = p.after_seq.unwrap_or(0) == 0;
+    let latest = |event_type| -> Result<Option<Event>, ErrorObject> {
+        if !first {
+            return Ok(None);
+        }
+        let latest = kernel.store.latest_events(conv.id, event_type, 1).map_err(internal)?;
+        Ok(latest.first().and_then(|(_, wire)| Event::from_json(wire).ok()))
+    };
+    let (last_compaction, last_plan) = (latest("compaction_completed")?, latest("plan_updated")?);
     let (entries, more) =
         kernel.store.entries_page(conv.id, p.after_seq.unwrap_or(0), limit, HISTORY_PAGE_BYTES).map_err(internal)?;
-    to_value(HistoryResult { conversation: info(kernel, &conv, peer.remote, false), entries, more })
+    let info = info(kernel, &conv, peer.remote, false);
+    to_value(HistoryResult { conversation: info, entries, more, last_compaction, last_plan })
 }
 
 fn fork(kernel: &Arc<Kernel>, peer: &Peer, p: ForkParams) -> Reply {

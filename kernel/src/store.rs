@@ -148,6 +148,15 @@ pub trait Store: Send + Sync {
         max_bytes: usize,
     ) -> Result<Vec<(u64, String)>, StoreError>;
 
+    /// The latest stored events of one type (`plan_updated`, ...), as wire JSON, latest first:
+    /// at most `most`.
+    fn latest_events(
+        &self,
+        conversation_id: i64,
+        event_type: &str,
+        most: usize,
+    ) -> Result<Vec<(u64, String)>, StoreError>;
+
     /// A conversation's entries in seq order.
     fn entries(&self, conversation_id: i64) -> Result<Vec<Entry>, StoreError> {
         Ok(self.entries_page(conversation_id, 0, usize::MAX, usize::MAX)?.0)

@@ -114,6 +114,16 @@ fn commits_store_events_and_entries_together_and_replay_in_order(store: &dyn Sto
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0].message.content, vec![ContentBlock::text("hello")]);
     assert_eq!(entries[0].message.role, Role::User);
+    // The latest events of a type, latest first.
+    for (seq, event_type) in [(6, "plan_updated"), (7, "turn_started"), (8, "plan_updated")] {
+        let wire = format!("{{\"seq\":{seq}}}");
+        let commit = Commit { conversation_id: conv.id, seq, event_type, wire: &wire, entry: None, turn_status: None };
+        store.commit(&commit).unwrap();
+    }
+    let plans = store.latest_events(conv.id, "plan_updated", 5).unwrap();
+    assert_eq!(plans, vec![(8, "{\"seq\":8}".to_string()), (6, "{\"seq\":6}".to_string())]);
+    assert_eq!(store.latest_events(conv.id, "plan_updated", 1).unwrap().len(), 1);
+    assert_eq!(store.latest_events(conv.id, "compaction_completed", 1).unwrap(), vec![]);
     // A seq is committed once: a duplicate is refused, not overwritten.
     assert!(
         store

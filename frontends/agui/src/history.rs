@@ -1,11 +1,12 @@
 //! Stored entries as AG-UI messages, for `MESSAGES_SNAPSHOT`.
 //!
-//! Only what a person sees: the entries after the last compaction, with the compaction's
-//! summary first as a system message. Ids come from the entry's `seq` (`u12`, `a13`, ...);
+//! Only what the model still reads: after the last compaction, its summary first as a system
+//! message, then the recent entries it kept (from its `head_entry_id`, stored before it) and
+//! the entries after it. Ids come from the entry's `seq` (`u12`, `a13`, ...);
 //! tool results are named by their tool call (`tool-CALLID`), as the live renderer names
 //! them, so a snapshot and a live stream agree.
 
-use superpi_proto::{ContentBlock, Entry, EntryKind};
+use superpi_proto::{ContentBlock, Entry, EntryKind, Event, EventBody};
 
 use crate::wire::{AguiMessage, ToolCallRef};
 
@@ -14,11 +15,12 @@ pub fn tool_message_id(tool_call_id: &str) -> String {
     format!("tool-{tool_call_id}")
 }
 
-/// The visible messages of a conversation's entries, in order.
-pub fn visible_messages(entries: &[Entry]) -> Vec<AguiMessage> {
-    let start = entries.iter().rposition(|e| e.kind == EntryKind::Compaction).unwrap_or(0);
+/// The visible messages of a conversation's entries, in order. `last_compaction` is the
+/// history's last `compaction_completed` event: it says which entries before the last
+/// compaction entry the model still reads.
+pub fn visible_messages(entries: &[Entry], last_compaction: Option<&Event>) -> Vec<AguiMessage> {
     let mut out = Vec::new();
-    for entry in &entries[start..] {
+    for entry in in_context(entries, last_compaction) {
         let seq = entry.seq;
         let blocks = &entry.message.content;
         match entry.kind {
@@ -70,6 +72,22 @@ pub fn visible_messages(entries: &[Entry]) -> Vec<AguiMessage> {
     out
 }
 
+/// The entries the model reads, in the order it reads them: everything without a compaction;
+/// else the last compaction entry, the entries it kept (from its event's `head_entry_id`, when
+/// that event is the one of this entry), then those after it.
+fn in_context<'a>(entries: &'a [Entry], last_compaction: Option<&Event>) -> Vec<&'a Entry> {
+    let Some(at) = entries.iter().rposition(|e| e.kind == EntryKind::Compaction) else {
+        return entries.iter().collect();
+    };
+    let compaction = &entries[at];
+    let head = last_compaction.filter(|e| e.seq == compaction.seq).and_then(|e| match &e.body {
+        EventBody::CompactionCompleted { head_entry_id, .. } => head_entry_id.as_u64(),
+        _ => None,
+    });
+    let kept = entries[..at].iter().filter(|e| e.kind != EntryKind::Compaction && head.is_some_and(|h| e.seq >= h));
+    std::iter::once(compaction).chain(kept).chain(&entries[at + 1..]).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,7 +135,7 @@ mod tests {
             entry(9, EntryKind::System, Role::System, vec![ContentBlock::text("internal")]),
         ];
         assert_eq!(
-            visible_messages(&entries),
+            visible_messages(&entries, None),
             vec![
                 AguiMessage::User { id: "u1".into(), content: "list".into() },
                 AguiMessage::Reasoning { id: "r3".into(), content: "hmm".into() },
@@ -135,7 +153,7 @@ mod tests {
                 AguiMessage::Assistant { id: "a8".into(), content: Some("One file.".into()), tool_calls: vec![] },
             ]
         );
-        let wire = serde_json::to_value(visible_messages(&entries)).unwrap();
+        let wire = serde_json::to_value(visible_messages(&entries, None)).unwrap();
         assert_eq!(
             wire[2],
             json!({"role": "assistant", "id": "a3", "content": "Looking.", "toolCalls": [
@@ -146,14 +164,42 @@ mod tests {
     }
 
     #[test]
-    fn a_compaction_hides_what_came_before_it() {
+    fn a_compaction_shows_its_summary_then_the_turns_it_kept() {
+        let entries = vec![
+            entry(1, EntryKind::User, Role::User, vec![ContentBlock::text("first")]),
+            entry(2, EntryKind::Assistant, Role::Assistant, vec![ContentBlock::text("one")]),
+            entry(4, EntryKind::Compaction, Role::System, vec![ContentBlock::text("older summary")]),
+            entry(6, EntryKind::User, Role::User, vec![ContentBlock::text("kept")]),
+            entry(7, EntryKind::Assistant, Role::Assistant, vec![ContentBlock::text("two")]),
+            entry(9, EntryKind::Compaction, Role::System, vec![ContentBlock::text("summary")]),
+            entry(10, EntryKind::User, Role::User, vec![ContentBlock::text("new")]),
+        ];
+        let mut event = Event::compaction_completed(1, None, json!(2), Some("summary".into()));
+        event.seq = 9;
+        assert_eq!(
+            visible_messages(&entries, Some(&event)),
+            vec![
+                AguiMessage::System { id: "c9".into(), content: "summary".into() },
+                AguiMessage::Assistant { id: "a2".into(), content: Some("one".into()), tool_calls: vec![] },
+                AguiMessage::User { id: "u6".into(), content: "kept".into() },
+                AguiMessage::Assistant { id: "a7".into(), content: Some("two".into()), tool_calls: vec![] },
+                AguiMessage::User { id: "u10".into(), content: "new".into() },
+            ]
+        );
+        // The event of another compaction (stored after this page was read) says nothing of this one.
+        event.seq = 12;
+        assert_eq!(visible_messages(&entries, Some(&event)).len(), 2);
+    }
+
+    #[test]
+    fn a_compaction_that_kept_nothing_hides_what_came_before_it() {
         let entries = vec![
             entry(1, EntryKind::User, Role::User, vec![ContentBlock::text("old")]),
             entry(5, EntryKind::Compaction, Role::System, vec![ContentBlock::text("summary")]),
             entry(6, EntryKind::User, Role::User, vec![ContentBlock::text("new")]),
         ];
         assert_eq!(
-            visible_messages(&entries),
+            visible_messages(&entries, None),
             vec![
                 AguiMessage::System { id: "c5".into(), content: "summary".into() },
                 AguiMessage::User { id: "u6".into(), content: "new".into() },

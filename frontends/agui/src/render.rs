@@ -15,8 +15,8 @@
 //! bookkeeping is already apart in `render/streams.rs`.
 
 use serde_json::{Value, json};
-use superpi_proto::method::ConversationInfo;
-use superpi_proto::{ContentBlock, Entry, Event, EventBody, Role};
+use superpi_proto::method::{ConversationInfo, HistoryResult};
+use superpi_proto::{ContentBlock, Event, EventBody, PlanEntry, Role};
 
 use crate::history;
 use crate::wire::{AguiEvent, Outcome, json_text};
@@ -154,13 +154,17 @@ impl Renderer {
         out
     }
 
-    /// The start of an attached stream: a run that carries the state and the visible messages
-    /// of `entries`. It stays open when the conversation is running (the turn in progress
-    /// ends it) and finishes at once otherwise.
-    pub fn attach(&mut self, run_id: &str, entries: &[Entry], running: bool) -> Vec<AguiEvent> {
+    /// The start of an attached stream: a run that carries the state (with the plan as it
+    /// stands) and the visible messages of `history`. It stays open when the conversation is
+    /// running (the turn in progress ends it) and finishes at once otherwise.
+    pub fn attach(&mut self, run_id: &str, history: &HistoryResult, running: bool) -> Vec<AguiEvent> {
         let mut out = Vec::new();
+        if let Some(EventBody::PlanUpdated { entries }) = history.last_plan.as_ref().map(|e| &e.body) {
+            self.set("plan", plan_state(entries));
+        }
         self.open_run(run_id, &mut out);
-        out.push(AguiEvent::MessagesSnapshot { messages: history::visible_messages(entries) });
+        let messages = history::visible_messages(&history.entries, history.last_compaction.as_ref());
+        out.push(AguiEvent::MessagesSnapshot { messages });
         if running {
             self.set("status", json!("running"));
             self.push_state_delta(&mut out);
@@ -177,12 +181,13 @@ impl Renderer {
     }
 
     /// A `MESSAGES_SNAPSHOT` of the visible history (after a compaction).
-    pub fn messages_snapshot(&mut self, entries: &[Entry], now_ms: u64) -> Vec<AguiEvent> {
+    pub fn messages_snapshot(&mut self, history: &HistoryResult, now_ms: u64) -> Vec<AguiEvent> {
         let mut out = Vec::new();
         self.flush_pending(&mut out, now_ms);
         self.close_streams(&mut out);
         self.ensure_run(None, &mut out);
-        out.push(AguiEvent::MessagesSnapshot { messages: history::visible_messages(entries) });
+        let messages = history::visible_messages(&history.entries, history.last_compaction.as_ref());
+        out.push(AguiEvent::MessagesSnapshot { messages });
         out
     }
 
@@ -374,11 +379,7 @@ impl Renderer {
                 }
                 self.set("usage", usage);
             }
-            EventBody::PlanUpdated { entries } => {
-                let plan: Vec<Value> =
-                    entries.iter().map(|e| json!({"id": e.id, "text": e.text, "completed": e.completed})).collect();
-                self.set("plan", Value::Array(plan));
-            }
+            EventBody::PlanUpdated { entries } => self.set("plan", plan_state(entries)),
             EventBody::CompactionCompleted { .. } => self.wants_history = true,
             EventBody::Notice { level, message } => {
                 self.flush_pending(&mut out, now_ms);
@@ -493,6 +494,11 @@ impl Renderer {
             out.push(AguiEvent::StateDelta { delta: patch });
         }
     }
+}
+
+/// The plan as the state holds it.
+fn plan_state(entries: &[PlanEntry]) -> Value {
+    entries.iter().map(|e| json!({"id": e.id, "text": e.text, "completed": e.completed})).collect()
 }
 
 fn custom(name: &str, value: Value) -> AguiEvent {

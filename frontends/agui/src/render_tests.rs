@@ -3,7 +3,7 @@
 //! `render_props_tests.rs`).
 use serde_json::{Value, json};
 use superpi_proto::event::{PermissionRequestFields, PlanEntry};
-use superpi_proto::method::ConversationInfo;
+use superpi_proto::method::{ConversationInfo, HistoryResult};
 use superpi_proto::{ContentBlock, Entry, EntryKind, Event, Message, Role, Usage};
 
 use super::*;
@@ -28,6 +28,11 @@ fn info(status: &str) -> ConversationInfo {
         created: true,
         rules_files: Vec::new(),
     }
+}
+
+/// A history of `entries`, with its last compaction and plan events.
+fn history(entries: Vec<Entry>, last_compaction: Option<Event>, last_plan: Option<Event>) -> HistoryResult {
+    HistoryResult { conversation: info("idle"), entries, more: false, last_compaction, last_plan }
 }
 
 fn renderer() -> Renderer {
@@ -389,7 +394,7 @@ fn state_changes_between_runs_wait_for_the_next_run() {
         created_at_ms: 0,
     }];
     assert_eq!(
-        r.attach("attach-1", &entries, false),
+        r.attach("attach-1", &history(entries, None, None), false),
         vec![
             E::RunStarted { thread_id: "thread-1".into(), run_id: "attach-1".into() },
             E::StateSnapshot { snapshot: initial_state() },
@@ -434,7 +439,7 @@ fn state_changes_between_runs_wait_for_the_next_run() {
 #[test]
 fn attaching_to_a_running_conversation_keeps_the_run_open_for_its_turn() {
     let mut r = Renderer::new("thread-1", &info("running"), RenderOptions { echo_user: true, ..Default::default() });
-    let out = r.attach("attach-1", &[], true);
+    let out = r.attach("attach-1", &history(vec![], None, None), true);
     assert_eq!(out.len(), 3);
     assert!(r.run_open());
     assert_eq!(
@@ -458,17 +463,32 @@ fn a_compaction_asks_for_the_history_and_sends_a_messages_snapshot() {
     assert_eq!(r.render(&Event::compaction_completed(CONV, None, json!(5), Some("sum".into())), 0), vec![]);
     assert!(r.take_history_request());
     assert!(!r.take_history_request());
-    let entries = vec![Entry {
-        seq: 5,
-        kind: EntryKind::Compaction,
-        turn_id: None,
-        message: Message::user_text("sum"),
-        created_at_ms: 0,
-    }];
+    let entry = |seq, kind, message| Entry { seq, kind, turn_id: None, message, created_at_ms: 0 };
+    let entries = vec![
+        entry(1, EntryKind::User, Message::user_text("old")),
+        entry(3, EntryKind::User, Message::user_text("kept")),
+        entry(5, EntryKind::Compaction, Message::user_text("sum")),
+    ];
+    let compaction = seq(Event::compaction_completed(CONV, None, json!(3), Some("sum".into())), 5);
     assert_eq!(
-        r.messages_snapshot(&entries, 1),
-        vec![E::MessagesSnapshot { messages: vec![AguiMessage::System { id: "c5".into(), content: "sum".into() }] }]
+        r.messages_snapshot(&history(entries, Some(compaction), None), 1),
+        vec![E::MessagesSnapshot {
+            messages: vec![
+                AguiMessage::System { id: "c5".into(), content: "sum".into() },
+                AguiMessage::User { id: "u3".into(), content: "kept".into() },
+            ]
+        }]
     );
+}
+
+#[test]
+fn attaching_shows_the_plan_as_it_stands() {
+    let mut r = Renderer::new("thread-1", &info("idle"), RenderOptions { echo_user: true, ..Default::default() });
+    let plan = vec![PlanEntry { id: "1".into(), text: "read".into(), completed: true }];
+    let out = r.attach("attach-1", &history(vec![], None, Some(Event::plan_updated(CONV, Some(2), plan))), false);
+    let mut state = initial_state();
+    state["plan"] = json!([{"id": "1", "text": "read", "completed": true}]);
+    assert_eq!(out[1], E::StateSnapshot { snapshot: state });
 }
 
 #[test]
@@ -507,7 +527,7 @@ fn events_serialize_as_ag_ui_expects() {
 #[test]
 fn text_streamed_from_the_middle_asks_for_a_messages_snapshot() {
     let mut r = Renderer::new("thread-1", &info("running"), RenderOptions { echo_user: true, ..Default::default() });
-    r.attach("attach-1", &[], true);
+    r.attach("attach-1", &history(vec![], None, None), true);
     assert_eq!(
         r.render(&Event::text_delta(CONV, Some(TURN), 0, "world"), 0),
         vec![
@@ -547,7 +567,7 @@ fn a_run_stream_and_an_attached_stream_name_a_turns_messages_alike() {
     run.start_run("client-run-id");
     let mut attached =
         Renderer::new("thread-1", &info("idle"), RenderOptions { echo_user: true, ..Default::default() });
-    attached.attach("attach-1", &[], false);
+    attached.attach("attach-1", &history(vec![], None, None), false);
     assert_eq!(ids(&mut run), vec!["msg-t3-1".to_string()]);
     assert_eq!(ids(&mut attached), vec!["msg-t3-1".to_string()]);
 }

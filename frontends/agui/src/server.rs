@@ -128,7 +128,7 @@ async fn events(
     let mut renderer =
         Renderer::new(&thread, &history.conversation, RenderOptions { echo_user: true, ..Default::default() });
     let run_id = format!("attach-{}-{}", info.conversation_id, history.conversation.head_seq);
-    let first = renderer.attach(&run_id, &history.entries, history.conversation.status == "running");
+    let first = renderer.attach(&run_id, &history, history.conversation.status == "running");
     let body = stream::spawn_attach(client, subscription, renderer, agui.frontend.stopping(), first);
     Ok((superpi_http::sse_headers(), body).into_response())
 }

@@ -98,7 +98,7 @@ impl Pump {
                     if self.renderer.take_history_request()
                         && let Ok(history) = self.client.history(event.conversation_id).await
                     {
-                        out.extend(self.renderer.messages_snapshot(&history.entries, self.now_ms()));
+                        out.extend(self.renderer.messages_snapshot(&history, self.now_ms()));
                     }
                     let step = if self.send(out).await { Step::Continue } else { Step::Gone };
                     (step, Some(event))

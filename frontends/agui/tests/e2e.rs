@@ -211,6 +211,43 @@ async fn attaching_sends_snapshots_then_later_runs_live() {
 }
 
 #[tokio::test]
+async fn after_a_compaction_the_messages_snapshot_holds_the_summary_and_the_turns_it_kept() {
+    let server = Server::start(&[], &[]);
+    let http = http();
+    for (run, prompt) in [("r1", "first question"), ("r2", "second question"), ("r3", "third question")] {
+        server.run(&http, &run_input("t1", run, prompt)).await.all().await;
+    }
+    let mut attached = server.attach(&http, "t1").await;
+    attached.until("RUN_FINISHED").await;
+    let kernel = KernelClient::connect(&server.env.connect_options("agui")).await.unwrap();
+    let info = kernel.open(OpenParams { external_id: Some("t1".into()), ..Default::default() }).await.unwrap();
+    // The mock's window is large: the summary stands for the first turn, the later two are kept.
+    let compacted = kernel.compact(info.conversation_id).await.unwrap();
+    assert_eq!(compacted["compacted"], true, "{compacted}");
+    let contents = |snapshot: &Value| -> Vec<(String, String)> {
+        let messages = snapshot["messages"].as_array().unwrap();
+        messages.iter().map(|m| (m["role"].as_str().unwrap().into(), m["content"].as_str().unwrap().into())).collect()
+    };
+    let expected_after_summary = [
+        ("user", "second question"),
+        ("assistant", "second question"),
+        ("user", "third question"),
+        ("assistant", "third question"),
+    ]
+    .map(|(role, text)| (role.to_string(), text.to_string()));
+    // The attached stream gets a snapshot of what the model now reads...
+    let live = attached.until("MESSAGES_SNAPSHOT").await;
+    let live = contents(live.last().unwrap());
+    assert_eq!(live[0].0, "system");
+    assert_eq!(live[1..], expected_after_summary, "{live:?}");
+    // ...and so does a stream attached afterwards.
+    let mut later = server.attach(&http, "t1").await;
+    let opening = later.until("RUN_FINISHED").await;
+    assert_eq!(types(&opening), ["RUN_STARTED", "STATE_SNAPSHOT", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]);
+    assert_eq!(contents(&opening[2]), [vec![live[0].clone()], expected_after_summary.to_vec()].concat());
+}
+
+#[tokio::test]
 async fn the_input_route_refuses_what_it_cannot_do() {
     let server = Server::start(&[], &[]);
     let http = http();

@@ -107,6 +107,8 @@ fn a_transcript_is_one_json_line_per_entry() {
             rules_files: Vec::new(),
         },
         more: false,
+        last_compaction: None,
+        last_plan: None,
         entries: vec![
             Entry {
                 seq: 1,

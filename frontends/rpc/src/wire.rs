@@ -259,11 +259,18 @@ pub fn entry(entry: &Entry) -> Value {
 }
 
 pub fn history(result: &HistoryResult) -> Value {
-    json!({
+    let mut value = json!({
         "conversation": conversation(&result.conversation),
         "entries": result.entries.iter().map(entry).collect::<Vec<_>>(),
         "more": result.more,
-    })
+    });
+    // Events keep the kernel's wire form here as in `session.event`.
+    for (key, event) in [("last_compaction", &result.last_compaction), ("last_plan", &result.last_plan)] {
+        if let Some(event) = event {
+            value[key] = event.to_wire();
+        }
+    }
+    value
 }
 
 pub fn harness(info: &HarnessInfo) -> Value {

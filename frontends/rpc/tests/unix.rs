@@ -69,13 +69,14 @@ async fn open_submit_and_watch_with_acks() {
     let compact = c.ok("session.compact", json!({"conversation_id": id})).await;
     assert_eq!(compact["compacted"], json!(true), "{compact}");
     assert_eq!(compact["context_window"], json!(200_000));
-    let kinds: Vec<Value> = c.ok("session.history", json!({"conversation_id": id})).await["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["kind"].clone())
-        .collect();
+    let history = c.ok("session.history", json!({"conversation_id": id})).await;
+    let kinds: Vec<Value> = history["entries"].as_array().unwrap().iter().map(|e| e["kind"].clone()).collect();
     assert_eq!(kinds, vec![json!("user"), json!("assistant"), json!("compaction")]);
+    // The first page names the last compaction: its entry's seq and what it kept (the answer).
+    assert_eq!(history["last_compaction"]["type"], json!("compaction_completed"), "{history}");
+    assert_eq!(history["last_compaction"]["seq"], history["entries"][2]["seq"]);
+    assert_eq!(history["last_compaction"]["head_entry_id"], history["entries"][1]["seq"]);
+    assert!(history.get("last_plan").is_none(), "{history}");
     let mode = c.ok("session.set_mode", json!({"conversation_id": id, "mode": "plan"})).await;
     assert_eq!(mode["mode"], json!("plan"));
     let meta = c.ok("workspace.metadata", json!({})).await;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
 use crate::content::{ContentBlock, Entry};
+use crate::event::Event;
 use crate::message::{ErrorObject, codes};
 
 /// Every method the kernel serves, with its params.
@@ -308,6 +309,14 @@ pub struct HistoryResult {
     /// More entries follow this page: ask again with `after_seq` the last entry's seq.
     #[serde(default)]
     pub more: bool,
+    /// On the first page: the last `compaction_completed` event (its seq is its `compaction`
+    /// entry's; its `head_entry_id` the first entry kept before it), so a view can show what
+    /// the model still reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_compaction: Option<Event>,
+    /// On the first page: the latest `plan_updated` event (the plan as it stands).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_plan: Option<Event>,
 }
 
 /// `session.fork`: a new conversation holding the entries up to `at_seq` (all by default).

@@ -435,6 +435,20 @@ impl Store for PostgresStore {
         Ok(page)
     }
 
+    fn latest_events(
+        &self,
+        conversation_id: i64,
+        event_type: &str,
+        most: usize,
+    ) -> Result<Vec<(u64, String)>, StoreError> {
+        let client = self.client()?;
+        let rows = wait(client.query(
+            "SELECT seq, wire FROM events WHERE conversation_id = $1 AND type = $2 ORDER BY seq DESC LIMIT $3",
+            &[&conversation_id, &event_type, &bigint(most as u64)],
+        ))?;
+        rows.iter().map(|row| Ok((row.try_get::<_, i64>(0)? as u64, row.try_get::<_, String>(1)?))).collect()
+    }
+
     fn entries_page(
         &self,
         conversation_id: i64,

@@ -264,6 +264,22 @@ impl Store for SqliteStore {
         Ok(page)
     }
 
+    fn latest_events(
+        &self,
+        conversation_id: i64,
+        event_type: &str,
+        most: usize,
+    ) -> Result<Vec<(u64, String)>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT seq, wire FROM events WHERE conversation_id = ?1 AND type = ?2 ORDER BY seq DESC LIMIT ?3",
+        )?;
+        let rows = stmt.query_map(params![conversation_id, event_type, most.min(i64::MAX as usize) as i64], |r| {
+            Ok((r.get::<_, i64>(0)? as u64, r.get::<_, String>(1)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     fn entries_page(
         &self,
         conversation_id: i64,
