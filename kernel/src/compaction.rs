@@ -3,7 +3,8 @@
 //! system prompt, the summary and the recent turns (see `context.rs`).
 //!
 //! Automatic before a model request that would pass the threshold of the window
-//! (`providers.compact_at_percent`), and on demand (`session.compact`). The cut keeps the most
+//! (`providers.compact_at_percent`), and on demand (`session.compact`, run by the
+//! conversation's actor between turns). The cut keeps the most
 //! recent turns that fit a share of the window and never separates a tool call from its
 //! result. Nothing is deleted: history, replay and fork still show every entry.
 
@@ -15,10 +16,11 @@ use superpi_proto::ErrorObject;
 use superpi_proto::message::codes;
 use superpi_proto::{ContentBlock, EntryKind, Event, Message, Role};
 use superpi_providers::{ModelLimits, ModelRequest, StreamEvent, ToolSpec};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::{self, Context};
-use crate::conversation::Conversation;
+use crate::conversation::{Conversation, Input};
 use crate::kernel::Kernel;
 use crate::sync::lock;
 
@@ -202,21 +204,28 @@ fn summary_request(ctx: &Context, cut: usize, frame: &Frame<'_>) -> ModelRequest
     request
 }
 
-/// `session.compact`: compacts an idle conversation now, with its harness's prompt and tools.
-pub(crate) async fn on_demand(kernel: &Arc<Kernel>, conv: &Arc<Conversation>) -> Result<Value, ErrorObject> {
-    if conv.is_running() {
-        return Err(ErrorObject::new(
-            codes::INVALID_PARAMS,
-            "a turn is running: compact when it ends (a turn compacts by itself when its context fills up)",
-        ));
-    }
+/// `session.compact`: the conversation's actor compacts it between turns (after the running
+/// one and those queued before this request); the answer comes when that is done.
+pub(crate) async fn on_demand(conv: &Conversation) -> Result<Value, ErrorObject> {
+    let stopping = || ErrorObject::new(codes::INTERNAL_ERROR, "the kernel is stopping");
+    let (reply, answer) = oneshot::channel();
+    conv.input.send(Input::Compact { reply }).await.map_err(|_| stopping())?;
+    answer.await.map_err(|_| stopping())?
+}
+
+/// A compaction the actor runs between turns, with the harness's prompt and tools.
+pub(crate) async fn between_turns(
+    kernel: &Arc<Kernel>,
+    conv: &Arc<Conversation>,
+    cancel: &CancellationToken,
+) -> Result<Value, ErrorObject> {
     let settings = conv.settings();
     let harness = kernel.catalog.harness(Some(&settings.harness))?;
     let specs = tool_specs(&kernel.catalog.tools_for(harness));
     let system = crate::rules::system_for(&harness.prompt, settings.workspace.as_deref());
     let limits = superpi_providers::limits::for_model(&settings.model, &kernel.catalog.providers);
     let frame = Frame { model: &settings.model, system: system.as_deref(), tools: &specs, limits };
-    match compact(kernel, conv, None, &frame, &kernel.shutdown.child_token()).await {
+    match compact(kernel, conv, None, &frame, cancel).await {
         Ok(done) => Ok(json!({
             "compacted": true,
             "head_entry_id": context::head_entry_id(done.first_kept_seq),
@@ -225,7 +234,10 @@ pub(crate) async fn on_demand(kernel: &Arc<Kernel>, conv: &Arc<Conversation>) ->
             "context_window": limits.context_window,
         })),
         Err(NotCompacted::Nothing) => Ok(json!({"compacted": false, "reason": "nothing to compact yet"})),
-        Err(NotCompacted::Cancelled) => Err(ErrorObject::new(codes::INTERNAL_ERROR, "the kernel is stopping")),
+        Err(NotCompacted::Cancelled) if kernel.shutdown.is_cancelled() => {
+            Err(ErrorObject::new(codes::INTERNAL_ERROR, "the kernel is stopping"))
+        }
+        Err(NotCompacted::Cancelled) => Ok(json!({"compacted": false, "reason": "cancelled"})),
         Err(NotCompacted::Failed(why)) => Err(ErrorObject::new(codes::PROVIDER, why)),
     }
 }

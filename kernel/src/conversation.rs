@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use superpi_policy::{ConversationPolicy, Mode};
-use superpi_proto::{EntryKind, Event, Message};
+use superpi_proto::{EntryKind, ErrorObject, Event, Message};
 use tokio::sync::{mpsc, oneshot, watch};
 
 pub(crate) use crate::feed::Published;
@@ -63,6 +63,13 @@ pub(crate) enum Input {
     TurnEnded {
         turn_id: i64,
     },
+    /// `session.compact`: compacts the context between turns, after the running one and those
+    /// queued before it; the reply is the method's answer.
+    Compact {
+        reply: oneshot::Sender<Result<serde_json::Value, ErrorObject>>,
+    },
+    /// The compaction a `Compact` started is over.
+    CompactionEnded,
 }
 
 /// A prompt that joins the running turn: its own turn row (which holds it until it joins, so
@@ -232,8 +239,8 @@ impl Conversation {
             error.seq = next;
             json = error.to_json();
         }
-        // The turn is over for everyone who sees its end (`session.compact` right after it is
-        // not refused as running), before the actor hears of it.
+        // The turn is over for everyone who sees its end (its status is `idle` right after
+        // it), before the actor hears of it.
         if ends {
             let mut running = lock(&self.running);
             if *running == Some(status.turn_id) {

@@ -72,7 +72,7 @@ pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str,
         Method::SessionSetMode(p) => set_mode(kernel, peer, p.conversation_id, &p.mode),
         Method::SessionSetModel(p) => set_model(kernel, peer, p.conversation_id, &p.model),
         Method::SessionCompact(p) => match owned(kernel, peer, p.conversation_id) {
-            Ok(conv) => crate::compaction::on_demand(kernel, &conv).await,
+            Ok(conv) => crate::compaction::on_demand(&conv).await,
             Err(err) => Err(err),
         },
         Method::HarnessList => Ok(json!({

@@ -1,6 +1,6 @@
 //! Conversations come alive: loaded from the store on first use (with their policy and the
 //! "always" answers stored with them) and run by one actor each, an event loop over one
-//! closed input enum that queues submits and runs one turn at a time. After a quiet period
+//! closed input enum that queues submits (and `session.compact`s) and runs one at a time. After a quiet period
 //! with nothing holding it (no watcher, turn or request) the actor takes its conversation out
 //! of memory and ends; the next use loads it again. At start, the turns a dead kernel left get
 //! their ends here.
@@ -10,8 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use superpi_policy::Mode;
-use superpi_proto::Message;
-use tokio::sync::mpsc;
+use superpi_proto::message::codes;
+use superpi_proto::{ErrorObject, Event, Message};
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{Conversation, Input, Steer};
@@ -95,11 +96,27 @@ fn may_leave(conv: &Conversation) -> bool {
     conv.all_stored() && lock(&conv.mcp_servers).is_empty()
 }
 
+/// What the actor runs one at a time, in the order it came: a turn, or a compaction that
+/// `session.compact` asked for (between turns, never beside one).
+enum Job {
+    Turn { turn_id: i64, message: Box<Message>, ceiling: Mode },
+    Compact(CompactReply),
+}
+
+type CompactReply = oneshot::Sender<Result<serde_json::Value, ErrorObject>>;
+
+/// The job running now.
+#[derive(Clone, Copy, PartialEq)]
+enum Running {
+    Turn(i64),
+    Compaction,
+}
+
 async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Receiver<Input>) {
-    let mut queue: VecDeque<(i64, Box<Message>, Mode)> = VecDeque::new();
-    let mut current: Option<(i64, CancellationToken)> = None;
+    let mut queue: VecDeque<Job> = VecDeque::new();
+    let mut current: Option<(Running, CancellationToken)> = None;
     loop {
-        // Stopping: wait for the running turn's end (its token is the kernel's child, so it
+        // Stopping: wait for the running job's end (its token is the kernel's child, so it
         // ends promptly), so the turns behind it are recorded after it, in order.
         let stopping = kernel.shutdown.is_cancelled();
         if stopping && current.is_none() {
@@ -126,9 +143,12 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
         // The quiet period starts again at each input (a turn's end too).
         conv.touch();
         match input {
-            Input::Submit { turn_id, message, ceiling } => queue.push_back((turn_id, message, ceiling)),
+            Input::Submit { turn_id, message, ceiling } => queue.push_back(Job::Turn { turn_id, message, ceiling }),
             Input::Steer { steer, reply } => {
-                let running = current.as_ref().map(|(id, _)| *id);
+                let running = match current {
+                    Some((Running::Turn(id), _)) => Some(id),
+                    _ => None,
+                };
                 let offered = match running {
                     Some(_) => lock(&conv.steering).offer(steer),
                     None => Err(steer),
@@ -138,10 +158,18 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
                         let _ = reply.send(running);
                     }
                     Err(Steer { turn_id, message, ceiling }) => {
-                        queue.push_back((turn_id, message, ceiling));
+                        queue.push_back(Job::Turn { turn_id, message, ceiling });
                         let _ = reply.send(None);
                     }
                 }
+            }
+            Input::Compact { reply } => {
+                // Whoever watches learns why nothing happens yet.
+                if current.is_some() || !queue.is_empty() {
+                    let why = "compaction requested: it runs when the turns before it end";
+                    conv.emit(&*kernel, Event::notice(conv.id, None, "info", why));
+                }
+                queue.push_back(Job::Compact(reply));
             }
             Input::Cancel { reply } => {
                 let cancelled = match &current {
@@ -155,43 +183,68 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
                 let _ = reply.send(cancelled);
             }
             Input::TurnEnded { turn_id } => {
-                if current.as_ref().is_some_and(|(id, _)| *id == turn_id) {
+                if current.as_ref().is_some_and(|(running, _)| *running == Running::Turn(turn_id)) {
                     current = None;
                     *lock(&conv.running) = None;
                     kernel.activity.turn_ended();
                 }
             }
+            Input::CompactionEnded => {
+                if current.as_ref().is_some_and(|(running, _)| *running == Running::Compaction) {
+                    current = None;
+                }
+            }
         }
         if current.is_none()
             && !kernel.shutdown.is_cancelled()
-            && let Some((turn_id, message, ceiling)) = queue.pop_front()
+            && let Some(job) = queue.pop_front()
         {
             let token = kernel.shutdown.child_token();
-            current = Some((turn_id, token.clone()));
-            *lock(&conv.running) = Some(turn_id);
-            *lock(&conv.turn_ceiling) = Some(ceiling);
-            lock(&conv.steering).open();
-            kernel.activity.turn_started();
             let (k, c) = (kernel.clone(), conv.clone());
-            kernel.tasks.spawn(async move {
-                crate::turn::run(&k, &c, turn_id, ceiling, *message, token).await;
-                let _ = c.input.send(Input::TurnEnded { turn_id }).await;
-            });
+            match job {
+                Job::Turn { turn_id, message, ceiling } => {
+                    current = Some((Running::Turn(turn_id), token.clone()));
+                    *lock(&conv.running) = Some(turn_id);
+                    *lock(&conv.turn_ceiling) = Some(ceiling);
+                    lock(&conv.steering).open();
+                    kernel.activity.turn_started();
+                    kernel.tasks.spawn(async move {
+                        crate::turn::run(&k, &c, turn_id, ceiling, *message, token).await;
+                        let _ = c.input.send(Input::TurnEnded { turn_id }).await;
+                    });
+                }
+                Job::Compact(reply) => {
+                    current = Some((Running::Compaction, token.clone()));
+                    kernel.tasks.spawn(async move {
+                        let _ = reply.send(crate::compaction::between_turns(&k, &c, &token).await);
+                        let _ = c.input.send(Input::CompactionEnded).await;
+                    });
+                }
+            }
         }
     }
     // Turns that never started, those queued here and those still in the channel, end as
     // interrupted with their prompts in the history: watchers see every acknowledged turn end.
+    // Compactions that never started are refused.
     rx.close();
     while let Ok(input) = rx.try_recv() {
         match input {
             Input::Submit { turn_id, message, ceiling }
             | Input::Steer { steer: Steer { turn_id, message, ceiling }, .. } => {
-                queue.push_back((turn_id, message, ceiling))
+                queue.push_back(Job::Turn { turn_id, message, ceiling })
             }
+            Input::Compact { reply } => queue.push_back(Job::Compact(reply)),
             _ => {}
         }
     }
-    for (turn_id, message, _) in queue {
-        crate::recovery::interrupt_unstarted(&kernel, &conv, turn_id, &message);
+    for job in queue {
+        match job {
+            Job::Turn { turn_id, message, .. } => {
+                crate::recovery::interrupt_unstarted(&kernel, &conv, turn_id, &message)
+            }
+            Job::Compact(reply) => {
+                let _ = reply.send(Err(ErrorObject::new(codes::INTERNAL_ERROR, "the kernel is stopping")));
+            }
+        }
     }
 }

@@ -224,3 +224,37 @@ async fn agents_md_from_the_repository_root_to_the_workspace_reaches_the_system_
     let shown = String::from_utf8_lossy(&shown.stdout);
     assert!(shown.contains(&expected[1]), "{shown}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_compact_during_a_turn_runs_when_the_turn_ends() {
+    let env = TestEnv::new();
+    let client = connect(&env).await;
+    let (conv, mut sub) = open_and_watch(&client, &env.workspace, Some("auto"), false).await;
+    // A turn whose command waits until the test creates `go`: it surely runs meanwhile.
+    let waiting = r#"{"command": "while [ ! -e go ]; do sleep 0.02; done; echo released"}"#;
+    let turn = client.submit_text(conv, &format!("@tool bash {waiting}")).await.unwrap();
+    superpi_tests::next_event(&mut sub, |e| matches!(e.body, EventBody::ToolStarted { .. })).await;
+    let compacting = tokio::spawn({
+        let client = connect(&env).await;
+        async move { client.compact(conv).await }
+    });
+    // The kernel says the compaction waits for the turn.
+    let notice = superpi_tests::next_event(&mut sub, |e| matches!(e.body, EventBody::Notice { .. })).await;
+    assert_eq!(notice.turn_id, None);
+    assert!(!compacting.is_finished());
+    std::fs::write(env.workspace.join("go"), "").unwrap();
+    let events = turn_events(&mut sub, turn.turn_id).await;
+    assert!(matches!(events.last().unwrap().body, EventBody::TurnCompleted { .. }), "{events:?}");
+    // Then the compaction runs, outside the turn, and answers the request.
+    let compaction =
+        superpi_tests::next_event(&mut sub, |e| matches!(e.body, EventBody::CompactionCompleted { .. })).await;
+    assert_eq!(compaction.turn_id, None);
+    assert!(compaction.seq > events.last().unwrap().seq);
+    let answer = compacting.await.unwrap().unwrap();
+    assert_eq!(answer["compacted"], Value::Bool(true), "{answer}");
+    let history = client.history(conv).await.unwrap();
+    assert_eq!(compaction_seqs(&history.entries), vec![compaction.seq]);
+    // A compaction asked for while nothing runs answers at once.
+    let again = client.compact(conv).await.unwrap();
+    assert!(again.get("compacted").is_some(), "{again}");
+}
