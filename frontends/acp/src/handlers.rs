@@ -97,7 +97,8 @@ pub(crate) async fn attach(
     let history = kernel.history(conv).await.map_err(|e| request::kernel_error(e, Some(id)))?;
     let session = server.add_session(&kernel, &history.conversation).await;
     if let Some(cx) = replay_to {
-        for update in replay(&history.entries, session.workspace.as_deref(), session.tools()) {
+        let plan = history.last_plan.as_ref();
+        for update in replay(&history.entries, plan, session.workspace.as_deref(), session.tools()) {
             cx.send_notification(SessionNotification::new(session.id.clone(), update))?;
         }
         // The stored title, else one from the first prompt (as a new session gets).

@@ -274,24 +274,7 @@ impl Renderer {
                     context_window.unwrap_or(self.opts.context_window),
                 ))));
             }
-            EventBody::PlanUpdated { entries } => {
-                let first_open = entries.iter().position(|e| !e.completed);
-                let entries = entries
-                    .iter()
-                    .enumerate()
-                    .map(|(i, e)| {
-                        let status = if e.completed {
-                            PlanEntryStatus::Completed
-                        } else if Some(i) == first_open {
-                            PlanEntryStatus::InProgress
-                        } else {
-                            PlanEntryStatus::Pending
-                        };
-                        PlanEntry::new(e.text.as_str(), PlanEntryPriority::Medium, status)
-                    })
-                    .collect();
-                out.push(Out::Update(SessionUpdate::Plan(Plan::new(entries))));
-            }
+            EventBody::PlanUpdated { entries } => out.push(Out::Update(plan(entries))),
             EventBody::Notice { level, message } => {
                 if self.opts.notices {
                     let severity = match level.as_str() {
@@ -460,6 +443,26 @@ impl Renderer {
         self.synced = true;
         out.push(Out::TurnEnded { turn_id, stop_reason });
     }
+}
+
+/// A plan as ACP shows it: the whole plan, the first entry not done in progress.
+pub fn plan(entries: &[superpi_proto::PlanEntry]) -> SessionUpdate {
+    let first_open = entries.iter().position(|e| !e.completed);
+    let entries = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let status = if e.completed {
+                PlanEntryStatus::Completed
+            } else if Some(i) == first_open {
+                PlanEntryStatus::InProgress
+            } else {
+                PlanEntryStatus::Pending
+            };
+            PlanEntry::new(e.text.as_str(), PlanEntryPriority::Medium, status)
+        })
+        .collect();
+    SessionUpdate::Plan(Plan::new(entries))
 }
 
 fn common_prefix(a: &str, b: &str) -> usize {

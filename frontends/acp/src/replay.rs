@@ -8,7 +8,7 @@ use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallStatus,
 };
 use serde_json::Value;
-use superpi_proto::{ContentBlock as KBlock, Entry, EntryKind, ToolDef};
+use superpi_proto::{ContentBlock as KBlock, Entry, EntryKind, Event, EventBody, ToolDef};
 
 use crate::tools::{self, ToolFacts};
 
@@ -22,9 +22,15 @@ struct Result<'a> {
     structured: Option<&'a Value>,
 }
 
-/// The updates that replay `entries` (in order). A tool call without a stored result (its
-/// turn was cancelled or interrupted) shows as failed.
-pub fn replay(entries: &[Entry], workspace: Option<&Path>, tools: &ToolFacts) -> Vec<SessionUpdate> {
+/// The updates that replay `entries` (in order), and the latest plan (`last_plan`, a
+/// `plan_updated` event) where it was made: after the entries stored before it. A tool call
+/// without a stored result (its turn was cancelled or interrupted) shows as failed.
+pub fn replay(
+    entries: &[Entry],
+    last_plan: Option<&Event>,
+    workspace: Option<&Path>,
+    tools: &ToolFacts,
+) -> Vec<SessionUpdate> {
     let mut results: HashMap<&str, Result<'_>> = HashMap::new();
     for entry in entries {
         for block in &entry.message.content {
@@ -36,8 +42,15 @@ pub fn replay(entries: &[Entry], workspace: Option<&Path>, tools: &ToolFacts) ->
             }
         }
     }
+    let mut plan = last_plan.and_then(|event| match &event.body {
+        EventBody::PlanUpdated { entries } => Some((event.seq, crate::render::plan(entries))),
+        _ => None,
+    });
     let mut out = Vec::new();
     for entry in entries {
+        if let Some((_, update)) = plan.take_if(|(seq, _)| *seq < entry.seq) {
+            out.push(update);
+        }
         match entry.kind {
             EntryKind::User => {
                 for block in &entry.message.content {
@@ -73,6 +86,7 @@ pub fn replay(entries: &[Entry], workspace: Option<&Path>, tools: &ToolFacts) ->
             EntryKind::ToolResult | EntryKind::System | EntryKind::Compaction => {}
         }
     }
+    out.extend(plan.map(|(_, update)| update));
     out
 }
 
@@ -167,7 +181,7 @@ mod tests {
         ];
         let ws = Path::new("/ws");
         assert_eq!(
-            replay(&entries, Some(ws), &ToolFacts::new(superpi_sandbox::ToolRegistry::builtin().defs())),
+            replay(&entries, None, Some(ws), &ToolFacts::new(superpi_sandbox::ToolRegistry::builtin().defs())),
             vec![
                 SessionUpdate::UserMessageChunk(chunk("write a file")),
                 SessionUpdate::AgentThoughtChunk(chunk("ok")),
@@ -198,5 +212,24 @@ mod tests {
                 SessionUpdate::AgentMessageChunk(chunk("Done.")),
             ]
         );
+    }
+
+    #[test]
+    fn the_latest_plan_is_replayed_where_it_was_made() {
+        let entries = vec![
+            entry(1, EntryKind::User, Role::User, vec![KBlock::text("plan it")]),
+            entry(6, EntryKind::Assistant, Role::Assistant, vec![KBlock::text("Planned.")]),
+        ];
+        let steps = vec![superpi_proto::PlanEntry { id: "1".into(), text: "read".into(), completed: false }];
+        let mut event = Event::plan_updated(1, Some(1), steps.clone());
+        event.seq = 4;
+        let tools = ToolFacts::new(Vec::new());
+        let user = SessionUpdate::UserMessageChunk(chunk("plan it"));
+        let answer = SessionUpdate::AgentMessageChunk(chunk("Planned."));
+        let plan = crate::render::plan(&steps);
+        assert_eq!(replay(&entries, Some(&event), None, &tools), vec![user.clone(), plan.clone(), answer.clone()]);
+        // A plan made after every entry (the turn was cut short) comes last.
+        event.seq = 9;
+        assert_eq!(replay(&entries, Some(&event), None, &tools), vec![user, answer, plan]);
     }
 }

@@ -13,9 +13,9 @@ use agent_client_protocol::ErrorCode;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     CancelNotification, CloseSessionRequest, ContentBlock, ListSessionsRequest, LoadSessionRequest, NewSessionRequest,
-    PermissionOptionKind, ResumeSessionRequest, SessionConfigKind, SessionConfigOption, SessionConfigOptionCategory,
-    SessionConfigSelectOptions, SessionConfigValueId, SessionId, SessionModeId, SessionUpdate,
-    SetSessionConfigOptionRequest, SetSessionModeRequest, StopReason, ToolCallStatus,
+    PermissionOptionKind, PlanEntryStatus, ResumeSessionRequest, SessionConfigKind, SessionConfigOption,
+    SessionConfigOptionCategory, SessionConfigSelectOptions, SessionConfigValueId, SessionId, SessionModeId,
+    SessionUpdate, SetSessionConfigOptionRequest, SetSessionModeRequest, StopReason, ToolCallStatus,
 };
 use common::*;
 use serde_json::json;
@@ -107,6 +107,67 @@ async fn initialize_new_prompt_cancel_then_load_in_a_fresh_process() {
         // The loaded session takes prompts.
         let done = cx.send_request(text_prompt(&sid, "again")).block_task().await?;
         assert_eq!(done.stop_reason, StopReason::EndTurn);
+        Ok(())
+    })
+    .await;
+    result.unwrap();
+    assert_jsonrpc_only(&lines);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_load_replays_the_latest_plan_where_it_was_made() {
+    let env = TestEnv::new();
+    let plan = |steps: &[(&str, &str)]| {
+        let plan: Vec<_> = steps.iter().map(|(step, status)| json!({"step": step, "status": status})).collect();
+        format!("@tool update_plan {}", json!({ "plan": plan }))
+    };
+    let first = plan(&[("read the code", "in_progress"), ("fix the bug", "pending")]);
+    let second = plan(&[("read the code", "completed"), ("fix the bug", "in_progress")]);
+    let (result, _) = with_editor(&env, Answer::Dismiss, async |cx, mut seen| {
+        initialize(&cx).await?;
+        let sid = new_session(&cx, &env).await?.session_id;
+        for prompt in [first.as_str(), second.as_str(), "after the plan"] {
+            let done = cx.send_request(text_prompt(&sid, prompt)).block_task().await?;
+            assert_eq!(done.stop_reason, StopReason::EndTurn);
+        }
+        let live = seen.drain().into_iter().filter(|u| matches!(u.update, SessionUpdate::Plan(_))).count();
+        assert_eq!(live, 2, "each update_plan call shows live");
+        Ok(sid)
+    })
+    .await;
+    let sid = result.unwrap();
+
+    let (result, lines) = with_editor(&env, Answer::Dismiss, async |cx, mut seen| {
+        initialize(&cx).await?;
+        cx.send_request(LoadSessionRequest::new(sid.clone(), env.workspace.clone())).block_task().await?;
+        let replayed: Vec<SessionUpdate> = seen.drain().into_iter().map(|u| u.update).collect();
+        let plans: Vec<(usize, &agent_client_protocol::v1::schema::Plan)> = replayed
+            .iter()
+            .enumerate()
+            .filter_map(|(i, u)| match u {
+                SessionUpdate::Plan(plan) => Some((i, plan)),
+                _ => None,
+            })
+            .collect();
+        // Only the plan as it stands, once.
+        let [(at, plan)] = plans[..] else { panic!("one plan replayed: {replayed:?}") };
+        let steps: Vec<(&str, PlanEntryStatus)> =
+            plan.entries.iter().map(|e| (e.content.as_str(), e.status.clone())).collect();
+        assert_eq!(
+            steps,
+            [("read the code", PlanEntryStatus::Completed), ("fix the bug", PlanEntryStatus::InProgress)]
+        );
+        // Where it was made: after the prompt that made it, before the next prompt.
+        let prompt_at = |needle: &str| {
+            replayed.iter().position(|u| match u {
+                SessionUpdate::UserMessageChunk(c) => {
+                    matches!(&c.content, ContentBlock::Text(t) if t.text.contains(needle))
+                }
+                _ => false,
+            })
+        };
+        assert!(prompt_at("completed").unwrap() < at, "{replayed:?}");
+        assert!(at < prompt_at("after the plan").unwrap(), "{replayed:?}");
         Ok(())
     })
     .await;
