@@ -74,7 +74,7 @@ fn names_are_listed_in_order_with_and() {
 
 #[test]
 fn every_variable_the_providers_read_is_compared() {
-    let vendors = superpi_providers::vendor::WIRE_APIS.iter().flat_map(|api| [api.key_var(), api.base_url_var()]);
+    let vendors = superpi_providers::vendor::WIRE_APIS.iter().flat_map(|api| [api.key_var, api.base_url_var]);
     for name in vendors.chain([config::SUPERPI_OPENAI_AUTH_COMMAND, config::SUPERPI_MODEL]) {
         assert!(PROVIDER_VARIABLES.contains(&name), "{name} is not in PROVIDER_VARIABLES");
     }

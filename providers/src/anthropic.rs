@@ -10,7 +10,7 @@ use crate::route::Route;
 use crate::sse::SseEvent;
 use crate::stream::{ModelRequest, ProviderError, StopReason};
 use crate::wire::{arguments_object, json_chunk, object_schema, plain_name, str_field};
-use crate::wire_api::{WireApi, WireParser, WireRequest};
+use crate::wire_api::{WireApi, WireParser, WireRequest, no_reasoning_settings, parser_of, serves_every_model};
 
 /// The endpoint when the settings name none.
 pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
@@ -116,38 +116,22 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
     }
 }
 
-/// Anthropic Messages in the [`crate::vendor::WIRE_APIS`] table.
-pub struct Anthropic;
-
-impl WireApi for Anthropic {
-    fn kind(&self) -> ProviderKind {
-        ProviderKind::Anthropic
-    }
-    fn key_var(&self) -> &'static str {
-        ANTHROPIC_API_KEY
-    }
-    fn base_url_var(&self) -> &'static str {
-        ANTHROPIC_BASE_URL
-    }
-    fn default_base_url(&self) -> &'static str {
-        DEFAULT_ANTHROPIC_BASE_URL
-    }
-    fn name_prefixes(&self) -> &'static [(&'static str, bool)] {
-        &[("anthropic/", true), ("claude-", false)]
-    }
-    fn builtin_models(&self) -> &'static [&'static str] {
-        &["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"]
-    }
-    fn key_header(&self, key: &str) -> (&'static str, String) {
-        ("x-api-key", key.to_string())
-    }
-    fn build_request(&self, route: &Route, request: &ModelRequest) -> WireRequest {
-        build_request(route, request)
-    }
-    fn parser(&self) -> Box<dyn WireParser> {
-        Box::new(Parser::default())
-    }
-}
+/// Anthropic Messages, its row in the [`crate::vendor::WIRE_APIS`] table.
+pub static ANTHROPIC: WireApi = WireApi {
+    kind: ProviderKind::Anthropic,
+    key_var: ANTHROPIC_API_KEY,
+    base_url_var: ANTHROPIC_BASE_URL,
+    default_base_url: DEFAULT_ANTHROPIC_BASE_URL,
+    name_prefixes: &[("anthropic/", true), ("claude-", false)],
+    builtin_models: &["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"],
+    key_header: ("x-api-key", ""),
+    keyless_with_base_url: false,
+    unsupported: serves_every_model,
+    is_reasoning_model: no_reasoning_settings,
+    tool_name: plain_name,
+    build_request,
+    parser: parser_of::<Parser>,
+};
 
 /// Reads Messages events: `message_start`, `content_block_start/delta/stop`, `message_delta`,
 /// `message_stop`, `ping`, `error`.

@@ -68,11 +68,11 @@ impl ProvidersConfig {
     pub fn apply_env(&mut self, lookup: impl Fn(&str) -> Option<String>) {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         for api in WIRE_APIS {
-            let Some(vendor) = self.vendor_mut(api.kind()) else { continue };
-            if let Some(value) = get(api.key_var()) {
+            let Some(vendor) = self.vendor_mut(api.kind) else { continue };
+            if let Some(value) = get(api.key_var) {
                 vendor.api_key = Some(value);
             }
-            if let Some(value) = get(api.base_url_var()) {
+            if let Some(value) = get(api.base_url_var) {
                 vendor.base_url = Some(value);
             }
         }

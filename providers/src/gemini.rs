@@ -18,7 +18,7 @@ use crate::route::Route;
 use crate::sse::SseEvent;
 use crate::stream::{ModelRequest, ProviderError, StopReason};
 use crate::wire::{arguments_object, fresh_call_id, json_chunk, str_field, stream_error};
-use crate::wire_api::{WireApi, WireParser, WireRequest};
+use crate::wire_api::{WireApi, WireParser, WireRequest, no_reasoning_settings, parser_of, serves_every_model};
 
 /// The endpoint when the settings name none.
 pub const DEFAULT_GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com";
@@ -166,42 +166,28 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
     }
 }
 
-/// Gemini in the [`crate::vendor::WIRE_APIS`] table.
-pub struct Gemini;
+/// Gemini, its row in the [`crate::vendor::WIRE_APIS`] table.
+pub static GEMINI: WireApi = WireApi {
+    kind: ProviderKind::Gemini,
+    key_var: GEMINI_API_KEY,
+    base_url_var: GEMINI_BASE_URL,
+    default_base_url: DEFAULT_GEMINI_BASE_URL,
+    name_prefixes: &[("google/", true), ("gemini/", true), ("gemini-", false)],
+    builtin_models: &["gemini-2.5-flash", "gemini-2.5-pro", "gemini-2.5-flash-lite"],
+    key_header: ("x-goog-api-key", ""),
+    keyless_with_base_url: false,
+    unsupported: serves_every_model,
+    is_reasoning_model: no_reasoning_settings,
+    tool_name: declared_name,
+    build_request,
+    parser: parser_of::<Parser>,
+};
 
-impl WireApi for Gemini {
-    fn kind(&self) -> ProviderKind {
-        ProviderKind::Gemini
-    }
-    fn key_var(&self) -> &'static str {
-        GEMINI_API_KEY
-    }
-    fn base_url_var(&self) -> &'static str {
-        GEMINI_BASE_URL
-    }
-    fn default_base_url(&self) -> &'static str {
-        DEFAULT_GEMINI_BASE_URL
-    }
-    fn name_prefixes(&self) -> &'static [(&'static str, bool)] {
-        &[("google/", true), ("gemini/", true), ("gemini-", false)]
-    }
-    fn builtin_models(&self) -> &'static [&'static str] {
-        &["gemini-2.5-flash", "gemini-2.5-pro", "gemini-2.5-flash-lite"]
-    }
-    fn key_header(&self, key: &str) -> (&'static str, String) {
-        ("x-goog-api-key", key.to_string())
-    }
-    fn tool_name<'a>(&self, name: &'a str) -> Cow<'a, str> {
-        match function_name(name) {
-            same if same == name => Cow::Borrowed(name),
-            cleaned => Cow::Owned(cleaned),
-        }
-    }
-    fn build_request(&self, route: &Route, request: &ModelRequest) -> WireRequest {
-        build_request(route, request)
-    }
-    fn parser(&self) -> Box<dyn WireParser> {
-        Box::new(Parser::default())
+/// A tool name as a function declaration takes it, borrowed when it already does.
+fn declared_name(name: &str) -> Cow<'_, str> {
+    match function_name(name) {
+        same if same == name => Cow::Borrowed(name),
+        cleaned => Cow::Owned(cleaned),
     }
 }
 

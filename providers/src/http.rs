@@ -21,7 +21,7 @@ pub use crate::wire_api::{WireApi, WireParser, WireRequest};
 
 /// The new parser for a vendor.
 pub fn parser_for(kind: ProviderKind) -> Box<dyn WireParser> {
-    wire_api(kind).parser()
+    (wire_api(kind).parser)()
 }
 
 /// Parses a recorded body (split as given) into events, as the provider would stream them.
@@ -110,7 +110,7 @@ fn client(config: &ProvidersConfig) -> Result<reqwest::Client, ProviderError> {
 
 /// A real model API behind the stream algebra.
 pub struct HttpProvider {
-    api: &'static dyn WireApi,
+    api: &'static WireApi,
     route: Route,
     client: reqwest::Client,
     retry: RetryConfig,
@@ -139,13 +139,13 @@ impl Provider for HttpProvider {
     }
 
     fn stream(&self, request: ModelRequest) -> EventStream {
-        let wire = self.api.build_request(&self.route, &request);
+        let wire = (self.api.build_request)(&self.route, &request);
         // Tools whose names the API does not take are offered under a cleaned name; calls to
         // that name are reported under the tool's own.
         let renames: Vec<(String, String)> = request
             .tools
             .iter()
-            .filter_map(|tool| match self.api.tool_name(&tool.name) {
+            .filter_map(|tool| match (self.api.tool_name)(&tool.name) {
                 std::borrow::Cow::Owned(wire) => Some((wire, tool.name.clone())),
                 std::borrow::Cow::Borrowed(_) => None,
             })
@@ -185,7 +185,7 @@ struct Driver {
     phase: Phase,
     retries: u32,
     kind: ProviderKind,
-    api: &'static dyn WireApi,
+    api: &'static WireApi,
     /// (name sent, tool's name) for tools offered under a cleaned name.
     renames: Vec<(String, String)>,
     auth: Auth,

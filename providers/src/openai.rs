@@ -15,7 +15,7 @@ use crate::route::Route;
 use crate::sse::SseEvent;
 use crate::stream::{ModelRequest, ProviderError, StopReason};
 use crate::wire::{fresh_call_id, joined_text, object_schema, plain_name};
-use crate::wire_api::{WireApi, WireParser, WireRequest};
+use crate::wire_api::{WireApi, WireParser, WireRequest, parser_of};
 
 /// The endpoint when the settings name none.
 pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -117,64 +117,47 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
     }
 }
 
-/// OpenAI Chat Completions in the [`crate::vendor::WIRE_APIS`] table.
-pub struct OpenAi;
+/// OpenAI Chat Completions, its row in the [`crate::vendor::WIRE_APIS`] table.
+pub static OPENAI: WireApi = WireApi {
+    kind: ProviderKind::Openai,
+    key_var: OPENAI_API_KEY,
+    base_url_var: OPENAI_BASE_URL,
+    default_base_url: DEFAULT_OPENAI_BASE_URL,
+    // codex- and computer-use- are recognised to be refused clearly (Responses API only).
+    name_prefixes: &[
+        ("openai/", true),
+        ("gpt-", false),
+        ("o1", false),
+        ("o3", false),
+        ("o4", false),
+        ("chatgpt-", false),
+        ("codex-", false),
+        ("computer-use-", false),
+    ],
+    builtin_models: &["gpt-4o-mini", "gpt-4o", "gpt-4.1", "gpt-4.1-mini", "o3", "o4-mini", "gpt-5", "gpt-5-mini"],
+    key_header: ("authorization", "Bearer "),
+    keyless_with_base_url: true,
+    unsupported: responses_only,
+    is_reasoning_model,
+    tool_name: plain_name,
+    build_request,
+    parser: parser_of::<Parser>,
+};
 
-const MODELS: &[&str] = &["gpt-4o-mini", "gpt-4o", "gpt-4.1", "gpt-4.1-mini", "o3", "o4-mini", "gpt-5", "gpt-5-mini"];
+/// Why a model served through the Responses API only cannot be served here.
+fn responses_only(model: &str) -> Option<String> {
+    let families = ["o1-pro", "o3-pro", "gpt-5-pro", "gpt-5-codex", "codex-mini", "computer-use-preview"];
+    let responses_only = families.iter().any(|prefix| model.starts_with(prefix)) || model.contains("deep-research");
+    responses_only.then(|| {
+        "OpenAI serves it through the Responses API only; superpi speaks Chat Completions \
+         (use o3, o4-mini, gpt-5 or gpt-5-mini)"
+            .to_string()
+    })
+}
 
-impl WireApi for OpenAi {
-    fn kind(&self) -> ProviderKind {
-        ProviderKind::Openai
-    }
-    fn key_var(&self) -> &'static str {
-        OPENAI_API_KEY
-    }
-    fn base_url_var(&self) -> &'static str {
-        OPENAI_BASE_URL
-    }
-    fn default_base_url(&self) -> &'static str {
-        DEFAULT_OPENAI_BASE_URL
-    }
-    fn name_prefixes(&self) -> &'static [(&'static str, bool)] {
-        // codex- and computer-use- are recognised to be refused clearly (Responses API only).
-        &[
-            ("openai/", true),
-            ("gpt-", false),
-            ("o1", false),
-            ("o3", false),
-            ("o4", false),
-            ("chatgpt-", false),
-            ("codex-", false),
-            ("computer-use-", false),
-        ]
-    }
-    fn builtin_models(&self) -> &'static [&'static str] {
-        MODELS
-    }
-    fn keyless_with_base_url(&self) -> bool {
-        true
-    }
-    fn unsupported(&self, model: &str) -> Option<String> {
-        let families = ["o1-pro", "o3-pro", "gpt-5-pro", "gpt-5-codex", "codex-mini", "computer-use-preview"];
-        let responses_only = families.iter().any(|prefix| model.starts_with(prefix)) || model.contains("deep-research");
-        responses_only.then(|| {
-            "OpenAI serves it through the Responses API only; superpi speaks Chat Completions \
-             (use o3, o4-mini, gpt-5 or gpt-5-mini)"
-                .to_string()
-        })
-    }
-    fn is_reasoning_model(&self, model: &str) -> bool {
-        ["o1", "o3", "o4", "gpt-5"].iter().any(|prefix| model.starts_with(prefix))
-    }
-    fn key_header(&self, key: &str) -> (&'static str, String) {
-        ("authorization", format!("Bearer {key}"))
-    }
-    fn build_request(&self, route: &Route, request: &ModelRequest) -> WireRequest {
-        build_request(route, request)
-    }
-    fn parser(&self) -> Box<dyn WireParser> {
-        Box::new(Parser::default())
-    }
+/// Whether the model takes reasoning settings (the o-series and gpt-5).
+fn is_reasoning_model(model: &str) -> bool {
+    ["o1", "o3", "o4", "gpt-5"].iter().any(|prefix| model.starts_with(prefix))
 }
 
 #[derive(Debug, Default)]

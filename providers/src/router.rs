@@ -25,9 +25,9 @@ pub struct ModelInfo {
 /// The wire API a name's prefix leads to, and the id to send upstream.
 fn prefixed_kind(model: &str) -> Option<(ProviderKind, &str)> {
     for api in WIRE_APIS {
-        for (prefix, strip) in api.name_prefixes() {
+        for (prefix, strip) in api.name_prefixes {
             if let Some(rest) = model.strip_prefix(prefix) {
-                return Some((api.kind(), if *strip { rest } else { model }));
+                return Some((api.kind, if *strip { rest } else { model }));
             }
         }
     }
@@ -42,19 +42,18 @@ fn missing(kind: ProviderKind, config: &ProvidersConfig) -> String {
     let name = kind.as_str();
     let file = config.file_name();
     // Auth commands (gateway tokens) and keyless endpoints serve OpenAI-compatible servers.
-    if api.keyless_with_base_url() {
+    if api.keyless_with_base_url {
         format!(
             "set {} (or providers.{name}.api_key or auth_command in {file}; {} alone for a local server without keys)",
-            api.key_var(),
-            api.base_url_var()
+            api.key_var, api.base_url_var
         )
     } else {
-        format!("set {} (or providers.{name}.api_key in {file})", api.key_var())
+        format!("set {} (or providers.{name}.api_key in {file})", api.key_var)
     }
 }
 
 fn default_base(kind: ProviderKind) -> &'static str {
-    if kind == ProviderKind::Mock { "" } else { wire_api(kind).default_base_url() }
+    if kind == ProviderKind::Mock { "" } else { wire_api(kind).default_base_url }
 }
 
 /// The vendor's credentials, or `None` when it is not configured.
@@ -73,7 +72,7 @@ fn vendor_auth(kind: ProviderKind, config: &ProvidersConfig) -> Result<Option<Au
         let timeout = Duration::from_millis(vendor.auth_timeout_ms.unwrap_or(10_000));
         return Ok(Some(Auth::Command { argv: argv.clone(), timeout, runner }));
     }
-    if vendor.base_url.is_some() && wire_api(kind).keyless_with_base_url() {
+    if vendor.base_url.is_some() && wire_api(kind).keyless_with_base_url {
         return Ok(Some(Auth::None));
     }
     Ok(None)
@@ -111,7 +110,7 @@ fn entry_route(entry: &ModelEntry, config: &ProvidersConfig) -> Result<Route, Pr
         (Some(key), base) => {
             (base.clone().or(vendor_base).unwrap_or_else(|| default_base(kind).into()), Auth::Key(key))
         }
-        (None, Some(base)) if wire_api(kind).keyless_with_base_url() => (base.clone(), Auth::None),
+        (None, Some(base)) if wire_api(kind).keyless_with_base_url => (base.clone(), Auth::None),
         (None, base) => {
             let auth = vendor_auth(kind, config)?.ok_or_else(|| ProviderError::NotConfigured {
                 provider: kind.as_str().to_string(),
@@ -123,7 +122,7 @@ fn entry_route(entry: &ModelEntry, config: &ProvidersConfig) -> Result<Route, Pr
     let vendor = config.vendor(kind);
     let thinking_budget = entry.thinking_budget.or_else(|| vendor.and_then(|v| v.thinking_budget));
     let reasoning_effort = entry.reasoning_effort.clone().or_else(|| vendor.and_then(|v| v.reasoning_effort.clone()));
-    let reasoning = entry.reasoning_effort.is_some() || wire_api(kind).is_reasoning_model(&model);
+    let reasoning = entry.reasoning_effort.is_some() || (wire_api(kind).is_reasoning_model)(&model);
     Ok(Route { kind, name: entry.name.clone(), model, base_url, auth, thinking_budget, reasoning_effort, reasoning })
 }
 
@@ -162,12 +161,12 @@ pub fn route(model: &str, config: &ProvidersConfig) -> Result<Route, ProviderErr
     })?;
     let base_url = config.vendor(kind).and_then(|v| v.base_url.clone()).unwrap_or_else(|| default_base(kind).into());
     let api = wire_api(kind);
-    if let Some(reason) = api.unsupported(upstream) {
+    if let Some(reason) = (api.unsupported)(upstream) {
         return Err(ProviderError::Unsupported { model: name.to_string(), reason });
     }
     let vendor = config.vendor(kind);
     let thinking_budget = vendor.and_then(|v| v.thinking_budget);
-    let reasoning = api.is_reasoning_model(upstream);
+    let reasoning = (api.is_reasoning_model)(upstream);
     let reasoning_effort = vendor.and_then(|v| v.reasoning_effort.clone()).filter(|_| reasoning);
     Ok(Route {
         kind,
@@ -205,10 +204,10 @@ pub fn default_model(config: &ProvidersConfig) -> (String, bool) {
         return (entry.name.clone(), false);
     }
     for api in WIRE_APIS {
-        let kind = api.kind();
+        let kind = api.kind;
         if vendor_configured(kind, config) {
             let listed = config.vendor(kind).and_then(|v| v.models.first().cloned());
-            let builtin = api.builtin_models().first().copied().unwrap_or("mock");
+            let builtin = api.builtin_models.first().copied().unwrap_or("mock");
             return (listed.unwrap_or_else(|| builtin.to_string()), false);
         }
     }
@@ -230,13 +229,13 @@ pub fn configured_models(config: &ProvidersConfig) -> Vec<ModelInfo> {
         }
     }
     for api in WIRE_APIS {
-        let kind = api.kind();
+        let kind = api.kind;
         if !vendor_configured(kind, config) {
             continue;
         }
         let listed = config.vendor(kind).map(|v| v.models.clone()).unwrap_or_default();
         if listed.is_empty() {
-            api.builtin_models().iter().for_each(|name| push(name.to_string(), kind));
+            api.builtin_models.iter().for_each(|name| push(name.to_string(), kind));
         } else {
             listed.into_iter().for_each(|name| push(name, kind));
         }

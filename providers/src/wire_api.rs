@@ -1,6 +1,6 @@
 //! What a wire API is ([`WireApi`]): a vendor module's facts (its variables, endpoint, name
 //! prefixes, models), the request it builds ([`WireRequest`]) and the parser of its event
-//! stream ([`WireParser`]). The HTTP layer drives these; the table of every wire API is
+//! stream ([`WireParser`]), as one table row. The HTTP layer drives these; the table of every wire API is
 //! `vendor.rs`.
 
 use std::borrow::Cow;
@@ -11,40 +11,57 @@ use crate::route::Route;
 use crate::sse::SseEvent;
 use crate::stream::{ModelRequest, ProviderError};
 
-/// A model API spoken over HTTP with an event stream.
-pub trait WireApi: Send + Sync {
-    fn kind(&self) -> ProviderKind;
+/// A model API spoken over HTTP with an event stream: one table row per vendor module, its
+/// facts as data and its behaviour as functions.
+pub struct WireApi {
+    pub kind: ProviderKind,
     /// The variable holding its key (`OPENAI_API_KEY`).
-    fn key_var(&self) -> &'static str;
+    pub key_var: &'static str,
     /// The variable overriding its endpoint (`OPENAI_BASE_URL`).
-    fn base_url_var(&self) -> &'static str;
-    fn default_base_url(&self) -> &'static str;
+    pub base_url_var: &'static str,
+    pub default_base_url: &'static str,
     /// Model name prefixes routed to it, and whether the prefix is stripped from the id sent
     /// upstream (`openai/` is, `gpt-` is not).
-    fn name_prefixes(&self) -> &'static [(&'static str, bool)];
+    pub name_prefixes: &'static [(&'static str, bool)],
     /// What `superpi models` lists when the settings name none.
-    fn builtin_models(&self) -> &'static [&'static str];
+    pub builtin_models: &'static [&'static str],
+    /// The header carrying a key, and what stands before the key in it (`Bearer `).
+    pub key_header: (&'static str, &'static str),
     /// Whether an endpoint without a key configures it (a local compatible server).
-    fn keyless_with_base_url(&self) -> bool {
-        false
-    }
+    pub keyless_with_base_url: bool,
     /// Why an upstream model id cannot be served, when it cannot.
-    fn unsupported(&self, _model: &str) -> Option<String> {
-        None
-    }
+    pub unsupported: fn(&str) -> Option<String>,
     /// Whether the model takes reasoning settings (OpenAI's o-series and gpt-5).
-    fn is_reasoning_model(&self, _model: &str) -> bool {
-        false
-    }
-    /// The header carrying a key.
-    fn key_header(&self, key: &str) -> (&'static str, String);
+    pub is_reasoning_model: fn(&str) -> bool,
     /// A tool name as this API takes it (the HTTP layer maps calls back to the original);
-    /// by default `^[a-zA-Z0-9_-]{1,64}$`, as OpenAI and Anthropic take them.
-    fn tool_name<'a>(&self, name: &'a str) -> Cow<'a, str> {
-        crate::wire::plain_name(name)
+    /// `crate::wire::plain_name` (`^[a-zA-Z0-9_-]{1,64}$`) for OpenAI and Anthropic.
+    pub tool_name: for<'a> fn(&'a str) -> Cow<'a, str>,
+    pub build_request: fn(&Route, &ModelRequest) -> WireRequest,
+    /// A parser for one response's event stream.
+    pub parser: fn() -> Box<dyn WireParser>,
+}
+
+impl WireApi {
+    /// The header and value that carry `key`.
+    pub fn key_header(&self, key: &str) -> (&'static str, String) {
+        let (name, scheme) = self.key_header;
+        (name, format!("{scheme}{key}"))
     }
-    fn build_request(&self, route: &Route, request: &ModelRequest) -> WireRequest;
-    fn parser(&self) -> Box<dyn WireParser>;
+}
+
+/// For [`WireApi::parser`]: a fresh `P`.
+pub fn parser_of<P: WireParser + Default + 'static>() -> Box<dyn WireParser> {
+    Box::new(P::default())
+}
+
+/// For [`WireApi::unsupported`] of an API that serves every id it is routed.
+pub fn serves_every_model(_model: &str) -> Option<String> {
+    None
+}
+
+/// For [`WireApi::is_reasoning_model`] of an API without reasoning settings.
+pub fn no_reasoning_settings(_model: &str) -> bool {
+    false
 }
 
 /// A vendor's reading of its event stream.
