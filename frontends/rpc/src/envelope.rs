@@ -5,21 +5,17 @@
 
 use serde_json::{Map, Value};
 
-/// JSON-RPC error codes this server answers with.
+/// The error codes this server answers with: the kernel's, which are JSON-RPC's where they
+/// mean the same (`superpi_proto::message::codes`), so a kernel refusal passes on unchanged.
+/// UNAUTHORIZED: not logged in (tokens are configured) or a wrong token; FORBIDDEN: a mode
+/// above the ceiling, a second login as someone else; NOT_FOUND: no such conversation, watch
+/// or question, or one another principal owns; PROVIDER: an unknown model or a provider
+/// without credentials.
 pub mod codes {
-    pub const PARSE_ERROR: i32 = -32700;
-    pub const INVALID_REQUEST: i32 = -32600;
-    pub const METHOD_NOT_FOUND: i32 = -32601;
-    pub const INVALID_PARAMS: i32 = -32602;
-    pub const INTERNAL_ERROR: i32 = -32603;
-    /// Not logged in (tokens are configured) or a wrong token.
-    pub const UNAUTHORIZED: i32 = -32001;
-    /// Refused: a mode above the ceiling, a second login as someone else.
-    pub const FORBIDDEN: i32 = -32003;
-    /// No such conversation, watch or question, or one another principal owns.
-    pub const NOT_FOUND: i32 = -32004;
-    /// An unknown model or a provider without credentials.
-    pub const PROVIDER: i32 = -32010;
+    pub use superpi_proto::message::codes::{
+        FORBIDDEN, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, NOT_FOUND, PARSE_ERROR, PROVIDER,
+        UNAUTHORIZED,
+    };
 }
 
 /// An error object as JSON-RPC sends it.

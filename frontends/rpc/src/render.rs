@@ -48,16 +48,11 @@ impl Out {
                 out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"");
                 out.extend_from_slice(EVENT_METHOD.as_bytes());
                 out.extend_from_slice(
-                    format!("\",\"params\":{{\"watch\":{watch},\"conversation_id\":{conversation_id},\"batch\":{batch},\"events\":[")
+                    format!("\",\"params\":{{\"watch\":{watch},\"conversation_id\":{conversation_id},\"batch\":{batch},\"events\":")
                         .as_bytes(),
                 );
-                for (i, event) in events.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    out.extend_from_slice(event.as_bytes());
-                }
-                out.extend_from_slice(b"]}}\n");
+                superpi_proto::message::push_json_array(&mut out, events.iter().map(String::as_str));
+                out.extend_from_slice(b"}}\n");
                 out
             }
             Out::Ended { watch, conversation_id, reason } => crate::envelope::to_line(&crate::envelope::notification(

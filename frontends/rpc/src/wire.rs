@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use superpi_client::ClientError;
 use superpi_proto::method::{ConversationInfo, HarnessInfo, HistoryResult, SubmitResult};
-use superpi_proto::{ContentBlock, Entry, message};
+use superpi_proto::{ContentBlock, Entry};
 
 use crate::envelope::{RpcError, codes};
 
@@ -291,11 +291,11 @@ pub fn kernel_error(err: ClientError) -> RpcError {
     match err {
         ClientError::Kernel(e) => {
             let code = match e.code {
-                message::codes::NOT_FOUND => codes::NOT_FOUND,
-                message::codes::INVALID_PARAMS => codes::INVALID_PARAMS,
-                message::codes::FORBIDDEN => codes::FORBIDDEN,
-                message::codes::UNAUTHORIZED => codes::UNAUTHORIZED,
-                message::codes::PROVIDER => codes::PROVIDER,
+                code @ (codes::NOT_FOUND
+                | codes::INVALID_PARAMS
+                | codes::FORBIDDEN
+                | codes::UNAUTHORIZED
+                | codes::PROVIDER) => code,
                 _ => codes::INTERNAL_ERROR,
             };
             RpcError { code, message: e.message, data: e.data }

@@ -195,13 +195,21 @@ pub fn encode_event_batch<'a>(subscription: u64, events: impl IntoIterator<Item 
     let mut out = Vec::with_capacity(256);
     out.extend_from_slice(b"{\"type\":\"event\",\"subscription\":");
     out.extend_from_slice(subscription.to_string().as_bytes());
-    out.extend_from_slice(b",\"events\":[");
-    for (i, ev) in events.into_iter().enumerate() {
+    out.extend_from_slice(b",\"events\":");
+    push_json_array(&mut out, events);
+    out.push(b'}');
+    out
+}
+
+/// Appends a JSON array of values already serialized (`[a,b]`), as they are: how event
+/// batches are written by the kernel and passed on by frontends without parsing them again.
+pub fn push_json_array<'a>(out: &mut Vec<u8>, items: impl IntoIterator<Item = &'a str>) {
+    out.push(b'[');
+    for (i, item) in items.into_iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        out.extend_from_slice(ev.as_bytes());
+        out.extend_from_slice(item.as_bytes());
     }
-    out.extend_from_slice(b"]}");
-    out
+    out.push(b']');
 }
