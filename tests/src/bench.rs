@@ -1,5 +1,5 @@
 //! What the HTTP frontends' benchmarks share: timing one SSE answer as it arrives, running many
-//! at once, percentiles, and finding the binary beside `examples/`. Benchmarks print figures;
+//! at once, percentiles, the figures both print, and finding the binary beside `examples/`. Benchmarks print figures;
 //! nothing here asserts a timing.
 
 use std::future::Future;
@@ -130,6 +130,77 @@ pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
     }
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
+}
+
+/// What an HTTP frontend's benchmark streams: `deltas` kernel deltas in one answer, then
+/// `concurrent` answers of `concurrent_deltas` at once; `end` names the event that ends an
+/// answer in its protocol (`RUN_FINISHED`, `[DONE]`).
+pub struct StreamedAnswers {
+    pub deltas: usize,
+    pub concurrent: usize,
+    pub concurrent_deltas: usize,
+    pub end: &'static str,
+}
+
+/// Prints the figures both HTTP frontends' benchmarks give, through `stream(conversation,
+/// prompt)`, the frontend's way of timing one answer on a conversation of its naming: a warm-up
+/// (the first request starts the kernel), one long answer, then many at once, each on a
+/// conversation of its own.
+#[allow(clippy::print_stdout)] // a benchmark's figures are its output
+pub async fn streamed_answers<F, Fut>(plan: StreamedAnswers, stream: F)
+where
+    F: Fn(String, String) -> Fut,
+    Fut: Future<Output = Result<StreamTiming, String>> + Send + 'static,
+{
+    let StreamedAnswers { deltas, concurrent: n, concurrent_deltas, end } = plan;
+    let warm = stream("bench-warm".into(), "hi".into()).await;
+    match warm {
+        Ok(warm) => println!("warm-up (kernel autostart included): {}", ms(warm.total)),
+        Err(err) => return println!("the warm-up failed: {err}"),
+    }
+
+    let run = match stream("bench-one".into(), format!("@deltas {deltas}")).await {
+        Ok(run) => run,
+        Err(err) => return println!("the long answer failed: {err}"),
+    };
+    let streaming = run.total.saturating_sub(run.first_content.unwrap_or_default());
+    println!("one streamed answer of {deltas} kernel deltas:");
+    println!("  time to first byte        {}", ms(run.ttfb));
+    println!("  time to first content     {}", run.first_content.map(ms).unwrap_or_else(|| "-".into()));
+    println!("  {:<26}{}", format!("time to {end}"), ms(run.total));
+    println!("  events                    {} ({} with content)", run.events, run.content_events);
+    println!("  kernel deltas/s           {:.0} (whole answer)", deltas as f64 / run.total.as_secs_f64());
+    println!(
+        "  content events/s          {:.0} (first content to the end)",
+        run.content_events as f64 / streaming.as_secs_f64().max(f64::EPSILON)
+    );
+    println!("  {:<26}{}", format!("ended with {end}"), run.finished);
+
+    let all = concurrent(n, |i| stream(format!("bench-{i}"), format!("@deltas {concurrent_deltas}"))).await;
+    let unfinished = all.ttfbs.len() - all.finished;
+    println!("{n} concurrent answers (@deltas {concurrent_deltas}), each on its own conversation:");
+    println!("  {:<26}{}/{n}", format!("finished with {end}"), all.finished);
+    println!("  failed requests           {}", all.errors.len());
+    println!("  cut or ended in error     {unfinished}");
+    for err in all.errors.iter().take(5) {
+        println!("    {err}");
+    }
+    println!(
+        "  time to first byte p50    {}  p99 {}",
+        ms(percentile(&all.ttfbs, 0.5)),
+        ms(percentile(&all.ttfbs, 0.99))
+    );
+    println!(
+        "  time to the end p50       {}  p99 {}",
+        ms(percentile(&all.totals, 0.5)),
+        ms(percentile(&all.totals, 0.99))
+    );
+    println!("  wall time                 {}", ms(all.wall));
+}
+
+/// A duration as milliseconds with two decimals.
+pub fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
 }
 
 /// Runs a benchmark's `main`: points `SUPERPI_BIN` at the `superpi` beside `examples/` (where
