@@ -8,28 +8,16 @@
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use superpi_client::{KernelClient, Subscription};
+use superpi_client::KernelClient;
 use superpi_proto::method::WatchParams;
-use superpi_proto::{ContentBlock, Entry, EntryKind, Event, EventBody};
+use superpi_proto::{ContentBlock, Entry, EntryKind, EventBody};
 use superpi_providers::testing::Reply;
 use superpi_providers::testing::answers::Answer;
 use superpi_providers::testing::fakes::{AnthropicFake, FakeServer, GeminiFake, OpenAiFake};
-use superpi_tests::{TestEnv, open_and_watch, turn_events};
+use superpi_tests::{TestEnv, next_event, open_and_watch, turn_events};
 
 async fn connect(env: &TestEnv) -> KernelClient {
     KernelClient::connect(&env.connect_options("test")).await.expect("connect")
-}
-
-/// The next event that satisfies `pred` (30 s at most).
-async fn wait_for(sub: &mut Subscription, pred: impl Fn(&Event) -> bool) -> Event {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let event = tokio::time::timeout(left, sub.next()).await.expect("the event in time").expect("open");
-        if pred(&event) {
-            return event;
-        }
-    }
 }
 
 /// Every stored tool call is answered by a result right after its assistant message (before
@@ -83,7 +71,7 @@ async fn a_kernel_killed_while_a_tool_runs_leaves_a_result_for_the_call_and_the_
     let client = connect(&env).await;
     let (conv, mut sub) = open_and_watch(&client, &env.workspace, Some("auto"), false).await;
     let turn = client.submit_text(conv, "@tool bash {\"command\": \"sleep 30\"}").await.unwrap();
-    let started = wait_for(&mut sub, |e| matches!(e.body, EventBody::ToolStarted { .. })).await;
+    let started = next_event(&mut sub, |e| matches!(e.body, EventBody::ToolStarted { .. })).await;
     let EventBody::ToolStarted { tool_call_id, .. } = started.body else { unreachable!() };
     env.kill_kernel();
     drop(sub);
@@ -101,11 +89,11 @@ async fn a_kernel_killed_while_a_tool_runs_leaves_a_result_for_the_call_and_the_
 
     // The replay shows the call finished with an error, and the turn ended.
     let mut replay = client.watch(watch_from_start(conv)).await.unwrap();
-    let completed = wait_for(&mut replay, |e| matches!(e.body, EventBody::ToolCompleted { .. })).await;
+    let completed = next_event(&mut replay, |e| matches!(e.body, EventBody::ToolCompleted { .. })).await;
     assert!(
         matches!(&completed.body, EventBody::ToolCompleted { tool_call_id: id, is_error: true, .. } if *id == tool_call_id)
     );
-    let end = wait_for(&mut replay, |e| e.body.is_turn_end()).await;
+    let end = next_event(&mut replay, |e| e.body.is_turn_end()).await;
     assert_eq!(end.turn_id, Some(turn.turn_id));
     assert!(matches!(&end.body, EventBody::TurnError { error } if error.contains("interrupted")));
 
@@ -124,7 +112,7 @@ async fn a_cancel_during_a_tool_leaves_a_result_for_every_call_of_the_turn() {
     let (conv, mut sub) = open_and_watch(&client, &env.workspace, Some("auto"), false).await;
     let turn =
         client.submit_text(conv, "@tool bash {\"command\": \"sleep 30\"}\n@tool ls {\"path\": \".\"}").await.unwrap();
-    wait_for(&mut sub, |e| matches!(e.body, EventBody::ToolStarted { .. })).await;
+    next_event(&mut sub, |e| matches!(e.body, EventBody::ToolStarted { .. })).await;
     assert_eq!(client.cancel(conv).await.unwrap()["cancelled"], true);
     let events = turn_events(&mut sub, turn.turn_id).await;
     assert!(matches!(events.last().unwrap().body, EventBody::TurnCancelled {}));
@@ -182,7 +170,8 @@ async fn kill_during_a_tool_then_continue(fake: FakeServer, model: &str) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     let mut sub = watcher.watch(watch_from_start(conv)).await.unwrap();
-    let started = wait_for(&mut sub, |e| matches!(e.body, EventBody::ToolStarted { .. }) || e.body.is_turn_end()).await;
+    let started =
+        next_event(&mut sub, |e| matches!(e.body, EventBody::ToolStarted { .. }) || e.body.is_turn_end()).await;
     assert!(
         matches!(started.body, EventBody::ToolStarted { .. }),
         "{model}: the turn ended before its tool ran: {:?}; refused: {:?}",

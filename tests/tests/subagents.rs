@@ -6,15 +6,13 @@
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
-use superpi_client::{KernelClient, Subscription};
+use superpi_client::KernelClient;
 use superpi_proto::method::{OpenParams, WatchParams};
 use superpi_proto::{Event, EventBody};
 use superpi_providers::testing::answers::Answer;
 use superpi_providers::testing::fakes::AnthropicFake;
-use superpi_tests::{TestEnv, open_and_watch, turn_events};
+use superpi_tests::{TestEnv, next_event, open_and_watch, turn_events};
 
 async fn connect(env: &TestEnv) -> KernelClient {
     KernelClient::connect(&env.connect_options("test")).await.expect("connect")
@@ -22,15 +20,6 @@ async fn connect(env: &TestEnv) -> KernelClient {
 
 fn watch_params(conversation_id: i64) -> WatchParams {
     WatchParams { conversation_id, from_seq: Some(0), window: None, interactive: false, reads_files: false }
-}
-
-async fn next_event(sub: &mut Subscription, what: impl Fn(&Event) -> bool) -> Event {
-    loop {
-        let event = tokio::time::timeout(Duration::from_secs(30), sub.next()).await.expect("an event in time").unwrap();
-        if what(&event) {
-            return event;
-        }
-    }
 }
 
 fn started(events: &[Event]) -> (i64, String, String) {

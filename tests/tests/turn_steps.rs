@@ -5,15 +5,13 @@
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 use superpi_client::{KernelClient, Subscription};
 use superpi_proto::method::{OpenParams, SubmitParams, WatchParams};
 use superpi_proto::{ContentBlock, EntryKind, Event, EventBody, PlanEntry, Role};
 use superpi_providers::testing::answers::Answer;
 use superpi_providers::testing::fakes::{AnthropicFake, FakeServer};
-use superpi_tests::{TestEnv, open_and_watch, turn_events};
+use superpi_tests::{TestEnv, next_event, open_and_watch, turn_events};
 
 const MODEL: &str = "claude-sonnet-4-5";
 
@@ -48,15 +46,6 @@ async fn on_fake(env: &TestEnv, fake: &FakeServer) -> (KernelClient, i64, Subscr
         WatchParams { conversation_id: conv, from_seq: None, window: None, interactive: false, reads_files: false };
     let sub = client.watch(params).await.unwrap();
     (client, conv, sub)
-}
-
-async fn next_event(sub: &mut Subscription, what: impl Fn(&Event) -> bool) -> Event {
-    loop {
-        let event = tokio::time::timeout(Duration::from_secs(30), sub.next()).await.expect("an event in time").unwrap();
-        if what(&event) {
-            return event;
-        }
-    }
 }
 
 fn plan() -> Value {
