@@ -14,7 +14,7 @@ use superpi_client::KernelClient;
 use superpi_proto::EventBody;
 use superpi_proto::method::{OpenParams, WatchParams};
 use superpi_providers::testing::answers::Answer;
-use superpi_providers::testing::fakes::{AnthropicFake, ResponsesFake};
+use superpi_providers::testing::fakes::{AnthropicFake, FakeServer, GeminiFake, ResponsesFake};
 use superpi_tests::{TestEnv, turn_events};
 
 /// A stand-in `claude`: answers `--version`, otherwise runs `body` (a shell script).
@@ -44,6 +44,13 @@ fn real(kind: BackendKind) -> Option<PathBuf> {
         eprintln!("SKIPPED: {} is not installed in the test cache (.ci/run installs it)", kind.title());
     }
     program
+}
+
+/// `superpi ARGS` with the fake's variables (the kernel it starts gets them too).
+async fn run_with(env: &TestEnv, fake: &FakeServer, args: &[&str]) -> std::process::Output {
+    let mut cmd = env.command(args);
+    cmd.envs(fake.env());
+    tokio::process::Command::from(cmd).output().await.unwrap()
 }
 
 async fn open_backend(client: &KernelClient, env: &TestEnv, mode: &str) -> (i64, superpi_client::Subscription) {
@@ -240,15 +247,12 @@ async fn codex_runs_a_command_turn_through_superpi_run_and_continues_after_a_res
     ])
     .await
     .unwrap();
-    let run = |args: &[&str]| {
-        let mut cmd = env.command(args);
-        cmd.envs(fake.env());
-        tokio::process::Command::from(cmd).output()
-    };
-    let out =
-        run(&["run", "--harness", "codex", "--model", "openai/gpt-5.1-codex", "--mode", "auto", "write the marker"])
-            .await
-            .unwrap();
+    let out = run_with(
+        &env,
+        &fake,
+        &["run", "--harness", "codex", "--model", "openai/gpt-5.1-codex", "--mode", "auto", "write the marker"],
+    )
+    .await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "marker written", "{stderr}");
@@ -260,10 +264,52 @@ async fn codex_runs_a_command_turn_through_superpi_run_and_continues_after_a_res
 
     env.kill_kernel();
     fake.push(Answer::text("still the same thread"));
-    let out = run(&["run", "-c", "--mode", "auto", "what did you write?"]).await.unwrap();
+    let out = run_with(&env, &fake, &["run", "-c", "--mode", "auto", "what did you write?"]).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "still the same thread");
     let last = fake.accepted().pop().unwrap().to_string();
     assert!(last.contains("marker written") && last.contains("what did you write?"), "{last}");
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+}
+
+/// The real Gemini CLI: `superpi run` with the gemini-cli harness and a Gemini model, and
+/// after a kernel restart the next prompt continues its session and runs a command in `auto`
+/// (the CLI's `yolo`, confined by superpi). The first turn is text only: Gemini CLI 0.61.0
+/// resumes a session whose turn ran a tool with the result twice, which the Gemini API
+/// refuses (providers/backends/README.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_cli_continues_after_a_restart_and_runs_a_command_through_superpi_run() {
+    let Some(program) = real(BackendKind::GeminiCli) else { return };
+    let env = TestEnv::new();
+    name_backend(&env, BackendKind::GeminiCli, &program);
+    let fake = GeminiFake::start(vec![
+        Answer::text("noted"),
+        Answer::tool_call("run_shell_command", json!({"command": "echo from-gemini > marker.txt"})),
+        Answer::text("marker written"),
+    ])
+    .await
+    .unwrap();
+    let model = "gemini/gemini-2.5-flash";
+    let out = run_with(
+        &env,
+        &fake,
+        &["run", "--harness", "gemini-cli", "--model", model, "--mode", "auto", "the colour is blue"],
+    )
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "noted", "{stderr}");
+
+    env.kill_kernel();
+    let out = run_with(&env, &fake, &["run", "-c", "--mode", "auto", "write the marker"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "marker written", "{stderr}");
+    assert!(stderr.contains("echo from-gemini"), "the command is shown: {stderr}");
+    assert_eq!(std::fs::read_to_string(env.workspace.join("marker.txt")).unwrap(), "from-gemini\n");
+    let accepted = fake.accepted();
+    let resumed = accepted[1].to_string();
+    assert!(resumed.contains("the colour is blue") && resumed.contains("noted"), "{resumed}");
+    assert!(fake.requests().iter().all(|r| r.path.starts_with("/v1beta/models/gemini-2.5-flash:")));
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
 }

@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::event::{Approval, ApprovalRequest, BackendEvent};
 use crate::lines::Translate;
-use crate::{claude, codex};
+use crate::{claude, codex, gemini};
 
 /// The most stderr kept for the notice of a program that failed.
 const STDERR_TAIL: usize = 4096;
@@ -49,7 +49,8 @@ pub fn env_keys(kind: BackendKind) -> &'static [&'static str] {
     match kind {
         BackendKind::ClaudeCode => claude::ENV_KEYS,
         BackendKind::Codex => codex::ENV_KEYS,
-        _ => &[],
+        BackendKind::GeminiCli => gemini::ENV_KEYS,
+        BackendKind::Opencode => &[],
     }
 }
 
@@ -71,6 +72,8 @@ impl std::fmt::Debug for RunningTurn {
 /// Starts the backend's program for one turn and hands it the prompt.
 pub async fn start(sandbox: &Sandbox, spec: TurnSpec) -> Result<RunningTurn, String> {
     let home = spec.home.display().to_string();
+    // Gemini CLI reads its prompt to the end of stdin, and asks nothing on it.
+    let prompt_only = spec.kind == BackendKind::GeminiCli;
     let (args, fixed_env, first_input) = match spec.kind {
         BackendKind::ClaudeCode => {
             // As root, Claude Code refuses `bypassPermissions` unless told it runs in a sandbox;
@@ -85,6 +88,11 @@ pub async fn start(sandbox: &Sandbox, spec: TurnSpec) -> Result<RunningTurn, Str
         BackendKind::Codex => {
             let base_url = spec.env.iter().find(|(k, _)| k == "OPENAI_BASE_URL").map(|(_, v)| v.as_str());
             (codex::args(base_url), codex::fixed_env(&home), codex::opening(&codex_start(&spec)))
+        }
+        BackendKind::GeminiCli => {
+            write_gemini_settings(&spec.home, &spec.env)?;
+            let args = gemini::args(spec.mode, spec.model.as_deref(), spec.resume.as_deref());
+            (args, gemini::fixed_env(&home, &spec.env), spec.prompt.clone())
         }
         other => return Err(format!("superpi does not drive {} yet", other.title())),
     };
@@ -107,12 +115,16 @@ pub async fn start(sandbox: &Sandbox, spec: TurnSpec) -> Result<RunningTurn, Str
     let (stop_tx, stop) = oneshot::channel();
     let translator: Box<dyn Translate> = match spec.kind {
         BackendKind::Codex => Box::new(codex::Translator::with(codex::Stream::new(codex_start(&spec)))),
+        BackendKind::GeminiCli => Box::new(gemini::Translator::default()),
         _ => Box::new(claude::Translator::default()),
     };
     tokio::spawn(read(spec.kind, translator, process.stdout, process.stderr, process.handle, tx, stop));
     let mut turn = RunningTurn { kind: spec.kind, events, stdin: Some(process.stdin), _stop: stop_tx };
     // A program that already exited is reported by the reader, with its status and stderr.
     turn.write(&first_input).await;
+    if prompt_only {
+        turn.stdin = None;
+    }
     Ok(turn)
 }
 
@@ -163,6 +175,14 @@ impl RunningTurn {
             self.stdin = None;
         }
     }
+}
+
+/// Gemini CLI's user settings in its home (superpi's, rewritten each turn).
+fn write_gemini_settings(home: &Path, env: &[(String, String)]) -> Result<(), String> {
+    let dir = home.join(".gemini");
+    let written = std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(dir.join("settings.json"), gemini::settings(env).to_string()));
+    written.map_err(|e| format!("Gemini CLI's settings in {}: {e}", dir.display()))
 }
 
 /// What Codex's turn starts with.

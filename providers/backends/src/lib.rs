@@ -17,6 +17,7 @@ pub mod codex;
 pub mod discover;
 pub mod driver;
 pub mod event;
+pub mod gemini;
 pub mod lines;
 pub mod sessions;
 

@@ -1,0 +1,109 @@
+//! Gemini CLI itself (`gemini`, headless, stream-json), at the version `.ci/run` pins, driven
+//! through the sandbox against the Gemini fake with no network beyond 127.0.0.1. Skipped,
+//! saying so, when the program is not installed in the test cache.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::json;
+use superpi_backends::{Approval, BackendEvent, BackendKind, TurnSpec};
+use superpi_policy::Mode;
+use superpi_proto::ContentBlock;
+use superpi_providers::testing::answers::Answer;
+use superpi_providers::testing::fakes::GeminiFake;
+
+mod common;
+
+use common::{env, run, session, spec};
+
+/// A model named outright: without one the CLI first asks a small model to route the prompt.
+const MODEL: &str = "gemini-2.5-flash";
+
+fn call_named<'a>(events: &'a [BackendEvent], tool: &str) -> Option<(&'a str, &'a serde_json::Value)> {
+    events.iter().find_map(|e| match e {
+        BackendEvent::Message { content } => content.iter().find_map(|b| match b {
+            ContentBlock::ToolCall { id, name, arguments } if name == tool => Some((id.as_str(), arguments)),
+            _ => None,
+        }),
+        _ => None,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_session_runs_a_command_in_auto_and_plan_offers_no_shell() {
+    let Some(program) = common::program(BackendKind::GeminiCli) else { return };
+    let env = env();
+    let fake = GeminiFake::start(vec![
+        Answer::text("noted"),
+        Answer::tool_call("run_shell_command", json!({"command": "echo from-gemini > marker.txt"})),
+        Answer::text("wrote it"),
+    ])
+    .await
+    .unwrap();
+    let turn_spec = |mode, prompt, resume| TurnSpec {
+        model: Some(MODEL.into()),
+        resume,
+        ..spec(&env, BackendKind::GeminiCli, &program, &fake, mode, prompt)
+    };
+    let mut turn =
+        superpi_backends::start(&env.sandbox, turn_spec(Mode::Auto, "the colour is blue", None)).await.unwrap();
+    let events = run(&mut turn, Approval::Allow).await;
+    let id = session(&events);
+    assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "noted"), "{events:?}");
+
+    // A new process resumes the session (the model sees the first turn) and runs a command.
+    let mut turn = superpi_backends::start(&env.sandbox, turn_spec(Mode::Auto, "write the marker", Some(id.clone())))
+        .await
+        .unwrap();
+    let events = run(&mut turn, Approval::Allow).await;
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+    assert_eq!(session(&events), id);
+    let (call_id, arguments) = call_named(&events, "run_shell_command").unwrap_or_else(|| panic!("{events:?}"));
+    assert_eq!(arguments["command"], "echo from-gemini > marker.txt");
+    assert!(
+        events.iter().any(
+            |e| matches!(e, BackendEvent::ToolResult { tool_call_id, is_error: false, .. } if tool_call_id == call_id)
+        ),
+        "{events:?}"
+    );
+    let Some(BackendEvent::End { result, usage, .. }) = events.last() else { panic!("{events:?}") };
+    assert_eq!(result, "wrote it");
+    assert!(usage.input_tokens > 0 && usage.output_tokens > 0, "{usage:?}");
+    assert_eq!(std::fs::read_to_string(env.workspace.join("marker.txt")).unwrap(), "from-gemini\n");
+    let accepted = fake.accepted();
+    let resumed = accepted[1].to_string();
+    assert!(resumed.contains("the colour is blue") && resumed.contains("noted"), "{resumed}");
+    // The model saw the command's result.
+    let result = accepted[2].to_string();
+    assert!(result.contains("functionResponse") && result.contains("run_shell_command"), "{result}");
+
+    // In plan mode the shell is not offered: the call fails and nothing is written.
+    fake.push(Answer::tool_call("run_shell_command", json!({"command": "echo again > refused.txt"})));
+    fake.push(Answer::text("planned"));
+    let mut turn = superpi_backends::start(&env.sandbox, turn_spec(Mode::Plan, "and now?", None)).await.unwrap();
+    let events = run(&mut turn, Approval::Allow).await;
+    assert!(events.iter().any(|e| matches!(e, BackendEvent::ToolResult { is_error: true, .. })), "{events:?}");
+    assert!(!env.workspace.join("refused.txt").exists());
+    assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "planned"), "{events:?}");
+    let offered = fake.accepted()[3]["tools"].to_string();
+    assert!(!offered.contains("run_shell_command") && offered.contains("read_file"), "{offered}");
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+}
+
+/// A failing model API ends the turn with the CLI's error, not a crash.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_model_api_fails_the_turn() {
+    let Some(program) = common::program(BackendKind::GeminiCli) else { return };
+    let env = env();
+    let refusal = superpi_providers::testing::Reply::error(
+        400,
+        r#"{"error":{"code":400,"message":"the fake refused","status":"INVALID_ARGUMENT"}}"#,
+    );
+    let fake = GeminiFake::start(vec![Answer::Reply(refusal)]).await.unwrap();
+    let spec = TurnSpec {
+        model: Some(MODEL.into()),
+        ..spec(&env, BackendKind::GeminiCli, &program, &fake, Mode::AcceptEdits, "hi")
+    };
+    let mut turn = superpi_backends::start(&env.sandbox, spec).await.unwrap();
+    let events = run(&mut turn, Approval::Allow).await;
+    let Some(BackendEvent::Failed { message }) = events.last() else { panic!("{events:?}") };
+    assert!(message.contains("the fake refused"), "{message}");
+}
