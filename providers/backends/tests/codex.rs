@@ -114,3 +114,33 @@ async fn a_failing_model_api_fails_the_turn() {
     let Some(BackendEvent::Failed { message }) = events.last() else { panic!("{events:?}") };
     assert!(message.contains("the fake refused"), "{message}");
 }
+
+/// In `plan` Codex's sandbox is `read-only` and it asks nothing (`never`): a command the model
+/// asks for does not run (inside superpi's confinement Codex's own sandbox cannot start one at
+/// all), nobody is asked, and the model gets the failure as the call's result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_mode_runs_no_command_and_asks_nothing() {
+    let Some(program) = common::program(BackendKind::Codex) else { return };
+    let env = env();
+    let fake = ResponsesFake::start(vec![
+        Answer::tool_call("exec_command", json!({"cmd": "echo planned > planned.txt"})),
+        Answer::text("only a plan"),
+    ])
+    .await
+    .unwrap();
+    let spec = TurnSpec {
+        model: Some(MODEL.into()),
+        ..spec(&env, BackendKind::Codex, &program, &fake, Mode::Plan, "plan it")
+    };
+    let mut turn = superpi_backends::start(&env.sandbox, spec).await.unwrap();
+    // Allowing everything asked: in plan nothing may be asked, so nothing is allowed by it.
+    let events = run(&mut turn, Approval::Allow).await;
+    assert!(!events.iter().any(|e| matches!(e, BackendEvent::ApprovalRequest(_))), "{events:?}");
+    assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "only a plan"), "{events:?}");
+    assert!(!env.workspace.join("planned.txt").exists(), "the command ran in plan mode");
+    // The model saw the command fail (Codex's read-only sandbox could not start it: "error
+    // building bubblewrap command").
+    let second = fake.accepted()[1].to_string();
+    assert!(second.contains("function_call_output") && second.contains("exited with code 1"), "{second}");
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+}
