@@ -38,6 +38,10 @@ pub struct KernelConfig {
     /// The store: a PostgreSQL connection string (several kernels can share the database);
     /// `None`: SQLite in the data directory.
     pub database_url: Option<String>,
+    /// How long a conversation's lease lasts unrenewed (renewed every third of it while the
+    /// kernel lives): how soon another kernel on the same database takes over the conversations
+    /// of one that died.
+    pub lease_ttl: Duration,
     /// The tools this kernel offers: the built-ins, and any an embedding program registers.
     pub tools: ToolRegistry,
 }
@@ -58,6 +62,7 @@ impl KernelConfig {
             autostarted: false,
             provider_env: None,
             database_url: None,
+            lease_ttl: Duration::from_secs(15),
             tools: ToolRegistry::builtin(),
         }
     }

@@ -22,6 +22,7 @@ fn store_with(entries: &[(EntryKind, Message)], compaction_head: Option<u64>) ->
             wire: &wire,
             entry: Some((*kind, None, message)),
             turn_status: None,
+            lease: None,
         };
         store.commit(&commit).unwrap();
     }

@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 pub(crate) use crate::feed::Published;
 use crate::feed::{Feed, FeedBounds, Take};
-use crate::store::{Commit, ConversationRow, Store, StoreError, TurnStatus};
+use crate::store::{Commit, ConversationRow, Lease, Store, StoreError, TurnStatus};
 use crate::sync::lock;
 
 /// Where a conversation commits its events: the store, reached through whatever holds it (the
@@ -129,6 +129,12 @@ pub(crate) struct Conversation {
     pub id: i64,
     pub owner: String,
     pub row: ConversationRow,
+    /// This kernel's lease on it: every commit names it, and is refused once another kernel
+    /// took the conversation over.
+    pub lease: Lease,
+    /// Another kernel took it over: it commits nothing more, its turn is cancelled, and it
+    /// leaves this kernel's memory.
+    fenced: std::sync::atomic::AtomicBool,
     pub settings: Mutex<Settings>,
     /// Guards seq assignment, the store commit and the feed, so watchers that join under it
     /// see a consistent head.
@@ -168,6 +174,7 @@ impl Conversation {
     /// load), and the receiver its actor reads.
     pub fn new(
         row: ConversationRow,
+        lease: Lease,
         head: u64,
         policy: Result<ConversationPolicy, String>,
         bounds: FeedBounds,
@@ -183,6 +190,8 @@ impl Conversation {
                 workspace: row.workspace.clone(),
             }),
             row,
+            lease,
+            fenced: Default::default(),
             feed: Mutex::new(Feed::new(head, bounds)),
             published: watch::Sender::new(head),
             last_used: Mutex::new(std::time::Instant::now()),
@@ -204,7 +213,8 @@ impl Conversation {
 
     /// Publishes an event: stamps its seq, commits it (with its entry) unless it is a
     /// transient delta, and hands it to every watcher. A failed commit still reaches the
-    /// watchers (and uses its seq): they never wait for an event the store refused.
+    /// watchers (and uses its seq): they never wait for an event the store refused. One refused
+    /// because another kernel took the conversation over reaches nobody.
     pub fn publish(
         &self,
         store: &impl EventStore,
@@ -213,6 +223,10 @@ impl Conversation {
     ) -> Result<u64, StoreError> {
         let mut feed = lock(&self.feed);
         let (next, json, stored) = self.commit_next(store, feed.head(), event, entry, None);
+        if let Err(err @ StoreError::Fenced(_)) = stored {
+            // Another kernel runs it now: what this one would have said is nobody's.
+            return Err(err);
+        }
         self.hand_out(&mut feed, Published { seq: next, json }, stored.as_ref().is_ok_and(|kept| *kept));
         stored.map(|_| next)
     }
@@ -231,6 +245,9 @@ impl Conversation {
         let ends = event.body.is_turn_end();
         let mut feed = lock(&self.feed);
         let (next, mut json, stored) = self.commit_next(store, feed.head(), event, entry, Some(status));
+        if let Err(err @ StoreError::Fenced(_)) = stored {
+            return Err(err);
+        }
         if let Err(err) = &stored
             && ends
         {
@@ -284,10 +301,28 @@ impl Conversation {
                     wire: &json,
                     entry: entry.map(|(kind, message)| (kind, event.turn_id, message)),
                     turn_status,
+                    lease: Some(&self.lease),
                 })
                 .map(|()| true)
         };
+        if let Err(StoreError::Fenced(_)) = &stored {
+            self.fence();
+        }
         (next, json, stored)
+    }
+
+    /// Another kernel took this conversation over: its running turn is cancelled (its commits
+    /// are refused anyway) and its actor takes it out of memory.
+    pub fn fence(&self) {
+        if !self.fenced.swap(true, Ordering::Relaxed) {
+            tracing::warn!(conversation = self.id, "another kernel took this conversation over: it stops here");
+            let (reply, _) = oneshot::channel();
+            let _ = self.input.try_send(Input::Cancel { reply });
+        }
+    }
+
+    pub fn is_fenced(&self) -> bool {
+        self.fenced.load(Ordering::Relaxed)
     }
 
     /// Publishes, logging a store failure (the turn goes on; the event still reaches watchers).
@@ -376,6 +411,22 @@ impl LiveConversations {
 
     pub fn len(&self) -> usize {
         lock(&self.conversations).len()
+    }
+
+    /// Removes `conv` whoever holds it (another kernel took it over).
+    pub fn remove(&self, conv: &Arc<Conversation>) {
+        let mut live = lock(&self.conversations);
+        if live.get(&conv.id).is_some_and(|held| Arc::ptr_eq(held, conv)) {
+            live.remove(&conv.id);
+        }
+    }
+
+    /// The live conversations' ids and lease generations, in id order.
+    pub fn leases(&self) -> Vec<(i64, i64)> {
+        let mut leases: Vec<(i64, i64)> =
+            lock(&self.conversations).values().map(|c| (c.id, c.lease.generation)).collect();
+        leases.sort_unstable();
+        leases
     }
 
     /// Removes `conv` (held by the caller, its actor) when nothing else holds it: no request,

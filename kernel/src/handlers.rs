@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 
 use crate::conversation::{Conversation, Input, Steer};
 use crate::kernel::Kernel;
-use crate::live;
+use crate::live::{self, Found};
 use crate::peer::Peer;
 use crate::questions::{Answerer, Refused};
 use crate::store::{ConversationRow, NewConversation, StoreError};
@@ -102,12 +102,32 @@ pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str,
     Handled { result, after_response: None }
 }
 
-/// The conversation, if it exists and the peer's principal owns it. Another principal's
-/// conversation answers exactly like a missing one.
-fn owned(kernel: &Arc<Kernel>, peer: &Peer, id: i64) -> Result<Arc<Conversation>, ErrorObject> {
-    match live::conversation(kernel, id).map_err(internal)? {
-        Some(conv) if conv.owner == peer.principal => Ok(conv),
+/// The conversation, wherever it runs, if it exists and the peer's principal owns it. Another
+/// principal's conversation answers exactly like a missing one.
+fn found(kernel: &Arc<Kernel>, peer: &Peer, id: i64) -> Result<Found, ErrorObject> {
+    match live::find(kernel, id).map_err(internal)? {
+        Some(Found::Here(conv)) if conv.owner == peer.principal => Ok(Found::Here(conv)),
+        Some(Found::Elsewhere(row)) if row.owner == peer.principal => Ok(Found::Elsewhere(row)),
         _ => Err(not_found(id)),
+    }
+}
+
+/// The conversation, for a request only the kernel that runs it can serve.
+fn owned(kernel: &Arc<Kernel>, peer: &Peer, id: i64) -> Result<Arc<Conversation>, ErrorObject> {
+    match found(kernel, peer, id)? {
+        Found::Here(conv) => Ok(conv),
+        Found::Elsewhere(_) => Err(ErrorObject::new(
+            codes::RUN_ELSEWHERE,
+            format!("conversation {id} is run by another kernel on this database: send this through that kernel"),
+        )),
+    }
+}
+
+/// A conversation's info wherever it runs.
+fn found_info(kernel: &Arc<Kernel>, found: &Found, remote: bool) -> Result<ConversationInfo, ErrorObject> {
+    match found {
+        Found::Here(conv) => Ok(info(kernel, conv, remote, false)),
+        Found::Elsewhere(row) => row_info(kernel, row, remote),
     }
 }
 
@@ -164,17 +184,23 @@ fn row_info(kernel: &Arc<Kernel>, row: &ConversationRow, remote: bool) -> Result
 
 fn open(kernel: &Arc<Kernel>, peer: &Peer, p: OpenParams) -> Reply {
     let attached = attached_servers(&p.mcp_servers)?;
-    if let Some(id) = p.conversation_id {
-        let conv = owned(kernel, peer, id)?;
-        attach_servers(&conv, attached);
-        return to_value(info(kernel, &conv, peer.remote, false));
-    }
-    if let Some(external) = &p.external_id
-        && let Some(id) = kernel.store.find_external(&peer.frontend, &peer.principal, external).map_err(internal)?
-    {
-        let conv = owned(kernel, peer, id)?;
-        attach_servers(&conv, attached);
-        return to_value(info(kernel, &conv, peer.remote, false));
+    let existing = match (p.conversation_id, &p.external_id) {
+        (Some(id), _) => Some(id),
+        (None, Some(external)) => {
+            kernel.store.find_external(&peer.frontend, &peer.principal, external).map_err(internal)?
+        }
+        (None, None) => None,
+    };
+    if let Some(id) = existing {
+        let found = found(kernel, peer, id)?;
+        match &found {
+            Found::Here(conv) => attach_servers(conv, attached),
+            Found::Elsewhere(_) if attached.is_some() => {
+                tracing::warn!(conversation = id, "mcp_servers not attached: another kernel runs this conversation")
+            }
+            Found::Elsewhere(_) => {}
+        }
+        return to_value(found_info(kernel, &found, peer.remote)?);
     }
     if p.create == Some(false) {
         let what = p.external_id.as_deref().unwrap_or("(none given)");
@@ -267,7 +293,7 @@ fn workspace_root(requested: Option<&str>) -> Result<String, ErrorObject> {
 }
 
 async fn submit(kernel: &Arc<Kernel>, peer: &Peer, p: SubmitParams) -> Reply {
-    let conv = owned(kernel, peer, p.conversation_id)?;
+    let found = found(kernel, peer, p.conversation_id)?;
     let mut content = p.content;
     if let Some(prompt) = p.prompt {
         content.insert(0, ContentBlock::text(prompt));
@@ -280,6 +306,10 @@ async fn submit(kernel: &Arc<Kernel>, peer: &Peer, p: SubmitParams) -> Reply {
         return Err(stopping());
     }
     let message = Message { role: Role::User, content, usage: None, stop_reason: None };
+    let conv = match found {
+        Found::Here(conv) => conv,
+        Found::Elsewhere(row) => return forward_submit(kernel, peer, &row, &message, p.steer),
+    };
     // The turn runs at most in the submitter's ceiling: a remote caller's stays the remote
     // one even in a conversation the terminal left in `auto`.
     let harness = kernel.catalog.harness(Some(&conv.settings().harness))?;
@@ -309,9 +339,22 @@ async fn submit(kernel: &Arc<Kernel>, peer: &Peer, p: SubmitParams) -> Reply {
     to_value(SubmitResult { turn_id, queued, steered: false })
 }
 
+/// Stores a prompt for the kernel that runs the conversation (it takes it from the store at
+/// once, told through the database): acknowledged means stored, as for a local one.
+fn forward_submit(kernel: &Arc<Kernel>, peer: &Peer, row: &ConversationRow, message: &Message, steer: bool) -> Reply {
+    let harness = kernel.catalog.harness(Some(&row.harness))?;
+    let ceiling = kernel.catalog.max_mode(harness, peer.remote);
+    let turn_id = kernel.store.queue_submit(row.id, message, ceiling.as_str(), steer).map_err(internal)?;
+    // Its kernel may have let it go meanwhile: then this one takes it over, prompt and all.
+    if let Err(err) = live::find(kernel, row.id) {
+        tracing::warn!(conversation = row.id, "after queueing a prompt for another kernel: {err}");
+    }
+    to_value(SubmitResult { turn_id, queued: true, steered: false })
+}
+
 fn watch(kernel: &Arc<Kernel>, peer: &Arc<Peer>, p: WatchParams) -> Handled {
-    let conv = match owned(kernel, peer, p.conversation_id) {
-        Ok(conv) => conv,
+    let found = match found(kernel, peer, p.conversation_id) {
+        Ok(found) => found,
         Err(err) => return Handled { result: Err(err), after_response: None },
     };
     let id = kernel.next_subscription_id();
@@ -323,14 +366,35 @@ fn watch(kernel: &Arc<Kernel>, peer: &Arc<Peer>, p: WatchParams) -> Handled {
         reads_files: p.reads_files,
     };
     let (start_tx, start_rx) = oneshot::channel();
-    let (handle, head) =
-        subscription::start(kernel.store.clone(), kernel.closing.clone(), conv, spec, peer.out.clone(), start_rx);
+    let (handle, head) = match found {
+        Found::Here(conv) => {
+            subscription::start(kernel.store.clone(), kernel.closing.clone(), conv, spec, peer.out.clone(), start_rx)
+        }
+        Found::Elsewhere(row) => {
+            // Woken from before the head is read: no commit falls between.
+            let committed = kernel.stored_heads.watch(row.id);
+            let head = match kernel.store.head_seq(row.id) {
+                Ok(head) => head,
+                Err(err) => return Handled { result: Err(internal(err)), after_response: None },
+            };
+            let (store, closing, out) = (kernel.store.clone(), kernel.closing.clone(), peer.out.clone());
+            let stored = subscription::Stored { conversation_id: row.id, head, committed };
+            (subscription::start_stored(store, closing, stored, spec, out, start_rx), head)
+        }
+    };
     lock(&peer.subscriptions).insert(id, handle);
     Handled { result: to_value(WatchResult { subscription: id, head_seq: head }), after_response: Some(start_tx) }
 }
 
 async fn cancel(kernel: &Arc<Kernel>, peer: &Peer, id: i64) -> Reply {
-    let conv = owned(kernel, peer, id)?;
+    let conv = match found(kernel, peer, id)? {
+        Found::Here(conv) => conv,
+        Found::Elsewhere(_) => {
+            // Whether a turn ran is the other kernel's to say; it is told through the database.
+            kernel.store.notify(crate::store::Notice::Cancel { conversation_id: id }).map_err(internal)?;
+            return Ok(json!({"cancelled": false, "forwarded": true}));
+        }
+    };
     let (tx, rx) = oneshot::channel();
     if conv.input.send(Input::Cancel { reply: tx }).await.is_err() {
         return Ok(json!({"cancelled": false}));
@@ -357,28 +421,31 @@ fn list(kernel: &Arc<Kernel>, peer: &Peer, p: ListParams) -> Reply {
 }
 
 fn history(kernel: &Arc<Kernel>, peer: &Peer, p: HistoryParams) -> Reply {
-    let conv = owned(kernel, peer, p.conversation_id)?;
+    let found = found(kernel, peer, p.conversation_id)?;
     let limit = p.limit.unwrap_or(HISTORY_PAGE).clamp(1, HISTORY_PAGE) as usize;
     // The first page says what a view needs beside the entries: the last compaction and plan
     // (read first: a compaction stored meanwhile is among the entries, not missing from them).
     let first = p.after_seq.unwrap_or(0) == 0;
+    let id = p.conversation_id;
     let latest = |event_type| -> Result<Option<Event>, ErrorObject> {
         if !first {
             return Ok(None);
         }
-        let latest = kernel.store.latest_events(conv.id, event_type, 1).map_err(internal)?;
+        let latest = kernel.store.latest_events(id, event_type, 1).map_err(internal)?;
         Ok(latest.first().and_then(|(_, wire)| Event::from_json(wire).ok()))
     };
     let (last_compaction, last_plan) = (latest("compaction_completed")?, latest("plan_updated")?);
     let (entries, more) =
-        kernel.store.entries_page(conv.id, p.after_seq.unwrap_or(0), limit, HISTORY_PAGE_BYTES).map_err(internal)?;
-    let info = info(kernel, &conv, peer.remote, false);
+        kernel.store.entries_page(id, p.after_seq.unwrap_or(0), limit, HISTORY_PAGE_BYTES).map_err(internal)?;
+    let info = found_info(kernel, &found, peer.remote)?;
     to_value(HistoryResult { conversation: info, entries, more, last_compaction, last_plan })
 }
 
 fn fork(kernel: &Arc<Kernel>, peer: &Peer, p: ForkParams) -> Reply {
-    let conv = owned(kernel, peer, p.conversation_id)?;
-    let row = kernel.store.conversation(conv.id).map_err(internal)?.ok_or_else(|| not_found(conv.id))?;
+    // Wherever the source runs, the fork reads it from the store and runs here.
+    found(kernel, peer, p.conversation_id)?;
+    let id = p.conversation_id;
+    let row = kernel.store.conversation(id).map_err(internal)?.ok_or_else(|| not_found(id))?;
     let forked = kernel.store.fork(&row, &peer.principal, p.at_seq).map_err(internal)?;
     if let Some(fork) = live::conversation(kernel, forked.id).map_err(internal)? {
         crate::recovery::close_forked(kernel, &fork).map_err(internal)?;
@@ -444,6 +511,9 @@ fn status(kernel: &Kernel, peer: &Peer) -> Reply {
         uptime_ms: kernel.activity.uptime().as_millis() as u64,
         clients: kernel.activity.clients(),
         live_conversations: kernel.live.len() as u64,
+        kernel_id: kernel.id.clone(),
+        // Each live conversation is one whose lease this kernel holds.
+        owned_conversations: kernel.live.leases().into_iter().map(|(id, _)| id).collect(),
         data_dir: kernel.config.data_dir.display().to_string(),
         socket: kernel.config.locations().socket_path().display().to_string(),
         // Workspaces and conversations are the local user's business.

@@ -12,6 +12,7 @@ use tokio_util::task::TaskTracker;
 use crate::activity::Activity;
 use crate::config::KernelConfig;
 use crate::conversation::{EventStore, LiveConversations};
+use crate::heads::StoredHeads;
 use crate::mcp_client::McpClients;
 use crate::path_locks::PathLocks;
 use crate::questions::Questions;
@@ -21,6 +22,8 @@ use crate::tools::Catalog;
 
 /// State shared by every connection and conversation of one kernel.
 pub(crate) struct Kernel {
+    /// This kernel's id in the store's leases: unique per start, across machines.
+    pub id: String,
     pub config: KernelConfig,
     pub store: Arc<dyn Store>,
     pub sandbox: Sandbox,
@@ -29,6 +32,10 @@ pub(crate) struct Kernel {
     /// External MCP servers, started on first need.
     pub mcp: McpClients,
     pub live: LiveConversations,
+    /// Conversations are loaded (and their leases claimed) one at a time per stripe.
+    pub loads: [std::sync::Mutex<()>; 16],
+    /// The heads of conversations other kernels run, as heard through the store.
+    pub stored_heads: StoredHeads,
     pub questions: Questions,
     /// Write and edit calls to one path run one at a time, across conversations.
     pub path_locks: PathLocks,
@@ -49,12 +56,15 @@ pub(crate) struct Kernel {
 impl Kernel {
     pub fn new(config: KernelConfig, store: Arc<dyn Store>, sandbox: Sandbox, catalog: Catalog) -> Arc<Kernel> {
         Arc::new(Kernel {
+            id: kernel_id(),
             config,
             store,
             mcp: McpClients::new(sandbox.clone()),
             sandbox,
             catalog,
             live: LiveConversations::default(),
+            loads: Default::default(),
+            stored_heads: StoredHeads::default(),
             questions: Questions::new(),
             path_locks: PathLocks::default(),
             direct_calls: RunningCalls::default(),
@@ -70,6 +80,18 @@ impl Kernel {
     pub fn next_subscription_id(&self) -> u64 {
         self.next_subscription.fetch_add(1, Ordering::Relaxed)
     }
+}
+
+/// A kernel's id: its machine, pid and 64 random bits (a pid is reused, a machine's name may
+/// be shared by containers).
+fn kernel_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let mut random = [0u8; 8];
+    if let Err(err) = getrandom::fill(&mut random) {
+        tracing::warn!("no randomness for the kernel's id ({err}): its time stands in");
+        random = superpi_proto::event::now_ms().to_le_bytes();
+    }
+    format!("{}/{}/{:016x}", host.trim(), std::process::id(), u64::from_le_bytes(random))
 }
 
 /// The kernel, for the tools it registers before it exists (the plan tool): set once it is

@@ -1,7 +1,8 @@
 //! superpi-kernel: the one process that runs conversations.
 //!
 //! Owns the kernel socket (0700 directory, 0600 socket, peer uid checked, one kernel per data
-//! directory), the store (SQLite, WAL), one actor per live conversation with its turn loop,
+//! directory), the store (SQLite, WAL, or PostgreSQL shared by several kernels, each running
+//! the conversations whose leases it holds), one actor per live conversation with its turn loop,
 //! event publication with per-watcher credit windows, permission questions, and the one
 //! tool-call pipeline (policy, questions, path locks, the sandbox). Frontends reach it only
 //! through the kernel protocol of superpi-proto.
@@ -12,6 +13,7 @@
 
 mod activity;
 mod backend_turn;
+mod cluster;
 mod compaction;
 mod config;
 mod connection;
@@ -19,6 +21,7 @@ mod context;
 mod conversation;
 mod feed;
 mod handlers;
+mod heads;
 mod kernel;
 mod live;
 mod mcp_client;

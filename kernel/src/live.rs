@@ -2,8 +2,9 @@
 //! "always" answers stored with them) and run by one actor each, an event loop over one
 //! closed input enum that queues submits (and `session.compact`s) and runs one at a time. After a quiet period
 //! with nothing holding it (no watcher, turn or request) the actor takes its conversation out
-//! of memory and ends; the next use loads it again. At start, the turns a dead kernel left get
-//! their ends here.
+//! of memory and ends (giving its lease up); the next use loads it again. Loading claims the
+//! conversation's lease in the store: the turns a dead kernel left get their ends here, and a
+//! conversation another live kernel runs is found `Elsewhere`.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -19,16 +20,85 @@ use crate::conversation::{Conversation, Input, Steer};
 use crate::feed::FeedBounds;
 use crate::kernel::Kernel;
 use crate::recovery;
-use crate::store::StoreError;
+use crate::store::{Claim, ConversationRow, Lease, StoreError};
 use crate::sync::lock;
 
-/// The live conversation of an id, loading it (and starting its actor) on first use.
-pub(crate) fn conversation(kernel: &Arc<Kernel>, id: i64) -> Result<Option<Arc<Conversation>>, StoreError> {
+/// Where a conversation is run.
+pub(crate) enum Found {
+    /// Here: live in this kernel, which holds its lease.
+    Here(Arc<Conversation>),
+    /// By another live kernel on the same database (it holds the lease): this kernel serves
+    /// it through the store (history, watch) and queues its submits there for that kernel.
+    Elsewhere(ConversationRow),
+}
+
+/// The live conversation of an id, loading it (claiming its lease, ending what a former
+/// holder left unfinished, taking the prompts queued for it, and starting its actor) on first
+/// use; `Elsewhere` when another live kernel holds its lease.
+pub(crate) fn find(kernel: &Arc<Kernel>, id: i64) -> Result<Option<Found>, StoreError> {
     if let Some(conv) = kernel.live.get(id) {
         conv.touch();
-        return Ok(Some(conv));
+        return Ok(Some(Found::Here(conv)));
+    }
+    // One load of a conversation at a time: the claim, the head read after it and the
+    // recovery belong to one loader.
+    let _loading = lock(&kernel.loads[id.rem_euclid(kernel.loads.len() as i64) as usize]);
+    if let Some(conv) = kernel.live.get(id) {
+        conv.touch();
+        return Ok(Some(Found::Here(conv)));
     }
     let Some(row) = kernel.store.conversation(id)? else { return Ok(None) };
+    let (lease, interrupted) = match kernel.store.claim(id, &kernel.id, lease_ms(kernel))? {
+        Claim::Taken { lease, interrupted } => (lease, interrupted),
+        Claim::Held { owner } => {
+            tracing::debug!(conversation = id, owner, "another kernel runs this conversation");
+            return Ok(Some(Found::Elsewhere(row)));
+        }
+    };
+    let (conv, rx) = match load(kernel, row, lease.clone()) {
+        Ok(loaded) => loaded,
+        Err(err) => {
+            // Not loaded: the lease goes back, so nobody waits for its expiry.
+            let _ = kernel.store.release(id, &lease);
+            return Err(err);
+        }
+    };
+    let conv = match kernel.live.add(conv) {
+        Ok(conv) => conv,
+        Err(live) => return Ok(Some(Found::Here(live))),
+    };
+    // What the former holder left unfinished ends before anything else runs here.
+    for turn in interrupted {
+        let turn_id = turn.turn_id;
+        match &turn.unstarted_prompt {
+            Some(prompt) => recovery::interrupt_unstarted(kernel, &conv, turn_id, prompt),
+            None => match recovery::end_interrupted(kernel, &conv, turn_id, "while it ran") {
+                Ok(closed) => tracing::info!(conversation = id, turn_id, closed, "recovered an interrupted turn"),
+                Err(err) => tracing::error!(conversation = id, turn_id, "recovering a turn: {err}"),
+            },
+        }
+    }
+    let queued = take_queued(kernel, &conv);
+    kernel.tasks.spawn(actor(kernel.clone(), conv.clone(), rx, queued));
+    Ok(Some(Found::Here(conv)))
+}
+
+/// The live conversation of an id (see [`find`]); `None` also when another kernel runs it.
+pub(crate) fn conversation(kernel: &Arc<Kernel>, id: i64) -> Result<Option<Arc<Conversation>>, StoreError> {
+    Ok(match find(kernel, id)? {
+        Some(Found::Here(conv)) => Some(conv),
+        _ => None,
+    })
+}
+
+/// A conversation made from its row, under the lease just claimed: its head read after the
+/// claim (a former holder commits nothing more), its policy with its stored "always" answers.
+fn load(
+    kernel: &Arc<Kernel>,
+    row: ConversationRow,
+    lease: Lease,
+) -> Result<(Arc<Conversation>, mpsc::Receiver<Input>), StoreError> {
+    let id = row.id;
     let head = kernel.store.head_seq(id)?;
     let policy =
         kernel.catalog.conversation_policy(&row.harness, &row.mode, row.workspace.as_deref().map(std::path::Path::new));
@@ -43,38 +113,41 @@ pub(crate) fn conversation(kernel: &Arc<Kernel>, id: i64) -> Result<Option<Arc<C
     };
     let policy = policy.map(|p| p.with_overrides(overrides));
     let bounds = FeedBounds { events: kernel.config.event_buffer, bytes: kernel.config.event_buffer_bytes };
-    let (conv, rx) = Conversation::new(row, head, policy, bounds);
-    // Loaded twice at once: the first one made live wins, the other is dropped unstarted.
-    let conv = match kernel.live.add(conv) {
-        Ok(conv) => conv,
-        Err(live) => return Ok(Some(live)),
-    };
-    kernel.tasks.spawn(actor(kernel.clone(), conv.clone(), rx));
-    Ok(Some(conv))
+    Ok(Conversation::new(row, lease, head, policy, bounds))
 }
 
-/// At start, before the socket is bound: every turn a dead kernel left running or queued is
-/// ended as interrupted, a queued one with its prompt stored first.
-pub(crate) fn recover_interrupted(kernel: &Arc<Kernel>) -> Result<(), StoreError> {
-    for turn in kernel.store.recover_interrupted()? {
-        let (conversation_id, turn_id) = (turn.conversation_id, turn.turn_id);
-        let conv = match conversation(kernel, conversation_id) {
-            Ok(Some(conv)) => conv,
-            Ok(None) => continue,
-            Err(err) => {
-                tracing::error!("recovering conversation {conversation_id}: {err}");
-                continue;
-            }
-        };
-        match &turn.unstarted_prompt {
-            Some(prompt) => recovery::interrupt_unstarted(kernel, &conv, turn_id, prompt),
-            None => {
-                let closed = recovery::end_interrupted(kernel, &conv, turn_id, "while it ran")?;
-                tracing::info!(conversation_id, turn_id, closed, "recovered an interrupted turn");
-            }
+/// The lease's length in milliseconds.
+pub(crate) fn lease_ms(kernel: &Kernel) -> i64 {
+    i64::try_from(kernel.config.lease_ttl.as_millis()).unwrap_or(i64::MAX).max(1)
+}
+
+/// A prompt another kernel queued for this conversation, as its actor takes it.
+pub(crate) struct Forwarded {
+    pub turn_id: i64,
+    pub message: Box<Message>,
+    pub ceiling: Mode,
+    pub steer: bool,
+}
+
+/// Takes the prompts other kernels queued for a conversation this kernel runs (none when its
+/// lease is gone: the holder takes them).
+pub(crate) fn take_queued(kernel: &Kernel, conv: &Conversation) -> Vec<Forwarded> {
+    match kernel.store.take_queued(conv.id, &conv.lease) {
+        Ok(queued) => queued
+            .into_iter()
+            .map(|q| Forwarded {
+                turn_id: q.turn_id,
+                message: Box::new(q.prompt),
+                // An unreadable ceiling is the tightest.
+                ceiling: q.ceiling.parse().unwrap_or(Mode::Plan),
+                steer: q.steer,
+            })
+            .collect(),
+        Err(err) => {
+            tracing::error!(conversation = conv.id, "taking the prompts queued for it: {err}");
+            Vec::new()
         }
     }
-    Ok(())
 }
 
 /// How long an idle conversation stays in memory: the configured period, or under pressure
@@ -112,15 +185,50 @@ enum Running {
     Compaction,
 }
 
-async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Receiver<Input>) {
-    let mut queue: VecDeque<Job> = VecDeque::new();
+async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Receiver<Input>, queued: Vec<Forwarded>) {
+    // No turn runs yet: a queued steering prompt is a turn of its own.
+    let mut queue: VecDeque<Job> =
+        queued.into_iter().map(|q| Job::Turn { turn_id: q.turn_id, message: q.message, ceiling: q.ceiling }).collect();
     let mut current: Option<(Running, CancellationToken)> = None;
     loop {
+        // Taken over by another kernel: once its job has ended it leaves (the other kernel
+        // ends what was queued here).
+        if conv.is_fenced() && current.is_none() {
+            kernel.live.remove(&conv);
+            return;
+        }
         // Stopping: wait for the running job's end (its token is the kernel's child, so it
         // ends promptly), so the turns behind it are recorded after it, in order.
         let stopping = kernel.shutdown.is_cancelled();
         if stopping && current.is_none() {
             break;
+        }
+        if current.is_none()
+            && !kernel.shutdown.is_cancelled()
+            && let Some(job) = queue.pop_front()
+        {
+            let token = kernel.shutdown.child_token();
+            let (k, c) = (kernel.clone(), conv.clone());
+            match job {
+                Job::Turn { turn_id, message, ceiling } => {
+                    current = Some((Running::Turn(turn_id), token.clone()));
+                    *lock(&conv.running) = Some(turn_id);
+                    *lock(&conv.turn_ceiling) = Some(ceiling);
+                    lock(&conv.steering).open();
+                    kernel.activity.turn_started();
+                    kernel.tasks.spawn(async move {
+                        crate::turn::run(&k, &c, turn_id, ceiling, *message, token).await;
+                        let _ = c.input.send(Input::TurnEnded { turn_id }).await;
+                    });
+                }
+                Job::Compact(reply) => {
+                    current = Some((Running::Compaction, token.clone()));
+                    kernel.tasks.spawn(async move {
+                        let _ = reply.send(crate::compaction::between_turns(&k, &c, &token).await);
+                        let _ = c.input.send(Input::CompactionEnded).await;
+                    });
+                }
+            }
         }
         let idle = current.is_none() && queue.is_empty();
         let quiet = quiet_period(&kernel);
@@ -195,33 +303,6 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
                 }
             }
         }
-        if current.is_none()
-            && !kernel.shutdown.is_cancelled()
-            && let Some(job) = queue.pop_front()
-        {
-            let token = kernel.shutdown.child_token();
-            let (k, c) = (kernel.clone(), conv.clone());
-            match job {
-                Job::Turn { turn_id, message, ceiling } => {
-                    current = Some((Running::Turn(turn_id), token.clone()));
-                    *lock(&conv.running) = Some(turn_id);
-                    *lock(&conv.turn_ceiling) = Some(ceiling);
-                    lock(&conv.steering).open();
-                    kernel.activity.turn_started();
-                    kernel.tasks.spawn(async move {
-                        crate::turn::run(&k, &c, turn_id, ceiling, *message, token).await;
-                        let _ = c.input.send(Input::TurnEnded { turn_id }).await;
-                    });
-                }
-                Job::Compact(reply) => {
-                    current = Some((Running::Compaction, token.clone()));
-                    kernel.tasks.spawn(async move {
-                        let _ = reply.send(crate::compaction::between_turns(&k, &c, &token).await);
-                        let _ = c.input.send(Input::CompactionEnded).await;
-                    });
-                }
-            }
-        }
     }
     // Turns that never started, those queued here and those still in the channel, end as
     // interrupted with their prompts in the history: watchers see every acknowledged turn end.
@@ -246,5 +327,19 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
                 let _ = reply.send(Err(ErrorObject::new(codes::INTERNAL_ERROR, "the kernel is stopping")));
             }
         }
+    }
+    if kernel.shutdown.is_cancelled() || conv.is_fenced() {
+        // A stop gives every lease up at its end; a fenced one is not this kernel's.
+        return;
+    }
+    match kernel.store.release(conv.id, &conv.lease) {
+        // A prompt another kernel queued as this one let go: run it (claiming again).
+        Ok(true) => {
+            if let Err(err) = find(&kernel, conv.id) {
+                tracing::error!(conversation = conv.id, "loading it again for a queued prompt: {err}");
+            }
+        }
+        Ok(false) => {}
+        Err(err) => tracing::warn!(conversation = conv.id, "giving its lease up: {err}"),
     }
 }

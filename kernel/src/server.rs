@@ -57,12 +57,19 @@ pub async fn run(mut config: KernelConfig) -> Result<(), KernelError> {
     let kernel = Kernel::new(config, store, sandbox, catalog);
     slot.set(&kernel);
 
-    crate::live::recover_interrupted(&kernel)?;
-    tracing::info!(socket = %socket_path.display(), pid = std::process::id(), "kernel listening");
+    // A store no other kernel shares: the leases in it are its previous kernel's, dead.
+    if !kernel.store.shared() {
+        kernel.store.expire_all()?;
+    }
+    // What dead kernels left (running turns, queued prompts) is taken over before any client.
+    crate::cluster::adopt_orphans(&kernel)?;
+    tracing::info!(socket = %socket_path.display(), pid = std::process::id(), kernel = %kernel.id, "kernel listening");
 
     let idle = tokio::spawn(watch_idleness(kernel.clone()));
+    let cluster = tokio::spawn(crate::cluster::run(kernel.clone()));
     let result = accept_loop(&kernel, &listener).await;
     idle.abort();
+    cluster.abort();
     drop(listener);
     let _ = fs::remove_file(&socket_path);
     drain(&kernel).await;
@@ -89,6 +96,10 @@ async fn drain(kernel: &Arc<Kernel>) {
     kernel.connections.close();
     if tokio::time::timeout(DRAIN_CONNECTIONS, kernel.connections.wait()).await.is_err() {
         tracing::warn!("connections still open {DRAIN_CONNECTIONS:?} after the turns ended: closing them");
+    }
+    // Another kernel on the database may take these conversations over at once.
+    if let Err(err) = kernel.store.release_all(&kernel.id) {
+        tracing::warn!("giving this kernel's leases up at stop: {err}");
     }
     if let Err(err) = kernel.store.checkpoint() {
         tracing::warn!("folding the store's log at stop: {err}");

@@ -4,14 +4,19 @@
 //! and PostgreSQL (`store/postgres.rs`), a server several kernels can share; [`open`] chooses.
 //!
 //! Every call is one short statement or transaction. Migrations are numbered files run at
-//! open. Token deltas never reach this module.
+//! open. Token deltas never reach this module. Several kernels share a database through
+//! per-conversation leases (`store/lease.rs`).
 
+mod lease;
 mod postgres;
+mod postgres_leases;
 mod sqlite;
+mod sqlite_leases;
 
 use std::path::Path;
 use std::sync::Arc;
 
+pub use lease::{Claim, Lease, Leases, Notice, QueuedSubmit};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
@@ -26,8 +31,8 @@ pub enum StoreError {
     Postgres(String),
     #[error("database connection: {0}")]
     Config(String),
-    #[error("another superpi kernel uses this database (one kernel per database)")]
-    InUse,
+    #[error("this kernel no longer holds conversation {0}'s lease: another kernel took it over")]
+    Fenced(i64),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
     #[error("the database was written by a newer superpi (schema {found}, this build knows {known})")]
@@ -70,6 +75,9 @@ pub struct Commit<'a> {
     pub wire: &'a str,
     pub entry: Option<(EntryKind, Option<i64>, &'a Message)>,
     pub turn_status: Option<TurnStatus<'a>>,
+    /// The lease the committing kernel holds: refused (`Fenced`) once another kernel took the
+    /// conversation over. `None` commits without the check (tests of the store alone).
+    pub lease: Option<&'a Lease>,
 }
 
 /// A turn's new status, and the error that ended it.
@@ -80,7 +88,7 @@ pub struct TurnStatus<'a> {
     pub error: Option<&'a str>,
 }
 
-/// A turn a dead kernel left running or queued, as recovery finds it.
+/// A turn a dead kernel left running or queued, as a claim finds it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InterruptedTurn {
     pub conversation_id: i64,
@@ -91,13 +99,9 @@ pub struct InterruptedTurn {
 
 /// What the kernel stores and reads, whatever the engine. Every method is one short
 /// statement or transaction; a write has happened when it returns `Ok`.
-pub trait Store: Send + Sync {
+pub trait Store: Leases + Send + Sync {
     /// The schema version (number of migrations applied).
     fn schema_version(&self) -> Result<usize, StoreError>;
-
-    /// Marks turns left running (or queued) by a dead kernel as interrupted, returning them
-    /// in order with the prompts of those that never started.
-    fn recover_interrupted(&self) -> Result<Vec<InterruptedTurn>, StoreError>;
 
     fn create_conversation(&self, new: &NewConversation) -> Result<ConversationRow, StoreError>;
 
@@ -212,6 +216,21 @@ fn readdress(wire: &str, conversation_id: i64) -> Option<String> {
     let mut value: serde_json::Value = serde_json::from_str(wire).ok()?;
     value.as_object_mut()?.insert("conversation_id".into(), conversation_id.into());
     serde_json::to_string(&value).ok()
+}
+
+/// A turn a claim interrupted, from its stored status and prompt: a queued one never started,
+/// so its prompt is not yet in the history.
+fn interrupted_turn(
+    conversation_id: i64,
+    turn_id: i64,
+    status: &str,
+    prompt: Option<String>,
+) -> Result<InterruptedTurn, StoreError> {
+    let unstarted_prompt = match (status, prompt) {
+        ("queued", Some(json)) => Some(stored_prompt(turn_id, &json)?),
+        _ => None,
+    };
+    Ok(InterruptedTurn { conversation_id, turn_id, unstarted_prompt })
 }
 
 /// The JSON of a turn's prompt as stored, read back.

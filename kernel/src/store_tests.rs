@@ -3,6 +3,10 @@ use rusqlite::Connection;
 use sqlite::MIGRATIONS;
 use superpi_proto::{ContentBlock, Role};
 
+#[path = "store_lease_tests.rs"]
+mod leases;
+use leases::*;
+
 fn new_conv(store: &dyn Store) -> ConversationRow {
     store
         .create_conversation(&NewConversation {
@@ -43,27 +47,6 @@ fn a_database_from_a_newer_build_is_refused() {
     assert!(matches!(SqliteStore::open(&path), Err(StoreError::TooNew { found: 99, .. })));
 }
 
-fn running_and_queued_turns_are_marked_interrupted_at_recovery_with_unstarted_prompts(store: &dyn Store) {
-    let conv = new_conv(store);
-    let prompt = Message::user_text("do not lose me");
-    let done = store.create_turn(conv.id, &prompt).unwrap();
-    store.set_turn_status(done, "completed", None).unwrap();
-    let running = store.create_turn(conv.id, &prompt).unwrap();
-    store.set_turn_status(running, "running", None).unwrap();
-    let queued = store.create_turn(conv.id, &prompt).unwrap();
-    let recovered = store.recover_interrupted().unwrap();
-    assert_eq!(
-        recovered,
-        vec![
-            InterruptedTurn { conversation_id: conv.id, turn_id: running, unstarted_prompt: None },
-            InterruptedTurn { conversation_id: conv.id, turn_id: queued, unstarted_prompt: Some(prompt) },
-        ]
-    );
-    assert_eq!(store.turn_status(running).unwrap().as_deref(), Some("interrupted"));
-    assert_eq!(store.turn_status(done).unwrap().as_deref(), Some("completed"));
-    assert!(store.recover_interrupted().unwrap().is_empty());
-}
-
 fn a_turn_status_is_committed_with_its_event_or_not_at_all(store: &dyn Store) {
     let conv = new_conv(store);
     let turn_id = store.create_turn(conv.id, &Message::user_text("go")).unwrap();
@@ -74,6 +57,7 @@ fn a_turn_status_is_committed_with_its_event_or_not_at_all(store: &dyn Store) {
         wire: "{}",
         entry: None,
         turn_status: Some(TurnStatus { turn_id, status: "completed", error: None }),
+        lease: None,
     };
     store.commit(&end(1)).unwrap();
     assert_eq!(store.turn_status(turn_id).unwrap().as_deref(), Some("completed"));
@@ -94,6 +78,7 @@ fn commits_store_events_and_entries_together_and_replay_in_order(store: &dyn Sto
             wire: "{\"seq\":1}",
             entry: Some((EntryKind::User, None, &msg)),
             turn_status: None,
+            lease: None,
         })
         .unwrap();
     store
@@ -104,6 +89,7 @@ fn commits_store_events_and_entries_together_and_replay_in_order(store: &dyn Sto
             wire: "{\"seq\":5}",
             entry: None,
             turn_status: None,
+            lease: None,
         })
         .unwrap();
     assert_eq!(store.head_seq(conv.id).unwrap(), 5);
@@ -133,7 +119,8 @@ fn commits_store_events_and_entries_together_and_replay_in_order(store: &dyn Sto
                 event_type: "x",
                 wire: "{}",
                 entry: None,
-                turn_status: None
+                turn_status: None,
+                lease: None,
             })
             .is_err()
     );
@@ -152,6 +139,7 @@ fn fork_copies_history_up_to_a_seq(store: &dyn Store) {
                 wire: &wire,
                 entry: Some((EntryKind::User, None, &msg)),
                 turn_status: None,
+                lease: None,
             })
             .unwrap();
     }
@@ -196,15 +184,12 @@ fn both_engines_have_the_same_migrations_numbered_alike() {
 }
 
 #[test]
-fn postgres_migrates_once_and_one_kernel_at_a_time_holds_a_database() {
+fn postgres_migrates_once_and_a_second_kernel_shares_the_database() {
     let Some(server) = super::test_postgres::shared() else { return };
     let url = server.new_database();
     let first = PostgresStore::connect(&url).unwrap();
     assert_eq!(first.schema_version().unwrap(), MIGRATIONS.len());
     let id = new_conv(&first).id;
-    assert!(matches!(PostgresStore::connect(&url), Err(StoreError::InUse)));
-    drop(first);
-    // The server lets the lock go once it sees the connection closed; connect waits for that.
     let second = PostgresStore::connect(&url).unwrap();
     assert_eq!(second.schema_version().unwrap(), MIGRATIONS.len());
     assert_eq!(second.conversation(id).unwrap().unwrap().harness, "superpi-code");
@@ -238,7 +223,10 @@ macro_rules! on_each_engine {
 }
 
 on_each_engine!(
-    running_and_queued_turns_are_marked_interrupted_at_recovery_with_unstarted_prompts,
+    a_claim_takes_a_free_or_expired_lease_and_not_a_live_one,
+    a_former_holders_commits_are_refused_once_another_kernel_took_over,
+    a_claim_interrupts_what_the_former_holder_left_but_not_prompts_queued_for_the_next,
+    orphans_are_conversations_with_work_and_no_live_lease,
     a_turn_status_is_committed_with_its_event_or_not_at_all,
     commits_store_events_and_entries_together_and_replay_in_order,
     fork_copies_history_up_to_a_seq,

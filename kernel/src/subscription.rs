@@ -84,30 +84,57 @@ pub(crate) fn start(
     out: Outbox,
     start: oneshot::Receiver<()>,
 ) -> (SubscriptionHandle, u64) {
-    let window = spec.window.clamp(1, 1 << 20);
-    let credits = Arc::new(Semaphore::new(window as usize));
-    let in_flight = Arc::new(AtomicU64::new(0));
     let place = FeedPlace { conv: conv.clone(), watcher: spec.id };
     let head = conv.join(spec.id);
     // Counted before the watch is answered: a question asked right after the answer must
     // already see this watcher.
     let interactive = spec.interactive.then(|| WatcherGuard::count(&conv, |c| &c.interactive_watchers));
     let reads_files = spec.reads_files.then(|| WatcherGuard::count(&conv, |c| &c.file_readers));
-    let forwarder =
-        Forwarder { store, closing, conv, spec, out, credits: credits.clone(), in_flight: in_flight.clone(), window };
-    let task = tokio::spawn(async move {
+    let (forwarder, mut handle) = Forwarder::new(store, closing, conv.id, spec, out);
+    handle.task = Some(tokio::spawn(async move {
         let _counted = (interactive, reads_files, place);
         if start.await.is_ok() {
-            forwarder.run(head).await;
+            forwarder.run(conv, head).await;
         }
-    });
-    (SubscriptionHandle { credits, in_flight, task: Some(task) }, head)
+    }));
+    (handle, head)
+}
+
+/// A conversation another kernel runs, as a watcher here follows it.
+pub(crate) struct Stored {
+    pub conversation_id: i64,
+    /// Its stored head when the watch began.
+    pub head: u64,
+    /// Wakes when an event of it is committed (by any kernel).
+    pub committed: tokio::sync::watch::Receiver<u64>,
+}
+
+/// Starts a subscription to a conversation another kernel runs: it sends the stored events
+/// (deltas are not stored, so it gets the completed messages), reading the store again each
+/// time `committed` says an event was committed. Nobody asks it permission questions (they
+/// go to the watchers of the kernel that runs the turn).
+pub(crate) fn start_stored(
+    store: Arc<dyn Store>,
+    closing: CancellationToken,
+    stored: Stored,
+    spec: WatchSpec,
+    out: Outbox,
+    start: oneshot::Receiver<()>,
+) -> SubscriptionHandle {
+    let Stored { conversation_id, head, committed } = stored;
+    let (forwarder, mut handle) = Forwarder::new(store, closing, conversation_id, spec, out);
+    handle.task = Some(tokio::spawn(async move {
+        if start.await.is_ok() {
+            forwarder.run_stored(committed, head).await;
+        }
+    }));
+    handle
 }
 
 struct Forwarder {
     store: Arc<dyn Store>,
     closing: CancellationToken,
-    conv: Arc<Conversation>,
+    conversation_id: i64,
     spec: WatchSpec,
     out: Outbox,
     credits: Arc<Semaphore>,
@@ -149,38 +176,82 @@ impl Drop for FeedPlace {
 
 /// Stored events read from the store at a time when a watcher catches up.
 const REPLAY_PAGE: usize = 512;
+/// How often a watcher of a conversation run elsewhere reads the store without a notice.
+const STORED_POLL: std::time::Duration = std::time::Duration::from_secs(2);
 /// A batch frame holds events up to about this many bytes (and always at least one).
 const BATCH_BYTES: usize = 1024 * 1024;
 /// Room in a frame for the batch's envelope around its events.
 const BATCH_ENVELOPE: usize = 1024;
 
 impl Forwarder {
-    async fn run(self, head: u64) {
-        let mut last_sent = self.spec.from_seq.unwrap_or(head);
-        // Catch-up reads the store a page at a time: a long history never sits in memory.
-        while last_sent < head {
-            let page = match self.store.events_page(self.conv.id, last_sent, head, REPLAY_PAGE, BATCH_BYTES * 4) {
-                Ok(page) => page,
-                Err(err) => {
-                    tracing::error!("replaying conversation {}: {err}", self.conv.id);
-                    return;
-                }
-            };
+    /// A forwarder with its full window of credit, and the handle that acks it (its task set
+    /// by the caller).
+    fn new(
+        store: Arc<dyn Store>,
+        closing: CancellationToken,
+        conversation_id: i64,
+        spec: WatchSpec,
+        out: Outbox,
+    ) -> (Forwarder, SubscriptionHandle) {
+        let window = spec.window.clamp(1, 1 << 20);
+        let credits = Arc::new(Semaphore::new(window as usize));
+        let in_flight = Arc::new(AtomicU64::new(0));
+        let handle = SubscriptionHandle { credits: credits.clone(), in_flight: in_flight.clone(), task: None };
+        let forwarder = Forwarder { store, closing, conversation_id, spec, out, credits, in_flight, window };
+        (forwarder, handle)
+    }
+
+    /// Sends the stored events after `after` up to `up_to`, a page at a time (a long history
+    /// never sits in memory): the last seq sent, `None` when the connection or the store failed.
+    async fn catch_up(&self, after: u64, up_to: u64) -> Option<u64> {
+        let mut last_sent = after;
+        while last_sent < up_to {
+            let page =
+                match self.store.events_page(self.conversation_id, last_sent, up_to, REPLAY_PAGE, BATCH_BYTES * 4) {
+                    Ok(page) => page,
+                    Err(err) => {
+                        tracing::error!("replaying conversation {}: {err}", self.conversation_id);
+                        return None;
+                    }
+                };
             let Some((last, _)) = page.last() else { break };
             let last = *last;
             let events: Vec<(u64, &str)> = page.iter().map(|(seq, json)| (*seq, json.as_str())).collect();
             if !self.send(&events).await {
-                return;
+                return None;
             }
             last_sent = last;
         }
-        last_sent = last_sent.max(head);
+        Some(last_sent)
+    }
 
-        let mut published = self.conv.wake();
+    /// A conversation run elsewhere: what is stored, then what is committed as it is.
+    async fn run_stored(self, mut committed: tokio::sync::watch::Receiver<u64>, head: u64) {
+        let Some(mut last_sent) = self.catch_up(self.spec.from_seq.unwrap_or(head), head).await else { return };
+        last_sent = last_sent.max(head);
+        loop {
+            // Seen before reading: a commit after the read wakes the wait below.
+            committed.borrow_and_update();
+            let Some(sent) = self.catch_up(last_sent, u64::MAX).await else { return };
+            last_sent = sent;
+            tokio::select! {
+                changed = committed.changed() => if changed.is_err() { return },
+                // A lost notice (the listening connection broke) delays an event, never loses it.
+                _ = tokio::time::sleep(STORED_POLL) => {}
+                _ = self.closing.cancelled() => return,
+            }
+        }
+    }
+
+    async fn run(self, conv: Arc<Conversation>, head: u64) {
+        let Some(last_sent) = self.catch_up(self.spec.from_seq.unwrap_or(head), head).await else { return };
+        let mut last_sent = last_sent.max(head);
+
+        let mut published = conv.wake();
         loop {
             // Seen before taking: a publish after the take wakes the wait below.
             published.borrow_and_update();
-            match self.conv.take(self.spec.id, self.max_batch()) {
+            match conv.take(self.spec.id, self.max_batch()) {
                 Take::Events(batch) => {
                     let events: Vec<(u64, &str)> =
                         batch.iter().filter(|ev| ev.seq > last_sent).map(|ev| (ev.seq, ev.json.as_str())).collect();
@@ -191,7 +262,7 @@ impl Forwarder {
                 }
                 Take::Lagged => {
                     tracing::info!(
-                        conversation = self.conv.id,
+                        conversation = self.conversation_id,
                         subscription = self.spec.id,
                         resume_from_seq = last_sent,
                         "a watcher fell behind what the feed keeps: told it lagged (it catches up from the store)"
@@ -206,7 +277,7 @@ impl Forwarder {
                         changed = published.changed() => if changed.is_err() { return },
                         _ = self.closing.cancelled() => {
                             // Turns have ended: send what is left, whatever the credit, and end.
-                            while let Take::Events(rest) = self.conv.take(self.spec.id, self.max_batch()) {
+                            while let Take::Events(rest) = conv.take(self.spec.id, self.max_batch()) {
                                 let events: Vec<(u64, &str)> = rest
                                     .iter()
                                     .filter(|ev| ev.seq > last_sent)
@@ -295,7 +366,7 @@ impl Forwarder {
     /// saying what was left out.
     fn stand_in(&self, seq: u64, bytes: usize) -> String {
         tracing::warn!(
-            conversation = self.conv.id,
+            conversation = self.conversation_id,
             seq,
             bytes,
             "an event over the frame limit was left out of a batch"
@@ -304,7 +375,7 @@ impl Forwarder {
             "event {seq} of this conversation is {bytes} bytes, over the frame limit of {} bytes, and was left out",
             self.out.frame_limit()
         );
-        let mut notice = superpi_proto::Event::notice(self.conv.id, None, "error", message);
+        let mut notice = superpi_proto::Event::notice(self.conversation_id, None, "error", message);
         notice.seq = seq;
         notice.to_json()
     }

@@ -4,15 +4,17 @@
 //! (the call gets its result, the turn its end, the seqs no gap). Skipped, saying so, without
 //! PostgreSQL binaries unless CI is set.
 
+use superpi_client::KernelClient;
 use superpi_proto::method::WatchParams;
 use superpi_proto::{ContentBlock, EventBody};
-use superpi_tests::{TestEnv, next_event, open_and_watch, postgres_server, turn_events};
+use superpi_tests::{KillOnDrop, TestEnv, next_event, open_and_watch, postgres_server, turn_events};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kernel_killed_during_a_tool_call_is_recovered_and_continued_by_a_kernel_on_another_machine() {
     let Some(server) = postgres_server::shared() else { return };
     let url = server.new_database();
-    let vars = [("SUPERPI_DATABASE_URL", url.as_str())];
+    // A short lease: kernel B takes over soon after A's last renewal.
+    let vars = [("SUPERPI_DATABASE_URL", url.as_str()), ("SUPERPI_LEASE_MS", "1500")];
 
     let machine_a = TestEnv::new();
     let (_kernel_a, client) = machine_a.start_kernel(&vars).await;
@@ -29,6 +31,11 @@ async fn a_kernel_killed_during_a_tool_call_is_recovered_and_continued_by_a_kern
 
     let machine_b = TestEnv::new();
     let (_kernel_b, client) = machine_b.start_kernel(&vars).await;
+    // Watched from the start while A's lease runs out: B takes the conversation over and ends
+    // the killed turn.
+    let mut replay = client.watch(watch_from(conv, Some(0))).await.unwrap();
+    let end = next_event(&mut replay, |e| e.body.is_turn_end() && e.turn_id == Some(turn.turn_id)).await;
+    assert!(matches!(&end.body, EventBody::TurnError { error } if error.contains("interrupted")));
     let history = client.history(conv).await.unwrap().entries;
     let kinds: Vec<&str> = history.iter().map(|e| e.kind.as_str()).collect();
     assert_eq!(kinds, ["user", "assistant", "user", "assistant", "tool_result"]);
@@ -38,21 +45,11 @@ async fn a_kernel_killed_during_a_tool_call_is_recovered_and_continued_by_a_kern
             if *id == tool_call_id && output.contains("interrupted")
     ));
 
-    // The replay from the start: every seq once, in order, and the killed turn's end.
-    let mut replay = client
-        .watch(WatchParams {
-            conversation_id: conv,
-            from_seq: Some(0),
-            window: None,
-            interactive: false,
-            reads_files: false,
-        })
-        .await
-        .unwrap();
-    let end = next_event(&mut replay, |e| e.body.is_turn_end() && e.turn_id == Some(turn.turn_id)).await;
-    assert!(matches!(&end.body, EventBody::TurnError { error } if error.contains("interrupted")));
+    // B runs it now: a watch of it is B's live feed, deltas and all.
+    assert!(client.status().await.unwrap().owned_conversations.contains(&conv));
+    let mut live_sub = client.watch(watch_from(conv, None)).await.unwrap();
     let next = client.submit_text(conv, "still here").await.unwrap();
-    let events = turn_events(&mut replay, next.turn_id).await;
+    let events = turn_events(&mut live_sub, next.turn_id).await;
     assert!(
         matches!(&events.last().unwrap().body, EventBody::TurnCompleted { result: Some(r), .. } if r == "still here")
     );
@@ -61,16 +58,7 @@ async fn a_kernel_killed_during_a_tool_call_is_recovered_and_continued_by_a_kern
     let live: Vec<u64> = events.iter().map(|e| e.seq).collect();
     assert!(live.windows(2).all(|w| w[1] == w[0] + 1), "kernel B's seqs have a gap: {live:?}");
     // ... and the stored events of both kernels replay once each, in order.
-    let mut check = client
-        .watch(WatchParams {
-            conversation_id: conv,
-            from_seq: Some(0),
-            window: None,
-            interactive: false,
-            reads_files: false,
-        })
-        .await
-        .unwrap();
+    let mut check = client.watch(watch_from(conv, Some(0))).await.unwrap();
     let last = *live.last().unwrap();
     let mut stored = vec![next_event(&mut check, |_| true).await.seq];
     while stored.last() != Some(&last) {
@@ -78,4 +66,147 @@ async fn a_kernel_killed_during_a_tool_call_is_recovered_and_continued_by_a_kern
     }
     assert_eq!(stored[0], 1);
     assert!(stored.windows(2).all(|w| w[1] > w[0]), "replayed seqs out of order: {stored:?}");
+}
+
+/// Two kernels on one database (on two machines: two data directories), with a short lease.
+async fn two_kernels(url: &str) -> (TestEnv, KillOnDrop, KernelClient, TestEnv, KillOnDrop, KernelClient) {
+    let vars = [("SUPERPI_DATABASE_URL", url), ("SUPERPI_LEASE_MS", "1500")];
+    let machine_a = TestEnv::new();
+    let (kernel_a, a) = machine_a.start_kernel(&vars).await;
+    let machine_b = TestEnv::new();
+    let (kernel_b, b) = machine_b.start_kernel(&vars).await;
+    (machine_a, kernel_a, a, machine_b, kernel_b, b)
+}
+
+fn watch_from(conversation_id: i64, from_seq: Option<u64>) -> WatchParams {
+    WatchParams { conversation_id, from_seq, window: None, interactive: false, reads_files: false }
+}
+
+fn completed_with(events: &[superpi_proto::Event], text: &str) -> bool {
+    matches!(&events.last().map(|e| &e.body), Some(EventBody::TurnCompleted { result: Some(r), .. }) if r == text)
+}
+
+/// Two live kernels on one database: a conversation opened through A is listed, watched live
+/// and continued through B while A runs it (B queues the prompt in the database, A runs it);
+/// A killed during a turn submitted through B: B takes the conversation over once A's lease
+/// runs out, ends that turn as interrupted, runs the prompt queued meanwhile, and every turn
+/// ran once, every stored seq once and in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_kernels_on_one_database_continue_a_conversation_while_both_live_and_after_one_is_killed() {
+    let Some(server) = postgres_server::shared() else { return };
+    let (machine_a, _kernel_a, a, _machine_b, _kernel_b, b) = two_kernels(&server.new_database()).await;
+
+    let (conv, mut on_a) = open_and_watch(&a, &machine_a.workspace, Some("auto"), false).await;
+    let first = a.submit_text(conv, "one").await.unwrap();
+    assert!(completed_with(&turn_events(&mut on_a, first.turn_id).await, "one"));
+
+    // B lists it and watches it from the start, through the database.
+    assert!(b.list().await.unwrap().iter().any(|c| c.conversation_id == conv));
+    let mut on_b = b.watch(watch_from(conv, Some(0))).await.unwrap();
+    assert!(completed_with(&turn_events(&mut on_b, first.turn_id).await, "one"));
+    assert!(a.status().await.unwrap().owned_conversations.contains(&conv));
+    assert!(!b.status().await.unwrap().owned_conversations.contains(&conv));
+
+    // Continued through B while A lives: A runs the turn; both watchers see it.
+    let second = b.submit_text(conv, "two").await.unwrap();
+    assert!(second.queued);
+    let seen_on_a = turn_events(&mut on_a, second.turn_id).await;
+    assert!(completed_with(&seen_on_a, "two"));
+    assert!(seen_on_a.iter().any(|e| matches!(e.body, EventBody::TextDelta { .. })), "A's watcher gets deltas");
+    assert!(completed_with(&turn_events(&mut on_b, second.turn_id).await, "two"));
+    let texts = |entries: Vec<superpi_proto::Entry>| entries.iter().map(|e| e.message.text()).collect::<Vec<_>>();
+    assert_eq!(texts(b.history(conv).await.unwrap().entries), texts(a.history(conv).await.unwrap().entries));
+
+    // A killed during a turn submitted through B; a prompt submitted through B meanwhile waits
+    // in the database for whoever runs the conversation next.
+    let third = b.submit_text(conv, "@tool bash {\"command\": \"sleep 30\"}").await.unwrap();
+    next_event(&mut on_b, |e| matches!(e.body, EventBody::ToolStarted { .. })).await;
+    machine_a.kill_kernel();
+    let fourth = b.submit_text(conv, "four").await.unwrap();
+    let end = next_event(&mut on_b, |e| e.turn_id == Some(third.turn_id) && e.body.is_turn_end()).await;
+    assert!(matches!(&end.body, EventBody::TurnError { error } if error.contains("interrupted")), "{end:?}");
+    assert!(completed_with(&turn_events(&mut on_b, fourth.turn_id).await, "four"));
+    assert!(b.status().await.unwrap().owned_conversations.contains(&conv));
+    let fifth = b.submit_text(conv, "five").await.unwrap();
+    assert!(completed_with(&turn_events(&mut on_b, fifth.turn_id).await, "five"));
+
+    // Nothing committed was lost and no turn ran twice: the history holds each prompt once with
+    // its answer (the killed call with its interrupted result) ...
+    let history = b.history(conv).await.unwrap().entries;
+    let kinds: Vec<&str> = history.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "tool_result",
+            "user",
+            "assistant",
+            "user",
+            "assistant"
+        ]
+    );
+    // ... and the stored events replay once each, in order, with one start and one end a turn.
+    let mut replay = b.watch(watch_from(conv, Some(0))).await.unwrap();
+    let events = turn_events(&mut replay, fifth.turn_id).await;
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert!(seqs.windows(2).all(|w| w[1] > w[0]), "stored seqs out of order: {seqs:?}");
+    for turn in [first.turn_id, second.turn_id, third.turn_id, fourth.turn_id, fifth.turn_id] {
+        let starts =
+            events.iter().filter(|e| e.turn_id == Some(turn) && matches!(e.body, EventBody::TurnStarted { .. }));
+        let ends = events.iter().filter(|e| e.turn_id == Some(turn) && e.body.is_turn_end());
+        assert_eq!((starts.count(), ends.count()), (1, 1), "turn {turn} started and ended once");
+    }
+}
+
+/// Fencing: kernel A stalls (SIGSTOP) during a tool call, its lease runs out and B takes the
+/// conversation over; when A resumes, what it would commit for the old turn (the call's result,
+/// the turn's end) is refused, and A stops running the conversation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_kernel_that_lost_its_lease_commits_nothing_more() {
+    let Some(server) = postgres_server::shared() else { return };
+    let (machine_a, _kernel_a, a, _machine_b, _kernel_b, b) = two_kernels(&server.new_database()).await;
+
+    let (conv, mut on_a) = open_and_watch(&a, &machine_a.workspace, Some("auto"), false).await;
+    let turn = a.submit_text(conv, "@tool bash {\"command\": \"sleep 2\"}").await.unwrap();
+    next_event(&mut on_a, |e| matches!(e.body, EventBody::ToolStarted { .. })).await;
+    let pid = machine_a.kernel_pid().unwrap();
+    // SAFETY: signals to the kernel this test started.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let mut on_b = b.watch(watch_from(conv, Some(0))).await.unwrap();
+    let end = next_event(&mut on_b, |e| e.turn_id == Some(turn.turn_id) && e.body.is_turn_end()).await;
+    assert!(matches!(&end.body, EventBody::TurnError { error } if error.contains("interrupted")), "{end:?}");
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+
+    // A finds out (a refused commit, or its next renewal) and lets the conversation go.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while a.status().await.unwrap().owned_conversations.contains(&conv) {
+        assert!(std::time::Instant::now() < deadline, "kernel A still runs the conversation it lost");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // B continues it; the store holds one result for the call (B's "interrupted"), one end
+    // for the turn, and nothing of A's after the takeover.
+    let next = b.submit_text(conv, "after").await.unwrap();
+    let events = turn_events(&mut on_b, next.turn_id).await;
+    assert!(completed_with(&events, "after"));
+    let history = b.history(conv).await.unwrap().entries;
+    let results: Vec<&superpi_proto::Entry> = history.iter().filter(|e| e.kind.as_str() == "tool_result").collect();
+    assert_eq!(results.len(), 1, "{history:?}");
+    assert!(matches!(
+        results[0].message.content.as_slice(),
+        [ContentBlock::ToolResult { is_error: true, output, .. }] if output.contains("interrupted")
+    ));
+    let mut replay = b.watch(watch_from(conv, Some(0))).await.unwrap();
+    let all = turn_events(&mut replay, next.turn_id).await;
+    let ends = all.iter().filter(|e| e.turn_id == Some(turn.turn_id) && e.body.is_turn_end()).count();
+    assert_eq!(ends, 1);
+    // Through A, the conversation is now served from the store as B's.
+    let again = a.submit_text(conv, "through a").await.unwrap();
+    assert!(again.queued);
+    assert!(completed_with(&turn_events(&mut on_b, again.turn_id).await, "through a"));
 }

@@ -233,6 +233,9 @@ async fn kernel(locations: &Locations, args: KernelArgs) -> anyhow::Result<ExitC
             if let Some(ms) = std::env::var("SUPERPI_CONVERSATION_IDLE_MS").ok().and_then(|v| v.parse().ok()) {
                 config.conversation_idle = Duration::from_millis(ms);
             }
+            if let Some(ms) = std::env::var("SUPERPI_LEASE_MS").ok().and_then(|v| v.parse().ok()) {
+                config.lease_ttl = Duration::from_millis(ms);
+            }
             if let Some(live) = std::env::var("SUPERPI_LIVE_SOFT_LIMIT").ok().and_then(|v| v.parse().ok()) {
                 config.live_soft_limit = live;
             }

@@ -198,6 +198,11 @@ pub fn kernel_status(status: &KernelStatus, flag: JsonFlag) -> anyhow::Result<()
         ("uptime", format!("{}h {}m {}s", uptime / 3600, uptime / 60 % 60, uptime % 60)),
         ("clients", status.clients.to_string()),
         ("live conversations", status.live_conversations.to_string()),
+        ("kernel id", status.kernel_id.clone()),
+        (
+            "runs conversations",
+            status.owned_conversations.iter().map(|id| id.to_string()).collect::<Vec<_>>().join(" "),
+        ),
         ("data dir", status.data_dir.clone()),
         ("socket", status.socket.clone()),
     ];

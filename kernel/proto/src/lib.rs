@@ -47,9 +47,10 @@ mod spec_tests {
         for message in ["hello", "request", "ack", "response", "event", "lagged"] {
             assert!(doc.contains(&format!("| `{message}` |")), "PROTOCOL.md lacks message {message}");
         }
-        for code in
-            [-32700, -32600, -32601, -32602, -32603, -32001, -32003, -32004, -32005, -32006, -32010, -32011, -32012]
-        {
+        for code in [
+            -32700, -32600, -32601, -32602, -32603, -32001, -32003, -32004, -32005, -32006, -32010, -32011, -32012,
+            -32013,
+        ] {
             assert!(doc.contains(&format!("| {code} |")), "PROTOCOL.md lacks error code {code}");
         }
     }

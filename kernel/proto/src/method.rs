@@ -457,6 +457,12 @@ pub struct KernelStatus {
     pub uptime_ms: u64,
     pub clients: u64,
     pub live_conversations: u64,
+    /// This kernel's id in the store's leases (unique per start).
+    #[serde(default)]
+    pub kernel_id: String,
+    /// The conversations this kernel runs (holds the leases of), in id order.
+    #[serde(default)]
+    pub owned_conversations: Vec<i64>,
     pub data_dir: String,
     pub socket: String,
     /// The external MCP servers the kernel holds (for local callers only).

@@ -16,8 +16,8 @@ use tokio_postgres::config::SslMode;
 use tokio_postgres::{Client, Config, GenericClient, NoTls, Row};
 
 use super::{
-    Commit, ConversationRow, InterruptedTurn, NewConversation, Store, StoreError, TurnStatus, ended_at_ms, readdress,
-    stored_entry, stored_prompt, to_json,
+    Commit, ConversationRow, NewConversation, Notice, Store, StoreError, TurnStatus, ended_at_ms, readdress,
+    stored_entry, to_json,
 };
 
 /// The numbered migrations in PostgreSQL's dialect: the same numbers and names as SQLite's.
@@ -26,15 +26,11 @@ pub(super) const MIGRATIONS: &[(&str, &str)] = &[
     ("0002_permission_overrides", include_str!("../../migrations/postgres/0002_permission_overrides.sql")),
     ("0003_turn_prompt", include_str!("../../migrations/postgres/0003_turn_prompt.sql")),
     ("0004_turn_steered", include_str!("../../migrations/postgres/0004_turn_steered.sql")),
+    ("0005_leases", include_str!("../../migrations/postgres/0005_leases.sql")),
 ];
 
 /// The advisory lock kernels take while migrating, so two starting at once migrate in turn.
 const MIGRATION_LOCK: i64 = 0x7375_7065_7270_6900; // "superpi\0"
-/// The advisory lock a kernel holds for as long as its connection lives: one kernel per
-/// database, as one per data directory (its flock), so the turns another kernel runs are never
-/// taken for a dead kernel's. The server drops it with a connection that dies, however the
-/// kernel died.
-const KERNEL_LOCK: i64 = 0x7375_7065_7270_6901; // "superpi\1"
 
 const CONVERSATION_COLUMNS: &str = "id, owner, harness, model, mode, workspace, title, parent_id, created_at_ms";
 
@@ -56,6 +52,8 @@ pub struct PostgresStore {
     config: Config,
     driver: Driver,
     client: Mutex<Client>,
+    /// What the listening connection hears from other kernels (`store/postgres_leases.rs`).
+    pub(super) notices: tokio::sync::broadcast::Sender<Notice>,
 }
 
 impl PostgresStore {
@@ -67,18 +65,17 @@ impl PostgresStore {
         let driver = Driver::start()?;
         let mut client = driver.connect(&config)?;
         wait(migrate(&mut client))?;
-        wait(claim(&client))?;
-        Ok(PostgresStore { config, driver, client: Mutex::new(client) })
+        let (notices, _) = tokio::sync::broadcast::channel(super::postgres_leases::NOTICE_BACKLOG);
+        driver.handle.spawn(super::postgres_leases::listen(config.clone(), notices.clone()));
+        Ok(PostgresStore { config, driver, client: Mutex::new(client), notices })
     }
 
     /// The connection, opened again when it broke.
-    fn client(&self) -> Result<MutexGuard<'_, Client>, StoreError> {
+    pub(super) fn client(&self) -> Result<MutexGuard<'_, Client>, StoreError> {
         let mut client = self.client.lock().unwrap_or_else(|p| p.into_inner());
         if client.is_closed() {
             tracing::warn!("the database connection was closed: connecting again");
-            let fresh = self.driver.connect(&self.config)?;
-            wait(claim(&fresh))?;
-            *client = fresh;
+            *client = self.driver.connect(&self.config)?;
         }
         Ok(client)
     }
@@ -86,7 +83,7 @@ impl PostgresStore {
 
 /// Waits for a database call. On a multi-thread runtime's worker the runtime is told first,
 /// so its other tasks move to another thread meanwhile.
-fn wait<F: Future>(future: F) -> F::Output {
+pub(super) fn wait<F: Future>(future: F) -> F::Output {
     let on_worker = tokio::runtime::Handle::try_current()
         .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
     if on_worker {
@@ -99,7 +96,7 @@ fn wait<F: Future>(future: F) -> F::Output {
 /// The thread whose runtime drives the connections' sockets (a query only hands its messages
 /// to the connection task, so it can be awaited from any thread). It ends with the store.
 struct Driver {
-    handle: tokio::runtime::Handle,
+    pub(super) handle: tokio::runtime::Handle,
     _stop: tokio::sync::oneshot::Sender<()>,
 }
 
@@ -143,7 +140,7 @@ async fn drive<F: Future<Output = Result<(), tokio_postgres::Error>>>(connection
     }
 }
 
-fn tls() -> Result<tokio_postgres_rustls::MakeRustlsConnect, StoreError> {
+pub(super) fn tls() -> Result<tokio_postgres_rustls::MakeRustlsConnect, StoreError> {
     use rustls_platform_verifier::BuilderVerifierExt;
     let tls_error = |e: rustls::Error| StoreError::Config(format!("TLS: {e}"));
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -154,19 +151,6 @@ fn tls() -> Result<tokio_postgres_rustls::MakeRustlsConnect, StoreError> {
         .map_err(tls_error)?
         .with_no_client_auth();
     Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
-}
-
-/// Takes the database for this kernel, or says another kernel has it. Waits a little, on the
-/// server: a kernel started right after one was killed waits for the server to notice.
-async fn claim(client: &Client) -> Result<(), StoreError> {
-    client.batch_execute("SET lock_timeout = '3s'").await?;
-    let claimed = client.execute("SELECT pg_advisory_lock($1)", &[&KERNEL_LOCK]).await;
-    client.batch_execute("RESET lock_timeout").await?;
-    match claimed {
-        Ok(_) => Ok(()),
-        Err(err) if err.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE) => Err(StoreError::InUse),
-        Err(err) => Err(err.into()),
-    }
 }
 
 async fn migrate(client: &mut Client) -> Result<(), StoreError> {
@@ -216,7 +200,7 @@ fn bigint(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-async fn update_turn_status(client: &impl GenericClient, turn: TurnStatus<'_>) -> Result<(), StoreError> {
+pub(super) async fn update_turn_status(client: &impl GenericClient, turn: TurnStatus<'_>) -> Result<(), StoreError> {
     client
         .execute(
             "UPDATE turns SET status = $2, error = $3, ended_at_ms = $4 WHERE id = $1",
@@ -231,39 +215,6 @@ impl Store for PostgresStore {
         let client = self.client()?;
         let row = wait(client.query_one("SELECT version FROM superpi_schema", &[]))?;
         Ok(row.try_get::<_, i64>(0)? as usize)
-    }
-
-    fn recover_interrupted(&self) -> Result<Vec<InterruptedTurn>, StoreError> {
-        let mut client = self.client()?;
-        let rows = wait(async {
-            let tx = client.transaction().await?;
-            let rows = tx
-                .query(
-                    "SELECT conversation_id, id, status, prompt FROM turns WHERE status IN ('running', 'queued')
-                     ORDER BY id FOR UPDATE",
-                    &[],
-                )
-                .await?;
-            tx.execute(
-                "UPDATE turns SET status = 'interrupted', ended_at_ms = $1 WHERE status IN ('running', 'queued')",
-                &[&now_ms()],
-            )
-            .await?;
-            tx.commit().await?;
-            Ok::<_, StoreError>(rows)
-        })?;
-        let mut turns = Vec::with_capacity(rows.len());
-        for row in rows {
-            let (conversation_id, turn_id): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
-            let status: String = row.try_get(2)?;
-            let prompt: Option<String> = row.try_get(3)?;
-            let unstarted_prompt = match (status.as_str(), prompt) {
-                ("queued", Some(json)) => Some(stored_prompt(turn_id, &json)?),
-                _ => None,
-            };
-            turns.push(InterruptedTurn { conversation_id, turn_id, unstarted_prompt });
-        }
-        Ok(turns)
     }
 
     fn create_conversation(&self, new: &NewConversation) -> Result<ConversationRow, StoreError> {
@@ -385,11 +336,17 @@ impl Store for PostgresStore {
         let mut client = self.client()?;
         wait(async {
             let tx = client.transaction().await?;
+            if let Some(lease) = c.lease {
+                super::postgres_leases::check(&tx, c.conversation_id, lease).await?;
+            }
             tx.execute(
                 "INSERT INTO events (conversation_id, seq, type, wire) VALUES ($1, $2, $3, $4)",
                 &[&c.conversation_id, &seq, &c.event_type, &c.wire],
             )
             .await?;
+            // Watchers on other kernels read it from the store when they hear of it.
+            let notice = Notice::Event { conversation_id: c.conversation_id, seq: c.seq }.payload();
+            tx.execute("SELECT pg_notify('superpi', $1)", &[&notice]).await?;
             let now = now_ms();
             if let Some((kind, turn_id, json)) = &entry {
                 tx.execute(

@@ -9,8 +9,8 @@ use superpi_proto::event::now_ms;
 use superpi_proto::{Entry, Message};
 
 use super::{
-    Commit, ConversationRow, InterruptedTurn, NewConversation, Store, StoreError, TurnStatus, ended_at_ms, readdress,
-    stored_entry, stored_prompt, to_json,
+    Commit, ConversationRow, NewConversation, Store, StoreError, TurnStatus, ended_at_ms, readdress, stored_entry,
+    to_json,
 };
 
 /// The numbered migrations, in order. Append only.
@@ -19,6 +19,7 @@ pub(super) const MIGRATIONS: &[(&str, &str)] = &[
     ("0002_permission_overrides", include_str!("../../migrations/0002_permission_overrides.sql")),
     ("0003_turn_prompt", include_str!("../../migrations/0003_turn_prompt.sql")),
     ("0004_turn_steered", include_str!("../../migrations/0004_turn_steered.sql")),
+    ("0005_leases", include_str!("../../migrations/0005_leases.sql")),
 ];
 
 pub struct SqliteStore {
@@ -47,7 +48,7 @@ impl SqliteStore {
         Ok(SqliteStore { conn: Mutex::new(conn) })
     }
 
-    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+    pub(super) fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -66,34 +67,6 @@ impl Store for SqliteStore {
     fn schema_version(&self) -> Result<usize, StoreError> {
         let v: i64 = self.conn().query_row("PRAGMA user_version", [], |r| r.get(0))?;
         Ok(v as usize)
-    }
-
-    fn recover_interrupted(&self) -> Result<Vec<InterruptedTurn>, StoreError> {
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        let rows = {
-            let mut stmt = tx.prepare(
-                "SELECT conversation_id, id, status, prompt FROM turns WHERE status IN ('running', 'queued') ORDER BY id",
-            )?;
-            stmt.query_map([], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get::<_, Option<String>>(3)?))
-            })?
-            .collect::<Result<Vec<_>, _>>()?
-        };
-        tx.execute(
-            "UPDATE turns SET status = 'interrupted', ended_at_ms = ?1 WHERE status IN ('running', 'queued')",
-            [now_ms()],
-        )?;
-        tx.commit()?;
-        let mut turns = Vec::with_capacity(rows.len());
-        for (conversation_id, turn_id, status, prompt) in rows {
-            let unstarted_prompt = match (status.as_str(), prompt) {
-                ("queued", Some(json)) => Some(stored_prompt(turn_id, &json)?),
-                _ => None,
-            };
-            turns.push(InterruptedTurn { conversation_id, turn_id, unstarted_prompt });
-        }
-        Ok(turns)
     }
 
     fn create_conversation(&self, new: &NewConversation) -> Result<ConversationRow, StoreError> {
@@ -210,6 +183,9 @@ impl Store for SqliteStore {
     fn commit(&self, c: &Commit<'_>) -> Result<(), StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
+        if let Some(lease) = c.lease {
+            super::sqlite_leases::check(&tx, c.conversation_id, lease)?;
+        }
         tx.execute(
             "INSERT INTO events (conversation_id, seq, type, wire) VALUES (?1, ?2, ?3, ?4)",
             params![c.conversation_id, c.seq as i64, c.event_type, c.wire],

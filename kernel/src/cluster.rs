@@ -1,0 +1,122 @@
+//! Several kernels on one database. While this kernel lives it renews the leases of the
+//! conversations it runs (every third of a lease), stops a conversation whose lease another
+//! kernel took (it stalled past the expiry), and takes over conversations with work and no live
+//! holder (a dead kernel's running turns end as interrupted, prompts queued for it run here).
+//! It hears the other kernels through the store: an event committed wakes this kernel's
+//! watchers of a conversation run elsewhere; a prompt queued, or a cancel, for a conversation
+//! run here reaches its actor.
+
+use std::sync::Arc;
+
+use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::oneshot;
+
+use crate::conversation::{Conversation, Input, Steer};
+use crate::kernel::Kernel;
+use crate::live;
+use crate::store::{Notice, StoreError};
+
+/// Takes over the conversations that have work and no live holder: at start (on SQLite, all
+/// of them: their holder was this data directory's previous kernel) and at each renewal.
+pub(crate) fn adopt_orphans(kernel: &Arc<Kernel>) -> Result<(), StoreError> {
+    for id in kernel.store.orphans()? {
+        match live::find(kernel, id) {
+            Ok(Some(live::Found::Here(_))) => tracing::info!(conversation = id, "took over a conversation"),
+            Ok(_) => {}
+            Err(err) => tracing::error!(conversation = id, "taking over a conversation: {err}"),
+        }
+    }
+    Ok(())
+}
+
+/// Renews this kernel's leases; a live conversation whose lease is gone stops here.
+fn renew(kernel: &Kernel) -> Result<(), StoreError> {
+    // Listed before the renewal: one claimed after it is not yet among those renewed.
+    let live = kernel.live.leases();
+    let held: std::collections::HashSet<(i64, i64)> =
+        kernel.store.renew(&kernel.id, live::lease_ms(kernel))?.into_iter().collect();
+    for (id, generation) in live {
+        if !held.contains(&(id, generation))
+            && let Some(conv) = kernel.live.get(id)
+            && conv.lease.generation == generation
+        {
+            conv.fence();
+        }
+    }
+    Ok(())
+}
+
+/// Renews, adopts and listens until the kernel stops.
+pub(crate) async fn run(kernel: Arc<Kernel>) {
+    let mut notices = kernel.store.notices();
+    let mut tick = tokio::time::interval((kernel.config.lease_ttl / 3).max(std::time::Duration::from_millis(10)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = kernel.shutdown.cancelled() => return,
+            _ = tick.tick() => {
+                if let Err(err) = renew(&kernel) {
+                    tracing::error!("renewing this kernel's leases: {err}");
+                }
+                if let Err(err) = adopt_orphans(&kernel) {
+                    tracing::error!("looking for conversations without a live kernel: {err}");
+                }
+            }
+            notice = next(&mut notices) => heard(&kernel, notice),
+        }
+    }
+}
+
+/// The next notice; `Missed` when this kernel fell behind; never when there are none to hear.
+async fn next(notices: &mut Option<broadcast::Receiver<Notice>>) -> Notice {
+    let Some(receiver) = notices else { return std::future::pending().await };
+    match receiver.recv().await {
+        Ok(notice) => notice,
+        Err(RecvError::Lagged(_)) => Notice::Missed,
+        Err(RecvError::Closed) => {
+            *notices = None;
+            Notice::Missed
+        }
+    }
+}
+
+fn heard(kernel: &Arc<Kernel>, notice: Notice) {
+    match notice {
+        Notice::Event { conversation_id, seq } => kernel.stored_heads.committed(conversation_id, seq),
+        Notice::Submit { conversation_id } => {
+            if let Some(conv) = kernel.live.get(conversation_id) {
+                tokio::spawn(forward_queued(kernel.clone(), conv));
+            }
+        }
+        Notice::Cancel { conversation_id } => {
+            if let Some(conv) = kernel.live.get(conversation_id) {
+                let (reply, _) = oneshot::channel();
+                let _ = conv.input.try_send(Input::Cancel { reply });
+            }
+        }
+        Notice::Missed => {
+            kernel.stored_heads.wake_all();
+            for (id, _) in kernel.live.leases() {
+                if let Some(conv) = kernel.live.get(id) {
+                    tokio::spawn(forward_queued(kernel.clone(), conv));
+                }
+            }
+        }
+    }
+}
+
+/// Hands the prompts other kernels queued for a conversation run here to its actor.
+async fn forward_queued(kernel: Arc<Kernel>, conv: Arc<Conversation>) {
+    for queued in live::take_queued(&kernel, &conv) {
+        let (turn_id, message, ceiling) = (queued.turn_id, queued.message, queued.ceiling);
+        let input = match queued.steer {
+            true => Input::Steer { steer: Steer { turn_id, message, ceiling }, reply: oneshot::channel().0 },
+            false => Input::Submit { turn_id, message, ceiling },
+        };
+        if conv.input.send(input).await.is_err() {
+            // The actor stopped: the turn stays queued in the store, and whoever holds the
+            // conversation next ends it as interrupted with its prompt in the history.
+            tracing::warn!(conversation = conv.id, turn_id, "a queued prompt found its conversation stopping");
+        }
+    }
+}
