@@ -103,7 +103,15 @@ fn commits_store_events_and_entries_together_and_replay_in_order(store: &dyn Sto
     // The latest events of a type, latest first.
     for (seq, event_type) in [(6, "plan_updated"), (7, "turn_started"), (8, "plan_updated")] {
         let wire = format!("{{\"seq\":{seq}}}");
-        let commit = Commit { conversation_id: conv.id, seq, event_type, wire: &wire, entry: None, turn_status: None };
+        let commit = Commit {
+            conversation_id: conv.id,
+            seq,
+            event_type,
+            wire: &wire,
+            entry: None,
+            turn_status: None,
+            lease: None,
+        };
         store.commit(&commit).unwrap();
     }
     let plans = store.latest_events(conv.id, "plan_updated", 5).unwrap();
