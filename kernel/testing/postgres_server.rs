@@ -61,7 +61,9 @@ fn ci() -> bool {
 /// out of PATH), else the directory of an initdb on PATH.
 fn binaries() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("SUPERPI_TEST_PG_BIN") {
-        return Some(PathBuf::from(dir));
+        let dir = PathBuf::from(dir);
+        assert!(dir.join("initdb").is_file(), "SUPERPI_TEST_PG_BIN={} holds no initdb", dir.display());
+        return Some(dir);
     }
     let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
         .into_iter()

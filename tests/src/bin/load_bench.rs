@@ -11,6 +11,9 @@
 //! CONVERSATIONS and a quiet period of 40 s, `SUPERPI_CONVERSATION_IDLE_MS`, longer than the
 //! opens take, so this is what that many live conversations cost), the peak during the turns,
 //! and once every conversation has left memory again.
+//!
+//! With `SUPERPI_BENCH_POSTGRES=1` the kernel keeps its store in PostgreSQL: a database on a
+//! server started from the machine's PostgreSQL binaries, as the tests start it.
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 use std::collections::HashMap;
@@ -59,8 +62,16 @@ fn share(total: usize, parts: usize, n: usize) -> usize {
 async fn bench(conversations: usize, connections: usize, turns: usize) {
     let env = TestEnv::new();
     let soft_limit = (conversations + 1).to_string();
-    let (_kernel, status) =
-        env.start_kernel(&[("SUPERPI_CONVERSATION_IDLE_MS", QUIET_MS), ("SUPERPI_LIVE_SOFT_LIMIT", &soft_limit)]).await;
+    let mut vars = vec![("SUPERPI_CONVERSATION_IDLE_MS", QUIET_MS.to_string()), ("SUPERPI_LIVE_SOFT_LIMIT", soft_limit)];
+    let engine = if std::env::var("SUPERPI_BENCH_POSTGRES").is_ok_and(|v| v == "1") {
+        let server = superpi_tests::postgres_server::shared().expect("PostgreSQL binaries (see the README)");
+        vars.push(("SUPERPI_DATABASE_URL", server.new_database()));
+        "PostgreSQL"
+    } else {
+        "SQLite"
+    };
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (_kernel, status) = env.start_kernel(&vars).await;
     let pid = env.kernel_pid().expect("kernel pid");
 
     let socket = env.path().join("rpc.sock");
@@ -128,7 +139,7 @@ async fn bench(conversations: usize, connections: usize, turns: usize) {
     let after_eviction = rss_mib(pid);
 
     println!(
-        "load benchmark: {conversations} conversations over {connections} `superpi rpc --unix` connections, {turns} turns"
+        "load benchmark ({engine}): {conversations} conversations over {connections} `superpi rpc --unix` connections, {turns} turns"
     );
     println!("  opened in {:.2} s ({live_after_open} live conversations)", open_time.as_secs_f64());
     println!(
