@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use superpi_backends::{Approval, ApprovalRequest, BackendEvent, BackendKind, TurnSpec};
-use superpi_policy::Mode;
+use superpi_policy::{Decision, Mode, Remember, Risk, Rule};
 use superpi_proto::event::PermissionRequestFields;
 use superpi_proto::method::BackendStatus;
 use superpi_proto::{ContentBlock, EntryKind, Event, Message, Role};
@@ -207,7 +207,10 @@ fn store_result(
 }
 
 /// A backend's approval request as a superpi question; with nobody to ask, or no answer, it
-/// is refused (fails closed, as every question does).
+/// is refused (fails closed, as every question does). An allow_always or reject_always answer
+/// is remembered for the conversation (stored with it, like those about superpi's own tools):
+/// the same command (or, for a call without one, the same tool of the same backend) is then
+/// allowed or refused without asking.
 async fn approve(
     kernel: &Arc<Kernel>,
     conv: &Arc<Conversation>,
@@ -216,11 +219,27 @@ async fn approve(
     request: &ApprovalRequest,
     cancel: &CancellationToken,
 ) -> Approval {
-    let asking = lock(&conv.policy).as_ref().ok().filter(|p| p.may_ask(conv.has_interactive_watcher())).map(|p| {
-        // A remote frontend may allow what its ceiling would ask about: nothing in `plan`.
-        let remote_may_allow = kernel.catalog.max_mode(p.harness(), true) > Mode::Plan;
-        Asked { turn_id, timeout: p.question_timeout(), remote_may_allow }
-    });
+    let remember = remembered(kind, request);
+    let reason =
+        request.reason.clone().unwrap_or_else(|| format!("{} asks to run {}", kind.title(), request.tool_name));
+    let (recalled, asking) = {
+        let policy = lock(&conv.policy);
+        let policy = policy.as_ref().ok();
+        let recalled = policy.and_then(|p| p.overrides().recall(&remember));
+        let asking = policy.filter(|p| p.may_ask(conv.has_interactive_watcher())).map(|p| {
+            // A remote frontend may allow what its ceiling would ask about: nothing in `plan`.
+            let remote_may_allow = kernel.catalog.max_mode(p.harness(), true) > Mode::Plan;
+            Asked { turn_id, timeout: p.question_timeout(), remote_may_allow }
+        });
+        (recalled, asking)
+    };
+    match recalled {
+        Some(true) => return Approval::Allow,
+        Some(false) => {
+            return Approval::Deny { message: "The person refused this for the rest of the conversation.".into() };
+        }
+        None => {}
+    }
     let Some(asked) = asking else {
         return Approval::Deny { message: "superpi has nobody to ask about this call, so it is refused.".into() };
     };
@@ -229,12 +248,38 @@ async fn approve(
         tool_call_id: request.tool_call_id.clone().unwrap_or_else(|| request.id.clone()),
         tool_name: request.tool_name.clone(),
         arguments: request.input.clone(),
-        reason: request.reason.clone().unwrap_or_else(|| format!("{} asks to run {}", kind.title(), request.tool_name)),
+        reason: reason.clone(),
         risk: None,
     };
-    match crate::pipeline::ask(kernel, conv, asked, fields, cancel).await.as_deref() {
-        Some("allow_once" | "allow_always") => Approval::Allow,
-        Some(_) => Approval::Deny { message: "The person refused this call.".into() },
-        None => Approval::Deny { message: "Nobody answered in time, so the call is refused.".into() },
+    let answer = crate::pipeline::ask(kernel, conv, asked, fields, cancel).await;
+    // The backend's own policy asked; the answer settles it, recording a lasting one.
+    let question = Decision::Ask { reason, risk: Risk::Medium, network: true, remember };
+    match crate::pipeline::settle(kernel, conv, question, answer.as_deref()) {
+        Decision::Allow { .. } => Approval::Allow,
+        Decision::Deny { rule: Rule::Rejected, .. } => {
+            Approval::Deny { message: "The person refused this call.".into() }
+        }
+        _ => Approval::Deny { message: "Nobody answered in time, so the call is refused.".into() },
+    }
+}
+
+/// What a lasting answer about a backend's request remembers: its shell command (words
+/// joined by spaces, as for superpi's own shell), else the backend's tool
+/// (`claude-code.Write`).
+fn remembered(kind: BackendKind, request: &ApprovalRequest) -> Remember {
+    let command = match request.input.get("command") {
+        Some(Value::String(line)) => Some(line.split_whitespace().collect::<Vec<_>>().join(" ")),
+        Some(Value::Array(words)) => Some(
+            words
+                .iter()
+                .map(|w| w.as_str().map_or_else(|| w.to_string(), str::to_string))
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        _ => None,
+    };
+    match command.filter(|c| !c.is_empty()) {
+        Some(command) => Remember::Commands(vec![command]),
+        None => Remember::Tool(format!("{kind}.{}", request.tool_name)),
     }
 }

@@ -263,7 +263,7 @@ pub(crate) async fn ask(
 
 /// Settles a question with a person's answer (None: unanswered, which fails closed). An
 /// "always" answer is stored with the conversation.
-fn settle(kernel: &Kernel, conv: &Conversation, decision: Decision, option_id: Option<&str>) -> Decision {
+pub(crate) fn settle(kernel: &Kernel, conv: &Conversation, decision: Decision, option_id: Option<&str>) -> Decision {
     let mut policy = lock(&conv.policy);
     let policy = match policy.as_mut() {
         Ok(policy) => policy,

@@ -86,8 +86,44 @@ fn harnesses_list_each_backend_with_its_version_or_why_not() {
     assert!(row("opencode")[0].contains("unavailable:") && row("gemini-cli")[0].contains("unavailable:"), "{text}");
     let json = env.command(&["harnesses", "--json"]).env("PATH", "/usr/bin:/bin").output().unwrap();
     let list: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
-    let backend = list.as_array().unwrap().iter().find(|h| h["id"] == "claude-code").unwrap();
-    assert_eq!(backend["backend"], "claude-code");
+    let harness = list["harnesses"].as_array().unwrap().iter().find(|h| h["id"] == "claude-code").unwrap();
+    assert_eq!(harness["backend"], "claude-code");
+    // Each backend's status: installed, its version, usable.
+    let backend = |id: &str| list["backends"].as_array().unwrap().iter().find(|b| b["id"] == id).unwrap().clone();
+    let claude = backend("claude-code");
+    assert_eq!((&claude["installed"], &claude["usable"]), (&json!(true), &json!(true)), "{claude}");
+    assert_eq!(claude["version"], "9.9.9 (Claude Code)");
+    let codex = backend("codex");
+    assert_eq!((&codex["installed"], &codex["usable"]), (&json!(false), &json!(false)), "{codex}");
+    assert!(codex["unavailable"].as_str().unwrap().contains("not found on PATH"), "{codex}");
+}
+
+/// An installed program that does not answer `--version` is installed but not usable, and
+/// one superpi does not drive (OpenCode) is not usable either, saying why.
+#[test]
+fn harnesses_json_says_which_backends_are_installed_but_not_usable() {
+    let env = TestEnv::new();
+    let dir = env.path().join("bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, script: &str| {
+        let program = dir.join(name);
+        std::fs::write(&program, script).unwrap();
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    write("codex", "#!/bin/sh\nexit 1\n");
+    write("opencode", "#!/bin/sh\necho 1.18.33\n");
+    let path = format!("{}:/usr/bin:/bin", dir.display());
+    let out = env.command(&["harnesses", "--json"]).env("PATH", path).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let backend = |id: &str| list["backends"].as_array().unwrap().iter().find(|b| b["id"] == id).unwrap().clone();
+    let codex = backend("codex");
+    assert_eq!((&codex["installed"], &codex["usable"]), (&json!(true), &json!(false)), "{codex}");
+    assert!(codex["version"].is_null() && codex["unavailable"].is_string(), "{codex}");
+    let opencode = backend("opencode");
+    assert_eq!((&opencode["installed"], &opencode["usable"]), (&json!(true), &json!(false)), "{opencode}");
+    assert_eq!(opencode["version"], "1.18.33");
+    assert_eq!(opencode["unavailable"], "superpi does not drive OpenCode yet");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -311,5 +347,74 @@ async fn gemini_cli_continues_after_a_restart_and_runs_a_command_through_superpi
     let resumed = accepted[1].to_string();
     assert!(resumed.contains("the colour is blue") && resumed.contains("noted"), "{resumed}");
     assert!(fake.requests().iter().all(|r| r.path.starts_with("/v1beta/models/gemini-2.5-flash:")));
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+}
+
+/// A turn of a watched conversation, each of Claude Code's questions answered with the next
+/// of `answers`; the number of questions asked.
+async fn answered_turn(
+    client: &KernelClient,
+    sub: &mut superpi_client::Subscription,
+    cid: i64,
+    answers: &[&str],
+) -> usize {
+    let turn_id = client.submit_text(cid, "run it").await.unwrap().turn_id;
+    let mut answers = answers.iter();
+    let mut asked = 0;
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(60), sub.next()).await.expect("an event in time").unwrap();
+        if let EventBody::PermissionRequest { request_id, .. } = &event.body {
+            asked += 1;
+            let answer = answers.next().expect("no more questions were expected");
+            client.respond_permission(request_id, answer).await.unwrap();
+        }
+        if event.turn_id == Some(turn_id) && event.body.is_turn_end() {
+            assert!(matches!(event.body, EventBody::TurnCompleted { .. }), "{event:?}");
+            return asked;
+        }
+    }
+}
+
+/// allow_always and reject_always about a backend's request last for the conversation: the
+/// same command is then run, or refused, without asking (the real Claude Code, whose
+/// accept-edits asks about each command).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backends_always_answers_are_remembered_for_the_conversation() {
+    let Some(program) = real(BackendKind::ClaudeCode) else { return };
+    let env = TestEnv::new();
+    name_program(&env, &program);
+    let allowed = "/usr/bin/python3 -c \"open('allowed.txt','a').write('x')\"";
+    let refused = "/usr/bin/python3 -c \"open('refused.txt','a').write('x')\"";
+    let bash = |command: &str| Answer::tool_call("Bash", json!({"command": command, "description": "append"}));
+    let fake = AnthropicFake::start(vec![
+        bash(allowed),
+        Answer::text("one"),
+        bash(allowed),
+        Answer::text("two"),
+        bash(refused),
+        Answer::text("three"),
+        bash(refused),
+        Answer::text("four"),
+    ])
+    .await
+    .unwrap();
+    fake.accept_betas();
+    let mut start = env.command(&["harnesses"]);
+    start.envs(fake.env());
+    assert!(start.output().unwrap().status.success());
+    let client = KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let (cid, _) = open_backend(&client, &env, "accept-edits").await;
+    let watch =
+        WatchParams { conversation_id: cid, from_seq: None, window: None, interactive: true, reads_files: false };
+    let mut sub = client.watch(watch).await.unwrap();
+    let appended = || std::fs::read_to_string(env.workspace.join("allowed.txt")).unwrap_or_default();
+
+    assert_eq!(answered_turn(&client, &mut sub, cid, &["allow_always"]).await, 1);
+    assert_eq!(appended(), "x");
+    assert_eq!(answered_turn(&client, &mut sub, cid, &[]).await, 0, "allowed always: not asked again");
+    assert_eq!(appended(), "xx");
+    assert_eq!(answered_turn(&client, &mut sub, cid, &["reject_always"]).await, 1);
+    assert_eq!(answered_turn(&client, &mut sub, cid, &[]).await, 0, "rejected always: not asked again");
+    assert!(!env.workspace.join("refused.txt").exists());
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
 }

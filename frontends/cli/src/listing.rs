@@ -133,12 +133,13 @@ pub async fn session_show(locations: &Locations, id: i64, flag: JsonFlag) -> any
 }
 
 /// The harnesses, then each agent backend's program and version or why it is unavailable
-/// (`--json`: the harnesses only, each with its `backend`).
+/// (`--json`: `{"harnesses": [...], "backends": [...]}` as `harness.list` says them, each
+/// backend with `installed`, `version` and `usable`).
 pub async fn harnesses(locations: &Locations, flag: JsonFlag) -> anyhow::Result<ExitCode> {
     let client = connect(locations, "cli").await?;
     let (list, backends) = client.harness_list().await?;
     if flag.json {
-        print_json(&list)?;
+        print_json(&serde_json::json!({"harnesses": list, "backends": backends}))?;
         return Ok(ExitCode::SUCCESS);
     }
     let rows: Vec<Vec<String>> = list
@@ -157,7 +158,10 @@ pub async fn harnesses(locations: &Locations, flag: JsonFlag) -> anyhow::Result<
             .into_iter()
             .map(|b| {
                 let status = match (b.version, b.unavailable) {
-                    (Some(version), _) => format!("{version} ({})", b.program.unwrap_or_default()),
+                    (Some(version), None) => format!("{version} ({})", b.program.unwrap_or_default()),
+                    (Some(version), Some(why)) => {
+                        format!("{version} ({}); unavailable: {why}", b.program.unwrap_or_default())
+                    }
                     (None, Some(why)) => format!("unavailable: {why}"),
                     (None, None) => "unavailable".to_string(),
                 };

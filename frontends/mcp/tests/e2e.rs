@@ -379,3 +379,43 @@ async fn end_of_input_cancels_a_running_task() {
     let end = superpi_tests::first_turn_end(&kernel, conversation_id).await;
     assert_eq!(end, superpi_proto::EventBody::TurnCancelled {});
 }
+
+/// A second frontend on an agent backend: `harness_task` with the gemini-cli harness runs the
+/// real Gemini CLI (from the test cache) for a whole turn against the Gemini fake; its file
+/// edit (allowed in accept-edits, the CLI's `auto_edit`) lands in the workspace and the answer
+/// is the tool's result. Skipped, saying so, without the CLI.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn harness_task_runs_a_gemini_cli_turn() {
+    use superpi_backends::BackendKind;
+    use superpi_providers::testing::answers::Answer;
+    use superpi_providers::testing::fakes::GeminiFake;
+    let Some(program) = superpi_backends::discover::test_install(BackendKind::GeminiCli) else {
+        eprintln!("SKIPPED: Gemini CLI is not installed in the test cache (.ci/run installs it)");
+        return;
+    };
+    let env = TestEnv::new();
+    let harnesses = format!("[backends.gemini-cli]\nprogram = \"{}\"\n", program.display());
+    std::fs::write(env.locations.config_dir.join("harnesses.toml"), harnesses).unwrap();
+    let fake = GeminiFake::start(vec![
+        Answer::tool_call("write_file", json!({"file_path": "from-mcp.txt", "content": "written by gemini"})),
+        Answer::text("the file is written"),
+    ])
+    .await
+    .unwrap();
+    // The kernel starts with the fake's variables (the model named, so the CLI asks no router).
+    let mut start = env.command(&["harnesses"]);
+    start.envs(fake.env()).env("GEMINI_MODEL", "gemini-2.5-flash");
+    assert!(start.output().unwrap().status.success());
+
+    let setup = common::ClientSetup { args: vec!["--mode", "accept-edits"], ..Default::default() };
+    let session = common::connect_with(&env, ProtocolVersion::V_2025_06_18, setup).await;
+    let call =
+        session.client.peer().call_tool(call("harness_task", json!({"prompt": "write it", "harness": "gemini-cli"})));
+    let result = tokio::time::timeout(Duration::from_secs(120), call).await.expect("the turn in time").unwrap();
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    assert!(text(&result).contains("the file is written"), "{}", text(&result));
+    assert_eq!(result.structured_content.unwrap()["harness"], "gemini-cli");
+    assert_eq!(std::fs::read_to_string(env.workspace.join("from-mcp.txt")).unwrap(), "written by gemini");
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+    session.client.cancel().await.expect("close");
+}

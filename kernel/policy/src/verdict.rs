@@ -187,10 +187,52 @@ impl Overrides {
         }
     }
 
+    /// What an earlier lasting answer says about `what`: `Some(false)` when it (or one of its
+    /// commands) was rejected always, `Some(true)` when it (every command of it) was allowed
+    /// always, else `None` (ask). For calls that are not superpi's own tools (an agent
+    /// backend's approval requests), whose policy is the backend's.
+    pub fn recall(&self, what: &Remember) -> Option<bool> {
+        match what {
+            Remember::Tool(tool) if self.deny_tools.contains(tool) => Some(false),
+            Remember::Tool(tool) => self.allow_tools.contains(tool).then_some(true),
+            Remember::Commands(commands) if commands.iter().any(|c| self.deny_commands.contains(c)) => Some(false),
+            Remember::Commands(commands) => {
+                (!commands.is_empty() && commands.iter().all(|c| self.allow_commands.contains(c))).then_some(true)
+            }
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.allow_tools.is_empty()
             && self.deny_tools.is_empty()
             && self.allow_commands.is_empty()
             && self.deny_commands.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lasting_answer_is_recalled_and_a_later_one_replaces_it() {
+        let mut o = Overrides::default();
+        let tool = Remember::Tool("claude-code.Write".into());
+        let commands = Remember::Commands(vec!["make test".into(), "ls".into()]);
+        assert_eq!((o.recall(&tool), o.recall(&commands)), (None, None));
+        o.record(Answer::AllowAlways, &tool);
+        o.record(Answer::AllowAlways, &Remember::Commands(vec!["make test".into()]));
+        assert_eq!(o.recall(&tool), Some(true));
+        // Only some of the commands allowed: asked again.
+        assert_eq!(o.recall(&commands), None);
+        o.record(Answer::AllowAlways, &commands);
+        assert_eq!(o.recall(&commands), Some(true));
+        o.record(Answer::RejectAlways, &Remember::Commands(vec!["ls".into()]));
+        assert_eq!(o.recall(&commands), Some(false));
+        o.record(Answer::RejectAlways, &tool);
+        assert_eq!(o.recall(&tool), Some(false));
+        o.record(Answer::AllowOnce, &tool);
+        assert_eq!(o.recall(&tool), Some(false), "a once answer remembers nothing");
+        assert_eq!(o.recall(&Remember::Commands(Vec::new())), None);
     }
 }

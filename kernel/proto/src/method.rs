@@ -383,8 +383,8 @@ pub struct HarnessInfo {
     pub backend: Option<String>,
 }
 
-/// `harness.list`'s word on one agent backend: its program and version, or why it cannot
-/// be used.
+/// `harness.list`'s word on one agent backend: its program and version, whether a turn can
+/// run on it, or why it cannot be used.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BackendStatus {
     pub id: String,
@@ -392,7 +392,14 @@ pub struct BackendStatus {
     pub program: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
-    /// Why it is unavailable (no program, or one that does not answer `--version`).
+    /// Its program was found (configured or on PATH).
+    #[serde(default)]
+    pub installed: bool,
+    /// A turn can run on it: installed, answering `--version`, and driven by superpi.
+    #[serde(default)]
+    pub usable: bool,
+    /// Why it is not usable (no program, one that does not answer `--version`, or one superpi
+    /// does not drive).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unavailable: Option<String>,
 }

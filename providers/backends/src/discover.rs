@@ -51,13 +51,26 @@ impl Found {
 
     /// Its status for `harness.list`: program and version, or why it cannot be used.
     pub async fn status(&self) -> BackendStatus {
-        let mut status =
-            BackendStatus { id: self.kind.id().to_string(), program: None, version: None, unavailable: None };
+        let mut status = BackendStatus {
+            id: self.kind.id().to_string(),
+            program: None,
+            version: None,
+            installed: false,
+            usable: false,
+            unavailable: None,
+        };
         match &self.program {
             Ok(program) => {
                 status.program = Some(program.display().to_string());
+                status.installed = true;
                 match self.version(program).await {
-                    Ok(version) => status.version = Some(version.clone()),
+                    Ok(version) => {
+                        status.version = Some(version.clone());
+                        status.usable = crate::driver::driven(self.kind);
+                        if !status.usable {
+                            status.unavailable = Some(crate::driver::not_driven(self.kind));
+                        }
+                    }
                     Err(why) => status.unavailable = Some(why.clone()),
                 }
             }

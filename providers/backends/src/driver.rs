@@ -54,6 +54,16 @@ pub fn env_keys(kind: BackendKind) -> &'static [&'static str] {
     }
 }
 
+/// Whether superpi can run a turn on `kind` (it has a driver for it).
+pub fn driven(kind: BackendKind) -> bool {
+    !matches!(kind, BackendKind::Opencode)
+}
+
+/// Why a turn cannot run on a backend superpi does not drive.
+pub fn not_driven(kind: BackendKind) -> String {
+    format!("superpi does not drive {} yet", kind.title())
+}
+
 /// A running turn.
 pub struct RunningTurn {
     kind: BackendKind,
@@ -94,7 +104,7 @@ pub async fn start(sandbox: &Sandbox, spec: TurnSpec) -> Result<RunningTurn, Str
             let args = gemini::args(spec.mode, spec.model.as_deref(), spec.resume.as_deref());
             (args, gemini::fixed_env(&home, &spec.env), spec.prompt.clone())
         }
-        other => return Err(format!("superpi does not drive {} yet", other.title())),
+        other => return Err(not_driven(other)),
     };
     let mut env = spec.env.clone();
     env.extend(fixed_env);
