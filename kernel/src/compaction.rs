@@ -289,10 +289,12 @@ pub(crate) async fn next_request(
             frame.model, frame.limits.context_window
         ));
     }
+    let mut messages = ctx.messages();
+    kernel.images.attach(frame.model, &kernel.catalog.providers, &mut messages);
     let request = ModelRequest {
         model: frame.model.to_string(),
         system: frame.system.map(str::to_string),
-        messages: ctx.messages(),
+        messages,
         tools: frame.tools.to_vec(),
         max_tokens: None,
     };

@@ -8,7 +8,7 @@ use superpi_proto::method::{
     ConversationInfo, ForkParams, HistoryParams, HistoryResult, ListParams, ListResult, Method, OpenParams,
     SubmitParams, SubmitResult, ToolListResult, WatchParams, WatchResult,
 };
-use superpi_proto::{ContentBlock, ErrorObject, Event, Message, Role};
+use superpi_proto::{ContentBlock, EntryKind, ErrorObject, Event, Message, Role};
 use tokio::sync::oneshot;
 
 use crate::conversation::{Conversation, Input, Steer};
@@ -75,6 +75,7 @@ pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str,
             Ok(conv) => crate::compaction::on_demand(&conv).await,
             Err(err) => Err(err),
         },
+        Method::SessionClear(p) => clear(kernel, peer, p.conversation_id),
         Method::HarnessList => Ok(json!({
             "harnesses": kernel.catalog.harness_infos(),
             "backends": crate::backend_turn::statuses(kernel).await,
@@ -298,10 +299,27 @@ async fn submit(kernel: &Arc<Kernel>, peer: &Peer, p: SubmitParams) -> Reply {
     if let Some(prompt) = p.prompt {
         content.insert(0, ContentBlock::text(prompt));
     }
-    let has_text = content.iter().any(|b| matches!(b, ContentBlock::Text { text } if !text.trim().is_empty()));
+    let has_text = content.iter().any(|b| match b {
+        ContentBlock::Text { text } => !text.trim().is_empty(),
+        ContentBlock::Image { .. } => true,
+        _ => false,
+    });
     if !has_text {
-        return Err(ErrorObject::new(codes::INVALID_PARAMS, "a prompt needs text: give `prompt` or text `content`"));
+        return Err(ErrorObject::new(
+            codes::INVALID_PARAMS,
+            "a prompt needs text or an image: give `prompt`, or `text` or `image` content",
+        ));
     }
+    let model = match &found {
+        Found::Here(conv) => conv.settings().model,
+        Found::Elsewhere(row) => row.model.clone(),
+    };
+    // Stored before the prompt is queued anywhere: the kernel that runs it reads the images
+    // from the store (the same database when another kernel holds the conversation).
+    kernel
+        .images
+        .store_prompt(&model, &kernel.catalog.providers, &mut content)
+        .map_err(|why| ErrorObject::new(codes::INVALID_PARAMS, why))?;
     if kernel.shutdown.is_cancelled() {
         return Err(stopping());
     }
@@ -468,6 +486,20 @@ fn set_mode(kernel: &Arc<Kernel>, peer: &Peer, id: i64, mode: &str) -> Reply {
     kernel.store.set_mode(id, effective.as_str()).map_err(internal)?;
     conv.emit(kernel, Event::mode_changed(id, effective.as_str(), Some(max_mode.as_str().to_string())));
     Ok(json!({"mode": effective.as_str(), "max_mode": max_mode.as_str()}))
+}
+
+/// `session.clear`: the model's context starts afresh. Stored as a compaction entry with no
+/// summary and nothing kept (so the context rules need nothing new), announced as
+/// `context_cleared`; every entry stays in the history.
+fn clear(kernel: &Arc<Kernel>, peer: &Peer, id: i64) -> Reply {
+    let conv = owned(kernel, peer, id)?;
+    if conv.is_running() {
+        return Err(ErrorObject::new(codes::INVALID_PARAMS, "a turn is running: clear when it ends"));
+    }
+    let nothing = Message { role: Role::User, content: Vec::new(), usage: None, stop_reason: None };
+    let seq = conv.publish(kernel, Event::context_cleared(id), Some((EntryKind::Compaction, &nothing)));
+    let seq = seq.map_err(internal)?;
+    Ok(json!({"cleared": true, "seq": seq}))
 }
 
 fn set_model(kernel: &Arc<Kernel>, peer: &Peer, id: i64, model: &str) -> Reply {

@@ -13,6 +13,7 @@ use crate::activity::Activity;
 use crate::config::KernelConfig;
 use crate::conversation::{EventStore, LiveConversations};
 use crate::heads::StoredHeads;
+use crate::images::ImageStore;
 use crate::mcp_client::McpClients;
 use crate::path_locks::PathLocks;
 use crate::questions::Questions;
@@ -39,6 +40,8 @@ pub(crate) struct Kernel {
     pub questions: Questions,
     /// Write and edit calls to one path run one at a time, across conversations.
     pub path_locks: PathLocks,
+    /// The images of prompts, by digest in the store.
+    pub images: ImageStore,
     /// Running `tool.call`s that gave a call id, for `tool.cancel`.
     pub direct_calls: RunningCalls,
     pub activity: Activity,
@@ -57,6 +60,7 @@ impl Kernel {
     pub fn new(config: KernelConfig, store: Arc<dyn Store>, sandbox: Sandbox, catalog: Catalog) -> Arc<Kernel> {
         Arc::new(Kernel {
             id: kernel_id(),
+            images: ImageStore::new(store.clone()),
             config,
             store,
             mcp: McpClients::new(sandbox.clone()),

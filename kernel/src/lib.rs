@@ -22,6 +22,7 @@ mod conversation;
 mod feed;
 mod handlers;
 mod heads;
+mod images;
 mod kernel;
 mod live;
 mod mcp_client;

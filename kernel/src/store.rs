@@ -1,7 +1,8 @@
 //! The durable store: everything the kernel keeps (conversations, entries, events, turns,
-//! frontend sessions, "always" answers) behind one trait, [`Store`], which the kernel names
-//! and nothing else. Two engines: SQLite in WAL mode (`store/sqlite.rs`), the embedded default,
-//! and PostgreSQL (`store/postgres.rs`), a server several kernels can share; [`open`] chooses.
+//! frontend sessions, "always" answers, the images of prompts) behind one trait, [`Store`],
+//! which the kernel names and nothing else. Two engines: SQLite in WAL mode
+//! (`store/sqlite.rs`), the embedded default, and PostgreSQL (`store/postgres.rs`), a server
+//! several kernels can share; [`open`] chooses.
 //!
 //! Every call is one short statement or transaction. Migrations are numbered files run at
 //! open. Token deltas never reach this module. Several kernels share a database through
@@ -191,6 +192,13 @@ pub trait Store: Leases + Send + Sync {
     /// A new conversation owned by `owner` holding the entries and stored events of `source`
     /// up to `at_seq` (all when `None`).
     fn fork(&self, source: &ConversationRow, owner: &str, at_seq: Option<u64>) -> Result<ConversationRow, StoreError>;
+
+    /// Stores an image's bytes under their SHA-256 (hex), once: a digest already stored keeps
+    /// what it has (the same bytes).
+    fn put_image(&self, sha256: &str, media_type: &str, bytes: &[u8]) -> Result<(), StoreError>;
+
+    /// An image's bytes by their SHA-256.
+    fn image(&self, sha256: &str) -> Result<Option<Vec<u8>>, StoreError>;
 
     /// The last step of a clean stop: leaves nothing the next open must recover (SQLite folds
     /// its write-ahead log into the database).

@@ -168,6 +168,16 @@ fn external_ids_map_per_frontend_and_principal(store: &dyn Store) {
     assert_eq!(store.find_external("acp", "alice", "s1").unwrap(), None);
 }
 
+fn an_image_is_stored_once_by_its_digest(store: &dyn Store) {
+    let digest = "ab".repeat(32);
+    assert_eq!(store.image(&digest).unwrap(), None);
+    store.put_image(&digest, "image/png", &[0x89, b'P', 0, 255]).unwrap();
+    // The same digest again keeps what was stored (the same bytes, whoever sends them).
+    store.put_image(&digest, "image/png", &[1]).unwrap();
+    assert_eq!(store.image(&digest).unwrap(), Some(vec![0x89, b'P', 0, 255]));
+    assert_eq!(store.image(&"cd".repeat(32)).unwrap(), None);
+}
+
 #[test]
 fn permission_overrides_are_stored_per_conversation_and_replaced() {
     let dir = tempfile::tempdir().unwrap();
@@ -238,5 +248,6 @@ on_each_engine!(
     a_turn_status_is_committed_with_its_event_or_not_at_all,
     commits_store_events_and_entries_together_and_replay_in_order,
     fork_copies_history_up_to_a_seq,
-    external_ids_map_per_frontend_and_principal
+    external_ids_map_per_frontend_and_principal,
+    an_image_is_stored_once_by_its_digest
 );

@@ -36,6 +36,9 @@ fn blocks_for(role: Role, content: &[ContentBlock]) -> Vec<Value> {
     for block in content {
         match block {
             ContentBlock::Text { text } if !text.trim().is_empty() => out.push(json!({"type": "text", "text": text})),
+            ContentBlock::Image { media_type, data: Some(data), .. } if role == Role::User => out.push(json!({
+                "type": "image", "source": {"type": "base64", "media_type": media_type, "data": data},
+            })),
             ContentBlock::Thinking { thinking, signature: Some(signature), redacted }
                 if role == Role::Assistant && !signature.starts_with(crate::gemini::SIGNATURE_PREFIX) =>
             {

@@ -97,6 +97,9 @@ pub struct ModelEntry {
     pub context_window: Option<u64>,
     /// The most tokens of one answer (default: the built-in table).
     pub max_output_tokens: Option<u64>,
+    /// Whether it takes images in prompts (default: the built-in table, see `images`; a model
+    /// the table does not know takes none).
+    pub images: Option<bool>,
 }
 
 /// Retry limits for 429, 529 and 503 answers.

@@ -49,6 +49,9 @@ fn parts_for(content: &[ContentBlock]) -> Vec<Value> {
                 continue;
             }
             ContentBlock::Text { text } if !text.is_empty() => json!({"text": text}),
+            ContentBlock::Image { media_type, data: Some(data), .. } => {
+                json!({"inline_data": {"mime_type": media_type, "data": data}})
+            }
             ContentBlock::ToolCall { name, arguments, .. } => {
                 json!({"functionCall": {"name": function_name(name), "args": arguments_object(arguments)}})
             }

@@ -25,7 +25,8 @@ pub struct Paired {
     ///   holding exactly one result per call, in call order, and `Tool` messages appear nowhere
     ///   else;
     /// - every message has at least one block; text blocks are never blank;
-    /// - `User` messages hold text only, `Assistant` messages no results;
+    /// - `User` messages hold text and images with their data only, `Assistant` messages no
+    ///   results; an image without its data becomes a line of text saying so;
     /// - tool-call ids are unique over the conversation and not empty.
     pub messages: Vec<Message>,
     /// The text of the `System` messages, in order.
@@ -171,6 +172,14 @@ pub fn paired(messages: &[Message]) -> Paired {
                 for block in &incoming.content {
                     match block {
                         ContentBlock::Text { text: t } if !is_blank(t) => text.push(block.clone()),
+                        ContentBlock::Image { data: Some(_), .. } if incoming.role == Role::User => {
+                            text.push(block.clone())
+                        }
+                        ContentBlock::Image { media_type, data, .. } => {
+                            let why =
+                                if data.is_none() { "is no longer stored" } else { "only a user message carries" };
+                            text.push(ContentBlock::text(format!("[an image ({media_type}) that {why}]")))
+                        }
                         ContentBlock::ToolResult { .. } => {
                             let unanswered = match pending.as_mut() {
                                 Some(pending) => pending.answer(block.clone()),

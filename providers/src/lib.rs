@@ -24,6 +24,8 @@ pub mod gemini;
 pub mod gemini_schema;
 pub mod history;
 pub mod http;
+mod image_data;
+pub mod images;
 pub mod limits;
 pub mod mock;
 pub mod openai;

@@ -125,4 +125,15 @@ mod tests {
         assert_eq!(for_model("mock", &ProvidersConfig::default()), MOCK);
         assert_eq!(for_model("openai/gpt-5-mini", &ProvidersConfig::default()), limits(400_000, 128_000));
     }
+
+    #[test]
+    fn a_name_gets_its_familys_limits_whichever_keys_are_set() {
+        // No provider configured (no GEMINI_API_KEY, no ANTHROPIC_API_KEY): the name decides,
+        // never the provider a request would fall back to.
+        let none = ProvidersConfig::default();
+        assert_eq!(for_model("gemini-2.5-flash", &none), limits(1_048_576, 65_536));
+        assert_eq!(for_model("gemini/gemini-1.5-pro", &none), limits(2_097_152, 8_192));
+        assert_eq!(for_model("claude-sonnet-4-5", &none), limits(200_000, 64_000));
+        assert_eq!(for_model("llama3.1:8b", &none), UNKNOWN_MODEL);
+    }
 }

@@ -23,6 +23,7 @@ The `mock` model reads the last user message, line by line:
   @slow MS            wait MS milliseconds before each delta
   @fail MESSAGE       end the answer with an error terminal carrying MESSAGE
   @deltas N           stream N short text deltas (for benchmarks)
+  an image            is answered `[image TYPE, N bytes]` (its decoded size), before the echo
   any other text      is echoed back, a word per delta
 ";
 
@@ -128,6 +129,22 @@ fn word_chunks(text: &str) -> Vec<String> {
     chunks
 }
 
+/// `[image TYPE, N bytes]` for each image of a message (its data decoded), so a test sees
+/// what reached the model.
+fn images_seen(message: &Message) -> Vec<String> {
+    let describe = |block: &ContentBlock| match block {
+        ContentBlock::Image { media_type, data, .. } => {
+            let size = data.as_deref().map(|d| crate::image_data::decode(d).map_or(0, |bytes| bytes.len()));
+            Some(match size {
+                Some(n) => format!("[image {media_type}, {n} bytes]"),
+                None => format!("[image {media_type}, without its data]"),
+            })
+        }
+        _ => None,
+    };
+    message.content.iter().filter_map(describe).collect()
+}
+
 fn message_text(message: &Message) -> String {
     let mut out = String::new();
     for block in &message.content {
@@ -229,7 +246,8 @@ fn plan(request: &ModelRequest) -> Plan {
         }
         return plan;
     }
-    let echo = echo.join("\n");
+    let images = last_user.map(images_seen).unwrap_or_default();
+    let echo = images.iter().map(String::as_str).chain(echo).collect::<Vec<_>>().join("\n");
     if !echo.trim().is_empty() {
         plan.stages.push(Stage::Text(word_chunks(&echo)));
     }

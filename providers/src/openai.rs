@@ -34,6 +34,22 @@ fn wire_id(id: &str) -> String {
     format!("call_{:016x}", crate::wire::short_hash(id))
 }
 
+/// A user message's content: its text, or, when it holds images, an array of `text` and
+/// `image_url` parts (the images as data URLs).
+fn user_content(content: &[ContentBlock]) -> Value {
+    if !content.iter().any(|b| matches!(b, ContentBlock::Image { data: Some(_), .. })) {
+        return Value::String(joined_text(content));
+    }
+    let parts = content.iter().filter_map(|block| match block {
+        ContentBlock::Text { text } => Some(json!({"type": "text", "text": text})),
+        ContentBlock::Image { media_type, data: Some(data), .. } => {
+            Some(json!({"type": "image_url", "image_url": {"url": format!("data:{media_type};base64,{data}")}}))
+        }
+        _ => None,
+    });
+    Value::Array(parts.collect())
+}
+
 /// The Chat Completions request for `request`, sent to `route`. The history is paired first
 /// ([`crate::history::paired`]): every `tool_calls` message is answered by `tool` messages.
 pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
@@ -46,7 +62,7 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
     for message in &paired.messages {
         match message.role {
             Role::User | Role::System => {
-                messages.push(json!({"role": "user", "content": joined_text(&message.content)}));
+                messages.push(json!({"role": "user", "content": user_content(&message.content)}));
             }
             Role::Tool => {
                 for block in &message.content {

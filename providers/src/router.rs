@@ -23,7 +23,7 @@ pub struct ModelInfo {
 }
 
 /// The wire API a name's prefix leads to, and the id to send upstream.
-fn prefixed_kind(model: &str) -> Option<(ProviderKind, &str)> {
+pub(crate) fn prefixed_kind(model: &str) -> Option<(ProviderKind, &str)> {
     for api in WIRE_APIS {
         for (prefix, strip) in api.name_prefixes {
             if let Some(rest) = model.strip_prefix(prefix) {

@@ -4,7 +4,8 @@
 //! code and JSON about three, other scripts fewer bytes a token but more bytes a character,
 //! so three bytes a token rarely under-counts. What reaches the model and is counted: text,
 //! thinking, a call's name and arguments, a result's output (not its `details`, which are for
-//! user interfaces), the system prompt and the tools' schemas.
+//! user interfaces), the system prompt and the tools' schemas; an image a fixed
+//! [`IMAGE_TOKENS`].
 
 use superpi_proto::{ContentBlock, Message};
 
@@ -15,6 +16,9 @@ const BYTES_PER_TOKEN: u64 = 3;
 const MESSAGE_OVERHEAD: u64 = 4;
 /// What a tool's framing costs besides its name, description and schema.
 const TOOL_OVERHEAD: u64 = 8;
+/// What an image costs, whatever its size: Anthropic counts about 1,600 for the largest it
+/// keeps unscaled, OpenAI at most about 1,100, Gemini 258 a tile. Its base64 is not text.
+pub const IMAGE_TOKENS: u64 = 1_600;
 
 /// Tokens of a text.
 pub fn text(text: &str) -> u64 {
@@ -37,6 +41,7 @@ pub fn message(message: &Message) -> u64 {
                     let structured = structured.as_ref().map_or(0, |s| text(&s.to_string()));
                     text(tool_call_id) + text(output) + structured + MESSAGE_OVERHEAD
                 }
+                ContentBlock::Image { .. } => IMAGE_TOKENS,
                 _ => MESSAGE_OVERHEAD,
             })
             .sum::<u64>()

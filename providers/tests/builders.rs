@@ -36,6 +36,9 @@ fn check(model: &str, request: &ModelRequest, thinking: Option<u32>) -> Result<V
     verdict.map(|()| body.clone()).map_err(|v| format!("{model}: {v}\n{body:#}"))
 }
 
+/// A 1x1 PNG, in base64.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
 const MODELS: [&str; 7] = [
     "gpt-4o",
     "o4-mini",
@@ -88,6 +91,8 @@ fn block() -> impl Strategy<Value = ContentBlock> {
         1 => (text(), prop_oneof![Just(None), Just(Some("sig".to_string())), Just(Some("gemini:g".to_string()))], any::<bool>())
             .prop_map(|(thinking, signature, redacted)| ContentBlock::Thinking { thinking, signature, redacted }),
         3 => (id(), name(), arguments()).prop_map(|(id, name, arguments)| ContentBlock::ToolCall { id, name, arguments }),
+        1 => Just(ContentBlock::image("image/png", PNG)),
+        1 => Just(ContentBlock::Image { media_type: "image/jpeg".into(), data: None, sha256: Some("ab".into()) }),
         3 => (id(), name(), text(), any::<bool>()).prop_map(|(tool_call_id, name, output, is_error)| ContentBlock::ToolResult {
             tool_call_id, name, output, is_error, structured: None, details: None,
         }),
@@ -187,4 +192,107 @@ fn gemini_3_gets_the_documented_dummy_signature_for_a_foreign_call_in_progress()
     assert_eq!(body["contents"][1]["parts"][0]["thoughtSignature"], superpi_providers::gemini::DUMMY_SIGNATURE);
     let older = check("gemini-2.5-flash", &request, None).unwrap();
     assert!(older["contents"][1]["parts"][0].get("thoughtSignature").is_none());
+}
+
+fn image_prompt() -> ModelRequest {
+    let prompt = Message {
+        role: Role::User,
+        content: vec![ContentBlock::text("what is this?"), ContentBlock::image("image/png", PNG)],
+        usage: None,
+        stop_reason: None,
+    };
+    ModelRequest { messages: vec![prompt], ..Default::default() }
+}
+
+#[test]
+fn an_image_reaches_each_vendor_in_its_documented_shape() {
+    let request = image_prompt();
+    let openai = check("gpt-4o", &request, None).unwrap();
+    assert_eq!(
+        openai["messages"][0]["content"],
+        json!([
+            {"type": "text", "text": "what is this?"},
+            {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{PNG}")}},
+        ])
+    );
+    let anthropic = check("claude-sonnet-4-5", &request, None).unwrap();
+    assert_eq!(
+        anthropic["messages"][0]["content"][1],
+        json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}})
+    );
+    let gemini = check("gemini-2.5-flash", &request, None).unwrap();
+    assert_eq!(gemini["contents"][0]["parts"][1], json!({"inline_data": {"mime_type": "image/png", "data": PNG}}));
+    // A text prompt stays a string for OpenAI (what every compatible server takes).
+    let text = check("gpt-4o", &ModelRequest { messages: vec![Message::user_text("hi")], ..Default::default() }, None);
+    assert_eq!(text.unwrap()["messages"][0]["content"], "hi");
+}
+
+#[test]
+fn an_image_whose_file_is_gone_is_sent_as_a_line_saying_so() {
+    let mut request = image_prompt();
+    request.messages[0].content[1] =
+        ContentBlock::Image { media_type: "image/png".into(), data: None, sha256: Some("00".into()) };
+    for model in MODELS {
+        let body = check(model, &request, None).unwrap();
+        assert!(body.to_string().contains("[an image (image/png) that is no longer stored]"), "{model}: {body}");
+    }
+}
+
+#[test]
+fn the_vendors_rules_refuse_images_as_the_apis_do() {
+    let refused = |vendor: &str, body: Value| -> String {
+        let verdict = match vendor {
+            "openai" => openai::check(&body),
+            "anthropic" => anthropic::check(&body),
+            _ => gemini::check_for("gemini-2.5-flash", &body),
+        };
+        verdict.expect_err(&format!("{vendor} accepted {body}")).message
+    };
+    let url = |url: &str| json!({"type": "image_url", "image_url": {"url": url}});
+    let png_url = format!("data:image/png;base64,{PNG}");
+    let openai_body = |model: &str, role: &str, part: Value| json!({"model": model, "messages": [{"role": "user", "content": "hi"}, {"role": role, "content": [part]}]});
+    assert!(
+        refused("openai", openai_body("gpt-4o", "assistant", url(&png_url)))
+            .contains("only allowed for messages with role 'user'")
+    );
+    assert!(
+        refused("openai", openai_body("gpt-3.5-turbo", "user", url(&png_url)))
+            .contains("only supported by certain models")
+    );
+    assert!(
+        refused("openai", openai_body("gpt-4o", "user", url("data:image/png;base64,!!!")))
+            .contains("unsupported image")
+    );
+    assert!(
+        refused("openai", openai_body("gpt-4o", "user", url("data:image/bmp;base64,Qk0=")))
+            .contains("unsupported image")
+    );
+    assert!(openai::check(&openai_body("gpt-4o", "user", url(&png_url))).is_ok());
+
+    let image = |media_type: &str, data: &str| json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}});
+    let anthropic_body = |role: &str, block: Value| {
+        let mut messages = vec![json!({"role": "user", "content": "hi"})];
+        if role == "user" {
+            messages.clear();
+        }
+        messages.push(json!({"role": role, "content": [block]}));
+        json!({"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": messages})
+    };
+    assert!(
+        refused("anthropic", anthropic_body("user", image("image/jpeg", PNG)))
+            .contains("does not match the provided media type image/jpeg")
+    );
+    assert!(
+        refused("anthropic", anthropic_body("user", image("image/bmp", PNG))).contains("Input should be 'image/jpeg'")
+    );
+    assert!(
+        refused("anthropic", anthropic_body("assistant", image("image/png", PNG)))
+            .contains("not allowed in a assistant message")
+    );
+    assert!(anthropic::check(&anthropic_body("user", image("image/png", PNG))).is_ok());
+
+    let gemini_body = |mime_type: &str, data: &str| json!({"contents": [{"role": "user", "parts": [{"text": "hi"}, {"inline_data": {"mime_type": mime_type, "data": data}}]}]});
+    assert_eq!(refused("gemini", gemini_body("image/gif", "R0lGODlh")), "Unsupported MIME type: image/gif");
+    assert!(refused("gemini", gemini_body("image/png", "!!")).contains("Base64 decoding failed"));
+    assert!(gemini::check_for("gemini-2.5-flash", &gemini_body("image/png", PNG)).is_ok());
 }

@@ -258,3 +258,35 @@ async fn session_compact_during_a_turn_runs_when_the_turn_ends() {
     let again = client.compact(conv).await.unwrap();
     assert!(again.get("compacted").is_some(), "{again}");
 }
+
+/// `session.clear`: the next request holds nothing said before it (the fake sees the request),
+/// while the history keeps every entry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cleared_conversation_sends_nothing_said_before() {
+    let fake = OpenAiFake::start(vec![Answer::text("noted"), Answer::text("fresh")]).await.unwrap();
+    let env = TestEnv::new();
+    let file = format!(
+        "[providers]\ndefault_model = \"local\"\n\n[[providers.models]]\nname = \"local\"\nmodel = \"gpt-4o\"\n\
+         base_url = \"{}/v1\"\napi_key = \"k\"\n",
+        fake.base
+    );
+    std::fs::write(env.locations.config_dir.join("providers.toml"), file).unwrap();
+    let client = connect(&env).await;
+    let (conv, mut sub) = open_and_watch(&client, &env.workspace, None, false).await;
+    let first = client.submit_text(conv, "remember the word pelican").await.unwrap();
+    turn_events(&mut sub, first.turn_id).await;
+    let cleared = client.clear(conv).await.unwrap();
+    assert_eq!(cleared["cleared"], true);
+    let second = client.submit_text(conv, "what was the word?").await.unwrap();
+    let events = turn_events(&mut sub, second.turn_id).await;
+    assert!(events.iter().any(|e| matches!(e.body, EventBody::ContextCleared {})), "{events:?}");
+    assert_eq!(fake.rejections(), vec![]);
+    let sent = fake.accepted();
+    assert_eq!(sent.len(), 2);
+    assert!(sent[0].to_string().contains("pelican"));
+    assert!(!sent[1].to_string().contains("pelican"), "the cleared context was sent: {}", sent[1]);
+    assert!(!sent[1].to_string().contains("noted"), "{}", sent[1]);
+    let history = client.history(conv).await.unwrap();
+    let texts: Vec<String> = history.entries.iter().map(|e| e.message.text()).collect();
+    assert!(texts.iter().any(|t| t.contains("pelican")), "the history keeps everything: {texts:?}");
+}

@@ -139,3 +139,88 @@ fn a_missing_key_names_the_providers_file() {
     let file = env.locations.config_dir.join("providers.toml");
     assert!(stderr.contains(&format!("providers.gemini.api_key in {}", file.display())), "{stderr}");
 }
+
+/// A 1x1 PNG, in base64.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
+/// An image submitted to the kernel reaches each vendor in its documented shape (each fake
+/// checks its API's rules), is stored once in the data dir and by digest in the history; a
+/// model without vision refuses it before anything is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_prompt_reaches_each_vendor_in_its_shape_and_a_blind_model_refuses_it() {
+    use serde_json::json;
+    use superpi_proto::method::{OpenParams, SubmitParams};
+    use superpi_proto::{ContentBlock, EntryKind};
+    use superpi_providers::testing::fakes::{AnthropicFake, GeminiFake};
+    use superpi_providers::testing::rules::Vendor;
+
+    let openai = OpenAiFake::start(vec![Answer::text("a pixel")]).await.unwrap();
+    let anthropic = AnthropicFake::start(vec![Answer::text("a pixel")]).await.unwrap();
+    let gemini = GeminiFake::start(vec![Answer::text("a pixel")]).await.unwrap();
+    let env = TestEnv::new();
+    let entry = |name: &str, provider: &str, model: &str, base: String| {
+        format!(
+            "[[providers.models]]\nname = \"{name}\"\nprovider = \"{provider}\"\nmodel = \"{model}\"\n\
+             base_url = \"{base}\"\napi_key = \"k\"\n\n"
+        )
+    };
+    let file = [
+        entry("eyes-openai", "openai", "gpt-4o", openai.base_url(Vendor::Openai)),
+        entry("eyes-anthropic", "anthropic", "claude-sonnet-4-5", anthropic.base_url(Vendor::Anthropic)),
+        entry("eyes-gemini", "gemini", "gemini-2.5-flash", gemini.base_url(Vendor::Gemini)),
+        entry("blind", "openai", "gpt-3.5-turbo", openai.base_url(Vendor::Openai)),
+    ]
+    .concat();
+    std::fs::write(env.locations.config_dir.join("providers.toml"), file).unwrap();
+    let client = superpi_client::KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let image_prompt = |conversation_id| SubmitParams {
+        conversation_id,
+        content: vec![ContentBlock::text("what is this?"), ContentBlock::image("image/png", PNG)],
+        ..Default::default()
+    };
+    let open = |model: &str| OpenParams {
+        model: Some(model.to_string()),
+        workspace: Some(env.workspace.display().to_string()),
+        ..Default::default()
+    };
+
+    let shapes = [
+        (
+            "eyes-openai",
+            &openai,
+            json!({"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{PNG}")}}),
+        ),
+        (
+            "eyes-anthropic",
+            &anthropic,
+            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}),
+        ),
+        ("eyes-gemini", &gemini, json!({"inline_data": {"mime_type": "image/png", "data": PNG}})),
+    ];
+    for (model, fake, shape) in shapes {
+        let conversation_id = client.open(open(model)).await.unwrap().conversation_id;
+        client.submit(image_prompt(conversation_id)).await.unwrap();
+        let ended = superpi_tests::first_turn_end(&client, conversation_id).await;
+        assert!(matches!(ended, superpi_proto::EventBody::TurnCompleted { .. }), "{model}: {ended:?}");
+        assert_eq!(fake.rejections(), vec![], "{model}");
+        let sent = fake.accepted().pop().unwrap();
+        assert!(sent.to_string().contains(&shape.to_string()), "{model}: {shape} not in {sent}");
+
+        let history = client.history(conversation_id).await.unwrap();
+        let prompt = history.entries.iter().find(|e| e.kind == EntryKind::User).unwrap();
+        let ContentBlock::Image { media_type, data: None, sha256: Some(sha256) } = &prompt.message.content[1] else {
+            panic!("{model}: the entry keeps the digest, not the bytes: {:?}", prompt.message.content);
+        };
+        assert_eq!(media_type, "image/png");
+        let db = rusqlite::Connection::open(env.locations.database_path()).unwrap();
+        let stored: Vec<u8> =
+            db.query_row("SELECT bytes FROM images WHERE sha256 = ?1", [sha256], |row| row.get(0)).unwrap();
+        assert_eq!(superpi_providers::images::encode(&stored), PNG);
+    }
+
+    let before = openai.accepted().len();
+    let blind = client.open(open("blind")).await.unwrap().conversation_id;
+    let refused = client.submit(image_prompt(blind)).await.unwrap_err().to_string();
+    assert!(refused.contains("`blind` does not take images") && refused.contains("images = true"), "{refused}");
+    assert_eq!(openai.accepted().len(), before, "nothing was sent for the refused prompt");
+}

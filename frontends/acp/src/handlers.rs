@@ -224,6 +224,10 @@ pub(crate) async fn run_command(
                 say(format!("Nothing compacted: {}.", done["reason"].as_str().unwrap_or("nothing to summarise yet")))?
             }
         }
+        request::Command::Clear => {
+            kernel.clear(session.conversation_id).await.map_err(|e| request::kernel_error(e, Some(&session.id)))?;
+            say("Context cleared: the model starts afresh; the session's history keeps every turn.".to_string())?
+        }
     }
     Ok(PromptResponse::new(StopReason::EndTurn))
 }

@@ -168,7 +168,9 @@ fn server_name(name: &str) -> String {
 
 /// An ACP prompt as the content of the kernel's user message. Text stays text; a resource
 /// link becomes a reference line; an embedded text resource becomes its text with its URI.
-/// Images, audio and binary resources are refused: the prompt capabilities do not offer them.
+/// An image (its base64 data) is passed on: the kernel checks it, stores it, and refuses it
+/// for a model that does not take images. Audio and binary resources are refused: the prompt
+/// capabilities do not offer them.
 pub fn prompt(blocks: &[ContentBlock]) -> Result<Vec<KBlock>, Error> {
     let mut out = Vec::with_capacity(blocks.len());
     for block in blocks {
@@ -187,7 +189,12 @@ pub fn prompt(blocks: &[ContentBlock]) -> Result<Vec<KBlock>, Error> {
                 }
                 _ => return Err(invalid_params("unsupported embedded resource")),
             },
-            ContentBlock::Image(_) => return Err(invalid_params("images are not accepted (promptCapabilities.image)")),
+            ContentBlock::Image(image) if !image.data.is_empty() => {
+                out.push(KBlock::image(image.mime_type.clone(), image.data.clone()));
+            }
+            ContentBlock::Image(_) => {
+                return Err(invalid_params("an image needs its data (base64); a URI alone is not fetched"));
+            }
             ContentBlock::Audio(_) => return Err(invalid_params("audio is not accepted (promptCapabilities.audio)")),
             _ => return Err(invalid_params("unsupported content block")),
         }
@@ -275,6 +282,8 @@ pub enum Command {
     Mode(String),
     /// `/compact`: summarise the earlier turns so the context has room again.
     Compact,
+    /// `/clear`: the model's context starts afresh (the session's history keeps everything).
+    Clear,
 }
 
 /// The slash commands offered to the editor (`available_commands_update`).
@@ -284,6 +293,7 @@ pub fn commands() -> Vec<AvailableCommand> {
         AvailableCommand::new("mode", "Switch the permission mode: plan, accept-edits or auto")
             .input(AvailableCommandInput::Unstructured(UnstructuredCommandInput::new("plan | accept-edits | auto"))),
         AvailableCommand::new("compact", "Summarise the earlier turns so the context window has room again"),
+        AvailableCommand::new("clear", "Start afresh: the model forgets this session's earlier turns"),
     ]
 }
 
@@ -296,6 +306,7 @@ pub fn command(prompt: &[KBlock]) -> Option<Command> {
     match (name, input.trim()) {
         ("status", "") => Some(Command::Status),
         ("compact", "") => Some(Command::Compact),
+        ("clear", "") => Some(Command::Clear),
         ("mode", m) if !m.is_empty() && !m.contains(char::is_whitespace) => Some(Command::Mode(m.to_string())),
         _ => None,
     }

@@ -88,7 +88,9 @@ fn prompt_content_maps_text_links_and_resources() {
         ]
     );
     let image = vec![ContentBlock::Image(ImageContent::new("AAAA", "image/png"))];
-    assert_eq!(prompt(&image).unwrap_err().code, ErrorCode::from(-32602));
+    assert_eq!(prompt(&image).unwrap(), vec![KBlock::image("image/png", "AAAA")]);
+    let by_uri = vec![ContentBlock::Image(ImageContent::new("", "image/png").uri("file:///tmp/a.png".to_string()))];
+    assert_eq!(prompt(&by_uri).unwrap_err().code, ErrorCode::from(-32602));
     let blob = vec![ContentBlock::Resource(EmbeddedResource::new(EmbeddedResourceResource::BlobResourceContents(
         BlobResourceContents::new("AAAA", "file:///x.bin"),
     )))];
@@ -188,11 +190,12 @@ fn slash_commands_are_recognised_only_whole() {
     assert_eq!(command(&[KBlock::text("/mode plan now")]), None);
     assert_eq!(command(&[KBlock::text("/compact")]), Some(Command::Compact));
     assert_eq!(command(&[KBlock::text("/compact now")]), None);
+    assert_eq!(command(&[KBlock::text("/clear")]), Some(Command::Clear));
     assert_eq!(command(&[KBlock::text("/unknown")]), None);
     assert_eq!(command(&[KBlock::text("status")]), None);
     assert_eq!(command(&[KBlock::text("/status"), KBlock::text("more")]), None);
     let names: Vec<String> = commands().into_iter().map(|c| c.name).collect();
-    assert_eq!(names, ["status", "mode", "compact"]);
+    assert_eq!(names, ["status", "mode", "compact", "clear"]);
 }
 
 #[test]

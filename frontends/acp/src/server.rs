@@ -38,7 +38,7 @@ pub fn initialize_response(is_set: &dyn Fn(&str) -> bool) -> InitializeResponse 
         .agent_capabilities(
             AgentCapabilities::new()
                 .load_session(true)
-                .prompt_capabilities(PromptCapabilities::new().image(false).audio(false).embedded_context(true))
+                .prompt_capabilities(PromptCapabilities::new().image(true).audio(false).embedded_context(true))
                 .mcp_capabilities(McpCapabilities::new().http(false).sse(false))
                 .session_capabilities(
                     SessionCapabilities::new()
@@ -288,7 +288,7 @@ mod tests {
         assert_eq!(init.protocol_version, ProtocolVersion::V1);
         let caps = &init.agent_capabilities;
         assert!(caps.load_session);
-        assert_eq!(caps.prompt_capabilities, PromptCapabilities::new().embedded_context(true));
+        assert_eq!(caps.prompt_capabilities, PromptCapabilities::new().image(true).embedded_context(true));
         assert_eq!(caps.mcp_capabilities, McpCapabilities::new());
         let session = &caps.session_capabilities;
         assert!(session.list.is_some() && session.resume.is_some() && session.close.is_some());

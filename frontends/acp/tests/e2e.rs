@@ -12,10 +12,11 @@ mod common;
 use agent_client_protocol::ErrorCode;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, CloseSessionRequest, ContentBlock, ListSessionsRequest, LoadSessionRequest, NewSessionRequest,
-    PermissionOptionKind, PlanEntryStatus, ResumeSessionRequest, SessionConfigKind, SessionConfigOption,
-    SessionConfigOptionCategory, SessionConfigSelectOptions, SessionConfigValueId, SessionId, SessionModeId,
-    SessionUpdate, SetSessionConfigOptionRequest, SetSessionModeRequest, StopReason, ToolCallStatus,
+    CancelNotification, CloseSessionRequest, ContentBlock, ImageContent, ListSessionsRequest, LoadSessionRequest,
+    NewSessionRequest, PermissionOptionKind, PlanEntryStatus, PromptRequest, ResumeSessionRequest, SessionConfigKind,
+    SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOptions, SessionConfigValueId, SessionId,
+    SessionModeId, SessionUpdate, SetSessionConfigOptionRequest, SetSessionModeRequest, StopReason, TextContent,
+    ToolCallStatus,
 };
 use common::*;
 use serde_json::json;
@@ -32,7 +33,7 @@ async fn initialize_new_prompt_cancel_then_load_in_a_fresh_process() {
         assert_eq!(init.protocol_version, ProtocolVersion::V1);
         assert!(init.agent_capabilities.load_session);
         assert!(init.agent_capabilities.prompt_capabilities.embedded_context);
-        assert!(!init.agent_capabilities.prompt_capabilities.image);
+        assert!(init.agent_capabilities.prompt_capabilities.image);
 
         let session = new_session(&cx, &env).await?;
         let sid = session.session_id.clone();
@@ -325,6 +326,44 @@ async fn the_model_option_lists_the_kernels_models_and_switches_the_model() {
     assert_jsonrpc_only(&lines);
 }
 
+/// An image pasted into the editor reaches the model (the mock says what it received), and a
+/// model without vision refuses it with an error naming the model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pasted_image_reaches_the_model_and_a_blind_model_refuses_it() {
+    let env = TestEnv::new();
+    let blind = "[providers]\ndefault_model = \"mock\"\n\n[[providers.models]]\nname = \"blind\"\nprovider = \"mock\"\nimages = false\n";
+    std::fs::write(env.locations.config_dir.join("providers.toml"), blind).unwrap();
+    // A 1x1 PNG (70 bytes).
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+    let (result, lines) = with_editor(&env, Answer::Dismiss, async |cx, mut seen| {
+        initialize(&cx).await?;
+        let sid = new_session(&cx, &env).await?.session_id;
+        let image = || {
+            PromptRequest::new(
+                sid.clone(),
+                vec![
+                    ContentBlock::Text(TextContent::new("what is this?")),
+                    ContentBlock::Image(ImageContent::new(png, "image/png")),
+                ],
+            )
+        };
+        let done = cx.send_request(image()).block_task().await?;
+        assert_eq!(done.stop_reason, StopReason::EndTurn);
+        let answer = agent_text(&seen.drain());
+        assert!(answer.contains("[image image/png, 70 bytes]") && answer.contains("what is this?"), "{answer}");
+
+        let set = SetSessionConfigOptionRequest::new(sid.clone(), "model", SessionConfigValueId::new("blind"));
+        cx.send_request(set).block_task().await?;
+        let err = cx.send_request(image()).block_task().await.unwrap_err();
+        assert_eq!(err.code, ErrorCode::from(-32602));
+        assert!(err.message.contains("`blind` does not take images"), "{}", err.message);
+        Ok(())
+    })
+    .await;
+    result.unwrap();
+    assert_jsonrpc_only(&lines);
+}
+
 /// The mode is also a config option (for editors that show only those): it lists the modes up
 /// to the ceiling, switches the conversation's mode like `session/set_mode`, and refuses a mode
 /// above the ceiling.
@@ -442,7 +481,7 @@ async fn slash_commands_are_offered_and_answered_by_the_agent() {
         let offered = seen.until(|u| matches!(u, SessionUpdate::AvailableCommandsUpdate(_))).await;
         let SessionUpdate::AvailableCommandsUpdate(commands) = offered.update else { unreachable!() };
         let names: Vec<&str> = commands.available_commands.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["status", "mode", "compact"]);
+        assert_eq!(names, ["status", "mode", "compact", "clear"]);
 
         let done = cx.send_request(text_prompt(&sid, "/mode plan")).block_task().await?;
         assert_eq!(done.stop_reason, StopReason::EndTurn);

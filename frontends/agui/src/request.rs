@@ -5,6 +5,7 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 use superpi_client::ClientError;
 use superpi_http::ErrorShape;
+use superpi_proto::ContentBlock;
 use superpi_proto::message::codes;
 
 use crate::wire::{InputRequest, RunAgentInput};
@@ -39,6 +40,8 @@ pub struct RunPlan {
     pub prompt: String,
     /// `(role, text)` of the messages before it that carry text.
     pub earlier: Vec<(String, String)>,
+    /// The images of the last user message, submitted with its text.
+    pub images: Vec<ContentBlock>,
 }
 
 impl RunPlan {
@@ -93,8 +96,9 @@ pub fn run_plan(body: &[u8]) -> Result<RunPlan, ApiError> {
         })
         .collect();
     let mut prompt = message_text(&input.messages[last_user]);
-    if prompt.trim().is_empty() {
-        return Err(ApiError::invalid("the last user message has no text"));
+    let images = message_images(&input.messages[last_user])?;
+    if prompt.trim().is_empty() && images.is_empty() {
+        return Err(ApiError::invalid("the last user message has neither text nor an image"));
     }
     if !input.context.is_empty() {
         prompt.push_str("\n\nContext:");
@@ -102,7 +106,7 @@ pub fn run_plan(body: &[u8]) -> Result<RunPlan, ApiError> {
             prompt.push_str(&format!("\n- {}: {}", item.description, item.value));
         }
     }
-    Ok(RunPlan { thread_id: input.thread_id, run_id: input.run_id, harness, mode, prompt, earlier })
+    Ok(RunPlan { thread_id: input.thread_id, run_id: input.run_id, harness, mode, prompt, earlier, images })
 }
 
 fn optional_string(props: Option<&Value>, key: &str) -> Result<Option<String>, ApiError> {
@@ -125,6 +129,45 @@ fn message_text(message: &Value) -> String {
             .join("\n"),
         _ => String::new(),
     }
+}
+
+/// The images of a message's content parts: AG-UI's `image` parts (`source` of type `data`
+/// with `value` and `mimeType`, or of type `url` with a data URL) and the older `binary` parts
+/// (`mimeType` and `data`, or a data URL in `url`). superpi fetches no URL a client names.
+fn message_images(message: &Value) -> Result<Vec<ContentBlock>, ApiError> {
+    let Some(Value::Array(parts)) = message.get("content") else { return Ok(Vec::new()) };
+    let mut images = Vec::new();
+    for part in parts {
+        let str_at = |value: &Value, key: &str| value.get(key).and_then(Value::as_str).map(str::to_string);
+        let (kind, mime_type, data, url) = match part.get("type").and_then(Value::as_str) {
+            Some("image") => {
+                let source = part.get("source").unwrap_or(&Value::Null);
+                let value = str_at(source, "value");
+                let (data, url) = match source.get("type").and_then(Value::as_str) {
+                    Some("data") => (value, None),
+                    _ => (None, value),
+                };
+                ("image", str_at(source, "mimeType"), data, url)
+            }
+            Some("binary") => ("binary", str_at(part, "mimeType"), str_at(part, "data"), str_at(part, "url")),
+            _ => continue,
+        };
+        let image = match (mime_type, data, url) {
+            (Some(mime_type), Some(data), _) if mime_type.starts_with("image/") => ContentBlock::image(mime_type, data),
+            (_, None, Some(url)) if url.starts_with("data:image/") => ContentBlock::image_from_data_url(&url)
+                .ok_or_else(|| ApiError::invalid("an image's data URL must be base64 (data:image/png;base64,...)"))?,
+            (Some(mime_type), _, _) if !mime_type.starts_with("image/") => {
+                return Err(ApiError::invalid(format!("a {kind} part of type {mime_type} is not taken: only images")));
+            }
+            _ => {
+                return Err(ApiError::invalid(format!(
+                    "an {kind} part needs its bytes (base64 data or a data URL): superpi does not fetch images"
+                )));
+            }
+        };
+        images.push(image);
+    }
+    Ok(images)
 }
 
 /// Reads the body of the input route.
@@ -183,7 +226,12 @@ mod tests {
             "messages": [
                 {"id": "1", "role": "user", "content": "first"},
                 {"id": "2", "role": "assistant", "content": "ok"},
-                {"id": "3", "role": "user", "content": [{"type": "text", "text": "second"}, {"type": "image", "source": {}}]},
+                {"id": "3", "role": "user", "content": [
+                    {"type": "text", "text": "second"},
+                    {"type": "image", "source": {"type": "data", "value": "iVBORw0K", "mimeType": "image/png"}},
+                    {"type": "binary", "mimeType": "image/jpeg", "data": "/9j/"},
+                    {"type": "image", "source": {"type": "url", "value": "data:image/webp;base64,UklG"}},
+                ]},
             ],
             "tools": [],
             "context": [{"description": "user", "value": "Ada"}],
@@ -199,6 +247,11 @@ mod tests {
                 mode: Some("plan".into()),
                 prompt: "second\n\nContext:\n- user: Ada".into(),
                 earlier: vec![("user".into(), "first".into()), ("assistant".into(), "ok".into())],
+                images: vec![
+                    ContentBlock::image("image/png", "iVBORw0K"),
+                    ContentBlock::image("image/jpeg", "/9j/"),
+                    ContentBlock::image("image/webp", "UklG"),
+                ],
             })
         );
         let plan = run_plan(body.to_string().as_bytes()).unwrap();
@@ -224,6 +277,18 @@ mod tests {
             (
                 r#"{"threadId": "t", "runId": "r", "messages": [{"role": "user", "content": "x"}], "forwardedProps": {"harness": 3}}"#,
                 "forwardedProps.harness",
+            ),
+            (
+                r#"{"threadId": "t", "runId": "r", "messages": [{"role": "user", "content": [{"type": "image", "source": {"type": "url", "value": "https://x/a.png"}}]}]}"#,
+                "superpi does not fetch images",
+            ),
+            (
+                r#"{"threadId": "t", "runId": "r", "messages": [{"role": "user", "content": [{"type": "binary", "mimeType": "application/pdf", "data": "JVBE"}]}]}"#,
+                "only images",
+            ),
+            (
+                r#"{"threadId": "t", "runId": "r", "messages": [{"role": "user", "content": [{"type": "text", "text": " "}]}]}"#,
+                "neither text nor an image",
             ),
         ];
         for (body, needle) in cases {

@@ -11,8 +11,9 @@ use axum::routing::{get, post};
 use serde_json::json;
 use superpi_client::{ClientError, KernelClient};
 use superpi_http::{Common, Frontend};
+use superpi_proto::ContentBlock;
 use superpi_proto::message::codes;
-use superpi_proto::method::{ConversationInfo, OpenParams, WatchParams};
+use superpi_proto::method::{ConversationInfo, OpenParams, SubmitParams, WatchParams};
 
 use crate::origin;
 use crate::render::{RenderOptions, Renderer};
@@ -96,7 +97,14 @@ async fn run(State(agui): State<Agui>, headers: HeaderMap, body: Bytes) -> Resul
         .watch(WatchParams { conversation_id, from_seq: None, window: None, interactive: true, reads_files: false })
         .await
         .map_err(kernel_err)?;
-    let submitted = client.submit_text(conversation_id, &plan.prompt_for(info.created)).await.map_err(kernel_err)?;
+    let prompt = plan.prompt_for(info.created);
+    let mut content: Vec<ContentBlock> = Vec::with_capacity(1 + plan.images.len());
+    if !prompt.trim().is_empty() {
+        content.push(ContentBlock::text(prompt));
+    }
+    content.extend(plan.images.iter().cloned());
+    let params = SubmitParams { conversation_id, content, ..Default::default() };
+    let submitted = client.submit(params).await.map_err(kernel_err)?;
     tracing::info!(thread = %plan.thread_id, conversation_id, turn_id = submitted.turn_id, "run");
     let renderer = Renderer::new(&plan.thread_id, &info, RenderOptions::default());
     let body =

@@ -326,7 +326,7 @@ pub async fn chat(locations: &Locations, args: ChatArgs) -> anyhow::Result<ExitC
     let client = connect(locations, "cli").await?;
     let info = open(&client, &args.session).await?;
     eprintln!(
-        "conversation {} ({}, {}, {}); /compact to summarise the earlier turns, /exit to leave",
+        "conversation {} ({}, {}, {}); /compact to summarise the earlier turns, /clear to start afresh, /exit to leave",
         info.conversation_id, info.harness, info.model, info.mode
     );
     let mut sub = watch(&client, &info, true).await?;
@@ -348,6 +348,10 @@ pub async fn chat(locations: &Locations, args: ChatArgs) -> anyhow::Result<ExitC
                 ),
                 Ok(done) => eprintln!("not compacted: {}", done["reason"].as_str().unwrap_or("nothing to do")),
                 Err(err) => eprintln!("compaction failed: {err}"),
+            },
+            "/clear" => match client.clear(info.conversation_id).await {
+                Ok(_) => eprintln!("context cleared: the model starts afresh (the history keeps every turn)"),
+                Err(err) => eprintln!("not cleared: {err}"),
             },
             prompt => {
                 one_turn(&client, &mut sub, &mut printer, info.conversation_id, prompt).await?;

@@ -74,6 +74,11 @@ impl KernelClient {
         self.request(Method::SessionCompact(ConversationRef { conversation_id })).await
     }
 
+    /// Starts an idle conversation's context afresh (`session.clear`).
+    pub async fn clear(&self, conversation_id: i64) -> Result<Value, ClientError> {
+        self.request(Method::SessionClear(ConversationRef { conversation_id })).await
+    }
+
     pub async fn set_mode(&self, conversation_id: i64, mode: &str) -> Result<Value, ClientError> {
         self.request(Method::SessionSetMode(SetModeParams { conversation_id, mode: mode.to_string() })).await
     }

@@ -4,6 +4,7 @@
 use axum::http::{HeaderMap, StatusCode};
 use serde_json::Value;
 use superpi_client::ClientError;
+use superpi_proto::ContentBlock;
 use superpi_proto::message::codes;
 use superpi_proto::method::{HarnessInfo, OpenParams};
 
@@ -31,7 +32,7 @@ pub struct TextMessage {
 }
 
 /// A chat completion request, checked.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ChatRequest {
     /// The model as the client named it; echoed in every answer.
     pub model: String,
@@ -44,6 +45,9 @@ pub struct ChatRequest {
     pub messages: Vec<TextMessage>,
     /// Index in `messages` of the last user message.
     pub last_user: usize,
+    /// The images of the last user message (`image_url` parts with data URLs), submitted
+    /// with its text; earlier messages' images are not carried over.
+    pub images: Vec<ContentBlock>,
 }
 
 fn header<'a>(headers: &'a HeaderMap, names: &[&str]) -> Result<Option<&'a str>, ApiError> {
@@ -59,8 +63,8 @@ fn header<'a>(headers: &'a HeaderMap, names: &[&str]) -> Result<Option<&'a str>,
     Ok(None)
 }
 
-/// The text of a message's `content`: a string, or the text parts of an array (other parts,
-/// images among them, are dropped). `null` is empty.
+/// The text of a message's `content`: a string, or the text parts of an array (other parts
+/// are dropped here; [`content_images`] reads the images). `null` is empty.
 fn content_text(content: &Value) -> Result<String, ApiError> {
     match content {
         Value::Null => Ok(String::new()),
@@ -86,6 +90,28 @@ fn content_text(content: &Value) -> Result<String, ApiError> {
         }
         _ => Err(ApiError::invalid("`content` must be a string, an array of parts or null")),
     }
+}
+
+/// The `image_url` parts of a message's `content`, as image blocks. Only data URLs are taken
+/// (`data:image/png;base64,...`): superpi fetches no URL a client names.
+fn content_images(content: &Value) -> Result<Vec<ContentBlock>, ApiError> {
+    let Value::Array(parts) = content else { return Ok(Vec::new()) };
+    let mut images = Vec::new();
+    for part in parts {
+        if part.get("type").and_then(Value::as_str) != Some("image_url") {
+            continue;
+        }
+        // `image_url` is an object with `url` (the API's shape) or, in older clients, the URL.
+        let url = part.get("image_url").and_then(|u| u.get("url").or(Some(u))).and_then(Value::as_str).unwrap_or("");
+        let Some(image) = ContentBlock::image_from_data_url(url) else {
+            let shown: String = url.chars().take(60).collect();
+            return Err(ApiError::invalid(format!(
+                "image_url `{shown}` is not a base64 data URL (data:image/png;base64,...): superpi does not fetch images"
+            )));
+        };
+        images.push(image);
+    }
+    Ok(images)
 }
 
 /// Reads and checks a `POST /v1/chat/completions` request. Client tools and sampling
@@ -126,8 +152,10 @@ pub fn parse_chat(body: &[u8], headers: &HeaderMap) -> Result<ChatRequest, ApiEr
         .iter()
         .rposition(|m| m.role == "user")
         .ok_or_else(|| ApiError::invalid("`messages` must contain a user message"))?;
-    if messages[last_user].text.trim().is_empty() {
-        return Err(ApiError::invalid("the last user message has no text"));
+    let images = content_images(raw[last_user].get("content").unwrap_or(&Value::Null))
+        .map_err(|e| ApiError::invalid(format!("messages[{last_user}]: {}", e.message)))?;
+    if messages[last_user].text.trim().is_empty() && images.is_empty() {
+        return Err(ApiError::invalid("the last user message has neither text nor an image"));
     }
 
     let session = if let Some(id) = header(headers, &["x-conversation-id"])? {
@@ -157,7 +185,7 @@ pub fn parse_chat(body: &[u8], headers: &HeaderMap) -> Result<ChatRequest, ApiEr
         return Err(ApiError::invalid(format!("unknown mode `{m}`: use plan, accept-edits or auto")));
     }
 
-    Ok(ChatRequest { model, stream, include_usage, session, mode, messages, last_user })
+    Ok(ChatRequest { model, stream, include_usage, session, mode, messages, last_user, images })
 }
 
 /// What a `model` value selects.

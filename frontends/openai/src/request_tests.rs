@@ -66,6 +66,7 @@ fn a_plain_request_is_read_whole() {
                 msg("user", "list files")
             ],
             last_user: 3,
+            images: vec![],
         }
     );
 }
@@ -111,7 +112,10 @@ fn bad_bodies_are_invalid_params() {
             json!({"model": "m", "messages": [{"role": "system", "content": "x"}]}),
             "`messages` must contain a user message",
         ),
-        (json!({"model": "m", "messages": [{"role": "user", "content": " "}]}), "the last user message has no text"),
+        (
+            json!({"model": "m", "messages": [{"role": "user", "content": " "}]}),
+            "the last user message has neither text nor an image",
+        ),
         (
             json!({"model": "m", "messages": [{"role": "user", "content": 5}]}),
             "messages[0]: `content` must be a string, an array of parts or null",
@@ -239,4 +243,34 @@ fn kernel_refusals_map_to_openai_errors() {
     assert_eq!(kernel_error(&k(codes::FORBIDDEN, "above ceiling", None), "m").status, StatusCode::FORBIDDEN);
     let closed = kernel_error(&ClientError::Closed, "m");
     assert_eq!((closed.status, closed.code), (StatusCode::SERVICE_UNAVAILABLE, "kernel_unavailable"));
+}
+
+#[test]
+fn the_last_user_messages_data_url_images_go_with_its_text() {
+    let body = |content: Value| {
+        serde_json::to_vec(&json!({"model": "m", "messages": [{"role": "user", "content": content}]})).unwrap()
+    };
+    let req = parse_chat(
+        &body(json!([
+            {"type": "text", "text": "what is it?"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0K", "detail": "high"}},
+        ])),
+        &HeaderMap::new(),
+    )
+    .unwrap();
+    assert_eq!(req.messages[0].text, "what is it?");
+    assert_eq!(req.images, vec![superpi_proto::ContentBlock::image("image/png", "iVBORw0K")]);
+    let only_image = parse_chat(
+        &body(json!([{"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,/9j/"}}])),
+        &HeaderMap::new(),
+    )
+    .unwrap();
+    assert_eq!(only_image.images.len(), 1);
+    let remote = parse_chat(
+        &body(json!([{"type": "text", "text": "hi"}, {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}])),
+        &HeaderMap::new(),
+    )
+    .unwrap_err();
+    assert_eq!(remote.status, StatusCode::BAD_REQUEST);
+    assert!(remote.message.contains("superpi does not fetch images"), "{}", remote.message);
 }

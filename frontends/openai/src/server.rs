@@ -12,8 +12,9 @@ use axum::routing::{any, get, post};
 use serde_json::json;
 use superpi_client::{ClientError, KernelClient};
 use superpi_http::{Common, Frontend, ORIGINS_VAR};
+use superpi_proto::ContentBlock;
 use superpi_proto::message::codes;
-use superpi_proto::method::{ConversationInfo, HarnessInfo, WatchParams};
+use superpi_proto::method::{ConversationInfo, HarnessInfo, SubmitParams, WatchParams};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::mcp::McpHttp;
@@ -240,7 +241,12 @@ async fn chat_inner(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Re
         .map_err(|e| request::kernel_error(&e, &req.model))?;
     let t_watch = began.elapsed();
     let prompt = request::prompt(&req, info.created);
-    let submitted = match client.submit_text(conversation_id, &prompt).await {
+    let mut content = Vec::with_capacity(1 + req.images.len());
+    if !prompt.trim().is_empty() {
+        content.push(ContentBlock::text(prompt));
+    }
+    content.extend(req.images.iter().cloned());
+    let submitted = match client.submit(SubmitParams { conversation_id, content, ..Default::default() }).await {
         Ok(submitted) => submitted,
         Err(err) => {
             sub.close().await;

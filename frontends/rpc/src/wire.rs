@@ -68,11 +68,12 @@ impl OpenParams {
     }
 }
 
-/// A part of a prompt. Only text parts exist on this wire.
+/// A part of a prompt: text, or an image by its bytes (base64).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Part {
     Text { text: String },
+    Image { media_type: String, data: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -94,11 +95,19 @@ impl SubmitParams {
         if let Some(prompt) = &self.prompt {
             content.push(ContentBlock::text(prompt.clone()));
         }
-        content.extend(self.content.iter().map(|Part::Text { text }| ContentBlock::text(text.clone())));
-        if !content.iter().any(|b| matches!(b, ContentBlock::Text { text } if !text.trim().is_empty())) {
+        content.extend(self.content.iter().map(|part| match part {
+            Part::Text { text } => ContentBlock::text(text.clone()),
+            Part::Image { media_type, data } => ContentBlock::image(media_type.clone(), data.clone()),
+        }));
+        let has_some = content.iter().any(|b| match b {
+            ContentBlock::Text { text } => !text.trim().is_empty(),
+            ContentBlock::Image { .. } => true,
+            _ => false,
+        });
+        if !has_some {
             return Err(RpcError::new(
                 codes::INVALID_PARAMS,
-                "session.submit needs text: give `prompt` or text `content`",
+                "session.submit needs text or an image: give `prompt`, or `text` or `image` content",
             ));
         }
         Ok(superpi_proto::method::SubmitParams {

@@ -56,6 +56,9 @@ fn submit_joins_prompt_and_text_parts_and_needs_text() {
         parse::<SubmitParams>("session.submit", Some(r#"{"conversation_id": 4, "content": [{"type": "image"}]}"#))
             .unwrap_err();
     assert_eq!(err.code, codes::INVALID_PARAMS);
+    let image = r#"{"conversation_id": 4, "content": [{"type": "image", "media_type": "image/png", "data": "iVBO"}]}"#;
+    let p: SubmitParams = parse("session.submit", Some(image)).unwrap();
+    assert_eq!(p.to_kernel().unwrap().content, vec![ContentBlock::image("image/png", "iVBO")]);
 }
 
 #[test]

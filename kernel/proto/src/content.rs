@@ -59,11 +59,35 @@ pub enum ContentBlock {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         details: Option<Value>,
     },
+    /// An image the user gave. A frontend sends its bytes as `data` (base64); the kernel
+    /// stores them once in its data dir and keeps only `sha256` in entries and events; a
+    /// model request carries `data` again.
+    Image {
+        /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+        media_type: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data: Option<String>,
+        /// The stored image's digest (hex), its name in the data dir.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sha256: Option<String>,
+    },
 }
 
 impl ContentBlock {
     pub fn text(text: impl Into<String>) -> Self {
         ContentBlock::Text { text: text.into() }
+    }
+
+    /// An image given by its bytes (base64), as a frontend sends it.
+    pub fn image(media_type: impl Into<String>, data: impl Into<String>) -> Self {
+        ContentBlock::Image { media_type: media_type.into(), data: Some(data.into()), sha256: None }
+    }
+
+    /// An image given as a base64 `data:` URL (`data:image/png;base64,...`); `None` for any
+    /// other URL.
+    pub fn image_from_data_url(url: &str) -> Option<Self> {
+        let (media_type, data) = url.strip_prefix("data:")?.split_once(',')?;
+        Some(ContentBlock::image(media_type.strip_suffix(";base64")?, data))
     }
 }
 

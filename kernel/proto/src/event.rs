@@ -201,6 +201,8 @@ pub enum EventBody {
         #[serde(default)]
         summary: Option<String>,
     },
+    /// `session.clear`: the model's context starts afresh here (the history keeps everything).
+    ContextCleared {},
     Notice {
         level: String,
         message: String,
@@ -246,6 +248,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "usage_updated",
     "plan_updated",
     "compaction_completed",
+    "context_cleared",
     "notice",
     "watch_started",
     "subagent_started",
@@ -282,6 +285,7 @@ impl EventBody {
             EventBody::UsageUpdated { .. } => "usage_updated",
             EventBody::PlanUpdated { .. } => "plan_updated",
             EventBody::CompactionCompleted { .. } => "compaction_completed",
+            EventBody::ContextCleared {} => "context_cleared",
             EventBody::Notice { .. } => "notice",
             EventBody::WatchStarted {} => "watch_started",
             EventBody::SubagentStarted { .. } => "subagent_started",
@@ -559,6 +563,9 @@ impl Event {
     }
     pub fn compaction_completed(conv: i64, turn: Option<i64>, head_entry_id: Value, summary: Option<String>) -> Self {
         Self::new(conv, turn, EventBody::CompactionCompleted { head_entry_id, summary })
+    }
+    pub fn context_cleared(conv: i64) -> Self {
+        Self::new(conv, None, EventBody::ContextCleared {})
     }
     pub fn notice(conv: i64, turn: Option<i64>, level: impl Into<String>, message: impl Into<String>) -> Self {
         Self::new(conv, turn, EventBody::Notice { level: level.into(), message: message.into() })

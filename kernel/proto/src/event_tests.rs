@@ -50,6 +50,7 @@ fn one_of_each() -> Vec<Event> {
         .with_context(300, 1000),
         Event::plan_updated(1, Some(2), vec![PlanEntry { id: "1".into(), text: "read".into(), completed: false }]),
         Event::compaction_completed(1, None, json!(17), Some("summary".into())),
+        Event::context_cleared(1),
         Event::notice(1, None, "warning", "turn 3 was interrupted"),
         Event::watch_started(1, 9),
         Event::subagent_started(1, Some(2), 5, "explorer", "look around"),

@@ -27,6 +27,7 @@ pub(super) const MIGRATIONS: &[(&str, &str)] = &[
     ("0003_turn_prompt", include_str!("../../migrations/postgres/0003_turn_prompt.sql")),
     ("0004_turn_steered", include_str!("../../migrations/postgres/0004_turn_steered.sql")),
     ("0005_leases", include_str!("../../migrations/postgres/0005_leases.sql")),
+    ("0006_images", include_str!("../../migrations/postgres/0006_images.sql")),
 ];
 
 /// The advisory lock kernels take while migrating, so two starting at once migrate in turn.
@@ -503,6 +504,22 @@ impl Store for PostgresStore {
             tx.commit().await?;
             Ok(fork)
         })
+    }
+
+    fn put_image(&self, sha256: &str, media_type: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        let client = self.client()?;
+        wait(client.execute(
+            "INSERT INTO images (sha256, media_type, bytes, created_at_ms) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (sha256) DO NOTHING",
+            &[&sha256, &media_type, &bytes, &now_ms()],
+        ))?;
+        Ok(())
+    }
+
+    fn image(&self, sha256: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let client = self.client()?;
+        let row = wait(client.query_opt("SELECT bytes FROM images WHERE sha256 = $1", &[&sha256]))?;
+        Ok(row.map(|r| r.try_get(0)).transpose()?)
     }
 
     fn checkpoint(&self) -> Result<(), StoreError> {

@@ -20,6 +20,7 @@ pub(super) const MIGRATIONS: &[(&str, &str)] = &[
     ("0003_turn_prompt", include_str!("../../migrations/0003_turn_prompt.sql")),
     ("0004_turn_steered", include_str!("../../migrations/0004_turn_steered.sql")),
     ("0005_leases", include_str!("../../migrations/0005_leases.sql")),
+    ("0006_images", include_str!("../../migrations/0006_images.sql")),
 ];
 
 pub struct SqliteStore {
@@ -348,6 +349,19 @@ impl Store for SqliteStore {
         tx.commit()?;
         drop(conn);
         self.conversation(id)?.ok_or_else(|| StoreError::Corrupt(format!("fork {id} vanished")))
+    }
+
+    fn put_image(&self, sha256: &str, media_type: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        self.conn().execute(
+            "INSERT INTO images (sha256, media_type, bytes, created_at_ms) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (sha256) DO NOTHING",
+            params![sha256, media_type, bytes, now_ms()],
+        )?;
+        Ok(())
+    }
+
+    fn image(&self, sha256: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.conn().query_row("SELECT bytes FROM images WHERE sha256 = ?1", [sha256], |r| r.get(0)).optional()?)
     }
 
     fn checkpoint(&self) -> Result<(), StoreError> {

@@ -62,7 +62,8 @@ fn share(total: usize, parts: usize, n: usize) -> usize {
 async fn bench(conversations: usize, connections: usize, turns: usize) {
     let env = TestEnv::new();
     let soft_limit = (conversations + 1).to_string();
-    let mut vars = vec![("SUPERPI_CONVERSATION_IDLE_MS", QUIET_MS.to_string()), ("SUPERPI_LIVE_SOFT_LIMIT", soft_limit)];
+    let mut vars =
+        vec![("SUPERPI_CONVERSATION_IDLE_MS", QUIET_MS.to_string()), ("SUPERPI_LIVE_SOFT_LIMIT", soft_limit)];
     let engine = if std::env::var("SUPERPI_BENCH_POSTGRES").is_ok_and(|v| v == "1") {
         let server = superpi_tests::postgres_server::shared().expect("PostgreSQL binaries (see the README)");
         vars.push(("SUPERPI_DATABASE_URL", server.new_database()));

@@ -137,6 +137,38 @@ fn blocks(message: &Value, at: &str, last_assistant: bool) -> Result<Vec<Value>,
     }
 }
 
+/// An `image` block: a base64 source of a format the API takes, whose bytes are that format.
+fn check_image_block(block: &Value, at: &str) -> Result<(), Violation> {
+    let source = block.get("source").unwrap_or(&Value::Null);
+    match source.get("type").and_then(Value::as_str) {
+        Some("base64") => {}
+        Some("url") if source.get("url").is_some_and(Value::is_string) => return Ok(()),
+        _ => {
+            return Err(violation(format!(
+                "{at}.image.source: Input tag found using 'type' does not match any of the expected tags: 'base64', 'url', 'file'"
+            )));
+        }
+    }
+    let media_type = source.get("media_type").and_then(Value::as_str).unwrap_or("");
+    if !crate::images::MEDIA_TYPES.contains(&media_type) {
+        return Err(violation(format!(
+            "{at}.image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'"
+        )));
+    }
+    let data = source.get("data").and_then(Value::as_str).unwrap_or("");
+    let bytes = crate::images::decode(data)
+        .map_err(|_| violation(format!("{at}.image.source.base64.data: The image data is not valid base64")))?;
+    if crate::images::media_type_of(&bytes) != Some(media_type) {
+        return Err(violation(format!(
+            "{at}.image.source.base64.data: Image does not match the provided media type {media_type}"
+        )));
+    }
+    if bytes.len() > crate::images::MAX_IMAGE_BYTES {
+        return Err(violation(format!("{at}.image.source.base64: image exceeds 5 MB maximum")));
+    }
+    Ok(())
+}
+
 fn check_messages(messages: &[Value], thinking: bool) -> Result<(), Violation> {
     if messages.is_empty() {
         return Err(violation("messages: at least one message is required"));
@@ -172,7 +204,11 @@ fn check_messages(messages: &[Value], thinking: bool) -> Result<(), Violation> {
                     seen_other = true;
                 }
                 "thinking" | "redacted_thinking" if role == "assistant" => {}
-                "image" | "document" if role == "user" => seen_other = true,
+                "image" if role == "user" => {
+                    check_image_block(block, &at)?;
+                    seen_other = true;
+                }
+                "document" if role == "user" => seen_other = true,
                 "tool_use" if role == "assistant" => {
                     let id = block.get("id").and_then(Value::as_str).unwrap_or("");
                     if !is_plain_name(id, usize::MAX) {

@@ -268,6 +268,9 @@ fn check_content(content: &Value, at: &str, system: bool) -> Result<(), Violatio
                 "Unable to submit request because it has an empty text parameter. Add a value to the parameter and try again.",
             ));
         }
+        if let Some(inline) = field(part, "inline_data") {
+            check_inline_data(inline, &format!("{at}.inline_data"))?;
+        }
         if let Some(call) = field(part, "function_call") {
             let call = call.as_object().ok_or_else(|| violation(format!("Invalid value at '{at}.function_call'")))?;
             known_fields(call, &["id", "name", "args"], &format!("{at}.function_call"))?;
@@ -296,6 +299,28 @@ fn check_content(content: &Value, at: &str, system: bool) -> Result<(), Violatio
                 )));
             }
         }
+    }
+    Ok(())
+}
+
+/// The image formats the API takes inline (no GIF).
+const INLINE_IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/webp", "image/heic", "image/heif"];
+
+fn check_inline_data(inline: &Value, at: &str) -> Result<(), Violation> {
+    let inline = inline.as_object().ok_or_else(|| {
+        violation(format!("Invalid value at '{at}' (type.googleapis.com/google.ai.generativelanguage.v1beta.Blob)"))
+    })?;
+    known_fields(inline, &["mime_type", "data"], at)?;
+    let mime_type = field(inline, "mime_type").and_then(Value::as_str).unwrap_or("");
+    if mime_type.starts_with("image/") && !INLINE_IMAGE_TYPES.contains(&mime_type) {
+        return Err(violation(format!("Unsupported MIME type: {mime_type}")));
+    }
+    let data = field(inline, "data").and_then(Value::as_str).unwrap_or("");
+    if data.is_empty() {
+        return Err(violation(format!("* GenerateContentRequest.{at}.data: inline data must not be empty.\n")));
+    }
+    if crate::images::decode(data).is_err() {
+        return Err(violation(format!("Invalid value at '{at}.data' (TYPE_BYTES), Base64 decoding failed")));
     }
     Ok(())
 }

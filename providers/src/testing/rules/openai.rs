@@ -67,7 +67,68 @@ pub fn check(body: &Value) -> Result<(), Violation> {
         Some(Value::Array(_)) => return Err(violation("[] is too short - 'messages'").param("messages")),
         _ => return Err(violation("Missing required parameter: 'messages'.").param("messages")),
     };
-    check_messages(messages)
+    check_messages(messages)?;
+    check_parts(model, messages)
+}
+
+/// The parts of array contents: `text` parts with text anywhere, `image_url` parts only in
+/// user messages of a model that sees, as an http(s) URL or an image data URL in base64.
+fn check_parts(model: &str, messages: &[Value]) -> Result<(), Violation> {
+    let upstream = model.rsplit('/').next().unwrap_or(model);
+    for (i, message) in messages.iter().enumerate() {
+        let role = message.get("role").and_then(Value::as_str).unwrap_or("");
+        let Some(parts) = message.get("content").and_then(Value::as_array) else { continue };
+        for (j, part) in parts.iter().enumerate() {
+            let at = format!("messages[{i}].content[{j}]");
+            match part.get("type").and_then(Value::as_str).unwrap_or("") {
+                "text" if part.get("text").is_some_and(Value::is_string) => {}
+                "image_url" if role != "user" => {
+                    return Err(violation(format!(
+                        "Invalid 'messages[{i}]'. Image URLs are only allowed for messages with role 'user', but this message with role '{role}' contains an image URL."
+                    ))
+                    .param(format!("messages.[{i}].content.[{j}].type")));
+                }
+                "image_url" => {
+                    if !crate::images::builtin(crate::config::ProviderKind::Openai, upstream) {
+                        return Err(violation("Invalid content type. image_url is only supported by certain models.")
+                            .param(format!("messages.[{i}].content.[{j}].type")));
+                    }
+                    let url = part.pointer("/image_url/url").and_then(Value::as_str).unwrap_or("");
+                    check_image_url(url, &at)?;
+                }
+                other => {
+                    return Err(violation(format!(
+                        "Invalid value: '{other}'. Supported values are: 'text', 'image_url', 'input_audio', 'refusal', 'audio', and 'file'."
+                    ))
+                    .param(format!("messages.[{i}].content.[{j}].type")));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_image_url(url: &str, at: &str) -> Result<(), Violation> {
+    if url.starts_with("https://") || url.starts_with("http://") {
+        return Ok(());
+    }
+    let unsupported = || {
+        violation(
+            "You uploaded an unsupported image. Please make sure your image is below 20 MB in size and is of one the following formats: ['png', 'jpeg', 'gif', 'webp'].",
+        )
+        .param(format!("{at}.image_url.url"))
+    };
+    let Some(superpi_proto::ContentBlock::Image { media_type, data: Some(data), .. }) =
+        superpi_proto::ContentBlock::image_from_data_url(url)
+    else {
+        return Err(violation(format!("Invalid '{at}.image_url.url': expected an http(s) URL or a base64 data URL."))
+            .param(format!("{at}.image_url.url")));
+    };
+    let bytes = crate::images::decode(&data).map_err(|_| unsupported())?;
+    if !crate::images::MEDIA_TYPES.contains(&media_type.as_str()) || crate::images::media_type_of(&bytes).is_none() {
+        return Err(unsupported());
+    }
+    Ok(())
 }
 
 fn check_tools(tools: Option<&Value>) -> Result<(), Violation> {
