@@ -10,6 +10,7 @@
 
 mod lease;
 mod postgres;
+mod postgres_connection;
 mod postgres_leases;
 mod sqlite;
 mod sqlite_leases;

@@ -5,16 +5,16 @@
 //! publisher commits under its seq lock), so this engine keeps that shape: one connection,
 //! driven by a thread of its own, and each call waits for its answer (through
 //! `block_in_place` on the kernel's multi-thread runtime, so other tasks move on meanwhile).
-//! A connection that broke is opened again at the next call.
+//! A connection that broke is opened again at the next call (`store/postgres_connection.rs`).
 
-use std::future::Future;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 use superpi_proto::event::now_ms;
 use superpi_proto::{Entry, Message};
-use tokio_postgres::config::SslMode;
-use tokio_postgres::{Client, Config, GenericClient, NoTls, Row};
+use tokio_postgres::{Client, Config, GenericClient, Row};
 
+use super::postgres_connection::Driver;
+use super::postgres_connection::{Connection, wait};
 use super::{
     Commit, ConversationRow, NewConversation, Notice, Store, StoreError, TurnStatus, ended_at_ms, readdress,
     stored_entry, to_json,
@@ -32,6 +32,13 @@ pub(super) const MIGRATIONS: &[(&str, &str)] = &[
 
 /// The advisory lock kernels take while migrating, so two starting at once migrate in turn.
 const MIGRATION_LOCK: i64 = 0x7375_7065_7270_6900; // "superpi\0"
+
+const INSERT_EVENT: &str = "INSERT INTO events (conversation_id, seq, type, wire) VALUES ($1, $2, $3, $4)";
+const NOTIFY: &str = "SELECT pg_notify('superpi', $1)";
+const INSERT_ENTRY: &str = "INSERT INTO entries (conversation_id, seq, kind, turn_id, message, created_at_ms)
+                            VALUES ($1, $2, $3, $4, $5, $6)";
+const TOUCH_CONVERSATION: &str = "UPDATE conversations SET updated_at_ms = $2 WHERE id = $1";
+const SET_TURN_STATUS: &str = "UPDATE turns SET status = $2, error = $3, ended_at_ms = $4 WHERE id = $1";
 
 const CONVERSATION_COLUMNS: &str = "id, owner, harness, model, mode, workspace, title, parent_id, created_at_ms";
 
@@ -52,7 +59,7 @@ impl From<tokio_postgres::Error> for StoreError {
 pub struct PostgresStore {
     config: Config,
     driver: Driver,
-    client: Mutex<Client>,
+    client: Mutex<Connection>,
     /// What the listening connection hears from other kernels (`store/postgres_leases.rs`).
     pub(super) notices: tokio::sync::broadcast::Sender<Notice>,
 }
@@ -68,90 +75,18 @@ impl PostgresStore {
         wait(migrate(&mut client))?;
         let (notices, _) = tokio::sync::broadcast::channel(super::postgres_leases::NOTICE_BACKLOG);
         driver.handle.spawn(super::postgres_leases::listen(config.clone(), notices.clone()));
-        Ok(PostgresStore { config, driver, client: Mutex::new(client), notices })
+        Ok(PostgresStore { config, driver, client: Mutex::new(Connection::new(client)), notices })
     }
 
     /// The connection, opened again when it broke.
-    pub(super) fn client(&self) -> Result<MutexGuard<'_, Client>, StoreError> {
+    pub(super) fn client(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
         let mut client = self.client.lock().unwrap_or_else(|p| p.into_inner());
         if client.is_closed() {
             tracing::warn!("the database connection was closed: connecting again");
-            *client = self.driver.connect(&self.config)?;
+            *client = Connection::new(self.driver.connect(&self.config)?);
         }
         Ok(client)
     }
-}
-
-/// Waits for a database call. On a multi-thread runtime's worker the runtime is told first,
-/// so its other tasks move to another thread meanwhile.
-pub(super) fn wait<F: Future>(future: F) -> F::Output {
-    let on_worker = tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    if on_worker {
-        tokio::task::block_in_place(|| futures::executor::block_on(future))
-    } else {
-        futures::executor::block_on(future)
-    }
-}
-
-/// The thread whose runtime drives the connections' sockets (a query only hands its messages
-/// to the connection task, so it can be awaited from any thread). It ends with the store.
-struct Driver {
-    pub(super) handle: tokio::runtime::Handle,
-    _stop: tokio::sync::oneshot::Sender<()>,
-}
-
-impl Driver {
-    fn start() -> Result<Driver, StoreError> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| StoreError::Config(format!("starting the database thread: {e}")))?;
-        let handle = runtime.handle().clone();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        std::thread::Builder::new()
-            .name("superpi-postgres".into())
-            .spawn(move || {
-                let _ = runtime.block_on(stopped);
-            })
-            .map_err(|e| StoreError::Config(format!("starting the database thread: {e}")))?;
-        Ok(Driver { handle, _stop: stop })
-    }
-
-    fn connect(&self, config: &Config) -> Result<Client, StoreError> {
-        let config = config.clone();
-        let connecting = self.handle.spawn(async move {
-            if config.get_ssl_mode() == SslMode::Require {
-                let (client, connection) = config.connect(tls()?).await?;
-                tokio::spawn(drive(connection));
-                Ok(client)
-            } else {
-                let (client, connection) = config.connect(NoTls).await?;
-                tokio::spawn(drive(connection));
-                Ok(client)
-            }
-        });
-        wait(connecting).map_err(|e| StoreError::Config(format!("the database thread: {e}")))?
-    }
-}
-
-async fn drive<F: Future<Output = Result<(), tokio_postgres::Error>>>(connection: F) {
-    if let Err(err) = connection.await {
-        tracing::error!("the database connection ended: {}", StoreError::from(err));
-    }
-}
-
-pub(super) fn tls() -> Result<tokio_postgres_rustls::MakeRustlsConnect, StoreError> {
-    use rustls_platform_verifier::BuilderVerifierExt;
-    let tls_error = |e: rustls::Error| StoreError::Config(format!("TLS: {e}"));
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(tls_error)?
-        .with_platform_verifier()
-        .map_err(tls_error)?
-        .with_no_client_auth();
-    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
 }
 
 async fn migrate(client: &mut Client) -> Result<(), StoreError> {
@@ -202,12 +137,7 @@ fn bigint(n: u64) -> i64 {
 }
 
 pub(super) async fn update_turn_status(client: &impl GenericClient, turn: TurnStatus<'_>) -> Result<(), StoreError> {
-    client
-        .execute(
-            "UPDATE turns SET status = $2, error = $3, ended_at_ms = $4 WHERE id = $1",
-            &[&turn.turn_id, &turn.status, &turn.error, &ended_at_ms(turn.status)],
-        )
-        .await?;
+    client.execute(SET_TURN_STATUS, &[&turn.turn_id, &turn.status, &turn.error, &ended_at_ms(turn.status)]).await?;
     Ok(())
 }
 
@@ -334,33 +264,51 @@ impl Store for PostgresStore {
             None => None,
         };
         let seq = bigint(c.seq);
-        let mut client = self.client()?;
+        // Watchers on other kernels read it from the store when they hear of it.
+        let notice = Notice::Event { conversation_id: c.conversation_id, seq: c.seq }.payload();
+        let now = now_ms();
+        let mut conn = self.client()?;
         wait(async {
-            let tx = client.transaction().await?;
-            if let Some(lease) = c.lease {
-                super::postgres_leases::check(&tx, c.conversation_id, lease).await?;
-            }
-            tx.execute(
-                "INSERT INTO events (conversation_id, seq, type, wire) VALUES ($1, $2, $3, $4)",
-                &[&c.conversation_id, &seq, &c.event_type, &c.wire],
-            )
-            .await?;
-            // Watchers on other kernels read it from the store when they hear of it.
-            let notice = Notice::Event { conversation_id: c.conversation_id, seq: c.seq }.payload();
-            tx.execute("SELECT pg_notify('superpi', $1)", &[&notice]).await?;
-            let now = now_ms();
-            if let Some((kind, turn_id, json)) = &entry {
-                tx.execute(
-                    "INSERT INTO entries (conversation_id, seq, kind, turn_id, message, created_at_ms)
-                     VALUES ($1, $2, $3, $4, $5, $6)",
-                    &[&c.conversation_id, &seq, kind, turn_id, json, &now],
-                )
-                .await?;
-            }
-            tx.execute("UPDATE conversations SET updated_at_ms = $2 WHERE id = $1", &[&c.conversation_id, &now])
-                .await?;
-            if let Some(turn) = c.turn_status {
-                update_turn_status(&tx, turn).await?;
+            let check = conn.prepared(super::postgres_leases::LEASE_CHECK).await?;
+            let insert_event = conn.prepared(INSERT_EVENT).await?;
+            let notify = conn.prepared(NOTIFY).await?;
+            let insert_entry = conn.prepared(INSERT_ENTRY).await?;
+            let touch = conn.prepared(TOUCH_CONVERSATION).await?;
+            let set_status = conn.prepared(SET_TURN_STATUS).await?;
+            let tx = conn.transaction().await?;
+            // Sent at once and run in order: one round trip for the lot. A lease check that
+            // finds the lease taken over rolls back what followed it.
+            let held = async {
+                match c.lease {
+                    Some(lease) => {
+                        let row = tx.query_opt(&check, &[&c.conversation_id, &lease.owner, &lease.generation]).await?;
+                        Ok::<_, tokio_postgres::Error>(row.is_some())
+                    }
+                    None => Ok(true),
+                }
+            };
+            let event = async { tx.execute(&insert_event, &[&c.conversation_id, &seq, &c.event_type, &c.wire]).await };
+            let notified = async { tx.execute(&notify, &[&notice]).await };
+            let entry = async {
+                match &entry {
+                    Some((kind, turn_id, json)) => {
+                        tx.execute(&insert_entry, &[&c.conversation_id, &seq, kind, turn_id, json, &now]).await
+                    }
+                    None => Ok(0),
+                }
+            };
+            let touched = async { tx.execute(&touch, &[&c.conversation_id, &now]).await };
+            let status = async {
+                match c.turn_status {
+                    Some(t) => {
+                        tx.execute(&set_status, &[&t.turn_id, &t.status, &t.error, &ended_at_ms(t.status)]).await
+                    }
+                    None => Ok(0),
+                }
+            };
+            let (held, ..) = futures::try_join!(held, event, notified, entry, touched, status)?;
+            if !held {
+                return Err(StoreError::Fenced(c.conversation_id));
             }
             tx.commit().await?;
             Ok(())
@@ -448,7 +396,7 @@ impl Store for PostgresStore {
 
     fn set_turn_status(&self, turn_id: i64, status: &str, error: Option<&str>) -> Result<(), StoreError> {
         let client = self.client()?;
-        wait(update_turn_status(&*client, TurnStatus { turn_id, status, error }))
+        wait(update_turn_status(&**client, TurnStatus { turn_id, status, error }))
     }
 
     fn turn_status(&self, turn_id: i64) -> Result<Option<String>, StoreError> {

@@ -14,7 +14,8 @@ use tokio::sync::broadcast;
 use tokio_postgres::config::SslMode;
 use tokio_postgres::{AsyncMessage, Client, Config, Connection, NoTls, Transaction};
 
-use super::postgres::{PostgresStore, tls, wait};
+use super::postgres::PostgresStore;
+use super::postgres_connection::{tls, wait};
 use super::{
     Claim, InterruptedTurn, Lease, Leases, Notice, QueuedSubmit, StoreError, interrupted_turn, stored_prompt, to_json,
 };
@@ -25,21 +26,10 @@ pub(super) const NOTICE_BACKLOG: usize = 4096;
 /// The server's clock in milliseconds since the epoch.
 const NOW_MS: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
 
-/// Refuses a commit whose lease was taken over. The row stays share-locked until the commit
-/// ends, so a claim (which updates it) waits for the commit, and a commit after a claim sees
-/// the new generation.
-pub(super) async fn check(tx: &Transaction<'_>, conversation_id: i64, lease: &Lease) -> Result<(), StoreError> {
-    let held = tx
-        .query_opt(
-            "SELECT 1 FROM conversation_leases WHERE conversation_id = $1 AND owner = $2 AND generation = $3 FOR SHARE",
-            &[&conversation_id, &lease.owner, &lease.generation],
-        )
-        .await?;
-    match held {
-        Some(_) => Ok(()),
-        None => Err(StoreError::Fenced(conversation_id)),
-    }
-}
+/// The commit's lease check: the row stays share-locked until the commit ends, so a claim
+/// (which updates it) waits for the commit, and a commit after a claim sees the new generation.
+pub(super) const LEASE_CHECK: &str =
+    "SELECT 1 FROM conversation_leases WHERE conversation_id = $1 AND owner = $2 AND generation = $3 FOR SHARE";
 
 /// Marks the turns a former holder left running or queued in its memory (not those queued in
 /// the database for the next holder) as interrupted.
