@@ -10,6 +10,9 @@
 //! kernel decides whether a call may run and with what grants; this crate only runs it, and
 //! never restricts the calling process itself.
 //!
+//! Beside that, the embedding program's hold on freed memory ([`memory`]: glibc's mmap
+//! threshold and trim), since the calls into the C library that need `unsafe` live here.
+//!
 //! What the embedding program must do: call [`harden_kernel_process`] once at start; dispatch
 //! `argv[1] == TOOL_SUBCOMMAND` to [`tool_main`] before anything else (the file tools run the
 //! binary itself as their confined tool runner, see `SandboxConfig::tool_exe`); refuse a
@@ -23,6 +26,7 @@ mod confine;
 mod filter;
 mod host;
 mod launch;
+pub mod memory;
 mod mounts;
 mod output;
 pub mod policy;

@@ -3,7 +3,8 @@
 //! Owns [`TestEnv`]: a private data, config and runtime directory plus a workspace, so every
 //! test gets its own kernel, and that kernel is killed when the test ends; and what the
 //! frontends' tests and benchmarks share (a frontend process and its announced address, the end
-//! of a conversation's first turn, SSE timing in [`bench`], CORS preflights in [`http`]). It must not fake anything a test
+//! of a conversation's first turn, SSE timing in [`bench`], CORS preflights in [`http`],
+//! conversations longer than a history page in [`pages`]). It must not fake anything a test
 //! claims to check: the binary, the socket and the SQLite file are real.
 #![allow(clippy::disallowed_methods, clippy::expect_used, clippy::unwrap_used)] // test support spawns processes and fails loudly
 
@@ -17,6 +18,7 @@ use superpi_client::{ConnectOptions, Locations};
 
 pub mod bench;
 pub mod http;
+pub mod pages;
 /// A PostgreSQL server for the tests of the store's PostgreSQL engine (the kernel's unit tests
 /// use the same file).
 #[path = "../../kernel/testing/postgres_server.rs"]
@@ -258,6 +260,22 @@ pub async fn open_and_watch(
         .await
         .expect("watch");
     (conversation_id, sub)
+}
+
+/// A non-interactive watch of a conversation from `from_seq` (from now for `None`).
+pub async fn watch(
+    client: &superpi_client::KernelClient,
+    conversation_id: i64,
+    from_seq: Option<u64>,
+) -> superpi_client::Subscription {
+    let params = superpi_proto::method::WatchParams {
+        conversation_id,
+        from_seq,
+        window: None,
+        interactive: false,
+        reads_files: false,
+    };
+    client.watch(params).await.expect("watch")
 }
 
 /// The next event of a subscription that satisfies `pred` (30 s at most).

@@ -154,17 +154,26 @@ async fn an_acknowledged_prompt_survives_a_kill_right_after_the_acknowledgement(
 async fn a_conversation_of_more_than_64_mib_loads_and_replays_through_the_client_library() {
     let env = TestEnv::new();
     // A window that holds the whole conversation: this test is about size, not compaction.
-    std::fs::write(
-        env.locations.config_dir.join("providers.toml"),
-        "[providers]\n[[providers.models]]\nname = \"mock\"\nprovider = \"mock\"\ncontext_window = 100000000\n",
-    )
-    .unwrap();
+    superpi_tests::pages::large_context(&env);
     let client = client(&env).await;
     let (conv, mut sub) = open_and_watch(&client, &env.workspace, None, false).await;
     // One word of 5 MiB: the mock echoes it back, so each turn stores about 10 MiB.
     const WORD: usize = 5 * 1024 * 1024;
     let turns = 7;
+    // `superpi session show --json` prints it whole, reading a page at a time: its peak memory
+    // follows the page, not the conversation (measured at 2 turns and again at 7).
+    let show = || {
+        let (ok, out, peak) =
+            superpi_tests::pages::output_with_peak_rss(env.command(&["session", "show", &conv.to_string(), "--json"]));
+        assert!(ok, "session show failed");
+        eprintln!("session show --json: printed {} MiB, peak RSS {} MiB", out.len() >> 20, peak >> 20);
+        (out, peak)
+    };
+    let mut early_peak = None;
     for n in 0..turns {
+        if n == 2 {
+            early_peak = Some(show().1);
+        }
         let prompt = format!("{n}{}", "x".repeat(WORD));
         let turn = client.submit_text(conv, &prompt).await.unwrap();
         let events = turn_events(&mut sub, turn.turn_id).await;
@@ -211,4 +220,18 @@ async fn a_conversation_of_more_than_64_mib_loads_and_replays_through_the_client
     }
     assert!(bytes > 64 * 1024 * 1024, "replayed {bytes} bytes of messages");
     assert!(client.status().await.is_ok(), "the connection goes on");
+
+    let (out, peak) = show();
+    let shown: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(serde_json::from_value::<Vec<superpi_proto::Entry>>(shown["entries"].clone()).unwrap(), history.entries);
+    assert_eq!(shown["conversation"]["conversation_id"], conv);
+    let early_peak = early_peak.unwrap();
+    // Five more turns add 50 MiB to the history: held whole, they would add at least that.
+    assert!(
+        peak < early_peak + 16 * 1024 * 1024,
+        "peak RSS {} MiB printing {} MiB, {} MiB at 2 turns",
+        peak >> 20,
+        out.len() >> 20,
+        early_peak >> 20
+    );
 }

@@ -18,7 +18,7 @@ use superpi_proto::message::codes;
 use superpi_proto::method::{Method, OpenParams, SetModelParams, SubmitParams};
 
 use crate::agent::{Server, lock};
-use crate::replay::replay;
+use crate::replay::Replay;
 use crate::request;
 use crate::session::{FAIL_CLOSED_OPTION, PromptGuard, Session};
 use crate::wire::{ForkSessionRequest, ForkSessionResponse};
@@ -94,18 +94,28 @@ pub(crate) async fn attach(
         let open = OpenParams { conversation_id: Some(conv), mcp_servers, create: Some(false), ..Default::default() };
         kernel.open(open).await.map_err(|e| request::kernel_error(e, Some(id)))?;
     }
-    let history = kernel.history(conv).await.map_err(|e| request::kernel_error(e, Some(id)))?;
-    let session = server.add_session(&kernel, &history.conversation).await;
+    let mut pages = kernel.history_pages(conv).await.map_err(|e| request::kernel_error(e, Some(id)))?;
+    let session = server.add_session(&kernel, pages.conversation()).await;
     if let Some(cx) = replay_to {
-        let plan = history.last_plan.as_ref();
-        for update in replay(&history.entries, plan, session.workspace.as_deref(), session.tools()) {
+        // Page by page: what is held is one page and the calls still waiting for a result.
+        let mut replay = Replay::new(pages.last_plan(), session.workspace.as_deref(), session.tools());
+        // The title the first prompt gives, once it is seen.
+        let mut prompt_title: Option<Option<String>> = None;
+        while let Some(page) = pages.next_page().await.map_err(|e| request::kernel_error(e, Some(id)))? {
+            if prompt_title.is_none()
+                && let Some(first) = page.iter().find(|e| e.kind == superpi_proto::EntryKind::User)
+            {
+                prompt_title = Some(request::title_from_prompt(&first.message.content));
+            }
+            for update in page.iter().flat_map(|entry| replay.push(entry)) {
+                cx.send_notification(SessionNotification::new(session.id.clone(), update))?;
+            }
+        }
+        for update in replay.finish() {
             cx.send_notification(SessionNotification::new(session.id.clone(), update))?;
         }
         // The stored title, else one from the first prompt (as a new session gets).
-        let title = history.conversation.title.clone().or_else(|| {
-            let first = history.entries.iter().find(|e| e.kind == superpi_proto::EntryKind::User)?;
-            request::title_from_prompt(&first.message.content)
-        });
+        let title = pages.conversation().title.clone().or(prompt_title.flatten());
         if let Some(title) = title {
             session.set_titled();
             let info = SessionInfoUpdate::new().title(title);

@@ -1,7 +1,6 @@
 //! Replay of a stored conversation for `session/load`: its entries as the session updates
 //! an editor would have seen, each tool call once with its final status.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use agent_client_protocol::v1::schema::{
@@ -22,42 +21,120 @@ struct Result<'a> {
     structured: Option<&'a Value>,
 }
 
-/// The updates that replay `entries` (in order), and the latest plan (`last_plan`, a
-/// `plan_updated` event) where it was made: after the entries stored before it. A tool call
-/// without a stored result (its turn was cancelled or interrupted) shows as failed.
-pub fn replay(
-    entries: &[Entry],
-    last_plan: Option<&Event>,
-    workspace: Option<&Path>,
-    tools: &ToolFacts,
-) -> Vec<SessionUpdate> {
-    let mut results: HashMap<&str, Result<'_>> = HashMap::new();
-    for entry in entries {
+/// An update held back in order: ready, or a tool call waiting for its result.
+enum Held {
+    Ready(Box<SessionUpdate>),
+    Call { id: String, name: String, arguments: Value },
+}
+
+/// A replay fed entry by entry (page by page from the store), so that only the updates
+/// since the oldest tool call still waiting for its result are held, never the history.
+/// Each call is shown once, with its final status: the updates from a call on wait until its
+/// result comes, or until the next prompt or the end, where a call without a stored result
+/// (its turn was cancelled or interrupted) shows as failed. The latest plan (`last_plan`, a
+/// `plan_updated` event) goes where it was made: after the entries stored before it.
+pub struct Replay<'a> {
+    workspace: Option<&'a Path>,
+    tools: &'a ToolFacts,
+    held: Vec<Held>,
+    /// Held calls still without a result.
+    waiting: usize,
+    /// The plan's seq and update, until it is placed.
+    plan: Option<(u64, SessionUpdate)>,
+}
+
+impl<'a> Replay<'a> {
+    pub fn new(last_plan: Option<&Event>, workspace: Option<&'a Path>, tools: &'a ToolFacts) -> Self {
+        let plan = last_plan.and_then(|event| match &event.body {
+            EventBody::PlanUpdated { entries } => Some((event.seq, crate::render::plan(entries))),
+            _ => None,
+        });
+        Replay { workspace, tools, held: Vec::new(), waiting: 0, plan }
+    }
+
+    /// The updates that can go out once `entry` is read.
+    pub fn push(&mut self, entry: &Entry) -> Vec<SessionUpdate> {
+        let mut out = Vec::new();
+        if entry.kind == EntryKind::User {
+            self.release(&mut out);
+        }
+        if let Some((_, plan)) = self.plan.take_if(|(seq, _)| *seq < entry.seq) {
+            self.hold(Held::Ready(Box::new(plan)), &mut out);
+        }
         for block in &entry.message.content {
             if let KBlock::ToolResult { tool_call_id, output, is_error, structured, .. } = block {
-                results.insert(
-                    tool_call_id.as_str(),
-                    Result { is_error: *is_error, output: output.as_str(), structured: structured.as_ref() },
-                );
+                let result = Result { is_error: *is_error, output: output.as_str(), structured: structured.as_ref() };
+                self.resolve(tool_call_id, &result);
             }
         }
-    }
-    let mut plan = last_plan.and_then(|event| match &event.body {
-        EventBody::PlanUpdated { entries } => Some((event.seq, crate::render::plan(entries))),
-        _ => None,
-    });
-    let mut out = Vec::new();
-    for entry in entries {
-        if let Some((_, update)) = plan.take_if(|(seq, _)| *seq < entry.seq) {
-            out.push(update);
+        for update in self.updates(entry) {
+            self.hold(update, &mut out);
         }
+        if self.waiting == 0 {
+            self.release(&mut out);
+        }
+        out
+    }
+
+    /// What is still held, its calls failed, and a plan made after every entry (the turn was
+    /// cut short).
+    pub fn finish(mut self) -> Vec<SessionUpdate> {
+        let mut out = Vec::new();
+        self.release(&mut out);
+        out.extend(self.plan.take().map(|(_, plan)| plan));
+        out
+    }
+
+    fn shown(&self, name: &str) -> Shown<'a> {
+        Shown { workspace: self.workspace, def: self.tools.get(name) }
+    }
+
+    fn hold(&mut self, held: Held, out: &mut Vec<SessionUpdate>) {
+        match held {
+            Held::Ready(update) if self.held.is_empty() => out.push(*update),
+            Held::Call { .. } => {
+                self.waiting += 1;
+                self.held.push(held);
+            }
+            ready => self.held.push(ready),
+        }
+    }
+
+    fn resolve(&mut self, tool_call_id: &str, result: &Result<'_>) {
+        let found = self.held.iter().position(|h| matches!(h, Held::Call { id, .. } if id == tool_call_id));
+        if let Some(i) = found
+            && let Held::Call { id, name, arguments } = &self.held[i]
+        {
+            let update = SessionUpdate::ToolCall(self.shown(name).call(id, name, arguments, Some(result)));
+            self.held[i] = Held::Ready(Box::new(update));
+            self.waiting -= 1;
+        }
+    }
+
+    /// Sends everything held, in order; a call still waiting has failed.
+    fn release(&mut self, out: &mut Vec<SessionUpdate>) {
+        for held in self.held.drain(..) {
+            out.push(match held {
+                Held::Ready(update) => *update,
+                Held::Call { id, name, arguments } => {
+                    let shown = Shown { workspace: self.workspace, def: self.tools.get(&name) };
+                    SessionUpdate::ToolCall(shown.call(&id, &name, &arguments, None))
+                }
+            });
+        }
+        self.waiting = 0;
+    }
+
+    /// The updates of one entry: its prompt text, or its answer, thinking and tool calls.
+    fn updates(&self, entry: &Entry) -> Vec<Held> {
+        let mut out = Vec::new();
         match entry.kind {
             EntryKind::User => {
                 for block in &entry.message.content {
                     if let KBlock::Text { text } = block
                         && !text.is_empty()
                     {
-                        out.push(SessionUpdate::UserMessageChunk(chunk(text)));
+                        out.push(Held::Ready(Box::new(SessionUpdate::UserMessageChunk(chunk(text)))));
                     }
                 }
             }
@@ -65,19 +142,13 @@ pub fn replay(
                 for block in &entry.message.content {
                     match block {
                         KBlock::Text { text } if !text.is_empty() => {
-                            out.push(SessionUpdate::AgentMessageChunk(chunk(text)));
+                            out.push(Held::Ready(Box::new(SessionUpdate::AgentMessageChunk(chunk(text)))));
                         }
                         KBlock::Thinking { thinking, redacted: false, .. } if !thinking.is_empty() => {
-                            out.push(SessionUpdate::AgentThoughtChunk(chunk(thinking)));
+                            out.push(Held::Ready(Box::new(SessionUpdate::AgentThoughtChunk(chunk(thinking)))));
                         }
                         KBlock::ToolCall { id, name, arguments } => {
-                            let shown = Shown { workspace, def: tools.get(name) };
-                            out.push(SessionUpdate::ToolCall(shown.call(
-                                id,
-                                name,
-                                arguments,
-                                results.get(id.as_str()),
-                            )));
+                            out.push(Held::Call { id: id.clone(), name: name.clone(), arguments: arguments.clone() })
                         }
                         _ => {}
                     }
@@ -85,8 +156,20 @@ pub fn replay(
             }
             EntryKind::ToolResult | EntryKind::System | EntryKind::Compaction => {}
         }
+        out
     }
-    out.extend(plan.map(|(_, update)| update));
+}
+
+/// The updates that replay `entries` (in order) and the latest plan, all at once.
+pub fn replay(
+    entries: &[Entry],
+    last_plan: Option<&Event>,
+    workspace: Option<&Path>,
+    tools: &ToolFacts,
+) -> Vec<SessionUpdate> {
+    let mut replay = Replay::new(last_plan, workspace, tools);
+    let mut out: Vec<SessionUpdate> = entries.iter().flat_map(|e| replay.push(e)).collect();
+    out.extend(replay.finish());
     out
 }
 
@@ -212,6 +295,38 @@ mod tests {
                 SessionUpdate::AgentMessageChunk(chunk("Done.")),
             ]
         );
+    }
+
+    #[test]
+    fn fed_entry_by_entry_it_holds_only_what_follows_a_call_still_waiting() {
+        let tools = ToolFacts::new(superpi_sandbox::ToolRegistry::builtin().defs());
+        let mut replay = Replay::new(None, None, &tools);
+        let call =
+            |id: &str| KBlock::ToolCall { id: id.into(), name: "bash".into(), arguments: json!({"command": "true"}) };
+        let result = KBlock::ToolResult {
+            tool_call_id: "c1".into(),
+            name: "bash".into(),
+            output: "ok".into(),
+            is_error: false,
+            structured: None,
+            details: None,
+        };
+        let status = |u: &SessionUpdate| match u {
+            SessionUpdate::ToolCall(t) => Some(t.status),
+            _ => None,
+        };
+        assert_eq!(replay.push(&entry(1, EntryKind::User, Role::User, vec![KBlock::text("go")])).len(), 1);
+        // A call waits for its result, and what follows it waits with it.
+        assert!(replay.push(&entry(2, EntryKind::Assistant, Role::Assistant, vec![call("c1")])).is_empty());
+        assert!(replay.push(&entry(3, EntryKind::Assistant, Role::Assistant, vec![KBlock::text("and")])).is_empty());
+        let out = replay.push(&entry(4, EntryKind::ToolResult, Role::Tool, vec![result]));
+        assert_eq!(out.iter().map(status).collect::<Vec<_>>(), [Some(ToolCallStatus::Completed), None]);
+        // A call without a result fails at the next prompt, before it.
+        assert!(replay.push(&entry(5, EntryKind::Assistant, Role::Assistant, vec![call("c2")])).is_empty());
+        let out = replay.push(&entry(6, EntryKind::User, Role::User, vec![KBlock::text("next")]));
+        assert_eq!(out.iter().map(status).collect::<Vec<_>>(), [Some(ToolCallStatus::Failed), None]);
+        assert!(replay.push(&entry(7, EntryKind::Assistant, Role::Assistant, vec![call("c3")])).is_empty());
+        assert_eq!(replay.finish().iter().map(status).collect::<Vec<_>>(), [Some(ToolCallStatus::Failed)]);
     }
 
     #[test]

@@ -804,3 +804,37 @@ async fn a_claude_code_turn_asks_the_editor_and_runs_its_tool_call() {
     assert_eq!(std::fs::read_to_string(env.workspace.join("from-acp.txt")).unwrap(), "yes");
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
 }
+
+/// session/load replays a conversation longer than one history page: every prompt and
+/// answer once, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_replays_a_history_of_several_pages_in_order() {
+    let env = TestEnv::new();
+    let turns = 3;
+    let conv = superpi_tests::pages::multi_page_conversation(&env, "test", None, turns).await;
+    let (result, lines) = with_editor(&env, Answer::Dismiss, async |cx, mut seen| {
+        initialize(&cx).await?;
+        let sid = SessionId::new(format!("conv-{conv}"));
+        cx.send_request(LoadSessionRequest::new(sid.clone(), env.workspace.clone())).block_task().await?;
+        let said: Vec<(String, String)> = seen
+            .drain()
+            .into_iter()
+            .filter_map(|u| {
+                let (role, chunk) = match u.update {
+                    SessionUpdate::UserMessageChunk(c) => ("user", c),
+                    SessionUpdate::AgentMessageChunk(c) => ("assistant", c),
+                    _ => return None,
+                };
+                match chunk.content {
+                    ContentBlock::Text(t) => Some((role.to_string(), t.text)),
+                    _ => None,
+                }
+            })
+            .collect();
+        superpi_tests::pages::assert_replayed(&said, turns);
+        Ok(())
+    })
+    .await;
+    result.unwrap();
+    assert_jsonrpc_only(&lines);
+}

@@ -19,57 +19,69 @@ pub fn tool_message_id(tool_call_id: &str) -> String {
 /// history's last `compaction_completed` event: it says which entries before the last
 /// compaction entry the model still reads.
 pub fn visible_messages(entries: &[Entry], last_compaction: Option<&Event>) -> Vec<AguiMessage> {
+    in_context(entries, last_compaction).into_iter().flat_map(entry_messages).collect()
+}
+
+/// The messages one entry shows (none for a system entry); a compaction shows its summary.
+pub fn entry_messages(entry: &Entry) -> Vec<AguiMessage> {
     let mut out = Vec::new();
-    for entry in in_context(entries, last_compaction) {
-        let seq = entry.seq;
-        let blocks = &entry.message.content;
-        match entry.kind {
-            EntryKind::User => {
-                out.push(AguiMessage::User { id: format!("u{seq}"), content: entry.message.text() });
+    let seq = entry.seq;
+    let blocks = &entry.message.content;
+    match entry.kind {
+        EntryKind::User => {
+            out.push(AguiMessage::User { id: format!("u{seq}"), content: entry.message.text() });
+        }
+        EntryKind::Compaction => {
+            out.push(AguiMessage::System { id: format!("c{seq}"), content: entry.message.text() });
+        }
+        EntryKind::System => {}
+        EntryKind::Assistant => {
+            let thinking: String = blocks
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Thinking { thinking, redacted: false, .. } => Some(thinking.as_str()),
+                    _ => None,
+                })
+                .collect();
+            if !thinking.is_empty() {
+                out.push(AguiMessage::Reasoning { id: format!("r{seq}"), content: thinking });
             }
-            EntryKind::Compaction => {
-                out.push(AguiMessage::System { id: format!("c{seq}"), content: entry.message.text() });
+            let text = entry.message.text();
+            let tool_calls: Vec<ToolCallRef> = blocks
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::ToolCall { id, name, arguments } => Some(ToolCallRef::new(id, name, arguments)),
+                    _ => None,
+                })
+                .collect();
+            if !text.is_empty() || !tool_calls.is_empty() {
+                let content = (!text.is_empty()).then_some(text);
+                out.push(AguiMessage::Assistant { id: format!("a{seq}"), content, tool_calls });
             }
-            EntryKind::System => {}
-            EntryKind::Assistant => {
-                let thinking: String = blocks
-                    .iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::Thinking { thinking, redacted: false, .. } => Some(thinking.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                if !thinking.is_empty() {
-                    out.push(AguiMessage::Reasoning { id: format!("r{seq}"), content: thinking });
-                }
-                let text = entry.message.text();
-                let tool_calls: Vec<ToolCallRef> = blocks
-                    .iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::ToolCall { id, name, arguments } => Some(ToolCallRef::new(id, name, arguments)),
-                        _ => None,
-                    })
-                    .collect();
-                if !text.is_empty() || !tool_calls.is_empty() {
-                    let content = (!text.is_empty()).then_some(text);
-                    out.push(AguiMessage::Assistant { id: format!("a{seq}"), content, tool_calls });
-                }
-            }
-            EntryKind::ToolResult => {
-                for block in blocks {
-                    if let ContentBlock::ToolResult { tool_call_id, output, is_error, .. } = block {
-                        out.push(AguiMessage::Tool {
-                            id: tool_message_id(tool_call_id),
-                            content: output.clone(),
-                            tool_call_id: tool_call_id.clone(),
-                            error: is_error.then(|| output.clone()),
-                        });
-                    }
+        }
+        EntryKind::ToolResult => {
+            for block in blocks {
+                if let ContentBlock::ToolResult { tool_call_id, output, is_error, .. } = block {
+                    out.push(AguiMessage::Tool {
+                        id: tool_message_id(tool_call_id),
+                        content: output.clone(),
+                        tool_call_id: tool_call_id.clone(),
+                        error: is_error.then(|| output.clone()),
+                    });
                 }
             }
         }
     }
     out
+}
+
+/// The first entry the compaction stored at `compaction_seq` kept before itself: its event's
+/// `head_entry_id`, when `last_compaction` is that compaction's event.
+pub fn kept_from(compaction_seq: u64, last_compaction: Option<&Event>) -> Option<u64> {
+    last_compaction.filter(|e| e.seq == compaction_seq).and_then(|e| match &e.body {
+        EventBody::CompactionCompleted { head_entry_id, .. } => head_entry_id.as_u64(),
+        _ => None,
+    })
 }
 
 /// The entries the model reads, in the order it reads them: everything without a compaction;
@@ -80,10 +92,7 @@ fn in_context<'a>(entries: &'a [Entry], last_compaction: Option<&Event>) -> Vec<
         return entries.iter().collect();
     };
     let compaction = &entries[at];
-    let head = last_compaction.filter(|e| e.seq == compaction.seq).and_then(|e| match &e.body {
-        EventBody::CompactionCompleted { head_entry_id, .. } => head_entry_id.as_u64(),
-        _ => None,
-    });
+    let head = kept_from(compaction.seq, last_compaction);
     let kept = entries[..at].iter().filter(|e| e.kind != EntryKind::Compaction && head.is_some_and(|h| e.seq >= h));
     std::iter::once(compaction).chain(kept).chain(&entries[at + 1..]).collect()
 }
@@ -205,5 +214,20 @@ mod tests {
                 AguiMessage::User { id: "u6".into(), content: "new".into() },
             ]
         );
+    }
+
+    #[test]
+    fn a_snapshot_written_message_by_message_is_the_event_whole() {
+        let entries = vec![
+            entry(1, EntryKind::User, Role::User, vec![ContentBlock::text("a \"quoted\"\nline")]),
+            entry(2, EntryKind::Assistant, Role::Assistant, vec![ContentBlock::text("b")]),
+        ];
+        let messages = visible_messages(&entries, None);
+        let (before, after) = crate::wire::AguiEvent::messages_snapshot_frame();
+        let parts: Vec<String> = messages.iter().map(|m| serde_json::to_string(m).unwrap()).collect();
+        let written = format!("{before}{}{after}", parts.join(","));
+        assert_eq!(written, crate::wire::AguiEvent::MessagesSnapshot { messages }.to_json());
+        assert!(!written.contains('\n'), "one data: line");
+        assert_eq!(format!("{before}{after}"), crate::wire::AguiEvent::MessagesSnapshot { messages: vec![] }.to_json());
     }
 }

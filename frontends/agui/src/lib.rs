@@ -5,7 +5,7 @@
 //! snapshots, then live runs) and `POST /agui/v1/sessions/{thread}/input` (prompt, permission,
 //! answer, cancel); the AG-UI wire types ([`wire`]); the renderer from kernel events to AG-UI
 //! events, a pure state machine with the 16 ms content merge and JSON Patch state
-//! ([`render`]); stored history as AG-UI messages ([`history`]); and the request map from
+//! ([`render`]); stored history as AG-UI messages ([`history`]), written page by page as one snapshot; and the request map from
 //! AG-UI bodies to kernel calls with this frontend's error shape ([`request`]).
 //!
 //! It must not know the kernel's internals (store, policy, providers) nor any other frontend's
@@ -18,6 +18,7 @@ pub mod origin;
 pub mod render;
 pub mod request;
 mod server;
+mod snapshot;
 mod stream;
 pub mod wire;
 

@@ -15,7 +15,7 @@
 //! bookkeeping is already apart in `render/streams.rs`.
 
 use serde_json::{Value, json};
-use superpi_proto::method::{ConversationInfo, HistoryResult};
+use superpi_proto::method::ConversationInfo;
 use superpi_proto::{ContentBlock, Event, EventBody, PlanEntry, Role};
 
 use crate::history;
@@ -154,17 +154,23 @@ impl Renderer {
         out
     }
 
-    /// The start of an attached stream: a run that carries the state (with the plan as it
-    /// stands) and the visible messages of `history`. It stays open when the conversation is
-    /// running (the turn in progress ends it) and finishes at once otherwise.
-    pub fn attach(&mut self, run_id: &str, history: &HistoryResult, running: bool) -> Vec<AguiEvent> {
+    /// The start of an attached stream: a run that carries the state (with `last_plan`, the
+    /// plan as it stands), then (written by the transport, page by page) the
+    /// `MESSAGES_SNAPSHOT` of the visible history, then [`Renderer::attach_end`]. This is what
+    /// goes before the snapshot.
+    pub fn attach_start(&mut self, run_id: &str, last_plan: Option<&Event>) -> Vec<AguiEvent> {
         let mut out = Vec::new();
-        if let Some(EventBody::PlanUpdated { entries }) = history.last_plan.as_ref().map(|e| &e.body) {
+        if let Some(EventBody::PlanUpdated { entries }) = last_plan.map(|e| &e.body) {
             self.set("plan", plan_state(entries));
         }
         self.open_run(run_id, &mut out);
-        let messages = history::visible_messages(&history.entries, history.last_compaction.as_ref());
-        out.push(AguiEvent::MessagesSnapshot { messages });
+        out
+    }
+
+    /// What follows an attached stream's `MESSAGES_SNAPSHOT`: the run stays open when the
+    /// conversation is running (the turn in progress ends it) and finishes at once otherwise.
+    pub fn attach_end(&mut self, running: bool) -> Vec<AguiEvent> {
+        let mut out = Vec::new();
         if running {
             self.set("status", json!("running"));
             self.push_state_delta(&mut out);
@@ -174,20 +180,20 @@ impl Renderer {
         out
     }
 
-    /// True once after a compaction: the transport should fetch the history and call
-    /// [`Renderer::messages_snapshot`].
+    /// True once after a compaction or a message whose start was not streamed here: the
+    /// transport should send a `MESSAGES_SNAPSHOT` of the history up to that event
+    /// ([`Renderer::before_snapshot`] first).
     pub fn take_history_request(&mut self) -> bool {
         std::mem::take(&mut self.wants_history)
     }
 
-    /// A `MESSAGES_SNAPSHOT` of the visible history (after a compaction).
-    pub fn messages_snapshot(&mut self, history: &HistoryResult, now_ms: u64) -> Vec<AguiEvent> {
+    /// What goes before a `MESSAGES_SNAPSHOT` sent in the middle of a stream: held content,
+    /// open streams closed, a run open.
+    pub fn before_snapshot(&mut self, now_ms: u64) -> Vec<AguiEvent> {
         let mut out = Vec::new();
         self.flush_pending(&mut out, now_ms);
         self.close_streams(&mut out);
         self.ensure_run(None, &mut out);
-        let messages = history::visible_messages(&history.entries, history.last_compaction.as_ref());
-        out.push(AguiEvent::MessagesSnapshot { messages });
         out
     }
 

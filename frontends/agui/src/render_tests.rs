@@ -35,6 +35,23 @@ fn history(entries: Vec<Entry>, last_compaction: Option<Event>, last_plan: Optio
     HistoryResult { conversation: info("idle"), entries, more: false, last_compaction, last_plan }
 }
 
+/// An attached stream's opening as the transport writes it, with the snapshot of `history`.
+fn attach(r: &mut Renderer, run_id: &str, history: &HistoryResult, running: bool) -> Vec<E> {
+    let mut out = r.attach_start(run_id, history.last_plan.as_ref());
+    let messages = crate::history::visible_messages(&history.entries, history.last_compaction.as_ref());
+    out.push(E::MessagesSnapshot { messages });
+    out.extend(r.attach_end(running));
+    out
+}
+
+/// A snapshot in the middle of a stream as the transport writes it.
+fn messages_snapshot(r: &mut Renderer, history: &HistoryResult, now_ms: u64) -> Vec<E> {
+    let mut out = r.before_snapshot(now_ms);
+    let messages = crate::history::visible_messages(&history.entries, history.last_compaction.as_ref());
+    out.push(E::MessagesSnapshot { messages });
+    out
+}
+
 fn renderer() -> Renderer {
     Renderer::new("thread-1", &info("idle"), RenderOptions::default())
 }
@@ -394,7 +411,7 @@ fn state_changes_between_runs_wait_for_the_next_run() {
         created_at_ms: 0,
     }];
     assert_eq!(
-        r.attach("attach-1", &history(entries, None, None), false),
+        attach(&mut r, "attach-1", &history(entries, None, None), false),
         vec![
             E::RunStarted { thread_id: "thread-1".into(), run_id: "attach-1".into() },
             E::StateSnapshot { snapshot: initial_state() },
@@ -439,7 +456,7 @@ fn state_changes_between_runs_wait_for_the_next_run() {
 #[test]
 fn attaching_to_a_running_conversation_keeps_the_run_open_for_its_turn() {
     let mut r = Renderer::new("thread-1", &info("running"), RenderOptions { echo_user: true, ..Default::default() });
-    let out = r.attach("attach-1", &history(vec![], None, None), true);
+    let out = attach(&mut r, "attach-1", &history(vec![], None, None), true);
     assert_eq!(out.len(), 3);
     assert!(r.run_open());
     assert_eq!(
@@ -471,7 +488,7 @@ fn a_compaction_asks_for_the_history_and_sends_a_messages_snapshot() {
     ];
     let compaction = seq(Event::compaction_completed(CONV, None, json!(3), Some("sum".into())), 5);
     assert_eq!(
-        r.messages_snapshot(&history(entries, Some(compaction), None), 1),
+        messages_snapshot(&mut r, &history(entries, Some(compaction), None), 1),
         vec![E::MessagesSnapshot {
             messages: vec![
                 AguiMessage::System { id: "c5".into(), content: "sum".into() },
@@ -485,7 +502,7 @@ fn a_compaction_asks_for_the_history_and_sends_a_messages_snapshot() {
 fn attaching_shows_the_plan_as_it_stands() {
     let mut r = Renderer::new("thread-1", &info("idle"), RenderOptions { echo_user: true, ..Default::default() });
     let plan = vec![PlanEntry { id: "1".into(), text: "read".into(), completed: true }];
-    let out = r.attach("attach-1", &history(vec![], None, Some(Event::plan_updated(CONV, Some(2), plan))), false);
+    let out = attach(&mut r, "attach-1", &history(vec![], None, Some(Event::plan_updated(CONV, Some(2), plan))), false);
     let mut state = initial_state();
     state["plan"] = json!([{"id": "1", "text": "read", "completed": true}]);
     assert_eq!(out[1], E::StateSnapshot { snapshot: state });
@@ -527,7 +544,7 @@ fn events_serialize_as_ag_ui_expects() {
 #[test]
 fn text_streamed_from_the_middle_asks_for_a_messages_snapshot() {
     let mut r = Renderer::new("thread-1", &info("running"), RenderOptions { echo_user: true, ..Default::default() });
-    r.attach("attach-1", &history(vec![], None, None), true);
+    attach(&mut r, "attach-1", &history(vec![], None, None), true);
     assert_eq!(
         r.render(&Event::text_delta(CONV, Some(TURN), 0, "world"), 0),
         vec![
@@ -567,7 +584,7 @@ fn a_run_stream_and_an_attached_stream_name_a_turns_messages_alike() {
     run.start_run("client-run-id");
     let mut attached =
         Renderer::new("thread-1", &info("idle"), RenderOptions { echo_user: true, ..Default::default() });
-    attached.attach("attach-1", &history(vec![], None, None), false);
+    attach(&mut attached, "attach-1", &history(vec![], None, None), false);
     assert_eq!(ids(&mut run), vec!["msg-t3-1".to_string()]);
     assert_eq!(ids(&mut attached), vec!["msg-t3-1".to_string()]);
 }

@@ -122,22 +122,23 @@ async fn events(
     let client = agui.client(&principal).await?;
     let info = agui.existing(&client, &thread).await?;
     let kernel_err = |e: ClientError| request::kernel_error(&e);
-    let history = client.history(info.conversation_id).await.map_err(kernel_err)?;
+    // The first page now (the conversation as it stands); the rest as the snapshot is written.
+    let pages = client.history_pages(info.conversation_id).await.map_err(kernel_err)?;
+    let head = pages.end_seq();
     let subscription = client
         .watch(WatchParams {
             conversation_id: info.conversation_id,
-            from_seq: Some(history.conversation.head_seq),
+            from_seq: Some(head),
             window: None,
             interactive: true,
             reads_files: false,
         })
         .await
         .map_err(kernel_err)?;
-    let mut renderer =
-        Renderer::new(&thread, &history.conversation, RenderOptions { echo_user: true, ..Default::default() });
-    let run_id = format!("attach-{}-{}", info.conversation_id, history.conversation.head_seq);
-    let first = renderer.attach(&run_id, &history, history.conversation.status == "running");
-    let body = stream::spawn_attach(client, subscription, renderer, agui.frontend.stopping(), first);
+    let renderer =
+        Renderer::new(&thread, pages.conversation(), RenderOptions { echo_user: true, ..Default::default() });
+    let run_id = format!("attach-{}-{head}", info.conversation_id);
+    let body = stream::spawn_attach(client, subscription, renderer, agui.frontend.stopping(), &run_id, pages);
     Ok((superpi_http::sse_headers(), body).into_response())
 }
 

@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use axum::body::Body;
 use bytes::Bytes;
-use superpi_client::{KernelClient, Subscription};
+use superpi_client::{HistoryPages, KernelClient, Subscription};
 use superpi_proto::{Event, EventBody};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use crate::render::Renderer;
+use crate::snapshot;
 use crate::wire::AguiEvent;
 
 /// A comment line every so often keeps proxies from timing the stream out and finds a
@@ -94,16 +95,50 @@ impl Pump {
                 }
                 Some(event) if !accept(&event) => (Step::Continue, None),
                 Some(event) => {
-                    let mut out = self.renderer.render(&event, self.now_ms());
-                    if self.renderer.take_history_request()
-                        && let Ok(history) = self.client.history(event.conversation_id).await
-                    {
-                        out.extend(self.renderer.messages_snapshot(&history, self.now_ms()));
+                    let out = self.renderer.render(&event, self.now_ms());
+                    let mut step = if self.send(out).await { Step::Continue } else { Step::Gone };
+                    if matches!(step, Step::Continue) && self.renderer.take_history_request() {
+                        step = self.resync(&event).await;
                     }
-                    let step = if self.send(out).await { Step::Continue } else { Step::Gone };
                     (step, Some(event))
                 }
             },
+        }
+    }
+}
+
+impl Pump {
+    /// A `MESSAGES_SNAPSHOT` of the history up to `event` (which the renderer could not show
+    /// whole: a compaction, a message whose start it missed); later events come live.
+    async fn resync(&mut self, event: &Event) -> Step {
+        let pages = match self.client.history_range(event.conversation_id, None, event.seq).await {
+            Ok(pages) => pages,
+            Err(err) => {
+                tracing::warn!(conversation_id = event.conversation_id, "no history for a messages snapshot: {err}");
+                return Step::Continue;
+            }
+        };
+        let before = self.renderer.before_snapshot(self.now_ms());
+        if !self.send(before).await {
+            return Step::Gone;
+        }
+        self.snapshot(pages).await
+    }
+
+    /// Writes the snapshot of `pages`; a snapshot cut by a kernel error ends the stream.
+    async fn snapshot(&mut self, pages: HistoryPages) -> Step {
+        let conversation_id = pages.conversation().conversation_id;
+        match snapshot::send(&self.client, pages, &self.tx).await {
+            Ok(()) => Step::Continue,
+            Err(snapshot::Failed::Gone) => Step::Gone,
+            Err(snapshot::Failed::Unread(err)) => {
+                tracing::warn!(conversation_id, "no history for a messages snapshot: {err}");
+                Step::Continue
+            }
+            Err(snapshot::Failed::Cut(err)) => {
+                tracing::warn!(conversation_id, "the history failed in the middle of a messages snapshot: {err}");
+                Step::Done
+            }
         }
     }
 }
@@ -148,19 +183,27 @@ pub fn spawn_run(
     superpi_http::sse_body(rx)
 }
 
-/// The SSE body of an attached watcher: `first` (the snapshots), then every run live, until
-/// the client leaves or the kernel goes away.
+/// The SSE body of an attached watcher: the renderer's opening, the snapshot of `pages`
+/// (the history up to where the subscription starts), then every run live, until the client
+/// leaves or the kernel goes away.
 pub fn spawn_attach(
     client: KernelClient,
     subscription: Subscription,
-    renderer: Renderer,
+    mut renderer: Renderer,
     stopping: watch::Receiver<bool>,
-    first: Vec<AguiEvent>,
+    run_id: &str,
+    pages: HistoryPages,
 ) -> Body {
     let (tx, rx) = mpsc::channel(CHANNEL);
+    let running = pages.conversation().status == "running";
+    let first = renderer.attach_start(run_id, pages.last_plan());
     let mut pump = Pump::new(client, subscription, renderer, tx, stopping);
     tokio::spawn(async move {
-        if pump.send(first).await {
+        if !pump.send(first).await || !matches!(pump.snapshot(pages).await, Step::Continue) {
+            return;
+        }
+        let opened = pump.renderer.attach_end(running);
+        if pump.send(opened).await {
             while let (Step::Continue, _) = pump.step(|_| true).await {}
         }
     });

@@ -134,6 +134,17 @@ impl AguiEvent {
         serde_json::to_string(self).unwrap_or_default()
     }
 
+    /// A `MESSAGES_SNAPSHOT`'s JSON text around its messages: the text before the first
+    /// message and after the last, between which the messages go joined by `,`. The
+    /// transport writes a big snapshot this way, message by message.
+    pub fn messages_snapshot_frame() -> (String, String) {
+        let empty = AguiEvent::MessagesSnapshot { messages: Vec::new() }.to_json();
+        match empty.rsplit_once("[]") {
+            Some((before, after)) => (format!("{before}["), format!("]{after}")),
+            None => (empty, String::new()),
+        }
+    }
+
     /// Whether this event ends a run.
     pub fn ends_run(&self) -> bool {
         matches!(self, AguiEvent::RunFinished { .. } | AguiEvent::RunError { .. })

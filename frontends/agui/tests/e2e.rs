@@ -548,3 +548,77 @@ async fn every_kind_of_malformed_request_is_refused_and_serving_goes_on() {
     let events = server.run(&http(), &run_input("t1", "r1", "still here?")).await.all().await;
     assert_eq!(text(&events), "still here?");
 }
+
+/// Attaching to a thread longer than one history page sends every message once and in
+/// order, in one `MESSAGES_SNAPSHOT` (which the frontend writes page by page).
+#[tokio::test]
+async fn attaching_to_a_history_of_several_pages_snapshots_every_message_in_order() {
+    let server = Server::start(&[], &[]);
+    let turns = 3;
+    superpi_tests::pages::multi_page_conversation(&server.env, "agui", Some("long"), turns).await;
+    let mut attached = server.attach(&http(), "long").await;
+    let opening = attached.until("RUN_FINISHED").await;
+    assert_eq!(types(&opening), ["RUN_STARTED", "STATE_SNAPSHOT", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]);
+    let said: Vec<(String, String)> = opening[2]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "reasoning")
+        .map(|m| (m["role"].as_str().unwrap().to_string(), m["content"].as_str().unwrap().to_string()))
+        .collect();
+    superpi_tests::pages::assert_replayed(&said, turns);
+    verify(&opening);
+}
+
+/// Runs a bash call in the thread's conversation from a non-interactive watch and says
+/// whether the kernel asked about it (it asks only while an interactive watcher is there;
+/// the question is refused here so the turn ends either way).
+async fn asks_about_bash(kernel: &KernelClient, conversation_id: i64) -> bool {
+    let mut sub = superpi_tests::watch(kernel, conversation_id, None).await;
+    let turn = kernel.submit_text(conversation_id, "@tool bash {\"command\": \"touch made-by-bash\"}").await.unwrap();
+    let mut asked = false;
+    loop {
+        let event = superpi_tests::next_event(&mut sub, |e| e.turn_id == Some(turn.turn_id)).await;
+        if let EventBody::PermissionRequest { request_id, .. } = &event.body {
+            asked = true;
+            kernel.respond_permission(request_id, "reject_once").await.unwrap();
+        }
+        if event.body.is_turn_end() {
+            return asked;
+        }
+    }
+}
+
+/// An attached client that vanishes mid-stream leaves no interactive watcher in the kernel:
+/// a later call that needs a question is refused at once (nobody to ask) rather than asked.
+#[tokio::test]
+async fn an_attached_client_that_vanishes_mid_stream_leaves_no_interactive_watcher() {
+    let server = Server::start(&[], &[]);
+    let http = http();
+    server.run(&http, &run_input("t1", "r1", "hello")).await.all().await;
+    let kernel = KernelClient::connect(&server.env.connect_options("agui")).await.unwrap();
+    let info = kernel.open(OpenParams { external_id: Some("t1".into()), ..Default::default() }).await.unwrap();
+    kernel.set_mode(info.conversation_id, "accept-edits").await.unwrap();
+    let conv = info.conversation_id;
+
+    // While a client is attached, the kernel asks (so the probe can tell).
+    let mut attached = server.attach(&http, "t1").await;
+    attached.until("RUN_FINISHED").await;
+    assert!(asks_about_bash(&kernel, conv).await, "an attached client is an interactive watcher");
+
+    // It goes in the middle of a streaming turn.
+    let (status, body) = server.input(&http, "t1", json!({"type": "prompt", "prompt": "@slow 20\n@deltas 200"})).await;
+    assert_eq!(status, 202, "{body}");
+    attached.until("TEXT_MESSAGE_CONTENT").await;
+    drop(attached);
+    let turn_id = body["turnId"].as_i64().unwrap();
+    let mut sub = superpi_tests::watch(&kernel, conv, Some(0)).await;
+    superpi_tests::turn_events(&mut sub, turn_id).await;
+
+    // The frontend notices at its next write, within the turn: from then on nobody is asked.
+    // Probes until then are answered; a watcher left behind would be asked forever.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while asks_about_bash(&kernel, conv).await {
+        assert!(std::time::Instant::now() < deadline, "the vanished client's watcher is still counted");
+    }
+}

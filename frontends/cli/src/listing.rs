@@ -6,9 +6,9 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use serde::Serialize;
-use superpi_client::Locations;
-use superpi_proto::ContentBlock;
+use superpi_client::{HistoryPages, Locations};
 use superpi_proto::method::KernelStatus;
+use superpi_proto::{ContentBlock, Entry};
 
 use crate::connection::connect;
 use crate::style;
@@ -96,12 +96,12 @@ pub async fn session_list(locations: &Locations, flag: JsonFlag) -> anyhow::Resu
 
 pub async fn session_show(locations: &Locations, id: i64, flag: JsonFlag) -> anyhow::Result<ExitCode> {
     let client = connect(locations, "cli").await?;
-    let history = client.history(id).await?;
+    // Page by page: the command holds one page of the history, whatever its size.
+    let mut pages = client.history_pages(id).await?;
     if flag.json {
-        print_json(&history)?;
-        return Ok(ExitCode::SUCCESS);
+        return print_history_json(&mut pages).await;
     }
-    let rules = &history.conversation.rules_files;
+    let rules = &pages.conversation().rules_files;
     if rules.is_empty() {
         out(&format!(
             "{} none (no AGENTS.md in the workspace or up to its repository root)\n",
@@ -110,26 +110,81 @@ pub async fn session_show(locations: &Locations, id: i64, flag: JsonFlag) -> any
     } else {
         out(&format!("{} {}\n", style::header("rules:"), rules.join(", ")));
     }
-    for entry in history.entries {
-        let text = match entry.message.content.first() {
-            Some(ContentBlock::ToolResult { name, output, .. }) => format!("[{name}] {output}"),
-            _ => entry.message.text(),
-        };
-        let calls: Vec<String> = entry
-            .message
-            .content
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::ToolCall { name, arguments, .. } => Some(format!("{name} {arguments}")),
-                _ => None,
-            })
-            .collect();
-        out(&format!("{} {text}\n", style::header(&format!("#{} {}:", entry.seq, entry.kind.as_str()))));
-        for call in calls {
-            out(&format!("    {}\n", style::paint(style::style(style::Tone::Tool), &format!("→ {call}"))));
+    while let Some(page) = pages.next_page().await? {
+        for entry in page {
+            print_entry(&entry);
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn print_entry(entry: &Entry) {
+    let text = match entry.message.content.first() {
+        Some(ContentBlock::ToolResult { name, output, .. }) => format!("[{name}] {output}"),
+        _ => entry.message.text(),
+    };
+    let calls: Vec<String> = entry
+        .message
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolCall { name, arguments, .. } => Some(format!("{name} {arguments}")),
+            _ => None,
+        })
+        .collect();
+    out(&format!("{} {text}\n", style::header(&format!("#{} {}:", entry.seq, entry.kind.as_str()))));
+    for call in calls {
+        out(&format!("    {}\n", style::paint(style::style(style::Tone::Tool), &format!("→ {call}"))));
+    }
+}
+
+/// `session show --json`: the document `session.history` would give whole (`conversation`,
+/// `entries`, `more`), pretty-printed, written an entry at a time straight to stdout.
+async fn print_history_json(pages: &mut HistoryPages) -> anyhow::Result<ExitCode> {
+    out("{\n  \"conversation\": ");
+    print_nested(pages.conversation(), b"  ")?;
+    out(",\n  \"entries\": [");
+    let mut first = true;
+    while let Some(page) = pages.next_page().await? {
+        for entry in &page {
+            out(if first { "\n    " } else { ",\n    " });
+            print_nested(entry, b"    ")?;
+            first = false;
+        }
+    }
+    out(if first { "],\n  \"more\": false\n}\n" } else { "\n  ],\n  \"more\": false\n}\n" });
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints a value pretty at the depth it sits at: each of its line breaks followed by `indent`.
+fn print_nested(value: &impl Serialize, indent: &'static [u8]) -> anyhow::Result<()> {
+    let mut writer = Indented { inner: std::io::BufWriter::new(std::io::stdout().lock()), indent };
+    serde_json::to_writer_pretty(&mut writer, value)?;
+    writer.flush()?;
+    Ok(())
+}
+
+/// Writes through, with `indent` after each line break (JSON strings hold none of their own).
+struct Indented<W> {
+    inner: W,
+    indent: &'static [u8],
+}
+
+impl<W: Write> Write for Indented<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        for (i, piece) in buf.split(|b| *b == b'\n').enumerate() {
+            if i > 0 {
+                self.inner.write_all(b"\n")?;
+                self.inner.write_all(self.indent)?;
+            }
+            self.inner.write_all(piece)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// The harnesses, then each agent backend's program and version or why it is unavailable

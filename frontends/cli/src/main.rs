@@ -10,5 +10,8 @@ fn main() -> ExitCode {
         let code = superpi_sandbox::tool_main();
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
+    // Before any thread: large blocks (a history page, a frame) go back when freed, so a
+    // process's memory follows what it holds rather than its peak.
+    superpi_sandbox::memory::map_large_allocations();
     superpi_cli::main()
 }

@@ -4,10 +4,11 @@
 //! kernel's socket or starting the kernel detached when none runs ([`KernelClient::connect`]),
 //! the `hello` handshake (with the digests of the frontend's provider variables, replacing an
 //! autostarted kernel that lacks them: [`provider_env_digests`]), typed requests multiplexed by
-//! id, and event subscriptions with their acks and lag recovery handled ([`Subscription`]), and
-//! the rule that names a principal from a token ([`principal`]). That rule lives here rather
-//! than in superpi-http because every frontend that takes tokens already depends on this crate:
-//! the RPC server gets it for two small hashing crates instead of an HTTP stack.
+//! id, a conversation's history read page by page ([`HistoryPages`]), event subscriptions
+//! with their acks and lag recovery handled ([`Subscription`]), and the rule that names a
+//! principal from a token ([`principal`]). That rule lives here rather than in superpi-http
+//! because every frontend that takes tokens already depends on this crate: the RPC server
+//! gets it for two small hashing crates instead of an HTTP stack.
 //! Beside that, what the frontends share below their protocols: a bounded line reader for the
 //! line-based ones ([`lines`]), and the peer check of every frontend listener ([`peer`]: this
 //! user only, unless tokens guard it, and never one of a kernel's confined tools, which the
@@ -17,6 +18,7 @@
 //! internals: it speaks only the kernel protocol of superpi-proto.
 
 mod connection;
+mod history;
 pub mod lines;
 mod locations;
 mod methods;
@@ -29,6 +31,7 @@ mod sock_diag;
 mod subscription;
 
 pub use connection::{ConnectOptions, KernelClient};
+pub use history::HistoryPages;
 pub use pool::PrincipalClients;
 pub use provider_env::{process_provider_env, provider_env_digests};
 pub use subscription::Subscription;

@@ -10,7 +10,7 @@ use superpi_proto::method::{
     SubmitParams, SubmitResult, ToolListParams, ToolListResult, UiRespondParams,
 };
 
-use crate::{ClientError, KernelClient, Locations};
+use crate::{ClientError, HistoryPages, KernelClient, Locations};
 
 /// Whether `pid` is a process that has not exited (a zombie has).
 fn process_runs(pid: u32) -> bool {
@@ -43,17 +43,26 @@ impl KernelClient {
         Ok(list.conversations)
     }
 
-    /// A conversation's whole history: every page of `session.history`, in order.
+    /// A conversation's whole history in memory: every page of `session.history`, in order.
+    /// A replay reads [`KernelClient::history_pages`] instead, one page at a time.
     pub async fn history(&self, conversation_id: i64) -> Result<HistoryResult, ClientError> {
-        let mut whole = self.history_page(conversation_id, None).await?;
-        while whole.more {
-            let after = whole.entries.last().map(|e| e.seq);
-            let page = self.history_page(conversation_id, after).await?;
-            whole.entries.extend(page.entries);
-            whole.more = page.more && after.is_some();
-            whole.conversation = page.conversation;
-        }
-        Ok(whole)
+        self.history_pages(conversation_id).await?.collect().await
+    }
+
+    /// A conversation's history page by page (the first read now), up to its head as the
+    /// first page found it.
+    pub async fn history_pages(&self, conversation_id: i64) -> Result<HistoryPages, ClientError> {
+        HistoryPages::open(self, conversation_id, None, None).await
+    }
+
+    /// The entries after `after` (from the start for `None`) up to `until`, page by page.
+    pub async fn history_range(
+        &self,
+        conversation_id: i64,
+        after: Option<u64>,
+        until: u64,
+    ) -> Result<HistoryPages, ClientError> {
+        HistoryPages::open(self, conversation_id, after, Some(until)).await
     }
 
     /// One page of a conversation's history: the entries after `after_seq`.

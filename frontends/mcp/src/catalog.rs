@@ -6,16 +6,19 @@ use rmcp::model::{
     GetPromptResult, Prompt, PromptArgument, PromptMessage, Resource, ResourceContents, ResourceTemplate, Role,
 };
 use serde_json::{Value, json};
-use superpi_proto::ToolDef;
-use superpi_proto::method::{HarnessInfo, HistoryResult};
+use superpi_proto::method::HarnessInfo;
+use superpi_proto::{Entry, ToolDef};
 
 use crate::tools::HARNESS_TASK;
 
 pub const CONTEXT_URI: &str = "superpi://workspace/context";
 pub const TOOLS_URI: &str = "superpi://workspace/tools";
-pub const TRANSCRIPT_TEMPLATE: &str = "superpi://conversation/{id}/transcript";
+pub const TRANSCRIPT_TEMPLATE: &str = "superpi://conversation/{id}/transcript{?after_seq}";
 const TRANSCRIPT_PREFIX: &str = "superpi://conversation/";
 const TRANSCRIPT_SUFFIX: &str = "/transcript";
+const AFTER_SEQ: &str = "?after_seq=";
+/// Where a transcript read that stops before the end says it goes on (in its `_meta`).
+pub const NEXT_META: &str = "superpi/next";
 pub const JSON_LINES: &str = "application/x-ndjson";
 
 /// Prompt names that stand for a harness under another name.
@@ -81,13 +84,25 @@ pub fn transcript_uri(conversation_id: i64) -> String {
     format!("{TRANSCRIPT_PREFIX}{conversation_id}{TRANSCRIPT_SUFFIX}")
 }
 
-/// The conversation id of a transcript URI.
-pub fn parse_transcript_uri(uri: &str) -> Option<i64> {
-    let id = uri.strip_prefix(TRANSCRIPT_PREFIX)?.strip_suffix(TRANSCRIPT_SUFFIX)?;
-    if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
+/// The transcript's part after `after_seq`.
+pub fn transcript_after_uri(conversation_id: i64, after_seq: u64) -> String {
+    format!("{}{AFTER_SEQ}{after_seq}", transcript_uri(conversation_id))
+}
+
+/// The conversation id of a transcript URI, and the seq its lines start after.
+pub fn parse_transcript_uri(uri: &str) -> Option<(i64, Option<u64>)> {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let rest = uri.strip_prefix(TRANSCRIPT_PREFIX)?;
+    let (id, after) = match rest.split_once(AFTER_SEQ) {
+        Some((id, after)) if digits(after) => (id, Some(after.parse().ok()?)),
+        Some(_) => return None,
+        None => (rest, None),
+    };
+    let id = id.strip_suffix(TRANSCRIPT_SUFFIX)?;
+    if !digits(id) {
         return None;
     }
-    id.parse().ok()
+    Some((id.parse().ok()?, after))
 }
 
 /// `resources/list`: the workspace context, the tool list, and the conversations this
@@ -118,32 +133,40 @@ pub fn resource_templates() -> Vec<ResourceTemplate> {
     vec![
         ResourceTemplate::new(TRANSCRIPT_TEMPLATE, "conversation-transcript")
             .with_title("Conversation transcript")
-            .with_description("A conversation's entries as JSON lines, one entry per line.")
+            .with_description(
+                "A conversation's entries as JSON lines, one entry per line, at most about 6 MiB a read: \
+                 a read that stops before the end names the rest in its _meta (superpi/next).",
+            )
             .with_mime_type(JSON_LINES),
     ]
 }
 
-/// The transcript as JSON lines: one line per stored entry, each with `seq`, `kind`,
-/// `turn_id`, `role`, `content` and `created_at_ms`.
-pub fn transcript_lines(history: &HistoryResult) -> String {
-    let mut out = String::new();
-    for entry in &history.entries {
-        let line = json!({
-            "seq": entry.seq,
-            "kind": entry.kind.as_str(),
-            "turn_id": entry.turn_id,
-            "role": entry.message.role.as_str(),
-            "content": entry.message.content,
-            "created_at_ms": entry.created_at_ms,
-        });
-        out.push_str(&line.to_string());
-        out.push('\n');
-    }
-    out
+/// One transcript line (without its line break): the entry's `seq`, `kind`, `turn_id`,
+/// `role`, `content` and `created_at_ms`.
+pub fn transcript_line(entry: &Entry) -> String {
+    json!({
+        "seq": entry.seq,
+        "kind": entry.kind.as_str(),
+        "turn_id": entry.turn_id,
+        "role": entry.message.role.as_str(),
+        "content": entry.message.content,
+        "created_at_ms": entry.created_at_ms,
+    })
+    .to_string()
 }
 
-pub fn transcript_contents(uri: &str, history: &HistoryResult) -> ResourceContents {
-    ResourceContents::text(transcript_lines(history), uri).with_mime_type(JSON_LINES)
+/// A transcript read: its lines, and when it stops before the end, in its `_meta` the URI
+/// of the rest (`superpi/next`).
+pub fn transcript_contents(uri: &str, lines: String, next: Option<String>) -> ResourceContents {
+    let contents = ResourceContents::text(lines, uri).with_mime_type(JSON_LINES);
+    match next {
+        Some(next) => {
+            let mut meta = serde_json::Map::new();
+            meta.insert(NEXT_META.to_string(), Value::String(next));
+            contents.with_meta(rmcp::model::MetaObject(meta))
+        }
+        None => contents,
+    }
 }
 
 /// The tool list resource: each tool's name, description, effects and schemas.

@@ -1,6 +1,6 @@
 use super::*;
-use superpi_proto::method::ConversationInfo;
-use superpi_proto::{Entry, EntryKind, Message};
+use superpi_proto::method::{ConversationInfo, HistoryResult};
+use superpi_proto::{EntryKind, Message};
 
 fn harness(id: &str, name: &str) -> HarnessInfo {
     HarnessInfo {
@@ -65,8 +65,14 @@ fn get_prompt_names_the_harness_and_the_goal() {
 #[test]
 fn transcript_uris_round_trip_and_reject_the_rest() {
     assert_eq!(transcript_uri(42), "superpi://conversation/42/transcript");
-    assert_eq!(parse_transcript_uri("superpi://conversation/42/transcript"), Some(42));
+    assert_eq!(parse_transcript_uri("superpi://conversation/42/transcript"), Some((42, None)));
+    assert_eq!(transcript_after_uri(42, 7), "superpi://conversation/42/transcript?after_seq=7");
+    assert_eq!(parse_transcript_uri(&transcript_after_uri(42, 7)), Some((42, Some(7))));
     for bad in [
+        "superpi://conversation/42/transcript?after_seq=",
+        "superpi://conversation/42/transcript?after_seq=-1",
+        "superpi://conversation/42/transcript?other=1",
+        "superpi://conversation/42?after_seq=1/transcript",
         "superpi://conversation//transcript",
         "superpi://conversation/-1/transcript",
         "superpi://conversation/4x/transcript",
@@ -131,7 +137,7 @@ fn a_transcript_is_one_json_line_per_entry() {
             },
         ],
     };
-    let text = transcript_lines(&history);
+    let text: String = history.entries.iter().map(|e| transcript_line(e) + "\n").collect();
     let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(
         lines,

@@ -302,10 +302,13 @@ impl SuperpiMcp {
         if uri == catalog::TOOLS_URI {
             return Ok(json_text(catalog::tools_document(&self.tool_defs().await?)));
         }
-        if let Some(conversation_id) = catalog::parse_transcript_uri(uri) {
+        if let Some((conversation_id, after_seq)) = catalog::parse_transcript_uri(uri) {
             let kernel = self.kernel().await?;
-            return match kernel.history(conversation_id).await {
-                Ok(history) => Ok(ReadResourceResult::new(vec![catalog::transcript_contents(uri, &history)])),
+            return match transcript(&kernel, conversation_id, after_seq).await {
+                Ok((lines, next)) => {
+                    let next = next.map(|seq| catalog::transcript_after_uri(conversation_id, seq));
+                    Ok(ReadResourceResult::new(vec![catalog::transcript_contents(uri, lines, next)]))
+                }
                 Err(ClientError::Kernel(e)) if e.code == superpi_proto::message::codes::NOT_FOUND => {
                     Err(ErrorData::resource_not_found(
                         format!("no conversation {conversation_id}"),
@@ -401,3 +404,31 @@ mod handler;
 #[path = "task.rs"]
 mod task;
 pub use handler::server_config;
+
+/// At most this many bytes of transcript lines in one read (at least one line): escaped
+/// once more inside the answer, they stay within the 16 MiB line MCP clients read.
+const TRANSCRIPT_BYTES: usize = 6 * 1024 * 1024;
+
+/// A part of a conversation's transcript: the lines after `after_seq`, read page by page up to
+/// [`TRANSCRIPT_BYTES`], and the seq of its last line when more follow.
+async fn transcript(
+    kernel: &KernelClient,
+    conversation_id: i64,
+    after_seq: Option<u64>,
+) -> Result<(String, Option<u64>), ClientError> {
+    let mut pages = kernel.history_range(conversation_id, after_seq, u64::MAX).await?;
+    let mut lines = String::new();
+    let mut last = None;
+    while let Some(page) = pages.next_page().await? {
+        for entry in &page {
+            let line = catalog::transcript_line(entry);
+            if last.is_some() && lines.len() + line.len() >= TRANSCRIPT_BYTES {
+                return Ok((lines, last));
+            }
+            lines.push_str(&line);
+            lines.push('\n');
+            last = Some(entry.seq);
+        }
+    }
+    Ok((lines, None))
+}

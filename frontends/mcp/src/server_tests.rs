@@ -131,7 +131,10 @@ async fn garbage_gets_errors_and_the_server_keeps_serving_until_end_of_input() {
     c.send(r#"{"jsonrpc":"2.0","id":2,"method":"resources/templates/list"}"#).await;
     let reply = c.recv().await;
     assert_eq!(reply["id"], 2);
-    assert_eq!(reply["result"]["resourceTemplates"][0]["uriTemplate"], "superpi://conversation/{id}/transcript");
+    assert_eq!(
+        reply["result"]["resourceTemplates"][0]["uriTemplate"],
+        "superpi://conversation/{id}/transcript{?after_seq}"
+    );
     c.send(r#"{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"debug"}}"#).await;
     assert_eq!(c.recv().await["id"], 3);
     c.send(r#"{"jsonrpc":"2.0","id":4,"method":"no/such/method"}"#).await;

@@ -419,3 +419,36 @@ async fn harness_task_runs_a_gemini_cli_turn() {
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
     session.client.cancel().await.expect("close");
 }
+
+/// A transcript longer than one history page (and than one MCP line) reads whole, in parts
+/// that each name the next, every entry once and in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transcript_of_several_history_pages_reads_whole_and_in_order() {
+    let env = TestEnv::new();
+    let turns = 3;
+    let conv = superpi_tests::pages::multi_page_conversation(&env, "test", None, turns).await;
+    let session = connect(&env, ProtocolVersion::LATEST).await;
+    // Read by parts, each within the client's 16 MiB line, each naming the next.
+    let mut uri = Some(format!("superpi://conversation/{conv}/transcript"));
+    let (mut lines, mut reads) = (Vec::<Value>::new(), 0);
+    while let Some(at) = uri {
+        let read = session.client.peer().read_resource(ReadResourceRequestParams::new(at)).await.unwrap();
+        lines.extend(resource_text(&read).lines().map(|l| serde_json::from_str::<Value>(l).unwrap()));
+        let rmcp::model::ResourceContents::TextResourceContents { meta, .. } = &read.contents[0] else { panic!() };
+        uri = meta.as_ref().and_then(|m| m.0.get("superpi/next")).map(|next| next.as_str().unwrap().to_string());
+        reads += 1;
+    }
+    assert!(reads > 1, "a transcript of {} MiB comes in parts", (turns * 2 * superpi_tests::pages::PROMPT_BYTES) >> 20);
+    // Each line's kind and text (the text blocks of its content).
+    let said: Vec<(String, String)> = lines
+        .iter()
+        .map(|l| {
+            let blocks = l["content"].as_array().unwrap().iter();
+            let text: String = blocks.filter(|b| b["type"] == "text").map(|b| b["text"].as_str().unwrap()).collect();
+            (l["kind"].as_str().unwrap().to_string(), text)
+        })
+        .collect();
+    superpi_tests::pages::assert_replayed(&said, turns);
+    let seqs: Vec<u64> = lines.iter().map(|l| l["seq"].as_u64().unwrap()).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+}

@@ -39,8 +39,10 @@ fn handle(message: ClientJsonRpcMessage) {
             let _ = catalog::get_prompt(&get.params.name, get.params.arguments.as_ref(), &harnesses);
         }
         ClientRequest::ReadResourceRequest(read) => {
-            if let Some(id) = catalog::parse_transcript_uri(&read.params.uri) {
-                assert_eq!(catalog::transcript_uri(id), read.params.uri, "two URIs name one transcript");
+            if let Some((id, after)) = catalog::parse_transcript_uri(&read.params.uri) {
+                let uri =
+                    after.map_or_else(|| catalog::transcript_uri(id), |seq| catalog::transcript_after_uri(id, seq));
+                assert_eq!(uri, read.params.uri, "two URIs name one transcript");
             }
         }
         _ => {}

@@ -73,6 +73,8 @@ pub fn run_input(thread: &str, run: &str, prompt: &str) -> Value {
 pub struct Sse {
     resp: reqwest::Response,
     buf: Vec<u8>,
+    /// How much of `buf` holds no event end (a big event is not searched again per chunk).
+    scanned: usize,
     /// Every byte read, to check the framing.
     pub raw: Vec<u8>,
 }
@@ -83,13 +85,15 @@ const EVENT_WAIT: Duration = Duration::from_secs(30);
 impl Sse {
     pub fn new(resp: reqwest::Response) -> Sse {
         assert_eq!(resp.headers()["content-type"], "text/event-stream");
-        Sse { resp, buf: Vec::new(), raw: Vec::new() }
+        Sse { resp, buf: Vec::new(), scanned: 0, raw: Vec::new() }
     }
 
     /// The next event, or None at the end of the stream.
     pub async fn next(&mut self) -> Option<Value> {
         loop {
-            if let Some(pos) = self.buf.windows(2).position(|w| w == b"\n\n") {
+            let from = self.scanned.saturating_sub(1);
+            if let Some(pos) = self.buf[from..].windows(2).position(|w| w == b"\n\n").map(|p| p + from) {
+                self.scanned = 0;
                 let block: Vec<u8> = self.buf.drain(..pos + 2).collect();
                 let text = String::from_utf8(block).unwrap();
                 let data: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("data: ")).collect();
@@ -98,6 +102,7 @@ impl Sse {
                 }
                 return Some(serde_json::from_str(&data.join("\n")).unwrap());
             }
+            self.scanned = self.buf.len();
             let chunk =
                 tokio::time::timeout(EVENT_WAIT, self.resp.chunk()).await.expect("no SSE event within 30 s").unwrap();
             match chunk {
