@@ -5,8 +5,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use superpi_proto::message::codes;
 use superpi_proto::method::{
-    ConversationInfo, ForkParams, HistoryParams, HistoryResult, ListParams, ListResult, Method, OpenParams,
-    SubmitParams, SubmitResult, ToolListResult, WatchParams, WatchResult,
+    CommandListResult, ConversationInfo, ForkParams, HistoryParams, HistoryResult, ListParams, ListResult, Method,
+    OpenParams, SubmitParams, SubmitResult, ToolListResult, WatchParams, WatchResult,
 };
 use superpi_proto::{ContentBlock, EntryKind, ErrorObject, Event, Message, Role};
 use tokio::sync::oneshot;
@@ -76,6 +76,7 @@ pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str,
             Err(err) => Err(err),
         },
         Method::SessionClear(p) => clear(kernel, peer, p.conversation_id),
+        Method::CommandList(p) => command_list(kernel, peer, p.conversation_id),
         Method::HarnessList => Ok(json!({
             "harnesses": kernel.catalog.harness_infos(),
             "backends": crate::backend_turn::statuses(kernel).await,
@@ -310,10 +311,14 @@ async fn submit(kernel: &Arc<Kernel>, peer: &Peer, p: SubmitParams) -> Reply {
             "a prompt needs text or an image: give `prompt`, or `text` or `image` content",
         ));
     }
-    let model = match &found {
-        Found::Here(conv) => conv.settings().model,
-        Found::Elsewhere(row) => row.model.clone(),
+    let (model, workspace) = match &found {
+        Found::Here(conv) => {
+            let settings = conv.settings();
+            (settings.model, settings.workspace)
+        }
+        Found::Elsewhere(row) => (row.model.clone(), row.workspace.clone()),
     };
+    crate::commands::expand_called(&kernel.catalog.config_dir, workspace.as_deref(), &mut content);
     // Stored before the prompt is queued anywhere: the kernel that runs it reads the images
     // from the store (the same database when another kernel holds the conversation).
     kernel
@@ -486,6 +491,17 @@ fn set_mode(kernel: &Arc<Kernel>, peer: &Peer, id: i64, mode: &str) -> Reply {
     kernel.store.set_mode(id, effective.as_str()).map_err(internal)?;
     conv.emit(kernel, Event::mode_changed(id, effective.as_str(), Some(max_mode.as_str().to_string())));
     Ok(json!({"mode": effective.as_str(), "max_mode": max_mode.as_str()}))
+}
+
+/// `command.list`: the user-defined commands, with those of the conversation's workspace.
+fn command_list(kernel: &Arc<Kernel>, peer: &Peer, id: Option<i64>) -> Reply {
+    let workspace = match id.map(|id| found(kernel, peer, id)).transpose()? {
+        Some(Found::Here(conv)) => conv.settings().workspace,
+        Some(Found::Elsewhere(row)) => row.workspace,
+        None => None,
+    };
+    let commands = crate::commands::load(&kernel.catalog.config_dir, workspace.as_deref().map(std::path::Path::new));
+    to_value(CommandListResult { commands: commands.into_values().map(|c| c.info).collect() })
 }
 
 /// `session.clear`: the model's context starts afresh. Stored as a compaction entry with no

@@ -14,6 +14,7 @@
 mod activity;
 mod backend_turn;
 mod cluster;
+mod commands;
 mod compaction;
 mod config;
 mod connection;

@@ -26,6 +26,7 @@ use crate::wire::{ForkSessionRequest, ForkSessionResponse};
 /// Like [`spawn_answer`], for requests that set up a session: once answered, the editor is
 /// told the session's slash commands.
 pub(crate) fn spawn_session_answer<T, F>(
+    server: Arc<Server>,
     responder: Responder<T>,
     cx: ConnectionTo<Client>,
     work: F,
@@ -41,7 +42,7 @@ pub(crate) fn spawn_session_answer<T, F>(
             tracing::debug!("could not answer: {err:?}");
         }
         if let Some(id) = id {
-            announce_commands(&cx, &id);
+            announce_commands(&server, &cx, &id).await;
         }
     });
 }
@@ -242,9 +243,19 @@ pub(crate) async fn run_command(
     Ok(PromptResponse::new(StopReason::EndTurn))
 }
 
-/// Tells the editor the slash commands of a session (after the session's response).
-pub(crate) fn announce_commands(cx: &ConnectionTo<Client>, session: &SessionId) {
-    let update = SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(request::commands()));
+/// Tells the editor the slash commands of a session (after the session's response): the
+/// agent's own, then the user-defined ones of the config dir and the session's workspace
+/// (`command.list`; the kernel expands them when a prompt calls one).
+pub(crate) async fn announce_commands(server: &Server, cx: &ConnectionTo<Client>, session: &SessionId) {
+    let user = match (server.kernel().await, request::conversation_id(session)) {
+        (Ok(kernel), Ok(conv)) => kernel.commands(Some(conv)).await.unwrap_or_else(|err| {
+            tracing::warn!("command.list: {err}");
+            Vec::new()
+        }),
+        _ => Vec::new(),
+    };
+    let commands = request::commands_with(&user);
+    let update = SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands));
     let _ = cx.send_notification(SessionNotification::new(session.clone(), update));
 }
 

@@ -18,7 +18,7 @@ use agent_client_protocol::{Error, ErrorCode};
 use superpi_client::ClientError;
 use superpi_proto::ContentBlock as KBlock;
 use superpi_proto::message::codes;
-use superpi_proto::method::{ConversationInfo, McpServerParam, ModelInfo};
+use superpi_proto::method::{CommandInfo, ConversationInfo, McpServerParam, ModelInfo};
 
 /// The prefix of every session id this agent mints.
 pub const SESSION_PREFIX: &str = "conv-";
@@ -295,6 +295,23 @@ pub fn commands() -> Vec<AvailableCommand> {
         AvailableCommand::new("compact", "Summarise the earlier turns so the context window has room again"),
         AvailableCommand::new("clear", "Start afresh: the model forgets this session's earlier turns"),
     ]
+}
+
+/// The agent's own commands, then the user-defined ones (those named like one of the agent's
+/// are left out: the agent answers that name itself).
+pub fn commands_with(user: &[CommandInfo]) -> Vec<AvailableCommand> {
+    let mut all = commands();
+    for command in user {
+        if all.iter().any(|c| c.name == command.name) {
+            continue;
+        }
+        let mut offered = AvailableCommand::new(command.name.clone(), command.description.clone());
+        if let Some(hint) = &command.argument_hint {
+            offered = offered.input(AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(hint.clone())));
+        }
+        all.push(offered);
+    }
+    all
 }
 
 /// The command a prompt is, if it is one: a single text block `/name [input]` naming one of

@@ -123,7 +123,9 @@ pub async fn serve(
                 async move |req: NewSessionRequest,
                             responder: Responder<NewSessionResponse>,
                             cx: ConnectionTo<Client>| {
-                    spawn_session_answer(responder, cx, new_session(server.clone(), req), |r| r.session_id.clone());
+                    spawn_session_answer(server.clone(), responder, cx, new_session(server.clone(), req), |r| {
+                        r.session_id.clone()
+                    });
                     Ok(())
                 }
             },
@@ -138,6 +140,7 @@ pub async fn serve(
                     let server = server.clone();
                     let id = req.session_id.clone();
                     spawn_session_answer(
+                        server.clone(),
                         responder,
                         cx.clone(),
                         async move {

@@ -478,9 +478,7 @@ async fn slash_commands_are_offered_and_answered_by_the_agent() {
     let (result, lines) = with_editor(&env, Answer::Dismiss, async |cx, mut seen| {
         initialize(&cx).await?;
         let sid = new_session(&cx, &env).await?.session_id;
-        let offered = seen.until(|u| matches!(u, SessionUpdate::AvailableCommandsUpdate(_))).await;
-        let SessionUpdate::AvailableCommandsUpdate(commands) = offered.update else { unreachable!() };
-        let names: Vec<&str> = commands.available_commands.iter().map(|c| c.name.as_str()).collect();
+        let names: Vec<String> = offered_commands(&mut seen).await.into_iter().map(|c| c.name).collect();
         assert_eq!(names, ["status", "mode", "compact", "clear"]);
 
         let done = cx.send_request(text_prompt(&sid, "/mode plan")).block_task().await?;
@@ -512,6 +510,64 @@ async fn slash_commands_are_offered_and_answered_by_the_agent() {
         cx.send_request(text_prompt(&sid, "/compact")).block_task().await?;
         let said = agent_text(&seen.drain());
         assert!(said.starts_with("Context compacted"), "{said}");
+        Ok(())
+    })
+    .await;
+    result.unwrap();
+    assert_jsonrpc_only(&lines);
+}
+
+/// The next slash commands the agent offers.
+async fn offered_commands(seen: &mut Seen) -> Vec<agent_client_protocol::v1::schema::AvailableCommand> {
+    let offered = seen.until(|u| matches!(u, SessionUpdate::AvailableCommandsUpdate(_))).await;
+    let SessionUpdate::AvailableCommandsUpdate(commands) = offered.update else { unreachable!() };
+    commands.available_commands
+}
+
+/// User-defined commands: markdown files in the config dir and the workspace's
+/// `.superpi/commands/` (the workspace's wins) are offered after the agent's own, with their
+/// hint, and a prompt calling one reaches the model expanded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn user_defined_commands_are_offered_and_expand() {
+    let env = TestEnv::new();
+    let mine = env.locations.config_dir.join("commands");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::write(mine.join("review.md"), "---\ndescription: mine\n---\nuser review").unwrap();
+    std::fs::write(
+        mine.join("explain.md"),
+        "---\ndescription: Explain a file\nargument-hint: <path>\n---\nExplain $1 to a newcomer.",
+    )
+    .unwrap();
+    // Named like the agent's own command: the agent's wins, it is not offered twice.
+    std::fs::write(mine.join("clear.md"), "not this").unwrap();
+    let project = env.workspace.join(".superpi/commands");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(
+        project.join("review.md"),
+        "---\ndescription: Review the change\nargument-hint: '[focus]'\n---\nReview the branch, looking at $ARGUMENTS.",
+    )
+    .unwrap();
+    let (result, lines) = with_editor(&env, Answer::Dismiss, async |cx, mut seen| {
+        initialize(&cx).await?;
+        let sid = new_session(&cx, &env).await?.session_id;
+        let commands = offered_commands(&mut seen).await;
+        let names: Vec<&str> = commands.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["status", "mode", "compact", "clear", "explain", "review"]);
+        let review = &commands[5];
+        assert_eq!(review.description, "Review the change");
+        let hint = serde_json::to_value(&review.input).unwrap();
+        assert_eq!(hint["hint"], "[focus]", "{hint}");
+
+        let done = cx.send_request(text_prompt(&sid, "/review error handling")).block_task().await?;
+        assert_eq!(done.stop_reason, StopReason::EndTurn);
+        let said = agent_text(&seen.drain());
+        assert!(said.contains("Review the branch, looking at error handling."), "{said}");
+        cx.send_request(text_prompt(&sid, "/explain src/lib.rs")).block_task().await?;
+        let said = agent_text(&seen.drain());
+        assert!(said.contains("Explain src/lib.rs to a newcomer."), "{said}");
+        // A session loaded again is told them again.
+        cx.send_request(LoadSessionRequest::new(sid.clone(), env.workspace.clone())).block_task().await?;
+        assert_eq!(offered_commands(&mut seen).await.len(), 6);
         Ok(())
     })
     .await;

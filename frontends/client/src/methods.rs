@@ -5,9 +5,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use superpi_proto::ToolDef;
 use superpi_proto::method::{
-    BackendStatus, ConversationInfo, ConversationRef, ForkParams, HarnessInfo, HistoryParams, HistoryResult,
-    KernelStatus, ListParams, ListResult, Method, ModelInfo, OpenParams, PermissionRespondParams, SetModeParams,
-    SubmitParams, SubmitResult, ToolListParams, ToolListResult, UiRespondParams,
+    BackendStatus, CommandInfo, CommandListParams, CommandListResult, ConversationInfo, ConversationRef, ForkParams,
+    HarnessInfo, HistoryParams, HistoryResult, KernelStatus, ListParams, ListResult, Method, ModelInfo, OpenParams,
+    PermissionRespondParams, SetModeParams, SubmitParams, SubmitResult, ToolListParams, ToolListResult,
+    UiRespondParams,
 };
 
 use crate::{ClientError, HistoryPages, KernelClient, Locations};
@@ -81,6 +82,13 @@ impl KernelClient {
     /// Compacts an idle conversation's context now (`session.compact`).
     pub async fn compact(&self, conversation_id: i64) -> Result<Value, ClientError> {
         self.request(Method::SessionCompact(ConversationRef { conversation_id })).await
+    }
+
+    /// The user-defined commands, with those of the conversation's workspace (`command.list`).
+    pub async fn commands(&self, conversation_id: Option<i64>) -> Result<Vec<CommandInfo>, ClientError> {
+        let result: CommandListResult =
+            self.request(Method::CommandList(CommandListParams { conversation_id })).await?;
+        Ok(result.commands)
     }
 
     /// Starts an idle conversation's context afresh (`session.clear`).

@@ -35,6 +35,7 @@ pub const METHODS: &[&str] = &[
     "ui.respond",
     "workspace.metadata",
     "harness.list",
+    "command.list",
 ];
 
 type Reply = Result<Value, RpcError>;
@@ -180,6 +181,12 @@ pub fn module(conn: Arc<Conn>) -> Result<RpcModule<Conn>, crate::Error> {
         let _: wire::NoParams = parse("harness.list", p.as_deref())?;
         let harnesses = kernel.harnesses().await.map_err(wire::kernel_error)?;
         Ok(json!({"harnesses": harnesses.iter().map(wire::harness).collect::<Vec<_>>()}))
+    })?;
+    register(&mut m, "command.list", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: wire::ConversationParams = parse("command.list", p.as_deref())?;
+        let commands = kernel.commands(Some(p.conversation_id)).await.map_err(wire::kernel_error)?;
+        Ok(json!({"commands": commands}))
     })?;
     Ok(m)
 }

@@ -29,6 +29,7 @@ pub enum Method {
     SessionSetModel(SetModelParams),
     SessionCompact(ConversationRef),
     SessionClear(ConversationRef),
+    CommandList(CommandListParams),
     HarnessList,
     ModelList,
     PermissionRespond(PermissionRespondParams),
@@ -54,6 +55,7 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.set_model",
     "session.compact",
     "session.clear",
+    "command.list",
     "harness.list",
     "model.list",
     "permission.respond",
@@ -90,6 +92,7 @@ impl Method {
             "session.set_model" => Method::SessionSetModel(params(method, p)?),
             "session.compact" => Method::SessionCompact(params(method, p)?),
             "session.clear" => Method::SessionClear(params(method, p)?),
+            "command.list" => Method::CommandList(params(method, p)?),
             "harness.list" => Method::HarnessList,
             "model.list" => Method::ModelList,
             "permission.respond" => Method::PermissionRespond(params(method, p)?),
@@ -124,6 +127,7 @@ impl Method {
             Method::SessionSetModel(p) => ("session.set_model", v(p)),
             Method::SessionCompact(p) => ("session.compact", v(p)),
             Method::SessionClear(p) => ("session.clear", v(p)),
+            Method::CommandList(p) => ("command.list", v(p)),
             Method::HarnessList => ("harness.list", empty.clone()),
             Method::ModelList => ("model.list", empty),
             Method::PermissionRespond(p) => ("permission.respond", v(p)),
@@ -347,6 +351,33 @@ pub struct SetModelParams {
     pub model: String,
 }
 
+/// `command.list`: the user-defined commands of the config dir, and of a conversation's
+/// workspace when one is named.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandListParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<i64>,
+}
+
+/// A user-defined command, called in a prompt as `/NAME ARGS`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandInfo {
+    pub name: String,
+    pub description: String,
+    /// What the arguments are (front matter `argument-hint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argument_hint: Option<String>,
+    /// `config` (the user's) or `workspace` (the project's, which wins).
+    pub source: String,
+}
+
+/// `command.list`'s answer, by name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandListResult {
+    pub commands: Vec<CommandInfo>,
+}
+
 /// A model `model.list` offers: the configured providers' models.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelInfo {
@@ -551,6 +582,7 @@ mod tests {
             }),
             Method::SessionCompact(ConversationRef { conversation_id: 3 }),
             Method::SessionClear(ConversationRef { conversation_id: 3 }),
+            Method::CommandList(CommandListParams { conversation_id: Some(3) }),
             Method::ToolList(ToolListParams::default()),
             Method::ToolCall(ToolCallParams {
                 name: "ls".into(),
