@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
@@ -37,7 +37,9 @@ pub struct ConnectOptions {
     /// The program to start as the kernel (`PROGRAM kernel --autostarted`); default: this
     /// executable.
     pub kernel_exe: Option<PathBuf>,
-    /// How long to wait for an autostarted kernel's socket.
+    /// The most to wait for a kernel that still runs but has not opened its socket (an
+    /// autostarted one, or one stopping for another's environment). The wait follows the
+    /// process: it ends as soon as the kernel exits, so only a kernel that hangs meets this.
     pub start_timeout: Duration,
     /// The digests of the frontend's provider variables, sent in `hello` (default: this
     /// process's). A kernel without one of them is replaced or refuses; `None`: no check.
@@ -53,7 +55,7 @@ impl ConnectOptions {
             remote: false,
             autostart: true,
             kernel_exe: None,
-            start_timeout: Duration::from_secs(15),
+            start_timeout: Duration::from_secs(120),
             provider_env: Some(crate::provider_env::process_provider_env()),
         }
     }
@@ -119,14 +121,8 @@ impl KernelClient {
                 return Err(ClientError::NoKernel(format!("{}: {err}", socket.display())));
             }
             Err(_) => {
-                let mut child = start_kernel(opts)?;
-                let stream = wait_for_socket(&socket, opts.start_timeout, &mut child, &opts.locations).await;
-                // The kernel outlives us; reap it in the background so a short-lived frontend
-                // leaves no zombie while it runs.
-                std::thread::spawn(move || {
-                    let _ = child.wait();
-                });
-                stream?
+                crate::autostart::start_and_connect(opts.kernel_exe.as_deref(), &opts.locations, opts.start_timeout)
+                    .await?
             }
         };
         Self::handshake(stream, opts, may_replace).await
@@ -343,79 +339,6 @@ async fn read_loop(
 
 fn route(inner: &Inner, subscription: u64, message: SubMessage) {
     lock(&inner.subscriptions).route(subscription, message);
-}
-
-/// Starts `superpi kernel --autostarted` detached, in its own process group, with its log in
-/// the data dir. The kernel's lock file makes a lost race harmless: the loser exits.
-#[allow(clippy::disallowed_methods)] // the one process a frontend may start is the kernel
-fn start_kernel(opts: &ConnectOptions) -> Result<std::process::Child, ClientError> {
-    use std::os::unix::process::CommandExt;
-    let exe = match &opts.kernel_exe {
-        Some(exe) => exe.clone(),
-        None => std::env::current_exe()?,
-    };
-    std::fs::create_dir_all(&opts.locations.data_dir)?;
-    let log = std::fs::OpenOptions::new().create(true).append(true).open(opts.locations.kernel_log_path())?;
-    let mut cmd = std::process::Command::new(&exe);
-    cmd.arg("kernel")
-        .arg("--autostarted")
-        .env("SUPERPI_DATA_DIR", &opts.locations.data_dir)
-        .env("SUPERPI_CONFIG_DIR", &opts.locations.config_dir)
-        .env("SUPERPI_RUNTIME_DIR", &opts.locations.runtime_dir)
-        .env("NO_COLOR", "1")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(log)
-        .process_group(0);
-    let child = cmd.spawn().map_err(|err| ClientError::NoKernel(format!("starting {}: {err}", exe.display())))?;
-    tracing::debug!(pid = child.id(), "started a kernel");
-    Ok(child)
-}
-
-async fn wait_for_socket(
-    socket: &std::path::Path,
-    timeout: Duration,
-    child: &mut std::process::Child,
-    locations: &Locations,
-) -> Result<UnixStream, ClientError> {
-    let deadline = Instant::now() + timeout;
-    let mut delay = Duration::from_millis(2);
-    loop {
-        match UnixStream::connect(socket).await {
-            Ok(stream) => return Ok(stream),
-            // A kernel that exited at once (a bad settings file, another kernel that won the
-            // race and is gone again) says why in its log.
-            Err(_) if matches!(child.try_wait(), Ok(Some(_))) && !lost_race(locations) => {
-                if let Ok(stream) = UnixStream::connect(socket).await {
-                    return Ok(stream);
-                }
-                return Err(ClientError::NoKernel(format!("the kernel exited at start: {}", log_tail(locations))));
-            }
-            Err(err) if Instant::now() >= deadline => {
-                return Err(ClientError::NoKernel(format!(
-                    "the kernel did not open {} within {:?}: {err}",
-                    socket.display(),
-                    timeout
-                )));
-            }
-            Err(_) => {
-                // Polling a socket that is about to appear: back off up to 50 ms.
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_millis(50));
-            }
-        }
-    }
-}
-
-fn log_tail(locations: &Locations) -> String {
-    let log = std::fs::read_to_string(locations.kernel_log_path()).unwrap_or_default();
-    let tail: Vec<&str> = log.lines().rev().filter(|l| !l.trim().is_empty()).take(2).collect();
-    tail.into_iter().rev().collect::<Vec<_>>().join("; ")
-}
-
-/// Our kernel exited because another one holds the data dir: wait for that one's socket.
-fn lost_race(locations: &Locations) -> bool {
-    log_tail(locations).contains("already runs")
 }
 
 fn is_reset(err: &std::io::Error) -> bool {

@@ -17,6 +17,7 @@
 //! It must not know any frontend protocol (ACP, MCP, JSON-RPC, HTTP) nor the kernel's
 //! internals: it speaks only the kernel protocol of superpi-proto.
 
+mod autostart;
 mod connection;
 mod history;
 pub mod lines;

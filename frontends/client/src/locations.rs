@@ -28,7 +28,7 @@ pub(crate) async fn wait_for_release(locations: &Locations, timeout: Duration) -
 }
 
 /// Whether a kernel holds `path` (its flock). Taking the lock to find out releases it at once.
-fn is_locked(path: &Path) -> Result<bool, ClientError> {
+pub(crate) fn is_locked(path: &Path) -> Result<bool, ClientError> {
     let file = match std::fs::File::open(path) {
         Ok(file) => file,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(false),
