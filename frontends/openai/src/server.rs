@@ -18,7 +18,7 @@ use superpi_proto::method::{ConversationInfo, HarnessInfo, SubmitParams, WatchPa
 use tokio::sync::{mpsc, oneshot};
 
 use crate::mcp::McpHttp;
-use crate::render::{RenderOptions, Renderer};
+use crate::render::RenderOptions;
 use crate::request::{self, ChatRequest, Session, Target};
 use crate::turn::{self, Sink};
 use crate::wire::{ApiError, Completion, ModelEntry, ModelList, OpenAiShape};
@@ -193,6 +193,12 @@ async fn chat(
     }
 }
 
+/// Where a completion's answer arrives: SSE frames, or the whole answer when the turn ends.
+enum Answer {
+    Stream(mpsc::Receiver<Bytes>),
+    Whole(oneshot::Receiver<Result<Vec<crate::wire::Chunk>, ApiError>>),
+}
+
 /// Opens (or finds) the request's conversation.
 async fn open(
     client: &KernelClient,
@@ -246,13 +252,29 @@ async fn chat_inner(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Re
         content.push(ContentBlock::text(prompt));
     }
     content.extend(req.images.iter().cloned());
-    let submitted = match client.submit(SubmitParams { conversation_id, content, ..Default::default() }).await {
-        Ok(submitted) => submitted,
-        Err(err) => {
-            sub.close().await;
-            return Err(request::kernel_error(&err, &req.model));
-        }
+    let submit = SubmitParams { conversation_id, content, ..Default::default() };
+    let options = RenderOptions {
+        id: String::new(),
+        created: superpi_proto::event::now_ms() / 1000,
+        model: req.model.clone(),
+        include_usage: req.include_usage || !req.stream,
+        turn_id: 0,
     };
+    // The submit and the turn run in a task of their own (see `turn::submit_and_drive`); the
+    // answer comes through `body`, and dropping this handler (a client that left) closes it.
+    let (submitted_tx, submitted_rx) = oneshot::channel();
+    let (sink, body) = if req.stream {
+        let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+        (Sink::Stream(tx), Answer::Stream(rx))
+    } else {
+        let (tx, rx) = oneshot::channel();
+        (Sink::Collect { chunks: Vec::new(), done: Some(tx) }, Answer::Whole(rx))
+    };
+    tokio::spawn(turn::submit_and_drive(client, sub, submit, options, sink, submitted_tx));
+    let submitted = submitted_rx
+        .await
+        .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "the submit was lost"))?
+        .map_err(|err| request::kernel_error(&err, &req.model))?;
     tracing::info!(
         principal,
         conversation_id,
@@ -265,13 +287,6 @@ async fn chat_inner(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Re
         submit_us = began.elapsed().as_micros() as u64,
         "chat completion"
     );
-    let renderer = Renderer::new(RenderOptions {
-        id: format!("chatcmpl-{conversation_id}-{}", submitted.turn_id),
-        created: superpi_proto::event::now_ms() / 1000,
-        model: req.model.clone(),
-        include_usage: req.include_usage || !req.stream,
-        turn_id: submitted.turn_id,
-    });
     let mut extra = HeaderMap::new();
     if let Ok(v) = HeaderValue::from_str(&conversation_id.to_string()) {
         extra.insert("x-superpi-conversation-id", v);
@@ -282,15 +297,14 @@ async fn chat_inner(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Re
         extra.insert("x-session-id", v);
     }
 
-    if req.stream {
-        let (tx, rx) = mpsc::channel(STREAM_BUFFER);
-        tokio::spawn(turn::drive(client, sub, renderer, Sink::Stream(tx)));
-        let mut headers = superpi_http::sse_headers();
-        headers.extend(extra);
-        return Ok((StatusCode::OK, headers, superpi_http::sse_body(rx)).into_response());
-    }
-    let (tx, rx) = oneshot::channel();
-    tokio::spawn(turn::drive(client, sub, renderer, Sink::Collect { chunks: Vec::new(), done: Some(tx) }));
+    let rx = match body {
+        Answer::Stream(rx) => {
+            let mut headers = superpi_http::sse_headers();
+            headers.extend(extra);
+            return Ok((StatusCode::OK, headers, superpi_http::sse_body(rx)).into_response());
+        }
+        Answer::Whole(rx) => rx,
+    };
     let answer = rx.await.map_err(|_| {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "the turn ended without an answer")
     })?;

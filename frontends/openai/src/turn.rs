@@ -2,12 +2,13 @@
 //! when the client goes away first.
 
 use bytes::Bytes;
-use superpi_client::{KernelClient, Subscription};
+use superpi_client::{ClientError, KernelClient, Subscription};
+use superpi_proto::method::{SubmitParams, SubmitResult};
 use tokio::sync::{mpsc, oneshot};
 
 use axum::http::StatusCode;
 
-use crate::render::{Failure, Renderer};
+use crate::render::{Failure, RenderOptions, Renderer};
 use crate::wire::{ApiError, Chunk};
 
 /// Where the chunks go.
@@ -74,9 +75,38 @@ impl Sink {
     }
 }
 
+/// Submits `submit` (to the watched conversation), answers `submitted` with how that went, then
+/// drives the turn into `sink` (`options` get the turn's id). The request handler spawns this
+/// before the submit goes out, so a client that leaves while the submit is on its way (the
+/// kernel may already run the turn; the handler is dropped, which closes the sink) still
+/// cancels its turn.
+pub async fn submit_and_drive(
+    client: KernelClient,
+    sub: Subscription,
+    submit: SubmitParams,
+    mut options: RenderOptions,
+    sink: Sink,
+    submitted: oneshot::Sender<Result<SubmitResult, ClientError>>,
+) {
+    let conversation_id = sub.conversation_id();
+    match client.submit(submit).await {
+        Ok(result) => {
+            options.id = format!("chatcmpl-{conversation_id}-{}", result.turn_id);
+            options.turn_id = result.turn_id;
+            // A handler that is gone no longer waits for this: the sink tells drive so.
+            let _ = submitted.send(Ok(result));
+            drive(client, sub, Renderer::new(options), sink).await;
+        }
+        Err(err) => {
+            sub.close().await;
+            let _ = submitted.send(Err(err));
+        }
+    }
+}
+
 /// Renders the turn into the sink until it ends. A client that leaves cancels the turn: at
 /// once when it runs, or as soon as it starts when it waits behind another turn.
-pub async fn drive(client: KernelClient, mut sub: Subscription, mut renderer: Renderer, mut sink: Sink) {
+async fn drive(client: KernelClient, mut sub: Subscription, mut renderer: Renderer, mut sink: Sink) {
     let conversation_id = sub.conversation_id();
     let first = renderer.start();
     let mut gone = sink.push(first, None).await.is_err();
