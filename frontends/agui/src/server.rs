@@ -104,11 +104,12 @@ async fn run(State(agui): State<Agui>, headers: HeaderMap, body: Bytes) -> Resul
     }
     content.extend(plan.images.iter().cloned());
     let params = SubmitParams { conversation_id, content, ..Default::default() };
-    let submitted = client.submit(params).await.map_err(kernel_err)?;
-    tracing::info!(thread = %plan.thread_id, conversation_id, turn_id = submitted.turn_id, "run");
     let renderer = Renderer::new(&plan.thread_id, &info, RenderOptions::default());
-    let body =
-        stream::spawn_run(client, subscription, renderer, agui.frontend.stopping(), plan.run_id, submitted.turn_id);
+    let (body, submitted) =
+        stream::spawn_run(client, subscription, renderer, agui.frontend.stopping(), plan.run_id, params);
+    let lost = || ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "the submit was lost");
+    let submitted = submitted.await.map_err(|_| lost())?.map_err(kernel_err)?;
+    tracing::info!(thread = %plan.thread_id, conversation_id, turn_id = submitted.turn_id, "run");
     Ok((superpi_http::sse_headers(), body).into_response())
 }
 

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use axum::body::Body;
 use bytes::Bytes;
-use superpi_client::{HistoryPages, KernelClient, Subscription};
+use superpi_client::{ClientError, HistoryPages, KernelClient, Subscription};
+use superpi_proto::method::{SubmitParams, SubmitResult};
 use superpi_proto::{Event, EventBody};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
@@ -143,21 +144,40 @@ impl Pump {
     }
 }
 
-/// The SSE body of one run: the renderer's opening events, then the events of `turn_id`
-/// until it ends. A client that leaves before the end cancels the turn.
+/// How a run's submit went, for the request handler to answer with.
+pub type Submitted = oneshot::Receiver<Result<SubmitResult, ClientError>>;
+
+/// The SSE body of one run: submits `submit`, then sends the renderer's opening events and the
+/// events of the submitted turn until it ends. A client that leaves before the end cancels the
+/// turn, also while the submit is on its way (the kernel may already run the turn): the submit
+/// happens in the task that watches the body, which the handler's caller drops when the client
+/// leaves. The handler answers from [`Submitted`] (an error status when the submit failed).
 pub fn spawn_run(
     client: KernelClient,
     subscription: Subscription,
     mut renderer: Renderer,
     stopping: watch::Receiver<bool>,
     run_id: String,
-    turn_id: i64,
-) -> Body {
+    submit: SubmitParams,
+) -> (Body, Submitted) {
     let (tx, rx) = mpsc::channel(CHANNEL);
+    let (submitted_tx, submitted) = oneshot::channel();
     let first = renderer.start_run(&run_id);
     let conversation_id = subscription.conversation_id();
     let mut pump = Pump::new(client, subscription, renderer, tx, stopping);
     tokio::spawn(async move {
+        let turn_id = match pump.client.submit(submit).await {
+            Ok(result) => {
+                let turn_id = result.turn_id;
+                // A handler that is gone no longer waits for this: the body tells the pump so.
+                let _ = submitted_tx.send(Ok(result));
+                turn_id
+            }
+            Err(err) => {
+                let _ = submitted_tx.send(Err(err));
+                return;
+            }
+        };
         let mut gone = !pump.send(first).await;
         while !gone {
             let (step, event) = pump.step(|e| e.turn_id.is_none_or(|t| t == turn_id)).await;
@@ -180,7 +200,7 @@ pub fn spawn_run(
             }
         }
     });
-    superpi_http::sse_body(rx)
+    (superpi_http::sse_body(rx), submitted)
 }
 
 /// The SSE body of an attached watcher: the renderer's opening, the snapshot of `pages`
