@@ -111,6 +111,22 @@ impl TestEnv {
         self.locations.database_path()
     }
 
+    /// Waits (30 s at most) until the store holds `count` turns of any conversation: a prompt
+    /// is acknowledged once its turn row is written, also one that steers a running turn and
+    /// publishes nothing until it joins.
+    pub async fn wait_for_turn_rows(&self, count: i64) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let rows = rusqlite::Connection::open(self.database_path())
+                .and_then(|db| db.query_row("SELECT COUNT(*) FROM turns", [], |r| r.get::<_, i64>(0)));
+            if rows.as_ref().is_ok_and(|n| *n >= count) {
+                return;
+            }
+            assert!(std::time::Instant::now() < deadline, "the store never held {count} turns: {rows:?}");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
     /// The pid the running kernel wrote into its lock file.
     pub fn kernel_pid(&self) -> Option<i32> {
         std::fs::read_to_string(self.locations.lock_path()).ok()?.trim().parse().ok()

@@ -126,27 +126,34 @@ pub(crate) async fn attach(
     Ok((session, kernel))
 }
 
-/// The synchronous half of session/prompt, run in the dispatch loop so that a
-/// session/cancel that follows finds the prompt claimed.
-pub(crate) fn start_prompt(
-    server: &Server,
-    req: &PromptRequest,
-) -> Result<(Arc<Session>, Vec<KBlock>, PromptGuard), Error> {
-    let session = server.session(&req.session_id)?;
-    let content = request::prompt(&req.prompt)?;
-    let Some(guard) = session.begin_prompt() else {
-        return Err(request::invalid_params("a prompt is already running in this session"));
-    };
-    Ok((session, content, guard))
+/// A prompt claimed in the dispatch loop: its session, content and claim, and whether another
+/// prompt of the session was running (then it steers that prompt's turn).
+pub(crate) struct Started {
+    pub session: Arc<Session>,
+    pub content: Vec<KBlock>,
+    pub guard: PromptGuard,
+    pub steers: bool,
 }
 
+/// The synchronous half of session/prompt, run in the dispatch loop so that a
+/// session/cancel that follows finds the prompt claimed.
+pub(crate) fn start_prompt(server: &Server, req: &PromptRequest) -> Result<Started, Error> {
+    let session = server.session(&req.session_id)?;
+    let content = request::prompt(&req.prompt)?;
+    let (guard, steers) = session.begin_prompt();
+    Ok(Started { session, content, guard, steers })
+}
+
+/// session/prompt. One sent while another of the session runs steers that prompt's turn (the
+/// ACP prompt-queueing practice): it joins the turn before its next model request, the
+/// earlier prompt then answers `end_turn`, and this one answers when the turn ends. A prompt
+/// no turn can take any more runs as the next turn.
 pub(crate) async fn prompt(
     server: Arc<Server>,
-    session: Arc<Session>,
-    content: Vec<KBlock>,
-    guard: PromptGuard,
+    started: Started,
     cx: ConnectionTo<Client>,
 ) -> Result<PromptResponse, Error> {
+    let Started { session, content, guard, steers } = started;
     let kernel = server.kernel().await?;
     if let Some(command) = request::command(&content) {
         return run_command(&server, &kernel, &session, command, &cx).await;
@@ -159,7 +166,7 @@ pub(crate) async fn prompt(
         cx.send_notification(SessionNotification::new(session.id.clone(), update))?;
     }
     let submitted = kernel
-        .submit(SubmitParams { conversation_id: session.conversation_id, content, ..Default::default() })
+        .submit(SubmitParams { conversation_id: session.conversation_id, content, steer: steers, ..Default::default() })
         .await
         .map_err(|e| request::kernel_error(e, Some(&session.id)))?;
     let ended = session.wait_turn(submitted.turn_id);

@@ -32,6 +32,9 @@ pub enum Out {
     QuestionClosed { request_id: String },
     /// A turn ended: a `session/prompt` waiting for it answers with this stop reason.
     TurnEnded { turn_id: Option<i64>, stop_reason: StopReason },
+    /// A prompt joined the running turn `turn_id` (it steered it): the `session/prompt` that
+    /// waited for that turn before it answers `end_turn`, the steering one waits on.
+    PromptJoined { turn_id: i64 },
     /// The kernel asks for a file's text: read it from the editor (`fs/read_text_file`) and
     /// answer `ui.respond`. Never shown to the person.
     ReadFile(ReadRequest),
@@ -83,6 +86,8 @@ pub struct Renderer {
     /// Deltas are shown only from the start of a message on: a watch that joins in the
     /// middle of one waits for the completed message, which carries all of its text.
     synced: bool,
+    /// The turn started and not yet ended: a user message in it is a steering prompt.
+    started_turn: Option<i64>,
 }
 
 fn text(s: impl Into<String>) -> ContentBlock {
@@ -129,6 +134,7 @@ impl Renderer {
         let mut out = Vec::new();
         match &event.body {
             EventBody::TurnStarted {} => {
+                self.started_turn = event.turn_id;
                 self.streaming_calls.clear();
                 self.streamed.clear();
                 self.shown.clear();
@@ -156,6 +162,12 @@ impl Renderer {
                 self.completed(content, &mut out)
             }
             // The editor shows the prompt it sent; other roles are not shown live.
+            EventBody::MessageCompleted { role: Role::User, .. }
+                if event.turn_id.is_some() && event.turn_id == self.started_turn =>
+            {
+                self.synced = true;
+                out.extend(event.turn_id.map(|turn_id| Out::PromptJoined { turn_id }));
+            }
             EventBody::MessageCompleted { .. } => self.synced = true,
             EventBody::StreamReset { .. } => {
                 self.streaming_calls.clear();
@@ -441,6 +453,7 @@ impl Renderer {
         self.streamed.clear();
         self.shown.clear();
         self.synced = true;
+        self.started_turn = None;
         out.push(Out::TurnEnded { turn_id, stop_reason });
     }
 }

@@ -128,7 +128,15 @@ fn message_completed_fills_what_the_deltas_missed() {
         r.render(&Event::message_completed(C, T, Role::Assistant, vec![KBlock::text("all")], None)),
         vec![msg("all")]
     );
-    assert_eq!(r.render(&Event::message_completed(C, T, Role::User, vec![KBlock::text("hi")], None)), vec![]);
+    // A user message inside the started turn is a prompt that steered it.
+    assert_eq!(
+        r.render(&Event::message_completed(C, T, Role::User, vec![KBlock::text("hi")], None)),
+        vec![Out::PromptJoined { turn_id: 3 }]
+    );
+    // A turn's own prompt comes before its start.
+    r.render(&Event::turn_completed(C, 3, None, "end_turn"));
+    let prompt = Event::message_completed(C, Some(4), Role::User, vec![KBlock::text("next")], None);
+    assert_eq!(r.render(&prompt), vec![]);
 }
 
 #[test]

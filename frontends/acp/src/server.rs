@@ -190,8 +190,8 @@ pub async fn serve(
                 let server = s.clone();
                 async move |req: PromptRequest, responder: Responder<PromptResponse>, cx: ConnectionTo<Client>| {
                     match start_prompt(&server, &req) {
-                        Ok((session, content, guard)) => {
-                            spawn_answer(responder, prompt(server.clone(), session, content, guard, cx));
+                        Ok(started) => {
+                            spawn_answer(responder, prompt(server.clone(), started, cx));
                             Ok(())
                         }
                         Err(err) => responder.respond_with_error(err),

@@ -57,10 +57,15 @@ struct State {
     last_seq: u64,
     pump: Option<JoinHandle<()>>,
     pump_alive: bool,
-    waiting: HashMap<i64, oneshot::Sender<StopReason>>,
+    /// The prompts waiting for each turn, in the order they came: more than one when later
+    /// prompts steered the turn.
+    waiting: HashMap<i64, VecDeque<oneshot::Sender<StopReason>>>,
+    /// Prompts that joined each running turn and have not yet ended an earlier prompt.
+    joined: HashMap<i64, usize>,
     ended: VecDeque<(i64, StopReason)>,
     questions: HashMap<String, RequestCancellationHandle>,
-    prompt_running: bool,
+    /// `session/prompt` requests of this session not yet answered.
+    prompts_running: usize,
     cancel_requested: bool,
     /// The session has a title (stored, or sent to the editor from its first prompt).
     titled: bool,
@@ -78,14 +83,16 @@ fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// A prompt's claim on its session; dropping it frees the session for the next prompt.
+/// A running prompt of its session; dropping it counts it answered.
 pub struct PromptGuard(Arc<Session>);
 
 impl Drop for PromptGuard {
     fn drop(&mut self) {
         let mut st = lock(&self.0.state);
-        st.prompt_running = false;
-        st.cancel_requested = false;
+        st.prompts_running = st.prompts_running.saturating_sub(1);
+        if st.prompts_running == 0 {
+            st.cancel_requested = false;
+        }
     }
 }
 
@@ -121,15 +128,16 @@ impl Session {
         }
     }
 
-    /// Claims the session for a prompt; `None` when one is already running.
-    pub fn begin_prompt(self: &Arc<Self>) -> Option<PromptGuard> {
+    /// Counts a prompt running, and says whether another one already was (then this one
+    /// steers the running turn).
+    pub fn begin_prompt(self: &Arc<Self>) -> (PromptGuard, bool) {
         let mut st = lock(&self.state);
-        if st.prompt_running {
-            return None;
+        let steers = st.prompts_running > 0;
+        if !steers {
+            st.cancel_requested = false;
         }
-        st.prompt_running = true;
-        st.cancel_requested = false;
-        Some(PromptGuard(self.clone()))
+        st.prompts_running += 1;
+        (PromptGuard(self.clone()), steers)
     }
 
     /// The editor has been told a title.
@@ -147,7 +155,7 @@ impl Session {
     }
 
     pub fn prompt_running(&self) -> bool {
-        lock(&self.state).prompt_running
+        lock(&self.state).prompts_running > 0
     }
 
     /// Marks the running prompt cancelled and takes the open questions, to be withdrawn.
@@ -155,13 +163,15 @@ impl Session {
     /// a turn another frontend started is not this session's to stop).
     pub fn take_questions_for_cancel(&self) -> (bool, Vec<(String, RequestCancellationHandle)>) {
         let mut st = lock(&self.state);
-        if st.prompt_running {
+        let running = st.prompts_running > 0;
+        if running {
             st.cancel_requested = true;
         }
-        (st.prompt_running, st.questions.drain().collect())
+        (running, st.questions.drain().collect())
     }
 
-    /// Resolves when turn `turn_id` ends, with its stop reason. A turn that ended already
+    /// Resolves when turn `turn_id` ends, with its stop reason, or (`end_turn`) when a later
+    /// prompt of this session joined that turn: that one waits on. A turn that ended already
     /// answers at once; with no live watch it answers `refusal` (nobody would tell).
     pub fn wait_turn(&self, turn_id: i64) -> oneshot::Receiver<StopReason> {
         let (tx, rx) = oneshot::channel();
@@ -172,17 +182,28 @@ impl Session {
         } else if !st.pump_alive {
             let _ = tx.send(StopReason::Refusal);
         } else {
-            st.waiting.insert(turn_id, tx);
+            st.waiting.entry(turn_id).or_default().push_back(tx);
+            settle_joins(&mut st, turn_id);
         }
         rx
+    }
+
+    /// A prompt joined turn `turn_id`: the earliest prompt waiting for it is done.
+    fn prompt_joined(&self, turn_id: i64) {
+        let mut st = lock(&self.state);
+        *st.joined.entry(turn_id).or_default() += 1;
+        settle_joins(&mut st, turn_id);
     }
 
     fn turn_ended(&self, turn_id: Option<i64>, stop: StopReason) {
         let mut st = lock(&self.state);
         let stop = if st.cancel_requested { StopReason::Cancelled } else { stop };
         let Some(turn_id) = turn_id else { return };
-        if let Some(tx) = st.waiting.remove(&turn_id) {
-            let _ = tx.send(stop);
+        st.joined.remove(&turn_id);
+        if let Some(waiters) = st.waiting.remove(&turn_id) {
+            for tx in waiters {
+                let _ = tx.send(stop);
+            }
         } else {
             st.ended.push_back((turn_id, stop));
             while st.ended.len() > ENDED_KEPT {
@@ -237,7 +258,7 @@ impl Session {
             task.abort();
         }
         st.pump_alive = false;
-        for (_, tx) in st.waiting.drain() {
+        for tx in st.waiting.drain().flat_map(|(_, waiters)| waiters) {
             let _ = tx.send(StopReason::Cancelled);
         }
         st.questions.drain().collect()
@@ -258,8 +279,23 @@ impl Session {
             ))));
             let _ = cx.send_notification(SessionNotification::new(self.id.clone(), note));
         }
-        for (_, tx) in st.waiting.drain() {
+        for tx in st.waiting.drain().flat_map(|(_, waiters)| waiters) {
             let _ = tx.send(StopReason::Refusal);
+        }
+    }
+}
+
+/// Each prompt that joined `turn_id` ends the earliest prompt still waiting for it (once the
+/// joining prompt waits too: a join can be seen before its `session.submit` answered), with
+/// `end_turn`, as the ACP prompt-queueing practice has it: updates from then on belong to
+/// the prompt that joined.
+fn settle_joins(st: &mut State, turn_id: i64) {
+    let Some(joined) = st.joined.get_mut(&turn_id) else { return };
+    let Some(waiters) = st.waiting.get_mut(&turn_id) else { return };
+    while *joined > 0 && waiters.len() > 1 {
+        *joined -= 1;
+        if let Some(earliest) = waiters.pop_front() {
+            let _ = earliest.send(StopReason::EndTurn);
         }
     }
 }
@@ -325,6 +361,7 @@ async fn pump(session: Arc<Session>, kernel: KernelClient, cx: ConnectionTo<Clie
                     }
                 }
                 Out::TurnEnded { turn_id, stop_reason } => session.turn_ended(turn_id, stop_reason),
+                Out::PromptJoined { turn_id } => session.prompt_joined(turn_id),
                 Out::ReadFile(read) => answer_read(&session, &kernel, &cx, read),
             }
         }

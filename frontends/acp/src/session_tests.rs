@@ -49,7 +49,7 @@ fn waiting_turns_resolve_when_they_end_and_fail_when_the_watch_dies() {
     assert_eq!(first.try_recv().unwrap(), StopReason::EndTurn);
     assert!(second.try_recv().is_err());
     lock(&s.state).pump_alive = false;
-    for (_, tx) in lock(&s.state).waiting.drain() {
+    for tx in lock(&s.state).waiting.drain().flat_map(|(_, waiters)| waiters) {
         let _ = tx.send(StopReason::Refusal);
     }
     assert_eq!(second.try_recv().unwrap(), StopReason::Refusal);
@@ -61,20 +61,48 @@ fn waiting_turns_resolve_when_they_end_and_fail_when_the_watch_dies() {
 fn a_cancelled_prompt_ends_cancelled_and_frees_the_session() {
     let s = session();
     alive(&s);
-    let guard = s.begin_prompt().unwrap();
-    assert!(s.begin_prompt().is_none(), "one prompt at a time");
+    let (guard, steers) = s.begin_prompt();
+    assert!(!steers);
+    let (steering, steers) = s.begin_prompt();
+    assert!(steers, "a second prompt steers the first one's turn");
     let mut rx = s.wait_turn(4);
+    let mut steering_rx = s.wait_turn(4);
     let (running, questions) = s.take_questions_for_cancel();
     assert!(running && questions.is_empty());
     assert!(s.cancel_requested());
     s.turn_ended(Some(4), StopReason::EndTurn);
     assert_eq!(rx.try_recv().unwrap(), StopReason::Cancelled);
+    assert_eq!(steering_rx.try_recv().unwrap(), StopReason::Cancelled);
     drop(guard);
+    assert!(s.prompt_running(), "the steering prompt still runs");
+    drop(steering);
     assert!(!s.prompt_running() && !s.cancel_requested());
-    assert!(s.begin_prompt().is_some());
+    assert!(!s.begin_prompt().1);
     // A cancel with no prompt running cancels nothing.
     let s = session();
     assert!(!s.take_questions_for_cancel().0);
+}
+
+#[test]
+fn a_prompt_that_joins_a_turn_ends_the_prompt_before_it_whenever_the_join_is_seen() {
+    let s = session();
+    alive(&s);
+    let mut first = s.wait_turn(7);
+    let mut second = s.wait_turn(7);
+    assert!(first.try_recv().is_err());
+    s.prompt_joined(7);
+    assert_eq!(first.try_recv().unwrap(), StopReason::EndTurn);
+    assert!(second.try_recv().is_err(), "the joining prompt waits for the turn's end");
+    // A join seen before the joining prompt waits (its submit answered later) counts then.
+    s.prompt_joined(7);
+    let mut third = s.wait_turn(7);
+    assert_eq!(second.try_recv().unwrap(), StopReason::EndTurn);
+    s.turn_ended(Some(7), StopReason::MaxTokens);
+    assert_eq!(third.try_recv().unwrap(), StopReason::MaxTokens);
+    // A join with only one prompt waiting (another frontend steered) ends nothing.
+    let mut alone = s.wait_turn(9);
+    s.prompt_joined(9);
+    assert!(alone.try_recv().is_err());
 }
 
 #[test]

@@ -177,6 +177,45 @@ async fn session_load_replays_the_latest_plan_where_it_was_made() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_sent_while_one_runs_steers_its_turn() {
+    let env = TestEnv::new();
+    let (result, lines) = with_editor(&env, Answer::Select("allow_once"), async |cx, mut seen| {
+        initialize(&cx).await?;
+        let sid = new_session(&cx, &env).await?.session_id;
+        cx.send_request(text_prompt(&sid, "warm up")).block_task().await?;
+        // A turn whose command waits until the test creates `go`.
+        let waiting = r#"@tool bash {"command": "while [ ! -e go ]; do sleep 0.02; done; echo released"}"#;
+        let first = cx.send_request(text_prompt(&sid, waiting));
+        seen.until(
+            |u| matches!(u, SessionUpdate::ToolCallUpdate(t) if t.fields.status == Some(ToolCallStatus::InProgress)),
+        )
+        .await;
+        // A second prompt meanwhile is not refused: it joins the running turn once the kernel
+        // has it (its turn row: the warm-up's, the running one's and its own).
+        let second = cx.send_request(text_prompt(&sid, "steered words"));
+        env.wait_for_turn_rows(3).await;
+        std::fs::write(env.workspace.join("go"), "").unwrap();
+        let first = tokio::time::timeout(WAIT, first.block_task()).await.expect("the first prompt answers")?;
+        assert_eq!(first.stop_reason, StopReason::EndTurn);
+        let second = tokio::time::timeout(WAIT, second.block_task()).await.expect("the second prompt answers")?;
+        assert_eq!(second.stop_reason, StopReason::EndTurn);
+        // The mock answers the latest prompt: the steering one, in the same turn.
+        assert!(agent_text(&seen.drain()).contains("steered words"));
+        Ok(())
+    })
+    .await;
+    result.unwrap();
+    assert_jsonrpc_only(&lines);
+    let kernel = superpi_client::KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let conv = kernel.list().await.unwrap()[0].conversation_id;
+    let history = kernel.history(conv).await.unwrap().entries;
+    let users: Vec<Option<i64>> =
+        history.iter().filter(|e| e.kind == superpi_proto::EntryKind::User).map(|e| e.turn_id).collect();
+    assert_eq!(users.len(), 3, "{users:?}");
+    assert_eq!(users[1], users[2], "the steering prompt joined the running turn");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn permission_request_is_answered_during_the_prompt() {
     let env = TestEnv::new();
     let (result, lines) = with_editor(&env, Answer::Select("allow_once"), async |cx, mut seen| {
