@@ -161,3 +161,67 @@ fn an_mcp_host_starting_superpi_outside_a_project_gets_an_error_naming_workspace
     let out = env.command(&["mcp", "--workspace", &ws]).current_dir(&env.home).stdin(Stdio::null()).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// Lines of a child's pipe, read on a thread of their own.
+fn lines_of(pipe: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(pipe)).map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Reads lines until one contains `needle` (30 s at most).
+fn until_line(lines: &std::sync::mpsc::Receiver<String>, needle: &str) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = lines.recv_timeout(left).unwrap_or_else(|e| panic!("no line with {needle:?}: {e}"));
+        if line.contains(needle) {
+            return line;
+        }
+    }
+}
+
+#[test]
+fn chat_steer_joins_the_running_turn_and_other_lines_wait_for_it() {
+    let env = TestEnv::new();
+    let mut child = env
+        .command(&["chat", "--mode", "auto"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stderr = lines_of(child.stderr.take().unwrap());
+    let answers = lines_of(child.stdout.take().unwrap());
+    // A turn whose command waits until the test creates `go`.
+    writeln!(stdin, r#"@tool bash {{"command": "while [ ! -e go ]; do sleep 0.02; done; echo released"}}"#).unwrap();
+    until_line(&stderr, "→ bash");
+    // A plain line typed now waits for the turn; `/steer` joins it.
+    writeln!(stdin, "after the turn").unwrap();
+    writeln!(stdin, "/steer steered words").unwrap();
+    until_line(&stderr, "joins the running turn");
+    std::fs::write(env.workspace.join("go"), "").unwrap();
+    // The mock answers the latest prompt of the turn: the steering one.
+    until_line(&answers, "steered words");
+    until_line(&answers, "after the turn");
+    writeln!(stdin, "/exit").unwrap();
+    assert!(child.wait().unwrap().success());
+
+    let out = env.command(&["session", "list", "--json"]).output().unwrap();
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = list[0]["conversation_id"].to_string();
+    let out = env.command(&["session", "show", &id, "--json"]).output().unwrap();
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
+    let turns: Vec<&Value> =
+        shown["entries"].as_array().unwrap().iter().filter(|e| e["kind"] == "user").map(|e| &e["turn_id"]).collect();
+    assert_eq!(turns.len(), 3, "{shown}");
+    assert_eq!(turns[0], turns[1], "the steering prompt joined the first turn");
+    assert_ne!(turns[1], turns[2], "the plain line ran as the next turn");
+}

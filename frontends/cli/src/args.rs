@@ -10,7 +10,7 @@ use superpi_client::{KernelClient, Locations};
 
 use crate::connection::connect_options;
 use crate::listing::{self, JsonFlag};
-use crate::terminal;
+use crate::{chat, terminal};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -142,7 +142,7 @@ async fn no_command(locations: &Locations, print: Option<String>, run: terminal:
     if print.is_some() || piped || run.input_format != crate::output::InputFormat::Text {
         return terminal::run(locations, terminal::RunArgs { prompt: None, print, flags: run }).await;
     }
-    terminal::chat(locations, terminal::ChatArgs { session: run.session }).await
+    chat::chat(locations, terminal::ChatArgs { session: run.session }).await
 }
 
 pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -152,7 +152,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     };
     match command {
         Command::Run(args) => terminal::run(&locations, args).await,
-        Command::Chat(args) => terminal::chat(&locations, args).await,
+        Command::Chat(args) => chat::chat(&locations, args).await,
         Command::Session(SessionCommand::List(json)) => listing::session_list(&locations, json).await,
         Command::Session(SessionCommand::Show { id, json }) => listing::session_show(&locations, id, json).await,
         Command::Harnesses(json) => listing::harnesses(&locations, json).await,

@@ -8,6 +8,7 @@
 //! It must not hold protocol or kernel logic of its own: each role's crate does the work.
 
 mod args;
+mod chat;
 mod connection;
 mod lines;
 mod listing;

@@ -16,10 +16,13 @@ pub enum Line {
     End,
 }
 
-/// Reads one line each time [`LineReader::next`] is called; history is kept in `history`.
+/// Reads one line each time one is asked for ([`LineReader::next`], or [`LineReader::ask`]
+/// then [`LineReader::recv`]); history is kept in `history`.
 pub struct LineReader {
     ask: std::sync::mpsc::Sender<()>,
     lines: mpsc::Receiver<Line>,
+    /// A line was asked for and has not been received.
+    asked: bool,
 }
 
 impl LineReader {
@@ -58,14 +61,28 @@ impl LineReader {
                 tracing::debug!("chat history not saved to {}: {err}", path.display());
             }
         })?;
-        Ok(LineReader { ask, lines })
+        Ok(LineReader { ask, lines, asked: false })
     }
 
     /// The next line (the prompt shows now, after the previous turn's output).
     pub async fn next(&mut self) -> Line {
-        if self.ask.send(()).is_err() {
-            return Line::End;
+        self.ask();
+        self.recv().await
+    }
+
+    /// Asks for the next line (the prompt shows now), unless one was asked for already.
+    pub fn ask(&mut self) {
+        if !self.asked {
+            // A reader thread that ended answers `End` through `recv`.
+            let _ = self.ask.send(());
+            self.asked = true;
         }
-        self.lines.recv().await.unwrap_or(Line::End)
+    }
+
+    /// The line asked for. Cancel-safe: dropped before a line came, the line stays asked for.
+    pub async fn recv(&mut self) -> Line {
+        let line = self.lines.recv().await.unwrap_or(Line::End);
+        self.asked = false;
+        line
     }
 }

@@ -1,5 +1,5 @@
 //! The terminal frontend: `run` (one prompt, or one per stdin line, in text, JSON or a stream of
-//! kernel events) and `chat` (a line-by-line conversation).
+//! kernel events), and what `chat` (`chat.rs`) shares with it.
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -13,7 +13,6 @@ use superpi_proto::{Event, EventBody};
 use tokio::io::AsyncBufReadExt;
 
 use crate::connection::connect;
-use crate::lines::{Line, LineReader};
 use crate::output::{self, InputFormat, OutputFormat, TurnEnd, TurnResult};
 use crate::render::{Out, TerminalRenderer};
 use crate::style::{self, Spinner};
@@ -70,14 +69,14 @@ pub struct ChatArgs {
 }
 
 /// Where a turn's events go, by output format.
-enum Printer {
+pub(crate) enum Printer {
     Text { renderer: TerminalRenderer, spinner: Spinner, waiting: bool },
     Json,
     StreamJson,
 }
 
 impl Printer {
-    fn new(format: OutputFormat) -> Self {
+    pub(crate) fn new(format: OutputFormat) -> Self {
         match format {
             OutputFormat::Text => {
                 Printer::Text { renderer: TerminalRenderer::default(), spinner: Spinner::new(true), waiting: true }
@@ -87,7 +86,7 @@ impl Printer {
         }
     }
 
-    fn event(&mut self, event: &Event) {
+    pub(crate) fn event(&mut self, event: &Event) {
         match self {
             Printer::Text { renderer, spinner, waiting } => {
                 let out = renderer.render(event);
@@ -115,7 +114,7 @@ impl Printer {
     }
 
     /// The turn ended: the spinner goes; `json` prints the result line.
-    fn turn_ended(&mut self, result: &TurnResult) {
+    pub(crate) fn turn_ended(&mut self, result: &TurnResult) {
         match self {
             Printer::Text { spinner, waiting, .. } => {
                 spinner.clear();
@@ -127,13 +126,13 @@ impl Printer {
     }
 
     /// Draws the next spinner frame while nothing streams.
-    fn tick(&mut self) {
+    pub(crate) fn tick(&mut self) {
         if let Printer::Text { spinner, waiting: true, .. } = self {
             spinner.tick();
         }
     }
 
-    fn ticks(&self) -> bool {
+    pub(crate) fn ticks(&self) -> bool {
         matches!(self, Printer::Text { spinner, .. } if spinner.enabled())
     }
 }
@@ -145,7 +144,7 @@ fn line_out(line: &str) {
     let _ = stdout.flush();
 }
 
-async fn open(client: &KernelClient, flags: &SessionFlags) -> anyhow::Result<ConversationInfo> {
+pub(crate) async fn open(client: &KernelClient, flags: &SessionFlags) -> anyhow::Result<ConversationInfo> {
     let conversation_id = match (flags.conversation, flags.continue_latest) {
         (Some(id), _) => Some(id),
         (None, true) => Some(
@@ -175,7 +174,11 @@ async fn open(client: &KernelClient, flags: &SessionFlags) -> anyhow::Result<Con
     Ok(info)
 }
 
-async fn watch(client: &KernelClient, info: &ConversationInfo, interactive: bool) -> anyhow::Result<Subscription> {
+pub(crate) async fn watch(
+    client: &KernelClient,
+    info: &ConversationInfo,
+    interactive: bool,
+) -> anyhow::Result<Subscription> {
     Ok(client
         .watch(WatchParams {
             conversation_id: info.conversation_id,
@@ -235,22 +238,29 @@ async fn one_turn(
     }
 }
 
-/// Asks on the terminal; anything but a clear yes is a rejection.
-async fn ask_permission() -> String {
-    eprint!("allow? [y]es once, [a]lways, [n]o, [r]eject always: ");
-    let line = tokio::task::spawn_blocking(|| {
-        let mut line = String::new();
-        std::io::stdin().read_line(&mut line).map(|_| line).unwrap_or_default()
-    })
-    .await
-    .unwrap_or_default();
+/// What a permission question asks on the terminal.
+pub(crate) const PERMISSION_QUESTION: &str = "allow? [y]es once, [a]lways, [n]o, [r]eject always: ";
+
+/// The answer a typed line gives: anything but a clear yes is a rejection.
+pub(crate) fn permission_option(line: &str) -> &'static str {
     match line.trim() {
         "y" | "yes" => "allow_once",
         "a" | "always" => "allow_always",
         "r" => "reject_always",
         _ => "reject_once",
     }
-    .to_string()
+}
+
+/// Asks on the terminal.
+async fn ask_permission() -> String {
+    eprint!("{PERMISSION_QUESTION}");
+    let line = tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).map(|_| line).unwrap_or_default()
+    })
+    .await
+    .unwrap_or_default();
+    permission_option(&line).to_string()
 }
 
 fn exit_code(all_completed: bool) -> ExitCode {
@@ -320,42 +330,4 @@ async fn run_lines(locations: &Locations, flags: &RunFlags) -> anyhow::Result<Ex
         }
     }
     Ok(exit_code(all_completed))
-}
-
-pub async fn chat(locations: &Locations, args: ChatArgs) -> anyhow::Result<ExitCode> {
-    let client = connect(locations, "cli").await?;
-    let info = open(&client, &args.session).await?;
-    eprintln!(
-        "conversation {} ({}, {}, {}); /compact to summarise the earlier turns, /clear to start afresh, /exit to leave",
-        info.conversation_id, info.harness, info.model, info.mode
-    );
-    let mut sub = watch(&client, &info, true).await?;
-    let mut printer = Printer::new(OutputFormat::Text);
-    let mut reader = LineReader::start(Some(locations.data_dir.join("chat_history")))?;
-    loop {
-        let line = match reader.next().await {
-            Line::Text(line) => line,
-            Line::Interrupted => continue,
-            Line::End => return Ok(ExitCode::SUCCESS),
-        };
-        match line.trim() {
-            "" => continue,
-            "/exit" | "/quit" => return Ok(ExitCode::SUCCESS),
-            "/compact" => match client.compact(info.conversation_id).await {
-                Ok(done) if done["compacted"] == true => eprintln!(
-                    "context compacted: about {} tokens before, {} after (window {})",
-                    done["tokens_before"], done["tokens_after"], done["context_window"]
-                ),
-                Ok(done) => eprintln!("not compacted: {}", done["reason"].as_str().unwrap_or("nothing to do")),
-                Err(err) => eprintln!("compaction failed: {err}"),
-            },
-            "/clear" => match client.clear(info.conversation_id).await {
-                Ok(_) => eprintln!("context cleared: the model starts afresh (the history keeps every turn)"),
-                Err(err) => eprintln!("not cleared: {err}"),
-            },
-            prompt => {
-                one_turn(&client, &mut sub, &mut printer, info.conversation_id, prompt).await?;
-            }
-        }
-    }
 }
