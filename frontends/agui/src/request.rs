@@ -177,7 +177,7 @@ pub fn input_request(body: &[u8]) -> Result<InputRequest, ApiError> {
             "expected {{\"type\": \"prompt\" | \"permission\" | \"answer\" | \"cancel\", ...}}: {err}"
         ))
     })?;
-    if let InputRequest::Prompt { prompt } = &request
+    if let InputRequest::Prompt { prompt, .. } = &request
         && prompt.trim().is_empty()
     {
         return Err(ApiError::invalid("prompt must not be empty"));
@@ -311,7 +311,11 @@ mod tests {
         assert_eq!(input_request(br#"{"type": "cancel"}"#), Ok(InputRequest::Cancel {}));
         assert_eq!(
             input_request(br#"{"type": "prompt", "prompt": "hi"}"#),
-            Ok(InputRequest::Prompt { prompt: "hi".into() })
+            Ok(InputRequest::Prompt { prompt: "hi".into(), steer: false })
+        );
+        assert_eq!(
+            input_request(br#"{"type": "prompt", "prompt": "hi", "steer": true}"#),
+            Ok(InputRequest::Prompt { prompt: "hi".into(), steer: true })
         );
         for bad in
             [&br#"{"type": "prompt", "prompt": " "}"#[..], br#"{"type": "nope"}"#, b"[]", br#"{"type": "permission"}"#]

@@ -103,14 +103,21 @@ async fn run(State(agui): State<Agui>, headers: HeaderMap, body: Bytes) -> Resul
         content.push(ContentBlock::text(prompt));
     }
     content.extend(plan.images.iter().cloned());
-    let params = SubmitParams { conversation_id, content, ..Default::default() };
+    // A run started while the thread's turn runs steers that turn (and follows it to its end).
+    let params = SubmitParams { conversation_id, content, steer: true, ..Default::default() };
     let renderer = Renderer::new(&plan.thread_id, &info, RenderOptions::default());
     let (body, submitted) =
         stream::spawn_run(client, subscription, renderer, agui.frontend.stopping(), plan.run_id, params);
     let lost = || ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "the submit was lost");
     let submitted = submitted.await.map_err(|_| lost())?.map_err(kernel_err)?;
-    tracing::info!(thread = %plan.thread_id, conversation_id, turn_id = submitted.turn_id, "run");
+    let (turn_id, steered) = (submitted.turn_id, submitted.steered);
+    tracing::info!(thread = %plan.thread_id, conversation_id, turn_id, steered, "run");
     Ok((superpi_http::sse_headers(), body).into_response())
+}
+
+/// A text prompt for `session.submit`.
+fn submit(conversation_id: i64, prompt: String, steer: bool) -> SubmitParams {
+    SubmitParams { conversation_id, prompt: Some(prompt), steer, ..Default::default() }
 }
 
 /// `GET /agui/v1/sessions/{thread}/events`: snapshots, then every later run live.
@@ -155,13 +162,14 @@ async fn input(
     let client = agui.client(&principal).await?;
     let kernel_err = |e: ClientError| request::kernel_error(&e);
     match input {
-        InputRequest::Prompt { prompt } => {
+        InputRequest::Prompt { prompt, steer } => {
             let info = agui.existing(&client, &thread).await?;
-            let submitted = client.submit_text(info.conversation_id, &prompt).await.map_err(kernel_err)?;
+            let submitted = client.submit(submit(info.conversation_id, prompt, steer)).await.map_err(kernel_err)?;
             let body = json!({
                 "conversationId": info.conversation_id,
                 "turnId": submitted.turn_id,
                 "queued": submitted.queued,
+                "steered": submitted.steered,
             });
             Ok((StatusCode::ACCEPTED, axum::Json(body)).into_response())
         }

@@ -256,8 +256,13 @@ pub struct ContextItem {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum InputRequest {
-    /// A new user message (queued behind a running turn).
-    Prompt { prompt: String },
+    /// A new user message: queued behind a running turn, or with `steer` added to it before
+    /// its next model request.
+    Prompt {
+        prompt: String,
+        #[serde(default)]
+        steer: bool,
+    },
     /// The answer to a `superpi.permission_request`.
     Permission { request_id: String, option_id: String },
     /// The answer to a `superpi.ui_request`: the chosen option id.

@@ -247,6 +247,57 @@ async fn after_a_compaction_the_messages_snapshot_holds_the_summary_and_the_turn
     assert_eq!(contents(&opening[2]), [vec![live[0].clone()], expected_after_summary.to_vec()].concat());
 }
 
+/// Allows the bash call a stream asked about, once its question came.
+async fn allow_the_question(server: &Server, http: &reqwest::Client, stream: &mut common::Sse) {
+    let asked = stream.until("CUSTOM").await;
+    let question = &asked.last().unwrap()["value"];
+    let answer = json!({"type": "permission", "requestId": question["requestId"], "optionId": "allow_once"});
+    let (status, body) = server.input(http, "t1", answer).await;
+    assert_eq!((status, &body["accepted"]), (200, &json!(true)), "{body}");
+}
+
+#[tokio::test]
+async fn a_run_started_while_the_threads_turn_runs_steers_it() {
+    let server = Server::start(&[], &[]);
+    let http = http();
+    let waiting = |file: &str| format!(r#"@tool bash {{"command": "while [ ! -e {file} ]; do sleep 0.02; done"}}"#);
+    let mut first = server.run(&http, &run_input("t1", "r1", &waiting("go"))).await;
+    allow_the_question(&server, &http, &mut first).await;
+    // The second run's prompt is in the kernel once its stream has begun.
+    let second = server.run(&http, &run_input("t1", "r2", "steered words")).await;
+    std::fs::write(server.env.workspace.join("go"), "").unwrap();
+    let first = first.until("RUN_FINISHED").await;
+    let second = second.all().await;
+    // Both runs follow the one turn to its end; the mock answers its latest prompt.
+    for run in [&first, &second] {
+        let last = run.last().unwrap();
+        assert_eq!(last["type"], "RUN_FINISHED", "{run:?}");
+        assert_eq!(last["result"], "steered words", "{run:?}");
+    }
+    assert_eq!(second[0]["runId"], "r2");
+    let kernel = KernelClient::connect(&server.env.connect_options("agui")).await.unwrap();
+    let info = kernel.open(OpenParams { external_id: Some("t1".into()), ..Default::default() }).await.unwrap();
+    let history = kernel.history(info.conversation_id).await.unwrap().entries;
+    let users: Vec<Option<i64>> =
+        history.iter().filter(|e| e.kind == superpi_proto::EntryKind::User).map(|e| e.turn_id).collect();
+    assert_eq!(users.len(), 2, "{users:?}");
+    assert_eq!(users[0], users[1], "the second run's prompt joined the first run's turn");
+
+    // The input route steers when asked to.
+    let mut attached = server.attach(&http, "t1").await;
+    attached.until("RUN_FINISHED").await;
+    let (status, body) = server.input(&http, "t1", json!({"type": "prompt", "prompt": waiting("go2")})).await;
+    assert_eq!(status, 202, "{body}");
+    allow_the_question(&server, &http, &mut attached).await;
+    let steer = json!({"type": "prompt", "prompt": "input steered", "steer": true});
+    let (status, steered) = server.input(&http, "t1", steer).await;
+    assert_eq!((status, &steered["steered"]), (202, &json!(true)), "{steered}");
+    assert_eq!(steered["turnId"], body["turnId"], "the running turn answers it");
+    std::fs::write(server.env.workspace.join("go2"), "").unwrap();
+    let turn = attached.until("RUN_FINISHED").await;
+    assert_eq!(turn.last().unwrap()["result"], "input steered");
+}
+
 #[tokio::test]
 async fn the_input_route_refuses_what_it_cannot_do() {
     let server = Server::start(&[], &[]);
