@@ -246,8 +246,14 @@ async fn kernel(locations: &Locations, args: KernelArgs) -> anyhow::Result<ExitC
             config.database_url = args.database;
             config.provider_env = Some(superpi_client::process_provider_env());
             config.tool_exe = std::env::current_exe().ok();
-            superpi_kernel::run(config).await?;
-            Ok(ExitCode::SUCCESS)
+            match superpi_kernel::run(config).await {
+                Ok(()) => Ok(ExitCode::SUCCESS),
+                Err(err @ superpi_kernel::KernelError::AlreadyRunning(_)) => {
+                    eprintln!("superpi: {err}");
+                    Ok(ExitCode::from(superpi_proto::KERNEL_EXIT_LOCK_HELD))
+                }
+                Err(err) => Err(err.into()),
+            }
         }
         Some(action) => {
             let mut opts = connect_options(locations, "cli");

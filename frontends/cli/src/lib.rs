@@ -25,7 +25,8 @@ use clap::Parser;
 
 pub use args::{Cli, Command};
 
-/// Exit codes: 0 ok, 1 the turn (or command) failed, 2 usage error.
+/// Exit codes: 0 ok, 1 the turn (or command) failed, 2 usage error, 3 (`kernel`) another kernel
+/// holds the data directory ([`superpi_proto::KERNEL_EXIT_LOCK_HELD`]).
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

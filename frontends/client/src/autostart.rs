@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use superpi_proto::Locations;
+use superpi_proto::{KERNEL_EXIT_LOCK_HELD, Locations};
 use tokio::net::UnixStream;
 
 use crate::ClientError;
@@ -19,9 +19,11 @@ const MAX_STARTS: u32 = 3;
 
 /// Starts `superpi kernel --autostarted` (`exe`, default this executable) and connects to its
 /// socket once it answers. The wait follows the kernels: while ours runs, or while another
-/// holds the data directory's lock, it goes on, for at most `timeout` (only a kernel that hangs
-/// meets it); when ours exited and nobody holds the lock, it ends at once with the log's
-/// reason, or starts another kernel when ours had lost the race to one that is gone since.
+/// holds the data directory's lock after ours lost the race for it (its exit status says so),
+/// it goes on, for at most `timeout` (only a kernel that hangs meets it); when ours exited for
+/// any other reason it ends at once with the log's reason (a lock held by a kernel with another
+/// runtime directory must not keep us waiting), and when ours lost the race to a kernel that
+/// is gone since, it starts another.
 pub(crate) async fn start_and_connect(
     exe: Option<&Path>,
     locations: &Locations,
@@ -37,15 +39,30 @@ pub(crate) async fn start_and_connect(
             Ok(stream) => break Ok(stream),
             Err(err) => err,
         };
-        let ours_exited = matches!(child.try_wait(), Ok(Some(_)));
-        if ours_exited && !is_locked(&locations.lock_path())? {
-            if lost_race(locations) && starts < MAX_STARTS {
-                tracing::debug!("the kernel that won the race is gone; starting another");
-                child = start_kernel(exe, locations)?;
-                starts += 1;
-                continue;
+        match child.try_wait() {
+            // Ours still runs: it is still starting.
+            Ok(None) => {}
+            // Ours lost the race for the data directory: the holder is starting (wait for it),
+            // or went away without answering (start another).
+            Ok(Some(status)) if status.code() == Some(i32::from(KERNEL_EXIT_LOCK_HELD)) => {
+                if !is_locked(&locations.lock_path())? {
+                    if starts >= MAX_STARTS {
+                        break Err(ClientError::NoKernel(format!(
+                            "{starts} kernels lost the race for {} to kernels that never answered",
+                            locations.data_dir.display()
+                        )));
+                    }
+                    tracing::debug!("the kernel that won the race is gone; starting another");
+                    child = start_kernel(exe, locations)?;
+                    starts += 1;
+                    continue;
+                }
             }
-            break Err(ClientError::NoKernel(format!("the kernel exited at start: {}", log_tail(locations))));
+            // Ours failed for its own reason (bad settings, a runtime directory it cannot
+            // create): whoever else holds the lock will not open our socket, so say why now.
+            Ok(Some(_)) | Err(_) => {
+                break Err(ClientError::NoKernel(format!("the kernel exited at start: {}", log_tail(locations))));
+            }
         }
         if Instant::now() >= deadline {
             break Err(ClientError::NoKernel(format!(
@@ -96,11 +113,6 @@ fn log_tail(locations: &Locations) -> String {
     let log = std::fs::read_to_string(locations.kernel_log_path()).unwrap_or_default();
     let tail: Vec<&str> = log.lines().rev().filter(|l| !l.trim().is_empty()).take(2).collect();
     tail.into_iter().rev().collect::<Vec<_>>().join("; ")
-}
-
-/// Our kernel exited because another one held the data dir.
-fn lost_race(locations: &Locations) -> bool {
-    log_tail(locations).contains("already runs")
 }
 
 #[cfg(test)]

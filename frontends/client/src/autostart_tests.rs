@@ -1,5 +1,5 @@
 //! The autostart wait against fake kernels: small Python programs that keep the real kernel's
-//! contract (take the data directory's lock or say "already runs" and exit, then open the
+//! contract (take the data directory's lock or say "already runs" and exit with status 3, then open the
 //! socket), so each case is a process the wait has to follow.
 #![allow(clippy::disallowed_methods)]
 
@@ -22,7 +22,7 @@ fn fake_kernel(dir: &Path, locations: &Locations, body: &str) -> PathBuf {
          import fcntl, socket, sys\n\
          lock = open({lock:?}, 'a')\n\
          try:\n    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)\n\
-         except OSError:\n    print('another kernel already runs for the data dir', file=sys.stderr); sys.exit(1)\n\
+         except OSError:\n    print('another kernel already runs for the data dir', file=sys.stderr); sys.exit(3)\n\
          SOCKET = {socket:?}\n\
          {body}\n",
         lock = locations.lock_path().display().to_string(),
@@ -50,6 +50,25 @@ async fn a_kernel_that_exits_at_start_ends_the_wait_with_its_reason() {
     let err = start_and_connect(Some(&exe), &locations, Duration::from_secs(600)).await.unwrap_err();
     let message = err.to_string();
     assert!(message.contains("exited at start") && message.contains("unknown key `x`"), "{message}");
+}
+
+/// The conformance run's case: a kernel for the same data directory but another runtime
+/// directory holds the lock, and ours cannot create its runtime directory. Ours says why and
+/// exits before the lock; the holder will never open our socket, so the wait must not follow it.
+#[tokio::test]
+async fn a_kernel_that_fails_for_its_own_reason_is_not_waited_past_while_another_holds_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let locations = locations(dir.path());
+    std::fs::create_dir_all(&locations.data_dir).unwrap();
+    let holder = std::fs::File::create(locations.lock_path()).unwrap();
+    holder.lock().unwrap();
+    let exe = dir.path().join("fake-superpi");
+    std::fs::write(&exe, "#!/bin/sh\necho 'error: creating the runtime dir: Not a directory' >&2\nexit 1\n").unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let err = start_and_connect(Some(&exe), &locations, Duration::from_secs(600)).await.unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("exited at start") && message.contains("Not a directory"), "{message}");
+    drop(holder);
 }
 
 #[tokio::test]

@@ -20,7 +20,7 @@ pub mod tool;
 
 pub use content::{ContentBlock, Entry, EntryKind, Message, Role, Usage};
 pub use event::{Event, EventBody, PermissionOption, PlanEntry};
-pub use locations::Locations;
+pub use locations::{KERNEL_EXIT_LOCK_HELD, Locations};
 pub use message::{ClientMessage, ErrorObject, KernelMessage};
 pub use tool::{Effect, ToolDef};
 

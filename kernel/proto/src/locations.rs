@@ -4,6 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
+/// The exit status of `superpi kernel` when another kernel holds the data directory's lock: a
+/// frontend that started it lost a race and follows the holder instead of reporting a failure.
+pub const KERNEL_EXIT_LOCK_HELD: u8 = 3;
+
 /// The three directories every `superpi` subcommand shares.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Locations {
