@@ -266,13 +266,7 @@ pub async fn open_and_watch(
         .expect("open")
         .conversation_id;
     let sub = client
-        .watch(superpi_proto::method::WatchParams {
-            conversation_id,
-            from_seq: None,
-            window: None,
-            interactive,
-            reads_files: false,
-        })
+        .watch(superpi_proto::method::WatchParams::live(conversation_id).interactive(interactive))
         .await
         .expect("watch");
     (conversation_id, sub)
@@ -284,13 +278,7 @@ pub async fn watch(
     conversation_id: i64,
     from_seq: Option<u64>,
 ) -> superpi_client::Subscription {
-    let params = superpi_proto::method::WatchParams {
-        conversation_id,
-        from_seq,
-        window: None,
-        interactive: false,
-        reads_files: false,
-    };
+    let params = superpi_proto::method::WatchParams::live(conversation_id).catch_up(from_seq);
     client.watch(params).await.expect("watch")
 }
 
@@ -328,13 +316,7 @@ pub async fn turn_events(sub: &mut superpi_client::Subscription, turn_id: i64) -
 /// How the first turn of a conversation ended (`turn_completed`, `turn_error` or
 /// `turn_cancelled`): watches it from its first stored event, 30 s at most.
 pub async fn first_turn_end(client: &superpi_client::KernelClient, conversation_id: i64) -> superpi_proto::EventBody {
-    let params = superpi_proto::method::WatchParams {
-        conversation_id,
-        from_seq: Some(0),
-        window: None,
-        interactive: false,
-        reads_files: false,
-    };
+    let params = superpi_proto::method::WatchParams::after(conversation_id, 0);
     let mut sub = client.watch(params).await.expect("watch");
     let ended = tokio::time::timeout(std::time::Duration::from_secs(30), async {
         loop {

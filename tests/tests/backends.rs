@@ -61,7 +61,7 @@ async fn open_backend(client: &KernelClient, env: &TestEnv, mode: &str) -> (i64,
         ..Default::default()
     };
     let conversation_id = client.open(params).await.unwrap().conversation_id;
-    let watch = WatchParams { conversation_id, from_seq: None, window: None, interactive: false, reads_files: false };
+    let watch = WatchParams::live(conversation_id);
     (conversation_id, client.watch(watch).await.unwrap())
 }
 
@@ -404,8 +404,7 @@ async fn a_backends_always_answers_are_remembered_for_the_conversation() {
     assert!(start.output().unwrap().status.success());
     let client = KernelClient::connect(&env.connect_options("test")).await.unwrap();
     let (cid, _) = open_backend(&client, &env, "accept-edits").await;
-    let watch =
-        WatchParams { conversation_id: cid, from_seq: None, window: None, interactive: true, reads_files: false };
+    let watch = WatchParams::live(cid).interactive(true);
     let mut sub = client.watch(watch).await.unwrap();
     let appended = || std::fs::read_to_string(env.workspace.join("allowed.txt")).unwrap_or_default();
 

@@ -113,13 +113,7 @@ async fn twenty_turns_fit_a_tiny_mock_window_and_fork_before_the_compaction_show
     assert!(compaction_seqs(&forked).is_empty());
     let expected: Vec<u64> = history.iter().filter(|e| e.seq < first).map(|e| e.seq).collect();
     assert_eq!(forked.iter().map(|e| e.seq).take(expected.len()).collect::<Vec<_>>(), expected);
-    let params = WatchParams {
-        conversation_id: before.conversation_id,
-        from_seq: Some(0),
-        window: None,
-        interactive: false,
-        reads_files: false,
-    };
+    let params = WatchParams::after(before.conversation_id, 0);
     let mut replay = client.watch(params).await.unwrap();
     let mut replayed_prompts = 0;
     while replayed_prompts
@@ -136,7 +130,7 @@ async fn twenty_turns_fit_a_tiny_mock_window_and_fork_before_the_compaction_show
     let after = client.fork(conv, None).await.unwrap();
     assert_eq!(compaction_seqs(&client.history(after.conversation_id).await.unwrap().entries), compacted);
     for fork in [before.conversation_id, after.conversation_id] {
-        let mut sub = client.watch(WatchParams { from_seq: None, ..params_for(fork) }).await.unwrap();
+        let mut sub = client.watch(params_for(fork)).await.unwrap();
         let turn = client.submit_text(fork, "and now?").await.unwrap();
         let events = turn_events(&mut sub, turn.turn_id).await;
         assert!(matches!(events.last().unwrap().body, EventBody::TurnCompleted { .. }), "{events:?}");
@@ -150,7 +144,7 @@ async fn twenty_turns_fit_a_tiny_mock_window_and_fork_before_the_compaction_show
 }
 
 fn params_for(conversation_id: i64) -> WatchParams {
-    WatchParams { conversation_id, from_seq: None, window: None, interactive: false, reads_files: false }
+    WatchParams::live(conversation_id)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -62,7 +62,7 @@ fn result_of<'a>(entries: &'a [Entry], call_id: &str) -> (&'a str, bool) {
 }
 
 fn watch_from_start(conversation_id: i64) -> WatchParams {
-    WatchParams { conversation_id, from_seq: Some(0), window: None, interactive: false, reads_files: false }
+    WatchParams::after(conversation_id, 0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -130,8 +130,7 @@ async fn two_watchers_see_the_same_events_in_the_same_order_and_catch_up_replays
     let a = client(&env).await;
     let b = client(&env).await;
     let conv = open(&a, &env).await;
-    let watch =
-        WatchParams { conversation_id: conv, from_seq: None, window: Some(8), interactive: false, reads_files: false };
+    let watch = WatchParams::live(conv).window(8);
     let mut sub_a = a.watch(watch.clone()).await.unwrap();
     let mut sub_b = b.watch(watch).await.unwrap();
     let turn = a.submit_text(conv, "@think pondering\none two three four five six seven eight nine ten").await.unwrap();
@@ -141,16 +140,7 @@ async fn two_watchers_see_the_same_events_in_the_same_order_and_catch_up_replays
     assert_eq!(ev_a, ev_b);
 
     // A late watcher from seq 0 gets every stored event (no deltas), in the same order.
-    let mut late = b
-        .watch(WatchParams {
-            conversation_id: conv,
-            from_seq: Some(0),
-            window: None,
-            interactive: false,
-            reads_files: false,
-        })
-        .await
-        .unwrap();
+    let mut late = b.watch(WatchParams::after(conv, 0)).await.unwrap();
     let replayed = turn_events(&mut late, turn.turn_id).await;
     let stored: Vec<_> = ev_a.into_iter().filter(|e| !e.body.is_transient()).collect();
     assert_eq!(replayed, stored);
@@ -186,16 +176,7 @@ async fn a_kernel_killed_mid_turn_keeps_every_committed_entry_and_marks_the_turn
     let client = client(&env).await;
     let conv = open(&client, &env).await;
     let first = client.submit_text(conv, "first answer").await.unwrap();
-    let mut sub = client
-        .watch(WatchParams {
-            conversation_id: conv,
-            from_seq: Some(0),
-            window: None,
-            interactive: false,
-            reads_files: false,
-        })
-        .await
-        .unwrap();
+    let mut sub = client.watch(WatchParams::after(conv, 0)).await.unwrap();
     turn_events(&mut sub, first.turn_id).await;
     let slow = client.submit_text(conv, "@slow 300\nnever finished in this life").await.unwrap();
     loop {
@@ -222,16 +203,7 @@ async fn a_kernel_killed_mid_turn_keeps_every_committed_entry_and_marks_the_turn
     assert_eq!(check, "ok");
     let status: String = db.query_row("SELECT status FROM turns WHERE id = ?1", [slow.turn_id], |r| r.get(0)).unwrap();
     assert_eq!(status, "interrupted");
-    let mut replay = client
-        .watch(WatchParams {
-            conversation_id: conv,
-            from_seq: Some(0),
-            window: None,
-            interactive: false,
-            reads_files: false,
-        })
-        .await
-        .unwrap();
+    let mut replay = client.watch(WatchParams::after(conv, 0)).await.unwrap();
     loop {
         let ev = tokio::time::timeout(Duration::from_secs(10), replay.next()).await.unwrap().unwrap();
         if let EventBody::Notice { message, .. } = &ev.body {
@@ -635,16 +607,7 @@ async fn an_editor_watcher_supplies_unsaved_buffers_to_read() {
     std::fs::write(env.workspace.join("note.txt"), "on disk\n").unwrap();
     let client = client(&env).await;
     let conv = open(&client, &env).await;
-    let mut sub = client
-        .watch(WatchParams {
-            conversation_id: conv,
-            from_seq: None,
-            window: None,
-            interactive: false,
-            reads_files: true,
-        })
-        .await
-        .unwrap();
+    let mut sub = client.watch(WatchParams::live(conv).reads_files(true)).await.unwrap();
     for (answer, expected) in [
         (serde_json::json!({"content": "UNSAVED EDITOR TEXT\n"}), "UNSAVED EDITOR TEXT"),
         (serde_json::json!({"use_disk": true}), "on disk"),

@@ -108,13 +108,7 @@ async fn sigterm_ends_running_and_queued_turns_as_interrupted_and_tells_the_watc
     let kinds: Vec<&str> = history.entries.iter().map(|e| e.kind.as_str()).collect();
     assert_eq!(kinds, ["user", "assistant", "tool_result", "user"]);
     assert_eq!(history.entries[3].message.text(), "the prompt behind it");
-    let params = superpi_proto::method::WatchParams {
-        conversation_id: conv,
-        from_seq: None,
-        window: None,
-        interactive: false,
-        reads_files: false,
-    };
+    let params = superpi_proto::method::WatchParams::live(conv);
     let mut sub = client.watch(params).await.unwrap();
     let next = client.submit_text(conv, "after the stop").await.unwrap();
     let events = turn_events(&mut sub, next.turn_id).await;
@@ -199,13 +193,7 @@ async fn a_conversation_of_more_than_64_mib_loads_and_replays_through_the_client
         assert!(pair[1].message.text().starts_with(&n.to_string()));
     }
 
-    let params = superpi_proto::method::WatchParams {
-        conversation_id: conv,
-        from_seq: Some(0),
-        window: None,
-        interactive: false,
-        reads_files: false,
-    };
+    let params = superpi_proto::method::WatchParams::after(conv, 0);
     let mut replay = client.watch(params).await.unwrap();
     let (mut bytes, mut ends) = (0usize, 0);
     while ends < turns {

@@ -224,7 +224,7 @@ async fn turn_in(
         ..Default::default()
     };
     let conversation_id = client.open(open).await.unwrap().conversation_id;
-    let watch = WatchParams { conversation_id, from_seq: None, window: None, interactive: false, reads_files: false };
+    let watch = WatchParams::live(conversation_id);
     let mut sub = client.watch(watch).await.unwrap();
     let submitted = client.submit_text(conversation_id, prompt).await.unwrap();
     (conversation_id, turn_events(&mut sub, submitted.turn_id).await)

@@ -30,7 +30,7 @@ async fn until_live(client: &KernelClient, count: u64) {
 }
 
 fn watch_from(conversation_id: i64, from_seq: Option<u64>) -> WatchParams {
-    WatchParams { conversation_id, from_seq, window: None, interactive: false, reads_files: false }
+    WatchParams::live(conversation_id).catch_up(from_seq)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -91,7 +91,7 @@ async fn a_watcher_that_falls_behind_catches_up_from_the_store_and_misses_no_sto
     let (_kernel, client) = env.start_kernel(&[("SUPERPI_EVENT_BUFFER", "256")]).await;
     let (conv, mut keeps_up) = open_and_watch(&client, &env.workspace, None, false).await;
     // A window of 8: unread, it stops taking events at 8 and falls behind.
-    let mut slow = client.watch(WatchParams { window: Some(8), ..watch_from(conv, None) }).await.unwrap();
+    let mut slow = client.watch(WatchParams::live(conv).window(8)).await.unwrap();
     let first_id = slow.id();
 
     // Paced (1 ms a delta), so the watcher that reads keeps up on a loaded machine.

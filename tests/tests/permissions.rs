@@ -20,16 +20,7 @@ async fn setup(env: &TestEnv, mode: &str, harness: Option<&str>) -> (KernelClien
         })
         .await
         .unwrap();
-    let sub = client
-        .watch(WatchParams {
-            conversation_id: info.conversation_id,
-            from_seq: None,
-            window: None,
-            interactive: true,
-            reads_files: false,
-        })
-        .await
-        .unwrap();
+    let sub = client.watch(WatchParams::live(info.conversation_id).interactive(true)).await.unwrap();
     (client, info.conversation_id, sub)
 }
 
@@ -123,8 +114,7 @@ async fn always_answers_outlive_the_kernel() {
     // The next client autostarts a new kernel, which loads the answers with the conversation.
     let client = KernelClient::connect(&env.connect_options("test")).await.unwrap();
     client.open(OpenParams { conversation_id: Some(conv), ..Default::default() }).await.unwrap();
-    let watch =
-        WatchParams { conversation_id: conv, from_seq: None, window: None, interactive: true, reads_files: false };
+    let watch = WatchParams::live(conv).interactive(true);
     let mut sub = client.watch(watch).await.unwrap();
     std::fs::remove_file(env.workspace.join("made-by-bash")).unwrap();
     let events = turn(&client, &mut sub, conv, TOUCH, &[]).await;
@@ -238,16 +228,7 @@ async fn a_remote_caller_only_tightens_and_the_workspace_boundary_is_never_askab
         .await
         .unwrap();
     assert_eq!(info.mode, "accept-edits");
-    let mut sub = client
-        .watch(WatchParams {
-            conversation_id: info.conversation_id,
-            from_seq: None,
-            window: None,
-            interactive: true,
-            reads_files: false,
-        })
-        .await
-        .unwrap();
+    let mut sub = client.watch(WatchParams::live(info.conversation_id).interactive(true)).await.unwrap();
     let outside = env.path().join("outside.txt");
     let prompt = format!("@tool write {{\"path\": {:?}, \"content\": \"x\"}}", outside.display().to_string());
     let events = turn(&client, &mut sub, info.conversation_id, &prompt, &["allow_once"]).await;

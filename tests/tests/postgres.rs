@@ -79,7 +79,7 @@ async fn two_kernels(url: &str) -> (TestEnv, KillOnDrop, KernelClient, TestEnv, 
 }
 
 fn watch_from(conversation_id: i64, from_seq: Option<u64>) -> WatchParams {
-    WatchParams { conversation_id, from_seq, window: None, interactive: false, reads_files: false }
+    WatchParams::live(conversation_id).catch_up(from_seq)
 }
 
 fn completed_with(events: &[superpi_proto::Event], text: &str) -> bool {

@@ -92,7 +92,7 @@ async fn a_registered_tool_is_offered_decided_run_and_shown_by_its_facts() {
         ..Default::default()
     };
     let conversation_id = client.open(open).await.unwrap().conversation_id;
-    let watch = WatchParams { conversation_id, from_seq: None, window: None, interactive: false, reads_files: false };
+    let watch = WatchParams::live(conversation_id);
     let mut sub = client.watch(watch).await.unwrap();
     let prompt = "@tool stamp {\"path\": \"notes.txt\"}\n\
                   @tool stamp {\"path\": \"/etc/passwd\"}\n\

@@ -32,7 +32,7 @@ async fn open_local(client: &KernelClient, env: &TestEnv, mode: &str) -> i64 {
 }
 
 async fn watch(client: &KernelClient, conv: i64, interactive: bool) -> Subscription {
-    let params = WatchParams { conversation_id: conv, from_seq: None, window: None, interactive, reads_files: false };
+    let params = WatchParams::live(conv).interactive(interactive);
     client.watch(params).await.unwrap()
 }
 

@@ -19,7 +19,7 @@ async fn connect(env: &TestEnv) -> KernelClient {
 }
 
 fn watch_params(conversation_id: i64) -> WatchParams {
-    WatchParams { conversation_id, from_seq: Some(0), window: None, interactive: false, reads_files: false }
+    WatchParams::after(conversation_id, 0)
 }
 
 fn started(events: &[Event]) -> (i64, String, String) {
@@ -86,7 +86,7 @@ async fn a_subagent_works_in_its_own_context_and_its_answer_is_the_result() {
         .await
         .unwrap()
         .conversation_id;
-    let mut sub = client.watch(WatchParams { from_seq: None, ..watch_params(parent) }).await.unwrap();
+    let mut sub = client.watch(WatchParams::live(parent)).await.unwrap();
     let turn = client.submit_text(parent, "where is the config read? ask a subagent").await.unwrap();
     let events = turn_events(&mut sub, turn.turn_id).await;
     assert!(matches!(events.last().unwrap().body, EventBody::TurnCompleted { .. }), "{events:?}");

@@ -42,8 +42,7 @@ async fn on_fake(env: &TestEnv, fake: &FakeServer) -> (KernelClient, i64, Subscr
         .await
         .unwrap()
         .conversation_id;
-    let params =
-        WatchParams { conversation_id: conv, from_seq: None, window: None, interactive: false, reads_files: false };
+    let params = WatchParams::live(conv);
     let sub = client.watch(params).await.unwrap();
     (client, conv, sub)
 }

@@ -735,16 +735,7 @@ async fn the_editors_mcp_servers_are_attached_to_the_session() {
 async fn read_outcomes(env: &TestEnv, sid: &SessionId) -> Vec<serde_json::Value> {
     let conversation_id: i64 = sid.0.trim_start_matches("conv-").parse().unwrap();
     let client = superpi_client::KernelClient::connect(&env.connect_options("acp-test")).await.unwrap();
-    let mut sub = client
-        .watch(superpi_proto::method::WatchParams {
-            conversation_id,
-            from_seq: Some(0),
-            window: None,
-            interactive: false,
-            reads_files: false,
-        })
-        .await
-        .unwrap();
+    let mut sub = client.watch(superpi_proto::method::WatchParams::after(conversation_id, 0)).await.unwrap();
     let mut outcomes = Vec::new();
     // The stored history replays up to the watch's head.
     let head = sub.head_seq();

@@ -93,10 +93,7 @@ async fn run(State(agui): State<Agui>, headers: HeaderMap, body: Bytes) -> Resul
         info.mode = mode.clone();
     }
     let conversation_id = info.conversation_id;
-    let subscription = client
-        .watch(WatchParams { conversation_id, from_seq: None, window: None, interactive: true, reads_files: false })
-        .await
-        .map_err(kernel_err)?;
+    let subscription = client.watch(WatchParams::live(conversation_id).interactive(true)).await.map_err(kernel_err)?;
     let prompt = plan.prompt_for(info.created);
     let mut content: Vec<ContentBlock> = Vec::with_capacity(1 + plan.images.len());
     if !prompt.trim().is_empty() {
@@ -133,16 +130,8 @@ async fn events(
     // The first page now (the conversation as it stands); the rest as the snapshot is written.
     let pages = client.history_pages(info.conversation_id).await.map_err(kernel_err)?;
     let head = pages.end_seq();
-    let subscription = client
-        .watch(WatchParams {
-            conversation_id: info.conversation_id,
-            from_seq: Some(head),
-            window: None,
-            interactive: true,
-            reads_files: false,
-        })
-        .await
-        .map_err(kernel_err)?;
+    let subscription =
+        client.watch(WatchParams::after(info.conversation_id, head).interactive(true)).await.map_err(kernel_err)?;
     let renderer =
         Renderer::new(&thread, pages.conversation(), RenderOptions { echo_user: true, ..Default::default() });
     let run_id = format!("attach-{}-{head}", info.conversation_id);

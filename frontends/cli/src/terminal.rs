@@ -179,15 +179,7 @@ pub(crate) async fn watch(
     info: &ConversationInfo,
     interactive: bool,
 ) -> anyhow::Result<Subscription> {
-    Ok(client
-        .watch(WatchParams {
-            conversation_id: info.conversation_id,
-            from_seq: Some(info.head_seq),
-            window: None,
-            interactive,
-            reads_files: false,
-        })
-        .await?)
+    Ok(client.watch(WatchParams::after(info.conversation_id, info.head_seq).interactive(interactive)).await?)
 }
 
 /// Submits one prompt and prints the conversation's events until that turn ends. Ctrl-C

@@ -55,13 +55,7 @@ impl SuperpiMcp {
         // The turn's questions are answered per the approval setting; without an answerer the
         // watch is not interactive and the kernel refuses askable calls at once.
         let approval = self.inner.config.approval;
-        let watch = WatchParams {
-            conversation_id,
-            from_seq: Some(info.head_seq),
-            window: None,
-            interactive: approval.answers(&context.peer),
-            reads_files: false,
-        };
+        let watch = WatchParams::after(conversation_id, info.head_seq).interactive(approval.answers(&context.peer));
         // Answers in flight; dropped (and aborted) when the task ends.
         let mut questions = tokio::task::JoinSet::new();
         let mut sub = kernel.watch(watch).await.map_err(|err| tools::kernel_error(HARNESS_TASK, &err))?;

@@ -236,13 +236,7 @@ async fn chat_inner(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Re
     let t_open = began.elapsed();
     let conversation_id = info.conversation_id;
     let sub = client
-        .watch(WatchParams {
-            conversation_id,
-            from_seq: Some(info.head_seq),
-            window: None,
-            interactive: false,
-            reads_files: false,
-        })
+        .watch(WatchParams::after(conversation_id, info.head_seq))
         .await
         .map_err(|e| request::kernel_error(&e, &req.model))?;
     let t_watch = began.elapsed();

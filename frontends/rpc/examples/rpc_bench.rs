@@ -193,16 +193,7 @@ async fn main() {
     // The same turn watched straight from the kernel, for comparison.
     let kernel = superpi_client::KernelClient::connect(&env.connect_options("bench")).await.unwrap();
     let direct = kernel.open(Default::default()).await.unwrap().conversation_id;
-    let mut sub = kernel
-        .watch(superpi_proto::method::WatchParams {
-            conversation_id: direct,
-            from_seq: None,
-            window: None,
-            interactive: false,
-            reads_files: false,
-        })
-        .await
-        .unwrap();
+    let mut sub = kernel.watch(superpi_proto::method::WatchParams::live(direct)).await.unwrap();
     let start = Instant::now();
     kernel.submit_text(direct, &format!("@deltas {deltas}")).await.unwrap();
     let mut n = 0u64;

@@ -82,13 +82,12 @@ pub fn module(conn: Arc<Conn>) -> Result<RpcModule<Conn>, crate::Error> {
         let kernel = conn.kernel().await?;
         let p: wire::WatchParams = parse("session.watch", p.as_deref())?;
         let sub = kernel
-            .watch(superpi_proto::method::WatchParams {
-                conversation_id: p.conversation_id,
-                from_seq: p.from_seq,
-                window: None,
-                interactive: p.interactive,
-                reads_files: p.reads_files,
-            })
+            .watch(
+                superpi_proto::method::WatchParams::live(p.conversation_id)
+                    .catch_up(p.from_seq)
+                    .interactive(p.interactive)
+                    .reads_files(p.reads_files),
+            )
             .await
             .map_err(wire::kernel_error)?;
         let head_seq = sub.head_seq();

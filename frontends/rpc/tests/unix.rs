@@ -316,16 +316,7 @@ async fn a_client_gone_mid_watch_costs_the_kernel_nothing() {
         assert!(Instant::now() < deadline, "the kernel still counts {} clients", status.clients);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let mut sub = kernel
-        .watch(superpi_proto::method::WatchParams {
-            conversation_id: id,
-            from_seq: Some(0),
-            window: None,
-            interactive: false,
-            reads_files: false,
-        })
-        .await
-        .unwrap();
+    let mut sub = kernel.watch(superpi_proto::method::WatchParams::after(id, 0)).await.unwrap();
     loop {
         let event = tokio::time::timeout(READ_TIMEOUT, sub.next()).await.unwrap().expect("an event");
         if event.body.is_turn_end() {

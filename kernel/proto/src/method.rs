@@ -258,6 +258,38 @@ pub struct WatchParams {
     pub reads_files: bool,
 }
 
+impl WatchParams {
+    /// Live events only, not interactive, default window.
+    pub fn live(conversation_id: i64) -> Self {
+        WatchParams { conversation_id, from_seq: None, window: None, interactive: false, reads_files: false }
+    }
+
+    /// Stored events with a seq greater than `seq` first, then live ones.
+    pub fn after(conversation_id: i64, seq: u64) -> Self {
+        Self::live(conversation_id).catch_up(Some(seq))
+    }
+
+    pub fn catch_up(mut self, from_seq: Option<u64>) -> Self {
+        self.from_seq = from_seq;
+        self
+    }
+
+    pub fn window(mut self, window: u64) -> Self {
+        self.window = Some(window);
+        self
+    }
+
+    pub fn interactive(mut self, interactive: bool) -> Self {
+        self.interactive = interactive;
+        self
+    }
+
+    pub fn reads_files(mut self, reads_files: bool) -> Self {
+        self.reads_files = reads_files;
+        self
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WatchResult {
     pub subscription: u64,

@@ -65,16 +65,7 @@ async fn bench(deltas: u64) {
     }
     tool_calls.sort();
 
-    let mut sub = client
-        .watch(WatchParams {
-            conversation_id: conv,
-            from_seq: None,
-            window: Some(4096),
-            interactive: false,
-            reads_files: false,
-        })
-        .await
-        .unwrap();
+    let mut sub = client.watch(WatchParams::live(conv).window(4096)).await.unwrap();
     let start = Instant::now();
     let turn = client.submit_text(conv, &format!("@deltas {deltas}")).await.unwrap();
     let mut received = 0u64;

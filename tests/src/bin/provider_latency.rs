@@ -88,16 +88,7 @@ async fn bench() {
         .await
         .unwrap()
         .conversation_id;
-    let mut sub = client
-        .watch(WatchParams {
-            conversation_id: conv,
-            from_seq: None,
-            window: None,
-            interactive: false,
-            reads_files: false,
-        })
-        .await
-        .unwrap();
+    let mut sub = client.watch(WatchParams::live(conv)).await.unwrap();
     let turn = client.submit_text(conv, "hi").await.unwrap();
     loop {
         let ev =
