@@ -35,32 +35,33 @@ pub struct Event {
     pub body: EventBody,
 }
 
-/// The derived reading of an event's wire map. [`Event`] reads its map first, so a key given
-/// twice counts once (the last), as when the event is written back: otherwise a known type with
-/// a duplicate key read as `Unknown` and wrote back as the known type (found by fuzzing).
-#[derive(Deserialize)]
-struct EventFields {
-    #[serde(default = "schema_v1")]
-    v: u32,
-    conversation_id: i64,
-    #[serde(default)]
-    turn_id: Option<i64>,
-    #[serde(default)]
-    seq: u64,
-    #[serde(default)]
-    timestamp_ms: i64,
-    #[serde(flatten)]
-    body: EventBody,
-}
-
+/// [`Event`] reads its map first, so a key given twice counts once (the last), as when the
+/// event is written back: otherwise a known type with a duplicate key read as `Unknown` and
+/// wrote back as the known type (found by fuzzing). The envelope keys are then taken out of
+/// the map by hand and the rest is the body: a derived `flatten` would buffer the whole map a
+/// second time, which halved how fast a frontend reads event frames.
 impl TryFrom<Map<String, Value>> for Event {
     type Error = serde_json::Error;
 
-    fn try_from(map: Map<String, Value>) -> Result<Event, serde_json::Error> {
-        let EventFields { v, conversation_id, turn_id, seq, timestamp_ms, body } =
-            serde_json::from_value(Value::Object(map))?;
+    fn try_from(mut map: Map<String, Value>) -> Result<Event, serde_json::Error> {
+        use serde::de::Error as _;
+        let v = take(&mut map, "v")?.unwrap_or_else(schema_v1);
+        let conversation_id =
+            take(&mut map, "conversation_id")?.ok_or_else(|| serde_json::Error::missing_field("conversation_id"))?;
+        let turn_id = take::<Option<i64>>(&mut map, "turn_id")?.flatten();
+        let seq = take(&mut map, "seq")?.unwrap_or_default();
+        let timestamp_ms = take(&mut map, "timestamp_ms")?.unwrap_or_default();
+        let body = EventBody::deserialize(Value::Object(map))?;
         Ok(Event { v, conversation_id, turn_id, seq, timestamp_ms, body })
     }
+}
+
+/// Takes `key` out of an event's wire map and reads it as a `T`.
+fn take<T: serde::de::DeserializeOwned>(
+    map: &mut Map<String, Value>,
+    key: &str,
+) -> Result<Option<T>, serde_json::Error> {
+    map.remove(key).map(serde_json::from_value).transpose()
 }
 
 /// A permission option offered to a person; `kind` is ACP's PermissionOptionKind.
