@@ -67,9 +67,15 @@ fn error_frame(id: Option<u64>, code: i32, message: impl Into<String>) -> Bytes 
     Bytes::from(frame::encode(&KernelMessage::Response(Response::err(id, ErrorObject::new(code, message)))))
 }
 
-fn too_large(len: usize, max: usize) -> Bytes {
+/// The refusal of a frame over the limit, to the request it was when its head says so (so its
+/// caller's wait ends), else with no id.
+fn too_large(len: usize, max: usize, head: &[u8]) -> Bytes {
+    let id = match frame::owner(head) {
+        Some(frame::FrameOwner::Request(id)) => Some(id),
+        _ => None,
+    };
     error_frame(
-        None,
+        id,
         codes::FRAME_TOO_LARGE,
         format!("a frame of {len} bytes is over the limit of {max}; it was skipped"),
     )
@@ -88,8 +94,8 @@ async fn handshake(kernel: &Kernel, reader: &mut Reader, out: Outbox) -> Greetin
     let Some(first) = first else { return Greeting::Closed };
     let body = match first {
         Ok(ReadFrame::Frame(body)) => body,
-        Ok(ReadFrame::TooLarge { len }) => {
-            out.send(too_large(len, kernel.config.max_frame)).await;
+        Ok(ReadFrame::TooLarge { len, head }) => {
+            out.send(too_large(len, kernel.config.max_frame, &head)).await;
             return Greeting::Closed;
         }
         Err(err) => {
@@ -166,10 +172,10 @@ async fn read_loop(kernel: &Arc<Kernel>, peer: &Arc<Peer>, reader: &mut Reader) 
         let body = match next {
             None => return,
             Some(Ok(ReadFrame::Frame(body))) => body,
-            Some(Ok(ReadFrame::TooLarge { len })) => {
+            Some(Ok(ReadFrame::TooLarge { len, head })) => {
                 // Its bytes are skipped by length: the connection goes on.
                 tracing::warn!(frontend = %peer.frontend, "refused a frame of {len} bytes");
-                peer.out.send(too_large(len, kernel.config.max_frame)).await;
+                peer.out.send(too_large(len, kernel.config.max_frame, &head)).await;
                 continue;
             }
             Some(Err(err)) => {

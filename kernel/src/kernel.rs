@@ -12,6 +12,7 @@ use tokio_util::task::TaskTracker;
 use crate::activity::Activity;
 use crate::config::KernelConfig;
 use crate::conversation::{EventStore, LiveConversations};
+use crate::freed::FreedMemory;
 use crate::heads::StoredHeads;
 use crate::images::ImageStore;
 use crate::mcp_client::McpClients;
@@ -33,6 +34,8 @@ pub(crate) struct Kernel {
     /// External MCP servers, started on first need.
     pub mcp: McpClients,
     pub live: LiveConversations,
+    /// Trims the allocator once conversations have left memory.
+    pub freed: FreedMemory,
     /// Conversations are loaded (and their leases claimed) one at a time per stripe.
     pub loads: [std::sync::Mutex<()>; 16],
     /// The heads of conversations other kernels run, as heard through the store.
@@ -67,6 +70,7 @@ impl Kernel {
             sandbox,
             catalog,
             live: LiveConversations::default(),
+            freed: FreedMemory::default(),
             loads: Default::default(),
             stored_heads: StoredHeads::default(),
             questions: Questions::new(),

@@ -21,6 +21,7 @@ mod connection;
 mod context;
 mod conversation;
 mod feed;
+mod freed;
 mod handlers;
 mod heads;
 mod images;

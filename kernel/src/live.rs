@@ -239,6 +239,7 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
                 if conv.quiet_for() >= quiet {
                     if may_leave(&conv) && kernel.live.remove_unused(&conv) {
                         tracing::debug!(conversation = conv.id, "an idle conversation left memory");
+                        kernel.freed.conversation_left();
                         break;
                     }
                     // Held (a watcher, a request) or kept: look again a period later.

@@ -275,6 +275,17 @@ async fn bad_frames_get_error_frames_and_the_kernel_keeps_serving() {
         KernelMessage::Response(r) => assert!(r.id == Some(7) && r.error.is_none(), "{r:?}"),
         other => panic!("expected the list's answer, got {other:?}"),
     }
+    // An oversized request is refused with its id, so its caller's wait ends.
+    let pad = " ".repeat(superpi_proto::frame::DEFAULT_MAX_FRAME);
+    let big = format!("{{\"type\":\"request\",\"id\":8,\"method\":\"session.list\",\"params\":{{\"pad\":\"{pad}\"}}}}");
+    raw.send(Bytes::from(big)).await.unwrap();
+    match frame::decode::<KernelMessage>(&raw.next().await.unwrap().unwrap()).unwrap() {
+        KernelMessage::Response(r) => {
+            assert_eq!(r.id, Some(8), "{r:?}");
+            assert_eq!(r.error.map(|e| e.code), Some(codes::FRAME_TOO_LARGE));
+        }
+        other => panic!("expected the refusal, got {other:?}"),
+    }
 
     // A first message that is not hello is refused.
     let stream = UnixStream::connect(env.locations.socket_path()).await.unwrap();

@@ -150,7 +150,7 @@ impl KernelClient {
         writer.send(Bytes::from(frame::encode(&hello))).await?;
         let first = match reader.next().await.ok_or(ClientError::Closed)?? {
             ReadFrame::Frame(first) => first,
-            ReadFrame::TooLarge { len } => {
+            ReadFrame::TooLarge { len, .. } => {
                 return Err(ClientError::Protocol(format!("the kernel's hello is {len} bytes, over the frame limit")));
             }
         };
@@ -191,8 +191,20 @@ impl KernelClient {
         *self.inner.closed.borrow()
     }
 
+    /// Queues a message for the kernel. One over the frame limit is refused here (the writer
+    /// could not send it and would end the connection of every caller sharing it).
     pub(crate) fn send_raw(&self, message: &ClientMessage) -> Result<(), ClientError> {
-        self.inner.out.send(Bytes::from(frame::encode(message))).map_err(|_| ClientError::Closed)
+        let encoded = frame::encode(message);
+        if encoded.len() > frame::DEFAULT_MAX_FRAME {
+            let why = format!(
+                "a message of {} bytes is over the kernel's frame limit of {} bytes; it was not sent",
+                encoded.len(),
+                frame::DEFAULT_MAX_FRAME
+            );
+            tracing::warn!("{why}");
+            return Err(ClientError::Protocol(why));
+        }
+        self.inner.out.send(Bytes::from(encoded)).map_err(|_| ClientError::Closed)
     }
 
     pub(crate) fn ack(&self, subscription: u64, count: u64) {
@@ -292,9 +304,10 @@ async fn read_loop(
         let body = match read {
             ReadFrame::Frame(body) => body,
             // The kernel keeps its frames within the limit; one that is not is skipped (by its
-            // length, so the connection and its other requests go on) and said in the log.
-            ReadFrame::TooLarge { len } => {
-                tracing::error!("skipped a frame of {len} bytes from the kernel, over the frame limit");
+            // length, so the connection and its other requests go on), ends only what it was
+            // for, and is said in the log.
+            ReadFrame::TooLarge { len, head } => {
+                refuse_oversized(&inner, len, &head);
                 continue;
             }
         };
@@ -335,6 +348,31 @@ async fn read_loop(
         lock(&inner.subscriptions).clear();
     }
     let _ = closed.send(true);
+}
+
+/// A frame over the limit ends what it was for, as its head says: the request it answers
+/// fails with `FRAME_TOO_LARGE`, the subscription it feeds ends (here and in the kernel: its
+/// events would have a gap). Nothing else on the connection is touched.
+fn refuse_oversized(inner: &Inner, len: usize, head: &[u8]) {
+    let over = format!("{len} bytes, over the frame limit of {} bytes", frame::DEFAULT_MAX_FRAME);
+    match frame::owner(head) {
+        Some(frame::FrameOwner::Response(id)) => {
+            tracing::error!(request = id, "the kernel's answer is {over}: that request fails");
+            if let Some(tx) = lock(&inner.pending).remove(&id) {
+                let why = format!("the kernel's answer is {over}; it was skipped");
+                let _ = tx.send(Err(ErrorObject::new(codes::FRAME_TOO_LARGE, why)));
+            }
+        }
+        Some(frame::FrameOwner::Events(subscription)) => {
+            tracing::error!(subscription, "an event frame of {over}: that subscription ends");
+            lock(&inner.subscriptions).end(subscription);
+            let id = inner.next_id.fetch_add(1, Ordering::Relaxed);
+            let (name, params) = Method::SessionUnwatch(UnwatchParams { subscription }).to_request();
+            let unwatch = ClientMessage::Request(Request { id, method: name.to_string(), params });
+            let _ = inner.out.send(Bytes::from(frame::encode(&unwatch)));
+        }
+        _ => tracing::error!("skipped a frame of {over} from the kernel, for nothing known"),
+    }
 }
 
 fn route(inner: &Inner, subscription: u64, message: SubMessage) {

@@ -1,7 +1,7 @@
 //! Where the reader task sends event frames: one channel per live subscription, and a
 //! bounded hold for frames that arrive before their watch's answer reached the caller.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use superpi_proto::Event;
 use tokio::sync::mpsc;
@@ -20,6 +20,8 @@ pub(crate) type SubReceiver = mpsc::UnboundedReceiver<SubMessage>;
 pub(crate) struct SubTable {
     live: HashMap<u64, mpsc::UnboundedSender<SubMessage>>,
     early: HashMap<u64, Vec<SubMessage>>,
+    /// Subscriptions ended before they were registered: they get what they held, then end.
+    ended_early: HashSet<u64>,
 }
 
 /// Frames kept for subscriptions not yet registered (bounded: a stray id cannot grow it).
@@ -31,13 +33,25 @@ impl SubTable {
         for message in self.early.remove(&id).unwrap_or_default() {
             let _ = tx.send(message);
         }
-        self.live.insert(id, tx);
+        // Ended already: the sender goes now, so the receiver ends after what it holds.
+        if !self.ended_early.remove(&id) {
+            self.live.insert(id, tx);
+        }
         rx
     }
 
     pub(crate) fn remove(&mut self, id: u64) {
         self.live.remove(&id);
         self.early.remove(&id);
+        self.ended_early.remove(&id);
+    }
+
+    /// Ends a subscription from the kernel's side: it gets what it was sent before, then
+    /// nothing more, whether or not its watch's caller has registered it yet.
+    pub(crate) fn end(&mut self, id: u64) {
+        if self.live.remove(&id).is_none() && self.ended_early.len() < EARLY_LIMIT {
+            self.ended_early.insert(id);
+        }
     }
 
     pub(crate) fn route(&mut self, id: u64, message: SubMessage) {
@@ -45,6 +59,8 @@ impl SubTable {
             Some(tx) => {
                 let _ = tx.send(message);
             }
+            // What follows an end would come after a gap: dropped.
+            None if self.ended_early.contains(&id) => {}
             None => {
                 let held: usize = self.early.values().map(Vec::len).sum();
                 if held < EARLY_LIMIT {
@@ -57,5 +73,6 @@ impl SubTable {
     pub(crate) fn clear(&mut self) {
         self.live.clear();
         self.early.clear();
+        self.ended_early.clear();
     }
 }

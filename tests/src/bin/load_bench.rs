@@ -10,7 +10,8 @@
 //! after the opens (all of them live: the kernel runs with `SUPERPI_LIVE_SOFT_LIMIT` above
 //! CONVERSATIONS and a quiet period of 40 s, `SUPERPI_CONVERSATION_IDLE_MS`, longer than the
 //! opens take, so this is what that many live conversations cost), the peak during the turns,
-//! and once every conversation has left memory again.
+//! as the last conversation leaves memory, and once the RSS has settled after that (the
+//! kernel gives freed memory back to the system once departures have gathered).
 //!
 //! With `SUPERPI_BENCH_POSTGRES=1` the kernel keeps its store in PostgreSQL: a database on a
 //! server started from the machine's PostgreSQL binaries, as the tests start it.
@@ -138,6 +139,16 @@ async fn bench(conversations: usize, connections: usize, turns: usize) {
     }
     let evicted_after = t.elapsed();
     let after_eviction = rss_mib(pid);
+    // The kernel gives freed memory back a second after departures: wait until its RSS has
+    // held still for 2 s (at most 15 s).
+    let (settle, mut settled, mut still_since) = (Instant::now(), after_eviction, Instant::now());
+    while settle.elapsed() < Duration::from_secs(15) && still_since.elapsed() < Duration::from_secs(2) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = rss_mib(pid);
+        if (now - settled).abs() > 0.05 {
+            (settled, still_since) = (now, Instant::now());
+        }
+    }
 
     println!(
         "load benchmark ({engine}): {conversations} conversations over {connections} `superpi rpc --unix` connections, {turns} turns"
@@ -152,7 +163,8 @@ async fn bench(conversations: usize, connections: usize, turns: usize) {
     );
     println!(
         "  kernel RSS: idle {idle:.1} MiB, after the opens {after_open:.1} MiB, peak during the turns {during:.1} MiB, \
-         after idle eviction {after_eviction:.1} MiB ({live} live, {:.1} s after the last turn; quiet period {QUIET_MS} ms)",
+         as the last left memory {after_eviction:.1} MiB ({live} live, {:.1} s after the last turn; quiet period {QUIET_MS} ms), \
+         settled after all left {settled:.1} MiB",
         evicted_after.as_secs_f64()
     );
 }
