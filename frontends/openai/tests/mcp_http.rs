@@ -180,3 +180,45 @@ async fn log_lines_ride_their_request_stream_and_get_opens_the_standalone_stream
     let get = http().get(gw.url("/mcp")).header("accept", "text/event-stream").send().await.unwrap();
     assert_eq!(get.status(), 400);
 }
+
+/// A conversation whose stored events pass 64 MiB reads whole through the gateway's `/mcp`
+/// with rmcp's Streamable HTTP client: its transcript resource comes in parts that each name
+/// the next (every reply within what an MCP client reads), every entry once and in order, and
+/// the gateway never holds the whole history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transcript_of_more_than_64_mib_reads_through_the_gateway() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{ReadResourceRequestParams, ResourceContents};
+    use rmcp::transport::StreamableHttpClientTransport;
+
+    let env = superpi_tests::TestEnv::new();
+    let conv = superpi_tests::pages::conversation_over_64_mib(&env, "test").await;
+    let stored = superpi_tests::pages::stored_event_bytes(&env, conv) as u64;
+    let gw = Gateway::start_in(env, &[], &[]);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = ().serve(StreamableHttpClientTransport::from_uri(gw.url("/mcp"))).await.expect("initialize");
+
+    let mut uri = Some(format!("superpi://conversation/{conv}/transcript"));
+    let (mut said, mut parts) = (Vec::new(), 0);
+    while let Some(at) = uri {
+        let read = client.peer().read_resource(ReadResourceRequestParams::new(at)).await.expect("resources/read");
+        let ResourceContents::TextResourceContents { text, meta, .. } = &read.contents[0] else {
+            panic!("a transcript is text")
+        };
+        assert!(text.len() < superpi_proto::frame::DEFAULT_MAX_FRAME / 2, "a part of {} bytes", text.len());
+        for line in text.lines() {
+            let line: Value = serde_json::from_str(line).unwrap();
+            let blocks = line["content"].as_array().unwrap().iter();
+            let words: String = blocks.filter(|b| b["type"] == "text").map(|b| b["text"].as_str().unwrap()).collect();
+            said.push((line["kind"].as_str().unwrap().to_string(), words));
+        }
+        uri = meta.as_ref().and_then(|m| m.0.get("superpi/next")).map(|next| next.as_str().unwrap().to_string());
+        parts += 1;
+    }
+    superpi_tests::pages::assert_replayed_over_64_mib(&said);
+    let peak = superpi_tests::pages::peak_rss(gw.child.0.id()).expect("the gateway's peak RSS");
+    eprintln!("{} MiB of events read in {parts} parts; gateway peak RSS {} MiB", stored >> 20, peak >> 20);
+    assert!(parts > 10, "{parts} parts");
+    assert!(peak < stored, "the gateway held {peak} bytes for {stored} bytes of events");
+    client.cancel().await.expect("close");
+}

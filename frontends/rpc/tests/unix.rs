@@ -365,3 +365,42 @@ async fn ui_respond_answers_the_read_requests_of_a_reads_files_watch() {
     let stale = json!({"request_id": request_id, "outcome": {"content": "late"}});
     assert_eq!(c.err("ui.respond", stale).await["code"], json!(-32004));
 }
+
+/// A conversation whose stored events pass 64 MiB reads whole through `session.history`, a
+/// page per request following `after_seq` (each answer one line well within the kernel's
+/// frame), every entry once and in order, and the server never holds the whole history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_history_of_more_than_64_mib_reads_page_by_page() {
+    let env = TestEnv::new();
+    let conv = superpi_tests::pages::conversation_over_64_mib(&env, "test").await;
+    let stored = superpi_tests::pages::stored_event_bytes(&env, conv) as u64;
+    let server = UnixServer::start(&env, &[]).await;
+    let mut c = server.client().await;
+    let (mut said, mut after, mut pages) = (Vec::new(), None::<u64>, 0);
+    loop {
+        let mut params = json!({"conversation_id": conv});
+        if let Some(after) = after {
+            params["after_seq"] = json!(after);
+        }
+        let page = c.ok("session.history", params).await;
+        let line = page.to_string().len();
+        assert!(line < superpi_proto::frame::DEFAULT_MAX_FRAME, "an answer of {line} bytes");
+        for entry in page["entries"].as_array().unwrap() {
+            let seq = entry["seq"].as_u64().unwrap();
+            assert!(after.is_none_or(|after| seq > after), "seq {seq} after {after:?}");
+            after = Some(seq);
+            let blocks = entry["content"].as_array().unwrap().iter();
+            let text: String = blocks.filter(|b| b["type"] == "text").map(|b| b["text"].as_str().unwrap()).collect();
+            said.push((entry["kind"].as_str().unwrap().to_string(), text));
+        }
+        pages += 1;
+        if page["more"] != json!(true) {
+            break;
+        }
+    }
+    superpi_tests::pages::assert_replayed_over_64_mib(&said);
+    let peak = superpi_tests::pages::peak_rss(server.child.id().unwrap()).expect("the server's peak RSS");
+    eprintln!("{} MiB of events read in {pages} pages; superpi rpc peak RSS {} MiB", stored >> 20, peak >> 20);
+    assert!(pages > 5, "{pages} pages");
+    assert!(peak < stored, "superpi rpc held {peak} bytes for {stored} bytes of events");
+}
