@@ -155,9 +155,6 @@ pub(crate) struct Conversation {
     /// The highest mode the running turn's tool calls run in (its submitter's ceiling, lowered
     /// by steering prompts): what a subagent it starts may have at most.
     pub turn_ceiling: Mutex<Option<Mode>>,
-    /// How many subagents deep this conversation is (0: a person's). Kept in memory only: a
-    /// child loaded again later is a person's to use.
-    pub subagent_depth: std::sync::atomic::AtomicU32,
     /// Prompts that steer the running turn.
     pub steering: Mutex<Steering>,
     /// The permission policy of this conversation (with the session's allow_always and
@@ -202,7 +199,6 @@ impl Conversation {
             mcp_attached: Mutex::default(),
             running: Mutex::new(None),
             turn_ceiling: Mutex::new(None),
-            subagent_depth: Default::default(),
             steering: Mutex::default(),
             policy: Mutex::new(policy),
             usage_total: Mutex::new(Default::default()),

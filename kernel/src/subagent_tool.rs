@@ -8,25 +8,26 @@
 //! mode the calling turn runs in (its stored mode lowered to the turn's ceiling, then to the
 //! child harness's ceiling): every call the child makes goes through the pipeline there. The
 //! parent's turn publishes `subagent_started` and `subagent_finished`; cancelling it cancels
-//! the child's turn. A subagent cannot start subagents (depth [`MAX_DEPTH`]). Like the plan
+//! the child's turn. A subagent cannot start subagents (depth [`MAX_DEPTH`]), whatever
+//! happened between: its depth is read from the store's parent chain (see [`stored_depth`]),
+//! so a kernel restarted since the child was made still refuses. Like the plan
 //! tool it runs in the kernel's process and is `turn_only`; its effect is `read`, since what
 //! the child does is decided call by call in the child, never above the caller's mode.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::json;
 use superpi_proto::tool::{Effect, ToolCallResult, ToolDef, ToolKind, ToolUi};
-use superpi_proto::{Event, Message, Role};
+use superpi_proto::{Event, EventBody, Message, Role};
 use superpi_sandbox::{RunFuture, ToolCall, ToolRunner};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{Conversation, Input};
 use crate::kernel::{Kernel, KernelSlot};
-use crate::store::NewConversation;
+use crate::store::{NewConversation, Store, StoreError};
 use crate::sync::lock;
 
 /// The tool's name.
@@ -34,6 +35,10 @@ pub(crate) const NAME: &str = "subagent";
 
 /// How deep subagents go: a person's conversation starts them, they start none.
 const MAX_DEPTH: u32 = 1;
+
+/// The longest parent chain [`stored_depth`] follows: past it the store is taken to be
+/// corrupt (a loop), and the call is refused rather than followed forever.
+const MAX_CHAIN: usize = 10_000;
 
 /// The harness of a subagent when the call names none: reads and searches, changes nothing.
 const DEFAULT_HARNESS: &str = "superpi-planner";
@@ -120,7 +125,9 @@ async fn run_child(
     args: &Args,
     cancel: &CancellationToken,
 ) -> Result<ToolCallResult, String> {
-    let depth = parent.subagent_depth.load(Ordering::Relaxed) + 1;
+    let depth = stored_depth(kernel.store.as_ref(), parent.id)
+        .map_err(|e| format!("could not read the conversation's parents: {e}"))?
+        + 1;
     if depth > MAX_DEPTH {
         return Err("a subagent cannot start subagents: do the task yourself".into());
     }
@@ -152,7 +159,6 @@ async fn run_child(
     let child = crate::live::conversation(kernel, row.id)
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("the subagent's conversation {} vanished", row.id))?;
-    child.subagent_depth.store(depth, Ordering::Relaxed);
 
     let parent_turn = *lock(&parent.running);
     parent
@@ -211,6 +217,35 @@ async fn run_turn(
     }
 }
 
+/// How many subagents deep a conversation is (0: a person's), from the store alone: each
+/// step up its parent chain (`parent_id`) that its parent's stored `subagent_started` names
+/// is a subagent's, any other (a fork records its source as its parent) keeps the depth, so a
+/// fork of a subagent's conversation is as deep as that conversation.
+pub(crate) fn stored_depth(store: &dyn Store, id: i64) -> Result<u32, StoreError> {
+    let mut depth = 0;
+    let mut child = id;
+    for _ in 0..MAX_CHAIN {
+        let Some(parent) = store.conversation(child)?.and_then(|row| row.parent_id) else {
+            return Ok(depth);
+        };
+        if started_child(store, parent, child)? {
+            depth += 1;
+        }
+        child = parent;
+    }
+    Err(StoreError::Corrupt(format!("conversation {id}'s parent chain is longer than {MAX_CHAIN}")))
+}
+
+/// Whether `parent`'s stored events hold the `subagent_started` of `child`.
+fn started_child(store: &dyn Store, parent: i64, child: i64) -> Result<bool, StoreError> {
+    let started = store.latest_events(parent, "subagent_started", usize::MAX)?;
+    Ok(started.iter().any(|(_, wire)| {
+        Event::from_json(wire).is_ok_and(|event| {
+            matches!(event.body, EventBody::SubagentStarted { child_conversation_id, .. } if child_conversation_id == child)
+        })
+    }))
+}
+
 async fn sleep_until(at: Option<tokio::time::Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
@@ -240,3 +275,7 @@ fn stored_end(kernel: &Kernel, child: i64, turn_id: i64) -> Result<Option<ChildE
     };
     Ok(Some(ChildEnd { status, text }))
 }
+
+#[cfg(test)]
+#[path = "subagent_tool_tests.rs"]
+mod tests;

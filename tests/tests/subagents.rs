@@ -110,6 +110,16 @@ async fn a_subagent_works_in_its_own_context_and_its_answer_is_the_result() {
     let list = client.list().await.unwrap();
     let info = list.iter().find(|c| c.conversation_id == child).unwrap();
     assert_eq!((info.parent_id, info.mode.as_str(), info.harness.as_str()), (Some(parent), "plan", "superpi-planner"));
+    // `superpi session list` shows it under its parent, `--json` with its parent.
+    let out = env.command(&["session", "list"]).env("NO_COLOR", "1").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let ids: Vec<&str> = text.lines().skip(1).map(|l| l.split("  ").next().unwrap()).collect();
+    assert_eq!(ids, [parent.to_string(), format!("└ {child}")], "{text}");
+    let out = env.command(&["session", "list", "--json"]).output().unwrap();
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let child_json = listed.as_array().unwrap().iter().find(|c| c["conversation_id"] == child).unwrap();
+    assert_eq!(child_json["parent_id"], json!(parent));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -140,6 +150,53 @@ async fn a_subagent_never_runs_above_the_parents_mode_and_starts_no_subagents() 
     assert!(child_history.iter().any(|e| e.message.content.iter().any(|b| matches!(b,
         superpi_proto::ContentBlock::ToolResult { is_error: true, output, .. } if output.contains("cannot start subagents")))));
     assert_eq!(client.list().await.unwrap().iter().filter(|c| c.parent_id == Some(child)).count(), 0);
+}
+
+/// The `subagent` call's refusal in a turn's events, if it was refused for depth.
+fn refused_for_depth(events: &[Event]) -> bool {
+    let (is_error, output) = tool_result(events, "subagent");
+    is_error && output.contains("cannot start subagents")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_depth_limit_holds_after_the_kernel_restarts() {
+    let env = TestEnv::new();
+    let client = connect(&env).await;
+    let (parent, mut sub) = open_and_watch(&client, &env.workspace, Some("auto"), false).await;
+    let turn = client.submit_text(parent, r#"@tool subagent {"task": "look around"}"#).await.unwrap();
+    let (child, _, _) = started(&turn_events(&mut sub, turn.turn_id).await);
+    drop((sub, client));
+
+    // Another kernel process: nothing of the first one's memory is left.
+    let first = env.kernel_pid().unwrap();
+    env.kill_kernel();
+    let client = connect(&env).await;
+    assert_ne!(env.kernel_pid(), Some(first), "the same kernel answered");
+
+    // A person prompting the child directly: its `subagent` call is still refused, since its
+    // parent's stored `subagent_started` makes it a subagent.
+    let mut child_sub = client.watch(WatchParams { from_seq: None, ..watch_params(child) }).await.unwrap();
+    let turn = client.submit_text(child, r#"@tool subagent {"task": "deeper"}"#).await.unwrap();
+    let events = turn_events(&mut child_sub, turn.turn_id).await;
+    assert!(refused_for_depth(&events), "{events:?}");
+    assert!(!events.iter().any(|e| matches!(e.body, EventBody::SubagentStarted { .. })));
+    // A fork of the child is as deep as the child.
+    let fork = client.fork(child, None).await.unwrap().conversation_id;
+    let mut fork_sub = client.watch(WatchParams { from_seq: None, ..watch_params(fork) }).await.unwrap();
+    let turn = client.submit_text(fork, r#"@tool subagent {"task": "deeper"}"#).await.unwrap();
+    assert!(refused_for_depth(&turn_events(&mut fork_sub, turn.turn_id).await));
+    assert_eq!(client.list().await.unwrap().iter().filter(|c| c.parent_id == Some(child)).count(), 1, "the fork only");
+
+    // The person's conversation still starts one (depth 1), whose own call is refused.
+    let mut sub = client.watch(WatchParams { from_seq: None, ..watch_params(parent) }).await.unwrap();
+    let nested = json!({"task": format!("@tool subagent {}", json!({"task": "deeper"}))});
+    let turn = client.submit_text(parent, &format!("@tool subagent {nested}")).await.unwrap();
+    let events = turn_events(&mut sub, turn.turn_id).await;
+    let (second, _, _) = started(&events);
+    assert_ne!(second, child);
+    let history = client.history(second).await.unwrap().entries;
+    assert!(history.iter().any(|e| e.message.content.iter().any(|b| matches!(b,
+        superpi_proto::ContentBlock::ToolResult { is_error: true, output, .. } if output.contains("cannot start subagents")))));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,12 +2,13 @@
 //! status`): an aligned table (or a short report) by default, `--json` for programs (one JSON
 //! document: an array for lists, an object otherwise, in the kernel protocol's field names).
 
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::process::ExitCode;
 
 use serde::Serialize;
 use superpi_client::{HistoryPages, Locations};
-use superpi_proto::method::KernelStatus;
+use superpi_proto::method::{ConversationInfo, KernelStatus};
 use superpi_proto::{ContentBlock, Entry};
 
 use crate::connection::connect;
@@ -77,11 +78,11 @@ pub async fn session_list(locations: &Locations, flag: JsonFlag) -> anyhow::Resu
         print_json(&list)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let rows: Vec<Vec<String>> = list
+    let rows: Vec<Vec<String>> = nested(list)
         .into_iter()
-        .map(|c| {
+        .map(|(depth, c)| {
             vec![
-                c.conversation_id.to_string(),
+                nested_id(depth, c.conversation_id),
                 c.harness,
                 c.model,
                 c.mode,
@@ -92,6 +93,47 @@ pub async fn session_list(locations: &Locations, flag: JsonFlag) -> anyhow::Resu
         .collect();
     print_table(&["ID", "HARNESS", "MODEL", "MODE", "STATUS", "TITLE"], &rows);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The conversations in the kernel's order (latest first), each followed by its children (the
+/// subagents it started, its forks) at one more level, in the same order. A child whose parent
+/// is not in the list is at the top level. Pure, for tests.
+pub fn nested(list: Vec<ConversationInfo>) -> Vec<(usize, ConversationInfo)> {
+    let listed: HashSet<i64> = list.iter().map(|c| c.conversation_id).collect();
+    let mut children: HashMap<i64, Vec<usize>> = HashMap::new();
+    let mut roots = Vec::new();
+    for (i, c) in list.iter().enumerate() {
+        match c.parent_id.filter(|p| listed.contains(p) && *p != c.conversation_id) {
+            Some(parent) => children.entry(parent).or_default().push(i),
+            None => roots.push(i),
+        }
+    }
+    let mut order = Vec::with_capacity(list.len());
+    let mut seen = vec![false; list.len()];
+    // Depth first, without recursion; a loop of parents (a corrupt store) ends at what was seen.
+    let mut stack: Vec<(usize, usize)> = roots.into_iter().rev().map(|i| (0, i)).collect();
+    while let Some((depth, i)) = stack.pop() {
+        if std::mem::replace(&mut seen[i], true) {
+            continue;
+        }
+        order.push((depth, i));
+        if let Some(kids) = children.get(&list[i].conversation_id) {
+            stack.extend(kids.iter().rev().map(|&k| (depth + 1, k)));
+        }
+    }
+    // Whatever a loop kept unreachable still shows, at the top level.
+    order.extend((0..list.len()).filter(|&i| !seen[i]).map(|i| (0, i)));
+    let mut slots: Vec<Option<ConversationInfo>> = list.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|(depth, i)| Some((depth, slots[i].take()?))).collect()
+}
+
+/// A conversation's id as `session list` shows it: indented two spaces a level under its
+/// parent, after a branch mark.
+fn nested_id(depth: usize, id: i64) -> String {
+    match depth {
+        0 => id.to_string(),
+        _ => format!("{}└ {id}", "  ".repeat(depth - 1)),
+    }
 }
 
 pub async fn session_show(locations: &Locations, id: i64, flag: JsonFlag) -> anyhow::Result<ExitCode> {
@@ -286,5 +328,44 @@ mod tests {
         let text = table(&["ID", "HARNESS", "TITLE"], &rows);
         let plain: Vec<String> = text.lines().map(|l| l.replace("\u{1b}[1m", "").replace("\u{1b}[0m", "")).collect();
         assert_eq!(plain, ["ID  HARNESS       TITLE", "1   superpi-code  a title", "12  x"]);
+    }
+
+    fn conversation(id: i64, parent_id: Option<i64>) -> ConversationInfo {
+        ConversationInfo {
+            conversation_id: id,
+            harness: "superpi-code".into(),
+            model: "mock".into(),
+            mode: "auto".into(),
+            max_mode: "auto".into(),
+            workspace: None,
+            title: None,
+            parent_id,
+            created_at_ms: 0,
+            status: "idle".into(),
+            head_seq: 0,
+            created: false,
+            rules_files: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn children_follow_their_parent_one_level_deeper_in_the_lists_order() {
+        // Latest first: the grandchild 5 was updated last, the root 1 first; 9's parent is not
+        // listed (an older page), 7 and 8 name each other (a corrupt store).
+        let list = vec![
+            conversation(5, Some(3)),
+            conversation(4, None),
+            conversation(9, Some(100)),
+            conversation(3, Some(1)),
+            conversation(2, Some(1)),
+            conversation(7, Some(8)),
+            conversation(8, Some(7)),
+            conversation(1, None),
+        ];
+        let shown: Vec<(usize, i64)> = nested(list).into_iter().map(|(d, c)| (d, c.conversation_id)).collect();
+        assert_eq!(shown, [(0, 4), (0, 9), (0, 1), (1, 3), (2, 5), (1, 2), (0, 7), (0, 8)]);
+        assert_eq!(nested_id(0, 1), "1");
+        assert_eq!(nested_id(1, 3), "└ 3");
+        assert_eq!(nested_id(2, 5), "  └ 5");
     }
 }
