@@ -213,6 +213,25 @@ pub(crate) async fn on_demand(conv: &Conversation) -> Result<Value, ErrorObject>
     answer.await.map_err(|_| stopping())?
 }
 
+/// `session.clear`: the conversation's actor clears its context between turns (after the
+/// running one and those queued before this request); the answer comes when that is done.
+pub(crate) async fn clear_between_turns(conv: &Conversation) -> Result<Value, ErrorObject> {
+    let stopping = || ErrorObject::new(codes::INTERNAL_ERROR, "the kernel is stopping");
+    let (reply, answer) = oneshot::channel();
+    conv.input.send(Input::Clear { reply }).await.map_err(|_| stopping())?;
+    answer.await.map_err(|_| stopping())?
+}
+
+/// The clear the actor runs between turns: the model's context starts afresh. Stored as a
+/// compaction entry with no summary and nothing kept (so the context rules need nothing new),
+/// announced as `context_cleared`; every entry stays in the history.
+pub(crate) fn clear(kernel: &Kernel, conv: &Conversation) -> Result<Value, ErrorObject> {
+    let nothing = Message { role: Role::User, content: Vec::new(), usage: None, stop_reason: None };
+    let seq = conv.publish(kernel, Event::context_cleared(conv.id), Some((EntryKind::Compaction, &nothing)));
+    let seq = seq.map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, format!("store error: {e}")))?;
+    Ok(json!({"cleared": true, "seq": seq}))
+}
+
 /// A compaction the actor runs between turns, with the harness's prompt and tools.
 pub(crate) async fn between_turns(
     kernel: &Arc<Kernel>,

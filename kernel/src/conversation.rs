@@ -68,6 +68,11 @@ pub(crate) enum Input {
     Compact {
         reply: oneshot::Sender<Result<serde_json::Value, ErrorObject>>,
     },
+    /// `session.clear`: starts the context afresh between turns, after the running one and
+    /// those queued before it; the reply is the method's answer.
+    Clear {
+        reply: oneshot::Sender<Result<serde_json::Value, ErrorObject>>,
+    },
     /// The compaction a `Compact` started is over.
     CompactionEnded,
 }

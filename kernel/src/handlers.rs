@@ -8,7 +8,7 @@ use superpi_proto::method::{
     CommandListResult, ConversationInfo, ForkParams, HistoryParams, HistoryResult, ListParams, ListResult, Method,
     OpenParams, SubmitParams, SubmitResult, ToolListResult, WatchParams, WatchResult,
 };
-use superpi_proto::{ContentBlock, EntryKind, ErrorObject, Event, Message, Role};
+use superpi_proto::{ContentBlock, ErrorObject, Event, Message, Role};
 use tokio::sync::oneshot;
 
 use crate::conversation::{Conversation, Input, Steer};
@@ -75,7 +75,10 @@ pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str,
             Ok(conv) => crate::compaction::on_demand(&conv).await,
             Err(err) => Err(err),
         },
-        Method::SessionClear(p) => clear(kernel, peer, p.conversation_id),
+        Method::SessionClear(p) => match owned(kernel, peer, p.conversation_id) {
+            Ok(conv) => crate::compaction::clear_between_turns(&conv).await,
+            Err(err) => Err(err),
+        },
         Method::CommandList(p) => command_list(kernel, peer, p.conversation_id),
         Method::HarnessList => Ok(json!({
             "harnesses": kernel.catalog.harness_infos(),
@@ -502,20 +505,6 @@ fn command_list(kernel: &Arc<Kernel>, peer: &Peer, id: Option<i64>) -> Reply {
     };
     let commands = crate::commands::load(&kernel.catalog.config_dir, workspace.as_deref().map(std::path::Path::new));
     to_value(CommandListResult { commands: commands.into_values().map(|c| c.info).collect() })
-}
-
-/// `session.clear`: the model's context starts afresh. Stored as a compaction entry with no
-/// summary and nothing kept (so the context rules need nothing new), announced as
-/// `context_cleared`; every entry stays in the history.
-fn clear(kernel: &Arc<Kernel>, peer: &Peer, id: i64) -> Reply {
-    let conv = owned(kernel, peer, id)?;
-    if conv.is_running() {
-        return Err(ErrorObject::new(codes::INVALID_PARAMS, "a turn is running: clear when it ends"));
-    }
-    let nothing = Message { role: Role::User, content: Vec::new(), usage: None, stop_reason: None };
-    let seq = conv.publish(kernel, Event::context_cleared(id), Some((EntryKind::Compaction, &nothing)));
-    let seq = seq.map_err(internal)?;
-    Ok(json!({"cleared": true, "seq": seq}))
 }
 
 fn set_model(kernel: &Arc<Kernel>, peer: &Peer, id: i64, model: &str) -> Reply {

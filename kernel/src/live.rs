@@ -1,6 +1,7 @@
 //! Conversations come alive: loaded from the store on first use (with their policy and the
 //! "always" answers stored with them) and run by one actor each, an event loop over one
-//! closed input enum that queues submits (and `session.compact`s) and runs one at a time. After a quiet period
+//! closed input enum that queues submits (and `session.compact`s and `session.clear`s) and
+//! runs one at a time. After a quiet period
 //! with nothing holding it (no watcher, turn or request) the actor takes its conversation out
 //! of memory and ends (giving its lease up); the next use loads it again. Loading claims the
 //! conversation's lease in the store: the turns a dead kernel left get their ends here, and a
@@ -170,13 +171,16 @@ fn may_leave(conv: &Conversation) -> bool {
 }
 
 /// What the actor runs one at a time, in the order it came: a turn, or a compaction that
-/// `session.compact` asked for (between turns, never beside one).
+/// `session.compact` asked for, or the clear `session.clear` asked for (between turns, never
+/// beside one).
 enum Job {
     Turn { turn_id: i64, message: Box<Message>, ceiling: Mode },
-    Compact(CompactReply),
+    Compact(MethodReply),
+    Clear(MethodReply),
 }
 
-type CompactReply = oneshot::Sender<Result<serde_json::Value, ErrorObject>>;
+/// The answer of the method that queued a job.
+type MethodReply = oneshot::Sender<Result<serde_json::Value, ErrorObject>>;
 
 /// The job running now.
 #[derive(Clone, Copy, PartialEq)]
@@ -227,6 +231,11 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
                         let _ = reply.send(crate::compaction::between_turns(&k, &c, &token).await);
                         let _ = c.input.send(Input::CompactionEnded).await;
                     });
+                }
+                Job::Clear(reply) => {
+                    // One stored event: done here, then the next job.
+                    let _ = reply.send(crate::compaction::clear(&kernel, &conv));
+                    continue;
                 }
             }
         }
@@ -280,6 +289,13 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
                 }
                 queue.push_back(Job::Compact(reply));
             }
+            Input::Clear { reply } => {
+                if current.is_some() || !queue.is_empty() {
+                    let why = "clear requested: the context starts afresh when the turns before it end";
+                    conv.emit(&*kernel, Event::notice(conv.id, None, "info", why));
+                }
+                queue.push_back(Job::Clear(reply));
+            }
             Input::Cancel { reply } => {
                 let cancelled = match &current {
                     Some((_, token)) => {
@@ -307,7 +323,7 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
     }
     // Turns that never started, those queued here and those still in the channel, end as
     // interrupted with their prompts in the history: watchers see every acknowledged turn end.
-    // Compactions that never started are refused.
+    // Compactions and clears that never started are refused.
     rx.close();
     while let Ok(input) = rx.try_recv() {
         match input {
@@ -316,6 +332,7 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
                 queue.push_back(Job::Turn { turn_id, message, ceiling })
             }
             Input::Compact { reply } => queue.push_back(Job::Compact(reply)),
+            Input::Clear { reply } => queue.push_back(Job::Clear(reply)),
             _ => {}
         }
     }
@@ -324,7 +341,7 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
             Job::Turn { turn_id, message, .. } => {
                 crate::recovery::interrupt_unstarted(&kernel, &conv, turn_id, &message)
             }
-            Job::Compact(reply) => {
+            Job::Compact(reply) | Job::Clear(reply) => {
                 let _ = reply.send(Err(ErrorObject::new(codes::INTERNAL_ERROR, "the kernel is stopping")));
             }
         }

@@ -65,7 +65,8 @@ where
 }
 
 pub(crate) async fn new_session(server: Arc<Server>, req: NewSessionRequest) -> Result<NewSessionResponse, Error> {
-    let workspace = request::workspace(&req.cwd)?;
+    let own = &server.connect.locations;
+    let workspace = request::new_workspace(&req.cwd, &[&own.data_dir, &own.config_dir, &own.runtime_dir])?;
     let mcp_servers = request::mcp_servers(&req.mcp_servers, server.opts.editor_mcp)?;
     let harness = request::harness(req.meta.as_ref())?;
     let kernel = server.kernel().await?;

@@ -90,6 +90,18 @@ pub fn workspace(cwd: &Path) -> Result<String, Error> {
     cwd.to_str().map(str::to_string).ok_or_else(|| invalid_params("cwd is not valid UTF-8"))
 }
 
+/// The working directory of session/new as a new session's workspace: absolute, and one the
+/// sandbox accepts (not `/`, not holding the home directory or superpi's own data, config or
+/// runtime directory, `own_dirs`), so an editor opened outside a project is told at once,
+/// not given a session whose every tool call fails.
+pub fn new_workspace(cwd: &Path, own_dirs: &[&Path]) -> Result<String, Error> {
+    let workspace = workspace(cwd)?;
+    superpi_sandbox::check_workspace(cwd, own_dirs).map_err(|why| {
+        invalid_params(format!("{why}. Open a project folder in the editor: it is the session's workspace (`cwd`)"))
+    })?;
+    Ok(workspace)
+}
+
 /// The harness named in `_meta` (`harness`, or `superpi.harness`), else the default.
 pub fn harness(meta: Option<&Meta>) -> Result<String, Error> {
     let Some(meta) = meta else { return Ok(DEFAULT_HARNESS.to_string()) };

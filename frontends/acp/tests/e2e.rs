@@ -215,6 +215,55 @@ async fn a_prompt_sent_while_one_runs_steers_its_turn() {
     assert_eq!(users[1], users[2], "the steering prompt joined the running turn");
 }
 
+/// `/clear` sent while a prompt's turn runs waits for that turn (the kernel's notice reaches
+/// the editor), then clears: the editor is told, and the clear's entry follows the turn's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clear_sent_while_a_turn_runs_clears_after_it() {
+    let env = TestEnv::new();
+    let (result, lines) = with_editor(&env, Answer::Select("allow_once"), async |cx, mut seen| {
+        initialize(&cx).await?;
+        let sid = new_session(&cx, &env).await?.session_id;
+        let waiting = r#"@tool bash {"command": "while [ ! -e go ]; do sleep 0.02; done; echo released"}"#;
+        let first = cx.send_request(text_prompt(&sid, waiting));
+        seen.until(
+            |u| matches!(u, SessionUpdate::ToolCallUpdate(t) if t.fields.status == Some(ToolCallStatus::InProgress)),
+        )
+        .await;
+        let clear = cx.send_request(text_prompt(&sid, "/clear"));
+        // Without the editor's notice capability, the kernel's notice is a thought.
+        seen.until(|u| match u {
+            SessionUpdate::AgentThoughtChunk(c) => {
+                matches!(&c.content, ContentBlock::Text(t) if t.text.contains("clear requested"))
+            }
+            _ => false,
+        })
+        .await;
+        std::fs::write(env.workspace.join("go"), "").unwrap();
+        let first = tokio::time::timeout(WAIT, first.block_task()).await.expect("the prompt answers")?;
+        assert_eq!(first.stop_reason, StopReason::EndTurn);
+        let clear = tokio::time::timeout(WAIT, clear.block_task()).await.expect("/clear answers")?;
+        assert_eq!(clear.stop_reason, StopReason::EndTurn);
+        let said = agent_text(&seen.drain());
+        assert!(said.contains("Context cleared"), "{said}");
+        Ok(())
+    })
+    .await;
+    result.unwrap();
+    assert_jsonrpc_only(&lines);
+    let kernel = superpi_client::KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let conv = kernel.list().await.unwrap()[0].conversation_id;
+    let history = kernel.history(conv).await.unwrap().entries;
+    let kinds: Vec<superpi_proto::EntryKind> = history.iter().map(|e| e.kind).collect();
+    assert_eq!(kinds.last(), Some(&superpi_proto::EntryKind::Compaction), "the clear after the turn: {kinds:?}");
+    let released = |e: &superpi_proto::Entry| {
+        e.message
+            .content
+            .iter()
+            .any(|b| matches!(b, superpi_proto::ContentBlock::ToolResult { output, .. } if output.contains("released")))
+    };
+    assert!(history.iter().any(released), "the turn ran to its end first");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn permission_request_is_answered_during_the_prompt() {
     let env = TestEnv::new();
@@ -308,6 +357,15 @@ async fn bad_requests_get_acp_errors() {
         assert_eq!(junk.unwrap_err().code, ErrorCode::from(-32002));
         let relative = cx.send_request(NewSessionRequest::new("relative/dir")).block_task().await;
         assert_eq!(relative.unwrap_err().code, ErrorCode::from(-32602));
+        // A folder holding one of superpi's own directories (here the config dir itself) is
+        // refused at session/new, saying why and what to open instead; so is `/`.
+        let own = env.locations.config_dir.clone();
+        let above = cx.send_request(NewSessionRequest::new(own)).block_task().await.unwrap_err();
+        assert_eq!(above.code, ErrorCode::from(-32602));
+        assert!(above.message.contains("holds superpi's own directory"), "{above:?}");
+        assert!(above.message.contains("Open a project folder"), "{above:?}");
+        let root = cx.send_request(NewSessionRequest::new("/")).block_task().await.unwrap_err();
+        assert!(root.message.contains("whole filesystem"), "{root:?}");
 
         let sid = new_session(&cx, &env).await?.session_id;
         let above =

@@ -2,7 +2,8 @@
 //!
 //! Only what the model still reads: after the last compaction, its summary first as a system
 //! message, then the recent entries it kept (from its `head_entry_id`, stored before it) and
-//! the entries after it. Ids come from the entry's `seq` (`u12`, `a13`, ...);
+//! the entries after it; after a clear (a compaction entry with no summary that kept
+//! nothing), only the entries after it. Ids come from the entry's `seq` (`u12`, `a13`, ...);
 //! tool results are named by their tool call (`tool-CALLID`), as the live renderer names
 //! them, so a snapshot and a live stream agree.
 
@@ -22,7 +23,8 @@ pub fn visible_messages(entries: &[Entry], last_compaction: Option<&Event>) -> V
     in_context(entries, last_compaction).into_iter().flat_map(entry_messages).collect()
 }
 
-/// The messages one entry shows (none for a system entry); a compaction shows its summary.
+/// The messages one entry shows (none for a system entry); a compaction shows its summary (a
+/// clear, which has none, shows nothing).
 pub fn entry_messages(entry: &Entry) -> Vec<AguiMessage> {
     let mut out = Vec::new();
     let seq = entry.seq;
@@ -31,6 +33,8 @@ pub fn entry_messages(entry: &Entry) -> Vec<AguiMessage> {
         EntryKind::User => {
             out.push(AguiMessage::User { id: format!("u{seq}"), content: entry.message.text() });
         }
+        // A clear's entry holds nothing: nothing to show, only what follows it.
+        EntryKind::Compaction if entry.message.text().trim().is_empty() => {}
         EntryKind::Compaction => {
             out.push(AguiMessage::System { id: format!("c{seq}"), content: entry.message.text() });
         }
@@ -214,6 +218,22 @@ mod tests {
                 AguiMessage::User { id: "u6".into(), content: "new".into() },
             ]
         );
+    }
+
+    #[test]
+    fn after_a_clear_only_what_follows_it_shows() {
+        // `session.clear` stores an empty compaction entry (its event is `context_cleared`, so
+        // the history's last compaction event is an older one, or none).
+        let entries = vec![
+            entry(1, EntryKind::User, Role::User, vec![ContentBlock::text("old")]),
+            entry(2, EntryKind::Assistant, Role::Assistant, vec![ContentBlock::text("one")]),
+            entry(4, EntryKind::Compaction, Role::User, vec![]),
+        ];
+        assert_eq!(visible_messages(&entries, None), vec![]);
+        let mut more = entries.clone();
+        more.push(entry(5, EntryKind::User, Role::User, vec![ContentBlock::text("new")]));
+        assert_eq!(visible_messages(&more, None), vec![AguiMessage::User { id: "u5".into(), content: "new".into() }]);
+        assert_eq!(entry_messages(&entries[2]), vec![]);
     }
 
     #[test]

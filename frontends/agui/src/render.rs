@@ -180,7 +180,7 @@ impl Renderer {
         out
     }
 
-    /// True once after a compaction or a message whose start was not streamed here: the
+    /// True once after a compaction, a clear or a message whose start was not streamed here: the
     /// transport should send a `MESSAGES_SNAPSHOT` of the history up to that event
     /// ([`Renderer::before_snapshot`] first).
     pub fn take_history_request(&mut self) -> bool {
@@ -386,7 +386,8 @@ impl Renderer {
                 self.set("usage", usage);
             }
             EventBody::PlanUpdated { entries } => self.set("plan", plan_state(entries)),
-            EventBody::CompactionCompleted { .. } => self.wants_history = true,
+            // What the model reads changed: the transport sends a snapshot of it.
+            EventBody::CompactionCompleted { .. } | EventBody::ContextCleared {} => self.wants_history = true,
             EventBody::Notice { level, message } => {
                 self.flush_pending(&mut out, now_ms);
                 if self.run.is_some() {

@@ -474,6 +474,25 @@ fn attaching_to_a_running_conversation_keeps_the_run_open_for_its_turn() {
 }
 
 #[test]
+fn a_clear_asks_for_the_history_whose_snapshot_holds_nothing_before_it() {
+    let mut r = renderer();
+    r.start_run("run-1");
+    assert_eq!(r.render(&Event::context_cleared(CONV), 0), vec![]);
+    assert!(r.take_history_request());
+    let entry = |seq, kind, message| Entry { seq, kind, turn_id: None, message, created_at_ms: 0 };
+    let nothing = Message { role: Role::User, content: vec![], usage: None, stop_reason: None };
+    let entries = vec![
+        entry(1, EntryKind::User, Message::user_text("old")),
+        entry(2, EntryKind::Assistant, Message::user_text("answer")),
+        entry(4, EntryKind::Compaction, nothing),
+    ];
+    assert_eq!(
+        messages_snapshot(&mut r, &history(entries, None, None), 1),
+        vec![E::MessagesSnapshot { messages: vec![] }]
+    );
+}
+
+#[test]
 fn a_compaction_asks_for_the_history_and_sends_a_messages_snapshot() {
     let mut r = renderer();
     r.start_run("run-1");

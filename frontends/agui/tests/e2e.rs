@@ -1,9 +1,10 @@
 //! End-to-end tests of `superpi agui`: the real binary, the real kernel it starts, the mock
-//! model, and plain HTTP. Build the binary first: `cargo build -p superpi-cli`.
+//! model, and plain HTTP (and `@ag-ui/client` under Node where the official client's view
+//! matters). Build the binary first: `cargo build -p superpi-cli`.
 //!
 //! Over 500 lines on purpose: one end-to-end test binary per frontend, since each binary links
 //! the crate and its dependencies once more (minutes on a 2-core machine).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)] // a test runs node
 
 mod common;
 
@@ -245,6 +246,65 @@ async fn after_a_compaction_the_messages_snapshot_holds_the_summary_and_the_turn
     let opening = later.until("RUN_FINISHED").await;
     assert_eq!(types(&opening), ["RUN_STARTED", "STATE_SNAPSHOT", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]);
     assert_eq!(contents(&opening[2]), [vec![live[0].clone()], expected_after_summary.to_vec()].concat());
+}
+
+/// The messages `@ag-ui/client`'s HttpAgent holds after attaching to `thread`, as
+/// `conformance/agui/attach.mjs` prints them (`role`, `content`). Node and npm are required;
+/// the packages are installed from conformance/package-lock.json when missing.
+async fn official_client_attached(server: &Server, thread: &str) -> Value {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance");
+    let base = server.base.clone();
+    let thread = thread.to_string();
+    let out = tokio::task::spawn_blocking(move || {
+        if !dir.join("node_modules/@ag-ui/client").exists() {
+            let status = std::process::Command::new("npm")
+                .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+                .current_dir(&dir)
+                .status()
+                .expect("npm is required for this test (Node 20 or later)");
+            assert!(status.success(), "npm ci failed in {}", dir.display());
+        }
+        std::process::Command::new("node")
+            .arg("agui/attach.mjs")
+            .env("AGUI_BASE", base)
+            .env("AGUI_THREAD", thread)
+            .current_dir(&dir)
+            .output()
+            .expect("node is required for this test")
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "attach.mjs failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+/// After `session.clear` (an editor's or the terminal's /clear) the thread shows nothing said
+/// before it, not an empty system message: the stream attached then gets an empty snapshot,
+/// the official client attached later holds nothing, and after another run only that run.
+#[tokio::test]
+async fn after_a_clear_the_official_client_holds_only_what_follows_it() {
+    let server = Server::start(&[], &[]);
+    let http = http();
+    server.run(&http, &run_input("t1", "r1", "first question")).await.all().await;
+    let mut attached = server.attach(&http, "t1").await;
+    attached.until("RUN_FINISHED").await;
+    let kernel = KernelClient::connect(&server.env.connect_options("agui")).await.unwrap();
+    let info = kernel.open(OpenParams { external_id: Some("t1".into()), ..Default::default() }).await.unwrap();
+    let cleared = kernel.clear(info.conversation_id).await.unwrap();
+    assert_eq!(cleared["cleared"], true, "{cleared}");
+    let live = attached.until("MESSAGES_SNAPSHOT").await;
+    assert_eq!(live.last().unwrap()["messages"], json!([]), "{live:?}");
+    assert_eq!(official_client_attached(&server, "t1").await, json!([]));
+
+    server.run(&http, &run_input("t1", "r2", "second question")).await.all().await;
+    assert_eq!(
+        official_client_attached(&server, "t1").await,
+        json!([
+            {"role": "user", "content": "second question"},
+            {"role": "assistant", "content": "second question"},
+        ])
+    );
 }
 
 /// Allows the bash call a stream asked about, once its question came.

@@ -186,11 +186,13 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         #[cfg(feature = "gateway")]
         Command::Gateway(args) => {
+            require_workspace("gateway", args.listen.workspace.as_deref(), &locations)?;
             superpi_openai::run(args, connect_options(&locations, "gateway")).await?;
             Ok(ExitCode::SUCCESS)
         }
         #[cfg(feature = "agui")]
         Command::Agui(args) => {
+            require_workspace("agui", args.listen.workspace.as_deref(), &locations)?;
             superpi_agui::run(args, connect_options(&locations, "agui")).await?;
             Ok(ExitCode::SUCCESS)
         }

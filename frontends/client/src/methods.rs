@@ -91,7 +91,8 @@ impl KernelClient {
         Ok(result.commands)
     }
 
-    /// Starts an idle conversation's context afresh (`session.clear`).
+    /// Starts a conversation's context afresh (`session.clear`): at once when idle, else once
+    /// the turns before it end (the answer waits for it).
     pub async fn clear(&self, conversation_id: i64) -> Result<Value, ClientError> {
         self.request(Method::SessionClear(ConversationRef { conversation_id })).await
     }

@@ -363,6 +363,25 @@ async fn a_lost_kernel_ends_the_answer_with_an_error_object_and_the_next_request
     assert_eq!(body["choices"][0]["message"]["content"], "back again");
 }
 
+/// A workspace the sandbox would refuse is refused at start, naming `--workspace`, before the
+/// gateway listens (nothing is announced, no kernel is started).
+#[test]
+fn a_workspace_holding_superpis_own_directories_is_refused_at_start() {
+    let env = superpi_tests::TestEnv::new();
+    let own = env.locations.config_dir.display().to_string();
+    let (ok, stderr) = env.run_to_exit(&["gateway", "--port", "0", "--workspace", &own], &[]);
+    assert!(!ok, "{stderr}");
+    assert!(stderr.contains("holds superpi's own directory"), "{stderr}");
+    assert!(stderr.contains("superpi gateway --workspace DIR"), "{stderr}");
+    assert_eq!(env.kernel_pid(), None, "a kernel was started");
+    // The directory it starts in counts when no --workspace is given: `/` here.
+    let mut cmd = env.command(&["gateway", "--port", "0"]);
+    let out = cmd.current_dir("/").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("whole filesystem") && stderr.contains("the host started superpi there"), "{stderr}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn sigterm_stops_the_gateway_cleanly() {
     let mut gw = Gateway::start(&[], &[]);

@@ -29,6 +29,7 @@ pub const METHODS: &[&str] = &[
     "session.cancel",
     "session.fork",
     "session.compact",
+    "session.clear",
     "session.list",
     "session.history",
     "session.set_mode",
@@ -120,6 +121,11 @@ pub fn module(conn: Arc<Conn>) -> Result<RpcModule<Conn>, crate::Error> {
         let kernel = conn.kernel().await?;
         let p: wire::ConversationParams = parse("session.compact", p.as_deref())?;
         kernel.compact(p.conversation_id).await.map_err(wire::kernel_error)
+    })?;
+    register(&mut m, "session.clear", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: wire::ConversationParams = parse("session.clear", p.as_deref())?;
+        kernel.clear(p.conversation_id).await.map_err(wire::kernel_error)
     })?;
     register(&mut m, "session.list", |conn, p| async move {
         let kernel = conn.kernel().await?;

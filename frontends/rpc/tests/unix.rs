@@ -183,6 +183,47 @@ async fn cancel_stops_a_running_turn() {
     assert_eq!(c.ok("session.cancel", json!({"conversation_id": id})).await, json!({"cancelled": false}));
 }
 
+/// `session.clear` sent while a turn runs waits for the turn (a `notice` says so) and then
+/// clears: its `context_cleared` comes after the turn's end, and the next turn's request
+/// holds nothing said before.
+#[tokio::test]
+async fn a_clear_sent_while_a_turn_runs_happens_after_it() {
+    let env = TestEnv::new();
+    let server = UnixServer::start(&env, &[]).await;
+    let mut c = server.client().await;
+    let id = open(&mut c).await;
+    let w = watch(&mut c, id, true).await;
+    // The turn waits on a question until the test answers it.
+    c.ok("session.submit", json!({"conversation_id": id, "prompt": "@tool bash {\"command\": \"touch asked\"}"})).await;
+    let events = c.events_until(w, |e| e["type"] == "permission_request" || turn_end(e)).await;
+    let question = events.last().unwrap().clone();
+    assert_eq!(question["type"], json!("permission_request"), "{events:?}");
+
+    // Another connection clears meanwhile: its answer waits for the turn.
+    let mut other = server.client().await;
+    let clearing = tokio::spawn(async move { other.ok("session.clear", json!({"conversation_id": id})).await });
+    let notice = c.events_until(w, is_type("notice")).await.pop().unwrap();
+    assert!(notice["message"].as_str().unwrap().contains("clear requested"), "{notice}");
+    assert!(!clearing.is_finished(), "the clear answered while the turn ran");
+    c.ok("ui.respond", json!({"request_id": question["request_id"], "option_id": "allow_once"})).await;
+    // Read to the clear at once: one batch may hold both.
+    let mut rest = c.events_until(w, is_type("context_cleared")).await;
+    let cleared = rest.pop().unwrap();
+    let end = rest.iter().find(|e| turn_end(e)).expect("the turn's end before the clear").clone();
+    assert_eq!(end["type"], json!("turn_completed"), "{end}");
+    assert!(cleared["seq"].as_u64() > end["seq"].as_u64(), "{cleared} before {end}");
+    let answer = tokio::time::timeout(Duration::from_secs(30), clearing).await.unwrap().unwrap();
+    assert_eq!(answer, json!({"cleared": true, "seq": cleared["seq"]}));
+
+    // The history keeps every entry, the clear's between the two turns.
+    c.ok("session.submit", json!({"conversation_id": id, "prompt": "afresh"})).await;
+    let events = c.events_until(w, turn_end).await;
+    assert_eq!(events.last().unwrap()["type"], json!("turn_completed"), "{events:?}");
+    let history = c.ok("session.history", json!({"conversation_id": id})).await;
+    let kinds: Vec<&str> = history["entries"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["user", "assistant", "tool_result", "assistant", "compaction", "user", "assistant"]);
+}
+
 #[tokio::test]
 async fn every_json_rpc_error_case_and_the_server_keeps_serving() {
     let env = TestEnv::new();
