@@ -75,8 +75,12 @@ pub(crate) async fn drive(
         home,
         env,
         confined: !kernel.sandbox.config().disabled,
+        endpoint: (kind == BackendKind::Opencode).then(|| endpoint(catalog, &conv.settings().model)).flatten(),
     };
-    let mut turn = superpi_backends::start(&kernel.sandbox, spec).await?;
+    let mut turn = match kind {
+        BackendKind::Opencode => catalog.opencode.start(&kernel.sandbox, spec).await?,
+        _ => superpi_backends::start(&kernel.sandbox, spec).await?,
+    };
     let cid = conv.id;
     let at = Some(turn_id);
     // The names of the calls the backend announced, for their results.
@@ -158,8 +162,8 @@ pub(crate) async fn drive(
 /// The conversation's model in the backend's own naming, when one was chosen for it (not the
 /// kernel's default, which is for superpi's own harnesses) and it is one of the backend's
 /// vendor (`anthropic/claude-...` for Claude Code, an OpenAI model for Codex, a Gemini model
-/// for Gemini CLI; OpenCode takes any as `provider/model`); else none, and the backend
-/// chooses its own.
+/// for Gemini CLI); else none, and the backend chooses its own. OpenCode gets its model as
+/// an [`superpi_backends::Endpoint`] instead.
 fn backend_model(catalog: &crate::tools::Catalog, kind: BackendKind, model: &str) -> Option<String> {
     use superpi_providers::ProviderKind;
     if model == catalog.default_model().0 {
@@ -170,12 +174,29 @@ fn backend_model(catalog: &crate::tools::Catalog, kind: BackendKind, model: &str
         BackendKind::ClaudeCode => ProviderKind::Anthropic,
         BackendKind::Codex => ProviderKind::Openai,
         BackendKind::GeminiCli => ProviderKind::Gemini,
-        BackendKind::Opencode if route.kind != ProviderKind::Mock => {
-            return Some(format!("{}/{}", route.kind.as_str(), route.model));
-        }
         BackendKind::Opencode => return None,
     };
     (route.kind == vendor).then_some(route.model)
+}
+
+/// OpenCode's model: the model API superpi routes the conversation's model to (its default
+/// included: OpenCode has no vendor of its own), with its key. None for the `mock` model, a
+/// model superpi cannot route, or a key that comes from an auth command (OpenCode then
+/// chooses its own model, as its own configuration says).
+fn endpoint(catalog: &crate::tools::Catalog, model: &str) -> Option<superpi_backends::Endpoint> {
+    use superpi_providers::router::Auth;
+    let route = superpi_providers::route(model, &catalog.providers).ok()?;
+    let api_key = match route.auth {
+        Auth::None => None,
+        Auth::Key(key) => Some(key),
+        Auth::Command { .. } => return None,
+    };
+    (route.kind != superpi_providers::ProviderKind::Mock).then(|| superpi_backends::Endpoint {
+        api: route.kind.as_str().to_string(),
+        base_url: route.base_url,
+        api_key,
+        model: route.model,
+    })
 }
 
 fn store_result(

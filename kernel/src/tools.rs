@@ -25,6 +25,8 @@ pub(crate) struct Catalog {
     pub backends: Vec<superpi_backends::Found>,
     /// The backends' state under the data dir, and their session ids.
     pub backend_sessions: superpi_backends::Sessions,
+    /// OpenCode's servers, started on first need and kept.
+    pub opencode: superpi_backends::Servers,
 }
 
 impl Catalog {
@@ -67,6 +69,7 @@ impl Catalog {
             registry,
             backends,
             backend_sessions,
+            opencode: superpi_backends::Servers::default(),
         })
     }
 

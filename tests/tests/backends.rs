@@ -14,7 +14,7 @@ use superpi_client::KernelClient;
 use superpi_proto::EventBody;
 use superpi_proto::method::{OpenParams, WatchParams};
 use superpi_providers::testing::answers::Answer;
-use superpi_providers::testing::fakes::{AnthropicFake, FakeServer, GeminiFake, ResponsesFake};
+use superpi_providers::testing::fakes::{AnthropicFake, FakeServer, GeminiFake, OpenAiFake, ResponsesFake};
 use superpi_tests::{TestEnv, turn_events};
 
 /// A stand-in `claude`: answers `--version`, otherwise runs `body` (a shell script).
@@ -98,8 +98,8 @@ fn harnesses_list_each_backend_with_its_version_or_why_not() {
     assert!(codex["unavailable"].as_str().unwrap().contains("not found on PATH"), "{codex}");
 }
 
-/// An installed program that does not answer `--version` is installed but not usable, and
-/// one superpi does not drive (OpenCode) is not usable either, saying why.
+/// An installed program that does not answer `--version` is installed but not usable; one
+/// that answers is usable.
 #[test]
 fn harnesses_json_says_which_backends_are_installed_but_not_usable() {
     let env = TestEnv::new();
@@ -121,9 +121,9 @@ fn harnesses_json_says_which_backends_are_installed_but_not_usable() {
     assert_eq!((&codex["installed"], &codex["usable"]), (&json!(true), &json!(false)), "{codex}");
     assert!(codex["version"].is_null() && codex["unavailable"].is_string(), "{codex}");
     let opencode = backend("opencode");
-    assert_eq!((&opencode["installed"], &opencode["usable"]), (&json!(true), &json!(false)), "{opencode}");
+    assert_eq!((&opencode["installed"], &opencode["usable"]), (&json!(true), &json!(true)), "{opencode}");
     assert_eq!(opencode["version"], "1.18.33");
-    assert_eq!(opencode["unavailable"], "superpi does not drive OpenCode yet");
+    assert!(opencode["unavailable"].is_null(), "{opencode}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -415,5 +415,72 @@ async fn a_backends_always_answers_are_remembered_for_the_conversation() {
     assert_eq!(answered_turn(&client, &mut sub, cid, &["reject_always"]).await, 1);
     assert_eq!(answered_turn(&client, &mut sub, cid, &[]).await, 0, "rejected always: not asked again");
     assert!(!env.workspace.join("refused.txt").exists());
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+}
+
+/// The real OpenCode: `superpi run` with the opencode harness and an OpenAI-compatible model
+/// (superpi's provider, handed to OpenCode's server) runs a command turn in `auto`; after a
+/// kernel restart the next prompt continues OpenCode's session on a new server; and in
+/// `accept-edits` with nobody to answer, OpenCode's question is refused (fails closed): the
+/// command does not run and the model hears so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_runs_a_command_turn_through_superpi_run_continues_after_a_restart_and_fails_closed() {
+    let Some(program) = real(BackendKind::Opencode) else { return };
+    let env = TestEnv::new();
+    name_backend(&env, BackendKind::Opencode, &program);
+    let bash = |command: &str| Answer::tool_call("bash", json!({"command": command, "description": "write a file"}));
+    let fake = OpenAiFake::start(vec![
+        bash("echo from-opencode > marker.txt"),
+        Answer::text("marker written"),
+        Answer::text("still the same session"),
+        bash("echo refused > refused.txt"),
+        Answer::text("could not"),
+    ])
+    .await
+    .unwrap();
+    let model = "openai/fake-model";
+    let out = run_with(
+        &env,
+        &fake,
+        &["run", "--harness", "opencode", "--model", model, "--mode", "auto", "write the marker"],
+    )
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "marker written", "{stderr}");
+    assert!(stderr.contains("echo from-opencode"), "the command is shown: {stderr}");
+    assert_eq!(std::fs::read_to_string(env.workspace.join("marker.txt")).unwrap(), "from-opencode\n");
+    assert!(fake.accepted().iter().all(|body| body["model"] == "fake-model"));
+
+    // The history holds the call and its result as OpenCode ran them.
+    let client = KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let cid = client.list().await.unwrap()[0].conversation_id;
+    let history = serde_json::to_string(&client.history(cid).await.unwrap()).unwrap();
+    assert!(history.contains("\"tool_call\"") && history.contains("echo from-opencode"), "{history}");
+    assert!(history.contains("\"tool_result\""), "{history}");
+    drop(client);
+
+    env.kill_kernel();
+    let out = run_with(&env, &fake, &["run", "-c", "--mode", "auto", "what did you write?"]).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "still the same session");
+    let last = fake.accepted().pop().unwrap().to_string();
+    assert!(last.contains("marker written") && last.contains("what did you write?"), "{last}");
+
+    // A watcher that cannot answer: OpenCode's question is refused.
+    let client = KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    client.set_mode(cid, "accept-edits").await.unwrap();
+    let watch =
+        WatchParams { conversation_id: cid, from_seq: None, window: None, interactive: false, reads_files: false };
+    let mut sub = client.watch(watch).await.unwrap();
+    let turn_id = client.submit_text(cid, "write another").await.unwrap().turn_id;
+    let events = turn_events(&mut sub, turn_id).await;
+    assert!(!events.iter().any(|e| matches!(e.body, EventBody::PermissionRequest { .. })), "{events:?}");
+    let refused = events.iter().any(|e| matches!(&e.body, EventBody::ToolCompleted { is_error: true, .. }));
+    assert!(refused, "{events:?}");
+    let Some(EventBody::TurnCompleted { .. }) = events.last().map(|e| &e.body) else { panic!("{events:?}") };
+    assert!(!env.workspace.join("refused.txt").exists());
+    let last = fake.accepted().pop().unwrap().to_string();
+    assert!(last.contains("nobody to ask"), "the model hears why: {last}");
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
 }

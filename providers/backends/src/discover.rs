@@ -66,10 +66,7 @@ impl Found {
                 match self.version(program).await {
                     Ok(version) => {
                         status.version = Some(version.clone());
-                        status.usable = crate::driver::driven(self.kind);
-                        if !status.usable {
-                            status.unavailable = Some(crate::driver::not_driven(self.kind));
-                        }
+                        status.usable = true;
                     }
                     Err(why) => status.unavailable = Some(why.clone()),
                 }

@@ -42,6 +42,9 @@ pub struct TurnSpec {
     pub env: Vec<(String, String)>,
     /// Whether superpi confines the program (the sandbox is not disabled).
     pub confined: bool,
+    /// The model API superpi routes the conversation's model to, for a backend that takes
+    /// its model from superpi (OpenCode); none lets it choose its own.
+    pub endpoint: Option<crate::opencode::Endpoint>,
 }
 
 /// The names of the kernel's variables a backend gets besides the sandbox's allow list.
@@ -54,23 +57,22 @@ pub fn env_keys(kind: BackendKind) -> &'static [&'static str] {
     }
 }
 
-/// Whether superpi can run a turn on `kind` (it has a driver for it).
-pub fn driven(kind: BackendKind) -> bool {
-    !matches!(kind, BackendKind::Opencode)
-}
-
-/// Why a turn cannot run on a backend superpi does not drive.
-pub fn not_driven(kind: BackendKind) -> String {
-    format!("superpi does not drive {} yet", kind.title())
-}
-
 /// A running turn.
 pub struct RunningTurn {
     kind: BackendKind,
     events: mpsc::Receiver<BackendEvent>,
-    stdin: Option<pipe::Sender>,
-    /// Dropped with the turn: the reader task then drops the process handle, which kills it.
+    input: TurnInput,
+    /// Dropped with the turn: the reader task then drops the process handle, which kills it
+    /// (or, on OpenCode's server, aborts the session's work).
     _stop: oneshot::Sender<()>,
+}
+
+/// Where a turn's answers go.
+pub(crate) enum TurnInput {
+    /// The program's stdin, until its turn ended.
+    Stdin(Option<pipe::Sender>),
+    /// OpenCode's server.
+    Server(crate::opencode_server::Answers),
 }
 
 impl std::fmt::Debug for RunningTurn {
@@ -104,7 +106,8 @@ pub async fn start(sandbox: &Sandbox, spec: TurnSpec) -> Result<RunningTurn, Str
             let args = gemini::args(spec.mode, spec.model.as_deref(), spec.resume.as_deref());
             (args, gemini::fixed_env(&home, &spec.env), spec.prompt.clone())
         }
-        other => return Err(not_driven(other)),
+        // A turn of OpenCode runs on its kept server (`opencode_server::Servers`).
+        BackendKind::Opencode => return Err("OpenCode turns run on its server, not as a program per turn".into()),
     };
     let mut env = spec.env.clone();
     env.extend(fixed_env);
@@ -129,16 +132,25 @@ pub async fn start(sandbox: &Sandbox, spec: TurnSpec) -> Result<RunningTurn, Str
         _ => Box::new(claude::Translator::default()),
     };
     tokio::spawn(read(spec.kind, translator, process.stdout, process.stderr, process.handle, tx, stop));
-    let mut turn = RunningTurn { kind: spec.kind, events, stdin: Some(process.stdin), _stop: stop_tx };
+    let mut turn = RunningTurn::new(spec.kind, events, TurnInput::Stdin(Some(process.stdin)), stop_tx);
     // A program that already exited is reported by the reader, with its status and stderr.
     turn.write(&first_input).await;
     if prompt_only {
-        turn.stdin = None;
+        turn.input = TurnInput::Stdin(None);
     }
     Ok(turn)
 }
 
 impl RunningTurn {
+    pub(crate) fn new(
+        kind: BackendKind,
+        events: mpsc::Receiver<BackendEvent>,
+        input: TurnInput,
+        stop: oneshot::Sender<()>,
+    ) -> Self {
+        RunningTurn { kind, events, input, _stop: stop }
+    }
+
     /// The next event; `None` once the program's output ended and everything was said.
     /// Requests superpi does not serve are refused here, without the caller.
     pub async fn next(&mut self) -> Option<BackendEvent> {
@@ -159,7 +171,11 @@ impl RunningTurn {
                     continue;
                 }
                 // The turn is over: closing stdin lets the program exit.
-                BackendEvent::End { .. } | BackendEvent::Failed { .. } => self.stdin = None,
+                BackendEvent::End { .. } | BackendEvent::Failed { .. } => {
+                    if let TurnInput::Stdin(stdin) = &mut self.input {
+                        *stdin = None;
+                    }
+                }
                 _ => {}
             }
             return Some(event);
@@ -168,6 +184,9 @@ impl RunningTurn {
 
     /// Answers an approval request.
     pub async fn answer(&mut self, request: &ApprovalRequest, approval: &Approval) {
+        if let TurnInput::Server(server) = &self.input {
+            return server.answer(request, approval).await;
+        }
         let line = match self.kind {
             BackendKind::ClaudeCode => claude::approval_line(request, approval),
             BackendKind::Codex => codex::approval_line(request, approval),
@@ -177,12 +196,12 @@ impl RunningTurn {
     }
 
     async fn write(&mut self, line: &str) {
-        if let Some(stdin) = &mut self.stdin
+        if let TurnInput::Stdin(Some(stdin)) = &mut self.input
             && let Err(err) = stdin.write_all(line.as_bytes()).await
         {
             // The program is gone; its end is reported by the reader.
             tracing::debug!("{}: writing to the program: {err}", self.kind);
-            self.stdin = None;
+            self.input = TurnInput::Stdin(None);
         }
     }
 }

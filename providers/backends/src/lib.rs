@@ -5,8 +5,9 @@
 //! Owns: finding each program and its version ([`discover`]), the state each keeps under the
 //! data directory and the backend's session id of a conversation ([`sessions`]), one driver
 //! that starts a program for a turn through the sandbox crate and talks to it ([`driver`]),
-//! and per backend a pure translator from its output to [`BackendEvent`]s (tested on recorded
-//! streams split at every byte).
+//! OpenCode's kept server, started the same way and spoken to over HTTP
+//! ([`opencode_server`]), and per backend a pure translator from its output to
+//! [`BackendEvent`]s (tested on recorded streams split at every byte).
 //!
 //! Must not: start a process other than through superpi-sandbox, know conversations, the
 //! store, the kernel's event stamping or any frontend. The kernel decides who is asked and
@@ -19,10 +20,14 @@ pub mod driver;
 pub mod event;
 pub mod gemini;
 pub mod lines;
+pub mod opencode;
+pub mod opencode_server;
 pub mod sessions;
 
 pub use discover::Found;
 pub use driver::{RunningTurn, TurnSpec, env_keys, install_dirs, start};
 pub use event::{Approval, ApprovalRequest, BackendEvent};
+pub use opencode::Endpoint;
+pub use opencode_server::Servers;
 pub use sessions::Sessions;
 pub use superpi_policy::BackendKind;

@@ -51,6 +51,7 @@ pub fn spec(env: &Env, kind: BackendKind, program: &Path, fake: &FakeServer, mod
         install_dirs: superpi_backends::install_dirs(program),
         env: fake.env(),
         confined: true,
+        endpoint: None,
     }
 }
 

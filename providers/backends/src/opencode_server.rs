@@ -1,0 +1,423 @@
+//! OpenCode's server, kept: one `opencode serve` per workspace and configuration, started
+//! through the sandbox on the first turn that needs it (confined to that workspace, its home
+//! writable) and reused by every later turn; a server that stopped is started again by the
+//! next turn. Its bus (`GET /event`) is read by one task that hands each event to the turn of
+//! the session it is about (and of the sessions that session started: subagents). A turn
+//! creates or reuses its conversation's session, sends the prompt and translates what comes
+//! until the session is idle; dropping the turn aborts the session's work.
+//!
+//! The server listens on 127.0.0.1 with a random password (HTTP basic auth), so another user
+//! of the machine cannot drive it.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use superpi_providers::sse::{SseDecoder, SseEvent};
+use superpi_sandbox::{Sandbox, ServerHandle, ServerSpec};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::net::unix::pipe;
+use tokio::sync::{OnceCell, mpsc, oneshot};
+
+use crate::driver::{RunningTurn, TurnInput, TurnSpec};
+use crate::event::{Approval, ApprovalRequest, BackendEvent};
+use crate::opencode::{self, Endpoint};
+
+/// How long a server may take to say it listens (about 20 s offline on a quiet machine).
+const START_TIMEOUT: Duration = Duration::from_secs(180);
+/// How long one request to the server may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// The most stderr kept for the notice of a server that stopped.
+const STDERR_TAIL: usize = 4096;
+
+/// What makes two turns able to share a server: the program, the workspace it is confined
+/// to, and everything it was started with.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    program: PathBuf,
+    workspace: PathBuf,
+    config: String,
+    env: Vec<(String, String)>,
+    confined: bool,
+}
+
+/// The kernel's OpenCode servers.
+#[derive(Default)]
+pub struct Servers {
+    /// One cell per key: the turns that need the same server wait for one start.
+    running: Mutex<HashMap<Key, Arc<OnceCell<Arc<Server>>>>>,
+    /// How many servers were started.
+    started: std::sync::atomic::AtomicUsize,
+}
+
+impl Servers {
+    /// How many servers this kernel started (each is kept and reused).
+    pub fn started(&self) -> usize {
+        self.started.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl std::fmt::Debug for Servers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Servers").finish_non_exhaustive()
+    }
+}
+
+/// One running `opencode serve`.
+struct Server {
+    base: String,
+    password: String,
+    http: reqwest::Client,
+    /// The turn each session's events go to (shared with the bus reader).
+    routes: Arc<Mutex<Routes>>,
+    /// Kept until the server is dropped: dropping it kills the server's group.
+    _handle: ServerHandle,
+}
+
+#[derive(Default)]
+struct Routes {
+    turns: HashMap<String, mpsc::Sender<Value>>,
+    /// Why the server stopped, once it did.
+    stopped: Option<String>,
+}
+
+impl Servers {
+    /// Runs one turn on the server for `spec`'s workspace, starting it when needed.
+    pub async fn start(&self, sandbox: &Sandbox, spec: TurnSpec) -> Result<RunningTurn, String> {
+        let endpoint = spec.endpoint.clone();
+        let server = self.server(sandbox, &spec, endpoint.as_ref()).await?;
+        let session = server.session(&spec).await.map_err(|err| format!("OpenCode: {err}"))?;
+        let bus = server.subscribe(&session.id)?;
+        let (tx, events) = mpsc::channel(256);
+        let (stop_tx, stop) = oneshot::channel();
+        if let Some(notice) = session.notice {
+            let _ = tx.send(BackendEvent::Notice { level: "warning", message: notice }).await;
+        }
+        let _ = tx.send(BackendEvent::Session { id: session.id.clone() }).await;
+        let body = opencode::prompt_body(&spec.prompt, endpoint.as_ref());
+        let path = format!("/session/{}/prompt_async", session.id);
+        if let Err(err) = server.request(reqwest::Method::POST, &path, Some(&body)).await {
+            server.unsubscribe(&session.id);
+            return Err(format!("OpenCode refused the prompt: {err}"));
+        }
+        tokio::spawn(turn(server.clone(), session.id, bus, tx, stop));
+        Ok(RunningTurn::new(spec.kind, events, TurnInput::Server(Answers { server }), stop_tx))
+    }
+
+    async fn server(
+        &self,
+        sandbox: &Sandbox,
+        spec: &TurnSpec,
+        endpoint: Option<&Endpoint>,
+    ) -> Result<Arc<Server>, String> {
+        let config = opencode::config(endpoint).to_string();
+        let mut env = spec.env.clone();
+        if let Some(key) = endpoint.and_then(|e| e.api_key.clone()) {
+            env.push((opencode::KEY_VAR.to_string(), key));
+        }
+        let key = Key {
+            program: spec.program.clone(),
+            workspace: spec.workspace.clone(),
+            config,
+            env,
+            confined: spec.confined,
+        };
+        let cell = {
+            let mut running = lock(&self.running);
+            let cell = running.entry(key.clone()).or_default();
+            // A server that stopped is started again.
+            if cell.get().is_some_and(|server| server.stopped().is_some()) {
+                *cell = Arc::default();
+            }
+            cell.clone()
+        };
+        let server = cell
+            .get_or_try_init(|| async {
+                let server = Server::start(sandbox, spec, &key).await?;
+                self.started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok::<_, String>(Arc::new(server))
+            })
+            .await?;
+        Ok(server.clone())
+    }
+}
+
+/// A turn's session, and what a person should know about how it was found.
+struct Session {
+    id: String,
+    notice: Option<String>,
+}
+
+impl Server {
+    async fn start(sandbox: &Sandbox, spec: &TurnSpec, key: &Key) -> Result<Server, String> {
+        let home = spec.home.clone();
+        let config_dir = home.join(".config/opencode");
+        std::fs::create_dir_all(&config_dir)
+            .and_then(|()| std::fs::write(config_dir.join("opencode.json"), &key.config))
+            .map_err(|e| format!("OpenCode's configuration in {}: {e}", config_dir.display()))?;
+        let password = password()?;
+        let mut env = key.env.clone();
+        env.extend(opencode::fixed_env(&home, &password));
+        let server = ServerSpec {
+            program: spec.program.display().to_string(),
+            args: ["serve", "--hostname", "127.0.0.1", "--port", "0"].map(String::from).to_vec(),
+            env,
+            cwd: None,
+            workspace: spec.workspace.clone(),
+            // The model API, and its own listening socket.
+            network: true,
+            state_dir: Some(home),
+            readable: spec.install_dirs.clone(),
+        };
+        let process = sandbox.start_server(server).await.map_err(|e| format!("OpenCode could not start: {e}"))?;
+        let stderr = Arc::new(Mutex::new(String::new()));
+        tokio::spawn(keep_tail(process.stderr, stderr.clone()));
+        let mut stdout = BufReader::new(process.stdout);
+        let mut handle = process.handle;
+        let listening = tokio::time::timeout(START_TIMEOUT, async {
+            let mut line = String::new();
+            loop {
+                line.clear();
+                match stdout.read_line(&mut line).await {
+                    Ok(0) | Err(_) => return None,
+                    Ok(_) => {}
+                }
+                if let Some(url) = line.trim().strip_prefix("opencode server listening on ") {
+                    return Some(url.trim_end_matches('/').to_string());
+                }
+            }
+        });
+        let base = match listening.await {
+            Ok(Some(base)) => base,
+            Ok(None) => {
+                let status = handle.exited().await;
+                return Err(stopped(&format!("OpenCode's server exited at start: {status}"), &stderr));
+            }
+            Err(_) => return Err(format!("OpenCode did not start listening within {} s", START_TIMEOUT.as_secs())),
+        };
+        tokio::spawn(drain(stdout.into_inner()));
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .connect_timeout(REQUEST_TIMEOUT)
+            .build()
+            .map_err(|e| format!("an HTTP client for OpenCode: {e}"))?;
+        let server = Server { base, password, http, routes: Arc::new(Mutex::new(Routes::default())), _handle: handle };
+        // The bus is read before any prompt is sent, so a turn misses none of its events.
+        let bus = server.get("/event").send().await.map_err(|e| format!("OpenCode's event stream: {e}"))?;
+        if !bus.status().is_success() {
+            return Err(format!("OpenCode's event stream: {}", bus.status()));
+        }
+        tokio::spawn(read_bus(bus, server.routes.clone(), stderr));
+        Ok(server)
+    }
+
+    fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.http.get(format!("{}{path}", self.base)).basic_auth("opencode", Some(&self.password))
+    }
+
+    fn stopped(&self) -> Option<String> {
+        lock(&self.routes).stopped.clone()
+    }
+
+    async fn request(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Result<Value, String> {
+        let url = format!("{}{path}", self.base);
+        let mut request =
+            self.http.request(method, url).basic_auth("opencode", Some(&self.password)).timeout(REQUEST_TIMEOUT);
+        if let Some(body) = body {
+            request = request.header(reqwest::header::CONTENT_TYPE, "application/json").body(body.to_string());
+        }
+        let response = request.send().await.map_err(|e| e.to_string())?;
+        let status = response.status();
+        let text = response.text().await.map_err(|e| e.to_string())?;
+        if !status.is_success() {
+            return Err(format!("{status}: {}", text.chars().take(500).collect::<String>()));
+        }
+        Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// The conversation's session: the stored one when the server knows it, else a new one.
+    /// Either way its permission rules become those of this turn's mode.
+    async fn session(&self, spec: &TurnSpec) -> Result<Session, String> {
+        let rules = json!({"permission": opencode::rules(spec.mode)});
+        let mut notice = None;
+        if let Some(id) = &spec.resume {
+            match self.request(reqwest::Method::PATCH, &format!("/session/{id}"), Some(&rules)).await {
+                Ok(_) => return Ok(Session { id: id.clone(), notice }),
+                Err(err) => {
+                    notice = Some(format!("OpenCode's session {id} could not be continued ({err}); a new one starts"))
+                }
+            }
+        }
+        // A session with a title of its own: OpenCode would otherwise ask the model for one.
+        let title: String = spec.prompt.lines().next().unwrap_or("").chars().take(60).collect();
+        let mut create = rules;
+        create["title"] = json!(if title.trim().is_empty() { "superpi".to_string() } else { title });
+        let created = self.request(reqwest::Method::POST, "/session", Some(&create)).await?;
+        let id = created.get("id").and_then(Value::as_str).ok_or("OpenCode created a session without an id")?;
+        Ok(Session { id: id.to_string(), notice })
+    }
+
+    /// Sends a session's events (and its subagents') to a new channel.
+    fn subscribe(&self, session: &str) -> Result<mpsc::Receiver<Value>, String> {
+        let mut routes = lock(&self.routes);
+        if let Some(why) = &routes.stopped {
+            return Err(why.clone());
+        }
+        let (tx, rx) = mpsc::channel(1024);
+        routes.turns.insert(session.to_string(), tx);
+        Ok(rx)
+    }
+
+    /// Stops sending a session's events (the turn ended).
+    fn unsubscribe(&self, session: &str) {
+        let mut routes = lock(&self.routes);
+        let Some(tx) = routes.turns.remove(session) else { return };
+        routes.turns.retain(|_, other| !other.same_channel(&tx));
+    }
+}
+
+/// The HTTP side of a running turn: its answers to OpenCode's questions.
+pub(crate) struct Answers {
+    server: Arc<Server>,
+}
+
+impl Answers {
+    pub(crate) async fn answer(&self, request: &ApprovalRequest, approval: &Approval) {
+        let path = format!("/permission/{}/reply", request.id);
+        if let Err(err) = self.server.request(reqwest::Method::POST, &path, Some(&opencode::reply_body(approval))).await
+        {
+            // The turn goes on or ends as OpenCode decides; its events say which.
+            tracing::warn!("answering OpenCode's question {}: {err}", request.id);
+        }
+    }
+}
+
+/// One turn: its session's events translated until the session is idle, the server stops,
+/// or the turn is dropped (then the session's work is aborted).
+async fn turn(
+    server: Arc<Server>,
+    session: String,
+    mut bus: mpsc::Receiver<Value>,
+    tx: mpsc::Sender<BackendEvent>,
+    mut stop: oneshot::Receiver<()>,
+) {
+    let mut stream = opencode::Stream::new(&session);
+    loop {
+        let event = tokio::select! {
+            event = bus.recv() => event,
+            _ = &mut stop => {
+                if let Err(err) = server.request(reqwest::Method::POST, &format!("/session/{session}/abort"), None).await {
+                    tracing::warn!("aborting OpenCode's session {session}: {err}");
+                }
+                break;
+            }
+        };
+        let Some(event) = event else {
+            let why = server.stopped().unwrap_or_else(|| "OpenCode's server stopped".to_string());
+            let _ = tx
+                .send(BackendEvent::Notice {
+                    level: "error",
+                    message: format!("{why}. The next prompt starts it again."),
+                })
+                .await;
+            let _ = tx.send(BackendEvent::Failed { message: why }).await;
+            break;
+        };
+        let mut out = Vec::new();
+        stream.event(&event, &mut out);
+        for event in out {
+            if tx.send(event).await.is_err() {
+                break;
+            }
+        }
+        if stream.ended() {
+            break;
+        }
+    }
+    server.unsubscribe(&session);
+}
+
+/// Reads the server's bus to its end, handing each event to its session's turn. When it
+/// ends the server is gone: every turn on it hears so.
+async fn read_bus(mut bus: reqwest::Response, routes: Arc<Mutex<Routes>>, stderr: Arc<Mutex<String>>) {
+    let mut decoder = SseDecoder::new();
+    let mut decoded: Vec<SseEvent> = Vec::new();
+    let end = loop {
+        let chunk = match bus.chunk().await {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => break "OpenCode's server stopped".to_string(),
+            Err(err) => break format!("OpenCode's server stopped ({err})"),
+        };
+        if decoder.feed(&chunk, &mut decoded).is_err() {
+            break "OpenCode's event stream sent an over-long line".to_string();
+        }
+        for sse in decoded.drain(..) {
+            let Ok(event) = serde_json::from_str::<Value>(&sse.data) else { continue };
+            let tx = {
+                let mut routes = lock(&routes);
+                if let Some((child, parent)) = opencode::created_child(&event)
+                    && let Some(tx) = routes.turns.get(parent).cloned()
+                {
+                    routes.turns.insert(child.to_string(), tx);
+                }
+                opencode::session_of(&event).and_then(|s| routes.turns.get(s).cloned())
+            };
+            if let Some(tx) = tx {
+                // A turn that went away misses nothing it needs.
+                let _ = tx.send(event).await;
+            }
+        }
+    };
+    // Let the last words of a dying server reach its stderr.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let why = stopped(&end, &stderr);
+    let mut routes = lock(&routes);
+    routes.stopped = Some(why);
+    routes.turns.clear();
+}
+
+fn stopped(what: &str, stderr: &Mutex<String>) -> String {
+    let tail = lock(stderr).trim().to_string();
+    if tail.is_empty() { what.to_string() } else { format!("{what}; its last output: {tail}") }
+}
+
+/// The server's password: 32 random bytes as hex.
+fn password() -> Result<String, String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| format!("a password for OpenCode's server: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Keeps the last bytes of the server's stderr.
+async fn keep_tail(mut stream: pipe::Receiver, tail: Arc<Mutex<String>>) {
+    let mut buf = vec![0u8; 8192];
+    while let Ok(n) = stream.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        let mut kept = lock(&tail);
+        kept.push_str(&String::from_utf8_lossy(&buf[..n]));
+        if kept.len() > STDERR_TAIL {
+            let cut = kept.len() - STDERR_TAIL;
+            let cut = (cut..kept.len()).find(|i| kept.is_char_boundary(*i)).unwrap_or(kept.len());
+            kept.drain(..cut);
+        }
+    }
+}
+
+/// Reads what the server prints after it listens, so it never blocks on a full pipe.
+async fn drain(mut stream: pipe::Receiver) {
+    let mut buf = vec![0u8; 8192];
+    while let Ok(n) = stream.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
