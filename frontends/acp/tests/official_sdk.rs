@@ -1,0 +1,140 @@
+//! Agent backends behind ACP, driven by the official TypeScript client SDK
+//! (`@agentclientprotocol/sdk`, pinned by tests/sdk/package-lock.json and installed there when
+//! missing): tests/sdk/backend_turn.mjs runs one turn of a backend harness through `superpi acp`
+//! against a local fake of the backend's model API. Node and npm are required; the backend's
+//! program comes from the backends' test cache (skipped, saying so, when it is not there).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)] // a test runs node
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+use superpi_backends::BackendKind;
+use superpi_providers::testing::answers::Answer;
+use superpi_providers::testing::fakes::{FakeServer, GeminiFake, OpenAiFake};
+use superpi_tests::TestEnv;
+
+/// The SDK's directory, its packages installed from the lock when missing.
+fn sdk_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk");
+    if !dir.join("node_modules/@agentclientprotocol/sdk").exists() {
+        let status = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+            .current_dir(&dir)
+            .status()
+            .expect("npm is required for this test (Node 20 or later)");
+        assert!(status.success(), "npm ci failed in {}", dir.display());
+    }
+    dir
+}
+
+/// One turn of `harness` in `mode` through `superpi acp`, the SDK answering questions with
+/// `permission`: what the client saw (`stopReason`, `updates`, `asked`).
+async fn sdk_turn(
+    env: &TestEnv,
+    fake: &FakeServer,
+    vars: &[(&str, &str)],
+    harness: &str,
+    mode: &str,
+    prompt: &str,
+) -> Value {
+    let dir = sdk_dir();
+    let mut cmd = Command::new("node");
+    cmd.arg(dir.join("backend_turn.mjs")).current_dir(&dir);
+    env.apply_env(&mut cmd);
+    cmd.envs(fake.env()).envs(vars.iter().copied());
+    let acp = format!("'{}' acp", superpi_tests::superpi_bin().display());
+    cmd.env("ACP_COMMAND", acp)
+        .env("WORKSPACE", &env.workspace)
+        .env("HARNESS", harness)
+        .env("MODE", mode)
+        .env("PROMPT", prompt);
+    let out = tokio::process::Command::from(cmd).output().await.expect("node is required for this test");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the SDK's turn failed:\n{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
+}
+
+fn agent_text(seen: &Value) -> String {
+    let updates = seen["updates"].as_array().unwrap();
+    let chunks = updates.iter().filter(|u| u["sessionUpdate"] == "agent_message_chunk");
+    chunks.filter_map(|u| u["content"]["text"].as_str()).collect()
+}
+
+/// Gemini CLI behind ACP: the editor's session names the gemini-cli harness in
+/// `accept-edits` (an ACP session's ceiling), the CLI's `auto_edit`: it writes a file itself
+/// (confined by superpi) without asking, and the editor sees the call, its completion and the
+/// answer, with the turn's stop reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gemini_cli_turn_runs_its_command_for_the_official_acp_client() {
+    let Some(program) = superpi_backends::discover::test_install(BackendKind::GeminiCli) else {
+        eprintln!("SKIPPED: Gemini CLI is not installed in the test cache (.ci/run installs it)");
+        return;
+    };
+    let env = TestEnv::new();
+    let file = format!("[backends.gemini-cli]\nprogram = \"{}\"\n", program.display());
+    std::fs::write(env.locations.config_dir.join("harnesses.toml"), file).unwrap();
+    let marker = env.workspace.join("marker.txt").display().to_string();
+    let fake = GeminiFake::start(vec![
+        Answer::tool_call("write_file", json!({"file_path": marker, "content": "from-acp"})),
+        Answer::text("marker written"),
+    ])
+    .await
+    .unwrap();
+    // The CLI's model named (else it first asks a small model to route the prompt).
+    let vars = [("GEMINI_MODEL", "gemini-2.5-flash")];
+    let seen = sdk_turn(&env, &fake, &vars, "gemini-cli", "accept-edits", "write the marker").await;
+    assert_eq!(seen["stopReason"], "end_turn", "{seen}");
+    assert_eq!(agent_text(&seen), "marker written", "{seen}");
+    let updates = seen["updates"].as_array().unwrap();
+    let call = updates.iter().find(|u| u["sessionUpdate"] == "tool_call").unwrap_or_else(|| panic!("{seen}"));
+    assert!(call.to_string().contains("marker.txt"), "{call}");
+    let id = &call["toolCallId"];
+    let completed = updates
+        .iter()
+        .any(|u| u["sessionUpdate"] == "tool_call_update" && &u["toolCallId"] == id && u["status"] == "completed");
+    assert!(completed, "{seen}");
+    assert!(seen["asked"].as_array().unwrap().is_empty(), "headless Gemini CLI asks nothing: {seen}");
+    assert_eq!(std::fs::read_to_string(env.workspace.join("marker.txt")).unwrap(), "from-acp");
+    let requests = fake.requests();
+    assert!(requests.iter().all(|r| r.path.starts_with("/v1beta/models/gemini-2.5-flash:")), "{requests:?}");
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+}
+
+/// OpenCode behind ACP: in `accept-edits` OpenCode asks before its shell command; the question
+/// reaches the editor as `session/request_permission`, the editor allows it, the command runs
+/// (confined by superpi) and the editor sees the call, its completion and the answer. OpenCode's
+/// model is superpi's default (the OpenAI-compatible fake).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_opencode_turn_asks_the_official_acp_client_and_runs_its_command() {
+    let Some(program) = superpi_backends::discover::test_install(BackendKind::Opencode) else {
+        eprintln!("SKIPPED: OpenCode is not installed in the test cache (.ci/run installs it)");
+        return;
+    };
+    let env = TestEnv::new();
+    let file = format!("[backends.opencode]\nprogram = \"{}\"\n", program.display());
+    std::fs::write(env.locations.config_dir.join("harnesses.toml"), file).unwrap();
+    let command = "echo from-acp > marker.txt";
+    let fake = OpenAiFake::start(vec![
+        Answer::tool_call("bash", json!({"command": command, "description": "write a marker"})),
+        Answer::text("marker written"),
+    ])
+    .await
+    .unwrap();
+    let seen = sdk_turn(&env, &fake, &[], "opencode", "accept-edits", "write the marker").await;
+    assert_eq!(seen["stopReason"], "end_turn", "{seen}");
+    assert_eq!(agent_text(&seen), "marker written", "{seen}");
+    let asked = seen["asked"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "{seen}");
+    assert!(asked[0].to_string().contains(command), "{seen}");
+    let updates = seen["updates"].as_array().unwrap();
+    let call = updates.iter().find(|u| u["sessionUpdate"] == "tool_call").unwrap_or_else(|| panic!("{seen}"));
+    let id = &call["toolCallId"];
+    let completed = updates
+        .iter()
+        .any(|u| u["sessionUpdate"] == "tool_call_update" && &u["toolCallId"] == id && u["status"] == "completed");
+    assert!(completed, "{seen}");
+    assert_eq!(std::fs::read_to_string(env.workspace.join("marker.txt")).unwrap(), "from-acp\n");
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+}

@@ -1,0 +1,65 @@
+// One turn of a backend harness through `superpi acp`, driven by the official ACP client SDK
+// (@agentclientprotocol/sdk): initialize, session/new with `_meta.harness`, session/set_mode,
+// session/prompt; every session/update is kept, every permission question answered with
+// PERMISSION (an option kind). Prints one JSON line: the prompt's stop reason, the updates and
+// the questions asked.
+//
+// ACP_COMMAND is the agent's command line (run with sh -c in its own process group);
+// WORKSPACE, HARNESS, MODE and PROMPT say what to run.
+
+import { spawn } from "node:child_process";
+import { Readable, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk";
+
+const need = (name) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+};
+const agent = spawn("sh", ["-c", `exec ${need("ACP_COMMAND")}`], {
+  cwd: need("WORKSPACE"),
+  stdio: ["pipe", "pipe", "inherit"],
+  detached: true,
+});
+const stopAgent = () => {
+  try {
+    process.kill(-agent.pid, "SIGKILL");
+  } catch {}
+};
+process.on("exit", stopAgent);
+
+const updates = [];
+const asked = [];
+const answer = process.env.PERMISSION || "allow_once";
+const app = acp
+  .client({ name: "superpi-acp-sdk-test" })
+  .onNotification("session/update", ({ params }) => {
+    updates.push(params.update);
+  })
+  .onRequest("session/request_permission", ({ params }) => {
+    asked.push(params);
+    const option = params.options.find((o) => o.kind === answer) ?? params.options[0];
+    return { outcome: { outcome: "selected", optionId: option.optionId } };
+  });
+
+const stream = acp.ndJsonStream(Writable.toWeb(agent.stdin), Readable.toWeb(agent.stdout));
+await app.connectWith(stream, async (ctx) => {
+  await ctx.request("initialize", {
+    protocolVersion: acp.PROTOCOL_VERSION,
+    clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+    clientInfo: { name: "superpi-acp-sdk-test", version: "1.0.0" },
+  });
+  const session = await ctx.request("session/new", {
+    cwd: need("WORKSPACE"),
+    mcpServers: [],
+    _meta: { harness: need("HARNESS") },
+  });
+  await ctx.request("session/set_mode", { sessionId: session.sessionId, modeId: need("MODE") });
+  const done = await ctx.request("session/prompt", {
+    sessionId: session.sessionId,
+    prompt: [{ type: "text", text: need("PROMPT") }],
+  });
+  process.stdout.write(JSON.stringify({ stopReason: done.stopReason, updates, asked }) + "\n");
+});
+stopAgent();
+process.exit(0);
