@@ -243,11 +243,12 @@ async fn approve(
     let remember = remembered(kind, request);
     let reason =
         request.reason.clone().unwrap_or_else(|| format!("{} asks to run {}", kind.title(), request.tool_name));
+    let watched = crate::elsewhere::interactive_watcher(kernel, conv);
     let (recalled, asking) = {
         let policy = lock(&conv.policy);
         let policy = policy.as_ref().ok();
         let recalled = policy.and_then(|p| p.overrides().recall(&remember));
-        let asking = policy.filter(|p| p.may_ask(conv.has_interactive_watcher())).map(|p| {
+        let asking = policy.filter(|p| p.may_ask(watched)).map(|p| {
             // A remote frontend may allow what its ceiling would ask about: nothing in `plan`.
             let remote_may_allow = kernel.catalog.max_mode(p.harness(), true) > Mode::Plan;
             Asked { turn_id, timeout: p.question_timeout(), remote_may_allow }

@@ -4,7 +4,8 @@
 //! holder (a dead kernel's running turns end as interrupted, prompts queued for it run here).
 //! It hears the other kernels through the store: an event committed wakes this kernel's
 //! watchers of a conversation run elsewhere; a prompt queued, or a cancel, for a conversation
-//! run here reaches its actor.
+//! run here reaches its actor; an answer, or a mode or model change, given through another
+//! kernel reaches the conversation run here (`elsewhere.rs`).
 
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::sync::oneshot;
 
 use crate::conversation::{Conversation, Input, Steer};
+use crate::elsewhere;
 use crate::kernel::Kernel;
 use crate::live;
 use crate::store::{Notice, StoreError};
@@ -35,6 +37,7 @@ fn renew(kernel: &Kernel) -> Result<(), StoreError> {
     let live = kernel.live.leases();
     let held: std::collections::HashSet<(i64, i64)> =
         kernel.store.renew(&kernel.id, live::lease_ms(kernel))?.into_iter().collect();
+    kernel.remote_watchers.renew();
     for (id, generation) in live {
         if !held.contains(&(id, generation))
             && let Some(conv) = kernel.live.get(id)
@@ -94,13 +97,32 @@ fn heard(kernel: &Arc<Kernel>, notice: Notice) {
                 let _ = conv.input.try_send(Input::Cancel { reply });
             }
         }
+        Notice::Answer { conversation_id } => {
+            let kernel = kernel.clone();
+            tokio::task::spawn_blocking(move || elsewhere::answers_stored(&kernel, conversation_id));
+        }
+        Notice::Settings { conversation_id } => {
+            let kernel = kernel.clone();
+            tokio::task::spawn_blocking(move || elsewhere::settings_stored(&kernel, conversation_id));
+        }
         Notice::Missed => {
             kernel.stored_heads.wake_all();
-            for (id, _) in kernel.live.leases() {
-                if let Some(conv) = kernel.live.get(id) {
+            let live = kernel.live.leases();
+            for (id, _) in &live {
+                if let Some(conv) = kernel.live.get(*id) {
                     tokio::spawn(forward_queued(kernel.clone(), conv));
                 }
             }
+            // What was answered or changed meanwhile, looked up again.
+            let kernel = kernel.clone();
+            tokio::task::spawn_blocking(move || {
+                for id in kernel.questions.asking() {
+                    elsewhere::answers_stored(&kernel, id);
+                }
+                for (id, _) in live {
+                    elsewhere::settings_stored(&kernel, id);
+                }
+            });
         }
     }
 }

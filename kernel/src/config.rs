@@ -67,6 +67,11 @@ impl KernelConfig {
         }
     }
 
+    /// The lease's length in milliseconds, as the store takes it.
+    pub(crate) fn lease_ms(&self) -> i64 {
+        i64::try_from(self.lease_ttl.as_millis()).unwrap_or(i64::MAX).max(1)
+    }
+
     /// Where this kernel's files are: the socket, the lock file, the store (one place names
     /// them for the kernel and its frontends).
     pub fn locations(&self) -> Locations {

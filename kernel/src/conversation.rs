@@ -313,12 +313,14 @@ impl Conversation {
     }
 
     /// Another kernel took this conversation over: its running turn is cancelled (its commits
-    /// are refused anyway) and its actor takes it out of memory.
+    /// are refused anyway), its watchers are woken to follow it through the store, and its
+    /// actor takes it out of memory.
     pub fn fence(&self) {
         if !self.fenced.swap(true, Ordering::Relaxed) {
             tracing::warn!(conversation = self.id, "another kernel took this conversation over: it stops here");
             let (reply, _) = oneshot::channel();
             let _ = self.input.try_send(Input::Cancel { reply });
+            self.published.send_modify(|_| {});
         }
     }
 

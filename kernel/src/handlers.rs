@@ -16,7 +16,7 @@ use crate::kernel::Kernel;
 use crate::live::{self, Found};
 use crate::peer::Peer;
 use crate::questions::{Answerer, Refused};
-use crate::store::{ConversationRow, NewConversation, StoreError};
+use crate::store::{ConversationRow, NewConversation, Notice, StoreError};
 use crate::subscription::{self, WatchSpec};
 use crate::sync::lock;
 
@@ -71,11 +71,11 @@ pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str,
         Method::SessionFork(p) => fork(kernel, peer, p),
         Method::SessionSetMode(p) => set_mode(kernel, peer, p.conversation_id, &p.mode),
         Method::SessionSetModel(p) => set_model(kernel, peer, p.conversation_id, &p.model),
-        Method::SessionCompact(p) => match owned(kernel, peer, p.conversation_id) {
+        Method::SessionCompact(p) => match owned(kernel, peer, p.conversation_id, "a compaction runs") {
             Ok(conv) => crate::compaction::on_demand(&conv).await,
             Err(err) => Err(err),
         },
-        Method::SessionClear(p) => match owned(kernel, peer, p.conversation_id) {
+        Method::SessionClear(p) => match owned(kernel, peer, p.conversation_id, "the context is cleared") {
             Ok(conv) => crate::compaction::clear_between_turns(&conv).await,
             Err(err) => Err(err),
         },
@@ -110,29 +110,44 @@ pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str,
 /// The conversation, wherever it runs, if it exists and the peer's principal owns it. Another
 /// principal's conversation answers exactly like a missing one.
 fn found(kernel: &Arc<Kernel>, peer: &Peer, id: i64) -> Result<Found, ErrorObject> {
-    match live::find(kernel, id).map_err(internal)? {
-        Some(Found::Here(conv)) if conv.owner == peer.principal => Ok(Found::Here(conv)),
-        Some(Found::Elsewhere(row)) if row.owner == peer.principal => Ok(Found::Elsewhere(row)),
-        _ => Err(not_found(id)),
+    let found = live::find(kernel, id).map_err(internal)?.ok_or_else(|| not_found(id))?;
+    let owner = match &found {
+        Found::Here(conv) => &conv.owner,
+        Found::Elsewhere { row, .. } => &row.owner,
+    };
+    if *owner != peer.principal {
+        return Err(not_found(id));
+    }
+    Ok(found)
+}
+
+/// The conversation, for a request only the kernel that runs it can serve and that is not
+/// passed on to it (a compaction, clearing the context): refused naming that kernel.
+fn owned(kernel: &Arc<Kernel>, peer: &Peer, id: i64, what: &str) -> Result<Arc<Conversation>, ErrorObject> {
+    match found(kernel, peer, id)? {
+        Found::Here(conv) => Ok(conv),
+        Found::Elsewhere { holder, .. } => Err(run_elsewhere(id, &holder, what)),
     }
 }
 
-/// The conversation, for a request only the kernel that runs it can serve.
-fn owned(kernel: &Arc<Kernel>, peer: &Peer, id: i64) -> Result<Arc<Conversation>, ErrorObject> {
-    match found(kernel, peer, id)? {
-        Found::Here(conv) => Ok(conv),
-        Found::Elsewhere(_) => Err(ErrorObject::new(
-            codes::RUN_ELSEWHERE,
-            format!("conversation {id} is run by another kernel on this database: send this through that kernel"),
-        )),
-    }
+fn run_elsewhere(id: i64, holder: &str, what: &str) -> ErrorObject {
+    ErrorObject::new(
+        codes::RUN_ELSEWHERE,
+        format!(
+            "conversation {id} is run by kernel {holder} (host/pid/id), another kernel on this database: \
+             {what} only there, so send it through that kernel"
+        ),
+    )
 }
 
 /// A conversation's info wherever it runs.
 fn found_info(kernel: &Arc<Kernel>, found: &Found, remote: bool) -> Result<ConversationInfo, ErrorObject> {
     match found {
         Found::Here(conv) => Ok(info(kernel, conv, remote, false)),
-        Found::Elsewhere(row) => row_info(kernel, row, remote),
+        Found::Elsewhere { row, .. } => {
+            let running = running_elsewhere(kernel, &[row.id]).contains(&row.id);
+            row_info(kernel, row, remote, running)
+        }
     }
 }
 
@@ -160,8 +175,26 @@ fn info(kernel: &Kernel, conv: &Conversation, remote: bool, created: bool) -> Co
     }
 }
 
-/// The info of a stored conversation, without making it live when it is not.
-fn row_info(kernel: &Arc<Kernel>, row: &ConversationRow, remote: bool) -> Result<ConversationInfo, ErrorObject> {
+/// The conversations among these that have a turn running on another kernel (none on a store
+/// only this kernel uses: every running turn is live here).
+fn running_elsewhere(kernel: &Kernel, ids: &[i64]) -> std::collections::HashSet<i64> {
+    if !kernel.store.shared() {
+        return Default::default();
+    }
+    kernel.store.running(ids).map(|ids| ids.into_iter().collect()).unwrap_or_else(|err| {
+        tracing::warn!("reading which conversations run a turn: {err}");
+        Default::default()
+    })
+}
+
+/// The info of a stored conversation, without making it live when it is not; `running` when
+/// another kernel runs a turn of it.
+fn row_info(
+    kernel: &Arc<Kernel>,
+    row: &ConversationRow,
+    remote: bool,
+    running: bool,
+) -> Result<ConversationInfo, ErrorObject> {
     if let Some(conv) = kernel.live.get(row.id) {
         return Ok(info(kernel, &conv, remote, false));
     }
@@ -180,7 +213,7 @@ fn row_info(kernel: &Arc<Kernel>, row: &ConversationRow, remote: bool) -> Result
         title: row.title.clone(),
         parent_id: row.parent_id,
         created_at_ms: row.created_at_ms,
-        status: "idle".into(),
+        status: if running { "running".into() } else { "idle".into() },
         head_seq: kernel.store.head_seq(row.id).map_err(internal)?,
         created: false,
         rules_files: crate::rules::paths(row.workspace.as_deref()),
@@ -200,10 +233,10 @@ fn open(kernel: &Arc<Kernel>, peer: &Peer, p: OpenParams) -> Reply {
         let found = found(kernel, peer, id)?;
         match &found {
             Found::Here(conv) => attach_servers(conv, attached),
-            Found::Elsewhere(_) if attached.is_some() => {
+            Found::Elsewhere { .. } if attached.is_some() => {
                 tracing::warn!(conversation = id, "mcp_servers not attached: another kernel runs this conversation")
             }
-            Found::Elsewhere(_) => {}
+            Found::Elsewhere { .. } => {}
         }
         return to_value(found_info(kernel, &found, peer.remote)?);
     }
@@ -319,7 +352,7 @@ async fn submit(kernel: &Arc<Kernel>, peer: &Peer, p: SubmitParams) -> Reply {
             let settings = conv.settings();
             (settings.model, settings.workspace)
         }
-        Found::Elsewhere(row) => (row.model.clone(), row.workspace.clone()),
+        Found::Elsewhere { row, .. } => (row.model.clone(), row.workspace.clone()),
     };
     crate::commands::expand_called(&kernel.catalog.config_dir, workspace.as_deref(), &mut content);
     // Stored before the prompt is queued anywhere: the kernel that runs it reads the images
@@ -334,7 +367,7 @@ async fn submit(kernel: &Arc<Kernel>, peer: &Peer, p: SubmitParams) -> Reply {
     let message = Message { role: Role::User, content, usage: None, stop_reason: None };
     let conv = match found {
         Found::Here(conv) => conv,
-        Found::Elsewhere(row) => return forward_submit(kernel, peer, &row, &message, p.steer),
+        Found::Elsewhere { row, .. } => return forward_submit(kernel, peer, &row, &message, p.steer),
     };
     // The turn runs at most in the submitter's ceiling: a remote caller's stays the remote
     // one even in a conversation the terminal left in `auto`.
@@ -396,15 +429,18 @@ fn watch(kernel: &Arc<Kernel>, peer: &Arc<Peer>, p: WatchParams) -> Handled {
         Found::Here(conv) => {
             subscription::start(kernel.store.clone(), kernel.closing.clone(), conv, spec, peer.out.clone(), start_rx)
         }
-        Found::Elsewhere(row) => {
+        Found::Elsewhere { row, .. } => {
             // Woken from before the head is read: no commit falls between.
             let committed = kernel.stored_heads.watch(row.id);
             let head = match kernel.store.head_seq(row.id) {
                 Ok(head) => head,
                 Err(err) => return Handled { result: Err(internal(err)), after_response: None },
             };
+            // Said to the kernel that runs it before the watch is answered, so it asks this
+            // watcher the questions its turns put.
+            let counted = kernel.remote_watchers.count(row.id, spec.interactive, spec.reads_files);
             let (store, closing, out) = (kernel.store.clone(), kernel.closing.clone(), peer.out.clone());
-            let stored = subscription::Stored { conversation_id: row.id, head, committed };
+            let stored = subscription::Stored { conversation_id: row.id, head, committed, counted };
             (subscription::start_stored(store, closing, stored, spec, out, start_rx), head)
         }
     };
@@ -415,9 +451,9 @@ fn watch(kernel: &Arc<Kernel>, peer: &Arc<Peer>, p: WatchParams) -> Handled {
 async fn cancel(kernel: &Arc<Kernel>, peer: &Peer, id: i64) -> Reply {
     let conv = match found(kernel, peer, id)? {
         Found::Here(conv) => conv,
-        Found::Elsewhere(_) => {
+        Found::Elsewhere { .. } => {
             // Whether a turn ran is the other kernel's to say; it is told through the database.
-            kernel.store.notify(crate::store::Notice::Cancel { conversation_id: id }).map_err(internal)?;
+            kernel.store.notify(Notice::Cancel { conversation_id: id }).map_err(internal)?;
             return Ok(json!({"cancelled": false, "forwarded": true}));
         }
     };
@@ -442,7 +478,12 @@ fn list(kernel: &Arc<Kernel>, peer: &Peer, p: ListParams) -> Reply {
         kernel.store.list_conversations(&peer.principal, limit + 1, p.offset.unwrap_or(0)).map_err(internal)?;
     let more = rows.len() > limit as usize;
     rows.truncate(limit as usize);
-    let conversations = rows.iter().map(|row| row_info(kernel, row, peer.remote)).collect::<Result<Vec<_>, _>>()?;
+    let ids: Vec<i64> = rows.iter().filter(|row| kernel.live.get(row.id).is_none()).map(|row| row.id).collect();
+    let running = running_elsewhere(kernel, &ids);
+    let conversations = rows
+        .iter()
+        .map(|row| row_info(kernel, row, peer.remote, running.contains(&row.id)))
+        .collect::<Result<Vec<_>, _>>()?;
     to_value(ListResult { conversations, more })
 }
 
@@ -476,48 +517,79 @@ fn fork(kernel: &Arc<Kernel>, peer: &Peer, p: ForkParams) -> Reply {
     if let Some(fork) = live::conversation(kernel, forked.id).map_err(internal)? {
         crate::recovery::close_forked(kernel, &fork).map_err(internal)?;
     }
-    let mut value = row_info(kernel, &forked, peer.remote)?;
+    let mut value = row_info(kernel, &forked, peer.remote, false)?;
     value.created = true;
     to_value(value)
 }
 
+/// `session.set_mode`. Through a kernel that does not run the conversation, the mode is
+/// stored and that kernel told, which applies it and publishes `mode_changed`.
 fn set_mode(kernel: &Arc<Kernel>, peer: &Peer, id: i64, mode: &str) -> Reply {
-    let conv = owned(kernel, peer, id)?;
-    let harness_id = conv.settings().harness;
+    let found = found(kernel, peer, id)?;
+    let harness_id = match &found {
+        Found::Here(conv) => conv.settings().harness,
+        Found::Elsewhere { row, .. } => row.harness.clone(),
+    };
     let harness = kernel.catalog.harness(Some(&harness_id))?;
     let effective = kernel.catalog.mode_for(Some(mode), harness, peer.remote)?;
     let max_mode = kernel.catalog.max_mode(harness, peer.remote);
-    lock(&conv.settings).mode = effective.as_str().to_string();
+    let answer = json!({"mode": effective.as_str(), "max_mode": max_mode.as_str()});
+    let Found::Here(conv) = found else {
+        kernel.store.set_mode(id, effective.as_str()).map_err(internal)?;
+        kernel.store.notify(Notice::Settings { conversation_id: id }).map_err(internal)?;
+        return Ok(answer);
+    };
+    {
+        // Stored under the settings' lock, as a change told by another kernel is read.
+        let mut settings = lock(&conv.settings);
+        kernel.store.set_mode(id, effective.as_str()).map_err(internal)?;
+        settings.mode = effective.as_str().to_string();
+    }
     if let Ok(policy) = lock(&conv.policy).as_mut() {
         policy.set_mode(effective);
     }
-    kernel.store.set_mode(id, effective.as_str()).map_err(internal)?;
     conv.emit(kernel, Event::mode_changed(id, effective.as_str(), Some(max_mode.as_str().to_string())));
-    Ok(json!({"mode": effective.as_str(), "max_mode": max_mode.as_str()}))
+    Ok(answer)
 }
 
 /// `command.list`: the user-defined commands, with those of the conversation's workspace.
 fn command_list(kernel: &Arc<Kernel>, peer: &Peer, id: Option<i64>) -> Reply {
     let workspace = match id.map(|id| found(kernel, peer, id)).transpose()? {
         Some(Found::Here(conv)) => conv.settings().workspace,
-        Some(Found::Elsewhere(row)) => row.workspace,
+        Some(Found::Elsewhere { row, .. }) => row.workspace,
         None => None,
     };
     let commands = crate::commands::load(&kernel.catalog.config_dir, workspace.as_deref().map(std::path::Path::new));
     to_value(CommandListResult { commands: commands.into_values().map(|c| c.info).collect() })
 }
 
+/// `session.set_model`; through a kernel that does not run the conversation, as `set_mode`.
 fn set_model(kernel: &Arc<Kernel>, peer: &Peer, id: i64, model: &str) -> Reply {
-    let conv = owned(kernel, peer, id)?;
+    let found = found(kernel, peer, id)?;
     kernel.catalog.provider(model)?;
-    lock(&conv.settings).model = model.to_string();
-    kernel.store.set_model(id, model).map_err(internal)?;
+    match found {
+        Found::Here(conv) => {
+            let mut settings = lock(&conv.settings);
+            kernel.store.set_model(id, model).map_err(internal)?;
+            settings.model = model.to_string();
+        }
+        Found::Elsewhere { .. } => {
+            kernel.store.set_model(id, model).map_err(internal)?;
+            kernel.store.notify(Notice::Settings { conversation_id: id }).map_err(internal)?;
+        }
+    }
     Ok(json!({"model": model}))
 }
 
+/// `permission.respond`: to a question this kernel asked, or (not open here) one another kernel
+/// asked, through the store.
 fn respond(kernel: &Arc<Kernel>, peer: &Peer, request_id: &str, option_id: String) -> Reply {
     let by = Answerer { principal: &peer.principal, remote: peer.remote };
-    match kernel.questions.answer_permission(by, request_id, option_id) {
+    let answered = match kernel.questions.answer_permission(by, request_id, option_id.clone()) {
+        Err(Refused::NotOpen) => crate::elsewhere::answer_permission(kernel, by, request_id, &option_id),
+        here => here,
+    };
+    match answered {
         Ok(valid) => Ok(json!({"accepted": valid})),
         Err(Refused::NotOpen) => Err(ErrorObject::new(codes::NOT_FOUND, format!("no open question {request_id}"))),
         Err(Refused::AboveRemoteCeiling) => Err(ErrorObject::new(
@@ -528,7 +600,11 @@ fn respond(kernel: &Arc<Kernel>, peer: &Peer, request_id: &str, option_id: Strin
 }
 
 fn ui_respond(kernel: &Arc<Kernel>, peer: &Peer, request_id: &str, outcome: Value) -> Reply {
-    match kernel.questions.answer_ui(&peer.principal, request_id, outcome) {
+    let answered = match kernel.questions.answer_ui(&peer.principal, request_id, outcome.clone()) {
+        Err(_) => crate::elsewhere::answer_ui(kernel, &peer.principal, request_id, &outcome),
+        here => here,
+    };
+    match answered {
         Ok(waited) => Ok(json!({"accepted": waited})),
         Err(_) => Err(ErrorObject::new(codes::NOT_FOUND, format!("no open request {request_id}"))),
     }

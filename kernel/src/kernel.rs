@@ -18,6 +18,7 @@ use crate::images::ImageStore;
 use crate::mcp_client::McpClients;
 use crate::path_locks::PathLocks;
 use crate::questions::Questions;
+use crate::remote_watchers::RemoteWatchers;
 use crate::running_calls::RunningCalls;
 use crate::store::Store;
 use crate::tools::Catalog;
@@ -40,6 +41,8 @@ pub(crate) struct Kernel {
     pub loads: [std::sync::Mutex<()>; 16],
     /// The heads of conversations other kernels run, as heard through the store.
     pub stored_heads: StoredHeads,
+    /// This kernel's watchers of conversations other kernels run, as told to them.
+    pub remote_watchers: Arc<RemoteWatchers>,
     pub questions: Questions,
     /// Write and edit calls to one path run one at a time, across conversations.
     pub path_locks: PathLocks,
@@ -61,8 +64,10 @@ pub(crate) struct Kernel {
 
 impl Kernel {
     pub fn new(config: KernelConfig, store: Arc<dyn Store>, sandbox: Sandbox, catalog: Catalog) -> Arc<Kernel> {
+        let id = kernel_id();
         Arc::new(Kernel {
-            id: kernel_id(),
+            remote_watchers: RemoteWatchers::new(store.clone(), id.clone(), config.lease_ms()),
+            id,
             images: ImageStore::new(store.clone()),
             config,
             store,

@@ -28,24 +28,23 @@ use crate::sync::lock;
 pub(crate) enum Found {
     /// Here: live in this kernel, which holds its lease.
     Here(Arc<Conversation>),
-    /// By another live kernel on the same database (it holds the lease): this kernel serves
-    /// it through the store (history, watch) and queues its submits there for that kernel.
-    Elsewhere(ConversationRow),
+    /// By another live kernel on the same database (it holds the lease; `holder` is its id):
+    /// this kernel serves it through the store (history, watch) and passes on to that kernel
+    /// what only it can do (submits, cancels, answers, settings: `elsewhere.rs`).
+    Elsewhere { row: ConversationRow, holder: String },
 }
 
 /// The live conversation of an id, loading it (claiming its lease, ending what a former
 /// holder left unfinished, taking the prompts queued for it, and starting its actor) on first
 /// use; `Elsewhere` when another live kernel holds its lease.
 pub(crate) fn find(kernel: &Arc<Kernel>, id: i64) -> Result<Option<Found>, StoreError> {
-    if let Some(conv) = kernel.live.get(id) {
-        conv.touch();
+    if let Some(conv) = running_here(kernel, id) {
         return Ok(Some(Found::Here(conv)));
     }
     // One load of a conversation at a time: the claim, the head read after it and the
     // recovery belong to one loader.
     let _loading = lock(&kernel.loads[id.rem_euclid(kernel.loads.len() as i64) as usize]);
-    if let Some(conv) = kernel.live.get(id) {
-        conv.touch();
+    if let Some(conv) = running_here(kernel, id) {
         return Ok(Some(Found::Here(conv)));
     }
     let Some(row) = kernel.store.conversation(id)? else { return Ok(None) };
@@ -53,7 +52,7 @@ pub(crate) fn find(kernel: &Arc<Kernel>, id: i64) -> Result<Option<Found>, Store
         Claim::Taken { lease, interrupted } => (lease, interrupted),
         Claim::Held { owner } => {
             tracing::debug!(conversation = id, owner, "another kernel runs this conversation");
-            return Ok(Some(Found::Elsewhere(row)));
+            return Ok(Some(Found::Elsewhere { row, holder: owner }));
         }
     };
     let (conv, rx) = match load(kernel, row, lease.clone()) {
@@ -82,6 +81,14 @@ pub(crate) fn find(kernel: &Arc<Kernel>, id: i64) -> Result<Option<Found>, Store
     let queued = take_queued(kernel, &conv);
     kernel.tasks.spawn(actor(kernel.clone(), conv.clone(), rx, queued));
     Ok(Some(Found::Here(conv)))
+}
+
+/// The conversation of an id live here, unless another kernel took it over (it is leaving
+/// this kernel's memory: the store says who runs it now).
+fn running_here(kernel: &Kernel, id: i64) -> Option<Arc<Conversation>> {
+    let conv = kernel.live.get(id).filter(|conv| !conv.is_fenced())?;
+    conv.touch();
+    Some(conv)
 }
 
 /// The live conversation of an id (see [`find`]); `None` also when another kernel runs it.
@@ -119,7 +126,7 @@ fn load(
 
 /// The lease's length in milliseconds.
 pub(crate) fn lease_ms(kernel: &Kernel) -> i64 {
-    i64::try_from(kernel.config.lease_ttl.as_millis()).unwrap_or(i64::MAX).max(1)
+    kernel.config.lease_ms()
 }
 
 /// A prompt another kernel queued for this conversation, as its actor takes it.

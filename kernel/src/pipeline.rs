@@ -19,9 +19,11 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::Conversation;
+use crate::elsewhere;
 use crate::kernel::Kernel;
 use crate::mcp_client::Attached;
 use crate::path_locks::PathGuard;
+use crate::store::QuestionKind;
 use crate::sync::lock;
 
 /// A call to run: what the model (or a `tool.call` client) asked for, and where.
@@ -176,7 +178,7 @@ async fn decide(
             settle_direct(policy, &call.name, decision, *consented)
         }
         Caller::Turn { conv, turn_id, ceiling } => {
-            let (decision, may_ask, asked) = {
+            let (decision, asks, asked) = {
                 let policy = lock(&conv.policy);
                 let policy = policy.as_ref().map_err(|reason| Refusal::new(reason.clone(), Rule::Unanswered))?;
                 // A remote frontend's answer may allow only what its own ceiling would ask about.
@@ -187,12 +189,12 @@ async fn decide(
                     timeout: policy.question_timeout(),
                     remote_may_allow: !matches!(at_remote_ceiling, Decision::Deny { .. }),
                 };
-                (
-                    policy.decide_at_most(tool, &call.arguments, *ceiling),
-                    policy.may_ask(conv.has_interactive_watcher()),
-                    asked,
-                )
+                // Whether its settings let questions be asked at all; who watches is looked
+                // up only for a question (on a shared database it is a query).
+                (policy.decide_at_most(tool, &call.arguments, *ceiling), policy.may_ask(true), asked)
             };
+            let may_ask =
+                asks && matches!(decision, Decision::Ask { .. }) && elsewhere::interactive_watcher(kernel, conv);
             if let Decision::Ask { risk, .. } = decision {
                 asked_risk = Some(risk);
             }
@@ -244,6 +246,7 @@ pub(crate) async fn ask(
     let options: Vec<String> = superpi_proto::event::permission_options().into_iter().map(|o| o.option_id).collect();
     // Without an unguessable id the question is not asked: it fails closed.
     let (request_id, rx) = kernel.questions.open_permission(conv.id, &conv.owner, options.clone(), remote_may_allow)?;
+    elsewhere::question_opened(kernel, conv, &request_id, QuestionKind::Permission, remote_may_allow);
     conv.emit(kernel, Event::permission_request(conv.id, Some(turn_id), fields(request_id.clone())));
     let answer = tokio::select! {
         answer = rx => answer.ok(),
@@ -251,6 +254,7 @@ pub(crate) async fn ask(
         _ = cancel.cancelled() => None,
     };
     kernel.questions.close_permission(&request_id);
+    elsewhere::question_closed(kernel, &request_id);
     let outcome = match &answer {
         Some(option) if options.contains(option) => json!({"outcome": "selected", "option_id": option}),
         Some(other) => json!({"outcome": "invalid", "option_id": other}),
@@ -346,16 +350,17 @@ async fn editor_read(
     call: &PlannedCall,
     cancel: &CancellationToken,
 ) -> Option<ToolCallResult> {
-    if conv.file_readers.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+    let reader = *kernel.sandbox.registry().editor_read(&call.name)?;
+    if !elsewhere::file_reader(kernel, conv) {
         return None;
     }
-    let reader = *kernel.sandbox.registry().editor_read(&call.name)?;
     let workspace = call.workspace.as_ref()?;
     let raw = call.arguments.get(reader.path)?.as_str()?;
     let path = normalize(workspace, raw);
     let offset = call.arguments.get(reader.offset).and_then(Value::as_u64).map(|n| n as usize);
     let limit = call.arguments.get(reader.limit).and_then(Value::as_u64).map(|n| n as usize);
-    let (request_id, rx) = kernel.questions.open_ui(&conv.owner)?;
+    let (request_id, rx) = kernel.questions.open_ui(conv.id, &conv.owner)?;
+    elsewhere::question_opened(kernel, conv, &request_id, QuestionKind::Ui, false);
     let mut request = serde_json::Map::new();
     request.insert("kind".into(), json!("read_text_file"));
     request.insert("path".into(), json!(path.display().to_string()));
@@ -373,6 +378,7 @@ async fn editor_read(
         _ = cancel.cancelled() => None,
     };
     kernel.questions.close_ui(&request_id);
+    elsewhere::question_closed(kernel, &request_id);
     let content = answer.as_ref().and_then(|a| a.get("content")).and_then(Value::as_str).map(str::to_string);
     let outcome = match (&answer, &content) {
         (_, Some(_)) => json!({"outcome": "editor"}),

@@ -25,6 +25,7 @@ struct PendingQuestion {
 
 /// A `ui_request` waiting for a frontend's answer.
 struct PendingUi {
+    conversation_id: i64,
     owner: String,
     answer: oneshot::Sender<Value>,
 }
@@ -83,8 +84,7 @@ impl Questions {
     /// Answers a permission question for `by`: whether the option is one it offered. A remote
     /// answerer may refuse anything but allow only what its ceiling would have asked about.
     pub fn answer_permission(&self, by: Answerer<'_>, request_id: &str, option_id: String) -> Result<bool, Refused> {
-        let allows = matches!(Answer::from_option_id(&option_id), Some(Answer::AllowOnce | Answer::AllowAlways));
-        let above_ceiling = |q: &PendingQuestion| by.remote && allows && !q.remote_may_allow;
+        let above_ceiling = |q: &PendingQuestion| above_remote_ceiling(by, &option_id, q.remote_may_allow);
         if lock(&self.permissions).get(request_id).is_some_and(|q| q.owner == by.principal && above_ceiling(q)) {
             return Err(Refused::AboveRemoteCeiling);
         }
@@ -102,10 +102,11 @@ impl Questions {
 
     /// Opens a `ui_request` for `owner`'s frontends: its request id and where its outcome arrives.
     /// `None` without randomness for its id: the asker goes on without asking.
-    pub fn open_ui(&self, owner: &str) -> Option<(String, oneshot::Receiver<Value>)> {
+    pub fn open_ui(&self, conversation_id: i64, owner: &str) -> Option<(String, oneshot::Receiver<Value>)> {
         let request_id = new_request_id()?;
         let (answer, rx) = oneshot::channel();
-        lock(&self.ui_requests).insert(request_id.clone(), PendingUi { owner: owner.to_string(), answer });
+        let pending = PendingUi { conversation_id, owner: owner.to_string(), answer };
+        lock(&self.ui_requests).insert(request_id.clone(), pending);
         Some((request_id, rx))
     }
 
@@ -118,6 +119,40 @@ impl Questions {
         let pending = take_owned(&self.ui_requests, |q| &q.owner, principal, request_id)?;
         Ok(pending.answer.send(outcome).is_ok())
     }
+
+    /// Hands an answer another kernel took (it checked who answered, and against which
+    /// ceiling) to the open question or `ui_request` of that id: a permission answer is its
+    /// option id (a JSON string), a `ui_request`'s its outcome. Whether its asker still waited.
+    pub fn deliver(&self, request_id: &str, answer: Value) -> bool {
+        if let Some(question) = lock(&self.permissions).remove(request_id) {
+            // Anything but an option id is an invalid answer, which fails closed.
+            let option = match answer {
+                Value::String(option) => option,
+                other => other.to_string(),
+            };
+            return question.answer.send(option).is_ok();
+        }
+        match lock(&self.ui_requests).remove(request_id) {
+            Some(pending) => pending.answer.send(answer).is_ok(),
+            None => false,
+        }
+    }
+
+    /// The conversations with a question or `ui_request` open.
+    pub fn asking(&self) -> Vec<i64> {
+        let mut ids: Vec<i64> = lock(&self.permissions).values().map(|q| q.conversation_id).collect();
+        ids.extend(lock(&self.ui_requests).values().map(|q| q.conversation_id));
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+}
+
+/// Whether `by`'s answer allows a call its remote ceiling would refuse (a remote frontend may
+/// refuse anything, but allow only what its ceiling would have asked about).
+pub(crate) fn above_remote_ceiling(by: Answerer<'_>, option_id: &str, remote_may_allow: bool) -> bool {
+    let allows = matches!(Answer::from_option_id(option_id), Some(Answer::AllowOnce | Answer::AllowAlways));
+    by.remote && allows && !remote_may_allow
 }
 
 /// A fresh id for a question or a `ui_request`: 128 random bits, so that nobody who did not
@@ -162,7 +197,7 @@ mod tests {
     fn ids_are_128_random_bits() {
         let questions = Questions::new();
         let (a, _) = questions.open_permission(7, "alice", vec![], true).unwrap();
-        let (b, _) = questions.open_ui("alice").unwrap();
+        let (b, _) = questions.open_ui(7, "alice").unwrap();
         for id in [&a, &b] {
             let hex = id.strip_prefix("perm-").unwrap();
             assert!(hex.len() == 32 && hex.chars().all(|c| c.is_ascii_hexdigit()), "{id}");
@@ -213,13 +248,32 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_taken_by_another_kernel_reaches_its_asker() {
+        let questions = Questions::new();
+        let (permission, mut asked) = questions.open_permission(7, "alice", vec!["allow_once".into()], true).unwrap();
+        let (ui, mut read) = questions.open_ui(8, "alice").unwrap();
+        assert_eq!(questions.asking(), vec![7, 8]);
+        assert!(questions.deliver(&permission, json!("allow_once")));
+        assert_eq!(asked.try_recv().ok().as_deref(), Some("allow_once"));
+        assert!(questions.deliver(&ui, json!({"content": "x"})));
+        assert_eq!(read.try_recv().ok(), Some(json!({"content": "x"})));
+        // Once: both are closed now.
+        assert!(!questions.deliver(&permission, json!("allow_once")));
+        assert!(questions.asking().is_empty());
+        // Not an option id: passed on as it is, which the asker refuses.
+        let (id, mut rx) = questions.open_permission(7, "alice", vec!["allow_once".into()], true).unwrap();
+        assert!(questions.deliver(&id, json!({"x": 1})));
+        assert_eq!(rx.try_recv().ok().as_deref(), Some("{\"x\":1}"));
+    }
+
+    #[test]
     fn a_ui_request_answered_after_its_asker_left_is_not_accepted() {
         let questions = Questions::new();
-        let (id, rx) = questions.open_ui("alice").unwrap();
+        let (id, rx) = questions.open_ui(7, "alice").unwrap();
         assert_eq!(questions.answer_ui("bob", &id, json!({})), Err(NotOpen));
         drop(rx);
         assert_eq!(questions.answer_ui("alice", &id, json!({"content": "x"})), Ok(false));
-        let (closed, _rx) = questions.open_ui("alice").unwrap();
+        let (closed, _rx) = questions.open_ui(7, "alice").unwrap();
         questions.close_ui(&closed);
         assert_eq!(questions.answer_ui("alice", &closed, json!({})), Err(NotOpen));
     }

@@ -6,18 +6,23 @@
 //!
 //! Every call is one short statement or transaction. Migrations are numbered files run at
 //! open. Token deltas never reach this module. Several kernels share a database through
-//! per-conversation leases (`store/lease.rs`).
+//! per-conversation leases (`store/lease.rs`), and pass what only a conversation's holder can
+//! do to it (`store/forwarding.rs`).
 
+mod forwarding;
 mod lease;
 mod postgres;
 mod postgres_connection;
+mod postgres_forwarding;
 mod postgres_leases;
 mod sqlite;
+mod sqlite_forwarding;
 mod sqlite_leases;
 
 use std::path::Path;
 use std::sync::Arc;
 
+pub use forwarding::{Forwarding, OpenQuestion, QuestionKind, Watchers};
 pub use lease::{Claim, Lease, Leases, Notice, QueuedSubmit};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
@@ -101,7 +106,7 @@ pub struct InterruptedTurn {
 
 /// What the kernel stores and reads, whatever the engine. Every method is one short
 /// statement or transaction; a write has happened when it returns `Ok`.
-pub trait Store: Leases + Send + Sync {
+pub trait Store: Leases + Forwarding + Send + Sync {
     /// The schema version (number of migrations applied).
     fn schema_version(&self) -> Result<usize, StoreError>;
 

@@ -6,6 +6,9 @@ use superpi_proto::{ContentBlock, Role};
 #[path = "store_lease_tests.rs"]
 mod leases;
 use leases::*;
+#[path = "store_forwarding_tests.rs"]
+mod forwarding;
+use forwarding::*;
 
 fn new_conv(store: &dyn Store) -> ConversationRow {
     store
@@ -249,5 +252,8 @@ on_each_engine!(
     commits_store_events_and_entries_together_and_replay_in_order,
     fork_copies_history_up_to_a_seq,
     external_ids_map_per_frontend_and_principal,
-    an_image_is_stored_once_by_its_digest
+    an_image_is_stored_once_by_its_digest,
+    a_question_is_answered_once_and_dies_with_a_takeover,
+    watchers_elsewhere_are_other_kernels_that_still_renew,
+    running_names_the_conversations_with_a_turn_running
 );

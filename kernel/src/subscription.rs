@@ -107,12 +107,16 @@ pub(crate) struct Stored {
     pub head: u64,
     /// Wakes when an event of it is committed (by any kernel).
     pub committed: tokio::sync::watch::Receiver<u64>,
+    /// This watcher as told to the kernel that runs it (when it answers questions or reads
+    /// files), for as long as it watches.
+    pub counted: Option<crate::remote_watchers::Counted>,
 }
 
 /// Starts a subscription to a conversation another kernel runs: it sends the stored events
 /// (deltas are not stored, so it gets the completed messages), reading the store again each
-/// time `committed` says an event was committed. Nobody asks it permission questions (they
-/// go to the watchers of the kernel that runs the turn).
+/// time `committed` says an event was committed. The kernel that runs the turn asks it
+/// permission questions (stored events) when it is interactive (`counted`), and it answers them
+/// through this kernel (`elsewhere.rs`).
 pub(crate) fn start_stored(
     store: Arc<dyn Store>,
     closing: CancellationToken,
@@ -121,9 +125,10 @@ pub(crate) fn start_stored(
     out: Outbox,
     start: oneshot::Receiver<()>,
 ) -> SubscriptionHandle {
-    let Stored { conversation_id, head, committed } = stored;
+    let Stored { conversation_id, head, committed, counted } = stored;
     let (forwarder, mut handle) = Forwarder::new(store, closing, conversation_id, spec, out);
     handle.task = Some(tokio::spawn(async move {
+        let _counted = counted;
         if start.await.is_ok() {
             forwarder.run_stored(committed, head).await;
         }
@@ -261,16 +266,16 @@ impl Forwarder {
                     last_sent = last_sent.max(batch.last().map_or(last_sent, |ev| ev.seq));
                 }
                 Take::Lagged => {
-                    tracing::info!(
-                        conversation = self.conversation_id,
-                        subscription = self.spec.id,
-                        resume_from_seq = last_sent,
-                        "a watcher fell behind what the feed keeps: told it lagged (it catches up from the store)"
-                    );
-                    let notice =
-                        KernelMessage::Lagged(Lagged { subscription: self.spec.id, resume_from_seq: last_sent });
-                    self.out.send(Bytes::from(superpi_proto::frame::encode(&notice))).await;
-                    return;
+                    let why =
+                        "a watcher fell behind what the feed keeps: told it lagged (it catches up from the store)";
+                    return self.lagged(last_sent, why).await;
+                }
+                // Another kernel took the conversation over: this feed gets nothing more. Told
+                // it lagged, the watcher watches again, through the store, and sees what the
+                // new holder publishes (the end of the turn it took over first).
+                Take::Nothing if conv.is_fenced() => {
+                    let why = "another kernel took the conversation over: its watcher follows it through the store";
+                    return self.lagged(last_sent, why).await;
                 }
                 Take::Nothing => {
                     tokio::select! {
@@ -293,6 +298,19 @@ impl Forwarder {
                 }
             }
         }
+    }
+
+    /// Tells the watcher to watch again from `last_sent` (it reads the store from there), and
+    /// the log why.
+    async fn lagged(&self, last_sent: u64, why: &str) {
+        tracing::info!(
+            conversation = self.conversation_id,
+            subscription = self.spec.id,
+            resume_from_seq = last_sent,
+            "{why}"
+        );
+        let notice = KernelMessage::Lagged(Lagged { subscription: self.spec.id, resume_from_seq: last_sent });
+        self.out.send(Bytes::from(superpi_proto::frame::encode(&notice))).await;
     }
 
     fn max_batch(&self) -> usize {

@@ -166,6 +166,18 @@ impl TestEnv {
         (kernel, self.wait_for_kernel().await)
     }
 
+    /// Two machines (two environments: data, config and runtime directories) whose kernels,
+    /// started by hand, share the PostgreSQL database `url`, with a short lease (1.5 s) so one
+    /// takes over soon after the other dies: each environment, its kernel and a client of it.
+    pub async fn two_on_one_database(url: &str) -> [(TestEnv, KillOnDrop, superpi_client::KernelClient); 2] {
+        let vars = [("SUPERPI_DATABASE_URL", url), ("SUPERPI_LEASE_MS", "1500")];
+        let a = TestEnv::new();
+        let (kernel_a, client_a) = a.start_kernel(&vars).await;
+        let b = TestEnv::new();
+        let (kernel_b, client_b) = b.start_kernel(&vars).await;
+        [(a, kernel_a, client_a), (b, kernel_b, client_b)]
+    }
+
     /// Starts `superpi ARGS` (an HTTP frontend: `gateway`, `agui`) with these extra variables,
     /// and reads the line it announces its address with (`superpi NAME listening on
     /// http://ADDR`). Returns the process and the base URL; stderr goes to the test's.

@@ -5,7 +5,8 @@
 //! PostgreSQL binaries unless CI is set.
 
 use superpi_client::KernelClient;
-use superpi_proto::method::WatchParams;
+use superpi_proto::message::codes;
+use superpi_proto::method::{OpenParams, WatchParams};
 use superpi_proto::{ContentBlock, EventBody};
 use superpi_tests::{KillOnDrop, TestEnv, next_event, open_and_watch, postgres_server, turn_events};
 
@@ -70,11 +71,7 @@ async fn a_kernel_killed_during_a_tool_call_is_recovered_and_continued_by_a_kern
 
 /// Two kernels on one database (on two machines: two data directories), with a short lease.
 async fn two_kernels(url: &str) -> (TestEnv, KillOnDrop, KernelClient, TestEnv, KillOnDrop, KernelClient) {
-    let vars = [("SUPERPI_DATABASE_URL", url), ("SUPERPI_LEASE_MS", "1500")];
-    let machine_a = TestEnv::new();
-    let (kernel_a, a) = machine_a.start_kernel(&vars).await;
-    let machine_b = TestEnv::new();
-    let (kernel_b, b) = machine_b.start_kernel(&vars).await;
+    let [(machine_a, kernel_a, a), (machine_b, kernel_b, b)] = TestEnv::two_on_one_database(url).await;
     (machine_a, kernel_a, a, machine_b, kernel_b, b)
 }
 
@@ -165,7 +162,8 @@ async fn two_kernels_on_one_database_continue_a_conversation_while_both_live_and
 
 /// Fencing: kernel A stalls (SIGSTOP) during a tool call, its lease runs out and B takes the
 /// conversation over; when A resumes, what it would commit for the old turn (the call's result,
-/// the turn's end) is refused, and A stops running the conversation.
+/// the turn's end) is refused, A stops running the conversation, and A's watcher follows it
+/// through the store (it sees B's end of the turn).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_kernel_that_lost_its_lease_commits_nothing_more() {
     let Some(server) = postgres_server::shared() else { return };
@@ -182,6 +180,11 @@ async fn a_stalled_kernel_that_lost_its_lease_commits_nothing_more() {
     assert!(matches!(&end.body, EventBody::TurnError { error } if error.contains("interrupted")), "{end:?}");
     // SAFETY: as above.
     unsafe { libc::kill(pid, libc::SIGCONT) };
+    // A's watcher is not left in silence: it follows the conversation through the store and
+    // sees the end B gave the turn.
+    let end_on_a = next_event(&mut on_a, |e| e.turn_id == Some(turn.turn_id) && e.body.is_turn_end()).await;
+    assert_eq!(end_on_a.seq, end.seq);
+    assert!(matches!(&end_on_a.body, EventBody::TurnError { error } if error.contains("interrupted")));
 
     // A finds out (a refused commit, or its next renewal) and lets the conversation go.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
@@ -209,4 +212,47 @@ async fn a_stalled_kernel_that_lost_its_lease_commits_nothing_more() {
     let again = a.submit_text(conv, "through a").await.unwrap();
     assert!(again.queued);
     assert!(completed_with(&turn_events(&mut on_b, again.turn_id).await, "through a"));
+}
+
+/// What only the kernel that runs a conversation can do, asked through another: a frontend
+/// attached to B (interactive) is asked the permission question of a turn A runs, and its answer
+/// through B lets the call run in A; while the turn waits, B says the conversation is running; a
+/// mode set through B is applied and published by A; a compaction through B is refused naming A.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frontend_on_another_kernel_answers_questions_and_changes_the_mode() {
+    let Some(server) = postgres_server::shared() else { return };
+    let (machine_a, _kernel_a, a, _machine_b, _kernel_b, b) = two_kernels(&server.new_database()).await;
+    // Opened through A (which runs it), with nobody watching there.
+    let (conv, on_a) = open_and_watch(&a, &machine_a.workspace, Some("accept-edits"), false).await;
+    drop(on_a);
+    assert!(a.status().await.unwrap().owned_conversations.contains(&conv));
+    let mut on_b = b.watch(WatchParams { interactive: true, ..watch_from(conv, None) }).await.unwrap();
+
+    let turn = b.submit_text(conv, "@tool bash {\"command\": \"touch made-by-bash\"}").await.unwrap();
+    let asked = next_event(&mut on_b, |e| matches!(e.body, EventBody::PermissionRequest { .. })).await;
+    let EventBody::PermissionRequest { request_id, .. } = asked.body else { unreachable!() };
+    let info = b.open(OpenParams { conversation_id: Some(conv), ..Default::default() }).await.unwrap();
+    assert_eq!(info.status, "running");
+    assert!(b.list().await.unwrap().iter().any(|c| c.conversation_id == conv && c.status == "running"));
+    assert_eq!(b.respond_permission(&request_id, "allow_once").await.unwrap()["accepted"], true);
+    let events = turn_events(&mut on_b, turn.turn_id).await;
+    assert!(events.iter().any(|e| matches!(&e.body, EventBody::ToolCompleted { is_error: false, .. })), "{events:?}");
+    assert!(machine_a.workspace.join("made-by-bash").exists());
+    // Answered once: the question is closed everywhere.
+    let again = b.respond_permission(&request_id, "allow_once").await.unwrap_err();
+    assert_eq!(again.code(), Some(codes::NOT_FOUND));
+    let info = b.open(OpenParams { conversation_id: Some(conv), ..Default::default() }).await.unwrap();
+    assert_eq!(info.status, "idle");
+
+    // A mode set through B: A applies it and says so.
+    assert_eq!(b.set_mode(conv, "plan").await.unwrap()["mode"], "plan");
+    let changed = next_event(&mut on_b, |e| matches!(e.body, EventBody::ModeChanged { .. })).await;
+    assert!(matches!(&changed.body, EventBody::ModeChanged { mode, .. } if mode == "plan"));
+    let on_a = a.open(OpenParams { conversation_id: Some(conv), ..Default::default() }).await.unwrap();
+    assert_eq!(on_a.mode, "plan");
+    // What is not passed on is refused, naming the kernel that runs it.
+    let holder = a.status().await.unwrap().kernel_id;
+    let refused = b.compact(conv).await.unwrap_err();
+    assert_eq!(refused.code(), Some(codes::RUN_ELSEWHERE));
+    assert!(refused.to_string().contains(&holder), "{refused}");
 }

@@ -164,8 +164,8 @@ pub mod codes {
     /// The kernel lacks (or differs in) a provider variable the frontend has and is not
     /// replaced (started by hand, or turns running): the message says what to do.
     pub const PROVIDER_ENV: i32 = -32012;
-    /// Another kernel on the same database runs the conversation, and this request cannot be
-    /// forwarded to it (a setting change, a compaction): send it through that kernel.
+    /// Another kernel on the same database runs the conversation, and this request is not
+    /// passed on to it (a compaction, clearing the context): send it through that kernel.
     pub const RUN_ELSEWHERE: i32 = -32013;
 }
 

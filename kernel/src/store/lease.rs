@@ -48,6 +48,10 @@ pub enum Notice {
     Submit { conversation_id: i64 },
     /// Someone asked the conversation's running turn to stop.
     Cancel { conversation_id: i64 },
+    /// A person answered a question the conversation's holder asked (the answer is stored).
+    Answer { conversation_id: i64 },
+    /// The conversation's mode or model was changed in the store.
+    Settings { conversation_id: i64 },
     /// Notices may have been lost (the listening connection broke, or this kernel fell
     /// behind): look at everything again.
     Missed,
@@ -60,6 +64,8 @@ impl Notice {
             Notice::Event { conversation_id, seq } => format!("event {conversation_id} {seq}"),
             Notice::Submit { conversation_id } => format!("submit {conversation_id}"),
             Notice::Cancel { conversation_id } => format!("cancel {conversation_id}"),
+            Notice::Answer { conversation_id } => format!("answer {conversation_id}"),
+            Notice::Settings { conversation_id } => format!("settings {conversation_id}"),
             Notice::Missed => "missed".into(),
         }
     }
@@ -72,6 +78,8 @@ impl Notice {
             "event" => Some(Notice::Event { conversation_id: conversation_id?, seq: words.next()?.parse().ok()? }),
             "submit" => Some(Notice::Submit { conversation_id: conversation_id? }),
             "cancel" => Some(Notice::Cancel { conversation_id: conversation_id? }),
+            "answer" => Some(Notice::Answer { conversation_id: conversation_id? }),
+            "settings" => Some(Notice::Settings { conversation_id: conversation_id? }),
             "missed" => Some(Notice::Missed),
             _ => None,
         }
@@ -119,7 +127,7 @@ pub trait Leases {
     /// Takes the prompts queued for the conversation, in order, if `lease` is still held.
     fn take_queued(&self, conversation_id: i64, lease: &Lease) -> Result<Vec<QueuedSubmit>, StoreError>;
 
-    /// Asks the lease holder to cancel the conversation's running turn.
+    /// Tells the other kernels (the lease holder: a cancel, a settings change).
     fn notify(&self, notice: Notice) -> Result<(), StoreError>;
 
     /// What other kernels say through the database; `None` when nobody else can (SQLite).

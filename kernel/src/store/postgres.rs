@@ -2,12 +2,14 @@
 //! (`SUPERPI_DATABASE_URL`, `superpi kernel --database URL`).
 //!
 //! The kernel calls its store synchronously (SQLite answers from a local file, and the
-//! publisher commits under its seq lock), so this engine keeps that shape: one connection,
-//! driven by a thread of its own, and each call waits for its answer (through
+//! publisher commits under its seq lock), so this engine keeps that shape: a few connections
+//! ([`POOL`]), driven by a thread of its own; a call takes a free one (so the commits of
+//! different conversations go out side by side) and waits for its answer (through
 //! `block_in_place` on the kernel's multi-thread runtime, so other tasks move on meanwhile).
-//! A connection that broke is opened again at the next call (`store/postgres_connection.rs`).
+//! A connection that broke is opened again at its next call (`store/postgres_connection.rs`).
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use superpi_proto::event::now_ms;
 use superpi_proto::{Entry, Message};
@@ -28,6 +30,7 @@ pub(super) const MIGRATIONS: &[(&str, &str)] = &[
     ("0004_turn_steered", include_str!("../../migrations/postgres/0004_turn_steered.sql")),
     ("0005_leases", include_str!("../../migrations/postgres/0005_leases.sql")),
     ("0006_images", include_str!("../../migrations/postgres/0006_images.sql")),
+    ("0007_forwarding", include_str!("../../migrations/postgres/0007_forwarding.sql")),
 ];
 
 /// The advisory lock kernels take while migrating, so two starting at once migrate in turn.
@@ -56,10 +59,16 @@ impl From<tokio_postgres::Error> for StoreError {
     }
 }
 
+/// Connections for statements per kernel (the listening one aside). More let more calls wait
+/// on the server at once; each is a server process.
+pub(super) const POOL: usize = 4;
+
 pub struct PostgresStore {
     config: Config,
     driver: Driver,
-    client: Mutex<Connection>,
+    pool: Vec<Mutex<Connection>>,
+    /// Where the next call starts looking for a free connection.
+    next: AtomicUsize,
     /// What the listening connection hears from other kernels (`store/postgres_leases.rs`).
     pub(super) notices: tokio::sync::broadcast::Sender<Notice>,
 }
@@ -73,16 +82,30 @@ impl PostgresStore {
         let driver = Driver::start()?;
         let mut client = driver.connect(&config)?;
         wait(migrate(&mut client))?;
+        let mut pool = vec![Mutex::new(Connection::new(client))];
+        for _ in 1..POOL {
+            pool.push(Mutex::new(Connection::new(driver.connect(&config)?)));
+        }
         let (notices, _) = tokio::sync::broadcast::channel(super::postgres_leases::NOTICE_BACKLOG);
         driver.handle.spawn(super::postgres_leases::listen(config.clone(), notices.clone()));
-        Ok(PostgresStore { config, driver, client: Mutex::new(Connection::new(client)), notices })
+        Ok(PostgresStore { config, driver, pool, next: AtomicUsize::new(0), notices })
     }
 
-    /// The connection, opened again when it broke.
+    /// A free connection (else the next in turn, once free), opened again when it broke.
     pub(super) fn client(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
-        let mut client = self.client.lock().unwrap_or_else(|p| p.into_inner());
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let slots = self.pool.len();
+        let free = (0..slots).find_map(|i| match self.pool[(start + i) % slots].try_lock() {
+            Ok(client) => Some(client),
+            Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        });
+        let mut client = match free {
+            Some(client) => client,
+            None => self.pool[start % slots].lock().unwrap_or_else(|p| p.into_inner()),
+        };
         if client.is_closed() {
-            tracing::warn!("the database connection was closed: connecting again");
+            tracing::warn!("a database connection was closed: connecting again");
             *client = Connection::new(self.driver.connect(&self.config)?);
         }
         Ok(client)

@@ -24,7 +24,7 @@ use super::{
 pub(super) const NOTICE_BACKLOG: usize = 4096;
 
 /// The server's clock in milliseconds since the epoch.
-const NOW_MS: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
+pub(super) const NOW_MS: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
 
 /// The commit's lease check: the row stays share-locked until the commit ends, so a claim
 /// (which updates it) waits for the commit, and a commit after a claim sees the new generation.
@@ -83,6 +83,8 @@ impl Leases for PostgresStore {
             };
             let generation: i64 = taken.try_get(0)?;
             let interrupted = interrupt_left(&tx, conversation_id).await?;
+            // The former holder's questions died with it.
+            tx.execute("DELETE FROM open_questions WHERE conversation_id = $1", &[&conversation_id]).await?;
             tx.commit().await?;
             Ok(Claim::Taken { lease: Lease { owner: kernel.to_string(), generation }, interrupted })
         })

@@ -21,6 +21,7 @@ pub(super) const MIGRATIONS: &[(&str, &str)] = &[
     ("0004_turn_steered", include_str!("../../migrations/0004_turn_steered.sql")),
     ("0005_leases", include_str!("../../migrations/0005_leases.sql")),
     ("0006_images", include_str!("../../migrations/0006_images.sql")),
+    ("0007_forwarding", include_str!("../../migrations/0007_forwarding.sql")),
 ];
 
 pub struct SqliteStore {

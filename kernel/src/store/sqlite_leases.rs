@@ -77,6 +77,8 @@ impl Leases for SqliteStore {
             params![conversation_id, kernel, generation, now.saturating_add(ttl_ms)],
         )?;
         let interrupted = interrupt_left(&tx, conversation_id)?;
+        // The former holder's questions died with it.
+        tx.execute("DELETE FROM open_questions WHERE conversation_id = ?1", [conversation_id])?;
         tx.commit()?;
         Ok(Claim::Taken { lease: Lease { owner: kernel.to_string(), generation }, interrupted })
     }

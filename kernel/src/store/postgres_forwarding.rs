@@ -1,0 +1,138 @@
+//! Forwarding on PostgreSQL: open questions and remote watchers in their tables, an answer
+//! told to the holder through NOTIFY in the statement that stores it. Times are the server's
+//! clock, like the leases'.
+
+use tokio_postgres::Row;
+
+use super::StoreError;
+use super::forwarding::{Forwarding, OpenQuestion, QuestionKind, Watchers};
+use super::postgres::PostgresStore;
+use super::postgres_connection::wait;
+use super::postgres_leases::NOW_MS;
+
+fn to_question(request_id: &str, row: &Row) -> Result<OpenQuestion, StoreError> {
+    let kind: String = row.try_get(2)?;
+    Ok(OpenQuestion {
+        request_id: request_id.to_string(),
+        conversation_id: row.try_get(0)?,
+        owner: row.try_get(1)?,
+        kind: QuestionKind::parse(&kind).ok_or_else(|| StoreError::Corrupt(format!("question kind {kind}")))?,
+        remote_may_allow: row.try_get(3)?,
+    })
+}
+
+/// A count as stored, back (a negative or huge one is corrupt; read as none and as many).
+fn count(n: i64) -> u32 {
+    u32::try_from(n.max(0)).unwrap_or(u32::MAX)
+}
+
+impl Forwarding for PostgresStore {
+    fn open_question(&self, q: &OpenQuestion) -> Result<(), StoreError> {
+        let client = self.client()?;
+        wait(client.execute(
+            "INSERT INTO open_questions (request_id, conversation_id, owner, kind, remote_may_allow)
+             VALUES ($1, $2, $3, $4, $5)",
+            &[&q.request_id, &q.conversation_id, &q.owner, &q.kind.as_str(), &q.remote_may_allow],
+        ))?;
+        Ok(())
+    }
+
+    fn question(&self, request_id: &str) -> Result<Option<OpenQuestion>, StoreError> {
+        let client = self.client()?;
+        let row = wait(client.query_opt(
+            "SELECT conversation_id, owner, kind, remote_may_allow FROM open_questions
+             WHERE request_id = $1 AND answer IS NULL",
+            &[&request_id],
+        ))?;
+        row.map(|row| to_question(request_id, &row)).transpose()
+    }
+
+    fn answer_question(&self, request_id: &str, answer: &str) -> Result<bool, StoreError> {
+        let client = self.client()?;
+        // One statement: the answer and the holder's notice (`Notice::Answer`) commit together.
+        let rows = wait(client.query(
+            "WITH answered AS (
+                 UPDATE open_questions SET answer = $2 WHERE request_id = $1 AND answer IS NULL
+                 RETURNING conversation_id)
+             SELECT pg_notify('superpi', 'answer ' || conversation_id) FROM answered",
+            &[&request_id, &answer],
+        ))?;
+        Ok(!rows.is_empty())
+    }
+
+    fn take_answers(&self, conversation_id: i64) -> Result<Vec<(String, String)>, StoreError> {
+        let client = self.client()?;
+        let rows = wait(client.query(
+            "DELETE FROM open_questions WHERE conversation_id = $1 AND answer IS NOT NULL RETURNING request_id, answer",
+            &[&conversation_id],
+        ))?;
+        rows.iter().map(|row| Ok((row.try_get(0)?, row.try_get(1)?))).collect()
+    }
+
+    fn close_question(&self, request_id: &str) -> Result<(), StoreError> {
+        let client = self.client()?;
+        wait(client.execute("DELETE FROM open_questions WHERE request_id = $1", &[&request_id]))?;
+        Ok(())
+    }
+
+    fn set_watchers(
+        &self,
+        conversation_id: i64,
+        kernel: &str,
+        watchers: Watchers,
+        ttl_ms: i64,
+    ) -> Result<(), StoreError> {
+        let client = self.client()?;
+        if watchers.is_empty() {
+            wait(client.execute(
+                "DELETE FROM remote_watchers WHERE conversation_id = $1 AND kernel = $2",
+                &[&conversation_id, &kernel],
+            ))?;
+            return Ok(());
+        }
+        wait(client.execute(
+            &format!(
+                "INSERT INTO remote_watchers (conversation_id, kernel, interactive, readers, expires_at_ms)
+                 VALUES ($1, $2, $3, $4, {NOW_MS} + $5)
+                 ON CONFLICT (conversation_id, kernel) DO UPDATE SET interactive = excluded.interactive,
+                     readers = excluded.readers, expires_at_ms = excluded.expires_at_ms"
+            ),
+            &[&conversation_id, &kernel, &i64::from(watchers.interactive), &i64::from(watchers.readers), &ttl_ms],
+        ))?;
+        Ok(())
+    }
+
+    fn renew_watchers(&self, kernel: &str, ttl_ms: i64) -> Result<(), StoreError> {
+        let client = self.client()?;
+        wait(client.execute(
+            &format!("UPDATE remote_watchers SET expires_at_ms = {NOW_MS} + $2 WHERE kernel = $1"),
+            &[&kernel, &ttl_ms],
+        ))?;
+        Ok(())
+    }
+
+    fn watchers_elsewhere(&self, conversation_id: i64, kernel: &str) -> Result<Watchers, StoreError> {
+        let client = self.client()?;
+        let row = wait(client.query_one(
+            &format!(
+                "SELECT COALESCE(SUM(interactive), 0)::BIGINT, COALESCE(SUM(readers), 0)::BIGINT FROM remote_watchers
+                 WHERE conversation_id = $1 AND kernel <> $2 AND expires_at_ms > {NOW_MS}"
+            ),
+            &[&conversation_id, &kernel],
+        ))?;
+        Ok(Watchers { interactive: count(row.try_get(0)?), readers: count(row.try_get(1)?) })
+    }
+
+    fn running(&self, conversation_ids: &[i64]) -> Result<Vec<i64>, StoreError> {
+        if conversation_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let client = self.client()?;
+        let rows = wait(client.query(
+            "SELECT DISTINCT conversation_id FROM turns WHERE status = 'running' AND conversation_id = ANY($1)
+             ORDER BY 1",
+            &[&conversation_ids],
+        ))?;
+        rows.iter().map(|row| Ok(row.try_get(0)?)).collect()
+    }
+}

@@ -1,0 +1,126 @@
+//! Forwarding on SQLite: the same tables and rules as PostgreSQL's, so the store suite is one
+//! for both engines; the file is one kernel's, so nobody else reads them and nobody is told.
+
+use rusqlite::{OptionalExtension, params};
+use superpi_proto::event::now_ms;
+
+use super::StoreError;
+use super::forwarding::{Forwarding, OpenQuestion, QuestionKind, Watchers};
+use super::sqlite::SqliteStore;
+
+fn count(n: i64) -> u32 {
+    u32::try_from(n.max(0)).unwrap_or(u32::MAX)
+}
+
+impl Forwarding for SqliteStore {
+    fn open_question(&self, q: &OpenQuestion) -> Result<(), StoreError> {
+        self.conn().execute(
+            "INSERT INTO open_questions (request_id, conversation_id, owner, kind, remote_may_allow)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![q.request_id, q.conversation_id, q.owner, q.kind.as_str(), q.remote_may_allow],
+        )?;
+        Ok(())
+    }
+
+    fn question(&self, request_id: &str) -> Result<Option<OpenQuestion>, StoreError> {
+        let row: Option<(i64, String, String, bool)> = self
+            .conn()
+            .query_row(
+                "SELECT conversation_id, owner, kind, remote_may_allow FROM open_questions
+                 WHERE request_id = ?1 AND answer IS NULL",
+                [request_id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .optional()?;
+        row.map(|(conversation_id, owner, kind, remote_may_allow)| {
+            Ok(OpenQuestion {
+                request_id: request_id.to_string(),
+                conversation_id,
+                owner,
+                kind: QuestionKind::parse(&kind).ok_or_else(|| StoreError::Corrupt(format!("question kind {kind}")))?,
+                remote_may_allow,
+            })
+        })
+        .transpose()
+    }
+
+    fn answer_question(&self, request_id: &str, answer: &str) -> Result<bool, StoreError> {
+        let changed = self.conn().execute(
+            "UPDATE open_questions SET answer = ?2 WHERE request_id = ?1 AND answer IS NULL",
+            params![request_id, answer],
+        )?;
+        Ok(changed > 0)
+    }
+
+    fn take_answers(&self, conversation_id: i64) -> Result<Vec<(String, String)>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "DELETE FROM open_questions WHERE conversation_id = ?1 AND answer IS NOT NULL RETURNING request_id, answer",
+        )?;
+        let taken = stmt.query_map([conversation_id], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+        Ok(taken)
+    }
+
+    fn close_question(&self, request_id: &str) -> Result<(), StoreError> {
+        self.conn().execute("DELETE FROM open_questions WHERE request_id = ?1", [request_id])?;
+        Ok(())
+    }
+
+    fn set_watchers(
+        &self,
+        conversation_id: i64,
+        kernel: &str,
+        watchers: Watchers,
+        ttl_ms: i64,
+    ) -> Result<(), StoreError> {
+        let conn = self.conn();
+        if watchers.is_empty() {
+            conn.execute(
+                "DELETE FROM remote_watchers WHERE conversation_id = ?1 AND kernel = ?2",
+                params![conversation_id, kernel],
+            )?;
+            return Ok(());
+        }
+        conn.execute(
+            "INSERT INTO remote_watchers (conversation_id, kernel, interactive, readers, expires_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (conversation_id, kernel) DO UPDATE SET interactive = excluded.interactive,
+                 readers = excluded.readers, expires_at_ms = excluded.expires_at_ms",
+            params![conversation_id, kernel, watchers.interactive, watchers.readers, now_ms().saturating_add(ttl_ms)],
+        )?;
+        Ok(())
+    }
+
+    fn renew_watchers(&self, kernel: &str, ttl_ms: i64) -> Result<(), StoreError> {
+        self.conn().execute(
+            "UPDATE remote_watchers SET expires_at_ms = ?2 WHERE kernel = ?1",
+            params![kernel, now_ms().saturating_add(ttl_ms)],
+        )?;
+        Ok(())
+    }
+
+    fn watchers_elsewhere(&self, conversation_id: i64, kernel: &str) -> Result<Watchers, StoreError> {
+        let (interactive, readers): (i64, i64) = self.conn().query_row(
+            "SELECT COALESCE(SUM(interactive), 0), COALESCE(SUM(readers), 0) FROM remote_watchers
+             WHERE conversation_id = ?1 AND kernel <> ?2 AND expires_at_ms > ?3",
+            params![conversation_id, kernel, now_ms()],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        Ok(Watchers { interactive: count(interactive), readers: count(readers) })
+    }
+
+    fn running(&self, conversation_ids: &[i64]) -> Result<Vec<i64>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM turns WHERE conversation_id = ?1 AND status = 'running')")?;
+        let mut running = Vec::new();
+        for &id in conversation_ids {
+            if stmt.query_row([id], |r| r.get::<_, bool>(0))? {
+                running.push(id);
+            }
+        }
+        running.sort_unstable();
+        running.dedup();
+        Ok(running)
+    }
+}

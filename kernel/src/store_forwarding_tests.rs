@@ -1,0 +1,71 @@
+//! The forwarding rules every engine keeps (run on both by `store_tests.rs`'s `on_each_engine!`).
+
+use super::super::*;
+use super::new_conv;
+
+fn question(conversation_id: i64, request_id: &str, kind: QuestionKind) -> OpenQuestion {
+    OpenQuestion {
+        request_id: request_id.into(),
+        conversation_id,
+        owner: "local".into(),
+        kind,
+        remote_may_allow: kind == QuestionKind::Permission,
+    }
+}
+
+pub(super) fn a_question_is_answered_once_and_dies_with_a_takeover(store: &dyn Store) {
+    let conv = new_conv(store).id;
+    let asked = question(conv, "perm-1", QuestionKind::Permission);
+    store.open_question(&asked).unwrap();
+    store.open_question(&question(conv, "perm-2", QuestionKind::Ui)).unwrap();
+    assert_eq!(store.question("perm-1").unwrap(), Some(asked));
+    assert_eq!(store.question("perm-9").unwrap(), None);
+    // Answered once: a second answer finds nothing open.
+    assert!(store.answer_question("perm-1", "\"allow_once\"").unwrap());
+    assert!(!store.answer_question("perm-1", "\"reject_once\"").unwrap());
+    assert_eq!(store.question("perm-1").unwrap(), None);
+    // The holder takes the answer, once.
+    assert_eq!(store.take_answers(conv).unwrap(), vec![("perm-1".to_string(), "\"allow_once\"".to_string())]);
+    assert_eq!(store.take_answers(conv).unwrap(), vec![]);
+    // Closed: nothing to answer.
+    store.close_question("perm-2").unwrap();
+    assert!(!store.answer_question("perm-2", "{}").unwrap());
+    // A claim drops the questions its former holder asked.
+    store.open_question(&question(conv, "perm-3", QuestionKind::Permission)).unwrap();
+    store.claim(conv, "kernel-a", 0).unwrap();
+    store.claim(conv, "kernel-b", 600_000).unwrap();
+    assert_eq!(store.question("perm-3").unwrap(), None);
+}
+
+pub(super) fn watchers_elsewhere_are_other_kernels_that_still_renew(store: &dyn Store) {
+    let conv = new_conv(store).id;
+    let none = Watchers::default();
+    assert_eq!(store.watchers_elsewhere(conv, "kernel-a").unwrap(), none);
+    let some = Watchers { interactive: 2, readers: 1 };
+    store.set_watchers(conv, "kernel-b", some, 600_000).unwrap();
+    store.set_watchers(conv, "kernel-c", Watchers { interactive: 1, readers: 0 }, 600_000).unwrap();
+    assert_eq!(store.watchers_elsewhere(conv, "kernel-a").unwrap(), Watchers { interactive: 3, readers: 1 });
+    // A kernel's own watchers are not elsewhere.
+    assert_eq!(store.watchers_elsewhere(conv, "kernel-b").unwrap(), Watchers { interactive: 1, readers: 0 });
+    // None removes what a kernel said.
+    store.set_watchers(conv, "kernel-c", none, 600_000).unwrap();
+    assert_eq!(store.watchers_elsewhere(conv, "kernel-a").unwrap(), some);
+    // A kernel that stopped renewing (dead) counts no more; renewed, it does again.
+    store.set_watchers(conv, "kernel-b", some, -1).unwrap();
+    assert_eq!(store.watchers_elsewhere(conv, "kernel-a").unwrap(), none);
+    store.renew_watchers("kernel-b", 600_000).unwrap();
+    assert_eq!(store.watchers_elsewhere(conv, "kernel-a").unwrap(), some);
+}
+
+pub(super) fn running_names_the_conversations_with_a_turn_running(store: &dyn Store) {
+    let (a, b, c) = (new_conv(store).id, new_conv(store).id, new_conv(store).id);
+    let turn = store.create_turn(a, &superpi_proto::Message::user_text("x")).unwrap();
+    store.set_turn_status(turn, "running", None).unwrap();
+    let queued = store.create_turn(b, &superpi_proto::Message::user_text("y")).unwrap();
+    assert_eq!(store.running(&[a, b, c]).unwrap(), vec![a]);
+    assert!(store.running(&[b, c]).unwrap().is_empty());
+    assert!(store.running(&[]).unwrap().is_empty());
+    store.set_turn_status(turn, "completed", None).unwrap();
+    store.set_turn_status(queued, "running", None).unwrap();
+    assert_eq!(store.running(&[a, b, c]).unwrap(), vec![b]);
+}
