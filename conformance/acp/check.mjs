@@ -8,7 +8,7 @@
 
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
@@ -112,7 +112,7 @@ await app.connectWith(stream, async (ctx) => {
   });
 
   if (!superpi) {
-    for (const n of ["authMethods: the provider keys; authenticate names a missing one", "tool call: tool_call then tool_call_update completed", "a write shows its diff (tool call content of type diff)", "permission: request_permission answered allow_once, the call runs", "permission: reject_once refuses the call", "session/cancel ends the turn with cancelled", "session/load replays the conversation before answering", "session/set_mode plan: a write is then refused; an unknown mode is an error", "session/list, session/resume and session/close (as advertised)", "update_plan: the plan reaches the client as plan updates"]) {
+    for (const n of ["authMethods: the provider keys; authenticate names a missing one", "tool call: tool_call then tool_call_update completed", "a write shows its diff (tool call content of type diff)", "permission: request_permission answered allow_once, the call runs", "permission: reject_once refuses the call", "session/cancel ends the turn with cancelled", "session/load replays the conversation before answering", "session/set_mode plan: a write is then refused; an unknown mode is an error", "session/list, session/resume and session/close (as advertised)", "update_plan: the plan reaches the client as plan updates", "_session/steering: superpi's extension joins a prompt to the running turn"]) {
       skip(n, "needs superpi's mock model");
     }
     return;
@@ -211,6 +211,30 @@ await app.connectWith(stream, async (ctx) => {
       plans[0].entries.map((e) => [e.content, e.status]),
       [["read the code", "completed"], ["fix the bug", "in_progress"], ["run the tests", "pending"]],
     );
+  });
+
+  await withSession("_session/steering: superpi's extension joins a prompt to the running turn", async () => {
+    // ACP v1 cannot advertise steering: superpi names its method in the capabilities' _meta.
+    assert.equal(init.agentCapabilities._meta?.superpi?.steering, "_session/steering");
+    const { sessionId } = await ctx.request("session/new", { cwd, mcpServers: [] });
+    const steer = (words) => ctx.request("_session/steering", { sessionId, prompt: [{ type: "text", text: words }] });
+    await assert.rejects(steer("no turn yet"), (e) => e?.code === -32602, "steering with no prompt running");
+    permissionAnswer = "allow_once";
+    // A turn whose command waits until the check creates `steer-go`.
+    const command = "while [ ! -e steer-go ]; do sleep 0.02; done; echo released";
+    const turn = ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: `@tool bash ${JSON.stringify({ command })}` }] });
+    const deadline = Date.now() + 30_000;
+    while (!(updates.get(sessionId) ?? []).some((u) => u.sessionUpdate === "tool_call_update" && u.status === "in_progress")) {
+      assert.ok(Date.now() < deadline, "the command never started");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.deepEqual(await steer("steered words"), { steered: true });
+    writeFileSync(join(cwd, "steer-go"), "");
+    // The running prompt answers at the turn's end (the steering did not end it), and the
+    // mock answers the latest prompt it was sent: the steering one, in the same turn.
+    const r = await turn;
+    assert.equal(r.stopReason, "end_turn");
+    assert.match(text(updates.get(sessionId), "agent_message_chunk"), /steered words/);
   });
 
   await withSession("session/load replays the conversation before answering", async () => {

@@ -21,7 +21,7 @@ use crate::agent::{Server, lock};
 use crate::replay::Replay;
 use crate::request;
 use crate::session::{FAIL_CLOSED_OPTION, PromptGuard, Session};
-use crate::wire::{ForkSessionRequest, ForkSessionResponse};
+use crate::wire::{ForkSessionRequest, ForkSessionResponse, SteeringRequest, SteeringResponse};
 
 /// Like [`spawn_answer`], for requests that set up a session: once answered, the editor is
 /// told the session's slash commands.
@@ -362,4 +362,24 @@ pub(crate) async fn fork(server: Arc<Server>, req: ForkSessionRequest) -> Result
         kernel.fork(session.conversation_id, None).await.map_err(|e| request::kernel_error(e, Some(&session.id)))?;
     let forked = server.add_session(&kernel, &info).await;
     Ok(ForkSessionResponse { session_id: forked.id.clone() })
+}
+
+/// `_session/steering`: the prompt joins the running turn of the session's running
+/// `session/prompt` (the kernel's `session.submit` with `steer`), which keeps waiting for the
+/// turn's end. Refused when no prompt of the session runs: there is no turn to steer.
+pub(crate) async fn steer(server: Arc<Server>, req: SteeringRequest) -> Result<SteeringResponse, Error> {
+    let session = server.session(&req.session_id)?;
+    let content = request::prompt(&req.prompt)?;
+    if !session.prompt_running() {
+        return Err(request::invalid_params("no prompt of this session is running: send session/prompt"));
+    }
+    let kernel = server.kernel().await?;
+    // Counted before the submit: the turn may publish the join before the kernel answers.
+    let steering = session.begin_steering();
+    let params = SubmitParams { conversation_id: session.conversation_id, content, steer: true, ..Default::default() };
+    let submitted = kernel.submit(params).await.map_err(|e| request::kernel_error(e, Some(&session.id)))?;
+    if submitted.steered {
+        steering.joins();
+    }
+    Ok(SteeringResponse { steered: submitted.steered })
 }

@@ -26,7 +26,7 @@ use crate::agent::lock;
 pub use crate::agent::{AgentOptions, Server};
 use crate::handlers::*;
 use crate::request;
-use crate::wire::{ForkSessionRequest, ForkSessionResponse};
+use crate::wire::{ForkSessionRequest, ForkSessionResponse, STEERING_METHOD, SteeringRequest, SteeringResponse};
 
 /// The answer to `initialize`: static, no kernel needed; `is_set` says which provider keys the
 /// environment has (for `authMethods`).
@@ -45,9 +45,18 @@ pub fn initialize_response(is_set: &dyn Fn(&str) -> bool) -> InitializeResponse 
                         .list(SessionListCapabilities::new())
                         .resume(SessionResumeCapabilities::new())
                         .close(SessionCloseCapabilities::new()),
-                ),
+                )
+                // ACP v1 cannot advertise steering: clients that look find the method here.
+                .meta(steering_meta()),
         )
         .agent_info(Implementation::new("superpi", env!("CARGO_PKG_VERSION")).title("superpi".to_string()))
+}
+
+/// `agentCapabilities._meta`: `{"superpi": {"steering": "_session/steering"}}`.
+fn steering_meta() -> agent_client_protocol::v1::schema::Meta {
+    let mut meta = agent_client_protocol::v1::schema::Meta::new();
+    meta.insert("superpi".into(), serde_json::json!({ "steering": STEERING_METHOD }));
+    meta
 }
 
 /// The longest line read from the editor (16 MiB, as `superpi mcp`): a prompt may embed files.
@@ -277,6 +286,16 @@ pub async fn serve(
                 }
             },
             agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let server = s.clone();
+                async move |req: SteeringRequest, responder: Responder<SteeringResponse>, _cx: ConnectionTo<Client>| {
+                    spawn_answer(responder, steer(server.clone(), req));
+                    Ok(())
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
         );
     builder.connect_to(transport).await
 }
@@ -295,6 +314,8 @@ mod tests {
         assert_eq!(caps.mcp_capabilities, McpCapabilities::new());
         let session = &caps.session_capabilities;
         assert!(session.list.is_some() && session.resume.is_some() && session.close.is_some());
+        let steering = caps.meta.as_ref().and_then(|m| m.get("superpi")).and_then(|s| s.get("steering"));
+        assert_eq!(steering.and_then(|m| m.as_str()), Some(crate::wire::STEERING_METHOD));
         assert_eq!(init.auth_methods.len(), crate::auth::KEYS.len());
         assert_eq!(init.agent_info.map(|i| i.name), Some("superpi".to_string()));
     }

@@ -66,6 +66,9 @@ struct State {
     questions: HashMap<String, RequestCancellationHandle>,
     /// `session/prompt` requests of this session not yet answered.
     prompts_running: usize,
+    /// `_session/steering` prompts whose join is still to come: a join they cause settles no
+    /// `session/prompt`.
+    steerings: usize,
     cancel_requested: bool,
     /// The session has a title (stored, or sent to the editor from its first prompt).
     titled: bool,
@@ -92,6 +95,26 @@ impl Drop for PromptGuard {
         st.prompts_running = st.prompts_running.saturating_sub(1);
         if st.prompts_running == 0 {
             st.cancel_requested = false;
+        }
+    }
+}
+
+/// A `_session/steering` prompt on its way; dropped without [`SteeringGuard::joins`] (the
+/// kernel queued it as a turn of its own, or refused it), it is no longer counted.
+pub struct SteeringGuard(Option<Arc<Session>>);
+
+impl SteeringGuard {
+    /// The kernel took it into the running turn: its join is (or was) published.
+    pub fn joins(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for SteeringGuard {
+    fn drop(&mut self) {
+        if let Some(session) = self.0.take() {
+            let mut st = lock(&session.state);
+            st.steerings = st.steerings.saturating_sub(1);
         }
     }
 }
@@ -138,6 +161,13 @@ impl Session {
         }
         st.prompts_running += 1;
         (PromptGuard(self.clone()), steers)
+    }
+
+    /// Counts a `_session/steering` prompt about to be submitted (before the submit: its join
+    /// may be rendered before the kernel's answer arrives).
+    pub fn begin_steering(self: &Arc<Self>) -> SteeringGuard {
+        lock(&self.state).steerings += 1;
+        SteeringGuard(Some(self.clone()))
     }
 
     /// The editor has been told a title.
@@ -188,9 +218,14 @@ impl Session {
         rx
     }
 
-    /// A prompt joined turn `turn_id`: the earliest prompt waiting for it is done.
+    /// A prompt joined turn `turn_id`: the earliest prompt waiting for it is done, unless the
+    /// prompt came through `_session/steering` (then the running prompt goes on).
     fn prompt_joined(&self, turn_id: i64) {
         let mut st = lock(&self.state);
+        if st.steerings > 0 {
+            st.steerings -= 1;
+            return;
+        }
         *st.joined.entry(turn_id).or_default() += 1;
         settle_joins(&mut st, turn_id);
     }

@@ -106,6 +106,28 @@ fn a_prompt_that_joins_a_turn_ends_the_prompt_before_it_whenever_the_join_is_see
 }
 
 #[test]
+fn a_steering_through_the_extension_ends_no_prompt_and_a_later_join_still_counts() {
+    let s = session();
+    alive(&s);
+    let mut running = s.wait_turn(3);
+    // `_session/steering` joins: seen before the kernel's answer, it ends nothing and leaves
+    // nothing counted for a later prompt.
+    let steering = s.begin_steering();
+    s.prompt_joined(3);
+    steering.joins();
+    let mut second = s.wait_turn(3);
+    assert!(running.try_recv().is_err(), "the extension's join ended the running prompt");
+    // A second session/prompt that steers still ends the one before it when it joins.
+    s.prompt_joined(3);
+    assert_eq!(running.try_recv().unwrap(), StopReason::EndTurn);
+    // One the kernel queued as a turn of its own (not joined) is no longer counted.
+    drop(s.begin_steering());
+    assert_eq!(lock(&s.state).steerings, 0);
+    s.turn_ended(Some(3), StopReason::EndTurn);
+    assert_eq!(second.try_recv().unwrap(), StopReason::EndTurn);
+}
+
+#[test]
 fn adjacent_text_chunks_merge_and_nothing_else_moves() {
     let msg = |s: &str| {
         Out::Update(SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(s)))))
