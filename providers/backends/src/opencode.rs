@@ -353,7 +353,8 @@ impl Stream {
             out.push(BackendEvent::Message { content });
         }
         let (output, is_error) = match status.as_str() {
-            "completed" => (text_at(part, "/state/output"), false),
+            // OpenCode answers a call to a tool it does not offer through its `invalid` tool.
+            "completed" => (text_at(part, "/state/output"), text_at(part, "/tool") == "invalid"),
             "error" => (text_at(part, "/state/error"), true),
             _ => return,
         };

@@ -46,7 +46,8 @@ fn calls(events: &[BackendEvent]) -> Vec<(&str, &str, &serde_json::Value)> {
 
 /// One server for every turn of the workspace: a session that continues, a command that runs
 /// in `auto`, a command refused in `accept-edits` (OpenCode asks; the refusal is its result
-/// and the model goes on), and the requests OpenCode sent passing the Chat Completions rules.
+/// and the model goes on), no shell in `plan`, and the requests OpenCode sent passing the Chat
+/// Completions rules.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_server_runs_a_continued_session_a_command_and_a_refused_question() {
     let Some(program) = common::program(BackendKind::Opencode) else { return };
@@ -117,6 +118,23 @@ async fn one_server_runs_a_continued_session_a_command_and_a_refused_question() 
     assert!(events.iter().any(|e| matches!(e, BackendEvent::ToolResult { is_error: true, .. })), "{events:?}");
     assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "could not"), "{events:?}");
     assert!(!env.workspace.join("refused.txt").exists());
+
+    // In plan no command runs: the shell is not offered, and a call to it fails (OpenCode
+    // answers it through its `invalid` tool).
+    fake.push(bash("echo planned > planned.txt"));
+    fake.push(Answer::text("planned"));
+    let plan = turn_spec(Mode::Plan, "and now?", Some(id.clone()));
+    let mut turn = servers.start(&env.sandbox, plan).await.unwrap();
+    let events = run(&mut turn, Approval::Allow).await;
+    assert!(!events.iter().any(|e| matches!(e, BackendEvent::ApprovalRequest(_))), "{events:?}");
+    let failed = events.iter().any(|e| {
+        matches!(e, BackendEvent::ToolResult { is_error: true, output, .. } if output.contains("unavailable tool 'bash'"))
+    });
+    assert!(failed, "{events:?}");
+    assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "planned"), "{events:?}");
+    assert!(!env.workspace.join("planned.txt").exists());
+    let offered = fake.accepted().last().unwrap()["tools"].to_string();
+    assert!(!offered.contains("\"bash\"") && offered.contains("\"read\""), "{offered}");
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
     assert_eq!(servers.started(), 1, "every turn ran on one server");
 }
