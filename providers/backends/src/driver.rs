@@ -71,8 +71,8 @@ pub struct RunningTurn {
 pub(crate) enum TurnInput {
     /// The program's stdin, until its turn ended.
     Stdin(Option<pipe::Sender>),
-    /// OpenCode's server.
-    Server(crate::opencode_server::Answers),
+    /// The task that speaks to OpenCode's server, which sends each answer on.
+    Replies(mpsc::Sender<(ApprovalRequest, Approval)>),
 }
 
 impl std::fmt::Debug for RunningTurn {
@@ -106,7 +106,7 @@ pub async fn start(sandbox: &Sandbox, spec: TurnSpec) -> Result<RunningTurn, Str
             let args = gemini::args(spec.mode, spec.model.as_deref(), spec.resume.as_deref());
             (args, gemini::fixed_env(&home, &spec.env), spec.prompt.clone())
         }
-        // A turn of OpenCode runs on its kept server (`opencode_server::Servers`).
+        // A turn of OpenCode runs on its kept server (`Servers::start`).
         BackendKind::Opencode => return Err("OpenCode turns run on its server, not as a program per turn".into()),
     };
     let mut env = spec.env.clone();
@@ -184,8 +184,10 @@ impl RunningTurn {
 
     /// Answers an approval request.
     pub async fn answer(&mut self, request: &ApprovalRequest, approval: &Approval) {
-        if let TurnInput::Server(server) = &self.input {
-            return server.answer(request, approval).await;
+        if let TurnInput::Replies(replies) = &self.input {
+            // A turn that ended takes no answer; OpenCode's events say what came of it.
+            let _ = replies.send((request.clone(), approval.clone())).await;
+            return;
         }
         let line = match self.kind {
             BackendKind::ClaudeCode => claude::approval_line(request, approval),

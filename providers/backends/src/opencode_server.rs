@@ -102,8 +102,9 @@ impl Servers {
             server.unsubscribe(&session.id);
             return Err(format!("OpenCode refused the prompt: {err}"));
         }
-        tokio::spawn(turn(server.clone(), session.id, bus, tx, stop));
-        Ok(RunningTurn::new(spec.kind, events, TurnInput::Server(Answers { server }), stop_tx))
+        let (replies_tx, replies) = mpsc::channel(16);
+        tokio::spawn(turn(server, session.id, bus, replies, tx, stop));
+        Ok(RunningTurn::new(spec.kind, events, TurnInput::Replies(replies_tx), stop_tx))
     }
 
     async fn server(
@@ -279,16 +280,11 @@ impl Server {
     }
 }
 
-/// The HTTP side of a running turn: its answers to OpenCode's questions.
-pub(crate) struct Answers {
-    server: Arc<Server>,
-}
-
-impl Answers {
-    pub(crate) async fn answer(&self, request: &ApprovalRequest, approval: &Approval) {
+impl Server {
+    /// Answers one of OpenCode's questions.
+    async fn reply(&self, request: &ApprovalRequest, approval: &Approval) {
         let path = format!("/permission/{}/reply", request.id);
-        if let Err(err) = self.server.request(reqwest::Method::POST, &path, Some(&opencode::reply_body(approval))).await
-        {
+        if let Err(err) = self.request(reqwest::Method::POST, &path, Some(&opencode::reply_body(approval))).await {
             // The turn goes on or ends as OpenCode decides; its events say which.
             tracing::warn!("answering OpenCode's question {}: {err}", request.id);
         }
@@ -296,17 +292,23 @@ impl Answers {
 }
 
 /// One turn: its session's events translated until the session is idle, the server stops,
-/// or the turn is dropped (then the session's work is aborted).
+/// or the turn is dropped (then the session's work is aborted); the answers to its questions
+/// sent on as they come.
 async fn turn(
     server: Arc<Server>,
     session: String,
     mut bus: mpsc::Receiver<Value>,
+    mut replies: mpsc::Receiver<(ApprovalRequest, Approval)>,
     tx: mpsc::Sender<BackendEvent>,
     mut stop: oneshot::Receiver<()>,
 ) {
     let mut stream = opencode::Stream::new(&session);
     loop {
         let event = tokio::select! {
+            Some((request, approval)) = replies.recv() => {
+                server.reply(&request, &approval).await;
+                continue;
+            }
             event = bus.recv() => event,
             _ = &mut stop => {
                 if let Err(err) = server.request(reqwest::Method::POST, &format!("/session/{session}/abort"), None).await {
