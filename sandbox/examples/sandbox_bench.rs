@@ -1,7 +1,7 @@
 //! Prints what confinement costs: `cargo run --release -p superpi-sandbox --example sandbox_bench`.
 //! Asserts nothing. BENCH_BIG_ONLY=1 runs only the 1 GiB part; BENCH_DEFAULT_ONLY=N runs N
-//! calls of the default configuration and nothing else (for profiling), BENCH_NO_MOUNTS=1 and
-//! BENCH_DISABLED=1 change that configuration; BENCH_LATENCY_ONLY=1 skips the 1 GiB part.
+//! calls of the default configuration and nothing else (for profiling; BENCH_PAUSE_MS=N waits
+//! N ms before each), BENCH_NO_MOUNTS=1, BENCH_NO_CGROUP=1 and BENCH_DISABLED=1 change that configuration; BENCH_LATENCY_ONLY=1 skips the 1 GiB part.
 #![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
@@ -70,12 +70,20 @@ async fn main() {
         if std::env::var_os("BENCH_DISABLED").is_some() {
             c.disabled = true;
         }
+        if std::env::var_os("BENCH_NO_CGROUP").is_some() {
+            c.pids_cgroup = false;
+        }
     });
     println!("sandbox: {:?}", full.status());
     if let Ok(n) = std::env::var("BENCH_DEFAULT_ONLY") {
         let mut total = Vec::new();
         let mut phases: [Vec<Duration>; 4] = Default::default();
+        // Calls spaced as a model's are (BENCH_PAUSE_MS apart), not back to back.
+        let pause = std::env::var("BENCH_PAUSE_MS").ok().and_then(|p| p.parse().ok()).map(Duration::from_millis);
         for _ in 0..n.parse::<usize>().unwrap_or(100) {
+            if let Some(pause) = pause {
+                tokio::time::sleep(pause).await;
+            }
             superpi_sandbox::profile::take();
             total.push(confined_once(&full, &workspace, "true").await);
             for (i, (_, d)) in superpi_sandbox::profile::take().0.into_iter().enumerate() {

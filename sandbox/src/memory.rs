@@ -4,7 +4,7 @@
 //! is freed it raises its mmap threshold (up to 32 MiB), so later blocks of that size come from
 //! the heap, where they fragment it and stay counted in RSS once freed. A process that reads
 //! big histories page by page, or a kernel whose conversations leave memory, would sit at its
-//! peak. Both calls are no-ops where the C library is not glibc.
+//! peak. Every call is a no-op where the C library is not glibc.
 
 /// Blocks of this size or more are mapped on their own, and unmapped when freed.
 const MMAP_THRESHOLD: i32 = 256 * 1024;
@@ -17,6 +17,20 @@ pub fn map_large_allocations() {
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
     }
+}
+
+/// Caps the allocator's arenas at `arenas` (glibc makes up to eight per core, one per thread
+/// that allocates while another holds an arena, each keeping its own free pages): for a
+/// process with little to allocate, such as a frontend, whose threads then share them. Call it
+/// once at start, before threads.
+pub fn limit_arenas(arenas: i32) {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: mallopt with a constant parameter and a value; it only tunes the allocator.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, arenas);
+    }
+    #[cfg(not(target_env = "gnu"))]
+    let _ = arenas;
 }
 
 /// Gives the heap's free memory at its top and in every arena back to the system

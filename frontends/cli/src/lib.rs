@@ -36,7 +36,16 @@ pub fn main() -> ExitCode {
         }
     };
     init_logging(&cli);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // Still one thread: the allocator and the runtime are sized for the role before any other.
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if !matches!(cli.command, Some(Command::Kernel(_))) {
+        // A frontend allocates little: a few shared arenas, not eight per core.
+        superpi_sandbox::memory::limit_arenas(2);
+    }
+    if serves_one_client(&cli.command) {
+        builder.worker_threads(1);
+    }
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(err) => {
             eprintln!("superpi: cannot start the runtime: {err}");
@@ -49,6 +58,21 @@ pub fn main() -> ExitCode {
             eprintln!("superpi: {err:#}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// Whether the role serves one client (its stdio or the terminal), so one worker thread does:
+/// the kernel and the frontends that listen for many clients take one per core.
+fn serves_one_client(command: &Option<Command>) -> bool {
+    match command {
+        Some(Command::Kernel(_)) => false,
+        #[cfg(feature = "gateway")]
+        Some(Command::Gateway(_)) => false,
+        #[cfg(feature = "agui")]
+        Some(Command::Agui(_)) => false,
+        #[cfg(feature = "rpc")]
+        Some(Command::Rpc(args)) => args.stdio,
+        _ => true,
     }
 }
 
