@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
-use superpi_backends::{Approval, ApprovalRequest, BackendEvent, BackendKind, TurnSpec};
+use superpi_backends::{Approval, ApprovalRequest, BackendEvent, BackendKind, PromptImage, TurnSpec};
 use superpi_policy::{Decision, Mode, Remember, Risk, Rule};
 use superpi_proto::event::PermissionRequestFields;
 use superpi_proto::method::BackendStatus;
@@ -35,6 +35,21 @@ pub(crate) async fn statuses(kernel: &Kernel) -> Vec<BackendStatus> {
 /// The backend that runs this conversation's turns, if its harness names one.
 pub(crate) fn backend_of(kernel: &Kernel, conv: &Conversation) -> Option<BackendKind> {
     kernel.catalog.harness(Some(&conv.settings().harness)).ok().and_then(|h| h.backend)
+}
+
+/// The prompt's images with their bytes, read back from the store.
+fn prompt_images(kernel: &Kernel, prompt: &Message) -> Result<Vec<PromptImage>, String> {
+    let mut out = Vec::new();
+    for block in &prompt.content {
+        let ContentBlock::Image { media_type, data, sha256 } = block else { continue };
+        let data = match (data, sha256) {
+            (Some(data), _) => data.clone(),
+            (None, Some(sha256)) => kernel.images.encoded(sha256)?.ok_or("a prompt's image is no longer stored")?,
+            (None, None) => return Err("a prompt's image has neither bytes nor a digest".into()),
+        };
+        out.push(PromptImage { media_type: media_type.clone(), data });
+    }
+    Ok(out)
 }
 
 pub(crate) async fn drive(
@@ -70,6 +85,7 @@ pub(crate) async fn drive(
         workspace,
         mode,
         prompt: prompt.text(),
+        images: prompt_images(kernel, prompt)?,
         model: backend_model(catalog, kind, &conv.settings().model),
         resume: catalog.backend_sessions.get(kind, conv.id),
         home,

@@ -53,6 +53,8 @@ pub(crate) enum NotCompacted {
 /// The model, its limits and the request framing of a conversation now.
 pub(crate) struct Frame<'a> {
     pub model: &'a str,
+    /// The conversation's thinking effort (turn requests only; summaries ask for none).
+    pub effort: Option<superpi_proto::Effort>,
     pub system: Option<&'a str>,
     pub tools: &'a [ToolSpec],
     pub limits: ModelLimits,
@@ -196,6 +198,8 @@ fn summary_request(ctx: &Context, cut: usize, frame: &Frame<'_>) -> ModelRequest
             messages,
             tools: frame.tools.to_vec(),
             max_tokens: u32::try_from(reserve).ok(),
+            // A summary needs no thinking of its own.
+            effort: None,
         };
         if superpi_providers::tokens::request(&request) <= limit {
             break;
@@ -243,7 +247,7 @@ pub(crate) async fn between_turns(
     let specs = tool_specs(&kernel.catalog.tools_for(harness));
     let system = crate::rules::system_for(&harness.prompt, settings.workspace.as_deref());
     let limits = superpi_providers::limits::for_model(&settings.model, &kernel.catalog.providers);
-    let frame = Frame { model: &settings.model, system: system.as_deref(), tools: &specs, limits };
+    let frame = Frame { model: &settings.model, effort: None, system: system.as_deref(), tools: &specs, limits };
     match compact(kernel, conv, None, &frame, cancel).await {
         Ok(done) => Ok(json!({
             "compacted": true,
@@ -316,6 +320,7 @@ pub(crate) async fn next_request(
         messages,
         tools: frame.tools.to_vec(),
         max_tokens: None,
+        effort: frame.effort,
     };
     Ok(Prepared::Request(request, tokens))
 }

@@ -40,7 +40,7 @@ fn the_summary_request_leaves_out_the_oldest_entries_when_they_do_not_fit() {
     let limits = ModelLimits { context_window: 1_000, max_output_tokens: 100 };
     let entries: Vec<Entry> = (0..6).flat_map(|t| turn(t * 2 + 1, 600)).collect();
     let ctx = Context { entries, ..Context::default() };
-    let frame = Frame { model: "mock", system: Some("sys"), tools: &[], limits };
+    let frame = Frame { model: "mock", effort: None, system: Some("sys"), tools: &[], limits };
     let request = summary_request(&ctx, 12, &frame);
     assert!(superpi_providers::tokens::request(&request) <= context::request_limit(limits));
     assert_eq!(request.messages.last().map(Message::text).as_deref(), Some(SUMMARY_PROMPT));

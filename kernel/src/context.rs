@@ -54,6 +54,7 @@ impl Context {
                 messages: self.messages(),
                 tools: tools.to_vec(),
                 max_tokens: None,
+                effort: None,
             }),
         }
     }

@@ -40,6 +40,8 @@ pub(crate) struct Settings {
     pub model: String,
     pub mode: String,
     pub workspace: Option<String>,
+    /// The thinking effort of its model requests.
+    pub effort: Option<superpi_proto::Effort>,
 }
 
 pub(crate) enum Input {
@@ -190,6 +192,7 @@ impl Conversation {
                 model: row.model.clone(),
                 mode: row.mode.clone(),
                 workspace: row.workspace.clone(),
+                effort: row.settings.effort,
             }),
             row,
             lease,

@@ -8,7 +8,7 @@ use superpi_proto::method::{
     CommandListResult, ConversationInfo, ForkParams, HistoryParams, HistoryResult, ListParams, ListResult, Method,
     OpenParams, SubmitParams, SubmitResult, ToolListResult, WatchParams, WatchResult,
 };
-use superpi_proto::{ContentBlock, ErrorObject, Event, Message, Role};
+use superpi_proto::{ContentBlock, Effort, ErrorObject, Event, Message, Role};
 use tokio::sync::oneshot;
 
 use crate::conversation::{Conversation, Input, Steer};
@@ -16,7 +16,7 @@ use crate::kernel::Kernel;
 use crate::live::{self, Found};
 use crate::peer::Peer;
 use crate::questions::{Answerer, Refused};
-use crate::store::{ConversationRow, NewConversation, Notice, StoreError};
+use crate::store::{ConversationRow, ConversationSettings, NewConversation, Notice, StoreError};
 use crate::subscription::{self, WatchSpec};
 use crate::sync::lock;
 
@@ -71,6 +71,7 @@ pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str,
         Method::SessionFork(p) => fork(kernel, peer, p),
         Method::SessionSetMode(p) => set_mode(kernel, peer, p.conversation_id, &p.mode),
         Method::SessionSetModel(p) => set_model(kernel, peer, p.conversation_id, &p.model),
+        Method::SessionSetEffort(p) => set_effort(kernel, peer, p.conversation_id, p.effort),
         Method::SessionCompact(p) => match owned(kernel, peer, p.conversation_id, "a compaction runs") {
             Ok(conv) => crate::compaction::on_demand(&conv).await,
             Err(err) => Err(err),
@@ -164,6 +165,7 @@ fn info(kernel: &Kernel, conv: &Conversation, remote: bool, created: bool) -> Co
         model: settings.model,
         mode: settings.mode,
         max_mode,
+        effort: settings.effort,
         rules_files: crate::rules::paths(settings.workspace.as_deref()),
         workspace: settings.workspace,
         title: kernel.store.conversation(conv.id).ok().flatten().and_then(|r| r.title),
@@ -209,6 +211,7 @@ fn row_info(
         model: row.model.clone(),
         mode: row.mode.clone(),
         max_mode,
+        effort: row.settings.effort,
         workspace: row.workspace.clone(),
         title: row.title.clone(),
         parent_id: row.parent_id,
@@ -250,6 +253,9 @@ fn open(kernel: &Arc<Kernel>, peer: &Peer, p: OpenParams) -> Reply {
         None => kernel.catalog.default_model(),
     };
     kernel.catalog.provider(&model)?;
+    if let Some(effort) = p.effort {
+        kernel.catalog.check_effort(&model, effort)?;
+    }
     let mode = kernel.catalog.mode_for(p.mode.as_deref(), harness, peer.remote)?;
     let workspace = match harness.workspace {
         superpi_policy::WorkspaceKind::None => None,
@@ -265,6 +271,7 @@ fn open(kernel: &Arc<Kernel>, peer: &Peer, p: OpenParams) -> Reply {
             workspace,
             title: p.title.clone(),
             parent_id: None,
+            settings: ConversationSettings { effort: p.effort },
         })
         .map_err(internal)?;
     if let Some(external) = &p.external_id {
@@ -347,19 +354,29 @@ async fn submit(kernel: &Arc<Kernel>, peer: &Peer, p: SubmitParams) -> Reply {
             "a prompt needs text or an image: give `prompt`, or `text` or `image` content",
         ));
     }
-    let (model, workspace) = match &found {
+    let (model, workspace, harness) = match &found {
         Found::Here(conv) => {
             let settings = conv.settings();
-            (settings.model, settings.workspace)
+            (settings.model, settings.workspace, settings.harness)
         }
-        Found::Elsewhere { row, .. } => (row.model.clone(), row.workspace.clone()),
+        Found::Elsewhere { row, .. } => (row.model.clone(), row.workspace.clone(), row.harness.clone()),
     };
     crate::commands::expand_called(&kernel.catalog.config_dir, workspace.as_deref(), &mut content);
+    // An agent backend's turn takes images only where its program does (then it is the judge
+    // of its model, not superpi's providers).
+    let backend = kernel.catalog.harness(Some(&harness)).ok().and_then(|h| h.backend);
+    if let Some(kind) = backend
+        && content.iter().any(|b| matches!(b, ContentBlock::Image { .. }))
+        && let Some(why) = superpi_backends::image_refusal(kind)
+    {
+        return Err(ErrorObject::new(codes::INVALID_PARAMS, why));
+    }
+    let judged_by = if backend.is_some() { None } else { Some(model.as_str()) };
     // Stored before the prompt is queued anywhere: the kernel that runs it reads the images
     // from the store (the same database when another kernel holds the conversation).
     kernel
         .images
-        .store_prompt(&model, &kernel.catalog.providers, &mut content)
+        .store_prompt(judged_by, &kernel.catalog.providers, &mut content)
         .map_err(|why| ErrorObject::new(codes::INVALID_PARAMS, why))?;
     if kernel.shutdown.is_cancelled() {
         return Err(stopping());
@@ -579,6 +596,20 @@ fn set_model(kernel: &Arc<Kernel>, peer: &Peer, id: i64, model: &str) -> Reply {
         }
     }
     Ok(json!({"model": model}))
+}
+
+/// `session.set_effort`: the thinking effort of the next requests, one the current model takes
+/// (`None`: the provider settings' default). A later model that lacks it is sent its nearest.
+fn set_effort(kernel: &Arc<Kernel>, peer: &Peer, id: i64, effort: Option<Effort>) -> Reply {
+    let conv = owned(kernel, peer, id, "its thinking effort is set")?;
+    if let Some(effort) = effort {
+        kernel.catalog.check_effort(&conv.settings().model, effort)?;
+    }
+    let mut settings = kernel.store.conversation(id).map_err(internal)?.ok_or_else(|| not_found(id))?.settings;
+    settings.effort = effort;
+    kernel.store.set_settings(id, &settings).map_err(internal)?;
+    lock(&conv.settings).effort = effort;
+    Ok(json!({"effort": effort}))
 }
 
 /// `permission.respond`: to a question this kernel asked, or (not open here) one another kernel

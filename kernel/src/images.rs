@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use sha2::{Digest as _, Sha256};
+use superpi_proto::tool::ToolCallResult;
 use superpi_proto::{ContentBlock, Message};
 use superpi_providers::{ProvidersConfig, images};
 
@@ -24,11 +25,12 @@ impl ImageStore {
     }
 
     /// Checks each image a prompt gives by its bytes (a format every vendor takes, read from
-    /// the bytes; at most [`images::MAX_IMAGE_BYTES`]; a model that takes it) and stores it,
-    /// leaving its digest in place of its bytes. The error is the client's to read.
+    /// the bytes; at most [`images::MAX_IMAGE_BYTES`]; a model that takes it, unless `model` is
+    /// `None`: an agent backend's turn, whose program judges) and stores it, leaving its digest
+    /// in place of its bytes. The error is the client's to read.
     pub fn store_prompt(
         &self,
-        model: &str,
+        model: Option<&str>,
         config: &ProvidersConfig,
         content: &mut [ContentBlock],
     ) -> Result<(), String> {
@@ -37,28 +39,72 @@ impl ImageStore {
             let Some(encoded) = data.take() else {
                 return Err("an image needs its bytes in `data` (base64)".into());
             };
-            let bytes = images::decode(&encoded)?;
-            if bytes.len() > images::MAX_IMAGE_BYTES {
-                return Err(format!(
-                    "the image is {} bytes; at most {} are taken (5 MiB)",
-                    bytes.len(),
-                    images::MAX_IMAGE_BYTES
-                ));
-            }
-            let Some(found) = images::media_type_of(&bytes) else {
-                return Err(format!("the image (declared {media_type}) is not a PNG, JPEG, GIF or WebP image"));
-            };
-            if let Some(why) = images::refusal(model, found, config) {
-                return Err(why);
-            }
-            let digest = format!("{:x}", Sha256::digest(&bytes));
-            self.store
-                .put_image(&digest, found, &bytes)
-                .map_err(|err| format!("the image could not be stored: {err}"))?;
+            let (found, digest) = self.store_one(model, config, media_type, &encoded)?;
             *media_type = found.to_string();
             *sha256 = Some(digest);
         }
         Ok(())
+    }
+
+    /// The images a tool returned (the `read` tool's image file), checked and stored like a
+    /// prompt's, as the image blocks that follow its result in the model's history. One the
+    /// turn's model cannot take makes the result an error that says why, so the model reads the
+    /// reason rather than nothing.
+    pub fn store_result(
+        &self,
+        model: &str,
+        config: &ProvidersConfig,
+        result: &mut ToolCallResult,
+    ) -> Vec<ContentBlock> {
+        let mut blocks = Vec::new();
+        for image in std::mem::take(&mut result.images) {
+            match self.store_one(Some(model), config, &image.media_type, &image.data) {
+                Ok((media_type, digest)) => blocks.push(ContentBlock::Image {
+                    media_type: media_type.to_string(),
+                    data: None,
+                    sha256: Some(digest),
+                }),
+                Err(why) => {
+                    result.is_error = true;
+                    result.output = format!("{}\nThe image is not shown: {why}", result.output);
+                }
+            }
+        }
+        blocks
+    }
+
+    /// A stored image's bytes, as base64 (`None` when the store has none by that digest).
+    pub fn encoded(&self, sha256: &str) -> Result<Option<String>, String> {
+        Ok(self.store.image(sha256).map_err(|e| e.to_string())?.map(|bytes| images::encode(&bytes)))
+    }
+
+    /// Checks one image by its bytes (a format every vendor takes, read from the bytes; at most
+    /// [`images::MAX_IMAGE_BYTES`]; `model`, when named, takes it) and stores it: its format and
+    /// digest.
+    fn store_one(
+        &self,
+        model: Option<&str>,
+        config: &ProvidersConfig,
+        declared: &str,
+        encoded: &str,
+    ) -> Result<(&'static str, String), String> {
+        let bytes = images::decode(encoded)?;
+        if bytes.len() > images::MAX_IMAGE_BYTES {
+            return Err(format!(
+                "the image is {} bytes; at most {} are taken (5 MiB)",
+                bytes.len(),
+                images::MAX_IMAGE_BYTES
+            ));
+        }
+        let Some(found) = images::media_type_of(&bytes) else {
+            return Err(format!("the image (declared {declared}) is not a PNG, JPEG, GIF or WebP image"));
+        };
+        if let Some(why) = model.and_then(|model| images::refusal(model, found, config)) {
+            return Err(why);
+        }
+        let digest = format!("{:x}", Sha256::digest(&bytes));
+        self.store.put_image(&digest, found, &bytes).map_err(|err| format!("the image could not be stored: {err}"))?;
+        Ok((found, digest))
     }
 
     /// The messages of a model request with their images' bytes, for `model`: an image that

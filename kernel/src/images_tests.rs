@@ -31,7 +31,7 @@ fn a_prompt_image_is_stored_once_and_named_by_its_digest() {
     let (db, store) = new_store();
     // Declared as JPEG by a careless client: the bytes say PNG.
     let mut content = vec![ContentBlock::text("look"), ContentBlock::image("image/jpeg", PNG)];
-    store.store_prompt("mock", &config(), &mut content).unwrap();
+    store.store_prompt(Some("mock"), &config(), &mut content).unwrap();
     let ContentBlock::Image { media_type, data, sha256: Some(sha256) } = &content[1] else { panic!("{content:?}") };
     assert_eq!((media_type.as_str(), data), ("image/png", &None));
     let bytes = images::decode(PNG).unwrap();
@@ -39,7 +39,7 @@ fn a_prompt_image_is_stored_once_and_named_by_its_digest() {
     assert_eq!(*sha256, format!("{:x}", Sha256::digest(&bytes)));
     // The same image again is the same digest, stored once.
     let mut again = vec![ContentBlock::image("image/png", PNG)];
-    store.store_prompt("mock", &config(), &mut again).unwrap();
+    store.store_prompt(Some("mock"), &config(), &mut again).unwrap();
     assert_eq!(
         again,
         vec![ContentBlock::Image { media_type: "image/png".into(), data: None, sha256: Some(sha256.clone()) }]
@@ -57,7 +57,8 @@ fn a_prompt_image_is_stored_once_and_named_by_its_digest() {
 #[test]
 fn what_no_model_could_read_is_refused_before_it_is_stored() {
     let (db, store) = new_store();
-    let refused = |model: &str, block: ContentBlock| store.store_prompt(model, &config(), &mut [block]).unwrap_err();
+    let refused =
+        |model: &str, block: ContentBlock| store.store_prompt(Some(model), &config(), &mut [block]).unwrap_err();
     assert!(refused("mock", ContentBlock::image("image/png", images::encode(b"%PDF-1.7"))).contains("not a PNG, JPEG"));
     assert!(refused("mock", ContentBlock::image("image/png", "@@@")).contains("not base64"));
     let mut huge = images::decode(PNG).unwrap();
@@ -75,7 +76,7 @@ fn what_no_model_could_read_is_refused_before_it_is_stored() {
 fn a_request_for_a_model_without_eyes_or_for_an_unknown_image_gets_no_bytes() {
     let (_, store) = new_store();
     let mut content = vec![ContentBlock::image("image/png", PNG)];
-    store.store_prompt("mock", &config(), &mut content).unwrap();
+    store.store_prompt(Some("mock"), &config(), &mut content).unwrap();
     let mut blind = vec![prompt(content.clone())];
     store.attach("blind", &config(), &mut blind);
     assert_eq!(blind[0].content, vec![ContentBlock::text("[an image (image/png) that model `blind` does not take]")]);
@@ -86,4 +87,36 @@ fn a_request_for_a_model_without_eyes_or_for_an_unknown_image_gets_no_bytes() {
     empty.attach("mock", &config(), &mut gone);
     assert!(matches!(&gone[0].content[0], ContentBlock::Image { data: None, .. }));
     assert_eq!(gone[0].content[1], unknown);
+}
+
+#[test]
+fn a_tools_image_is_stored_for_a_model_that_sees_and_explained_to_one_that_does_not() {
+    let (db, store) = new_store();
+    let result = || ToolCallResult {
+        output: "pixel.png: an image".into(),
+        is_error: false,
+        structured: None,
+        details: None,
+        images: vec![superpi_proto::ToolImage { media_type: "image/png".into(), data: PNG.into() }],
+    };
+    let mut seen = result();
+    let blocks = store.store_result("mock", &config(), &mut seen);
+    let digest = format!("{:x}", Sha256::digest(images::decode(PNG).unwrap()));
+    assert_eq!(
+        blocks,
+        vec![ContentBlock::Image { media_type: "image/png".into(), data: None, sha256: Some(digest.clone()) }]
+    );
+    assert!(seen.images.is_empty() && !seen.is_error, "{seen:?}");
+    assert!(db.image(&digest).unwrap().is_some());
+
+    let mut blind = result();
+    assert_eq!(store.store_result("blind", &config(), &mut blind), vec![]);
+    assert!(blind.is_error, "{blind:?}");
+    assert!(blind.output.contains("The image is not shown") && blind.output.contains("`blind` does not take images"));
+    // The bytes are read again, not trusted: a tool claiming an image that is none is refused.
+    let mut fake = ToolCallResult {
+        images: vec![superpi_proto::ToolImage { media_type: "image/png".into(), data: images::encode(b"text") }],
+        ..result()
+    };
+    assert!(store.store_result("mock", &config(), &mut fake).is_empty() && fake.is_error);
 }

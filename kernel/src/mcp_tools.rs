@@ -51,6 +51,7 @@ pub(crate) fn call_result(result: CallToolResult) -> ToolCallResult {
         is_error: result.is_error == Some(true),
         structured: result.structured_content,
         details: None,
+        images: Vec::new(),
     }
 }
 

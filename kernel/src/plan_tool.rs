@@ -136,7 +136,7 @@ impl ToolRunner for PlanTool {
             if let Some(explanation) = explanation {
                 output.push_str(&format!(" ({})", explanation.trim()));
             }
-            ToolCallResult { output, is_error: false, structured: None, details: None }
+            ToolCallResult { output, is_error: false, structured: None, details: None, images: Vec::new() }
         })
     }
 }

@@ -58,6 +58,28 @@ pub struct ConversationRow {
     pub title: Option<String>,
     pub parent_id: Option<i64>,
     pub created_at_ms: i64,
+    pub settings: ConversationSettings,
+}
+
+/// A conversation's settings beyond its own columns: the JSON of its `settings` column. A
+/// value this build cannot read is left out (a newer kernel's), never an error.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ConversationSettings {
+    /// The thinking effort of its model requests (none: the provider settings' default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<superpi_proto::Effort>,
+}
+
+impl ConversationSettings {
+    /// Reads the column; what does not parse is left at its default.
+    pub fn from_column(json: &str) -> Self {
+        let value: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
+        ConversationSettings { effort: value.get("effort").and_then(|e| serde_json::from_value(e.clone()).ok()) }
+    }
+
+    pub fn to_column(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| "{}".to_string())
+    }
 }
 
 /// The fields of a new conversation.
@@ -71,6 +93,7 @@ pub struct NewConversation {
     pub title: Option<String>,
     /// The conversation that started this one (a subagent's parent).
     pub parent_id: Option<i64>,
+    pub settings: ConversationSettings,
 }
 
 /// An event to commit, with the entry it carries when it is a message or a tool result, and
@@ -120,6 +143,8 @@ pub trait Store: Leases + Forwarding + Send + Sync {
     fn set_mode(&self, id: i64, mode: &str) -> Result<(), StoreError>;
 
     fn set_model(&self, id: i64, model: &str) -> Result<(), StoreError>;
+
+    fn set_settings(&self, id: i64, settings: &ConversationSettings) -> Result<(), StoreError>;
 
     /// The stored "always" answers of a conversation (the JSON of the policy's `Overrides`).
     fn permission_overrides(&self, id: i64) -> Result<Option<String>, StoreError>;

@@ -20,6 +20,7 @@ fn new_conv(store: &dyn Store) -> ConversationRow {
             workspace: Some("/w".into()),
             title: None,
             parent_id: None,
+            settings: ConversationSettings::default(),
         })
         .unwrap()
 }
@@ -163,6 +164,32 @@ fn fork_copies_history_up_to_a_seq(store: &dyn Store) {
     assert!(events[0].1.contains(&format!("\"conversation_id\":{}", fork.id)));
 }
 
+fn settings_are_kept_and_forks_inherit_them(store: &dyn Store) {
+    let high = ConversationSettings { effort: Some(superpi_proto::Effort::High) };
+    let made = store
+        .create_conversation(&NewConversation { owner: "local".into(), settings: high.clone(), ..Default::default() })
+        .unwrap();
+    assert_eq!(made.settings, high);
+    let conv = new_conv(store);
+    assert_eq!(conv.settings, ConversationSettings::default());
+    store.set_settings(conv.id, &high).unwrap();
+    assert_eq!(store.conversation(conv.id).unwrap().unwrap().settings, high);
+    assert_eq!(store.fork(&conv, "local", None).unwrap().settings, high);
+    store.set_settings(conv.id, &ConversationSettings::default()).unwrap();
+    assert_eq!(store.conversation(conv.id).unwrap().unwrap().settings.effort, None);
+}
+
+#[test]
+fn a_settings_column_this_build_cannot_read_is_left_at_its_defaults() {
+    assert_eq!(ConversationSettings::from_column("{}"), ConversationSettings::default());
+    assert_eq!(ConversationSettings::from_column("not json"), ConversationSettings::default());
+    let newer = ConversationSettings::from_column(r#"{"effort": "ultra", "later": 1}"#);
+    assert_eq!(newer.effort, None);
+    let kept = ConversationSettings::from_column(r#"{"effort": "low", "later": 1}"#);
+    assert_eq!(kept.effort, Some(superpi_proto::Effort::Low));
+    assert_eq!(kept.to_column(), r#"{"effort":"low"}"#);
+}
+
 fn external_ids_map_per_frontend_and_principal(store: &dyn Store) {
     let conv = new_conv(store);
     store.bind_external("gateway", "alice", "s1", conv.id).unwrap();
@@ -251,6 +278,7 @@ on_each_engine!(
     a_turn_status_is_committed_with_its_event_or_not_at_all,
     commits_store_events_and_entries_together_and_replay_in_order,
     fork_copies_history_up_to_a_seq,
+    settings_are_kept_and_forks_inherit_them,
     external_ids_map_per_frontend_and_principal,
     an_image_is_stored_once_by_its_digest,
     a_question_is_answered_once_and_dies_with_a_takeover,

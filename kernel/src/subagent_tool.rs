@@ -154,6 +154,7 @@ async fn run_child(
             workspace,
             title: Some(title),
             parent_id: Some(parent.id),
+            settings: crate::store::ConversationSettings { effort: settings.effort },
         })
         .map_err(|e| format!("could not store the subagent's conversation: {e}"))?;
     let child = crate::live::conversation(kernel, row.id)
@@ -174,7 +175,13 @@ async fn run_child(
         ("cancelled", _) => "The subagent was cancelled.".to_string(),
         (_, text) => format!("The subagent failed: {}", text.unwrap_or_default()),
     };
-    Ok(ToolCallResult { is_error: end.status != "completed", output, structured: None, details: Some(details) })
+    Ok(ToolCallResult {
+        is_error: end.status != "completed",
+        output,
+        structured: None,
+        details: Some(details),
+        images: Vec::new(),
+    })
 }
 
 /// Submits the task as the child's turn and waits for its end (as stored, with its status);

@@ -141,8 +141,21 @@ impl Catalog {
     pub fn models(&self) -> Vec<superpi_proto::method::ModelInfo> {
         superpi_providers::configured_models(&self.providers)
             .into_iter()
-            .map(|m| superpi_proto::method::ModelInfo { id: m.name, provider: m.provider, default: m.default })
+            .map(|m| superpi_proto::method::ModelInfo {
+                efforts: superpi_providers::effort::levels(&m.name, &self.providers).to_vec(),
+                id: m.name,
+                provider: m.provider,
+                default: m.default,
+            })
             .collect()
+    }
+
+    /// Refuses (-32602) a thinking effort `model` does not take, naming the levels it does.
+    pub fn check_effort(&self, model: &str, effort: superpi_proto::Effort) -> Result<(), ErrorObject> {
+        match superpi_providers::effort::refusal(model, effort, &self.providers) {
+            Some(why) => Err(ErrorObject::new(codes::INVALID_PARAMS, why)),
+            None => Ok(()),
+        }
     }
 
     pub fn provider(&self, model: &str) -> Result<SharedProvider, ErrorObject> {

@@ -95,7 +95,8 @@ async fn drive(
     // The harness's prompt, then the repository's AGENTS.md files, read at each turn.
     let system = crate::rules::system_for(&harness.prompt, settings.workspace.as_deref());
     let limits = superpi_providers::limits::for_model(&settings.model, &catalog.providers);
-    let frame = Frame { model: &settings.model, system: system.as_deref(), tools: &specs, limits };
+    let frame =
+        Frame { model: &settings.model, effort: settings.effort, system: system.as_deref(), tools: &specs, limits };
 
     for _ in 0..MAX_MODEL_CALLS {
         // Prompts that steer this turn join its history now, at a step boundary: after the
@@ -314,20 +315,19 @@ async fn execute_tool(
     if let CallEnd::Blocked(refusal) = &end {
         conv.emit(kernel, Event::tool_blocked(cid, turn, &call.call_id, &call.name, &refusal.reason));
     }
-    let result = end.into_result();
-    let message = Message {
-        role: Role::Tool,
-        content: vec![ContentBlock::ToolResult {
-            tool_call_id: call.call_id.clone(),
-            name: call.name.clone(),
-            output: result.output.clone(),
-            is_error: result.is_error,
-            structured: result.structured.clone(),
-            details: result.details.clone(),
-        }],
-        usage: None,
-        stop_reason: None,
-    };
+    let mut result = end.into_result();
+    // An image the call returned (a `read` of a PNG) follows its result, for a model that sees.
+    let images = kernel.images.store_result(&conv.settings().model, &kernel.catalog.providers, &mut result);
+    let mut content = vec![ContentBlock::ToolResult {
+        tool_call_id: call.call_id.clone(),
+        name: call.name.clone(),
+        output: result.output.clone(),
+        is_error: result.is_error,
+        structured: result.structured.clone(),
+        details: result.details.clone(),
+    }];
+    content.extend(images);
+    let message = Message { role: Role::Tool, content, usage: None, stop_reason: None };
     let event =
         Event::tool_completed(cid, turn, &call.call_id, &call.name, result.is_error, Value::String(result.output))
             .with_tool_channels(result.structured, result.details);

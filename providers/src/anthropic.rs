@@ -1,7 +1,7 @@
 //! Anthropic Messages, streaming: the request body and the reading of its events.
 
 use serde_json::{Value, json};
-use superpi_proto::{ContentBlock, Role};
+use superpi_proto::{ContentBlock, Effort, Role};
 
 use crate::assemble::{BlockKind, StreamBuilder};
 use crate::config::{ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, ProviderKind};
@@ -75,6 +75,24 @@ fn tool_loop_without_thinking(turns: &[(bool, Vec<Value>)]) -> bool {
     in_loop && !opens_with_thinking
 }
 
+/// The models with extended thinking: every Claude since 3.7 Sonnet.
+fn efforts(model: &str, _reasoning: bool) -> &'static [Effort] {
+    let id = model.rsplit('/').next().unwrap_or(model);
+    let before_thinking =
+        ["claude-2", "claude-instant", "claude-3-opus", "claude-3-sonnet", "claude-3-haiku", "claude-3-5"];
+    if before_thinking.iter().any(|prefix| id.starts_with(prefix)) { &[] } else { &Effort::ALL }
+}
+
+/// The thinking budget of a level (`off`: no thinking).
+fn thinking_budget(effort: Effort) -> Option<u32> {
+    match effort {
+        Effort::Off => None,
+        Effort::Low => Some(2048),
+        Effort::Medium => Some(8192),
+        Effort::High => Some(24_576),
+    }
+}
+
 /// The Messages request for `request`, sent to `route`. The history is paired first
 /// ([`crate::history::paired`]), then turns of one role are merged so that roles alternate.
 pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
@@ -91,10 +109,18 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
         .collect();
     let mut max_tokens = request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS).max(1);
     let mut body = json!({"model": route.model, "stream": true, "messages": messages});
-    if let Some(budget) = route.thinking_budget.filter(|b| *b > 0 && thinking_allowed) {
-        // The API's floor is 1024; the budget counts inside max_tokens, and the answer needs room beside it.
-        let budget = budget.max(1024);
-        max_tokens = max_tokens.max(budget.saturating_add(1024));
+    let budget = match request.effort.and_then(|e| e.nearest_in(efforts(&route.model, route.reasoning))) {
+        Some(effort) => thinking_budget(effort),
+        // The settings' budget, for a model that thinks (older ones refuse `thinking`).
+        None => route.thinking_budget.filter(|_| !efforts(&route.model, false).is_empty()),
+    };
+    if let Some(budget) = budget.filter(|b| *b > 0 && thinking_allowed) {
+        // The API's floor is 1024; the budget counts inside max_tokens, which the model's output
+        // limit caps, and the answer needs room beside it.
+        let cap = crate::limits::builtin(ProviderKind::Anthropic, &route.model).max_output_tokens;
+        let cap = u32::try_from(cap).unwrap_or(u32::MAX).max(2048);
+        let budget = budget.clamp(1024, cap - 1024);
+        max_tokens = max_tokens.max(budget.saturating_add(1024)).min(cap);
         body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
     }
     body["max_tokens"] = json!(max_tokens);
@@ -131,6 +157,7 @@ pub static ANTHROPIC: WireApi = WireApi {
     keyless_with_base_url: false,
     unsupported: serves_every_model,
     is_reasoning_model: no_reasoning_settings,
+    efforts,
     tool_name: plain_name,
     build_request,
     parser: parser_of::<Parser>,

@@ -7,7 +7,7 @@
 //! the part it belongs to, and is put back on that part when the conversation is sent again.
 
 use serde_json::{Map, Value, json};
-use superpi_proto::{ContentBlock, Role};
+use superpi_proto::{ContentBlock, Effort, Role};
 
 use crate::assemble::StreamBuilder;
 use std::borrow::Cow;
@@ -104,6 +104,44 @@ fn thinking_budget(model: &str, budget: u32) -> u32 {
     }
 }
 
+/// The thinking efforts of a model: Gemini 3 Pro takes the levels `low` and `high`, Gemini 3
+/// Flash four levels (`minimal` is our `off`); 2.5 Pro a budget but never none, 2.5 Flash and
+/// Flash-Lite a budget or none; older models do not think.
+fn efforts(model: &str, _reasoning: bool) -> &'static [Effort] {
+    let id = model.rsplit('/').next().unwrap_or(model);
+    if id.starts_with("gemini-3") {
+        if id.contains("-pro") { &[Effort::Low, Effort::High] } else { &Effort::ALL }
+    } else if id.starts_with("gemini-2.5-pro") {
+        &[Effort::Low, Effort::Medium, Effort::High]
+    } else if id.starts_with("gemini-2.5") {
+        &Effort::ALL
+    } else {
+        &[]
+    }
+}
+
+/// `thinkingConfig` for a level the model takes: Gemini 3's `thinkingLevel` (its models refuse
+/// a level and a budget together), 2.5's `thinkingBudget` within the model's range.
+fn thinking_config(model: &str, effort: Effort) -> Value {
+    if model.rsplit('/').next().unwrap_or(model).starts_with("gemini-3") {
+        let level = match effort {
+            Effort::Off => "minimal",
+            Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+        };
+        return json!({"includeThoughts": true, "thinkingLevel": level});
+    }
+    let budget = match effort {
+        Effort::Off => 0,
+        Effort::Low => 1024,
+        Effort::Medium => 8192,
+        Effort::High => 32_768,
+    };
+    let budget = thinking_budget(model, budget);
+    json!({"includeThoughts": budget > 0, "thinkingBudget": budget})
+}
+
 /// The request for `request`, sent to `route`. The history is paired first
 /// ([`crate::history::paired`]): a `functionCall` turn is answered by as many
 /// `functionResponse` parts in the next turn; turns of one role are merged.
@@ -147,7 +185,9 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
     if let Some(max) = request.max_tokens {
         generation.insert("maxOutputTokens".into(), json!(max.max(1)));
     }
-    if let Some(budget) = route.thinking_budget {
+    if let Some(effort) = request.effort.and_then(|e| e.nearest_in(efforts(&route.model, route.reasoning))) {
+        generation.insert("thinkingConfig".into(), thinking_config(&route.model, effort));
+    } else if let Some(budget) = route.thinking_budget {
         let budget = thinking_budget(&route.model, budget);
         generation.insert("thinkingConfig".into(), json!({"includeThoughts": budget > 0, "thinkingBudget": budget}));
     } else if route.model.contains("2.5") || route.model.starts_with("gemini-3") {
@@ -181,6 +221,7 @@ pub static GEMINI: WireApi = WireApi {
     keyless_with_base_url: false,
     unsupported: serves_every_model,
     is_reasoning_model: no_reasoning_settings,
+    efforts,
     tool_name: declared_name,
     build_request,
     parser: parser_of::<Parser>,

@@ -26,7 +26,10 @@ pub struct Paired {
     ///   else;
     /// - every message has at least one block; text blocks are never blank;
     /// - `User` messages hold text and images with their data only, `Assistant` messages no
-    ///   results; an image without its data becomes a line of text saying so;
+    ///   results; an image without its data becomes a line of text saying so; an image a tool
+    ///   returned (the `read` tool's, after its result in a `Tool` message) follows the results
+    ///   in a `User` message, after a line naming the call, since no vendor takes an image in
+    ///   every kind of tool result;
     /// - tool-call ids are unique over the conversation and not empty.
     pub messages: Vec<Message>,
     /// The text of the `System` messages, in order.
@@ -169,18 +172,26 @@ pub fn paired(messages: &[Message]) -> Paired {
             }
             Role::User | Role::Tool => {
                 let mut text = Vec::new();
+                // The result an image of a tool message belongs to: (call id, tool name).
+                let mut last_result: Option<(&str, &str)> = None;
                 for block in &incoming.content {
                     match block {
                         ContentBlock::Text { text: t } if !is_blank(t) => text.push(block.clone()),
-                        ContentBlock::Image { data: Some(_), .. } if incoming.role == Role::User => {
+                        ContentBlock::Image { data: Some(_), .. } => {
+                            if incoming.role == Role::Tool {
+                                let label = match last_result {
+                                    Some((id, name)) => format!("[the image that {name} call {id} returned]"),
+                                    None => "[an image a tool returned]".to_string(),
+                                };
+                                text.push(ContentBlock::text(label));
+                            }
                             text.push(block.clone())
                         }
-                        ContentBlock::Image { media_type, data, .. } => {
-                            let why =
-                                if data.is_none() { "is no longer stored" } else { "only a user message carries" };
-                            text.push(ContentBlock::text(format!("[an image ({media_type}) that {why}]")))
+                        ContentBlock::Image { media_type, .. } => {
+                            text.push(ContentBlock::text(format!("[an image ({media_type}) that is no longer stored]")))
                         }
-                        ContentBlock::ToolResult { .. } => {
+                        ContentBlock::ToolResult { tool_call_id, name, .. } => {
+                            last_result = Some((tool_call_id, name));
                             let unanswered = match pending.as_mut() {
                                 Some(pending) => pending.answer(block.clone()),
                                 None => Some(block.clone()),

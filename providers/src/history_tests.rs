@@ -145,3 +145,30 @@ fn cuts_never_separate_a_call_from_its_result() {
         assert!(!orphaned, "cut at {cut} orphaned a result");
     }
 }
+
+#[test]
+fn an_image_a_tool_returned_follows_the_results_in_a_user_message_named_by_its_call() {
+    let png = ContentBlock::image("image/png", "iVBORw0KGgo=");
+    let history = vec![
+        Message::user_text("look at the chart"),
+        msg(Role::Assistant, vec![call("c1", "read")]),
+        msg(Role::Tool, vec![result("c1", "read", "chart.png: an image"), png.clone()]),
+    ];
+    assert_eq!(
+        paired(&history).messages,
+        vec![
+            Message::user_text("look at the chart"),
+            msg(Role::Assistant, vec![call("c1", "read")]),
+            msg(Role::Tool, vec![result("c1", "read", "chart.png: an image")]),
+            msg(Role::User, vec![ContentBlock::text("[the image that read call c1 returned]"), png]),
+        ]
+    );
+    // Without its bytes (gone from the store) it is a line saying so.
+    let gone = ContentBlock::Image { media_type: "image/png".into(), data: None, sha256: Some("00".into()) };
+    let history = vec![history[0].clone(), history[1].clone(), msg(Role::Tool, vec![result("c1", "read", "x"), gone])];
+    let messages = paired(&history).messages;
+    assert_eq!(
+        messages[3],
+        msg(Role::User, vec![ContentBlock::text("[an image (image/png) that is no longer stored]")])
+    );
+}

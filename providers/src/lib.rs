@@ -20,6 +20,7 @@ pub mod assemble;
 pub mod auth;
 pub mod config;
 pub mod config_file;
+pub mod effort;
 pub mod gemini;
 pub mod gemini_schema;
 pub mod history;

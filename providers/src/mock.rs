@@ -19,11 +19,13 @@ The `mock` model reads the last user message, line by line:
   @tool NAME {json}   call tool NAME with these arguments (one line per call; several lines,
                       several calls in one response); once the results come back it answers
                       with a sentence quoting the first 200 characters of each result
-  @think TEXT         stream a thinking block with TEXT first
+  @think TEXT         stream a thinking block with TEXT first (without it, a request with a
+                      thinking effort streams `[effort LEVEL]` as its thinking)
   @slow MS            wait MS milliseconds before each delta
   @fail MESSAGE       end the answer with an error terminal carrying MESSAGE
   @deltas N           stream N short text deltas (for benchmarks)
   an image            is answered `[image TYPE, N bytes]` (its decoded size), before the echo
+                      (a tool's image, after the sentence quoting its result)
   any other text      is echoed back, a word per delta
 ";
 
@@ -227,6 +229,12 @@ fn plan(request: &ModelRequest) -> Plan {
         }
     }
 
+    // A conversation's effort shows as the thinking it asked for, so tests see it arrive.
+    let think = match (think, request.effort) {
+        (Some(thinking), _) => Some(thinking),
+        (None, Some(effort)) => Some(format!("[effort {effort}]")),
+        (None, None) => None,
+    };
     if let Some(thinking) = think {
         plan.stages.push(Stage::Thinking(word_chunks(&thinking)));
     }
@@ -238,6 +246,10 @@ fn plan(request: &ModelRequest) -> Plan {
                     let verb = if *is_error { "failed with" } else { "returned" };
                     answer.push_str(&format!(" {name} {verb}: {}", first_chars(output, RESULT_QUOTE_CHARS)));
                 }
+            }
+            // An image a tool returned (the read tool's), as a prompt's image is answered.
+            for seen in images_seen(message) {
+                answer.push_str(&format!(" {seen}"));
             }
         }
         plan.stages.push(Stage::Text(word_chunks(&answer)));

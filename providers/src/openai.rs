@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-use superpi_proto::{ContentBlock, Role};
+use superpi_proto::{ContentBlock, Effort, Role};
 
 use crate::assemble::{BlockKind, StreamBuilder};
 use crate::config::{OPENAI_API_KEY, OPENAI_BASE_URL, ProviderKind};
@@ -120,7 +120,11 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
     if let Some(max) = request.max_tokens {
         body[if route.reasoning { "max_completion_tokens" } else { "max_tokens" }] = json!(max.max(1));
     }
-    if let Some(effort) = route.reasoning_effort.as_deref().filter(|_| route.reasoning) {
+    let effort = match request.effort.and_then(|e| e.nearest_in(efforts(&route.model, route.reasoning))) {
+        Some(effort) => Some(reasoning_effort(effort)),
+        None => route.reasoning_effort.as_deref().filter(|_| route.reasoning),
+    };
+    if let Some(effort) = effort {
         body["reasoning_effort"] = json!(effort);
     }
     WireRequest {
@@ -155,6 +159,7 @@ pub static OPENAI: WireApi = WireApi {
     keyless_with_base_url: true,
     unsupported: responses_only,
     is_reasoning_model,
+    efforts,
     tool_name: plain_name,
     build_request,
     parser: parser_of::<Parser>,
@@ -174,6 +179,26 @@ fn responses_only(model: &str) -> Option<String> {
 /// Whether the model takes reasoning settings (the o-series and gpt-5).
 fn is_reasoning_model(model: &str) -> bool {
     ["o1", "o3", "o4", "gpt-5"].iter().any(|prefix| model.starts_with(prefix))
+}
+
+/// The thinking efforts of a reasoning model: gpt-5 also reasons `minimal` (our `off`); the
+/// o-series take `low`, `medium` and `high`; other models none.
+fn efforts(model: &str, reasoning: bool) -> &'static [Effort] {
+    match reasoning {
+        false => &[],
+        true if model.rsplit('/').next().unwrap_or(model).starts_with("gpt-5") => &Effort::ALL,
+        true => &[Effort::Low, Effort::Medium, Effort::High],
+    }
+}
+
+/// `reasoning_effort` for a level.
+fn reasoning_effort(effort: Effort) -> &'static str {
+    match effort {
+        Effort::Off => "minimal",
+        Effort::Low => "low",
+        Effort::Medium => "medium",
+        Effort::High => "high",
+    }
 }
 
 #[derive(Debug, Default)]

@@ -34,6 +34,25 @@ pub(crate) fn prefixed_kind(model: &str) -> Option<(ProviderKind, &str)> {
     None
 }
 
+/// The vendor and upstream id of a model name as users type it, and its entry if it has one,
+/// without credentials (a name no rule routes is taken as OpenAI's).
+pub(crate) fn model_parts<'a>(
+    model: &str,
+    config: &'a ProvidersConfig,
+) -> (ProviderKind, String, Option<&'a ModelEntry>) {
+    let name = model.trim();
+    if let Some(entry) = config.models.iter().find(|entry| entry.name == name) {
+        return (entry.provider, entry.model.clone().unwrap_or_else(|| entry.name.clone()), Some(entry));
+    }
+    if name == "mock" {
+        return (ProviderKind::Mock, name.to_string(), None);
+    }
+    match prefixed_kind(name) {
+        Some((kind, upstream)) => (kind, upstream.to_string(), None),
+        None => (ProviderKind::Openai, name.to_string(), None),
+    }
+}
+
 fn missing(kind: ProviderKind, config: &ProvidersConfig) -> String {
     if kind == ProviderKind::Mock {
         return String::new();

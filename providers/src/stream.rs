@@ -25,6 +25,8 @@ pub struct ModelRequest {
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
     pub max_tokens: Option<u32>,
+    /// The conversation's thinking effort (see [`crate::effort`]); `None`: the settings' defaults.
+    pub effort: Option<superpi_proto::Effort>,
 }
 
 /// Why a message ended.

@@ -10,6 +10,7 @@ use crate::config::ProviderKind;
 use crate::route::Route;
 use crate::sse::SseEvent;
 use crate::stream::{ModelRequest, ProviderError};
+use superpi_proto::Effort;
 
 /// A model API spoken over HTTP with an event stream: one table row per vendor module, its
 /// facts as data and its behaviour as functions.
@@ -33,6 +34,10 @@ pub struct WireApi {
     pub unsupported: fn(&str) -> Option<String>,
     /// Whether the model takes reasoning settings (OpenAI's o-series and gpt-5).
     pub is_reasoning_model: fn(&str) -> bool,
+    /// The thinking efforts an upstream model id takes, from the least (`reasoning`: it is a
+    /// reasoning model by [`WireApi::is_reasoning_model`] or by its entry); none without a
+    /// thinking setting.
+    pub efforts: fn(&str, bool) -> &'static [Effort],
     /// A tool name as this API takes it (the HTTP layer maps calls back to the original);
     /// `crate::wire::plain_name` (`^[a-zA-Z0-9_-]{1,64}$`) for OpenAI and Anthropic.
     pub tool_name: for<'a> fn(&'a str) -> Cow<'a, str>,

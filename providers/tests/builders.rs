@@ -7,7 +7,7 @@
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use superpi_proto::{ContentBlock, Message, Role};
+use superpi_proto::{ContentBlock, Effort, Message, Role};
 use superpi_providers::testing::rules::{anthropic, gemini, openai};
 use superpi_providers::{ModelRequest, ProvidersConfig, ToolSpec, route};
 
@@ -39,10 +39,13 @@ fn check(model: &str, request: &ModelRequest, thinking: Option<u32>) -> Result<V
 /// A 1x1 PNG, in base64.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
 
-const MODELS: [&str; 7] = [
+const MODELS: [&str; 10] = [
     "gpt-4o",
     "o4-mini",
+    "gpt-5-mini",
     "claude-sonnet-4-5",
+    "claude-3-5-haiku-latest",
+    "gemini-3-flash-preview",
     "gemini-2.5-flash",
     "gemini-2.5-pro",
     "gemini-2.5-flash-lite",
@@ -144,8 +147,9 @@ proptest! {
         system in prop_oneof![Just(None), Just(Some(String::new())), Just(Some("Be brief.".to_string()))],
         thinking in prop_oneof![Just(None), Just(Some(0u32)), Just(Some(500u32)), Just(Some(4000u32)), Just(Some(100_000u32))],
         max_tokens in prop_oneof![Just(None), Just(Some(0u32)), Just(Some(256u32))],
+        effort in prop_oneof![Just(None), proptest::sample::select(Effort::ALL.to_vec()).prop_map(Some)],
     ) {
-        let request = ModelRequest { model: String::new(), system, messages: history, tools: tools(), max_tokens };
+        let request = ModelRequest { model: String::new(), system, messages: history, tools: tools(), max_tokens, effort };
         for model in MODELS {
             let body = check(model, &request, thinking).map_err(TestCaseError::fail)?;
             if model == "gpt-4o" {
@@ -225,6 +229,57 @@ fn an_image_reaches_each_vendor_in_its_documented_shape() {
     // A text prompt stays a string for OpenAI (what every compatible server takes).
     let text = check("gpt-4o", &ModelRequest { messages: vec![Message::user_text("hi")], ..Default::default() }, None);
     assert_eq!(text.unwrap()["messages"][0]["content"], "hi");
+}
+
+/// The `read` tool's image: after the results, as the user's image part in each vendor's
+/// shape (no vendor takes one in every kind of tool result), named by its call.
+#[test]
+fn an_image_a_tool_returned_reaches_each_vendor_after_the_results() {
+    let read = |content: Vec<ContentBlock>, role: Role| Message { role, content, usage: None, stop_reason: None };
+    let request = ModelRequest {
+        messages: vec![
+            Message::user_text("what does chart.png show?"),
+            read(
+                vec![ContentBlock::ToolCall {
+                    id: "call_1".into(),
+                    name: "read".into(),
+                    arguments: json!({"path": "chart.png"}),
+                }],
+                Role::Assistant,
+            ),
+            read(
+                vec![
+                    ContentBlock::ToolResult {
+                        tool_call_id: "call_1".into(),
+                        name: "read".into(),
+                        output: "chart.png: an image (image/png, 70 bytes)".into(),
+                        is_error: false,
+                        structured: None,
+                        details: None,
+                    },
+                    ContentBlock::image("image/png", PNG),
+                ],
+                Role::Tool,
+            ),
+        ],
+        ..Default::default()
+    };
+    let label = json!({"type": "text", "text": "[the image that read call call_1 returned]"});
+    let openai = check("gpt-4o", &request, None).unwrap();
+    let messages = openai["messages"].as_array().unwrap();
+    assert_eq!(messages[2]["role"], "tool");
+    assert_eq!(
+        messages[3],
+        json!({"role": "user", "content": [label, {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{PNG}")}}]})
+    );
+    let anthropic = check("claude-sonnet-4-5", &request, None).unwrap();
+    let turn = &anthropic["messages"][2]["content"];
+    assert_eq!(turn[0]["type"], "tool_result", "results first: {turn}");
+    assert_eq!(turn[2], json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}));
+    let gemini = check("gemini-2.5-flash", &request, None).unwrap();
+    let parts = &gemini["contents"][2]["parts"];
+    assert!(parts[0].get("functionResponse").is_some(), "{parts}");
+    assert_eq!(parts[2], json!({"inline_data": {"mime_type": "image/png", "data": PNG}}));
 }
 
 #[test]

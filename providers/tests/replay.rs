@@ -47,6 +47,7 @@ fn request(model: &str) -> ModelRequest {
             input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}, "additionalProperties": false}),
         }],
         max_tokens: Some(256),
+        effort: None,
     }
 }
 

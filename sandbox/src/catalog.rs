@@ -49,7 +49,8 @@ fn builtin() -> Vec<Entry> {
                 def(
                     "read",
                     "Read a text file of the workspace (or a spilled tool output), with numbered lines. \
-                     Use offset and limit to page through long files. Binary files are refused.",
+                     Use offset and limit to page through long files. An image file (PNG, JPEG, GIF, WebP; \
+                     at most 5 MiB) is shown to you as an image. Other binary files are refused.",
                     json!({
                         "type": "object",
                         "properties": {
@@ -67,9 +68,11 @@ fn builtin() -> Vec<Entry> {
                             "start_line": {"type": "integer"},
                             "end_line": {"type": "integer"},
                             "total_lines": {"type": "integer"},
-                            "truncated": {"type": "boolean"}
+                            "truncated": {"type": "boolean"},
+                            "media_type": {"type": "string", "description": "An image file's format"},
+                            "bytes": {"type": "integer", "description": "An image file's size"}
                         },
-                        "required": ["path", "start_line", "end_line", "total_lines", "truncated"]
+                        "required": ["path"]
                     })),
                     &[Effect::Read],
                 ),

@@ -118,6 +118,7 @@ pub(crate) fn bash_outcome(
             "total_bytes": finished.output.total,
             "spill_path": spill_json,
         })),
+        images: Vec::new(),
     }
 }
 

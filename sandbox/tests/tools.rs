@@ -76,6 +76,38 @@ async fn read_refuses_binary_and_bad_arguments() {
     assert!(out.is_error && out.output.contains("JSON object"), "{out:?}");
 }
 
+/// An image file is read as an image (its format from its bytes, whatever its name), up to
+/// 5 MiB; a larger one is refused saying so.
+#[tokio::test]
+async fn read_returns_an_image_file_as_an_image() {
+    let env = env();
+    // A 1x1 PNG, named as if it were text: the bytes decide.
+    let png: [u8; 70] = [
+        0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00,
+        0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4, 0x89, 0x00, 0x00, 0x00,
+        0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0xda, 0x63, 0x64, 0x60, 0xf8, 0x5f, 0x0f, 0x00, 0x02, 0x87, 0x01, 0x80,
+        0xeb, 0x47, 0xba, 0x92, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+    ];
+    std::fs::write(env.workspace.join("pixel.txt"), png).unwrap();
+    let out = env.run("read", json!({"path": "pixel.txt"})).await;
+    assert!(!out.is_error, "{out:?}");
+    assert_eq!(out.images.len(), 1, "{out:?}");
+    assert_eq!(out.images[0].media_type, "image/png");
+    assert_eq!(
+        out.images[0].data,
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+    );
+    assert_eq!(out.structured.as_ref().unwrap()["media_type"], "image/png");
+    assert!(out.output.contains("image/png, 70 bytes"), "{out:?}");
+
+    let mut gif = b"GIF89a".to_vec();
+    gif.resize(6 * 1024 * 1024, 0);
+    std::fs::write(env.workspace.join("big.gif"), gif).unwrap();
+    let out = env.run("read", json!({"path": "big.gif"})).await;
+    assert!(out.is_error && out.output.contains("image/gif") && out.output.contains("5 MiB"), "{out:?}");
+    assert!(out.images.is_empty());
+}
+
 #[tokio::test]
 async fn write_creates_parents_and_replaces_atomically() {
     let env = env();

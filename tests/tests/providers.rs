@@ -224,3 +224,45 @@ async fn an_image_prompt_reaches_each_vendor_in_its_shape_and_a_blind_model_refu
     assert!(refused.contains("`blind` does not take images") && refused.contains("images = true"), "{refused}");
     assert_eq!(openai.accepted().len(), before, "nothing was sent for the refused prompt");
 }
+
+/// The `read` tool on an image file: the bytes reach each vendor that sees as its own image
+/// part after the result (the fakes check the shape and the rules), and for a model that does
+/// not see, the result is an error saying why, with no image sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_image_reaches_each_vendor_and_a_blind_model_is_told_why() {
+    use serde_json::json;
+    use superpi_providers::testing::fakes::{AnthropicFake, FakeServer, GeminiFake};
+    let script = || vec![Answer::tool_call("read", json!({"path": "pixel.png"})), Answer::text("a pixel")];
+    let image_url = json!({"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{PNG}")}});
+    let fakes: Vec<(FakeServer, &str, serde_json::Value)> = vec![
+        (OpenAiFake::start(script()).await.unwrap(), "gpt-4o-mini", image_url),
+        (
+            AnthropicFake::start(script()).await.unwrap(),
+            "claude-sonnet-4-5",
+            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}),
+        ),
+        (
+            GeminiFake::start(script()).await.unwrap(),
+            "gemini-2.5-flash",
+            json!({"inline_data": {"mime_type": "image/png", "data": PNG}}),
+        ),
+        (OpenAiFake::start(script()).await.unwrap(), "gpt-3.5-turbo", json!(null)),
+    ];
+    for (fake, model, shape) in fakes {
+        let env = TestEnv::new();
+        std::fs::write(env.workspace.join("pixel.png"), superpi_providers::images::decode(PNG).unwrap()).unwrap();
+        let mut cmd = env.command(&["run", "--model", model, "what is in pixel.png?"]);
+        cmd.envs(fake.env());
+        let out = tokio::process::Command::from(cmd).output().await.unwrap();
+        assert!(out.status.success(), "{model}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(fake.rejections(), vec![], "{model}");
+        let second = fake.accepted().pop().unwrap().to_string();
+        if shape.is_null() {
+            assert!(second.contains("The image is not shown") && second.contains("does not take images"), "{second}");
+            assert!(!second.contains(PNG), "no image reaches a blind model: {second}");
+        } else {
+            assert!(second.contains(&shape.to_string()), "{model}: {shape} not in {second}");
+            assert!(second.contains("[the image that read call"), "{model}: {second}");
+        }
+    }
+}

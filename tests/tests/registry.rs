@@ -31,7 +31,13 @@ impl ToolRunner for Stamp {
         Box::pin(async move {
             self.calls.lock().unwrap().push(call.arguments.clone());
             let path = call.arguments["path"].as_str().unwrap_or("?");
-            ToolCallResult { output: format!("stamped {path}"), is_error: false, structured: None, details: None }
+            ToolCallResult {
+                output: format!("stamped {path}"),
+                is_error: false,
+                structured: None,
+                details: None,
+                images: Vec::new(),
+            }
         })
     }
 }

@@ -74,6 +74,54 @@ fn json_output_is_one_result_and_p_is_run() {
     assert!(result["error"].as_str().unwrap().contains("the model broke"), "{result}");
 }
 
+/// `--effort` sets a new conversation's thinking effort, and a continued one's; the mock thinks
+/// the level its requests carry, so the stream shows what reached the model.
+#[test]
+fn effort_reaches_the_model_and_stays_with_the_conversation() {
+    let env = TestEnv::new();
+    let thought = |args: &[&str]| -> String {
+        let out = env.command(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        stdout(&out)
+            .lines()
+            .filter_map(|line| match Event::from_json(line).unwrap().body {
+                EventBody::ThinkingDelta { delta, .. } => Some(delta),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(thought(&["run", "--effort", "low", "--output-format", "stream-json", "one"]), "[effort low]");
+    assert_eq!(thought(&["run", "-c", "--output-format", "stream-json", "two"]), "[effort low]", "kept");
+    assert_eq!(thought(&["run", "-c", "--effort", "high", "--output-format", "stream-json", "three"]), "[effort high]");
+    let listed = env.command(&["session", "list", "--json"]).output().unwrap();
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed[0]["effort"], "high");
+    let models: Value = serde_json::from_slice(&env.command(&["models", "--json"]).output().unwrap().stdout).unwrap();
+    let mock = models.as_array().unwrap().iter().find(|m| m["id"] == "mock").unwrap().clone();
+    assert_eq!(mock["efforts"], serde_json::json!(["off", "low", "medium", "high"]));
+
+    let out = env.command(&["run", "--effort", "max", "x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "an unknown level is a usage error");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("off, low, medium, high"));
+}
+
+/// Where stdout is not a terminal (a pipe, a file), the answer's markdown goes out as the
+/// model wrote it: no styles, no bullets in place of its markers.
+#[test]
+fn markdown_is_left_as_written_where_stdout_is_not_a_terminal() {
+    let env = TestEnv::new();
+    let answer = "# Title\n- **one**\n- `two`\n```\ncode\n```";
+    for colour in [None, Some("1")] {
+        let mut cmd = env.command(&["run", answer]);
+        if let Some(force) = colour {
+            cmd.env("CLICOLOR_FORCE", force);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(stdout(&out).trim_end(), answer, "CLICOLOR_FORCE={colour:?}");
+    }
+}
+
 #[test]
 fn stream_json_input_answers_each_line_in_one_conversation() {
     let env = TestEnv::new();

@@ -116,9 +116,12 @@ impl Server {
 
     pub(crate) async fn config_options(&self, kernel: &KernelClient, session: &Session) -> Vec<SessionConfigOption> {
         let Some(settings) = session.settings() else { return Vec::new() };
-        vec![
-            request::mode_option(&settings.mode, &settings.max_mode),
-            request::model_option(&settings.model, &self.models(kernel).await),
-        ]
+        let models = self.models(kernel).await;
+        let levels = models.iter().find(|m| m.id == settings.model).map_or(&[][..], |m| m.efforts.as_slice());
+        let effort = request::effort_option(settings.effort, levels);
+        [request::mode_option(&settings.mode, &settings.max_mode), request::model_option(&settings.model, &models)]
+            .into_iter()
+            .chain(effort)
+            .collect()
     }
 }

@@ -308,6 +308,16 @@ pub(crate) async fn set_config_option(
     };
     match &*req.config_id.0 {
         request::MODEL_CONFIG_ID => {}
+        request::EFFORT_CONFIG_ID => {
+            let effort = request::effort_choice(&value.0)?;
+            let kernel = server.kernel().await?;
+            kernel
+                .set_effort(session.conversation_id, effort)
+                .await
+                .map_err(|e| request::kernel_error(e, Some(&session.id)))?;
+            session.update_settings(|s| s.effort = effort);
+            return Ok(SetSessionConfigOptionResponse::new(server.config_options(&kernel, &session).await));
+        }
         request::MODE_CONFIG_ID => {
             set_mode(server.clone(), SetSessionModeRequest::new(req.session_id.clone(), value.0.to_string())).await?;
             let kernel = server.kernel().await?;

@@ -17,6 +17,7 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Error, ErrorCode};
 use superpi_client::ClientError;
 use superpi_proto::ContentBlock as KBlock;
+use superpi_proto::Effort;
 use superpi_proto::message::codes;
 use superpi_proto::method::{CommandInfo, ConversationInfo, McpServerParam, ModelInfo};
 
@@ -25,6 +26,12 @@ pub const SESSION_PREFIX: &str = "conv-";
 
 /// The config option that chooses the model.
 pub const MODEL_CONFIG_ID: &str = "model";
+
+/// The config option that chooses the thinking effort (category `thought_level`).
+pub const EFFORT_CONFIG_ID: &str = "effort";
+
+/// The effort option's value for "the provider settings' default" (no effort of its own).
+pub const DEFAULT_EFFORT: &str = "default";
 
 /// The config option that chooses the mode (beside the legacy `modes`, for editors that only
 /// show config options).
@@ -283,6 +290,55 @@ pub fn model_option(current: &str, models: &[ModelInfo]) -> SessionConfigOption 
         )),
     )
     .category(SessionConfigOptionCategory::Model)
+}
+
+/// The thinking effort chooser: a select of category `thought_level` over `default` and the
+/// levels the session's model takes (`model.list`'s `efforts`); none for a model without a
+/// thinking setting. A level set under another model stays listed, so the select holds it.
+pub fn effort_option(current: Option<Effort>, levels: &[Effort]) -> Option<SessionConfigOption> {
+    if levels.is_empty() {
+        return None;
+    }
+    let describe = |effort: Effort| match effort {
+        Effort::Off => "No thinking where the model can go without, else its least",
+        Effort::Low => "Little thinking: quicker answers",
+        Effort::Medium => "Some thinking",
+        Effort::High => "The most thinking: slower, for hard problems",
+    };
+    let default = SessionConfigSelectOption::new(DEFAULT_EFFORT, "Default")
+        .description("What the provider settings say (providers.toml)");
+    let mut listed: Vec<Effort> = levels.to_vec();
+    if let Some(current) = current.filter(|c| !levels.contains(c)) {
+        listed.push(current);
+        listed.sort();
+    }
+    let options = std::iter::once(default)
+        .chain(
+            listed.into_iter().map(|e| SessionConfigSelectOption::new(e.as_str(), e.as_str()).description(describe(e))),
+        )
+        .collect();
+    let current = current.map_or(DEFAULT_EFFORT, Effort::as_str);
+    Some(
+        SessionConfigOption::new(
+            SessionConfigId::new(EFFORT_CONFIG_ID),
+            "Thinking effort",
+            SessionConfigKind::Select(SessionConfigSelect::new(
+                SessionConfigValueId::new(current),
+                SessionConfigSelectOptions::Ungrouped(options),
+            )),
+        )
+        .category(SessionConfigOptionCategory::ThoughtLevel),
+    )
+}
+
+/// The effort an option value asks for (`default`: none of its own).
+pub fn effort_choice(value: &str) -> Result<Option<Effort>, Error> {
+    if value == DEFAULT_EFFORT {
+        return Ok(None);
+    }
+    Effort::parse(value)
+        .map(Some)
+        .ok_or_else(|| invalid_params(format!("unknown effort `{value}`: use default, off, low, medium or high")))
 }
 
 /// A slash command the agent answers itself, without a turn.

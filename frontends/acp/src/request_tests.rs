@@ -128,10 +128,35 @@ fn mode_option_is_a_select_of_the_modes_up_to_the_ceiling() {
 }
 
 #[test]
+fn effort_option_is_a_thought_level_select_of_the_models_levels() {
+    let levels = [Effort::Low, Effort::Medium, Effort::High];
+    let option = effort_option(None, &levels).unwrap();
+    assert_eq!(&*option.id.0, "effort");
+    assert_eq!(option.category, Some(SessionConfigOptionCategory::ThoughtLevel));
+    let SessionConfigKind::Select(select) = &option.kind else { panic!("{option:?}") };
+    assert_eq!(&*select.current_value.0, "default");
+    let SessionConfigSelectOptions::Ungrouped(options) = &select.options else { panic!("{select:?}") };
+    let ids: Vec<&str> = options.iter().map(|o| &*o.value.0).collect();
+    assert_eq!(ids, ["default", "low", "medium", "high"]);
+
+    // A level set under another model stays listed, so the select holds its current value.
+    let option = effort_option(Some(Effort::Off), &levels).unwrap();
+    let SessionConfigKind::Select(select) = &option.kind else { panic!("{option:?}") };
+    assert_eq!(&*select.current_value.0, "off");
+    let SessionConfigSelectOptions::Ungrouped(options) = &select.options else { panic!("{select:?}") };
+    assert_eq!(options.iter().map(|o| &*o.value.0).collect::<Vec<_>>(), ["default", "off", "low", "medium", "high"]);
+
+    assert_eq!(effort_option(Some(Effort::High), &[]), None, "a model without a thinking setting has no option");
+    assert_eq!(effort_choice("default").unwrap(), None);
+    assert_eq!(effort_choice("high").unwrap(), Some(Effort::High));
+    assert_eq!(effort_choice("max").unwrap_err().code, ErrorCode::from(-32602));
+}
+
+#[test]
 fn model_option_lists_the_kernels_models_and_always_the_current_one() {
     let models = vec![
-        ModelInfo { id: "gpt-x".into(), provider: "openai".into(), default: true },
-        ModelInfo { id: "mock".into(), provider: "mock".into(), default: false },
+        ModelInfo { id: "gpt-x".into(), provider: "openai".into(), default: true, efforts: vec![] },
+        ModelInfo { id: "mock".into(), provider: "mock".into(), default: false, efforts: vec![] },
     ];
     let listed = SessionConfigOption::select(
         "model",
@@ -170,6 +195,7 @@ fn session_info_uses_the_workspace_and_title() {
         model: "mock".into(),
         mode: "plan".into(),
         max_mode: "auto".into(),
+        effort: None,
         workspace: Some("/ws".into()),
         title: Some("hello".into()),
         parent_id: None,

@@ -37,6 +37,7 @@ pub struct Settings {
     pub max_mode: String,
     pub model: String,
     pub harness: String,
+    pub effort: Option<superpi_proto::Effort>,
 }
 
 impl Settings {
@@ -46,6 +47,7 @@ impl Settings {
             max_mode: info.max_mode.clone(),
             model: info.model.clone(),
             harness: info.harness.clone(),
+            effort: info.effort,
         }
     }
 }

@@ -12,6 +12,7 @@ fn session() -> Arc<Session> {
         model: "mock".into(),
         mode: "accept-edits".into(),
         max_mode: "accept-edits".into(),
+        effort: None,
         workspace: Some("/ws".into()),
         title: None,
         parent_id: None,

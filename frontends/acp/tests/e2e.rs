@@ -410,7 +410,7 @@ async fn the_model_option_lists_the_kernels_models_and_switches_the_model() {
         let err = cx.send_request(unknown).block_task().await.unwrap_err();
         assert_eq!(err.code, ErrorCode::from(-32602));
         assert!(err.message.contains("no-such-model") && err.message.contains("unknown model"), "{}", err.message);
-        let other = SetSessionConfigOptionRequest::new(sid.clone(), "effort", SessionConfigValueId::new("high"));
+        let other = SetSessionConfigOptionRequest::new(sid.clone(), "verbosity", SessionConfigValueId::new("high"));
         assert_eq!(cx.send_request(other).block_task().await.unwrap_err().code, ErrorCode::from(-32602));
 
         // The kernel kept `mock`: a reload reads it back.
@@ -506,6 +506,84 @@ fn model_select(options: &[SessionConfigOption]) -> (String, Vec<String>) {
 
 fn mode_select(options: &[SessionConfigOption]) -> (String, Vec<String>) {
     select(options, "mode", SessionConfigOptionCategory::Mode)
+}
+
+fn effort_select(options: &[SessionConfigOption]) -> (String, Vec<String>) {
+    select(options, "effort", SessionConfigOptionCategory::ThoughtLevel)
+}
+
+/// The thinking effort is a config option of category `thought_level` for a model that thinks:
+/// choosing `high` reaches Anthropic as a thinking budget inside `max_tokens` (the fake refuses
+/// what the API refuses), is kept with the conversation (a fresh process's load shows it), and
+/// a model without thinking has no such option; a level its model lacks is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_effort_option_sets_the_conversations_thinking_and_reaches_the_vendor() {
+    use superpi_providers::testing::fakes::AnthropicFake;
+    let env = TestEnv::new();
+    let fake = AnthropicFake::start(vec![]).await.unwrap();
+    let vars = fake.env();
+    let extra: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let (result, lines) = with_editor_env(&env, &extra, Answer::Dismiss, async |cx, mut seen| {
+        initialize(&cx).await?;
+        let session = new_session(&cx, &env).await?;
+        let sid = session.session_id.clone();
+        let options = session.config_options.expect("config options");
+        assert_eq!(model_select(&options).0, "claude-sonnet-4-5");
+        let (current, offered) = effort_select(&options);
+        assert_eq!(
+            (current.as_str(), offered),
+            (
+                "default",
+                vec!["default", "off", "low", "medium", "high"].into_iter().map(String::from).collect::<Vec<_>>()
+            )
+        );
+
+        let set = SetSessionConfigOptionRequest::new(sid.clone(), "effort", SessionConfigValueId::new("high"));
+        let changed = cx.send_request(set).block_task().await?;
+        assert_eq!(effort_select(&changed.config_options).0, "high");
+        let done = cx.send_request(text_prompt(&sid, "think hard")).block_task().await?;
+        assert_eq!(done.stop_reason, StopReason::EndTurn);
+        assert!(agent_text(&seen.drain()).contains("ok"));
+        let sent = fake.accepted().pop().expect("a request reached the fake");
+        assert_eq!(sent["thinking"], json!({"type": "enabled", "budget_tokens": 24_576}), "{sent}");
+        assert!(sent["max_tokens"].as_u64().unwrap() > 24_576);
+
+        // An unknown level is refused; a model without thinking offers no effort option, and
+        // the kernel refuses one for it.
+        let junk = SetSessionConfigOptionRequest::new(sid.clone(), "effort", SessionConfigValueId::new("max"));
+        assert_eq!(cx.send_request(junk).block_task().await.unwrap_err().code, ErrorCode::from(-32602));
+        let legacy = SetSessionConfigOptionRequest::new(
+            sid.clone(),
+            "model",
+            SessionConfigValueId::new("claude-3-5-haiku-latest"),
+        );
+        let changed = cx.send_request(legacy).block_task().await?;
+        assert!(changed.config_options.iter().all(|o| &*o.id.0 != "effort"), "{:?}", changed.config_options);
+        let refused = SetSessionConfigOptionRequest::new(sid.clone(), "effort", SessionConfigValueId::new("low"));
+        let err = cx.send_request(refused).block_task().await.unwrap_err();
+        assert_eq!(err.code, ErrorCode::from(-32602));
+        assert!(err.message.contains("no thinking effort"), "{}", err.message);
+        let back =
+            SetSessionConfigOptionRequest::new(sid.clone(), "model", SessionConfigValueId::new("claude-sonnet-4-5"));
+        cx.send_request(back).block_task().await?;
+        Ok(sid)
+    })
+    .await;
+    let sid = result.unwrap();
+    assert_jsonrpc_only(&lines);
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+
+    // A fresh process loads the session with its effort.
+    let (result, _) = with_editor_env(&env, &extra, Answer::Dismiss, async |cx, _seen| {
+        initialize(&cx).await?;
+        let loaded = cx.send_request(LoadSessionRequest::new(sid.clone(), env.workspace.clone())).block_task().await?;
+        assert_eq!(effort_select(&loaded.config_options.expect("config options")).0, "high");
+        let cleared = SetSessionConfigOptionRequest::new(sid.clone(), "effort", SessionConfigValueId::new("default"));
+        assert_eq!(effort_select(&cx.send_request(cleared).block_task().await?.config_options).0, "default");
+        Ok(())
+    })
+    .await;
+    result.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -262,6 +262,7 @@ fn info() -> ConversationInfo {
         model: "mock".into(),
         mode: "auto".into(),
         max_mode: "auto".into(),
+        effort: None,
         workspace: None,
         title: None,
         parent_id: None,

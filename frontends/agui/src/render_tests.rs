@@ -19,6 +19,7 @@ fn info(status: &str) -> ConversationInfo {
         model: "mock".into(),
         mode: "accept-edits".into(),
         max_mode: "accept-edits".into(),
+        effort: None,
         workspace: Some("/w".into()),
         title: None,
         parent_id: None,

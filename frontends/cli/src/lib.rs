@@ -12,6 +12,7 @@ mod chat;
 mod connection;
 mod lines;
 mod listing;
+mod markdown;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod output;

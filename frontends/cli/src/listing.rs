@@ -282,9 +282,12 @@ pub async fn models(locations: &Locations, flag: JsonFlag) -> anyhow::Result<Exi
     }
     let rows: Vec<Vec<String>> = list
         .into_iter()
-        .map(|m| vec![m.id, m.provider, if m.default { "yes".into() } else { String::new() }])
+        .map(|m| {
+            let efforts: Vec<&str> = m.efforts.iter().map(|e| e.as_str()).collect();
+            vec![m.id, m.provider, if m.default { "yes".into() } else { String::new() }, efforts.join(",")]
+        })
         .collect();
-    print_table(&["ID", "PROVIDER", "DEFAULT"], &rows);
+    print_table(&["ID", "PROVIDER", "DEFAULT", "EFFORTS"], &rows);
     Ok(ExitCode::SUCCESS)
 }
 

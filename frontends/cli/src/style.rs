@@ -34,6 +34,13 @@ pub fn style(tone: Tone) -> Style {
     }
 }
 
+/// Whether stdout shows styles: a terminal, and colours not turned off (`NO_COLOR`). Where it
+/// does not, text goes out as written (the answer's markdown unrendered).
+pub fn styles_stdout() -> bool {
+    let stdout = std::io::stdout();
+    stdout.is_terminal() && anstream::AutoStream::choice(&stdout) != anstream::ColorChoice::Never
+}
+
 /// `text` in `style` (anstream strips the codes where colours are off).
 pub fn paint(style: Style, text: &str) -> String {
     format!("{style}{text}{style:#}")

@@ -9,10 +9,11 @@ use anyhow::Context;
 use clap::Args;
 use superpi_client::{KernelClient, Locations, Subscription};
 use superpi_proto::method::{ConversationInfo, OpenParams, WatchParams};
-use superpi_proto::{Event, EventBody};
+use superpi_proto::{Effort, Event, EventBody};
 use tokio::io::AsyncBufReadExt;
 
 use crate::connection::connect;
+use crate::markdown::MarkdownRenderer;
 use crate::output::{self, InputFormat, OutputFormat, TurnEnd, TurnResult};
 use crate::render::{Out, TerminalRenderer};
 use crate::style::{self, Spinner};
@@ -34,6 +35,14 @@ pub struct SessionFlags {
     /// The permission mode: plan, accept-edits, auto.
     #[arg(long)]
     pub mode: Option<String>,
+    /// How much the model may think: off, low, medium, high (kept with the conversation; one
+    /// the model takes, see `superpi models`).
+    #[arg(long, value_parser = parse_effort)]
+    pub effort: Option<Effort>,
+}
+
+fn parse_effort(name: &str) -> Result<Effort, String> {
+    Effort::parse(name).ok_or_else(|| format!("`{name}` is not one of off, low, medium, high"))
 }
 
 /// How `run` reads prompts and writes turns, and which conversation it uses.
@@ -70,7 +79,13 @@ pub struct ChatArgs {
 
 /// Where a turn's events go, by output format.
 pub(crate) enum Printer {
-    Text { renderer: TerminalRenderer, spinner: Spinner, waiting: bool },
+    /// `markdown`: the answer's markdown styled, where stdout is a terminal with colours on.
+    Text {
+        renderer: TerminalRenderer,
+        markdown: Option<MarkdownRenderer>,
+        spinner: Spinner,
+        waiting: bool,
+    },
     Json,
     StreamJson,
 }
@@ -78,9 +93,12 @@ pub(crate) enum Printer {
 impl Printer {
     pub(crate) fn new(format: OutputFormat) -> Self {
         match format {
-            OutputFormat::Text => {
-                Printer::Text { renderer: TerminalRenderer::default(), spinner: Spinner::new(true), waiting: true }
-            }
+            OutputFormat::Text => Printer::Text {
+                renderer: TerminalRenderer::default(),
+                markdown: style::styles_stdout().then(MarkdownRenderer::default),
+                spinner: Spinner::new(true),
+                waiting: true,
+            },
             OutputFormat::Json => Printer::Json,
             OutputFormat::StreamJson => Printer::StreamJson,
         }
@@ -88,7 +106,7 @@ impl Printer {
 
     pub(crate) fn event(&mut self, event: &Event) {
         match self {
-            Printer::Text { renderer, spinner, waiting } => {
+            Printer::Text { renderer, markdown, spinner, waiting } => {
                 let out = renderer.render(event);
                 if !out.is_empty() {
                     spinner.clear();
@@ -97,6 +115,10 @@ impl Printer {
                     match item {
                         Out::Answer(text) => {
                             *waiting = text == "\n";
+                            let text = match markdown.as_mut() {
+                                Some(markdown) => markdown.push(&text),
+                                None => text,
+                            };
                             let mut stdout = anstream::stdout().lock();
                             let _ = stdout.write_all(text.as_bytes());
                             let _ = stdout.flush();
@@ -116,9 +138,15 @@ impl Printer {
     /// The turn ended: the spinner goes; `json` prints the result line.
     pub(crate) fn turn_ended(&mut self, result: &TurnResult) {
         match self {
-            Printer::Text { spinner, waiting, .. } => {
+            Printer::Text { spinner, waiting, markdown, .. } => {
                 spinner.clear();
                 *waiting = true;
+                // A last line the turn's end did not close (it closes the answer's line).
+                if let Some(rest) = markdown.as_mut().map(MarkdownRenderer::finish).filter(|r| !r.is_empty()) {
+                    let mut stdout = anstream::stdout().lock();
+                    let _ = writeln!(stdout, "{rest}");
+                    let _ = stdout.flush();
+                }
             }
             Printer::Json => line_out(&result.to_json().to_string()),
             Printer::StreamJson => {}
@@ -159,6 +187,7 @@ pub(crate) async fn open(client: &KernelClient, flags: &SessionFlags) -> anyhow:
             harness: flags.harness.clone(),
             model: flags.model.clone(),
             mode: flags.mode.clone(),
+            effort: flags.effort,
             workspace,
             ..Default::default()
         })
@@ -170,6 +199,10 @@ pub(crate) async fn open(client: &KernelClient, flags: &SessionFlags) -> anyhow:
         && let Some(mode) = &flags.mode
     {
         client.set_mode(info.conversation_id, mode).await?;
+    }
+    if conversation_id.is_some() && flags.effort.is_some() && flags.effort != info.effort {
+        client.set_effort(info.conversation_id, flags.effort).await?;
+        return Ok(ConversationInfo { effort: flags.effort, ..info });
     }
     Ok(info)
 }

@@ -3,13 +3,13 @@
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use superpi_proto::ToolDef;
 use superpi_proto::method::{
     BackendStatus, CommandInfo, CommandListParams, CommandListResult, ConversationInfo, ConversationRef, ForkParams,
     HarnessInfo, HistoryParams, HistoryResult, KernelStatus, ListParams, ListResult, Method, ModelInfo, OpenParams,
-    PermissionRespondParams, SetModeParams, SubmitParams, SubmitResult, ToolListParams, ToolListResult,
-    UiRespondParams,
+    PermissionRespondParams, SetEffortParams, SetModeParams, SubmitParams, SubmitResult, ToolListParams,
+    ToolListResult, UiRespondParams,
 };
+use superpi_proto::{Effort, ToolDef};
 
 use crate::{ClientError, HistoryPages, KernelClient, Locations};
 
@@ -99,6 +99,11 @@ impl KernelClient {
 
     pub async fn set_mode(&self, conversation_id: i64, mode: &str) -> Result<Value, ClientError> {
         self.request(Method::SessionSetMode(SetModeParams { conversation_id, mode: mode.to_string() })).await
+    }
+
+    /// Sets the conversation's thinking effort (`None`: the provider settings' default).
+    pub async fn set_effort(&self, conversation_id: i64, effort: Option<Effort>) -> Result<Value, ClientError> {
+        self.request(Method::SessionSetEffort(SetEffortParams { conversation_id, effort })).await
     }
 
     pub async fn harnesses(&self) -> Result<Vec<HarnessInfo>, ClientError> {

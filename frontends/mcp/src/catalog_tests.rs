@@ -103,6 +103,7 @@ fn a_transcript_is_one_json_line_per_entry() {
             model: "mock".into(),
             mode: "accept-edits".into(),
             max_mode: "accept-edits".into(),
+            effort: None,
             workspace: None,
             title: None,
             parent_id: None,

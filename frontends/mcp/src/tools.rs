@@ -25,6 +25,17 @@ pub struct KernelToolResult {
     pub structured: Option<Value>,
     #[serde(default)]
     pub details: Option<Value>,
+    /// Images beside the output (the `read` tool's image files), by their bytes.
+    #[serde(default)]
+    pub images: Vec<KernelImage>,
+}
+
+/// An image of a `tool.call` answer.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct KernelImage {
+    pub media_type: String,
+    /// Standard base64, as MCP's image content carries it.
+    pub data: String,
 }
 
 /// A `tool.call` answer that refused a call a person could allow (the kernel's
@@ -170,10 +181,12 @@ fn output_text(output: &Value) -> String {
     }
 }
 
-/// A kernel tool result as an MCP result: the output as text content, the structured channel
-/// as structuredContent (objects only, as MCP requires), failures as `isError` results.
+/// A kernel tool result as an MCP result: the output as text content, then its images as image
+/// content, the structured channel as structuredContent (objects only, as MCP requires),
+/// failures as `isError` results.
 pub fn call_result(result: KernelToolResult) -> CallToolResult {
-    let content = vec![ContentBlock::text(output_text(&result.output))];
+    let images = result.images.into_iter().map(|image| ContentBlock::image(image.data, image.media_type));
+    let content = std::iter::once(ContentBlock::text(output_text(&result.output))).chain(images).collect();
     let mut out = if result.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
     if let Some(structured @ Value::Object(_)) = result.structured {
         out.structured_content = Some(structured);

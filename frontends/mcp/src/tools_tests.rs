@@ -108,6 +108,7 @@ fn results_carry_text_and_structured_content() {
         is_error: false,
         structured: Some(json!({"count": 3})),
         details: Some(json!({"spill": null})),
+        images: Vec::new(),
     });
     assert_eq!(
         serde_json::to_value(&ok).unwrap(),
@@ -123,13 +124,33 @@ fn results_carry_text_and_structured_content() {
         is_error: true,
         structured: Some(json!(["not", "an", "object"])),
         details: None,
+        images: Vec::new(),
     });
     assert_eq!(failed.is_error, Some(true));
     assert_eq!(failed.structured_content, None);
     assert_eq!(failed.content[0].as_text().unwrap().text, "blocked by policy: write outside the workspace");
-    let non_string =
-        call_result(KernelToolResult { output: json!({"a": 1}), is_error: false, structured: None, details: None });
+    let non_string = call_result(KernelToolResult {
+        output: json!({"a": 1}),
+        is_error: false,
+        structured: None,
+        details: None,
+        images: Vec::new(),
+    });
     assert_eq!(non_string.content[0].as_text().unwrap().text, "{\"a\":1}");
+}
+
+#[test]
+fn a_read_image_is_image_content_after_the_text() {
+    let answer = json!({"output": "pixel.png: an image (image/png, 70 bytes)", "is_error": false,
+                        "images": [{"media_type": "image/png", "data": "iVBORw0KGgo="}]});
+    let result = call_result(serde_json::from_value(answer).unwrap());
+    assert_eq!(
+        serde_json::to_value(&result).unwrap()["content"],
+        json!([
+            {"type": "text", "text": "pixel.png: an image (image/png, 70 bytes)"},
+            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+        ])
+    );
 }
 
 #[test]

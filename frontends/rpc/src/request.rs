@@ -33,6 +33,7 @@ pub const METHODS: &[&str] = &[
     "session.list",
     "session.history",
     "session.set_mode",
+    "session.set_effort",
     "ui.respond",
     "workspace.metadata",
     "harness.list",
@@ -152,6 +153,12 @@ pub fn module(conn: Arc<Conn>) -> Result<RpcModule<Conn>, crate::Error> {
         let result = kernel.set_mode(p.conversation_id, &p.mode).await.map_err(wire::kernel_error)?;
         Ok(json!({"mode": result.get("mode").cloned().unwrap_or(Value::Null),
                   "max_mode": result.get("max_mode").cloned().unwrap_or(Value::Null)}))
+    })?;
+    register(&mut m, "session.set_effort", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: wire::SetEffortParams = parse("session.set_effort", p.as_deref())?;
+        let result = kernel.set_effort(p.conversation_id, p.effort).await.map_err(wire::kernel_error)?;
+        Ok(json!({"effort": result.get("effort").cloned().unwrap_or(Value::Null)}))
     })?;
     register(&mut m, "ui.respond", |conn, p| async move {
         let kernel = conn.kernel().await?;

@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use superpi_client::ClientError;
 use superpi_proto::method::{ConversationInfo, HarnessInfo, HistoryResult, SubmitResult};
-use superpi_proto::{ContentBlock, Entry};
+use superpi_proto::{ContentBlock, Effort, Entry};
 
 use crate::envelope::{RpcError, codes};
 
@@ -44,6 +44,9 @@ pub struct OpenParams {
     pub model: Option<String>,
     #[serde(default)]
     pub mode: Option<String>,
+    /// The thinking effort of a new conversation.
+    #[serde(default)]
+    pub effort: Option<Effort>,
     #[serde(default)]
     pub title: Option<String>,
     /// `false`: only look up (by `conversation_id` or `external_id`); a miss is not found.
@@ -60,6 +63,7 @@ impl OpenParams {
             harness: self.harness.clone(),
             model: self.model.clone(),
             mode: self.mode.clone(),
+            effort: self.effort,
             workspace: workspace.map(String::from),
             title: self.title.clone(),
             create: self.create,
@@ -186,6 +190,14 @@ pub struct SetModeParams {
     pub mode: String,
 }
 
+/// `session.set_effort`: `effort` is a level or `null` (the provider settings' default).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetEffortParams {
+    pub conversation_id: i64,
+    pub effort: Option<Effort>,
+}
+
 /// `ui.respond`: `option_id` answers a `permission_request`, `outcome` a `ui_request`;
 /// exactly one of them.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -233,6 +245,7 @@ pub fn conversation(info: &ConversationInfo) -> Value {
         "model": info.model,
         "mode": info.mode,
         "max_mode": info.max_mode,
+        "effort": info.effort,
         "title": info.title,
         "parent_id": info.parent_id,
         "created_at_ms": info.created_at_ms,

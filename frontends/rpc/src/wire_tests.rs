@@ -69,6 +69,7 @@ fn results_are_built_field_by_field() {
         model: "mock".into(),
         mode: "accept-edits".into(),
         max_mode: "accept-edits".into(),
+        effort: None,
         workspace: Some("/w".into()),
         title: None,
         parent_id: Some(1),
@@ -81,7 +82,7 @@ fn results_are_built_field_by_field() {
     assert_eq!(
         conversation(&info),
         json!({"conversation_id": 3, "harness": "superpi-code", "model": "mock", "mode": "accept-edits",
-               "max_mode": "accept-edits", "title": null, "parent_id": 1, "created_at_ms": 5,
+               "max_mode": "accept-edits", "effort": null, "title": null, "parent_id": 1, "created_at_ms": 5,
                "status": "idle", "head_seq": 12, "created": true, "rules_files": ["/w/AGENTS.md"]})
     );
     let e = Entry {

@@ -90,6 +90,48 @@ async fn open_submit_and_watch_with_acks() {
     assert_eq!(c.err("session.ack", json!({"watch": w, "batch": 1})).await["code"], json!(-32004));
 }
 
+/// The thinking effort: given at open, changed and cleared by `session.set_effort`, sent with
+/// the turn's request (the mock thinks the level it was sent), refused for a model without one.
+#[tokio::test]
+async fn the_thinking_effort_is_set_per_conversation_and_reaches_the_model() {
+    let env = TestEnv::new();
+    let plain = "[[providers.models]]\nname = \"plain\"\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n";
+    std::fs::write(env.locations.config_dir.join("providers.toml"), plain).unwrap();
+    let server = UnixServer::start(&env, &[]).await;
+    let mut c = server.client().await;
+    let conv = c.ok("session.open", json!({"model": "mock", "effort": "low"})).await;
+    assert_eq!(conv["effort"], json!("low"));
+    let id = conv["conversation_id"].as_i64().unwrap();
+    let w = watch(&mut c, id, false).await;
+    c.ok("session.submit", json!({"conversation_id": id, "prompt": "hello"})).await;
+    let events = c.events_until(w, is_type("turn_completed")).await;
+    let thought: String =
+        events.iter().filter(|e| e["type"] == "thinking_delta").map(|e| e["delta"].as_str().unwrap()).collect();
+    assert_eq!(thought, "[effort low]", "{events:?}");
+
+    let set = c.ok("session.set_effort", json!({"conversation_id": id, "effort": "high"})).await;
+    assert_eq!(set, json!({"effort": "high"}));
+    let listed = c.ok("session.list", json!({})).await;
+    let row = listed["conversations"].as_array().unwrap().iter().find(|c| c["conversation_id"] == id).unwrap().clone();
+    assert_eq!(row["effort"], json!("high"));
+    assert_eq!(
+        c.ok("session.set_effort", json!({"conversation_id": id, "effort": null})).await,
+        json!({"effort": null})
+    );
+    assert_eq!(
+        c.err("session.set_effort", json!({"conversation_id": id, "effort": "max"})).await["code"],
+        json!(-32602)
+    );
+
+    let plain = c.ok("session.open", json!({"model": "plain"})).await;
+    let refused =
+        c.err("session.set_effort", json!({"conversation_id": plain["conversation_id"], "effort": "low"})).await;
+    assert_eq!(refused["code"], json!(-32602));
+    assert!(refused["message"].as_str().unwrap().contains("no thinking effort"), "{refused}");
+    let refused = c.err("session.open", json!({"model": "plain", "effort": "high"})).await;
+    assert_eq!(refused["code"], json!(-32602), "{refused}");
+}
+
 #[tokio::test]
 async fn an_unacked_watch_holds_k_batches_and_loses_nothing() {
     let env = TestEnv::new();

@@ -91,6 +91,26 @@ impl ContentBlock {
     }
 }
 
+/// The most bytes of one image (a prompt's or a tool's): Anthropic's limit, the lowest of the
+/// vendors'.
+pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
+
+/// The image format of `bytes` by their signature, among those every vendor but Gemini (no
+/// GIF) takes: PNG, JPEG, GIF or WebP. Never from a name or a declared type.
+pub fn image_media_type(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if bytes.starts_with(&[0xff, 0xd8, 0xff]) {
+        Some("image/jpeg")
+    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if bytes.len() >= 12 && bytes.starts_with(b"RIFF") && &bytes[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
 /// Token counts of one model call (or totals).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {

@@ -11,6 +11,7 @@
 //! documents what is here, and a test checks that every method named here is documented there.
 
 pub mod content;
+pub mod effort;
 pub mod event;
 pub mod frame;
 pub mod locations;
@@ -19,10 +20,11 @@ pub mod method;
 pub mod tool;
 
 pub use content::{ContentBlock, Entry, EntryKind, Message, Role, Usage};
+pub use effort::Effort;
 pub use event::{Event, EventBody, PermissionOption, PlanEntry};
 pub use locations::{KERNEL_EXIT_LOCK_HELD, Locations};
 pub use message::{ClientMessage, ErrorObject, KernelMessage};
-pub use tool::{Effect, ToolDef};
+pub use tool::{Effect, ToolDef, ToolImage};
 
 /// The kernel protocol version spoken in `hello`. Bumped only for breaking changes;
 /// additions go through capabilities.

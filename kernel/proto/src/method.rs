@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
 use crate::content::{ContentBlock, Entry};
+use crate::effort::Effort;
 use crate::event::Event;
 use crate::message::{ErrorObject, codes};
 
@@ -27,6 +28,7 @@ pub enum Method {
     SessionFork(ForkParams),
     SessionSetMode(SetModeParams),
     SessionSetModel(SetModelParams),
+    SessionSetEffort(SetEffortParams),
     SessionCompact(ConversationRef),
     SessionClear(ConversationRef),
     CommandList(CommandListParams),
@@ -53,6 +55,7 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.fork",
     "session.set_mode",
     "session.set_model",
+    "session.set_effort",
     "session.compact",
     "session.clear",
     "command.list",
@@ -90,6 +93,7 @@ impl Method {
             "session.fork" => Method::SessionFork(params(method, p)?),
             "session.set_mode" => Method::SessionSetMode(params(method, p)?),
             "session.set_model" => Method::SessionSetModel(params(method, p)?),
+            "session.set_effort" => Method::SessionSetEffort(params(method, p)?),
             "session.compact" => Method::SessionCompact(params(method, p)?),
             "session.clear" => Method::SessionClear(params(method, p)?),
             "command.list" => Method::CommandList(params(method, p)?),
@@ -125,6 +129,7 @@ impl Method {
             Method::SessionFork(p) => ("session.fork", v(p)),
             Method::SessionSetMode(p) => ("session.set_mode", v(p)),
             Method::SessionSetModel(p) => ("session.set_model", v(p)),
+            Method::SessionSetEffort(p) => ("session.set_effort", v(p)),
             Method::SessionCompact(p) => ("session.compact", v(p)),
             Method::SessionClear(p) => ("session.clear", v(p)),
             Method::CommandList(p) => ("command.list", v(p)),
@@ -157,6 +162,9 @@ pub struct OpenParams {
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
+    /// The thinking effort of a new conversation (one of its model's levels).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<Effort>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -191,6 +199,9 @@ pub struct ConversationInfo {
     pub model: String,
     pub mode: String,
     pub max_mode: String,
+    /// The thinking effort its requests ask for; absent: the provider settings' default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<Effort>,
     #[serde(default)]
     pub workspace: Option<String>,
     #[serde(default)]
@@ -383,6 +394,15 @@ pub struct SetModelParams {
     pub model: String,
 }
 
+/// `session.set_effort`: the thinking effort of the conversation's next requests; `null`
+/// goes back to the provider settings' default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetEffortParams {
+    pub conversation_id: i64,
+    pub effort: Option<Effort>,
+}
+
 /// `command.list`: the user-defined commands of the config dir, and of a conversation's
 /// workspace when one is named.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -417,6 +437,9 @@ pub struct ModelInfo {
     pub provider: String,
     #[serde(default)]
     pub default: bool,
+    /// The thinking efforts it takes, from the least (absent: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub efforts: Vec<Effort>,
 }
 
 /// `tool.cancel`: ends a running `tool.call` started with this `call_id`.
@@ -602,6 +625,7 @@ mod tests {
             Method::SessionFork(ForkParams { conversation_id: 1, at_seq: Some(4) }),
             Method::SessionSetMode(SetModeParams { conversation_id: 1, mode: "plan".into() }),
             Method::SessionSetModel(SetModelParams { conversation_id: 1, model: "mock".into() }),
+            Method::SessionSetEffort(SetEffortParams { conversation_id: 1, effort: Some(Effort::High) }),
             Method::HarnessList,
             Method::ModelList,
             Method::PermissionRespond(PermissionRespondParams {

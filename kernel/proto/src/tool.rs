@@ -255,12 +255,24 @@ pub struct ToolCallResult {
     /// Details for a user interface (a diff, the spill path, exit code).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
+    /// Images the model sees beside `output` (the `read` tool's image files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ToolImage>,
+}
+
+/// An image a tool returned, by its bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolImage {
+    /// Read from the bytes ([`crate::content::image_media_type`]).
+    pub media_type: String,
+    /// Standard base64.
+    pub data: String,
 }
 
 impl ToolCallResult {
     /// An error result the model reads.
     pub fn error(message: impl Into<String>) -> Self {
-        ToolCallResult { output: message.into(), is_error: true, structured: None, details: None }
+        ToolCallResult { output: message.into(), is_error: true, structured: None, details: None, images: Vec::new() }
     }
 }
 

@@ -18,8 +18,8 @@ use tokio_postgres::{Client, Config, GenericClient, Row};
 use super::postgres_connection::Driver;
 use super::postgres_connection::{Connection, wait};
 use super::{
-    Commit, ConversationRow, NewConversation, Notice, Store, StoreError, TurnStatus, ended_at_ms, readdress,
-    stored_entry, to_json,
+    Commit, ConversationRow, ConversationSettings, NewConversation, Notice, Store, StoreError, TurnStatus, ended_at_ms,
+    readdress, stored_entry, to_json,
 };
 
 /// The numbered migrations in PostgreSQL's dialect: the same numbers and names as SQLite's.
@@ -43,7 +43,8 @@ const INSERT_ENTRY: &str = "INSERT INTO entries (conversation_id, seq, kind, tur
 const TOUCH_CONVERSATION: &str = "UPDATE conversations SET updated_at_ms = $2 WHERE id = $1";
 const SET_TURN_STATUS: &str = "UPDATE turns SET status = $2, error = $3, ended_at_ms = $4 WHERE id = $1";
 
-const CONVERSATION_COLUMNS: &str = "id, owner, harness, model, mode, workspace, title, parent_id, created_at_ms";
+const CONVERSATION_COLUMNS: &str =
+    "id, owner, harness, model, mode, workspace, title, parent_id, created_at_ms, settings";
 
 impl From<tokio_postgres::Error> for StoreError {
     fn from(err: tokio_postgres::Error) -> Self {
@@ -151,6 +152,7 @@ fn to_conversation(row: &Row) -> Result<ConversationRow, StoreError> {
         title: row.try_get(6)?,
         parent_id: row.try_get(7)?,
         created_at_ms: row.try_get(8)?,
+        settings: ConversationSettings::from_column(row.try_get(9)?),
     })
 }
 
@@ -176,10 +178,21 @@ impl Store for PostgresStore {
         let client = self.client()?;
         let row = wait(client.query_one(
             &format!(
-                "INSERT INTO conversations (owner, harness, model, mode, workspace, title, created_at_ms, updated_at_ms)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING {CONVERSATION_COLUMNS}"
+                "INSERT INTO conversations (owner, harness, model, mode, workspace, title, parent_id, settings,
+                                            created_at_ms, updated_at_ms)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING {CONVERSATION_COLUMNS}"
             ),
-            &[&new.owner, &new.harness, &new.model, &new.mode, &new.workspace, &new.title, &now],
+            &[
+                &new.owner,
+                &new.harness,
+                &new.model,
+                &new.mode,
+                &new.workspace,
+                &new.title,
+                &new.parent_id,
+                &new.settings.to_column(),
+                &now,
+            ],
         ))?;
         to_conversation(&row)
     }
@@ -217,6 +230,15 @@ impl Store for PostgresStore {
         wait(client.execute(
             "UPDATE conversations SET model = $2, updated_at_ms = $3 WHERE id = $1",
             &[&id, &model, &now_ms()],
+        ))?;
+        Ok(())
+    }
+
+    fn set_settings(&self, id: i64, settings: &ConversationSettings) -> Result<(), StoreError> {
+        let client = self.client()?;
+        wait(client.execute(
+            "UPDATE conversations SET settings = $2, updated_at_ms = $3 WHERE id = $1",
+            &[&id, &settings.to_column(), &now_ms()],
         ))?;
         Ok(())
     }
@@ -444,8 +466,9 @@ impl Store for PostgresStore {
                 .query_one(
                     &format!(
                         "INSERT INTO conversations (owner, harness, model, mode, workspace, title, parent_id, fork_seq,
-                                                    created_at_ms, updated_at_ms)
-                         SELECT $2, harness, model, mode, workspace, title, id, $3, $4, $4 FROM conversations WHERE id = $1
+                                                    settings, created_at_ms, updated_at_ms)
+                         SELECT $2, harness, model, mode, workspace, title, id, $3, settings, $4, $4 FROM conversations
+                         WHERE id = $1
                          RETURNING {CONVERSATION_COLUMNS}"
                     ),
                     &[&source.id, &owner, &at_seq.map(bigint), &now],

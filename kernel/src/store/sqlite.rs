@@ -9,8 +9,8 @@ use superpi_proto::event::now_ms;
 use superpi_proto::{Entry, Message};
 
 use super::{
-    Commit, ConversationRow, NewConversation, Store, StoreError, TurnStatus, ended_at_ms, readdress, stored_entry,
-    to_json,
+    Commit, ConversationRow, ConversationSettings, NewConversation, Store, StoreError, TurnStatus, ended_at_ms,
+    readdress, stored_entry, to_json,
 };
 
 /// The numbered migrations, in order. Append only.
@@ -75,9 +75,19 @@ impl Store for SqliteStore {
         let now = now_ms();
         let conn = self.conn();
         conn.execute(
-            "INSERT INTO conversations (owner, harness, model, mode, workspace, title, parent_id, created_at_ms, updated_at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
-            params![new.owner, new.harness, new.model, new.mode, new.workspace, new.title, new.parent_id, now],
+            "INSERT INTO conversations (owner, harness, model, mode, workspace, title, parent_id, settings, created_at_ms, updated_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
+            params![
+                new.owner,
+                new.harness,
+                new.model,
+                new.mode,
+                new.workspace,
+                new.title,
+                new.parent_id,
+                new.settings.to_column(),
+                now
+            ],
         )?;
         let id = conn.last_insert_rowid();
         drop(conn);
@@ -88,7 +98,7 @@ impl Store for SqliteStore {
         Ok(self
             .conn()
             .query_row(
-                "SELECT id, owner, harness, model, mode, workspace, title, parent_id, created_at_ms
+                "SELECT id, owner, harness, model, mode, workspace, title, parent_id, created_at_ms, settings
                  FROM conversations WHERE id = ?1",
                 [id],
                 row_to_conversation,
@@ -99,7 +109,7 @@ impl Store for SqliteStore {
     fn list_conversations(&self, owner: &str, limit: u32, offset: u32) -> Result<Vec<ConversationRow>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
-            "SELECT id, owner, harness, model, mode, workspace, title, parent_id, created_at_ms
+            "SELECT id, owner, harness, model, mode, workspace, title, parent_id, created_at_ms, settings
              FROM conversations WHERE owner = ?1 ORDER BY updated_at_ms DESC, id DESC LIMIT ?2 OFFSET ?3",
         )?;
         let rows =
@@ -119,6 +129,14 @@ impl Store for SqliteStore {
         self.conn().execute(
             "UPDATE conversations SET model = ?2, updated_at_ms = ?3 WHERE id = ?1",
             params![id, model, now_ms()],
+        )?;
+        Ok(())
+    }
+
+    fn set_settings(&self, id: i64, settings: &ConversationSettings) -> Result<(), StoreError> {
+        self.conn().execute(
+            "UPDATE conversations SET settings = ?2, updated_at_ms = ?3 WHERE id = ?1",
+            params![id, settings.to_column(), now_ms()],
         )?;
         Ok(())
     }
@@ -323,8 +341,8 @@ impl Store for SqliteStore {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         tx.execute(
-            "INSERT INTO conversations (owner, harness, model, mode, workspace, title, parent_id, fork_seq, created_at_ms, updated_at_ms)
-             SELECT ?2, harness, model, mode, workspace, title, id, ?3, ?4, ?4 FROM conversations WHERE id = ?1",
+            "INSERT INTO conversations (owner, harness, model, mode, workspace, title, parent_id, fork_seq, settings, created_at_ms, updated_at_ms)
+             SELECT ?2, harness, model, mode, workspace, title, id, ?3, settings, ?4, ?4 FROM conversations WHERE id = ?1",
             params![source.id, owner, at_seq.map(|s| s as i64), now],
         )?;
         let id = tx.last_insert_rowid();
@@ -390,6 +408,7 @@ fn row_to_conversation(r: &rusqlite::Row<'_>) -> rusqlite::Result<ConversationRo
         title: r.get(6)?,
         parent_id: r.get(7)?,
         created_at_ms: r.get(8)?,
+        settings: ConversationSettings::from_column(&r.get::<_, String>(9)?),
     })
 }
 

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use superpi_policy::Mode;
 use superpi_proto::{ContentBlock, Usage};
 
-use crate::event::{Approval, ApprovalRequest, BackendEvent};
+use crate::event::{Approval, ApprovalRequest, BackendEvent, PromptImage};
 use crate::lines::{LineTranslator, Translating};
 
 /// The command line of one turn: `model` is asked for (else Claude Code picks its own),
@@ -92,9 +92,19 @@ pub fn fixed_env(state_dir: &str) -> Vec<(String, String)> {
     .collect()
 }
 
-/// The prompt as one stream-json input line.
-pub fn prompt_line(text: &str) -> String {
-    let line = json!({"type": "user", "message": {"role": "user", "content": text}});
+/// The prompt as one stream-json input line: its text, or with images the Messages API's
+/// content blocks (text, then each image as a base64 source), which Claude Code passes on.
+pub fn prompt_line(text: &str, images: &[PromptImage]) -> String {
+    let content = if images.is_empty() {
+        json!(text)
+    } else {
+        let images = images.iter().map(|image| {
+            json!({"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.data}})
+        });
+        let text = (!text.trim().is_empty()).then(|| json!({"type": "text", "text": text}));
+        Value::Array(text.into_iter().chain(images).collect())
+    };
+    let line = json!({"type": "user", "message": {"role": "user", "content": content}});
     format!("{line}\n")
 }
 

@@ -114,8 +114,16 @@ fn retries_other_requests_subagents_and_stray_lines() {
 #[test]
 fn input_lines_are_what_claude_reads() {
     assert_eq!(
-        serde_json::from_str::<serde_json::Value>(&prompt_line("hi\nthere")).unwrap(),
+        serde_json::from_str::<serde_json::Value>(&prompt_line("hi\nthere", &[])).unwrap(),
         json!({"type": "user", "message": {"role": "user", "content": "hi\nthere"}})
+    );
+    let image = PromptImage { media_type: "image/png".into(), data: "iVBORw0KGgo=".into() };
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&prompt_line("what is it?", &[image])).unwrap(),
+        json!({"type": "user", "message": {"role": "user", "content": [
+            {"type": "text", "text": "what is it?"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+        ]}})
     );
     let request = ApprovalRequest {
         id: "r1".into(),

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use superpi_policy::Mode;
 use superpi_proto::{ContentBlock, Usage};
 
-use crate::event::{Approval, ApprovalRequest, BackendEvent};
+use crate::event::{Approval, ApprovalRequest, BackendEvent, PromptImage};
 use crate::lines::{LineTranslator, Translating};
 
 /// The id of `turn/start`, whose error fails the turn; `initialize` and the thread's are 0 and 1.
@@ -77,6 +77,8 @@ fn toml_string(text: &str) -> String {
 #[derive(Debug, Clone, Default)]
 pub struct Start {
     pub prompt: String,
+    /// The prompt's images, sent as data URLs (`UserInput::Image`).
+    pub images: Vec<PromptImage>,
     pub cwd: String,
     pub mode: Option<Mode>,
     pub confined: bool,
@@ -183,7 +185,11 @@ impl Stream {
                 let Some(thread) = line.pointer("/result/thread/id").and_then(Value::as_str) else { return };
                 self.thread = Some(thread.to_string());
                 out.push(BackendEvent::Session { id: thread.to_string() });
-                let input = [json!({"type": "text", "text": self.start.prompt})];
+                let images = self.start.images.iter().map(
+                    |image| json!({"type": "image", "url": format!("data:{};base64,{}", image.media_type, image.data)}),
+                );
+                let input: Vec<Value> =
+                    std::iter::once(json!({"type": "text", "text": self.start.prompt})).chain(images).collect();
                 let params = json!({"threadId": thread, "input": input});
                 let line = json!({"id": TURN_START, "method": "turn/start", "params": params});
                 out.push(BackendEvent::Write { line: format!("{line}\n") });

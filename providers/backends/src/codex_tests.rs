@@ -149,6 +149,7 @@ fn what_superpi_writes_to_codex() {
 
     let start = Start {
         prompt: "hi".into(),
+        images: Vec::new(),
         cwd: "/w".into(),
         mode: Some(Mode::AcceptEdits),
         confined: true,

@@ -13,7 +13,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::event::{Approval, ApprovalRequest, BackendEvent};
+use crate::event::{Approval, ApprovalRequest, BackendEvent, PromptImage};
 use crate::lines::Translate;
 use crate::{claude, codex, gemini};
 
@@ -29,6 +29,8 @@ pub struct TurnSpec {
     /// The conversation's mode, which chooses the backend's own permission settings.
     pub mode: Mode,
     pub prompt: String,
+    /// The prompt's images (only for a backend that [`takes_images`]).
+    pub images: Vec<PromptImage>,
     /// The model to ask for, in the backend's own naming (see `backend_model`); none lets the
     /// backend choose.
     pub model: Option<String>,
@@ -45,6 +47,25 @@ pub struct TurnSpec {
     /// The model API superpi routes the conversation's model to, for a backend that takes
     /// its model from superpi (OpenCode); none lets it choose its own.
     pub endpoint: Option<crate::opencode::Endpoint>,
+}
+
+/// Why `kind` cannot be given a prompt's images, or `None` when it can: Claude Code takes
+/// them in its stream-json input and Codex in `turn/start`; headless Gemini CLI reads its
+/// prompt as text on stdin, and OpenCode's prompt is sent as text parts.
+pub fn image_refusal(kind: BackendKind) -> Option<String> {
+    match kind {
+        BackendKind::ClaudeCode | BackendKind::Codex => None,
+        BackendKind::GeminiCli => Some(
+            "Gemini CLI takes no images here: superpi runs it headless, and it reads that prompt as text \
+             on stdin; send the text alone, or use a model's harness for images"
+                .to_string(),
+        ),
+        BackendKind::Opencode => Some(
+            "OpenCode takes no images from superpi yet (its prompts are sent as text parts); send the text \
+             alone, or use a model's harness for images"
+                .to_string(),
+        ),
+    }
 }
 
 /// The names of the kernel's variables a backend gets besides the sandbox's allow list.
@@ -83,6 +104,9 @@ impl std::fmt::Debug for RunningTurn {
 
 /// Starts the backend's program for one turn and hands it the prompt.
 pub async fn start(sandbox: &Sandbox, spec: TurnSpec) -> Result<RunningTurn, String> {
+    if let Some(why) = image_refusal(spec.kind).filter(|_| !spec.images.is_empty()) {
+        return Err(why);
+    }
     let home = spec.home.display().to_string();
     // Gemini CLI reads its prompt to the end of stdin, and asks nothing on it.
     let prompt_only = spec.kind == BackendKind::GeminiCli;
@@ -95,7 +119,7 @@ pub async fn start(sandbox: &Sandbox, spec: TurnSpec) -> Result<RunningTurn, Str
             if spec.confined {
                 env.push(("IS_SANDBOX".into(), "1".into()));
             }
-            (args, env, claude::prompt_line(&spec.prompt))
+            (args, env, claude::prompt_line(&spec.prompt, &spec.images))
         }
         BackendKind::Codex => {
             let base_url = spec.env.iter().find(|(k, _)| k == "OPENAI_BASE_URL").map(|(_, v)| v.as_str());
@@ -220,6 +244,7 @@ fn write_gemini_settings(home: &Path, env: &[(String, String)]) -> Result<(), St
 fn codex_start(spec: &TurnSpec) -> codex::Start {
     codex::Start {
         prompt: spec.prompt.clone(),
+        images: spec.images.clone(),
         cwd: spec.workspace.display().to_string(),
         mode: Some(spec.mode),
         confined: spec.confined,

@@ -57,3 +57,12 @@ pub enum Approval {
     Allow,
     Deny { message: String },
 }
+
+/// An image of a prompt, by its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptImage {
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp` (read from the bytes).
+    pub media_type: String,
+    /// Standard base64.
+    pub data: String,
+}

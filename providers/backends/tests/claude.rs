@@ -54,3 +54,25 @@ async fn a_tool_call_turn_runs_confined_and_the_session_continues() {
     assert!(last.to_string().contains("wrote it") && last.to_string().contains("and now?"), "{last}");
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
 }
+
+/// A prompt's image reaches Claude Code in its stream-json input and goes on to the model API
+/// as an image block of the user's message (the fake checks the Messages API's rules).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_image_reaches_the_model_api() {
+    let Some(program) = common::program(BackendKind::ClaudeCode) else { return };
+    let env = env();
+    let fake = AnthropicFake::start(vec![Answer::text("a pixel")]).await.unwrap();
+    fake.accept_betas();
+    let image = superpi_backends::PromptImage { media_type: "image/png".into(), data: common::PNG.into() };
+    let spec = TurnSpec {
+        images: vec![image],
+        ..spec(&env, BackendKind::ClaudeCode, &program, &fake, Mode::AcceptEdits, "what is this?")
+    };
+    let mut turn = superpi_backends::start(&env.sandbox, spec).await.unwrap();
+    let events = run(&mut turn, Approval::Allow).await;
+    assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "a pixel"), "{events:?}");
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+    let sent = fake.accepted().pop().unwrap().to_string();
+    let block = json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": common::PNG}});
+    assert!(sent.contains(&block.to_string()), "{sent}");
+}

@@ -144,3 +144,24 @@ async fn plan_mode_runs_no_command_and_asks_nothing() {
     assert!(second.contains("function_call_output") && second.contains("exited with code 1"), "{second}");
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
 }
+
+/// A prompt's image reaches Codex in `turn/start` (a data URL) and goes on to the Responses API
+/// as an `input_image` of the user's message (the fake checks its rules).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_image_reaches_the_model_api() {
+    let Some(program) = common::program(BackendKind::Codex) else { return };
+    let env = env();
+    let fake = ResponsesFake::start(vec![Answer::text("a pixel")]).await.unwrap();
+    let image = superpi_backends::PromptImage { media_type: "image/png".into(), data: common::PNG.into() };
+    let spec = TurnSpec {
+        model: Some(MODEL.into()),
+        images: vec![image],
+        ..spec(&env, BackendKind::Codex, &program, &fake, Mode::AcceptEdits, "what is this?")
+    };
+    let mut turn = superpi_backends::start(&env.sandbox, spec).await.unwrap();
+    let events = run(&mut turn, Approval::Allow).await;
+    assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "a pixel"), "{events:?}");
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+    let sent = fake.accepted().pop().unwrap().to_string();
+    assert!(sent.contains("input_image") && sent.contains(&format!("data:image/png;base64,{}", common::PNG)), "{sent}");
+}

@@ -107,3 +107,20 @@ async fn a_failing_model_api_fails_the_turn() {
     let Some(BackendEvent::Failed { message }) = events.last() else { panic!("{events:?}") };
     assert!(message.contains("the fake refused"), "{message}");
 }
+
+/// Headless Gemini CLI reads its prompt as text: a prompt with an image is refused before
+/// anything starts, saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_image_is_refused_saying_why() {
+    let env = env();
+    let fake = GeminiFake::start(vec![]).await.unwrap();
+    let image = superpi_backends::PromptImage { media_type: "image/png".into(), data: common::PNG.into() };
+    let program = std::path::PathBuf::from("/bin/false");
+    let spec = TurnSpec {
+        images: vec![image],
+        ..spec(&env, BackendKind::GeminiCli, &program, &fake, Mode::Auto, "what is this?")
+    };
+    let refused = superpi_backends::start(&env.sandbox, spec).await.unwrap_err();
+    assert!(refused.contains("Gemini CLI takes no images"), "{refused}");
+    assert!(fake.requests().is_empty());
+}

@@ -6,6 +6,11 @@ use std::path::Path;
 
 use serde_json::json;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use superpi_proto::ToolImage;
+use superpi_proto::content::{MAX_IMAGE_BYTES, image_media_type};
+
 use super::{Args, Ctx};
 use crate::ToolCallResult;
 
@@ -39,6 +44,9 @@ pub(crate) fn read(ctx: &Ctx, args: &Args) -> Result<ToolCallResult, String> {
     let mut file = fs::File::open(&path).map_err(|e| io_err("read", &shown, e))?;
     let mut probe = vec![0u8; 8192];
     let n = file.read(&mut probe).map_err(|e| io_err("read", &shown, e))?;
+    if let Some(media_type) = image_media_type(&probe[..n]) {
+        return read_image(file, &shown, media_type, meta.len());
+    }
     if probe[..n].contains(&0) {
         return Err(format!("read: {shown} is a binary file ({} bytes); the read tool shows text only", meta.len()));
     }
@@ -100,6 +108,33 @@ pub(crate) fn read(ctx: &Ctx, args: &Args) -> Result<ToolCallResult, String> {
             "path": shown, "start_line": offset, "end_line": last, "total_lines": total, "truncated": truncated
         })),
         details: Some(json!({"bytes": meta.len()})),
+        images: Vec::new(),
+    })
+}
+
+/// An image file (PNG, JPEG, GIF or WebP by its bytes): its bytes for a model that sees, at most
+/// [`MAX_IMAGE_BYTES`]; the text says what it is for one that does not.
+fn read_image(file: fs::File, shown: &str, media_type: &str, size: u64) -> Result<ToolCallResult, String> {
+    if size > MAX_IMAGE_BYTES as u64 {
+        return Err(format!(
+            "read: {shown} is an image ({media_type}, {size} bytes); images over {MAX_IMAGE_BYTES} bytes (5 MiB) are \
+             not shown: make a smaller copy (e.g. with bash) and read that"
+        ));
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    // From the start again: the probe was read from this descriptor.
+    let mut file = file;
+    std::io::Seek::rewind(&mut file).map_err(|e| io_err("read", shown, e))?;
+    file.take(MAX_IMAGE_BYTES as u64 + 1).read_to_end(&mut bytes).map_err(|e| io_err("read", shown, e))?;
+    if bytes.len() > MAX_IMAGE_BYTES {
+        return Err(format!("read: {shown} grew past {MAX_IMAGE_BYTES} bytes while it was read"));
+    }
+    Ok(ToolCallResult {
+        output: format!("{shown}: an image ({media_type}, {} bytes), attached for the model to see", bytes.len()),
+        is_error: false,
+        structured: Some(json!({"path": shown, "media_type": media_type, "bytes": bytes.len()})),
+        details: Some(json!({"bytes": bytes.len(), "media_type": media_type})),
+        images: vec![ToolImage { media_type: media_type.to_string(), data: STANDARD.encode(&bytes) }],
     })
 }
 
@@ -151,6 +186,7 @@ pub(crate) fn write(ctx: &Ctx, args: &Args) -> Result<ToolCallResult, String> {
         is_error: false,
         structured: Some(json!({"path": shown, "bytes": content.len(), "created": created})),
         details: None,
+        images: Vec::new(),
     })
 }
 
@@ -200,6 +236,7 @@ pub(crate) fn edit(ctx: &Ctx, args: &Args) -> Result<ToolCallResult, String> {
         is_error: false,
         structured: Some(json!({"path": shown, "replacements": count})),
         details: Some(json!({"diff": diff})),
+        images: Vec::new(),
     })
 }
 
@@ -238,6 +275,7 @@ pub(crate) fn ls(ctx: &Ctx, args: &Args) -> Result<ToolCallResult, String> {
         is_error: false,
         structured: Some(json!({"entries": entries, "truncated": truncated})),
         details: None,
+        images: Vec::new(),
     })
 }
 
@@ -280,5 +318,6 @@ pub fn format_read(shown: &str, content: &str, offset: Option<usize>, limit: Opt
             "path": shown, "start_line": offset, "end_line": last, "total_lines": total, "truncated": truncated
         })),
         details: Some(json!({"bytes": content.len(), "source": "editor"})),
+        images: Vec::new(),
     }
 }

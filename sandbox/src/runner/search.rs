@@ -121,6 +121,7 @@ pub(crate) fn grep(ctx: &Ctx, args: &Args) -> Result<ToolCallResult, String> {
         is_error: false,
         structured: Some(json!({"matches": matches, "truncated": truncated})),
         details: None,
+        images: Vec::new(),
     })
 }
 
@@ -163,5 +164,6 @@ pub(crate) fn find(ctx: &Ctx, args: &Args) -> Result<ToolCallResult, String> {
         is_error: false,
         structured: Some(json!({"paths": paths, "truncated": truncated})),
         details: None,
+        images: Vec::new(),
     })
 }

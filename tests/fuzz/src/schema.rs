@@ -42,6 +42,7 @@ fn request(kind: ProviderKind, model: &str, data: &[u8]) -> Option<(Route, Model
         messages: vec![Message::user_text("call the tool")],
         tools: vec![ToolSpec { name: "probe_tool".into(), description: "a tool".into(), input_schema: schema }],
         max_tokens: Some(64),
+        effort: None,
     };
     Some((route, request))
 }

@@ -37,6 +37,10 @@ pub fn env() -> Env {
     Env { _root: root, workspace, sessions: Sessions::new(&data_dir), sandbox }
 }
 
+/// A 1x1 PNG, in base64.
+pub const PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
 /// A confined turn in `mode` against `fake`.
 pub fn spec(env: &Env, kind: BackendKind, program: &Path, fake: &FakeServer, mode: Mode, prompt: &str) -> TurnSpec {
     TurnSpec {
@@ -45,6 +49,7 @@ pub fn spec(env: &Env, kind: BackendKind, program: &Path, fake: &FakeServer, mod
         workspace: env.workspace.clone(),
         mode,
         prompt: prompt.into(),
+        images: Vec::new(),
         model: None,
         resume: None,
         home: env.sessions.home(kind).unwrap(),

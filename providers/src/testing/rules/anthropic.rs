@@ -46,6 +46,7 @@ pub fn check(body: &Value) -> Result<(), Violation> {
             if max_tokens <= budget {
                 return Err(violation("`max_tokens` must be greater than `thinking.budget_tokens`"));
             }
+            check_thinking_compatible(object)?;
             true
         }
         _ => false,
@@ -64,6 +65,32 @@ pub fn check(body: &Value) -> Result<(), Violation> {
         return Err(violation("messages: Field required"));
     };
     check_messages(messages, thinking)
+}
+
+/// What extended thinking rules out: a model from before it, sampling changes (`temperature`
+/// other than 1, `top_k`, `top_p` below 0.95) and a `tool_choice` that forces a tool.
+fn check_thinking_compatible(object: &serde_json::Map<String, Value>) -> Result<(), Violation> {
+    let model = object.get("model").and_then(Value::as_str).unwrap_or_default();
+    let before = ["claude-2", "claude-instant", "claude-3-opus", "claude-3-sonnet", "claude-3-haiku", "claude-3-5"];
+    if before.iter().any(|prefix| model.starts_with(prefix)) {
+        return Err(violation(format!("'{model}' does not support thinking.")));
+    }
+    if object.get("temperature").is_some_and(|t| t.as_f64() != Some(1.0)) {
+        return Err(violation(
+            "`temperature` may only be set to 1 when thinking is enabled. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#important-considerations-when-using-extended-thinking",
+        ));
+    }
+    if object.contains_key("top_k") {
+        return Err(violation("`top_k` is not supported when thinking is enabled"));
+    }
+    if object.get("top_p").is_some_and(|p| p.as_f64().is_none_or(|p| p < 0.95)) {
+        return Err(violation("`top_p` must be greater than or equal to 0.95 or unset when thinking is enabled"));
+    }
+    let forced = object.get("tool_choice").and_then(|c| c.get("type")).and_then(Value::as_str);
+    if matches!(forced, Some("any" | "tool")) {
+        return Err(violation("Thinking may not be enabled when tool_choice forces tool use."));
+    }
+    Ok(())
 }
 
 /// Checks a request that names betas, as the API does for Claude Code's: the fields its

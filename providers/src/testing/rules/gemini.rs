@@ -73,11 +73,38 @@ pub fn is_function_name(name: &str) -> bool {
     first_ok && name.len() <= 64 && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-'))
 }
 
+/// Gemini 3's `thinkingLevel`: not with a budget, only on Gemini 3 models, and among the
+/// model's levels (Pro: `low`, `high`; Flash also `minimal` and `medium`).
+fn check_thinking_level(model: &str, body: &Value) -> Result<(), Violation> {
+    let Some(thinking) = body.get("generationConfig").and_then(|c| c.get("thinkingConfig")).and_then(Value::as_object)
+    else {
+        return Ok(());
+    };
+    let level = field(thinking, "thinking_level");
+    let Some(level) = level else { return Ok(()) };
+    if field(thinking, "thinking_budget").is_some() {
+        return Err(violation("You can only set one of thinking budget and thinking level."));
+    }
+    if !model.starts_with("gemini-3") {
+        return Err(violation("Thinking level is not supported for this model."));
+    }
+    let levels: &[&str] = if model.contains("-pro") { &["low", "high"] } else { &["minimal", "low", "medium", "high"] };
+    let name = level.as_str().map(str::to_ascii_lowercase).unwrap_or_default();
+    if !levels.contains(&name.as_str()) {
+        return Err(violation(format!(
+            "Invalid value at 'generation_config.thinking_config.thinking_level' ({level}): this model supports {}",
+            levels.join(", ")
+        )));
+    }
+    Ok(())
+}
+
 /// Checks a request body for `model` (from the URL): [`check`], plus Gemini 3's rule that the
 /// function calls of the turn in progress carry their thought signatures (the first call part
 /// of each model step).
 pub fn check_for(model: &str, body: &Value) -> Result<(), Violation> {
     check(body)?;
+    check_thinking_level(model, body)?;
     let budget = body.pointer("/generationConfig/thinkingConfig/thinkingBudget").and_then(Value::as_i64);
     if let Some(budget) = budget.filter(|b| *b != -1) {
         let range = if model.starts_with("gemini-2.5-pro") {

@@ -53,6 +53,12 @@ pub fn check(body: &Value) -> Result<(), Violation> {
             ))
             .param("reasoning_effort"));
         }
+        if effort == "minimal" && !model.rsplit('/').next().unwrap_or(model).starts_with("gpt-5") {
+            return Err(violation(
+                "Unsupported value: 'reasoning_effort' does not support 'minimal' with this model. Supported values are: 'low', 'medium', and 'high'.",
+            )
+            .param("reasoning_effort"));
+        }
     }
     for key in ["max_tokens", "max_completion_tokens"] {
         if let Some(value) = object.get(key)

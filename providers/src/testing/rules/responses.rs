@@ -188,11 +188,43 @@ fn check_message(i: usize, item: &Value) -> Result<(), Violation> {
                     ))
                     .param(format!("input[{i}].content[{j}]")));
                 }
+                if kind == "input_image" {
+                    check_input_image(part, &format!("input[{i}].content[{j}]"))?;
+                }
             }
             Ok(())
         }
         _ => Err(violation(format!("Missing required parameter: 'input[{i}].content'."))
             .param(format!("input[{i}].content"))),
+    }
+}
+
+/// An `input_image`: an `image_url` (http(s), or a base64 data URL of an image type) or a
+/// `file_id`; `detail` `low`, `high` or `auto`.
+fn check_input_image(part: &Value, at: &str) -> Result<(), Violation> {
+    if let Some(detail) = part.get("detail").and_then(Value::as_str)
+        && !["low", "high", "auto"].contains(&detail)
+    {
+        return Err(violation(format!("Invalid value: '{detail}'. Supported values are: 'low', 'high', and 'auto'."))
+            .param(format!("{at}.detail")));
+    }
+    let url = part.get("image_url").and_then(Value::as_str);
+    if url.is_none() && part.get("file_id").and_then(Value::as_str).is_none() {
+        return Err(
+            violation(format!("Missing required parameter: '{at}.image_url'.")).param(format!("{at}.image_url"))
+        );
+    }
+    let Some(url) = url else { return Ok(()) };
+    if url.starts_with("https://") || url.starts_with("http://") {
+        return Ok(());
+    }
+    let data = url.strip_prefix("data:").and_then(|rest| rest.split_once(";base64,"));
+    match data {
+        Some((media_type, data)) if media_type.starts_with("image/") && crate::images::decode(data).is_ok() => Ok(()),
+        _ => Err(violation(format!(
+            "Invalid '{at}.image_url'. Expected a base64-encoded data URL with an image MIME type (e.g. 'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), but got a value that is not one."
+        ))
+        .param(format!("{at}.image_url"))),
     }
 }
 

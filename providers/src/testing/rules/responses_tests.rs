@@ -42,3 +42,21 @@ fn broken_rules_are_refused_as_the_api_words_them() {
     let small = json!({"model": "m", "max_output_tokens": 8});
     assert_eq!(check(&small).unwrap_err().param.as_deref(), Some("max_output_tokens"));
 }
+
+#[test]
+fn an_input_image_needs_an_image_url_or_a_file() {
+    let image = |part: serde_json::Value| {
+        body(json!([{"role": "user", "content": [{"type": "input_text", "text": "x"}, part]}]))
+    };
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+    let data_url = format!("data:image/png;base64,{png}");
+    assert_eq!(check(&image(json!({"type": "input_image", "image_url": data_url, "detail": "auto"}))), Ok(()));
+    assert_eq!(check(&image(json!({"type": "input_image", "image_url": "https://example.com/a.png"}))), Ok(()));
+    assert_eq!(check(&image(json!({"type": "input_image", "file_id": "file_1"}))), Ok(()));
+    let missing = check(&image(json!({"type": "input_image"}))).unwrap_err();
+    assert_eq!(missing.param.as_deref(), Some("input[0].content[1].image_url"));
+    let text = check(&image(json!({"type": "input_image", "image_url": "data:text/plain;base64,aGk="}))).unwrap_err();
+    assert!(text.message.contains("image MIME type"), "{}", text.message);
+    let detail = check(&image(json!({"type": "input_image", "image_url": data_url, "detail": "max"}))).unwrap_err();
+    assert_eq!(detail.param.as_deref(), Some("input[0].content[1].detail"));
+}

@@ -1,0 +1,79 @@
+use super::*;
+
+fn render(text: &str) -> String {
+    let mut r = MarkdownRenderer::default();
+    let mut out = r.push(text);
+    out.push_str(&r.finish());
+    out
+}
+
+#[test]
+fn headings_lists_quotes_and_rules_are_styled_and_their_markers_go() {
+    let out = render("# Title\n## Part\n### Small ###\n- one\n  * two\n1. three\n> said\n---\n");
+    let expected = [
+        paint(heading_style(1), "Title"),
+        paint(heading_style(2), "Part"),
+        paint(heading_style(3), "Small"),
+        "• one".to_string(),
+        "  • two".to_string(),
+        "1. three".to_string(),
+        format!("{}said", paint(quiet(), "│ ")),
+        paint(quiet(), &"─".repeat(40)),
+    ]
+    .join("\n")
+        + "\n";
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn a_fenced_block_is_code_and_markdown_inside_it_is_left_alone() {
+    let out = render("```rust\n# not a heading\nlet x = `y`;\n```\nafter `code`\n");
+    let expected = [
+        paint(quiet(), "```rust"),
+        paint(code_style(), "# not a heading"),
+        paint(code_style(), "let x = `y`;"),
+        paint(quiet(), "```"),
+        format!("after {}", paint(code_style(), "code")),
+    ]
+    .join("\n")
+        + "\n";
+    assert_eq!(out, expected);
+    // A longer fence is closed only by one at least as long; tildes fence too.
+    let out = render("````\n```\n````\n~~~\nx\n~~~\n");
+    assert!(out.contains(&paint(code_style(), "```")), "{out:?}");
+    assert!(out.contains(&paint(code_style(), "x")), "{out:?}");
+}
+
+#[test]
+fn bold_and_inline_code_are_styled_and_unclosed_markers_stay() {
+    assert_eq!(
+        inline("a **b** and `c` d"),
+        format!("a {} and {} d", paint(Style::new().bold(), "b"), paint(code_style(), "c"))
+    );
+    assert_eq!(inline("2 ** 3 and `open"), "2 ** 3 and `open");
+    assert_eq!(inline("``"), "``");
+    assert_eq!(inline("`**not bold**`"), paint(code_style(), "**not bold**"));
+}
+
+/// Deltas split anywhere render the same as the whole text, a line at a time: nothing of an
+/// incomplete line is shown until its end comes (or the answer ends).
+#[test]
+fn streamed_deltas_render_as_the_whole_text_does() {
+    let text = "# Plan\n\nSome **bold** words.\n```sh\nls -l\n```\n- done\nlast line without newline";
+    let whole = render(text);
+    for cut in 0..text.len() {
+        if !text.is_char_boundary(cut) {
+            continue;
+        }
+        let mut r = MarkdownRenderer::default();
+        let first = r.push(&text[..cut]);
+        assert!(first.is_empty() || first.ends_with('\n'), "only whole lines: {first:?}");
+        let out = first + &r.push(&text[cut..]) + &r.finish();
+        assert_eq!(out, whole, "cut at {cut}");
+    }
+    // Without the styles, the words are all there, in order.
+    let plain = anstream::adapter::strip_str(&whole).to_string();
+    for word in ["Plan", "bold", "ls -l", "• done", "last line without newline"] {
+        assert!(plain.contains(word), "{word}: {plain}");
+    }
+}
