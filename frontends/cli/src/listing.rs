@@ -340,6 +340,7 @@ mod tests {
             model: "mock".into(),
             mode: "auto".into(),
             max_mode: "auto".into(),
+            effort: None,
             workspace: None,
             title: None,
             parent_id,
