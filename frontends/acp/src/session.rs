@@ -1,6 +1,10 @@
 //! One ACP session: its conversation, the watch that renders the conversation's events to
 //! the editor (the pump), the prompts waiting for their turns, and the permission questions
 //! open in the editor.
+//!
+//! Over 500 lines (557): steering (`_session/steering`) joined the prompt bookkeeping here, which
+//! shares one lock with the pump and the open questions. The next change should move the pure
+//! update coalescing (`coalesce`, `mergeable`) to a module of its own.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
