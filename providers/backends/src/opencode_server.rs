@@ -29,6 +29,8 @@ use crate::opencode::{self, Endpoint};
 const START_TIMEOUT: Duration = Duration::from_secs(180);
 /// How long one request to the server may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a stopped server's stderr is read on for its last words.
+const STDERR_END_WAIT: Duration = Duration::from_secs(2);
 /// The most stderr kept for the notice of a server that stopped.
 const STDERR_TAIL: usize = 4096;
 
@@ -174,7 +176,7 @@ impl Server {
         };
         let process = sandbox.start_server(server).await.map_err(|e| format!("OpenCode could not start: {e}"))?;
         let stderr = Arc::new(Mutex::new(String::new()));
-        tokio::spawn(keep_tail(process.stderr, stderr.clone()));
+        let stderr_ended = tokio::spawn(keep_tail(process.stderr, stderr.clone()));
         let mut stdout = BufReader::new(process.stdout);
         let mut handle = process.handle;
         let listening = tokio::time::timeout(START_TIMEOUT, async {
@@ -211,7 +213,7 @@ impl Server {
         if !bus.status().is_success() {
             return Err(format!("OpenCode's event stream: {}", bus.status()));
         }
-        tokio::spawn(read_bus(bus, server.routes.clone(), stderr));
+        tokio::spawn(read_bus(bus, server.routes.clone(), stderr, stderr_ended));
         Ok(server)
     }
 
@@ -344,7 +346,12 @@ async fn turn(
 
 /// Reads the server's bus to its end, handing each event to its session's turn. When it
 /// ends the server is gone: every turn on it hears so.
-async fn read_bus(mut bus: reqwest::Response, routes: Arc<Mutex<Routes>>, stderr: Arc<Mutex<String>>) {
+async fn read_bus(
+    mut bus: reqwest::Response,
+    routes: Arc<Mutex<Routes>>,
+    stderr: Arc<Mutex<String>>,
+    stderr_ended: tokio::task::JoinHandle<()>,
+) {
     let mut decoder = SseDecoder::new();
     let mut decoded: Vec<SseEvent> = Vec::new();
     let end = loop {
@@ -373,8 +380,9 @@ async fn read_bus(mut bus: reqwest::Response, routes: Arc<Mutex<Routes>>, stderr
             }
         }
     };
-    // Let the last words of a dying server reach its stderr.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // A dying server's last words: its stderr to its end (bounded, as a child it left may keep
+    // the pipe open).
+    let _ = tokio::time::timeout(STDERR_END_WAIT, stderr_ended).await;
     let why = stopped(&end, &stderr);
     let mut routes = lock(&routes);
     routes.stopped = Some(why);
