@@ -101,9 +101,9 @@ fn heard(kernel: &Arc<Kernel>, notice: Notice) {
             let kernel = kernel.clone();
             tokio::task::spawn_blocking(move || elsewhere::answers_stored(&kernel, conversation_id));
         }
-        Notice::Settings { conversation_id } => {
+        Notice::Settings { conversation_id, remote } => {
             let kernel = kernel.clone();
-            tokio::task::spawn_blocking(move || elsewhere::settings_stored(&kernel, conversation_id));
+            tokio::task::spawn_blocking(move || elsewhere::settings_stored(&kernel, conversation_id, remote));
         }
         Notice::Missed => {
             kernel.stored_heads.wake_all();
@@ -119,8 +119,9 @@ fn heard(kernel: &Arc<Kernel>, notice: Notice) {
                 for id in kernel.questions.asking() {
                     elsewhere::answers_stored(&kernel, id);
                 }
+                // Who changed them is lost with the notice: the local ceiling stands in.
                 for (id, _) in live {
-                    elsewhere::settings_stored(&kernel, id);
+                    elsewhere::settings_stored(&kernel, id, false);
                 }
             });
         }

@@ -95,6 +95,19 @@ fn store_answer(kernel: &Kernel, request_id: &str, answer: &Value) -> bool {
     })
 }
 
+/// Whether an answer given through this kernel to a question it asked came before any given
+/// through another kernel (the store decides; on a store only this kernel uses, always).
+pub(crate) fn first_answer(kernel: &Kernel, request_id: &str, answer: &Value) -> bool {
+    if !kernel.store.shared() {
+        return true;
+    }
+    kernel.store.answer_first(request_id, &answer.to_string()).unwrap_or_else(|err| {
+        // Unsure which came first: this one is refused; the question stays open for another.
+        tracing::warn!("storing an answer given here: {err}");
+        false
+    })
+}
+
 /// Answers a permission question another kernel asked (none of this kernel's is open under that
 /// id), with the checks an answer there gets: whether the option is one it offered.
 pub(crate) fn answer_permission(
@@ -142,11 +155,12 @@ pub(crate) fn answers_stored(kernel: &Kernel, conversation_id: i64) {
     }
 }
 
-/// Told that a conversation this kernel runs had its mode or model changed through another
-/// kernel: applies the stored ones (a mode change is published as `mode_changed`).
-pub(crate) fn settings_stored(kernel: &Kernel, conversation_id: i64) {
+/// Told that a conversation this kernel runs had its settings (mode, model, effort) changed
+/// through another kernel, by a frontend that is `remote` or not: applies the stored ones (a
+/// mode change is published as `mode_changed`, with that frontend's ceiling as `max_mode`).
+pub(crate) fn settings_stored(kernel: &Kernel, conversation_id: i64, remote: bool) {
     let Some(conv) = kernel.live.get(conversation_id) else { return };
-    let mode = {
+    let (mode, harness) = {
         // Read under the settings' lock, which a change here holds while it writes the row: the
         // row read is never older than what memory holds.
         let mut settings = lock(&conv.settings);
@@ -159,11 +173,12 @@ pub(crate) fn settings_stored(kernel: &Kernel, conversation_id: i64) {
             }
         };
         settings.model = row.model;
+        settings.effort = row.settings.effort;
         if settings.mode == row.mode {
             return;
         }
         settings.mode = row.mode.clone();
-        row.mode
+        (row.mode, settings.harness.clone())
     };
     match mode.parse::<Mode>() {
         Ok(parsed) => {
@@ -173,5 +188,6 @@ pub(crate) fn settings_stored(kernel: &Kernel, conversation_id: i64) {
         }
         Err(_) => tracing::warn!(conversation = conversation_id, mode, "an unknown mode was stored"),
     }
-    conv.emit(kernel, Event::mode_changed(conversation_id, mode, None));
+    let max_mode = kernel.catalog.harness(Some(&harness)).ok().map(|h| kernel.catalog.max_mode(h, remote));
+    conv.emit(kernel, Event::mode_changed(conversation_id, mode, max_mode.map(|m| m.as_str().to_string())));
 }

@@ -553,7 +553,7 @@ fn set_mode(kernel: &Arc<Kernel>, peer: &Peer, id: i64, mode: &str) -> Reply {
     let answer = json!({"mode": effective.as_str(), "max_mode": max_mode.as_str()});
     let Found::Here(conv) = found else {
         kernel.store.set_mode(id, effective.as_str()).map_err(internal)?;
-        kernel.store.notify(Notice::Settings { conversation_id: id }).map_err(internal)?;
+        settings_changed(kernel, peer, id)?;
         return Ok(answer);
     };
     {
@@ -592,23 +592,43 @@ fn set_model(kernel: &Arc<Kernel>, peer: &Peer, id: i64, model: &str) -> Reply {
         }
         Found::Elsewhere { .. } => {
             kernel.store.set_model(id, model).map_err(internal)?;
-            kernel.store.notify(Notice::Settings { conversation_id: id }).map_err(internal)?;
+            settings_changed(kernel, peer, id)?;
         }
     }
     Ok(json!({"model": model}))
 }
 
+/// Tells the kernel that runs the conversation that its stored settings changed (it applies
+/// them, and says a mode change with the ceiling of the frontend that made it).
+fn settings_changed(kernel: &Kernel, peer: &Peer, id: i64) -> Result<(), ErrorObject> {
+    kernel.store.notify(Notice::Settings { conversation_id: id, remote: peer.remote }).map_err(internal)
+}
+
 /// `session.set_effort`: the thinking effort of the next requests, one the current model takes
 /// (`None`: the provider settings' default). A later model that lacks it is sent its nearest.
+/// Through a kernel that does not run the conversation, as `set_mode`.
 fn set_effort(kernel: &Arc<Kernel>, peer: &Peer, id: i64, effort: Option<Effort>) -> Reply {
-    let conv = owned(kernel, peer, id, "its thinking effort is set")?;
+    let found = found(kernel, peer, id)?;
+    let model = match &found {
+        Found::Here(conv) => conv.settings().model,
+        Found::Elsewhere { row, .. } => row.model.clone(),
+    };
     if let Some(effort) = effort {
-        kernel.catalog.check_effort(&conv.settings().model, effort)?;
+        kernel.catalog.check_effort(&model, effort)?;
     }
     let mut settings = kernel.store.conversation(id).map_err(internal)?.ok_or_else(|| not_found(id))?.settings;
     settings.effort = effort;
-    kernel.store.set_settings(id, &settings).map_err(internal)?;
-    lock(&conv.settings).effort = effort;
+    match found {
+        Found::Here(conv) => {
+            let mut held = lock(&conv.settings);
+            kernel.store.set_settings(id, &settings).map_err(internal)?;
+            held.effort = effort;
+        }
+        Found::Elsewhere { .. } => {
+            kernel.store.set_settings(id, &settings).map_err(internal)?;
+            settings_changed(kernel, peer, id)?;
+        }
+    }
     Ok(json!({"effort": effort}))
 }
 
@@ -616,7 +636,10 @@ fn set_effort(kernel: &Arc<Kernel>, peer: &Peer, id: i64, effort: Option<Effort>
 /// asked, through the store.
 fn respond(kernel: &Arc<Kernel>, peer: &Peer, request_id: &str, option_id: String) -> Reply {
     let by = Answerer { principal: &peer.principal, remote: peer.remote };
-    let answered = match kernel.questions.answer_permission(by, request_id, option_id.clone()) {
+    // A question asked here may have an answer given through another kernel in the store: the
+    // store says which came first.
+    let first = || crate::elsewhere::first_answer(kernel, request_id, &json!(option_id));
+    let answered = match kernel.questions.answer_permission_first(by, request_id, option_id.clone(), first) {
         Err(Refused::NotOpen) => crate::elsewhere::answer_permission(kernel, by, request_id, &option_id),
         here => here,
     };
@@ -631,7 +654,8 @@ fn respond(kernel: &Arc<Kernel>, peer: &Peer, request_id: &str, option_id: Strin
 }
 
 fn ui_respond(kernel: &Arc<Kernel>, peer: &Peer, request_id: &str, outcome: Value) -> Reply {
-    let answered = match kernel.questions.answer_ui(&peer.principal, request_id, outcome.clone()) {
+    let first = || crate::elsewhere::first_answer(kernel, request_id, &outcome);
+    let answered = match kernel.questions.answer_ui_first(&peer.principal, request_id, outcome.clone(), first) {
         Err(_) => crate::elsewhere::answer_ui(kernel, &peer.principal, request_id, &outcome),
         here => here,
     };

@@ -83,13 +83,35 @@ impl Questions {
 
     /// Answers a permission question for `by`: whether the option is one it offered. A remote
     /// answerer may refuse anything but allow only what its ceiling would have asked about.
+    #[cfg(test)]
     pub fn answer_permission(&self, by: Answerer<'_>, request_id: &str, option_id: String) -> Result<bool, Refused> {
-        let above_ceiling = |q: &PendingQuestion| above_remote_ceiling(by, &option_id, q.remote_may_allow);
-        if lock(&self.permissions).get(request_id).is_some_and(|q| q.owner == by.principal && above_ceiling(q)) {
-            return Err(Refused::AboveRemoteCeiling);
+        self.answer_permission_first(by, request_id, option_id, || true)
+    }
+
+    /// [`Self::answer_permission`], when `first` says this answer came before any other (the
+    /// store's word on a database several kernels share, where another kernel may have stored
+    /// one): else the question is not open to it, and stays open for the answer that came first.
+    pub fn answer_permission_first(
+        &self,
+        by: Answerer<'_>,
+        request_id: &str,
+        option_id: String,
+        first: impl FnOnce() -> bool,
+    ) -> Result<bool, Refused> {
+        // Held until the answer is sent: nothing delivers another answer in between.
+        let mut permissions = lock(&self.permissions);
+        match permissions.get(request_id) {
+            Some(q) if q.owner == by.principal => {
+                if above_remote_ceiling(by, &option_id, q.remote_may_allow) {
+                    return Err(Refused::AboveRemoteCeiling);
+                }
+            }
+            _ => return Err(Refused::NotOpen),
         }
-        let question = take_owned(&self.permissions, |q| &q.owner, by.principal, request_id)
-            .map_err(|NotOpen| Refused::NotOpen)?;
+        if !first() {
+            return Err(Refused::NotOpen);
+        }
+        let question = permissions.remove(request_id).ok_or(Refused::NotOpen)?;
         let valid = question.options.contains(&option_id);
         let _ = question.answer.send(option_id);
         Ok(valid)
@@ -115,8 +137,26 @@ impl Questions {
     }
 
     /// Answers a `ui_request` for `principal`: whether its asker still waited.
+    #[cfg(test)]
     pub fn answer_ui(&self, principal: &str, request_id: &str, outcome: Value) -> Result<bool, NotOpen> {
-        let pending = take_owned(&self.ui_requests, |q| &q.owner, principal, request_id)?;
+        self.answer_ui_first(principal, request_id, outcome, || true)
+    }
+
+    /// [`Self::answer_ui`], when `first` says this answer came before any other (as for
+    /// [`Self::answer_permission_first`]).
+    pub fn answer_ui_first(
+        &self,
+        principal: &str,
+        request_id: &str,
+        outcome: Value,
+        first: impl FnOnce() -> bool,
+    ) -> Result<bool, NotOpen> {
+        let mut requests = lock(&self.ui_requests);
+        match requests.get(request_id) {
+            Some(pending) if pending.owner == principal && first() => {}
+            _ => return Err(NotOpen),
+        }
+        let pending = requests.remove(request_id).ok_or(NotOpen)?;
         Ok(pending.answer.send(outcome).is_ok())
     }
 
@@ -166,21 +206,6 @@ fn new_request_id() -> Option<String> {
             tracing::error!("no randomness for a question id: {err}");
             None
         }
-    }
-}
-
-/// Takes the open request `request_id` out of `table` when `principal` owns it; another
-/// principal's request answers exactly like a missing one.
-fn take_owned<T>(
-    table: &Mutex<HashMap<String, T>>,
-    owner: impl Fn(&T) -> &String,
-    principal: &str,
-    request_id: &str,
-) -> Result<T, NotOpen> {
-    let mut table = lock(table);
-    match table.get(request_id) {
-        Some(pending) if owner(pending) == principal => table.remove(request_id).ok_or(NotOpen),
-        _ => Err(NotOpen),
     }
 }
 
@@ -264,6 +289,35 @@ mod tests {
         let (id, mut rx) = questions.open_permission(7, "alice", vec!["allow_once".into()], true).unwrap();
         assert!(questions.deliver(&id, json!({"x": 1})));
         assert_eq!(rx.try_recv().ok().as_deref(), Some("{\"x\":1}"));
+    }
+
+    /// One question, two answers: one through this kernel, one stored by another kernel. The
+    /// store says which came first; the other is refused, and the question stays open for the
+    /// first, which is then delivered.
+    #[test]
+    fn of_a_local_and_a_forwarded_answer_only_the_first_is_accepted() {
+        let questions = Questions::new();
+        let (id, mut rx) = questions.open_permission(7, "alice", vec!["allow_once".into()], true).unwrap();
+        assert_eq!(
+            questions.answer_permission_first(local("alice"), &id, "allow_once".into(), || false),
+            Err(Refused::NotOpen)
+        );
+        assert!(rx.try_recv().is_err(), "still open for the answer stored first");
+        assert!(questions.deliver(&id, json!("reject_once")));
+        assert_eq!(rx.try_recv().ok().as_deref(), Some("reject_once"));
+        let (ui, mut read) = questions.open_ui(7, "alice").unwrap();
+        assert_eq!(questions.answer_ui_first("alice", &ui, json!({"content": "here"}), || false), Err(NotOpen));
+        assert!(questions.deliver(&ui, json!({"content": "there"})));
+        assert_eq!(read.try_recv().ok(), Some(json!({"content": "there"})));
+        // Not asked when it is not the answerer's question.
+        let (other, _rx) = questions.open_permission(7, "alice", vec![], true).unwrap();
+        let asked = std::cell::Cell::new(false);
+        let first = || {
+            asked.set(true);
+            true
+        };
+        assert_eq!(questions.answer_permission_first(local("bob"), &other, "x".into(), first), Err(Refused::NotOpen));
+        assert!(!asked.get());
     }
 
     #[test]

@@ -24,6 +24,14 @@ pub(super) fn a_question_is_answered_once_and_dies_with_a_takeover(store: &dyn S
     assert!(store.answer_question("perm-1", "\"allow_once\"").unwrap());
     assert!(!store.answer_question("perm-1", "\"reject_once\"").unwrap());
     assert_eq!(store.question("perm-1").unwrap(), None);
+    // An answer through the holder itself comes after it: refused. One with nobody before it
+    // wins (and one to a question never recorded has nobody to lose to).
+    assert!(!store.answer_first("perm-1", "\"allow_once\"").unwrap());
+    store.open_question(&question(conv, "perm-4", QuestionKind::Permission)).unwrap();
+    assert!(store.answer_first("perm-4", "\"reject_once\"").unwrap());
+    assert!(!store.answer_question("perm-4", "\"allow_once\"").unwrap());
+    store.close_question("perm-4").unwrap();
+    assert!(store.answer_first("perm-never-recorded", "\"allow_once\"").unwrap());
     // The holder takes the answer, once.
     assert_eq!(store.take_answers(conv).unwrap(), vec![("perm-1".to_string(), "\"allow_once\"".to_string())]);
     assert_eq!(store.take_answers(conv).unwrap(), vec![]);

@@ -238,16 +238,19 @@ async fn a_frontend_on_another_kernel_answers_questions_and_changes_the_mode() {
     let events = turn_events(&mut on_b, turn.turn_id).await;
     assert!(events.iter().any(|e| matches!(&e.body, EventBody::ToolCompleted { is_error: false, .. })), "{events:?}");
     assert!(machine_a.workspace.join("made-by-bash").exists());
-    // Answered once: the question is closed everywhere.
+    // Answered once: the question is closed everywhere, the kernel that asked it included.
     let again = b.respond_permission(&request_id, "allow_once").await.unwrap_err();
     assert_eq!(again.code(), Some(codes::NOT_FOUND));
+    let on_holder = a.respond_permission(&request_id, "reject_once").await.unwrap_err();
+    assert_eq!(on_holder.code(), Some(codes::NOT_FOUND));
     let info = b.open(OpenParams { conversation_id: Some(conv), ..Default::default() }).await.unwrap();
     assert_eq!(info.status, "idle");
 
     // A mode set through B: A applies it and says so.
     assert_eq!(b.set_mode(conv, "plan").await.unwrap()["mode"], "plan");
     let changed = next_event(&mut on_b, |e| matches!(e.body, EventBody::ModeChanged { .. })).await;
-    assert!(matches!(&changed.body, EventBody::ModeChanged { mode, .. } if mode == "plan"));
+    let EventBody::ModeChanged { mode, max_mode } = &changed.body else { unreachable!() };
+    assert_eq!((mode.as_str(), max_mode.as_deref()), ("plan", Some("auto")), "B's ceiling, said by A");
     let on_a = a.open(OpenParams { conversation_id: Some(conv), ..Default::default() }).await.unwrap();
     assert_eq!(on_a.mode, "plan");
     // What is not passed on is refused, naming the kernel that runs it.

@@ -66,6 +66,11 @@ pub trait Forwarding {
     /// (`Notice::Answer`); false when there is no such question.
     fn answer_question(&self, request_id: &str, answer: &str) -> Result<bool, StoreError>;
 
+    /// Stores the answer given through the holder itself unless one given through another
+    /// kernel was stored first (false: that one wins). A question not recorded (its recording
+    /// failed) has no other answer: true.
+    fn answer_first(&self, request_id: &str, answer: &str) -> Result<bool, StoreError>;
+
     /// Takes the answers stored for a conversation's questions, as (request id, answer JSON):
     /// those questions are gone from the store.
     fn take_answers(&self, conversation_id: i64) -> Result<Vec<(String, String)>, StoreError>;

@@ -50,8 +50,9 @@ pub enum Notice {
     Cancel { conversation_id: i64 },
     /// A person answered a question the conversation's holder asked (the answer is stored).
     Answer { conversation_id: i64 },
-    /// The conversation's mode or model was changed in the store.
-    Settings { conversation_id: i64 },
+    /// The conversation's settings (mode, model, effort) were changed in the store, by a
+    /// frontend that is `remote` or not (its ceiling is the `max_mode` of `mode_changed`).
+    Settings { conversation_id: i64, remote: bool },
     /// Notices may have been lost (the listening connection broke, or this kernel fell
     /// behind): look at everything again.
     Missed,
@@ -65,7 +66,8 @@ impl Notice {
             Notice::Submit { conversation_id } => format!("submit {conversation_id}"),
             Notice::Cancel { conversation_id } => format!("cancel {conversation_id}"),
             Notice::Answer { conversation_id } => format!("answer {conversation_id}"),
-            Notice::Settings { conversation_id } => format!("settings {conversation_id}"),
+            Notice::Settings { conversation_id, remote: false } => format!("settings {conversation_id}"),
+            Notice::Settings { conversation_id, remote: true } => format!("settings {conversation_id} remote"),
             Notice::Missed => "missed".into(),
         }
     }
@@ -79,7 +81,9 @@ impl Notice {
             "submit" => Some(Notice::Submit { conversation_id: conversation_id? }),
             "cancel" => Some(Notice::Cancel { conversation_id: conversation_id? }),
             "answer" => Some(Notice::Answer { conversation_id: conversation_id? }),
-            "settings" => Some(Notice::Settings { conversation_id: conversation_id? }),
+            "settings" => {
+                Some(Notice::Settings { conversation_id: conversation_id?, remote: words.next() == Some("remote") })
+            }
             "missed" => Some(Notice::Missed),
             _ => None,
         }

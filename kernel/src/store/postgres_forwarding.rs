@@ -60,6 +60,20 @@ impl Forwarding for PostgresStore {
         Ok(!rows.is_empty())
     }
 
+    fn answer_first(&self, request_id: &str, answer: &str) -> Result<bool, StoreError> {
+        let client = self.client()?;
+        // The NOT EXISTS reads the row as it was before the update: answered already, or not
+        // recorded at all. A concurrent answer's update is waited for, then finds it answered.
+        let row = wait(client.query_one(
+            "WITH answered AS (
+                 UPDATE open_questions SET answer = $2 WHERE request_id = $1 AND answer IS NULL RETURNING 1)
+             SELECT EXISTS (SELECT 1 FROM answered)
+                 OR NOT EXISTS (SELECT 1 FROM open_questions WHERE request_id = $1)",
+            &[&request_id, &answer],
+        ))?;
+        Ok(row.try_get(0)?)
+    }
+
     fn take_answers(&self, conversation_id: i64) -> Result<Vec<(String, String)>, StoreError> {
         let client = self.client()?;
         let rows = wait(client.query(

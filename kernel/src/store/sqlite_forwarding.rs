@@ -52,6 +52,19 @@ impl Forwarding for SqliteStore {
         Ok(changed > 0)
     }
 
+    fn answer_first(&self, request_id: &str, answer: &str) -> Result<bool, StoreError> {
+        // One connection, one writer: nothing answers between these two statements.
+        if self.answer_question(request_id, answer)? {
+            return Ok(true);
+        }
+        let recorded: bool = self.conn().query_row(
+            "SELECT EXISTS (SELECT 1 FROM open_questions WHERE request_id = ?1)",
+            [request_id],
+            |r| r.get(0),
+        )?;
+        Ok(!recorded)
+    }
+
     fn take_answers(&self, conversation_id: i64) -> Result<Vec<(String, String)>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
