@@ -3,7 +3,8 @@
 //! kernel took (it stalled past the expiry), and takes over conversations with work and no live
 //! holder (a dead kernel's running turns end as interrupted, prompts queued for it run here).
 //! It hears the other kernels through the store: an event committed wakes this kernel's
-//! watchers of a conversation run elsewhere; a prompt queued, or a cancel, for a conversation
+//! watchers of a conversation run elsewhere, and its deltas reach them; this kernel tells its
+//! own deltas to the others' watchers (`relay.rs`); a prompt queued, or a cancel, for a conversation
 //! run here reaches its actor; an answer, or a mode or model change, given through another
 //! kernel reaches the conversation run here (`elsewhere.rs`).
 
@@ -16,7 +17,7 @@ use crate::conversation::{Conversation, Input, Steer};
 use crate::elsewhere;
 use crate::kernel::Kernel;
 use crate::live;
-use crate::store::{Notice, StoreError};
+use crate::store::{LiveBatch, Notice, StoreError};
 
 /// Takes over the conversations that have work and no live holder: at start (on SQLite, all
 /// of them: their holder was this data directory's previous kernel) and at each renewal.
@@ -52,10 +53,14 @@ fn renew(kernel: &Kernel) -> Result<(), StoreError> {
 /// Renews, adopts and listens until the kernel stops.
 pub(crate) async fn run(kernel: Arc<Kernel>) {
     let mut notices = kernel.store.notices();
+    let mut live = kernel.store.live();
     let mut tick = tokio::time::interval((kernel.config.lease_ttl / 3).max(std::time::Duration::from_millis(10)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
+            // Deltas first: the listener hands them out before the commit's notice that follows.
+            biased;
+            batch = next_live(&mut live) => kernel.stored_heads.live(batch),
             _ = kernel.shutdown.cancelled() => return,
             _ = tick.tick() => {
                 if let Err(err) = renew(&kernel) {
@@ -66,6 +71,41 @@ pub(crate) async fn run(kernel: Arc<Kernel>) {
                 }
             }
             notice = next(&mut notices) => heard(&kernel, notice),
+        }
+    }
+}
+
+/// The next batch of deltas heard (those this kernel fell behind by are lost: they are a view);
+/// never when there are none to hear.
+async fn next_live(live: &mut Option<broadcast::Receiver<Arc<LiveBatch>>>) -> Arc<LiveBatch> {
+    loop {
+        let Some(receiver) = live else { return std::future::pending().await };
+        match receiver.recv().await {
+            Ok(batch) => return batch,
+            Err(RecvError::Lagged(missed)) => tracing::debug!(missed, "fell behind the deltas other kernels tell"),
+            Err(RecvError::Closed) => *live = None,
+        }
+    }
+}
+
+/// Tells the store the deltas waiting for watchers on other kernels, conversation by
+/// conversation as they come, until the kernel stops (`relay.rs`).
+pub(crate) async fn relay(kernel: Arc<Kernel>) {
+    loop {
+        let queued = tokio::select! {
+            queued = kernel.relay_queue.next() => queued,
+            _ = kernel.shutdown.cancelled() => return,
+        };
+        for id in queued {
+            let Some(conv) = kernel.live.get(id) else { continue };
+            let Some(sending) = conv.relay.sending() else { continue };
+            let events = conv.relay.take(&sending);
+            if events.is_empty() {
+                continue;
+            }
+            if let Err(err) = kernel.store.tell_live(id, &events) {
+                tracing::warn!(conversation = id, "telling other kernels' watchers its deltas: {err}");
+            }
         }
     }
 }
@@ -105,6 +145,14 @@ fn heard(kernel: &Arc<Kernel>, notice: Notice) {
             let kernel = kernel.clone();
             tokio::task::spawn_blocking(move || elsewhere::settings_stored(&kernel, conversation_id, remote));
         }
+        Notice::Watchers { conversation_id } => {
+            if let Some(conv) = kernel.live.get(conversation_id) {
+                tokio::task::spawn_blocking({
+                    let kernel = kernel.clone();
+                    move || elsewhere::refresh_watched(&kernel, &conv)
+                });
+            }
+        }
         Notice::Missed => {
             kernel.stored_heads.wake_all();
             let live = kernel.live.leases();
@@ -121,6 +169,9 @@ fn heard(kernel: &Arc<Kernel>, notice: Notice) {
                 }
                 // Who changed them is lost with the notice: the local ceiling stands in.
                 for (id, _) in live {
+                    if let Some(conv) = kernel.live.get(id) {
+                        elsewhere::refresh_watched(&kernel, &conv);
+                    }
                     elsewhere::settings_stored(&kernel, id, false);
                 }
             });

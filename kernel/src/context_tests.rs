@@ -23,6 +23,7 @@ fn store_with(entries: &[(EntryKind, Message)], compaction_head: Option<u64>) ->
             entry: Some((*kind, None, message)),
             turn_status: None,
             lease: None,
+            live: &[],
         };
         store.commit(&commit).unwrap();
     }

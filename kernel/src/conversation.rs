@@ -12,6 +12,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 pub(crate) use crate::feed::Published;
 use crate::feed::{Feed, FeedBounds, Take};
+use crate::relay::DeltaRelay;
 use crate::store::{Commit, ConversationRow, Lease, Store, StoreError, TurnStatus};
 use crate::sync::lock;
 
@@ -19,6 +20,10 @@ use crate::sync::lock;
 /// kernel). A trait so this module never names the kernel, which holds the conversations.
 pub(crate) trait EventStore {
     fn event_store(&self) -> &dyn Store;
+
+    /// A conversation has deltas waiting for the watchers other kernels have of it (`relay.rs`):
+    /// whoever relays them is told. A store alone relays nothing.
+    fn deltas_waiting(&self, _conversation_id: i64) {}
 }
 
 impl<S: Store> EventStore for S {
@@ -30,6 +35,10 @@ impl<S: Store> EventStore for S {
 impl<T: EventStore> EventStore for Arc<T> {
     fn event_store(&self) -> &dyn Store {
         (**self).event_store()
+    }
+
+    fn deltas_waiting(&self, conversation_id: i64) {
+        (**self).deltas_waiting(conversation_id)
     }
 }
 
@@ -171,6 +180,8 @@ pub(crate) struct Conversation {
     pub usage_total: Mutex<superpi_proto::Usage>,
     /// Set while the conversation's context is compacted: one compaction at a time.
     pub compacting: std::sync::atomic::AtomicBool,
+    /// Its deltas for the watchers other kernels have of it.
+    pub relay: DeltaRelay,
 }
 
 impl Conversation {
@@ -211,6 +222,7 @@ impl Conversation {
             policy: Mutex::new(policy),
             usage_total: Mutex::new(Default::default()),
             compacting: std::sync::atomic::AtomicBool::new(false),
+            relay: DeltaRelay::default(),
         });
         (conv, rx)
     }
@@ -294,8 +306,14 @@ impl Conversation {
         event.conversation_id = self.id;
         let json = event.to_json();
         let stored = if event.body.is_transient() {
+            if self.relay.watched() && self.relay.keep(next, &json) {
+                store.deltas_waiting(self.id);
+            }
             Ok(false)
         } else {
+            // The deltas still waiting for the watchers elsewhere go with it, before it.
+            let sending = self.relay.sending();
+            let live = sending.as_ref().map(|guard| self.relay.take(guard)).unwrap_or_default();
             store
                 .event_store()
                 .commit(&Commit {
@@ -306,6 +324,7 @@ impl Conversation {
                     entry: entry.map(|(kind, message)| (kind, event.turn_id, message)),
                     turn_status,
                     lease: Some(&self.lease),
+                    live: &live,
                 })
                 .map(|()| true)
         };

@@ -5,7 +5,8 @@
 //! question's row, and the holder, told, hands it to its asker. A mode or model changed through
 //! another kernel is written to the conversation's row; the holder, told, applies it and
 //! publishes `mode_changed`. The holder asks the interactive (and file-reading) watchers other
-//! kernels say they have (`remote_watchers.rs`) as it asks its own. On SQLite (one kernel per
+//! kernels say they have (`remote_watchers.rs`) as it asks its own, and sends its deltas while
+//! any watch. On SQLite (one kernel per
 //! file) none of this runs.
 
 use std::sync::atomic::Ordering;
@@ -61,6 +62,14 @@ pub(crate) fn interactive_watcher(kernel: &Kernel, conv: &Conversation) -> bool 
 /// Whether an editor watches this conversation, here or through another kernel.
 pub(crate) fn file_reader(kernel: &Kernel, conv: &Conversation) -> bool {
     conv.file_readers.load(Ordering::Relaxed) > 0 || watchers_elsewhere(kernel, conv.id).readers > 0
+}
+
+/// Looks again whether frontends on other kernels watch this conversation run here: while any
+/// do, its deltas are sent to them through the store (`relay.rs`).
+pub(crate) fn refresh_watched(kernel: &Kernel, conv: &Conversation) {
+    if kernel.store.shared() {
+        conv.relay.set_watched(watchers_elsewhere(kernel, conv.id).watching > 0);
+    }
 }
 
 fn watchers_elsewhere(kernel: &Kernel, conversation_id: i64) -> Watchers {

@@ -448,16 +448,16 @@ fn watch(kernel: &Arc<Kernel>, peer: &Arc<Peer>, p: WatchParams) -> Handled {
         }
         Found::Elsewhere { row, .. } => {
             // Woken from before the head is read: no commit falls between.
-            let committed = kernel.stored_heads.watch(row.id);
+            let heard = kernel.stored_heads.watch(row.id);
             let head = match kernel.store.head_seq(row.id) {
                 Ok(head) => head,
                 Err(err) => return Handled { result: Err(internal(err)), after_response: None },
             };
-            // Said to the kernel that runs it before the watch is answered, so it asks this
-            // watcher the questions its turns put.
+            // Said to the kernel that runs it before the watch is answered, so it sends this
+            // watcher its deltas and asks it the questions its turns put.
             let counted = kernel.remote_watchers.count(row.id, spec.interactive, spec.reads_files);
             let (store, closing, out) = (kernel.store.clone(), kernel.closing.clone(), peer.out.clone());
-            let stored = subscription::Stored { conversation_id: row.id, head, committed, counted };
+            let stored = subscription::Stored { conversation_id: row.id, head, heard, counted };
             (subscription::start_stored(store, closing, stored, spec, out, start_rx), head)
         }
     };

@@ -18,6 +18,7 @@ use crate::images::ImageStore;
 use crate::mcp_client::McpClients;
 use crate::path_locks::PathLocks;
 use crate::questions::Questions;
+use crate::relay::RelayQueue;
 use crate::remote_watchers::RemoteWatchers;
 use crate::running_calls::RunningCalls;
 use crate::store::Store;
@@ -43,6 +44,8 @@ pub(crate) struct Kernel {
     pub stored_heads: StoredHeads,
     /// This kernel's watchers of conversations other kernels run, as told to them.
     pub remote_watchers: Arc<RemoteWatchers>,
+    /// Conversations run here with deltas for watchers on other kernels (`relay.rs`).
+    pub relay_queue: RelayQueue,
     pub questions: Questions,
     /// Write and edit calls to one path run one at a time, across conversations.
     pub path_locks: PathLocks,
@@ -78,6 +81,7 @@ impl Kernel {
             freed: FreedMemory::default(),
             loads: Default::default(),
             stored_heads: StoredHeads::default(),
+            relay_queue: RelayQueue::default(),
             questions: Questions::new(),
             path_locks: PathLocks::default(),
             direct_calls: RunningCalls::default(),
@@ -126,5 +130,9 @@ impl KernelSlot {
 impl EventStore for Kernel {
     fn event_store(&self) -> &dyn Store {
         &*self.store
+    }
+
+    fn deltas_waiting(&self, conversation_id: i64) {
+        self.relay_queue.push(conversation_id);
     }
 }

@@ -39,6 +39,7 @@ mod plan_tool;
 mod provider_env;
 mod questions;
 mod recovery;
+mod relay;
 mod remote_watchers;
 mod rules;
 mod running_calls;

@@ -67,6 +67,8 @@ pub(crate) fn find(kernel: &Arc<Kernel>, id: i64) -> Result<Option<Found>, Store
         Ok(conv) => conv,
         Err(live) => return Ok(Some(Found::Here(live))),
     };
+    // Whether frontends on other kernels watch it already (they get its deltas).
+    crate::elsewhere::refresh_watched(kernel, &conv);
     // What the former holder left unfinished ends before anything else runs here.
     for turn in interrupted {
         let turn_id = turn.turn_id;

@@ -1,7 +1,7 @@
-//! This kernel's frontends that watch conversations another kernel runs, interactively (they
-//! answer permission questions) or reading files (editors), as told to that kernel through the
-//! store: it asks them as it asks its own watchers. The counts are said when they change and
-//! renewed with the leases, so those of a kernel that died expire.
+//! This kernel's frontends that watch conversations another kernel runs, as told to that kernel
+//! through the store: it sends them its deltas, and asks those that watch interactively (they
+//! answer permission questions) or read files (editors) as it asks its own watchers. The counts
+//! are said when they change and renewed with the leases, so those of a kernel that died expire.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -25,21 +25,19 @@ impl RemoteWatchers {
     }
 
     /// Counts a watcher of a conversation run elsewhere, said in the store before this returns
-    /// (a question asked right after its watch is answered already sees it), for as long as the
-    /// guard lives. `None` when it neither answers questions nor reads files.
-    pub fn count(self: &Arc<Self>, conversation_id: i64, interactive: bool, reads_files: bool) -> Option<Counted> {
-        if !interactive && !reads_files {
-            return None;
-        }
-        let change = Watchers { interactive: u32::from(interactive), readers: u32::from(reads_files) };
+    /// (a question asked, or a turn started, right after its watch is answered already sees it),
+    /// for as long as the guard lives.
+    pub fn count(self: &Arc<Self>, conversation_id: i64, interactive: bool, reads_files: bool) -> Counted {
+        let change = Watchers { watching: 1, interactive: u32::from(interactive), readers: u32::from(reads_files) };
         {
             let mut counts = lock(&self.counts);
             let now = counts.entry(conversation_id).or_default();
+            now.watching += change.watching;
             now.interactive += change.interactive;
             now.readers += change.readers;
         }
         self.write(conversation_id);
-        Some(Counted { watchers: self.clone(), conversation_id, change })
+        Counted { watchers: self.clone(), conversation_id, change }
     }
 
     /// Says the conversation's counts as they are now.
@@ -74,6 +72,7 @@ impl Drop for Counted {
         {
             let mut counts = lock(&self.watchers.counts);
             if let Some(now) = counts.get_mut(&self.conversation_id) {
+                now.watching = now.watching.saturating_sub(self.change.watching);
                 now.interactive = now.interactive.saturating_sub(self.change.interactive);
                 now.readers = now.readers.saturating_sub(self.change.readers);
                 if now.is_empty() {

@@ -67,6 +67,7 @@ pub async fn run(mut config: KernelConfig) -> Result<(), KernelError> {
 
     let idle = tokio::spawn(watch_idleness(kernel.clone()));
     let cluster = tokio::spawn(crate::cluster::run(kernel.clone()));
+    let relay = tokio::spawn(crate::cluster::relay(kernel.clone()));
     let freed = tokio::spawn({
         let kernel = kernel.clone();
         async move { kernel.freed.run(&kernel.shutdown).await }
@@ -74,6 +75,7 @@ pub async fn run(mut config: KernelConfig) -> Result<(), KernelError> {
     let result = accept_loop(&kernel, &listener).await;
     idle.abort();
     cluster.abort();
+    relay.abort();
     freed.abort();
     drop(listener);
     let _ = fs::remove_file(&socket_path);

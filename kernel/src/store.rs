@@ -11,6 +11,7 @@
 
 mod forwarding;
 mod lease;
+mod live;
 mod postgres;
 mod postgres_connection;
 mod postgres_forwarding;
@@ -24,6 +25,7 @@ use std::sync::Arc;
 
 pub use forwarding::{Forwarding, OpenQuestion, QuestionKind, Watchers};
 pub use lease::{Claim, Lease, Leases, Notice, QueuedSubmit};
+pub use live::LiveBatch;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
@@ -108,6 +110,9 @@ pub struct Commit<'a> {
     /// The lease the committing kernel holds: refused (`Fenced`) once another kernel took the
     /// conversation over. `None` commits without the check (tests of the store alone).
     pub lease: Option<&'a Lease>,
+    /// Deltas published before the event and not yet told to the other kernels' watchers: told
+    /// with it (before it), so they hear every delta before the event that follows it.
+    pub live: &'a [(u64, String)],
 }
 
 /// A turn's new status, and the error that ended it.

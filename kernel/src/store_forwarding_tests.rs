@@ -49,12 +49,19 @@ pub(super) fn watchers_elsewhere_are_other_kernels_that_still_renew(store: &dyn 
     let conv = new_conv(store).id;
     let none = Watchers::default();
     assert_eq!(store.watchers_elsewhere(conv, "kernel-a").unwrap(), none);
-    let some = Watchers { interactive: 2, readers: 1 };
+    let some = Watchers { watching: 3, interactive: 2, readers: 1 };
     store.set_watchers(conv, "kernel-b", some, 600_000).unwrap();
-    store.set_watchers(conv, "kernel-c", Watchers { interactive: 1, readers: 0 }, 600_000).unwrap();
-    assert_eq!(store.watchers_elsewhere(conv, "kernel-a").unwrap(), Watchers { interactive: 3, readers: 1 });
+    let one = Watchers { watching: 1, interactive: 1, readers: 0 };
+    store.set_watchers(conv, "kernel-c", one, 600_000).unwrap();
+    let both = Watchers { watching: 4, interactive: 3, readers: 1 };
+    assert_eq!(store.watchers_elsewhere(conv, "kernel-a").unwrap(), both);
     // A kernel's own watchers are not elsewhere.
-    assert_eq!(store.watchers_elsewhere(conv, "kernel-b").unwrap(), Watchers { interactive: 1, readers: 0 });
+    assert_eq!(store.watchers_elsewhere(conv, "kernel-b").unwrap(), one);
+    // One that only watches (it neither answers nor reads) is counted too.
+    let watching = Watchers { watching: 1, ..Watchers::default() };
+    store.set_watchers(conv, "kernel-d", watching, 600_000).unwrap();
+    assert_eq!(store.watchers_elsewhere(conv, "kernel-a").unwrap().watching, 5);
+    store.set_watchers(conv, "kernel-d", none, 600_000).unwrap();
     // None removes what a kernel said.
     store.set_watchers(conv, "kernel-c", none, 600_000).unwrap();
     assert_eq!(store.watchers_elsewhere(conv, "kernel-a").unwrap(), some);

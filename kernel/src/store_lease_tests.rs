@@ -41,6 +41,7 @@ fn event(conversation_id: i64, seq: u64, lease: &Lease) -> Commit<'_> {
         entry: None,
         turn_status: None,
         lease: Some(lease),
+        live: &[],
     }
 }
 

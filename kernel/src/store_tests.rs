@@ -62,6 +62,7 @@ fn a_turn_status_is_committed_with_its_event_or_not_at_all(store: &dyn Store) {
         entry: None,
         turn_status: Some(TurnStatus { turn_id, status: "completed", error: None }),
         lease: None,
+        live: &[],
     };
     store.commit(&end(1)).unwrap();
     assert_eq!(store.turn_status(turn_id).unwrap().as_deref(), Some("completed"));
@@ -83,6 +84,7 @@ fn commits_store_events_and_entries_together_and_replay_in_order(store: &dyn Sto
             entry: Some((EntryKind::User, None, &msg)),
             turn_status: None,
             lease: None,
+            live: &[],
         })
         .unwrap();
     store
@@ -94,6 +96,7 @@ fn commits_store_events_and_entries_together_and_replay_in_order(store: &dyn Sto
             entry: None,
             turn_status: None,
             lease: None,
+            live: &[],
         })
         .unwrap();
     assert_eq!(store.head_seq(conv.id).unwrap(), 5);
@@ -115,6 +118,7 @@ fn commits_store_events_and_entries_together_and_replay_in_order(store: &dyn Sto
             entry: None,
             turn_status: None,
             lease: None,
+            live: &[],
         };
         store.commit(&commit).unwrap();
     }
@@ -133,6 +137,7 @@ fn commits_store_events_and_entries_together_and_replay_in_order(store: &dyn Sto
                 entry: None,
                 turn_status: None,
                 lease: None,
+                live: &[],
             })
             .is_err()
     );
@@ -152,6 +157,7 @@ fn fork_copies_history_up_to_a_seq(store: &dyn Store) {
                 entry: Some((EntryKind::User, None, &msg)),
                 turn_status: None,
                 lease: None,
+                live: &[],
             })
             .unwrap();
     }

@@ -26,6 +26,7 @@ fn started(store: &dyn Store, parent: i64, child: i64, seq: u64) {
         entry: None,
         turn_status: None,
         lease: None,
+        live: &[],
     };
     store.commit(&commit).unwrap();
 }

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::conversation::Conversation;
 use crate::feed::Take;
 use crate::outbox::Outbox;
-use crate::store::Store;
+use crate::store::{LiveBatch, Store};
 
 /// Events the kernel sends before an ack, by default.
 pub(crate) const DEFAULT_WINDOW: u64 = 1024;
@@ -105,18 +105,17 @@ pub(crate) struct Stored {
     pub conversation_id: i64,
     /// Its stored head when the watch began.
     pub head: u64,
-    /// Wakes when an event of it is committed (by any kernel).
-    pub committed: tokio::sync::watch::Receiver<u64>,
-    /// This watcher as told to the kernel that runs it (when it answers questions or reads
-    /// files), for as long as it watches.
-    pub counted: Option<crate::remote_watchers::Counted>,
+    /// What this kernel hears of it: commits, and the deltas its kernel tells.
+    pub heard: crate::heads::Heard,
+    /// This watcher as told to the kernel that runs it, for as long as it watches.
+    pub counted: crate::remote_watchers::Counted,
 }
 
-/// Starts a subscription to a conversation another kernel runs: it sends the stored events
-/// (deltas are not stored, so it gets the completed messages), reading the store again each
-/// time `committed` says an event was committed. The kernel that runs the turn asks it
-/// permission questions (stored events) when it is interactive (`counted`), and it answers them
-/// through this kernel (`elsewhere.rs`).
+/// Starts a subscription to a conversation another kernel runs: it sends the stored events,
+/// reading the store again each time an event was committed, and between them the deltas its
+/// kernel tells (that kernel sends them while it knows of watchers here: `counted`). The
+/// kernel that runs the turn asks it permission questions (stored events) when it is
+/// interactive, and it answers them through this kernel (`elsewhere.rs`).
 pub(crate) fn start_stored(
     store: Arc<dyn Store>,
     closing: CancellationToken,
@@ -125,12 +124,12 @@ pub(crate) fn start_stored(
     out: Outbox,
     start: oneshot::Receiver<()>,
 ) -> SubscriptionHandle {
-    let Stored { conversation_id, head, committed, counted } = stored;
+    let Stored { conversation_id, head, heard, counted } = stored;
     let (forwarder, mut handle) = Forwarder::new(store, closing, conversation_id, spec, out);
     handle.task = Some(tokio::spawn(async move {
         let _counted = counted;
         if start.await.is_ok() {
-            forwarder.run_stored(committed, head).await;
+            forwarder.run_stored(heard, head).await;
         }
     }));
     handle
@@ -230,22 +229,60 @@ impl Forwarder {
         Some(last_sent)
     }
 
-    /// A conversation run elsewhere: what is stored, then what is committed as it is.
-    async fn run_stored(self, mut committed: tokio::sync::watch::Receiver<u64>, head: u64) {
+    /// A conversation run elsewhere: what is stored, then what is committed as it is, with the
+    /// deltas told between. Each event goes out once and in seq order: a batch of deltas after
+    /// the stored events before it (committed before the deltas were told, so in the store), and
+    /// a delta heard after a later stored event was sent is dropped.
+    async fn run_stored(self, heard: crate::heads::Heard, head: u64) {
+        let crate::heads::Heard { mut committed, mut live } = heard;
         let Some(mut last_sent) = self.catch_up(self.spec.from_seq.unwrap_or(head), head).await else { return };
         last_sent = last_sent.max(head);
+        let mut look = true;
         loop {
-            // Seen before reading: a commit after the read wakes the wait below.
-            committed.borrow_and_update();
-            let Some(sent) = self.catch_up(last_sent, u64::MAX).await else { return };
-            last_sent = sent;
-            tokio::select! {
-                changed = committed.changed() => if changed.is_err() { return },
-                // A lost notice (the listening connection broke) delays an event, never loses it.
-                _ = tokio::time::sleep(STORED_POLL) => {}
-                _ = self.closing.cancelled() => return,
+            if look {
+                // Seen before reading: a commit after the read wakes the wait below.
+                committed.borrow_and_update();
+                // Deltas heard before that commit's notice go first.
+                while let Ok(batch) = live.try_recv() {
+                    let Some(sent) = self.send_live(&batch, last_sent).await else { return };
+                    last_sent = sent;
+                }
+                let Some(sent) = self.catch_up(last_sent, u64::MAX).await else { return };
+                last_sent = sent;
             }
+            look = tokio::select! {
+                batch = live.recv() => match batch {
+                    Ok(batch) => {
+                        let Some(sent) = self.send_live(&batch, last_sent).await else { return };
+                        last_sent = sent;
+                        false
+                    }
+                    // Deltas missed are missed; the completed messages are stored.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => false,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                },
+                changed = committed.changed() => if changed.is_err() { return } else { true },
+                // A lost notice (the listening connection broke) delays an event, never loses it.
+                _ = tokio::time::sleep(STORED_POLL) => true,
+                _ = self.closing.cancelled() => return,
+            };
         }
+    }
+
+    /// Sends a batch of deltas told by the kernel that runs the conversation, after the stored
+    /// events before it: the last seq sent, `None` when the connection or the store failed.
+    async fn send_live(&self, batch: &LiveBatch, mut last_sent: u64) -> Option<u64> {
+        // All older than what was sent: stale.
+        let Some(first) = batch.events.iter().map(|(seq, _)| *seq).find(|seq| *seq > last_sent) else {
+            return Some(last_sent);
+        };
+        if first > last_sent + 1 {
+            last_sent = self.catch_up(last_sent, first - 1).await?;
+        }
+        let events: Vec<(u64, &str)> =
+            batch.events.iter().filter(|(seq, _)| *seq > last_sent).map(|(seq, json)| (*seq, json.as_str())).collect();
+        let Some(&(last, _)) = events.last() else { return Some(last_sent) };
+        self.send(&events).await.then_some(last)
     }
 
     async fn run(self, conv: Arc<Conversation>, head: u64) {

@@ -54,6 +54,8 @@ pub(crate) async fn run(
     if !title.trim().is_empty() {
         let _ = kernel.store.set_title(cid, title.trim());
     }
+    // Watchers on other kernels said so in the store before their submits: its deltas reach them.
+    crate::elsewhere::refresh_watched(kernel, conv);
     conv.emit(kernel, Event::turn_started(cid, turn_id));
 
     let ended = match crate::backend_turn::backend_of(kernel, conv) {

@@ -1,9 +1,13 @@
 //! What a kernel that does not run a conversation passes to the one that does (its lease
 //! holder), through the database: a person's answers to the holder's questions, and which of
-//! its frontends watch the conversation (so the holder asks them as it asks its own). On SQLite
-//! one kernel holds the file and nobody calls these; the same rules keep one store suite.
+//! its frontends watch the conversation (so the holder asks them as it asks its own, and sends
+//! them its deltas). On SQLite one kernel holds the file and nobody calls these; the same rules
+//! keep one store suite.
+
+use std::sync::Arc;
 
 use super::StoreError;
+use super::live::LiveBatch;
 
 /// What kind of question is open: a permission question or a `ui_request`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,17 +45,18 @@ pub struct OpenQuestion {
     pub remote_may_allow: bool,
 }
 
-/// How many frontends watch a conversation interactively (they answer permission questions)
-/// and how many read files for it (editors with unsaved buffers).
+/// How many frontends watch a conversation, how many of them interactively (they answer
+/// permission questions) and how many read files for it (editors with unsaved buffers).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Watchers {
+    pub watching: u32,
     pub interactive: u32,
     pub readers: u32,
 }
 
 impl Watchers {
     pub fn is_empty(&self) -> bool {
-        self.interactive == 0 && self.readers == 0
+        self.watching == 0 && self.interactive == 0 && self.readers == 0
     }
 }
 
@@ -79,7 +84,7 @@ pub trait Forwarding {
     fn close_question(&self, request_id: &str) -> Result<(), StoreError>;
 
     /// Says how many of `kernel`'s frontends watch the conversation, for `ttl_ms` unless
-    /// renewed; none removes what it said.
+    /// renewed, and tells its holder (`Notice::Watchers`); none removes what it said.
     fn set_watchers(
         &self,
         conversation_id: i64,
@@ -96,4 +101,11 @@ pub trait Forwarding {
 
     /// Which of these conversations have a turn running, whichever kernel runs it.
     fn running(&self, conversation_ids: &[i64]) -> Result<Vec<i64>, StoreError>;
+
+    /// Tells the other kernels' watchers deltas of a conversation this kernel runs (in seq
+    /// order, after those told before); nobody hears them on SQLite.
+    fn tell_live(&self, conversation_id: i64, events: &[(u64, String)]) -> Result<(), StoreError>;
+
+    /// The deltas other kernels tell, as heard; `None` when nobody else can (SQLite).
+    fn live(&self) -> Option<tokio::sync::broadcast::Receiver<Arc<LiveBatch>>>;
 }

@@ -53,6 +53,8 @@ pub enum Notice {
     /// The conversation's settings (mode, model, effort) were changed in the store, by a
     /// frontend that is `remote` or not (its ceiling is the `max_mode` of `mode_changed`).
     Settings { conversation_id: i64, remote: bool },
+    /// Frontends of another kernel began or stopped watching the conversation.
+    Watchers { conversation_id: i64 },
     /// Notices may have been lost (the listening connection broke, or this kernel fell
     /// behind): look at everything again.
     Missed,
@@ -68,6 +70,7 @@ impl Notice {
             Notice::Answer { conversation_id } => format!("answer {conversation_id}"),
             Notice::Settings { conversation_id, remote: false } => format!("settings {conversation_id}"),
             Notice::Settings { conversation_id, remote: true } => format!("settings {conversation_id} remote"),
+            Notice::Watchers { conversation_id } => format!("watchers {conversation_id}"),
             Notice::Missed => "missed".into(),
         }
     }
@@ -84,6 +87,7 @@ impl Notice {
             "settings" => {
                 Some(Notice::Settings { conversation_id: conversation_id?, remote: words.next() == Some("remote") })
             }
+            "watchers" => Some(Notice::Watchers { conversation_id: conversation_id? }),
             "missed" => Some(Notice::Missed),
             _ => None,
         }

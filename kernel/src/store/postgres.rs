@@ -31,13 +31,15 @@ pub(super) const MIGRATIONS: &[(&str, &str)] = &[
     ("0005_leases", include_str!("../../migrations/postgres/0005_leases.sql")),
     ("0006_images", include_str!("../../migrations/postgres/0006_images.sql")),
     ("0007_forwarding", include_str!("../../migrations/postgres/0007_forwarding.sql")),
+    ("0008_cluster_relay", include_str!("../../migrations/postgres/0008_cluster_relay.sql")),
 ];
 
 /// The advisory lock kernels take while migrating, so two starting at once migrate in turn.
 const MIGRATION_LOCK: i64 = 0x7375_7065_7270_6900; // "superpi\0"
 
 const INSERT_EVENT: &str = "INSERT INTO events (conversation_id, seq, type, wire) VALUES ($1, $2, $3, $4)";
-const NOTIFY: &str = "SELECT pg_notify('superpi', $1)";
+/// Notifications in the order of the array (a function scan reads it in order).
+pub(super) const NOTIFY_ALL: &str = "SELECT pg_notify('superpi', p) FROM unnest($1::TEXT[]) AS p";
 const INSERT_ENTRY: &str = "INSERT INTO entries (conversation_id, seq, kind, turn_id, message, created_at_ms)
                             VALUES ($1, $2, $3, $4, $5, $6)";
 const TOUCH_CONVERSATION: &str = "UPDATE conversations SET updated_at_ms = $2 WHERE id = $1";
@@ -72,6 +74,8 @@ pub struct PostgresStore {
     next: AtomicUsize,
     /// What the listening connection hears from other kernels (`store/postgres_leases.rs`).
     pub(super) notices: tokio::sync::broadcast::Sender<Notice>,
+    /// The deltas it hears (`store/live.rs`).
+    pub(super) live: tokio::sync::broadcast::Sender<std::sync::Arc<super::LiveBatch>>,
 }
 
 impl PostgresStore {
@@ -88,8 +92,10 @@ impl PostgresStore {
             pool.push(Mutex::new(Connection::new(driver.connect(&config)?)));
         }
         let (notices, _) = tokio::sync::broadcast::channel(super::postgres_leases::NOTICE_BACKLOG);
-        driver.handle.spawn(super::postgres_leases::listen(config.clone(), notices.clone()));
-        Ok(PostgresStore { config, driver, pool, next: AtomicUsize::new(0), notices })
+        let (live, _) = tokio::sync::broadcast::channel(super::postgres_leases::NOTICE_BACKLOG);
+        let heard = super::postgres_leases::Heard { notices: notices.clone(), live: live.clone() };
+        driver.handle.spawn(super::postgres_leases::listen(config.clone(), heard));
+        Ok(PostgresStore { config, driver, pool, next: AtomicUsize::new(0), notices, live })
     }
 
     /// A free connection (else the next in turn, once free), opened again when it broke.
@@ -309,14 +315,16 @@ impl Store for PostgresStore {
             None => None,
         };
         let seq = bigint(c.seq);
-        // Watchers on other kernels read it from the store when they hear of it.
-        let notice = Notice::Event { conversation_id: c.conversation_id, seq: c.seq }.payload();
+        // Watchers on other kernels read it from the store when they hear of it, after the
+        // deltas before it.
+        let mut notices = super::live::payloads(c.conversation_id, c.live);
+        notices.push(Notice::Event { conversation_id: c.conversation_id, seq: c.seq }.payload());
         let now = now_ms();
         let mut conn = self.client()?;
         wait(async {
             let check = conn.prepared(super::postgres_leases::LEASE_CHECK).await?;
             let insert_event = conn.prepared(INSERT_EVENT).await?;
-            let notify = conn.prepared(NOTIFY).await?;
+            let notify = conn.prepared(NOTIFY_ALL).await?;
             let insert_entry = conn.prepared(INSERT_ENTRY).await?;
             let touch = conn.prepared(TOUCH_CONVERSATION).await?;
             let set_status = conn.prepared(SET_TURN_STATUS).await?;
@@ -333,7 +341,7 @@ impl Store for PostgresStore {
                 }
             };
             let event = async { tx.execute(&insert_event, &[&c.conversation_id, &seq, &c.event_type, &c.wire]).await };
-            let notified = async { tx.execute(&notify, &[&notice]).await };
+            let notified = async { tx.execute(&notify, &[&notices]).await };
             let entry = async {
                 match &entry {
                     Some((kind, turn_id, json)) => {

@@ -2,10 +2,13 @@
 //! told to the holder through NOTIFY in the statement that stores it. Times are the server's
 //! clock, like the leases'.
 
+use std::sync::Arc;
+
 use tokio_postgres::Row;
 
 use super::StoreError;
 use super::forwarding::{Forwarding, OpenQuestion, QuestionKind, Watchers};
+use super::live::{self, LiveBatch};
 use super::postgres::PostgresStore;
 use super::postgres_connection::wait;
 use super::postgres_leases::NOW_MS;
@@ -98,20 +101,36 @@ impl Forwarding for PostgresStore {
     ) -> Result<(), StoreError> {
         let client = self.client()?;
         if watchers.is_empty() {
+            let notice = super::Notice::Watchers { conversation_id }.payload();
             wait(client.execute(
-                "DELETE FROM remote_watchers WHERE conversation_id = $1 AND kernel = $2",
-                &[&conversation_id, &kernel],
+                "WITH gone AS (DELETE FROM remote_watchers WHERE conversation_id = $1 AND kernel = $2 RETURNING 1)
+                 SELECT pg_notify('superpi', $3) FROM gone",
+                &[&conversation_id, &kernel, &notice],
             ))?;
             return Ok(());
         }
+        // Its holder is told in the same statement: it sends its deltas while anyone watches.
+        let notice = super::Notice::Watchers { conversation_id }.payload();
         wait(client.execute(
             &format!(
-                "INSERT INTO remote_watchers (conversation_id, kernel, interactive, readers, expires_at_ms)
-                 VALUES ($1, $2, $3, $4, {NOW_MS} + $5)
-                 ON CONFLICT (conversation_id, kernel) DO UPDATE SET interactive = excluded.interactive,
-                     readers = excluded.readers, expires_at_ms = excluded.expires_at_ms"
+                "WITH said AS (
+                     INSERT INTO remote_watchers (conversation_id, kernel, watching, interactive, readers, expires_at_ms)
+                     VALUES ($1, $2, $3, $4, $5, {NOW_MS} + $6)
+                     ON CONFLICT (conversation_id, kernel) DO UPDATE SET watching = excluded.watching,
+                         interactive = excluded.interactive, readers = excluded.readers,
+                         expires_at_ms = excluded.expires_at_ms
+                     RETURNING 1)
+                 SELECT pg_notify('superpi', $7) FROM said"
             ),
-            &[&conversation_id, &kernel, &i64::from(watchers.interactive), &i64::from(watchers.readers), &ttl_ms],
+            &[
+                &conversation_id,
+                &kernel,
+                &i64::from(watchers.watching),
+                &i64::from(watchers.interactive),
+                &i64::from(watchers.readers),
+                &ttl_ms,
+                &notice,
+            ],
         ))?;
         Ok(())
     }
@@ -129,12 +148,17 @@ impl Forwarding for PostgresStore {
         let client = self.client()?;
         let row = wait(client.query_one(
             &format!(
-                "SELECT COALESCE(SUM(interactive), 0)::BIGINT, COALESCE(SUM(readers), 0)::BIGINT FROM remote_watchers
-                 WHERE conversation_id = $1 AND kernel <> $2 AND expires_at_ms > {NOW_MS}"
+                "SELECT COALESCE(SUM(watching), 0)::BIGINT, COALESCE(SUM(interactive), 0)::BIGINT,
+                        COALESCE(SUM(readers), 0)::BIGINT
+                 FROM remote_watchers WHERE conversation_id = $1 AND kernel <> $2 AND expires_at_ms > {NOW_MS}"
             ),
             &[&conversation_id, &kernel],
         ))?;
-        Ok(Watchers { interactive: count(row.try_get(0)?), readers: count(row.try_get(1)?) })
+        Ok(Watchers {
+            watching: count(row.try_get(0)?),
+            interactive: count(row.try_get(1)?),
+            readers: count(row.try_get(2)?),
+        })
     }
 
     fn running(&self, conversation_ids: &[i64]) -> Result<Vec<i64>, StoreError> {
@@ -148,5 +172,22 @@ impl Forwarding for PostgresStore {
             &[&conversation_ids],
         ))?;
         rows.iter().map(|row| Ok(row.try_get(0)?)).collect()
+    }
+
+    fn tell_live(&self, conversation_id: i64, events: &[(u64, String)]) -> Result<(), StoreError> {
+        let payloads = live::payloads(conversation_id, events);
+        if payloads.is_empty() {
+            return Ok(());
+        }
+        let mut client = self.client()?;
+        wait(async {
+            let notify = client.prepared(super::postgres::NOTIFY_ALL).await?;
+            client.execute(&notify, &[&payloads]).await?;
+            Ok(())
+        })
+    }
+
+    fn live(&self) -> Option<tokio::sync::broadcast::Receiver<Arc<LiveBatch>>> {
+        Some(self.live.subscribe())
     }
 }

@@ -215,21 +215,28 @@ impl Leases for PostgresStore {
 /// How long the listener waits before connecting again after its connection broke.
 const LISTEN_RETRY: Duration = Duration::from_secs(1);
 
+/// Where the listening connection puts what it hears: notices, and deltas (in the order heard:
+/// a reader takes the deltas first when both have some).
+pub(super) struct Heard {
+    pub notices: broadcast::Sender<Notice>,
+    pub live: broadcast::Sender<std::sync::Arc<super::LiveBatch>>,
+}
+
 /// The listening connection, for the store's life (a task on the store's thread, which ends
 /// with the store): heard notices go to `notices`, and after each (re)connection `Missed`.
-pub(super) async fn listen(config: Config, notices: broadcast::Sender<Notice>) {
+pub(super) async fn listen(config: Config, heard: Heard) {
     loop {
         let ended = if config.get_ssl_mode() == SslMode::Require {
             match tls() {
                 Ok(tls) => match config.connect(tls).await {
-                    Ok((client, connection)) => listen_on(client, connection, &notices).await,
+                    Ok((client, connection)) => listen_on(client, connection, &heard).await,
                     Err(err) => Err(err.into()),
                 },
                 Err(err) => Err(err),
             }
         } else {
             match config.connect(NoTls).await {
-                Ok((client, connection)) => listen_on(client, connection, &notices).await,
+                Ok((client, connection)) => listen_on(client, connection, &heard).await,
                 Err(err) => Err(err.into()),
             }
         };
@@ -241,22 +248,24 @@ pub(super) async fn listen(config: Config, notices: broadcast::Sender<Notice>) {
 }
 
 /// Listens on one connection until it ends.
-async fn listen_on<S, T>(
-    client: Client,
-    mut connection: Connection<S, T>,
-    notices: &broadcast::Sender<Notice>,
-) -> Result<(), StoreError>
+async fn listen_on<S, T>(client: Client, mut connection: Connection<S, T>, heard: &Heard) -> Result<(), StoreError>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let heard = notices.clone();
+    let (notices, live) = (heard.notices.clone(), heard.live.clone());
+    let mut assembler = super::live::Assembler::default();
     let messages = tokio::spawn(futures::future::poll_fn(move |cx| {
         loop {
             match connection.poll_message(cx) {
                 Poll::Ready(Some(Ok(AsyncMessage::Notification(n)))) => {
-                    if let Some(notice) = Notice::parse(n.payload()) {
-                        let _ = heard.send(notice);
+                    let payload = n.payload();
+                    if super::live::is_live(payload) {
+                        if let Some(batch) = assembler.heard(payload) {
+                            let _ = live.send(std::sync::Arc::new(batch));
+                        }
+                    } else if let Some(notice) = Notice::parse(payload) {
+                        let _ = notices.send(notice);
                     }
                 }
                 Poll::Ready(Some(Ok(_))) => {}
@@ -268,7 +277,7 @@ where
     }));
     client.batch_execute("LISTEN superpi").await?;
     // What was said before this connection listened is lost: everyone looks again.
-    let _ = notices.send(Notice::Missed);
+    let _ = heard.notices.send(Notice::Missed);
     let ended = messages.await.map_err(|e| StoreError::Postgres(format!("the listening connection: {e}")))?;
     drop(client);
     ended

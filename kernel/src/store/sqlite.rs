@@ -22,6 +22,7 @@ pub(super) const MIGRATIONS: &[(&str, &str)] = &[
     ("0005_leases", include_str!("../../migrations/0005_leases.sql")),
     ("0006_images", include_str!("../../migrations/0006_images.sql")),
     ("0007_forwarding", include_str!("../../migrations/0007_forwarding.sql")),
+    ("0008_cluster_relay", include_str!("../../migrations/0008_cluster_relay.sql")),
 ];
 
 pub struct SqliteStore {

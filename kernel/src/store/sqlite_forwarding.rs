@@ -1,11 +1,14 @@
 //! Forwarding on SQLite: the same tables and rules as PostgreSQL's, so the store suite is one
 //! for both engines; the file is one kernel's, so nobody else reads them and nobody is told.
 
+use std::sync::Arc;
+
 use rusqlite::{OptionalExtension, params};
 use superpi_proto::event::now_ms;
 
 use super::StoreError;
 use super::forwarding::{Forwarding, OpenQuestion, QuestionKind, Watchers};
+use super::live::LiveBatch;
 use super::sqlite::SqliteStore;
 
 fn count(n: i64) -> u32 {
@@ -95,11 +98,19 @@ impl Forwarding for SqliteStore {
             return Ok(());
         }
         conn.execute(
-            "INSERT INTO remote_watchers (conversation_id, kernel, interactive, readers, expires_at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT (conversation_id, kernel) DO UPDATE SET interactive = excluded.interactive,
-                 readers = excluded.readers, expires_at_ms = excluded.expires_at_ms",
-            params![conversation_id, kernel, watchers.interactive, watchers.readers, now_ms().saturating_add(ttl_ms)],
+            "INSERT INTO remote_watchers (conversation_id, kernel, watching, interactive, readers, expires_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT (conversation_id, kernel) DO UPDATE SET watching = excluded.watching,
+                 interactive = excluded.interactive, readers = excluded.readers,
+                 expires_at_ms = excluded.expires_at_ms",
+            params![
+                conversation_id,
+                kernel,
+                watchers.watching,
+                watchers.interactive,
+                watchers.readers,
+                now_ms().saturating_add(ttl_ms)
+            ],
         )?;
         Ok(())
     }
@@ -113,13 +124,13 @@ impl Forwarding for SqliteStore {
     }
 
     fn watchers_elsewhere(&self, conversation_id: i64, kernel: &str) -> Result<Watchers, StoreError> {
-        let (interactive, readers): (i64, i64) = self.conn().query_row(
-            "SELECT COALESCE(SUM(interactive), 0), COALESCE(SUM(readers), 0) FROM remote_watchers
-             WHERE conversation_id = ?1 AND kernel <> ?2 AND expires_at_ms > ?3",
+        let (watching, interactive, readers): (i64, i64, i64) = self.conn().query_row(
+            "SELECT COALESCE(SUM(watching), 0), COALESCE(SUM(interactive), 0), COALESCE(SUM(readers), 0)
+             FROM remote_watchers WHERE conversation_id = ?1 AND kernel <> ?2 AND expires_at_ms > ?3",
             params![conversation_id, kernel, now_ms()],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;
-        Ok(Watchers { interactive: count(interactive), readers: count(readers) })
+        Ok(Watchers { watching: count(watching), interactive: count(interactive), readers: count(readers) })
     }
 
     fn running(&self, conversation_ids: &[i64]) -> Result<Vec<i64>, StoreError> {
@@ -135,5 +146,13 @@ impl Forwarding for SqliteStore {
         running.sort_unstable();
         running.dedup();
         Ok(running)
+    }
+
+    fn tell_live(&self, _conversation_id: i64, _events: &[(u64, String)]) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    fn live(&self) -> Option<tokio::sync::broadcast::Receiver<Arc<LiveBatch>>> {
+        None
     }
 }
