@@ -53,6 +53,9 @@ impl Catalog {
             .with_command_runner(runner);
         let registry = config.tools.clone();
         let backend_sessions = superpi_backends::Sessions::new(&config.data_dir);
+        let opencode_idle_stop = harnesses
+            .opencode_idle_stop_secs()
+            .map_or(superpi_backends::opencode_server::IDLE_STOP, std::time::Duration::from_secs);
         // superpi's own directories, protected from every tool wherever they are (canonical,
         // as the sandbox compares what a tool touches through symlinks).
         let private_dirs = [&config.config_dir, &config.data_dir, &config.runtime_dir]
@@ -69,7 +72,7 @@ impl Catalog {
             registry,
             backends,
             backend_sessions,
-            opencode: superpi_backends::Servers::default(),
+            opencode: superpi_backends::Servers::new(opencode_idle_stop),
         })
     }
 

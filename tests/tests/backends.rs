@@ -484,3 +484,69 @@ async fn opencode_runs_a_command_turn_through_superpi_run_continues_after_a_rest
     assert!(last.contains("nobody to ask"), "the model hears why: {last}");
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
 }
+
+/// The processes of the kernel's OpenCode server: those whose home is OpenCode's state
+/// directory under this test's data directory.
+fn opencode_processes(env: &TestEnv) -> Vec<i32> {
+    let home = format!("HOME={}", env.locations.data_dir.join("backends/opencode/home").display());
+    let pids = std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok());
+    pids.filter(|pid| {
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        environ.split(|b| *b == 0).any(|var| var == home.as_bytes()) && !superpi_tests::is_zombie(*pid)
+    })
+    .collect()
+}
+
+/// The real OpenCode's server dies mid-turn (killed while the model request is in flight):
+/// the turn ends with `turn_error` after a notice saying so, and the next prompt starts a new
+/// server, which continues the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencodes_server_dying_mid_turn_fails_the_turn_and_the_next_prompt_starts_another() {
+    let Some(program) = real(BackendKind::Opencode) else { return };
+    let env = TestEnv::new();
+    name_backend(&env, BackendKind::Opencode, &program);
+    let held = superpi_providers::testing::Reply { hold: true, ..superpi_providers::testing::Reply::stream(b"", 1) };
+    let fake = OpenAiFake::start(vec![Answer::Reply(held), Answer::text("back again")]).await.unwrap();
+    let mut start = env.command(&["harnesses"]);
+    start.envs(fake.env());
+    assert!(start.output().unwrap().status.success());
+    let client = KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let params = OpenParams {
+        harness: Some("opencode".into()),
+        workspace: Some(env.workspace.display().to_string()),
+        model: Some("openai/fake-model".into()),
+        mode: Some("auto".into()),
+        ..Default::default()
+    };
+    let cid = client.open(params).await.unwrap().conversation_id;
+    let mut sub = client.watch(WatchParams::live(cid)).await.unwrap();
+    let turn_id = client.submit_text(cid, "wait").await.unwrap().turn_id;
+    assert!(fake.wait_for_requests(1, Duration::from_secs(120)).await, "OpenCode asked the model");
+    let killed = opencode_processes(&env);
+    assert!(!killed.is_empty(), "OpenCode's server runs");
+    for pid in &killed {
+        assert!(std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap().success());
+    }
+    let events = turn_events(&mut sub, turn_id).await;
+    let notice = events.iter().find_map(|e| match &e.body {
+        EventBody::Notice { level, message } if level == "error" => Some(message.clone()),
+        _ => None,
+    });
+    let notice = notice.unwrap_or_else(|| panic!("no notice in {events:?}"));
+    assert!(
+        notice.contains("OpenCode's server stopped") && notice.contains("The next prompt starts it again"),
+        "{notice}"
+    );
+    assert!(matches!(events.last().map(|e| &e.body), Some(EventBody::TurnError { .. })), "{events:?}");
+
+    let turn_id = client.submit_text(cid, "again").await.unwrap().turn_id;
+    assert!(fake.wait_for_requests(2, Duration::from_secs(120)).await, "a new server asked the model");
+    let events = turn_events(&mut sub, turn_id).await;
+    let Some(EventBody::TurnCompleted { result, .. }) = events.last().map(|e| &e.body) else { panic!("{events:?}") };
+    assert_eq!(result.as_deref(), Some("back again"));
+    let now = opencode_processes(&env);
+    assert!(!now.is_empty() && now.iter().all(|pid| !killed.contains(pid)), "{now:?} after {killed:?}");
+    let last = fake.accepted().pop().unwrap().to_string();
+    assert!(last.contains("wait") && last.contains("again"), "the session went on: {last}");
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+}

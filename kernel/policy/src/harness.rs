@@ -188,12 +188,15 @@ pub struct Harnesses {
     list: Vec<Harness>,
     /// Programs the file names for backends (`[backends.ID] program`).
     backend_programs: BTreeMap<BackendKind, PathBuf>,
+    /// How long OpenCode's kept server may idle before it is stopped
+    /// (`[backends.opencode] idle_stop_secs`; `None`: the default).
+    opencode_idle_stop: Option<u64>,
 }
 
 impl Harnesses {
     /// Only the built-in harnesses, over the tools `available`.
     pub fn builtin(available: &[ToolDef]) -> Self {
-        Harnesses { list: builtins(available), backend_programs: BTreeMap::new() }
+        Harnesses { list: builtins(available), backend_programs: BTreeMap::new(), opencode_idle_stop: None }
     }
 
     /// The built-ins plus `CONFIG_DIR/harnesses.toml` when it exists.
@@ -212,7 +215,19 @@ impl Harnesses {
         let mut harnesses = Self::builtin(available);
         let file = parse_file(text, path)?;
         for (kind, entry) in file.backends {
-            harnesses.backend_programs.insert(kind, entry.program);
+            if let Some(secs) = entry.idle_stop_secs {
+                if kind != BackendKind::Opencode {
+                    return Err(ConfigError::invalid(
+                        path,
+                        format!("backends.{kind}.idle_stop_secs"),
+                        "only OpenCode's server is kept between turns; the other backends run a process per turn",
+                    ));
+                }
+                harnesses.opencode_idle_stop = Some(secs);
+            }
+            if let Some(program) = entry.program {
+                harnesses.backend_programs.insert(kind, program);
+            }
         }
         for (id, entry) in file.harnesses {
             let key = format!("harnesses.{id}");
@@ -248,6 +263,12 @@ impl Harnesses {
     /// The program the harness file names for a backend, if it names one.
     pub fn backend_program(&self, kind: BackendKind) -> Option<&Path> {
         self.backend_programs.get(&kind).map(PathBuf::as_path)
+    }
+
+    /// The seconds OpenCode's kept server may idle before it is stopped, when the harness
+    /// file says (`0`: never).
+    pub fn opencode_idle_stop_secs(&self) -> Option<u64> {
+        self.opencode_idle_stop
     }
 
     /// The harness with this id. A short id without the `superpi-` prefix works too
@@ -298,11 +319,13 @@ struct HarnessFile {
     backends: BTreeMap<BackendKind, BackendEntry>,
 }
 
-/// `[backends.ID]`: where a backend's program is, when it is not on PATH.
+/// `[backends.ID]`: where a backend's program is, when it is not on PATH, and (OpenCode's)
+/// how long its kept server may idle.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct BackendEntry {
-    program: PathBuf,
+    program: Option<PathBuf>,
+    idle_stop_secs: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]

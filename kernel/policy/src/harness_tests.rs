@@ -258,4 +258,15 @@ fn backend_harnesses_are_checked() {
     assert!(err("[harnesses.x]\nbackend = \"aider\"\ntools = []\n").contains("harnesses.x.backend"));
     let e = err("[backends.codex]\nprogram = \"/x\"\nargs = []\n");
     assert!(e.contains("unknown field `args`"), "{e}");
+    assert_eq!(
+        err("[backends.codex]\nidle_stop_secs = 5\n"),
+        "/cfg/harnesses.toml: key `backends.codex.idle_stop_secs`: only OpenCode's server is kept between turns; the other backends run a process per turn"
+    );
+}
+
+#[test]
+fn opencodes_idle_stop_is_read_without_a_program() {
+    let hs = file("[backends.opencode]\nidle_stop_secs = 5\n").unwrap();
+    assert_eq!((hs.opencode_idle_stop_secs(), hs.backend_program(BackendKind::Opencode)), (Some(5), None));
+    assert_eq!(file("").unwrap().opencode_idle_stop_secs(), None);
 }

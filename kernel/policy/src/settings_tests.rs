@@ -272,11 +272,12 @@ fn settings_md_examples_parse() {
     let tightened = d.tightened_by_workspace_file(&json[1], Path::new("SETTINGS.md")).unwrap();
     assert_eq!(tightened.network.policy, NetworkPolicy::Deny);
     let toml = blocks("toml");
-    assert_eq!(toml.len(), 1);
-    let hs =
-        crate::harness::Harnesses::with_file(&toml[0], Path::new("SETTINGS.md"), &crate::test_tools::builtin_tools())
-            .unwrap();
+    assert_eq!(toml.len(), 2);
+    let tools = crate::test_tools::builtin_tools();
+    let hs = crate::harness::Harnesses::with_file(&toml[0], Path::new("SETTINGS.md"), &tools).unwrap();
     assert_eq!(hs.get("reviewer").unwrap().max_mode, Mode::AcceptEdits);
+    let backends = crate::harness::Harnesses::with_file(&toml[1], Path::new("SETTINGS.md"), &tools).unwrap();
+    assert_eq!(backends.opencode_idle_stop_secs(), Some(600));
 }
 
 #[test]

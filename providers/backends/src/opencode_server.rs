@@ -1,29 +1,35 @@
 //! OpenCode's server, kept: one `opencode serve` per workspace and configuration, started
 //! through the sandbox on the first turn that needs it (confined to that workspace, its home
 //! writable) and reused by every later turn; a server that stopped is started again by the
-//! next turn. Its bus (`GET /event`) is read by one task that hands each event to the turn of
-//! the session it is about (and of the sessions that session started: subagents). A turn
-//! creates or reuses its conversation's session, sends the prompt and translates what comes
-//! until the session is idle; dropping the turn aborts the session's work.
+//! next turn. A server with no turn for its idle period is stopped (started again by the next
+//! turn), and one whose configuration (model, key) was replaced by a newer server of the same
+//! workspace is stopped once its last turn ends. Its bus (`GET /event`) is read by one task
+//! that hands each event to the turn of the session it is about (and of the sessions that
+//! session started: subagents). A turn creates or reuses its conversation's session, sends the
+//! prompt and translates what comes until the session is idle; dropping the turn aborts the
+//! session's work.
 //!
 //! The server listens on 127.0.0.1 with a random password (HTTP basic auth), so another user
 //! of the machine cannot drive it.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use superpi_providers::sse::{SseDecoder, SseEvent};
 use superpi_sandbox::{Sandbox, ServerHandle, ServerSpec};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
-use tokio::net::unix::pipe;
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{OnceCell, mpsc, oneshot};
 
 use crate::driver::{RunningTurn, TurnInput, TurnSpec};
 use crate::event::{Approval, ApprovalRequest, BackendEvent};
 use crate::opencode::{self, Endpoint};
+
+#[path = "opencode_server_io.rs"]
+mod io;
+use io::{drain, keep_tail, password, read_bus, stopped};
 
 /// How long a server may take to say it listens (about 20 s offline on a quiet machine).
 const START_TIMEOUT: Duration = Duration::from_secs(180);
@@ -33,6 +39,9 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 const STDERR_END_WAIT: Duration = Duration::from_secs(2);
 /// The most stderr kept for the notice of a server that stopped.
 const STDERR_TAIL: usize = 4096;
+/// How long a server may have no turn before it is stopped, unless configured (as long as an
+/// external MCP server's default).
+pub const IDLE_STOP: Duration = Duration::from_secs(600);
 
 /// What makes two turns able to share a server: the program, the workspace it is confined
 /// to, and everything it was started with.
@@ -45,25 +54,45 @@ struct Key {
     confined: bool,
 }
 
+type Cells = Mutex<HashMap<Key, Arc<OnceCell<Arc<Server>>>>>;
+
 /// The kernel's OpenCode servers.
-#[derive(Default)]
 pub struct Servers {
     /// One cell per key: the turns that need the same server wait for one start.
-    running: Mutex<HashMap<Key, Arc<OnceCell<Arc<Server>>>>>,
+    running: Arc<Cells>,
     /// How many servers were started.
-    started: std::sync::atomic::AtomicUsize,
+    started: AtomicUsize,
+    /// How long a server may have no turn before it is stopped (zero: never).
+    idle_stop: Duration,
+}
+
+impl Default for Servers {
+    fn default() -> Self {
+        Servers::new(IDLE_STOP)
+    }
 }
 
 impl Servers {
-    /// How many servers this kernel started (each is kept and reused).
+    /// Servers stopped after `idle_stop` without a turn (zero: kept while the kernel runs).
+    pub fn new(idle_stop: Duration) -> Self {
+        Servers { running: Arc::default(), started: AtomicUsize::new(0), idle_stop }
+    }
+
+    /// How many servers this kernel started.
     pub fn started(&self) -> usize {
-        self.started.load(std::sync::atomic::Ordering::Relaxed)
+        self.started.load(Ordering::Relaxed)
+    }
+
+    /// The process ids of the servers kept now.
+    pub fn pids(&self) -> Vec<i32> {
+        let cells: Vec<_> = lock(&self.running).values().cloned().collect();
+        cells.iter().filter_map(|cell| cell.get()).map(|server| server.handle.pid()).collect()
     }
 }
 
 impl std::fmt::Debug for Servers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Servers").finish_non_exhaustive()
+        f.debug_struct("Servers").field("idle_stop", &self.idle_stop).finish_non_exhaustive()
     }
 }
 
@@ -74,8 +103,17 @@ struct Server {
     http: reqwest::Client,
     /// The turn each session's events go to (shared with the bus reader).
     routes: Arc<Mutex<Routes>>,
+    /// Its turns now, and since when it has none.
+    activity: Mutex<Activity>,
+    /// A newer server of the same workspace took its place: it stops with its last turn.
+    superseded: AtomicBool,
     /// Kept until the server is dropped: dropping it kills the server's group.
-    _handle: ServerHandle,
+    handle: ServerHandle,
+}
+
+struct Activity {
+    turns: usize,
+    idle_since: Instant,
 }
 
 #[derive(Default)]
@@ -85,11 +123,70 @@ struct Routes {
     stopped: Option<String>,
 }
 
+/// A turn's hold on its server: while any is held the server is busy; the last one dropped
+/// starts its idle period (or stops a superseded server at once).
+struct Busy {
+    server: Arc<Server>,
+    key: Key,
+    cells: Weak<Cells>,
+    idle_stop: Duration,
+}
+
+impl Busy {
+    fn new(servers: &Servers, key: Key, server: Arc<Server>) -> Busy {
+        lock(&server.activity).turns += 1;
+        Busy { server, key, cells: Arc::downgrade(&servers.running), idle_stop: servers.idle_stop }
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        {
+            let mut activity = lock(&self.server.activity);
+            activity.turns = activity.turns.saturating_sub(1);
+            if activity.turns > 0 {
+                return;
+            }
+            activity.idle_since = Instant::now();
+        }
+        if self.server.superseded.load(Ordering::Acquire) {
+            stop_if_idle(&self.cells, &self.key, &self.server, Duration::ZERO);
+            return;
+        }
+        if self.idle_stop.is_zero() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let (cells, key, server, idle_stop) =
+            (self.cells.clone(), self.key.clone(), Arc::downgrade(&self.server), self.idle_stop);
+        runtime.spawn(async move {
+            tokio::time::sleep(idle_stop).await;
+            if let Some(server) = server.upgrade() {
+                stop_if_idle(&cells, &key, &server, idle_stop);
+            }
+        });
+    }
+}
+
+/// Forgets `server` (the last reference dropped kills it) when it still serves `key` and has
+/// had no turn for `idle`.
+fn stop_if_idle(cells: &Weak<Cells>, key: &Key, server: &Arc<Server>, idle: Duration) {
+    let Some(cells) = cells.upgrade() else { return };
+    let mut cells = lock(&cells);
+    let current = cells.get(key).and_then(|cell| cell.get()).is_some_and(|kept| Arc::ptr_eq(kept, server));
+    let activity = lock(&server.activity);
+    if current && activity.turns == 0 && activity.idle_since.elapsed() >= idle {
+        tracing::info!(workspace = %key.workspace.display(), pid = server.handle.pid(), "OpenCode's server stopped: no turn for {} s", idle.as_secs());
+        cells.remove(key);
+    }
+}
+
 impl Servers {
     /// Runs one turn on the server for `spec`'s workspace, starting it when needed.
     pub async fn start(&self, sandbox: &Sandbox, spec: TurnSpec) -> Result<RunningTurn, String> {
         let endpoint = spec.endpoint.clone();
-        let server = self.server(sandbox, &spec, endpoint.as_ref()).await?;
+        let busy = self.server(sandbox, &spec, endpoint.as_ref()).await?;
+        let server = busy.server.clone();
         let session = server.session(&spec).await.map_err(|err| format!("OpenCode: {err}"))?;
         let bus = server.subscribe(&session.id)?;
         let (tx, events) = mpsc::channel(256);
@@ -105,16 +202,12 @@ impl Servers {
             return Err(format!("OpenCode refused the prompt: {err}"));
         }
         let (replies_tx, replies) = mpsc::channel(16);
-        tokio::spawn(turn(server, session.id, bus, replies, tx, stop));
+        tokio::spawn(turn(busy, session.id, bus, replies, tx, stop));
         Ok(RunningTurn::new(spec.kind, events, TurnInput::Replies(replies_tx), stop_tx))
     }
 
-    async fn server(
-        &self,
-        sandbox: &Sandbox,
-        spec: &TurnSpec,
-        endpoint: Option<&Endpoint>,
-    ) -> Result<Arc<Server>, String> {
+    /// The server for `spec`, held for a turn.
+    async fn server(&self, sandbox: &Sandbox, spec: &TurnSpec, endpoint: Option<&Endpoint>) -> Result<Busy, String> {
         let config = opencode::config(endpoint).to_string();
         let mut env = spec.env.clone();
         if let Some(key) = endpoint.and_then(|e| e.api_key.clone()) {
@@ -139,11 +232,31 @@ impl Servers {
         let server = cell
             .get_or_try_init(|| async {
                 let server = Server::start(sandbox, spec, &key).await?;
-                self.started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.started.fetch_add(1, Ordering::Relaxed);
                 Ok::<_, String>(Arc::new(server))
             })
             .await?;
-        Ok(server.clone())
+        let busy = Busy::new(self, key.clone(), server.clone());
+        // The server of this turn's configuration is the workspace's current one again.
+        server.superseded.store(false, Ordering::Release);
+        self.supersede(&key);
+        Ok(busy)
+    }
+
+    /// Stops the other servers of `key`'s workspace (an older model, key or configuration):
+    /// at once when they have no turn, else when their last turn ends.
+    fn supersede(&self, key: &Key) {
+        let mut running = lock(&self.running);
+        let older: Vec<Key> =
+            running.keys().filter(|other| *other != key && other.workspace == key.workspace).cloned().collect();
+        for other in older {
+            let Some(server) = running.get(&other).and_then(|cell| cell.get()).cloned() else { continue };
+            server.superseded.store(true, Ordering::Release);
+            if lock(&server.activity).turns == 0 {
+                tracing::info!(workspace = %other.workspace.display(), pid = server.handle.pid(), "OpenCode's server stopped: its configuration was replaced");
+                running.remove(&other);
+            }
+        }
     }
 }
 
@@ -207,7 +320,15 @@ impl Server {
             .connect_timeout(REQUEST_TIMEOUT)
             .build()
             .map_err(|e| format!("an HTTP client for OpenCode: {e}"))?;
-        let server = Server { base, password, http, routes: Arc::new(Mutex::new(Routes::default())), _handle: handle };
+        let server = Server {
+            base,
+            password,
+            http,
+            routes: Arc::new(Mutex::new(Routes::default())),
+            activity: Mutex::new(Activity { turns: 0, idle_since: Instant::now() }),
+            superseded: AtomicBool::new(false),
+            handle,
+        };
         // The bus is read before any prompt is sent, so a turn misses none of its events.
         let bus = server.get("/event").send().await.map_err(|e| format!("OpenCode's event stream: {e}"))?;
         if !bus.status().is_success() {
@@ -297,13 +418,14 @@ impl Server {
 /// or the turn is dropped (then the session's work is aborted); the answers to its questions
 /// sent on as they come.
 async fn turn(
-    server: Arc<Server>,
+    busy: Busy,
     session: String,
     mut bus: mpsc::Receiver<Value>,
     mut replies: mpsc::Receiver<(ApprovalRequest, Approval)>,
     tx: mpsc::Sender<BackendEvent>,
     mut stop: oneshot::Receiver<()>,
 ) {
+    let server = &busy.server;
     let mut stream = opencode::Stream::new(&session);
     loop {
         let event = tokio::select! {
@@ -342,90 +464,6 @@ async fn turn(
         }
     }
     server.unsubscribe(&session);
-}
-
-/// Reads the server's bus to its end, handing each event to its session's turn. When it
-/// ends the server is gone: every turn on it hears so.
-async fn read_bus(
-    mut bus: reqwest::Response,
-    routes: Arc<Mutex<Routes>>,
-    stderr: Arc<Mutex<String>>,
-    stderr_ended: tokio::task::JoinHandle<()>,
-) {
-    let mut decoder = SseDecoder::new();
-    let mut decoded: Vec<SseEvent> = Vec::new();
-    let end = loop {
-        let chunk = match bus.chunk().await {
-            Ok(Some(chunk)) => chunk,
-            Ok(None) => break "OpenCode's server stopped".to_string(),
-            Err(err) => break format!("OpenCode's server stopped ({err})"),
-        };
-        if decoder.feed(&chunk, &mut decoded).is_err() {
-            break "OpenCode's event stream sent an over-long line".to_string();
-        }
-        for sse in decoded.drain(..) {
-            let Ok(event) = serde_json::from_str::<Value>(&sse.data) else { continue };
-            let tx = {
-                let mut routes = lock(&routes);
-                if let Some((child, parent)) = opencode::created_child(&event)
-                    && let Some(tx) = routes.turns.get(parent).cloned()
-                {
-                    routes.turns.insert(child.to_string(), tx);
-                }
-                opencode::session_of(&event).and_then(|s| routes.turns.get(s).cloned())
-            };
-            if let Some(tx) = tx {
-                // A turn that went away misses nothing it needs.
-                let _ = tx.send(event).await;
-            }
-        }
-    };
-    // A dying server's last words: its stderr to its end (bounded, as a child it left may keep
-    // the pipe open).
-    let _ = tokio::time::timeout(STDERR_END_WAIT, stderr_ended).await;
-    let why = stopped(&end, &stderr);
-    let mut routes = lock(&routes);
-    routes.stopped = Some(why);
-    routes.turns.clear();
-}
-
-fn stopped(what: &str, stderr: &Mutex<String>) -> String {
-    let tail = lock(stderr).trim().to_string();
-    if tail.is_empty() { what.to_string() } else { format!("{what}; its last output: {tail}") }
-}
-
-/// The server's password: 32 random bytes as hex.
-fn password() -> Result<String, String> {
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|e| format!("a password for OpenCode's server: {e}"))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// Keeps the last bytes of the server's stderr.
-async fn keep_tail(mut stream: pipe::Receiver, tail: Arc<Mutex<String>>) {
-    let mut buf = vec![0u8; 8192];
-    while let Ok(n) = stream.read(&mut buf).await {
-        if n == 0 {
-            break;
-        }
-        let mut kept = lock(&tail);
-        kept.push_str(&String::from_utf8_lossy(&buf[..n]));
-        if kept.len() > STDERR_TAIL {
-            let cut = kept.len() - STDERR_TAIL;
-            let cut = (cut..kept.len()).find(|i| kept.is_char_boundary(*i)).unwrap_or(kept.len());
-            kept.drain(..cut);
-        }
-    }
-}
-
-/// Reads what the server prints after it listens, so it never blocks on a full pipe.
-async fn drain(mut stream: pipe::Receiver) {
-    let mut buf = vec![0u8; 8192];
-    while let Ok(n) = stream.read(&mut buf).await {
-        if n == 0 {
-            break;
-        }
-    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -16,7 +16,7 @@ use superpi_providers::testing::rules::Vendor;
 
 mod common;
 
-use common::{env, run, session, spec};
+use common::{env, gone, run, session, spec, wait_until};
 
 fn endpoint(fake: &FakeServer) -> Endpoint {
     Endpoint {
@@ -185,4 +185,64 @@ async fn a_failing_model_api_fails_the_turn() {
     let events = run(&mut turn, Approval::Allow).await;
     let Some(BackendEvent::Failed { message }) = events.last() else { panic!("{events:?}") };
     assert!(message.contains("the fake refused"), "{message}");
+}
+
+/// A server with no turn for its idle period is stopped (its process ends); the next turn
+/// starts another, which continues the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_server_is_stopped_and_the_next_turn_starts_another() {
+    let Some(program) = common::program(BackendKind::Opencode) else { return };
+    let env = env();
+    let fake = OpenAiFake::start(vec![Answer::text("first"), Answer::text("second")]).await.unwrap();
+    let servers = Servers::new(Duration::from_millis(300));
+    let turn_spec = |prompt, resume| TurnSpec {
+        resume,
+        env: Vec::new(),
+        endpoint: Some(endpoint(&fake)),
+        ..spec(&env, BackendKind::Opencode, &program, &fake, Mode::Auto, prompt)
+    };
+    let mut turn = servers.start(&env.sandbox, turn_spec("one", None)).await.unwrap();
+    let events = run(&mut turn, Approval::Allow).await;
+    assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "first"), "{events:?}");
+    let id = session(&events);
+    let [pid] = servers.pids()[..] else { panic!("{:?}", servers.pids()) };
+    drop(turn);
+    wait_until("the idle server is stopped", Duration::from_secs(30), || servers.pids().is_empty() && gone(pid)).await;
+
+    let mut turn = servers.start(&env.sandbox, turn_spec("two", Some(id.clone()))).await.unwrap();
+    let events = run(&mut turn, Approval::Allow).await;
+    assert_eq!(session(&events), id, "the session goes on");
+    assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "second"), "{events:?}");
+    assert_eq!(servers.started(), 2);
+    assert!(fake.accepted()[1].to_string().contains("first"), "the new server continued the session");
+}
+
+/// A turn with another model (a new configuration) in the same workspace gets a new server,
+/// and the old one, idle, is stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_model_replaces_the_workspaces_server() {
+    let Some(program) = common::program(BackendKind::Opencode) else { return };
+    let env = env();
+    let fake = OpenAiFake::start(vec![Answer::text("one"), Answer::text("two")]).await.unwrap();
+    let servers = Servers::default();
+    let turn_spec = |model: &str| TurnSpec {
+        env: Vec::new(),
+        endpoint: Some(Endpoint { model: model.into(), ..endpoint(&fake) }),
+        ..spec(&env, BackendKind::Opencode, &program, &fake, Mode::Auto, "hi")
+    };
+    let mut turn = servers.start(&env.sandbox, turn_spec("fake-model")).await.unwrap();
+    let events = run(&mut turn, Approval::Allow).await;
+    assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "one"), "{events:?}");
+    let [old] = servers.pids()[..] else { panic!("{:?}", servers.pids()) };
+    drop(turn);
+
+    let mut turn = servers.start(&env.sandbox, turn_spec("other-model")).await.unwrap();
+    let events = run(&mut turn, Approval::Allow).await;
+    assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "two"), "{events:?}");
+    let [new] = servers.pids()[..] else { panic!("{:?}", servers.pids()) };
+    assert_ne!(new, old);
+    assert_eq!(servers.started(), 2);
+    wait_until("the replaced server's process ends", Duration::from_secs(30), || gone(old)).await;
+    let models: Vec<_> = fake.accepted().iter().map(|body| body["model"].clone()).collect();
+    assert_eq!(models, [json!("fake-model"), json!("other-model")]);
 }

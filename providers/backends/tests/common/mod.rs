@@ -83,3 +83,28 @@ pub fn session(events: &[BackendEvent]) -> String {
     });
     session.expect("a session id")
 }
+
+/// Waits until `done` holds, checking every 50 ms, for at most `limit`.
+pub async fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "{what} within {} s", limit.as_secs());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
+pub fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // The state follows the command name in parentheses, which may hold spaces.
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Kills process `pid` as a crash would (SIGKILL).
+pub fn kill(pid: i32) {
+    #[allow(clippy::disallowed_methods)] // a test kills a process it did not start
+    let status = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap();
+    assert!(status.success(), "kill {pid}");
+}
