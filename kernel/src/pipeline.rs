@@ -118,9 +118,11 @@ pub(crate) async fn run(
         return CallEnd::Ran(result);
     }
     let _written = lock_written(kernel, &tool, call).await;
-    let protected = match &caller {
-        Caller::Turn { conv, .. } => lock(&conv.policy).as_ref().map(|p| p.protected_paths()).unwrap_or_default(),
-        Caller::Direct { policy, .. } => policy.protected_paths(),
+    let (protected, allowed_hosts) = match &caller {
+        Caller::Turn { conv, .. } => {
+            lock(&conv.policy).as_ref().map(|p| (p.protected_paths(), p.allowed_hosts())).unwrap_or_default()
+        }
+        Caller::Direct { policy, .. } => (policy.protected_paths(), policy.allowed_hosts()),
     };
     let (conversation_id, progress, forward) = match &caller {
         Caller::Turn { conv, turn_id, .. } => {
@@ -138,6 +140,7 @@ pub(crate) async fn run(
         network,
         timeout: None,
         protected,
+        allowed_hosts,
     };
     let result = match route {
         Some(route) => {

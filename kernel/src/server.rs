@@ -24,7 +24,11 @@ pub async fn run(mut config: KernelConfig) -> Result<(), KernelError> {
         (crate::plan_tool::def(), Arc::new(crate::plan_tool::PlanTool { kernel: slot.clone() })),
         (crate::subagent_tool::def(), Arc::new(crate::subagent_tool::SubagentTool { kernel: slot.clone() })),
     ];
-    for (def, runner) in own {
+    // The web block reads the user's `web` settings at each call, so a change needs no restart.
+    let config_dir = config.config_dir.clone();
+    let web_settings: superpi_web::WebSettingsSource =
+        Arc::new(move || superpi_policy::Settings::load(&config_dir, None).map(|s| s.web).map_err(|e| e.to_string()));
+    for (def, runner) in own.into_iter().chain(superpi_web::tools(web_settings)) {
         config.tools.register(def, runner).map_err(|e| KernelError::Config(format!("the kernel's own tools: {e}")))?;
     }
     make_private_dir(&config.data_dir)?;

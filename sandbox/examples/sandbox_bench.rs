@@ -45,6 +45,7 @@ fn call(workspace: &std::path::Path, command: &str) -> ToolCall {
         network: false,
         timeout: None,
         protected: Default::default(),
+        allowed_hosts: None,
     }
 }
 

@@ -162,6 +162,10 @@ pub struct ToolCall {
     /// What the file tools must not touch (the conversation's protected paths and superpi's own
     /// directories): checked on every path they open or walk, resolved through symlinks.
     pub protected: superpi_paths::ProtectedPaths,
+    /// With the network policy `allowlist`: the hosts a runner that reaches the network itself
+    /// (`web_fetch`) may reach, each entry covering its subdomains, checked on every request it
+    /// makes, redirects included. `None` when the policy names no hosts.
+    pub allowed_hosts: Option<Vec<String>>,
 }
 
 #[derive(Debug, thiserror::Error)]

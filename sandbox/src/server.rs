@@ -95,6 +95,7 @@ impl Sandbox {
             network: spec.network,
             timeout: None,
             protected: Default::default(),
+            allowed_hosts: None,
         };
         let path_var = spec.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| OsString::from(v));
         let path_var = path_var.or_else(|| std::env::var_os("PATH"));

@@ -60,6 +60,12 @@ impl ConversationPolicy {
         }
     }
 
+    /// With the network policy `allowlist`, the hosts a tool that reaches the network itself
+    /// may reach on every request it makes (redirects included), for the runner to apply.
+    pub fn allowed_hosts(&self) -> Option<Vec<String>> {
+        self.settings.network.listed_hosts().map(<[String]>::to_vec)
+    }
+
     /// Restores the session's lasting answers (from the store).
     pub fn with_overrides(mut self, overrides: Overrides) -> Self {
         self.overrides = overrides;

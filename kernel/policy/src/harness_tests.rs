@@ -25,13 +25,31 @@ fn builtins_are_as_specified() {
     assert_eq!((planner.default_mode, planner.max_mode), (Mode::Plan, Mode::Plan));
     let assistant = hs.get("superpi-assistant").unwrap();
     assert_eq!(assistant.workspace, WorkspaceKind::None);
-    assert!(assistant.tools.is_empty());
+    assert!(assistant.tools.is_empty(), "the built-in tools hold no capability block");
     assert_eq!(hs.default_harness().id, "superpi-code");
     assert_eq!(hs.resolve(None).unwrap().id, "superpi-code");
     for h in hs.iter() {
         assert!(h.default_mode <= h.max_mode);
         assert!(!h.prompt.is_empty() && !h.description.is_empty());
     }
+}
+
+#[test]
+fn capability_blocks_go_to_the_assistant_and_stay_out_of_code_and_planner() {
+    let block = |name: &str, effects: Vec<Effect>, capability| ToolDef {
+        name: name.into(),
+        effects,
+        capability: Some(capability),
+        ..Default::default()
+    };
+    let mut tools = builtin_tools();
+    tools.push(block("web_fetch", vec![Effect::NetRead], Capability::Web));
+    tools.push(block("memory_read", vec![Effect::Read], Capability::Memory));
+    let hs = Harnesses::builtin(&tools);
+    assert_eq!(hs.get("superpi-assistant").unwrap().tools, ["web_fetch"]);
+    let code = hs.get("superpi-code").unwrap();
+    assert!(!code.offers("web_fetch") && !code.offers("memory_read") && code.offers("bash"));
+    assert_eq!(hs.get("superpi-planner").unwrap().tools, ["read", "grep", "find", "ls"]);
 }
 
 #[test]

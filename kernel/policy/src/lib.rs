@@ -73,6 +73,7 @@ mod shell_compound;
 mod shell_parser;
 mod shell_words;
 pub mod verdict;
+pub mod web;
 
 #[cfg(test)]
 mod props_tests;
@@ -87,6 +88,7 @@ pub use harness::{Harness, Harnesses, UnknownHarness, WorkspaceKind};
 pub use mcp_servers::{McpServerConfig, McpTransport};
 pub use mode::{Mode, UnknownMode};
 pub use mode_choice::{Caller, effective_mode};
-pub use net::{Network, NetworkPolicy, ShellNetwork};
+pub use net::{Network, NetworkPolicy, ShellNetwork, host_listed};
 pub use paths::ProtectedPaths;
 pub use settings::{Permissions, RemoteSettings, SandboxSettings, Settings};
+pub use web::{SearchBackend, SearchKind, WebSettings};

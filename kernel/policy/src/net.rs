@@ -43,8 +43,13 @@ impl Network {
     /// Whether `host` is allowed by the allow list (an entry matches the host and its
     /// subdomains; comparison ignores case and a trailing dot).
     pub fn host_allowed(&self, host: &str) -> bool {
-        let host = normalize_host(host);
-        self.allow_hosts.iter().any(|entry| host_matches(&host, entry))
+        host_listed(&self.allow_hosts, host)
+    }
+
+    /// With `allowlist`, the hosts a tool that reaches the network itself may reach (it checks
+    /// each request with [`host_listed`]); `None` when the policy names no hosts.
+    pub fn listed_hosts(&self) -> Option<&[String]> {
+        (self.policy == NetworkPolicy::Allowlist).then_some(self.allow_hosts.as_slice())
     }
 
     /// The stricter of two network settings; two allow lists keep the hosts both allow.
@@ -93,6 +98,13 @@ pub fn url_host(url: &str) -> Option<String> {
     };
     let host = normalize_host(&host);
     if host.is_empty() { None } else { Some(host) }
+}
+
+/// Whether `host` is in an allow list (an entry matches the host and its subdomains;
+/// comparison ignores case and a trailing dot).
+pub fn host_listed(list: &[String], host: &str) -> bool {
+    let host = normalize_host(host);
+    list.iter().any(|entry| host_matches(&host, entry))
 }
 
 pub(crate) fn normalize_host(host: &str) -> String {

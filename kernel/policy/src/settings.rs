@@ -20,6 +20,7 @@ use crate::mcp_servers::{McpServerConfig, RawMcpServer, mcp_servers};
 use crate::mode::Mode;
 use crate::net::{Network, NetworkPolicy, ShellNetwork, normalize_host, valid_host};
 use crate::pattern::{CommandPattern, PathPattern};
+use crate::web::{RawWeb, WebSettings, web_settings};
 
 /// The user's settings file in the config dir.
 pub const SETTINGS_FILE: &str = "settings.json";
@@ -39,6 +40,8 @@ pub struct Settings {
     pub sandbox: SandboxSettings,
     /// External MCP servers by name (the user's file only).
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// What the web tools may reach and their search backend (the user's file only).
+    pub web: WebSettings,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -101,6 +104,7 @@ impl Default for Settings {
             remote: RemoteSettings { default_mode: Mode::AcceptEdits, max_mode: Mode::AcceptEdits },
             sandbox: SandboxSettings::default(),
             mcp_servers: BTreeMap::new(),
+            web: WebSettings::default(),
         }
     }
 }
@@ -184,6 +188,9 @@ impl Settings {
         }
         if let Some(servers) = raw.mcp_servers {
             s.mcp_servers = mcp_servers(servers, path)?;
+        }
+        if let Some(web) = raw.web {
+            s.web = web_settings(web, path)?;
         }
         Ok(s)
     }
@@ -340,6 +347,7 @@ struct UserFile {
     remote: Option<RawRemote>,
     sandbox: Option<RawSandbox>,
     mcp_servers: Option<BTreeMap<String, RawMcpServer>>,
+    web: Option<RawWeb>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -1,5 +1,6 @@
 use super::*;
 use crate::mcp_servers::McpTransport;
+use crate::web::SearchKind;
 
 fn user(text: &str) -> Result<Settings, ConfigError> {
     Settings::from_user_file(text, Path::new("/cfg/settings.json"))
@@ -269,6 +270,9 @@ fn settings_md_examples_parse() {
     assert_eq!(full.permissions.question_timeout, d.permissions.question_timeout);
     assert_eq!(full.remote, d.remote);
     assert_eq!(full.sandbox.disabled, d.sandbox.disabled);
+    assert_eq!((full.web.max_bytes, full.web.timeout), (d.web.max_bytes, d.web.timeout));
+    assert_eq!(full.web.private_hosts, ["wiki.intranet.example"]);
+    assert!(full.web.search.is_some());
     let tightened = d.tightened_by_workspace_file(&json[1], Path::new("SETTINGS.md")).unwrap();
     assert_eq!(tightened.network.policy, NetworkPolicy::Deny);
     let toml = blocks("toml");
@@ -344,4 +348,37 @@ fn a_workspace_file_cannot_add_mcp_servers() {
         .unwrap_err();
     assert_eq!(err.path(), Path::new("/ws/.superpi/settings.json"));
     assert!(err.to_string().contains("mcp_servers") && err.to_string().contains("only tighten"), "{err}");
+}
+
+#[test]
+fn the_web_section_is_read_from_the_user_file_only() {
+    let s = user(
+        r#"{"web": {"private_hosts": ["Intranet.Example.", "127.0.0.1", "[::1]"], "max_bytes": 1000,
+            "timeout_secs": 5, "search": {"backend": "searxng", "url": "http://127.0.0.1:8888/search"}}}"#,
+    )
+    .unwrap();
+    assert_eq!(s.web.private_hosts, ["intranet.example", "127.0.0.1", "::1"]);
+    assert!(s.web.private_host("INTRANET.example") && s.web.private_host("[::1]") && s.web.private_host("::1"));
+    assert!(!s.web.private_host("a.intranet.example"), "an entry is one host, not its subdomains");
+    assert_eq!((s.web.max_bytes, s.web.timeout), (1000, Duration::from_secs(5)));
+    let search = s.web.search.unwrap();
+    assert_eq!((search.kind, search.url.as_str()), (SearchKind::Searxng, "http://127.0.0.1:8888/search"));
+    let brave = user(r#"{"web": {"search": {"backend": "brave", "api_key_env": "BRAVE_API_KEY"}}}"#).unwrap();
+    assert_eq!(brave.web.search.unwrap().url, crate::web::BRAVE_URL);
+    assert_eq!(Settings::default().web, WebSettings::default());
+    assert!(Settings::default().web.search.is_none());
+
+    for (text, key) in [
+        (r#"{"web": {"private_hosts": ["http://x"]}}"#, "web.private_hosts[0]"),
+        (r#"{"web": {"max_bytes": 0}}"#, "web.max_bytes"),
+        (r#"{"web": {"timeout_secs": 301}}"#, "web.timeout_secs"),
+        (r#"{"web": {"search": {"backend": "searxng"}}}"#, "web.search.url"),
+        (r#"{"web": {"search": {"backend": "brave"}}}"#, "web.search.api_key_env"),
+        (r#"{"web": {"search": {"backend": "searxng", "url": "ftp://x"}}}"#, "web.search.url"),
+        (r#"{"web": {"search": {"backend": "bing", "url": "https://x"}}}"#, "web.search.backend"),
+    ] {
+        assert_eq!(user(text).unwrap_err().key(), Some(key), "{text}");
+    }
+    let e = ws(Settings::default(), r#"{"web": {"private_hosts": ["10.0.0.1"]}}"#).unwrap_err();
+    assert!(e.to_string().contains("may only tighten"), "{e}");
 }

@@ -60,6 +60,27 @@ pub struct ToolDef {
     /// turn can call it, so `tool.list` and `tool.call` (the MCP server's tools) leave it out.
     #[serde(default, skip_serializing_if = "is_false")]
     pub turn_only: bool,
+    /// The capability block the tool belongs to (web access, durable memory, scheduling),
+    /// which a harness offers as a whole; `None` for a workspace tool (files, shell) or the
+    /// kernel's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capability: Option<Capability>,
+}
+
+/// A capability block: tools that any harness can take together, whatever its workspace
+/// (the built-in assistant takes the web; a harness of `harnesses.toml` names the blocks it
+/// wants). An unknown block reads as `other`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Capability {
+    /// Reaching the web: fetching a page, searching.
+    Web,
+    /// Notes that outlive a conversation.
+    Memory,
+    /// Schedules and triggers: turns that start with nobody present.
+    Schedule,
+    #[serde(other)]
+    Other,
 }
 
 fn is_false(b: &bool) -> bool {

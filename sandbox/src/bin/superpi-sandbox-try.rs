@@ -30,6 +30,7 @@ async fn main() {
         network: false,
         timeout: None,
         protected: Default::default(),
+        allowed_hosts: None,
     };
     let out = sandbox.run(call, CancellationToken::new(), None).await;
     println!("{}", serde_json::to_string_pretty(&out).unwrap());

@@ -59,6 +59,7 @@ impl Env {
             network: false,
             timeout: None,
             protected: Default::default(),
+            allowed_hosts: None,
         }
     }
 
