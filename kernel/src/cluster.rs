@@ -5,7 +5,7 @@
 //! It hears the other kernels through the store: an event committed wakes this kernel's
 //! watchers of a conversation run elsewhere, and its deltas reach them; this kernel tells its
 //! own deltas to the others' watchers (`relay.rs`); a prompt queued, or a cancel, for a conversation
-//! run here reaches its actor; an answer, or a mode or model change, given through another
+//! run here reaches its actor, and so does a compaction or clear (`forwarded_jobs.rs`); an answer, or a mode or model change, given through another
 //! kernel reaches the conversation run here (`elsewhere.rs`).
 
 use std::sync::Arc;
@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 
 use crate::conversation::{Conversation, Input, Steer};
 use crate::elsewhere;
+use crate::forwarded_jobs;
 use crate::kernel::Kernel;
 use crate::live;
 use crate::store::{LiveBatch, Notice, StoreError};
@@ -153,12 +154,20 @@ fn heard(kernel: &Arc<Kernel>, notice: Notice) {
                 });
             }
         }
+        Notice::Job { conversation_id } => {
+            if let Some(conv) = kernel.live.get(conversation_id) {
+                tokio::spawn(forwarded_jobs::run(kernel.clone(), conv));
+            }
+        }
+        Notice::JobDone => kernel.job_answers.send_modify(|n| *n += 1),
         Notice::Missed => {
             kernel.stored_heads.wake_all();
+            kernel.job_answers.send_modify(|n| *n += 1);
             let live = kernel.live.leases();
             for (id, _) in &live {
                 if let Some(conv) = kernel.live.get(*id) {
-                    tokio::spawn(forward_queued(kernel.clone(), conv));
+                    tokio::spawn(forward_queued(kernel.clone(), conv.clone()));
+                    tokio::spawn(forwarded_jobs::run(kernel.clone(), conv));
                 }
             }
             // What was answered or changed meanwhile, looked up again.

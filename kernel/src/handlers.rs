@@ -12,11 +12,12 @@ use superpi_proto::{ContentBlock, Effort, ErrorObject, Event, Message, Role};
 use tokio::sync::oneshot;
 
 use crate::conversation::{Conversation, Input, Steer};
+use crate::forwarded_jobs;
 use crate::kernel::Kernel;
 use crate::live::{self, Found};
 use crate::peer::Peer;
 use crate::questions::{Answerer, Refused};
-use crate::store::{ConversationRow, ConversationSettings, NewConversation, Notice, StoreError};
+use crate::store::{ConversationRow, ConversationSettings, JobKind, NewConversation, Notice, StoreError};
 use crate::subscription::{self, WatchSpec};
 use crate::sync::lock;
 
@@ -72,12 +73,14 @@ pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str,
         Method::SessionSetMode(p) => set_mode(kernel, peer, p.conversation_id, &p.mode),
         Method::SessionSetModel(p) => set_model(kernel, peer, p.conversation_id, &p.model),
         Method::SessionSetEffort(p) => set_effort(kernel, peer, p.conversation_id, p.effort),
-        Method::SessionCompact(p) => match owned(kernel, peer, p.conversation_id, "a compaction runs") {
-            Ok(conv) => crate::compaction::on_demand(&conv).await,
+        Method::SessionCompact(p) => match found(kernel, peer, p.conversation_id) {
+            Ok(Found::Here(conv)) => crate::compaction::on_demand(&conv).await,
+            Ok(Found::Elsewhere { .. }) => forwarded_jobs::forward(kernel, p.conversation_id, JobKind::Compact).await,
             Err(err) => Err(err),
         },
-        Method::SessionClear(p) => match owned(kernel, peer, p.conversation_id, "the context is cleared") {
-            Ok(conv) => crate::compaction::clear_between_turns(&conv).await,
+        Method::SessionClear(p) => match found(kernel, peer, p.conversation_id) {
+            Ok(Found::Here(conv)) => crate::compaction::clear_between_turns(&conv).await,
+            Ok(Found::Elsewhere { .. }) => forwarded_jobs::forward(kernel, p.conversation_id, JobKind::Clear).await,
             Err(err) => Err(err),
         },
         Method::CommandList(p) => command_list(kernel, peer, p.conversation_id),
@@ -122,23 +125,19 @@ fn found(kernel: &Arc<Kernel>, peer: &Peer, id: i64) -> Result<Found, ErrorObjec
     Ok(found)
 }
 
-/// The conversation, for a request only the kernel that runs it can serve and that is not
-/// passed on to it (a compaction, clearing the context): refused naming that kernel.
-fn owned(kernel: &Arc<Kernel>, peer: &Peer, id: i64, what: &str) -> Result<Arc<Conversation>, ErrorObject> {
-    match found(kernel, peer, id)? {
-        Found::Here(conv) => Ok(conv),
-        Found::Elsewhere { holder, .. } => Err(run_elsewhere(id, &holder, what)),
-    }
-}
-
-fn run_elsewhere(id: i64, holder: &str, what: &str) -> ErrorObject {
-    ErrorObject::new(
-        codes::RUN_ELSEWHERE,
-        format!(
-            "conversation {id} is run by kernel {holder} (host/pid/id), another kernel on this database: \
-             {what} only there, so send it through that kernel"
+/// `session.open`'s `mcp_servers` for a conversation another kernel runs: they would run beside
+/// it there, on another machine, so they are refused with what to do instead.
+fn attach_elsewhere(id: i64, holder: &str) -> ErrorObject {
+    ErrorObject {
+        code: codes::RUN_ELSEWHERE,
+        message: format!(
+            "conversation {id} is run by kernel {holder} (host/pid/id), another kernel on this database, and \
+             MCP servers given with session.open run beside the conversation, on that kernel's machine: they \
+             are not attached through this kernel. Open it through that kernel, or again once it has been idle \
+             there for its quiet period (the kernel lets it go; the next to open it runs it)"
         ),
-    )
+        data: Some(json!({"kernel_id": holder, "conversation_id": id, "retry": "when_idle"})),
+    }
 }
 
 /// A conversation's info wherever it runs.
@@ -236,9 +235,7 @@ fn open(kernel: &Arc<Kernel>, peer: &Peer, p: OpenParams) -> Reply {
         let found = found(kernel, peer, id)?;
         match &found {
             Found::Here(conv) => attach_servers(conv, attached),
-            Found::Elsewhere { .. } if attached.is_some() => {
-                tracing::warn!(conversation = id, "mcp_servers not attached: another kernel runs this conversation")
-            }
+            Found::Elsewhere { holder, .. } if attached.is_some() => return Err(attach_elsewhere(id, holder)),
             Found::Elsewhere { .. } => {}
         }
         return to_value(found_info(kernel, &found, peer.remote)?);

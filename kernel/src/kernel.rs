@@ -46,6 +46,8 @@ pub(crate) struct Kernel {
     pub remote_watchers: Arc<RemoteWatchers>,
     /// Conversations run here with deltas for watchers on other kernels (`relay.rs`).
     pub relay_queue: RelayQueue,
+    /// Turns each time another kernel answered a job (`forwarded_jobs.rs`): its waiters look.
+    pub job_answers: tokio::sync::watch::Sender<u64>,
     pub questions: Questions,
     /// Write and edit calls to one path run one at a time, across conversations.
     pub path_locks: PathLocks,
@@ -82,6 +84,7 @@ impl Kernel {
             loads: Default::default(),
             stored_heads: StoredHeads::default(),
             relay_queue: RelayQueue::default(),
+            job_answers: tokio::sync::watch::Sender::new(0),
             questions: Questions::new(),
             path_locks: PathLocks::default(),
             direct_calls: RunningCalls::default(),

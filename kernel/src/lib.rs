@@ -22,6 +22,7 @@ mod context;
 mod conversation;
 mod elsewhere;
 mod feed;
+mod forwarded_jobs;
 mod freed;
 mod handlers;
 mod heads;

@@ -23,7 +23,7 @@ mod sqlite_leases;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use forwarding::{Forwarding, OpenQuestion, QuestionKind, Watchers};
+pub use forwarding::{Forwarding, JobKind, OpenQuestion, QuestionKind, Watchers};
 pub use lease::{Claim, Lease, Leases, Notice, QueuedSubmit};
 pub use live::LiveBatch;
 pub use postgres::PostgresStore;

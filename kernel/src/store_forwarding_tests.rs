@@ -84,3 +84,23 @@ pub(super) fn running_names_the_conversations_with_a_turn_running(store: &dyn St
     store.set_turn_status(queued, "running", None).unwrap();
     assert_eq!(store.running(&[a, b, c]).unwrap(), vec![b]);
 }
+
+pub(super) fn a_job_is_taken_once_by_the_holder_answered_once_and_run_again_after_a_takeover(store: &dyn Store) {
+    let conv = new_conv(store).id;
+    // A lease that runs out at once: another kernel may take it over below.
+    let Claim::Taken { lease, .. } = store.claim(conv, "kernel-a", 0).unwrap() else { panic!("claimed") };
+    let compact = store.queue_job(conv, JobKind::Compact).unwrap();
+    let clear = store.queue_job(conv, JobKind::Clear).unwrap();
+    let stranger = Lease { owner: "kernel-c".into(), generation: lease.generation };
+    assert!(store.take_jobs(conv, &stranger).unwrap().is_empty());
+    assert_eq!(store.take_jobs(conv, &lease).unwrap(), vec![(compact, JobKind::Compact), (clear, JobKind::Clear)]);
+    assert!(store.take_jobs(conv, &lease).unwrap().is_empty(), "taken once");
+    assert_eq!(store.take_job_answer(compact).unwrap(), None, "no answer yet");
+    store.answer_job(compact, "{\"result\":{\"compacted\":false}}").unwrap();
+    assert_eq!(store.take_job_answer(compact).unwrap().as_deref(), Some("{\"result\":{\"compacted\":false}}"));
+    assert_eq!(store.take_job_answer(compact).unwrap(), None, "answered once");
+    // Its holder died with `clear` taken and unanswered: the next holder runs it.
+    let Claim::Taken { lease: next, .. } = store.claim(conv, "kernel-b", 600_000).unwrap() else { panic!("taken") };
+    assert!(store.take_jobs(conv, &lease).unwrap().is_empty(), "the former holder's lease takes nothing");
+    assert_eq!(store.take_jobs(conv, &next).unwrap(), vec![(clear, JobKind::Clear)]);
+}

@@ -289,5 +289,6 @@ on_each_engine!(
     an_image_is_stored_once_by_its_digest,
     a_question_is_answered_once_and_dies_with_a_takeover,
     watchers_elsewhere_are_other_kernels_that_still_renew,
-    running_names_the_conversations_with_a_turn_running
+    running_names_the_conversations_with_a_turn_running,
+    a_job_is_taken_once_by_the_holder_answered_once_and_run_again_after_a_takeover
 );

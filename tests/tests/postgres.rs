@@ -217,7 +217,8 @@ async fn a_stalled_kernel_that_lost_its_lease_commits_nothing_more() {
 /// What only the kernel that runs a conversation can do, asked through another: a frontend
 /// attached to B (interactive) is asked the permission question of a turn A runs, and its answer
 /// through B lets the call run in A; while the turn waits, B says the conversation is running; a
-/// mode set through B is applied and published by A; a compaction through B is refused naming A.
+/// mode set through B is applied and published by A (with B's ceiling); a compaction and a clear
+/// through B run in A; MCP servers are not attached through B, which says why and what to do.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frontend_on_another_kernel_answers_questions_and_changes_the_mode() {
     let Some(server) = postgres_server::shared() else { return };
@@ -253,11 +254,31 @@ async fn a_frontend_on_another_kernel_answers_questions_and_changes_the_mode() {
     assert_eq!((mode.as_str(), max_mode.as_deref()), ("plan", Some("auto")), "B's ceiling, said by A");
     let on_a = a.open(OpenParams { conversation_id: Some(conv), ..Default::default() }).await.unwrap();
     assert_eq!(on_a.mode, "plan");
-    // What is not passed on is refused, naming the kernel that runs it.
+    // A compaction and a clear through B run in A, between turns, and B answers with A's answer.
+    let compacted = b.compact(conv).await.unwrap();
+    assert_eq!(compacted["compacted"], true, "{compacted}");
+    let event = next_event(&mut on_b, |e| matches!(e.body, EventBody::CompactionCompleted { .. })).await;
+    assert!(event.seq > changed.seq);
+    let cleared = b.clear(conv).await.unwrap();
+    assert_eq!(cleared["cleared"], true, "{cleared}");
+    let event = next_event(&mut on_b, |e| matches!(e.body, EventBody::ContextCleared {})).await;
+    assert_eq!(Some(event.seq), cleared["seq"].as_u64());
+    assert!(a.status().await.unwrap().owned_conversations.contains(&conv), "A still runs it");
+    // MCP servers would run beside the conversation, on A's machine: refused through B, saying
+    // which kernel runs it and what to do.
     let holder = a.status().await.unwrap().kernel_id;
-    let refused = b.compact(conv).await.unwrap_err();
+    let server = superpi_proto::method::McpServerParam {
+        name: "editor".into(),
+        command: "/bin/true".into(),
+        args: vec![],
+        env: Default::default(),
+    };
+    let attach = OpenParams { conversation_id: Some(conv), mcp_servers: vec![server], ..Default::default() };
+    let refused = b.open(attach).await.unwrap_err();
     assert_eq!(refused.code(), Some(codes::RUN_ELSEWHERE));
-    assert!(refused.to_string().contains(&holder), "{refused}");
+    let superpi_client::ClientError::Kernel(error) = &refused else { panic!("{refused}") };
+    assert!(error.message.contains(&holder) && error.message.contains("idle"), "{refused}");
+    assert_eq!(error.data.as_ref().unwrap()["kernel_id"], holder.as_str());
 }
 
 /// Live deltas through another kernel: a frontend that watches through B a conversation A runs

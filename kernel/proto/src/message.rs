@@ -165,7 +165,8 @@ pub mod codes {
     /// replaced (started by hand, or turns running): the message says what to do.
     pub const PROVIDER_ENV: i32 = -32012;
     /// Another kernel on the same database runs the conversation, and this request is not
-    /// passed on to it (a compaction, clearing the context): send it through that kernel.
+    /// passed on to it (MCP servers to attach, which would run on its machine): send it through
+    /// that kernel, or again once the conversation is idle there.
     pub const RUN_ELSEWHERE: i32 = -32013;
 }
 

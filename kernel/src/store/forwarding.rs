@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use super::StoreError;
 use super::live::LiveBatch;
+use super::{Lease, StoreError};
 
 /// What kind of question is open: a permission question or a `ui_request`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +33,34 @@ impl QuestionKind {
     }
 }
 
+/// What a kernel that does not run a conversation asks its holder to run between turns, and
+/// waits for the answer of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobKind {
+    /// `session.compact`.
+    Compact,
+    /// `session.clear`.
+    Clear,
+}
+
+impl JobKind {
+    const NAMES: [(JobKind, &'static str); 2] = [(JobKind::Compact, "compact"), (JobKind::Clear, "clear")];
+
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES.iter().find(|(kind, _)| *kind == self).map_or("", |(_, name)| name)
+    }
+
+    pub fn parse(name: &str) -> Result<JobKind, StoreError> {
+        let found = Self::NAMES.iter().find(|(_, n)| *n == name).map(|(kind, _)| *kind);
+        found.ok_or_else(|| StoreError::Corrupt(format!("job kind {name}")))
+    }
+}
+
+/// A count as stored, back (a negative or huge one is corrupt; read as none and as many).
+pub(super) fn count(n: i64) -> u32 {
+    u32::try_from(n.max(0)).unwrap_or(u32::MAX)
+}
+
 /// A question the lease holder asks, as another kernel finds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpenQuestion {
@@ -43,6 +71,20 @@ pub struct OpenQuestion {
     pub kind: QuestionKind,
     /// Whether a remote frontend may answer it with an allow (its ceiling would ask).
     pub remote_may_allow: bool,
+}
+
+impl OpenQuestion {
+    /// A question's row as stored, read back.
+    pub(super) fn stored(
+        request_id: &str,
+        conversation_id: i64,
+        owner: String,
+        kind: &str,
+        remote_may_allow: bool,
+    ) -> Result<OpenQuestion, StoreError> {
+        let kind = QuestionKind::parse(kind).ok_or_else(|| StoreError::Corrupt(format!("question kind {kind}")))?;
+        Ok(OpenQuestion { request_id: request_id.to_string(), conversation_id, owner, kind, remote_may_allow })
+    }
 }
 
 /// How many frontends watch a conversation, how many of them interactively (they answer
@@ -108,4 +150,17 @@ pub trait Forwarding {
 
     /// The deltas other kernels tell, as heard; `None` when nobody else can (SQLite).
     fn live(&self) -> Option<tokio::sync::broadcast::Receiver<Arc<LiveBatch>>>;
+
+    /// Queues a job for the conversation's lease holder and tells it (`Notice::Job`): its id.
+    fn queue_job(&self, conversation_id: i64, kind: JobKind) -> Result<i64, StoreError>;
+
+    /// Takes the jobs queued for the conversation and not yet taken, in order, if `lease` is
+    /// still held. A claim gives back those its former holder took and did not answer.
+    fn take_jobs(&self, conversation_id: i64, lease: &Lease) -> Result<Vec<(i64, JobKind)>, StoreError>;
+
+    /// Stores a job's answer (JSON) and tells the kernel that waits for it (`Notice::JobDone`).
+    fn answer_job(&self, job_id: i64, answer: &str) -> Result<(), StoreError>;
+
+    /// A job's answer once it has one (the job is gone then); `None` while it waits or runs.
+    fn take_job_answer(&self, job_id: i64) -> Result<Option<String>, StoreError>;
 }

@@ -55,6 +55,10 @@ pub enum Notice {
     Settings { conversation_id: i64, remote: bool },
     /// Frontends of another kernel began or stopped watching the conversation.
     Watchers { conversation_id: i64 },
+    /// A job (a compaction, a clear) was queued for the conversation's lease holder.
+    Job { conversation_id: i64 },
+    /// A job was answered: the kernels waiting for one look.
+    JobDone,
     /// Notices may have been lost (the listening connection broke, or this kernel fell
     /// behind): look at everything again.
     Missed,
@@ -71,6 +75,8 @@ impl Notice {
             Notice::Settings { conversation_id, remote: false } => format!("settings {conversation_id}"),
             Notice::Settings { conversation_id, remote: true } => format!("settings {conversation_id} remote"),
             Notice::Watchers { conversation_id } => format!("watchers {conversation_id}"),
+            Notice::Job { conversation_id } => format!("job {conversation_id}"),
+            Notice::JobDone => "jobdone".into(),
             Notice::Missed => "missed".into(),
         }
     }
@@ -88,6 +94,8 @@ impl Notice {
                 Some(Notice::Settings { conversation_id: conversation_id?, remote: words.next() == Some("remote") })
             }
             "watchers" => Some(Notice::Watchers { conversation_id: conversation_id? }),
+            "job" => Some(Notice::Job { conversation_id: conversation_id? }),
+            "jobdone" => Some(Notice::JobDone),
             "missed" => Some(Notice::Missed),
             _ => None,
         }

@@ -6,27 +6,16 @@ use std::sync::Arc;
 
 use tokio_postgres::Row;
 
-use super::StoreError;
-use super::forwarding::{Forwarding, OpenQuestion, QuestionKind, Watchers};
+use super::forwarding::{Forwarding, JobKind, OpenQuestion, Watchers, count};
 use super::live::{self, LiveBatch};
 use super::postgres::PostgresStore;
 use super::postgres_connection::wait;
 use super::postgres_leases::NOW_MS;
+use super::{Lease, Notice, StoreError};
 
 fn to_question(request_id: &str, row: &Row) -> Result<OpenQuestion, StoreError> {
     let kind: String = row.try_get(2)?;
-    Ok(OpenQuestion {
-        request_id: request_id.to_string(),
-        conversation_id: row.try_get(0)?,
-        owner: row.try_get(1)?,
-        kind: QuestionKind::parse(&kind).ok_or_else(|| StoreError::Corrupt(format!("question kind {kind}")))?,
-        remote_may_allow: row.try_get(3)?,
-    })
-}
-
-/// A count as stored, back (a negative or huge one is corrupt; read as none and as many).
-fn count(n: i64) -> u32 {
-    u32::try_from(n.max(0)).unwrap_or(u32::MAX)
+    OpenQuestion::stored(request_id, row.try_get(0)?, row.try_get(1)?, &kind, row.try_get(3)?)
 }
 
 impl Forwarding for PostgresStore {
@@ -101,7 +90,7 @@ impl Forwarding for PostgresStore {
     ) -> Result<(), StoreError> {
         let client = self.client()?;
         if watchers.is_empty() {
-            let notice = super::Notice::Watchers { conversation_id }.payload();
+            let notice = Notice::Watchers { conversation_id }.payload();
             wait(client.execute(
                 "WITH gone AS (DELETE FROM remote_watchers WHERE conversation_id = $1 AND kernel = $2 RETURNING 1)
                  SELECT pg_notify('superpi', $3) FROM gone",
@@ -110,7 +99,7 @@ impl Forwarding for PostgresStore {
             return Ok(());
         }
         // Its holder is told in the same statement: it sends its deltas while anyone watches.
-        let notice = super::Notice::Watchers { conversation_id }.payload();
+        let notice = Notice::Watchers { conversation_id }.payload();
         wait(client.execute(
             &format!(
                 "WITH said AS (
@@ -189,5 +178,55 @@ impl Forwarding for PostgresStore {
 
     fn live(&self) -> Option<tokio::sync::broadcast::Receiver<Arc<LiveBatch>>> {
         Some(self.live.subscribe())
+    }
+
+    fn queue_job(&self, conversation_id: i64, kind: JobKind) -> Result<i64, StoreError> {
+        let client = self.client()?;
+        let notice = Notice::Job { conversation_id }.payload();
+        let row = wait(client.query_one(
+            "WITH queued AS (
+                 INSERT INTO forwarded_jobs (conversation_id, kind, created_at_ms) VALUES ($1, $2, $3) RETURNING id)
+             SELECT id, pg_notify('superpi', $4) FROM queued",
+            &[&conversation_id, &kind.as_str(), &superpi_proto::event::now_ms(), &notice],
+        ))?;
+        Ok(row.try_get(0)?)
+    }
+
+    fn take_jobs(&self, conversation_id: i64, lease: &Lease) -> Result<Vec<(i64, JobKind)>, StoreError> {
+        let client = self.client()?;
+        let rows = wait(client.query(
+            "UPDATE forwarded_jobs j SET taken = TRUE FROM conversation_leases l
+             WHERE j.conversation_id = $1 AND NOT j.taken AND j.answer IS NULL
+                   AND l.conversation_id = j.conversation_id AND l.owner = $2 AND l.generation = $3
+             RETURNING j.id, j.kind",
+            &[&conversation_id, &lease.owner, &lease.generation],
+        ))?;
+        let mut jobs = Vec::with_capacity(rows.len());
+        for row in rows {
+            let kind: String = row.try_get(1)?;
+            jobs.push((row.try_get(0)?, JobKind::parse(&kind)?));
+        }
+        jobs.sort_unstable_by_key(|(id, _)| *id);
+        Ok(jobs)
+    }
+
+    fn answer_job(&self, job_id: i64, answer: &str) -> Result<(), StoreError> {
+        let client = self.client()?;
+        let notice = Notice::JobDone.payload();
+        wait(client.execute(
+            "WITH answered AS (UPDATE forwarded_jobs SET answer = $2 WHERE id = $1 RETURNING 1)
+             SELECT pg_notify('superpi', $3) FROM answered",
+            &[&job_id, &answer, &notice],
+        ))?;
+        Ok(())
+    }
+
+    fn take_job_answer(&self, job_id: i64) -> Result<Option<String>, StoreError> {
+        let client = self.client()?;
+        let row = wait(client.query_opt(
+            "DELETE FROM forwarded_jobs WHERE id = $1 AND answer IS NOT NULL RETURNING answer",
+            &[&job_id],
+        ))?;
+        Ok(row.map(|r| r.try_get(0)).transpose()?)
     }
 }

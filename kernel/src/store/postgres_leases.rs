@@ -85,6 +85,12 @@ impl Leases for PostgresStore {
             let interrupted = interrupt_left(&tx, conversation_id).await?;
             // The former holder's questions died with it.
             tx.execute("DELETE FROM open_questions WHERE conversation_id = $1", &[&conversation_id]).await?;
+            // The jobs it took and did not answer run again under the new holder.
+            tx.execute(
+                "UPDATE forwarded_jobs SET taken = FALSE WHERE conversation_id = $1 AND answer IS NULL",
+                &[&conversation_id],
+            )
+            .await?;
             tx.commit().await?;
             Ok(Claim::Taken { lease: Lease { owner: kernel.to_string(), generation }, interrupted })
         })

@@ -6,14 +6,10 @@ use std::sync::Arc;
 use rusqlite::{OptionalExtension, params};
 use superpi_proto::event::now_ms;
 
-use super::StoreError;
-use super::forwarding::{Forwarding, OpenQuestion, QuestionKind, Watchers};
+use super::forwarding::{Forwarding, JobKind, OpenQuestion, Watchers, count};
 use super::live::LiveBatch;
 use super::sqlite::SqliteStore;
-
-fn count(n: i64) -> u32 {
-    u32::try_from(n.max(0)).unwrap_or(u32::MAX)
-}
+use super::{Lease, StoreError};
 
 impl Forwarding for SqliteStore {
     fn open_question(&self, q: &OpenQuestion) -> Result<(), StoreError> {
@@ -36,13 +32,7 @@ impl Forwarding for SqliteStore {
             )
             .optional()?;
         row.map(|(conversation_id, owner, kind, remote_may_allow)| {
-            Ok(OpenQuestion {
-                request_id: request_id.to_string(),
-                conversation_id,
-                owner,
-                kind: QuestionKind::parse(&kind).ok_or_else(|| StoreError::Corrupt(format!("question kind {kind}")))?,
-                remote_may_allow,
-            })
+            OpenQuestion::stored(request_id, conversation_id, owner, &kind, remote_may_allow)
         })
         .transpose()
     }
@@ -154,5 +144,51 @@ impl Forwarding for SqliteStore {
 
     fn live(&self) -> Option<tokio::sync::broadcast::Receiver<Arc<LiveBatch>>> {
         None
+    }
+
+    fn queue_job(&self, conversation_id: i64, kind: JobKind) -> Result<i64, StoreError> {
+        let conn = self.conn();
+        conn.execute(
+            "INSERT INTO forwarded_jobs (conversation_id, kind, created_at_ms) VALUES (?1, ?2, ?3)",
+            params![conversation_id, kind.as_str(), now_ms()],
+        )?;
+        Ok(conn.last_insert_rowid())
+    }
+
+    fn take_jobs(&self, conversation_id: i64, lease: &Lease) -> Result<Vec<(i64, JobKind)>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "UPDATE forwarded_jobs SET taken = 1
+             WHERE conversation_id = ?1 AND taken = 0 AND answer IS NULL AND EXISTS (
+                 SELECT 1 FROM conversation_leases l WHERE l.conversation_id = ?1 AND l.owner = ?2 AND l.generation = ?3)
+             RETURNING id, kind",
+        )?;
+        let rows = stmt.query_map(params![conversation_id, lease.owner, lease.generation], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+        })?;
+        let mut jobs = Vec::new();
+        for row in rows {
+            let (id, kind) = row?;
+            jobs.push((id, JobKind::parse(&kind)?));
+        }
+        jobs.sort_unstable_by_key(|(id, _)| *id);
+        Ok(jobs)
+    }
+
+    fn answer_job(&self, job_id: i64, answer: &str) -> Result<(), StoreError> {
+        self.conn().execute("UPDATE forwarded_jobs SET answer = ?2 WHERE id = ?1", params![job_id, answer])?;
+        Ok(())
+    }
+
+    fn take_job_answer(&self, job_id: i64) -> Result<Option<String>, StoreError> {
+        let answer = self
+            .conn()
+            .query_row(
+                "DELETE FROM forwarded_jobs WHERE id = ?1 AND answer IS NOT NULL RETURNING answer",
+                [job_id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(answer)
     }
 }

@@ -79,6 +79,11 @@ impl Leases for SqliteStore {
         let interrupted = interrupt_left(&tx, conversation_id)?;
         // The former holder's questions died with it.
         tx.execute("DELETE FROM open_questions WHERE conversation_id = ?1", [conversation_id])?;
+        // The jobs it took and did not answer run again under the new holder.
+        tx.execute(
+            "UPDATE forwarded_jobs SET taken = 0 WHERE conversation_id = ?1 AND answer IS NULL",
+            [conversation_id],
+        )?;
         tx.commit()?;
         Ok(Claim::Taken { lease: Lease { owner: kernel.to_string(), generation }, interrupted })
     }
