@@ -18,7 +18,7 @@ use crate::elsewhere;
 use crate::forwarded_jobs;
 use crate::kernel::Kernel;
 use crate::live;
-use crate::store::{LiveBatch, Notice, StoreError};
+use crate::store::{Heard, Notice, StoreError};
 
 /// Takes over the conversations that have work and no live holder: at start (on SQLite, all
 /// of them: their holder was this data directory's previous kernel) and at each renewal.
@@ -54,14 +54,10 @@ fn renew(kernel: &Kernel) -> Result<(), StoreError> {
 /// Renews, adopts and listens until the kernel stops.
 pub(crate) async fn run(kernel: Arc<Kernel>) {
     let mut notices = kernel.store.notices();
-    let mut live = kernel.store.live();
     let mut tick = tokio::time::interval((kernel.config.lease_ttl / 3).max(std::time::Duration::from_millis(10)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            // Deltas first: the listener hands them out before the commit's notice that follows.
-            biased;
-            batch = next_live(&mut live) => kernel.stored_heads.live(batch),
             _ = kernel.shutdown.cancelled() => return,
             _ = tick.tick() => {
                 if let Err(err) = renew(&kernel) {
@@ -71,20 +67,12 @@ pub(crate) async fn run(kernel: Arc<Kernel>) {
                     tracing::error!("looking for conversations without a live kernel: {err}");
                 }
             }
-            notice = next(&mut notices) => heard(&kernel, notice),
-        }
-    }
-}
-
-/// The next batch of deltas heard (those this kernel fell behind by are lost: they are a view);
-/// never when there are none to hear.
-async fn next_live(live: &mut Option<broadcast::Receiver<Arc<LiveBatch>>>) -> Arc<LiveBatch> {
-    loop {
-        let Some(receiver) = live else { return std::future::pending().await };
-        match receiver.recv().await {
-            Ok(batch) => return batch,
-            Err(RecvError::Lagged(missed)) => tracing::debug!(missed, "fell behind the deltas other kernels tell"),
-            Err(RecvError::Closed) => *live = None,
+            // In the order said: a batch of deltas reaches the watchers here before the notice of
+            // the commit that follows it wakes them.
+            heard_now = next(&mut notices) => match heard_now {
+                Heard::Live(batch) => kernel.stored_heads.live(batch),
+                Heard::Notice(notice) => heard(&kernel, notice),
+            },
         }
     }
 }
@@ -111,15 +99,15 @@ pub(crate) async fn relay(kernel: Arc<Kernel>) {
     }
 }
 
-/// The next notice; `Missed` when this kernel fell behind; never when there are none to hear.
-async fn next(notices: &mut Option<broadcast::Receiver<Notice>>) -> Notice {
+/// What is heard next; `Missed` when this kernel fell behind; never when there is nobody to hear.
+async fn next(notices: &mut Option<broadcast::Receiver<Heard>>) -> Heard {
     let Some(receiver) = notices else { return std::future::pending().await };
     match receiver.recv().await {
-        Ok(notice) => notice,
-        Err(RecvError::Lagged(_)) => Notice::Missed,
+        Ok(heard) => heard,
+        Err(RecvError::Lagged(_)) => Heard::Notice(Notice::Missed),
         Err(RecvError::Closed) => {
             *notices = None;
-            Notice::Missed
+            Heard::Notice(Notice::Missed)
         }
     }
 }

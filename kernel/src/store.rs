@@ -24,7 +24,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub use forwarding::{Forwarding, JobKind, OpenQuestion, QuestionKind, Watchers};
-pub use lease::{Claim, Lease, Leases, Notice, QueuedSubmit};
+pub use lease::{Claim, Heard, Lease, Leases, Notice, QueuedSubmit};
 pub use live::LiveBatch;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;

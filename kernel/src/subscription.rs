@@ -232,38 +232,52 @@ impl Forwarder {
     /// A conversation run elsewhere: what is stored, then what is committed as it is, with the
     /// deltas told between. Each event goes out once and in seq order: a batch of deltas after
     /// the stored events before it (committed before the deltas were told, so in the store), and
-    /// a delta heard after a later stored event was sent is dropped.
+    /// stored events only up to the head heard, whose notice came after the deltas before it (a
+    /// delta heard after a later stored event was sent is dropped).
     async fn run_stored(self, heard: crate::heads::Heard, head: u64) {
         let crate::heads::Heard { mut committed, mut live } = heard;
         let Some(mut last_sent) = self.catch_up(self.spec.from_seq.unwrap_or(head), head).await else { return };
         last_sent = last_sent.max(head);
-        let mut look = true;
+        let mut heard_head = *committed.borrow_and_update();
+        // How far the next look reads the store: the head heard, or everything when notices may
+        // have been lost.
+        let mut look = Some(heard_head);
         loop {
-            if look {
-                // Seen before reading: a commit after the read wakes the wait below.
-                committed.borrow_and_update();
-                // Deltas heard before that commit's notice go first.
+            if let Some(up_to) = look {
+                // Deltas heard before that head's notice go first.
                 while let Ok(batch) = live.try_recv() {
                     let Some(sent) = self.send_live(&batch, last_sent).await else { return };
                     last_sent = sent;
                 }
-                let Some(sent) = self.catch_up(last_sent, u64::MAX).await else { return };
-                last_sent = sent;
+                let Some(sent) = self.catch_up(last_sent, up_to).await else { return };
+                last_sent = sent.max(last_sent);
             }
             look = tokio::select! {
                 batch = live.recv() => match batch {
                     Ok(batch) => {
                         let Some(sent) = self.send_live(&batch, last_sent).await else { return };
                         last_sent = sent;
-                        false
+                        None
                     }
                     // Deltas missed are missed; the completed messages are stored.
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => false,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => None,
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                 },
-                changed = committed.changed() => if changed.is_err() { return } else { true },
+                changed = committed.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    let now = *committed.borrow_and_update();
+                    // No new head: notices may have been lost (`wake_all`).
+                    if now > heard_head {
+                        heard_head = now;
+                        Some(now)
+                    } else {
+                        Some(u64::MAX)
+                    }
+                }
                 // A lost notice (the listening connection broke) delays an event, never loses it.
-                _ = tokio::time::sleep(STORED_POLL) => true,
+                _ = tokio::time::sleep(STORED_POLL) => Some(u64::MAX),
                 _ = self.closing.cancelled() => return,
             };
         }

@@ -4,9 +4,6 @@
 //! them its deltas). On SQLite one kernel holds the file and nobody calls these; the same rules
 //! keep one store suite.
 
-use std::sync::Arc;
-
-use super::live::LiveBatch;
 use super::{Lease, StoreError};
 
 /// What kind of question is open: a permission question or a `ui_request`.
@@ -145,11 +142,8 @@ pub trait Forwarding {
     fn running(&self, conversation_ids: &[i64]) -> Result<Vec<i64>, StoreError>;
 
     /// Tells the other kernels' watchers deltas of a conversation this kernel runs (in seq
-    /// order, after those told before); nobody hears them on SQLite.
+    /// order, after those told before: heard as `Heard::Live`); nobody hears them on SQLite.
     fn tell_live(&self, conversation_id: i64, events: &[(u64, String)]) -> Result<(), StoreError>;
-
-    /// The deltas other kernels tell, as heard; `None` when nobody else can (SQLite).
-    fn live(&self) -> Option<tokio::sync::broadcast::Receiver<Arc<LiveBatch>>>;
 
     /// Queues a job for the conversation's lease holder and tells it (`Notice::Job`): its id.
     fn queue_job(&self, conversation_id: i64, kind: JobKind) -> Result<i64, StoreError>;

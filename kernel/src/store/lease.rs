@@ -102,6 +102,14 @@ impl Notice {
     }
 }
 
+/// What a kernel hears from the others, in the order they said it: notices, and the deltas of
+/// conversations they run (a commit's notice comes after the deltas before its event).
+#[derive(Debug, Clone)]
+pub enum Heard {
+    Notice(Notice),
+    Live(std::sync::Arc<super::LiveBatch>),
+}
+
 /// The leases and the queue of forwarded submits, on each engine.
 pub trait Leases {
     /// Whether other kernels may share this database (PostgreSQL); SQLite's file is one
@@ -147,5 +155,5 @@ pub trait Leases {
     fn notify(&self, notice: Notice) -> Result<(), StoreError>;
 
     /// What other kernels say through the database; `None` when nobody else can (SQLite).
-    fn notices(&self) -> Option<tokio::sync::broadcast::Receiver<Notice>>;
+    fn notices(&self) -> Option<tokio::sync::broadcast::Receiver<Heard>>;
 }

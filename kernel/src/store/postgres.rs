@@ -72,10 +72,9 @@ pub struct PostgresStore {
     pool: Vec<Mutex<Connection>>,
     /// Where the next call starts looking for a free connection.
     next: AtomicUsize,
-    /// What the listening connection hears from other kernels (`store/postgres_leases.rs`).
-    pub(super) notices: tokio::sync::broadcast::Sender<Notice>,
-    /// The deltas it hears (`store/live.rs`).
-    pub(super) live: tokio::sync::broadcast::Sender<std::sync::Arc<super::LiveBatch>>,
+    /// What the listening connection hears from other kernels, notices and deltas in the order
+    /// heard (`store/postgres_leases.rs`).
+    pub(super) heard: tokio::sync::broadcast::Sender<super::Heard>,
 }
 
 impl PostgresStore {
@@ -91,11 +90,9 @@ impl PostgresStore {
         for _ in 1..POOL {
             pool.push(Mutex::new(Connection::new(driver.connect(&config)?)));
         }
-        let (notices, _) = tokio::sync::broadcast::channel(super::postgres_leases::NOTICE_BACKLOG);
-        let (live, _) = tokio::sync::broadcast::channel(super::postgres_leases::NOTICE_BACKLOG);
-        let heard = super::postgres_leases::Heard { notices: notices.clone(), live: live.clone() };
-        driver.handle.spawn(super::postgres_leases::listen(config.clone(), heard));
-        Ok(PostgresStore { config, driver, pool, next: AtomicUsize::new(0), notices, live })
+        let (heard, _) = tokio::sync::broadcast::channel(super::postgres_leases::NOTICE_BACKLOG);
+        driver.handle.spawn(super::postgres_leases::listen(config.clone(), heard.clone()));
+        Ok(PostgresStore { config, driver, pool, next: AtomicUsize::new(0), heard })
     }
 
     /// A free connection (else the next in turn, once free), opened again when it broke.

@@ -2,12 +2,10 @@
 //! told to the holder through NOTIFY in the statement that stores it. Times are the server's
 //! clock, like the leases'.
 
-use std::sync::Arc;
-
 use tokio_postgres::Row;
 
 use super::forwarding::{Forwarding, JobKind, OpenQuestion, Watchers, count};
-use super::live::{self, LiveBatch};
+use super::live;
 use super::postgres::PostgresStore;
 use super::postgres_connection::wait;
 use super::postgres_leases::NOW_MS;
@@ -174,10 +172,6 @@ impl Forwarding for PostgresStore {
             client.execute(&notify, &[&payloads]).await?;
             Ok(())
         })
-    }
-
-    fn live(&self) -> Option<tokio::sync::broadcast::Receiver<Arc<LiveBatch>>> {
-        Some(self.live.subscribe())
     }
 
     fn queue_job(&self, conversation_id: i64, kind: JobKind) -> Result<i64, StoreError> {

@@ -17,11 +17,12 @@ use tokio_postgres::{AsyncMessage, Client, Config, Connection, NoTls, Transactio
 use super::postgres::PostgresStore;
 use super::postgres_connection::{tls, wait};
 use super::{
-    Claim, InterruptedTurn, Lease, Leases, Notice, QueuedSubmit, StoreError, interrupted_turn, stored_prompt, to_json,
+    Claim, Heard, InterruptedTurn, Lease, Leases, Notice, QueuedSubmit, StoreError, interrupted_turn, stored_prompt,
+    to_json,
 };
 
 /// Notices a kernel may fall behind by before it is told it missed some.
-pub(super) const NOTICE_BACKLOG: usize = 4096;
+pub(super) const NOTICE_BACKLOG: usize = 16384;
 
 /// The server's clock in milliseconds since the epoch.
 pub(super) const NOW_MS: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
@@ -213,24 +214,17 @@ impl Leases for PostgresStore {
         Ok(())
     }
 
-    fn notices(&self) -> Option<broadcast::Receiver<Notice>> {
-        Some(self.notices.subscribe())
+    fn notices(&self) -> Option<broadcast::Receiver<Heard>> {
+        Some(self.heard.subscribe())
     }
 }
 
 /// How long the listener waits before connecting again after its connection broke.
 const LISTEN_RETRY: Duration = Duration::from_secs(1);
 
-/// Where the listening connection puts what it hears: notices, and deltas (in the order heard:
-/// a reader takes the deltas first when both have some).
-pub(super) struct Heard {
-    pub notices: broadcast::Sender<Notice>,
-    pub live: broadcast::Sender<std::sync::Arc<super::LiveBatch>>,
-}
-
 /// The listening connection, for the store's life (a task on the store's thread, which ends
 /// with the store): heard notices go to `notices`, and after each (re)connection `Missed`.
-pub(super) async fn listen(config: Config, heard: Heard) {
+pub(super) async fn listen(config: Config, heard: broadcast::Sender<Heard>) {
     loop {
         let ended = if config.get_ssl_mode() == SslMode::Require {
             match tls() {
@@ -254,12 +248,16 @@ pub(super) async fn listen(config: Config, heard: Heard) {
 }
 
 /// Listens on one connection until it ends.
-async fn listen_on<S, T>(client: Client, mut connection: Connection<S, T>, heard: &Heard) -> Result<(), StoreError>
+async fn listen_on<S, T>(
+    client: Client,
+    mut connection: Connection<S, T>,
+    heard: &broadcast::Sender<Heard>,
+) -> Result<(), StoreError>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let (notices, live) = (heard.notices.clone(), heard.live.clone());
+    let said = heard.clone();
     let mut assembler = super::live::Assembler::default();
     let messages = tokio::spawn(futures::future::poll_fn(move |cx| {
         loop {
@@ -268,10 +266,10 @@ where
                     let payload = n.payload();
                     if super::live::is_live(payload) {
                         if let Some(batch) = assembler.heard(payload) {
-                            let _ = live.send(std::sync::Arc::new(batch));
+                            let _ = said.send(Heard::Live(std::sync::Arc::new(batch)));
                         }
                     } else if let Some(notice) = Notice::parse(payload) {
-                        let _ = notices.send(notice);
+                        let _ = said.send(Heard::Notice(notice));
                     }
                 }
                 Poll::Ready(Some(Ok(_))) => {}
@@ -283,7 +281,7 @@ where
     }));
     client.batch_execute("LISTEN superpi").await?;
     // What was said before this connection listened is lost: everyone looks again.
-    let _ = heard.notices.send(Notice::Missed);
+    let _ = heard.send(Heard::Notice(Notice::Missed));
     let ended = messages.await.map_err(|e| StoreError::Postgres(format!("the listening connection: {e}")))?;
     drop(client);
     ended

@@ -1,13 +1,10 @@
 //! Forwarding on SQLite: the same tables and rules as PostgreSQL's, so the store suite is one
 //! for both engines; the file is one kernel's, so nobody else reads them and nobody is told.
 
-use std::sync::Arc;
-
 use rusqlite::{OptionalExtension, params};
 use superpi_proto::event::now_ms;
 
 use super::forwarding::{Forwarding, JobKind, OpenQuestion, Watchers, count};
-use super::live::LiveBatch;
 use super::sqlite::SqliteStore;
 use super::{Lease, StoreError};
 
@@ -140,10 +137,6 @@ impl Forwarding for SqliteStore {
 
     fn tell_live(&self, _conversation_id: i64, _events: &[(u64, String)]) -> Result<(), StoreError> {
         Ok(())
-    }
-
-    fn live(&self) -> Option<tokio::sync::broadcast::Receiver<Arc<LiveBatch>>> {
-        None
     }
 
     fn queue_job(&self, conversation_id: i64, kind: JobKind) -> Result<i64, StoreError> {

@@ -190,7 +190,7 @@ impl Leases for SqliteStore {
         Ok(())
     }
 
-    fn notices(&self) -> Option<tokio::sync::broadcast::Receiver<Notice>> {
+    fn notices(&self) -> Option<tokio::sync::broadcast::Receiver<super::Heard>> {
         None
     }
 }
