@@ -17,6 +17,7 @@ use superpi_proto::method::BackendStatus;
 use superpi_proto::{ContentBlock, EntryKind, Event, Message, Role};
 use tokio_util::sync::CancellationToken;
 
+use crate::backend_seed::Start;
 use crate::conversation::Conversation;
 use crate::kernel::Kernel;
 use crate::pipeline::Asked;
@@ -74,6 +75,27 @@ pub(crate) async fn drive(
     // The conversation's mode, lowered to the submitter's ceiling, chooses the backend's own.
     let mode = lock(&conv.policy).as_ref().map(|p| p.mode().min(ceiling)).map_err(Clone::clone)?;
     let home = catalog.backend_sessions.home(kind).map_err(|e| format!("{}'s state directory: {e}", kind.title()))?;
+    // The backend's own session when this machine keeps one that saw everything before; else a
+    // new one, given the history from the store (`backend_seed.rs`).
+    let cid = conv.id;
+    let entries = kernel.store.entries(cid).map_err(|e| format!("reading the conversation's history: {e}"))?;
+    // The seq of the last entry this turn stored: what the session has seen, kept with its id.
+    let mut last_entry = entries.iter().filter(|e| e.turn_id == Some(turn_id)).map(|e| e.seq).max().unwrap_or(0);
+    let kept = catalog.backend_sessions.get(kind, cid);
+    let (resume, prompt_text) = match crate::backend_seed::start(kept, &entries, turn_id) {
+        Start::Resume(id) => (Some(id), prompt.text()),
+        Start::Fresh => (None, prompt.text()),
+        Start::Seeded { history, why } => {
+            let notice = format!(
+                "{}: {why}; a new session starts, given the conversation so far from superpi's history",
+                kind.title()
+            );
+            conv.emit(kernel, Event::notice(cid, Some(turn_id), "info", notice));
+            (None, crate::backend_seed::seeded_prompt(&history, &prompt.text()))
+        }
+    };
+    drop(entries);
+    let mut session = resume.clone();
     let env = superpi_backends::env_keys(kind)
         .iter()
         .filter_map(|key| std::env::var(key).ok().map(|value| (key.to_string(), value)))
@@ -84,10 +106,10 @@ pub(crate) async fn drive(
         program,
         workspace,
         mode,
-        prompt: prompt.text(),
+        prompt: prompt_text,
         images: prompt_images(kernel, prompt)?,
         model: backend_model(catalog, kind, &conv.settings().model),
-        resume: catalog.backend_sessions.get(kind, conv.id),
+        resume,
         home,
         env,
         confined: !kernel.sandbox.config().disabled,
@@ -97,7 +119,6 @@ pub(crate) async fn drive(
         BackendKind::Opencode => catalog.opencode.start(&kernel.sandbox, spec).await?,
         _ => superpi_backends::start(&kernel.sandbox, spec).await?,
     };
-    let cid = conv.id;
     let at = Some(turn_id);
     // The names of the calls the backend announced, for their results.
     let mut calls: HashMap<String, String> = HashMap::new();
@@ -112,9 +133,8 @@ pub(crate) async fn drive(
         };
         match event {
             BackendEvent::Session { id } => {
-                if let Err(err) = catalog.backend_sessions.set(kind, cid, &id) {
-                    tracing::error!(conversation = cid, "storing {kind}'s session id: {err}");
-                }
+                keep_session(kernel, kind, cid, &id, last_entry);
+                session = Some(id);
             }
             BackendEvent::TextDelta { index, delta } => conv.emit(kernel, Event::text_delta(cid, at, index, delta)),
             BackendEvent::ThinkingDelta { index, delta } => {
@@ -123,8 +143,9 @@ pub(crate) async fn drive(
             BackendEvent::Message { content } => {
                 let message = Message { role: Role::Assistant, content, usage: None, stop_reason: None };
                 let event = Event::message_completed(cid, at, Role::Assistant, message.content.clone(), None);
-                if let Err(err) = conv.publish(kernel, event, Some((EntryKind::Assistant, &message))) {
-                    tracing::error!("storing an answer of turn {turn_id}: {err}");
+                match conv.publish(kernel, event, Some((EntryKind::Assistant, &message))) {
+                    Ok(seq) => last_entry = seq,
+                    Err(err) => tracing::error!("storing an answer of turn {turn_id}: {err}"),
                 }
                 for block in message.content {
                     if let ContentBlock::ToolCall { id, name, arguments } = block {
@@ -135,7 +156,9 @@ pub(crate) async fn drive(
             }
             BackendEvent::ToolResult { tool_call_id, output, is_error } => {
                 let name = calls.remove(&tool_call_id).unwrap_or_default();
-                store_result(kernel, conv, turn_id, tool_call_id, name, output, is_error);
+                if let Some(seq) = store_result(kernel, conv, turn_id, tool_call_id, name, output, is_error) {
+                    last_entry = seq;
+                }
             }
             BackendEvent::ApprovalRequest(request) => {
                 let approval = approve(kernel, conv, turn_id, kind, &request, cancel).await;
@@ -155,6 +178,10 @@ pub(crate) async fn drive(
             ),
             BackendEvent::Notice { level, message } => conv.emit(kernel, Event::notice(cid, at, level, message)),
             BackendEvent::End { result, stop_reason, usage } => {
+                // The session saw the whole turn.
+                if let Some(id) = &session {
+                    keep_session(kernel, kind, cid, id, last_entry);
+                }
                 let total = {
                     let mut total = lock(&conv.usage_total);
                     total.input_tokens += usage.input_tokens;
@@ -215,6 +242,15 @@ fn endpoint(catalog: &crate::tools::Catalog, model: &str) -> Option<superpi_back
     })
 }
 
+/// Keeps the backend's session id of the conversation on this machine, with the seq of the last
+/// history entry it saw.
+fn keep_session(kernel: &Kernel, kind: BackendKind, conversation_id: i64, id: &str, through_seq: u64) {
+    if let Err(err) = kernel.catalog.backend_sessions.set(kind, conversation_id, id, through_seq) {
+        tracing::error!(conversation = conversation_id, "storing {kind}'s session id: {err}");
+    }
+}
+
+/// Stores a call's result the backend reported: its seq.
 fn store_result(
     kernel: &Kernel,
     conv: &Conversation,
@@ -223,7 +259,7 @@ fn store_result(
     name: String,
     output: String,
     is_error: bool,
-) {
+) -> Option<u64> {
     let message = Message {
         role: Role::Tool,
         content: vec![ContentBlock::ToolResult {
@@ -238,8 +274,12 @@ fn store_result(
         stop_reason: None,
     };
     let event = Event::tool_completed(conv.id, Some(turn_id), &tool_call_id, &name, is_error, Value::String(output));
-    if let Err(err) = conv.publish(kernel, event, Some((EntryKind::ToolResult, &message))) {
-        tracing::error!("storing a tool result of turn {turn_id}: {err}");
+    match conv.publish(kernel, event, Some((EntryKind::ToolResult, &message))) {
+        Ok(seq) => Some(seq),
+        Err(err) => {
+            tracing::error!("storing a tool result of turn {turn_id}: {err}");
+            None
+        }
     }
 }
 

@@ -12,6 +12,7 @@
 //! an embedding program registers runs here and confines itself).
 
 mod activity;
+mod backend_seed;
 mod backend_turn;
 mod cluster;
 mod commands;

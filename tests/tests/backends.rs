@@ -153,7 +153,7 @@ exit 3"#;
     assert_eq!(started.lines().count(), 2, "each prompt started the program");
     // The session id it reported is kept for the next start.
     let stored = env.locations.data_dir.join(format!("backends/claude-code/sessions/{cid}"));
-    assert_eq!(std::fs::read_to_string(stored).unwrap(), "crash-1");
+    assert_eq!(std::fs::read_to_string(stored).unwrap().lines().next(), Some("crash-1"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -549,4 +549,69 @@ async fn opencodes_server_dying_mid_turn_fails_the_turn_and_the_next_prompt_star
     let last = fake.accepted().pop().unwrap().to_string();
     assert!(last.contains("wait") && last.contains("again"), "the session went on: {last}");
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+}
+
+/// A stand-in `claude` that answers `answered`, says a session id of its own (the one it
+/// resumes, if any, as Claude Code does), and writes its
+/// arguments and its prompt line into the workspace (`args.txt`, `prompts.txt`).
+const RECORDING: &str = r#"printf '%s\n' "$*" >> args.txt
+IFS= read -r line
+printf '%s\n' "$line" >> prompts.txt
+sid="session-$$"
+prev=""
+for arg in "$@"; do [ "$prev" = "--resume" ] && sid="$arg"; prev="$arg"; done
+echo '{"type":"system","subtype":"init","session_id":"'$sid'"}'
+echo '{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"answered"}]},"session_id":"'$sid'","parent_tool_use_id":null}'
+echo '{"type":"result","subtype":"success","is_error":false,"result":"answered","stop_reason":"end_turn","session_id":"'$sid'","usage":{"input_tokens":1,"output_tokens":1}}'"#;
+
+/// A backend conversation continued through another machine's kernel (two data directories on
+/// one PostgreSQL database): the backend's session and transcript stay on the first machine,
+/// so the second starts a new session given the conversation so far from superpi's history,
+/// with a notice; its next turn resumes that new session, with nothing given again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backend_conversation_continued_on_another_machine_starts_a_session_seeded_with_the_history() {
+    let Some(server) = superpi_tests::postgres_server::shared() else { return };
+    let url = server.new_database();
+    let vars = [("SUPERPI_DATABASE_URL", url.as_str()), ("SUPERPI_LEASE_MS", "1500")];
+    let machine_a = TestEnv::new();
+    name_program(&machine_a, &stand_in(&machine_a, RECORDING));
+    let (_kernel_a, a) = machine_a.start_kernel(&vars).await;
+    let (cid, mut on_a) = open_backend(&a, &machine_a, "accept-edits").await;
+    let first = a.submit_text(cid, "the colour is blue").await.unwrap().turn_id;
+    let events = turn_events(&mut on_a, first).await;
+    assert!(matches!(events.last().map(|e| &e.body), Some(EventBody::TurnCompleted { .. })), "{events:?}");
+    machine_a.kill_kernel();
+    drop((on_a, a));
+
+    let machine_b = TestEnv::new();
+    name_program(&machine_b, &stand_in(&machine_b, RECORDING));
+    let (_kernel_b, b) = machine_b.start_kernel(&vars).await;
+    let mut on_b = b.watch(WatchParams::live(cid)).await.unwrap();
+    let second = b.submit_text(cid, "what colour?").await.unwrap().turn_id;
+    let events = turn_events(&mut on_b, second).await;
+    assert!(matches!(events.last().map(|e| &e.body), Some(EventBody::TurnCompleted { .. })), "{events:?}");
+    let notice = events.iter().find_map(|e| match &e.body {
+        EventBody::Notice { message, .. } => Some(message.clone()),
+        _ => None,
+    });
+    let notice = notice.unwrap_or_else(|| panic!("no notice in {events:?}"));
+    assert!(notice.contains("no session") && notice.contains("new session"), "{notice}");
+    let third = b.submit_text(cid, "and now?").await.unwrap().turn_id;
+    let events = turn_events(&mut on_b, third).await;
+    assert!(!events.iter().any(|e| matches!(e.body, EventBody::Notice { .. })), "{events:?}");
+
+    let read = |name: &str| std::fs::read_to_string(machine_a.workspace.join(name)).unwrap();
+    let (args, prompts) = (read("args.txt"), read("prompts.txt"));
+    let (args, prompts): (Vec<&str>, Vec<&str>) = (args.lines().collect(), prompts.lines().collect());
+    assert_eq!((args.len(), prompts.len()), (3, 3), "{args:?}");
+    // Machine B had no session to resume: a new one, given what was said on machine A ...
+    assert!(!args[0].contains("--resume") && !args[1].contains("--resume"), "{args:?}");
+    assert!(prompts[1].contains("User: the colour is blue") && prompts[1].contains("Assistant: answered"));
+    assert!(prompts[1].contains("what colour?"), "{}", prompts[1]);
+    // ... which its next turn resumes, given only the new prompt.
+    let resumed = args[2].split("--resume ").nth(1).and_then(|rest| rest.split(' ').next()).unwrap();
+    assert!(resumed.starts_with("session-"), "{}", args[2]);
+    let kept = machine_b.locations.data_dir.join(format!("backends/claude-code/sessions/{cid}"));
+    assert_eq!(std::fs::read_to_string(kept).unwrap().lines().next(), Some(resumed));
+    assert!(!prompts[2].contains("the colour is blue") && prompts[2].contains("and now?"), "{}", prompts[2]);
 }

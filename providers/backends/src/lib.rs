@@ -29,5 +29,5 @@ pub use driver::{RunningTurn, TurnSpec, env_keys, image_refusal, install_dirs, s
 pub use event::{Approval, ApprovalRequest, BackendEvent, PromptImage};
 pub use opencode::Endpoint;
 pub use opencode_server::Servers;
-pub use sessions::Sessions;
+pub use sessions::{SessionRecord, Sessions};
 pub use superpi_policy::BackendKind;

@@ -1,13 +1,25 @@
 //! Where a backend's state lives under the kernel's data directory:
 //! `backends/ID/home` is the program's own home and configuration directory (its transcripts,
 //! the one place it may write besides the workspace), and `backends/ID/sessions/CONV` holds the
-//! backend's session id of a conversation, so the conversation continues after a restart.
-//! The sessions directory is not the program's to write.
+//! backend's session id of a conversation, so the conversation continues after a restart, with
+//! the seq of the last history entry that session saw (`through_seq`, on a second line), so a
+//! kernel can tell a session that missed turns run elsewhere (another kernel on a shared
+//! database, whose machine keeps its own sessions). The sessions directory is not the program's
+//! to write.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use superpi_policy::BackendKind;
+
+/// A conversation's backend session as this machine keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRecord {
+    pub id: String,
+    /// The seq of the last entry of the conversation's history the session saw; `None` when an
+    /// older kernel stored the id alone.
+    pub through_seq: Option<u64>,
+}
 
 /// The state directories of one kernel's backends.
 #[derive(Debug, Clone)]
@@ -27,20 +39,23 @@ impl Sessions {
         Ok(dir)
     }
 
-    /// The backend's session id of a conversation, when one was stored.
-    pub fn get(&self, kind: BackendKind, conversation_id: i64) -> Option<String> {
+    /// The backend's session of a conversation, when one was stored here.
+    pub fn get(&self, kind: BackendKind, conversation_id: i64) -> Option<SessionRecord> {
         let text = std::fs::read_to_string(self.path(kind, conversation_id)).ok()?;
-        let id = text.trim();
-        (!id.is_empty()).then(|| id.to_string())
+        let mut lines = text.lines();
+        let id = lines.next()?.trim();
+        let through_seq = lines.next().and_then(|seq| seq.trim().parse().ok());
+        (!id.is_empty()).then(|| SessionRecord { id: id.to_string(), through_seq })
     }
 
-    /// Stores the session id durably (a new file renamed over the old one, synced).
-    pub fn set(&self, kind: BackendKind, conversation_id: i64, session: &str) -> std::io::Result<()> {
+    /// Stores the session id and the seq of the last entry it saw durably (a new file renamed
+    /// over the old one, synced).
+    pub fn set(&self, kind: BackendKind, conversation_id: i64, session: &str, through_seq: u64) -> std::io::Result<()> {
         let path = self.path(kind, conversation_id);
         let dir = path.parent().unwrap_or(&self.root);
         make_private_dir(dir)?;
         let mut file = tempfile::NamedTempFile::new_in(dir)?;
-        file.write_all(session.as_bytes())?;
+        file.write_all(format!("{session}\n{through_seq}\n").as_bytes())?;
         file.as_file().sync_all()?;
         file.persist(&path).map_err(|e| e.error)?;
         std::fs::File::open(dir)?.sync_all()
@@ -65,10 +80,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sessions = Sessions::new(dir.path());
         assert_eq!(sessions.get(BackendKind::ClaudeCode, 7), None);
-        sessions.set(BackendKind::ClaudeCode, 7, "s-1").unwrap();
-        sessions.set(BackendKind::ClaudeCode, 7, "s-2").unwrap();
+        sessions.set(BackendKind::ClaudeCode, 7, "s-1", 3).unwrap();
+        sessions.set(BackendKind::ClaudeCode, 7, "s-2", 9).unwrap();
         let again = Sessions::new(dir.path());
-        assert_eq!(again.get(BackendKind::ClaudeCode, 7).as_deref(), Some("s-2"));
+        let record = SessionRecord { id: "s-2".into(), through_seq: Some(9) };
+        assert_eq!(again.get(BackendKind::ClaudeCode, 7), Some(record));
+        // An id stored alone (an older kernel's) reads without a seq.
+        std::fs::write(dir.path().join("backends/claude-code/sessions/8"), "old-1").unwrap();
+        assert_eq!(
+            again.get(BackendKind::ClaudeCode, 8),
+            Some(SessionRecord { id: "old-1".into(), through_seq: None })
+        );
         assert_eq!(again.get(BackendKind::Codex, 7), None);
         assert!(again.home(BackendKind::ClaudeCode).unwrap().ends_with("backends/claude-code/home"));
     }
