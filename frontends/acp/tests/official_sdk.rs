@@ -63,11 +63,12 @@ fn agent_text(seen: &Value) -> String {
 }
 
 /// Gemini CLI behind ACP: the editor's session names the gemini-cli harness in
-/// `accept-edits` (an ACP session's ceiling), the CLI's `auto_edit`: it writes a file itself
-/// (confined by superpi) without asking, and the editor sees the call, its completion and the
-/// answer, with the turn's stop reason.
+/// `accept-edits` (an ACP session's ceiling). The CLI writes a file itself without a question
+/// (an edit), and its shell command is asked of the editor (`session/request_permission`,
+/// through superpi's hook in the CLI) and runs once allowed, confined by superpi; the editor
+/// sees both calls, their completion and the answer, with the turn's stop reason.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_gemini_cli_turn_runs_its_command_for_the_official_acp_client() {
+async fn a_gemini_cli_turn_asks_the_official_acp_client_before_its_command() {
     let Some(program) = superpi_backends::discover::test_install(BackendKind::GeminiCli) else {
         eprintln!("SKIPPED: Gemini CLI is not installed in the test cache (.ci/run installs it)");
         return;
@@ -76,8 +77,10 @@ async fn a_gemini_cli_turn_runs_its_command_for_the_official_acp_client() {
     let file = format!("[backends.gemini-cli]\nprogram = \"{}\"\n", program.display());
     std::fs::write(env.locations.config_dir.join("harnesses.toml"), file).unwrap();
     let marker = env.workspace.join("marker.txt").display().to_string();
+    let command = "echo from-the-shell > shell.txt";
     let fake = GeminiFake::start(vec![
         Answer::tool_call("write_file", json!({"file_path": marker, "content": "from-acp"})),
+        Answer::tool_call("run_shell_command", json!({"command": command})),
         Answer::text("marker written"),
     ])
     .await
@@ -88,15 +91,22 @@ async fn a_gemini_cli_turn_runs_its_command_for_the_official_acp_client() {
     assert_eq!(seen["stopReason"], "end_turn", "{seen}");
     assert_eq!(agent_text(&seen), "marker written", "{seen}");
     let updates = seen["updates"].as_array().unwrap();
-    let call = updates.iter().find(|u| u["sessionUpdate"] == "tool_call").unwrap_or_else(|| panic!("{seen}"));
-    assert!(call.to_string().contains("marker.txt"), "{call}");
-    let id = &call["toolCallId"];
-    let completed = updates
-        .iter()
-        .any(|u| u["sessionUpdate"] == "tool_call_update" && &u["toolCallId"] == id && u["status"] == "completed");
-    assert!(completed, "{seen}");
-    assert!(seen["asked"].as_array().unwrap().is_empty(), "headless Gemini CLI asks nothing: {seen}");
+    let calls: Vec<&Value> = updates.iter().filter(|u| u["sessionUpdate"] == "tool_call").collect();
+    assert_eq!(calls.len(), 2, "{seen}");
+    assert!(calls[0].to_string().contains("marker.txt") && calls[1].to_string().contains(command), "{seen}");
+    for call in &calls {
+        let id = &call["toolCallId"];
+        let completed = updates
+            .iter()
+            .any(|u| u["sessionUpdate"] == "tool_call_update" && &u["toolCallId"] == id && u["status"] == "completed");
+        assert!(completed, "{seen}");
+    }
+    let asked = seen["asked"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "only the command is asked: {seen}");
+    assert!(asked[0].to_string().contains(command), "{seen}");
+    assert_eq!(asked[0]["toolCall"]["toolCallId"], calls[1]["toolCallId"], "the question is about the shown call");
     assert_eq!(std::fs::read_to_string(env.workspace.join("marker.txt")).unwrap(), "from-acp");
+    assert_eq!(std::fs::read_to_string(env.workspace.join("shell.txt")).unwrap(), "from-the-shell\n");
     let requests = fake.requests();
     assert!(requests.iter().all(|r| r.path.starts_with("/v1beta/models/gemini-2.5-flash:")), "{requests:?}");
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());

@@ -1,6 +1,7 @@
 //! One backend turn as a process: started through the sandbox crate (confined to the
 //! workspace, its own home writable), the prompt written to its stdin, its stdout translated
-//! into [`BackendEvent`]s, approvals answered on its stdin. Dropping the turn kills the
+//! into [`BackendEvent`]s, approvals answered on its stdin (Gemini CLI's through its hook's
+//! channel, [`crate::gemini_ask`]). Dropping the turn kills the
 //! program's process group and cgroup: that is how a turn is cancelled. A program that ends
 //! before its turn did ends the turn with a notice and [`BackendEvent::Failed`]; the next turn
 //! starts it again (each turn is a process of its own, resuming the backend's session).
@@ -15,7 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::event::{Approval, ApprovalRequest, BackendEvent, PromptImage};
 use crate::lines::Translate;
-use crate::{claude, codex, gemini};
+use crate::{claude, codex, gemini, gemini_ask};
 
 /// The most stderr kept for the notice of a program that failed.
 const STDERR_TAIL: usize = 4096;
@@ -83,6 +84,8 @@ pub struct RunningTurn {
     kind: BackendKind,
     events: mpsc::Receiver<BackendEvent>,
     input: TurnInput,
+    /// The program's process (none for a turn on OpenCode's kept server).
+    pid: Option<i32>,
     /// Dropped with the turn: the reader task then drops the process handle, which kills it
     /// (or, on OpenCode's server, aborts the session's work).
     _stop: oneshot::Sender<()>,
@@ -94,6 +97,8 @@ pub(crate) enum TurnInput {
     Stdin(Option<pipe::Sender>),
     /// The task that speaks to OpenCode's server, which sends each answer on.
     Replies(mpsc::Sender<(ApprovalRequest, Approval)>),
+    /// The directory of the turn's questions, answered to Gemini CLI's hook.
+    Hook(PathBuf),
 }
 
 impl std::fmt::Debug for RunningTurn {
@@ -108,8 +113,12 @@ pub async fn start(sandbox: &Sandbox, spec: TurnSpec) -> Result<RunningTurn, Str
         return Err(why);
     }
     let home = spec.home.display().to_string();
-    // Gemini CLI reads its prompt to the end of stdin, and asks nothing on it.
+    // Gemini CLI reads its prompt to the end of stdin; its questions come through its hook.
     let prompt_only = spec.kind == BackendKind::GeminiCli;
+    let asks = match spec.kind == BackendKind::GeminiCli && gemini::asks_about(spec.mode) {
+        true => Some(gemini_ask::Asks::create(&spec.home)?),
+        false => None,
+    };
     let (args, fixed_env, first_input) = match spec.kind {
         BackendKind::ClaudeCode => {
             // As root, Claude Code refuses `bypassPermissions` unless told it runs in a sandbox;
@@ -135,6 +144,9 @@ pub async fn start(sandbox: &Sandbox, spec: TurnSpec) -> Result<RunningTurn, Str
     };
     let mut env = spec.env.clone();
     env.extend(fixed_env);
+    if let Some(asks) = &asks {
+        env.push((gemini::ASK_DIR_VAR.into(), asks.dir().display().to_string()));
+    }
     let server = ServerSpec {
         program: spec.program.display().to_string(),
         args,
@@ -148,6 +160,7 @@ pub async fn start(sandbox: &Sandbox, spec: TurnSpec) -> Result<RunningTurn, Str
     };
     let process =
         sandbox.start_server(server).await.map_err(|e| format!("{} could not start: {e}", spec.kind.title()))?;
+    let turn_pid = process.handle.pid();
     let (tx, events) = mpsc::channel(256);
     let (stop_tx, stop) = oneshot::channel();
     let translator: Box<dyn Translate> = match spec.kind {
@@ -155,12 +168,15 @@ pub async fn start(sandbox: &Sandbox, spec: TurnSpec) -> Result<RunningTurn, Str
         BackendKind::GeminiCli => Box::new(gemini::Translator::default()),
         _ => Box::new(claude::Translator::default()),
     };
-    tokio::spawn(read(spec.kind, translator, process.stdout, process.stderr, process.handle, tx, stop));
+    let hook_dir = asks.as_ref().map(|asks| asks.dir().to_path_buf());
+    let output = Output { stdout: process.stdout, stderr: process.stderr, asks };
+    tokio::spawn(read(spec.kind, translator, output, process.handle, tx, stop));
     let mut turn = RunningTurn::new(spec.kind, events, TurnInput::Stdin(Some(process.stdin)), stop_tx);
+    turn.pid = Some(turn_pid);
     // A program that already exited is reported by the reader, with its status and stderr.
     turn.write(&first_input).await;
     if prompt_only {
-        turn.input = TurnInput::Stdin(None);
+        turn.input = hook_dir.map_or(TurnInput::Stdin(None), TurnInput::Hook);
     }
     Ok(turn)
 }
@@ -172,7 +188,13 @@ impl RunningTurn {
         input: TurnInput,
         stop: oneshot::Sender<()>,
     ) -> Self {
-        RunningTurn { kind, events, input, _stop: stop }
+        RunningTurn { kind, events, input, pid: None, _stop: stop }
+    }
+
+    /// The program's process id (the leader of its process group), for a turn that runs a
+    /// process of its own.
+    pub fn pid(&self) -> Option<i32> {
+        self.pid
     }
 
     /// The next event; `None` once the program's output ended and everything was said.
@@ -211,6 +233,13 @@ impl RunningTurn {
         if let TurnInput::Replies(replies) = &self.input {
             // A turn that ended takes no answer; OpenCode's events say what came of it.
             let _ = replies.send((request.clone(), approval.clone())).await;
+            return;
+        }
+        if let TurnInput::Hook(dir) = &self.input {
+            if let Err(err) = gemini_ask::answer(dir, &request.id, approval) {
+                // The hook is gone (the turn ended or was killed); the CLI's output says so.
+                tracing::warn!("answering Gemini CLI's question {}: {err}", request.id);
+            }
             return;
         }
         let line = match self.kind {
@@ -253,27 +282,51 @@ fn codex_start(spec: &TurnSpec) -> codex::Start {
     }
 }
 
+/// What a turn's program says: its stdout, its stderr and (Gemini CLI's) its questions.
+struct Output {
+    stdout: pipe::Receiver,
+    stderr: pipe::Receiver,
+    asks: Option<gemini_ask::Asks>,
+}
+
 async fn read(
     kind: BackendKind,
     mut translator: Box<dyn Translate>,
-    mut stdout: pipe::Receiver,
-    stderr: pipe::Receiver,
+    output: Output,
     mut handle: superpi_sandbox::ServerHandle,
     tx: mpsc::Sender<BackendEvent>,
     mut stop: oneshot::Receiver<()>,
 ) {
+    let Output { mut stdout, stderr, mut asks } = output;
     let stderr_tail = tokio::spawn(tail(stderr));
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let n = tokio::select! {
             read = stdout.read(&mut buf) => read.unwrap_or(0),
+            asked = next_ask(&mut asks) => {
+                let Some((id, request)) = asked else {
+                    asks = None;
+                    continue;
+                };
+                // The CLI printed the call before it ran the hook: its output comes first.
+                let mut events = Vec::new();
+                while let Ok(n) = stdout.try_read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    events.extend(translator.push(&buf[..n]));
+                }
+                events.extend(translator.ask(id, &request));
+                if !send_all(&tx, events).await {
+                    return;
+                }
+                continue;
+            }
             _ = &mut stop => return,
         };
         let events = if n == 0 { translator.finish() } else { translator.push(&buf[..n]) };
-        for event in events {
-            if tx.send(event).await.is_err() {
-                return;
-            }
+        if !send_all(&tx, events).await {
+            return;
         }
         if n == 0 {
             break;
@@ -295,6 +348,24 @@ async fn read(
         .send(BackendEvent::Notice { level: "error", message: format!("{message}. The next prompt starts it again.") })
         .await;
     let _ = tx.send(BackendEvent::Failed { message }).await;
+}
+
+/// The next of the turn's questions; never, for a turn without them.
+async fn next_ask(asks: &mut Option<gemini_ask::Asks>) -> Option<(String, serde_json::Value)> {
+    match asks {
+        Some(asks) => asks.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Sends events to the turn; false once nobody listens.
+async fn send_all(tx: &mpsc::Sender<BackendEvent>, events: Vec<BackendEvent>) -> bool {
+    for event in events {
+        if tx.send(event).await.is_err() {
+            return false;
+        }
+    }
+    true
 }
 
 /// The last bytes of a stream.

@@ -6,9 +6,12 @@
 //! or error that does not end the turn) and `result` (the end: `success` with the turn's
 //! token counts, or `error` with the reason).
 //!
-//! Headless Gemini CLI asks nobody: a tool its approval mode does not allow outright is not
-//! offered to the model at all (a call to it fails "not found"). So superpi's mode chooses
-//! the approval mode, and nothing becomes a question (see [`approval_mode`]).
+//! Headless Gemini CLI asks nobody itself: a tool its approval mode does not allow outright is
+//! not offered to the model at all (a call to it fails "not found"). So in `accept-edits` it
+//! runs in `yolo` with superpi's `BeforeTool` hook in its settings ([`settings`]): every call
+//! but reads and edits runs the hook, which hands the call to superpi and waits for its answer
+//! (the channel is `gemini_ask`'s); refused, the CLI reports the call blocked with superpi's
+//! reason, which the model reads. See [`approval_mode`].
 //!
 //! The translator is a pure function of the bytes.
 
@@ -16,7 +19,7 @@ use serde_json::{Value, json};
 use superpi_policy::Mode;
 use superpi_proto::{ContentBlock, Usage};
 
-use crate::event::BackendEvent;
+use crate::event::{ApprovalRequest, BackendEvent};
 use crate::lines::{LineTranslator, Translating};
 
 /// The command line of one turn: `model` is asked for (else the CLI routes between its own),
@@ -40,15 +43,66 @@ pub fn args(mode: Mode, model: Option<&str>, resume: Option<&str>) -> Vec<String
 }
 
 /// Gemini CLI's approval mode for a superpi mode. `plan` is its read-only mode (writes only
-/// its own plan files); `accept-edits` its `auto_edit` (file edits run, shell commands are not
-/// offered, since headless it cannot ask: fails closed); `auto` its `yolo` (everything runs,
-/// inside superpi's confinement when the sandbox is on).
+/// its own plan files); `accept-edits` and `auto` its `yolo` (every tool offered, inside
+/// superpi's confinement when the sandbox is on), where in `accept-edits` superpi's hook asks
+/// about each call but reads and edits ([`asks_about`]; the driver sets [`ASK_DIR_VAR`] only
+/// then). Its own `auto_edit` would not offer the shell at all: headless it cannot ask.
 pub fn approval_mode(mode: Mode) -> &'static str {
     match mode {
         Mode::Plan => "plan",
-        Mode::AcceptEdits => "auto_edit",
-        Mode::Auto => "yolo",
+        Mode::AcceptEdits | Mode::Auto => "yolo",
     }
+}
+
+/// Whether superpi asks about a turn's calls in `mode` (through its hook).
+pub fn asks_about(mode: Mode) -> bool {
+    mode == Mode::AcceptEdits
+}
+
+/// The variable naming the directory of a turn's questions; the hook asks nothing without it.
+pub const ASK_DIR_VAR: &str = "SUPERPI_ASK_DIR";
+
+/// Gemini CLI's tools that run without a question in `accept-edits`: reading, searching,
+/// file edits and its todo list. Every other tool (the shell, web fetches, MCP tools,
+/// subagents, and any tool a later version adds) is asked about.
+pub const RUN_WITHOUT_ASKING: &[&str] = &[
+    "read_file",
+    "read_many_files",
+    "list_directory",
+    "glob",
+    "grep_search",
+    "search_file_content",
+    "google_web_search",
+    "write_file",
+    "replace",
+    "write_todos",
+];
+
+/// The hook (`sh -c`): without [`ASK_DIR_VAR`] it lets the call run (output nothing). Else it
+/// writes the call (its JSON on stdin) into a new directory `ask.XXXXXXXX` there with a FIFO
+/// for the answer, names that directory on the driver's FIFO `requests`, and prints the one
+/// line of answer (`{"decision": ...}`). When any step fails it refuses the call.
+pub const ASK_HOOK: &str = r#"[ -n "$SUPERPI_ASK_DIR" ] || exit 0
+d=$(mktemp -d "$SUPERPI_ASK_DIR/ask.XXXXXXXX") && cat > "$d/request" && mkfifo "$d/answer" && exec 3<>"$d/answer" && printf '%s\n' "$d" > "$SUPERPI_ASK_DIR/requests" && IFS= read -r a <&3 && printf '%s\n' "$a" && exit 0
+printf '%s\n' '{"decision":"deny","reason":"superpi could not ask about this call, so it is refused"}'"#;
+
+/// How long the CLI waits for the hook: longer than any question (superpi answers, or
+/// refuses at its own question timeout; a hook that timed out would let the call run).
+const ASK_HOOK_TIMEOUT_MS: u64 = 7 * 24 * 3600 * 1000;
+
+/// The hook's matcher (a JavaScript regular expression over the tool's name): every tool but
+/// those of [`RUN_WITHOUT_ASKING`].
+fn ask_matcher() -> String {
+    format!("^(?!({})$)", RUN_WITHOUT_ASKING.join("|"))
+}
+
+/// The hook's answer to a question.
+pub fn hook_answer(approval: &crate::event::Approval) -> String {
+    let answer = match approval {
+        crate::event::Approval::Allow => json!({"decision": "allow"}),
+        crate::event::Approval::Deny { message } => json!({"decision": "deny", "reason": message}),
+    };
+    format!("{answer}\n")
 }
 
 /// The variables of the kernel's environment Gemini CLI gets besides the sandbox's allow
@@ -97,10 +151,12 @@ pub fn settings(env: &[(String, String)]) -> Value {
     } else {
         json!({})
     };
+    let hook = json!({"type": "command", "name": "superpi-ask", "command": ASK_HOOK, "timeout": ASK_HOOK_TIMEOUT_MS});
     json!({
         "security": {"auth": auth},
         "privacy": {"usageStatisticsEnabled": false},
         "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+        "hooks": {"BeforeTool": [{"matcher": ask_matcher(), "hooks": [hook]}]},
     })
 }
 
@@ -110,6 +166,8 @@ pub type Translator = Translating<Stream>;
 /// What Gemini CLI's output said so far.
 #[derive(Debug, Default)]
 pub struct Stream {
+    /// Calls announced whose result has not come: a question is about one of them.
+    running: Vec<(String, String, Value)>,
     /// Answer text since the last tool call, completed into a message before the next call
     /// or the end.
     text: String,
@@ -140,11 +198,9 @@ impl LineTranslator for Stream {
                 out.push(BackendEvent::TextDelta { index: 0, delta });
             }
             "tool_use" => {
-                let call = ContentBlock::ToolCall {
-                    id: text("tool_id"),
-                    name: text("tool_name"),
-                    arguments: line.get("parameters").cloned().unwrap_or_else(|| json!({})),
-                };
+                let arguments = line.get("parameters").cloned().unwrap_or_else(|| json!({}));
+                self.running.push((text("tool_id"), text("tool_name"), arguments.clone()));
+                let call = ContentBlock::ToolCall { id: text("tool_id"), name: text("tool_name"), arguments };
                 let mut content = self.take_text();
                 content.push(call);
                 out.push(BackendEvent::Message { content });
@@ -154,6 +210,7 @@ impl LineTranslator for Stream {
                 let is_error = text("status") == "error";
                 let error = line.pointer("/error/message").and_then(Value::as_str).filter(|_| is_error);
                 let output = error.map_or_else(|| text("output"), str::to_string);
+                self.running.retain(|(id, ..)| *id != text("tool_id"));
                 out.push(BackendEvent::ToolResult { tool_call_id: text("tool_id"), output, is_error });
             }
             "error" => {
@@ -163,6 +220,22 @@ impl LineTranslator for Stream {
             "result" => self.result(line, out),
             _ => {}
         }
+    }
+
+    /// A call asked about through superpi's hook (`{tool_name, tool_input, ...}`), which
+    /// names no call id: it is the oldest running call of that name and input.
+    fn ask(&mut self, id: String, request: &Value, out: &mut Vec<BackendEvent>) {
+        let tool_name = request.get("tool_name").and_then(Value::as_str).unwrap_or("").to_string();
+        let input = request.get("tool_input").cloned().unwrap_or_else(|| json!({}));
+        let tool_call_id =
+            self.running.iter().find(|(_, name, args)| *name == tool_name && *args == input).map(|(id, ..)| id.clone());
+        out.push(BackendEvent::ApprovalRequest(ApprovalRequest {
+            id,
+            reason: Some(format!("Gemini CLI asks to run {tool_name}")),
+            tool_name,
+            input,
+            tool_call_id,
+        }));
     }
 }
 

@@ -82,8 +82,10 @@ fn warnings_are_notices_and_output_without_a_result_is_no_end() {
 #[test]
 fn the_mode_chooses_the_approval_mode_and_the_settings_say_how_to_sign_in() {
     assert_eq!(approval_mode(Mode::Plan), "plan");
-    assert_eq!(approval_mode(Mode::AcceptEdits), "auto_edit");
+    // accept-edits offers every tool; superpi's hook asks about all but reads and edits.
+    assert_eq!(approval_mode(Mode::AcceptEdits), "yolo");
     assert_eq!(approval_mode(Mode::Auto), "yolo");
+    assert_eq!([Mode::Plan, Mode::AcceptEdits, Mode::Auto].map(asks_about), [false, true, false]);
     let args = args(Mode::Auto, Some("gemini-2.5-flash"), Some("abc"));
     assert_eq!(
         args,
@@ -107,9 +109,36 @@ fn the_mode_chooses_the_approval_mode_and_the_settings_say_how_to_sign_in() {
         "vertex-ai"
     );
     assert_eq!(settings(&[])["security"]["auth"], json!({}));
+    let hooks = &settings(&[])["hooks"]["BeforeTool"][0];
+    assert_eq!(hooks["hooks"][0]["command"], ASK_HOOK);
+    let matcher = hooks["matcher"].as_str().unwrap();
+    assert!(matcher.starts_with("^(?!(read_file|") && matcher.contains("|replace|") && matcher.ends_with(")$)"));
     let fixed = fixed_env("/h", &kernel);
     assert!(fixed.contains(&("GOOGLE_GEMINI_BASE_URL".into(), "http://127.0.0.1:9".into())), "{fixed:?}");
     // The CLI's own variable wins over superpi's provider's.
     let both = env(&[("GEMINI_BASE_URL", "http://a"), ("GOOGLE_GEMINI_BASE_URL", "http://b")]);
     assert!(!fixed_env("/h", &both).iter().any(|(k, _)| k == "GOOGLE_GEMINI_BASE_URL"));
+}
+
+/// A question through superpi's hook is about the running call of that name and input (the
+/// hook names no call id); its answer is the hook's decision line.
+#[test]
+fn a_hooks_question_is_about_the_running_call_it_names() {
+    let mut t = Translator::default();
+    let call = br#"{"type":"tool_use","tool_name":"run_shell_command","tool_id":"run_shell_command__1","parameters":{"command":"echo hi"}}
+"#;
+    t.push(call);
+    let input = json!({"command": "echo hi"});
+    let asked = t.ask("/h/asks/turn.x/ask.1".into(), &json!({"tool_name": "run_shell_command", "tool_input": input}));
+    let [BackendEvent::ApprovalRequest(request)] = &asked[..] else { panic!("{asked:?}") };
+    assert_eq!(request.tool_call_id.as_deref(), Some("run_shell_command__1"));
+    assert_eq!((request.id.as_str(), &request.input), ("/h/asks/turn.x/ask.1", &input));
+    t.push(
+        br#"{"type":"tool_result","tool_id":"run_shell_command__1","status":"success","output":""}
+"#,
+    );
+    let later = t.ask("/h/asks/turn.x/ask.2".into(), &json!({"tool_name": "run_shell_command", "tool_input": input}));
+    let [BackendEvent::ApprovalRequest(request)] = &later[..] else { panic!("{later:?}") };
+    assert_eq!(request.tool_call_id, None, "a call whose result came is not asked about");
+    assert_eq!(hook_answer(&crate::event::Approval::Allow), "{\"decision\":\"allow\"}\n");
 }

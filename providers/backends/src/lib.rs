@@ -6,7 +6,8 @@
 //! data directory and the backend's session id of a conversation ([`sessions`]), one driver
 //! that starts a program for a turn through the sandbox crate and talks to it ([`driver`]),
 //! OpenCode's kept server, started the same way and spoken to over HTTP
-//! ([`opencode_server`]), and per backend a pure translator from its output to
+//! ([`opencode_server`]), Gemini CLI's question channel from its hook ([`gemini_ask`]), and
+//! per backend a pure translator from its output to
 //! [`BackendEvent`]s (tested on recorded streams split at every byte).
 //!
 //! Must not: start a process other than through superpi-sandbox, know conversations, the
@@ -19,6 +20,7 @@ pub mod discover;
 pub mod driver;
 pub mod event;
 pub mod gemini;
+pub mod gemini_ask;
 pub mod lines;
 pub mod opencode;
 pub mod opencode_server;

@@ -70,6 +70,11 @@ pub trait LineTranslator: Default {
     fn line(&mut self, line: &Value, out: &mut Vec<BackendEvent>);
     /// Whether the program said its turn ended (a program that exits before is a crash).
     fn ended(&self) -> bool;
+    /// A question the program asked beside its output (Gemini CLI's hook, see `gemini_ask`),
+    /// `id` the answer's address.
+    fn ask(&mut self, id: String, request: &Value, out: &mut Vec<BackendEvent>) {
+        let _ = (id, request, out);
+    }
 }
 
 /// A translator of a program's stdout, whatever the backend.
@@ -78,6 +83,8 @@ pub trait Translate: Send {
     /// The end of the output.
     fn finish(&mut self) -> Vec<BackendEvent>;
     fn ended(&self) -> bool;
+    /// A question asked beside the output (see [`LineTranslator::ask`]).
+    fn ask(&mut self, id: String, request: &Value) -> Vec<BackendEvent>;
 }
 
 /// A [`LineTranslator`] fed from bytes in pieces of any size.
@@ -100,6 +107,12 @@ impl<T: LineTranslator + Send> Translate for Translating<T> {
 
     fn ended(&self) -> bool {
         self.inner.ended()
+    }
+
+    fn ask(&mut self, id: String, request: &Value) -> Vec<BackendEvent> {
+        let mut out = Vec::new();
+        self.inner.ask(id, request, &mut out);
+        out
     }
 }
 

@@ -124,3 +124,60 @@ async fn a_prompt_image_is_refused_saying_why() {
     assert!(refused.contains("Gemini CLI takes no images"), "{refused}");
     assert!(fake.requests().is_empty());
 }
+
+/// In `accept-edits` superpi's hook asks about the shell (confined with the CLI): allowed,
+/// the command runs; refused, it does not, and the model reads superpi's reason. An edit runs
+/// without a question. Each question names the call the CLI announced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accept_edits_asks_superpi_before_a_command_and_a_refusal_reaches_the_model() {
+    let Some(program) = common::program(BackendKind::GeminiCli) else { return };
+    let env = env();
+    let edit = env.workspace.join("edit.txt").display().to_string();
+    let fake = GeminiFake::start(vec![
+        Answer::tool_call("write_file", json!({"file_path": edit, "content": "edited"})),
+        Answer::tool_call("run_shell_command", json!({"command": "echo allowed > allowed.txt"})),
+        Answer::text("done"),
+        Answer::tool_call("run_shell_command", json!({"command": "echo refused > refused.txt"})),
+        Answer::text("could not"),
+    ])
+    .await
+    .unwrap();
+    let turn_spec = |prompt| TurnSpec {
+        model: Some(MODEL.into()),
+        ..spec(&env, BackendKind::GeminiCli, &program, &fake, Mode::AcceptEdits, prompt)
+    };
+    let asked = |events: &[BackendEvent]| -> Vec<superpi_backends::ApprovalRequest> {
+        let requests = events.iter().filter_map(|e| match e {
+            BackendEvent::ApprovalRequest(request) => Some(request.clone()),
+            _ => None,
+        });
+        requests.collect()
+    };
+    let mut turn = superpi_backends::start(&env.sandbox, turn_spec("edit, then run")).await.unwrap();
+    let events = run(&mut turn, Approval::Allow).await;
+    let [request] = &asked(&events)[..] else { panic!("one question: {events:?}") };
+    assert_eq!(
+        (request.tool_name.as_str(), &request.input["command"]),
+        ("run_shell_command", &json!("echo allowed > allowed.txt"))
+    );
+    let (call_id, _) = call_named(&events, "run_shell_command").unwrap_or_else(|| panic!("{events:?}"));
+    assert_eq!(request.tool_call_id.as_deref(), Some(call_id), "the question names the announced call");
+    assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "done"), "{events:?}");
+    assert_eq!(std::fs::read_to_string(env.workspace.join("edit.txt")).unwrap(), "edited");
+    assert_eq!(std::fs::read_to_string(env.workspace.join("allowed.txt")).unwrap(), "allowed\n");
+
+    let mut turn = superpi_backends::start(&env.sandbox, turn_spec("run another")).await.unwrap();
+    let events = run(&mut turn, Approval::Deny { message: "The person refused this call.".into() }).await;
+    assert_eq!(asked(&events).len(), 1, "{events:?}");
+    let refused = events.iter().any(|e| {
+        matches!(e, BackendEvent::ToolResult { is_error: true, output, .. } if output.contains("The person refused this call."))
+    });
+    assert!(refused, "{events:?}");
+    assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "could not"), "{events:?}");
+    assert!(!env.workspace.join("refused.txt").exists());
+    let heard = fake.accepted().last().unwrap().to_string();
+    assert!(heard.contains("The person refused this call."), "the model reads why: {heard}");
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+    let asks = env.sessions.home(BackendKind::GeminiCli).unwrap().join("asks");
+    assert_eq!(std::fs::read_dir(asks).unwrap().count(), 0, "each turn's questions went with it");
+}
