@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
 
+use crate::fake_model::FakeModel;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Protocol {
     Acp,
@@ -35,7 +37,7 @@ impl Protocol {
 
 /// Runs the official client of each protocol against superpi (or another implementation) and
 /// prints a table of checks, ending with `N passed, M failed`.
-#[derive(Debug, Parser)]
+#[derive(Debug, Clone, Parser)]
 #[command(name = "superpi-conformance")]
 pub struct Args {
     /// Protocols to check, comma-separated.
@@ -74,6 +76,29 @@ pub struct Args {
     #[arg(long)]
     pub rpc_command: Option<String>,
 
+    /// Starts a local fake model server speaking this vendor API for the implementation under
+    /// test (the agent of `--acp-command`, say) and gives it the vendor's key and base URL
+    /// variables (`ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL`, `OPENAI_API_KEY` and
+    /// `OPENAI_BASE_URL`). The fake answers from the prompt as superpi's mock model does
+    /// (`@tool NAME JSON`, `@hold`, else an echo), so the checks of tool calls, permissions,
+    /// cancelling and session/load run against that agent too.
+    #[arg(long, value_enum)]
+    pub fake_model: Option<FakeModel>,
+
+    /// Checks the third-party implementations of conformance/THIRD_PARTY.md (pinned in
+    /// conformance/third-party/, installed once outside the repository) beside superpi, and
+    /// fails when their results differ from the record there.
+    #[arg(long)]
+    pub third_party: bool,
+
+    /// With `--third-party`: rewrite the record in conformance/THIRD_PARTY.md from this run.
+    #[arg(long, requires = "third_party")]
+    pub write_record: bool,
+
+    /// What a third-party target needs beyond the flags (set by `--third-party`).
+    #[arg(skip)]
+    pub setup: TargetSetup,
+
     /// The superpi binary (default: `superpi` beside this program, i.e. target/debug/superpi).
     #[arg(long, env = "SUPERPI_BIN")]
     pub superpi: Option<PathBuf>,
@@ -89,4 +114,16 @@ pub struct Args {
     /// Show every line the scripts print to stderr.
     #[arg(long)]
     pub verbose: bool,
+}
+
+/// The environment a third-party implementation runs in, beyond what flags say.
+#[derive(Debug, Clone, Default)]
+pub struct TargetSetup {
+    /// Variables for the client script and so for the implementation it starts.
+    pub vars: Vec<(String, String)>,
+    /// Variables of the caller's environment the implementation must not see.
+    pub unset: Vec<String>,
+    /// Files written under the run's HOME (path relative to it, contents); `{model_url}` in
+    /// the contents becomes the fake model's base URL.
+    pub files: Vec<(String, String)>,
 }

@@ -3,18 +3,22 @@
 //! model, or against another implementation named by a flag, and prints one table of checks.
 //!
 //! This crate owns the orchestration only: private directories per protocol, starting and
-//! stopping what it launched (servers, and the kernel they started), collecting each script's
-//! results and the exit status. The checks themselves live in the scripts: it knows nothing of
-//! ACP, MCP, OpenAI, AG-UI or JSON-RPC messages.
+//! stopping what it launched (servers, the kernel they started, a fake model behind another
+//! agent), collecting each script's results, the third-party record (THIRD_PARTY.md) and the
+//! exit status. The checks themselves live in the scripts: it knows nothing of ACP, MCP,
+//! OpenAI, AG-UI or JSON-RPC messages.
 
 // The table on stdout is this program's output.
 #![allow(clippy::print_stdout)]
 
 mod args;
 mod env;
+mod fake_model;
 mod proc;
+mod record;
 mod report;
 mod run;
+mod third_party;
 
 use std::process::ExitCode;
 
@@ -23,6 +27,23 @@ use clap::Parser;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let args = args::Args::parse();
+    if args.third_party {
+        return match third_party::run(&args).await {
+            Ok((rows, failed)) => {
+                report::print_table(&rows);
+                let record = if args.write_record { "written" } else { "compared" };
+                println!(
+                    "third-party record {record}: {}",
+                    if failed { "FAILED (see the rows above)" } else { "superpi passes, the others as recorded" }
+                );
+                if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+            }
+            Err(e) => {
+                eprintln!("superpi-conformance: {e:#}");
+                ExitCode::from(2)
+            }
+        };
+    }
     match run::run_all(&args).await {
         Ok(rows) => {
             let (passed, failed) = report::print_table(&rows);

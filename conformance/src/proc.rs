@@ -35,16 +35,17 @@ impl Drop for Group {
     }
 }
 
-fn command(program: &Path, args: &[&str], cwd: &Path, vars: &[(String, String)]) -> Command {
+fn command(program: &Path, args: &[&str], cwd: &Path, vars: &[(String, String)], unset: &[String]) -> Command {
     let mut cmd = Command::new(program);
     cmd.args(args)
         .current_dir(cwd)
         // Tokens of the caller's own environment would change what the frontends require.
         .env_remove("SUPERPI_GATEWAY_TOKEN")
-        .env_remove("SUPERPI_TOKENS")
-        .envs(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .process_group(0)
-        .kill_on_drop(true);
+        .env_remove("SUPERPI_TOKENS");
+    for name in unset {
+        cmd.env_remove(name);
+    }
+    cmd.envs(vars.iter().map(|(k, v)| (k.as_str(), v.as_str()))).process_group(0).kill_on_drop(true);
     cmd
 }
 
@@ -64,7 +65,7 @@ pub async fn start_server(
     log: &Path,
 ) -> Result<Server> {
     let log_file = std::fs::File::create(log).context("creating the server log")?;
-    let mut cmd = command(bin, args, cwd, vars);
+    let mut cmd = command(bin, args, cwd, vars, &[]);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(log_file);
     let mut child = cmd.spawn().with_context(|| format!("starting {} {}", bin.display(), args.join(" ")))?;
     let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout pipe"))?;
@@ -88,6 +89,45 @@ pub async fn start_server(
     Ok(Server { url, _group: group })
 }
 
+/// Starts the shell command line `line` with `PORT` set to a free port of 127.0.0.1 and waits
+/// (30 s at most) until that port accepts connections: an HTTP server of another
+/// implementation. Its output goes to `log`. Returns the group and the port.
+pub async fn start_port_server(line: &str, cwd: &Path, vars: &[(String, String)], log: &Path) -> Result<(Group, u16)> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let log_file = std::fs::File::create(log).context("creating the server log")?;
+    let mut cmd = command(Path::new("sh"), &["-c", &format!("exec {line}")], cwd, vars, &[]);
+    cmd.env("PORT", port.to_string()).stdin(Stdio::null()).stdout(log_file.try_clone()?).stderr(log_file);
+    let mut group = Group { child: cmd.spawn().with_context(|| format!("starting {line}"))? };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            return Ok((group, port));
+        }
+        if let Ok(Some(status)) = group.child.try_wait() {
+            bail!("`{line}` exited with {status} before listening; see {}", log.display());
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("`{line}` did not listen on port {port} within 30 s; see {}", log.display());
+        }
+        // Polling a port: nothing to wait on but the connection attempt itself.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// `npm ci` in `dir` (15 minutes at most).
+pub async fn npm_ci(dir: &Path) -> Result<()> {
+    let mut cmd = command(Path::new("npm"), &["ci", "--no-audit", "--no-fund", "--loglevel=error"], dir, &[], &[]);
+    cmd.stdin(Stdio::null());
+    let status = tokio::time::timeout(Duration::from_secs(900), cmd.status())
+        .await
+        .map_err(|_| anyhow!("npm ci in {} took over 15 minutes", dir.display()))?
+        .context("running npm ci")?;
+    if !status.success() {
+        bail!("npm ci in {} failed with {status}", dir.display());
+    }
+    Ok(())
+}
+
 /// What a script run produced: its stdout lines, the tail of its stderr, how it ended.
 pub struct ScriptOutput {
     pub stdout: Vec<String>,
@@ -102,11 +142,12 @@ pub async fn run_script(
     script: &Path,
     cwd: &Path,
     vars: &[(String, String)],
+    unset: &[String],
     timeout: Duration,
     verbose: bool,
 ) -> Result<ScriptOutput> {
     let script_arg = script.to_string_lossy();
-    let mut cmd = command(Path::new(node), &[&script_arg], cwd, vars);
+    let mut cmd = command(Path::new(node), &[&script_arg], cwd, vars, unset);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().with_context(|| format!("starting {node} {script_arg}"))?;
     let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout pipe"))?;
@@ -160,7 +201,7 @@ mod tests {
             pid_file.display()
         );
         let path = script(dir.path(), &body);
-        let out = run_script("sh", &path, dir.path(), &[], Duration::from_millis(1500), false).await.unwrap();
+        let out = run_script("sh", &path, dir.path(), &[], &[], Duration::from_millis(1500), false).await.unwrap();
         assert!(out.status.is_none(), "not reported as killed at the deadline");
         assert_eq!(out.stdout, vec![r#"{"check":"first","ok":true}"#.to_owned()]);
         let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
@@ -180,12 +221,15 @@ mod tests {
     #[tokio::test]
     async fn the_run_variables_reach_the_script_and_caller_tokens_do_not() {
         let dir = tempfile::tempdir().unwrap();
-        let path = script(dir.path(), "echo \"$CONF_X|${SUPERPI_TOKENS:-none}\"\nexit 3\n");
+        let path = script(dir.path(), "echo \"$CONF_X|${SUPERPI_TOKENS:-none}|${CONF_GONE:-unset}\"\nexit 3\n");
         let vars = vec![("CONF_X".to_owned(), "seen".to_owned())];
         // SAFETY: set before any thread of this test reads the environment.
         unsafe { std::env::set_var("SUPERPI_TOKENS", "from-the-caller") };
-        let out = run_script("sh", &path, dir.path(), &vars, Duration::from_secs(20), false).await.unwrap();
-        assert_eq!(out.stdout, vec!["seen|none".to_owned()]);
+        unsafe { std::env::set_var("CONF_GONE", "from-the-caller") };
+        let out = run_script("sh", &path, dir.path(), &vars, &["CONF_GONE".to_owned()], Duration::from_secs(20), false)
+            .await
+            .unwrap();
+        assert_eq!(out.stdout, vec!["seen|none|unset".to_owned()]);
         assert_eq!(out.status.and_then(|s| s.code()), Some(3));
     }
 }

@@ -8,44 +8,67 @@ use anyhow::{Context, Result, bail};
 
 use crate::args::{Args, Protocol};
 use crate::env::RunEnv;
+use crate::fake_model;
 use crate::proc::{self, Server};
 use crate::report::{Outcome, Row, apply_expected, parse_expected, rows_of};
 
 /// The directory holding the scripts and their pinned npm packages.
-fn conformance_dir() -> &'static Path {
+pub fn conformance_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-pub async fn run_all(args: &Args) -> Result<Vec<Row>> {
+/// The client packages are installed (`npm ci` in conformance/).
+pub fn need_clients() -> Result<()> {
     let dir = conformance_dir();
     if !dir.join("node_modules").is_dir() {
         bail!("the client packages are not installed: run `npm ci` in {}", dir.display());
     }
+    Ok(())
+}
+
+/// The binary under test, snapshotted (hard link, else copy) into `into` so that a rebuild
+/// during the run neither removes it nor mixes two builds in one run.
+pub fn snapshot_bin(args: &Args, into: &Path) -> Result<PathBuf> {
+    snapshot(&superpi_bin(args)?, into)
+}
+
+pub async fn run_all(args: &Args) -> Result<Vec<Row>> {
+    need_clients()?;
     let mut protocols = args.protocol.clone();
     protocols.dedup();
-    let expected =
-        std::fs::read_to_string(dir.join("expected-failures.txt")).map(|t| parse_expected(&t)).unwrap_or_default();
-    // The binary under test, snapshotted once (hard link, else copy) so that a rebuild during
-    // the run neither removes it nor mixes two builds in one run.
     let snapshot_dir = tempfile::Builder::new().prefix("superpi-conformance-bin-").tempdir()?;
     let bin = if protocols.iter().any(|&p| !fully_external(args, p)) {
-        Some(snapshot(&superpi_bin(args)?, snapshot_dir.path())?)
+        Some(snapshot_bin(args, snapshot_dir.path())?)
     } else {
         None
     };
     let mut rows = Vec::new();
     for protocol in protocols {
-        let env = RunEnv::new(protocol.name())?;
-        match run_one(args, bin.as_deref(), dir, protocol, &env, &expected).await {
-            Ok(more) => rows.extend(more),
-            Err(e) => rows.push(Row {
-                protocol: protocol.name(),
-                check: "setup".into(),
-                outcome: Outcome::Fail(format!("{e:#}")),
-            }),
-        }
-        // `env` drops here: the kernel of this run stops before the next protocol starts.
+        rows.extend(run_protocol(args, bin.as_deref(), protocol, protocol.name()).await?);
     }
+    Ok(rows)
+}
+
+/// One protocol in its own private directories; `label` names its rows. A setup that fails
+/// is a failed row.
+pub async fn run_protocol(
+    args: &Args,
+    bin: Option<&Path>,
+    protocol: Protocol,
+    label: &'static str,
+) -> Result<Vec<Row>> {
+    let dir = conformance_dir();
+    let expected =
+        std::fs::read_to_string(dir.join("expected-failures.txt")).map(|t| parse_expected(&t)).unwrap_or_default();
+    let env = RunEnv::new(protocol.name())?;
+    let mut rows = match run_one(args, bin, dir, protocol, &env, &expected).await {
+        Ok(rows) => rows,
+        Err(e) => vec![Row { protocol: label, check: "setup".into(), outcome: Outcome::Fail(format!("{e:#}")) }],
+    };
+    for row in &mut rows {
+        row.protocol = label;
+    }
+    // `env` drops here: the kernel of this run stops before the next protocol starts.
     Ok(rows)
 }
 
@@ -75,7 +98,7 @@ fn fully_external(args: &Args, protocol: Protocol) -> bool {
 
 /// A directory under `~/.cache/superpi-conformance` (or the variable `var`), outside the
 /// repository: the big clients are installed there once and reused.
-fn cache_dir(var: &str, name: &str) -> PathBuf {
+pub fn cache_dir(var: &str, name: &str) -> PathBuf {
     std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| {
         let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
         home.join(".cache/superpi-conformance").join(name)
@@ -148,6 +171,27 @@ async fn run_one(
     expected: &[(String, String, String)],
 ) -> Result<Vec<Row>> {
     let mut vars = env.vars();
+    // A fake model for the implementation under test, and the files and variables it needs;
+    // the fake stops when this function returns.
+    let fake = match args.fake_model {
+        Some(model) => {
+            let fake = fake_model::start(model).await.context("starting the fake model")?;
+            vars.extend(fake.env());
+            vars.push(("FAKE_MODEL".into(), model.vendor().as_str().into()));
+            Some((fake, model))
+        }
+        None => None,
+    };
+    for (path, contents) in &args.setup.files {
+        let url = fake.as_ref().map(|(f, m)| f.base_url(m.vendor())).unwrap_or_default();
+        let path = env.home().join(path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&path, contents.replace("{model_url}", &url))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    vars.extend(args.setup.vars.iter().cloned());
     let mut set = |k: &str, v: String| vars.push((k.to_owned(), v));
     // Servers this protocol needs; they stop when this function returns.
     let mut servers: Vec<Server> = Vec::new();
@@ -274,7 +318,8 @@ async fn run_one(
     });
     let ws = env.workspace();
     let script = dir.join(protocol.name()).join("check.mjs");
-    let out = proc::run_script(&args.node, &script, &ws, &vars, timeout, args.verbose).await?;
+    let unset = &args.setup.unset;
+    let out = proc::run_script(&args.node, &script, &ws, &vars, unset, timeout, args.verbose).await?;
     let mut rows = rows_of(protocol.name(), &out);
     if protocol == Protocol::Openai {
         // The Python client too, from its pinned virtualenv.
@@ -282,7 +327,7 @@ async fn run_one(
         if python.is_file() {
             let script = dir.join("openai/check.py");
             let python = python.to_string_lossy();
-            let out = proc::run_script(&python, &script, &ws, &vars, timeout, args.verbose).await?;
+            let out = proc::run_script(&python, &script, &ws, &vars, unset, timeout, args.verbose).await?;
             rows.extend(rows_of(protocol.name(), &out));
         } else {
             rows.push(Row {
@@ -302,5 +347,6 @@ async fn run_one(
         print_server_logs(protocol, env);
     }
     drop(servers);
+    drop(fake);
     Ok(rows)
 }

@@ -180,3 +180,51 @@ async fn a_tool_offered_under_a_cleaned_name_is_called_under_its_own() {
         );
     }
 }
+
+/// A responder picks the answer from the request (here: from its last message), before the
+/// script; a held answer streams its text and then stays open, without an end, until the
+/// client goes away.
+#[tokio::test]
+async fn a_responder_answers_from_the_request_and_a_held_answer_stays_open() {
+    use superpi_providers::testing::rules::Vendor;
+    let fakes = [
+        (OpenAiFake::start(vec![]).await.unwrap(), "gpt-4o"),
+        (AnthropicFake::start(vec![]).await.unwrap(), "claude-sonnet-4-5"),
+        (GeminiFake::start(vec![]).await.unwrap(), "gemini-2.5-flash"),
+    ];
+    for (fake, model) in &fakes {
+        fake.set_responder(Box::new(|vendor: Vendor, body: &Value| {
+            let text = body.to_string();
+            if text.contains("hold on") {
+                Some(Answer::Held("partial words".into()))
+            } else {
+                Some(Answer::text(format!("{} saw it", vendor.as_str())))
+            }
+        }));
+        let answered = ask(fake, model, vec![Message::user_text("hi")]).await;
+        assert!(answered.message.text().ends_with(" saw it"), "{model}: {}", answered.message.text());
+
+        let request = ModelRequest {
+            model: (*model).into(),
+            messages: vec![Message::user_text("hold on")],
+            max_tokens: Some(100),
+            ..Default::default()
+        };
+        let mut stream = resolve(model, &config(fake)).unwrap().stream(request);
+        let mut text = String::new();
+        while !text.contains("partial") {
+            match tokio::time::timeout(Duration::from_secs(10), stream.next()).await.expect("a delta in time") {
+                Some(StreamEvent::TextDelta { delta, .. }) => text.push_str(&delta),
+                Some(StreamEvent::Done(t)) | Some(StreamEvent::Error(t)) => {
+                    panic!("{model}: the held stream ended: {t:?}")
+                }
+                Some(_) => {}
+                None => panic!("{model}: the held stream ended"),
+            }
+        }
+        drop(stream);
+        tokio::time::timeout(Duration::from_secs(10), fake.client_gone.notified())
+            .await
+            .unwrap_or_else(|_| panic!("{model}: the fake did not notice the client leaving"));
+    }
+}

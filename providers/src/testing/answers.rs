@@ -18,6 +18,9 @@ pub enum Answer {
     ToolCalls { text: String, calls: Vec<(String, Value)> },
     /// Sent as is: a recorded stream, an error status, a cut or held stream.
     Reply(Reply),
+    /// Text deltas, then the stream stays open without its end until the client goes away:
+    /// a model still answering (for cancelling a turn mid-stream).
+    Held(String),
 }
 
 impl Answer {
@@ -46,6 +49,7 @@ impl Answer {
     pub(crate) fn reply(&self, vendor: Vendor, model: &str, serial: u64, sse: bool, prompt_tokens: u64) -> Reply {
         let (text, calls) = match self {
             Answer::Reply(reply) => return reply.clone(),
+            Answer::Held(text) => return held(vendor, model, serial, &split_words(text), prompt_tokens),
             Answer::Text(text) => (text.as_str(), &[][..]),
             Answer::ToolCalls { text, calls } => (text.as_str(), calls.as_slice()),
         };
@@ -63,6 +67,21 @@ impl Answer {
             },
         }
     }
+}
+
+/// A text stream cut before its first closing event, held open.
+fn held(vendor: Vendor, model: &str, serial: u64, words: &[String], prompt: u64) -> Reply {
+    let (body, end): (Vec<u8>, &[u8]) = match vendor {
+        Vendor::Openai => (openai(model, serial, words, &[], prompt), b"\"finish_reason\":\"stop\""),
+        Vendor::OpenaiResponses => (responses(model, serial, words, &[], prompt), b"event: response.output_text.done"),
+        Vendor::Anthropic => (anthropic(model, serial, words, &[], prompt), b"event: content_block_stop"),
+        Vendor::Gemini => (gemini_sse(model, serial, words, &[], prompt), b"\"finishReason\""),
+    };
+    let at = body.windows(end.len()).position(|w| w == end).unwrap_or(body.len());
+    // A marker inside a `data:` line cuts at that line's start.
+    let cut =
+        if end.starts_with(b"event:") { at } else { body[..at].windows(6).rposition(|w| w == b"data: ").unwrap_or(at) };
+    Reply { hold: true, ..Reply::stream(&body[..cut], 4096) }
 }
 
 /// Words with their following space kept, so that the deltas join to the text.

@@ -37,8 +37,13 @@ pub struct Exchange {
     pub rejection: Option<Violation>,
 }
 
+/// Chooses the answer to a valid request from its body (before the script is consulted);
+/// `None` leaves it to the script.
+pub type Responder = Box<dyn Fn(Vendor, &Value) -> Option<Answer> + Send + Sync>;
+
 struct State {
     script: VecDeque<Answer>,
+    responder: Option<Responder>,
     fallback: Answer,
     exchanges: Vec<Exchange>,
     keyless: bool,
@@ -113,6 +118,7 @@ impl FakeServer {
         let base = format!("http://{}", listener.local_addr()?);
         let state = Arc::new(Mutex::new(State {
             script: script.into(),
+            responder: None,
             fallback: Answer::text("ok"),
             exchanges: Vec::new(),
             keyless: false,
@@ -166,6 +172,12 @@ impl FakeServer {
     /// Appends an answer to the script.
     pub fn push(&self, answer: Answer) {
         lock(&self.state).script.push_back(answer);
+    }
+
+    /// Answers from each request's body (a model that reacts to what it is asked), before the
+    /// script.
+    pub fn set_responder(&self, responder: Responder) {
+        lock(&self.state).responder = Some(responder);
     }
 
     /// The answer once the script is used up.
@@ -309,7 +321,11 @@ fn answer(vendors: &[Vendor], state: &Mutex<State>, request: Recorded) -> Reply 
     let reply = match &outcome {
         Ok((vendor, model, sse)) => {
             state.served += 1;
-            let answer = state.script.pop_front().unwrap_or_else(|| state.fallback.clone());
+            let chosen = match (&state.responder, request.json()) {
+                (Some(responder), Ok(body)) => responder(*vendor, &body),
+                _ => None,
+            };
+            let answer = chosen.or_else(|| state.script.pop_front()).unwrap_or_else(|| state.fallback.clone());
             answer.reply(*vendor, model, state.served, *sse, prompt_tokens)
         }
         Err(violation) => {
