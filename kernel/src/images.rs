@@ -46,10 +46,11 @@ impl ImageStore {
         Ok(())
     }
 
-    /// The images a tool returned (the `read` tool's image file), checked and stored like a
-    /// prompt's, as the image blocks that follow its result in the model's history. One the
-    /// turn's model cannot take makes the result an error that says why, so the model reads the
-    /// reason rather than nothing.
+    /// The images a tool returned (the `read` tool's image file, an MCP server's image
+    /// content), checked and stored like a prompt's, as the image blocks that follow its result
+    /// in the model's history. One the turn's model cannot take makes the result an error that
+    /// says why, so the model reads the reason rather than nothing; one the output already
+    /// describes only adds why it is not shown.
     pub fn store_result(
         &self,
         model: &str,
@@ -64,6 +65,7 @@ impl ImageStore {
                     data: None,
                     sha256: Some(digest),
                 }),
+                Err(why) if image.described => result.output = format!("{}\n(not shown: {why})", result.output),
                 Err(why) => {
                     result.is_error = true;
                     result.output = format!("{}\nThe image is not shown: {why}", result.output);

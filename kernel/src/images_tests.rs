@@ -97,7 +97,7 @@ fn a_tools_image_is_stored_for_a_model_that_sees_and_explained_to_one_that_does_
         is_error: false,
         structured: None,
         details: None,
-        images: vec![superpi_proto::ToolImage { media_type: "image/png".into(), data: PNG.into() }],
+        images: vec![superpi_proto::ToolImage { media_type: "image/png".into(), data: PNG.into(), described: false }],
     };
     let mut seen = result();
     let blocks = store.store_result("mock", &config(), &mut seen);
@@ -115,8 +115,27 @@ fn a_tools_image_is_stored_for_a_model_that_sees_and_explained_to_one_that_does_
     assert!(blind.output.contains("The image is not shown") && blind.output.contains("`blind` does not take images"));
     // The bytes are read again, not trusted: a tool claiming an image that is none is refused.
     let mut fake = ToolCallResult {
-        images: vec![superpi_proto::ToolImage { media_type: "image/png".into(), data: images::encode(b"text") }],
+        images: vec![superpi_proto::ToolImage {
+            media_type: "image/png".into(),
+            data: images::encode(b"text"),
+            described: false,
+        }],
         ..result()
     };
     assert!(store.store_result("mock", &config(), &mut fake).is_empty() && fake.is_error);
+
+    // An image the output already describes (an MCP server's) is no error for a blind model:
+    // it reads the description, and why it sees no more.
+    let described = || ToolCallResult {
+        output: "[image: image/png, 67 bytes]".into(),
+        images: vec![superpi_proto::ToolImage { media_type: "image/png".into(), data: PNG.into(), described: true }],
+        ..result()
+    };
+    let mut blind = described();
+    assert_eq!(store.store_result("blind", &config(), &mut blind), vec![]);
+    assert!(!blind.is_error, "{blind:?}");
+    assert!(blind.output.starts_with("[image: image/png, 67 bytes]\n(not shown: "), "{}", blind.output);
+    let mut seen = described();
+    assert_eq!(store.store_result("mock", &config(), &mut seen).len(), 1);
+    assert!(!seen.is_error && seen.output == "[image: image/png, 67 bytes]", "{seen:?}");
 }

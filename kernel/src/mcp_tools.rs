@@ -1,9 +1,10 @@
 //! An external MCP server's tools in superpi's terms: the name `mcp__SERVER__TOOL`, the facts
 //! the policy reads (annotations to effects), and a call's result (text joined, structured
-//! content kept, images and audio described, resources as text). Pure functions.
+//! content kept, images passed on to a model that sees (and described), audio described,
+//! resources as text). Pure functions.
 
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents, Tool};
-use superpi_proto::tool::{Effect, ToolCallResult, ToolDef, ToolKind, ToolUi};
+use superpi_proto::tool::{Effect, ToolCallResult, ToolDef, ToolImage, ToolKind, ToolUi};
 
 /// The name a model sees: `mcp__SERVER__TOOL`, kept to `^[a-zA-Z0-9_-]{1,64}$` (every other
 /// character becomes `_`, and the end is cut), which every vendor accepts.
@@ -37,9 +38,21 @@ pub(crate) fn tool_def(server: &str, tool: &Tool) -> ToolDef {
     }
 }
 
-/// A server's answer as the model reads it.
+/// A server's answer as the model reads it: its images follow the result for a model that
+/// sees (checked and stored by the turn, [`crate::images`]); each is described in the text
+/// for one that does not.
 pub(crate) fn call_result(result: CallToolResult) -> ToolCallResult {
     let parts: Vec<String> = result.content.iter().map(describe).collect();
+    let images = result
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Image(image) => {
+                Some(ToolImage { media_type: image.mime_type.clone(), data: image.data.clone(), described: true })
+            }
+            _ => None,
+        })
+        .collect();
     let mut output = parts.join("\n");
     if output.is_empty()
         && let Some(structured) = &result.structured_content
@@ -51,7 +64,7 @@ pub(crate) fn call_result(result: CallToolResult) -> ToolCallResult {
         is_error: result.is_error == Some(true),
         structured: result.structured_content,
         details: None,
-        images: Vec::new(),
+        images,
     }
 }
 

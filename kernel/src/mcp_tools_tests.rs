@@ -53,6 +53,15 @@ fn results_join_text_keep_structure_and_describe_the_rest() {
     assert_eq!(out.output, "one\n[image: image/png, 5 bytes]\n[resource file:///a]\nbody");
     assert_eq!(out.structured, Some(json!({"n": 1})));
     assert!(!out.is_error);
+    // The image itself follows for a model that sees; the text above describes it.
+    assert_eq!(
+        out.images,
+        vec![superpi_proto::tool::ToolImage {
+            media_type: "image/png".into(),
+            data: "aGVsbG8=".into(),
+            described: true
+        }]
+    );
     let failed = call_result(CallToolResult::error(vec![ContentBlock::text("no")]));
     assert!(failed.is_error && failed.output == "no");
 }

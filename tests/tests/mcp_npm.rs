@@ -92,3 +92,42 @@ fn server_filesystem_and_server_everything_round_trip_as_configured_servers() {
     let (ok, stdout, stderr) = run(&env, "accept-edits", "@tool mcp__every__get-tiny-image {}");
     assert!(ok && stdout.contains("[image: image/png,"), "an image is described: {stdout}\n{stderr}");
 }
+
+/// server-everything's image tool through a model on the OpenAI fake: a model that sees gets
+/// the image itself after the result (an `image_url` data URL, checked by the fake's rules)
+/// beside its description; a model that does not see reads the description and why, and the
+/// call is no error for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_servers_image_reaches_a_model_that_sees_and_is_described_to_one_that_does_not() {
+    use superpi_providers::testing::answers::Answer;
+    use superpi_providers::testing::fakes::OpenAiFake;
+    let Some(modules) = installed() else { return };
+    for (model, sees) in [("gpt-4o-mini", true), ("gpt-3.5-turbo", false)] {
+        let script = vec![Answer::tool_call("mcp__every__get-tiny-image", json!({})), Answer::text("a tiny image")];
+        let fake = OpenAiFake::start(script).await.unwrap();
+        let env = TestEnv::new();
+        let settings = json!({
+            "sandbox": {"extra_read_paths": [modules]},
+            "mcp_servers": {"every": node_server(&modules, "server-everything", &["stdio"])},
+        });
+        std::fs::write(env.locations.config_dir.join("settings.json"), settings.to_string()).unwrap();
+        let mut cmd = env.command(&["run", "--mode", "accept-edits", "--model", model, "show me the image"]);
+        cmd.envs(fake.env());
+        let out = tokio::process::Command::from(cmd).output().await.unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{model}: {stderr}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "a tiny image", "{model}: {stderr}");
+        assert_eq!(fake.rejections(), vec![], "{model}");
+        let second = fake.accepted().pop().unwrap();
+        let messages = second["messages"].as_array().unwrap();
+        let tool = messages.iter().find(|m| m["role"] == "tool").unwrap().to_string();
+        assert!(tool.contains("[image: image/png,"), "{model}: described: {tool}");
+        let text = second.to_string();
+        if sees {
+            assert!(text.contains("\"url\":\"data:image/png;base64,"), "{model}: no image part in {text}");
+        } else {
+            assert!(!text.contains("data:image/png"), "{model}: an image reached a blind model: {text}");
+            assert!(tool.contains("(not shown: ") && !tool.contains("The image is not shown"), "{model}: {tool}");
+        }
+    }
+}

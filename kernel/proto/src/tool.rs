@@ -276,7 +276,8 @@ pub struct ToolCallResult {
     /// Details for a user interface (a diff, the spill path, exit code).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
-    /// Images the model sees beside `output` (the `read` tool's image files).
+    /// Images the model sees beside `output` (the `read` tool's image files, an MCP server's
+    /// image content).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<ToolImage>,
 }
@@ -288,6 +289,10 @@ pub struct ToolImage {
     pub media_type: String,
     /// Standard base64.
     pub data: String,
+    /// `output` already describes it (an MCP server's image): a model that takes no images
+    /// reads that description, and the result is not an error for it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub described: bool,
 }
 
 impl ToolCallResult {

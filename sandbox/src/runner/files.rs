@@ -134,7 +134,7 @@ fn read_image(file: fs::File, shown: &str, media_type: &str, size: u64) -> Resul
         is_error: false,
         structured: Some(json!({"path": shown, "media_type": media_type, "bytes": bytes.len()})),
         details: Some(json!({"bytes": bytes.len(), "media_type": media_type})),
-        images: vec![ToolImage { media_type: media_type.to_string(), data: STANDARD.encode(&bytes) }],
+        images: vec![ToolImage { media_type: media_type.to_string(), data: STANDARD.encode(&bytes), described: false }],
     })
 }
 
