@@ -1,11 +1,13 @@
 //! Markdown of the answer, styled for a terminal as it streams: headings, fenced code blocks,
-//! list items, quotes, rules, `inline code` and **bold**. Pure: text in, styled text out, so it
-//! is tested without a terminal; the caller uses it only where stdout is a terminal with
-//! colours on (elsewhere the answer goes out as the model wrote it).
+//! list items, quotes, rules, tables, `inline code`, **bold**, *italics* and [links](url).
+//! Pure: text in, styled text out, so it is tested without a terminal; the caller uses it only
+//! where stdout is a terminal with colours on (elsewhere the answer goes out as the model wrote
+//! it).
 //!
 //! Line by line, not a document parser: a streamed answer is shown a line at a time (a
 //! document parser would wait for the end, or re-render what is on the screen already), and
-//! what a line means depends only on the lines before it (inside a fence or not).
+//! what a line means depends only on the lines before it (inside a fence or not). A table is
+//! the exception: its rows are held until it ends, since its columns' widths need them all.
 
 use anstyle::{AnsiColor, Style};
 
@@ -25,6 +27,10 @@ fn quiet() -> Style {
     Style::new().dimmed()
 }
 
+fn link_style() -> Style {
+    AnsiColor::Blue.on_default().underline()
+}
+
 fn paint(style: Style, text: &str) -> String {
     format!("{style}{text}{style:#}")
 }
@@ -36,6 +42,8 @@ pub struct MarkdownRenderer {
     line: String,
     /// Inside a fenced code block: its fence (``` or ~~~, and how many).
     fence: Option<String>,
+    /// The rows of a table being read (`| a | b |` lines), shown when it ends.
+    table: Vec<String>,
 }
 
 impl MarkdownRenderer {
@@ -46,8 +54,13 @@ impl MarkdownRenderer {
         while let Some(at) = rest.find('\n') {
             self.line.push_str(&rest[..at]);
             let line = std::mem::take(&mut self.line);
-            out.push_str(&self.render_line(&line));
-            out.push('\n');
+            if self.fence.is_none() && line.trim_start().starts_with('|') {
+                self.table.push(line);
+            } else {
+                out.push_str(&self.end_table());
+                out.push_str(&self.render_line(&line));
+                out.push('\n');
+            }
             rest = &rest[at + 1..];
         }
         self.line.push_str(rest);
@@ -57,9 +70,23 @@ impl MarkdownRenderer {
     /// The rest of the answer (a last line without a newline); a fence left open closes.
     pub fn finish(&mut self) -> String {
         let line = std::mem::take(&mut self.line);
-        let out = if line.is_empty() { String::new() } else { self.render_line(&line) };
+        if self.fence.is_none() && line.trim_start().starts_with('|') {
+            self.table.push(line);
+            let table = self.end_table();
+            return table.strip_suffix('\n').unwrap_or(&table).to_owned();
+        }
+        let mut out = self.end_table();
+        if !line.is_empty() {
+            out.push_str(&self.render_line(&line));
+        }
         self.fence = None;
         out
+    }
+
+    /// The held table's lines (each ending in a newline), if one is held.
+    fn end_table(&mut self) -> String {
+        let rows = std::mem::take(&mut self.table);
+        table::render(&rows).into_iter().map(|line| line + "\n").collect()
     }
 
     fn render_line(&mut self, line: &str) -> String {
@@ -114,35 +141,82 @@ fn is_rule(line: &str) -> bool {
     marks.len() >= 3 && ['-', '*', '_'].iter().any(|m| marks.iter().all(|c| c == m))
 }
 
-/// `inline code` and **bold** within a line; an unclosed marker stays as written.
-fn inline(text: &str) -> String {
+/// `inline code`, **bold**, *italics* (or _italics_) and [links](url) within a line; an
+/// unclosed marker stays as written. Code is taken first: nothing inside it is markdown.
+pub(crate) fn inline(text: &str) -> String {
     let mut out = String::new();
     let mut rest = text;
-    loop {
-        let code = rest.find('`');
-        let bold = rest.find("**");
-        let (at, marker, style) = match (code, bold) {
-            (Some(c), Some(b)) if b < c => (b, "**", Style::new().bold()),
-            (Some(c), _) => (c, "`", code_style()),
-            (None, Some(b)) => (b, "**", Style::new().bold()),
-            (None, None) => break,
-        };
-        let after = &rest[at + marker.len()..];
-        match after.find(marker).filter(|end| *end > 0) {
-            Some(end) => {
-                out.push_str(&rest[..at]);
-                out.push_str(&paint(style, &after[..end]));
-                rest = &after[end + marker.len()..];
+    // The source character before the next one read (styles are no characters of the text).
+    let mut prev: Option<char> = None;
+    while let Some(at) = rest.find(['`', '*', '_', '[']) {
+        let (before, from) = rest.split_at(at);
+        prev = before.chars().last().or(prev);
+        out.push_str(before);
+        let used = match span(from, prev) {
+            Some((shown, used)) => {
+                out.push_str(&shown);
+                used
             }
             None => {
-                out.push_str(&rest[..at + marker.len()]);
-                rest = after;
+                // Not a span: the marker character is text.
+                let c = from.chars().next().map_or(1, char::len_utf8);
+                out.push_str(&from[..c]);
+                c
             }
-        }
+        };
+        prev = from[..used].chars().last();
+        rest = &from[used..];
     }
     out.push_str(rest);
     out
 }
+
+/// The styled span `text` opens, with the bytes it used; `prev` is the character before it.
+fn span(text: &str, prev: Option<char>) -> Option<(String, usize)> {
+    if let Some(after) = text.strip_prefix('`') {
+        let end = after.find('`').filter(|end| *end > 0)?;
+        return Some((paint(code_style(), &after[..end]), end + 2));
+    }
+    if let Some(after) = text.strip_prefix("**") {
+        let end = after.find("**").filter(|end| *end > 0)?;
+        return Some((paint(Style::new().bold(), &after[..end]), end + 4));
+    }
+    if let Some(label_from) = text.strip_prefix('[') {
+        let close = label_from.find("](")?;
+        let (label, url_from) = (&label_from[..close], &label_from[close + 2..]);
+        let url = &url_from[..url_from.find(')')?];
+        if label.is_empty() || url.is_empty() || url.contains(char::is_whitespace) {
+            return None;
+        }
+        let used = 1 + close + 2 + url.len() + 1;
+        let shown = if label == url {
+            paint(link_style(), url)
+        } else {
+            format!("{} {}", paint(link_style(), label), paint(quiet(), &format!("({url})")))
+        };
+        return Some((shown, used));
+    }
+    // *italics* or _italics_: the opening marker is followed by a non-space, the closing one
+    // follows a non-space; `_` does not work inside a word (snake_case stays as written).
+    let mark = text.chars().next().filter(|c| *c == '*' || *c == '_')?;
+    let after = &text[1..];
+    if after.starts_with(char::is_whitespace) || after.starts_with(mark) {
+        return None;
+    }
+    if mark == '_' && prev.is_some_and(char::is_alphanumeric) {
+        return None;
+    }
+    let end = after.char_indices().skip(1).find_map(|(i, c)| {
+        let closes = c == mark
+            && !after[..i].ends_with(char::is_whitespace)
+            && (mark == '*' || !after[i + 1..].starts_with(char::is_alphanumeric));
+        closes.then_some(i)
+    })?;
+    // Not nested: a style's end resets them all, so an inner span would end the outer one.
+    Some((paint(Style::new().italic(), &after[..end]), end + 2))
+}
+
+mod table;
 
 #[cfg(test)]
 #[path = "markdown_tests.rs"]

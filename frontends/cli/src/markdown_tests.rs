@@ -77,3 +77,50 @@ fn streamed_deltas_render_as_the_whole_text_does() {
         assert!(plain.contains(word), "{word}: {plain}");
     }
 }
+
+#[test]
+fn italics_links_and_their_look_alikes() {
+    let italic = |t: &str| paint(Style::new().italic(), t);
+    assert_eq!(inline("an *em* and _em_ word"), format!("an {} and {} word", italic("em"), italic("em")));
+    assert_eq!(inline("**bold** then *it*"), format!("{} then {}", paint(Style::new().bold(), "bold"), italic("it")));
+    // Not emphasis: spaces inside the markers, a product, snake_case, a lone star.
+    for text in ["2 * 3 * 4", "a snake_case_name here", "* not a list here", "5*"] {
+        assert_eq!(inline(text), text);
+    }
+    assert_eq!(
+        inline("see [the docs](https://example.com/a_b) now"),
+        format!("see {} {} now", paint(link_style(), "the docs"), paint(quiet(), "(https://example.com/a_b)"))
+    );
+    assert_eq!(inline("[https://x.org](https://x.org)"), paint(link_style(), "https://x.org"));
+    for text in ["[no link]", "[a](b c)", "[](x)", "a [b] (c)"] {
+        assert_eq!(inline(text), text);
+    }
+    assert_eq!(
+        inline("`[a](b)` and `*x*`"),
+        format!("{} and {}", paint(code_style(), "[a](b)"), paint(code_style(), "*x*"))
+    );
+}
+
+#[test]
+fn a_table_is_laid_out_in_columns_when_it_ends() {
+    let mut r = MarkdownRenderer::default();
+    assert_eq!(r.push("| name | n |\n|:-----|--:|\n| a | 1 |\n"), "", "held until the table ends");
+    let out = r.push("| **bee** | 200 |\nafter\n");
+    let bar = paint(quiet(), " │ ");
+    let bold = |t: &str| paint(Style::new().bold(), t);
+    let expected = [
+        format!("{}{bar}  {}", bold("name"), bold("n")),
+        paint(quiet(), "─────┼────"),
+        format!("a   {bar}  1"),
+        format!("{} {bar}200", bold("bee")),
+        "after".to_string(),
+    ]
+    .join("\n")
+        + "\n";
+    assert_eq!(out, expected);
+    // A table at the very end is shown by finish; rows without a delimiter row are text.
+    assert_eq!(render("| x |\n|---|\n| y |"), format!("{}\n{}\ny", bold("x"), paint(quiet(), "─")));
+    assert_eq!(render("| just | pipes |\nno table\n"), "| just | pipes |\nno table\n");
+    // Inside a fence a pipe is code.
+    assert!(render("```\n| a |\n```\n").contains(&paint(code_style(), "| a |")));
+}
