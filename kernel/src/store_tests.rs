@@ -214,21 +214,27 @@ fn an_image_is_stored_once_by_its_digest(store: &dyn Store) {
     assert_eq!(store.image(&"cd".repeat(32)).unwrap(), None);
 }
 
+fn permission_overrides_are_stored_per_conversation_and_replaced(store: &dyn Store) {
+    let (a, b) = (new_conv(store).id, new_conv(store).id);
+    assert_eq!(store.permission_overrides(a).unwrap(), None);
+    store.set_permission_overrides(a, r#"{"allow_tools":["x"]}"#).unwrap();
+    store.set_permission_overrides(a, r#"{"allow_commands":["make"]}"#).unwrap();
+    assert_eq!(store.permission_overrides(a).unwrap().as_deref(), Some(r#"{"allow_commands":["make"]}"#));
+    assert_eq!(store.permission_overrides(b).unwrap(), None);
+}
+
 #[test]
-fn permission_overrides_are_stored_per_conversation_and_replaced() {
+fn permission_overrides_outlive_the_store_that_wrote_them() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.sqlite");
-    let (a, b) = {
+    let a = {
         let store = SqliteStore::open(&path).unwrap();
-        let (a, b) = (new_conv(&store).id, new_conv(&store).id);
-        assert_eq!(store.permission_overrides(a).unwrap(), None);
-        store.set_permission_overrides(a, r#"{"allow_tools":["x"]}"#).unwrap();
+        let a = new_conv(&store).id;
         store.set_permission_overrides(a, r#"{"allow_commands":["make"]}"#).unwrap();
-        (a, b)
+        a
     };
     let store = SqliteStore::open(&path).unwrap();
     assert_eq!(store.permission_overrides(a).unwrap().as_deref(), Some(r#"{"allow_commands":["make"]}"#));
-    assert_eq!(store.permission_overrides(b).unwrap(), None);
 }
 
 #[test]
@@ -290,5 +296,6 @@ on_each_engine!(
     a_question_is_answered_once_and_dies_with_a_takeover,
     watchers_elsewhere_are_other_kernels_that_still_renew,
     running_names_the_conversations_with_a_turn_running,
-    a_job_is_taken_once_by_the_holder_answered_once_and_run_again_after_a_takeover
+    a_job_is_taken_once_by_the_holder_answered_once_and_run_again_after_a_takeover,
+    permission_overrides_are_stored_per_conversation_and_replaced
 );
