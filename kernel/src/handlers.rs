@@ -95,6 +95,7 @@ pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str,
         Method::ToolList(p) => tool_list(kernel, p.harness.as_deref()),
         Method::ToolCall(p) => crate::tools_direct::call(kernel, peer, p).await,
         Method::KernelStatus => status(kernel, peer),
+        Method::KernelMetrics => to_value(kernel.telemetry.metrics.snapshot()),
         Method::KernelShutdown => {
             // The stop begins once the answer is queued; connections stay open (and flush)
             // until running turns have ended (server.rs), so the answer reaches the client.

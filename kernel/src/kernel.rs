@@ -22,6 +22,7 @@ use crate::relay::RelayQueue;
 use crate::remote_watchers::RemoteWatchers;
 use crate::running_calls::RunningCalls;
 use crate::store::Store;
+use crate::telemetry::Telemetry;
 use crate::tools::Catalog;
 
 /// State shared by every connection and conversation of one kernel.
@@ -56,6 +57,8 @@ pub(crate) struct Kernel {
     /// Running `tool.call`s that gave a call id, for `tool.cancel`.
     pub direct_calls: RunningCalls,
     pub activity: Activity,
+    /// What the turn loop and the pipeline count and trace (`kernel.metrics`, OTLP).
+    pub telemetry: Telemetry,
     next_subscription: AtomicU64,
     /// A stop was asked for: no more clients, running turns end as interrupted.
     pub shutdown: CancellationToken,
@@ -89,6 +92,7 @@ impl Kernel {
             path_locks: PathLocks::default(),
             direct_calls: RunningCalls::default(),
             activity: Activity::new(),
+            telemetry: Telemetry::from_env(),
             next_subscription: AtomicU64::new(1),
             shutdown: CancellationToken::new(),
             closing: CancellationToken::new(),

@@ -33,6 +33,7 @@ mod live;
 mod mcp_client;
 mod mcp_connection;
 mod mcp_tools;
+mod metrics;
 mod outbox;
 mod path_locks;
 mod peer;
@@ -50,8 +51,10 @@ pub mod store;
 mod subagent_tool;
 mod subscription;
 mod sync;
+mod telemetry;
 mod tools;
 mod tools_direct;
+mod traces;
 mod turn;
 
 pub use config::{KernelConfig, KernelError};

@@ -25,6 +25,7 @@ use crate::mcp_client::Attached;
 use crate::path_locks::PathGuard;
 use crate::store::QuestionKind;
 use crate::sync::lock;
+use crate::traces::SpanContext;
 
 /// A call to run: what the model (or a `tool.call` client) asked for, and where.
 pub(crate) struct PlannedCall {
@@ -39,7 +40,8 @@ pub(crate) enum Caller<'a> {
     /// A turn: the conversation's policy decides, a watching person may be asked, questions
     /// and output are published to the conversation.
     /// Its decisions are in the conversation's mode lowered to `ceiling`, the submitter's.
-    Turn { conv: &'a Arc<Conversation>, turn_id: i64, ceiling: Mode },
+    /// `trace`: the turn's span, parent of the call's.
+    Turn { conv: &'a Arc<Conversation>, turn_id: i64, ceiling: Mode, trace: SpanContext },
     /// `tool.call`: a policy of its own; nobody can be asked, so an askable call runs only
     /// when the caller says its person consented to it (`consented`), and is refused otherwise.
     /// `mcp`: the MCP tools it may call.
@@ -89,8 +91,30 @@ impl CallEnd {
     }
 }
 
-/// Runs one call through every step. Never panics; every failure is a result or a refusal.
+/// Runs one call through every step, counted and traced. Never panics; every failure is a
+/// result or a refusal.
 pub(crate) async fn run(
+    kernel: &Arc<Kernel>,
+    caller: Caller<'_>,
+    call: &PlannedCall,
+    cancel: &CancellationToken,
+) -> CallEnd {
+    let parent = match &caller {
+        Caller::Turn { trace, .. } => Some(*trace),
+        Caller::Direct { .. } => None,
+    };
+    let span = kernel.telemetry.tool_started(parent, &call.name);
+    let end = run_steps(kernel, caller, call, cancel).await;
+    let status = match &end {
+        CallEnd::Ran(result) if result.is_error => "error",
+        CallEnd::Ran(_) => "ok",
+        CallEnd::Blocked(_) => "blocked",
+    };
+    kernel.telemetry.tool_ended(span, &call.name, status);
+    end
+}
+
+async fn run_steps(
     kernel: &Arc<Kernel>,
     mut caller: Caller<'_>,
     call: &PlannedCall,
@@ -180,7 +204,7 @@ async fn decide(
             }
             settle_direct(policy, &call.name, decision, *consented)
         }
-        Caller::Turn { conv, turn_id, ceiling } => {
+        Caller::Turn { conv, turn_id, ceiling, .. } => {
             let (decision, asks, asked) = {
                 let policy = lock(&conv.policy);
                 let policy = policy.as_ref().map_err(|reason| Refusal::new(reason.clone(), Rule::Unanswered))?;

@@ -21,6 +21,7 @@ use crate::pipeline::{self, CallEnd, Caller, PlannedCall};
 use crate::recovery::TurnEnd;
 use crate::store::TurnStatus;
 use crate::sync::lock;
+use crate::traces::SpanContext;
 
 /// A turn stops after this many model calls, whatever the model wants.
 const MAX_MODEL_CALLS: usize = 64;
@@ -58,10 +59,18 @@ pub(crate) async fn run(
     crate::elsewhere::refresh_watched(kernel, conv);
     conv.emit(kernel, Event::turn_started(cid, turn_id));
 
+    let settings = conv.settings();
+    let mark = kernel.telemetry.turn_started(cid, turn_id, &settings.harness, &settings.model);
+    let trace = mark.context();
     let ended = match crate::backend_turn::backend_of(kernel, conv) {
         Some(kind) => crate::backend_turn::drive(kernel, conv, turn_id, kind, ceiling, &message, &cancel).await,
-        None => drive(kernel, conv, turn_id, ceiling, &cancel).await,
+        None => drive(kernel, conv, turn_id, ceiling, trace, &cancel).await,
     };
+    match &ended {
+        Ok(TurnEnd::Completed { .. }) => kernel.telemetry.turn_ended(mark, "completed", None),
+        Ok(TurnEnd::Cancelled) => kernel.telemetry.turn_ended(mark, "cancelled", None),
+        Err(why) => kernel.telemetry.turn_ended(mark, "error", Some(why)),
+    }
     // Steering prompts that came too late to join (the turn failed, was cancelled, or ran
     // a backend) queue as turns of their own, as they would have without `steer`.
     let late = lock(&conv.steering).close();
@@ -76,6 +85,7 @@ async fn drive(
     conv: &Arc<Conversation>,
     turn_id: i64,
     ceiling: Mode,
+    trace: SpanContext,
     cancel: &CancellationToken,
 ) -> Result<TurnEnd, String> {
     let mut ceiling = ceiling;
@@ -114,11 +124,21 @@ async fn drive(
             Prepared::Cancelled => return Ok(TurnEnd::Cancelled),
         };
         let context = ContextSize { request_tokens, window: limits.context_window };
+        let span = kernel.telemetry.model_started(trace, &settings.model);
         let stream = provider.stream(request);
         let streamed = tokio::select! {
             streamed = stream_model(kernel, conv, turn_id, stream) => streamed,
             _ = cancel.cancelled() => Streamed::Cancelled,
         };
+        let model = settings.model.as_str();
+        match &streamed {
+            Streamed::Cancelled => kernel.telemetry.model_ended(span, model, "cancelled", None, None),
+            Streamed::Done(t) => kernel.telemetry.model_ended(span, model, "ok", Some(t.usage), None),
+            Streamed::Failed(t) => {
+                let why = t.error.as_ref().map(|e| e.to_string()).unwrap_or_else(|| "the stream failed".into());
+                kernel.telemetry.model_ended(span, model, "error", Some(t.usage), Some(&why))
+            }
+        }
         let terminal = match streamed {
             Streamed::Cancelled => return Ok(TurnEnd::Cancelled),
             Streamed::Failed(terminal) => {
@@ -160,7 +180,7 @@ async fn drive(
             let settings = conv.settings();
             let workspace = settings.workspace.as_ref().map(PathBuf::from);
             let call = PlannedCall { call_id, name, arguments, workspace };
-            execute_tool(kernel, conv, turn_id, ceiling, call, cancel).await;
+            execute_tool(kernel, conv, (turn_id, trace), ceiling, call, cancel).await;
         }
         if cancel.is_cancelled() {
             return Ok(TurnEnd::Cancelled);
@@ -305,7 +325,7 @@ async fn attach_mcp(kernel: &Arc<Kernel>, conv: &Arc<Conversation>, turn_id: i64
 async fn execute_tool(
     kernel: &Arc<Kernel>,
     conv: &Arc<Conversation>,
-    turn_id: i64,
+    (turn_id, trace): (i64, SpanContext),
     ceiling: Mode,
     call: PlannedCall,
     cancel: &CancellationToken,
@@ -313,7 +333,7 @@ async fn execute_tool(
     let cid = conv.id;
     let turn = Some(turn_id);
     conv.emit(kernel, Event::tool_started(cid, turn, &call.call_id, &call.name, call.arguments.clone(), Vec::new()));
-    let end = pipeline::run(kernel, Caller::Turn { conv, turn_id, ceiling }, &call, cancel).await;
+    let end = pipeline::run(kernel, Caller::Turn { conv, turn_id, ceiling, trace }, &call, cancel).await;
     if let CallEnd::Blocked(refusal) = &end {
         conv.emit(kernel, Event::tool_blocked(cid, turn, &call.call_id, &call.name, &refusal.reason));
     }

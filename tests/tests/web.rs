@@ -5,7 +5,7 @@
 //! only the harnesses that take the web block offer the tools.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
@@ -22,17 +22,9 @@ fn server() -> (u16, Arc<Mutex<Vec<String>>>) {
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { return };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
-            loop {
-                let mut header = String::new();
-                if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
-                    break;
-                }
-            }
-            let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
-            kept.lock().unwrap().push(line.trim().to_string());
+            let Some(request) = superpi_tests::http::read_request(&stream) else { continue };
+            let path = request.path().to_string();
+            kept.lock().unwrap().push(request.line);
             let (head, body) = if let Some(to) = path.strip_prefix("/to/") {
                 (format!("302 Found\r\nlocation: {to}"), String::new())
             } else if path.starts_with("/search?") {

@@ -159,6 +159,11 @@ impl KernelClient {
         self.request(Method::KernelStatus).await
     }
 
+    /// What the kernel counted since it started (`kernel.metrics`).
+    pub async fn metrics(&self) -> Result<superpi_proto::method::MetricsResult, ClientError> {
+        self.request(Method::KernelMetrics).await
+    }
+
     pub async fn shutdown(&self) -> Result<Value, ClientError> {
         self.request(Method::KernelShutdown).await
     }

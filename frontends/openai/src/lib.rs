@@ -15,6 +15,7 @@
 mod cors;
 mod mcp;
 mod mcp_streams;
+pub mod metrics;
 pub mod render;
 pub mod request;
 mod server;

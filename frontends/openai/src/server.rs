@@ -59,10 +59,11 @@ impl Gateway {
         let routes = Router::new()
             .route("/v1/models", get(models))
             .route("/v1/chat/completions", post(chat))
+            .route("/metrics", get(metrics))
             .route("/mcp", any(mcp));
         let common = Common {
             service: "superpi gateway",
-            not_found: "no such endpoint: the gateway serves /v1/models, /v1/chat/completions and /mcp",
+            not_found: "no such endpoint: the gateway serves /v1/models, /v1/chat/completions, /metrics and /mcp",
             body_limit: BODY_LIMIT,
         };
         superpi_http::with_common::<OpenAiShape, _>(routes, common)
@@ -113,6 +114,25 @@ async fn mcp(
     match gw.authenticate(request.headers()) {
         Ok(principal) => gw.inner.mcp.handle(principal, query.get("harness").cloned(), request).await,
         Err(err) => err.into_response(),
+    }
+}
+
+/// The kernel's counters as Prometheus text, behind the same token and Origin rules as the API.
+async fn metrics(State(gw): State<Gateway>, headers: HeaderMap) -> Response {
+    let principal = match gw.authenticate(&headers) {
+        Ok(principal) => principal,
+        Err(err) => return err.into_response(),
+    };
+    let metrics = match gw.client(&principal).await {
+        Ok(client) => client.metrics().await,
+        Err(err) => Err(err),
+    };
+    match metrics {
+        Ok(metrics) => {
+            let content_type = [(axum::http::header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)];
+            (content_type, crate::metrics::render(&metrics)).into_response()
+        }
+        Err(err) => request::kernel_error(&err, "").into_response(),
     }
 }
 

@@ -40,6 +40,7 @@ pub enum Method {
     ToolCall(ToolCallParams),
     ToolCancel(ToolCancelParams),
     KernelStatus,
+    KernelMetrics,
     KernelShutdown,
 }
 
@@ -67,6 +68,7 @@ pub const METHOD_NAMES: &[&str] = &[
     "tool.call",
     "tool.cancel",
     "kernel.status",
+    "kernel.metrics",
     "kernel.shutdown",
 ];
 
@@ -105,6 +107,7 @@ impl Method {
             "tool.call" => Method::ToolCall(params(method, p)?),
             "tool.cancel" => Method::ToolCancel(params(method, p)?),
             "kernel.status" => Method::KernelStatus,
+            "kernel.metrics" => Method::KernelMetrics,
             "kernel.shutdown" => Method::KernelShutdown,
             other => {
                 return Err(ErrorObject::new(codes::METHOD_NOT_FOUND, format!("unknown method `{other}`")));
@@ -141,6 +144,7 @@ impl Method {
             Method::ToolCall(p) => ("tool.call", v(p)),
             Method::ToolCancel(p) => ("tool.cancel", v(p)),
             Method::KernelStatus => ("kernel.status", Value::Object(Default::default())),
+            Method::KernelMetrics => ("kernel.metrics", Value::Object(Default::default())),
             Method::KernelShutdown => ("kernel.shutdown", Value::Object(Default::default())),
         }
     }
@@ -547,6 +551,44 @@ pub struct ToolCallParams {
 /// `tool.call`'s result: the one result type of a tool call.
 pub use crate::tool::ToolCallResult;
 
+/// `kernel.metrics`: what the kernel counted since it started (turns, model requests, tokens,
+/// tool calls, errors, durations), for a metrics endpoint to render.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MetricsResult {
+    pub families: Vec<MetricFamily>,
+}
+
+/// One metric: its name, what it counts, its kind and a sample per set of labels.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricFamily {
+    pub name: String,
+    pub help: String,
+    pub kind: MetricKind,
+    pub samples: Vec<MetricSample>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MetricKind {
+    Counter,
+    Histogram,
+}
+
+/// One sample. A counter has its value; a histogram its sum, count and cumulative buckets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricSample {
+    pub labels: std::collections::BTreeMap<String, String>,
+    /// A counter's value, a histogram's sum.
+    pub value: f64,
+    /// A histogram's count of observations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+    /// A histogram's buckets: (upper bound, observations at most that), ascending; the `+Inf`
+    /// bucket is `count`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub buckets: Vec<(f64, u64)>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KernelStatus {
     pub pid: u32,
@@ -651,6 +693,7 @@ mod tests {
             }),
             Method::ToolCancel(ToolCancelParams { call_id: "c1".into() }),
             Method::KernelStatus,
+            Method::KernelMetrics,
             Method::KernelShutdown,
         ];
         assert_eq!(methods.len(), METHOD_NAMES.len());
