@@ -129,6 +129,17 @@ pub(crate) async fn compact(
     );
     conv.publish(kernel, event, Some((EntryKind::Compaction, &message)))
         .map_err(|e| NotCompacted::Failed(format!("storing the compaction: {e}")))?;
+    // A harness that harvests writes the summary's durable facts as notes, beside the turn.
+    let harvests = kernel.catalog.harness(Some(&conv.settings().harness)).is_ok_and(|h| h.harvest);
+    if harvests {
+        let job = crate::memory::Harvest {
+            conversation_id: conv.id,
+            owner: conv.owner.clone(),
+            model: frame.model.to_string(),
+            summary: summary.trim().to_string(),
+        };
+        tokio::spawn(crate::memory::harvest(kernel.store.clone(), provider.clone(), job));
+    }
     let after = context::derive(&*kernel.store, conv.id).map_err(|e| NotCompacted::Failed(e.to_string()))?;
     let tokens_after = after.tokens(frame.system, frame.tools);
     conv.emit(
@@ -245,7 +256,7 @@ pub(crate) async fn between_turns(
     let settings = conv.settings();
     let harness = kernel.catalog.harness(Some(&settings.harness))?;
     let specs = tool_specs(&kernel.catalog.tools_for(harness));
-    let system = crate::rules::system_for(&harness.prompt, settings.workspace.as_deref());
+    let system = crate::memory::system_prompt(&*kernel.store, harness, &conv.owner, settings.workspace.as_deref());
     let limits = superpi_providers::limits::for_model(&settings.model, &kernel.catalog.providers);
     let frame = Frame { model: &settings.model, effort: None, system: system.as_deref(), tools: &specs, limits };
     match compact(kernel, conv, None, &frame, cancel).await {

@@ -33,6 +33,8 @@ mod live;
 mod mcp_client;
 mod mcp_connection;
 mod mcp_tools;
+mod memory;
+mod memory_tool;
 mod metrics;
 mod outbox;
 mod path_locks;

@@ -20,10 +20,13 @@ use crate::tools::Catalog;
 pub async fn run(mut config: KernelConfig) -> Result<(), KernelError> {
     // The kernel's own tools join the registry before anything reads it.
     let slot = KernelSlot::default();
-    let own: [(_, Arc<dyn superpi_sandbox::ToolRunner>); 2] = [
+    let mut own: Vec<(_, Arc<dyn superpi_sandbox::ToolRunner>)> = vec![
         (crate::plan_tool::def(), Arc::new(crate::plan_tool::PlanTool { kernel: slot.clone() })),
         (crate::subagent_tool::def(), Arc::new(crate::subagent_tool::SubagentTool { kernel: slot.clone() })),
     ];
+    for op in crate::memory_tool::Op::ALL {
+        own.push((crate::memory_tool::def(op), Arc::new(crate::memory_tool::MemoryTool { kernel: slot.clone(), op })));
+    }
     // The web block reads the user's `web` settings at each call, so a change needs no restart.
     let config_dir = config.config_dir.clone();
     let web_settings: superpi_web::WebSettingsSource =

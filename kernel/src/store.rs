@@ -1,5 +1,5 @@
 //! The durable store: everything the kernel keeps (conversations, entries, events, turns,
-//! frontend sessions, "always" answers, the images of prompts) behind one trait, [`Store`],
+//! frontend sessions, "always" answers, the images of prompts, durable notes) behind one trait, [`Store`],
 //! which the kernel names and nothing else. Two engines: SQLite in WAL mode
 //! (`store/sqlite.rs`), the embedded default, and PostgreSQL (`store/postgres.rs`), a server
 //! several kernels can share; [`open`] chooses.
@@ -12,13 +12,16 @@
 mod forwarding;
 mod lease;
 mod live;
+mod memories;
 mod postgres;
 mod postgres_connection;
 mod postgres_forwarding;
 mod postgres_leases;
+mod postgres_memories;
 mod sqlite;
 mod sqlite_forwarding;
 mod sqlite_leases;
+mod sqlite_memories;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -26,6 +29,7 @@ use std::sync::Arc;
 pub use forwarding::{Forwarding, JobKind, OpenQuestion, QuestionKind, Watchers};
 pub use lease::{Claim, Heard, Lease, Leases, Notice, QueuedSubmit};
 pub use live::LiveBatch;
+pub use memories::{Memories, NewNote, Note, NoteLink, NoteScope};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
@@ -134,7 +138,7 @@ pub struct InterruptedTurn {
 
 /// What the kernel stores and reads, whatever the engine. Every method is one short
 /// statement or transaction; a write has happened when it returns `Ok`.
-pub trait Store: Leases + Forwarding + Send + Sync {
+pub trait Store: Leases + Forwarding + Memories + Send + Sync {
     /// The schema version (number of migrations applied).
     fn schema_version(&self) -> Result<usize, StoreError>;
 

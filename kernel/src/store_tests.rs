@@ -9,6 +9,9 @@ use leases::*;
 #[path = "store_forwarding_tests.rs"]
 mod forwarding;
 use forwarding::*;
+#[path = "store_memory_tests.rs"]
+mod memory;
+use memory::*;
 
 fn new_conv(store: &dyn Store) -> ConversationRow {
     store
@@ -297,5 +300,7 @@ on_each_engine!(
     watchers_elsewhere_are_other_kernels_that_still_renew,
     running_names_the_conversations_with_a_turn_running,
     a_job_is_taken_once_by_the_holder_answered_once_and_run_again_after_a_takeover,
-    permission_overrides_are_stored_per_conversation_and_replaced
+    permission_overrides_are_stored_per_conversation_and_replaced,
+    notes_are_scoped_to_their_owner_and_workspace,
+    search_stems_ranks_and_puts_superseded_notes_last
 );

@@ -104,8 +104,9 @@ async fn drive(
     *lock(&conv.mcp_attached) = attached;
     let specs = tool_specs(&tools);
 
-    // The harness's prompt, then the repository's AGENTS.md files, read at each turn.
-    let system = crate::rules::system_for(&harness.prompt, settings.workspace.as_deref());
+    // The harness's prompt, then the repository's AGENTS.md files and the index of the
+    // owner's notes (a harness with memory), read at each turn.
+    let system = crate::memory::system_prompt(&*kernel.store, harness, &conv.owner, settings.workspace.as_deref());
     let limits = superpi_providers::limits::for_model(&settings.model, &catalog.providers);
     let frame =
         Frame { model: &settings.model, effort: settings.effort, system: system.as_deref(), tools: &specs, limits };

@@ -1,5 +1,6 @@
 use super::*;
 use crate::test_tools::builtin_tools;
+use superpi_proto::tool::Capability;
 
 fn file(text: &str) -> Result<Harnesses, ConfigError> {
     Harnesses::with_file(text, Path::new("/cfg/harnesses.toml"), &builtin_tools())
@@ -12,7 +13,7 @@ fn err(text: &str) -> String {
 #[test]
 fn builtins_are_as_specified() {
     let hs = Harnesses::builtin(&builtin_tools());
-    assert_eq!(hs.ids(), ["superpi-code", "superpi-planner", "superpi-assistant"]);
+    assert_eq!(hs.ids(), ["superpi-code", "superpi-planner", "superpi-assistant", "superpi-librarian"]);
     let code = hs.get("superpi-code").unwrap();
     let all: Vec<String> = builtin_tools().into_iter().map(|t| t.name).collect();
     assert_eq!(code.tools, all);
@@ -46,7 +47,7 @@ fn capability_blocks_go_to_the_assistant_and_stay_out_of_code_and_planner() {
     tools.push(block("web_fetch", vec![Effect::NetRead], Capability::Web));
     tools.push(block("memory_read", vec![Effect::Read], Capability::Memory));
     let hs = Harnesses::builtin(&tools);
-    assert_eq!(hs.get("superpi-assistant").unwrap().tools, ["web_fetch"]);
+    assert_eq!(hs.get("superpi-assistant").unwrap().tools, ["web_fetch", "memory_read"]);
     let code = hs.get("superpi-code").unwrap();
     assert!(!code.offers("web_fetch") && !code.offers("memory_read") && code.offers("bash"));
     assert_eq!(hs.get("superpi-planner").unwrap().tools, ["read", "grep", "find", "ls"]);
@@ -60,7 +61,7 @@ fn short_ids_resolve_and_unknown_ids_list_the_known() {
     let e = hs.get("superpi-nope").unwrap_err();
     assert_eq!(
         e.to_string(),
-        "unknown harness `superpi-nope` (known: superpi-code, superpi-planner, superpi-assistant)"
+        "unknown harness `superpi-nope` (known: superpi-code, superpi-planner, superpi-assistant, superpi-librarian)"
     );
     assert!(hs.get("").is_err());
 }
@@ -80,9 +81,10 @@ fn harness_info_conversion() {
             tools: vec!["read".into(), "grep".into(), "find".into(), "ls".into()],
             workspace: "repo".into(),
             backend: None,
+            capabilities: Vec::new(),
         }
     );
-    assert_eq!(hs.infos().len(), 3);
+    assert_eq!(hs.infos().len(), 4);
     assert_eq!(hs.infos()[2].workspace, "none");
 }
 
@@ -117,7 +119,10 @@ workspace = "none"
 "#,
     )
     .unwrap();
-    assert_eq!(hs.ids(), ["superpi-code", "superpi-planner", "superpi-assistant", "chat", "triage"]);
+    assert_eq!(
+        hs.ids(),
+        ["superpi-code", "superpi-planner", "superpi-assistant", "superpi-librarian", "chat", "triage"]
+    );
     let triage = hs.get("triage").unwrap();
     assert_eq!(
         triage,
@@ -131,6 +136,8 @@ workspace = "none"
             max_mode: Mode::AcceptEdits,
             workspace: WorkspaceKind::Repo,
             backend: None,
+            capabilities: Vec::new(),
+            harvest: false,
         }
     );
     let chat = hs.get("chat").unwrap();
@@ -147,7 +154,7 @@ fn file_errors_name_the_file_and_the_key() {
     assert_eq!(
         err("[harnesses.x]\ntools = []\ntoolz = 1\n"),
         "/cfg/harnesses.toml: key `harnesses.x.toolz`: unknown field `toolz`, expected one of `name`, `description`, \
-         `prompt`, `tools`, `default_mode`, `max_mode`, `workspace`, `backend` (line 3, column 1)"
+         `prompt`, `tools`, `default_mode`, `max_mode`, `workspace`, `backend`, `capabilities`, `harvest` (line 3, column 1)"
     );
     assert_eq!(
         err("[harnesses.x]\ntools = []\nmax_mode = \"yolo\"\n"),
@@ -244,7 +251,18 @@ default_mode = "plan"
     )
     .unwrap()
     .with_backends(&[BackendKind::ClaudeCode, BackendKind::Codex]);
-    assert_eq!(hs.ids(), ["superpi-code", "superpi-planner", "superpi-assistant", "claude-code", "codex", "reviewer"]);
+    assert_eq!(
+        hs.ids(),
+        [
+            "superpi-code",
+            "superpi-planner",
+            "superpi-assistant",
+            "superpi-librarian",
+            "claude-code",
+            "codex",
+            "reviewer"
+        ]
+    );
     let claude = hs.get("claude-code").unwrap();
     assert_eq!(claude.backend, Some(BackendKind::ClaudeCode));
     assert!(claude.tools.is_empty() && claude.prompt.is_empty());
@@ -287,4 +305,63 @@ fn opencodes_idle_stop_is_read_without_a_program() {
     let hs = file("[backends.opencode]\nidle_stop_secs = 5\n").unwrap();
     assert_eq!((hs.opencode_idle_stop_secs(), hs.backend_program(BackendKind::Opencode)), (Some(5), None));
     assert_eq!(file("").unwrap().opencode_idle_stop_secs(), None);
+}
+
+/// The built-in tools and a tool of each capability block, as a kernel has them.
+fn tools_with_blocks() -> Vec<ToolDef> {
+    let mut tools = builtin_tools();
+    for (name, capability) in [
+        ("web_fetch", Capability::Web),
+        ("memory_write", Capability::Memory),
+        ("schedule_create", Capability::Schedule),
+    ] {
+        tools.push(ToolDef {
+            name: name.into(),
+            effects: vec![Effect::StateWrite],
+            capability: Some(capability),
+            ..Default::default()
+        });
+    }
+    tools
+}
+
+#[test]
+fn capability_blocks_pick_the_builtins_tools_by_their_facts() {
+    let hs = Harnesses::builtin(&tools_with_blocks());
+    let tools = |id: &str| hs.get(id).unwrap().tools.clone();
+    assert!(
+        !tools("superpi-code").iter().any(|t| ["web_fetch", "memory_write", "schedule_create"].contains(&t.as_str()))
+    );
+    assert!(tools("superpi-code").contains(&"bash".to_string()));
+    assert_eq!(tools("superpi-planner"), ["read", "grep", "find", "ls"]);
+    assert_eq!(tools("superpi-assistant"), ["web_fetch", "memory_write"]);
+    assert_eq!(tools("superpi-librarian"), ["web_fetch", "memory_write", "schedule_create"]);
+    let librarian = hs.get("librarian").unwrap();
+    assert_eq!(librarian.workspace, WorkspaceKind::None);
+    assert!(librarian.harvest && librarian.takes(Capability::Schedule));
+    assert!(!hs.get("superpi-assistant").unwrap().takes(Capability::Schedule));
+    assert_eq!(librarian.info().capabilities, ["memory", "schedule", "web"]);
+}
+
+#[test]
+fn a_file_harness_takes_capability_blocks_whole() {
+    let text = r#"
+[harnesses.notes]
+tools = ["read"]
+capabilities = ["memory", "web"]
+harvest = true
+"#;
+    let hs = Harnesses::with_file(text, Path::new("/cfg/harnesses.toml"), &tools_with_blocks()).unwrap();
+    let notes = hs.get("notes").unwrap();
+    assert_eq!(notes.tools, ["read", "web_fetch", "memory_write"]);
+    assert!(notes.takes(Capability::Memory) && notes.harvest);
+    let bad = |text: &str| {
+        Harnesses::with_file(text, Path::new("/cfg/harnesses.toml"), &tools_with_blocks()).unwrap_err().to_string()
+    };
+    assert!(bad("[harnesses.x]\ntools = []\nharvest = true\n").contains("harnesses.x.harvest"));
+    assert!(
+        bad("[harnesses.x]\ntools = []\ncapabilities = [\"memory\", \"memory\"]\n")
+            .contains("harnesses.x.capabilities[1]")
+    );
+    assert!(bad("[harnesses.x]\ntools = []\ncapabilities = [\"dreams\"]\n").contains("harnesses.x.capabilities"));
 }

@@ -475,6 +475,9 @@ pub struct HarnessInfo {
     /// `opencode`), when it is not a model's harness.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,
+    /// The capability blocks it takes (`web`, `memory`, `schedule`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capabilities: Vec<String>,
 }
 
 /// `harness.list`'s word on one agent backend: its program and version, whether a turn can

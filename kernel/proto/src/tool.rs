@@ -83,6 +83,20 @@ pub enum Capability {
     Other,
 }
 
+impl Capability {
+    /// The blocks a harness can take (not `Other`, which only reads a newer kernel's).
+    pub const ALL: [Capability; 3] = [Capability::Web, Capability::Memory, Capability::Schedule];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Capability::Web => "web",
+            Capability::Memory => "memory",
+            Capability::Schedule => "schedule",
+            Capability::Other => "other",
+        }
+    }
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
 }

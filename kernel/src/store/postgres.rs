@@ -32,6 +32,7 @@ pub(super) const MIGRATIONS: &[(&str, &str)] = &[
     ("0006_images", include_str!("../../migrations/postgres/0006_images.sql")),
     ("0007_forwarding", include_str!("../../migrations/postgres/0007_forwarding.sql")),
     ("0008_cluster_relay", include_str!("../../migrations/postgres/0008_cluster_relay.sql")),
+    ("0009_memory", include_str!("../../migrations/postgres/0009_memory.sql")),
 ];
 
 /// The advisory lock kernels take while migrating, so two starting at once migrate in turn.

@@ -23,6 +23,7 @@ pub(super) const MIGRATIONS: &[(&str, &str)] = &[
     ("0006_images", include_str!("../../migrations/0006_images.sql")),
     ("0007_forwarding", include_str!("../../migrations/0007_forwarding.sql")),
     ("0008_cluster_relay", include_str!("../../migrations/0008_cluster_relay.sql")),
+    ("0009_memory", include_str!("../../migrations/0009_memory.sql")),
 ];
 
 pub struct SqliteStore {

@@ -1,0 +1,74 @@
+use super::*;
+
+fn note(owner: &str, workspace: Option<&str>, title: &str, body: &str) -> NewNote {
+    NewNote {
+        owner: owner.into(),
+        workspace: workspace.map(str::to_string),
+        title: title.into(),
+        body: body.into(),
+        tags: vec!["fact".into()],
+        source: None,
+        conversation_id: None,
+    }
+}
+
+fn words(text: &str) -> Vec<String> {
+    text.split_whitespace().map(str::to_string).collect()
+}
+
+const ALICE: NoteScope<'static> = NoteScope { owner: "alice", workspace: Some("/w/a") };
+
+pub(super) fn notes_are_scoped_to_their_owner_and_workspace(store: &dyn Store) {
+    let everywhere = store.write_note(&note("alice", None, "Tea", "Alice drinks green tea")).unwrap();
+    let here = store.write_note(&note("alice", Some("/w/a"), "Build", "This repository builds with make")).unwrap();
+    let there = store.write_note(&note("alice", Some("/w/b"), "Build", "That repository builds with cargo")).unwrap();
+    let bobs = store.write_note(&note("bob", None, "Tea", "Bob drinks black tea")).unwrap();
+
+    let read = store.note(ALICE, everywhere).unwrap().unwrap();
+    assert_eq!(
+        (read.title.as_str(), read.body.as_str(), read.tags.as_slice()),
+        ("Tea", "Alice drinks green tea", &["fact".to_string()][..])
+    );
+    assert!(store.note(ALICE, here).unwrap().is_some());
+    assert_eq!(store.note(ALICE, there).unwrap(), None, "another workspace's note");
+    assert_eq!(store.note(ALICE, bobs).unwrap(), None, "another owner's note");
+    let nowhere = NoteScope { owner: "alice", workspace: None };
+    assert_eq!(store.note(nowhere, here).unwrap(), None, "a workspace's note outside it");
+    assert_eq!(store.count_notes(ALICE).unwrap(), 2);
+    assert_eq!(store.count_notes(nowhere).unwrap(), 1);
+
+    let found: Vec<i64> =
+        store.search_notes(ALICE, &words("tea builds"), 10).unwrap().iter().map(|(n, _)| n.id).collect();
+    assert_eq!(found.len(), 2);
+    assert!(found.contains(&everywhere) && found.contains(&here));
+}
+
+pub(super) fn search_stems_ranks_and_puts_superseded_notes_last(store: &dyn Store) {
+    let old = store.write_note(&note("alice", None, "Deploy day", "We deploy on Fridays")).unwrap();
+    let new = store.write_note(&note("alice", None, "Deploy day", "We deploy on Tuesdays since March")).unwrap();
+    let other = store
+        .write_note(&note("alice", None, "Lunch", "The team lunches together; deploying is not discussed"))
+        .unwrap();
+    // Stemming: `deploying` finds `deploy`.
+    let hits = store.search_notes(ALICE, &words("deploying"), 10).unwrap();
+    assert_eq!(hits.len(), 3);
+    // A title match ranks above a body match.
+    assert_eq!(hits.last().unwrap().0.id, other);
+    assert!(hits[0].1 >= hits[2].1);
+
+    assert!(store.link_notes(&NoteLink { from_id: new, to_id: old, relation: "supersedes".into() }).unwrap());
+    assert!(!store.link_notes(&NoteLink { from_id: new, to_id: old, relation: "supersedes".into() }).unwrap());
+    let hits = store.search_notes(ALICE, &words("deploy"), 10).unwrap();
+    assert_eq!(hits.last().unwrap().0.id, old, "the superseded note ranks last");
+    assert!(hits.last().unwrap().0.superseded);
+    assert!(store.note(ALICE, old).unwrap().unwrap().superseded);
+    assert_eq!(store.note_links(old).unwrap(), [NoteLink { from_id: new, to_id: old, relation: "supersedes".into() }]);
+    // The index leaves the superseded note out, newest first.
+    let recent: Vec<i64> = store.recent_notes(ALICE, 10).unwrap().iter().map(|n| n.id).collect();
+    assert_eq!(recent, [other, new]);
+    assert_eq!(store.recent_notes(ALICE, 1).unwrap().len(), 1);
+    // Words that are syntax elsewhere are only words; nothing matches nothing.
+    assert!(store.search_notes(ALICE, &words("zebra"), 10).unwrap().is_empty());
+    assert!(store.search_notes(ALICE, &[], 10).unwrap().is_empty());
+    assert_eq!(store.search_notes(ALICE, &words("OR NOT deploy"), 2).unwrap().len(), 2);
+}
