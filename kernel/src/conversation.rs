@@ -152,8 +152,13 @@ pub(crate) struct Conversation {
     /// leaves this kernel's memory.
     fenced: std::sync::atomic::AtomicBool,
     pub settings: Mutex<Settings>,
-    /// Guards seq assignment, the store commit and the feed, so watchers that join under it
-    /// see a consistent head.
+    /// Held by one publisher at a time across seq assignment, the store commit and the hand-out,
+    /// so seqs are committed and handed out in order.
+    publishing: Mutex<()>,
+    /// The events some watcher has not taken. Locked only to hand an event out, to join, leave or
+    /// take: a watcher taking events never waits on a store commit or a serialization. A watcher
+    /// that joins between a commit and its hand-out gets the head before it and takes the event
+    /// from the feed, so the store up to the head and the feed after it still cover everything.
     feed: Mutex<Feed>,
     /// Turns at each publish, waking the watchers.
     published: watch::Sender<u64>,
@@ -208,6 +213,7 @@ impl Conversation {
             row,
             lease,
             fenced: Default::default(),
+            publishing: Mutex::new(()),
             feed: Mutex::new(Feed::new(head, bounds)),
             published: watch::Sender::new(head),
             last_used: Mutex::new(std::time::Instant::now()),
@@ -237,13 +243,14 @@ impl Conversation {
         event: Event,
         entry: Option<(EntryKind, &Message)>,
     ) -> Result<u64, StoreError> {
-        let mut feed = lock(&self.feed);
-        let (next, json, stored) = self.commit_next(store, feed.head(), event, entry, None);
+        let _publishing = lock(&self.publishing);
+        let head = lock(&self.feed).head();
+        let (next, json, stored) = self.commit_next(store, head, event, entry, None);
         if let Err(err @ StoreError::Fenced(_)) = stored {
             // Another kernel runs it now: what this one would have said is nobody's.
             return Err(err);
         }
-        self.hand_out(&mut feed, Published { seq: next, json }, stored.as_ref().is_ok_and(|kept| *kept));
+        self.hand_out(Published { seq: next, json }, stored.as_ref().is_ok_and(|kept| *kept));
         stored.map(|_| next)
     }
 
@@ -259,8 +266,9 @@ impl Conversation {
         status: TurnStatus<'_>,
     ) -> Result<u64, StoreError> {
         let ends = event.body.is_turn_end();
-        let mut feed = lock(&self.feed);
-        let (next, mut json, stored) = self.commit_next(store, feed.head(), event, entry, Some(status));
+        let _publishing = lock(&self.publishing);
+        let head = lock(&self.feed).head();
+        let (next, mut json, stored) = self.commit_next(store, head, event, entry, Some(status));
         if let Err(err @ StoreError::Fenced(_)) = stored {
             return Err(err);
         }
@@ -280,14 +288,15 @@ impl Conversation {
                 *running = None;
             }
         }
-        self.hand_out(&mut feed, Published { seq: next, json }, stored.as_ref().is_ok_and(|kept| *kept));
+        self.hand_out(Published { seq: next, json }, stored.as_ref().is_ok_and(|kept| *kept));
         stored.map(|_| next)
     }
 
     /// Puts a published event in the feed (under the publish lock) and wakes the watchers.
-    fn hand_out(&self, feed: &mut Feed, event: Published, stored: bool) {
+    fn hand_out(&self, event: Published, stored: bool) {
         let seq = event.seq;
-        feed.push(Arc::new(event), stored);
+        let event = Arc::new(event);
+        lock(&self.feed).push(event, stored);
         self.published.send_replace(seq);
     }
 
@@ -386,6 +395,8 @@ impl Conversation {
     /// Whether every published event is in the store: then it can leave memory and come back
     /// from the store with the same head.
     pub fn all_stored(&self) -> bool {
+        // Not while an event is between its commit and its hand-out.
+        let _publishing = lock(&self.publishing);
         lock(&self.feed).all_stored()
     }
 

@@ -3,8 +3,9 @@
 //! behind than its bounds loses its place (it is told it lagged and catches up from the
 //! store), so a slow frontend never grows the kernel nor slows the conversation.
 //!
-//! It lives under the conversation's publish lock (`Conversation` owns one), so a watcher that
-//! joins sees a consistent head: stored events up to it, the feed's after it.
+//! `Conversation` owns it behind a lock of its own, apart from the lock its publishers hold
+//! across a commit, so a watcher taking events never waits on the store. A watcher that joins
+//! sees a consistent head: stored events up to it, the feed's after it.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
