@@ -331,7 +331,8 @@ await app.connectWith(stream, async (ctx) => {
   });
 });
 
-// Every message of the whole exchange, both ways.
-verdict(`every message (${log.length}) valid against schema/v1/schema.json`, validateExchange(log, ["no/such_method"]));
+// Every message of the whole exchange, both ways (how many varies from run to run, so the
+// check's name, which the third-party record compares, does not say).
+verdict(`every message valid against schema/v1/schema.json`, validateExchange(log, ["no/such_method"]));
 stopAgent();
 done();
