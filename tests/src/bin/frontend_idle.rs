@@ -1,6 +1,8 @@
 //! Frontend idle memory: prints each frontend process's resident memory once it has started,
 //! answered a first request (which reaches the kernel where the protocol allows) and then sat
-//! idle until its RSS held still for a second. Asserts nothing.
+//! idle until its RSS held still for a second, and where that memory is (the `superpi`
+//! binary's own pages, other mapped files such as libc, anonymous), with its private part
+//! (pages no other process shares) and its proportional share (PSS). Asserts nothing.
 //!
 //! `cargo build --release -p superpi-cli && cargo run --release -p superpi-tests --bin frontend_idle`
 //!
@@ -29,32 +31,77 @@ fn main() {
         ("superpi gateway", http(&env, "gateway", "/v1/models")),
         ("superpi agui", http(&env, "agui", "/agui/v1/none")),
     ] {
+        let mib = |kib: u64| kib as f64 / 1024.0;
         println!(
-            "  {name:<20} RSS {:5.1} MiB (anonymous {:4.1} MiB, file {:4.1} MiB), {} threads",
-            rss.total as f64 / 1024.0,
-            rss.anon as f64 / 1024.0,
-            rss.file as f64 / 1024.0,
+            "  {name:<20} RSS {:5.1} MiB (binary's file pages {:4.1}, other files {:4.1}, anonymous {:4.1}); private {:4.1} MiB, PSS {:4.1} MiB; {} threads",
+            mib(rss.total),
+            mib(rss.binary),
+            mib(rss.file.saturating_sub(rss.binary)),
+            mib(rss.anon),
+            mib(rss.private),
+            mib(rss.pss),
             rss.threads
         );
     }
 }
 
+/// Resident memory in KiB.
 struct Rss {
     total: u64,
     anon: u64,
     file: u64,
+    /// Resident pages mapped from the `superpi` binary itself.
+    binary: u64,
+    /// Pages only this process maps.
+    private: u64,
+    /// Each page divided by the number of processes mapping it.
+    pss: u64,
     threads: u64,
+}
+
+/// The `Name: N kB` field of a /proc status-like text.
+fn kib(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The file-backed resident pages (Rss less Anonymous) of every mapping of `path` in
+/// `/proc/PID/smaps`: a written data page of the binary is anonymous, counted there.
+fn mapped_from(pid: u32, path: &str) -> u64 {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
+    let mut total: i64 = 0;
+    let mut inside = false;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if first.contains('-') && first.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            inside = line.trim_end().ends_with(path);
+        } else if inside {
+            let value = |v: &str| v.split_whitespace().next().and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
+            if let Some(v) = line.strip_prefix("Rss:") {
+                total += value(v) as i64;
+            } else if let Some(v) = line.strip_prefix("Anonymous:") {
+                total -= value(v) as i64;
+            }
+        }
+    }
+    total.max(0) as u64
 }
 
 fn status(pid: u32) -> Rss {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| -> u64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0)
-    };
-    Rss { total: field("VmRSS:"), anon: field("RssAnon:"), file: field("RssFile:"), threads: field("Threads:") }
+    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default();
+    let binary = std::fs::read_link(format!("/proc/{pid}/exe")).map(|p| p.display().to_string()).unwrap_or_default();
+    Rss {
+        total: kib(&text, "VmRSS:"),
+        anon: kib(&text, "RssAnon:"),
+        file: kib(&text, "RssFile:"),
+        binary: mapped_from(pid, &binary),
+        private: kib(&rollup, "Private_Clean:") + kib(&rollup, "Private_Dirty:"),
+        pss: kib(&rollup, "Pss:"),
+        threads: kib(&text, "Threads:"),
+    }
 }
 
 /// The process's RSS once it has held still (within 16 KiB) for a second, at most 10 s.
