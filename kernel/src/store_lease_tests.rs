@@ -53,6 +53,8 @@ pub(super) fn a_former_holders_commits_are_refused_once_another_kernel_took_over
     let (fresh, _) = taken(store.claim(conv, "kernel-b", LIVE).unwrap());
     assert!(matches!(store.commit(&event(conv, 2, &stale)), Err(StoreError::Fenced(id)) if id == conv));
     store.commit(&event(conv, 2, &fresh)).unwrap();
+    // Also at a seq the new holder used already: refused for the lease, not as a duplicate.
+    assert!(matches!(store.commit(&event(conv, 2, &stale)), Err(StoreError::Fenced(id)) if id == conv));
     assert_eq!(store.head_seq(conv).unwrap(), 2);
     // The refused commit left nothing behind.
     let seqs: Vec<u64> = store.events_page(conv, 0, u64::MAX, 10, usize::MAX).unwrap().iter().map(|e| e.0).collect();

@@ -357,10 +357,18 @@ impl Store for PostgresStore {
                     None => Ok(0),
                 }
             };
-            let (held, ..) = futures::try_join!(held, event, notified, entry, touched, status)?;
-            if !held {
+            // All awaited before any error counts: a lease taken over is `Fenced` also when the
+            // statements after the check failed for it (the new holder used the seq already).
+            let (held, event, notified, entry, touched, status) =
+                futures::join!(held, event, notified, entry, touched, status);
+            if !held? {
                 return Err(StoreError::Fenced(c.conversation_id));
             }
+            event?;
+            notified?;
+            entry?;
+            touched?;
+            status?;
             tx.commit().await?;
             Ok(())
         })
