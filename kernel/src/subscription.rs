@@ -135,6 +135,21 @@ pub(crate) fn start_stored(
     handle
 }
 
+/// How far a watcher of a conversation run elsewhere got: the last seq sent (a delta's too) and
+/// the last stored one sent (where it resumes).
+#[derive(Clone, Copy)]
+struct Sent {
+    any: u64,
+    stored: u64,
+}
+
+/// Why such a watcher stops: its connection or the store failed, or a new holder used again
+/// seqs it got deltas at.
+enum Stop {
+    Failed,
+    Reused,
+}
+
 struct Forwarder {
     store: Arc<dyn Store>,
     closing: CancellationToken,
@@ -233,30 +248,37 @@ impl Forwarder {
     /// deltas told between. Each event goes out once and in seq order: a batch of deltas after
     /// the stored events before it (committed before the deltas were told, so in the store), and
     /// stored events only up to the head heard, whose notice came after the deltas before it (a
-    /// delta heard after a later stored event was sent is dropped).
+    /// delta heard after a later stored event was sent is dropped). When a kernel that died
+    /// while this watcher got its deltas is taken over, the new holder's events reuse the seqs
+    /// of those deltas (never stored): the watcher is told it lagged, and watches again from
+    /// the last stored event it got.
     async fn run_stored(self, heard: crate::heads::Heard, head: u64) {
         let crate::heads::Heard { mut committed, mut live } = heard;
-        let Some(mut last_sent) = self.catch_up(self.spec.from_seq.unwrap_or(head), head).await else { return };
-        last_sent = last_sent.max(head);
+        let Some(last_sent) = self.catch_up(self.spec.from_seq.unwrap_or(head), head).await else { return };
+        let last_sent = last_sent.max(head);
+        let mut sent = Sent { any: last_sent, stored: last_sent };
         let mut heard_head = *committed.borrow_and_update();
         // How far the next look reads the store: the head heard, or everything when notices may
         // have been lost.
         let mut look = Some(heard_head);
-        loop {
+        let stopped = 'follow: loop {
             if let Some(up_to) = look {
                 // Deltas heard before that head's notice go first.
                 while let Ok(batch) = live.try_recv() {
-                    let Some(sent) = self.send_live(&batch, last_sent).await else { return };
-                    last_sent = sent;
+                    if let Err(stop) = self.send_live(&batch, &mut sent).await {
+                        break 'follow stop;
+                    }
                 }
-                let Some(sent) = self.catch_up(last_sent, up_to).await else { return };
-                last_sent = sent.max(last_sent);
+                if let Err(stop) = self.catch_up_stored(&mut sent, up_to).await {
+                    break 'follow stop;
+                }
             }
             look = tokio::select! {
                 batch = live.recv() => match batch {
                     Ok(batch) => {
-                        let Some(sent) = self.send_live(&batch, last_sent).await else { return };
-                        last_sent = sent;
+                        if let Err(stop) = self.send_live(&batch, &mut sent).await {
+                            break 'follow stop;
+                        }
                         None
                     }
                     // Deltas missed are missed; the completed messages are stored.
@@ -280,23 +302,56 @@ impl Forwarder {
                 _ = tokio::time::sleep(STORED_POLL) => Some(u64::MAX),
                 _ = self.closing.cancelled() => return,
             };
+        };
+        if let Stop::Reused = stopped {
+            let why = "the conversation was taken over from a kernel that died during deltas this watcher got: \
+                       told it lagged (it watches again from the last stored event)";
+            self.lagged(sent.stored, why).await;
         }
     }
 
+    /// Sends the stored events after the last sent, up to `up_to`, reading from the last stored
+    /// one sent: a stored event at a seq a delta sent had is a seq used again by a new holder.
+    async fn catch_up_stored(&self, sent: &mut Sent, up_to: u64) -> Result<(), Stop> {
+        while sent.stored < up_to {
+            let page = self
+                .store
+                .events_page(self.conversation_id, sent.stored, up_to, REPLAY_PAGE, BATCH_BYTES * 4)
+                .map_err(|err| {
+                tracing::error!("replaying conversation {}: {err}", self.conversation_id);
+                Stop::Failed
+            })?;
+            let (Some(&(first, _)), Some(&(last, _))) = (page.first(), page.last()) else { break };
+            if first <= sent.any {
+                return Err(Stop::Reused);
+            }
+            let events: Vec<(u64, &str)> = page.iter().map(|(seq, json)| (*seq, json.as_str())).collect();
+            if !self.send(&events).await {
+                return Err(Stop::Failed);
+            }
+            *sent = Sent { any: last, stored: last };
+        }
+        Ok(())
+    }
+
     /// Sends a batch of deltas told by the kernel that runs the conversation, after the stored
-    /// events before it: the last seq sent, `None` when the connection or the store failed.
-    async fn send_live(&self, batch: &LiveBatch, mut last_sent: u64) -> Option<u64> {
+    /// events before it.
+    async fn send_live(&self, batch: &LiveBatch, sent: &mut Sent) -> Result<(), Stop> {
         // All older than what was sent: stale.
-        let Some(first) = batch.events.iter().map(|(seq, _)| *seq).find(|seq| *seq > last_sent) else {
-            return Some(last_sent);
+        let Some(first) = batch.events.iter().map(|(seq, _)| *seq).find(|seq| *seq > sent.any) else {
+            return Ok(());
         };
-        if first > last_sent + 1 {
-            last_sent = self.catch_up(last_sent, first - 1).await?;
+        if first > sent.any + 1 {
+            self.catch_up_stored(sent, first - 1).await?;
         }
         let events: Vec<(u64, &str)> =
-            batch.events.iter().filter(|(seq, _)| *seq > last_sent).map(|(seq, json)| (*seq, json.as_str())).collect();
-        let Some(&(last, _)) = events.last() else { return Some(last_sent) };
-        self.send(&events).await.then_some(last)
+            batch.events.iter().filter(|(seq, _)| *seq > sent.any).map(|(seq, json)| (*seq, json.as_str())).collect();
+        let Some(&(last, _)) = events.last() else { return Ok(()) };
+        if !self.send(&events).await {
+            return Err(Stop::Failed);
+        }
+        sent.any = last;
+        Ok(())
     }
 
     async fn run(self, conv: Arc<Conversation>, head: u64) {

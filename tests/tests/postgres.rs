@@ -328,3 +328,109 @@ async fn a_watcher_through_another_kernel_gets_the_deltas_in_order_before_the_tu
     assert_eq!(text, answers, "the deltas make the answers");
     assert!(text.contains("one two three"), "{text}");
 }
+
+/// A client of a machine's kernel for a principal, as a frontend of that machine connects.
+async fn as_principal(machine: &TestEnv, frontend: &str, principal: &str) -> KernelClient {
+    let mut opts = machine.connect_options(frontend);
+    opts.autostart = false;
+    opts.principal = principal.to_string();
+    KernelClient::connect(&opts).await.unwrap()
+}
+
+/// What is whose lives in the database: a conversation alice opened through A under a frontend
+/// session id is found through B by that id for alice and that frontend, and for bob through B
+/// it does not exist (not listed, not read, not watched, and his own session of the same id is
+/// another conversation).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ownership_and_frontend_session_ids_hold_through_another_kernel() {
+    let Some(server) = postgres_server::shared() else { return };
+    let (machine_a, _kernel_a, _a, machine_b, _kernel_b, _b) = two_kernels(&server.new_database()).await;
+    let alice_on_a = as_principal(&machine_a, "editor", "alice").await;
+    let session = |create| OpenParams {
+        external_id: Some("s1".into()),
+        workspace: Some(machine_a.workspace.display().to_string()),
+        create,
+        ..Default::default()
+    };
+    let conv = alice_on_a.open(session(None)).await.unwrap().conversation_id;
+    let mut on_a = alice_on_a.watch(watch_from(conv, None)).await.unwrap();
+    let turn = alice_on_a.submit_text(conv, "mine").await.unwrap();
+    assert!(completed_with(&turn_events(&mut on_a, turn.turn_id).await, "mine"));
+
+    // Alice's session id through B's frontend of the same kind: the same conversation, with its
+    // history, run by A.
+    let alice_on_b = as_principal(&machine_b, "editor", "alice").await;
+    assert_eq!(alice_on_b.open(session(Some(false))).await.unwrap().conversation_id, conv);
+    assert_eq!(alice_on_b.history(conv).await.unwrap().entries.len(), 2);
+    assert!(alice_on_b.list().await.unwrap().iter().any(|c| c.conversation_id == conv));
+    // Another frontend's session of that id is not alice's editor session.
+    let other_frontend = as_principal(&machine_b, "gateway", "alice").await;
+    let missing = other_frontend.open(session(Some(false))).await.unwrap_err();
+    assert_eq!(missing.code(), Some(codes::NOT_FOUND));
+
+    // Bob, through B: alice's conversation does not exist for him.
+    let bob_on_b = as_principal(&machine_b, "editor", "bob").await;
+    assert!(!bob_on_b.list().await.unwrap().iter().any(|c| c.conversation_id == conv));
+    assert_eq!(bob_on_b.history(conv).await.unwrap_err().code(), Some(codes::NOT_FOUND));
+    let Err(refused) = bob_on_b.watch(watch_from(conv, Some(0))).await else { panic!("bob watches alice's") };
+    assert_eq!(refused.code(), Some(codes::NOT_FOUND));
+    assert_eq!(bob_on_b.submit_text(conv, "not yours").await.unwrap_err().code(), Some(codes::NOT_FOUND));
+    let open_by_id = OpenParams { conversation_id: Some(conv), ..Default::default() };
+    assert_eq!(bob_on_b.open(open_by_id).await.unwrap_err().code(), Some(codes::NOT_FOUND));
+    let bobs = bob_on_b.open(session(None)).await.unwrap().conversation_id;
+    assert_ne!(bobs, conv, "bob's session s1 is a conversation of his own");
+    // Nothing of bob's reached alice's conversation.
+    assert_eq!(alice_on_a.history(conv).await.unwrap().entries.len(), 2);
+}
+
+/// A kernel killed while it streams an answer that a watcher through another kernel follows
+/// delta by delta: the kernel that takes the conversation over numbers its events from the last
+/// stored one, so they use again the seqs the dead kernel's deltas had (deltas are never
+/// stored). The watcher is told to watch again from the last stored event it got, and sees the
+/// killed turn end as interrupted and the next turn run, nothing skipped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_through_another_kernel_sees_the_end_of_a_turn_killed_while_it_streamed() {
+    let Some(server) = postgres_server::shared() else { return };
+    let (machine_a, _kernel_a, a, _machine_b, _kernel_b, b) = two_kernels(&server.new_database()).await;
+    let (conv, on_a) = open_and_watch(&a, &machine_a.workspace, Some("auto"), false).await;
+    drop(on_a);
+    let mut on_b = b.watch(watch_from(conv, None)).await.unwrap();
+    let first = b.submit_text(conv, "one").await.unwrap();
+    assert!(completed_with(&turn_events(&mut on_b, first.turn_id).await, "one"));
+
+    let words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi";
+    let killed = b.submit_text(conv, &format!("@slow 200\n{words}")).await.unwrap();
+    let mut last_delta = 0;
+    for _ in 0..3 {
+        let delta = next_event(&mut on_b, |e| matches!(e.body, EventBody::TextDelta { .. })).await;
+        assert_eq!(delta.turn_id, Some(killed.turn_id));
+        last_delta = delta.seq;
+    }
+    machine_a.kill_kernel();
+    let mut after_kill = Vec::new();
+    loop {
+        let event = next_event(&mut on_b, |_| true).await;
+        let end = event.turn_id == Some(killed.turn_id) && event.body.is_turn_end();
+        after_kill.push(event);
+        if end {
+            break;
+        }
+    }
+    let end = after_kill.last().unwrap();
+    assert!(matches!(&end.body, EventBody::TurnError { error } if error.contains("interrupted")), "{end:?}");
+    // What this test is about: the new holder's events came at seqs the deltas had.
+    assert!(after_kill.iter().any(|e| e.seq <= last_delta), "no seq was used again: {after_kill:?}");
+    assert!(
+        after_kill
+            .iter()
+            .any(|e| matches!(&e.body, EventBody::Notice { message, .. } if message.contains("interrupted"))),
+        "{after_kill:?}"
+    );
+
+    let next = b.submit_text(conv, "after").await.unwrap();
+    assert!(completed_with(&turn_events(&mut on_b, next.turn_id).await, "after"));
+    let history = b.history(conv).await.unwrap().entries;
+    let texts: Vec<String> = history.iter().map(|e| e.message.text()).collect();
+    assert_eq!(texts.first().map(String::as_str), Some("one"));
+    assert_eq!(texts.last().map(String::as_str), Some("after"));
+}
