@@ -117,6 +117,18 @@ impl TestPostgres {
         TestPostgres { bin, dir, next_database: AtomicU32::new(1), _running: Mutex::new((child, stdin)) }
     }
 
+    /// What `psql` prints for one query on a database (unaligned, tuples only, trimmed): for
+    /// tests that read what a kernel stored.
+    #[allow(dead_code)] // the end-to-end tests' (tests/), not the kernel's own
+    pub fn query(&self, url: &str, sql: &str) -> String {
+        let out = Command::new(self.bin.join("psql"))
+            .args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql])
+            .output()
+            .expect("running psql");
+        assert!(out.status.success(), "psql {sql:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
     /// A new empty database, as a connection string.
     pub fn new_database(&self) -> String {
         let name = format!("t{}_{}", std::process::id(), self.next_database.fetch_add(1, Ordering::Relaxed));

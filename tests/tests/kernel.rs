@@ -14,7 +14,7 @@ use superpi_client::KernelClient;
 use superpi_proto::message::{ClientHello, codes};
 use superpi_proto::method::{OpenParams, WatchParams};
 use superpi_proto::{ClientMessage, EventBody, KernelMessage, frame};
-use superpi_tests::{TestEnv, open_and_watch, turn_events};
+use superpi_tests::{TestEnv, open_and_watch, postgres_server, turn_events};
 use tokio::net::UnixStream;
 use tokio_util::codec::Framed;
 
@@ -170,10 +170,53 @@ async fn cancel_ends_a_slow_turn_promptly_and_a_queued_prompt_runs_after() {
     assert!(matches!(&events.last().unwrap().body, EventBody::TurnCompleted { result: Some(r), .. } if r == "after"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_kernel_killed_mid_turn_keeps_every_committed_entry_and_marks_the_turn_interrupted() {
+/// The store a crash test's kernels keep their conversations in.
+enum Engine {
+    /// The data directory's file, its kernels autostarted by the clients.
+    Sqlite,
+    /// A database on the test process's PostgreSQL server, its kernels started by hand with
+    /// `superpi kernel --database URL` (with a short lease, so a restarted kernel takes the
+    /// conversation over soon).
+    Postgres(&'static postgres_server::TestPostgres, String),
+}
+
+impl Engine {
+    async fn kernel(&self, env: &TestEnv) -> (Option<superpi_tests::KillOnDrop>, KernelClient) {
+        match self {
+            Engine::Sqlite => (None, client(env).await),
+            Engine::Postgres(_, url) => {
+                let kernel = env
+                    .command(&["kernel", "--database", url])
+                    .env("SUPERPI_LEASE_MS", "1500")
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .expect("spawn superpi kernel --database");
+                (Some(superpi_tests::KillOnDrop(kernel)), env.wait_for_kernel().await)
+            }
+        }
+    }
+
+    /// The status the store holds for a turn.
+    fn turn_status(&self, env: &TestEnv, turn_id: i64) -> String {
+        let sql = format!("SELECT status FROM turns WHERE id = {turn_id}");
+        match self {
+            Engine::Sqlite => {
+                let db = rusqlite::Connection::open(env.database_path()).unwrap();
+                let check: String = db.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+                assert_eq!(check, "ok");
+                db.query_row(&sql, [], |r| r.get(0)).unwrap()
+            }
+            Engine::Postgres(server, url) => server.query(url, &sql),
+        }
+    }
+}
+
+/// The crash test, on each engine: kill -9 during a turn, start the kernel again on the same
+/// machine, and every committed entry is there, the turn is marked interrupted (the watchers
+/// are told), and the conversation goes on.
+async fn a_kernel_killed_mid_turn_keeps_every_committed_entry_and_marks_the_turn_interrupted(engine: Engine) {
     let env = TestEnv::new();
-    let client = client(&env).await;
+    let (_kernel, client) = engine.kernel(&env).await;
     let conv = open(&client, &env).await;
     let first = client.submit_text(conv, "first answer").await.unwrap();
     let mut sub = client.watch(WatchParams::after(conv, 0)).await.unwrap();
@@ -190,19 +233,14 @@ async fn a_kernel_killed_mid_turn_keeps_every_committed_entry_and_marks_the_turn
     drop(sub);
     drop(client);
 
-    // A new client autostarts a new kernel, which recovers.
-    let client = superpi_client::KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    // A new kernel on the same machine (on SQLite autostarted by a new client) recovers.
+    let (_kernel, client) = engine.kernel(&env).await;
     assert_ne!(env.kernel_pid().unwrap(), before);
     let history = client.history(conv).await.unwrap();
     let kinds: Vec<&str> = history.entries.iter().map(|e| e.kind.as_str()).collect();
     assert_eq!(kinds, ["user", "assistant", "user"], "every committed entry survives");
     assert_eq!(history.entries[1].message.text(), "first answer");
 
-    let db = rusqlite::Connection::open(env.database_path()).unwrap();
-    let check: String = db.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
-    assert_eq!(check, "ok");
-    let status: String = db.query_row("SELECT status FROM turns WHERE id = ?1", [slow.turn_id], |r| r.get(0)).unwrap();
-    assert_eq!(status, "interrupted");
     let mut replay = client.watch(WatchParams::after(conv, 0)).await.unwrap();
     loop {
         let ev = tokio::time::timeout(Duration::from_secs(10), replay.next()).await.unwrap().unwrap();
@@ -212,10 +250,27 @@ async fn a_kernel_killed_mid_turn_keeps_every_committed_entry_and_marks_the_turn
             break;
         }
     }
-    // The conversation goes on.
+    assert_eq!(engine.turn_status(&env, slow.turn_id), "interrupted");
+    // The conversation goes on, run by the new kernel (which `superpi kernel status` says).
     let next = client.submit_text(conv, "still here").await.unwrap();
     let events = turn_events(&mut replay, next.turn_id).await;
     assert!(matches!(events.last().unwrap().body, EventBody::TurnCompleted { .. }));
+    let out = env.command(&["kernel", "status", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(status["owned_conversations"].as_array().unwrap().contains(&conv.into()), "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kernel_killed_mid_turn_keeps_every_committed_entry_and_marks_the_turn_interrupted_on_sqlite() {
+    a_kernel_killed_mid_turn_keeps_every_committed_entry_and_marks_the_turn_interrupted(Engine::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kernel_killed_mid_turn_keeps_every_committed_entry_and_marks_the_turn_interrupted_on_postgres() {
+    let Some(server) = postgres_server::shared() else { return };
+    let engine = Engine::Postgres(server, server.new_database());
+    a_kernel_killed_mid_turn_keeps_every_committed_entry_and_marks_the_turn_interrupted(engine).await;
 }
 
 fn hello() -> ClientMessage {
