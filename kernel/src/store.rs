@@ -9,6 +9,25 @@
 //! per-conversation leases (`store/lease.rs`), and pass what only a conversation's holder can
 //! do to it (`store/forwarding.rs`).
 
+/// The numbered migrations in one engine's dialect, read from its folder (relative to the
+/// engine's file), in order: one list for both engines, so they are numbered alike. Append
+/// only: a new migration is a file in each folder and a line here.
+macro_rules! migrations_in {
+    ($dir:literal) => {
+        &[
+            ("0001_init", include_str!(concat!($dir, "0001_init.sql"))),
+            ("0002_permission_overrides", include_str!(concat!($dir, "0002_permission_overrides.sql"))),
+            ("0003_turn_prompt", include_str!(concat!($dir, "0003_turn_prompt.sql"))),
+            ("0004_turn_steered", include_str!(concat!($dir, "0004_turn_steered.sql"))),
+            ("0005_leases", include_str!(concat!($dir, "0005_leases.sql"))),
+            ("0006_images", include_str!(concat!($dir, "0006_images.sql"))),
+            ("0007_forwarding", include_str!(concat!($dir, "0007_forwarding.sql"))),
+            ("0008_cluster_relay", include_str!(concat!($dir, "0008_cluster_relay.sql"))),
+            ("0009_memory", include_str!(concat!($dir, "0009_memory.sql"))),
+        ]
+    };
+}
+
 mod forwarding;
 mod lease;
 mod live;
@@ -288,6 +307,54 @@ fn stored_prompt(turn_id: i64, json: &str) -> Result<Message, StoreError> {
 
 fn to_json(message: &Message) -> Result<String, StoreError> {
     serde_json::to_string(message).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+/// Stored events, read in seq order, as a page: no more once `max_bytes` are read (always one
+/// when any is left). Each engine reads its rows; the page is cut here.
+fn events_page_of<E>(
+    rows: impl IntoIterator<Item = Result<(u64, String), E>>,
+    max_bytes: usize,
+) -> Result<Vec<(u64, String)>, StoreError>
+where
+    StoreError: From<E>,
+{
+    let mut page = Vec::new();
+    let mut bytes = 0;
+    for row in rows {
+        let (seq, wire) = row?;
+        bytes += wire.len();
+        page.push((seq, wire));
+        if bytes >= max_bytes {
+            break;
+        }
+    }
+    Ok(page)
+}
+
+/// An entry's row as stored: seq, kind, turn, message JSON, time.
+type EntryRow = (i64, String, Option<i64>, String, i64);
+
+/// Stored entries, read in seq order, as a page: at most `max_entries`, no more once
+/// `max_bytes` are read (always one when any is left), and whether more follow.
+fn entries_page_of<E>(
+    rows: impl IntoIterator<Item = Result<EntryRow, E>>,
+    max_entries: usize,
+    max_bytes: usize,
+) -> Result<(Vec<Entry>, bool), StoreError>
+where
+    StoreError: From<E>,
+{
+    let mut out = Vec::new();
+    let mut bytes = 0;
+    for row in rows {
+        if out.len() >= max_entries || (bytes >= max_bytes && !out.is_empty()) {
+            return Ok((out, true));
+        }
+        let (seq, kind, turn_id, message, created_at_ms) = row?;
+        bytes += message.len();
+        out.push(stored_entry(seq, &kind, turn_id, &message, created_at_ms)?);
+    }
+    Ok((out, false))
 }
 
 /// An entry as stored (seq, kind, turn, message JSON, time), read back.

@@ -146,23 +146,51 @@ fn commits_store_events_and_entries_together_and_replay_in_order(store: &dyn Sto
     );
 }
 
+/// Commits a user message at `seq` with its event's wire JSON.
+fn commit_user(store: &dyn Store, conversation_id: i64, seq: u64, text: &str, wire: &str) {
+    let msg = Message::user_text(text);
+    let commit = Commit {
+        conversation_id,
+        seq,
+        event_type: "message_completed",
+        wire,
+        entry: Some((EntryKind::User, None, &msg)),
+        turn_status: None,
+        lease: None,
+        live: &[],
+    };
+    store.commit(&commit).unwrap();
+}
+
+fn pages_stop_at_their_count_or_bytes_and_say_whether_more_follow(store: &dyn Store) {
+    let conv = new_conv(store);
+    for seq in 1..=5u64 {
+        commit_user(store, conv.id, seq, &format!("message {seq}"), &format!("{{\"seq\":{seq}}}"));
+    }
+    let seqs = |page: Vec<(u64, String)>| page.into_iter().map(|e| e.0).collect::<Vec<_>>();
+    assert_eq!(seqs(store.events_page(conv.id, 1, 4, 2, usize::MAX).unwrap()), [2, 3]);
+    // Bytes (9 an event): the event that reaches the bound is the last; one always comes.
+    assert_eq!(seqs(store.events_page(conv.id, 0, u64::MAX, 100, 18).unwrap()), [1, 2]);
+    assert_eq!(seqs(store.events_page(conv.id, 0, u64::MAX, 100, 1).unwrap()), [1]);
+    assert_eq!(seqs(store.events_page(conv.id, 5, u64::MAX, 100, 1).unwrap()), Vec::<u64>::new());
+
+    let page = |after, most, bytes| {
+        let (entries, more) = store.entries_page(conv.id, after, most, bytes).unwrap();
+        (entries.iter().map(|e| e.seq).collect::<Vec<_>>(), more)
+    };
+    assert_eq!(page(0, 2, usize::MAX), (vec![1, 2], true));
+    assert_eq!(page(3, 2, usize::MAX), (vec![4, 5], false));
+    assert_eq!(page(0, 100, 1), (vec![1], true));
+    assert_eq!(page(4, 100, 1), (vec![5], false));
+    assert_eq!(page(5, 100, usize::MAX), (vec![], false));
+    assert_eq!(store.entries(conv.id).unwrap()[4].message.text(), "message 5");
+}
+
 fn fork_copies_history_up_to_a_seq(store: &dyn Store) {
     let conv = new_conv(store);
     for seq in 1..=3u64 {
-        let msg = Message::user_text(format!("m{seq}"));
         let wire = format!("{{\"type\":\"message_completed\",\"conversation_id\":{},\"seq\":{seq}}}", conv.id);
-        store
-            .commit(&Commit {
-                conversation_id: conv.id,
-                seq,
-                event_type: "message_completed",
-                wire: &wire,
-                entry: Some((EntryKind::User, None, &msg)),
-                turn_status: None,
-                lease: None,
-                live: &[],
-            })
-            .unwrap();
+        commit_user(store, conv.id, seq, &format!("m{seq}"), &wire);
     }
     let fork = store.fork(&conv, "local", Some(2)).unwrap();
     assert_eq!(fork.parent_id, Some(conv.id));
@@ -241,9 +269,19 @@ fn permission_overrides_outlive_the_store_that_wrote_them() {
 }
 
 #[test]
-fn both_engines_have_the_same_migrations_numbered_alike() {
-    let names = |m: &[(&'static str, &'static str)]| m.iter().map(|(name, _)| *name).collect::<Vec<_>>();
+fn every_migration_file_of_both_engines_is_run_and_numbered_alike() {
+    let names = |m: &[(&'static str, &'static str)]| m.iter().map(|(name, _)| name.to_string()).collect::<Vec<_>>();
     assert_eq!(names(sqlite::MIGRATIONS), names(postgres::MIGRATIONS));
+    // A file in either folder that the list misses would never run.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+    for folder in [dir.clone(), dir.join("postgres")] {
+        let mut files: Vec<String> = std::fs::read_dir(&folder)
+            .unwrap()
+            .filter_map(|e| e.unwrap().file_name().to_str()?.strip_suffix(".sql").map(str::to_string))
+            .collect();
+        files.sort();
+        assert_eq!(files, names(sqlite::MIGRATIONS), "{}", folder.display());
+    }
 }
 
 #[test]
@@ -292,6 +330,7 @@ on_each_engine!(
     orphans_are_conversations_with_work_and_no_live_lease,
     a_turn_status_is_committed_with_its_event_or_not_at_all,
     commits_store_events_and_entries_together_and_replay_in_order,
+    pages_stop_at_their_count_or_bytes_and_say_whether_more_follow,
     fork_copies_history_up_to_a_seq,
     settings_are_kept_and_forks_inherit_them,
     external_ids_map_per_frontend_and_principal,

@@ -19,21 +19,11 @@ use super::postgres_connection::Driver;
 use super::postgres_connection::{Connection, wait};
 use super::{
     Commit, ConversationRow, ConversationSettings, NewConversation, Notice, Store, StoreError, TurnStatus, ended_at_ms,
-    readdress, stored_entry, to_json,
+    entries_page_of, events_page_of, readdress, to_json,
 };
 
 /// The numbered migrations in PostgreSQL's dialect: the same numbers and names as SQLite's.
-pub(super) const MIGRATIONS: &[(&str, &str)] = &[
-    ("0001_init", include_str!("../../migrations/postgres/0001_init.sql")),
-    ("0002_permission_overrides", include_str!("../../migrations/postgres/0002_permission_overrides.sql")),
-    ("0003_turn_prompt", include_str!("../../migrations/postgres/0003_turn_prompt.sql")),
-    ("0004_turn_steered", include_str!("../../migrations/postgres/0004_turn_steered.sql")),
-    ("0005_leases", include_str!("../../migrations/postgres/0005_leases.sql")),
-    ("0006_images", include_str!("../../migrations/postgres/0006_images.sql")),
-    ("0007_forwarding", include_str!("../../migrations/postgres/0007_forwarding.sql")),
-    ("0008_cluster_relay", include_str!("../../migrations/postgres/0008_cluster_relay.sql")),
-    ("0009_memory", include_str!("../../migrations/postgres/0009_memory.sql")),
-];
+pub(super) const MIGRATIONS: &[(&str, &str)] = migrations_in!("../../migrations/postgres/");
 
 /// The advisory lock kernels take while migrating, so two starting at once migrate in turn.
 const MIGRATION_LOCK: i64 = 0x7375_7065_7270_6900; // "superpi\0"
@@ -387,17 +377,9 @@ impl Store for PostgresStore {
             "SELECT seq, wire FROM events WHERE conversation_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4",
             &[&conversation_id, &bigint(after), &bigint(up_to), &bigint(max_events as u64)],
         ))?;
-        let mut page = Vec::new();
-        let mut bytes = 0;
-        for row in rows {
-            let (seq, wire): (i64, String) = (row.try_get(0)?, row.try_get(1)?);
-            bytes += wire.len();
-            page.push((seq as u64, wire));
-            if bytes >= max_bytes {
-                break;
-            }
-        }
-        Ok(page)
+        let rows =
+            rows.iter().map(|row| Ok::<_, tokio_postgres::Error>((row.try_get::<_, i64>(0)? as u64, row.try_get(1)?)));
+        events_page_of(rows, max_bytes)
     }
 
     fn latest_events(
@@ -428,18 +410,16 @@ impl Store for PostgresStore {
              ORDER BY seq LIMIT $3",
             &[&conversation_id, &bigint(after), &bigint((max_entries as u64).saturating_add(1))],
         ))?;
-        let mut out = Vec::new();
-        let mut bytes = 0;
-        for row in rows {
-            if out.len() >= max_entries || (bytes >= max_bytes && !out.is_empty()) {
-                return Ok((out, true));
-            }
-            let message: String = row.try_get(3)?;
-            bytes += message.len();
-            let kind: String = row.try_get(1)?;
-            out.push(stored_entry(row.try_get(0)?, &kind, row.try_get(2)?, &message, row.try_get(4)?)?);
-        }
-        Ok((out, false))
+        let rows = rows.iter().map(|row| {
+            Ok::<_, tokio_postgres::Error>((
+                row.try_get(0)?,
+                row.try_get(1)?,
+                row.try_get(2)?,
+                row.try_get(3)?,
+                row.try_get(4)?,
+            ))
+        });
+        entries_page_of(rows, max_entries, max_bytes)
     }
 
     fn create_turn(&self, conversation_id: i64, prompt: &Message) -> Result<i64, StoreError> {

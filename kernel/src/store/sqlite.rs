@@ -10,21 +10,11 @@ use superpi_proto::{Entry, Message};
 
 use super::{
     Commit, ConversationRow, ConversationSettings, NewConversation, Store, StoreError, TurnStatus, ended_at_ms,
-    readdress, stored_entry, to_json,
+    entries_page_of, events_page_of, readdress, to_json,
 };
 
 /// The numbered migrations, in order. Append only.
-pub(super) const MIGRATIONS: &[(&str, &str)] = &[
-    ("0001_init", include_str!("../../migrations/0001_init.sql")),
-    ("0002_permission_overrides", include_str!("../../migrations/0002_permission_overrides.sql")),
-    ("0003_turn_prompt", include_str!("../../migrations/0003_turn_prompt.sql")),
-    ("0004_turn_steered", include_str!("../../migrations/0004_turn_steered.sql")),
-    ("0005_leases", include_str!("../../migrations/0005_leases.sql")),
-    ("0006_images", include_str!("../../migrations/0006_images.sql")),
-    ("0007_forwarding", include_str!("../../migrations/0007_forwarding.sql")),
-    ("0008_cluster_relay", include_str!("../../migrations/0008_cluster_relay.sql")),
-    ("0009_memory", include_str!("../../migrations/0009_memory.sql")),
-];
+pub(super) const MIGRATIONS: &[(&str, &str)] = migrations_in!("../../migrations/");
 
 pub struct SqliteStore {
     conn: Mutex<Connection>,
@@ -249,17 +239,7 @@ impl Store for SqliteStore {
             ],
             |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, String>(1)?)),
         )?;
-        let mut page = Vec::new();
-        let mut bytes = 0;
-        for row in rows {
-            let (seq, wire) = row?;
-            bytes += wire.len();
-            page.push((seq, wire));
-            if bytes >= max_bytes {
-                break;
-            }
-        }
-        Ok(page)
+        events_page_of(rows, max_bytes)
     }
 
     fn latest_events(
@@ -299,17 +279,7 @@ impl Store for SqliteStore {
                 r.get::<_, i64>(4)?,
             ))
         })?;
-        let mut out = Vec::new();
-        let mut bytes = 0;
-        for row in rows {
-            if out.len() >= max_entries || (bytes >= max_bytes && !out.is_empty()) {
-                return Ok((out, true));
-            }
-            let (seq, kind, turn_id, message, created_at_ms) = row?;
-            bytes += message.len();
-            out.push(stored_entry(seq, &kind, turn_id, &message, created_at_ms)?);
-        }
-        Ok((out, false))
+        entries_page_of(rows, max_entries, max_bytes)
     }
 
     fn create_turn(&self, conversation_id: i64, prompt: &Message) -> Result<i64, StoreError> {
