@@ -296,6 +296,64 @@ fn postgres_migrates_once_and_a_second_kernel_shares_the_database() {
     assert_eq!(second.conversation(id).unwrap().unwrap().harness, "superpi-code");
 }
 
+#[test]
+fn a_connection_strings_tls_settings_are_read_in_either_form() {
+    use postgres_connection::{Check, Roots, tls_settings};
+    let (rest, tls) = tls_settings(
+        "host=db.example.com password='a b\\'c' dbname = superpi sslmode = verify-ca sslrootcert='/etc/ca dir/rds.pem'",
+    )
+    .unwrap();
+    assert_eq!(rest, "host=db.example.com password='a b\\'c' dbname = superpi");
+    assert_eq!(rest.parse::<tokio_postgres::Config>().unwrap().get_password(), Some(&b"a b'c"[..]));
+    assert_eq!((tls.check, tls.roots), (Some(Check::Chain), Roots::File("/etc/ca dir/rds.pem".into())));
+
+    let url = "postgresql://u:p@db.example.com:5432/superpi?sslmode=verify-full&sslrootcert=%2Fetc%2Frds%20ca.pem&application_name=x";
+    let (rest, tls) = tls_settings(url).unwrap();
+    assert_eq!(rest, "postgresql://u:p@db.example.com:5432/superpi?application_name=x");
+    assert_eq!((tls.check, tls.roots), (Some(Check::Full), Roots::File("/etc/rds ca.pem".into())));
+
+    let (rest, tls) = tls_settings("postgres://db/superpi?sslmode=require&sslrootcert=system").unwrap();
+    assert_eq!((rest.as_str(), tls.check, tls.roots), ("postgres://db/superpi", Some(Check::Full), Roots::System));
+    for plain in ["dbname=superpi", "dbname=superpi sslmode=disable", "postgres://db/superpi?sslmode=prefer"] {
+        assert_eq!(tls_settings(plain).unwrap().1.check, None, "{plain}");
+    }
+    let Err(StoreError::Config(message)) = tls_settings("dbname=superpi sslmode=verify") else { panic!() };
+    assert!(message.contains("sslmode `verify`"), "{message}");
+    // What does not read as pairs goes on as it is, for the driver to refuse.
+    assert_eq!(tls_settings("dbname='open").unwrap().0, "dbname='open");
+}
+
+#[test]
+fn postgres_over_tls_checks_the_servers_certificate_as_the_connection_string_says() {
+    let Some(server) = super::test_postgres::shared_tls() else { return };
+    let database = server.new_database();
+    let ca = format!("sslrootcert='{}'", server.ca_file().display());
+    let connect = |host: &str, settings: &str| PostgresStore::connect(&server.over_tcp(&database, host, settings));
+    let refused = |result: Result<PostgresStore, StoreError>| match result {
+        Ok(_) => panic!("connected"),
+        Err(err) => err.to_string(),
+    };
+
+    // With the CA that issued it, by the name it is for: every connection of the store is TLS.
+    let store = connect("localhost", &format!("sslmode=verify-full {ca}")).unwrap();
+    new_conv(&store);
+    let tls_connections = "SELECT count(*) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid)
+                           WHERE ssl AND datname = current_database()";
+    let counted: usize = server.query(&database, tls_connections).parse().unwrap();
+    assert!(counted >= postgres::POOL, "{counted} TLS connections");
+    drop(store);
+
+    // The system's roots do not know the test's CA.
+    let message = refused(connect("localhost", "sslmode=require"));
+    assert!(message.contains("certificate"), "{message}");
+    // By an address its certificate does not name: refused by verify-full, taken by verify-ca.
+    let message = refused(connect("127.0.0.1", &format!("sslmode=verify-full {ca}")));
+    assert!(message.contains("certificate"), "{message}");
+    connect("127.0.0.1", &format!("sslmode=verify-ca {ca}")).unwrap();
+    let message = refused(connect("localhost", "sslmode=verify-full sslrootcert=/nonexistent/ca.pem"));
+    assert!(message.contains("/nonexistent/ca.pem"), "{message}");
+}
+
 /// The behaviour every engine keeps: each test above runs on each engine, under its name in
 /// `on_sqlite::` and `on_postgres::`.
 macro_rules! on_each_engine {

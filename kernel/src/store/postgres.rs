@@ -13,10 +13,10 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use superpi_proto::event::now_ms;
 use superpi_proto::{Entry, Message};
-use tokio_postgres::{Client, Config, GenericClient, Row};
+use tokio_postgres::{Client, GenericClient, Row};
 
 use super::postgres_connection::Driver;
-use super::postgres_connection::{Connection, wait};
+use super::postgres_connection::{Connection, Target, wait};
 use super::{
     Commit, ConversationRow, ConversationSettings, NewConversation, Notice, Store, StoreError, TurnStatus, ended_at_ms,
     entries_page_of, events_page_of, readdress, to_json,
@@ -47,7 +47,16 @@ impl From<tokio_postgres::Error> for StoreError {
                 Some(detail) => format!("{}: {} ({detail})", db.severity(), db.message()),
                 None => format!("{}: {}", db.severity(), db.message()),
             },
-            None => err.to_string(),
+            // The driver's words, then why (a TLS handshake's: which certificate check failed).
+            None => {
+                let mut text = err.to_string();
+                let mut source = std::error::Error::source(&err);
+                while let Some(cause) = source {
+                    text = format!("{text}: {cause}");
+                    source = cause.source();
+                }
+                text
+            }
         };
         StoreError::Postgres(text)
     }
@@ -58,7 +67,7 @@ impl From<tokio_postgres::Error> for StoreError {
 pub(super) const POOL: usize = 4;
 
 pub struct PostgresStore {
-    config: Config,
+    target: Target,
     driver: Driver,
     pool: Vec<Mutex<Connection>>,
     /// Where the next call starts looking for a free connection.
@@ -70,20 +79,21 @@ pub struct PostgresStore {
 
 impl PostgresStore {
     /// Connects to the database a connection string names (a `postgresql://` URL or
-    /// `key=value` pairs) and runs pending migrations. TLS (rustls, the server's certificate
-    /// checked against the system's roots) when it says `sslmode=require`.
+    /// `key=value` pairs) and runs pending migrations. TLS (rustls) when it says `sslmode=require`
+    /// or `verify-full` (the server's certificate and name checked) or `verify-ca` (its
+    /// certificate only), against the system's roots or those of `sslrootcert=FILE`.
     pub fn connect(url: &str) -> Result<PostgresStore, StoreError> {
-        let config: Config = url.parse().map_err(|e: tokio_postgres::Error| StoreError::Config(e.to_string()))?;
+        let target = Target::parse(url)?;
         let driver = Driver::start()?;
-        let mut client = driver.connect(&config)?;
+        let mut client = driver.connect(&target)?;
         wait(migrate(&mut client))?;
         let mut pool = vec![Mutex::new(Connection::new(client))];
         for _ in 1..POOL {
-            pool.push(Mutex::new(Connection::new(driver.connect(&config)?)));
+            pool.push(Mutex::new(Connection::new(driver.connect(&target)?)));
         }
         let (heard, _) = tokio::sync::broadcast::channel(super::postgres_leases::NOTICE_BACKLOG);
-        driver.handle.spawn(super::postgres_leases::listen(config.clone(), heard.clone()));
-        Ok(PostgresStore { config, driver, pool, next: AtomicUsize::new(0), heard })
+        driver.handle.spawn(super::postgres_leases::listen(target.clone(), heard.clone()));
+        Ok(PostgresStore { target, driver, pool, next: AtomicUsize::new(0), heard })
     }
 
     /// A free connection (else the next in turn, once free), opened again when it broke.
@@ -101,7 +111,7 @@ impl PostgresStore {
         };
         if client.is_closed() {
             tracing::warn!("a database connection was closed: connecting again");
-            *client = Connection::new(self.driver.connect(&self.config)?);
+            *client = Connection::new(self.driver.connect(&self.target)?);
         }
         Ok(client)
     }

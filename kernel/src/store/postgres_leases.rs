@@ -11,11 +11,10 @@ use superpi_proto::Message;
 use superpi_proto::event::now_ms;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::broadcast;
-use tokio_postgres::config::SslMode;
-use tokio_postgres::{AsyncMessage, Client, Config, Connection, NoTls, Transaction};
+use tokio_postgres::{AsyncMessage, Client, Connection, Transaction};
 
 use super::postgres::PostgresStore;
-use super::postgres_connection::{tls, wait};
+use super::postgres_connection::{Target, wait};
 use super::{
     Claim, Heard, InterruptedTurn, Lease, Leases, Notice, QueuedSubmit, StoreError, interrupted_turn, stored_prompt,
     to_json,
@@ -224,21 +223,11 @@ const LISTEN_RETRY: Duration = Duration::from_secs(1);
 
 /// The listening connection, for the store's life (a task on the store's thread, which ends
 /// with the store): heard notices go to `notices`, and after each (re)connection `Missed`.
-pub(super) async fn listen(config: Config, heard: broadcast::Sender<Heard>) {
+pub(super) async fn listen(target: Target, heard: broadcast::Sender<Heard>) {
     loop {
-        let ended = if config.get_ssl_mode() == SslMode::Require {
-            match tls() {
-                Ok(tls) => match config.connect(tls).await {
-                    Ok((client, connection)) => listen_on(client, connection, &heard).await,
-                    Err(err) => Err(err.into()),
-                },
-                Err(err) => Err(err),
-            }
-        } else {
-            match config.connect(NoTls).await {
-                Ok((client, connection)) => listen_on(client, connection, &heard).await,
-                Err(err) => Err(err.into()),
-            }
+        let ended = match target.config.connect(target.tls.clone()).await {
+            Ok((client, connection)) => listen_on(client, connection, &heard).await,
+            Err(err) => Err(err.into()),
         };
         if let Err(err) = ended {
             tracing::warn!("listening for other kernels' notices: {err}; connecting again");
