@@ -314,13 +314,14 @@ impl Forwarder {
     /// one sent: a stored event at a seq a delta sent had is a seq used again by a new holder.
     async fn catch_up_stored(&self, sent: &mut Sent, up_to: u64) -> Result<(), Stop> {
         while sent.stored < up_to {
-            let page = self
-                .store
-                .events_page(self.conversation_id, sent.stored, up_to, REPLAY_PAGE, BATCH_BYTES * 4)
-                .map_err(|err| {
-                tracing::error!("replaying conversation {}: {err}", self.conversation_id);
-                Stop::Failed
-            })?;
+            let read = self.store.events_page(self.conversation_id, sent.stored, up_to, REPLAY_PAGE, BATCH_BYTES * 4);
+            let page = match read {
+                Ok(page) => page,
+                Err(err) => {
+                    tracing::error!("replaying conversation {}: {err}", self.conversation_id);
+                    return Err(Stop::Failed);
+                }
+            };
             let (Some(&(first, _)), Some(&(last, _))) = (page.first(), page.last()) else { break };
             if first <= sent.any {
                 return Err(Stop::Reused);

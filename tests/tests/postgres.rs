@@ -3,6 +3,7 @@
 //! continues them; one killed during a tool call leaves a database the next kernel recovers
 //! (the call gets its result, the turn its end, the seqs no gap). Skipped, saying so, without
 //! PostgreSQL binaries unless CI is set.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
 use superpi_client::KernelClient;
 use superpi_proto::message::codes;
