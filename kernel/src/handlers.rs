@@ -83,6 +83,22 @@ pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str,
             Ok(Found::Elsewhere { .. }) => forwarded_jobs::forward(kernel, p.conversation_id, JobKind::Clear).await,
             Err(err) => Err(err),
         },
+        Method::SessionUndo(p) => match found(kernel, peer, p.conversation_id) {
+            Ok(Found::Here(conv)) => {
+                let harness = kernel.catalog.harness(Some(&conv.settings().harness)).map_err(|e| e.message);
+                let ceiling = harness.map_or(superpi_policy::Mode::Plan, |h| kernel.catalog.max_mode(h, peer.remote));
+                crate::checkpoint::undo(kernel, &conv, ceiling, p.turn_id).await
+            }
+            // The workspace is on the machine of the kernel that runs the conversation.
+            Ok(Found::Elsewhere { holder, .. }) => Err(ErrorObject::new(
+                codes::RUN_ELSEWHERE,
+                format!(
+                    "conversation {} is run by kernel {holder}, whose machine holds its workspace: undo through that kernel",
+                    p.conversation_id
+                ),
+            )),
+            Err(err) => Err(err),
+        },
         Method::CommandList(p) => command_list(kernel, peer, p.conversation_id),
         Method::HarnessList => Ok(json!({
             "harnesses": kernel.catalog.harness_infos(),

@@ -21,6 +21,7 @@ use crate::questions::Questions;
 use crate::relay::RelayQueue;
 use crate::remote_watchers::RemoteWatchers;
 use crate::running_calls::RunningCalls;
+use crate::snapshots::Snapshots;
 use crate::store::Store;
 use crate::telemetry::Telemetry;
 use crate::tools::Catalog;
@@ -59,6 +60,8 @@ pub(crate) struct Kernel {
     pub activity: Activity,
     /// What the turn loop and the pipeline count and trace (`kernel.metrics`, OTLP).
     pub telemetry: Telemetry,
+    /// The workspaces' checkpoint repositories (`checkpoint.rs`).
+    pub snapshots: Snapshots,
     next_subscription: AtomicU64,
     /// A stop was asked for: no more clients, running turns end as interrupted.
     pub shutdown: CancellationToken,
@@ -77,6 +80,7 @@ impl Kernel {
             remote_watchers: RemoteWatchers::new(store.clone(), id.clone(), config.lease_ms()),
             id,
             images: ImageStore::new(store.clone()),
+            snapshots: Snapshots::new(&config.data_dir),
             config,
             store,
             mcp: McpClients::new(sandbox.clone()),

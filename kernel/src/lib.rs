@@ -14,6 +14,7 @@
 mod activity;
 mod backend_seed;
 mod backend_turn;
+mod checkpoint;
 mod cluster;
 mod commands;
 mod compaction;
@@ -49,6 +50,7 @@ mod remote_watchers;
 mod rules;
 mod running_calls;
 mod server;
+mod snapshots;
 pub mod store;
 mod subagent_tool;
 mod subscription;

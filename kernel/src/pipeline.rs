@@ -142,6 +142,11 @@ async fn run_steps(
         return CallEnd::Ran(result);
     }
     let _written = lock_written(kernel, &tool, call).await;
+    if let Caller::Turn { conv, turn_id, .. } = &caller
+        && crate::checkpoint::writes(&tool)
+    {
+        crate::checkpoint::before_write(kernel, conv, *turn_id).await;
+    }
     let (protected, allowed_hosts) = match &caller {
         Caller::Turn { conv, .. } => {
             lock(&conv.policy).as_ref().map(|p| (p.protected_paths(), p.allowed_hosts())).unwrap_or_default()

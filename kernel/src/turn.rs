@@ -63,7 +63,11 @@ pub(crate) async fn run(
     let mark = kernel.telemetry.turn_started(cid, turn_id, &settings.harness, &settings.model);
     let trace = mark.context();
     let ended = match crate::backend_turn::backend_of(kernel, conv) {
-        Some(kind) => crate::backend_turn::drive(kernel, conv, turn_id, kind, ceiling, &message, &cancel).await,
+        Some(kind) => {
+            // A backend writes through its own tools: the checkpoint is taken before it starts.
+            crate::checkpoint::before_write(kernel, conv, turn_id).await;
+            crate::backend_turn::drive(kernel, conv, turn_id, kind, ceiling, &message, &cancel).await
+        }
         None => drive(kernel, conv, turn_id, ceiling, trace, &cancel).await,
     };
     match &ended {
@@ -77,6 +81,7 @@ pub(crate) async fn run(
     for Steer { turn_id, message, ceiling } in late {
         let _ = conv.input.send(Input::Submit { turn_id, message, ceiling }).await;
     }
+    crate::checkpoint::turn_ended(kernel, conv, turn_id, &message.text()).await;
     crate::recovery::record_end(kernel, conv, turn_id, ended);
 }
 

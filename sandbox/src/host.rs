@@ -5,16 +5,30 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Runs `argv` with a deadline and returns its standard output. Stdin is /dev/null; stderr
 /// and the exit status come back in the error. The process is killed at the deadline.
 #[allow(clippy::disallowed_methods)] // the sandbox crate is where processes start
 pub async fn run_host_command(argv: Vec<String>, timeout: Duration) -> Result<String, String> {
     let (program, args) = argv.split_first().ok_or_else(|| "the command is empty".to_string())?;
-    let mut child = tokio::process::Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
+    let mut command = tokio::process::Command::new(program);
+    command.args(args);
+    let out = run_to_end(program, command, None, timeout).await?;
+    String::from_utf8(out).map_err(|_| format!("{program} printed something that is not UTF-8"))
+}
+
+/// Runs a prepared command to its end within `timeout`, `stdin` written to it (else
+/// /dev/null): its standard output, or an error naming `program` with its status and stderr.
+/// The process is killed when the deadline passes (or the future is dropped).
+pub(crate) async fn run_to_end(
+    program: &str,
+    mut command: tokio::process::Command,
+    stdin: Option<Vec<u8>>,
+    timeout: Duration,
+) -> Result<Vec<u8>, String> {
+    let mut child = command
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -22,9 +36,17 @@ pub async fn run_host_command(argv: Vec<String>, timeout: Duration) -> Result<St
         .map_err(|e| format!("cannot start {program}: {e}"))?;
     let mut stdout = child.stdout.take().ok_or("no stdout")?;
     let mut stderr = child.stderr.take().ok_or("no stderr")?;
+    let input = child.stdin.take();
     let run = async {
+        let feed = async {
+            if let (Some(mut pipe), Some(bytes)) = (input, stdin) {
+                // A program that stops reading early closes the pipe: its status says why.
+                let _ = pipe.write_all(&bytes).await;
+            }
+            Ok::<_, std::io::Error>(0)
+        };
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        let (a, b) = tokio::join!(stdout.read_to_end(&mut out), stderr.read_to_end(&mut err));
+        let (a, b, _) = tokio::join!(stdout.read_to_end(&mut out), stderr.read_to_end(&mut err), feed);
         a.and(b).map_err(|e| e.to_string())?;
         let status = child.wait().await.map_err(|e| e.to_string())?;
         Ok::<_, String>((status, out, err))
@@ -32,9 +54,7 @@ pub async fn run_host_command(argv: Vec<String>, timeout: Duration) -> Result<St
     match tokio::time::timeout(timeout, run).await {
         Err(_) => Err(format!("{program} did not finish within {timeout:?}")),
         Ok(Err(e)) => Err(format!("{program}: {e}")),
-        Ok(Ok((status, out, _))) if status.success() => {
-            String::from_utf8(out).map_err(|_| format!("{program} printed something that is not UTF-8"))
-        }
+        Ok(Ok((status, out, _))) if status.success() => Ok(out),
         Ok(Ok((status, _, err))) => {
             Err(format!("{program} failed ({status}): {}", String::from_utf8_lossy(&err).trim()))
         }

@@ -10,7 +10,8 @@
 //! kernel decides whether a call may run and with what grants; this crate only runs it, and
 //! never restricts the calling process itself.
 //!
-//! Beside that, the embedding program's hold on freed memory ([`memory`]: glibc's mmap
+//! Beside that, git for the kernel's checkpoints ([`run_git`]: a fixed argument list, no
+//! hook or configured program of the user's), and the embedding program's hold on freed memory ([`memory`]: glibc's mmap
 //! threshold and trim), since the calls into the C library that need `unsafe` live here.
 //!
 //! What the embedding program must do: call [`harden_kernel_process`] once at start; dispatch
@@ -24,6 +25,7 @@ mod catalog;
 mod cgroup;
 mod confine;
 mod filter;
+mod git;
 mod host;
 mod launch;
 pub mod memory;
@@ -53,6 +55,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use call::check_workspace;
+pub use git::{GitRepo, run_git};
 pub use host::run_host_command;
 pub use reap::{confined_tools, is_confined_tool, is_tool_process};
 pub use registry::{EditorRead, RegistryError, RunFuture, ToolRegistry, ToolRunner};

@@ -247,6 +247,14 @@ pub(crate) async fn run_command(
             kernel.clear(session.conversation_id).await.map_err(|e| request::kernel_error(e, Some(&session.id)))?;
             say("Context cleared: the model starts afresh; the session's history keeps every turn.".to_string())?
         }
+        request::Command::Undo => match kernel.undo(session.conversation_id, None).await {
+            Ok(done) => say(format!("{done}."))?,
+            // Nothing to undo, a running turn, a file changed since: said, like a compaction's "nothing".
+            Err(ClientError::Kernel(e)) if e.code == codes::INVALID_REQUEST || e.code == codes::FORBIDDEN => {
+                say(format!("Nothing undone: {}.", e.message))?
+            }
+            Err(e) => return Err(request::kernel_error(e, Some(&session.id))),
+        },
     }
     Ok(PromptResponse::new(StopReason::EndTurn))
 }

@@ -352,6 +352,8 @@ pub enum Command {
     Compact,
     /// `/clear`: the model's context starts afresh (the session's history keeps everything).
     Clear,
+    /// `/undo`: the files the latest turn that changed the workspace changed are put back.
+    Undo,
 }
 
 /// The slash commands offered to the editor (`available_commands_update`).
@@ -362,6 +364,7 @@ pub fn commands() -> Vec<AvailableCommand> {
             .input(AvailableCommandInput::Unstructured(UnstructuredCommandInput::new("plan | accept-edits | auto"))),
         AvailableCommand::new("compact", "Summarise the earlier turns so the context window has room again"),
         AvailableCommand::new("clear", "Start afresh: the model forgets this session's earlier turns"),
+        AvailableCommand::new("undo", "Put back the files the latest turn changed (its checkpoint)"),
     ]
 }
 
@@ -392,6 +395,7 @@ pub fn command(prompt: &[KBlock]) -> Option<Command> {
         ("status", "") => Some(Command::Status),
         ("compact", "") => Some(Command::Compact),
         ("clear", "") => Some(Command::Clear),
+        ("undo", "") => Some(Command::Undo),
         ("mode", m) if !m.is_empty() && !m.contains(char::is_whitespace) => Some(Command::Mode(m.to_string())),
         _ => None,
     }

@@ -217,11 +217,13 @@ fn slash_commands_are_recognised_only_whole() {
     assert_eq!(command(&[KBlock::text("/compact")]), Some(Command::Compact));
     assert_eq!(command(&[KBlock::text("/compact now")]), None);
     assert_eq!(command(&[KBlock::text("/clear")]), Some(Command::Clear));
+    assert_eq!(command(&[KBlock::text("/undo")]), Some(Command::Undo));
+    assert_eq!(command(&[KBlock::text("/undo 3")]), None);
     assert_eq!(command(&[KBlock::text("/unknown")]), None);
     assert_eq!(command(&[KBlock::text("status")]), None);
     assert_eq!(command(&[KBlock::text("/status"), KBlock::text("more")]), None);
     let names: Vec<String> = commands().into_iter().map(|c| c.name).collect();
-    assert_eq!(names, ["status", "mode", "compact", "clear"]);
+    assert_eq!(names, ["status", "mode", "compact", "clear", "undo"]);
 }
 
 #[test]

@@ -47,7 +47,7 @@ pub enum Command {
     Run(terminal::RunArgs),
     /// A line-by-line conversation in the terminal (/exit to leave).
     Chat(terminal::ChatArgs),
-    /// Conversations: list, show.
+    /// Conversations: list, show, undo.
     #[command(subcommand)]
     Session(SessionCommand),
     /// List the harnesses.
@@ -85,6 +85,16 @@ pub enum SessionCommand {
     /// Show a conversation's history.
     Show {
         id: i64,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Put back the files a turn changed in the conversation's workspace (from the checkpoint
+    /// taken before its first write); files it created are removed.
+    Undo {
+        id: i64,
+        /// The turn (default: the latest that changed the workspace and is not undone).
+        #[arg(long)]
+        turn: Option<i64>,
         #[command(flatten)]
         json: JsonFlag,
     },
@@ -155,6 +165,9 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Chat(args) => chat::chat(&locations, args).await,
         Command::Session(SessionCommand::List(json)) => listing::session_list(&locations, json).await,
         Command::Session(SessionCommand::Show { id, json }) => listing::session_show(&locations, id, json).await,
+        Command::Session(SessionCommand::Undo { id, turn, json }) => {
+            listing::session_undo(&locations, id, turn, json).await
+        }
         Command::Harnesses(json) => listing::harnesses(&locations, json).await,
         Command::Models(json) => listing::models(&locations, json).await,
         Command::Completions { shell } => {

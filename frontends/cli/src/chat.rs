@@ -24,7 +24,7 @@ pub async fn chat(locations: &Locations, args: ChatArgs) -> anyhow::Result<ExitC
     let client = connect(locations, "cli").await?;
     let info = open(&client, &args.session).await?;
     eprintln!(
-        "conversation {} ({}, {}, {}); /compact to summarise the earlier turns, /clear to start afresh, /steer \
+        "conversation {} ({}, {}, {}); /compact to summarise the earlier turns, /clear to start afresh, /undo to put back the files of the latest turn that changed them, /steer \
          TEXT while a turn runs to add to it, /exit to leave",
         info.conversation_id, info.harness, info.model, info.mode
     );
@@ -53,6 +53,10 @@ pub async fn chat(locations: &Locations, args: ChatArgs) -> anyhow::Result<ExitC
             "/clear" => match chat.client.clear(chat.conversation_id).await {
                 Ok(_) => eprintln!("context cleared: the model starts afresh (the history keeps every turn)"),
                 Err(err) => eprintln!("not cleared: {err}"),
+            },
+            "/undo" => match chat.client.undo(chat.conversation_id, None).await {
+                Ok(done) => eprintln!("{done}"),
+                Err(err) => eprintln!("nothing undone: {err}"),
             },
             // Nothing runs: a steering prompt is a prompt.
             prompt => {

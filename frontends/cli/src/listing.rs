@@ -160,6 +160,29 @@ pub async fn session_show(locations: &Locations, id: i64, flag: JsonFlag) -> any
     Ok(ExitCode::SUCCESS)
 }
 
+/// `superpi session undo ID [--turn N]`: the kernel's refusal (nothing to undo, a running turn,
+/// a file changed since) goes to stderr with exit status 1.
+pub async fn session_undo(
+    locations: &Locations,
+    id: i64,
+    turn: Option<i64>,
+    flag: JsonFlag,
+) -> anyhow::Result<ExitCode> {
+    let client = connect(locations, "cli").await?;
+    match client.undo(id, turn).await {
+        Ok(done) if flag.json => print_json(&done).map(|_| ExitCode::SUCCESS),
+        Ok(done) => {
+            out(&format!("{done}\n"));
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(superpi_client::ClientError::Kernel(e)) => {
+            eprintln!("superpi: nothing undone: {}", e.message);
+            Ok(ExitCode::FAILURE)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 fn print_entry(entry: &Entry) {
     let text = match entry.message.content.first() {
         Some(ContentBlock::ToolResult { name, output, .. }) => format!("[{name}] {output}"),

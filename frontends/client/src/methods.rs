@@ -7,7 +7,7 @@ use superpi_proto::method::{
     BackendStatus, CommandInfo, CommandListParams, CommandListResult, ConversationInfo, ConversationRef, ForkParams,
     HarnessInfo, HistoryParams, HistoryResult, KernelStatus, ListParams, ListResult, Method, ModelInfo, OpenParams,
     PermissionRespondParams, SetEffortParams, SetModeParams, SubmitParams, SubmitResult, ToolListParams,
-    ToolListResult, UiRespondParams,
+    ToolListResult, UiRespondParams, UndoParams, UndoResult,
 };
 use superpi_proto::{Effort, ToolDef};
 
@@ -95,6 +95,12 @@ impl KernelClient {
     /// the turns before it end (the answer waits for it).
     pub async fn clear(&self, conversation_id: i64) -> Result<Value, ClientError> {
         self.request(Method::SessionClear(ConversationRef { conversation_id })).await
+    }
+
+    /// Puts back what a turn (without one, the latest that changed the workspace and is not
+    /// undone) changed in the conversation's workspace (`session.undo`).
+    pub async fn undo(&self, conversation_id: i64, turn_id: Option<i64>) -> Result<UndoResult, ClientError> {
+        self.request(Method::SessionUndo(UndoParams { conversation_id, turn_id })).await
     }
 
     pub async fn set_mode(&self, conversation_id: i64, mode: &str) -> Result<Value, ClientError> {

@@ -30,6 +30,7 @@ pub const METHODS: &[&str] = &[
     "session.fork",
     "session.compact",
     "session.clear",
+    "session.undo",
     "session.list",
     "session.history",
     "session.set_mode",
@@ -127,6 +128,12 @@ pub fn module(conn: Arc<Conn>) -> Result<RpcModule<Conn>, crate::Error> {
         let kernel = conn.kernel().await?;
         let p: wire::ConversationParams = parse("session.clear", p.as_deref())?;
         kernel.clear(p.conversation_id).await.map_err(wire::kernel_error)
+    })?;
+    register(&mut m, "session.undo", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: wire::UndoParams = parse("session.undo", p.as_deref())?;
+        let done = kernel.undo(p.conversation_id, p.turn_id).await.map_err(wire::kernel_error)?;
+        Ok(serde_json::to_value(done).unwrap_or_default())
     })?;
     register(&mut m, "session.list", |conn, p| async move {
         let kernel = conn.kernel().await?;

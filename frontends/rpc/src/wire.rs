@@ -160,6 +160,14 @@ pub struct ConversationParams {
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct UndoParams {
+    pub conversation_id: i64,
+    #[serde(default)]
+    pub turn_id: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ForkParams {
     pub conversation_id: i64,
     #[serde(default)]

@@ -55,6 +55,7 @@
 //! ```
 
 pub mod backend;
+pub mod checkpoints;
 pub mod conversation;
 pub mod decide;
 pub mod error;
@@ -81,6 +82,7 @@ mod props_tests;
 mod test_tools;
 
 pub use backend::{BackendKind, UnknownBackend};
+pub use checkpoints::CheckpointSettings;
 pub use conversation::ConversationPolicy;
 pub use decide::{Answer, CallFacts, Decision, Overrides, Remember, Risk, Rule, decide};
 pub use error::ConfigError;

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::checkpoints::{CheckpointSettings, RawCheckpoints, checkpoint_settings};
 use crate::error::{ConfigError, key_path};
 use crate::mcp_servers::{McpServerConfig, RawMcpServer, mcp_servers};
 use crate::mode::Mode;
@@ -42,6 +43,8 @@ pub struct Settings {
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
     /// What the web tools may reach and their search backend (the user's file only).
     pub web: WebSettings,
+    /// Checkpoints of a turn's workspace and auto-commit (the user's file only).
+    pub checkpoints: CheckpointSettings,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -105,6 +108,7 @@ impl Default for Settings {
             sandbox: SandboxSettings::default(),
             mcp_servers: BTreeMap::new(),
             web: WebSettings::default(),
+            checkpoints: CheckpointSettings::default(),
         }
     }
 }
@@ -191,6 +195,9 @@ impl Settings {
         }
         if let Some(web) = raw.web {
             s.web = web_settings(web, path)?;
+        }
+        if let Some(checkpoints) = raw.checkpoints {
+            s.checkpoints = checkpoint_settings(checkpoints, path)?;
         }
         Ok(s)
     }
@@ -348,6 +355,7 @@ struct UserFile {
     sandbox: Option<RawSandbox>,
     mcp_servers: Option<BTreeMap<String, RawMcpServer>>,
     web: Option<RawWeb>,
+    checkpoints: Option<RawCheckpoints>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -382,3 +382,24 @@ fn the_web_section_is_read_from_the_user_file_only() {
     let e = ws(Settings::default(), r#"{"web": {"private_hosts": ["10.0.0.1"]}}"#).unwrap_err();
     assert!(e.to_string().contains("may only tighten"), "{e}");
 }
+
+#[test]
+fn the_checkpoints_section_is_read_from_the_user_file_only() {
+    let d = Settings::default().checkpoints;
+    assert!(d.enabled && !d.auto_commit, "checkpoints on, auto-commit off by default");
+    assert_eq!(d.commit_prefix, crate::checkpoints::DEFAULT_COMMIT_PREFIX);
+    let s = user(r#"{"checkpoints": {"auto_commit": true, "commit_prefix": "bot: "}}"#).unwrap();
+    assert!(s.checkpoints.enabled && s.checkpoints.auto_commit);
+    assert_eq!(s.checkpoints.commit_prefix, "bot: ");
+    assert!(!user(r#"{"checkpoints": {"enabled": false}}"#).unwrap().checkpoints.enabled);
+    for (text, key) in [
+        (r#"{"checkpoints": {"enabled": false, "auto_commit": true}}"#, "checkpoints.auto_commit"),
+        (r#"{"checkpoints": {"commit_prefix": "two\nlines"}}"#, "checkpoints.commit_prefix"),
+        (r#"{"checkpoints": {"auto": true}}"#, "checkpoints.auto"),
+    ] {
+        let err = user(text).unwrap_err();
+        assert!(err.key() == Some(key) || err.to_string().contains("unknown field `auto`"), "{text}: {err}");
+    }
+    let e = ws(Settings::default(), r#"{"checkpoints": {"auto_commit": true}}"#).unwrap_err();
+    assert!(e.to_string().contains("may only tighten"), "{e}");
+}

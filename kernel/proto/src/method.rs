@@ -31,6 +31,7 @@ pub enum Method {
     SessionSetEffort(SetEffortParams),
     SessionCompact(ConversationRef),
     SessionClear(ConversationRef),
+    SessionUndo(UndoParams),
     CommandList(CommandListParams),
     HarnessList,
     ModelList,
@@ -59,6 +60,7 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.set_effort",
     "session.compact",
     "session.clear",
+    "session.undo",
     "command.list",
     "harness.list",
     "model.list",
@@ -98,6 +100,7 @@ impl Method {
             "session.set_effort" => Method::SessionSetEffort(params(method, p)?),
             "session.compact" => Method::SessionCompact(params(method, p)?),
             "session.clear" => Method::SessionClear(params(method, p)?),
+            "session.undo" => Method::SessionUndo(params(method, p)?),
             "command.list" => Method::CommandList(params(method, p)?),
             "harness.list" => Method::HarnessList,
             "model.list" => Method::ModelList,
@@ -135,6 +138,7 @@ impl Method {
             Method::SessionSetEffort(p) => ("session.set_effort", v(p)),
             Method::SessionCompact(p) => ("session.compact", v(p)),
             Method::SessionClear(p) => ("session.clear", v(p)),
+            Method::SessionUndo(p) => ("session.undo", v(p)),
             Method::CommandList(p) => ("command.list", v(p)),
             Method::HarnessList => ("harness.list", empty.clone()),
             Method::ModelList => ("model.list", empty),
@@ -322,6 +326,39 @@ pub struct UnwatchParams {
 #[serde(deny_unknown_fields)]
 pub struct ConversationRef {
     pub conversation_id: i64,
+}
+
+/// `session.undo`'s answer: the turn undone and its paths (relative to the workspace).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UndoResult {
+    pub turn_id: i64,
+    /// Files the turn changed or deleted, as they were before it.
+    pub restored: Vec<String>,
+    /// Files the turn created, removed.
+    pub removed: Vec<String>,
+}
+
+impl std::fmt::Display for UndoResult {
+    /// One line: `turn 7 undone; restored a.txt; removed b.txt`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "turn {} undone", self.turn_id)?;
+        for (verb, paths) in [("restored", &self.restored), ("removed", &self.removed)] {
+            if !paths.is_empty() {
+                write!(f, "; {verb} {}", paths.join(", "))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `session.undo`: put back what a turn changed in the workspace (its checkpoint).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UndoParams {
+    pub conversation_id: i64,
+    /// The turn; without it, the latest turn that changed the workspace and is not undone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<i64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -683,6 +720,7 @@ mod tests {
             }),
             Method::SessionCompact(ConversationRef { conversation_id: 3 }),
             Method::SessionClear(ConversationRef { conversation_id: 3 }),
+            Method::SessionUndo(UndoParams { conversation_id: 3, turn_id: Some(7) }),
             Method::CommandList(CommandListParams { conversation_id: Some(3) }),
             Method::ToolList(ToolListParams::default()),
             Method::ToolCall(ToolCallParams {
