@@ -1,5 +1,5 @@
 //! End to end: the gateway's `GET /metrics` parses as Prometheus text and its counters move
-//! after a turn (behind the gateway's token), and a turn's spans reach a local OTLP/HTTP
+//! after a turn (behind the gateway's token) and after a failed one, and a turn's spans reach a local OTLP/HTTP
 //! collector stub that decodes what the kernel posts.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -63,6 +63,16 @@ async fn metrics_parse_and_move_after_a_turn() {
     assert_eq!(value(&after, "superpi_turn_duration_seconds_count", &[("harness", "superpi-code")]), 1.0);
     assert_eq!(value(&after, "superpi_tool_call_duration_seconds", &[("tool", "ls")]), 1.0, "the +Inf bucket");
     assert_eq!(value(&after, "superpi_errors_total", &[]), 0.0);
+
+    // A failing model request fails its turn: both are counted as errors.
+    let body = chat_body("superpi-code", false, "@fail the model is down");
+    let answer = http().post(gw.url("/v1/chat/completions")).bearer_auth("m-token").json(&body).send().await.unwrap();
+    assert!(!answer.status().is_success(), "{}", answer.text().await.unwrap());
+    let failed = scrape(&gw, "m-token").await;
+    assert_eq!(value(&failed, "superpi_turns_total", &[("status", "error")]), 1.0);
+    assert_eq!(value(&failed, "superpi_model_requests_total", &[("status", "error")]), 1.0);
+    assert_eq!(value(&failed, "superpi_errors_total", &[("source", "model")]), 1.0);
+    assert_eq!(value(&failed, "superpi_errors_total", &[("source", "turn")]), 1.0);
 }
 
 /// A local OTLP/HTTP collector: each POST's JSON body goes to the channel, answered 200 (one
