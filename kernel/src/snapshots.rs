@@ -94,6 +94,9 @@ impl Repo {
 
     /// The names (after `refs/superpi/`) of the refs under `prefix`.
     pub async fn refs(&self, prefix: &str) -> Result<Vec<String>, String> {
+        if !self.git_dir.join("HEAD").exists() {
+            return Ok(Vec::new());
+        }
         let out = self.git(&["for-each-ref", "--format=%(refname)", &format!("refs/superpi/{prefix}")], None).await?;
         Ok(out.lines().filter_map(|l| l.strip_prefix("refs/superpi/")).map(str::to_string).collect())
     }

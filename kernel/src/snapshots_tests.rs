@@ -14,6 +14,8 @@ async fn a_restore_puts_changed_files_back_and_removes_created_ones() {
     write(&ws, "keep.txt", "kept");
     let snapshots = Snapshots::new(&dir.path().join("data"));
     let repo = snapshots.open(&ws).await;
+    assert_eq!(repo.refs("t/").await.unwrap(), Vec::<String>::new(), "no repository yet: no refs");
+    assert_eq!(repo.get_ref("t/1/before").await, None);
     let before = repo.snapshot().await.unwrap();
     repo.set_ref("t/1/before", &before).await.unwrap();
 

@@ -654,7 +654,7 @@ async fn slash_commands_are_offered_and_answered_by_the_agent() {
         initialize(&cx).await?;
         let sid = new_session(&cx, &env).await?.session_id;
         let names: Vec<String> = offered_commands(&mut seen).await.into_iter().map(|c| c.name).collect();
-        assert_eq!(names, ["status", "mode", "compact", "clear"]);
+        assert_eq!(names, ["status", "mode", "compact", "clear", "undo"]);
 
         let done = cx.send_request(text_prompt(&sid, "/mode plan")).block_task().await?;
         assert_eq!(done.stop_reason, StopReason::EndTurn);
@@ -685,6 +685,20 @@ async fn slash_commands_are_offered_and_answered_by_the_agent() {
         cx.send_request(text_prompt(&sid, "/compact")).block_task().await?;
         let said = agent_text(&seen.drain());
         assert!(said.starts_with("Context compacted"), "{said}");
+
+        // /undo: nothing yet; then a turn's file is removed again (its checkpoint).
+        cx.send_request(text_prompt(&sid, "/undo")).block_task().await?;
+        let said = agent_text(&seen.drain());
+        assert!(said.starts_with("Nothing undone: nothing to undo"), "{said}");
+        cx.send_request(text_prompt(&sid, "/mode accept-edits")).block_task().await?;
+        let write = r#"@tool write {"path": "undo-me.txt", "content": "x"}"#;
+        cx.send_request(text_prompt(&sid, write)).block_task().await?;
+        let updates = seen.drain();
+        assert!(env.workspace.join("undo-me.txt").exists(), "{updates:?}");
+        cx.send_request(text_prompt(&sid, "/undo")).block_task().await?;
+        let said = agent_text(&seen.drain());
+        assert!(said.contains("undone; removed undo-me.txt."), "{said}");
+        assert!(!env.workspace.join("undo-me.txt").exists());
         Ok(())
     })
     .await;
@@ -727,8 +741,8 @@ async fn user_defined_commands_are_offered_and_expand() {
         let sid = new_session(&cx, &env).await?.session_id;
         let commands = offered_commands(&mut seen).await;
         let names: Vec<&str> = commands.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["status", "mode", "compact", "clear", "explain", "review"]);
-        let review = &commands[5];
+        assert_eq!(names, ["status", "mode", "compact", "clear", "undo", "explain", "review"]);
+        let review = &commands[6];
         assert_eq!(review.description, "Review the change");
         let hint = serde_json::to_value(&review.input).unwrap();
         assert_eq!(hint["hint"], "[focus]", "{hint}");
@@ -742,7 +756,7 @@ async fn user_defined_commands_are_offered_and_expand() {
         assert!(said.contains("Explain src/lib.rs to a newcomer."), "{said}");
         // A session loaded again is told them again.
         cx.send_request(LoadSessionRequest::new(sid.clone(), env.workspace.clone())).block_task().await?;
-        assert_eq!(offered_commands(&mut seen).await.len(), 6);
+        assert_eq!(offered_commands(&mut seen).await.len(), 7);
         Ok(())
     })
     .await;
