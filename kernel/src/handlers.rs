@@ -112,6 +112,10 @@ pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str,
         Method::ToolCall(p) => crate::tools_direct::call(kernel, peer, p).await,
         Method::KernelStatus => status(kernel, peer),
         Method::KernelMetrics => to_value(kernel.telemetry.metrics.snapshot()),
+        Method::ScheduleAdd(p) => schedule_add(kernel, peer, p),
+        Method::ScheduleList(p) => crate::scheduler::list(kernel, &peer.principal, p.runs),
+        Method::ScheduleRemove(p) => crate::scheduler::remove(kernel, &peer.principal, p.id),
+        Method::TriggerFire(p) => crate::scheduler::fire(kernel, p).await,
         Method::KernelShutdown => {
             // The stop begins once the answer is queued; connections stay open (and flush)
             // until running turns have ended (server.rs), so the answer reaches the client.
@@ -140,6 +144,34 @@ fn found(kernel: &Arc<Kernel>, peer: &Peer, id: i64) -> Result<Found, ErrorObjec
         return Err(not_found(id));
     }
     Ok(found)
+}
+
+/// `schedule.add`: its runs are turns of the caller's conversation named, or of a new one (of
+/// the harness named, default the librarian), at most in the caller's ceiling.
+fn schedule_add(kernel: &Arc<Kernel>, peer: &Peer, p: superpi_proto::schedule::ScheduleAddParams) -> Reply {
+    let conversation_id = match p.conversation_id {
+        Some(id) => {
+            found(kernel, peer, id)?;
+            id
+        }
+        None => {
+            let title = p.name.clone().filter(|n| !n.trim().is_empty()).unwrap_or_else(|| "Scheduled runs".into());
+            let params = OpenParams {
+                harness: Some(p.harness.clone().unwrap_or_else(|| superpi_policy::LIBRARIAN.to_string())),
+                workspace: p.workspace.clone(),
+                title: Some(title),
+                ..OpenParams::default()
+            };
+            let opened: ConversationInfo = serde_json::from_value(open(kernel, peer, params)?)
+                .map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, e.to_string()))?;
+            opened.conversation_id
+        }
+    };
+    let row =
+        kernel.store.conversation(conversation_id).map_err(internal)?.ok_or_else(|| not_found(conversation_id))?;
+    let harness = kernel.catalog.harness(Some(&row.harness))?;
+    let ceiling = kernel.catalog.max_mode(harness, peer.remote);
+    crate::scheduler::add(kernel, &p, &peer.principal, conversation_id, ceiling)
 }
 
 /// `session.open`'s `mcp_servers` for a conversation another kernel runs: they would run beside

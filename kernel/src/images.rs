@@ -104,7 +104,7 @@ impl ImageStore {
         if let Some(why) = model.and_then(|model| images::refusal(model, found, config)) {
             return Err(why);
         }
-        let digest = format!("{:x}", Sha256::digest(&bytes));
+        let digest = sha256_hex(&bytes);
         self.store.put_image(&digest, found, &bytes).map_err(|err| format!("the image could not be stored: {err}"))?;
         Ok((found, digest))
     }
@@ -132,6 +132,11 @@ impl ImageStore {
             }
         }
     }
+}
+
+/// The SHA-256 of bytes as lowercase hex: how images are named, and trigger tokens kept.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -36,7 +36,7 @@ fn a_prompt_image_is_stored_once_and_named_by_its_digest() {
     assert_eq!((media_type.as_str(), data), ("image/png", &None));
     let bytes = images::decode(PNG).unwrap();
     assert_eq!(db.image(sha256).unwrap(), Some(bytes.clone()));
-    assert_eq!(*sha256, format!("{:x}", Sha256::digest(&bytes)));
+    assert_eq!(*sha256, sha256_hex(&bytes));
     // The same image again is the same digest, stored once.
     let mut again = vec![ContentBlock::image("image/png", PNG)];
     store.store_prompt(Some("mock"), &config(), &mut again).unwrap();
@@ -68,7 +68,7 @@ fn what_no_model_could_read_is_refused_before_it_is_stored() {
     assert!(blind.contains("`blind` does not take images"), "{blind}");
     let reference = ContentBlock::Image { media_type: "image/png".into(), data: None, sha256: Some("0".repeat(64)) };
     assert!(refused("mock", reference).contains("needs its bytes"));
-    let png = format!("{:x}", Sha256::digest(images::decode(PNG).unwrap()));
+    let png = sha256_hex(&images::decode(PNG).unwrap());
     assert_eq!(db.image(&png).unwrap(), None, "nothing was stored");
 }
 
@@ -101,7 +101,7 @@ fn a_tools_image_is_stored_for_a_model_that_sees_and_explained_to_one_that_does_
     };
     let mut seen = result();
     let blocks = store.store_result("mock", &config(), &mut seen);
-    let digest = format!("{:x}", Sha256::digest(images::decode(PNG).unwrap()));
+    let digest = sha256_hex(&images::decode(PNG).unwrap());
     assert_eq!(
         blocks,
         vec![ContentBlock::Image { media_type: "image/png".into(), data: None, sha256: Some(digest.clone()) }]

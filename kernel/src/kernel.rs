@@ -62,6 +62,8 @@ pub(crate) struct Kernel {
     pub telemetry: Telemetry,
     /// The workspaces' checkpoint repositories (`checkpoint.rs`).
     pub snapshots: Snapshots,
+    /// A schedule was added here: the scheduler looks at the store again (`scheduler.rs`).
+    pub schedules_changed: tokio::sync::Notify,
     next_subscription: AtomicU64,
     /// A stop was asked for: no more clients, running turns end as interrupted.
     pub shutdown: CancellationToken,
@@ -97,6 +99,7 @@ impl Kernel {
             direct_calls: RunningCalls::default(),
             activity: Activity::new(),
             telemetry: Telemetry::from_env(),
+            schedules_changed: tokio::sync::Notify::new(),
             next_subscription: AtomicU64::new(1),
             shutdown: CancellationToken::new(),
             closing: CancellationToken::new(),

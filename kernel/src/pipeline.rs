@@ -221,12 +221,16 @@ async fn decide(
                     timeout: policy.question_timeout(),
                     remote_may_allow: !matches!(at_remote_ceiling, Decision::Deny { .. }),
                 };
-                // Whether its settings let questions be asked at all; who watches is looked
-                // up only for a question (on a shared database it is a query).
-                (policy.decide_at_most(tool, &call.arguments, *ceiling), policy.may_ask(true), asked)
+                // Whether its settings let questions be asked at all (not in an unattended
+                // harness); who watches is looked up only for a question (on a shared
+                // database it is a query).
+                let asks = policy.may_ask(true) && !policy.harness().unattended;
+                (policy.decide_at_most(tool, &call.arguments, *ceiling), asks, asked)
             };
-            let may_ask =
-                asks && matches!(decision, Decision::Ask { .. }) && elsewhere::interactive_watcher(kernel, conv);
+            let may_ask = asks
+                && matches!(decision, Decision::Ask { .. })
+                && elsewhere::interactive_watcher(kernel, conv)
+                && !scheduled_run(kernel, *turn_id);
             if let Decision::Ask { risk, .. } = decision {
                 asked_risk = Some(risk);
             }
@@ -254,6 +258,16 @@ async fn decide(
         // `answer` settles every question; an `Ask` left over fails closed all the same.
         Decision::Ask { reason, risk, .. } => Err(Refusal { reason, rule: Rule::Unanswered, risk: Some(risk) }),
     }
+}
+
+/// Whether a schedule's run submitted this turn: nobody is present at it, whoever watches.
+/// Read from the store (a run queued through another kernel is known there too); unreadable
+/// counts as scheduled, so a question fails closed.
+fn scheduled_run(kernel: &Kernel, turn_id: i64) -> bool {
+    kernel.store.scheduled_turn(turn_id).unwrap_or_else(|err| {
+        tracing::warn!(turn_id, "reading whether a schedule ran this turn: {err}");
+        true
+    })
 }
 
 /// How a question is asked.

@@ -27,6 +27,10 @@ pub async fn run(mut config: KernelConfig) -> Result<(), KernelError> {
     for op in crate::memory_tool::Op::ALL {
         own.push((crate::memory_tool::def(op), Arc::new(crate::memory_tool::MemoryTool { kernel: slot.clone(), op })));
     }
+    for op in crate::schedule_tool::Op::ALL {
+        let runner = crate::schedule_tool::ScheduleTool { kernel: slot.clone(), op };
+        own.push((crate::schedule_tool::def(op), Arc::new(runner)));
+    }
     // The web block reads the user's `web` settings at each call, so a change needs no restart.
     let config_dir = config.config_dir.clone();
     let web_settings: superpi_web::WebSettingsSource =
@@ -75,6 +79,7 @@ pub async fn run(mut config: KernelConfig) -> Result<(), KernelError> {
     let idle = tokio::spawn(watch_idleness(kernel.clone()));
     let cluster = tokio::spawn(crate::cluster::run(kernel.clone()));
     let relay = tokio::spawn(crate::cluster::relay(kernel.clone()));
+    let scheduler = tokio::spawn(crate::scheduler::run(kernel.clone()));
     let freed = tokio::spawn({
         let kernel = kernel.clone();
         async move { kernel.freed.run(&kernel.shutdown).await }
@@ -83,6 +88,7 @@ pub async fn run(mut config: KernelConfig) -> Result<(), KernelError> {
     idle.abort();
     cluster.abort();
     relay.abort();
+    scheduler.abort();
     freed.abort();
     drop(listener);
     let _ = fs::remove_file(&socket_path);
@@ -207,12 +213,26 @@ async fn watch_idleness(kernel: Arc<Kernel>) {
     let mut tick = tokio::time::interval(Duration::from_millis(500).min(limit));
     loop {
         tick.tick().await;
-        if kernel.activity.idle_for().is_some_and(|idle| idle >= limit) {
-            tracing::info!("no client and no turn for {limit:?}: exiting");
+        // A kernel with a schedule to run stays: its runs need nobody present.
+        if kernel.activity.idle_for().is_some_and(|idle| idle >= limit) && !has_schedules(&kernel) {
+            tracing::info!("no client, no turn and no schedule for {limit:?}: exiting");
             kernel.shutdown.cancel();
             return;
         }
     }
+}
+
+/// Whether a schedule has a tick to come (a trigger keeps no kernel running: its deliveries
+/// come through a gateway, whose connection keeps the kernel).
+fn has_schedules(kernel: &Kernel) -> bool {
+    kernel
+        .store
+        .next_tick()
+        .unwrap_or_else(|err| {
+            tracing::warn!("reading the next schedule tick: {err}");
+            None
+        })
+        .is_some()
 }
 
 /// Whether a kernel answers on `socket` (for `superpi kernel status` without autostart).

@@ -1,5 +1,5 @@
 //! The durable store: everything the kernel keeps (conversations, entries, events, turns,
-//! frontend sessions, "always" answers, the images of prompts, durable notes) behind one trait, [`Store`],
+//! frontend sessions, "always" answers, the images of prompts, durable notes, schedules and their runs) behind one trait, [`Store`],
 //! which the kernel names and nothing else. Two engines: SQLite in WAL mode
 //! (`store/sqlite.rs`), the embedded default, and PostgreSQL (`store/postgres.rs`), a server
 //! several kernels can share; [`open`] chooses.
@@ -24,6 +24,7 @@ macro_rules! migrations_in {
             ("0007_forwarding", include_str!(concat!($dir, "0007_forwarding.sql"))),
             ("0008_cluster_relay", include_str!(concat!($dir, "0008_cluster_relay.sql"))),
             ("0009_memory", include_str!(concat!($dir, "0009_memory.sql"))),
+            ("0010_schedules", include_str!(concat!($dir, "0010_schedules.sql"))),
         ]
     };
 }
@@ -37,10 +38,13 @@ mod postgres_connection;
 mod postgres_forwarding;
 mod postgres_leases;
 mod postgres_memories;
+mod postgres_schedules;
+mod schedules;
 mod sqlite;
 mod sqlite_forwarding;
 mod sqlite_leases;
 mod sqlite_memories;
+mod sqlite_schedules;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -50,6 +54,7 @@ pub use lease::{Claim, Heard, Lease, Leases, Notice, QueuedSubmit};
 pub use live::LiveBatch;
 pub use memories::{Memories, NewNote, Note, NoteLink, NoteScope};
 pub use postgres::PostgresStore;
+pub use schedules::{NewSchedule, Schedule, ScheduleRun, Schedules};
 pub use sqlite::SqliteStore;
 
 use superpi_proto::event::now_ms;
@@ -157,7 +162,7 @@ pub struct InterruptedTurn {
 
 /// What the kernel stores and reads, whatever the engine. Every method is one short
 /// statement or transaction; a write has happened when it returns `Ok`.
-pub trait Store: Leases + Forwarding + Memories + Send + Sync {
+pub trait Store: Leases + Forwarding + Memories + Schedules + Send + Sync {
     /// The schema version (number of migrations applied).
     fn schema_version(&self) -> Result<usize, StoreError>;
 

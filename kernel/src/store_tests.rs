@@ -12,6 +12,9 @@ use forwarding::*;
 #[path = "store_memory_tests.rs"]
 mod memory;
 use memory::*;
+#[path = "store_schedule_tests.rs"]
+mod schedules;
+use schedules::*;
 
 fn new_conv(store: &dyn Store) -> ConversationRow {
     store
@@ -399,5 +402,8 @@ on_each_engine!(
     a_job_is_taken_once_by_the_holder_answered_once_and_run_again_after_a_takeover,
     permission_overrides_are_stored_per_conversation_and_replaced,
     notes_are_scoped_to_their_owner_and_workspace,
-    search_stems_ranks_and_puts_superseded_notes_last
+    search_stems_ranks_and_puts_superseded_notes_last,
+    a_tick_is_claimed_once_and_the_next_one_is_set_with_it,
+    of_claims_racing_for_a_tick_one_wins,
+    a_trigger_is_found_by_its_token_hash_with_its_secret
 );

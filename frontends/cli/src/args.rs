@@ -50,6 +50,9 @@ pub enum Command {
     /// Conversations: list, show, undo.
     #[command(subcommand)]
     Session(SessionCommand),
+    /// Schedules and webhook triggers: list, add, remove.
+    #[command(subcommand)]
+    Schedule(crate::schedule::ScheduleCommand),
     /// List the harnesses.
     Harnesses(JsonFlag),
     /// List the models whose provider the kernel has configured.
@@ -168,6 +171,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Session(SessionCommand::Undo { id, turn, json }) => {
             listing::session_undo(&locations, id, turn, json).await
         }
+        Command::Schedule(command) => crate::schedule::run(&locations, command).await,
         Command::Harnesses(json) => listing::harnesses(&locations, json).await,
         Command::Models(json) => listing::models(&locations, json).await,
         Command::Completions { shell } => {

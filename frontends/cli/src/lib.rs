@@ -2,8 +2,8 @@
 //!
 //! Owns argument parsing, the dispatch of every role (`kernel`, `acp`, `mcp`, `rpc`,
 //! `gateway`, `agui`) to its crate, and the terminal frontend itself (`run`, `chat`,
-//! `session`, `harnesses`, `models`), and `superpi mcp list|add|remove`, which edits the
-//! user's external MCP servers: answers on stdout, activity and notices on stderr.
+//! `session`, `harnesses`, `models`), `superpi mcp list|add|remove`, which edits the
+//! user's external MCP servers, and `superpi schedule list|add|remove`: answers on stdout, activity and notices on stderr.
 //!
 //! It must not hold protocol or kernel logic of its own: each role's crate does the work.
 
@@ -17,6 +17,7 @@ mod markdown;
 mod mcp;
 mod output;
 mod render;
+mod schedule;
 mod style;
 mod terminal;
 

@@ -30,7 +30,7 @@ pub fn out(text: &str) {
     let _ = stdout.flush();
 }
 
-fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
+pub(crate) fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
     out(&format!("{}\n", serde_json::to_string_pretty(value)?));
     Ok(())
 }

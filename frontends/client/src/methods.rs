@@ -9,6 +9,10 @@ use superpi_proto::method::{
     PermissionRespondParams, SetEffortParams, SetModeParams, SubmitParams, SubmitResult, ToolListParams,
     ToolListResult, UiRespondParams, UndoParams, UndoResult,
 };
+use superpi_proto::schedule::{
+    ScheduleAddParams, ScheduleAddResult, ScheduleInfo, ScheduleListParams, ScheduleListResult, ScheduleRemoveParams,
+    TriggerFireParams, TriggerFireResult,
+};
 use superpi_proto::{Effort, ToolDef};
 
 use crate::{ClientError, HistoryPages, KernelClient, Locations};
@@ -168,6 +172,27 @@ impl KernelClient {
     /// What the kernel counted since it started (`kernel.metrics`).
     pub async fn metrics(&self) -> Result<superpi_proto::method::MetricsResult, ClientError> {
         self.request(Method::KernelMetrics).await
+    }
+
+    /// Adds a cron schedule or a webhook trigger (`schedule.add`); a trigger's token and
+    /// secret are in this answer only.
+    pub async fn schedule_add(&self, params: ScheduleAddParams) -> Result<ScheduleAddResult, ClientError> {
+        self.request(Method::ScheduleAdd(params)).await
+    }
+
+    /// The caller's schedules, each with its latest `runs` runs (`schedule.list`).
+    pub async fn schedule_list(&self, runs: Option<u32>) -> Result<Vec<ScheduleInfo>, ClientError> {
+        let list: ScheduleListResult = self.request(Method::ScheduleList(ScheduleListParams { runs })).await?;
+        Ok(list.schedules)
+    }
+
+    pub async fn schedule_remove(&self, id: i64) -> Result<Value, ClientError> {
+        self.request(Method::ScheduleRemove(ScheduleRemoveParams { id })).await
+    }
+
+    /// Delivers a webhook trigger's request (`trigger.fire`): the kernel checks its proof.
+    pub async fn trigger_fire(&self, params: TriggerFireParams) -> Result<TriggerFireResult, ClientError> {
+        self.request(Method::TriggerFire(params)).await
     }
 
     pub async fn shutdown(&self) -> Result<Value, ClientError> {

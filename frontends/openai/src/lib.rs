@@ -5,7 +5,8 @@
 //! request to kernel calls with OpenAI-shaped errors ([`request`]), and the renderer from one
 //! turn's kernel events to `chat.completion.chunk`s ([`render`]). The agent loop runs in the
 //! kernel; client-side tools are ignored. It also serves superpi-mcp's MCP server over
-//! Streamable HTTP at `/mcp`, behind the same tokens and Origin rule.
+//! Streamable HTTP at `/mcp`, behind the same tokens and Origin rule, and webhook triggers'
+//! deliveries at `POST /v1/triggers/TOKEN` ([`trigger`]), whose own secret the kernel checks.
 //!
 //! It must not know the kernel's internals (store, policy, providers' configuration beyond
 //! listing models): it speaks the kernel protocol through superpi-client, as one remote
@@ -19,6 +20,7 @@ pub mod metrics;
 pub mod render;
 pub mod request;
 mod server;
+pub mod trigger;
 mod turn;
 pub mod wire;
 

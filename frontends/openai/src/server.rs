@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
@@ -60,10 +60,12 @@ impl Gateway {
             .route("/v1/models", get(models))
             .route("/v1/chat/completions", post(chat))
             .route("/metrics", get(metrics))
+            .route("/v1/triggers/{token}", post(trigger))
             .route("/mcp", any(mcp));
         let common = Common {
             service: "superpi gateway",
-            not_found: "no such endpoint: the gateway serves /v1/models, /v1/chat/completions, /metrics and /mcp",
+            not_found: "no such endpoint: the gateway serves /v1/models, /v1/chat/completions, /v1/triggers/TOKEN, \
+                        /metrics and /mcp",
             body_limit: BODY_LIMIT,
         };
         superpi_http::with_common::<OpenAiShape, _>(routes, common)
@@ -132,6 +134,20 @@ async fn metrics(State(gw): State<Gateway>, headers: HeaderMap) -> Response {
             let content_type = [(axum::http::header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)];
             (content_type, crate::metrics::render(&metrics)).into_response()
         }
+        Err(err) => request::kernel_error(&err, "").into_response(),
+    }
+}
+
+/// A webhook trigger's delivery: its own secret is the proof, not the gateway's token
+/// (`trigger.rs`); the kernel checks it, whichever principal this connection is.
+async fn trigger(State(gw): State<Gateway>, Path(token): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+    let params = match crate::trigger::params(token, &headers, &body) {
+        Ok(params) => params,
+        Err(err) => return err.into_response(),
+    };
+    let principal = gw.inner.frontend.connect_options().principal.clone();
+    match gw.client(&principal).await {
+        Ok(client) => crate::trigger::deliver(&client, params).await,
         Err(err) => request::kernel_error(&err, "").into_response(),
     }
 }

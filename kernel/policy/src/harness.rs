@@ -61,6 +61,9 @@ pub struct Harness {
     /// At compaction, durable facts of the summarised part are written as notes (needs the
     /// memory block).
     pub harvest: bool,
+    /// Nobody is present at its turns: no question is put to a person, so a call that would
+    /// ask is refused (fails closed) even while someone watches.
+    pub unattended: bool,
 }
 
 impl Harness {
@@ -142,6 +145,7 @@ fn builtins(available: &[ToolDef]) -> Vec<Harness> {
             backend: None,
             capabilities: Vec::new(),
             harvest: false,
+            unattended: false,
         },
         Harness {
             id: "superpi-planner".into(),
@@ -160,6 +164,7 @@ fn builtins(available: &[ToolDef]) -> Vec<Harness> {
             backend: None,
             capabilities: Vec::new(),
             harvest: false,
+            unattended: false,
         },
         Harness {
             id: "superpi-assistant".into(),
@@ -179,6 +184,7 @@ fn builtins(available: &[ToolDef]) -> Vec<Harness> {
             backend: None,
             capabilities: vec![Capability::Web, Capability::Memory],
             harvest: false,
+            unattended: false,
         },
         Harness {
             id: LIBRARIAN.into(),
@@ -199,6 +205,7 @@ fn builtins(available: &[ToolDef]) -> Vec<Harness> {
             backend: None,
             capabilities: vec![Capability::Memory, Capability::Schedule, Capability::Web],
             harvest: true,
+            unattended: true,
         },
     ]
 }
@@ -223,6 +230,7 @@ fn backend_harness(kind: BackendKind) -> Harness {
         backend: Some(kind),
         capabilities: Vec::new(),
         harvest: false,
+        unattended: false,
     }
 }
 
@@ -406,6 +414,9 @@ struct HarnessEntry {
     /// Durable facts written as notes at compaction (needs `memory`).
     #[serde(default)]
     harvest: bool,
+    /// Nobody is present at its turns: questions fail closed.
+    #[serde(default)]
+    unattended: bool,
 }
 
 fn repo() -> WorkspaceKind {
@@ -502,6 +513,7 @@ impl HarnessEntry {
             backend: self.backend,
             capabilities: self.capabilities,
             harvest: self.harvest,
+            unattended: self.unattended,
         })
     }
 }

@@ -138,6 +138,7 @@ workspace = "none"
             backend: None,
             capabilities: Vec::new(),
             harvest: false,
+            unattended: false,
         }
     );
     let chat = hs.get("chat").unwrap();
@@ -154,7 +155,7 @@ fn file_errors_name_the_file_and_the_key() {
     assert_eq!(
         err("[harnesses.x]\ntools = []\ntoolz = 1\n"),
         "/cfg/harnesses.toml: key `harnesses.x.toolz`: unknown field `toolz`, expected one of `name`, `description`, \
-         `prompt`, `tools`, `default_mode`, `max_mode`, `workspace`, `backend`, `capabilities`, `harvest` (line 3, column 1)"
+         `prompt`, `tools`, `default_mode`, `max_mode`, `workspace`, `backend`, `capabilities`, `harvest`, `unattended` (line 3, column 1)"
     );
     assert_eq!(
         err("[harnesses.x]\ntools = []\nmax_mode = \"yolo\"\n"),
@@ -339,7 +340,9 @@ fn capability_blocks_pick_the_builtins_tools_by_their_facts() {
     let librarian = hs.get("librarian").unwrap();
     assert_eq!(librarian.workspace, WorkspaceKind::None);
     assert!(librarian.harvest && librarian.takes(Capability::Schedule));
+    assert!(librarian.unattended, "nobody is present at the librarian's turns");
     assert!(!hs.get("superpi-assistant").unwrap().takes(Capability::Schedule));
+    assert!(!hs.get("superpi-assistant").unwrap().unattended);
     assert_eq!(librarian.info().capabilities, ["memory", "schedule", "web"]);
 }
 
@@ -350,11 +353,12 @@ fn a_file_harness_takes_capability_blocks_whole() {
 tools = ["read"]
 capabilities = ["memory", "web"]
 harvest = true
+unattended = true
 "#;
     let hs = Harnesses::with_file(text, Path::new("/cfg/harnesses.toml"), &tools_with_blocks()).unwrap();
     let notes = hs.get("notes").unwrap();
     assert_eq!(notes.tools, ["read", "web_fetch", "memory_write"]);
-    assert!(notes.takes(Capability::Memory) && notes.harvest);
+    assert!(notes.takes(Capability::Memory) && notes.harvest && notes.unattended);
     let bad = |text: &str| {
         Harnesses::with_file(text, Path::new("/cfg/harnesses.toml"), &tools_with_blocks()).unwrap_err().to_string()
     };

@@ -86,7 +86,7 @@ pub use checkpoints::CheckpointSettings;
 pub use conversation::ConversationPolicy;
 pub use decide::{Answer, CallFacts, Decision, Overrides, Remember, Risk, Rule, decide};
 pub use error::ConfigError;
-pub use harness::{Harness, Harnesses, UnknownHarness, WorkspaceKind};
+pub use harness::{Harness, Harnesses, LIBRARIAN, UnknownHarness, WorkspaceKind};
 pub use mcp_servers::{McpServerConfig, McpTransport};
 pub use mode::{Mode, UnknownMode};
 pub use mode_choice::{Caller, effective_mode};

@@ -17,6 +17,7 @@ pub mod frame;
 pub mod locations;
 pub mod message;
 pub mod method;
+pub mod schedule;
 pub mod tool;
 
 pub use content::{ContentBlock, Entry, EntryKind, Message, Role, Usage};

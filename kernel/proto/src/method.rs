@@ -13,6 +13,7 @@ use crate::content::{ContentBlock, Entry};
 use crate::effort::Effort;
 use crate::event::Event;
 use crate::message::{ErrorObject, codes};
+use crate::schedule::{ScheduleAddParams, ScheduleListParams, ScheduleRemoveParams, TriggerFireParams};
 
 /// Every method the kernel serves, with its params.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,6 +44,10 @@ pub enum Method {
     KernelStatus,
     KernelMetrics,
     KernelShutdown,
+    ScheduleAdd(ScheduleAddParams),
+    ScheduleList(ScheduleListParams),
+    ScheduleRemove(ScheduleRemoveParams),
+    TriggerFire(TriggerFireParams),
 }
 
 /// The method names, as documented in PROTOCOL.md.
@@ -72,6 +77,10 @@ pub const METHOD_NAMES: &[&str] = &[
     "kernel.status",
     "kernel.metrics",
     "kernel.shutdown",
+    "schedule.add",
+    "schedule.list",
+    "schedule.remove",
+    "trigger.fire",
 ];
 
 fn is_false(b: &bool) -> bool {
@@ -112,6 +121,10 @@ impl Method {
             "kernel.status" => Method::KernelStatus,
             "kernel.metrics" => Method::KernelMetrics,
             "kernel.shutdown" => Method::KernelShutdown,
+            "schedule.add" => Method::ScheduleAdd(params(method, p)?),
+            "schedule.list" => Method::ScheduleList(params(method, p)?),
+            "schedule.remove" => Method::ScheduleRemove(params(method, p)?),
+            "trigger.fire" => Method::TriggerFire(params(method, p)?),
             other => {
                 return Err(ErrorObject::new(codes::METHOD_NOT_FOUND, format!("unknown method `{other}`")));
             }
@@ -150,6 +163,10 @@ impl Method {
             Method::KernelStatus => ("kernel.status", Value::Object(Default::default())),
             Method::KernelMetrics => ("kernel.metrics", Value::Object(Default::default())),
             Method::KernelShutdown => ("kernel.shutdown", Value::Object(Default::default())),
+            Method::ScheduleAdd(p) => ("schedule.add", v(p)),
+            Method::ScheduleList(p) => ("schedule.list", v(p)),
+            Method::ScheduleRemove(p) => ("schedule.remove", v(p)),
+            Method::TriggerFire(p) => ("trigger.fire", v(p)),
         }
     }
 }
@@ -736,6 +753,20 @@ mod tests {
             Method::KernelStatus,
             Method::KernelMetrics,
             Method::KernelShutdown,
+            Method::ScheduleAdd(crate::schedule::ScheduleAddParams {
+                prompt: "digest".into(),
+                cron: Some("0 7 * * *".into()),
+                timezone: Some("Europe/London".into()),
+                ..Default::default()
+            }),
+            Method::ScheduleList(crate::schedule::ScheduleListParams { runs: Some(3) }),
+            Method::ScheduleRemove(crate::schedule::ScheduleRemoveParams { id: 4 }),
+            Method::TriggerFire(crate::schedule::TriggerFireParams {
+                token: "t".into(),
+                body: "{}".into(),
+                signature: Some("sha256=00".into()),
+                bearer: None,
+            }),
         ];
         assert_eq!(methods.len(), METHOD_NAMES.len());
         for m in methods {
