@@ -1,0 +1,212 @@
+//! End to end: schedules and webhook triggers, through the real `superpi` binary, its kernel
+//! and its gateway, with the mock model.
+//!
+//! - A cron schedule whose tick passed while no kernel ran runs once when a kernel starts (not
+//!   once per missed tick), its next tick moves to the future, and a kernel started again does
+//!   not run it again; its run cannot create schedules.
+//! - A webhook trigger's delivery through the gateway starts a turn with the body as fenced
+//!   payload; a wrong secret, a missing one and an unknown token are 401 in the gateway's
+//!   error shape; a question the run would ask fails closed although a person watches.
+//! - The librarian offers no filesystem tool.
+#![allow(clippy::disallowed_methods)]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
+
+use serde_json::{Value, json};
+use superpi_client::KernelClient;
+use superpi_proto::EventBody;
+use superpi_proto::method::WatchParams;
+use superpi_proto::schedule::SIGNATURE_HEADER;
+use superpi_tests::{TestEnv, first_turn_end, turn_events};
+
+/// `superpi ARGS --json` to its end: its stdout as JSON.
+fn run_json(env: &TestEnv, args: &[&str]) -> Value {
+    let out = env.command(args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "superpi {args:?} failed: {}\n{stdout}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("superpi {args:?} printed no JSON ({e}): {stdout}"))
+}
+
+fn now_ms() -> i64 {
+    superpi_proto::event::now_ms()
+}
+
+/// Moves a schedule's next tick, in the store of a stopped kernel: as if no kernel had run
+/// over that tick.
+fn set_next_tick(env: &TestEnv, schedule: i64, at_ms: i64) {
+    let db = rusqlite::Connection::open(env.database_path()).unwrap();
+    let moved = db.execute("UPDATE schedules SET next_at_ms = ?1 WHERE id = ?2", [at_ms, schedule]).unwrap();
+    assert_eq!(moved, 1);
+}
+
+async fn connect(env: &TestEnv) -> KernelClient {
+    KernelClient::connect(&env.connect_options("test")).await.unwrap()
+}
+
+/// The user prompts of a conversation's history.
+async fn prompts(client: &KernelClient, conversation_id: i64) -> Vec<String> {
+    let history = client.history(conversation_id).await.unwrap();
+    history.entries.iter().filter(|e| e.kind == superpi_proto::EntryKind::User).map(|e| e.message.text()).collect()
+}
+
+const SCHEDULE_AGAIN: &str = r#"@tool schedule_create {"prompt": "again", "cron": "0 8 * * *"}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_due_in_the_past_runs_once_after_a_kernel_restart() {
+    let env = TestEnv::new();
+    let prompt = format!("{SCHEDULE_AGAIN}\nWrite the yearly digest.");
+    let added = run_json(
+        &env,
+        &["schedule", "add", "--cron", "0 0 1 1 *", "--tz", "Europe/London", "--name", "new year", "--json", &prompt],
+    );
+    let schedule = added["schedule"]["id"].as_i64().unwrap();
+    let conversation = added["schedule"]["conversation_id"].as_i64().unwrap();
+    assert!(added["schedule"]["next_at_ms"].as_i64().unwrap() > now_ms(), "{added}");
+    assert_eq!(added["token"], Value::Null, "a cron schedule has no token");
+
+    // The kernel is down over the tick, and over two hours after it.
+    env.kill_kernel();
+    let missed = now_ms() - 3 * 3_600_000;
+    set_next_tick(&env, schedule, missed);
+
+    // A kernel starts (the client starts it) and runs the missed tick, once.
+    let client = connect(&env).await;
+    let end = first_turn_end(&client, conversation).await;
+    assert!(matches!(end, EventBody::TurnCompleted { .. }), "{end:?}");
+    let listed = client.schedule_list(Some(10)).await.unwrap();
+    assert_eq!(listed.len(), 1, "a scheduled run created a schedule: {listed:?}");
+    let s = &listed[0];
+    assert_eq!((s.run_count, s.failures, s.runs.len()), (1, 0, 1), "{s:?}");
+    assert_eq!((s.runs[0].due_at_ms, s.runs[0].status.as_str()), (Some(missed), "completed"));
+    assert!(s.next_at_ms.unwrap() > now_ms(), "the next tick is to come: {s:?}");
+    assert_eq!(prompts(&client, conversation).await, [prompt.clone()]);
+    // The run asked to schedule more: refused, since nobody is there to stop them.
+    let history = client.history(conversation).await.unwrap();
+    let refused = history.entries.iter().any(|e| e.message.text().contains("a scheduled run cannot create schedules"));
+    assert!(refused, "{:?}", history.entries);
+
+    // Down again, with a second schedule's tick passed: once the restarted kernel has run that
+    // one, its look at the due schedules is done, and the first was not among them.
+    drop(client);
+    env.kill_kernel();
+    let second = run_json(&env, &["schedule", "add", "--cron", "@daily", "--json", "Tidy the notes."]);
+    env.kill_kernel();
+    set_next_tick(&env, second["schedule"]["id"].as_i64().unwrap(), now_ms() - 60_000);
+    let client = connect(&env).await;
+    first_turn_end(&client, second["schedule"]["conversation_id"].as_i64().unwrap()).await;
+    let listed = client.schedule_list(Some(10)).await.unwrap();
+    assert_eq!(listed.iter().map(|s| s.run_count).collect::<Vec<_>>(), [1, 1], "{listed:?}");
+    assert_eq!(prompts(&client, conversation).await.len(), 1, "the first schedule ran again");
+
+    // Removed, it is gone from the list with its runs.
+    client.schedule_remove(schedule).await.unwrap();
+    assert_eq!(client.schedule_list(None).await.unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_starts_a_turn_and_a_wrong_secret_is_refused() {
+    let env = TestEnv::new();
+    let workspace = env.workspace.display().to_string();
+    // A run that would run a command: in accept-edits that asks a person, and nobody is there.
+    let added = run_json(
+        &env,
+        &[
+            "schedule",
+            "add",
+            "--webhook",
+            "--harness",
+            "superpi-code",
+            "--workspace",
+            &workspace,
+            "--json",
+            r#"@tool bash {"command": "touch made-by-webhook"}"#,
+        ],
+    );
+    let token = added["token"].as_str().unwrap().to_string();
+    let secret = added["secret"].as_str().unwrap().to_string();
+    let conversation = added["schedule"]["conversation_id"].as_i64().unwrap();
+    assert_eq!(added["schedule"]["kind"], "webhook");
+
+    let (_gateway, base) = env.spawn_http(&["gateway", "--port", "0"], &[]);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+    let url = format!("{base}/v1/triggers/{token}");
+    let body = r#"{"event": "push", "repo": "superpi"}"#;
+
+    // Refusals: 401 in the gateway's (OpenAI's) error shape, and no run.
+    for request in [
+        http.post(&url).body(body).bearer_auth("not-the-secret"),
+        http.post(&url).body(body).header(SIGNATURE_HEADER, format!("sha256={}", "00".repeat(32))),
+        http.post(&url).body(body),
+        http.post(format!("{base}/v1/triggers/{}", "0".repeat(32))).body(body).bearer_auth(&secret),
+    ] {
+        let answer = request.send().await.unwrap();
+        assert_eq!(answer.status(), 401);
+        let error: Value = answer.json().await.unwrap();
+        assert_eq!(error["error"]["code"], "invalid_api_key", "{error}");
+        assert!(error["error"]["message"].as_str().unwrap().contains("unknown trigger"), "{error}");
+    }
+    let big = http.post(&url).body("x".repeat(40_000)).bearer_auth(&secret).send().await.unwrap();
+    assert_eq!(big.status(), 413);
+
+    // A person watches the conversation and could answer a question.
+    let client = connect(&env).await;
+    let mut sub = client.watch(WatchParams::live(conversation).interactive(true)).await.unwrap();
+
+    let signature = sign(&secret, body.as_bytes());
+    let answer = http.post(&url).body(body).header(SIGNATURE_HEADER, signature).send().await.unwrap();
+    assert_eq!(answer.status(), 202);
+    let accepted: Value = answer.json().await.unwrap();
+    assert_eq!((accepted["status"].as_str(), accepted["conversation_id"].as_i64()), (Some("accepted"), Some(conversation)));
+    let turn_id = accepted["turn_id"].as_i64().unwrap();
+
+    let events = turn_events(&mut sub, turn_id).await;
+    assert!(!events.iter().any(|e| matches!(e.body, EventBody::PermissionRequest { .. })), "a question was asked");
+    let bash = events.iter().find_map(|e| match &e.body {
+        EventBody::ToolCompleted { name, is_error, .. } if name == "bash" => Some(*is_error),
+        _ => None,
+    });
+    assert_eq!(bash, Some(true), "the command was not refused: {events:?}");
+    assert!(matches!(events.last().unwrap().body, EventBody::TurnCompleted { .. }));
+    assert!(!env.workspace.join("made-by-webhook").exists());
+    let prompt = prompts(&client, conversation).await.pop().unwrap();
+    assert!(prompt.contains(&format!("<payload>\n{body}\n</payload>")), "{prompt}");
+
+    // A bearer secret works too; each delivery is a run.
+    let again = http.post(&url).body("second").bearer_auth(&secret).send().await.unwrap();
+    assert_eq!(again.status(), 202);
+    let listed = client.schedule_list(None).await.unwrap();
+    assert_eq!((listed[0].kind.as_str(), listed[0].run_count), ("webhook", 2), "{listed:?}");
+}
+
+/// The HMAC-SHA256 signature a sender puts in `X-Superpi-Signature-256`.
+fn sign(secret: &str, body: &[u8]) -> String {
+    use hmac::{KeyInit, Mac};
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(body);
+    let bytes = mac.finalize().into_bytes();
+    format!("sha256={}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_librarian_has_no_filesystem_tools() {
+    let env = TestEnv::new();
+    let harnesses = run_json(&env, &["harnesses", "--json"]);
+    let harnesses = harnesses["harnesses"].as_array().unwrap();
+    let librarian = harnesses.iter().find(|h| h["id"] == "superpi-librarian").unwrap();
+    let tools: Vec<&str> = librarian["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    for fs in ["read", "write", "edit", "bash", "ls", "grep", "find"] {
+        assert!(!tools.contains(&fs), "the librarian offers `{fs}`: {tools:?}");
+    }
+    for block in ["memory_write", "memory_search", "schedule_create", "schedule_list", "web_fetch"] {
+        assert!(tools.contains(&block), "the librarian lacks `{block}`: {tools:?}");
+    }
+    assert_eq!(librarian["workspace"], "none");
+    assert_eq!(librarian["capabilities"], json!(["memory", "schedule", "web"]));
+    let assistant = harnesses.iter().find(|h| h["id"] == "superpi-assistant").unwrap();
+    assert_eq!(assistant["capabilities"], json!(["web", "memory"]));
+
+    // Asked for a file, the model gets no tool to read it with: the call is refused.
+    let out = env.command(&["run", "--harness", "librarian", r#"@tool read {"path": "/etc/passwd"}"#]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("root:"), "{text}");
+}
