@@ -156,7 +156,10 @@ async fn a_webhook_starts_a_turn_and_a_wrong_secret_is_refused() {
     let answer = http.post(&url).body(body).header(SIGNATURE_HEADER, signature).send().await.unwrap();
     assert_eq!(answer.status(), 202);
     let accepted: Value = answer.json().await.unwrap();
-    assert_eq!((accepted["status"].as_str(), accepted["conversation_id"].as_i64()), (Some("accepted"), Some(conversation)));
+    assert_eq!(
+        (accepted["status"].as_str(), accepted["conversation_id"].as_i64()),
+        (Some("accepted"), Some(conversation))
+    );
     let turn_id = accepted["turn_id"].as_i64().unwrap();
 
     let events = turn_events(&mut sub, turn_id).await;
@@ -206,7 +209,8 @@ async fn the_librarian_has_no_filesystem_tools() {
     assert_eq!(assistant["capabilities"], json!(["web", "memory"]));
 
     // Asked for a file, the model gets no tool to read it with: the call is refused.
-    let out = env.command(&["run", "--harness", "librarian", r#"@tool read {"path": "/etc/passwd"}"#]).output().unwrap();
+    let out =
+        env.command(&["run", "--harness", "librarian", r#"@tool read {"path": "/etc/passwd"}"#]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("root:"), "{text}");
 }

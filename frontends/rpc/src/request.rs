@@ -39,6 +39,9 @@ pub const METHODS: &[&str] = &[
     "workspace.metadata",
     "harness.list",
     "command.list",
+    "schedule.list",
+    "schedule.add",
+    "schedule.remove",
 ];
 
 type Reply = Result<Value, RpcError>;
@@ -206,6 +209,25 @@ pub fn module(conn: Arc<Conn>) -> Result<RpcModule<Conn>, crate::Error> {
         let p: wire::ConversationParams = parse("command.list", p.as_deref())?;
         let commands = kernel.commands(Some(p.conversation_id)).await.map_err(wire::kernel_error)?;
         Ok(json!({"commands": commands}))
+    })?;
+    register(&mut m, "schedule.list", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: wire::ScheduleListParams = parse("schedule.list", p.as_deref())?;
+        let schedules = kernel.schedule_list(p.runs).await.map_err(wire::kernel_error)?;
+        Ok(json!({"schedules": schedules.iter().map(wire::schedule).collect::<Vec<_>>()}))
+    })?;
+    register(&mut m, "schedule.add", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: wire::ScheduleAddParams = parse("schedule.add", p.as_deref())?;
+        let added =
+            kernel.schedule_add(p.to_kernel(conn.shared.workspace.as_deref())).await.map_err(wire::kernel_error)?;
+        Ok(json!({"schedule": wire::schedule(&added.schedule), "token": added.token, "secret": added.secret}))
+    })?;
+    register(&mut m, "schedule.remove", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: wire::ScheduleRemoveParams = parse("schedule.remove", p.as_deref())?;
+        kernel.schedule_remove(p.id).await.map_err(wire::kernel_error)?;
+        Ok(json!({"removed": true}))
     })?;
     Ok(m)
 }

@@ -9,6 +9,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use superpi_client::ClientError;
 use superpi_proto::method::{ConversationInfo, HarnessInfo, HistoryResult, SubmitResult};
+use superpi_proto::schedule::ScheduleInfo;
 use superpi_proto::{ContentBlock, Effort, Entry};
 
 use crate::envelope::{RpcError, codes};
@@ -244,6 +245,86 @@ impl RespondParams {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NoParams {}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleListParams {
+    #[serde(default)]
+    pub runs: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleAddParams {
+    pub prompt: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub cron: Option<String>,
+    #[serde(default)]
+    pub timezone: Option<String>,
+    #[serde(default)]
+    pub webhook: bool,
+    #[serde(default)]
+    pub conversation_id: Option<i64>,
+    #[serde(default)]
+    pub harness: Option<String>,
+}
+
+impl ScheduleAddParams {
+    /// The kernel's params; a new conversation works in this server's workspace.
+    pub fn to_kernel(&self, workspace: Option<&str>) -> superpi_proto::schedule::ScheduleAddParams {
+        superpi_proto::schedule::ScheduleAddParams {
+            prompt: self.prompt.clone(),
+            name: self.name.clone(),
+            cron: self.cron.clone(),
+            timezone: self.timezone.clone(),
+            webhook: self.webhook,
+            conversation_id: self.conversation_id,
+            harness: self.harness.clone(),
+            workspace: self.conversation_id.is_none().then(|| workspace.map(str::to_string)).flatten(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleRemoveParams {
+    pub id: i64,
+}
+
+/// A schedule as this server describes it, with its latest runs.
+pub fn schedule(info: &ScheduleInfo) -> Value {
+    let runs: Vec<Value> = info
+        .runs
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.id,
+                "due_at_ms": r.due_at_ms,
+                "started_at_ms": r.started_at_ms,
+                "turn_id": r.turn_id,
+                "status": r.status,
+                "error": r.error,
+            })
+        })
+        .collect();
+    json!({
+        "id": info.id,
+        "name": info.name,
+        "kind": info.kind,
+        "conversation_id": info.conversation_id,
+        "prompt": info.prompt,
+        "cron": info.cron,
+        "timezone": info.timezone,
+        "next_at_ms": info.next_at_ms,
+        "ceiling": info.ceiling,
+        "created_at_ms": info.created_at_ms,
+        "run_count": info.run_count,
+        "failures": info.failures,
+        "runs": runs,
+    })
+}
 
 /// A conversation as this server describes it.
 pub fn conversation(info: &ConversationInfo) -> Value {
