@@ -487,3 +487,40 @@ async fn a_history_of_more_than_64_mib_reads_page_by_page() {
     assert!(pages > 5, "{pages} pages");
     assert!(peak < stored, "superpi rpc held {peak} bytes for {stored} bytes of events");
 }
+
+#[tokio::test]
+async fn schedules_are_added_listed_and_removed() {
+    let env = TestEnv::new();
+    let server = UnixServer::start(&env, &[]).await;
+    let mut c = server.client().await;
+    let added = c
+        .ok(
+            "schedule.add",
+            json!({"prompt": "Morning digest.", "cron": "0 7 * * *", "timezone": "Europe/Paris", "name": "digest"}),
+        )
+        .await;
+    let id = added["schedule"]["id"].as_i64().unwrap();
+    assert_eq!((added["schedule"]["kind"].as_str(), added["token"].is_null()), (Some("cron"), true), "{added}");
+    assert!(added["schedule"]["next_at_ms"].as_i64().unwrap() > superpi_proto::event::now_ms());
+    let trigger = c.ok("schedule.add", json!({"prompt": "An event.", "webhook": true})).await;
+    assert_eq!(trigger["token"].as_str().map(str::len), Some(32), "{trigger}");
+    let bad = c.err("schedule.add", json!({"prompt": "x", "cron": "0 7 * *"})).await;
+    assert_eq!(bad["code"], json!(-32602), "{bad}");
+    assert!(bad["message"].as_str().unwrap().contains("five fields"), "{bad}");
+
+    let listed = c.ok("schedule.list", json!({})).await;
+    let schedules = listed["schedules"].as_array().unwrap();
+    assert_eq!(schedules.len(), 2);
+    assert_eq!(
+        (schedules[0]["timezone"].as_str(), schedules[0]["run_count"].as_u64()),
+        (Some("Europe/Paris"), Some(0))
+    );
+    assert!(
+        schedules[1]["secret"].is_null() && !schedules[1].to_string().contains(trigger["secret"].as_str().unwrap())
+    );
+
+    assert_eq!(c.ok("schedule.remove", json!({"id": id})).await, json!({"removed": true}));
+    let gone = c.err("schedule.remove", json!({"id": id})).await;
+    assert_eq!(gone["code"], json!(-32004), "{gone}");
+    assert_eq!(c.ok("schedule.list", json!({})).await["schedules"].as_array().unwrap().len(), 1);
+}
