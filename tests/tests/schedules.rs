@@ -7,6 +7,7 @@
 //! - A webhook trigger's delivery through the gateway starts a turn with the body as fenced
 //!   payload; a wrong secret, a missing one and an unknown token are 401 in the gateway's
 //!   error shape; a question the run would ask fails closed although a person watches.
+//! - Of two kernels on one PostgreSQL database, one runs a due tick.
 //! - The librarian offers no filesystem tool.
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
@@ -16,7 +17,7 @@ use superpi_client::KernelClient;
 use superpi_proto::EventBody;
 use superpi_proto::method::WatchParams;
 use superpi_proto::schedule::SIGNATURE_HEADER;
-use superpi_tests::{TestEnv, first_turn_end, turn_events};
+use superpi_tests::{TestEnv, first_turn_end, postgres_server, turn_events};
 
 /// `superpi ARGS --json` to its end: its stdout as JSON.
 fn run_json(env: &TestEnv, args: &[&str]) -> Value {
@@ -100,6 +101,40 @@ async fn a_schedule_due_in_the_past_runs_once_after_a_kernel_restart() {
     // Removed, it is gone from the list with its runs.
     client.schedule_remove(schedule).await.unwrap();
     assert_eq!(client.schedule_list(None).await.unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_two_kernels_on_one_postgresql_database_one_runs_a_due_tick() {
+    let Some(server) = postgres_server::shared() else { return };
+    let url = server.new_database();
+    let vars = [("SUPERPI_DATABASE_URL", url.as_str())];
+    let added = {
+        let env = TestEnv::new();
+        let (_kernel, client) = env.start_kernel(&vars).await;
+        let params = superpi_proto::schedule::ScheduleAddParams {
+            prompt: "Write the yearly digest.".into(),
+            cron: Some("0 0 1 1 *".into()),
+            ..Default::default()
+        };
+        client.schedule_add(params).await.unwrap().schedule
+    };
+    // No kernel ran over its tick.
+    let (db, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let missed = now_ms() - 3_600_000;
+    let moved = db.execute("UPDATE schedules SET next_at_ms = $1 WHERE id = $2", &[&missed, &added.id]).await.unwrap();
+    assert_eq!(moved, 1);
+
+    // Two kernels start on the database; both find the tick due, one claims it.
+    let [(_a, _kernel_a, client_a), (_b, _kernel_b, client_b)] = TestEnv::two_on_one_database(&url).await;
+    let end = first_turn_end(&client_a, added.conversation_id).await;
+    assert!(matches!(end, EventBody::TurnCompleted { .. }), "{end:?}");
+    for client in [&client_a, &client_b] {
+        let listed = client.schedule_list(Some(10)).await.unwrap();
+        assert_eq!((listed[0].run_count, listed[0].runs[0].due_at_ms), (1, Some(missed)), "{listed:?}");
+        assert!(listed[0].next_at_ms.unwrap() > now_ms());
+    }
+    assert_eq!(prompts(&client_b, added.conversation_id).await, ["Write the yearly digest."]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
