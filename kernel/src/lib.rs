@@ -38,6 +38,7 @@ mod memory;
 mod memory_tool;
 mod metrics;
 mod outbox;
+mod own_tool;
 mod path_locks;
 mod peer;
 mod pipeline;

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::kernel::KernelSlot;
 use crate::memory::{near_duplicates, one_line, query_terms};
+use crate::own_tool::{ok, parse};
 use crate::store::{NewNote, Note, NoteLink, NoteScope, Store};
 
 /// The most bytes of a note's body.
@@ -51,21 +52,11 @@ pub(crate) struct MemoryTool {
     pub op: Op,
 }
 
-fn tool(name: &str, description: &str, input_schema: Value, effects: Vec<Effect>, ui: ToolUi) -> ToolDef {
-    ToolDef {
-        name: name.into(),
-        description: description.into(),
-        input_schema,
-        effects,
-        ui,
-        turn_only: true,
-        capability: Some(Capability::Memory),
-        ..ToolDef::default()
-    }
-}
-
 /// The facts of a tool.
 pub(crate) fn def(op: Op) -> ToolDef {
+    let tool = |name, description, schema, effects, ui| {
+        crate::own_tool::block_tool(Capability::Memory, name, description, schema, effects, ui)
+    };
     let id = json!({"type": "integer", "minimum": 1});
     match op {
         Op::Write => tool(
@@ -184,10 +175,6 @@ impl Caller {
     }
 }
 
-fn parse<T: serde::de::DeserializeOwned>(arguments: &Value) -> Result<T, String> {
-    serde_json::from_value(arguments.clone()).map_err(|e| format!("invalid arguments: {e}"))
-}
-
 fn stored<T>(result: Result<T, crate::store::StoreError>) -> Result<T, String> {
     result.map_err(|e| format!("the notes could not be reached: {e}"))
 }
@@ -213,10 +200,6 @@ impl ToolRunner for MemoryTool {
             done.unwrap_or_else(ToolCallResult::error)
         })
     }
-}
-
-fn ok(output: String, structured: Value) -> ToolCallResult {
-    ToolCallResult { output, is_error: false, structured: Some(structured), details: None, images: Vec::new() }
 }
 
 /// The note a write would store, or why the arguments are not one.

@@ -7,7 +7,7 @@
 //! create schedules: it would multiply them with nobody present to stop it.
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use superpi_proto::schedule::ScheduleAddParams;
 use superpi_proto::tool::{Capability, Effect, ToolCallResult, ToolDef, ToolKind, ToolUi};
 use superpi_sandbox::{RunFuture, ToolCall, ToolRunner};
@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::kernel::{Kernel, KernelSlot};
+use crate::own_tool::{ok, parse};
 use crate::schedule::CronSpec;
 use crate::sync::lock;
 
@@ -40,21 +41,11 @@ pub(crate) struct ScheduleTool {
     pub op: Op,
 }
 
-fn tool(name: &str, description: &str, input_schema: Value, effects: Vec<Effect>, ui: ToolUi) -> ToolDef {
-    ToolDef {
-        name: name.into(),
-        description: description.into(),
-        input_schema,
-        effects,
-        ui,
-        turn_only: true,
-        capability: Some(Capability::Schedule),
-        ..ToolDef::default()
-    }
-}
-
 /// The facts of a tool.
 pub(crate) fn def(op: Op) -> ToolDef {
+    let tool = |name, description, schema, effects, ui| {
+        crate::own_tool::block_tool(Capability::Schedule, name, description, schema, effects, ui)
+    };
     match op {
         Op::Create => tool(
             "schedule_create",
@@ -113,14 +104,6 @@ struct CreateArgs {
 #[serde(deny_unknown_fields)]
 struct CancelArgs {
     id: i64,
-}
-
-fn parse<T: serde::de::DeserializeOwned>(arguments: &Value) -> Result<T, String> {
-    serde_json::from_value(arguments.clone()).map_err(|e| format!("invalid arguments: {e}"))
-}
-
-fn ok(output: String, structured: Value) -> ToolCallResult {
-    ToolCallResult { output, is_error: false, structured: Some(structured), details: None, images: Vec::new() }
 }
 
 impl ToolRunner for ScheduleTool {

@@ -79,7 +79,7 @@ async fn a_schedule_due_in_the_past_runs_once_after_a_kernel_restart() {
     assert_eq!((s.run_count, s.failures, s.runs.len()), (1, 0, 1), "{s:?}");
     assert_eq!((s.runs[0].due_at_ms, s.runs[0].status.as_str()), (Some(missed), "completed"));
     assert!(s.next_at_ms.unwrap() > now_ms(), "the next tick is to come: {s:?}");
-    assert_eq!(prompts(&client, conversation).await, [prompt.clone()]);
+    assert_eq!(prompts(&client, conversation).await, [prompt]);
     // The run asked to schedule more: refused, since nobody is there to stop them.
     let history = client.history(conversation).await.unwrap();
     let refused = history.entries.iter().any(|e| e.message.text().contains("a scheduled run cannot create schedules"));
