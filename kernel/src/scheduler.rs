@@ -32,6 +32,8 @@ use crate::store::{NewSchedule, Schedule, ScheduleRun, StoreError};
 
 /// The longest the scheduler sleeps between looks at the store.
 const POLL: Duration = Duration::from_secs(30);
+/// How long the scheduler waits after the store failed it.
+const RETRY: Duration = Duration::from_secs(5);
 /// Due schedules claimed per look.
 const BATCH: usize = 64;
 /// Runs `schedule.list` shows per schedule unless asked.
@@ -40,11 +42,16 @@ const LIST_RUNS: u32 = 5;
 /// The scheduler's loop, until the kernel stops.
 pub(crate) async fn run(kernel: Arc<Kernel>) {
     loop {
-        if let Err(err) = fire_due(&kernel).await {
-            tracing::warn!("running due schedules: {err}");
-        }
+        // After a store error the due ticks are still due: look again in a while, not at once.
+        let least = match fire_due(&kernel).await {
+            Ok(()) => Duration::ZERO,
+            Err(err) => {
+                tracing::warn!("running due schedules: {err}");
+                RETRY
+            }
+        };
         let wait = match kernel.store.next_tick() {
-            Ok(Some(at)) => Duration::from_millis(u64::try_from(at - now_ms()).unwrap_or(0)).min(POLL),
+            Ok(Some(at)) => Duration::from_millis(u64::try_from(at - now_ms()).unwrap_or(0)).clamp(least, POLL),
             Ok(None) => POLL,
             Err(err) => {
                 tracing::warn!("reading the next schedule tick: {err}");

@@ -8,6 +8,7 @@
 //!   payload; a wrong secret, a missing one and an unknown token are 401 in the gateway's
 //!   error shape; a question the run would ask fails closed although a person watches.
 //! - Of two kernels on one PostgreSQL database, one runs a due tick.
+//! - The librarian's model schedules, lists and cancels its own conversation's runs.
 //! - The librarian offers no filesystem tool.
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
@@ -223,6 +224,38 @@ fn sign(secret: &str, body: &[u8]) -> String {
     mac.update(body);
     let bytes = mac.finalize().into_bytes();
     format!("sha256={}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>())
+}
+
+/// `superpi ARGS` to its end: its stdout (the answer).
+fn run(env: &TestEnv, args: &[&str]) -> String {
+    let out = env.command(args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "superpi {args:?} failed: {}\n{stdout}", String::from_utf8_lossy(&out.stderr));
+    stdout
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_librarians_model_schedules_lists_and_cancels_its_own_runs() {
+    let env = TestEnv::new();
+    let create = r#"@tool schedule_create {"prompt": "Check the feeds.", "cron": "0 9 * * 1", "timezone": "America/New_York", "name": "feeds"}"#;
+    let created = run(&env, &["run", "--harness", "librarian", create]);
+    assert!(created.contains("Scheduled #1 (0 9 * * 1 in America/New_York); it runs next at"), "{created}");
+    let listed = run_json(&env, &["schedule", "list", "--json"]);
+    let conversation = listed[0]["conversation_id"].as_i64().unwrap().to_string();
+    assert_eq!((listed[0]["name"].as_str(), listed[0]["ceiling"].as_str()), (Some("feeds"), Some("accept-edits")));
+
+    let often = r#"@tool schedule_create {"prompt": "Again.", "cron": "*/2 * * * *"}"#;
+    let refused = run(&env, &["run", "--conversation", &conversation, often]);
+    assert!(refused.contains("runs must be at least 5 minutes apart"), "{refused}");
+    let mine = run(&env, &["run", "--conversation", &conversation, "@tool schedule_list {}"]);
+    assert!(mine.contains("#1 feeds: 0 9 * * 1 (America/New_York), next"), "{mine}");
+
+    // Another conversation's model neither sees nor cancels it.
+    let other = run(&env, &["run", "--harness", "librarian", r#"@tool schedule_cancel {"id": 1}"#]);
+    assert!(other.contains("this conversation has no schedule #1"), "{other}");
+    let cancelled = run(&env, &["run", "--conversation", &conversation, r#"@tool schedule_cancel {"id": 1}"#]);
+    assert!(cancelled.contains("Cancelled schedule #1."), "{cancelled}");
+    assert_eq!(run_json(&env, &["schedule", "list", "--json"]), json!([]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -144,3 +144,44 @@ pub fn listed(schedules: &[ScheduleInfo]) -> String {
 fn utc(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms).map(|t| t.format("%Y-%m-%d %H:%M").to_string()).unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use superpi_proto::schedule::RunInfo;
+
+    use super::*;
+
+    #[test]
+    fn a_listing_shows_when_each_runs_and_its_latest_runs() {
+        let cron = ScheduleInfo {
+            id: 1,
+            name: "digest".into(),
+            kind: "cron".into(),
+            conversation_id: 4,
+            prompt: "Write the digest.".into(),
+            cron: Some("0 7 * * *".into()),
+            timezone: "Europe/London".into(),
+            next_at_ms: Some(1_767_250_800_000),
+            ceiling: "accept-edits".into(),
+            created_at_ms: 0,
+            run_count: 2,
+            failures: 1,
+            runs: vec![RunInfo {
+                id: 9,
+                due_at_ms: Some(1_767_164_400_000),
+                started_at_ms: 1_767_164_401_000,
+                turn_id: None,
+                status: "failed".into(),
+                error: Some("its conversation 4 is gone".into()),
+            }],
+        };
+        let hook =
+            ScheduleInfo { id: 2, kind: "webhook".into(), cron: None, next_at_ms: None, runs: vec![], ..cron.clone() };
+        let text = listed(&[cron, hook]);
+        let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+        assert!(lines[1].starts_with("1   digest  0 7 * * * Europe/London  2026-01-01 07:00  4"), "{text}");
+        assert!(lines[1].ends_with("1/2"), "{text}");
+        assert!(lines[2].starts_with("2   digest  webhook") && lines[2].contains(" -  "), "{text}");
+        assert_eq!(lines[4..], ["Schedule 1 runs:", "  2025-12-31 07:00 failed: its conversation 4 is gone"]);
+    }
+}
