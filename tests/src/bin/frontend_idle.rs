@@ -61,10 +61,7 @@ struct Rss {
 
 /// The `Name: N kB` field of a /proc status-like text.
 fn kib(text: &str, name: &str) -> u64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(name))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
+    text.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap_or(0)
 }
 
 /// The file-backed resident pages (Rss less Anonymous) of every mapping of `path` in
