@@ -288,7 +288,7 @@ fn every_migration_file_of_both_engines_is_run_and_numbered_alike() {
 }
 
 #[test]
-fn postgres_migrates_once_and_a_second_kernel_shares_the_database() {
+fn postgres_migrates_once_a_second_kernel_shares_the_database_and_a_newer_one_is_refused() {
     let Some(server) = super::test_postgres::shared() else { return };
     let url = server.new_database();
     let first = PostgresStore::connect(&url).unwrap();
@@ -297,6 +297,10 @@ fn postgres_migrates_once_and_a_second_kernel_shares_the_database() {
     let second = PostgresStore::connect(&url).unwrap();
     assert_eq!(second.schema_version().unwrap(), MIGRATIONS.len());
     assert_eq!(second.conversation(id).unwrap().unwrap().harness, "superpi-code");
+    // A database a newer build migrated is refused, as on SQLite.
+    server.query(&url, "UPDATE superpi_schema SET version = 99");
+    let refused = PostgresStore::connect(&url).err().map(|e| e.to_string());
+    assert_eq!(refused, Some(StoreError::TooNew { found: 99, known: MIGRATIONS.len() }.to_string()));
 }
 
 #[test]
