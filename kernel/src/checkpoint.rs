@@ -135,7 +135,7 @@ async fn commit(workspace: &Path, changes: &[Change], prefix: &str, prompt: &str
 }
 
 fn refused(message: impl Into<String>, data: Value) -> ErrorObject {
-    let mut error = ErrorObject::new(codes::INVALID_REQUEST, message);
+    let mut error = ErrorObject::new(codes::INVALID_PARAMS, message);
     error.data = Some(data);
     error
 }

@@ -250,7 +250,7 @@ pub(crate) async fn run_command(
         request::Command::Undo => match kernel.undo(session.conversation_id, None).await {
             Ok(done) => say(format!("{done}."))?,
             // Nothing to undo, a running turn, a file changed since: said, like a compaction's "nothing".
-            Err(ClientError::Kernel(e)) if e.code == codes::INVALID_REQUEST || e.code == codes::FORBIDDEN => {
+            Err(ClientError::Kernel(e)) if e.code == codes::INVALID_PARAMS || e.code == codes::FORBIDDEN => {
                 say(format!("Nothing undone: {}.", e.message))?
             }
             Err(e) => return Err(request::kernel_error(e, Some(&session.id))),

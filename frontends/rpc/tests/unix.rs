@@ -266,6 +266,43 @@ async fn a_clear_sent_while_a_turn_runs_happens_after_it() {
     assert_eq!(kinds, ["user", "assistant", "tool_result", "assistant", "compaction", "user", "assistant"]);
 }
 
+/// `session.undo` is refused while a turn runs (the turn's end records what it changed), then
+/// removes the file the turn's command created; a second undo has nothing left.
+#[tokio::test]
+async fn undo_waits_for_the_turn_and_puts_its_files_back() {
+    let env = TestEnv::new();
+    let server = UnixServer::start(&env, &[]).await;
+    let mut c = server.client().await;
+    let id = open(&mut c).await;
+    let w = watch(&mut c, id, true).await;
+    c.ok(
+        "session.submit",
+        json!({"conversation_id": id, "prompt": "@tool bash {\"command\": \"echo made > made.txt\"}"}),
+    )
+    .await;
+    let events = c.events_until(w, |e| e["type"] == "permission_request" || turn_end(e)).await;
+    let question = events.last().unwrap().clone();
+    assert_eq!(question["type"], json!("permission_request"), "{events:?}");
+    let running = c.err("session.undo", json!({"conversation_id": id})).await;
+    assert_eq!(
+        (running["code"].clone(), running["data"]["reason"].clone()),
+        (json!(-32602), json!("running")),
+        "{running}"
+    );
+
+    c.ok("ui.respond", json!({"request_id": question["request_id"], "option_id": "allow_once"})).await;
+    let events = c.events_until(w, turn_end).await;
+    assert_eq!(events.last().unwrap()["type"], json!("turn_completed"), "{events:?}");
+    assert!(env.workspace.join("made.txt").exists());
+    let done = c.ok("session.undo", json!({"conversation_id": id})).await;
+    assert_eq!(done, json!({"turn_id": events.last().unwrap()["turn_id"], "restored": [], "removed": ["made.txt"]}));
+    assert!(!env.workspace.join("made.txt").exists());
+    let notice = c.events_until(w, is_type("notice")).await.pop().unwrap();
+    assert!(notice["message"].as_str().unwrap().ends_with("undone; removed made.txt"), "{notice}");
+    let nothing = c.err("session.undo", json!({"conversation_id": id})).await;
+    assert_eq!(nothing["data"]["reason"], json!("nothing"), "{nothing}");
+}
+
 #[tokio::test]
 async fn every_json_rpc_error_case_and_the_server_keeps_serving() {
     let env = TestEnv::new();
