@@ -76,3 +76,19 @@ async fn a_prompt_image_reaches_the_model_api() {
     let block = json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": common::PNG}});
     assert!(sent.contains(&block.to_string()), "{sent}");
 }
+
+/// Claude Code killed mid-turn (its model request in flight): the turn ends with a notice and its
+/// failure, and the next turn starts the program again and works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_mid_turn_fails_the_turn_and_the_next_turn_starts_it_again() {
+    let Some(program) = common::program(BackendKind::ClaudeCode) else { return };
+    let env = env();
+    let fake = AnthropicFake::start(vec![common::held(), Answer::text("back again")]).await.unwrap();
+    fake.accept_betas();
+    let turn_spec = || TurnSpec { ..spec(&env, BackendKind::ClaudeCode, &program, &fake, Mode::AcceptEdits, "hi") };
+    let mut turn = superpi_backends::start(&env.sandbox, turn_spec()).await.unwrap();
+    common::crash_mid_turn(&mut turn, &fake).await;
+    let mut turn = superpi_backends::start(&env.sandbox, turn_spec()).await.unwrap();
+    let events = run(&mut turn, Approval::Allow).await;
+    assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "back again"), "{events:?}");
+}

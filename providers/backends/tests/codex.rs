@@ -165,3 +165,21 @@ async fn a_prompt_image_reaches_the_model_api() {
     let sent = fake.accepted().pop().unwrap().to_string();
     assert!(sent.contains("input_image") && sent.contains(&format!("data:image/png;base64,{}", common::PNG)), "{sent}");
 }
+
+/// Codex killed mid-turn (its model request in flight): the turn ends with a notice and its
+/// failure, and the next turn starts the program again and works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_mid_turn_fails_the_turn_and_the_next_turn_starts_it_again() {
+    let Some(program) = common::program(BackendKind::Codex) else { return };
+    let env = env();
+    let fake = ResponsesFake::start(vec![common::held(), Answer::text("back again")]).await.unwrap();
+    let turn_spec = || TurnSpec {
+        model: Some(MODEL.into()),
+        ..spec(&env, BackendKind::Codex, &program, &fake, Mode::AcceptEdits, "hi")
+    };
+    let mut turn = superpi_backends::start(&env.sandbox, turn_spec()).await.unwrap();
+    common::crash_mid_turn(&mut turn, &fake).await;
+    let mut turn = superpi_backends::start(&env.sandbox, turn_spec()).await.unwrap();
+    let events = run(&mut turn, Approval::Allow).await;
+    assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "back again"), "{events:?}");
+}

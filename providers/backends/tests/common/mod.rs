@@ -102,9 +102,44 @@ pub fn gone(pid: i32) -> bool {
     }
 }
 
-/// Kills process `pid` as a crash would (SIGKILL).
-pub fn kill(pid: i32) {
-    #[allow(clippy::disallowed_methods)] // a test kills a process it did not start
-    let status = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap();
-    assert!(status.success(), "kill {pid}");
+/// A model reply that never comes: the request stays in flight until the client goes.
+pub fn held() -> superpi_providers::testing::answers::Answer {
+    let reply = superpi_providers::testing::Reply { hold: true, ..superpi_providers::testing::Reply::stream(b"", 1) };
+    superpi_providers::testing::answers::Answer::Reply(reply)
+}
+
+/// Kills the turn's program once its model request is in flight (its whole process group,
+/// with SIGKILL, as a crash would), and checks what the turn says: a notice that it stopped
+/// and that the next prompt starts it again, then the failure.
+pub async fn crash_mid_turn(turn: &mut RunningTurn, fake: &FakeServer) {
+    // The turn's events are taken meanwhile: Codex's prompt is written once its thread's id
+    // is read (`BackendEvent::Write`, sent by `next`).
+    let mut events = Vec::new();
+    let asked = fake.wait_for_requests(1, Duration::from_secs(120));
+    tokio::pin!(asked);
+    loop {
+        tokio::select! {
+            asked = &mut asked => {
+                assert!(asked, "the program asked its model within 120 s: {events:?}");
+                break;
+            }
+            event = turn.next() => match event {
+                Some(event) => events.push(event),
+                None => panic!("the turn ended before its model was asked: {events:?}"),
+            },
+        }
+    }
+    let pid = turn.pid().expect("the turn's process");
+    #[allow(clippy::disallowed_methods)] // the test kills the program as a crash would
+    let status = std::process::Command::new("kill").args(["-KILL", "--", &format!("-{pid}")]).status().unwrap();
+    assert!(status.success(), "kill -{pid}");
+    events.extend(run(turn, Approval::Allow).await);
+    let notice = events.iter().find_map(|e| match e {
+        BackendEvent::Notice { level: "error", message } => Some(message.clone()),
+        _ => None,
+    });
+    let notice = notice.unwrap_or_else(|| panic!("no notice in {events:?}"));
+    assert!(notice.contains("stopped before its turn ended") && notice.contains("The next prompt starts it again"));
+    let Some(BackendEvent::Failed { message }) = events.last() else { panic!("{events:?}") };
+    assert!(message.contains("signal: 9"), "{message}");
 }
