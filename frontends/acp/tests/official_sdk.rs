@@ -11,7 +11,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 use superpi_backends::BackendKind;
 use superpi_providers::testing::answers::Answer;
-use superpi_providers::testing::fakes::{FakeServer, GeminiFake, OpenAiFake};
+use superpi_providers::testing::fakes::{FakeServer, GeminiFake, OpenAiFake, ResponsesFake};
 use superpi_tests::TestEnv;
 
 /// The SDK's directory, its packages installed from the lock when missing.
@@ -147,4 +147,45 @@ async fn an_opencode_turn_asks_the_official_acp_client_and_runs_its_command() {
     assert!(completed, "{seen}");
     assert_eq!(std::fs::read_to_string(env.workspace.join("marker.txt")).unwrap(), "from-acp\n");
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+}
+
+/// Codex behind ACP: in `accept-edits` (Codex's approval policy `untrusted`) Codex asks
+/// before its command; the question reaches the editor as `session/request_permission`, the
+/// editor allows it, the command runs (confined by superpi) and the editor sees the call, its
+/// completion and the answer. The editor chooses the model (`session/set_config_option`):
+/// Codex 0.171.0's own default sends an `additional_tools` input item, which is not among the
+/// Responses API's documented input types the fake checks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_turn_asks_the_official_acp_client_and_runs_its_command() {
+    let Some(program) = superpi_backends::discover::test_install(BackendKind::Codex) else {
+        eprintln!("SKIPPED: Codex is not installed in the test cache (.ci/run installs it)");
+        return;
+    };
+    let env = TestEnv::new();
+    let file = format!("[backends.codex]\nprogram = \"{}\"\n", program.display());
+    std::fs::write(env.locations.config_dir.join("harnesses.toml"), file).unwrap();
+    let command = "echo from-acp > marker.txt";
+    let fake = ResponsesFake::start(vec![
+        Answer::tool_call("exec_command", json!({"cmd": command})),
+        Answer::text("marker written"),
+    ])
+    .await
+    .unwrap();
+    let vars = [("MODEL", "openai/gpt-5.1-codex")];
+    let seen = sdk_turn(&env, &fake, &vars, "codex", "accept-edits", "write the marker").await;
+    assert_eq!(seen["stopReason"], "end_turn", "{seen}");
+    assert_eq!(agent_text(&seen), "marker written", "{seen}");
+    let asked = seen["asked"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "{seen}");
+    assert!(asked[0].to_string().contains("from-acp"), "{seen}");
+    let updates = seen["updates"].as_array().unwrap();
+    let call = updates.iter().find(|u| u["sessionUpdate"] == "tool_call").unwrap_or_else(|| panic!("{seen}"));
+    let id = &call["toolCallId"];
+    let completed = updates
+        .iter()
+        .any(|u| u["sessionUpdate"] == "tool_call_update" && &u["toolCallId"] == id && u["status"] == "completed");
+    assert!(completed, "{seen}");
+    assert_eq!(std::fs::read_to_string(env.workspace.join("marker.txt")).unwrap(), "from-acp\n");
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+    assert!(fake.accepted().iter().all(|body| body["model"] == "gpt-5.1-codex"), "the editor's model");
 }

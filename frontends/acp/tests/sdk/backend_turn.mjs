@@ -5,7 +5,8 @@
 // the questions asked.
 //
 // ACP_COMMAND is the agent's command line (run with sh -c in its own process group);
-// WORKSPACE, HARNESS, MODE and PROMPT say what to run.
+// WORKSPACE, HARNESS, MODE and PROMPT say what to run; MODEL, when set, is chosen with
+// session/set_config_option.
 
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
@@ -55,6 +56,13 @@ await app.connectWith(stream, async (ctx) => {
     _meta: { harness: need("HARNESS") },
   });
   await ctx.request("session/set_mode", { sessionId: session.sessionId, modeId: need("MODE") });
+  if (process.env.MODEL) {
+    await ctx.request("session/set_config_option", {
+      sessionId: session.sessionId,
+      configId: "model",
+      value: process.env.MODEL,
+    });
+  }
   const done = await ctx.request("session/prompt", {
     sessionId: session.sessionId,
     prompt: [{ type: "text", text: need("PROMPT") }],
