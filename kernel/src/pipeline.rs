@@ -1,9 +1,10 @@
 //! One tool call, whoever asks for it: the turn loop or `tool.call`. The steps, in order:
-//! the tool's facts from the registry; the policy's decision; a person asked when the
+//! the tool's facts from the registry; the user's `before_tool` hooks (`hooks.rs`), which may
+//! refuse it; the policy's decision; a person asked when the
 //! decision is askable and someone can answer, or the consent a `tool.call` caller brings
 //! (it fails closed otherwise); an editor's
 //! buffer for a read it can stand in for; the lock of every path the call writes; the run
-//! (confined, or the registered runner); the result.
+//! (confined, or the registered runner); the `after_tool` hooks; the result.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::conversation::Conversation;
 use crate::elsewhere;
+use crate::hooks;
 use crate::kernel::Kernel;
 use crate::mcp_client::Attached;
 use crate::path_locks::PathGuard;
@@ -132,6 +134,22 @@ async fn run_steps(
             return CallEnd::Blocked(Refusal::new(format!("unknown tool `{}`", call.name), Rule::NotOffered));
         }
     };
+    // The user's before_tool hooks first: a call one refuses is not put to a person.
+    let hooks = match &caller {
+        Caller::Turn { conv, .. } => crate::hooks::hooks_of(conv).unwrap_or_default(),
+        Caller::Direct { policy, .. } => policy.settings().hooks.clone(),
+    };
+    let site = hooks::Site {
+        conv: match &caller {
+            Caller::Turn { conv, turn_id, .. } => Some((*conv, *turn_id)),
+            Caller::Direct { .. } => None,
+        },
+        workspace: call.workspace.as_deref(),
+    };
+    let seen = hooks::SeenCall { call_id: &call.call_id, name: &call.name, arguments: &call.arguments };
+    if let Some(reason) = hooks::before_tool(kernel, &site, &hooks, &seen, cancel).await {
+        return CallEnd::Blocked(Refusal::new(reason, Rule::Hook));
+    }
     let network = match decide(kernel, &mut caller, &tool, call, cancel).await {
         Ok(network) => network,
         Err(refusal) => return CallEnd::Blocked(refusal),
@@ -139,6 +157,7 @@ async fn run_steps(
     if let Caller::Turn { conv, turn_id, .. } = &caller
         && let Some(result) = editor_read(kernel, conv, *turn_id, call, cancel).await
     {
+        hooks::after_tool(kernel, &site, &hooks, &seen, &result, cancel).await;
         return CallEnd::Ran(result);
     }
     let _written = lock_written(kernel, &tool, call).await;
@@ -188,6 +207,7 @@ async fn run_steps(
     if let Some(forward) = forward {
         let _ = forward.await;
     }
+    hooks::after_tool(kernel, &site, &hooks, &seen, &result, cancel).await;
     CallEnd::Ran(result)
 }
 

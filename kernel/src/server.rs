@@ -23,6 +23,7 @@ pub async fn run(mut config: KernelConfig) -> Result<(), KernelError> {
     let mut own: Vec<(_, Arc<dyn superpi_sandbox::ToolRunner>)> = vec![
         (crate::plan_tool::def(), Arc::new(crate::plan_tool::PlanTool { kernel: slot.clone() })),
         (crate::subagent_tool::def(), Arc::new(crate::subagent_tool::SubagentTool { kernel: slot.clone() })),
+        (crate::skill_tool::def(), Arc::new(crate::skill_tool::SkillTool { config_dir: config.config_dir.clone() })),
     ];
     for op in crate::memory_tool::Op::ALL {
         own.push((crate::memory_tool::def(op), Arc::new(crate::memory_tool::MemoryTool { kernel: slot.clone(), op })));

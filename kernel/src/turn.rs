@@ -82,6 +82,7 @@ pub(crate) async fn run(
         let _ = conv.input.send(Input::Submit { turn_id, message, ceiling }).await;
     }
     crate::checkpoint::turn_ended(kernel, conv, turn_id, &message.text()).await;
+    crate::hooks::after_turn(kernel, conv, turn_id, &ended);
     crate::recovery::record_end(kernel, conv, turn_id, ended);
 }
 
@@ -112,11 +113,14 @@ async fn drive(
     // The harness's prompt, then the repository's AGENTS.md files and the index of the
     // owner's notes (a harness with memory), read at each turn.
     let system = crate::memory::system_prompt(&*kernel.store, harness, &conv.owner, settings.workspace.as_deref());
+    let offers_skills = tools.iter().any(|t| t.name == crate::skills::SKILL_TOOL);
+    let workspace = settings.workspace.as_deref().map(std::path::Path::new);
+    let system = crate::skills::system_prompt(system, offers_skills, &catalog.config_dir, workspace);
     let limits = superpi_providers::limits::for_model(&settings.model, &catalog.providers);
     let frame =
         Frame { model: &settings.model, effort: settings.effort, system: system.as_deref(), tools: &specs, limits };
 
-    for _ in 0..MAX_MODEL_CALLS {
+    for request_number in 1..=MAX_MODEL_CALLS {
         // Prompts that steer this turn join its history now, at a step boundary: after the
         // results of every call of the last answer.
         for steer in lock(&conv.steering).take() {
@@ -130,6 +134,7 @@ async fn drive(
             Prepared::Cancelled => return Ok(TurnEnd::Cancelled),
         };
         let context = ContextSize { request_tokens, window: limits.context_window };
+        crate::hooks::before_request(kernel, conv, turn_id, &settings.model, request_number, cancel).await;
         let span = kernel.telemetry.model_started(trace, &settings.model);
         let stream = provider.stream(request);
         let streamed = tokio::select! {

@@ -64,6 +64,12 @@ impl ServerHandle {
             Err(e) => e.to_string(),
         }
     }
+
+    /// Waits until the server exits (cancel-safe); its exit code, `None` when a signal ended
+    /// it (a command that answers by its code: a hook).
+    pub async fn exit_code(&mut self) -> Result<Option<i32>, String> {
+        self.child.wait().await.map(|status| status.code()).map_err(|e| e.to_string())
+    }
 }
 
 impl std::fmt::Debug for ServerHandle {

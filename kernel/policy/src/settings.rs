@@ -21,6 +21,7 @@ use crate::mcp_servers::{McpServerConfig, RawMcpServer, mcp_servers};
 use crate::mode::Mode;
 use crate::net::{Network, NetworkPolicy, ShellNetwork, normalize_host, valid_host};
 use crate::pattern::{CommandPattern, PathPattern};
+use crate::hooks::{HookSettings, RawHooks, hook_settings};
 use crate::web::{RawWeb, WebSettings, web_settings};
 
 /// The user's settings file in the config dir.
@@ -45,6 +46,8 @@ pub struct Settings {
     pub web: WebSettings,
     /// Checkpoints of a turn's workspace and auto-commit (the user's file only).
     pub checkpoints: CheckpointSettings,
+    /// Commands run at points of a turn (the user's file only).
+    pub hooks: HookSettings,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -109,6 +112,7 @@ impl Default for Settings {
             mcp_servers: BTreeMap::new(),
             web: WebSettings::default(),
             checkpoints: CheckpointSettings::default(),
+            hooks: HookSettings::default(),
         }
     }
 }
@@ -198,6 +202,9 @@ impl Settings {
         }
         if let Some(checkpoints) = raw.checkpoints {
             s.checkpoints = checkpoint_settings(checkpoints, path)?;
+        }
+        if let Some(hooks) = raw.hooks {
+            s.hooks = hook_settings(hooks, path)?;
         }
         Ok(s)
     }
@@ -356,6 +363,7 @@ struct UserFile {
     mcp_servers: Option<BTreeMap<String, RawMcpServer>>,
     web: Option<RawWeb>,
     checkpoints: Option<RawCheckpoints>,
+    hooks: Option<RawHooks>,
 }
 
 #[derive(Debug, Default, Deserialize)]

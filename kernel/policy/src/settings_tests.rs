@@ -273,6 +273,8 @@ fn settings_md_examples_parse() {
     assert_eq!((full.web.max_bytes, full.web.timeout), (d.web.max_bytes, d.web.timeout));
     assert_eq!(full.web.private_hosts, ["wiki.intranet.example"]);
     assert!(full.web.search.is_some());
+    assert_eq!((full.hooks.before_tool.len(), full.hooks.after_turn.len()), (1, 1));
+    assert_eq!(full.hooks.before_tool[0].timeout, crate::hooks::DEFAULT_HOOK_TIMEOUT);
     let tightened = d.tightened_by_workspace_file(&json[1], Path::new("SETTINGS.md")).unwrap();
     assert_eq!(tightened.network.policy, NetworkPolicy::Deny);
     let toml = blocks("toml");

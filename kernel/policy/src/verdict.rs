@@ -48,6 +48,8 @@ pub enum Rule {
     Unanswered,
     /// A person answered reject_once or reject_always.
     Rejected,
+    /// A `before_tool` hook refused it, or could not say (it failed or timed out).
+    Hook,
 }
 
 /// What allow_always or reject_always would remember for the session.

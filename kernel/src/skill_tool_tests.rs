@@ -1,0 +1,49 @@
+use std::path::Path;
+
+use super::*;
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn args(name: Option<&str>, file: Option<&str>) -> Args {
+    Args { name: name.map(String::from), file: file.map(String::from) }
+}
+
+#[test]
+fn a_skill_loads_with_its_files_and_nothing_outside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("skills");
+    write(&root.join("forms/SKILL.md"), "---\nname: forms\ndescription: fill PDF forms\n---\nUse fill.py.\n");
+    write(&root.join("forms/scripts/fill.py"), "print('fill')\n");
+    write(&root.join("single.md"), "---\ndescription: one file\n---\nJust this.");
+    write(&dir.path().join("secret.txt"), "secret");
+    std::os::unix::fs::symlink(dir.path().join("secret.txt"), root.join("forms/leak.txt")).unwrap();
+    std::os::unix::fs::symlink(dir.path(), root.join("forms/up")).unwrap();
+    let skills = discover(std::slice::from_ref(&root));
+
+    let loaded = answer(&skills, args(Some("forms"), None)).unwrap();
+    assert_eq!(
+        loaded,
+        "# Skill: forms\n\nUse fill.py.\n\nFiles of this skill (load one with `skill`, `name` and `file`): scripts/fill.py"
+    );
+    assert_eq!(answer(&skills, args(Some("forms"), Some("scripts/fill.py"))).unwrap(), "print('fill')\n");
+    assert_eq!(answer(&skills, args(Some("single"), None)).unwrap(), "# Skill: single\n\nJust this.");
+    assert_eq!(answer(&skills, args(None, None)).unwrap(), "Skills:\n- forms: fill PDF forms\n- single: one file");
+
+    let refused = [
+        (args(Some("forms"), Some("../secret.txt")), "not a path inside the skill"),
+        (args(Some("forms"), Some("/etc/passwd")), "not a path inside the skill"),
+        (args(Some("forms"), Some("leak.txt")), "leads outside the skill"),
+        (args(Some("forms"), Some("up/secret.txt")), "leads outside the skill"),
+        (args(Some("forms"), Some("nope.txt")), "has no file `nope.txt`"),
+        (args(Some("single"), Some("x.md")), "is a single file"),
+        (args(Some("missing"), None), "no skill is named `missing`. Skills:\n- forms"),
+        (args(None, Some("x")), "needs the skill's `name`"),
+    ];
+    for (args, said) in refused {
+        let err = answer(&skills, args).unwrap_err();
+        assert!(err.contains(said), "{err}");
+    }
+}

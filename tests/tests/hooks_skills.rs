@@ -1,0 +1,159 @@
+//! Hooks and skills end to end through `superpi run` and the mock model: a `before_tool` hook
+//! refuses a call (built-in or an MCP server's) and the model reads its reason, one that times
+//! out refuses the call saying so, an observing hook that fails is a notice; skills are listed
+//! to the model and loaded through the `skill` tool.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use superpi_providers::testing::answers::Answer;
+use superpi_providers::testing::fakes::OpenAiFake;
+use superpi_tests::TestEnv;
+
+fn settings(env: &TestEnv, settings: Value) {
+    std::fs::write(env.locations.config_dir.join("settings.json"), settings.to_string()).unwrap();
+}
+
+/// `superpi run --mode auto PROMPT`: whether it succeeded, stdout, stderr.
+fn run(env: &TestEnv, prompt: &str) -> (bool, String, String) {
+    let out = env.command(&["run", "--mode", "auto", prompt]).output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+/// A before_tool hook about `bash` and the MCP fixture's tools refuses what deletes (exit 2,
+/// its reason on stderr) and lets the rest through; its payload names the call. The model
+/// reads the refusal as the call's result, the command does not run, and an after_tool hook
+/// sees the result of the call that ran.
+#[test]
+fn a_before_tool_hook_refuses_a_call_and_the_model_reads_why() {
+    let env = TestEnv::new();
+    std::fs::write(env.workspace.join("keep.txt"), "kept").unwrap();
+    let guard = r#"payload=$(cat); printf '%s' "$payload" > before.json
+case "$payload" in *'rm '*|*delete*) echo "no deleting in this project" >&2; exit 2;; esac"#;
+    settings(
+        &env,
+        json!({
+            "mcp_servers": {"fix": {"command": superpi_tests::mcp_fixture_bin()}},
+            "hooks": {
+                "before_tool": [{"name": "guard", "command": guard, "tools": ["bash", "mcp__fix__*"]}],
+                "after_tool": [{"command": "cat > after.json", "tools": ["bash"]}]
+            }
+        }),
+    );
+    let (ok, stdout, stderr) = run(&env, r#"@tool bash {"command": "rm keep.txt"}"#);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("bash failed with: blocked: the before_tool hook `guard` refused it: no deleting in this project"),
+        "{stdout}\n{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(env.workspace.join("keep.txt")).unwrap(), "kept");
+    let before: Value = serde_json::from_str(&std::fs::read_to_string(env.workspace.join("before.json")).unwrap()).unwrap();
+    assert_eq!(before["hook"], "before_tool");
+    assert_eq!(before["tool"]["name"], "bash");
+    assert_eq!(before["tool"]["arguments"], json!({"command": "rm keep.txt"}));
+    assert!(before["conversation_id"].is_i64() && before["turn_id"].is_i64(), "{before}");
+    assert_eq!(before["workspace"], env.workspace.canonicalize().unwrap().display().to_string());
+    assert!(!env.workspace.join("after.json").exists(), "a refused call has no after_tool");
+
+    let (ok, stdout, stderr) = run(&env, r#"@tool bash {"command": "echo fine"}"#);
+    assert!(ok && stdout.contains("bash returned: fine"), "{stdout}\n{stderr}");
+    let after: Value = serde_json::from_str(&std::fs::read_to_string(env.workspace.join("after.json")).unwrap()).unwrap();
+    assert_eq!(after["hook"], "after_tool");
+    assert_eq!(after["result"]["is_error"], false);
+    assert!(after["result"]["output"].as_str().unwrap().contains("fine"), "{after}");
+
+    // An MCP server's tool passes the same pipeline.
+    let (ok, stdout, stderr) = run(&env, r#"@tool mcp__fix__echo {"text": "please delete it"}"#);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("mcp__fix__echo failed with: blocked: the before_tool hook `guard` refused it"), "{stdout}");
+    let (ok, stdout, _) = run(&env, r#"@tool mcp__fix__echo {"text": "hi"}"#);
+    assert!(ok && stdout.contains("mcp__fix__echo returned: echo: hi"), "{stdout}");
+}
+
+/// A before_tool hook that does not finish within its limit is stopped and the call refused,
+/// saying so (to the model and as a notice); a before_request hook that fails is a notice and
+/// the turn goes on.
+#[test]
+fn a_hook_that_times_out_refuses_the_call_and_a_failing_observer_is_a_notice() {
+    let env = TestEnv::new();
+    settings(
+        &env,
+        json!({"hooks": {
+            "before_tool": [{"name": "slow", "command": "sleep 30", "timeout_secs": 1}],
+            "before_request": [{"name": "flaky", "command": "echo cannot log >&2; exit 1"}]
+        }}),
+    );
+    let started = Instant::now();
+    let (ok, stdout, stderr) = run(&env, r#"@tool bash {"command": "echo ran > ran.txt"}"#);
+    assert!(ok, "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(20), "the hook was stopped at its limit");
+    let said = "the before_tool hook `slow` failed (it did not finish within 1 s and was stopped), so the call is refused";
+    assert!(stdout.contains(&format!("bash failed with: blocked: {said}")), "{stdout}\n{stderr}");
+    assert!(stderr.contains(said), "a notice says so: {stderr}");
+    assert!(!env.workspace.join("ran.txt").exists());
+    assert!(
+        stderr.contains("the before_request hook `flaky` failed (it exited 1: cannot log); the turn goes on"),
+        "{stderr}"
+    );
+}
+
+fn skill_files(env: &TestEnv) {
+    let release = env.locations.config_dir.join("skills/release");
+    std::fs::create_dir_all(&release).unwrap();
+    std::fs::write(
+        release.join("SKILL.md"),
+        "---\nname: release\ndescription: Cut a release of this project\n---\nTag it, then follow checklist.md.\n",
+    )
+    .unwrap();
+    std::fs::write(release.join("checklist.md"), "- changelog written\n").unwrap();
+    let project = env.workspace.join(".superpi/skills");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("style.md"), "---\ndescription: The house style\n---\nShort sentences.\n").unwrap();
+}
+
+/// Skills of the config directory and the workspace: the model loads one's instructions and a
+/// file beside them through the `skill` tool, which also lists them.
+#[test]
+fn a_skill_is_listed_and_loaded_through_the_skill_tool() {
+    let env = TestEnv::new();
+    skill_files(&env);
+    let (ok, stdout, stderr) = run(&env, r#"@tool skill {}"#);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("skill returned: Skills:\n- release: Cut a release of this project\n- style: The house style"),
+        "{stdout}"
+    );
+    let (ok, stdout, _) = run(&env, r#"@tool skill {"name": "release"}"#);
+    assert!(ok && stdout.contains("# Skill: release\n\nTag it, then follow checklist.md."), "{stdout}");
+    assert!(stdout.contains("Files of this skill"), "{stdout}");
+    let (ok, stdout, _) = run(&env, r#"@tool skill {"name": "release", "file": "checklist.md"}"#);
+    assert!(ok && stdout.contains("skill returned: - changelog written"), "{stdout}");
+    let (ok, stdout, _) = run(&env, r#"@tool skill {"name": "release", "file": "../../settings.json"}"#);
+    assert!(ok && stdout.contains("skill failed with: `../../settings.json` is not a path inside the skill"), "{stdout}");
+}
+
+/// The list of skills reaches the model after the system prompt (a real provider's request,
+/// through the OpenAI fake), and the instructions it loads come back as the call's result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_is_told_the_skills_and_loads_one() {
+    let env = TestEnv::new();
+    skill_files(&env);
+    let fake = OpenAiFake::start(vec![Answer::tool_call("skill", json!({"name": "style"})), Answer::text("done")])
+        .await
+        .unwrap();
+    let mut cmd = env.command(&["run", "--model", "gpt-4o-mini", "write the docs"]);
+    cmd.envs(fake.env());
+    let out = tokio::process::Command::from(cmd).output().await.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(fake.rejections(), vec![]);
+    let sent = fake.accepted();
+    assert_eq!(sent.len(), 2);
+    let system = sent[0]["messages"][0]["content"].as_str().unwrap_or_default();
+    assert!(
+        system.contains("- release: Cut a release of this project\n- style: The house style"),
+        "{}",
+        sent[0]["messages"][0]
+    );
+    assert!(sent[1].to_string().contains("# Skill: style\\n\\nShort sentences."), "{}", sent[1]);
+}
