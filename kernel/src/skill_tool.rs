@@ -2,7 +2,8 @@
 //! (`skills.rs` finds them). Registered by the kernel like the plan tool: its runner runs in the
 //! kernel's process and reads only the skills directories (the user's is inside the config
 //! directory, out of every confined tool's reach), each file a regular one inside its skill's
-//! directory. A read with no capability block, so the code and planner harnesses offer it.
+//! directory. A read with no capability block, so the code and planner harnesses offer it;
+//! `turn_only`, as the list of skills is given in a turn's system prompt.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -37,6 +38,9 @@ pub(crate) fn def() -> ToolDef {
             "additionalProperties": false
         }),
         effects: vec![Effect::Read],
+        // The list of skills is part of a turn's system prompt: outside a turn (`tool.call`,
+        // the MCP server's tools) nobody is told which exist.
+        turn_only: true,
         ui: ToolUi { kind: ToolKind::Read, title: Some("Skill {name}".into()), ..ToolUi::default() },
         ..ToolDef::default()
     }

@@ -71,6 +71,27 @@ case "$payload" in *'rm '*|*delete*) echo "no deleting in this project" >&2; exi
     assert!(ok && stdout.contains("mcp__fix__echo returned: echo: hi"), "{stdout}");
 }
 
+/// `tool.call` (a call outside a turn) passes the same hooks: refused, with the rule `hook`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_call_passes_the_before_tool_hooks_too() {
+    let env = TestEnv::new();
+    std::fs::write(env.workspace.join("keep.txt"), "kept").unwrap();
+    let guard = "grep -q 'rm ' && { echo 'not outside a turn either' >&2; exit 2; } || exit 0";
+    settings(&env, json!({"hooks": {"before_tool": [{"name": "guard", "command": guard}]}}));
+    let client = superpi_client::KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let workspace = env.workspace.display().to_string();
+    let call = |command: &str| {
+        json!({"name": "bash", "arguments": {"command": command}, "workspace": workspace, "mode": "auto"})
+    };
+    let refused = client.call("tool.call", call("rm keep.txt")).await.unwrap();
+    assert_eq!(refused["is_error"], true, "{refused}");
+    assert_eq!(refused["output"], "blocked: the before_tool hook `guard` refused it: not outside a turn either");
+    assert_eq!(refused["details"]["blocked"]["rule"], "hook", "{refused}");
+    assert!(env.workspace.join("keep.txt").exists());
+    let ran = client.call("tool.call", call("echo fine")).await.unwrap();
+    assert_eq!(ran["is_error"], false, "{ran}");
+}
+
 /// A before_tool hook that does not finish within its limit is stopped and the call refused,
 /// saying so (to the model and as a notice); a before_request hook that fails is a notice and
 /// the turn goes on.
