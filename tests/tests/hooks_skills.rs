@@ -94,7 +94,7 @@ async fn tool_call_passes_the_before_tool_hooks_too() {
 
 /// A before_tool hook that does not finish within its limit is stopped and the call refused,
 /// saying so (to the model and as a notice); a before_request hook that fails is a notice and
-/// the turn goes on.
+/// the turn goes on; an after_turn hook is given how the turn ended.
 #[test]
 fn a_hook_that_times_out_refuses_the_call_and_a_failing_observer_is_a_notice() {
     let env = TestEnv::new();
@@ -102,7 +102,8 @@ fn a_hook_that_times_out_refuses_the_call_and_a_failing_observer_is_a_notice() {
         &env,
         json!({"hooks": {
             "before_tool": [{"name": "slow", "command": "sleep 30", "timeout_secs": 1}],
-            "before_request": [{"name": "flaky", "command": "echo cannot log >&2; exit 1"}]
+            "before_request": [{"name": "flaky", "command": "echo cannot log >&2; exit 1"}],
+            "after_turn": [{"command": "cat > turn.json.part && mv turn.json.part turn.json"}]
         }}),
     );
     let started = Instant::now();
@@ -117,6 +118,17 @@ fn a_hook_that_times_out_refuses_the_call_and_a_failing_observer_is_a_notice() {
         stderr.contains("the before_request hook `flaky` failed (it exited 1: cannot log); the turn goes on"),
         "{stderr}"
     );
+    // The after_turn hook runs once the turn's end is known, without holding it up.
+    let turn = env.workspace.join("turn.json");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !turn.exists() {
+        assert!(Instant::now() < deadline, "the after_turn hook ran within 20 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let turn: Value = serde_json::from_str(&std::fs::read_to_string(turn).unwrap()).unwrap();
+    assert_eq!(turn["hook"], "after_turn");
+    assert_eq!(turn["status"], "completed", "{turn}");
+    assert!(turn["result"].as_str().unwrap().contains("bash failed with: blocked"), "{turn}");
 }
 
 fn skill_files(env: &TestEnv) {
