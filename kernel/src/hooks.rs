@@ -111,7 +111,9 @@ pub(crate) async fn before_tool(
     for hook in &hooks {
         match run(kernel, hook, HookPoint::BeforeTool, &payload, site.workspace, Some(cancel)).await {
             Outcome::Passed => continue,
-            Outcome::Refused(reason) => return Some(format!("the before_tool hook `{}` refused it: {reason}", hook.name)),
+            Outcome::Refused(reason) => {
+                return Some(format!("the before_tool hook `{}` refused it: {reason}", hook.name));
+            }
             Outcome::Failed(why) => {
                 let said = format!("the before_tool hook `{}` failed ({why}), so the call is refused", hook.name);
                 site.warn(kernel, format!("{said}: `{}`", call.name));
@@ -159,7 +161,12 @@ pub(crate) async fn before_request(
 /// Runs the `after_turn` hooks in a task of their own (the turn's end is not held up): the
 /// payload's `status` is `completed` (with `result`, the answer), `error` (with `error`) or
 /// `cancelled`.
-pub(crate) fn after_turn(kernel: &Arc<Kernel>, conv: &Arc<Conversation>, turn_id: i64, ended: &Result<TurnEnd, String>) {
+pub(crate) fn after_turn(
+    kernel: &Arc<Kernel>,
+    conv: &Arc<Conversation>,
+    turn_id: i64,
+    ended: &Result<TurnEnd, String>,
+) {
     let Some(hooks) = hooks_of(conv).map(|h| h.after_turn).filter(|h| !h.is_empty()) else { return };
     let end = match ended {
         Ok(TurnEnd::Completed { result, stop_reason }) => {
@@ -275,12 +282,14 @@ pub(crate) async fn run(
 
 /// What a hook said: its stderr, else its stdout, trimmed and bounded.
 fn said(stderr: &[u8], stdout: &[u8]) -> Option<String> {
-    [stderr, stdout].into_iter().map(|bytes| String::from_utf8_lossy(bytes).trim().to_string()).find(|s| !s.is_empty()).map(
-        |text| match text.char_indices().nth(MAX_REASON_CHARS) {
+    [stderr, stdout]
+        .into_iter()
+        .map(|bytes| String::from_utf8_lossy(bytes).trim().to_string())
+        .find(|s| !s.is_empty())
+        .map(|text| match text.char_indices().nth(MAX_REASON_CHARS) {
             Some((at, _)) => format!("{}…", &text[..at]),
             None => text,
-        },
-    )
+        })
 }
 
 /// A stream read to its end, the first `MAX_OUTPUT` bytes kept.

@@ -148,7 +148,11 @@ pub(crate) fn read_regular(path: &Path) -> Result<String, String> {
         return Err(format!("{} is not a regular file", path.display()));
     }
     if meta.len() > MAX_SKILL_BYTES {
-        return Err(format!("{} holds {} bytes, more than the {MAX_SKILL_BYTES} a skill may", path.display(), meta.len()));
+        return Err(format!(
+            "{} holds {} bytes, more than the {MAX_SKILL_BYTES} a skill may",
+            path.display(),
+            meta.len()
+        ));
     }
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", path.display()))

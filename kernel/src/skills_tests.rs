@@ -9,7 +9,9 @@ fn write(path: &Path, text: &str) {
 
 #[test]
 fn front_matter_gives_name_and_description_and_the_rest_is_the_body() {
-    let parsed = parse("---\nname: release\ndescription: \"Cut a release: tag, notes\"\nallowed-tools: bash\n---\n\n# Steps\n1. tag\n");
+    let parsed = parse(
+        "---\nname: release\ndescription: \"Cut a release: tag, notes\"\nallowed-tools: bash\n---\n\n# Steps\n1. tag\n",
+    );
     assert_eq!(
         parsed,
         Parsed {
@@ -40,7 +42,10 @@ fn the_workspaces_skill_replaces_the_users_of_the_same_name_and_bad_files_are_le
     write(&config.join("skills/notes.md"), "---\ndescription: how to write notes\n---\nbody");
     write(&config.join("skills/nodesc.md"), "---\nname: nodesc\n---\nbody");
     write(&config.join("skills/readme.txt"), "not a skill");
-    write(&workspace.join(".superpi/skills/review.md"), "---\nname: review\ndescription: the project's review\n---\nproject");
+    write(
+        &workspace.join(".superpi/skills/review.md"),
+        "---\nname: review\ndescription: the project's review\n---\nproject",
+    );
     std::os::unix::fs::symlink(config.join("skills/notes.md"), workspace.join(".superpi/skills/linked.md")).unwrap();
 
     let skills = discover(&roots(&config, Some(&workspace)));

@@ -44,11 +44,14 @@ case "$payload" in *'rm '*|*delete*) echo "no deleting in this project" >&2; exi
     let (ok, stdout, stderr) = run(&env, r#"@tool bash {"command": "rm keep.txt"}"#);
     assert!(ok, "{stderr}");
     assert!(
-        stdout.contains("bash failed with: blocked: the before_tool hook `guard` refused it: no deleting in this project"),
+        stdout.contains(
+            "bash failed with: blocked: the before_tool hook `guard` refused it: no deleting in this project"
+        ),
         "{stdout}\n{stderr}"
     );
     assert_eq!(std::fs::read_to_string(env.workspace.join("keep.txt")).unwrap(), "kept");
-    let before: Value = serde_json::from_str(&std::fs::read_to_string(env.workspace.join("before.json")).unwrap()).unwrap();
+    let before: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.workspace.join("before.json")).unwrap()).unwrap();
     assert_eq!(before["hook"], "before_tool");
     assert_eq!(before["tool"]["name"], "bash");
     assert_eq!(before["tool"]["arguments"], json!({"command": "rm keep.txt"}));
@@ -58,7 +61,8 @@ case "$payload" in *'rm '*|*delete*) echo "no deleting in this project" >&2; exi
 
     let (ok, stdout, stderr) = run(&env, r#"@tool bash {"command": "echo fine"}"#);
     assert!(ok && stdout.contains("bash returned: fine"), "{stdout}\n{stderr}");
-    let after: Value = serde_json::from_str(&std::fs::read_to_string(env.workspace.join("after.json")).unwrap()).unwrap();
+    let after: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.workspace.join("after.json")).unwrap()).unwrap();
     assert_eq!(after["hook"], "after_tool");
     assert_eq!(after["result"]["is_error"], false);
     assert!(after["result"]["output"].as_str().unwrap().contains("fine"), "{after}");
@@ -66,7 +70,10 @@ case "$payload" in *'rm '*|*delete*) echo "no deleting in this project" >&2; exi
     // An MCP server's tool passes the same pipeline.
     let (ok, stdout, stderr) = run(&env, r#"@tool mcp__fix__echo {"text": "please delete it"}"#);
     assert!(ok, "{stderr}");
-    assert!(stdout.contains("mcp__fix__echo failed with: blocked: the before_tool hook `guard` refused it"), "{stdout}");
+    assert!(
+        stdout.contains("mcp__fix__echo failed with: blocked: the before_tool hook `guard` refused it"),
+        "{stdout}"
+    );
     let (ok, stdout, _) = run(&env, r#"@tool mcp__fix__echo {"text": "hi"}"#);
     assert!(ok && stdout.contains("mcp__fix__echo returned: echo: hi"), "{stdout}");
 }
@@ -80,9 +87,7 @@ async fn tool_call_passes_the_before_tool_hooks_too() {
     settings(&env, json!({"hooks": {"before_tool": [{"name": "guard", "command": guard}]}}));
     let client = superpi_client::KernelClient::connect(&env.connect_options("test")).await.unwrap();
     let workspace = env.workspace.display().to_string();
-    let call = |command: &str| {
-        json!({"name": "bash", "arguments": {"command": command}, "workspace": workspace, "mode": "auto"})
-    };
+    let call = |command: &str| json!({"name": "bash", "arguments": {"command": command}, "workspace": workspace, "mode": "auto"});
     let refused = client.call("tool.call", call("rm keep.txt")).await.unwrap();
     assert_eq!(refused["is_error"], true, "{refused}");
     assert_eq!(refused["output"], "blocked: the before_tool hook `guard` refused it: not outside a turn either");
@@ -110,7 +115,8 @@ fn a_hook_that_times_out_refuses_the_call_and_a_failing_observer_is_a_notice() {
     let (ok, stdout, stderr) = run(&env, r#"@tool bash {"command": "echo ran > ran.txt"}"#);
     assert!(ok, "{stderr}");
     assert!(started.elapsed() < Duration::from_secs(20), "the hook was stopped at its limit");
-    let said = "the before_tool hook `slow` failed (it did not finish within 1 s and was stopped), so the call is refused";
+    let said =
+        "the before_tool hook `slow` failed (it did not finish within 1 s and was stopped), so the call is refused";
     assert!(stdout.contains(&format!("bash failed with: blocked: {said}")), "{stdout}\n{stderr}");
     assert!(stderr.contains(said), "a notice says so: {stderr}");
     assert!(!env.workspace.join("ran.txt").exists());
@@ -163,7 +169,10 @@ fn a_skill_is_listed_and_loaded_through_the_skill_tool() {
     let (ok, stdout, _) = run(&env, r#"@tool skill {"name": "release", "file": "checklist.md"}"#);
     assert!(ok && stdout.contains("skill returned: - changelog written"), "{stdout}");
     let (ok, stdout, _) = run(&env, r#"@tool skill {"name": "release", "file": "../../settings.json"}"#);
-    assert!(ok && stdout.contains("skill failed with: `../../settings.json` is not a path inside the skill"), "{stdout}");
+    assert!(
+        ok && stdout.contains("skill failed with: `../../settings.json` is not a path inside the skill"),
+        "{stdout}"
+    );
 }
 
 /// The list of skills reaches the model after the system prompt (a real provider's request,

@@ -223,7 +223,10 @@ mod tests {
             (r#"{"before_tool": [{"command": " "}]}"#, "hooks.before_tool[0].command"),
             (r#"{"after_tool": [{"command": "x", "timeout_secs": 0}]}"#, "hooks.after_tool[0].timeout_secs"),
             (r#"{"after_turn": [{"command": "x", "tools": ["bash"]}]}"#, "hooks.after_turn[0].tools"),
-            (r#"{"before_tool": [{"command": "x"}, {"command": "y", "tools": ["a*b"]}]}"#, "hooks.before_tool[1].tools"),
+            (
+                r#"{"before_tool": [{"command": "x"}, {"command": "y", "tools": ["a*b"]}]}"#,
+                "hooks.before_tool[1].tools",
+            ),
         ];
         for (json, key) in cases {
             let err = parse(json).unwrap_err().to_string();

@@ -17,11 +17,11 @@ use serde::Deserialize;
 
 use crate::checkpoints::{CheckpointSettings, RawCheckpoints, checkpoint_settings};
 use crate::error::{ConfigError, key_path};
+use crate::hooks::{HookSettings, RawHooks, hook_settings};
 use crate::mcp_servers::{McpServerConfig, RawMcpServer, mcp_servers};
 use crate::mode::Mode;
 use crate::net::{Network, NetworkPolicy, ShellNetwork, normalize_host, valid_host};
 use crate::pattern::{CommandPattern, PathPattern};
-use crate::hooks::{HookSettings, RawHooks, hook_settings};
 use crate::web::{RawWeb, WebSettings, web_settings};
 
 /// The user's settings file in the config dir.
