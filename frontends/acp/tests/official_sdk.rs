@@ -69,13 +69,7 @@ fn agent_text(seen: &Value) -> String {
 /// sees both calls, their completion and the answer, with the turn's stop reason.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gemini_cli_turn_asks_the_official_acp_client_before_its_command() {
-    let Some(program) = superpi_backends::discover::test_install(BackendKind::GeminiCli) else {
-        eprintln!("SKIPPED: Gemini CLI is not installed in the test cache (.ci/run installs it)");
-        return;
-    };
-    let env = TestEnv::new();
-    let file = format!("[backends.gemini-cli]\nprogram = \"{}\"\n", program.display());
-    std::fs::write(env.locations.config_dir.join("harnesses.toml"), file).unwrap();
+    let Some(env) = backend_env(BackendKind::GeminiCli) else { return };
     let marker = env.workspace.join("marker.txt").display().to_string();
     let command = "echo from-the-shell > shell.txt";
     let fake = GeminiFake::start(vec![
@@ -112,29 +106,24 @@ async fn a_gemini_cli_turn_asks_the_official_acp_client_before_its_command() {
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
 }
 
-/// OpenCode behind ACP: in `accept-edits` OpenCode asks before its shell command; the question
-/// reaches the editor as `session/request_permission`, the editor allows it, the command runs
-/// (confined by superpi) and the editor sees the call, its completion and the answer. OpenCode's
-/// model is superpi's default (the OpenAI-compatible fake).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_opencode_turn_asks_the_official_acp_client_and_runs_its_command() {
-    let Some(program) = superpi_backends::discover::test_install(BackendKind::Opencode) else {
-        eprintln!("SKIPPED: OpenCode is not installed in the test cache (.ci/run installs it)");
-        return;
+/// A test environment whose harnesses file names `kind`'s program from the test cache; `None`,
+/// saying so, when it is not installed.
+fn backend_env(kind: BackendKind) -> Option<TestEnv> {
+    let Some(program) = superpi_backends::discover::test_install(kind) else {
+        eprintln!("SKIPPED: {} is not installed in the test cache (.ci/run installs it)", kind.title());
+        return None;
     };
     let env = TestEnv::new();
-    let file = format!("[backends.opencode]\nprogram = \"{}\"\n", program.display());
+    let file = format!("[backends.{kind}]\nprogram = \"{}\"\n", program.display());
     std::fs::write(env.locations.config_dir.join("harnesses.toml"), file).unwrap();
-    let command = "echo from-acp > marker.txt";
-    let fake = OpenAiFake::start(vec![
-        Answer::tool_call("bash", json!({"command": command, "description": "write a marker"})),
-        Answer::text("marker written"),
-    ])
-    .await
-    .unwrap();
-    let seen = sdk_turn(&env, &fake, &[], "opencode", "accept-edits", "write the marker").await;
+    Some(env)
+}
+
+/// What the editor saw of a turn whose one command (containing `command`) was asked, allowed
+/// and run: the question, the call and its completion, the answer `marker written`.
+fn assert_asked_and_ran(seen: &Value, command: &str) {
     assert_eq!(seen["stopReason"], "end_turn", "{seen}");
-    assert_eq!(agent_text(&seen), "marker written", "{seen}");
+    assert_eq!(agent_text(seen), "marker written", "{seen}");
     let asked = seen["asked"].as_array().unwrap();
     assert_eq!(asked.len(), 1, "{seen}");
     assert!(asked[0].to_string().contains(command), "{seen}");
@@ -145,6 +134,24 @@ async fn an_opencode_turn_asks_the_official_acp_client_and_runs_its_command() {
         .iter()
         .any(|u| u["sessionUpdate"] == "tool_call_update" && &u["toolCallId"] == id && u["status"] == "completed");
     assert!(completed, "{seen}");
+}
+
+/// OpenCode behind ACP: in `accept-edits` OpenCode asks before its shell command; the question
+/// reaches the editor as `session/request_permission`, the editor allows it, the command runs
+/// (confined by superpi) and the editor sees the call, its completion and the answer. OpenCode's
+/// model is superpi's default (the OpenAI-compatible fake).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_opencode_turn_asks_the_official_acp_client_and_runs_its_command() {
+    let Some(env) = backend_env(BackendKind::Opencode) else { return };
+    let command = "echo from-acp > marker.txt";
+    let fake = OpenAiFake::start(vec![
+        Answer::tool_call("bash", json!({"command": command, "description": "write a marker"})),
+        Answer::text("marker written"),
+    ])
+    .await
+    .unwrap();
+    let seen = sdk_turn(&env, &fake, &[], "opencode", "accept-edits", "write the marker").await;
+    assert_asked_and_ran(&seen, command);
     assert_eq!(std::fs::read_to_string(env.workspace.join("marker.txt")).unwrap(), "from-acp\n");
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
 }
@@ -157,13 +164,7 @@ async fn an_opencode_turn_asks_the_official_acp_client_and_runs_its_command() {
 /// Responses API's documented input types the fake checks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_codex_turn_asks_the_official_acp_client_and_runs_its_command() {
-    let Some(program) = superpi_backends::discover::test_install(BackendKind::Codex) else {
-        eprintln!("SKIPPED: Codex is not installed in the test cache (.ci/run installs it)");
-        return;
-    };
-    let env = TestEnv::new();
-    let file = format!("[backends.codex]\nprogram = \"{}\"\n", program.display());
-    std::fs::write(env.locations.config_dir.join("harnesses.toml"), file).unwrap();
+    let Some(env) = backend_env(BackendKind::Codex) else { return };
     let command = "echo from-acp > marker.txt";
     let fake = ResponsesFake::start(vec![
         Answer::tool_call("exec_command", json!({"cmd": command})),
@@ -173,18 +174,8 @@ async fn a_codex_turn_asks_the_official_acp_client_and_runs_its_command() {
     .unwrap();
     let vars = [("MODEL", "openai/gpt-5.1-codex")];
     let seen = sdk_turn(&env, &fake, &vars, "codex", "accept-edits", "write the marker").await;
-    assert_eq!(seen["stopReason"], "end_turn", "{seen}");
-    assert_eq!(agent_text(&seen), "marker written", "{seen}");
-    let asked = seen["asked"].as_array().unwrap();
-    assert_eq!(asked.len(), 1, "{seen}");
-    assert!(asked[0].to_string().contains("from-acp"), "{seen}");
-    let updates = seen["updates"].as_array().unwrap();
-    let call = updates.iter().find(|u| u["sessionUpdate"] == "tool_call").unwrap_or_else(|| panic!("{seen}"));
-    let id = &call["toolCallId"];
-    let completed = updates
-        .iter()
-        .any(|u| u["sessionUpdate"] == "tool_call_update" && &u["toolCallId"] == id && u["status"] == "completed");
-    assert!(completed, "{seen}");
+    // Codex's question names the command as it will run it (through a shell).
+    assert_asked_and_ran(&seen, "from-acp");
     assert_eq!(std::fs::read_to_string(env.workspace.join("marker.txt")).unwrap(), "from-acp\n");
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
     assert!(fake.accepted().iter().all(|body| body["model"] == "gpt-5.1-codex"), "the editor's model");
