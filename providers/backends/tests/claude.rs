@@ -83,12 +83,8 @@ async fn a_prompt_image_reaches_the_model_api() {
 async fn a_crash_mid_turn_fails_the_turn_and_the_next_turn_starts_it_again() {
     let Some(program) = common::program(BackendKind::ClaudeCode) else { return };
     let env = env();
-    let fake = AnthropicFake::start(vec![common::held(), Answer::text("back again")]).await.unwrap();
+    let fake = AnthropicFake::start(common::crash_script()).await.unwrap();
     fake.accept_betas();
-    let turn_spec = || TurnSpec { ..spec(&env, BackendKind::ClaudeCode, &program, &fake, Mode::AcceptEdits, "hi") };
-    let mut turn = superpi_backends::start(&env.sandbox, turn_spec()).await.unwrap();
-    common::crash_mid_turn(&mut turn, &fake).await;
-    let mut turn = superpi_backends::start(&env.sandbox, turn_spec()).await.unwrap();
-    let events = run(&mut turn, Approval::Allow).await;
-    assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "back again"), "{events:?}");
+    let spec = || spec(&env, BackendKind::ClaudeCode, &program, &fake, Mode::AcceptEdits, "hi");
+    common::crash_then_next_turn(&env, spec, &fake).await;
 }

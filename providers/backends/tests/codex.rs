@@ -172,14 +172,10 @@ async fn a_prompt_image_reaches_the_model_api() {
 async fn a_crash_mid_turn_fails_the_turn_and_the_next_turn_starts_it_again() {
     let Some(program) = common::program(BackendKind::Codex) else { return };
     let env = env();
-    let fake = ResponsesFake::start(vec![common::held(), Answer::text("back again")]).await.unwrap();
-    let turn_spec = || TurnSpec {
+    let fake = ResponsesFake::start(common::crash_script()).await.unwrap();
+    let spec = || TurnSpec {
         model: Some(MODEL.into()),
         ..spec(&env, BackendKind::Codex, &program, &fake, Mode::AcceptEdits, "hi")
     };
-    let mut turn = superpi_backends::start(&env.sandbox, turn_spec()).await.unwrap();
-    common::crash_mid_turn(&mut turn, &fake).await;
-    let mut turn = superpi_backends::start(&env.sandbox, turn_spec()).await.unwrap();
-    let events = run(&mut turn, Approval::Allow).await;
-    assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "back again"), "{events:?}");
+    common::crash_then_next_turn(&env, spec, &fake).await;
 }

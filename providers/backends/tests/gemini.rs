@@ -188,14 +188,10 @@ async fn accept_edits_asks_superpi_before_a_command_and_a_refusal_reaches_the_mo
 async fn a_crash_mid_turn_fails_the_turn_and_the_next_turn_starts_it_again() {
     let Some(program) = common::program(BackendKind::GeminiCli) else { return };
     let env = env();
-    let fake = GeminiFake::start(vec![common::held(), Answer::text("back again")]).await.unwrap();
-    let turn_spec = || TurnSpec {
+    let fake = GeminiFake::start(common::crash_script()).await.unwrap();
+    let spec = || TurnSpec {
         model: Some(MODEL.into()),
         ..spec(&env, BackendKind::GeminiCli, &program, &fake, Mode::AcceptEdits, "hi")
     };
-    let mut turn = superpi_backends::start(&env.sandbox, turn_spec()).await.unwrap();
-    common::crash_mid_turn(&mut turn, &fake).await;
-    let mut turn = superpi_backends::start(&env.sandbox, turn_spec()).await.unwrap();
-    let events = run(&mut turn, Approval::Allow).await;
-    assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "back again"), "{events:?}");
+    common::crash_then_next_turn(&env, spec, &fake).await;
 }

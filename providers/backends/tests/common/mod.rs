@@ -143,3 +143,19 @@ pub async fn crash_mid_turn(turn: &mut RunningTurn, fake: &FakeServer) {
     let Some(BackendEvent::Failed { message }) = events.last() else { panic!("{events:?}") };
     assert!(message.contains("signal: 9"), "{message}");
 }
+
+/// The script of a crash test's fake: the first request held (the crash comes meanwhile), the
+/// next answered `back again`.
+pub fn crash_script() -> Vec<superpi_providers::testing::answers::Answer> {
+    vec![held(), superpi_providers::testing::answers::Answer::text("back again")]
+}
+
+/// A turn of `spec` killed mid-turn ([`crash_mid_turn`]), then the next turn of the same spec,
+/// which starts the program again and ends with the fake's `back again`.
+pub async fn crash_then_next_turn(env: &Env, spec: impl Fn() -> TurnSpec, fake: &FakeServer) {
+    let mut turn = superpi_backends::start(&env.sandbox, spec()).await.unwrap();
+    crash_mid_turn(&mut turn, fake).await;
+    let mut turn = superpi_backends::start(&env.sandbox, spec()).await.unwrap();
+    let events = run(&mut turn, Approval::Allow).await;
+    assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "back again"), "{events:?}");
+}
