@@ -4,12 +4,14 @@
 //! directory), the store (SQLite, WAL, or PostgreSQL shared by several kernels, each running
 //! the conversations whose leases it holds), one actor per live conversation with its turn loop,
 //! event publication with per-watcher credit windows, permission questions, and the one
-//! tool-call pipeline (policy, questions, path locks, the sandbox). Frontends reach it only
+//! tool-call pipeline (the user's hooks, policy, questions, path locks, the sandbox), and the
+//! skills it lists to a model. Frontends reach it only
 //! through the kernel protocol of superpi-proto.
 //!
 //! It must not know any frontend protocol (ACP, MCP, JSON-RPC, OpenAI, AG-UI), and no built-in
 //! tool ever runs inside its process: calls go to superpi-sandbox's confined children (a runner
-//! an embedding program registers runs here and confines itself).
+//! an embedding program registers runs here and confines itself), nor does a user's hook (the
+//! sandbox crate starts it, confined).
 
 mod activity;
 mod backend_seed;
