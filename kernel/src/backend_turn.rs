@@ -109,6 +109,7 @@ pub(crate) async fn drive(
         prompt: prompt_text,
         images: prompt_images(kernel, prompt)?,
         model: backend_model(catalog, kind, &conv.settings().model),
+        effort: conv.settings().effort.filter(|_| superpi_backends::effort_refusal(kind).is_none()),
         resume,
         home,
         env,

@@ -300,7 +300,7 @@ fn open(kernel: &Arc<Kernel>, peer: &Peer, p: OpenParams) -> Reply {
     };
     kernel.catalog.provider(&model)?;
     if let Some(effort) = p.effort {
-        kernel.catalog.check_effort(&model, effort)?;
+        kernel.catalog.check_effort(harness, &model, effort)?;
     }
     let mode = kernel.catalog.mode_for(p.mode.as_deref(), harness, peer.remote)?;
     let workspace = match harness.workspace {
@@ -655,12 +655,15 @@ fn settings_changed(kernel: &Kernel, peer: &Peer, id: i64) -> Result<(), ErrorOb
 /// Through a kernel that does not run the conversation, as `set_mode`.
 fn set_effort(kernel: &Arc<Kernel>, peer: &Peer, id: i64, effort: Option<Effort>) -> Reply {
     let found = found(kernel, peer, id)?;
-    let model = match &found {
-        Found::Here(conv) => conv.settings().model,
-        Found::Elsewhere { row, .. } => row.model.clone(),
+    let (model, harness) = match &found {
+        Found::Here(conv) => {
+            let settings = conv.settings();
+            (settings.model, settings.harness)
+        }
+        Found::Elsewhere { row, .. } => (row.model.clone(), row.harness.clone()),
     };
     if let Some(effort) = effort {
-        kernel.catalog.check_effort(&model, effort)?;
+        kernel.catalog.check_effort(kernel.catalog.harness(Some(&harness))?, &model, effort)?;
     }
     let mut settings = kernel.store.conversation(id).map_err(internal)?.ok_or_else(|| not_found(id))?.settings;
     settings.effort = effort;

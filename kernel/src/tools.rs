@@ -153,9 +153,16 @@ impl Catalog {
             .collect()
     }
 
-    /// Refuses (-32602) a thinking effort `model` does not take, naming the levels it does.
-    pub fn check_effort(&self, model: &str, effort: superpi_proto::Effort) -> Result<(), ErrorObject> {
-        match superpi_providers::effort::refusal(model, effort, &self.providers) {
+    /// Refuses (-32602) a thinking effort `model` does not take, naming the levels it does, or
+    /// one the harness's agent backend would not be given.
+    pub fn check_effort(
+        &self,
+        harness: &Harness,
+        model: &str,
+        effort: superpi_proto::Effort,
+    ) -> Result<(), ErrorObject> {
+        let backend = harness.backend.and_then(superpi_backends::effort_refusal);
+        match backend.or_else(|| superpi_providers::effort::refusal(model, effort, &self.providers)) {
             Some(why) => Err(ErrorObject::new(codes::INVALID_PARAMS, why)),
             None => Ok(()),
         }

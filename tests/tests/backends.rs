@@ -234,6 +234,19 @@ async fn claude_code_runs_a_tool_call_turn_through_superpi_run_and_continues_aft
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
 }
 
+/// Gemini CLI and OpenCode have no thinking effort setting superpi can give them: asking for
+/// one on their harness is refused, saying so, instead of being ignored.
+#[test]
+fn an_effort_on_a_backend_without_one_is_refused() {
+    let env = TestEnv::new();
+    let program = stand_in(&env, "exit 1");
+    name_backend(&env, BackendKind::GeminiCli, &program);
+    let out = env.command(&["run", "--harness", "gemini-cli", "--effort", "low", "hi"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("Gemini CLI takes no thinking effort from superpi"), "{stderr}");
+}
+
 /// With nobody watching who could answer, Claude Code's approval request is refused (fails
 /// closed): the command does not run and Claude Code gets the refusal as the call's result.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -286,7 +299,18 @@ async fn codex_runs_a_command_turn_through_superpi_run_and_continues_after_a_res
     let out = run_with(
         &env,
         &fake,
-        &["run", "--harness", "codex", "--model", "openai/gpt-5.1-codex", "--mode", "auto", "write the marker"],
+        &[
+            "run",
+            "--harness",
+            "codex",
+            "--model",
+            "openai/gpt-5.1-codex",
+            "--effort",
+            "high",
+            "--mode",
+            "auto",
+            "write the marker",
+        ],
     )
     .await;
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -306,6 +330,9 @@ async fn codex_runs_a_command_turn_through_superpi_run_and_continues_after_a_res
     let last = fake.accepted().pop().unwrap().to_string();
     assert!(last.contains("marker written") && last.contains("what did you write?"), "{last}");
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+    // The conversation's effort reached the Responses API through Codex, also after the restart.
+    let efforts: Vec<_> = fake.accepted().iter().map(|body| body["reasoning"]["effort"].clone()).collect();
+    assert!(efforts.iter().all(|e| e == "high"), "{efforts:?}");
 }
 
 /// The real Gemini CLI: `superpi run` with the gemini-cli harness and a Gemini model, and

@@ -10,14 +10,20 @@
 
 use serde_json::{Value, json};
 use superpi_policy::Mode;
-use superpi_proto::{ContentBlock, Usage};
+use superpi_proto::{ContentBlock, Effort, Usage};
 
 use crate::event::{Approval, ApprovalRequest, BackendEvent, PromptImage};
 use crate::lines::{LineTranslator, Translating};
 
-/// The command line of one turn: `model` is asked for (else Claude Code picks its own),
-/// `resume` continues the backend's session.
-pub fn args(mode: Mode, bypass_allowed: bool, model: Option<&str>, resume: Option<&str>) -> Vec<String> {
+/// The command line of one turn: `model` is asked for (else Claude Code picks its own), and
+/// `effort` (else Claude Code's own), `resume` continues the backend's session.
+pub fn args(
+    mode: Mode,
+    bypass_allowed: bool,
+    model: Option<&str>,
+    effort: Option<Effort>,
+    resume: Option<&str>,
+) -> Vec<String> {
     let mut args: Vec<String> = [
         "-p",
         "--input-format",
@@ -40,10 +46,23 @@ pub fn args(mode: Mode, bypass_allowed: bool, model: Option<&str>, resume: Optio
     if let Some(model) = model {
         args.extend(["--model".into(), model.to_string()]);
     }
+    if let Some(effort) = effort {
+        args.extend(["--effort".into(), effort_level(effort).to_string()]);
+    }
     if let Some(session) = resume {
         args.extend(["--resume".into(), session.to_string()]);
     }
     args
+}
+
+/// Claude Code's `--effort` for a level: `off` is its least, `low`, with thinking turned off
+/// (the driver sets `MAX_THINKING_TOKENS=0`).
+pub fn effort_level(effort: Effort) -> &'static str {
+    match effort {
+        Effort::Off | Effort::Low => "low",
+        Effort::Medium => "medium",
+        Effort::High => "high",
+    }
 }
 
 /// Claude Code's permission mode for a superpi mode. `bypassPermissions` only where superpi

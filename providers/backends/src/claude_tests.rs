@@ -149,11 +149,13 @@ fn modes_choose_claudes_permission_mode() {
     assert_eq!(permission_mode(Mode::AcceptEdits, true), "acceptEdits");
     assert_eq!(permission_mode(Mode::Auto, true), "bypassPermissions");
     assert_eq!(permission_mode(Mode::Auto, false), "acceptEdits");
-    let a = args(Mode::Plan, true, Some("claude-opus-4-5"), Some("s-1"));
+    let a = args(Mode::Plan, true, Some("claude-opus-4-5"), Some(Effort::High), Some("s-1"));
     assert!(a.windows(2).any(|w| w == ["--model", "claude-opus-4-5"]));
     assert!(a.windows(2).any(|w| w == ["--permission-mode", "plan"]));
     assert!(a.windows(2).any(|w| w == ["--resume", "s-1"]));
+    assert!(a.windows(2).any(|w| w == ["--effort", "high"]));
     assert!(a.windows(2).any(|w| w == ["--permission-prompt-tool", "stdio"]));
-    let bare = args(Mode::Plan, true, None, None);
+    let bare = args(Mode::Plan, true, None, None, None);
     assert!(!bare.contains(&"--resume".to_string()) && !bare.contains(&"--model".to_string()));
+    assert!(!bare.contains(&"--effort".to_string()), "without an effort Claude Code keeps its own");
 }

@@ -15,7 +15,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Value, json};
 use superpi_policy::Mode;
-use superpi_proto::{ContentBlock, Usage};
+use superpi_proto::{ContentBlock, Effort, Usage};
 
 use crate::event::{Approval, ApprovalRequest, BackendEvent, PromptImage};
 use crate::lines::{LineTranslator, Translating};
@@ -69,6 +69,17 @@ pub fn fixed_env(state_dir: &str) -> Vec<(String, String)> {
     vec![("HOME".into(), state_dir.into()), ("CODEX_HOME".into(), state_dir.into())]
 }
 
+/// The reasoning effort `turn/start` asks for (Codex sends it on as the Responses API's
+/// `reasoning.effort`): superpi's `off` is OpenAI's `minimal`, as for its own OpenAI requests.
+pub fn reasoning_effort(effort: Effort) -> &'static str {
+    match effort {
+        Effort::Off => "minimal",
+        Effort::Low => "low",
+        Effort::Medium => "medium",
+        Effort::High => "high",
+    }
+}
+
 fn toml_string(text: &str) -> String {
     Value::String(text.to_string()).to_string()
 }
@@ -83,6 +94,7 @@ pub struct Start {
     pub mode: Option<Mode>,
     pub confined: bool,
     pub model: Option<String>,
+    pub effort: Option<Effort>,
     pub resume: Option<String>,
 }
 
@@ -190,7 +202,10 @@ impl Stream {
                 );
                 let input: Vec<Value> =
                     std::iter::once(json!({"type": "text", "text": self.start.prompt})).chain(images).collect();
-                let params = json!({"threadId": thread, "input": input});
+                let mut params = json!({"threadId": thread, "input": input});
+                if let Some(effort) = self.start.effort {
+                    params["effort"] = json!(reasoning_effort(effort));
+                }
                 let line = json!({"id": TURN_START, "method": "turn/start", "params": params});
                 out.push(BackendEvent::Write { line: format!("{line}\n") });
             }

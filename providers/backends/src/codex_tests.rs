@@ -154,6 +154,7 @@ fn what_superpi_writes_to_codex() {
         mode: Some(Mode::AcceptEdits),
         confined: true,
         model: Some("gpt-5.1-codex".into()),
+        effort: None,
         resume: Some("t-1".into()),
     };
     let lines: Vec<serde_json::Value> = opening(&start).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -180,4 +181,20 @@ fn what_superpi_writes_to_codex() {
     let refusal: serde_json::Value = serde_json::from_str(&refusal_line("7", "item/tool/call")).unwrap();
     assert_eq!(refusal["id"], 7);
     assert_eq!(refusal["error"]["code"], -32601);
+}
+
+/// The conversation's effort goes with `turn/start` in OpenAI's words (`off` is `minimal`);
+/// without one, Codex keeps its own.
+#[test]
+fn turn_start_carries_the_conversations_effort() {
+    let turn_start = |effort| {
+        let mut stream = Stream::new(Start { prompt: "hi".into(), effort, ..Default::default() });
+        let mut out = Vec::new();
+        stream.response(&json!(1), &json!({"id": 1, "result": {"thread": {"id": "t-1"}}}), &mut out);
+        let Some(BackendEvent::Write { line }) = out.pop() else { panic!("no turn/start in {out:?}") };
+        serde_json::from_str::<serde_json::Value>(&line).unwrap()["params"].clone()
+    };
+    assert_eq!(turn_start(Some(Effort::High))["effort"], "high");
+    assert_eq!(turn_start(Some(Effort::Off))["effort"], "minimal");
+    assert!(turn_start(None).get("effort").is_none());
 }

@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use superpi_policy::{BackendKind, Mode};
+use superpi_proto::Effort;
 use superpi_sandbox::{Sandbox, ServerSpec};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
@@ -35,6 +36,8 @@ pub struct TurnSpec {
     /// The model to ask for, in the backend's own naming (see `backend_model`); none lets the
     /// backend choose.
     pub model: Option<String>,
+    /// The conversation's thinking effort (see [`effort_refusal`]); none leaves the backend's own.
+    pub effort: Option<Effort>,
     /// The backend's session to continue.
     pub resume: Option<String>,
     /// The program's home (see `Sessions::home`).
@@ -66,6 +69,21 @@ pub fn image_refusal(kind: BackendKind) -> Option<String> {
              alone, or use a model's harness for images"
                 .to_string(),
         ),
+    }
+}
+
+/// Why `kind` cannot be given a conversation's thinking effort, or `None` when it can: Claude
+/// Code takes `--effort` (and no thinking budget for `off`), Codex an `effort` in `turn/start`
+/// (the Responses API's `reasoning.effort`); headless Gemini CLI and OpenCode's prompts have no
+/// such setting, so an effort would be silently ignored.
+pub fn effort_refusal(kind: BackendKind) -> Option<String> {
+    match kind {
+        BackendKind::ClaudeCode | BackendKind::Codex => None,
+        BackendKind::GeminiCli | BackendKind::Opencode => Some(format!(
+            "{} takes no thinking effort from superpi (its own settings choose how much it thinks); \
+             leave the effort unset, or use a model's harness or Claude Code's or Codex's",
+            kind.title()
+        )),
     }
 }
 
@@ -123,8 +141,13 @@ pub async fn start(sandbox: &Sandbox, spec: TurnSpec) -> Result<RunningTurn, Str
         BackendKind::ClaudeCode => {
             // As root, Claude Code refuses `bypassPermissions` unless told it runs in a sandbox;
             // superpi's confinement is that sandbox, and only there is bypassing offered.
-            let args = claude::args(spec.mode, spec.confined, spec.model.as_deref(), spec.resume.as_deref());
+            let args =
+                claude::args(spec.mode, spec.confined, spec.model.as_deref(), spec.effort, spec.resume.as_deref());
             let mut env = claude::fixed_env(&home);
+            if spec.effort == Some(Effort::Off) {
+                // Claude Code thinks at every effort; no thinking budget turns it off.
+                env.push(("MAX_THINKING_TOKENS".into(), "0".into()));
+            }
             if spec.confined {
                 env.push(("IS_SANDBOX".into(), "1".into()));
             }
@@ -278,6 +301,7 @@ fn codex_start(spec: &TurnSpec) -> codex::Start {
         mode: Some(spec.mode),
         confined: spec.confined,
         model: spec.model.clone(),
+        effort: spec.effort,
         resume: spec.resume.clone(),
     }
 }

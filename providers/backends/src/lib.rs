@@ -27,7 +27,7 @@ pub mod opencode_server;
 pub mod sessions;
 
 pub use discover::Found;
-pub use driver::{RunningTurn, TurnSpec, env_keys, image_refusal, install_dirs, start};
+pub use driver::{RunningTurn, TurnSpec, effort_refusal, env_keys, image_refusal, install_dirs, start};
 pub use event::{Approval, ApprovalRequest, BackendEvent, PromptImage};
 pub use opencode::Endpoint;
 pub use opencode_server::Servers;

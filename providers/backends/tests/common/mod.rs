@@ -51,6 +51,7 @@ pub fn spec(env: &Env, kind: BackendKind, program: &Path, fake: &FakeServer, mod
         prompt: prompt.into(),
         images: Vec::new(),
         model: None,
+        effort: None,
         resume: None,
         home: env.sessions.home(kind).unwrap(),
         install_dirs: superpi_backends::install_dirs(program),
