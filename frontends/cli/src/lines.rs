@@ -40,6 +40,13 @@ impl LineReader {
                     Ok(text) => {
                         if !text.trim().is_empty() {
                             let _ = editor.add_history_entry(text.as_str());
+                            // Kept at once: `/exit` ends the process without waiting for this
+                            // thread, and a crash would lose the lines otherwise.
+                            if let Some(path) = &history
+                                && let Err(err) = editor.append_history(path)
+                            {
+                                tracing::debug!("chat history not saved to {}: {err}", path.display());
+                            }
                         }
                         Line::Text(text)
                     }
@@ -54,11 +61,6 @@ impl LineReader {
                 if tx.blocking_send(line).is_err() || end {
                     break;
                 }
-            }
-            if let Some(path) = &history
-                && let Err(err) = editor.save_history(path)
-            {
-                tracing::debug!("chat history not saved to {}: {err}", path.display());
             }
         })?;
         Ok(LineReader { ask, lines, asked: false })
