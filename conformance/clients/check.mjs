@@ -23,8 +23,12 @@ const gateway = need("GATEWAY_URL");
 const repo = need("REPO_DIR");
 const clientsDir = need("CLIENTS_DIR");
 const opencodeDir = need("OPENCODE_DIR");
-const claude = join(clientsDir, "node_modules/.bin/claude");
-const codex = join(clientsDir, "node_modules/.bin/codex");
+// Where each client is (or is installed): CLAUDE_DIR and CODEX_DIR may name installations
+// already made at the pinned versions (CI's agent backends), else CLIENTS_DIR holds both.
+const claudeDir = process.env.CLAUDE_DIR || clientsDir;
+const codexDir = process.env.CODEX_DIR || clientsDir;
+const claude = join(claudeDir, "node_modules/.bin/claude");
+const codex = join(codexDir, "node_modules/.bin/codex");
 const opencode = join(opencodeDir, "node_modules/.bin/opencode");
 
 /** The snippets marked `<!-- check: NAME -->` in a README: name → code. */
@@ -92,9 +96,10 @@ async function install(dir, packages) {
 
 await check(`clients installed (${Object.entries(CLIENTS).map(([p, v]) => `${p}@${v}`).join(", ")}, opencode-ai@${OPENCODE})`, async () => {
   const version = (b) => (existsSync(b) ? spawnSync(b, ["--version"], { encoding: "utf8", env: { ...process.env, HOME: process.cwd() } }).stdout : "");
-  if (!version(claude).includes(CLIENTS["@anthropic-ai/claude-code"]) || !version(codex).includes(CLIENTS["@openai/codex"])) {
-    await install(clientsDir, Object.entries(CLIENTS).map(([p, v]) => `${p}@${v}`));
+  if (!version(claude).includes(CLIENTS["@anthropic-ai/claude-code"])) {
+    await install(claudeDir, [`@anthropic-ai/claude-code@${CLIENTS["@anthropic-ai/claude-code"]}`]);
   }
+  if (!version(codex).includes(CLIENTS["@openai/codex"])) await install(codexDir, [`@openai/codex@${CLIENTS["@openai/codex"]}`]);
   if (version(opencode).trim() !== OPENCODE) await install(opencodeDir, [`opencode-ai@${OPENCODE}`]);
   for (const b of [claude, codex, opencode]) assert.ok(existsSync(b), `${b} is missing after the install`);
 }, { timeoutMs: 1_900_000 });
