@@ -120,6 +120,13 @@ fn efforts(model: &str, _reasoning: bool) -> &'static [Effort] {
     }
 }
 
+/// The `thinkingConfig` a request to `model` carries for `effort` (the nearest level the model
+/// takes); none for a model without a thinking setting. Also what superpi gives Gemini CLI
+/// (superpi-backends) for a conversation's effort.
+pub fn thinking_config_for(model: &str, effort: Effort) -> Option<Value> {
+    effort.nearest_in(efforts(model, false)).map(|level| thinking_config(model, level))
+}
+
 /// `thinkingConfig` for a level the model takes: Gemini 3's `thinkingLevel` (its models refuse
 /// a level and a budget together), 2.5's `thinkingBudget` within the model's range.
 fn thinking_config(model: &str, effort: Effort) -> Value {

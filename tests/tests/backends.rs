@@ -234,17 +234,17 @@ async fn claude_code_runs_a_tool_call_turn_through_superpi_run_and_continues_aft
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
 }
 
-/// Gemini CLI and OpenCode have no thinking effort setting superpi can give them: asking for
-/// one on their harness is refused, saying so, instead of being ignored.
+/// OpenCode has no thinking effort setting superpi can give it: asking for one on its harness
+/// is refused, saying so, instead of being ignored.
 #[test]
 fn an_effort_on_a_backend_without_one_is_refused() {
     let env = TestEnv::new();
     let program = stand_in(&env, "exit 1");
-    name_backend(&env, BackendKind::GeminiCli, &program);
-    let out = env.command(&["run", "--harness", "gemini-cli", "--effort", "low", "hi"]).output().unwrap();
+    name_backend(&env, BackendKind::Opencode, &program);
+    let out = env.command(&["run", "--harness", "opencode", "--effort", "low", "hi"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
-    assert!(stderr.contains("Gemini CLI takes no thinking effort from superpi"), "{stderr}");
+    assert!(stderr.contains("OpenCode takes no thinking effort from superpi"), "{stderr}");
 }
 
 /// With nobody watching who could answer, Claude Code's approval request is refused (fails

@@ -74,16 +74,17 @@ pub fn image_refusal(kind: BackendKind) -> Option<String> {
 
 /// Why `kind` cannot be given a conversation's thinking effort, or `None` when it can: Claude
 /// Code takes `--effort` (and no thinking budget for `off`), Codex an `effort` in `turn/start`
-/// (the Responses API's `reasoning.effort`); headless Gemini CLI and OpenCode's prompts have no
-/// such setting, so an effort would be silently ignored.
+/// (the Responses API's `reasoning.effort`), Gemini CLI an override of its model configs in its
+/// settings (for the model superpi names); OpenCode's prompts have no such setting, so an effort
+/// would be silently ignored.
 pub fn effort_refusal(kind: BackendKind) -> Option<String> {
     match kind {
-        BackendKind::ClaudeCode | BackendKind::Codex => None,
-        BackendKind::GeminiCli | BackendKind::Opencode => Some(format!(
-            "{} takes no thinking effort from superpi (its own settings choose how much it thinks); \
-             leave the effort unset, or use a model's harness or Claude Code's or Codex's",
-            kind.title()
-        )),
+        BackendKind::ClaudeCode | BackendKind::Codex | BackendKind::GeminiCli => None,
+        BackendKind::Opencode => Some(
+            "OpenCode takes no thinking effort from superpi (its own settings choose how much it thinks); \
+             leave the effort unset, or use a model's harness or Claude Code's, Codex's or Gemini CLI's"
+                .to_string(),
+        ),
     }
 }
 
@@ -158,7 +159,8 @@ pub async fn start(sandbox: &Sandbox, spec: TurnSpec) -> Result<RunningTurn, Str
             (codex::args(base_url), codex::fixed_env(&home), codex::opening(&codex_start(&spec)))
         }
         BackendKind::GeminiCli => {
-            write_gemini_settings(&spec.home, &spec.env)?;
+            let thinking = spec.model.as_deref().zip(spec.effort);
+            write_gemini_settings(&spec.home, &spec.env, thinking)?;
             let args = gemini::args(spec.mode, spec.model.as_deref(), spec.resume.as_deref());
             (args, gemini::fixed_env(&home, &spec.env), spec.prompt.clone())
         }
@@ -285,10 +287,14 @@ impl RunningTurn {
 }
 
 /// Gemini CLI's user settings in its home (superpi's, rewritten each turn).
-fn write_gemini_settings(home: &Path, env: &[(String, String)]) -> Result<(), String> {
+fn write_gemini_settings(
+    home: &Path,
+    env: &[(String, String)],
+    thinking: Option<(&str, Effort)>,
+) -> Result<(), String> {
     let dir = home.join(".gemini");
     let written = std::fs::create_dir_all(&dir)
-        .and_then(|()| std::fs::write(dir.join("settings.json"), gemini::settings(env).to_string()));
+        .and_then(|()| std::fs::write(dir.join("settings.json"), gemini::settings(env, thinking).to_string()));
     written.map_err(|e| format!("Gemini CLI's settings in {}: {e}", dir.display()))
 }
 

@@ -17,7 +17,7 @@
 
 use serde_json::{Value, json};
 use superpi_policy::Mode;
-use superpi_proto::{ContentBlock, Usage};
+use superpi_proto::{ContentBlock, Effort, Usage};
 
 use crate::event::{ApprovalRequest, BackendEvent};
 use crate::lines::{LineTranslator, Translating};
@@ -141,7 +141,7 @@ pub fn fixed_env(state_dir: &str, env: &[(String, String)]) -> Vec<(String, Stri
 /// The user settings superpi writes into the CLI's home before each turn: how it
 /// authenticates (headless it refuses to choose: "Invalid auth method selected" for a base
 /// URL alone), and no usage statistics or self-update.
-pub fn settings(env: &[(String, String)]) -> Value {
+pub fn settings(env: &[(String, String)], thinking: Option<(&str, Effort)>) -> Value {
     let given = |key: &str| env.iter().any(|(k, v)| k == key && !v.is_empty());
     let vertex = env.iter().any(|(k, v)| k == "GOOGLE_GENAI_USE_VERTEXAI" && v == "true");
     let auth = if vertex {
@@ -152,12 +152,22 @@ pub fn settings(env: &[(String, String)]) -> Value {
         json!({})
     };
     let hook = json!({"type": "command", "name": "superpi-ask", "command": ASK_HOOK, "timeout": ASK_HOOK_TIMEOUT_MS});
-    json!({
+    let mut settings = json!({
         "security": {"auth": auth},
         "privacy": {"usageStatisticsEnabled": false},
         "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
         "hooks": {"BeforeTool": [{"matcher": ask_matcher(), "hooks": [hook]}]},
-    })
+    });
+    // The conversation's effort, as superpi's own Gemini requests carry it, for the model
+    // asked for (an override of Gemini CLI's model configs; its other requests keep theirs).
+    if let Some((model, effort)) = thinking
+        && let Some(config) = superpi_providers::gemini::thinking_config_for(model, effort)
+    {
+        let matched = json!({"match": {"model": model},
+            "modelConfig": {"generateContentConfig": {"thinkingConfig": config}}});
+        settings["modelConfigs"] = json!({"customOverrides": [matched]});
+    }
+    settings
 }
 
 /// Gemini CLI's output, translated.

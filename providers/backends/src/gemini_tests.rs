@@ -103,13 +103,13 @@ fn the_mode_chooses_the_approval_mode_and_the_settings_say_how_to_sign_in() {
     );
     let env = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>();
     let kernel = env(&[("GEMINI_API_KEY", "k"), ("GEMINI_BASE_URL", "http://127.0.0.1:9")]);
-    assert_eq!(settings(&kernel)["security"]["auth"]["selectedType"], "gemini-api-key");
+    assert_eq!(settings(&kernel, None)["security"]["auth"]["selectedType"], "gemini-api-key");
     assert_eq!(
-        settings(&env(&[("GOOGLE_GENAI_USE_VERTEXAI", "true")]))["security"]["auth"]["selectedType"],
+        settings(&env(&[("GOOGLE_GENAI_USE_VERTEXAI", "true")]), None)["security"]["auth"]["selectedType"],
         "vertex-ai"
     );
-    assert_eq!(settings(&[])["security"]["auth"], json!({}));
-    let hooks = &settings(&[])["hooks"]["BeforeTool"][0];
+    assert_eq!(settings(&[], None)["security"]["auth"], json!({}));
+    let hooks = &settings(&[], None)["hooks"]["BeforeTool"][0];
     assert_eq!(hooks["hooks"][0]["command"], ASK_HOOK);
     let matcher = hooks["matcher"].as_str().unwrap();
     assert!(matcher.starts_with("^(?!(read_file|") && matcher.contains("|replace|") && matcher.ends_with(")$)"));
@@ -141,4 +141,21 @@ fn a_hooks_question_is_about_the_running_call_it_names() {
     let [BackendEvent::ApprovalRequest(request)] = &later[..] else { panic!("{later:?}") };
     assert_eq!(request.tool_call_id, None, "a call whose result came is not asked about");
     assert_eq!(hook_answer(&crate::event::Approval::Allow), "{\"decision\":\"allow\"}\n");
+}
+
+/// A conversation's effort becomes an override of Gemini CLI's model configs for the model
+/// asked for; a model without a thinking setting gets none.
+#[test]
+fn an_effort_is_a_model_config_override_for_the_model() {
+    let settings = settings(&[], Some(("gemini-2.5-flash", Effort::Low)));
+    assert_eq!(
+        settings["modelConfigs"]["customOverrides"],
+        json!([{"match": {"model": "gemini-2.5-flash"},
+                "modelConfig": {"generateContentConfig": {"thinkingConfig": {"includeThoughts": true, "thinkingBudget": 1024}}}}])
+    );
+    let gemini3 = super::settings(&[], Some(("gemini-3-pro-preview", Effort::Medium)));
+    let config = &gemini3["modelConfigs"]["customOverrides"][0]["modelConfig"]["generateContentConfig"];
+    assert_eq!(config["thinkingConfig"]["thinkingLevel"], "low", "the nearest level 3 Pro takes");
+    assert!(super::settings(&[], Some(("gemini-2.0-flash", Effort::High))).get("modelConfigs").is_none());
+    assert!(super::settings(&[], None).get("modelConfigs").is_none());
 }

@@ -95,25 +95,21 @@ async fn a_crash_mid_turn_fails_the_turn_and_the_next_turn_starts_it_again() {
 /// Claude Code keeps its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_conversations_effort_reaches_the_model_api() {
-    use superpi_proto::Effort;
     let Some(program) = common::program(BackendKind::ClaudeCode) else { return };
     let env = env();
     let fake = AnthropicFake::start(vec![Answer::text("thought"); 4]).await.unwrap();
     fake.accept_betas();
-    let mut sent = Vec::new();
-    for effort in [None, Some(Effort::Off), Some(Effort::Low), Some(Effort::High)] {
-        let spec = TurnSpec {
-            effort,
-            model: Some("claude-opus-4-5".into()),
-            ..spec(&env, BackendKind::ClaudeCode, &program, &fake, Mode::AcceptEdits, "think")
-        };
-        let mut turn = superpi_backends::start(&env.sandbox, spec).await.unwrap();
-        let events = run(&mut turn, Approval::Allow).await;
-        assert!(matches!(events.last(), Some(BackendEvent::End { .. })), "{effort:?}: {events:?}");
-        let body = fake.accepted().pop().unwrap();
-        sent.push((body["output_config"]["effort"].clone(), body["thinking"]["type"].clone()));
-    }
-    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+    let sent = common::requests_per_effort(
+        &env,
+        BackendKind::ClaudeCode,
+        &program,
+        &fake,
+        "claude-opus-4-5",
+        Mode::AcceptEdits,
+    )
+    .await;
+    let sent: Vec<_> =
+        sent.iter().map(|body| (body["output_config"]["effort"].clone(), body["thinking"]["type"].clone())).collect();
     let [own, off, low, high] = &sent[..] else { unreachable!() };
     assert_eq!(own.1, "enabled", "Claude Code's own choice thinks: {sent:?}");
     assert_eq!(off, &(json!("low"), json!("disabled")));

@@ -185,22 +185,10 @@ async fn a_crash_mid_turn_fails_the_turn_and_the_next_turn_starts_it_again() {
 /// takes); without one, Codex keeps its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_conversations_effort_reaches_the_responses_api() {
-    use superpi_proto::Effort;
     let Some(program) = common::program(BackendKind::Codex) else { return };
     let env = env();
     let fake = ResponsesFake::start(vec![Answer::text("thought"); 4]).await.unwrap();
-    let mut sent = Vec::new();
-    for effort in [None, Some(Effort::Off), Some(Effort::Low), Some(Effort::High)] {
-        let spec = TurnSpec {
-            effort,
-            model: Some(MODEL.into()),
-            ..spec(&env, BackendKind::Codex, &program, &fake, Mode::AcceptEdits, "think")
-        };
-        let mut turn = superpi_backends::start(&env.sandbox, spec).await.unwrap();
-        let events = run(&mut turn, Approval::Allow).await;
-        assert!(matches!(events.last(), Some(BackendEvent::End { .. })), "{effort:?}: {events:?}");
-        sent.push(fake.accepted().pop().unwrap()["reasoning"]["effort"].clone());
-    }
-    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+    let sent = common::requests_per_effort(&env, BackendKind::Codex, &program, &fake, MODEL, Mode::AcceptEdits).await;
+    let sent: Vec<_> = sent.iter().map(|body| body["reasoning"]["effort"].clone()).collect();
     assert_eq!(sent, [json!(null), json!("minimal"), json!("low"), json!("high")]);
 }

@@ -195,3 +195,18 @@ async fn a_crash_mid_turn_fails_the_turn_and_the_next_turn_starts_it_again() {
     };
     common::crash_then_next_turn(&env, spec, &fake).await;
 }
+
+/// The conversation's thinking effort reaches the Gemini API through Gemini CLI's settings
+/// (an override of its model configs for the model asked for) as superpi's own requests carry
+/// it: 2.5 Flash gets a `thinkingBudget` (0 for `off`); without one, Gemini CLI keeps its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_conversations_effort_reaches_the_gemini_api() {
+    let Some(program) = common::program(BackendKind::GeminiCli) else { return };
+    let env = env();
+    let fake = GeminiFake::start(vec![Answer::text("thought"); 4]).await.unwrap();
+    let sent = common::requests_per_effort(&env, BackendKind::GeminiCli, &program, &fake, MODEL, Mode::Plan).await;
+    let sent: Vec<_> =
+        sent.iter().map(|body| body["generationConfig"]["thinkingConfig"]["thinkingBudget"].clone()).collect();
+    assert_eq!(sent[1..], [json!(0), json!(1024), json!(24_576)], "{sent:?}");
+    assert_ne!(sent[0], json!(1024), "Gemini CLI's own budget: {sent:?}");
+}

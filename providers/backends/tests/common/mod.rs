@@ -160,3 +160,26 @@ pub async fn crash_then_next_turn(env: &Env, spec: impl Fn() -> TurnSpec, fake: 
     let events = run(&mut turn, Approval::Allow).await;
     assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "back again"), "{events:?}");
 }
+
+/// One turn of `kind` on `model` for each effort (none, then `off`, `low`, `high`), each
+/// ending well; of each, the request the fake last accepted.
+pub async fn requests_per_effort(
+    env: &Env,
+    kind: BackendKind,
+    program: &Path,
+    fake: &FakeServer,
+    model: &str,
+    mode: Mode,
+) -> Vec<serde_json::Value> {
+    use superpi_proto::Effort;
+    let mut sent = Vec::new();
+    for effort in [None, Some(Effort::Off), Some(Effort::Low), Some(Effort::High)] {
+        let spec = TurnSpec { effort, model: Some(model.into()), ..spec(env, kind, program, fake, mode, "think") };
+        let mut turn = superpi_backends::start(&env.sandbox, spec).await.unwrap();
+        let events = run(&mut turn, Approval::Allow).await;
+        assert!(matches!(events.last(), Some(BackendEvent::End { .. })), "{effort:?}: {events:?}");
+        sent.push(fake.accepted().pop().unwrap());
+    }
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+    sent
+}
