@@ -300,7 +300,7 @@ fn open(kernel: &Arc<Kernel>, peer: &Peer, p: OpenParams) -> Reply {
     };
     kernel.catalog.provider(&model)?;
     if let Some(effort) = p.effort {
-        kernel.catalog.check_effort(harness, &model, effort)?;
+        kernel.catalog.check_effort(Some(harness), &model, effort)?;
     }
     let mode = kernel.catalog.mode_for(p.mode.as_deref(), harness, peer.remote)?;
     let workspace = match harness.workspace {
@@ -663,7 +663,7 @@ fn set_effort(kernel: &Arc<Kernel>, peer: &Peer, id: i64, effort: Option<Effort>
         Found::Elsewhere { row, .. } => (row.model.clone(), row.harness.clone()),
     };
     if let Some(effort) = effort {
-        kernel.catalog.check_effort(kernel.catalog.harness(Some(&harness))?, &model, effort)?;
+        kernel.catalog.check_effort(kernel.catalog.harness(Some(&harness)).ok(), &model, effort)?;
     }
     let mut settings = kernel.store.conversation(id).map_err(internal)?.ok_or_else(|| not_found(id))?.settings;
     settings.effort = effort;

@@ -154,14 +154,15 @@ impl Catalog {
     }
 
     /// Refuses (-32602) a thinking effort `model` does not take, naming the levels it does, or
-    /// one the harness's agent backend would not be given.
+    /// one the harness's agent backend would not be given (a harness no longer configured has
+    /// none).
     pub fn check_effort(
         &self,
-        harness: &Harness,
+        harness: Option<&Harness>,
         model: &str,
         effort: superpi_proto::Effort,
     ) -> Result<(), ErrorObject> {
-        let backend = harness.backend.and_then(superpi_backends::effort_refusal);
+        let backend = harness.and_then(|h| h.backend).and_then(superpi_backends::effort_refusal);
         match backend.or_else(|| superpi_providers::effort::refusal(model, effort, &self.providers)) {
             Some(why) => Err(ErrorObject::new(codes::INVALID_PARAMS, why)),
             None => Ok(()),
