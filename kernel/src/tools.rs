@@ -106,7 +106,12 @@ impl Catalog {
     }
 
     pub fn harness_infos(&self) -> Vec<HarnessInfo> {
-        self.harnesses.infos()
+        let mut infos = self.harnesses.infos();
+        for info in &mut infos {
+            let backend = self.harnesses.get(&info.id).ok().and_then(|h| h.backend);
+            info.no_effort = backend.and_then(superpi_backends::effort_refusal).is_some();
+        }
+        infos
     }
 
     /// The tools a harness offers, as the model and MCP clients see them.

@@ -118,7 +118,15 @@ impl Server {
         let Some(settings) = session.settings() else { return Vec::new() };
         let models = self.models(kernel).await;
         let levels = models.iter().find(|m| m.id == settings.model).map_or(&[][..], |m| m.efforts.as_slice());
-        let effort = request::effort_option(settings.effort, levels);
+        // A harness whose agent backend takes no effort (OpenCode) shows no thinking selector.
+        let no_effort = match kernel.harnesses().await {
+            Ok(harnesses) => harnesses.iter().any(|h| h.id == settings.harness && h.no_effort),
+            Err(err) => {
+                tracing::warn!("harness.list failed: {err}");
+                false
+            }
+        };
+        let effort = request::effort_option(settings.effort, if no_effort { &[] } else { levels });
         [request::mode_option(&settings.mode, &settings.max_mode), request::model_option(&settings.model, &models)]
             .into_iter()
             .chain(effort)

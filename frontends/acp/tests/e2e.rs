@@ -586,6 +586,34 @@ async fn the_effort_option_sets_the_conversations_thinking_and_reaches_the_vendo
     result.unwrap();
 }
 
+/// A harness whose agent backend takes no thinking effort (OpenCode) offers no effort option,
+/// where a model's harness on the same model does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backend_without_an_effort_setting_offers_no_effort_option() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new();
+    // A stand-in `opencode`: the harness exists once its program is found; no turn runs.
+    let program = env.path().join("opencode");
+    std::fs::write(&program, "#!/bin/sh\necho 1.18.33\n").unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let file = format!("[backends.opencode]\nprogram = \"{}\"\n", program.display());
+    std::fs::write(env.locations.config_dir.join("harnesses.toml"), file).unwrap();
+    let (result, lines) = with_editor(&env, Answer::Dismiss, async |cx, _seen| {
+        initialize(&cx).await?;
+        let model = new_session(&cx, &env).await?.config_options.expect("config options");
+        assert_eq!(effort_select(&model).0, "default", "the mock's harness offers it: {model:?}");
+        let mut request = NewSessionRequest::new(env.workspace.clone());
+        request.meta = serde_json::from_value(json!({"harness": "opencode"})).ok();
+        let opencode = cx.send_request(request).block_task().await?.config_options.expect("config options");
+        assert_eq!(model_select(&opencode).0, model_select(&model).0, "the same model");
+        assert!(opencode.iter().all(|o| &*o.id.0 != "effort"), "{opencode:?}");
+        Ok(())
+    })
+    .await;
+    result.unwrap();
+    assert_jsonrpc_only(&lines);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kernel_restart_ends_the_running_prompt_and_the_session_goes_on() {
     let env = TestEnv::new();

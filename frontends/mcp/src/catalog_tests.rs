@@ -12,6 +12,7 @@ fn harness(id: &str, name: &str) -> HarnessInfo {
         tools: vec!["read".into()],
         workspace: "repo".into(),
         backend: None,
+        no_effort: false,
         capabilities: Vec::new(),
     }
 }

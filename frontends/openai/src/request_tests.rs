@@ -29,6 +29,7 @@ fn harness(id: &str) -> HarnessInfo {
         tools: vec![],
         workspace: "repo".into(),
         backend: None,
+        no_effort: false,
         capabilities: Vec::new(),
     }
 }

@@ -106,6 +106,8 @@ impl Harness {
             tools: self.tools.clone(),
             workspace: self.workspace.as_str().to_string(),
             backend: self.backend.map(|b| b.id().to_string()),
+            // Which backends take an effort is superpi-backends' to say (the kernel fills it).
+            no_effort: false,
             capabilities: self.capabilities.iter().map(|c| c.as_str().to_string()).collect(),
         }
     }

@@ -81,6 +81,7 @@ fn harness_info_conversion() {
             tools: vec!["read".into(), "grep".into(), "find".into(), "ls".into()],
             workspace: "repo".into(),
             backend: None,
+            no_effort: false,
             capabilities: Vec::new(),
         }
     );

@@ -529,6 +529,10 @@ pub struct HarnessInfo {
     /// `opencode`), when it is not a model's harness.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,
+    /// Its agent backend takes no thinking effort (OpenCode): `session.set_effort` is refused,
+    /// and a frontend offers no effort setting.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_effort: bool,
     /// The capability blocks it takes (`web`, `memory`, `schedule`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub capabilities: Vec<String>,
