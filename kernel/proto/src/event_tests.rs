@@ -156,3 +156,14 @@ fn a_number_survives_writing_to_its_last_bit() {
         assert_eq!(again, number, "{written}");
     }
 }
+
+#[test]
+fn an_envelope_key_given_twice_counts_the_last_as_a_body_key_does() {
+    let text = r#"{"seq":1,"conversation_id":9,"type":"a_future_event","b":1,"seq":7,"a":2,"b":3,"conversation_id":4}"#;
+    let event = Event::from_json(text).unwrap();
+    assert_eq!((event.seq, event.conversation_id), (7, 4));
+    let EventBody::Unknown(fields) = &event.body else { panic!("{event:?}") };
+    assert_eq!((fields.len(), &fields["b"], &fields["a"]), (3, &json!(3), &json!(2)));
+    assert!(Event::from_json(r#"{"conversation_id":"one","type":"turn_started"}"#).is_err());
+    assert!(Event::from_json(r#"{"conversation_id":1,"seq":-1,"type":"turn_started"}"#).is_err());
+}
