@@ -31,11 +31,46 @@ pub struct Event {
 /// last, as when the event is written back: otherwise a known type with a duplicate key read as
 /// `Unknown` and wrote back as the known type (found by fuzzing). Why by hand: a derived
 /// `flatten` buffers the whole map a second time, and reading into a `Map` first hashes every
-/// key; every frontend reads every event frame through here (1.1 M to 1.7 M events/s in
-/// `event_parse_bench`).
+/// key or copies an envelope key; every frontend reads every event frame through here
+/// (`event_parse_bench`: 1.1-1.2 M events/s before, 1.6-1.9 M now).
 impl<'de> Deserialize<'de> for Event {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Event, D::Error> {
         deserializer.deserialize_map(EventVisitor)
+    }
+}
+
+/// A key of an event's wire map: an envelope key is matched without being copied.
+enum EventKey {
+    V,
+    ConversationId,
+    TurnId,
+    Seq,
+    TimestampMs,
+    Body(String),
+}
+
+impl<'de> Deserialize<'de> for EventKey {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<EventKey, D::Error> {
+        struct KeyVisitor;
+        impl serde::de::Visitor<'_> for KeyVisitor {
+            type Value = EventKey;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<EventKey, E> {
+                Ok(match key {
+                    "v" => EventKey::V,
+                    "conversation_id" => EventKey::ConversationId,
+                    "turn_id" => EventKey::TurnId,
+                    "seq" => EventKey::Seq,
+                    "timestamp_ms" => EventKey::TimestampMs,
+                    other => EventKey::Body(other.to_owned()),
+                })
+            }
+        }
+        deserializer.deserialize_identifier(KeyVisitor)
     }
 }
 
@@ -52,18 +87,18 @@ impl<'de> serde::de::Visitor<'de> for EventVisitor {
         use serde::de::Error as _;
         let (mut v, mut conversation_id, mut turn_id, mut seq, mut timestamp_ms) = (None, None, None, None, None);
         let mut body: Vec<(String, Value)> = Vec::with_capacity(4);
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            match key.as_ref() {
-                "v" => v = Some(map.next_value::<u32>()?),
-                "conversation_id" => conversation_id = Some(map.next_value::<i64>()?),
-                "turn_id" => turn_id = Some(map.next_value::<Option<i64>>()?),
-                "seq" => seq = Some(map.next_value::<u64>()?),
-                "timestamp_ms" => timestamp_ms = Some(map.next_value::<i64>()?),
-                _ => {
+        while let Some(key) = map.next_key::<EventKey>()? {
+            match key {
+                EventKey::V => v = Some(map.next_value::<u32>()?),
+                EventKey::ConversationId => conversation_id = Some(map.next_value::<i64>()?),
+                EventKey::TurnId => turn_id = Some(map.next_value::<Option<i64>>()?),
+                EventKey::Seq => seq = Some(map.next_value::<u64>()?),
+                EventKey::TimestampMs => timestamp_ms = Some(map.next_value::<i64>()?),
+                EventKey::Body(key) => {
                     let value = map.next_value::<Value>()?;
-                    match body.iter_mut().find(|(k, _)| k.as_str() == key.as_ref()) {
+                    match body.iter_mut().find(|(k, _)| *k == key) {
                         Some(slot) => slot.1 = value,
-                        None => body.push((key.into_owned(), value)),
+                        None => body.push((key, value)),
                     }
                 }
             }
