@@ -56,7 +56,7 @@ fn a(args: &[u64]) -> [u64; 6] {
 fn the_program_is_short() {
     for network in [false, true] {
         let len = program(network).unwrap().len();
-        assert!(len < 200, "{len} instructions: installing it costs in proportion");
+        assert!(len < 300, "{len} instructions: installing it costs in proportion");
     }
 }
 
@@ -168,5 +168,36 @@ fn other_processes_limits_and_scheduling_are_left_alone() {
     for nr in OWN_PROCESS_ONLY {
         assert_eq!(decide(false, *nr, a(&[0, 8])), ALLOW, "call {nr}");
         assert_eq!(decide(true, *nr, a(&[4242, 8])), EPERM, "call {nr}");
+    }
+}
+
+#[test]
+fn each_call_number_has_one_rule_and_a_short_walk() {
+    for network in [false, true] {
+        let rules = rules(network);
+        for pair in rules.windows(2) {
+            assert!(pair[0].0 < pair[1].0, "call {} has two rules", pair[1].0);
+        }
+        // The longest walk of any call number to its decision (the install emulates each).
+        let program = program(network).unwrap();
+        let longest = (0..460u32)
+            .map(|nr| {
+                let d = data(nr as i64, AUDIT_ARCH, [0; 6]);
+                let (mut steps, mut pc, mut acc) = (0, 0usize, 0u32);
+                loop {
+                    let i = program[pc];
+                    steps += 1;
+                    pc += 1;
+                    match i.code {
+                        LD_W_ABS => acc = u32::from_ne_bytes(d[i.k as usize..i.k as usize + 4].try_into().unwrap()),
+                        JEQ_K => pc += if acc == i.k { i.jt } else { i.jf } as usize,
+                        JGE_K => pc += if acc >= i.k { i.jt } else { i.jf } as usize,
+                        _ => break steps,
+                    }
+                }
+            })
+            .max()
+            .unwrap();
+        assert!(longest <= 20, "a call walks {longest} instructions before its decision or its arguments");
     }
 }
