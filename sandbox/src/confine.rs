@@ -149,9 +149,16 @@ impl Prepared {
                 | libc::SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
             let has_setpcap = libc::prctl(libc::PR_SET_SECUREBITS, bits as c_ulong, 0, 0, 0) == 0;
             if has_setpcap {
+                // The spawner thread emptied its bounding set already (spawn.rs): each drop
+                // commits new credentials, so only what is still there is dropped.
                 for cap in 0..64 as c_ulong {
-                    if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
-                        break; // EINVAL past the last capability this kernel knows
+                    match libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) {
+                        0 => {}
+                        1 => {
+                            check_int(libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0))
+                                .map_err(|e| (Step::Capabilities, e))?;
+                        }
+                        _ => break, // EINVAL past the last capability this kernel knows
                     }
                 }
             }

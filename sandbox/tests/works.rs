@@ -150,9 +150,15 @@ async fn disabled_explicitly_runs_unconfined() {
         c.disabled = true;
     });
     assert!(env.sandbox.status().disabled);
-    let out = env.bash("grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status").await;
+    // A confined call first, so that the thread confined calls come from has emptied its
+    // bounding set: an unconfined program must not inherit that.
+    assert!(!self::env().bash("true").await.is_error);
+    let out = env.bash("grep -E '^(NoNewPrivs|Seccomp|CapBnd):' /proc/self/status").await;
     assert!(!out.is_error && out.output.contains("NoNewPrivs:\t0"), "{out:?}");
     assert!(out.output.contains("Seccomp:\t0"), "{out:?}");
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let own = status.lines().find(|l| l.starts_with("CapBnd:")).unwrap();
+    assert!(out.output.contains(own), "the program keeps the kernel's bounding set ({own}): {out:?}");
 }
 
 #[tokio::test]
