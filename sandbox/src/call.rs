@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::cgroup::CgroupBase;
 use crate::confine::{Prepared, Program};
 use crate::launch::{End, Launch};
-use crate::mounts::{Maker, MountPlan};
+use crate::mounts::{Entry, Kept, Key, Maker, MountPlan};
 use crate::output::Collector;
 use crate::policy::{self, FsPolicy};
 use crate::registry::Runner;
@@ -95,10 +95,8 @@ impl Machine {
             mounts,
             masked,
             namespaces,
-            // A private /dev/shm only where the call has its own mount namespace: a directory
-            // of the call's temp dir, bound there (landlock rules follow inodes, so the rule is
-            // on it).
-            temp_dirs: crate::tempdirs::TempDirs::new(mounts),
+            temp_dirs: crate::tempdirs::TempDirs::new()
+                .map_err(|e| SandboxError::Unavailable(format!("no directory for the calls' temp dirs: {e}")))?,
             opened: policy::OpenedPaths::open(&read_exec, &devices),
         })
     }
@@ -265,6 +263,36 @@ impl Machine {
         })
     }
 
+    /// The private namespaces of a call whose mount-level writable trees are `writable`: kept
+    /// ones when an earlier call set them up, else fresh ones this call sets up (and keeps).
+    fn mount_plan(&self, writable: Vec<PathBuf>) -> Result<MountPlan, String> {
+        let binds = || writable.iter().filter(|p| p.exists()).filter_map(|p| c_path(p)).collect();
+        let entry = match &self.namespaces {
+            Some(maker) => maker.for_call(Key::of(&writable)),
+            None => Entry::Fresh { ready: None, keep: None },
+        };
+        Ok(match entry {
+            Entry::Kept(kept) => MountPlan {
+                writable: Vec::new(),
+                masked: self.masked.clone(),
+                private_shm: None,
+                ready: Some(kept),
+                own_shm: None,
+                keep: None,
+            },
+            Entry::Fresh { ready, keep } => {
+                let shm =
+                    if std::path::Path::new("/dev/shm").is_dir() { Some(self.temp_dirs.make_shm()?) } else { None };
+                let private_shm = shm.as_ref().and_then(|dir| c_path(dir.path()));
+                let (ready, own_shm) = match ready {
+                    Some(namespaces) => (Some(Arc::new(Kept { namespaces, shm })), None),
+                    None => (None, shm),
+                };
+                MountPlan { writable: binds(), masked: self.masked.clone(), private_shm, ready, own_shm, keep }
+            }
+        })
+    }
+
     /// The policy, the descriptors and the environment of one call (with a server's grants
     /// besides, for a server process).
     pub(crate) fn setup(
@@ -276,7 +304,7 @@ impl Machine {
         runner: bool,
         server: Option<&ServerGrants<'_>>,
     ) -> Result<Setup, String> {
-        let crate::tempdirs::CallDir { dir: tmp, path: tmp_path, shm } = self.temp_dirs.take()?;
+        let crate::tempdirs::CallDir { dir: tmp, path: tmp_path } = self.temp_dirs.take()?;
         let confined = !config.disabled;
 
         // The kernel's own paths are opened once (`self.opened`); these are the call's.
@@ -287,11 +315,16 @@ impl Machine {
         read_exec.extend(server.map(|s| s.program.to_path_buf()));
         read_exec.extend(server.into_iter().flat_map(|s| s.readable.iter().cloned()));
         let spill_dir = conversation_spill_dir(config, call.conversation_id);
-        let mut read_write = vec![workspace.to_path_buf(), tmp_path.clone()];
-        read_write.extend(config.extra_write_paths.iter().cloned());
-        read_write.extend(server.iter().flat_map(|s| s.writable.iter().cloned()));
-        let mut landlock_rw = read_write.clone();
-        landlock_rw.extend(shm.iter().cloned());
+        // Writable at the mount level (the namespace binds them once per set of trees): the
+        // workspace, what the configuration and a server add, and the directory of every call's
+        // temp dir. Landlock grants the call its own temp dir only.
+        let mut mount_writable = vec![workspace.to_path_buf()];
+        mount_writable.extend(config.extra_write_paths.iter().cloned());
+        mount_writable.extend(server.iter().flat_map(|s| s.writable.iter().cloned()));
+        let mut landlock_rw: Vec<PathBuf> = mount_writable.iter().cloned().chain([tmp_path.clone()]).collect();
+        mount_writable.push(self.temp_dirs.root().to_path_buf());
+        let mounts = if confined && self.mounts { Some(self.mount_plan(mount_writable)?) } else { None };
+        landlock_rw.extend(mounts.as_ref().and_then(MountPlan::shm_dir));
         let fs = FsPolicy {
             read_exec,
             read_only: if runner { vec![spill_dir] } else { Vec::new() },
@@ -313,12 +346,6 @@ impl Machine {
             Some(cg) => Some(cg.procs_fd().map_err(|e| e.to_string())?),
             None => None,
         };
-        let mounts = (confined && self.mounts).then(|| MountPlan {
-            writable: read_write.iter().filter(|p| p.exists()).filter_map(|p| c_path(p)).collect(),
-            masked: self.masked.clone(),
-            private_shm: shm.as_deref().and_then(c_path),
-            ready: self.namespaces.as_ref().and_then(Maker::take),
-        });
         let mut limits = vec![
             (libc::RLIMIT_CORE as i32, 0u64),
             (libc::RLIMIT_NOFILE as i32, config.max_open_files),

@@ -1,17 +1,22 @@
 //! The private mount and IPC namespaces of a call (only when the kernel runs as root): every
-//! mount outside the workspace and the call's temp dir read-only, secrets root could read by
+//! mount outside the workspace and the calls' temp dirs read-only, secrets root could read by
 //! ownership masked, a private /dev/shm, private System V IPC and POSIX message queues.
 //!
 //! Making such a namespace (copying the mount table, masking, marking it read-only, a new IPC
-//! namespace) costs more than a plain spawn of bash on a busy machine, so a thread of its own
-//! makes them ahead of calls: it keeps a namespace set up, and for each call hands out that one
-//! after moving on to a fresh copy of it. The child of a call then only enters the namespaces
-//! and binds its writable trees. When no namespace is ready (a burst of calls) or the
-//! machine's mount table changed since, the child makes its own as before.
+//! namespace) and tearing it down again costs more than a plain spawn of bash on a busy
+//! machine, so it is done once per workspace: the first call of a workspace enters a namespace
+//! a thread of its own made ahead (or makes one itself when none is ready), binds the writable
+//! trees (the workspace, the directory of the calls' temp dirs, a /dev/shm of the namespace's
+//! own), and that namespace is then kept for the later calls of the same writable trees, whose
+//! child only enters it. Calls of one workspace thus share their /dev/shm and System V IPC as
+//! they share the workspace's files; calls of different workspaces never do. Every kept
+//! namespace is dropped when the machine's mount table changes, or when a workspace's
+//! directory is no longer the one it was bound from.
 
 use std::ffi::CString;
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
 
 use libc::{c_int, c_long, c_ulong};
@@ -25,6 +30,8 @@ const AT_RECURSIVE: c_ulong = 0x8000;
 const MOUNT_ATTR_RDONLY: u64 = 0x1;
 /// Namespaces kept ready.
 const READY: usize = 2;
+/// Namespaces kept for the workspaces last used.
+const KEPT: usize = 8;
 
 #[repr(C)]
 struct MountAttr {
@@ -44,16 +51,79 @@ pub(crate) struct Namespaces {
 /// The private namespaces of one call.
 #[derive(Debug)]
 pub(crate) struct MountPlan {
-    /// Trees that stay writable: the workspace roots and the call's temp dir.
+    /// Trees to bind writable: the workspace roots and the directory of the calls' temp dirs
+    /// (none when the namespace is kept from an earlier call: they are bound already).
     pub writable: Vec<CString>,
     /// Files hidden behind /dev/null: secrets that root can read by ownership alone
     /// (/etc/shadow, SSH host keys), which landlock cannot carve out of /etc.
     pub masked: Arc<[CString]>,
-    /// A directory of the call bound on /dev/shm (POSIX semaphores and shared memory keep
-    /// working without exposing the machine's).
+    /// A directory to bind on /dev/shm (POSIX semaphores and shared memory keep working
+    /// without exposing the machine's); none when bound already.
     pub private_shm: Option<CString>,
-    /// Namespaces made ahead by the maker; None: the child makes its own.
-    pub ready: Option<Namespaces>,
+    /// Namespaces to enter (kept, or made ahead by the maker); None: the child makes its own.
+    pub ready: Option<Arc<Kept>>,
+    /// The /dev/shm directory of namespaces the child makes itself.
+    pub own_shm: Option<tempfile::TempDir>,
+    /// Set up by this call for later calls of the same writable trees.
+    pub keep: Option<Keep>,
+}
+
+impl MountPlan {
+    /// The directory on the call's /dev/shm (landlock rules follow inodes, so the call's rule
+    /// is on it).
+    pub(crate) fn shm_dir(&self) -> Option<PathBuf> {
+        let kept = self.ready.as_ref().and_then(|kept| kept.shm.as_ref());
+        kept.or(self.own_shm.as_ref()).map(|dir| dir.path().to_path_buf())
+    }
+
+    /// Once the child has exec'd: the namespaces it runs in (kept for later calls when this
+    /// call set them up), held until the call ends. A child that made its own and already
+    /// exited has freed them.
+    pub(crate) fn settle(&mut self, pid: libc::pid_t) -> Option<Arc<Kept>> {
+        let kept = match self.ready.take() {
+            Some(kept) => kept,
+            None => {
+                let open = |kind: &str| File::open(format!("/proc/{pid}/ns/{kind}")).ok().map(OwnedFd::from);
+                let (mnt, ipc) = (open("mnt")?, open("ipc")?);
+                Arc::new(Kept { namespaces: Namespaces { mnt, ipc }, shm: self.own_shm.take() })
+            }
+        };
+        if let Some(keep) = self.keep.take() {
+            keep.commit(kept.clone());
+        }
+        Some(kept)
+    }
+}
+
+/// What identifies the writable trees of a namespace: each path with the device and inode it
+/// had, so that a workspace removed and made again gets a namespace bound from the new one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Key(Vec<(PathBuf, u64, u64)>);
+
+impl Key {
+    /// None when a tree is missing (the call then binds what exists, and nothing is kept).
+    pub(crate) fn of(paths: &[PathBuf]) -> Option<Key> {
+        use std::os::unix::fs::MetadataExt;
+        let identity = |p: &PathBuf| std::fs::metadata(p).ok().map(|m| (p.clone(), m.dev(), m.ino()));
+        paths.iter().map(identity).collect::<Option<_>>().map(Key)
+    }
+}
+
+/// Namespaces set up for one set of writable trees, with the directory bound on their
+/// /dev/shm (removed after them).
+#[derive(Debug)]
+pub(crate) struct Kept {
+    pub namespaces: Namespaces,
+    pub shm: Option<tempfile::TempDir>,
+}
+
+/// Namespaces a call sets up, to be kept once its child has entered them and exec'd.
+#[derive(Debug)]
+pub(crate) struct Keep {
+    key: Key,
+    /// The mount-table generation the namespaces were made in.
+    generation: u64,
+    shared: Arc<Shared>,
 }
 
 fn check(ret: c_long) -> Result<(), i32> {
@@ -116,7 +186,7 @@ impl MountPlan {
     /// In the call's child, before the working directory is entered: the namespaces (made
     /// ahead, or here), then the writable trees and /dev/shm.
     pub(crate) fn enter(&self) -> Result<(), (Step, i32)> {
-        match &self.ready {
+        match self.ready.as_ref().map(|kept| &kept.namespaces) {
             Some(ns) => {
                 // SAFETY: setns on descriptors the parent holds open.
                 unsafe {
@@ -168,6 +238,10 @@ pub(crate) fn probe() -> std::io::Result<()> {
 #[derive(Debug, Default)]
 struct State {
     ready: Vec<Namespaces>,
+    /// Namespaces set up for writable trees, the latest used last.
+    kept: Vec<(Key, Arc<Kept>)>,
+    /// Counts the changes of the machine's mount table seen.
+    generation: u64,
     /// The machine's mount table changed: what is ready is stale.
     stale: bool,
     closed: bool,
@@ -199,28 +273,80 @@ impl Maker {
         Ok(Maker { shared, mountinfo })
     }
 
-    /// Namespaces for one call, when one is ready and still matches the machine's mounts.
-    pub(crate) fn take(&self) -> Option<Namespaces> {
+    /// The namespaces of one call with these writable trees: kept from an earlier call, or
+    /// fresh ones made ahead (or none: the child makes its own) that this call sets up and
+    /// keeps. Nothing is kept when the machine's mount table just changed.
+    pub(crate) fn for_call(&self, key: Option<Key>) -> Entry {
         let mut poll = libc::pollfd { fd: self.mountinfo.as_raw_fd(), events: libc::POLLPRI, revents: 0 };
         // SAFETY: poll on a descriptor we own, without waiting.
         let changed = unsafe { libc::poll(&mut poll, 1, 0) } > 0 && poll.revents & (libc::POLLPRI | libc::POLLERR) != 0;
         let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
         if changed {
             state.ready.clear();
+            let stale = std::mem::take(&mut state.kept);
+            state.generation += 1;
             state.stale = true;
             self.shared.wake.notify_one();
-            return None;
+            drop(state);
+            release_in_background(stale);
+            return Entry::Fresh { ready: None, keep: None };
+        }
+        if let Some(key) = &key
+            && let Some(at) = state.kept.iter().position(|(k, _)| k == key)
+        {
+            let entry = state.kept.remove(at);
+            let kept = entry.1.clone();
+            state.kept.push(entry);
+            return Entry::Kept(kept);
         }
         let ready = state.ready.pop();
+        let generation = state.generation;
         self.shared.wake.notify_one();
-        ready
+        drop(state);
+        let keep = key.map(|key| Keep { key, generation, shared: self.shared.clone() });
+        Entry::Fresh { ready, keep }
     }
 }
 
 impl Drop for Maker {
     fn drop(&mut self) {
-        self.shared.state.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.closed = true;
+        let kept = std::mem::take(&mut state.kept);
+        drop(state);
         self.shared.wake.notify_one();
+        release_in_background(kept);
+    }
+}
+
+/// The namespaces a call gets (see [`Maker::for_call`]).
+#[derive(Debug)]
+pub(crate) enum Entry {
+    Kept(Arc<Kept>),
+    Fresh { ready: Option<Namespaces>, keep: Option<Keep> },
+}
+
+impl Keep {
+    /// Keeps the namespaces the call's child set up, unless the mount table changed since they
+    /// were made or another call kept some for the same trees first.
+    fn commit(self, kept: Arc<Kept>) {
+        let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.generation != self.generation || state.closed || state.kept.iter().any(|(k, _)| *k == self.key) {
+            return;
+        }
+        state.kept.push((self.key, kept));
+        let evicted = if state.kept.len() > KEPT { Some(state.kept.remove(0)) } else { None };
+        drop(state);
+        release_in_background(evicted);
+    }
+}
+
+/// Drops namespaces (and their /dev/shm) on a blocking thread: freeing a mount namespace
+/// waits for an RCU grace period, which no call should wait for.
+pub(crate) fn release_in_background<T: Send + 'static>(held: T) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => drop(handle.spawn_blocking(move || drop(held))),
+        Err(_) => drop(held),
     }
 }
 

@@ -139,8 +139,8 @@ impl Sandbox {
             status_read: setup.status_read,
         };
         let since = crate::reap::now_ticks();
-        let mut child = crate::spawn::spawn(spawn).await.map_err(|e| e.to_string())?;
-        crate::spawn::release_in_background(child.take_namespace());
+        // The child holds its namespaces (and their /dev/shm) for as long as the server runs.
+        let child = crate::spawn::spawn(spawn).await.map_err(|e| e.to_string())?;
         let guard = Guard::new(child.id(), setup.cgroup, setup.tag, since);
         Ok(ServerProcess {
             stdin: pipe::Sender::from_owned_fd(in_write).map_err(io)?,

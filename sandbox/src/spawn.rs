@@ -13,12 +13,13 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use libc::{c_char, c_int, c_void};
 use tokio::io::unix::AsyncFd;
 
 use crate::confine::Prepared;
+use crate::mounts::Kept;
 use crate::step::Step;
 
 /// The child's stack: it runs only the confinement steps and execve.
@@ -51,10 +52,10 @@ pub(crate) enum SpawnError {
 pub(crate) struct Child {
     pid: libc::pid_t,
     pidfd: Option<AsyncFd<OwnedFd>>,
-    /// The child's private mount namespace, held open: freeing a mount namespace waits for an
-    /// RCU grace period (milliseconds on a busy machine), which the last process of the call
-    /// would otherwise spend before its exit is seen. Released off the call's path.
-    namespace: Option<OwnedFd>,
+    /// The child's private namespaces, held open: freeing a mount namespace waits for an RCU
+    /// grace period (milliseconds on a busy machine), which the last process of the call would
+    /// otherwise spend before its exit is seen. Released off the call's path.
+    namespace: Option<Arc<Kept>>,
 }
 
 type Job = Box<dyn FnOnce(&mut ChildStack) + Send>;
@@ -232,7 +233,7 @@ fn pointers(strings: &[CString]) -> Vec<*const c_char> {
 }
 
 /// Clones the child on the spawner thread; returns once it has exec'd (or failed to).
-fn clone_child(spawn: Spawn, stack: &mut ChildStack) -> Result<(libc::pid_t, OwnedFd, Option<OwnedFd>), SpawnError> {
+fn clone_child(spawn: Spawn, stack: &mut ChildStack) -> Result<(libc::pid_t, OwnedFd, Option<Arc<Kept>>), SpawnError> {
     let Spawn { program, argv, envp, stdio, mut prepared, status_read } = spawn;
     let stdio = stdio.map(above_stdio);
     let [stdin, stdout, stderr] = stdio;
@@ -273,12 +274,9 @@ fn clone_child(spawn: Spawn, stack: &mut ChildStack) -> Result<(libc::pid_t, Own
     };
     // SAFETY: CLONE_PIDFD stored a descriptor we now own.
     let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
-    // The namespace made ahead is held already; one the child made is opened (best effort: a
-    // child that already exited has freed its namespace itself).
-    let namespace = prepared.mounts.as_mut().and_then(|plan| match plan.ready.take() {
-        Some(ready) => Some(ready.mnt),
-        None => std::fs::File::open(format!("/proc/{pid}/ns/mnt")).ok().map(OwnedFd::from),
-    });
+    // The namespaces entered are held already; those the child made are opened (best effort:
+    // a child that already exited has freed them itself).
+    let namespace = prepared.mounts.as_mut().and_then(|plan| plan.settle(pid));
     // The child has exec'd (its copy of the status pipe closed) or exited: with our copy
     // closed too, the read below sees either its failure record or the end of the pipe.
     drop(prepared);
@@ -320,7 +318,7 @@ impl Child {
     }
 
     /// The held mount namespace, for the caller to release once the call is over.
-    pub(crate) fn take_namespace(&mut self) -> Option<OwnedFd> {
+    pub(crate) fn take_namespace(&mut self) -> Option<Arc<Kept>> {
         self.namespace.take()
     }
 
@@ -377,12 +375,12 @@ impl Drop for Child {
     }
 }
 
-/// Closes a held namespace on a blocking thread (see `Child::namespace`).
-pub(crate) fn release_in_background(namespace: Option<OwnedFd>) {
-    if let Some(ns) = namespace {
-        match tokio::runtime::Handle::try_current() {
-            Ok(handle) => drop(handle.spawn_blocking(move || drop(ns))),
-            Err(_) => drop(ns),
-        }
+/// Closes held namespaces on a blocking thread (see `Child::namespace`).
+pub(crate) fn release_in_background(namespace: Option<Arc<Kept>>) {
+    match namespace {
+        // Kept for later calls as well: letting go of this hold frees nothing.
+        Some(kept) if Arc::strong_count(&kept) > 1 => drop(kept),
+        Some(kept) => crate::mounts::release_in_background(kept),
+        None => {}
     }
 }

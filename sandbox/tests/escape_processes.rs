@@ -229,7 +229,7 @@ async fn a_call_cannot_reach_the_temp_dir_of_another_call() {
         async move { sandbox.run(first, cancel, Some(tx)).await }
     });
     let tmp = rx.recv().await.unwrap().trim().to_string();
-    assert!(tmp.contains("superpi-call-"), "{tmp}");
+    assert!(tmp.contains("superpi-calls-") && tmp.contains("/superpi-call-"), "{tmp}");
     let out = env.bash(&format!("cat {tmp}/secret; ls {tmp}; echo pwned > {tmp}/planted && echo WROTE")).await;
     cancel.cancel();
     task.await.unwrap();
