@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::cgroup::CgroupBase;
+use crate::cgroup::{CallCgroup, CgroupBase};
 use crate::confine::{Prepared, Program};
 use crate::launch::{End, Launch};
 use crate::mounts::{Entry, Kept, Key, Maker, MountPlan};
@@ -342,10 +342,7 @@ impl Machine {
             }
             None => None,
         };
-        let cgroup_procs = match &cgroup {
-            Some(cg) => Some(cg.procs_fd().map_err(|e| e.to_string())?),
-            None => None,
-        };
+        let cgroup_procs = cgroup.as_ref().map(CallCgroup::procs_fd);
         let mut limits = vec![
             (libc::RLIMIT_CORE as i32, 0u64),
             (libc::RLIMIT_NOFILE as i32, config.max_open_files),

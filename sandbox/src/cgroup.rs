@@ -17,20 +17,21 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 /// Most empty call cgroups kept for reuse.
 const POOL_MAX: usize = 16;
 
-/// Empty call cgroups ready for reuse, removed when the sandbox goes away.
+/// Empty call cgroups ready for reuse (each with its `cgroup.procs` descriptor still open:
+/// opening it costs as much as the rest of taking one), removed when the sandbox goes away.
 #[derive(Debug, Default)]
-struct Pool(Mutex<Vec<PathBuf>>);
+struct Pool(Mutex<Vec<(PathBuf, Arc<OwnedFd>)>>);
 
 impl Pool {
-    fn take(&self) -> Option<PathBuf> {
+    fn take(&self) -> Option<(PathBuf, Arc<OwnedFd>)> {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).pop()
     }
 
     /// Keeps `dir` when there is room; otherwise it is removed.
-    fn put(&self, dir: PathBuf) {
+    fn put(&self, dir: PathBuf, procs: Arc<OwnedFd>) {
         let mut free = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if free.len() < POOL_MAX {
-            free.push(dir);
+            free.push((dir, procs));
         } else {
             drop(free);
             let _ = fs::remove_dir(&dir);
@@ -40,7 +41,7 @@ impl Pool {
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        for dir in self.0.get_mut().unwrap_or_else(|e| e.into_inner()).drain(..) {
+        for (dir, _) in self.0.get_mut().unwrap_or_else(|e| e.into_inner()).drain(..) {
             let _ = fs::remove_dir(dir);
         }
     }
@@ -119,8 +120,10 @@ impl CgroupBase {
             if Path::new("/proc").join(pid).exists() {
                 continue;
             }
-            let stale = CallCgroup { dir: entry.path(), v2: self.v2, pool: None };
-            stale.signal_all(libc::SIGKILL);
+            for pid in pids(&entry.path()) {
+                // SAFETY: kill(2) on a pid read from a call cgroup of a kernel that is gone.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
         }
     }
 
@@ -128,18 +131,34 @@ impl CgroupBase {
     /// bound, so a reused cgroup keeps the one it was made with).
     pub(crate) fn create(&self, max_pids: u32) -> std::io::Result<CallCgroup> {
         let pool = Some(self.pool.clone());
-        if let Some(dir) = self.pool.take() {
-            return Ok(CallCgroup { dir, v2: self.v2, pool });
+        if let Some((dir, procs)) = self.pool.take() {
+            return Ok(CallCgroup { dir, v2: self.v2, pool, procs });
         }
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let dir = self.dir.join(format!("superpi-{}-{n}", std::process::id()));
         fs::create_dir(&dir)?;
-        let cg = CallCgroup { dir, v2: self.v2, pool };
+        let procs = match fs::OpenOptions::new().write(true).open(dir.join("cgroup.procs")) {
+            Ok(file) => Arc::new(OwnedFd::from(file)),
+            Err(e) => {
+                let _ = fs::remove_dir(&dir);
+                return Err(e);
+            }
+        };
+        let cg = CallCgroup { dir, v2: self.v2, pool, procs };
         if self.pids {
             fs::write(cg.dir.join("pids.max"), max_pids.to_string())?;
         }
         Ok(cg)
     }
+}
+
+/// The processes of a cgroup.
+fn pids(dir: &Path) -> Vec<i32> {
+    fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
 }
 
 fn writable_dir(dir: &Path) -> bool {
@@ -166,26 +185,19 @@ pub(crate) struct CallCgroup {
     v2: bool,
     /// Where it goes back once empty (None: removed).
     pool: Option<Arc<Pool>>,
+    /// Write-only on `cgroup.procs`: the child joins with `write("0")`.
+    procs: Arc<OwnedFd>,
 }
 
 impl CallCgroup {
     /// A write-only descriptor on `cgroup.procs`, for the child to join with `write("0")`.
-    pub(crate) fn procs_fd(&self) -> std::io::Result<OwnedFd> {
-        let f = fs::OpenOptions::new().write(true).open(self.dir.join("cgroup.procs"))?;
-        Ok(f.into())
-    }
-
-    fn pids(&self) -> Vec<i32> {
-        fs::read_to_string(self.dir.join("cgroup.procs"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| l.trim().parse().ok())
-            .collect()
+    pub(crate) fn procs_fd(&self) -> Arc<OwnedFd> {
+        self.procs.clone()
     }
 
     /// Sends `signal` to every process of the call.
     pub(crate) fn signal_all(&self, signal: i32) {
-        for pid in self.pids() {
+        for pid in pids(&self.dir) {
             // SAFETY: kill(2) on a pid read from the call's own cgroup.
             unsafe { libc::kill(pid, signal) };
         }
@@ -214,7 +226,7 @@ impl CallCgroup {
             if self.is_empty() {
                 let dir = std::mem::take(&mut self.dir);
                 match self.pool.take() {
-                    Some(pool) => pool.put(dir),
+                    Some(pool) => pool.put(dir, self.procs.clone()),
                     None => {
                         let _ = fs::remove_dir(&dir);
                     }

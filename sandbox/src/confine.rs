@@ -25,7 +25,7 @@ pub(crate) type Program = Vec<libc::sock_filter>;
 pub(crate) struct Prepared {
     pub parent_pid: libc::pid_t,
     pub status: OwnedFd,
-    pub cgroup_procs: Option<OwnedFd>,
+    pub cgroup_procs: Option<Arc<OwnedFd>>,
     pub mounts: Option<MountPlan>,
     pub cwd: CString,
     pub limits: Vec<(c_int, u64)>,
