@@ -17,8 +17,8 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 /// Most empty call cgroups kept for reuse.
 const POOL_MAX: usize = 16;
 
-/// Empty call cgroups ready for reuse (each with its `cgroup.procs` descriptor still open:
-/// opening it costs as much as the rest of taking one), removed when the sandbox goes away.
+/// Empty call cgroups ready for reuse (each with the descriptor the child joins by still
+/// open), removed when the sandbox goes away.
 #[derive(Debug, Default)]
 struct Pool(Mutex<Vec<(PathBuf, Arc<OwnedFd>)>>);
 
@@ -137,7 +137,12 @@ impl CgroupBase {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let dir = self.dir.join(format!("superpi-{}-{n}", std::process::id()));
         fs::create_dir(&dir)?;
-        let procs = match fs::OpenOptions::new().write(true).open(dir.join("cgroup.procs")) {
+        // The child joins by writing "0": on v1 to `tasks`, which moves the calling thread only
+        // (the child has no other) and so does not take the kernel-wide threadgroup lock, whose
+        // writers wait for an RCU grace period (milliseconds) unless another took it moments
+        // before; `cgroup.procs` moves a whole process and takes it. v2 has only cgroup.procs.
+        let join = if self.v2 { "cgroup.procs" } else { "tasks" };
+        let procs = match fs::OpenOptions::new().write(true).open(dir.join(join)) {
             Ok(file) => Arc::new(OwnedFd::from(file)),
             Err(e) => {
                 let _ = fs::remove_dir(&dir);
@@ -185,12 +190,12 @@ pub(crate) struct CallCgroup {
     v2: bool,
     /// Where it goes back once empty (None: removed).
     pool: Option<Arc<Pool>>,
-    /// Write-only on `cgroup.procs`: the child joins with `write("0")`.
+    /// Write-only on the file the child joins by with `write("0")` (`tasks` on v1).
     procs: Arc<OwnedFd>,
 }
 
 impl CallCgroup {
-    /// A write-only descriptor on `cgroup.procs`, for the child to join with `write("0")`.
+    /// A write-only descriptor the child joins the cgroup by, with `write("0")`.
     pub(crate) fn procs_fd(&self) -> Arc<OwnedFd> {
         self.procs.clone()
     }
