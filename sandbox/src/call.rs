@@ -204,7 +204,7 @@ impl Machine {
             progress,
         };
         let finished = crate::launch::run(launch, cancel).await.map_err(|e| e.to_string())?;
-        crate::launch::remove_in_background(setup.tmp);
+        self.temp_dirs.give_back(setup.tmp, finished.contained);
         Ok(bash_outcome(config, finished, timeout, workspace, started.elapsed(), &spill, call.network))
     }
 
@@ -239,11 +239,11 @@ impl Machine {
             timeout: call.timeout.unwrap_or(config.default_timeout),
             grace: config.kill_grace,
             drain: config.drain_timeout,
-            collector: Collector::new(RUNNER_OUTPUT_MAX, setup.tmp.path().join("runner-output")),
+            collector: Collector::new(RUNNER_OUTPUT_MAX, setup.tmp.path.join("runner-output")),
             progress: None,
         };
         let finished = crate::launch::run(launch, cancel).await.map_err(|e| e.to_string())?;
-        crate::launch::remove_in_background(setup.tmp);
+        self.temp_dirs.give_back(setup.tmp, finished.contained);
         match finished.end {
             End::TimedOut => return Err(format!("{}: timed out", call.name)),
             End::Cancelled => return Err(format!("{}: cancelled", call.name)),
@@ -304,7 +304,8 @@ impl Machine {
         runner: bool,
         server: Option<&ServerGrants<'_>>,
     ) -> Result<Setup, String> {
-        let crate::tempdirs::CallDir { dir: tmp, path: tmp_path } = self.temp_dirs.take()?;
+        let tmp = self.temp_dirs.take()?;
+        let tmp_path = tmp.path.clone();
         let confined = !config.disabled;
 
         // The kernel's own paths are opened once (`self.opened`); these are the call's.
@@ -385,7 +386,7 @@ pub(crate) struct ServerGrants<'a> {
 }
 
 pub(crate) struct Setup {
-    pub tmp: tempfile::TempDir,
+    pub tmp: crate::tempdirs::CallDir,
     pub prepared: Prepared,
     pub status_read: std::os::fd::OwnedFd,
     pub cgroup: Option<crate::cgroup::CallCgroup>,

@@ -220,15 +220,20 @@ impl CallCgroup {
     }
 
     /// Kills everything left in the cgroup, waits (bounded) until it is empty, and hands it
-    /// back to the pool (or removes it).
-    pub(crate) async fn destroy(mut self) {
+    /// back to the pool (or removes it). False when something was still in it at the end.
+    pub(crate) async fn destroy(mut self) -> bool {
         let start = Instant::now();
         if self.v2 {
             let _ = fs::write(self.dir.join("cgroup.kill"), "1");
         }
+        // Most calls end with their leader, which is reaped: nothing left to signal.
+        let mut empty = self.is_empty();
         loop {
-            self.signal_all(libc::SIGKILL);
-            if self.is_empty() {
+            if !empty {
+                self.signal_all(libc::SIGKILL);
+                empty = self.is_empty();
+            }
+            if empty {
                 let dir = std::mem::take(&mut self.dir);
                 match self.pool.take() {
                     Some(pool) => pool.put(dir, self.procs.clone()),
@@ -236,11 +241,11 @@ impl CallCgroup {
                         let _ = fs::remove_dir(&dir);
                     }
                 }
-                return;
+                return true;
             }
             if start.elapsed() > Duration::from_secs(5) {
                 tracing::warn!(dir = %self.dir.display(), "could not remove a call's cgroup");
-                return;
+                return false;
             }
             tokio::time::sleep(Duration::from_millis(2)).await;
         }

@@ -60,6 +60,8 @@ pub(crate) struct Finished {
     pub end: End,
     pub output: Collected,
     pub stderr: Vec<u8>,
+    /// Nothing of the call outlived it (its cgroup was emptied): its temp dir may be reused.
+    pub contained: bool,
 }
 
 impl Finished {
@@ -122,7 +124,8 @@ impl Guard {
         Guard { pgid, cgroup, tag, since }
     }
 
-    async fn finish(mut self) {
+    /// Kills what is left of the call; true when its cgroup showed nothing survived.
+    async fn finish(mut self) -> bool {
         signal_group(self.pgid, libc::SIGKILL, None);
         self.pgid = 0;
         match self.cgroup.take() {
@@ -130,6 +133,7 @@ impl Guard {
             None => {
                 let (tag, since) = (std::mem::take(&mut self.tag), self.since);
                 let _ = tokio::task::spawn_blocking(move || crate::reap::sweep(&tag, since)).await;
+                false
             }
         }
     }
@@ -145,7 +149,7 @@ impl Drop for Guard {
         let (tag, since) = (std::mem::take(&mut self.tag), self.since);
         let cleanup = async move {
             match cgroup {
-                Some(cg) => cg.destroy().await,
+                Some(cg) => drop(cg.destroy().await),
                 None => {
                     let _ = tokio::task::spawn_blocking(move || crate::reap::sweep(&tag, since)).await;
                 }
@@ -349,16 +353,8 @@ pub(crate) async fn run(launch: Launch, cancel: CancellationToken) -> Result<Fin
     crate::profile::add(crate::profile::Phase::Run, running);
     // The leader is reaped; now nothing of the call may survive it.
     let finishing = Instant::now();
-    guard.finish().await;
+    let contained = guard.finish().await;
     crate::profile::add(crate::profile::Phase::Finish, finishing);
     crate::spawn::release_in_background(namespace);
-    Ok(Finished { status, end, output: collector.finish(), stderr })
-}
-
-/// Removes a call's temp dir on a blocking thread: the result need not wait for it.
-pub(crate) fn remove_in_background(dir: tempfile::TempDir) {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) => drop(handle.spawn_blocking(move || drop(dir))),
-        Err(_) => drop(dir),
-    }
+    Ok(Finished { status, end, output: collector.finish(), stderr, contained })
 }

@@ -49,7 +49,7 @@ pub struct ServerProcess {
 pub struct ServerHandle {
     child: Child,
     _guard: Guard,
-    _tmp: tempfile::TempDir,
+    _tmp: crate::tempdirs::CallDir,
 }
 
 impl ServerHandle {

@@ -1,7 +1,7 @@
 //! The private temp dirs of calls, made ahead: creating a directory on a disk-backed /tmp costs
 //! a fifth of a millisecond on a busy machine, on every call's path otherwise. A couple are kept
-//! ready and replaced on a blocking thread as calls take them; each is used by one call only and
-//! removed after it. They live in one directory per sandbox (the root), which a call's mount
+//! ready; each is used by one call at a time, emptied after it and kept for a later call (or
+//! removed when something of the call may have survived it). They live in one directory per sandbox (the root), which a call's mount
 //! namespace makes writable once for every call of a workspace (landlock then grants each call
 //! its own dir only). The root's name carries the kernel's pid, so that what a kernel leaves when
 //! it exits is removed by the next one.
@@ -12,12 +12,26 @@ use std::sync::{Arc, Mutex};
 /// Temp dirs kept ready.
 const READY: usize = 2;
 
-/// One call's temp dir (also its `TMPDIR`).
+/// One call's temp dir (also its `TMPDIR`), removed when dropped.
 #[derive(Debug)]
 pub(crate) struct CallDir {
-    pub dir: tempfile::TempDir,
-    /// The canonical path of `dir`.
+    _dir: tempfile::TempDir,
+    /// Its canonical path.
     pub path: PathBuf,
+}
+
+/// Removes everything in `dir` and gives it its first mode back (a call may have changed it).
+fn empty(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            std::fs::remove_dir_all(entry.path())?;
+        } else {
+            std::fs::remove_file(entry.path())?;
+        }
+    }
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
 }
 
 #[derive(Debug)]
@@ -42,33 +56,62 @@ impl TempDirs {
         &self.root_path
     }
 
-    /// A temp dir for one call: a ready one, or a new one; either way another is made ready.
+    /// A temp dir for one call: a ready one, or a new one; when none is left ready, another is
+    /// made on a blocking thread.
     pub(crate) fn take(self: &Arc<Self>) -> Result<CallDir, String> {
-        let ready = self.ready.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        let (taken, left) = {
+            let mut ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
+            (ready.pop(), ready.len())
+        };
+        if left == 0
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
             let dirs = self.clone();
             drop(handle.spawn_blocking(move || {
                 if let Ok(dir) = dirs.make() {
-                    let mut ready = dirs.ready.lock().unwrap_or_else(|e| e.into_inner());
-                    if ready.len() < READY {
-                        ready.push(dir);
-                    }
+                    dirs.keep(dir);
                 }
             }));
         }
-        match ready {
+        match taken {
             Some(dir) => Ok(dir),
             None => self.make(),
+        }
+    }
+
+    /// A call's dir once the call is over, on a blocking thread: emptied and kept ready for
+    /// another call when nothing of the call can still reach it (`contained`: its cgroup was
+    /// emptied), else removed. Reusing spares the disk's file system a directory made and one
+    /// removed per call, whose inode allocation slows as deleted inodes pile up.
+    pub(crate) fn give_back(self: &Arc<Self>, dir: CallDir, contained: bool) {
+        let dirs = self.clone();
+        let job = move || {
+            if contained && empty(&dir.path).is_ok() {
+                dirs.keep(dir);
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => drop(handle.spawn_blocking(job)),
+            Err(_) => job(),
+        }
+    }
+
+    /// Keeps `dir` ready when there is room; otherwise it is removed.
+    fn keep(&self, dir: CallDir) {
+        let mut ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
+        if ready.len() < READY {
+            ready.push(dir);
         }
     }
 
     fn make(&self) -> Result<CallDir, String> {
         let dir = tempfile::Builder::new()
             .prefix(CALL_PREFIX)
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .tempdir_in(&self.root_path)
             .map_err(|e| format!("could not create the call's temp dir: {e}"))?;
         let path = self.root_path.join(dir.path().file_name().unwrap_or_default());
-        Ok(CallDir { dir, path })
+        Ok(CallDir { _dir: dir, path })
     }
 
     /// A directory to bind on /dev/shm in a mount namespace (world-writable and sticky, as
@@ -102,5 +145,28 @@ fn remove_stale() {
         if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
             let _ = std::fs::remove_dir_all(entry.path());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn emptying_removes_links_without_following_them() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("keep"), "kept").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("file"), "x").unwrap();
+        std::fs::create_dir_all(dir.path().join("sub/deeper")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("link")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("sub/link")).unwrap();
+        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+        empty(dir.path()).unwrap();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(dir.path()).unwrap().permissions());
+        assert_eq!(mode & 0o777, 0o700);
+        assert_eq!(std::fs::read_to_string(outside.path().join("keep")).unwrap(), "kept");
     }
 }

@@ -236,6 +236,30 @@ async fn a_call_cannot_reach_the_temp_dir_of_another_call() {
     assert!(!out.output.contains("mine") && !out.output.contains("WROTE"), "{out:?}");
 }
 
+#[tokio::test]
+async fn a_call_finds_its_temp_dir_empty_whatever_an_earlier_call_left() {
+    let env = root_env();
+    let outside = env.workspace.parent().unwrap().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("keep"), "kept").unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..10 {
+        let out = env
+            .bash(&format!(
+                "ls -A \"$TMPDIR\"; stat -c 'mode %a' \"$TMPDIR\"; echo left > \"$TMPDIR/left\"; mkdir \"$TMPDIR/d\"; \
+                 ln -s {} \"$TMPDIR/link\"; chmod 777 \"$TMPDIR\"; echo \"TMP $TMPDIR\"",
+                outside.display()
+            ))
+            .await;
+        assert!(!out.is_error, "{out:?}");
+        assert!(out.output.starts_with("mode 700\n"), "the temp dir is empty and private: {out:?}");
+        seen.push(out.output.lines().find_map(|l| l.strip_prefix("TMP ")).unwrap().to_string());
+    }
+    assert_eq!(std::fs::read_to_string(outside.join("keep")).unwrap(), "kept");
+    let distinct: std::collections::HashSet<_> = seen.iter().collect();
+    assert!(distinct.len() < seen.len(), "temp dirs are reused (else this test proves nothing): {seen:?}");
+}
+
 /// What the peer checks of the kernel's socket and the frontends' listeners read: a tool
 /// granted network that clears its environment, leaves its process tree (a double fork: its
 /// parent is gone), starts its own session and tries to raise its lock limit back, on a machine
