@@ -9,8 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-/// Temp dirs kept ready.
-const READY: usize = 2;
+/// Temp dirs kept ready (a call gives its own back on a blocking thread, sometimes only after
+/// the next call has taken one).
+const READY: usize = 4;
 
 /// One call's temp dir (also its `TMPDIR`), removed when dropped.
 #[derive(Debug)]
