@@ -50,8 +50,13 @@ pub(crate) struct Machine {
 impl Machine {
     pub(crate) fn new(config: &SandboxConfig) -> Result<Machine, SandboxError> {
         let abi = config.landlock_abi_override.unwrap_or_else(policy::landlock_abi);
-        let offline = crate::filter::programs(false).map_err(|e| SandboxError::Unavailable(e.to_string()))?;
-        let network = crate::filter::programs(true).map_err(|e| SandboxError::Unavailable(e.to_string()))?;
+        // The call layer of the seccomp program; the spawner thread holds the other (spawn.rs).
+        let layer = |network| {
+            crate::filter::program(crate::filter::Layer::Call { network })
+                .map(|program| vec![program])
+                .map_err(|e| SandboxError::Unavailable(e.to_string()))
+        };
+        let (offline, network) = (layer(false)?, layer(true)?);
         let refusal = (abi == 0 && !config.disabled).then(|| {
             "the sandbox refused to run the tool: this kernel does not offer landlock, so the tool \
              could not be confined (an administrator can turn the sandbox off explicitly in the \

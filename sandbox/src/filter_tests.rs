@@ -41,9 +41,16 @@ fn run(program: &Program, data: &[u8; 64]) -> u32 {
     }
 }
 
+/// Every layer's program: what the spawner thread holds and what the call installs.
+fn layers(network: bool) -> [Program; 2] {
+    [program(Layer::Spawner).unwrap(), program(Layer::Call { network }).unwrap()]
+}
+
+/// What a call is answered: the first refusal of any layer (the kernel takes the strictest
+/// action; the layers never both refuse a call), else allowed.
 fn decide(network: bool, nr: i64, args: [u64; 6]) -> u32 {
-    let program = program(network).unwrap();
-    run(&program, &data(nr, AUDIT_ARCH, args))
+    let answers = layers(network).map(|program| run(&program, &data(nr, AUDIT_ARCH, args)));
+    answers.into_iter().find(|a| *a != ALLOW).unwrap_or(ALLOW)
 }
 
 fn a(args: &[u64]) -> [u64; 6] {
@@ -55,17 +62,20 @@ fn a(args: &[u64]) -> [u64; 6] {
 #[test]
 fn the_program_is_short() {
     for network in [false, true] {
-        let len = program(network).unwrap().len();
-        assert!(len < 300, "{len} instructions: installing it costs in proportion");
+        let [spawner, call] = layers(network);
+        assert!(spawner.len() < 300, "{} instructions: installing it costs in proportion", spawner.len());
+        // The layer every call installs is a fraction of the whole.
+        assert!(call.len() < 60, "{} instructions: every call installs it", call.len());
     }
 }
 
 #[test]
 fn another_architecture_is_refused() {
-    let program = program(false).unwrap();
-    assert_eq!(run(&program, &data(libc::SYS_getpid, 0x4000_0003, [0; 6])), EPERM); // i386
-    #[cfg(target_arch = "x86_64")]
-    assert_eq!(run(&program, &data(0x4000_0000 + libc::SYS_ptrace, AUDIT_ARCH, [0; 6])), NOSYS); // x32
+    for program in layers(false) {
+        assert_eq!(run(&program, &data(libc::SYS_getpid, 0x4000_0003, [0; 6])), EPERM); // i386
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(run(&program, &data(0x4000_0000 + libc::SYS_ptrace, AUDIT_ARCH, [0; 6])), NOSYS); // x32
+    }
 }
 
 #[test]
@@ -179,25 +189,26 @@ fn each_call_number_has_one_rule_and_a_short_walk() {
             assert!(pair[0].0 < pair[1].0, "call {} has two rules", pair[1].0);
         }
         // The longest walk of any call number to its decision (the install emulates each).
-        let program = program(network).unwrap();
-        let longest = (0..460u32)
-            .map(|nr| {
-                let d = data(nr as i64, AUDIT_ARCH, [0; 6]);
-                let (mut steps, mut pc, mut acc) = (0, 0usize, 0u32);
-                loop {
-                    let i = program[pc];
-                    steps += 1;
-                    pc += 1;
-                    match i.code {
-                        LD_W_ABS => acc = u32::from_ne_bytes(d[i.k as usize..i.k as usize + 4].try_into().unwrap()),
-                        JEQ_K => pc += if acc == i.k { i.jt } else { i.jf } as usize,
-                        JGE_K => pc += if acc >= i.k { i.jt } else { i.jf } as usize,
-                        _ => break steps,
+        for program in layers(network) {
+            let longest = (0..460u32)
+                .map(|nr| {
+                    let d = data(nr as i64, AUDIT_ARCH, [0; 6]);
+                    let (mut steps, mut pc, mut acc) = (0, 0usize, 0u32);
+                    loop {
+                        let i = program[pc];
+                        steps += 1;
+                        pc += 1;
+                        match i.code {
+                            LD_W_ABS => acc = u32::from_ne_bytes(d[i.k as usize..i.k as usize + 4].try_into().unwrap()),
+                            JEQ_K => pc += if acc == i.k { i.jt } else { i.jf } as usize,
+                            JGE_K => pc += if acc >= i.k { i.jt } else { i.jf } as usize,
+                            _ => break steps,
+                        }
                     }
-                }
-            })
-            .max()
-            .unwrap();
-        assert!(longest <= 20, "a call walks {longest} instructions before its decision or its arguments");
+                })
+                .max()
+                .unwrap();
+            assert!(longest <= 20, "a call walks {longest} instructions before its decision or its arguments");
+        }
     }
 }

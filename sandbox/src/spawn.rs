@@ -66,34 +66,65 @@ type Job = Box<dyn FnOnce(&mut ChildStack) + Send>;
 /// lives as long as the process and owns the one stack its children run on until they exec
 /// (CLONE_VFORK suspends it meanwhile, so one is enough).
 ///
-/// Confined children come from a thread of their own whose capability bounding set is emptied
-/// once when it starts: the bounding set belongs to a thread's credentials and its children
-/// inherit it, so they need not drop each capability again (some 40 credential commits, a
-/// twentieth of a millisecond per call). The thread keeps its effective capabilities, which the
-/// child needs for its namespaces and drops itself before exec. Unconfined children (confinement
-/// disabled by configuration) come from another thread, so that root's programs keep theirs.
-fn spawner(confined: bool) -> Option<std::sync::mpsc::Sender<Job>> {
-    type Cell = OnceLock<Option<Mutex<std::sync::mpsc::Sender<Job>>>>;
-    static CONFINED: Cell = OnceLock::new();
-    static UNCONFINED: Cell = OnceLock::new();
+/// Confined children come from a thread of their own, which sets up once what its children
+/// inherit from it instead of doing it each: its capability bounding set emptied (the bounding
+/// set belongs to a thread's credentials; dropping each capability in every child was some 40
+/// credential commits, a twentieth of a millisecond per call) and the spawner layer of the
+/// seccomp program (filter.rs), so that a child installs only the short call layer. The thread
+/// keeps its effective capabilities, which the child needs for its namespaces and drops itself
+/// before exec. Unconfined children (confinement disabled by configuration) come from another
+/// thread, so that root's programs keep theirs.
+struct Spawner {
+    jobs: Mutex<std::sync::mpsc::Sender<Job>>,
+    /// Whether the thread holds the spawner layer of the seccomp program (else each child
+    /// installs it before the call layer).
+    layered: bool,
+}
+
+fn spawner(confined: bool) -> Option<&'static Spawner> {
+    static CONFINED: OnceLock<Option<Spawner>> = OnceLock::new();
+    static UNCONFINED: OnceLock<Option<Spawner>> = OnceLock::new();
     let cell = if confined { &CONFINED } else { &UNCONFINED };
-    let cell = cell.get_or_init(|| {
+    cell.get_or_init(|| {
         let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<bool>();
         std::thread::Builder::new()
             .name("superpi-sandbox-spawner".into())
             .spawn(move || {
-                if confined {
+                let layered = confined && {
                     empty_bounding_set();
-                }
+                    install_spawner_layer()
+                };
+                let _ = ready_tx.send(layered);
                 let mut stack = ChildStack::default();
                 while let Ok(job) = rx.recv() {
                     job(&mut stack);
                 }
             })
-            .ok()
-            .map(|_| Mutex::new(tx))
-    });
-    cell.as_ref().map(|m| m.lock().unwrap_or_else(|e| e.into_inner()).clone())
+            .ok()?;
+        let layered = ready_rx.recv().ok()?;
+        Some(Spawner { jobs: Mutex::new(tx), layered })
+    })
+    .as_ref()
+}
+
+/// The seccomp program every confined child would install but for the calls it still makes
+/// itself, installed on the calling thread (which needs no_new_privs for it without
+/// CAP_SYS_ADMIN; its children set it anyway). False when it could not be.
+fn install_spawner_layer() -> bool {
+    let Ok(program) = crate::filter::program(crate::filter::Layer::Spawner) else { return false };
+    let fprog = libc::sock_fprog { len: program.len() as u16, filter: program.as_ptr() as *mut libc::sock_filter };
+    // SAFETY: prctl on this thread with a program that outlives the call (the kernel copies it).
+    unsafe {
+        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as libc::c_ulong, 0, 0, 0) == 0
+            && libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER as libc::c_ulong,
+                &fprog as *const libc::sock_fprog as libc::c_ulong,
+                0,
+                0,
+            ) == 0
+    }
 }
 
 /// Drops every capability of the calling thread's bounding set it may drop (it needs
@@ -297,13 +328,23 @@ fn clone_child(spawn: Spawn, stack: &mut ChildStack) -> Result<(libc::pid_t, Own
 
 /// Starts the child from the spawner thread.
 pub(crate) async fn spawn(spawn: Spawn) -> Result<Child, SpawnError> {
-    let spawner = spawner(spawn.prepared.drop_capabilities)
-        .ok_or_else(|| SpawnError::Clone(io::Error::other("the spawner thread could not start")))?;
+    let confined = spawn.prepared.drop_capabilities;
+    let spawner =
+        spawner(confined).ok_or_else(|| SpawnError::Clone(io::Error::other("the spawner thread could not start")))?;
+    let mut spawn = spawn;
+    if confined && !spawner.layered && !spawn.prepared.seccomp.is_empty() {
+        // The thread could not hold the spawner layer: the child installs it first.
+        let layer = crate::filter::program(crate::filter::Layer::Spawner)
+            .map_err(|e| SpawnError::Clone(io::Error::other(e.to_string())))?;
+        spawn.prepared.seccomp =
+            Arc::new(std::iter::once(layer).chain(spawn.prepared.seccomp.iter().cloned()).collect());
+    }
     let (tx, rx) = tokio::sync::oneshot::channel();
     let job: Job = Box::new(move |stack| {
         let _ = tx.send(clone_child(spawn, stack));
     });
-    spawner.send(job).map_err(|_| SpawnError::Clone(io::Error::other("the spawner thread is gone")))?;
+    let sent = spawner.jobs.lock().unwrap_or_else(|e| e.into_inner()).send(job);
+    sent.map_err(|_| SpawnError::Clone(io::Error::other("the spawner thread is gone")))?;
     let (pid, pidfd, namespace) =
         rx.await.map_err(|_| SpawnError::Clone(io::Error::other("the spawner thread dropped a spawn")))??;
     // SAFETY: the AsyncFd owns the OwnedFd, which stays open (and the same) for its lifetime.
