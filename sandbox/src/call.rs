@@ -45,6 +45,8 @@ pub(crate) struct Machine {
     namespaces: Option<Maker>,
     temp_dirs: Arc<crate::tempdirs::TempDirs>,
     opened: policy::OpenedPaths,
+    /// What no workspace may hold.
+    own_dirs: OwnDirs,
 }
 
 impl Machine {
@@ -103,10 +105,16 @@ impl Machine {
             temp_dirs: crate::tempdirs::TempDirs::new()
                 .map_err(|e| SandboxError::Unavailable(format!("no directory for the calls' temp dirs: {e}")))?,
             opened: policy::OpenedPaths::open(&read_exec, &devices),
+            own_dirs: OwnDirs::new(config),
         })
     }
 
     /// Why nothing can be confined on this machine, when that is so.
+    /// The canonical workspace, or why the sandbox refuses it ([`OwnDirs::check`]).
+    pub(crate) fn checked_workspace(&self, workspace: &Path) -> Result<PathBuf, String> {
+        self.own_dirs.check(workspace)
+    }
+
     pub(crate) fn refusal(&self) -> Option<&str> {
         self.refusal.as_deref()
     }
@@ -147,7 +155,7 @@ impl Machine {
         let Some(workspace) = &call.workspace else {
             return ToolCallResult::error(format!("`{}` needs a workspace and this call has none", call.name));
         };
-        let workspace = match checked_workspace(workspace, config) {
+        let workspace = match self.own_dirs.check(workspace) {
             Ok(w) => w,
             Err(e) => return ToolCallResult::error(e),
         };
@@ -372,6 +380,7 @@ impl Machine {
             cwd: c_path(cwd).ok_or("the working directory contains a NUL byte")?,
             limits,
             drop_capabilities: confined,
+            bounding_set_empty: false,
             landlock,
             seccomp,
         };
@@ -423,19 +432,51 @@ fn environment(config: &SandboxConfig, tmp: &Path) -> Vec<(OsString, OsString)> 
     env
 }
 
-/// The canonical workspace, refused when handing it over would hand over what the sandbox
-/// exists to protect: the whole filesystem, the home directory (its credentials), superpi's
-/// own directories (data: the store; config: settings and tokens; runtime: the socket).
-pub(crate) fn checked_workspace(workspace: &Path, config: &SandboxConfig) -> Result<PathBuf, String> {
-    let own: Vec<&Path> =
-        std::iter::once(config.data_dir.as_path()).chain(config.private_dirs.iter().map(PathBuf::as_path)).collect();
-    check_workspace(workspace, &own)
+/// What a workspace may not hold: the home directory and superpi's own directories (data:
+/// the store; config: settings and tokens; runtime: the socket), canonical, found once per
+/// sandbox (each call's check would otherwise resolve them all again). A directory missing
+/// then is resolved at each check.
+#[derive(Debug)]
+pub(crate) struct OwnDirs {
+    home: Option<PathBuf>,
+    dirs: Vec<Result<PathBuf, PathBuf>>,
 }
 
-/// The canonical workspace, or why the sandbox refuses it (see [`checked_workspace`]): for a
+impl OwnDirs {
+    pub(crate) fn new(config: &SandboxConfig) -> OwnDirs {
+        let dirs = std::iter::once(&config.data_dir).chain(&config.private_dirs);
+        OwnDirs { home: home_dir(), dirs: dirs.map(|dir| dir.canonicalize().map_err(|_| dir.clone())).collect() }
+    }
+
+    /// The canonical workspace, refused when handing it over would hand over what the sandbox
+    /// exists to protect: the whole filesystem, the home directory (its credentials),
+    /// superpi's own directories.
+    pub(crate) fn check(&self, workspace: &Path) -> Result<PathBuf, String> {
+        let dirs = self.dirs.iter().map(|dir| match dir {
+            Ok(canonical) => canonical.clone(),
+            Err(dir) => dir.canonicalize().unwrap_or_else(|_| dir.clone()),
+        });
+        check_canonical(workspace, self.home.as_deref(), dirs)
+    }
+}
+
+fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME").map(PathBuf::from).and_then(|h| h.canonicalize().ok())
+}
+
+/// The canonical workspace, or why the sandbox refuses it (see [`OwnDirs::check`]): for a
 /// frontend that wants to say so before any tool runs. `own_dirs`: superpi's data, config and
 /// runtime directories.
 pub fn check_workspace(workspace: &Path, own_dirs: &[&Path]) -> Result<PathBuf, String> {
+    let dirs = own_dirs.iter().map(|dir| dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()));
+    check_canonical(workspace, home_dir().as_deref(), dirs)
+}
+
+fn check_canonical(
+    workspace: &Path,
+    home: Option<&Path>,
+    own_dirs: impl Iterator<Item = PathBuf>,
+) -> Result<PathBuf, String> {
     let canonical =
         workspace.canonicalize().map_err(|e| format!("the workspace {} is not usable: {e}", workspace.display()))?;
     if !canonical.is_dir() {
@@ -444,7 +485,6 @@ pub fn check_workspace(workspace: &Path, own_dirs: &[&Path]) -> Result<PathBuf, 
     if canonical == Path::new("/") {
         return Err("the sandbox refuses the whole filesystem as a workspace".into());
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from).and_then(|h| h.canonicalize().ok());
     if let Some(home) = home
         && home.starts_with(&canonical)
     {
@@ -456,7 +496,6 @@ pub fn check_workspace(workspace: &Path, own_dirs: &[&Path]) -> Result<PathBuf, 
         ));
     }
     for dir in own_dirs {
-        let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
         if dir.starts_with(&canonical) {
             return Err(format!(
                 "the sandbox refuses {} as a workspace: it holds superpi's own directory {}",

@@ -31,6 +31,8 @@ pub(crate) struct Prepared {
     pub limits: Vec<(c_int, u64)>,
     /// Drop capabilities and set no_new_privs (off only when confinement is disabled).
     pub drop_capabilities: bool,
+    /// The spawner thread emptied its bounding set, which the child inherits (spawn.rs).
+    pub bounding_set_empty: bool,
     /// None when confinement is disabled by configuration.
     pub landlock: Option<OwnedFd>,
     pub seccomp: Arc<Vec<Program>>,
@@ -148,9 +150,8 @@ impl Prepared {
                 | libc::SECBIT_NO_CAP_AMBIENT_RAISE
                 | libc::SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
             let has_setpcap = libc::prctl(libc::PR_SET_SECUREBITS, bits as c_ulong, 0, 0, 0) == 0;
-            if has_setpcap {
-                // The spawner thread emptied its bounding set already (spawn.rs): each drop
-                // commits new credentials, so only what is still there is dropped.
+            if has_setpcap && !self.bounding_set_empty {
+                // Each drop commits new credentials: only what is still there is dropped.
                 for cap in 0..64 as c_ulong {
                     match libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) {
                         0 => {}

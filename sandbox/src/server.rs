@@ -90,7 +90,7 @@ impl Sandbox {
         if config.disabled {
             tracing::warn!(program = %spec.program, "sandbox disabled by configuration: starting the server unconfined");
         }
-        let workspace = crate::call::checked_workspace(&spec.workspace, config)?;
+        let workspace = self.inner.checked_workspace(&spec.workspace)?;
         let cwd = spec.cwd.clone().unwrap_or_else(|| workspace.clone());
         let call = ToolCall {
             conversation_id: 0,

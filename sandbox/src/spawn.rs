@@ -79,6 +79,8 @@ struct Spawner {
     /// Whether the thread holds the spawner layer of the seccomp program (else each child
     /// installs it before the call layer).
     layered: bool,
+    /// Whether the thread's bounding set is empty (else each child drops what is left).
+    bounding_set_empty: bool,
 }
 
 fn spawner(confined: bool) -> Option<&'static Spawner> {
@@ -87,23 +89,21 @@ fn spawner(confined: bool) -> Option<&'static Spawner> {
     let cell = if confined { &CONFINED } else { &UNCONFINED };
     cell.get_or_init(|| {
         let (tx, rx) = std::sync::mpsc::channel::<Job>();
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<bool>();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<(bool, bool)>();
         std::thread::Builder::new()
             .name("superpi-sandbox-spawner".into())
             .spawn(move || {
-                let layered = confined && {
-                    empty_bounding_set();
-                    install_spawner_layer()
-                };
-                let _ = ready_tx.send(layered);
+                let emptied = confined && empty_bounding_set();
+                let layered = confined && install_spawner_layer();
+                let _ = ready_tx.send((layered, emptied));
                 let mut stack = ChildStack::default();
                 while let Ok(job) = rx.recv() {
                     job(&mut stack);
                 }
             })
             .ok()?;
-        let layered = ready_rx.recv().ok()?;
-        Some(Spawner { jobs: Mutex::new(tx), layered })
+        let (layered, bounding_set_empty) = ready_rx.recv().ok()?;
+        Some(Spawner { jobs: Mutex::new(tx), layered, bounding_set_empty })
     })
     .as_ref()
 }
@@ -128,21 +128,22 @@ fn install_spawner_layer() -> bool {
 }
 
 /// Drops every capability of the calling thread's bounding set it may drop (it needs
-/// CAP_SETPCAP; without it there is nothing to drop). A child still checks before exec.
-fn empty_bounding_set() {
+/// CAP_SETPCAP; without it there is nothing to drop). True when the set is empty.
+fn empty_bounding_set() -> bool {
     for cap in 0..64 {
         // SAFETY: prctl on this thread's own credentials.
         match unsafe { libc::prctl(libc::PR_CAPBSET_READ, cap as libc::c_ulong, 0, 0, 0) } {
             1 => {
                 // SAFETY: as above.
                 if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) } != 0 {
-                    return;
+                    return false;
                 }
             }
             0 => {}
-            _ => return, // past the last capability this kernel knows
+            _ => return true, // past the last capability this kernel knows
         }
     }
+    true
 }
 
 /// An mmap'ed stack with a guard page below it, made on first use.
@@ -332,6 +333,7 @@ pub(crate) async fn spawn(spawn: Spawn) -> Result<Child, SpawnError> {
     let spawner =
         spawner(confined).ok_or_else(|| SpawnError::Clone(io::Error::other("the spawner thread could not start")))?;
     let mut spawn = spawn;
+    spawn.prepared.bounding_set_empty = confined && spawner.bounding_set_empty;
     if confined && !spawner.layered && !spawn.prepared.seccomp.is_empty() {
         // The thread could not hold the spawner layer: the child installs it first.
         let layer = crate::filter::program(crate::filter::Layer::Spawner)
