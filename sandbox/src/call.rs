@@ -44,7 +44,8 @@ pub(crate) struct Machine {
     /// Makes the private namespaces ahead of calls (with `mounts`).
     namespaces: Option<Maker>,
     temp_dirs: Arc<crate::tempdirs::TempDirs>,
-    opened: policy::OpenedPaths,
+    /// Makes the calls' landlock rulesets.
+    rulesets: Arc<Rulesets>,
     /// What no workspace may hold.
     own_dirs: OwnDirs,
 }
@@ -104,7 +105,7 @@ impl Machine {
             namespaces,
             temp_dirs: crate::tempdirs::TempDirs::new()
                 .map_err(|e| SandboxError::Unavailable(format!("no directory for the calls' temp dirs: {e}")))?,
-            opened: policy::OpenedPaths::open(&read_exec, &devices),
+            rulesets: Arc::new(Rulesets { opened: policy::OpenedPaths::open(&read_exec, &devices), abi }),
             own_dirs: OwnDirs::new(config),
         })
     }
@@ -217,7 +218,7 @@ impl Machine {
             progress,
         };
         let finished = crate::launch::run(launch, cancel).await.map_err(|e| e.to_string())?;
-        self.temp_dirs.give_back(setup.tmp, finished.contained);
+        self.temp_dirs.give_back(setup.tmp, finished.contained, setup.rules.map(|r| (r, self.rulesets.clone())));
         Ok(bash_outcome(config, finished, timeout, workspace, started.elapsed(), &spill, call.network))
     }
 
@@ -256,7 +257,7 @@ impl Machine {
             progress: None,
         };
         let finished = crate::launch::run(launch, cancel).await.map_err(|e| e.to_string())?;
-        self.temp_dirs.give_back(setup.tmp, finished.contained);
+        self.temp_dirs.give_back(setup.tmp, finished.contained, setup.rules.map(|r| (r, self.rulesets.clone())));
         match finished.end {
             End::TimedOut => return Err(format!("{}: timed out", call.name)),
             End::Cancelled => return Err(format!("{}: cancelled", call.name)),
@@ -335,21 +336,29 @@ impl Machine {
         let mut mount_writable = vec![workspace.to_path_buf()];
         mount_writable.extend(config.extra_write_paths.iter().cloned());
         mount_writable.extend(server.iter().flat_map(|s| s.writable.iter().cloned()));
-        let mut landlock_rw: Vec<PathBuf> = mount_writable.iter().cloned().chain([tmp_path.clone()]).collect();
+        let mut landlock_rw: Vec<PathBuf> = mount_writable.clone();
         mount_writable.push(self.temp_dirs.root().to_path_buf());
         let mounts = if confined && self.mounts { Some(self.mount_plan(mount_writable)?) } else { None };
         landlock_rw.extend(mounts.as_ref().and_then(MountPlan::shm_dir));
-        let fs = FsPolicy {
-            read_exec,
-            read_only: if runner { vec![spill_dir] } else { Vec::new() },
-            read_write: landlock_rw,
-            devices: Vec::new(),
+        // The call's rules but for its temp dir: a ready temp dir may hold a ruleset made for
+        // them already (the temp dirs' blocking thread makes one when a call gives its dir
+        // back), else the ruleset is made here.
+        let rules = RulesetKey::new(
+            FsPolicy {
+                read_exec,
+                read_only: if runner { vec![spill_dir] } else { Vec::new() },
+                read_write: landlock_rw,
+                devices: Vec::new(),
+            },
+            call.network,
+        );
+        let mut tmp = tmp;
+        let landlock = match (confined, tmp.ruleset.take()) {
+            (false, _) => None,
+            (true, Some((made_for, ruleset))) if *made_for == rules => Some(ruleset),
+            (true, _) => Some(self.rulesets.build(&rules, &tmp_path).map_err(|e| e.to_string())?),
         };
-        let landlock = if confined {
-            Some(policy::build_ruleset(&self.opened, &fs, self.abi, call.network).map_err(|e| e.to_string())?)
-        } else {
-            None
-        };
+        let rules = confined.then(|| Arc::new(rules));
         let cgroup = match &self.cgroup {
             Some(base) => {
                 Some(base.create(config.max_pids).map_err(|e| format!("could not create the call's cgroup: {e}"))?)
@@ -387,7 +396,7 @@ impl Machine {
         let tag = crate::reap::new_tag();
         let mut env = environment(config, &tmp_path);
         env.push((crate::reap::TAG_VAR.into(), tag.clone().into()));
-        Ok(Setup { tmp, prepared, status_read, cgroup, env, tag })
+        Ok(Setup { tmp, prepared, status_read, cgroup, env, tag, rules })
     }
 }
 
@@ -401,6 +410,8 @@ pub(crate) struct ServerGrants<'a> {
 
 pub(crate) struct Setup {
     pub tmp: crate::tempdirs::CallDir,
+    /// The call's landlock rules but for its temp dir (None when unconfined).
+    pub rules: Option<Arc<RulesetKey>>,
     pub prepared: Prepared,
     pub status_read: std::os::fd::OwnedFd,
     pub cgroup: Option<crate::cgroup::CallCgroup>,
@@ -430,6 +441,41 @@ fn environment(config: &SandboxConfig, tmp: &Path) -> Vec<(OsString, OsString)> 
         env.push((k.into(), v.into()));
     }
     env
+}
+
+/// A call's landlock rules but for its own temp dir, with the identity (device and inode) each
+/// path had: a ruleset made for one call serves a later one with the same, and a path made
+/// again or appearing since (a conversation's first spill) gets a new ruleset.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct RulesetKey {
+    policy: FsPolicy,
+    network: bool,
+    identity: Vec<Option<(u64, u64)>>,
+}
+
+impl RulesetKey {
+    fn new(policy: FsPolicy, network: bool) -> RulesetKey {
+        use std::os::unix::fs::MetadataExt;
+        let paths = policy.read_exec.iter().chain(&policy.read_only).chain(&policy.read_write).chain(&policy.devices);
+        let identity = paths.map(|p| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))).collect();
+        RulesetKey { policy, network, identity }
+    }
+}
+
+/// Makes rulesets: the kernel's own paths opened once, and the landlock ABI.
+#[derive(Debug)]
+pub(crate) struct Rulesets {
+    opened: policy::OpenedPaths,
+    abi: i32,
+}
+
+impl Rulesets {
+    /// The ruleset of `rules` with `tmp` (the call's temp dir) writable.
+    pub(crate) fn build(&self, rules: &RulesetKey, tmp: &Path) -> Result<std::os::fd::OwnedFd, policy::PolicyError> {
+        let mut fs = rules.policy.clone();
+        fs.read_write.push(tmp.to_path_buf());
+        policy::build_ruleset(&self.opened, &fs, self.abi, rules.network)
+    }
 }
 
 /// What a workspace may not hold: the home directory and superpi's own directories (data:

@@ -6,8 +6,11 @@
 //! its own dir only). The root's name carries the kernel's pid, so that what a kernel leaves when
 //! it exits is removed by the next one.
 
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+
+use crate::call::{RulesetKey, Rulesets};
 
 /// Temp dirs kept ready (a call gives its own back on a blocking thread, sometimes only after
 /// the next call has taken one).
@@ -19,6 +22,9 @@ pub(crate) struct CallDir {
     _dir: tempfile::TempDir,
     /// Its canonical path.
     pub path: PathBuf,
+    /// A landlock ruleset made for the rules of the last call that used it, with this dir as
+    /// the temp dir: the next call with the same rules need not make its own.
+    pub ruleset: Option<(Arc<RulesetKey>, OwnedFd)>,
 }
 
 /// Removes everything in `dir` and gives it its first mode back (a call may have changed it).
@@ -84,10 +90,19 @@ impl TempDirs {
     /// another call when nothing of the call can still reach it (`contained`: its cgroup was
     /// emptied), else removed. Reusing spares the disk's file system a directory made and one
     /// removed per call, whose inode allocation slows as deleted inodes pile up.
-    pub(crate) fn give_back(self: &Arc<Self>, dir: CallDir, contained: bool) {
+    /// With the rules of the call (and what makes rulesets), a ruleset for the next call with the
+    /// same rules is made too, off the calls' path.
+    pub(crate) fn give_back(
+        self: &Arc<Self>,
+        mut dir: CallDir,
+        contained: bool,
+        rules: Option<(Arc<RulesetKey>, Arc<Rulesets>)>,
+    ) {
         let dirs = self.clone();
         let job = move || {
             if contained && empty(&dir.path).is_ok() {
+                dir.ruleset =
+                    rules.and_then(|(key, rulesets)| rulesets.build(&key, &dir.path).ok().map(|fd| (key, fd)));
                 dirs.keep(dir);
             }
         };
@@ -112,7 +127,7 @@ impl TempDirs {
             .tempdir_in(&self.root_path)
             .map_err(|e| format!("could not create the call's temp dir: {e}"))?;
         let path = self.root_path.join(dir.path().file_name().unwrap_or_default());
-        Ok(CallDir { _dir: dir, path })
+        Ok(CallDir { _dir: dir, path, ruleset: None })
     }
 
     /// A directory to bind on /dev/shm in a mount namespace (world-writable and sticky, as

@@ -38,6 +38,25 @@ async fn output_past_the_cap_spills_and_the_read_tool_pages_it() {
     assert!(out.is_error && out.output.contains("outside the workspace"), "{out:?}");
 }
 
+/// A call's ruleset may have been made ahead, when a call with the same rules gave its temp
+/// dir back: one made before the conversation's first spill must not serve the call after it.
+#[tokio::test]
+async fn a_spill_made_after_file_tool_calls_is_readable_by_the_next_one() {
+    let env = Env::with(|c| c.output_cap_bytes = 64 * 1024);
+    common::assert_confinement_available(&env);
+    std::fs::write(env.workspace.join("notes.txt"), "a note\n").unwrap();
+    for _ in 0..6 {
+        let out = env.run("read", json!({"path": "notes.txt"})).await;
+        assert!(!out.is_error && out.output.contains("a note"), "{out:?}");
+    }
+    let out = env.bash("seq 1 50000").await;
+    let spill = out.structured.as_ref().unwrap()["spill_path"].as_str().unwrap().to_string();
+    for _ in 0..3 {
+        let out = env.run("read", json!({"path": spill, "offset": 49999, "limit": 1})).await;
+        assert!(!out.is_error && out.output.contains("49999\t49999"), "{out:?}");
+    }
+}
+
 #[tokio::test]
 async fn long_output_under_the_cap_is_saved_when_the_model_sees_only_part() {
     let env = Env::new();
