@@ -110,12 +110,12 @@ impl Machine {
         })
     }
 
-    /// Why nothing can be confined on this machine, when that is so.
     /// The canonical workspace, or why the sandbox refuses it ([`OwnDirs::check`]).
     pub(crate) fn checked_workspace(&self, workspace: &Path) -> Result<PathBuf, String> {
         self.own_dirs.check(workspace)
     }
 
+    /// Why nothing can be confined on this machine, when that is so.
     pub(crate) fn refusal(&self) -> Option<&str> {
         self.refusal.as_deref()
     }
@@ -156,7 +156,7 @@ impl Machine {
         let Some(workspace) = &call.workspace else {
             return ToolCallResult::error(format!("`{}` needs a workspace and this call has none", call.name));
         };
-        let workspace = match self.own_dirs.check(workspace) {
+        let workspace = match self.checked_workspace(workspace) {
             Ok(w) => w,
             Err(e) => return ToolCallResult::error(e),
         };
@@ -322,7 +322,7 @@ impl Machine {
         let tmp_path = tmp.path.clone();
         let confined = !config.disabled;
 
-        // The kernel's own paths are opened once (`self.opened`); these are the call's.
+        // The kernel's own paths are opened once (`Rulesets`); these are the call's.
         let mut read_exec = Vec::new();
         if runner {
             read_exec.push(config.tool_exe.clone());
