@@ -46,6 +46,14 @@ pub fn superpi_bin() -> PathBuf {
     bin
 }
 
+/// `superpi-frontend` beside `superpi`: the frontends' own binary, which `superpi acp|mcp|rpc|
+/// gateway|agui` become (by exec) when it is there.
+pub fn frontend_bin() -> PathBuf {
+    let bin = superpi_bin().with_file_name("superpi-frontend");
+    assert!(bin.exists(), "{} is missing: build it first with `cargo build -p superpi-cli`", bin.display());
+    bin
+}
+
 /// A private superpi installation for one test.
 pub struct TestEnv {
     pub root: tempfile::TempDir,

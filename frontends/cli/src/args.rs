@@ -1,15 +1,14 @@
 //! The command line.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use superpi_client::{KernelClient, Locations};
 
 use crate::connection::connect_options;
 use crate::listing::{self, JsonFlag};
+use crate::serve::{Dirs, Serve};
 use crate::{chat, terminal};
 
 #[derive(Debug, Parser)]
@@ -23,15 +22,8 @@ use crate::{chat, terminal};
     args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
-    /// Data directory (SQLite file, spill files) [env: SUPERPI_DATA_DIR]
-    #[arg(long, global = true)]
-    pub data_dir: Option<PathBuf>,
-    /// Configuration directory [env: SUPERPI_CONFIG_DIR]
-    #[arg(long, global = true)]
-    pub config_dir: Option<PathBuf>,
-    /// Runtime directory holding the kernel socket [env: SUPERPI_RUNTIME_DIR]
-    #[arg(long, global = true)]
-    pub runtime_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub dirs: Dirs,
     #[command(subcommand)]
     pub command: Option<Command>,
     /// Run this prompt (as `superpi run PROMPT`).
@@ -128,25 +120,6 @@ pub enum KernelAction {
     Stop,
 }
 
-impl Cli {
-    pub fn locations(&self) -> Locations {
-        let mut l = Locations::from_env();
-        if let Some(d) = &self.data_dir {
-            l.data_dir = d.clone();
-            if std::env::var_os("SUPERPI_RUNTIME_DIR").is_none() && std::env::var_os("XDG_RUNTIME_DIR").is_none() {
-                l.runtime_dir = d.join("run");
-            }
-        }
-        if let Some(d) = &self.config_dir {
-            l.config_dir = d.clone();
-        }
-        if let Some(d) = &self.runtime_dir {
-            l.runtime_dir = d.clone();
-        }
-        l
-    }
-}
-
 /// `superpi` without a command: `-p`, `--input-format stream-json` or a piped stdin run a
 /// prompt; a terminal opens chat.
 async fn no_command(locations: &Locations, print: Option<String>, run: terminal::RunFlags) -> anyhow::Result<ExitCode> {
@@ -159,7 +132,7 @@ async fn no_command(locations: &Locations, print: Option<String>, run: terminal:
 }
 
 pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
-    let locations = cli.locations();
+    let locations = cli.dirs.locations();
     let Some(command) = cli.command else {
         return no_command(&locations, cli.print, cli.run).await;
     };
@@ -183,56 +156,19 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Kernel(args) => kernel(&locations, args).await,
         #[cfg(feature = "acp")]
-        Command::Acp(args) => {
-            superpi_acp::run(args, connect_options(&locations, "acp")).await?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Acp(args) => Serve::Acp(args).run(&locations, None).await,
         #[cfg(feature = "mcp")]
         Command::Mcp(args) => match args.action {
             Some(action) => crate::mcp::run(&locations, action).await,
-            None => {
-                require_workspace("mcp", args.serve.workspace.as_deref(), &locations)?;
-                superpi_mcp::run(args.serve, connect_options(&locations, "mcp")).await?;
-                Ok(ExitCode::SUCCESS)
-            }
+            None => Serve::Mcp(args.serve).run(&locations, None).await,
         },
         #[cfg(feature = "rpc")]
-        Command::Rpc(args) => {
-            superpi_rpc::run(args, connect_options(&locations, "rpc")).await?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Rpc(args) => Serve::Rpc(args).run(&locations, None).await,
         #[cfg(feature = "gateway")]
-        Command::Gateway(args) => {
-            require_workspace("gateway", args.listen.workspace.as_deref(), &locations)?;
-            superpi_openai::run(args, connect_options(&locations, "gateway")).await?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Gateway(args) => Serve::Gateway(args).run(&locations, None).await,
         #[cfg(feature = "agui")]
-        Command::Agui(args) => {
-            require_workspace("agui", args.listen.workspace.as_deref(), &locations)?;
-            superpi_agui::run(args, connect_options(&locations, "agui")).await?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Agui(args) => Serve::Agui(args).run(&locations, None).await,
     }
-}
-
-/// A host that starts superpi outside a project (in `/`, the home directory, or above the data
-/// directory) gets an error naming `--workspace` at once, not tools that all fail later.
-fn require_workspace(role: &str, given: Option<&std::path::Path>, locations: &Locations) -> anyhow::Result<()> {
-    let dir = match given {
-        Some(dir) => dir.to_path_buf(),
-        None => std::env::current_dir().context("reading the current directory")?,
-    };
-    if let Err(why) =
-        superpi_sandbox::check_workspace(&dir, &[&locations.data_dir, &locations.config_dir, &locations.runtime_dir])
-    {
-        let started = if given.is_some() { "" } else { " (the host started superpi there)" };
-        anyhow::bail!(
-            "{why}{started}. Name the project with `superpi {role} --workspace DIR`; in a host's \
-             configuration: \"args\": [\"{role}\", \"--workspace\", \"/path/to/project\"]"
-        );
-    }
-    Ok(())
 }
 
 async fn kernel(locations: &Locations, args: KernelArgs) -> anyhow::Result<ExitCode> {

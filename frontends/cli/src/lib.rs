@@ -10,6 +10,8 @@
 mod args;
 mod chat;
 mod connection;
+mod exec;
+pub mod frontend;
 mod lines;
 mod listing;
 mod markdown;
@@ -18,53 +20,32 @@ mod mcp;
 mod output;
 mod render;
 mod schedule;
+mod serve;
+mod start;
 mod style;
 mod terminal;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 pub use args::{Cli, Command};
+pub use exec::{FRONTEND_BIN, exec_frontend};
+pub use serve::{Dirs, Serve};
 
 /// Exit codes: 0 ok, 1 the turn (or command) failed, 2 usage error, 3 (`kernel`) another kernel
 /// holds the data directory ([`superpi_proto::KERNEL_EXIT_LOCK_HELD`]).
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match start::parse::<Cli>() {
         Ok(cli) => cli,
-        Err(err) => {
-            let _ = err.print();
-            return if err.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
-        }
+        Err(code) => return code,
     };
-    init_logging(&cli);
-    // Still one thread: the allocator and the runtime are sized for the role before any other.
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if !matches!(cli.command, Some(Command::Kernel(_))) {
-        // A frontend allocates little: a few shared arenas, not eight per core.
-        superpi_sandbox::memory::limit_arenas(2);
-    }
-    if serves_one_client(&cli.command) {
-        builder.worker_threads(1);
-    }
-    let runtime = match builder.enable_all().build() {
-        Ok(rt) => rt,
-        Err(err) => {
-            eprintln!("superpi: cannot start the runtime: {err}");
-            return ExitCode::from(1);
-        }
-    };
-    match runtime.block_on(args::dispatch(cli)) {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("superpi: {err:#}");
-            ExitCode::from(1)
-        }
-    }
+    let kernel = matches!(cli.command, Some(Command::Kernel(_)));
+    start::init_logging(if kernel { "info" } else { "warn" });
+    let sizing = start::Sizing { kernel, one_client: serves_one_client(&cli.command) };
+    start::run(sizing, args::dispatch(cli))
 }
 
-/// Whether the role serves one client (its stdio or the terminal), so one worker thread does:
-/// the kernel and the frontends that listen for many clients take one per core.
+/// Whether the role serves one client (its stdio or the terminal), as [`Serve::serves_one_client`]
+/// says of the frontends; the kernel serves many.
 fn serves_one_client(command: &Option<Command>) -> bool {
     match command {
         Some(Command::Kernel(_)) => false,
@@ -76,16 +57,4 @@ fn serves_one_client(command: &Option<Command>) -> bool {
         Some(Command::Rpc(args)) => args.stdio,
         _ => true,
     }
-}
-
-fn init_logging(cli: &Cli) {
-    let default = if matches!(cli.command, Some(Command::Kernel(_))) { "info" } else { "warn" };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none())
-        .with_target(false)
-        .try_init();
 }

@@ -1,4 +1,5 @@
-//! The `superpi` binary: parses the command line and dispatches to the role's library.
+//! The `superpi` binary: parses the command line and dispatches to the role's library (the
+//! serving roles to `superpi-frontend` beside it, when there is one).
 
 use std::process::ExitCode;
 
@@ -10,6 +11,9 @@ fn main() -> ExitCode {
         let code = superpi_sandbox::tool_main();
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
+    // A serving role becomes `superpi-frontend` (the same process, by exec) when it sits
+    // beside this binary: a frontend then maps none of the kernel's code.
+    superpi_cli::exec_frontend();
     // Before any thread: large blocks (a history page, a frame) go back when freed, so a
     // process's memory follows what it holds rather than its peak.
     superpi_sandbox::memory::map_large_allocations();
