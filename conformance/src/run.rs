@@ -109,13 +109,24 @@ fn need_bin(bin: Option<&Path>) -> Result<&Path> {
     bin.ok_or_else(|| anyhow::anyhow!("no superpi binary for this run"))
 }
 
-/// `bin` hard-linked (or copied) into `dir`.
+/// `bin` hard-linked (or copied) into `dir`, with the `superpi-frontend` beside it when there is
+/// one: `superpi` runs its serving roles as that binary, so the run checks what users run.
 fn snapshot(bin: &Path, dir: &Path) -> Result<PathBuf> {
     let to = dir.join("superpi");
-    if std::fs::hard_link(bin, &to).is_err() {
-        std::fs::copy(bin, &to).with_context(|| format!("copying {}", bin.display()))?;
+    link_or_copy(bin, &to)?;
+    let frontend = bin.with_file_name("superpi-frontend");
+    if frontend.is_file() {
+        link_or_copy(&frontend, &dir.join("superpi-frontend"))?;
     }
     Ok(to)
+}
+
+/// A copy gets a new modification time; made after `superpi`'s, the frontend's is not older.
+fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
+    if std::fs::hard_link(from, to).is_err() {
+        std::fs::copy(from, to).with_context(|| format!("copying {}", from.display()))?;
+    }
+    Ok(())
 }
 
 /// The superpi binary: `--superpi`, or `superpi` beside this program (target/debug).

@@ -1,9 +1,14 @@
-//! superpi-cli: the `superpi` command line and the terminal frontend.
+//! superpi-cli: the `superpi` command line and the terminal frontend, and `superpi-frontend`.
 //!
 //! Owns argument parsing, the dispatch of every role (`kernel`, `acp`, `mcp`, `rpc`,
 //! `gateway`, `agui`) to its crate, and the terminal frontend itself (`run`, `chat`,
 //! `session`, `harnesses`, `models`), `superpi mcp list|add|remove`, which edits the
 //! user's external MCP servers, and `superpi schedule list|add|remove`: answers on stdout, activity and notices on stderr.
+//!
+//! Two binaries: `superpi` holds every role; `superpi-frontend` ([`frontend`]) only the serving
+//! frontends, and `superpi` execs it for them ([`exec_frontend`]), so an idle frontend maps no
+//! kernel code. What both run lives in `serve` and `start`; those must not reach the kernel's,
+//! the providers' or the backends' crates, or the frontend binary links them again.
 //!
 //! It must not hold protocol or kernel logic of its own: each role's crate does the work.
 

@@ -1,10 +1,12 @@
 //! Frontend idle memory: prints each frontend process's resident memory once it has started,
 //! answered a first request (which reaches the kernel where the protocol allows) and then sat
-//! idle until its RSS held still for a second, and where that memory is (the `superpi`
-//! binary's own pages, other mapped files such as libc, anonymous), with its private part
+//! idle until its RSS held still for a second, and where that memory is (its binary's own
+//! pages: `superpi-frontend`'s, which `superpi` execs for these roles, or `superpi`'s when
+//! SUPERPI_FRONTEND_EXEC=0; other mapped files such as libc; anonymous), with its private part
 //! (pages no other process shares) and its proportional share (PSS). Asserts nothing.
 //!
 //! `cargo build --release -p superpi-cli && cargo run --release -p superpi-tests --bin frontend_idle`
+//! (the first builds both binaries)
 //!
 //! The frontends are `superpi acp` and `superpi mcp` (stdio: `initialize` answered),
 //! `superpi rpc --unix` (`session.list` answered), `superpi gateway` (`GET /v1/models`
@@ -33,14 +35,15 @@ fn main() {
     ] {
         let mib = |kib: u64| kib as f64 / 1024.0;
         println!(
-            "  {name:<20} RSS {:5.1} MiB (binary's file pages {:4.1}, other files {:4.1}, anonymous {:4.1}); private {:4.1} MiB, PSS {:4.1} MiB; {} threads",
+            "  {name:<20} RSS {:5.1} MiB (binary's file pages {:4.1}, other files {:4.1}, anonymous {:4.1}); private {:4.1} MiB, PSS {:4.1} MiB; {} threads; ran as {}",
             mib(rss.total),
             mib(rss.binary),
             mib(rss.file.saturating_sub(rss.binary)),
             mib(rss.anon),
             mib(rss.private),
             mib(rss.pss),
-            rss.threads
+            rss.threads,
+            rss.exe
         );
     }
 }
@@ -50,8 +53,10 @@ struct Rss {
     total: u64,
     anon: u64,
     file: u64,
-    /// Resident pages mapped from the `superpi` binary itself.
+    /// Resident pages mapped from the process's binary itself.
     binary: u64,
+    /// That binary's file name.
+    exe: String,
     /// Pages only this process maps.
     private: u64,
     /// Each page divided by the number of processes mapping it.
@@ -95,6 +100,7 @@ fn status(pid: u32) -> Rss {
         anon: kib(&text, "RssAnon:"),
         file: kib(&text, "RssFile:"),
         binary: mapped_from(pid, &binary),
+        exe: binary.rsplit('/').next().unwrap_or_default().to_string(),
         private: kib(&rollup, "Private_Clean:") + kib(&rollup, "Private_Dirty:"),
         pss: kib(&rollup, "Pss:"),
         threads: kib(&text, "Threads:"),
