@@ -51,21 +51,9 @@ pub enum Command {
     Models(JsonFlag),
     /// The kernel: run it in the foreground, or `status` / `stop`.
     Kernel(KernelArgs),
-    /// The ACP agent for editors, over stdio.
-    #[cfg(feature = "acp")]
-    Acp(superpi_acp::Args),
-    /// The MCP server over stdio; `list`, `add`, `remove`: the external MCP servers superpi uses.
-    #[cfg(feature = "mcp")]
-    Mcp(crate::mcp::McpArgs),
-    /// JSON-RPC 2.0 for IDEs.
-    #[cfg(feature = "rpc")]
-    Rpc(superpi_rpc::Args),
-    /// The OpenAI-compatible HTTP gateway.
-    #[cfg(feature = "gateway")]
-    Gateway(superpi_openai::Args),
-    /// The AG-UI frontend over SSE.
-    #[cfg(feature = "agui")]
-    Agui(superpi_agui::Args),
+    // acp, mcp, rpc, gateway, agui: the serving roles, which superpi-frontend parses too.
+    #[command(flatten)]
+    Serve(Serve),
     /// Print a shell completion script: `superpi completions bash > ~/.local/share/bash-completion/completions/superpi`.
     Completions {
         #[arg(value_enum)]
@@ -155,19 +143,11 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Kernel(args) => kernel(&locations, args).await,
-        #[cfg(feature = "acp")]
-        Command::Acp(args) => Serve::Acp(args).run(&locations, None).await,
         #[cfg(feature = "mcp")]
-        Command::Mcp(args) => match args.action {
-            Some(action) => crate::mcp::run(&locations, action).await,
-            None => Serve::Mcp(args.serve).run(&locations, None).await,
-        },
-        #[cfg(feature = "rpc")]
-        Command::Rpc(args) => Serve::Rpc(args).run(&locations, None).await,
-        #[cfg(feature = "gateway")]
-        Command::Gateway(args) => Serve::Gateway(args).run(&locations, None).await,
-        #[cfg(feature = "agui")]
-        Command::Agui(args) => Serve::Agui(args).run(&locations, None).await,
+        Command::Serve(Serve::Mcp(crate::mcp::McpArgs { action: Some(action), .. })) => {
+            crate::mcp::run(&locations, action).await
+        }
+        Command::Serve(serve) => serve.run(&locations, None).await,
     }
 }
 

@@ -49,17 +49,12 @@ pub fn main() -> ExitCode {
     start::run(sizing, args::dispatch(cli))
 }
 
-/// Whether the role serves one client (its stdio or the terminal), as [`Serve::serves_one_client`]
-/// says of the frontends; the kernel serves many.
+/// Whether the role serves one client (its stdio or the terminal); the kernel serves many, and
+/// the frontends say for themselves.
 fn serves_one_client(command: &Option<Command>) -> bool {
     match command {
         Some(Command::Kernel(_)) => false,
-        #[cfg(feature = "gateway")]
-        Some(Command::Gateway(_)) => false,
-        #[cfg(feature = "agui")]
-        Some(Command::Agui(_)) => false,
-        #[cfg(feature = "rpc")]
-        Some(Command::Rpc(args)) => args.stdio,
+        Some(Command::Serve(serve)) => serve.serves_one_client(),
         _ => true,
     }
 }

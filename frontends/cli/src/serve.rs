@@ -52,9 +52,9 @@ pub enum Serve {
     /// The ACP agent for editors, over stdio.
     #[cfg(feature = "acp")]
     Acp(superpi_acp::Args),
-    /// The MCP server over stdio.
+    /// The MCP server over stdio; `list`, `add`, `remove`: the external MCP servers superpi uses.
     #[cfg(feature = "mcp")]
-    Mcp(superpi_mcp::Args),
+    Mcp(crate::mcp::McpArgs),
     /// JSON-RPC 2.0 for IDEs.
     #[cfg(feature = "rpc")]
     Rpc(superpi_rpc::Args),
@@ -87,6 +87,10 @@ impl Serve {
 
     /// Serves until the host or the clients leave. `kernel_exe`: the program an autostarted
     /// kernel runs as (default: this executable).
+    #[cfg_attr(
+        not(any(feature = "acp", feature = "mcp", feature = "rpc", feature = "gateway", feature = "agui")),
+        allow(unreachable_code, unused_variables)
+    )]
     pub async fn run(self, locations: &Locations, kernel_exe: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         let connect = |frontend: &str| {
             let mut opts = ConnectOptions::new(locations.clone(), frontend);
@@ -98,8 +102,12 @@ impl Serve {
             Serve::Acp(args) => superpi_acp::run(args, connect("acp")).await?,
             #[cfg(feature = "mcp")]
             Serve::Mcp(args) => {
-                require_workspace("mcp", args.workspace.as_deref(), locations)?;
-                superpi_mcp::run(args, connect("mcp")).await?;
+                // `superpi` edits the settings itself; this binary leaves that code out.
+                if args.action.is_some() {
+                    anyhow::bail!("`superpi mcp list|add|remove` are run by `superpi`, not `superpi-frontend`");
+                }
+                require_workspace("mcp", args.serve.workspace.as_deref(), locations)?;
+                superpi_mcp::run(args.serve, connect("mcp")).await?;
             }
             #[cfg(feature = "rpc")]
             Serve::Rpc(args) => superpi_rpc::run(args, connect("rpc")).await?,
@@ -120,6 +128,7 @@ impl Serve {
 
 /// A host that starts superpi outside a project (in `/`, the home directory, or above the data
 /// directory) gets an error naming `--workspace` at once, not tools that all fail later.
+#[cfg_attr(not(any(feature = "mcp", feature = "gateway", feature = "agui")), allow(dead_code))]
 fn require_workspace(role: &str, given: Option<&Path>, locations: &Locations) -> anyhow::Result<()> {
     let dir = match given {
         Some(dir) => dir.to_path_buf(),
