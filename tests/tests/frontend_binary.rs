@@ -96,7 +96,11 @@ async fn acp_and_mcp_through_superpi_run_as_the_frontend_binary() {
         let answer = frontend.call(0, "initialize", init.clone(), |_| None).await;
         assert!(answer["protocolVersion"].is_number() || answer["protocolVersion"].is_string(), "{answer}");
         assert_eq!(frontend.child.id(), pid, "the same process");
-        assert_eq!(canonical(frontend.exe()), canonical(frontend_bin()), "superpi {role}");
+        assert_eq!(
+            canonical(frontend.exe()),
+            canonical(frontend_bin()),
+            "superpi {role} (a superpi-frontend older than superpi is not used: build both, `cargo build -p superpi-cli`)"
+        );
 
         // Told not to, superpi serves the role itself.
         let mut cmd = env.command(&[role]);
