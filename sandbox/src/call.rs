@@ -45,7 +45,7 @@ pub(crate) struct Machine {
     namespaces: Option<Maker>,
     temp_dirs: Arc<crate::tempdirs::TempDirs>,
     /// Makes the calls' landlock rulesets.
-    rulesets: Arc<Rulesets>,
+    rulesets: Rulesets,
     /// What no workspace may hold.
     own_dirs: OwnDirs,
 }
@@ -105,7 +105,7 @@ impl Machine {
             namespaces,
             temp_dirs: crate::tempdirs::TempDirs::new()
                 .map_err(|e| SandboxError::Unavailable(format!("no directory for the calls' temp dirs: {e}")))?,
-            rulesets: Arc::new(Rulesets { opened: policy::OpenedPaths::open(&read_exec, &devices), abi }),
+            rulesets: Rulesets { opened: policy::OpenedPaths::open(&read_exec, &devices), abi },
             own_dirs: OwnDirs::new(config),
         })
     }
@@ -218,7 +218,7 @@ impl Machine {
             progress,
         };
         let finished = crate::launch::run(launch, cancel).await.map_err(|e| e.to_string())?;
-        self.temp_dirs.give_back(setup.tmp, finished.contained, setup.rules.map(|r| (r, self.rulesets.clone())));
+        self.temp_dirs.give_back(setup.tmp, finished.contained);
         Ok(bash_outcome(config, finished, timeout, workspace, started.elapsed(), &spill, call.network))
     }
 
@@ -257,7 +257,7 @@ impl Machine {
             progress: None,
         };
         let finished = crate::launch::run(launch, cancel).await.map_err(|e| e.to_string())?;
-        self.temp_dirs.give_back(setup.tmp, finished.contained, setup.rules.map(|r| (r, self.rulesets.clone())));
+        self.temp_dirs.give_back(setup.tmp, finished.contained);
         match finished.end {
             End::TimedOut => return Err(format!("{}: timed out", call.name)),
             End::Cancelled => return Err(format!("{}: cancelled", call.name)),
@@ -340,9 +340,9 @@ impl Machine {
         mount_writable.push(self.temp_dirs.root().to_path_buf());
         let mounts = if confined && self.mounts { Some(self.mount_plan(mount_writable)?) } else { None };
         landlock_rw.extend(mounts.as_ref().and_then(MountPlan::shm_dir));
-        // The call's rules but for its temp dir: a ready temp dir may hold a ruleset made for
-        // them already (the temp dirs' blocking thread makes one when a call gives its dir
-        // back), else the ruleset is made here.
+        // The call's rules but for its temp dir: a temp dir used before keeps the ruleset made
+        // for the rules of its last call with it, which serves the next call with the same
+        // (a ruleset is not used up by a restriction); else one is made here and kept with it.
         let rules = RulesetKey::new(
             FsPolicy {
                 read_exec,
@@ -353,12 +353,15 @@ impl Machine {
             call.network,
         );
         let mut tmp = tmp;
-        let landlock = match (confined, tmp.ruleset.take()) {
-            (false, _) => None,
-            (true, Some((made_for, ruleset))) if *made_for == rules => Some(ruleset),
-            (true, _) => Some(self.rulesets.build(&rules, &tmp_path).map_err(|e| e.to_string())?),
+        let landlock = match &tmp.ruleset {
+            _ if !confined => None,
+            Some((made_for, ruleset)) if *made_for == rules => Some(ruleset.clone()),
+            _ => {
+                let ruleset = Arc::new(self.rulesets.build(&rules, &tmp_path).map_err(|e| e.to_string())?);
+                tmp.ruleset = Some((rules, ruleset.clone()));
+                Some(ruleset)
+            }
         };
-        let rules = confined.then(|| Arc::new(rules));
         let cgroup = match &self.cgroup {
             Some(base) => {
                 Some(base.create(config.max_pids).map_err(|e| format!("could not create the call's cgroup: {e}"))?)
@@ -396,7 +399,7 @@ impl Machine {
         let tag = crate::reap::new_tag();
         let mut env = environment(config, &tmp_path);
         env.push((crate::reap::TAG_VAR.into(), tag.clone().into()));
-        Ok(Setup { tmp, prepared, status_read, cgroup, env, tag, rules })
+        Ok(Setup { tmp, prepared, status_read, cgroup, env, tag })
     }
 }
 
@@ -410,8 +413,6 @@ pub(crate) struct ServerGrants<'a> {
 
 pub(crate) struct Setup {
     pub tmp: crate::tempdirs::CallDir,
-    /// The call's landlock rules but for its temp dir (None when unconfined).
-    pub rules: Option<Arc<RulesetKey>>,
     pub prepared: Prepared,
     pub status_read: std::os::fd::OwnedFd,
     pub cgroup: Option<crate::cgroup::CallCgroup>,
@@ -444,8 +445,9 @@ fn environment(config: &SandboxConfig, tmp: &Path) -> Vec<(OsString, OsString)> 
 }
 
 /// A call's landlock rules but for its own temp dir, with the identity (device and inode) each
-/// path had: a ruleset made for one call serves a later one with the same, and a path made
-/// again or appearing since (a conversation's first spill) gets a new ruleset.
+/// path had: a ruleset made for one call serves a later one with the same rules and the same
+/// temp dir, and a path made again or appearing since (a conversation's first spill) gets a
+/// new ruleset.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct RulesetKey {
     policy: FsPolicy,
@@ -464,14 +466,14 @@ impl RulesetKey {
 
 /// Makes rulesets: the kernel's own paths opened once, and the landlock ABI.
 #[derive(Debug)]
-pub(crate) struct Rulesets {
+struct Rulesets {
     opened: policy::OpenedPaths,
     abi: i32,
 }
 
 impl Rulesets {
     /// The ruleset of `rules` with `tmp` (the call's temp dir) writable.
-    pub(crate) fn build(&self, rules: &RulesetKey, tmp: &Path) -> Result<std::os::fd::OwnedFd, policy::PolicyError> {
+    fn build(&self, rules: &RulesetKey, tmp: &Path) -> Result<std::os::fd::OwnedFd, policy::PolicyError> {
         let mut fs = rules.policy.clone();
         fs.read_write.push(tmp.to_path_buf());
         policy::build_ruleset(&self.opened, &fs, self.abi, rules.network)

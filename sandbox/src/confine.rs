@@ -34,7 +34,7 @@ pub(crate) struct Prepared {
     /// The spawner thread emptied its bounding set, which the child inherits (spawn.rs).
     pub bounding_set_empty: bool,
     /// None when confinement is disabled by configuration.
-    pub landlock: Option<OwnedFd>,
+    pub landlock: Option<Arc<OwnedFd>>,
     pub seccomp: Arc<Vec<Program>>,
 }
 

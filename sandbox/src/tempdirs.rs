@@ -10,7 +10,7 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::call::{RulesetKey, Rulesets};
+use crate::call::RulesetKey;
 
 /// Temp dirs kept ready (a call gives its own back on a blocking thread, sometimes only after
 /// the next call has taken one).
@@ -22,9 +22,9 @@ pub(crate) struct CallDir {
     _dir: tempfile::TempDir,
     /// Its canonical path.
     pub path: PathBuf,
-    /// A landlock ruleset made for the rules of the last call that used it, with this dir as
-    /// the temp dir: the next call with the same rules need not make its own.
-    pub ruleset: Option<(Arc<RulesetKey>, OwnedFd)>,
+    /// The landlock ruleset made for the rules of the last call that used this dir (with it as
+    /// the temp dir): the next call with the same rules uses it again.
+    pub ruleset: Option<(RulesetKey, Arc<OwnedFd>)>,
 }
 
 /// Removes everything in `dir` and gives it its first mode back (a call may have changed it).
@@ -87,22 +87,14 @@ impl TempDirs {
     }
 
     /// A call's dir once the call is over, on a blocking thread: emptied and kept ready for
-    /// another call when nothing of the call can still reach it (`contained`: its cgroup was
-    /// emptied), else removed. Reusing spares the disk's file system a directory made and one
-    /// removed per call, whose inode allocation slows as deleted inodes pile up.
-    /// With the rules of the call (and what makes rulesets), a ruleset for the next call with the
-    /// same rules is made too, off the calls' path.
-    pub(crate) fn give_back(
-        self: &Arc<Self>,
-        mut dir: CallDir,
-        contained: bool,
-        rules: Option<(Arc<RulesetKey>, Arc<Rulesets>)>,
-    ) {
+    /// another call (with its ruleset) when nothing of the call can still reach it
+    /// (`contained`: its cgroup was emptied), else removed. Reusing spares the disk's file
+    /// system a directory made and one removed per call, whose inode allocation slows as
+    /// deleted inodes pile up, and the call the making of its ruleset.
+    pub(crate) fn give_back(self: &Arc<Self>, dir: CallDir, contained: bool) {
         let dirs = self.clone();
         let job = move || {
             if contained && empty(&dir.path).is_ok() {
-                dir.ruleset =
-                    rules.and_then(|(key, rulesets)| rulesets.build(&key, &dir.path).ok().map(|fd| (key, fd)));
                 dirs.keep(dir);
             }
         };
