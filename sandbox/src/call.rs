@@ -16,7 +16,7 @@ use crate::confine::{Prepared, Program};
 use crate::launch::{End, Launch};
 use crate::mounts::{Entry, Kept, Key, Maker, MountPlan};
 use crate::output::Collector;
-use crate::policy::{self, FsPolicy};
+use crate::policy::{self, FsPolicy, RulesetKey, Rulesets};
 use crate::registry::Runner;
 use crate::result::bash_outcome;
 use crate::tool_process::Request;
@@ -442,42 +442,6 @@ fn environment(config: &SandboxConfig, tmp: &Path) -> Vec<(OsString, OsString)> 
         env.push((k.into(), v.into()));
     }
     env
-}
-
-/// A call's landlock rules but for its own temp dir, with the identity (device and inode) each
-/// path had: a ruleset made for one call serves a later one with the same rules and the same
-/// temp dir, and a path made again or appearing since (a conversation's first spill) gets a
-/// new ruleset.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct RulesetKey {
-    policy: FsPolicy,
-    network: bool,
-    identity: Vec<Option<(u64, u64)>>,
-}
-
-impl RulesetKey {
-    fn new(policy: FsPolicy, network: bool) -> RulesetKey {
-        use std::os::unix::fs::MetadataExt;
-        let paths = policy.read_exec.iter().chain(&policy.read_only).chain(&policy.read_write).chain(&policy.devices);
-        let identity = paths.map(|p| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))).collect();
-        RulesetKey { policy, network, identity }
-    }
-}
-
-/// Makes rulesets: the kernel's own paths opened once, and the landlock ABI.
-#[derive(Debug)]
-struct Rulesets {
-    opened: policy::OpenedPaths,
-    abi: i32,
-}
-
-impl Rulesets {
-    /// The ruleset of `rules` with `tmp` (the call's temp dir) writable.
-    fn build(&self, rules: &RulesetKey, tmp: &Path) -> Result<std::os::fd::OwnedFd, policy::PolicyError> {
-        let mut fs = rules.policy.clone();
-        fs.read_write.push(tmp.to_path_buf());
-        policy::build_ruleset(&self.opened, &fs, self.abi, rules.network)
-    }
 }
 
 /// What a workspace may not hold: the home directory and superpi's own directories (data:

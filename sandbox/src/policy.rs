@@ -151,3 +151,39 @@ pub(crate) fn build_ruleset(
     let fd: Option<OwnedFd> = created.into();
     fd.ok_or_else(|| PolicyError("the kernel does not enforce landlock".into()))
 }
+
+/// A call's landlock rules but for its own temp dir, with the identity (device and inode) each
+/// path had: a ruleset made for one call serves a later one with the same rules and the same
+/// temp dir, and a path made again or appearing since (a conversation's first spill) gets a
+/// new ruleset.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct RulesetKey {
+    policy: FsPolicy,
+    network: bool,
+    identity: Vec<Option<(u64, u64)>>,
+}
+
+impl RulesetKey {
+    pub(crate) fn new(policy: FsPolicy, network: bool) -> RulesetKey {
+        use std::os::unix::fs::MetadataExt;
+        let paths = policy.read_exec.iter().chain(&policy.read_only).chain(&policy.read_write).chain(&policy.devices);
+        let identity = paths.map(|p| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))).collect();
+        RulesetKey { policy, network, identity }
+    }
+}
+
+/// Makes rulesets: the kernel's own paths opened once, and the landlock ABI.
+#[derive(Debug)]
+pub(crate) struct Rulesets {
+    pub(crate) opened: OpenedPaths,
+    pub(crate) abi: i32,
+}
+
+impl Rulesets {
+    /// The ruleset of `rules` with `tmp` (the call's temp dir) writable.
+    pub(crate) fn build(&self, rules: &RulesetKey, tmp: &Path) -> Result<std::os::fd::OwnedFd, PolicyError> {
+        let mut fs = rules.policy.clone();
+        fs.read_write.push(tmp.to_path_buf());
+        build_ruleset(&self.opened, &fs, self.abi, rules.network)
+    }
+}

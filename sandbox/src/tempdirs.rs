@@ -10,7 +10,7 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::call::RulesetKey;
+use crate::policy::RulesetKey;
 
 /// Temp dirs kept ready (a call gives its own back on a blocking thread, sometimes only after
 /// the next call has taken one).
