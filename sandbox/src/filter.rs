@@ -33,7 +33,7 @@ const SYS_FCHMODAT2: i64 = 452;
 const SYS_OPEN_TREE_ATTR: i64 = 467;
 
 /// Refused outright: each would reach outside the call (other processes' memory or
-/// descriptors, mounts and namespaces, the kernel itself, the user's keyrings, file handles
+/// descriptors, the kernel itself, the user's keyrings, file handles
 /// that bypass path checks, filesystem-wide event streams) or hides its arguments from this
 /// program (io_uring).
 const DENIED: &[i64] = &[
@@ -43,20 +43,6 @@ const DENIED: &[i64] = &[
     libc::SYS_process_madvise,
     libc::SYS_process_mrelease,
     libc::SYS_pidfd_getfd,
-    libc::SYS_mount,
-    libc::SYS_umount2,
-    libc::SYS_pivot_root,
-    libc::SYS_chroot,
-    libc::SYS_unshare,
-    libc::SYS_setns,
-    libc::SYS_open_tree,
-    SYS_OPEN_TREE_ATTR,
-    libc::SYS_move_mount,
-    libc::SYS_fsopen,
-    libc::SYS_fsconfig,
-    libc::SYS_fsmount,
-    libc::SYS_fspick,
-    libc::SYS_mount_setattr,
     libc::SYS_kexec_load,
     libc::SYS_kexec_file_load,
     libc::SYS_init_module,
@@ -86,6 +72,27 @@ const DENIED: &[i64] = &[
     libc::SYS_iopl,
     #[cfg(target_arch = "x86_64")]
     libc::SYS_ioperm,
+];
+
+/// Refused too, the mounts and namespaces family: a new view of the filesystem would undo the
+/// read-only mounts. The child makes some of them itself between clone and exec (entering and
+/// setting up its namespaces), so the layer its spawner thread holds leaves them to the
+/// call's layer, which the child installs last.
+const MOUNT_CALLS: &[i64] = &[
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_chroot,
+    libc::SYS_unshare,
+    libc::SYS_setns,
+    libc::SYS_open_tree,
+    SYS_OPEN_TREE_ATTR,
+    libc::SYS_move_mount,
+    libc::SYS_fsopen,
+    libc::SYS_fsconfig,
+    libc::SYS_fsmount,
+    libc::SYS_fspick,
+    libc::SYS_mount_setattr,
 ];
 
 /// Refused unless the call is granted network.
@@ -151,25 +158,6 @@ pub enum FilterError {
     Label(String),
 }
 
-/// Calls the child makes between clone and exec to enter or set up its namespaces: refused by
-/// the layer the child installs last, not by its spawner thread's.
-const SETUP_CALLS: &[i64] = &[
-    libc::SYS_mount,
-    libc::SYS_umount2,
-    libc::SYS_pivot_root,
-    libc::SYS_chroot,
-    libc::SYS_unshare,
-    libc::SYS_setns,
-    libc::SYS_open_tree,
-    SYS_OPEN_TREE_ATTR,
-    libc::SYS_move_mount,
-    libc::SYS_fsopen,
-    libc::SYS_fsconfig,
-    libc::SYS_fsmount,
-    libc::SYS_fspick,
-    libc::SYS_mount_setattr,
-];
-
 /// The program is installed in two layers, which a call must both pass. The spawner thread of
 /// confined children installs the first once, and every child inherits it at no cost: every
 /// rule but those of the calls the child itself still makes before exec (its namespaces) and
@@ -186,7 +174,7 @@ pub(crate) fn program(layer: Layer) -> Result<Program, FilterError> {
     let network = matches!(layer, Layer::Call { network: true });
     let in_call_layer = |nr: u32| {
         let nr = i64::from(nr);
-        SETUP_CALLS.contains(&nr) || NETWORK_CALLS.contains(&nr) || nr == libc::SYS_socket || nr == libc::SYS_socketpair
+        MOUNT_CALLS.contains(&nr) || NETWORK_CALLS.contains(&nr) || nr == libc::SYS_socket || nr == libc::SYS_socketpair
     };
     let rules = rules(network).into_iter().filter(|(nr, _)| in_call_layer(*nr) == matches!(layer, Layer::Call { .. }));
     assemble(&rules.collect::<Vec<_>>())
@@ -290,7 +278,7 @@ enum Rule {
 fn rules(network: bool) -> Vec<(u32, Rule)> {
     let mut rules: Vec<(u32, Rule)> = Vec::new();
     let offline: &[i64] = if network { &[] } else { NETWORK_CALLS };
-    rules.extend(DENIED.iter().chain(offline).map(|nr| (*nr as u32, Rule::Refuse)));
+    rules.extend(DENIED.iter().chain(MOUNT_CALLS).chain(offline).map(|nr| (*nr as u32, Rule::Refuse)));
     rules.extend(ENOSYS.iter().map(|nr| (*nr as u32, Rule::NotImplemented)));
     let check = Rule::Check;
     rules.push((
