@@ -124,6 +124,8 @@ impl CgroupBase {
                 // SAFETY: kill(2) on a pid read from a call cgroup of a kernel that is gone.
                 unsafe { libc::kill(pid, libc::SIGKILL) };
             }
+            // Empty now, or once those killed are gone (a later start removes it then).
+            let _ = fs::remove_dir(entry.path());
         }
     }
 
@@ -134,9 +136,17 @@ impl CgroupBase {
         if let Some((dir, procs)) = self.pool.take() {
             return Ok(CallCgroup { dir, v2: self.v2, pool, procs });
         }
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = self.dir.join(format!("superpi-{}-{n}", std::process::id()));
-        fs::create_dir(&dir)?;
+        // A kernel killed outright leaves its cgroups behind, and its pid may come again: a
+        // name taken is skipped.
+        let dir = loop {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let dir = self.dir.join(format!("superpi-{}-{n}", std::process::id()));
+            match fs::create_dir(&dir) {
+                Ok(()) => break dir,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 1_000_000 => continue,
+                Err(e) => return Err(e),
+            }
+        };
         // The child joins by writing "0": on v1 to `tasks`, which moves the calling thread only
         // (the child has no other) and so does not take the kernel-wide threadgroup lock, whose
         // writers wait for an RCU grace period (milliseconds) unless another took it moments
