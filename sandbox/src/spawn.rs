@@ -13,7 +13,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use libc::{c_char, c_int, c_void};
 use tokio::io::unix::AsyncFd;
@@ -75,7 +75,7 @@ type Job = Box<dyn FnOnce(&mut ChildStack) + Send>;
 /// before exec. Unconfined children (confinement disabled by configuration) come from another
 /// thread, so that root's programs keep theirs.
 struct Spawner {
-    jobs: Mutex<std::sync::mpsc::Sender<Job>>,
+    jobs: std::sync::mpsc::Sender<Job>,
     /// Whether the thread holds the spawner layer of the seccomp program (else each child
     /// installs it before the call layer).
     layered: bool,
@@ -103,7 +103,7 @@ fn spawner(confined: bool) -> Option<&'static Spawner> {
             })
             .ok()?;
         let (layered, bounding_set_empty) = ready_rx.recv().ok()?;
-        Some(Spawner { jobs: Mutex::new(tx), layered, bounding_set_empty })
+        Some(Spawner { jobs: tx, layered, bounding_set_empty })
     })
     .as_ref()
 }
@@ -345,8 +345,7 @@ pub(crate) async fn spawn(spawn: Spawn) -> Result<Child, SpawnError> {
     let job: Job = Box::new(move |stack| {
         let _ = tx.send(clone_child(spawn, stack));
     });
-    let sent = spawner.jobs.lock().unwrap_or_else(|e| e.into_inner()).send(job);
-    sent.map_err(|_| SpawnError::Clone(io::Error::other("the spawner thread is gone")))?;
+    spawner.jobs.send(job).map_err(|_| SpawnError::Clone(io::Error::other("the spawner thread is gone")))?;
     let (pid, pidfd, namespace) =
         rx.await.map_err(|_| SpawnError::Clone(io::Error::other("the spawner thread dropped a spawn")))??;
     // SAFETY: the AsyncFd owns the OwnedFd, which stays open (and the same) for its lifetime.
