@@ -6,7 +6,7 @@ use std::time::Duration;
 use superpi_proto::Locations;
 use superpi_sandbox::ToolRegistry;
 
-use crate::store::StoreError;
+use superpi_store::StoreError;
 
 /// How a kernel runs.
 #[derive(Debug, Clone)]

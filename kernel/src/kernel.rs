@@ -10,21 +10,21 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::activity::Activity;
+use crate::catalog::Catalog;
 use crate::config::KernelConfig;
+use crate::conversation::cluster_relay::RelayQueue;
+use crate::conversation::images::ImageStore;
+use crate::conversation::questions::Questions;
 use crate::conversation::{EventStore, LiveConversations};
+use crate::features::snapshots::Snapshots;
 use crate::freed::FreedMemory;
-use crate::heads::StoredHeads;
-use crate::images::ImageStore;
-use crate::mcp_client::McpClients;
 use crate::path_locks::PathLocks;
-use crate::questions::Questions;
-use crate::relay::RelayQueue;
-use crate::remote_watchers::RemoteWatchers;
 use crate::running_calls::RunningCalls;
-use crate::snapshots::Snapshots;
-use crate::store::Store;
 use crate::telemetry::Telemetry;
-use crate::tools::Catalog;
+use crate::watch::cluster_heads::StoredHeads;
+use crate::watch::cluster_watchers::RemoteWatchers;
+use superpi_mcp_client::McpClients;
+use superpi_store::Store;
 
 /// State shared by every connection and conversation of one kernel.
 pub(crate) struct Kernel {

@@ -13,62 +13,26 @@
 //! an embedding program registers runs here and confines itself), nor does a user's hook (the
 //! sandbox crate starts it, confined).
 
+// Rooms, in the order they build on each other: parts the kernel holds (conversation, watch,
+// features, telemetry), the kernel, then what runs on it (live, turn, cluster, tools, server).
 mod activity;
-mod backend_seed;
-mod backend_turn;
-mod checkpoint;
+mod catalog;
 mod cluster;
-mod commands;
-mod compaction;
 mod config;
-mod connection;
-mod context;
 mod conversation;
-mod elsewhere;
-mod feed;
-mod forwarded_jobs;
+mod features;
 mod freed;
-mod handlers;
-mod heads;
-mod hooks;
-mod images;
 mod kernel;
 mod live;
-mod mcp_client;
-mod mcp_connection;
-mod mcp_tools;
-mod memory;
-mod memory_tool;
-mod metrics;
-mod outbox;
-mod own_tool;
 mod path_locks;
-mod peer;
-mod pipeline;
-mod plan_tool;
-mod provider_env;
-mod questions;
-mod recovery;
-mod relay;
-mod remote_watchers;
-mod rules;
 mod running_calls;
-mod schedule;
-mod schedule_tool;
 mod scheduler;
 mod server;
-mod skill_tool;
-mod skills;
-mod snapshots;
-pub mod store;
-mod subagent_tool;
-mod subscription;
 mod sync;
 mod telemetry;
 mod tools;
-mod tools_direct;
-mod traces;
 mod turn;
+mod watch;
 
 pub use config::{KernelConfig, KernelError};
 pub use server::{run, status_of_socket};

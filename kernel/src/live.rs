@@ -17,12 +17,12 @@ use superpi_proto::{ErrorObject, Event, Message};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::conversation::feed::FeedBounds;
 use crate::conversation::{Conversation, Input, Steer};
-use crate::feed::FeedBounds;
 use crate::kernel::Kernel;
-use crate::recovery;
-use crate::store::{Claim, ConversationRow, Lease, StoreError};
 use crate::sync::lock;
+use crate::turn::recovery;
+use superpi_store::{Claim, ConversationRow, Lease, StoreError};
 
 /// Where a conversation is run.
 pub(crate) enum Found {
@@ -68,7 +68,7 @@ pub(crate) fn find(kernel: &Arc<Kernel>, id: i64) -> Result<Option<Found>, Store
         Err(live) => return Ok(Some(Found::Here(live))),
     };
     // Whether frontends on other kernels watch it already (they get its deltas).
-    crate::elsewhere::refresh_watched(kernel, &conv);
+    crate::turn::cluster_holder::refresh_watched(kernel, &conv);
     // What the former holder left unfinished ends before anything else runs here.
     for turn in interrupted {
         let turn_id = turn.turn_id;
@@ -237,13 +237,13 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
                 Job::Compact(reply) => {
                     current = Some((Running::Compaction, token.clone()));
                     kernel.tasks.spawn(async move {
-                        let _ = reply.send(crate::compaction::between_turns(&k, &c, &token).await);
+                        let _ = reply.send(crate::turn::compaction::between_turns(&k, &c, &token).await);
                         let _ = c.input.send(Input::CompactionEnded).await;
                     });
                 }
                 Job::Clear(reply) => {
                     // One stored event: done here, then the next job.
-                    let _ = reply.send(crate::compaction::clear(&kernel, &conv));
+                    let _ = reply.send(crate::turn::compaction::clear(&kernel, &conv));
                     continue;
                 }
             }
@@ -348,7 +348,7 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
     for job in queue {
         match job {
             Job::Turn { turn_id, message, .. } => {
-                crate::recovery::interrupt_unstarted(&kernel, &conv, turn_id, &message)
+                crate::turn::recovery::interrupt_unstarted(&kernel, &conv, turn_id, &message)
             }
             Job::Compact(reply) | Job::Clear(reply) => {
                 let _ = reply.send(Err(ErrorObject::new(codes::INTERNAL_ERROR, "the kernel is stopping")));

@@ -25,10 +25,10 @@ use superpi_proto::schedule::{
 use superpi_proto::{ErrorObject, Message};
 
 use crate::conversation::Input;
+use crate::features::schedule::{self, CronSpec, Proof};
 use crate::kernel::Kernel;
 use crate::live::{self, Found};
-use crate::schedule::{self, CronSpec, Proof};
-use crate::store::{NewSchedule, Schedule, ScheduleRun, StoreError};
+use superpi_store::{NewSchedule, Schedule, ScheduleRun, StoreError};
 
 /// The longest the scheduler sleeps between looks at the store.
 const POLL: Duration = Duration::from_secs(30);

@@ -21,7 +21,7 @@ pub mod http;
 pub mod pages;
 /// A PostgreSQL server for the tests of the store's PostgreSQL engine (the kernel's unit tests
 /// use the same file).
-#[path = "../../kernel/testing/postgres_server.rs"]
+#[path = "../../kernel/store/testing/postgres_server.rs"]
 pub mod postgres_server;
 
 /// The fixture MCP server of this build (src/bin/mcp_fixture.rs, beside `superpi`).

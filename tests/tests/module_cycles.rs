@@ -2,6 +2,8 @@
 //! uses it back, directly or through others. A cycle means two modules own one piece between
 //! them; the fix is to move that piece to the module that owns it.
 //!
+//! The same holds inside each folder of a crate (a room such as `kernel/src/turn/`): its files
+//! and folders are its modules, and `crate::turn::x…` or a sibling's `super::x…` is a use.
 //! A module is a file `src/x.rs` or a directory `src/x/` (everything below it is `x`). A use is
 //! a path `crate::x…` anywhere in the code, `super::x…` in a top-level module's own file, or
 //! `crate::Name` where the crate root re-exports `Name` from `x`. Comments, strings and tests
@@ -19,20 +21,22 @@ fn no_crate_has_a_module_cycle() {
     let mut crates = 0;
     for src in crate_sources(root) {
         crates += 1;
-        let graph = Graph::read(&src);
-        for cycle in graph.cycles() {
-            let within: Vec<String> = graph
-                .edges
-                .iter()
-                .filter(|((from, to), _)| cycle.contains(from) && cycle.contains(to))
-                .map(|((from, to), why)| format!("    {from} -> {to} ({why})"))
-                .collect();
-            found.push(format!(
-                "{}: {}\n{}",
-                src.strip_prefix(root).unwrap_or(&src).display(),
-                cycle.iter().cloned().collect::<Vec<_>>().join(", "),
-                within.join("\n")
-            ));
+        for (dir, path) in folders(&src) {
+            let graph = Graph::read(&src, &dir, &path);
+            for cycle in graph.cycles() {
+                let within: Vec<String> = graph
+                    .edges
+                    .iter()
+                    .filter(|((from, to), _)| cycle.contains(from) && cycle.contains(to))
+                    .map(|((from, to), why)| format!("    {from} -> {to} ({why})"))
+                    .collect();
+                found.push(format!(
+                    "{}: {}\n{}",
+                    dir.strip_prefix(root).unwrap_or(&dir).display(),
+                    cycle.iter().cloned().collect::<Vec<_>>().join(", "),
+                    within.join("\n")
+                ));
+            }
         }
     }
     assert!(crates >= 10, "found only {crates} crates under {}", root.display());
@@ -53,11 +57,12 @@ fn the_reader_sees_every_kind_of_use() {
     write("a.rs", "use crate::{b::X, c};\n// crate::e in a comment\nconst S: &str = \"crate::e\";\n");
     write("b.rs", "fn f() { super::c::g(); }\n#[cfg(test)]\nmod tests {\n    use crate::e::T;\n}\n");
     write("c.rs", "fn g() -> crate::Exported { todo!() }\n");
-    write("d/mod.rs", "mod inner;\n");
+    write("d/mod.rs", "mod inner; mod outer;\npub(crate) use outer::Thing;\n");
     write("d/inner.rs", "use super::Thing;\nuse crate::a::Y;\n");
+    write("d/outer.rs", "use crate::d::inner::Z;\n");
     write("e.rs", "use crate::d;\n");
     write("e_tests.rs", "use crate::a;\n");
-    let graph = Graph::read(src);
+    let graph = Graph::read(src, src, "");
     let edges: BTreeSet<(String, String)> = graph.edges.keys().cloned().collect();
     let expected: BTreeSet<(String, String)> = [("a", "b"), ("a", "c"), ("b", "c"), ("c", "e"), ("d", "a"), ("e", "d")]
         .iter()
@@ -91,7 +96,35 @@ fn crate_sources(root: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The top-level modules of one crate and which uses which.
+/// A crate's `src` and every folder below it (but `bin`), each with its module path (`""` for
+/// `src`, `turn::pipeline` for `src/turn/pipeline/`).
+fn folders(src: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = vec![(src.to_path_buf(), String::new())];
+    let mut at = 0;
+    while at < out.len() {
+        let (dir, path) = out[at].clone();
+        at += 1;
+        let mut below: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).collect();
+        below.sort();
+        for sub in below.into_iter().filter(|p| p.is_dir()) {
+            let name = sub.file_name().unwrap().to_string_lossy().into_owned();
+            if (dir == src && name == "bin") || !sub.join("mod.rs").exists() && !has_rust(&sub) {
+                continue;
+            }
+            let path = if path.is_empty() { name } else { format!("{path}::{name}") };
+            out.push((sub, path));
+        }
+    }
+    out
+}
+
+fn has_rust(dir: &Path) -> bool {
+    let mut files = Vec::new();
+    rust_files(dir, &mut files);
+    !files.is_empty()
+}
+
+/// The modules of one folder of a crate (its files and folders) and which uses which.
 struct Graph {
     modules: BTreeSet<String>,
     /// (from, to) with the first path that makes the edge.
@@ -99,30 +132,40 @@ struct Graph {
 }
 
 impl Graph {
-    fn read(src: &Path) -> Graph {
+    fn read(src: &Path, dir: &Path, module_path: &str) -> Graph {
+        let at_root = dir == src;
         let mut files: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
-        for entry in std::fs::read_dir(src).unwrap().flatten() {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
             let path = entry.path();
             let name = entry.file_name().to_string_lossy().into_owned();
             if let Some(module) = name.strip_suffix(".rs") {
-                if !["lib", "main"].contains(&module) && !module.ends_with("_tests") {
+                let root_file = if at_root { ["lib", "main"].contains(&module) } else { module == "mod" };
+                if !root_file && !module.ends_with("_tests") {
                     files.entry(module.to_string()).or_default().push(path);
                 }
-            } else if path.is_dir() && name != "bin" {
+            } else if path.is_dir() && !(at_root && name == "bin") {
                 let mut below = Vec::new();
                 rust_files(&path, &mut below);
                 files.entry(name).or_default().extend(below);
             }
         }
         let modules: BTreeSet<String> = files.keys().cloned().collect();
-        let root = ["lib.rs", "main.rs"].iter().map(|f| src.join(f)).find(|p| p.exists()).unwrap();
-        let exported = root_exports(&code(&std::fs::read_to_string(&root).unwrap()), &modules);
+        let own_prefix = if at_root { "crate::".to_string() } else { format!("crate::{module_path}::") };
+        let root = ["lib.rs", "main.rs", "mod.rs"].iter().map(|f| dir.join(f)).find(|p| p.exists());
+        let root_text = root.map(|r| code(&std::fs::read_to_string(r).unwrap())).unwrap_or_default();
+        let exported = root_exports(&root_text, &own_prefix, &modules);
         let mut edges = BTreeMap::new();
         for (module, paths) in &files {
             for path in paths {
                 let text = code(&std::fs::read_to_string(path).unwrap());
-                let own_file = path.parent() == Some(src) || path.file_name().is_some_and(|n| n == "mod.rs");
-                let mut prefixes = vec!["crate::"];
+                let is_mod_rs = path.file_name().is_some_and(|n| n == "mod.rs");
+                let own_file = if at_root {
+                    path.parent() == Some(src) || is_mod_rs
+                } else {
+                    (path.parent() == Some(dir) && !is_mod_rs)
+                        || (is_mod_rs && path.parent().and_then(Path::parent) == Some(dir))
+                };
+                let mut prefixes = vec![own_prefix.as_str()];
                 if own_file {
                     prefixes.push("super::");
                 }
@@ -183,7 +226,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// The names the crate root's `use` items bring in, each with the module it comes from.
-fn root_exports(root: &str, modules: &BTreeSet<String>) -> BTreeMap<String, String> {
+fn root_exports(root: &str, own_prefix: &str, modules: &BTreeSet<String>) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for item in root.split(';') {
         let Some(at) =
@@ -192,7 +235,7 @@ fn root_exports(root: &str, modules: &BTreeSet<String>) -> BTreeMap<String, Stri
             continue;
         };
         let path = item[at + 4..].trim();
-        let path = path.strip_prefix("crate::").or_else(|| path.strip_prefix("self::")).unwrap_or(path);
+        let path = path.strip_prefix(own_prefix).or_else(|| path.strip_prefix("self::")).unwrap_or(path);
         let Some((module, rest)) = path.split_once("::") else { continue };
         if modules.contains(module.trim()) {
             for name in idents(rest) {
@@ -322,4 +365,24 @@ fn code(text: &str) -> String {
         }
     }
     out
+}
+
+#[test]
+fn the_reader_sees_uses_inside_a_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::create_dir_all(src.join("d")).unwrap();
+    let write = |name: &str, text: &str| std::fs::write(src.join(name), text).unwrap();
+    write("lib.rs", "mod d;\n");
+    write("d/mod.rs", "mod inner; mod outer;\npub(crate) use outer::Thing;\n");
+    write("d/inner.rs", "use super::Thing;\n");
+    write("d/outer.rs", "use crate::d::inner::Z;\n");
+    let folders = folders(src);
+    assert_eq!(folders.iter().map(|(_, path)| path.as_str()).collect::<Vec<_>>(), ["", "d"]);
+    let graph = Graph::read(src, &src.join("d"), "d");
+    let edges: BTreeSet<(String, String)> = graph.edges.keys().cloned().collect();
+    let expected: BTreeSet<(String, String)> =
+        [("inner", "outer"), ("outer", "inner")].iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+    assert_eq!(edges, expected);
+    assert_eq!(graph.cycles().len(), 1);
 }

@@ -7,7 +7,6 @@
 
 pub mod anthropic;
 pub mod gemini;
-mod gemini_schema;
 pub mod openai;
 pub mod responses;
 

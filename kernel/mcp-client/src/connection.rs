@@ -1,0 +1,247 @@
+//! One running external MCP server: its confined process and rmcp's client session over the
+//! process's stdin and stdout (stdio), or the session over Streamable HTTP (a URL); its tool
+//! list (listed again on `notifications/tools/list_changed`) and a process's last stderr
+//! lines, for notices and errors.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceExt};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use superpi_policy::{McpServerConfig, McpTransport};
+use superpi_proto::tool::{ToolCallResult, ToolDef};
+use superpi_sandbox::{Sandbox, ServerHandle, ServerSpec, ToolCall};
+use tokio::io::AsyncBufReadExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::lock;
+use crate::tools::{call_result, tool_def};
+
+/// How long a server has to start and answer `initialize` and `tools/list`.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// A call's deadline when the call names none.
+const CALL_TIMEOUT: Duration = Duration::from_secs(300);
+/// Stderr lines kept per server, for notices and errors.
+const STDERR_LINES: usize = 20;
+
+/// Which server process: one per workspace and definition.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ServerKey {
+    pub workspace: PathBuf,
+    pub name: String,
+    pub config: McpServerConfig,
+    /// Whether it may open network sockets.
+    pub network: bool,
+}
+
+/// One tool of a server: its facts as superpi offers it, and its name on the server.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    pub def: ToolDef,
+    pub tool: String,
+}
+
+/// How a call to a server ended.
+pub enum Called {
+    /// The server answered (or the call was cancelled or passed its deadline).
+    Answered(ToolCallResult),
+    /// The server went away during the call: why, with its last stderr lines.
+    Lost(String),
+}
+
+pub struct Connection {
+    name: String,
+    service: RunningService<RoleClient, ListWatcher>,
+    tools: Arc<RwLock<Vec<Listed>>>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    /// Cancelled when its stderr closes (it exited).
+    stderr_closed: CancellationToken,
+    /// A stdio server's process (none for an HTTP server).
+    process: Option<ServerHandle>,
+}
+
+impl Connection {
+    /// Starts (or, over HTTP, reaches) the server of `key` and lists its tools. A process is
+    /// confined to its workspace, with `state_dir` its own (and its `HOME`).
+    pub async fn start(sandbox: &Sandbox, key: &ServerKey, state_dir: PathBuf) -> Result<Connection, String> {
+        let name = &key.name;
+        let tools = Arc::new(RwLock::new(Vec::new()));
+        let watcher = ListWatcher { server: name.clone(), tools: tools.clone() };
+        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        let stderr_closed = CancellationToken::new();
+        let (service, listed, process) = match &key.config.transport {
+            McpTransport::Stdio { command, args, env, cwd } => {
+                let spec = ServerSpec {
+                    program: command.clone(),
+                    args: args.clone(),
+                    env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                    cwd: cwd.clone(),
+                    workspace: key.workspace.clone(),
+                    network: key.network,
+                    state_dir: Some(state_dir),
+                    readable: Vec::new(),
+                };
+                let process = sandbox.start_server(spec).await?;
+                tokio::spawn(keep_stderr(name.clone(), process.stderr, stderr.clone(), stderr_closed.clone()));
+                match initialized(watcher.serve((process.stdout, process.stdin))).await {
+                    Ok((service, listed)) => (service, listed, Some(process.handle)),
+                    Err(why) => {
+                        // The server's last words come with its exit, which closes stderr.
+                        let _ = tokio::time::timeout(Duration::from_secs(2), stderr_closed.cancelled()).await;
+                        return Err(with_stderr(why, &stderr));
+                    }
+                }
+            }
+            McpTransport::Http { url, headers, bearer_token_env } => {
+                stderr_closed.cancel();
+                let transport = http_transport(url, headers, bearer_token_env.as_deref())?;
+                let (service, listed) = initialized(watcher.serve(transport)).await?;
+                (service, listed, None)
+            }
+        };
+        *tools.write().unwrap_or_else(|p| p.into_inner()) = listed_tools(name, &listed);
+        tracing::info!(server = %name, workspace = %key.workspace.display(), tools = listed.len(), "MCP server started");
+        Ok(Connection { name: name.clone(), service, tools, stderr, stderr_closed, process })
+    }
+
+    pub fn alive(&self) -> bool {
+        !self.service.is_closed() && !self.service.peer().is_transport_closed()
+    }
+
+    pub fn pid(&self) -> Option<i32> {
+        self.process.as_ref().map(ServerHandle::pid)
+    }
+
+    /// Its tools as last listed.
+    pub fn tools(&self) -> Vec<Listed> {
+        self.tools.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Calls `tool`. Cancel and the deadline drop the request, which sends
+    /// `notifications/cancelled` to the server.
+    pub async fn call(&self, tool: &str, call: &ToolCall, cancel: &CancellationToken) -> Called {
+        let arguments = match &call.arguments {
+            serde_json::Value::Object(map) => Some(map.clone()),
+            serde_json::Value::Null => None,
+            _ => {
+                return Called::Answered(ToolCallResult::error(format!(
+                    "`{}`: the arguments must be an object",
+                    call.name
+                )));
+            }
+        };
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        params.arguments = arguments;
+        let deadline = call.timeout.unwrap_or(CALL_TIMEOUT);
+        let name = &self.name;
+        tokio::select! {
+            answer = self.service.peer().call_tool(params) => match answer {
+                Ok(result) => Called::Answered(call_result(result)),
+                Err(err) if self.alive() && matches!(err, rmcp::ServiceError::McpError(_)) => {
+                    Called::Answered(ToolCallResult::error(format!("the MCP server `{name}` refused the call: {err}")))
+                }
+                Err(err) => {
+                    // Its exit closes stderr too: give its last words a moment.
+                    let _ = tokio::time::timeout(Duration::from_millis(500), self.stderr_closed.cancelled()).await;
+                    Called::Lost(with_stderr(format!("the MCP server `{name}` went away during the call: {err}"), &self.stderr))
+                }
+            },
+            _ = cancel.cancelled() => Called::Answered(ToolCallResult::error("cancelled")),
+            _ = tokio::time::sleep(deadline) => {
+                Called::Answered(ToolCallResult::error(format!("the MCP server `{name}` did not answer within {deadline:?}")))
+            }
+        }
+    }
+}
+
+type Session = RunningService<RoleClient, ListWatcher>;
+
+/// The session once `initialize` and `tools/list` are answered (within [`START_TIMEOUT`]).
+async fn initialized<E: std::fmt::Display>(
+    serving: impl Future<Output = Result<Session, E>>,
+) -> Result<(Session, Vec<rmcp::model::Tool>), String> {
+    let started = tokio::time::timeout(START_TIMEOUT, async {
+        let service = serving.await.map_err(|e| e.to_string())?;
+        let listed = service.peer().list_all_tools().await.map_err(|e| format!("tools/list: {e}"))?;
+        Ok::<_, String>((service, listed))
+    });
+    started.await.unwrap_or_else(|_| Err(format!("it did not answer within {START_TIMEOUT:?}")))
+}
+
+/// Streamable HTTP to `url`, with these headers and the bearer token of the kernel's variable
+/// `bearer_token_env`.
+fn http_transport(
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+    bearer_token_env: Option<&str>,
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+    // The providers install the same one; whichever comes first is fine.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut custom = std::collections::HashMap::new();
+    for (name, value) in headers {
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|e| format!("header {name}: {e}"))?;
+        let value = HeaderValue::from_str(value).map_err(|e| format!("header {name}: {e}"))?;
+        custom.insert(name, value);
+    }
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
+    if let Some(variable) = bearer_token_env {
+        let token = std::env::var(variable)
+            .map_err(|_| format!("`{variable}` (its bearer token) is not set in the kernel's environment"))?;
+        config = config.auth_header(token);
+    }
+    Ok(StreamableHttpClientTransport::from_config(config))
+}
+
+fn listed_tools(server: &str, listed: &[rmcp::model::Tool]) -> Vec<Listed> {
+    listed.iter().map(|tool| Listed { def: tool_def(server, tool), tool: tool.name.to_string() }).collect()
+}
+
+/// The client side's handler: lists the tools again when the server says they changed.
+struct ListWatcher {
+    server: String,
+    tools: Arc<RwLock<Vec<Listed>>>,
+}
+
+impl rmcp::ClientHandler for ListWatcher {
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        match context.peer.list_all_tools().await {
+            Ok(listed) => {
+                tracing::info!(server = %self.server, tools = listed.len(), "MCP server's tools changed");
+                *self.tools.write().unwrap_or_else(|p| p.into_inner()) = listed_tools(&self.server, &listed);
+            }
+            Err(err) => tracing::warn!(server = %self.server, "listing the changed tools: {err}"),
+        }
+    }
+}
+
+async fn keep_stderr(
+    name: String,
+    stderr: tokio::net::unix::pipe::Receiver,
+    kept: Arc<Mutex<VecDeque<String>>>,
+    closed: CancellationToken,
+) {
+    let _closed = closed.drop_guard();
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::debug!(server = %name, "{line}");
+        let mut kept = lock(&kept);
+        if kept.len() == STDERR_LINES {
+            kept.pop_front();
+        }
+        kept.push_back(line);
+    }
+}
+
+fn with_stderr(why: String, stderr: &Mutex<VecDeque<String>>) -> String {
+    let lines = lock(stderr);
+    if lines.is_empty() {
+        return why;
+    }
+    let last: Vec<&str> = lines.iter().rev().take(5).rev().map(String::as_str).collect();
+    format!("{why}; its last stderr lines: {}", last.join(" | "))
+}

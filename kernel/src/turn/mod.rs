@@ -1,0 +1,381 @@
+//! The turn loop: context from the stored entries, a provider stream, events, tool calls
+//! through the tool-call pipeline (`pipeline.rs`), and the next model request, until the
+//! model stops.
+
+pub(crate) mod backend;
+pub(crate) mod backend_seed;
+pub(crate) mod checkpoint;
+pub(crate) mod cluster_holder;
+pub(crate) mod compaction;
+pub(crate) mod context;
+pub(crate) mod hooks;
+pub(crate) mod pipeline;
+pub(crate) mod recovery;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde_json::Value;
+use superpi_policy::{Harness, Mode};
+use superpi_proto::{ContentBlock, EntryKind, Event, Message, Role, Usage};
+use superpi_providers::{StopReason, StreamEvent, Terminal};
+use tokio_util::sync::CancellationToken;
+
+use crate::conversation::{Conversation, Input, Steer};
+use crate::kernel::Kernel;
+use crate::sync::lock;
+use crate::telemetry::traces::SpanContext;
+use crate::turn::compaction::{Frame, Prepared, next_request, tool_specs};
+use crate::turn::recovery::TurnEnd;
+use pipeline::{CallEnd, Caller, PlannedCall};
+use superpi_mcp_client::Attached;
+use superpi_store::TurnStatus;
+
+/// A turn stops after this many model calls, whatever the model wants.
+const MAX_MODEL_CALLS: usize = 64;
+
+enum Streamed {
+    Done(Terminal),
+    Failed(Terminal),
+    Cancelled,
+}
+
+pub(crate) async fn run(
+    kernel: &Arc<Kernel>,
+    conv: &Arc<Conversation>,
+    turn_id: i64,
+    ceiling: Mode,
+    message: Message,
+    cancel: CancellationToken,
+) {
+    let cid = conv.id;
+    // The prompt enters the history with the turn's `running` status, in one transaction.
+    let prompt = Event::message_completed(cid, Some(turn_id), Role::User, message.content.clone(), None);
+    let running = TurnStatus { turn_id, status: "running", error: None };
+    if let Err(err) = conv.publish_turn(kernel, prompt, Some((EntryKind::User, &message)), running) {
+        tracing::error!("storing the prompt of turn {turn_id}: {err}");
+        let why = format!("could not store the prompt: {err}");
+        let failed = TurnStatus { turn_id, status: "error", error: Some(&why) };
+        let _ = conv.publish_turn(kernel, Event::turn_error(cid, turn_id, why.clone()), None, failed);
+        return;
+    }
+    let title: String = message.text().chars().take(80).collect();
+    if !title.trim().is_empty() {
+        let _ = kernel.store.set_title(cid, title.trim());
+    }
+    // Watchers on other kernels said so in the store before their submits: its deltas reach them.
+    crate::turn::cluster_holder::refresh_watched(kernel, conv);
+    conv.emit(kernel, Event::turn_started(cid, turn_id));
+
+    let settings = conv.settings();
+    let mark = kernel.telemetry.turn_started(cid, turn_id, &settings.harness, &settings.model);
+    let trace = mark.context();
+    let ended = match crate::turn::backend::backend_of(kernel, conv) {
+        Some(kind) => {
+            // A backend writes through its own tools: the checkpoint is taken before it starts.
+            crate::turn::checkpoint::before_write(kernel, conv, turn_id).await;
+            crate::turn::backend::drive(kernel, conv, turn_id, kind, ceiling, &message, &cancel).await
+        }
+        None => drive(kernel, conv, turn_id, ceiling, trace, &cancel).await,
+    };
+    match &ended {
+        Ok(TurnEnd::Completed { .. }) => kernel.telemetry.turn_ended(mark, "completed", None),
+        Ok(TurnEnd::Cancelled) => kernel.telemetry.turn_ended(mark, "cancelled", None),
+        Err(why) => kernel.telemetry.turn_ended(mark, "error", Some(why)),
+    }
+    // Steering prompts that came too late to join (the turn failed, was cancelled, or ran
+    // a backend) queue as turns of their own, as they would have without `steer`.
+    let late = lock(&conv.steering).close();
+    for Steer { turn_id, message, ceiling } in late {
+        let _ = conv.input.send(Input::Submit { turn_id, message, ceiling }).await;
+    }
+    crate::turn::checkpoint::turn_ended(kernel, conv, turn_id, &message.text()).await;
+    crate::turn::hooks::after_turn(kernel, conv, turn_id, &ended);
+    crate::turn::recovery::record_end(kernel, conv, turn_id, ended);
+}
+
+async fn drive(
+    kernel: &Arc<Kernel>,
+    conv: &Arc<Conversation>,
+    turn_id: i64,
+    ceiling: Mode,
+    trace: SpanContext,
+    cancel: &CancellationToken,
+) -> Result<TurnEnd, String> {
+    let mut ceiling = ceiling;
+    let settings = conv.settings();
+    let catalog = &kernel.catalog;
+    let harness = catalog.harness(Some(&settings.harness)).map_err(|e| e.message)?;
+    let provider = catalog.provider(&settings.model).map_err(|e| e.message)?;
+    let mut tools = catalog.tools_for(harness);
+    // External MCP servers start on the first turn that needs them; one that does not start
+    // is a notice, and the turn goes on without its tools.
+    let attached = match harness.offers_live_tools() {
+        true => attach_mcp(kernel, conv, turn_id, harness).await,
+        false => Attached::default(),
+    };
+    tools.extend(attached.defs());
+    *lock(&conv.mcp_attached) = attached;
+    let specs = tool_specs(&tools);
+
+    // The harness's prompt, then the repository's AGENTS.md files and the index of the
+    // owner's notes (a harness with memory), read at each turn.
+    let system =
+        crate::features::memory::system_prompt(&*kernel.store, harness, &conv.owner, settings.workspace.as_deref());
+    let offers_skills = tools.iter().any(|t| t.name == crate::features::skills::SKILL_TOOL);
+    let workspace = settings.workspace.as_deref().map(std::path::Path::new);
+    let system = crate::features::skills::system_prompt(system, offers_skills, &catalog.config_dir, workspace);
+    let limits = superpi_providers::limits::for_model(&settings.model, &catalog.providers);
+    let frame =
+        Frame { model: &settings.model, effort: settings.effort, system: system.as_deref(), tools: &specs, limits };
+
+    for request_number in 1..=MAX_MODEL_CALLS {
+        // Prompts that steer this turn join its history now, at a step boundary: after the
+        // results of every call of the last answer.
+        for steer in lock(&conv.steering).take() {
+            ceiling = ceiling.min(steer.ceiling);
+            *lock(&conv.turn_ceiling) = Some(ceiling);
+            join_steer(kernel, conv, turn_id, steer);
+        }
+        // The context by its rules (compacted first when it grew past the threshold).
+        let (request, request_tokens) = match next_request(kernel, conv, turn_id, &frame, cancel).await? {
+            Prepared::Request(request, tokens) => (request, tokens),
+            Prepared::Cancelled => return Ok(TurnEnd::Cancelled),
+        };
+        let context = ContextSize { request_tokens, window: limits.context_window };
+        crate::turn::hooks::before_request(kernel, conv, turn_id, &settings.model, request_number, cancel).await;
+        let span = kernel.telemetry.model_started(trace, &settings.model);
+        let stream = provider.stream(request);
+        let streamed = tokio::select! {
+            streamed = stream_model(kernel, conv, turn_id, stream) => streamed,
+            _ = cancel.cancelled() => Streamed::Cancelled,
+        };
+        let model = settings.model.as_str();
+        match &streamed {
+            Streamed::Cancelled => kernel.telemetry.model_ended(span, model, "cancelled", None, None),
+            Streamed::Done(t) => kernel.telemetry.model_ended(span, model, "ok", Some(t.usage), None),
+            Streamed::Failed(t) => {
+                let why = t.error.as_ref().map(|e| e.to_string()).unwrap_or_else(|| "the stream failed".into());
+                kernel.telemetry.model_ended(span, model, "error", Some(t.usage), Some(&why))
+            }
+        }
+        let terminal = match streamed {
+            Streamed::Cancelled => return Ok(TurnEnd::Cancelled),
+            Streamed::Failed(terminal) => {
+                if !terminal.message.content.is_empty() {
+                    store_assistant(kernel, conv, turn_id, &terminal, context);
+                }
+                let why = terminal.error.map(|e| e.to_string()).unwrap_or_else(|| "the model stream failed".into());
+                return Err(why);
+            }
+            Streamed::Done(terminal) => terminal,
+        };
+        store_assistant(kernel, conv, turn_id, &terminal, context);
+
+        let calls: Vec<(String, String, Value)> = terminal
+            .message
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolCall { id, name, arguments } => Some((id.clone(), name.clone(), arguments.clone())),
+                _ => None,
+            })
+            .collect();
+        // The model is done, unless a steering prompt came meanwhile: it gets another request.
+        if calls.is_empty() && !lock(&conv.steering).close_unless_waiting() {
+            continue;
+        }
+        if calls.is_empty() {
+            let stop_reason = match terminal.stop_reason {
+                StopReason::MaxTokens => "max_tokens",
+                StopReason::Refusal => "refusal",
+                _ => "end_turn",
+            };
+            return Ok(TurnEnd::Completed { result: terminal.message.text(), stop_reason });
+        }
+        for (call_id, name, arguments) in calls {
+            if cancel.is_cancelled() {
+                return Ok(TurnEnd::Cancelled);
+            }
+            let settings = conv.settings();
+            let workspace = settings.workspace.as_ref().map(PathBuf::from);
+            let call = PlannedCall { call_id, name, arguments, workspace };
+            execute_tool(kernel, conv, (turn_id, trace), ceiling, call, cancel).await;
+        }
+        if cancel.is_cancelled() {
+            return Ok(TurnEnd::Cancelled);
+        }
+    }
+    Err(format!("the turn stopped after {MAX_MODEL_CALLS} model calls"))
+}
+
+/// A steering prompt joins the running turn's history; its own turn row ends `steered` in the
+/// same transaction, so it is in the history or still queued, never both or neither.
+fn join_steer(kernel: &Kernel, conv: &Conversation, turn_id: i64, steer: Steer) {
+    let event = Event::message_completed(conv.id, Some(turn_id), Role::User, steer.message.content.clone(), None);
+    let steered = TurnStatus { turn_id: steer.turn_id, status: "steered", error: None };
+    if let Err(err) = conv.publish_turn(kernel, event, Some((EntryKind::User, &*steer.message)), steered) {
+        tracing::error!("storing a prompt that steers turn {turn_id}: {err}");
+    }
+}
+
+/// A request's size and the model's window, for the context an answer leaves.
+#[derive(Clone, Copy)]
+struct ContextSize {
+    request_tokens: u64,
+    window: u64,
+}
+
+fn store_assistant(kernel: &Kernel, conv: &Conversation, turn_id: i64, terminal: &Terminal, context: ContextSize) {
+    let mut message = terminal.message.clone();
+    message.role = Role::Assistant;
+    message.usage = Some(terminal.usage);
+    message.stop_reason = Some(terminal.stop_reason.as_str().to_string());
+    let event = Event::message_completed(
+        conv.id,
+        Some(turn_id),
+        Role::Assistant,
+        message.content.clone(),
+        Some(terminal.usage),
+    );
+    if let Err(err) = conv.publish(kernel, event, Some((EntryKind::Assistant, &message))) {
+        tracing::error!("storing an answer of turn {turn_id}: {err}");
+    }
+    let total = {
+        let mut total = lock(&conv.usage_total);
+        total.input_tokens += terminal.usage.input_tokens;
+        total.output_tokens += terminal.usage.output_tokens;
+        *total
+    };
+    // What the next request starts from: the request as the provider counted it (else as
+    // estimated) and this answer.
+    let input = if terminal.usage.input_tokens > 0 { terminal.usage.input_tokens } else { context.request_tokens };
+    let answer = terminal.usage.output_tokens.max(superpi_providers::tokens::message(&message));
+    let event = Event::usage_updated(conv.id, Some(turn_id), terminal.usage, total)
+        .with_context(input + answer, context.window);
+    conv.emit(kernel, event);
+}
+
+/// Publishes the stream's deltas as they come and returns its terminal.
+async fn stream_model(
+    kernel: &Kernel,
+    conv: &Conversation,
+    turn_id: i64,
+    mut stream: superpi_providers::EventStream,
+) -> Streamed {
+    let cid = conv.id;
+    let turn = Some(turn_id);
+    // Each tool call's argument text so far, by block index, for `partial_args`.
+    let mut arguments: HashMap<u32, PartialArgs> = HashMap::new();
+    while let Some(event) = stream.next().await {
+        // A provider stream that is always ready (the mock) must not starve the watchers'
+        // tasks on a small machine.
+        tokio::task::coop::consume_budget().await;
+        match event {
+            StreamEvent::TextDelta { index, delta } => conv.emit(kernel, Event::text_delta(cid, turn, index, delta)),
+            StreamEvent::ThinkingDelta { index, delta } => {
+                conv.emit(kernel, Event::thinking_delta(cid, turn, index, delta))
+            }
+            StreamEvent::ToolCallDelta { index, delta, id, name } => {
+                let partial = arguments.entry(index).or_default().push(&delta);
+                conv.emit(kernel, Event::toolcall_delta(cid, turn, index, Some(delta), partial, id, name))
+            }
+            StreamEvent::Reset { retry_in_ms } => {
+                arguments.clear();
+                conv.emit(kernel, Event::stream_reset(cid, turn, retry_in_ms))
+            }
+            StreamEvent::Done(terminal) => return Streamed::Done(terminal),
+            StreamEvent::Error(terminal) => return Streamed::Failed(terminal),
+            _ => {}
+        }
+    }
+    Streamed::Failed(Terminal {
+        stop_reason: StopReason::Error,
+        message: Message { role: Role::Assistant, content: Vec::new(), usage: None, stop_reason: None },
+        usage: Usage::default(),
+        response_id: None,
+        error: Some(superpi_providers::ProviderError::Protocol {
+            provider: "stream".into(),
+            message: "the stream ended without a terminal event".into(),
+        }),
+    })
+}
+
+/// One tool call's arguments as they stream. Its `partial_args` go with the first delta and
+/// then once the text has grown by an eighth (at least 256 bytes) since they last went, so a
+/// long write costs a few times its size on the wire rather than its size per delta.
+#[derive(Default)]
+struct PartialArgs {
+    text: String,
+    sent_at: Option<usize>,
+}
+
+impl PartialArgs {
+    fn push(&mut self, delta: &str) -> Value {
+        self.text.push_str(delta);
+        let due = match self.sent_at {
+            None => true,
+            Some(at) => self.text.len() >= at + (at / 8).max(256),
+        };
+        match due.then(|| superpi_providers::partial_json::complete(&self.text)).flatten() {
+            Some(value) => {
+                self.sent_at = Some(self.text.len());
+                value
+            }
+            None => Value::Null,
+        }
+    }
+}
+
+/// The MCP tools this turn offers: the user's servers and those a frontend attached, those
+/// the harness offers. Without a workspace no server starts.
+async fn attach_mcp(kernel: &Arc<Kernel>, conv: &Arc<Conversation>, turn_id: i64, harness: &Harness) -> Attached {
+    let Some(workspace) = conv.settings().workspace.map(PathBuf::from) else { return Attached::default() };
+    let own = lock(&conv.mcp_servers).clone();
+    let (mut attached, notices) = kernel.mcp.attach(&kernel.catalog.config_dir, own, &workspace, Some(conv.id)).await;
+    for notice in notices {
+        conv.emit(kernel, Event::notice(conv.id, Some(turn_id), "warning", notice));
+    }
+    attached.retain(|def| harness.offers_live(def));
+    attached
+}
+
+/// One tool call of the turn: announced, run through the pipeline, its result stored for
+/// the model.
+async fn execute_tool(
+    kernel: &Arc<Kernel>,
+    conv: &Arc<Conversation>,
+    (turn_id, trace): (i64, SpanContext),
+    ceiling: Mode,
+    call: PlannedCall,
+    cancel: &CancellationToken,
+) {
+    let cid = conv.id;
+    let turn = Some(turn_id);
+    conv.emit(kernel, Event::tool_started(cid, turn, &call.call_id, &call.name, call.arguments.clone(), Vec::new()));
+    let end = pipeline::run(kernel, Caller::Turn { conv, turn_id, ceiling, trace }, &call, cancel).await;
+    if let CallEnd::Blocked(refusal) = &end {
+        conv.emit(kernel, Event::tool_blocked(cid, turn, &call.call_id, &call.name, &refusal.reason));
+    }
+    let mut result = end.into_result();
+    // An image the call returned (a `read` of a PNG) follows its result, for a model that sees.
+    let images = kernel.images.store_result(&conv.settings().model, &kernel.catalog.providers, &mut result);
+    let mut content = vec![ContentBlock::ToolResult {
+        tool_call_id: call.call_id.clone(),
+        name: call.name.clone(),
+        output: result.output.clone(),
+        is_error: result.is_error,
+        structured: result.structured.clone(),
+        details: result.details.clone(),
+    }];
+    content.extend(images);
+    let message = Message { role: Role::Tool, content, usage: None, stop_reason: None };
+    let event =
+        Event::tool_completed(cid, turn, &call.call_id, &call.name, result.is_error, Value::String(result.output))
+            .with_tool_channels(result.structured, result.details);
+    if let Err(err) = conv.publish(kernel, event, Some((EntryKind::ToolResult, &message))) {
+        tracing::error!("storing a tool result of turn {turn_id}: {err}");
+    }
+}

@@ -1,0 +1,478 @@
+//! One tool call, whoever asks for it: the turn loop or `tool.call`. The steps, in order:
+//! the tool's facts from the registry; the user's `before_tool` hooks (`hooks.rs`), which may
+//! refuse it; the policy's decision; a person asked when the
+//! decision is askable and someone can answer, or the consent a `tool.call` caller brings
+//! (it fails closed otherwise); an editor's
+//! buffer for a read it can stand in for; the lock of every path the call writes; the run
+//! (confined, or the registered runner); the `after_tool` hooks; the result.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use superpi_policy::{Answer, ConversationPolicy, Decision, Mode, Risk, Rule};
+use superpi_proto::Event;
+use superpi_proto::event::PermissionRequestFields;
+use superpi_proto::tool::{ToolCallResult, ToolDef};
+use superpi_sandbox::ToolCall;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::conversation::Conversation;
+use crate::kernel::Kernel;
+use crate::path_locks::PathGuard;
+use crate::sync::lock;
+use crate::telemetry::traces::SpanContext;
+use crate::turn::cluster_holder;
+use crate::turn::hooks;
+use superpi_mcp_client::Attached;
+use superpi_store::QuestionKind;
+
+/// A call to run: what the model (or a `tool.call` client) asked for, and where.
+pub(crate) struct PlannedCall {
+    pub call_id: String,
+    pub name: String,
+    pub arguments: Value,
+    pub workspace: Option<PathBuf>,
+}
+
+/// Who asked for a call, which says how it is decided and what it publishes.
+pub(crate) enum Caller<'a> {
+    /// A turn: the conversation's policy decides, a watching person may be asked, questions
+    /// and output are published to the conversation.
+    /// Its decisions are in the conversation's mode lowered to `ceiling`, the submitter's.
+    /// `trace`: the turn's span, parent of the call's.
+    Turn { conv: &'a Arc<Conversation>, turn_id: i64, ceiling: Mode, trace: SpanContext },
+    /// `tool.call`: a policy of its own; nobody can be asked, so an askable call runs only
+    /// when the caller says its person consented to it (`consented`), and is refused otherwise.
+    /// `mcp`: the MCP tools it may call.
+    Direct { policy: &'a mut ConversationPolicy, mcp: &'a Attached, consented: bool },
+}
+
+/// How a call ended.
+pub(crate) enum CallEnd {
+    /// It ran (or an editor's buffer answered it): its result.
+    Ran(ToolCallResult),
+    /// It was refused before it ran.
+    Blocked(Refusal),
+}
+
+/// Why a call was refused: the message, the rule, and the risk when a person could have lifted
+/// the refusal (the rule is then `unanswered` or `rejected`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Refusal {
+    pub reason: String,
+    pub rule: Rule,
+    pub risk: Option<Risk>,
+}
+
+impl Refusal {
+    fn new(reason: impl Into<String>, rule: Rule) -> Self {
+        Refusal { reason: reason.into(), rule, risk: None }
+    }
+}
+
+impl CallEnd {
+    /// The result the model (or client) gets: a refusal is an error result saying why, with
+    /// `details.blocked` naming the rule (and the risk of an askable call), so a caller can tell
+    /// a call its person may still allow from one that stays refused.
+    pub fn into_result(self) -> ToolCallResult {
+        match self {
+            CallEnd::Ran(result) => result,
+            CallEnd::Blocked(refusal) => {
+                let mut blocked = json!({"rule": refusal.rule});
+                if let Some(risk) = refusal.risk {
+                    blocked["risk"] = json!(risk.as_str());
+                }
+                let mut result = ToolCallResult::error(format!("blocked: {}", refusal.reason));
+                result.details = Some(json!({ "blocked": blocked }));
+                result
+            }
+        }
+    }
+}
+
+/// Runs one call through every step, counted and traced. Never panics; every failure is a
+/// result or a refusal.
+pub(crate) async fn run(
+    kernel: &Arc<Kernel>,
+    caller: Caller<'_>,
+    call: &PlannedCall,
+    cancel: &CancellationToken,
+) -> CallEnd {
+    let parent = match &caller {
+        Caller::Turn { trace, .. } => Some(*trace),
+        Caller::Direct { .. } => None,
+    };
+    let span = kernel.telemetry.tool_started(parent, &call.name);
+    let end = run_steps(kernel, caller, call, cancel).await;
+    let status = match &end {
+        CallEnd::Ran(result) if result.is_error => "error",
+        CallEnd::Ran(_) => "ok",
+        CallEnd::Blocked(_) => "blocked",
+    };
+    kernel.telemetry.tool_ended(span, &call.name, status);
+    end
+}
+
+async fn run_steps(
+    kernel: &Arc<Kernel>,
+    mut caller: Caller<'_>,
+    call: &PlannedCall,
+    cancel: &CancellationToken,
+) -> CallEnd {
+    // An MCP tool only for a caller that attached it; it runs on that caller's server.
+    let route = match &caller {
+        Caller::Turn { conv, .. } => lock(&conv.mcp_attached).get(&call.name).cloned(),
+        Caller::Direct { mcp, .. } => mcp.get(&call.name).cloned(),
+    };
+    let (tool, route) = match (kernel.catalog.tool(&call.name), route) {
+        (Some(tool), _) => (tool, None),
+        (None, Some(route)) => (route.def.clone(), Some(route)),
+        (None, None) => {
+            return CallEnd::Blocked(Refusal::new(format!("unknown tool `{}`", call.name), Rule::NotOffered));
+        }
+    };
+    // The user's before_tool hooks first: a call one refuses is not put to a person.
+    let hooks = match &caller {
+        Caller::Turn { conv, .. } => crate::turn::hooks::hooks_of(conv).unwrap_or_default(),
+        Caller::Direct { policy, .. } => policy.settings().hooks.clone(),
+    };
+    let site = hooks::Site {
+        conv: match &caller {
+            Caller::Turn { conv, turn_id, .. } => Some((*conv, *turn_id)),
+            Caller::Direct { .. } => None,
+        },
+        workspace: call.workspace.as_deref(),
+    };
+    let seen = hooks::SeenCall { call_id: &call.call_id, name: &call.name, arguments: &call.arguments };
+    if let Some(reason) = hooks::before_tool(kernel, &site, &hooks, &seen, cancel).await {
+        return CallEnd::Blocked(Refusal::new(reason, Rule::Hook));
+    }
+    let network = match decide(kernel, &mut caller, &tool, call, cancel).await {
+        Ok(network) => network,
+        Err(refusal) => return CallEnd::Blocked(refusal),
+    };
+    if let Caller::Turn { conv, turn_id, .. } = &caller
+        && let Some(result) = editor_read(kernel, conv, *turn_id, call, cancel).await
+    {
+        hooks::after_tool(kernel, &site, &hooks, &seen, &result, cancel).await;
+        return CallEnd::Ran(result);
+    }
+    let _written = lock_written(kernel, &tool, call).await;
+    if let Caller::Turn { conv, turn_id, .. } = &caller
+        && crate::turn::checkpoint::writes(&tool)
+    {
+        crate::turn::checkpoint::before_write(kernel, conv, *turn_id).await;
+    }
+    let (protected, allowed_hosts) = match &caller {
+        Caller::Turn { conv, .. } => {
+            lock(&conv.policy).as_ref().map(|p| (p.protected_paths(), p.allowed_hosts())).unwrap_or_default()
+        }
+        Caller::Direct { policy, .. } => (policy.protected_paths(), policy.allowed_hosts()),
+    };
+    let (conversation_id, progress, forward) = match &caller {
+        Caller::Turn { conv, turn_id, .. } => {
+            let (tx, rx) = mpsc::channel::<String>(64);
+            (conv.id, Some(tx), Some(forward_output(kernel, conv, *turn_id, call, rx)))
+        }
+        Caller::Direct { .. } => (0, None, None),
+    };
+    let request = ToolCall {
+        conversation_id,
+        call_id: call.call_id.clone(),
+        name: call.name.clone(),
+        arguments: call.arguments.clone(),
+        workspace: call.workspace.clone(),
+        network,
+        timeout: None,
+        protected,
+        allowed_hosts,
+    };
+    let result = match route {
+        Some(route) => {
+            drop(progress);
+            let (result, notices) = kernel.mcp.call(&route, &request, cancel).await;
+            let result = kernel.sandbox.bounded(&request, result);
+            if let Caller::Turn { conv, turn_id, .. } = &caller {
+                for notice in notices {
+                    conv.emit(kernel, Event::notice(conv.id, Some(*turn_id), "warning", notice));
+                }
+            }
+            result
+        }
+        None => kernel.sandbox.run(request, cancel.child_token(), progress).await,
+    };
+    if let Some(forward) = forward {
+        let _ = forward.await;
+    }
+    hooks::after_tool(kernel, &site, &hooks, &seen, &result, cancel).await;
+    CallEnd::Ran(result)
+}
+
+/// The policy's decision, with a person asked (or the caller's consent taken) where the caller
+/// allows it. `Ok(network)` to run.
+async fn decide(
+    kernel: &Arc<Kernel>,
+    caller: &mut Caller<'_>,
+    tool: &ToolDef,
+    call: &PlannedCall,
+    cancel: &CancellationToken,
+) -> Result<bool, Refusal> {
+    let mut asked_risk = None;
+    let decision = match caller {
+        Caller::Direct { policy, consented, .. } => {
+            let decision = policy.decide(tool, &call.arguments);
+            if let Decision::Ask { risk, .. } = decision {
+                asked_risk = Some(risk);
+            }
+            settle_direct(policy, &call.name, decision, *consented)
+        }
+        Caller::Turn { conv, turn_id, ceiling, .. } => {
+            let (decision, asks, asked) = {
+                let policy = lock(&conv.policy);
+                let policy = policy.as_ref().map_err(|reason| Refusal::new(reason.clone(), Rule::Unanswered))?;
+                // A remote frontend's answer may allow only what its own ceiling would ask about.
+                let remote_ceiling = kernel.catalog.max_mode(policy.harness(), true);
+                let at_remote_ceiling = policy.decide_at_most(tool, &call.arguments, remote_ceiling);
+                let asked = Asked {
+                    turn_id: *turn_id,
+                    timeout: policy.question_timeout(),
+                    remote_may_allow: !matches!(at_remote_ceiling, Decision::Deny { .. }),
+                };
+                // Whether its settings let questions be asked at all (not in an unattended
+                // harness); who watches is looked up only for a question (on a shared
+                // database it is a query).
+                let asks = policy.may_ask(true) && !policy.harness().unattended;
+                (policy.decide_at_most(tool, &call.arguments, *ceiling), asks, asked)
+            };
+            let may_ask = asks
+                && matches!(decision, Decision::Ask { .. })
+                && cluster_holder::interactive_watcher(kernel, conv)
+                && !scheduled_run(kernel, *turn_id);
+            if let Decision::Ask { risk, .. } = decision {
+                asked_risk = Some(risk);
+            }
+            match decision {
+                Decision::Ask { ref reason, risk, .. } if may_ask => {
+                    let fields = |request_id: String| PermissionRequestFields {
+                        request_id,
+                        tool_call_id: call.call_id.clone(),
+                        tool_name: call.name.clone(),
+                        arguments: call.arguments.clone(),
+                        reason: reason.clone(),
+                        risk: Some(risk.as_str().to_string()),
+                    };
+                    let answer = ask(kernel, conv, asked, fields, cancel).await;
+                    settle(kernel, conv, decision, answer.as_deref())
+                }
+                Decision::Ask { .. } => settle(kernel, conv, decision, None),
+                other => other,
+            }
+        }
+    };
+    match decision {
+        Decision::Allow { network } => Ok(network),
+        Decision::Deny { reason, rule } => Err(Refusal { reason, rule, risk: asked_risk }),
+        // `answer` settles every question; an `Ask` left over fails closed all the same.
+        Decision::Ask { reason, risk, .. } => Err(Refusal { reason, rule: Rule::Unanswered, risk: Some(risk) }),
+    }
+}
+
+/// Whether a schedule's run submitted this turn: nobody is present at it, whoever watches.
+/// Read from the store (a run queued through another kernel is known there too); unreadable
+/// counts as scheduled, so a question fails closed.
+fn scheduled_run(kernel: &Kernel, turn_id: i64) -> bool {
+    kernel.store.scheduled_turn(turn_id).unwrap_or_else(|err| {
+        tracing::warn!(turn_id, "reading whether a schedule ran this turn: {err}");
+        true
+    })
+}
+
+/// How a question is asked.
+pub(crate) struct Asked {
+    pub turn_id: i64,
+    pub timeout: Duration,
+    /// Whether a remote frontend's answer may allow the call: its ceiling would ask, not refuse.
+    pub remote_may_allow: bool,
+}
+
+/// Publishes a permission request (its fields made for the new request id) and waits for an
+/// answer, the timeout or cancel. Returns the chosen option id (None when unanswered); a
+/// person's answer also publishes ui_resolved. (Also an agent backend's approval request.)
+pub(crate) async fn ask(
+    kernel: &Arc<Kernel>,
+    conv: &Arc<Conversation>,
+    asked: Asked,
+    fields: impl FnOnce(String) -> PermissionRequestFields,
+    cancel: &CancellationToken,
+) -> Option<String> {
+    let Asked { turn_id, timeout, remote_may_allow } = asked;
+    let options: Vec<String> = superpi_proto::event::permission_options().into_iter().map(|o| o.option_id).collect();
+    // Without an unguessable id the question is not asked: it fails closed.
+    let (request_id, rx) = kernel.questions.open_permission(conv.id, &conv.owner, options.clone(), remote_may_allow)?;
+    cluster_holder::question_opened(kernel, conv, &request_id, QuestionKind::Permission, remote_may_allow);
+    conv.emit(kernel, Event::permission_request(conv.id, Some(turn_id), fields(request_id.clone())));
+    let answer = tokio::select! {
+        answer = rx => answer.ok(),
+        _ = tokio::time::sleep(timeout) => None,
+        _ = cancel.cancelled() => None,
+    };
+    kernel.questions.close_permission(&request_id);
+    cluster_holder::question_closed(kernel, &request_id);
+    let outcome = match &answer {
+        Some(option) if options.contains(option) => json!({"outcome": "selected", "option_id": option}),
+        Some(other) => json!({"outcome": "invalid", "option_id": other}),
+        None if cancel.is_cancelled() => json!({"outcome": "cancelled"}),
+        None => json!({"outcome": "timeout"}),
+    };
+    conv.emit(kernel, Event::ui_resolved(conv.id, Some(turn_id), &request_id, outcome));
+    answer.filter(|a| options.contains(a))
+}
+
+/// Settles a question with a person's answer (None: unanswered, which fails closed). An
+/// "always" answer is stored with the conversation.
+pub(crate) fn settle(kernel: &Kernel, conv: &Conversation, decision: Decision, option_id: Option<&str>) -> Decision {
+    let mut policy = lock(&conv.policy);
+    let policy = match policy.as_mut() {
+        Ok(policy) => policy,
+        Err(reason) => return Decision::Deny { reason: reason.clone(), rule: Rule::Unanswered },
+    };
+    let before = policy.overrides().clone();
+    let decision = policy.answer(decision, option_id);
+    if *policy.overrides() != before {
+        let stored = serde_json::to_string(policy.overrides())
+            .map_err(|e| e.to_string())
+            .and_then(|json| kernel.store.set_permission_overrides(conv.id, &json).map_err(|e| e.to_string()));
+        if let Err(err) = stored {
+            tracing::error!("conversation {}: storing a permission answer: {err}", conv.id);
+        }
+    }
+    decision
+}
+
+/// Settles a `tool.call`'s decision: nobody can be asked there, so the caller's word stands in
+/// for the answer. A caller that says its person consented (an MCP host that asked its user)
+/// answers `allow_once`, unless settings say questions are not put to anyone (`ask: false`);
+/// otherwise the question fails closed. Only an `Ask` changes: a refusal that is never
+/// askable stays refused whatever the caller says.
+fn settle_direct(policy: &mut ConversationPolicy, tool: &str, decision: Decision, consented: bool) -> Decision {
+    let answer = (policy.may_ask(consented) && decision.askable()).then_some(Answer::AllowOnce.option_id());
+    if answer.is_some() {
+        tracing::info!(tool, "tool.call: allowed on the caller's consent");
+    }
+    policy.answer(decision, answer)
+}
+
+/// Holds the lock of every path the call writes (its facts say which arguments), so writes of
+/// one file from any conversation or `tool.call` run one at a time. Locks are taken in path
+/// order, so two calls that write the same paths cannot wait on each other.
+async fn lock_written<'k>(kernel: &'k Kernel, tool: &ToolDef, call: &PlannedCall) -> Vec<PathGuard<'k>> {
+    let mut paths: Vec<PathBuf> = tool
+        .written_paths(&call.arguments)
+        .into_iter()
+        .map(|path| match &call.workspace {
+            Some(workspace) => normalize(workspace, path),
+            None => PathBuf::from(path),
+        })
+        .collect();
+    paths.sort();
+    paths.dedup();
+    let mut guards = Vec::with_capacity(paths.len());
+    for path in paths {
+        guards.push(kernel.path_locks.lock_path(path).await);
+    }
+    guards
+}
+
+/// Publishes a running call's output as `tool_output` events until the call ends.
+fn forward_output(
+    kernel: &Arc<Kernel>,
+    conv: &Arc<Conversation>,
+    turn_id: i64,
+    call: &PlannedCall,
+    mut chunks: mpsc::Receiver<String>,
+) -> tokio::task::JoinHandle<()> {
+    let (kernel, conv) = (kernel.clone(), conv.clone());
+    let (id, name) = (call.call_id.clone(), call.name.clone());
+    tokio::spawn(async move {
+        while let Some(chunk) = chunks.recv().await {
+            conv.emit(&kernel, Event::tool_output(conv.id, Some(turn_id), &id, &name, chunk));
+        }
+    })
+}
+
+/// How long a frontend has to answer a `read_text_file` question before the read goes to disk.
+const EDITOR_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An allowed read that an editor's buffer can stand in for (the registry says which) asks a
+/// watching editor for its buffer first (it may hold unsaved changes). `None`: run the tool,
+/// as without an editor.
+async fn editor_read(
+    kernel: &Arc<Kernel>,
+    conv: &Arc<Conversation>,
+    turn_id: i64,
+    call: &PlannedCall,
+    cancel: &CancellationToken,
+) -> Option<ToolCallResult> {
+    let reader = *kernel.sandbox.registry().editor_read(&call.name)?;
+    if !cluster_holder::file_reader(kernel, conv) {
+        return None;
+    }
+    let workspace = call.workspace.as_ref()?;
+    let raw = call.arguments.get(reader.path)?.as_str()?;
+    let path = normalize(workspace, raw);
+    let offset = call.arguments.get(reader.offset).and_then(Value::as_u64).map(|n| n as usize);
+    let limit = call.arguments.get(reader.limit).and_then(Value::as_u64).map(|n| n as usize);
+    let (request_id, rx) = kernel.questions.open_ui(conv.id, &conv.owner)?;
+    cluster_holder::question_opened(kernel, conv, &request_id, QuestionKind::Ui, false);
+    let mut request = serde_json::Map::new();
+    request.insert("kind".into(), json!("read_text_file"));
+    request.insert("path".into(), json!(path.display().to_string()));
+    request.insert("tool_call_id".into(), json!(call.call_id));
+    if let Some(offset) = offset {
+        request.insert("offset".into(), json!(offset));
+    }
+    if let Some(limit) = limit {
+        request.insert("limit".into(), json!(limit));
+    }
+    conv.emit(kernel, Event::ui_request(conv.id, Some(turn_id), &request_id, request));
+    let answer = tokio::select! {
+        answer = rx => answer.ok(),
+        _ = tokio::time::sleep(EDITOR_READ_TIMEOUT) => None,
+        _ = cancel.cancelled() => None,
+    };
+    kernel.questions.close_ui(&request_id);
+    cluster_holder::question_closed(kernel, &request_id);
+    let content = answer.as_ref().and_then(|a| a.get("content")).and_then(Value::as_str).map(str::to_string);
+    let outcome = match (&answer, &content) {
+        (_, Some(_)) => json!({"outcome": "editor"}),
+        (Some(_), None) => json!({"outcome": "disk"}),
+        (None, None) => json!({"outcome": "timeout"}),
+    };
+    conv.emit(kernel, Event::ui_resolved(conv.id, Some(turn_id), &request_id, outcome));
+    let content = content?;
+    let shown = path.strip_prefix(workspace).map(|p| p.display().to_string()).unwrap_or(raw.to_string());
+    Some((reader.render)(&shown, &content, offset, limit))
+}
+
+/// A path argument made absolute against the workspace and cleaned of `.` and `..`
+/// (lexically: the file may not exist yet), as the policy checked it.
+fn normalize(workspace: &Path, path: &str) -> PathBuf {
+    superpi_policy::paths::lexical(&workspace.join(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize;
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn paths_normalize_against_the_workspace() {
+        let ws = Path::new("/w/repo");
+        assert_eq!(normalize(ws, "a/./b.txt"), PathBuf::from("/w/repo/a/b.txt"));
+        assert_eq!(normalize(ws, "a/../b.txt"), PathBuf::from("/w/repo/b.txt"));
+        assert_eq!(normalize(ws, "/etc/x"), PathBuf::from("/etc/x"));
+    }
+}

@@ -1,0 +1,143 @@
+//! Memory on PostgreSQL: the notes in `memories`, searched through its generated tsvector
+//! (the `english` configuration, title weighted above tags and body; ranked by `ts_rank`).
+
+use superpi_proto::event::now_ms;
+use tokio_postgres::Row;
+
+use crate::StoreError;
+use crate::memories::{Memories, NOTE_COLUMNS, NewNote, Note, NoteLink, NoteScope, SUPERSEDED, tags_column, tags_of};
+use crate::postgres::PostgresStore;
+use crate::postgres::connection::wait;
+
+const IN_SCOPE: &str = "m.owner = $1 AND (m.workspace IS NULL OR m.workspace IS NOT DISTINCT FROM $2)";
+
+fn to_note(row: &Row) -> Result<Note, StoreError> {
+    let tags: String = row.try_get(5)?;
+    Ok(Note {
+        id: row.try_get(0)?,
+        owner: row.try_get(1)?,
+        workspace: row.try_get(2)?,
+        title: row.try_get(3)?,
+        body: row.try_get(4)?,
+        tags: tags_of(&tags),
+        source: row.try_get(6)?,
+        conversation_id: row.try_get(7)?,
+        created_at_ms: row.try_get(8)?,
+        superseded: row.try_get(9)?,
+    })
+}
+
+/// A tsquery matching any of the words. The kernel passes words of letters and digits only;
+/// anything else is dropped here too, so nothing is read as tsquery syntax.
+fn match_any(terms: &[String]) -> String {
+    terms
+        .iter()
+        .map(|t| t.chars().filter(|c| c.is_alphanumeric()).collect::<String>())
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+fn limit(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+impl Memories for PostgresStore {
+    fn write_note(&self, note: &NewNote) -> Result<i64, StoreError> {
+        let client = self.client()?;
+        let row = wait(client.query_one(
+            "INSERT INTO memories (owner, workspace, title, body, tags, source, conversation_id, created_at_ms)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+            &[
+                &note.owner,
+                &note.workspace,
+                &note.title,
+                &note.body,
+                &tags_column(&note.tags),
+                &note.source,
+                &note.conversation_id,
+                &now_ms(),
+            ],
+        ))?;
+        Ok(row.try_get(0)?)
+    }
+
+    fn note(&self, scope: NoteScope<'_>, id: i64) -> Result<Option<Note>, StoreError> {
+        let client = self.client()?;
+        let row = wait(client.query_opt(
+            &format!("SELECT {NOTE_COLUMNS}, {SUPERSEDED} FROM memories m WHERE {IN_SCOPE} AND m.id = $3"),
+            &[&scope.owner, &scope.workspace, &id],
+        ))?;
+        row.map(|row| to_note(&row)).transpose()
+    }
+
+    fn note_links(&self, id: i64) -> Result<Vec<NoteLink>, StoreError> {
+        let client = self.client()?;
+        let rows = wait(client.query(
+            "SELECT from_id, to_id, relation FROM memory_links WHERE from_id = $1 OR to_id = $1
+             ORDER BY created_at_ms, from_id, to_id",
+            &[&id],
+        ))?;
+        rows.iter()
+            .map(|r| Ok(NoteLink { from_id: r.try_get(0)?, to_id: r.try_get(1)?, relation: r.try_get(2)? }))
+            .collect()
+    }
+
+    fn link_notes(&self, link: &NoteLink) -> Result<bool, StoreError> {
+        let client = self.client()?;
+        let added = wait(client.execute(
+            "INSERT INTO memory_links (from_id, to_id, relation, created_at_ms) VALUES ($1, $2, $3, $4)
+             ON CONFLICT DO NOTHING",
+            &[&link.from_id, &link.to_id, &link.relation, &now_ms()],
+        ))?;
+        Ok(added > 0)
+    }
+
+    fn search_notes(
+        &self,
+        scope: NoteScope<'_>,
+        terms: &[String],
+        most: usize,
+    ) -> Result<Vec<(Note, f64)>, StoreError> {
+        let query = match_any(terms);
+        if query.is_empty() {
+            return Ok(Vec::new());
+        }
+        let client = self.client()?;
+        let rows = wait(client.query(
+            &format!(
+                "SELECT {NOTE_COLUMNS}, {SUPERSEDED} AS superseded, ts_rank(m.search, q)::FLOAT8 AS score
+                 FROM memories m, to_tsquery('english', $3) q
+                 WHERE m.search @@ q AND {IN_SCOPE}
+                 ORDER BY superseded, score DESC, m.id DESC LIMIT $4"
+            ),
+            &[&scope.owner, &scope.workspace, &query, &limit(most)],
+        ))?;
+        rows.iter().map(|row| Ok((to_note(row)?, row.try_get::<_, f64>(10)?))).collect()
+    }
+
+    fn recent_notes(&self, scope: NoteScope<'_>, most: usize) -> Result<Vec<Note>, StoreError> {
+        let client = self.client()?;
+        let rows = wait(client.query(
+            &format!(
+                "SELECT {NOTE_COLUMNS}, FALSE FROM memories m WHERE {IN_SCOPE} AND NOT {SUPERSEDED}
+                 ORDER BY m.created_at_ms DESC, m.id DESC LIMIT $3"
+            ),
+            &[&scope.owner, &scope.workspace, &limit(most)],
+        ))?;
+        rows.iter().map(to_note).collect()
+    }
+
+    fn count_notes(&self, scope: NoteScope<'_>) -> Result<u64, StoreError> {
+        let client = self.client()?;
+        let row = wait(client.query_one(
+            &format!("SELECT COUNT(*) FROM memories m WHERE {IN_SCOPE}"),
+            &[&scope.owner, &scope.workspace],
+        ))?;
+        Ok(u64::try_from(row.try_get::<_, i64>(0)?).unwrap_or(0))
+    }
+
+    fn search_engine(&self) -> &'static str {
+        "tsvector"
+    }
+}
