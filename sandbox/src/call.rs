@@ -326,8 +326,12 @@ impl Machine {
         if runner {
             read_exec.push(config.tool_exe.clone());
         }
-        read_exec.extend(server.map(|s| s.program.to_path_buf()));
-        read_exec.extend(server.into_iter().flat_map(|s| s.readable.iter().cloned()));
+        if let Some(server) = server {
+            // Its program and installation, less what is denied wherever it is.
+            let mut paths = vec![server.program.to_path_buf()];
+            paths.extend(server.readable.iter().cloned());
+            read_exec.extend(self.rulesets.decided(&paths));
+        }
         let spill_dir = conversation_spill_dir(config, call.conversation_id);
         // Writable at the mount level (the namespace binds them once per set of trees): the
         // workspace, what the configuration and a server add, and the directory of every call's

@@ -216,6 +216,11 @@ impl Rulesets {
         opened.clone()
     }
 
+    /// What of `paths` a call may read: each decided against the denied paths (reads.rs).
+    pub(crate) fn decided(&self, paths: &[PathBuf]) -> Vec<PathBuf> {
+        crate::reads::ReadGrants::compute(paths, &self.denied).granted
+    }
+
     /// The ruleset of `rules` with `tmp` (the call's temp dir) writable.
     pub(crate) fn build(
         &self,
