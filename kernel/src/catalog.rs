@@ -78,6 +78,7 @@ impl Catalog {
 
     pub fn apply_sandbox_settings(&self, sandbox: &mut SandboxConfig) {
         sandbox.extra_read_paths.extend(self.settings.sandbox.extra_read_paths.iter().cloned());
+        sandbox.deny_read_paths.extend(self.settings.sandbox.deny_read_paths.iter().cloned());
         sandbox.disabled = self.settings.sandbox.disabled;
     }
 

@@ -90,9 +90,7 @@ impl Machine {
         }
         let masked: Arc<[CString]> = policy::masked_files().iter().filter_map(|p| c_path(p)).collect();
         let namespaces = if mounts { Maker::start(masked.clone()).ok() } else { None };
-        let mut read_exec: Vec<PathBuf> = policy::DEFAULT_READ_EXEC.iter().map(PathBuf::from).collect();
-        read_exec.extend(config.extra_read_paths.iter().cloned());
-        read_exec.push(config.shell.clone());
+        let (roots, denied) = crate::reads::roots(config);
         let devices: Vec<PathBuf> = policy::DEFAULT_DEVICES.iter().map(PathBuf::from).collect();
         Ok(Machine {
             abi,
@@ -105,7 +103,7 @@ impl Machine {
             namespaces,
             temp_dirs: crate::tempdirs::TempDirs::new()
                 .map_err(|e| SandboxError::Unavailable(format!("no directory for the calls' temp dirs: {e}")))?,
-            rulesets: Rulesets { opened: policy::OpenedPaths::open(&read_exec, &devices), abi },
+            rulesets: Rulesets::new(roots, denied, vec![config.shell.clone()], devices, abi),
             own_dirs: OwnDirs::new(config),
         })
     }
@@ -323,12 +321,17 @@ impl Machine {
         let confined = !config.disabled;
 
         // The kernel's own paths are opened once (`Rulesets`); these are the call's.
+        let opened = self.rulesets.current();
         let mut read_exec = Vec::new();
         if runner {
             read_exec.push(config.tool_exe.clone());
         }
-        read_exec.extend(server.map(|s| s.program.to_path_buf()));
-        read_exec.extend(server.into_iter().flat_map(|s| s.readable.iter().cloned()));
+        if let Some(server) = server {
+            // Its program and installation, less what is denied wherever it is.
+            let mut paths = vec![server.program.to_path_buf()];
+            paths.extend(server.readable.iter().cloned());
+            read_exec.extend(self.rulesets.decided(&paths));
+        }
         let spill_dir = conversation_spill_dir(config, call.conversation_id);
         // Writable at the mount level (the namespace binds them once per set of trees): the
         // workspace, what the configuration and a server add, and the directory of every call's
@@ -351,13 +354,14 @@ impl Machine {
                 devices: Vec::new(),
             },
             call.network,
+            opened.generation,
         );
         let mut tmp = tmp;
         let landlock = match &tmp.ruleset {
             _ if !confined => None,
             Some((made_for, ruleset)) if *made_for == rules => Some(ruleset.clone()),
             _ => {
-                let ruleset = Arc::new(self.rulesets.build(&rules, &tmp_path).map_err(|e| e.to_string())?);
+                let ruleset = Arc::new(self.rulesets.build(&opened, &rules, &tmp_path).map_err(|e| e.to_string())?);
                 tmp.ruleset = Some((rules, ruleset.clone()));
                 Some(ruleset)
             }
@@ -397,7 +401,7 @@ impl Machine {
             seccomp,
         };
         let tag = crate::reap::new_tag();
-        let mut env = environment(config, &tmp_path);
+        let mut env = environment(config, &tmp_path, call.network);
         env.push((crate::reap::TAG_VAR.into(), tag.clone().into()));
         Ok(Setup { tmp, prepared, status_read, cgroup, env, tag })
     }
@@ -424,7 +428,23 @@ fn c_path(p: &Path) -> Option<CString> {
     CString::new(p.as_os_str().as_bytes()).ok()
 }
 
-fn environment(config: &SandboxConfig, tmp: &Path) -> Vec<(OsString, OsString)> {
+/// Set for every call unless the kernel's environment (through `env_allow`) or `env_set` says
+/// otherwise: the toolchains' caches under the home directory are read-only to tools, so what
+/// they must write goes to the call's temp dir, and none asks on a terminal it does not have.
+const TOOLCHAIN_ENV: &[(&str, &str)] = &[
+    // Go's build cache must be writable; its module cache is only read.
+    ("GOCACHE", "$TMPDIR/go-build"),
+    // npm writes its logs and cache there; its packages come from node_modules.
+    ("npm_config_cache", "$TMPDIR/npm-cache"),
+    // A push or fetch that needs a password fails instead of waiting on a prompt.
+    ("GIT_TERMINAL_PROMPT", "0"),
+];
+
+/// Set for a call without network: the toolchains use their caches only and say so when
+/// something is missing, instead of retrying a network they cannot reach.
+const OFFLINE_ENV: &[(&str, &str)] = &[("CARGO_NET_OFFLINE", "true"), ("GOPROXY", "off"), ("PIP_NO_INDEX", "1")];
+
+fn environment(config: &SandboxConfig, tmp: &Path, network: bool) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = Vec::new();
     let names = DEFAULT_ENV.iter().map(|s| s.to_string()).chain(config.env_allow.iter().cloned());
     for name in names {
@@ -437,6 +457,14 @@ fn environment(config: &SandboxConfig, tmp: &Path) -> Vec<(OsString, OsString)> 
     }
     for key in ["TMPDIR", "TMP", "TEMP"] {
         env.push((key.into(), tmp.as_os_str().to_owned()));
+    }
+    let offline = if network { &[][..] } else { OFFLINE_ENV };
+    for (name, value) in TOOLCHAIN_ENV.iter().chain(offline) {
+        let given = env.iter().any(|(k, _)| k == name) || config.env_set.iter().any(|(k, _)| k == name);
+        if !given {
+            let value = value.replace("$TMPDIR", &tmp.to_string_lossy());
+            env.push((name.into(), value.into()));
+        }
     }
     for (k, v) in &config.env_set {
         env.push((k.into(), v.into()));

@@ -34,6 +34,7 @@ mod output;
 pub mod policy;
 #[doc(hidden)]
 pub mod profile;
+mod reads;
 mod reap;
 mod registry;
 mod result;
@@ -57,6 +58,7 @@ use tokio_util::sync::CancellationToken;
 pub use call::check_workspace;
 pub use git::{GitRepo, run_git};
 pub use host::run_host_command;
+pub use reads::{DEFAULT_DENIED_IN_HOME, ReadGrants, read_grants};
 pub use reap::{confined_tools, is_confined_tool, is_tool_process};
 pub use registry::{EditorRead, RegistryError, RunFuture, ToolRegistry, ToolRunner};
 pub use runner::format_read;
@@ -83,6 +85,14 @@ pub struct SandboxConfig {
     pub drain_timeout: Duration,
     /// Extra paths readable (and executable) inside the sandbox (toolchains and the like).
     pub extra_read_paths: Vec<PathBuf>,
+    /// The home directory whose toolchains and configuration tools read (default: `HOME`).
+    pub home: Option<PathBuf>,
+    /// Whether tools read the home directory's entries, less the denied ones (default true):
+    /// see `reads.rs` and sandbox/ARCHITECTURE.md.
+    pub home_reads: bool,
+    /// Paths no tool reads, taken away from the home directory and `extra_read_paths`
+    /// (besides [`DEFAULT_DENIED_IN_HOME`] and superpi's own directories).
+    pub deny_read_paths: Vec<PathBuf>,
     /// Extra paths writable inside the sandbox (besides the workspace and the call's temp dir).
     pub extra_write_paths: Vec<PathBuf>,
     /// superpi's directories besides the data dir (config, runtime): no workspace may hold one.
@@ -130,6 +140,9 @@ impl SandboxConfig {
             drain_timeout: Duration::from_secs(1),
             extra_read_paths: Vec::new(),
             extra_write_paths: Vec::new(),
+            home: std::env::var_os("HOME").map(PathBuf::from),
+            home_reads: true,
+            deny_read_paths: Vec::new(),
             private_dirs: Vec::new(),
             env_allow: Vec::new(),
             env_set: Vec::new(),

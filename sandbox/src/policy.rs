@@ -63,19 +63,25 @@ pub struct FsPolicy {
     pub devices: Vec<PathBuf>,
 }
 
-/// The paths every call of a kernel gets, opened once (O_PATH): the system's program
-/// directories, the shell and `extra_read_paths` (read and execute), and the devices. Opening
-/// and checking some twenty paths on every call cost a tenth of a millisecond.
+/// The paths every call of a kernel gets, opened once (O_PATH): the read grants of
+/// `reads.rs` (system directories, the home directory's entries less the secrets,
+/// `extra_read_paths`) and the shell (read and execute), and the devices. Opening and checking
+/// some twenty paths on every call cost a tenth of a millisecond.
 #[derive(Debug)]
 pub(crate) struct OpenedPaths {
     read_exec: Vec<PathFd>,
     devices: Vec<PathFd>,
+    /// Which computation of the grants these are (a ruleset made from older ones is not used).
+    pub(crate) generation: u64,
+    grants: crate::reads::ReadGrants,
 }
 
 impl OpenedPaths {
-    pub(crate) fn open(read_exec: &[PathBuf], devices: &[PathBuf]) -> OpenedPaths {
+    fn open(grants: crate::reads::ReadGrants, also: &[PathBuf], devices: &[PathBuf], generation: u64) -> OpenedPaths {
         let open = |paths: &[PathBuf]| -> Vec<PathFd> { existing(paths).filter_map(|p| PathFd::new(p).ok()).collect() };
-        OpenedPaths { read_exec: open(read_exec), devices: open(devices) }
+        let mut read_exec = open(&grants.granted);
+        read_exec.extend(open(also));
+        OpenedPaths { read_exec, devices: open(devices), generation, grants }
     }
 }
 
@@ -161,29 +167,69 @@ pub(crate) struct RulesetKey {
     policy: FsPolicy,
     network: bool,
     identity: Vec<Option<(u64, u64)>>,
+    generation: u64,
 }
 
 impl RulesetKey {
-    pub(crate) fn new(policy: FsPolicy, network: bool) -> RulesetKey {
+    pub(crate) fn new(policy: FsPolicy, network: bool, generation: u64) -> RulesetKey {
         use std::os::unix::fs::MetadataExt;
         let paths = policy.read_exec.iter().chain(&policy.read_only).chain(&policy.read_write).chain(&policy.devices);
         let identity = paths.map(|p| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))).collect();
-        RulesetKey { policy, network, identity }
+        RulesetKey { policy, network, identity, generation }
     }
 }
 
-/// Makes rulesets: the kernel's own paths opened once, and the landlock ABI.
+/// Makes rulesets: the kernel's own paths opened once (again when the home directory's
+/// entries change), and the landlock ABI.
 #[derive(Debug)]
 pub(crate) struct Rulesets {
-    pub(crate) opened: OpenedPaths,
+    opened: std::sync::Mutex<std::sync::Arc<OpenedPaths>>,
+    roots: Vec<PathBuf>,
+    denied: crate::reads::Denied,
+    also: Vec<PathBuf>,
+    devices: Vec<PathBuf>,
     pub(crate) abi: i32,
 }
 
 impl Rulesets {
+    /// `roots` decided against `denied` (reads.rs), `also` granted as they are (the shell).
+    pub(crate) fn new(
+        roots: Vec<PathBuf>,
+        denied: crate::reads::Denied,
+        also: Vec<PathBuf>,
+        devices: Vec<PathBuf>,
+        abi: i32,
+    ) -> Rulesets {
+        let grants = crate::reads::ReadGrants::compute(&roots, &denied);
+        let opened = OpenedPaths::open(grants, &also, &devices, 0);
+        Rulesets { opened: std::sync::Mutex::new(std::sync::Arc::new(opened)), roots, denied, also, devices, abi }
+    }
+
+    /// The opened paths as they are now: computed again when a directory whose entries were
+    /// decided one by one changed (a few stats per call otherwise).
+    pub(crate) fn current(&self) -> std::sync::Arc<OpenedPaths> {
+        let mut opened = self.opened.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if opened.grants.stale() {
+            let grants = crate::reads::ReadGrants::compute(&self.roots, &self.denied);
+            *opened = std::sync::Arc::new(OpenedPaths::open(grants, &self.also, &self.devices, opened.generation + 1));
+        }
+        opened.clone()
+    }
+
+    /// What of `paths` a call may read: each decided against the denied paths (reads.rs).
+    pub(crate) fn decided(&self, paths: &[PathBuf]) -> Vec<PathBuf> {
+        crate::reads::ReadGrants::compute(paths, &self.denied).granted
+    }
+
     /// The ruleset of `rules` with `tmp` (the call's temp dir) writable.
-    pub(crate) fn build(&self, rules: &RulesetKey, tmp: &Path) -> Result<std::os::fd::OwnedFd, PolicyError> {
+    pub(crate) fn build(
+        &self,
+        opened: &OpenedPaths,
+        rules: &RulesetKey,
+        tmp: &Path,
+    ) -> Result<std::os::fd::OwnedFd, PolicyError> {
         let mut fs = rules.policy.clone();
         fs.read_write.push(tmp.to_path_buf());
-        build_ruleset(&self.opened, &fs, self.abi, rules.network)
+        build_ruleset(opened, &fs, self.abi, rules.network)
     }
 }

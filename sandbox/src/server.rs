@@ -111,7 +111,11 @@ impl Sandbox {
             std::fs::create_dir_all(dir).map_err(|e| format!("its state directory {}: {e}", dir.display()))?;
             writable.push(dir.clone());
         }
-        let grants = crate::call::ServerGrants { program: &program, readable: &spec.readable, writable: &writable };
+        // The files of its installation: where its program and its script arguments live.
+        let mut readable = spec.readable.clone();
+        readable.extend(std::iter::once(program.clone()).filter_map(|p| installation(&p)));
+        readable.extend(spec.args.iter().map(|a| cwd.join(a)).filter(|p| p.is_file()).filter_map(|p| installation(&p)));
+        let grants = crate::call::ServerGrants { program: &program, readable: &readable, writable: &writable };
         let setup = self.inner.setup(config, &call, &workspace, &cwd, false, Some(&grants))?;
         let mut env = setup.env;
         if let Some(dir) = &spec.state_dir {
@@ -149,6 +153,27 @@ impl Sandbox {
             handle: ServerHandle { child, _guard: guard, _tmp: setup.tmp },
         })
     }
+}
+
+/// The installation a server's file belongs to (canonical, through links: `~/.local/bin/x` to
+/// its package): the `node_modules` above a script (its dependencies are there), a Python
+/// virtual environment (the directory with `pyvenv.cfg`), else the file's own directory. A file
+/// in a system directory needs none.
+fn installation(file: &Path) -> Option<PathBuf> {
+    let file = file.canonicalize().ok()?;
+    let system = crate::policy::DEFAULT_READ_EXEC.iter().any(|dir| file.starts_with(dir));
+    if system {
+        return None;
+    }
+    for dir in file.ancestors().skip(1).take(8) {
+        if dir.file_name().is_some_and(|n| n == "node_modules") || dir.join("pyvenv.cfg").is_file() {
+            return Some(dir.to_path_buf());
+        }
+    }
+    // A directory shared by everyone (a script straight in /tmp) is not handed over whole.
+    let parent = file.parent()?;
+    let shared = ["/", "/tmp", "/var/tmp", "/dev/shm"].iter().any(|d| parent == Path::new(d));
+    Some(if shared { file.clone() } else { parent.to_path_buf() })
 }
 
 /// The program's path: as given when it names a path (relative to `cwd`), else the first

@@ -47,7 +47,10 @@ fn an_unprivileged_kernel_confines_its_tools() {
     for d in [&bin, &ws, &data] {
         std::fs::create_dir_all(d).unwrap();
     }
-    std::fs::write(home.join("secret"), "hunter2").unwrap();
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_rsa"), "hunter2").unwrap();
+    std::fs::write(home.join(".netrc"), "machine x password hunter3").unwrap();
+    std::fs::write(home.join(".gitconfig"), "[user]\n\tname = Someone\n").unwrap();
     for name in ["superpi-sandbox-try", "superpi-sandbox-tool"] {
         let from = match name {
             "superpi-sandbox-try" => env!("CARGO_BIN_EXE_superpi-sandbox-try"),
@@ -65,7 +68,7 @@ fn an_unprivileged_kernel_confines_its_tools() {
         "bash",
         serde_json::json!({"command": format!(
             "id -u; grep -E '^(NoNewPrivs|Seccomp|CapEff):' /proc/self/status; echo made > made.txt; \
-             cat {h}/secret; echo x > {h}/planted; echo hi > /dev/tcp/127.0.0.1/9; \
+             cat {h}/.ssh/id_rsa {h}/.netrc; cat {h}/.gitconfig; echo x > {h}/planted; echo hi > /dev/tcp/127.0.0.1/9; \
              setsid sh -c 'echo $$ > pid; exec sleep 300' > /dev/null 2>&1 < /dev/null & \
              while [ ! -s pid ]; do :; done; echo grandchild $(cat pid)",
             h = home.display()
@@ -75,7 +78,8 @@ fn an_unprivileged_kernel_confines_its_tools() {
     assert!(text.starts_with("65534\n"), "{text}");
     assert!(text.contains("NoNewPrivs:\t1") && text.contains("Seccomp:\t2"), "{text}");
     assert!(text.contains("CapEff:\t0000000000000000"), "{text}");
-    assert!(!text.contains("hunter2"), "{text}");
+    assert!(!text.contains("hunter2") && !text.contains("hunter3"), "{text}");
+    assert!(text.contains("name = Someone"), "the home's configuration is readable: {text}");
     assert!(!home.join("planted").exists());
     assert!(text.contains("Operation not permitted"), "{text}");
     assert_eq!(std::fs::read_to_string(ws.join("made.txt")).unwrap(), "made\n");
@@ -85,6 +89,6 @@ fn an_unprivileged_kernel_confines_its_tools() {
 
     let out = as_nobody(&bin, &ws, &data, &home, "read", serde_json::json!({"path": "made.txt"}));
     assert_eq!(out["output"], "     1\tmade\n");
-    let out = as_nobody(&bin, &ws, &data, &home, "read", serde_json::json!({"path": home.join("secret")}));
+    let out = as_nobody(&bin, &ws, &data, &home, "read", serde_json::json!({"path": home.join(".ssh/id_rsa")}));
     assert_eq!(out["is_error"], true);
 }

@@ -105,8 +105,11 @@ async fn the_environment_is_an_allow_list() {
     assert!(std::env::var("CARGO_PKG_NAME").is_ok());
     let out = env.bash("env | sort").await;
     assert!(!out.is_error, "{out:?}");
-    assert!(!out.output.contains("CARGO"), "{out:?}");
+    assert!(!out.output.contains("CARGO_PKG"), "{out:?}");
     assert!(out.output.contains("EXTRA=set-by-policy"), "{out:?}");
+    // Set by the sandbox: toolchains stay offline without network and write their caches to
+    // the call's temp dir.
+    assert!(out.output.contains("CARGO_NET_OFFLINE=true\n") && out.output.contains("GOCACHE=/tmp"), "{out:?}");
     assert!(out.output.contains("TMPDIR=/"), "{out:?}");
 }
 

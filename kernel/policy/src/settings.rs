@@ -84,6 +84,9 @@ pub struct RemoteSettings {
 pub struct SandboxSettings {
     /// Absolute paths readable (and executable) inside the sandbox: toolchains and the like.
     pub extra_read_paths: Vec<PathBuf>,
+    /// Absolute paths no tool reads, taken away from the home directory's grants and
+    /// `extra_read_paths` (besides the sandbox's default list of secrets).
+    pub deny_read_paths: Vec<PathBuf>,
     /// Turns confinement off; every call then logs a warning.
     pub disabled: bool,
 }
@@ -179,16 +182,12 @@ impl Settings {
         }
         if let Some(sb) = raw.sandbox {
             if let Some(paths) = sb.extra_read_paths {
-                for (i, p) in paths.iter().enumerate() {
-                    if !p.is_absolute() {
-                        return Err(ConfigError::invalid(
-                            path,
-                            format!("sandbox.extra_read_paths[{i}]"),
-                            format!("`{}` is not an absolute path", p.display()),
-                        ));
-                    }
-                }
+                absolute_paths(&paths, path, "sandbox.extra_read_paths")?;
                 s.sandbox.extra_read_paths = paths;
+            }
+            if let Some(paths) = sb.deny_read_paths {
+                absolute_paths(&paths, path, "sandbox.deny_read_paths")?;
+                s.sandbox.deny_read_paths = paths;
             }
             if let Some(d) = sb.disabled {
                 s.sandbox.disabled = d;
@@ -416,10 +415,20 @@ struct RawRemote {
     max_mode: Option<Mode>,
 }
 
+fn absolute_paths(paths: &[PathBuf], file: &Path, key: &str) -> Result<(), ConfigError> {
+    match paths.iter().enumerate().find(|(_, p)| !p.is_absolute()) {
+        Some((i, p)) => {
+            Err(ConfigError::invalid(file, format!("{key}[{i}]"), format!("`{}` is not an absolute path", p.display())))
+        }
+        None => Ok(()),
+    }
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSandbox {
     extra_read_paths: Option<Vec<PathBuf>>,
+    deny_read_paths: Option<Vec<PathBuf>>,
     disabled: Option<bool>,
 }
 

@@ -23,7 +23,7 @@ fn defaults() {
     assert_eq!(s.permissions.question_timeout, Duration::from_secs(120));
     assert_eq!(s.network.policy, NetworkPolicy::Allow);
     assert_eq!((s.remote.default_mode, s.remote.max_mode), (Mode::AcceptEdits, Mode::AcceptEdits));
-    assert_eq!(s.sandbox, SandboxSettings { extra_read_paths: vec![], disabled: false });
+    assert_eq!(s.sandbox, SandboxSettings { extra_read_paths: vec![], deny_read_paths: vec![], disabled: false });
     assert_eq!(user("{}").unwrap(), s);
 }
 
@@ -45,7 +45,7 @@ fn a_full_user_file() {
         },
         "network": {"policy": "allowlist", "allow_hosts": ["GitHub.com.", "*.crates.io"]},
         "remote": {"default_mode": "plan", "max_mode": "auto"},
-        "sandbox": {"extra_read_paths": ["/opt/rust"], "disabled": true}
+        "sandbox": {"extra_read_paths": ["/opt/rust"], "deny_read_paths": ["/opt/rust/secret"], "disabled": true}
     }"#,
     )
     .unwrap();
@@ -67,7 +67,14 @@ fn a_full_user_file() {
     );
     assert!(s.host_allowed("api.GITHUB.com") && s.host_allowed("crates.io") && !s.host_allowed("notgithub.com"));
     assert_eq!((s.remote.default_mode, s.remote.max_mode), (Mode::Plan, Mode::Auto));
-    assert_eq!(s.sandbox, SandboxSettings { extra_read_paths: vec!["/opt/rust".into()], disabled: true });
+    assert_eq!(
+        s.sandbox,
+        SandboxSettings {
+            extra_read_paths: vec!["/opt/rust".into()],
+            deny_read_paths: vec!["/opt/rust/secret".into()],
+            disabled: true
+        }
+    );
 }
 
 #[test]
@@ -130,6 +137,10 @@ fn errors_name_the_file_and_the_key() {
         (
             r#"{"sandbox": {"extra_read_paths": ["rel/dir"]}}"#,
             "/cfg/settings.json: key `sandbox.extra_read_paths[0]`: `rel/dir` is not an absolute path",
+        ),
+        (
+            r#"{"sandbox": {"deny_read_paths": ["~/.ssh"]}}"#,
+            "/cfg/settings.json: key `sandbox.deny_read_paths[0]`: `~/.ssh` is not an absolute path",
         ),
         (
             r#"{"sandbox": {"disabled": "yes"}}"#,

@@ -42,6 +42,8 @@ impl Env {
         std::fs::create_dir_all(&data_dir).unwrap();
         std::fs::write(data_dir.join("superpi.sqlite"), "SQLite format 3\0fake store").unwrap();
         let mut config = config(&data_dir);
+        // The fake home is the one whose entries tools read (less its secrets).
+        config.home = Some(home.clone());
         config.env_set.push(("HOME".into(), home.display().to_string()));
         config.env_set.push(("PATH".into(), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()));
         adjust(&mut config);
