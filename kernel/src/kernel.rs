@@ -64,6 +64,8 @@ pub(crate) struct Kernel {
     pub snapshots: Snapshots,
     /// A schedule was added here: the scheduler looks at the store again (`scheduler.rs`).
     pub schedules_changed: tokio::sync::Notify,
+    /// Each webhook trigger's allowance of deliveries (`scheduler::fire`).
+    pub trigger_limits: crate::features::schedule::DeliveryLimits,
     next_subscription: AtomicU64,
     /// A stop was asked for: no more clients, running turns end as interrupted.
     pub shutdown: CancellationToken,
@@ -100,6 +102,7 @@ impl Kernel {
             activity: Activity::new(),
             telemetry: Telemetry::from_env(),
             schedules_changed: tokio::sync::Notify::new(),
+            trigger_limits: Default::default(),
             next_subscription: AtomicU64::new(1),
             shutdown: CancellationToken::new(),
             closing: CancellationToken::new(),

@@ -231,13 +231,31 @@ pub(crate) async fn fire(kernel: &Arc<Kernel>, p: TriggerFireParams) -> Result<V
     }
     let found = kernel.store.trigger(&schedule::token_hash(&p.token)).map_err(internal)?;
     let proof = match (&p.signature, &p.bearer) {
-        (Some(signature), _) => Proof::Signature(signature),
+        (Some(header), _) => Proof::Signature { header, timestamp: p.timestamp.as_deref() },
         (None, Some(bearer)) => Proof::Bearer(bearer),
         (None, None) => Proof::None,
     };
-    let Some((trigger, _)) = found.filter(|(_, secret)| schedule::verify(secret, p.body.as_bytes(), proof)) else {
-        return Err(ErrorObject::new(codes::UNAUTHORIZED, "unknown trigger, or a wrong or missing secret"));
-    };
+    let now = superpi_proto::event::now_ms();
+    let unauthorized = |why: schedule::Refusal| ErrorObject::new(codes::UNAUTHORIZED, why.to_string());
+    let Some((trigger, secret)) = found else { return Err(unauthorized(schedule::Refusal::WrongProof)) };
+    schedule::verify(&secret, p.body.as_bytes(), proof, now / 1000).map_err(unauthorized)?;
+    // A proven delivery still waits its turn: a sender in a loop is held back, then one sent
+    // again (same id, or same signature) is refused, whichever kernel it reached first.
+    if let Err(wait_secs) = kernel.trigger_limits.take(trigger.id, now) {
+        return Err(ErrorObject {
+            code: codes::RATE_LIMITED,
+            message: format!("too many deliveries to this trigger: try again in {wait_secs} s"),
+            data: Some(serde_json::json!({"retry_after_secs": wait_secs})),
+        });
+    }
+    for key in schedule::delivery_keys(p.delivery.as_deref(), proof) {
+        if !kernel.store.note_delivery(trigger.id, &key, now).map_err(internal)? {
+            return Err(ErrorObject::new(
+                codes::UNAUTHORIZED,
+                "this delivery was accepted already (the same delivery id or the same signature): it is not run again",
+            ));
+        }
+    }
     if kernel.shutdown.is_cancelled() {
         return Err(ErrorObject::new(codes::INTERNAL_ERROR, "the kernel is stopping"));
     }

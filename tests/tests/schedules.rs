@@ -6,7 +6,9 @@
 //!   not run it again; its run cannot create schedules.
 //! - A webhook trigger's delivery through the gateway starts a turn with the body as fenced
 //!   payload; a wrong secret, a missing one and an unknown token are 401 in the gateway's
-//!   error shape; a question the run would ask fails closed although a person watches.
+//!   error shape; a question the run would ask fails closed although a person watches; a
+//!   delivery sent again (same id, or same signature under a new id) and one signed 10 minutes
+//!   ago are 401; a burst past the allowance is 429 with Retry-After.
 //! - Of two kernels on one PostgreSQL database, one runs a due tick.
 //! - The librarian's model schedules, lists and cancels its own conversation's runs.
 //! - The librarian offers no filesystem tool.
@@ -17,7 +19,7 @@ use serde_json::{Value, json};
 use superpi_client::KernelClient;
 use superpi_proto::EventBody;
 use superpi_proto::method::WatchParams;
-use superpi_proto::schedule::SIGNATURE_HEADER;
+use superpi_proto::schedule::{DELIVERY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 use superpi_tests::{TestEnv, first_turn_end, postgres_server, turn_events};
 
 /// `superpi ARGS --json` to its end: its stdout as JSON.
@@ -171,7 +173,10 @@ async fn a_webhook_starts_a_turn_and_a_wrong_secret_is_refused() {
     // Refusals: 401 in the gateway's (OpenAI's) error shape, and no run.
     for request in [
         http.post(&url).body(body).bearer_auth("not-the-secret"),
-        http.post(&url).body(body).header(SIGNATURE_HEADER, format!("sha256={}", "00".repeat(32))),
+        http.post(&url)
+            .body(body)
+            .header(SIGNATURE_HEADER, format!("sha256={}", "00".repeat(32)))
+            .header(TIMESTAMP_HEADER, unix_now().to_string()),
         http.post(&url).body(body),
         http.post(format!("{base}/v1/triggers/{}", "0".repeat(32))).body(body).bearer_auth(&secret),
     ] {
@@ -188,8 +193,16 @@ async fn a_webhook_starts_a_turn_and_a_wrong_secret_is_refused() {
     let client = connect(&env).await;
     let mut sub = client.watch(WatchParams::live(conversation).interactive(true)).await.unwrap();
 
-    let signature = sign(&secret, body.as_bytes());
-    let answer = http.post(&url).body(body).header(SIGNATURE_HEADER, signature).send().await.unwrap();
+    let at = unix_now().to_string();
+    let signature = sign(&secret, &at, body.as_bytes());
+    let signed = |delivery: &str| {
+        http.post(&url)
+            .body(body)
+            .header(SIGNATURE_HEADER, &signature)
+            .header(TIMESTAMP_HEADER, &at)
+            .header(DELIVERY_HEADER, delivery)
+    };
+    let answer = signed("d-1").send().await.unwrap();
     assert_eq!(answer.status(), 202);
     let accepted: Value = answer.json().await.unwrap();
     assert_eq!(
@@ -210,17 +223,58 @@ async fn a_webhook_starts_a_turn_and_a_wrong_secret_is_refused() {
     let prompt = prompts(&client, conversation).await.pop().unwrap();
     assert!(prompt.contains(&format!("<payload>\n{body}\n</payload>")), "{prompt}");
 
-    // A bearer secret works too; each delivery is a run.
-    let again = http.post(&url).body("second").bearer_auth(&secret).send().await.unwrap();
-    assert_eq!(again.status(), 202);
+    // Sent again, as recorded or under a new delivery id: 401, no run.
+    for replay in [signed("d-1"), signed("d-2")] {
+        let answer = replay.send().await.unwrap();
+        assert_eq!(answer.status(), 401);
+        let error: Value = answer.json().await.unwrap();
+        assert!(error["error"]["message"].as_str().unwrap().contains("accepted already"), "{error}");
+    }
+    // Signed long ago (or by a clock far off): 401, saying so.
+    let old = (unix_now() - 600).to_string();
+    let stale = http
+        .post(&url)
+        .body(body)
+        .header(SIGNATURE_HEADER, sign(&secret, &old, body.as_bytes()))
+        .header(TIMESTAMP_HEADER, &old)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stale.status(), 401);
+    let error: Value = stale.json().await.unwrap();
+    assert!(error["error"]["message"].as_str().unwrap().contains("from the kernel's clock"), "{error}");
+
+    // A bearer secret works too; each delivery is a run, until a burst passes the trigger's
+    // allowance (10 proven deliveries at once; the two replays above took theirs): 429 with
+    // Retry-After, and no run.
+    let mut accepted = 1;
+    let limited = loop {
+        let answer = http.post(&url).body("again").bearer_auth(&secret).send().await.unwrap();
+        if answer.status() != 202 {
+            break answer;
+        }
+        accepted += 1;
+        assert!(accepted <= 8, "more than the allowance was accepted");
+    };
+    assert_eq!((limited.status().as_u16(), accepted), (429, 8));
+    let retry: u64 = limited.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=2).contains(&retry), "Retry-After: {retry}");
+    let error: Value = limited.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "rate_limited", "{error}");
     let listed = client.schedule_list(None).await.unwrap();
-    assert_eq!((listed[0].kind.as_str(), listed[0].run_count), ("webhook", 2), "{listed:?}");
+    assert_eq!((listed[0].kind.as_str(), listed[0].run_count), ("webhook", 8), "{listed:?}");
 }
 
-/// The HMAC-SHA256 signature a sender puts in `X-Superpi-Signature-256`.
-fn sign(secret: &str, body: &[u8]) -> String {
+fn unix_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
+}
+
+/// The HMAC-SHA256 signature a sender puts in `X-Superpi-Signature-256`: of `TIMESTAMP.BODY`.
+fn sign(secret: &str, timestamp: &str, body: &[u8]) -> String {
     use hmac::{KeyInit, Mac};
     let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(timestamp.as_bytes());
+    mac.update(b".");
     mac.update(body);
     let bytes = mac.finalize().into_bytes();
     format!("sha256={}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>())

@@ -291,6 +291,7 @@ pub fn kernel_error(err: &ClientError, model: &str) -> ApiError {
         codes::FORBIDDEN => ApiError::new(StatusCode::FORBIDDEN, "forbidden", e.message.clone()),
         codes::NOT_FOUND => ApiError::not_found(e.message.clone()),
         codes::UNAUTHORIZED => ApiError::unauthorized(e.message.clone()),
+        codes::RATE_LIMITED => ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", e.message.clone()),
         _ => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", e.message.clone()),
     }
 }

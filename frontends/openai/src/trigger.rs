@@ -1,7 +1,10 @@
 //! `POST /v1/triggers/TOKEN`: a webhook trigger's delivery. Not behind the gateway's token: the
-//! trigger's own secret is the proof, sent as `Authorization: Bearer SECRET` or as the body's
-//! HMAC-SHA256 signature (`X-Superpi-Signature-256: sha256=HEX`); the kernel keeps the secret
-//! and checks it (`trigger.fire`), in constant time. The body (UTF-8 text, 32 KiB at most)
+//! trigger's own secret is the proof, sent as `Authorization: Bearer SECRET` or as the
+//! HMAC-SHA256 signature of `TIMESTAMP.BODY` (`X-Superpi-Signature-256: sha256=HEX` with
+//! `X-Superpi-Timestamp: TIMESTAMP`, within 5 minutes of the kernel's clock); the kernel keeps
+//! the secret and checks it (`trigger.fire`), in constant time. A delivery sent again (the same
+//! `X-Superpi-Delivery` id within a day, or the same signature) is refused with 401; a burst
+//! past a trigger's allowance with 429 and `Retry-After`. The body (UTF-8 text, 32 KiB at most)
 //! becomes the run's prompt payload, fenced as data. The answer is `202` once the turn is
 //! stored; the sender never waits for the model.
 
@@ -9,7 +12,9 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use superpi_client::KernelClient;
-use superpi_proto::schedule::{MAX_TRIGGER_BODY, SIGNATURE_HEADER, TriggerFireParams};
+use superpi_proto::schedule::{
+    DELIVERY_HEADER, MAX_TRIGGER_BODY, SIGNATURE_HEADER, TIMESTAMP_HEADER, TriggerFireParams,
+};
 
 use crate::request;
 use crate::wire::ApiError;
@@ -29,7 +34,14 @@ pub fn params(token: String, headers: &HeaderMap, body: &[u8]) -> Result<Trigger
         let (scheme, secret) = v.split_once(' ')?;
         scheme.eq_ignore_ascii_case("bearer").then(|| secret.trim().to_string())
     });
-    Ok(TriggerFireParams { token, body: body.to_string(), signature: text(SIGNATURE_HEADER), bearer })
+    Ok(TriggerFireParams {
+        token,
+        body: body.to_string(),
+        signature: text(SIGNATURE_HEADER),
+        bearer,
+        timestamp: text(TIMESTAMP_HEADER),
+        delivery: text(DELIVERY_HEADER),
+    })
 }
 
 /// Delivers to the kernel and answers the sender.
@@ -46,6 +58,20 @@ pub async fn deliver(client: &KernelClient, params: TriggerFireParams) -> Respon
             })),
         )
             .into_response(),
-        Err(err) => request::kernel_error(&err, "").into_response(),
+        Err(err) => {
+            let mut response = request::kernel_error(&err, "").into_response();
+            if let Some(secs) = retry_after(&err) {
+                response.headers_mut().insert(header::RETRY_AFTER, secs.into());
+            }
+            response
+        }
     }
+}
+
+/// The seconds a rate-limited sender should wait, as the kernel said them.
+fn retry_after(err: &superpi_client::ClientError) -> Option<u64> {
+    let superpi_client::ClientError::Kernel(e) = err else { return None };
+    (e.code == superpi_proto::message::codes::RATE_LIMITED)
+        .then(|| e.data.as_ref()?.get("retry_after_secs")?.as_u64())
+        .flatten()
 }

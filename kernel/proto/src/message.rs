@@ -168,6 +168,9 @@ pub mod codes {
     /// passed on to it (MCP servers to attach, which would run on its machine): send it through
     /// that kernel, or again once the conversation is idle there.
     pub const RUN_ELSEWHERE: i32 = -32013;
+    /// Too many requests of one kind in a short time (a webhook trigger's deliveries): try
+    /// again later (HTTP frontends answer 429).
+    pub const RATE_LIMITED: i32 = -32014;
 }
 
 /// Credit for a subscription: the frontend has processed `count` more events.

@@ -770,6 +770,8 @@ mod tests {
                 body: "{}".into(),
                 signature: Some("sha256=00".into()),
                 bearer: None,
+                timestamp: Some("1800000000".into()),
+                delivery: Some("d-1".into()),
             }),
         ];
         assert_eq!(methods.len(), METHOD_NAMES.len());

@@ -3,9 +3,21 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The header that carries a trigger delivery's signature: `sha256=` and the hex HMAC-SHA256
-/// of the body under the trigger's secret (the form of GitHub's `X-Hub-Signature-256`).
+/// The header that carries a trigger delivery's signature: `sha256=` and the hex HMAC-SHA256,
+/// under the trigger's secret, of the timestamp header's value, a `.`, and the body (the
+/// form of GitHub's `X-Hub-Signature-256`, over what Stripe's `t=` signatures cover).
 pub const SIGNATURE_HEADER: &str = "x-superpi-signature-256";
+
+/// The header that carries the Unix time (seconds) at which a delivery was signed; a signature
+/// more than [`SIGNATURE_TOLERANCE_SECS`] away from the kernel's clock is refused.
+pub const TIMESTAMP_HEADER: &str = "x-superpi-timestamp";
+
+/// The header that names a delivery (a sender's unique id, as GitHub's `X-GitHub-Delivery`):
+/// a delivery id seen in the last day is refused as sent again.
+pub const DELIVERY_HEADER: &str = "x-superpi-delivery";
+
+/// How far a signed delivery's timestamp may be from the kernel's clock, either way.
+pub const SIGNATURE_TOLERANCE_SECS: i64 = 300;
 
 /// The most bytes of a trigger delivery's body.
 pub const MAX_TRIGGER_BODY: usize = 32 * 1024;
@@ -132,6 +144,12 @@ pub struct TriggerFireParams {
     pub signature: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bearer: Option<String>,
+    /// [`TIMESTAMP_HEADER`]'s value: what a signature covers with the body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<String>,
+    /// [`DELIVERY_HEADER`]'s value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<String>,
 }
 
 /// `trigger.fire`'s result: the run and the turn it submitted.

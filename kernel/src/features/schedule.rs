@@ -10,6 +10,7 @@ use croner::parser::{CronParser, Seconds, Year};
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
+use superpi_proto::schedule::SIGNATURE_TOLERANCE_SECS;
 
 /// The most bytes of a schedule's prompt.
 pub(crate) const MAX_PROMPT_BYTES: usize = 16_000;
@@ -77,38 +78,122 @@ pub(crate) fn token_hash(token: &str) -> String {
 /// How a delivery proves it knows the trigger's secret.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Proof<'a> {
-    /// `X-Superpi-Signature-256: sha256=HEX` (proto's `SIGNATURE_HEADER`), the HMAC-SHA256
-    /// of the body.
-    Signature(&'a str),
+    /// `X-Superpi-Signature-256: sha256=HEX` (proto's `SIGNATURE_HEADER`), the HMAC-SHA256 of
+    /// `TIMESTAMP.BODY`, with `X-Superpi-Timestamp: TIMESTAMP` (Unix seconds).
+    Signature {
+        header: &'a str,
+        timestamp: Option<&'a str>,
+    },
     /// `Authorization: Bearer SECRET`.
     Bearer(&'a str),
     None,
 }
 
-/// Whether the proof holds for this body under `secret`; every comparison takes the same time
-/// whatever matches.
-pub(crate) fn verify(secret: &str, body: &[u8], proof: Proof<'_>) -> bool {
+/// Why a delivery's proof does not hold.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Refusal {
+    #[error("unknown trigger, or a wrong or missing secret")]
+    WrongProof,
+    #[error(
+        "a signed delivery needs the `X-Superpi-Timestamp` header (Unix seconds), and its signature \
+         covers `TIMESTAMP.BODY`"
+    )]
+    NoTimestamp,
+    #[error(
+        "the delivery's timestamp is more than {SIGNATURE_TOLERANCE_SECS} s from the kernel's clock: sign it again"
+    )]
+    Stale,
+}
+
+/// Whether the proof holds for this body under `secret` at `now_secs`; every comparison takes
+/// the same time whatever matches. A signature covers the timestamp, so a delivery recorded
+/// and sent again is refused once the tolerance has passed (and before, by its key:
+/// [`delivery_key`]).
+pub(crate) fn verify(secret: &str, body: &[u8], proof: Proof<'_>, now_secs: i64) -> Result<(), Refusal> {
     match proof {
-        Proof::Signature(header) => {
-            let Some(given) = header.trim().strip_prefix("sha256=").and_then(unhex) else { return false };
-            let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret.as_bytes()) else { return false };
+        Proof::Signature { header, timestamp } => {
+            let timestamp = timestamp.map(str::trim).ok_or(Refusal::NoTimestamp)?;
+            let at: i64 = timestamp.parse().map_err(|_| Refusal::NoTimestamp)?;
+            let given = header.trim().strip_prefix("sha256=").and_then(unhex).ok_or(Refusal::WrongProof)?;
+            let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).map_err(|_| Refusal::WrongProof)?;
+            mac.update(timestamp.as_bytes());
+            mac.update(b".");
             mac.update(body);
-            mac.verify_slice(&given).is_ok()
+            mac.verify_slice(&given).map_err(|_| Refusal::WrongProof)?;
+            // Checked after the signature, so an unsigned guess learns nothing of the clock.
+            match (now_secs - at).abs() <= SIGNATURE_TOLERANCE_SECS {
+                true => Ok(()),
+                false => Err(Refusal::Stale),
+            }
         }
-        Proof::Bearer(given) => bool::from(given.trim().as_bytes().ct_eq(secret.as_bytes())),
-        Proof::None => false,
+        Proof::Bearer(given) => match bool::from(given.trim().as_bytes().ct_eq(secret.as_bytes())) {
+            true => Ok(()),
+            false => Err(Refusal::WrongProof),
+        },
+        Proof::None => Err(Refusal::WrongProof),
     }
 }
 
-/// The HMAC-SHA256 signature header value of a body, as a sender computes it.
+/// What a delivery is remembered by, to refuse it sent again: the sender's delivery id, and
+/// its signature (which covers its timestamp and body, where the id header does not: a
+/// recorded delivery sent with a new id is still the same signature). A bearer delivery
+/// without an id has none: the bearer is the secret itself.
+pub(crate) fn delivery_keys(delivery: Option<&str>, proof: Proof<'_>) -> Vec<String> {
+    let id = delivery.map(str::trim).filter(|d| !d.is_empty()).map(|id| format!("id:{id}"));
+    let signature = match proof {
+        Proof::Signature { header, .. } => Some(format!("sig:{}", header.trim())),
+        _ => None,
+    };
+    id.into_iter().chain(signature).collect()
+}
+
+/// The HMAC-SHA256 signature header value of a body signed at `timestamp`, as a sender
+/// computes it.
 #[cfg(test)]
-pub(crate) fn sign(secret: &str, body: &[u8]) -> String {
+pub(crate) fn sign(secret: &str, timestamp: &str, body: &[u8]) -> String {
     let mut mac = match Hmac::<Sha256>::new_from_slice(secret.as_bytes()) {
         Ok(mac) => mac,
         Err(_) => return String::new(),
     };
+    mac.update(timestamp.as_bytes());
+    mac.update(b".");
     mac.update(body);
     format!("sha256={}", hex(&mac.finalize().into_bytes()))
+}
+
+/// How many deliveries a trigger takes at once, and how fast that allowance comes back.
+pub(crate) const DELIVERY_BURST: f64 = 10.0;
+pub(crate) const DELIVERIES_PER_MINUTE: f64 = 30.0;
+
+/// Each trigger's allowance of deliveries (a token bucket per trigger, in this kernel's
+/// memory): a burst past it is refused until the allowance comes back, so a sender in a loop
+/// (or someone replaying) cannot start turns without end.
+#[derive(Default)]
+pub(crate) struct DeliveryLimits {
+    buckets: std::sync::Mutex<std::collections::HashMap<i64, (f64, i64)>>,
+}
+
+impl DeliveryLimits {
+    /// Takes one delivery of trigger `schedule_id` at `now_ms`: `Err(seconds)` to wait when
+    /// none is left.
+    pub(crate) fn take(&self, schedule_id: i64, now_ms: i64) -> Result<(), u64> {
+        let mut buckets = crate::sync::lock(&self.buckets);
+        // Triggers not heard from in a while are full again: forget them.
+        if buckets.len() > 1024 {
+            buckets.retain(|_, (_, at)| now_ms - *at < 60_000);
+        }
+        let (tokens, at) = buckets.entry(schedule_id).or_insert((DELIVERY_BURST, now_ms));
+        let refill = (now_ms - *at).max(0) as f64 * DELIVERIES_PER_MINUTE / 60_000.0;
+        *tokens = (*tokens + refill).min(DELIVERY_BURST);
+        *at = now_ms;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            Ok(())
+        } else {
+            let wait_ms = (1.0 - *tokens) * 60_000.0 / DELIVERIES_PER_MINUTE;
+            Err((wait_ms / 1000.0).ceil() as u64)
+        }
+    }
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {

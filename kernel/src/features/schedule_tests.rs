@@ -43,16 +43,69 @@ fn aliases_work_and_bad_expressions_or_zones_say_why() {
 fn a_delivery_is_accepted_with_the_right_signature_or_bearer_secret_only() {
     let secret = "s3cret";
     let body = br#"{"event":"push"}"#;
-    let signature = sign(secret, body);
+    let now = 1_800_000_000;
+    let at = now.to_string();
+    let signature = sign(secret, &at, body);
     assert!(signature.starts_with("sha256=") && signature.len() == 7 + 64, "{signature}");
-    assert!(verify(secret, body, Proof::Signature(&signature)));
-    assert!(!verify(secret, b"{\"event\":\"pull\"}", Proof::Signature(&signature)), "another body");
-    assert!(!verify("other", body, Proof::Signature(&signature)), "another secret");
-    assert!(!verify(secret, body, Proof::Signature("sha256=zz")), "not hex");
-    assert!(!verify(secret, body, Proof::Signature(&signature[7..])), "no prefix");
-    assert!(verify(secret, body, Proof::Bearer("s3cret")));
-    assert!(!verify(secret, body, Proof::Bearer("s3cre")));
-    assert!(!verify(secret, body, Proof::None));
+    let signed = |header, timestamp| Proof::Signature { header, timestamp };
+    assert_eq!(verify(secret, body, signed(&signature, Some(&at)), now), Ok(()));
+    assert_eq!(verify(secret, b"{\"event\":\"pull\"}", signed(&signature, Some(&at)), now), Err(Refusal::WrongProof));
+    assert_eq!(verify("other", body, signed(&signature, Some(&at)), now), Err(Refusal::WrongProof), "another secret");
+    assert_eq!(verify(secret, body, signed("sha256=zz", Some(&at)), now), Err(Refusal::WrongProof), "not hex");
+    assert_eq!(verify(secret, body, signed(&signature[7..], Some(&at)), now), Err(Refusal::WrongProof), "no prefix");
+    assert_eq!(verify(secret, body, Proof::Bearer("s3cret"), now), Ok(()));
+    assert_eq!(verify(secret, body, Proof::Bearer("s3cre"), now), Err(Refusal::WrongProof));
+    assert_eq!(verify(secret, body, Proof::None, now), Err(Refusal::WrongProof));
+}
+
+#[test]
+fn a_signature_covers_its_timestamp_within_the_tolerance() {
+    let (secret, body, now) = ("s3cret", b"{}".as_slice(), 1_800_000_000_i64);
+    let at = |t: i64| t.to_string();
+    let check = |signed_at: i64, claimed: Option<&str>| {
+        let signature = sign(secret, &at(signed_at), body);
+        verify(secret, body, Proof::Signature { header: &signature, timestamp: claimed }, now)
+    };
+    assert_eq!(check(now - 300, Some(&at(now - 300))), Ok(()), "at the edge of the window");
+    assert_eq!(check(now + 300, Some(&at(now + 300))), Ok(()), "a sender's clock ahead");
+    assert_eq!(check(now - 301, Some(&at(now - 301))), Err(Refusal::Stale), "recorded and sent again later");
+    assert_eq!(check(now - 3600, Some(&at(now))), Err(Refusal::WrongProof), "a new timestamp on an old signature");
+    assert_eq!(check(now, None), Err(Refusal::NoTimestamp), "the body-only signature of before");
+    assert_eq!(check(now, Some("soon")), Err(Refusal::NoTimestamp));
+    // The signature of the body alone (the old scheme) does not verify with a timestamp.
+    let body_only = {
+        use hmac::{Hmac, KeyInit, Mac};
+        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+        mac.update(body);
+        format!("sha256={}", mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect::<String>())
+    };
+    let proof = Proof::Signature { header: &body_only, timestamp: Some("1800000000") };
+    assert_eq!(verify(secret, body, proof, now), Err(Refusal::WrongProof));
+}
+
+#[test]
+fn a_delivery_is_remembered_by_its_id_and_its_signature() {
+    let signed = Proof::Signature { header: "sha256=ab", timestamp: Some("1") };
+    assert_eq!(delivery_keys(Some("d-7"), signed), ["id:d-7", "sig:sha256=ab"]);
+    assert_eq!(delivery_keys(None, signed), ["sig:sha256=ab"]);
+    assert_eq!(delivery_keys(Some("  "), signed), ["sig:sha256=ab"], "a blank id is none");
+    assert_eq!(delivery_keys(Some("d-7"), Proof::Bearer("s")), ["id:d-7"]);
+    assert!(delivery_keys(None, Proof::Bearer("s")).is_empty());
+}
+
+#[test]
+fn a_burst_of_deliveries_is_held_back_until_the_allowance_returns() {
+    let limits = DeliveryLimits::default();
+    let burst = DELIVERY_BURST as usize;
+    for i in 0..burst {
+        assert_eq!(limits.take(1, 1_000), Ok(()), "delivery {i} of the burst");
+    }
+    let wait = limits.take(1, 1_000).unwrap_err();
+    assert_eq!(wait, 2, "one delivery comes back every 2 s at 30 a minute");
+    assert_eq!(limits.take(2, 1_000), Ok(()), "another trigger has its own allowance");
+    assert_eq!(limits.take(1, 3_000), Ok(()), "2 s later one more is allowed");
+    assert!(limits.take(1, 3_000).is_err());
+    assert_eq!(limits.take(1, 1_000_000), Ok(()), "long after, the allowance is back");
 }
 
 #[test]

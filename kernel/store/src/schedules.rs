@@ -92,6 +92,11 @@ pub trait Schedules {
     /// The trigger of a token's hash, with its secret.
     fn trigger(&self, token_hash: &str) -> Result<Option<(Schedule, String)>, StoreError>;
 
+    /// Notes a trigger's delivery by its key (the sender's delivery id, or its signature) at
+    /// `now_ms`, forgetting those older than [`DELIVERY_MEMORY_MS`]: false when the key was
+    /// noted already (a delivery sent again), in one statement whichever kernel asks.
+    fn note_delivery(&self, schedule_id: i64, key: &str, now_ms: i64) -> Result<bool, StoreError>;
+
     /// Records a trigger's delivery as a run; its id.
     fn start_delivery(&self, schedule_id: i64) -> Result<i64, StoreError>;
 
@@ -162,6 +167,9 @@ pub(super) fn run_of(row: &impl Columns) -> Result<ScheduleRun, StoreError> {
         turn_error: row.opt_text(7)?,
     })
 }
+
+/// How long a trigger's accepted deliveries are remembered: a day.
+pub const DELIVERY_MEMORY_MS: i64 = 24 * 60 * 60 * 1000;
 
 pub(super) fn limit(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)

@@ -90,3 +90,24 @@ pub(super) fn a_trigger_is_found_by_its_token_hash_with_its_secret(store: &dyn S
     assert_eq!(store.trigger("abc").unwrap(), None);
     assert!(store.schedule_runs(id, 10).unwrap().is_empty(), "its runs go with it");
 }
+
+pub(super) fn a_delivery_is_noted_once_and_forgotten_after_a_day(store: &dyn Store) {
+    let conv = super::new_conv(store).id;
+    let id = store
+        .add_schedule(&NewSchedule {
+            owner: "local".into(),
+            conversation_id: conv,
+            prompt: "Triage it.".into(),
+            token_hash: Some("t1".into()),
+            secret: Some("s".into()),
+            ceiling: "plan".into(),
+            ..NewSchedule::default()
+        })
+        .unwrap();
+    let day = DELIVERY_MEMORY_MS;
+    assert!(store.note_delivery(id, "d-1", 10_000).unwrap(), "a new delivery");
+    assert!(!store.note_delivery(id, "d-1", 20_000).unwrap(), "the same delivery again");
+    assert!(store.note_delivery(id, "d-2", 20_000).unwrap(), "another delivery");
+    assert!(!store.note_delivery(id, "d-1", 10_000 + day).unwrap(), "within the day");
+    assert!(store.note_delivery(id, "d-1", 10_001 + day).unwrap(), "a day later it is forgotten");
+}

@@ -409,5 +409,6 @@ on_each_engine!(
     search_stems_ranks_and_puts_superseded_notes_last,
     a_tick_is_claimed_once_and_the_next_one_is_set_with_it,
     of_claims_racing_for_a_tick_one_wins,
-    a_trigger_is_found_by_its_token_hash_with_its_secret
+    a_trigger_is_found_by_its_token_hash_with_its_secret,
+    a_delivery_is_noted_once_and_forgotten_after_a_day
 );

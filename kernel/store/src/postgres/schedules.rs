@@ -10,7 +10,8 @@ use crate::StoreError;
 use crate::postgres::PostgresStore;
 use crate::postgres::connection::wait;
 use crate::schedules::{
-    Columns, NewSchedule, RUN_COLUMNS, SCHEDULE_COLUMNS, Schedule, ScheduleRun, Schedules, limit, run_of, schedule_of,
+    Columns, DELIVERY_MEMORY_MS, NewSchedule, RUN_COLUMNS, SCHEDULE_COLUMNS, Schedule, ScheduleRun, Schedules, limit,
+    run_of, schedule_of,
 };
 
 impl Columns for Row {
@@ -115,6 +116,19 @@ impl Schedules for PostgresStore {
             Some(secret) => Ok(Some((schedule_of(&row)?, secret))),
             None => Ok(None),
         }
+    }
+
+    fn note_delivery(&self, schedule_id: i64, key: &str, now_ms: i64) -> Result<bool, StoreError> {
+        let client = self.client()?;
+        wait(
+            client.execute("DELETE FROM trigger_deliveries WHERE seen_at_ms < $1", &[&(now_ms - DELIVERY_MEMORY_MS)]),
+        )?;
+        let added = wait(client.execute(
+            "INSERT INTO trigger_deliveries (schedule_id, delivery, seen_at_ms) VALUES ($1, $2, $3)
+             ON CONFLICT DO NOTHING",
+            &[&schedule_id, &key, &now_ms],
+        ))?;
+        Ok(added == 1)
     }
 
     fn start_delivery(&self, schedule_id: i64) -> Result<i64, StoreError> {

@@ -6,7 +6,8 @@ use superpi_proto::event::now_ms;
 
 use crate::StoreError;
 use crate::schedules::{
-    Columns, NewSchedule, RUN_COLUMNS, SCHEDULE_COLUMNS, Schedule, ScheduleRun, Schedules, limit, run_of, schedule_of,
+    Columns, DELIVERY_MEMORY_MS, NewSchedule, RUN_COLUMNS, SCHEDULE_COLUMNS, Schedule, ScheduleRun, Schedules, limit,
+    run_of, schedule_of,
 };
 use crate::sqlite::SqliteStore;
 
@@ -123,6 +124,17 @@ impl Schedules for SqliteStore {
             Some((schedule, Some(secret))) => Ok(Some((schedule?, secret))),
             _ => Ok(None),
         }
+    }
+
+    fn note_delivery(&self, schedule_id: i64, key: &str, now_ms: i64) -> Result<bool, StoreError> {
+        let conn = self.conn();
+        conn.execute("DELETE FROM trigger_deliveries WHERE seen_at_ms < ?1", params![now_ms - DELIVERY_MEMORY_MS])?;
+        let added = conn.execute(
+            "INSERT INTO trigger_deliveries (schedule_id, delivery, seen_at_ms) VALUES (?1, ?2, ?3)
+             ON CONFLICT DO NOTHING",
+            params![schedule_id, key, now_ms],
+        )?;
+        Ok(added == 1)
     }
 
     fn start_delivery(&self, schedule_id: i64) -> Result<i64, StoreError> {
