@@ -485,7 +485,10 @@ pub(crate) struct OwnDirs {
 impl OwnDirs {
     pub(crate) fn new(config: &SandboxConfig) -> OwnDirs {
         let dirs = std::iter::once(&config.data_dir).chain(&config.private_dirs);
-        OwnDirs { home: home_dir(), dirs: dirs.map(|dir| dir.canonicalize().map_err(|_| dir.clone())).collect() }
+        OwnDirs {
+            home: superpi_paths::home_dir(),
+            dirs: dirs.map(|dir| dir.canonicalize().map_err(|_| dir.clone())).collect(),
+        }
     }
 
     /// The canonical workspace, refused when handing it over would hand over what the sandbox
@@ -496,55 +499,8 @@ impl OwnDirs {
             Ok(canonical) => canonical.clone(),
             Err(dir) => dir.canonicalize().unwrap_or_else(|_| dir.clone()),
         });
-        check_canonical(workspace, self.home.as_deref(), dirs)
+        superpi_paths::check_canonical_workspace(workspace, self.home.as_deref(), dirs)
     }
-}
-
-fn home_dir() -> Option<PathBuf> {
-    std::env::var_os("HOME").map(PathBuf::from).and_then(|h| h.canonicalize().ok())
-}
-
-/// The canonical workspace, or why the sandbox refuses it (see [`OwnDirs::check`]): for a
-/// frontend that wants to say so before any tool runs. `own_dirs`: superpi's data, config and
-/// runtime directories.
-pub fn check_workspace(workspace: &Path, own_dirs: &[&Path]) -> Result<PathBuf, String> {
-    let dirs = own_dirs.iter().map(|dir| dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()));
-    check_canonical(workspace, home_dir().as_deref(), dirs)
-}
-
-fn check_canonical(
-    workspace: &Path,
-    home: Option<&Path>,
-    own_dirs: impl Iterator<Item = PathBuf>,
-) -> Result<PathBuf, String> {
-    let canonical =
-        workspace.canonicalize().map_err(|e| format!("the workspace {} is not usable: {e}", workspace.display()))?;
-    if !canonical.is_dir() {
-        return Err(format!("the workspace {} is not a directory", workspace.display()));
-    }
-    if canonical == Path::new("/") {
-        return Err("the sandbox refuses the whole filesystem as a workspace".into());
-    }
-    if let Some(home) = home
-        && home.starts_with(&canonical)
-    {
-        return Err(format!(
-            "the sandbox refuses {} as a workspace: it holds the home directory {} and its credentials; \
-             start superpi in a project directory",
-            canonical.display(),
-            home.display()
-        ));
-    }
-    for dir in own_dirs {
-        if dir.starts_with(&canonical) {
-            return Err(format!(
-                "the sandbox refuses {} as a workspace: it holds superpi's own directory {}",
-                canonical.display(),
-                dir.display()
-            ));
-        }
-    }
-    Ok(canonical)
 }
 
 /// Resolves `dir` (relative to the workspace or absolute) and checks that it stays inside.

@@ -55,7 +55,6 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-pub use call::check_workspace;
 pub use git::{GitRepo, run_git};
 pub use host::run_host_command;
 pub use reads::{DEFAULT_DENIED_IN_HOME, ReadGrants, read_grants};
@@ -63,6 +62,7 @@ pub use reap::{confined_tools, is_confined_tool, is_tool_process};
 pub use registry::{EditorRead, RegistryError, RunFuture, ToolRegistry, ToolRunner};
 pub use runner::format_read;
 pub use server::{ServerHandle, ServerProcess, ServerSpec};
+pub use superpi_paths::check_workspace;
 pub use superpi_proto::tool::{Effect, ToolCallResult, ToolDef};
 pub use tool_process::{TOOL_SUBCOMMAND, tool_main};
 

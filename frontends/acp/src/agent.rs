@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::Error;
 use agent_client_protocol::v1::schema::{ClientCapabilities, SessionConfigOption, SessionId};
-use superpi_client::{ConnectOptions, KernelClient};
+use superpi_client::sync::lock;
+use superpi_client::{ConnectOptions, KernelClient, LazyKernel};
 use superpi_proto::method::ModelInfo;
 
 use crate::render::RenderOptions;
@@ -30,13 +31,9 @@ pub struct AgentOptions {
 pub struct Server {
     pub(crate) connect: ConnectOptions,
     pub(crate) opts: AgentOptions,
-    pub(crate) kernel: Mutex<Option<KernelClient>>,
+    pub(crate) kernel: LazyKernel,
     pub(crate) sessions: Mutex<HashMap<i64, Arc<Session>>>,
     pub(crate) client_caps: Mutex<ClientCapabilities>,
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Server {
@@ -48,7 +45,7 @@ impl Server {
         Arc::new(Server {
             connect,
             opts,
-            kernel: Mutex::new(None),
+            kernel: LazyKernel::reconnecting(),
             sessions: Mutex::new(HashMap::new()),
             client_caps: Mutex::new(ClientCapabilities::default()),
         })
@@ -56,16 +53,7 @@ impl Server {
 
     /// The kernel connection, made (or made again after the kernel went away) on demand.
     pub async fn kernel(&self) -> Result<KernelClient, Error> {
-        if let Some(client) = lock(&self.kernel).as_ref()
-            && !client.is_closed()
-        {
-            return Ok(client.clone());
-        }
-        // Two requests may race to connect; the later connection wins the slot and the
-        // other is dropped (closing its socket), which is harmless.
-        let client = KernelClient::connect(&self.connect).await.map_err(|e| request::kernel_error(e, None))?;
-        *lock(&self.kernel) = Some(client.clone());
-        Ok(client)
+        self.kernel.get(&self.connect).await.map_err(|e| request::kernel_error(e, None))
     }
 
     pub(crate) fn session(&self, id: &SessionId) -> Result<Arc<Session>, Error> {

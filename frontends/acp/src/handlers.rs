@@ -17,7 +17,9 @@ use superpi_proto::ContentBlock as KBlock;
 use superpi_proto::message::codes;
 use superpi_proto::method::{Method, OpenParams, SetModelParams, SubmitParams};
 
-use crate::agent::{Server, lock};
+use superpi_client::sync::lock;
+
+use crate::agent::Server;
 use crate::replay::Replay;
 use crate::request;
 use crate::session::{FAIL_CLOSED_OPTION, PromptGuard, Session};
@@ -65,8 +67,7 @@ where
 }
 
 pub(crate) async fn new_session(server: Arc<Server>, req: NewSessionRequest) -> Result<NewSessionResponse, Error> {
-    let own = &server.connect.locations;
-    let workspace = request::new_workspace(&req.cwd, &[&own.data_dir, &own.config_dir, &own.runtime_dir])?;
+    let workspace = request::new_workspace(&req.cwd, &server.connect.locations)?;
     let mcp_servers = request::mcp_servers(&req.mcp_servers, server.opts.editor_mcp)?;
     let harness = request::harness(req.meta.as_ref())?;
     let kernel = server.kernel().await?;

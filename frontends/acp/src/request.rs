@@ -15,7 +15,7 @@ use agent_client_protocol::v1::schema::{
     SessionModeId, SessionModeState, UnstructuredCommandInput,
 };
 use agent_client_protocol::{Error, ErrorCode};
-use superpi_client::ClientError;
+use superpi_client::{ClientError, Locations};
 use superpi_proto::ContentBlock as KBlock;
 use superpi_proto::Effort;
 use superpi_proto::message::codes;
@@ -99,11 +99,11 @@ pub fn workspace(cwd: &Path) -> Result<String, Error> {
 
 /// The working directory of session/new as a new session's workspace: absolute, and one the
 /// sandbox accepts (not `/`, not holding the home directory or superpi's own data, config or
-/// runtime directory, `own_dirs`), so an editor opened outside a project is told at once,
+/// runtime directory of `locations`), so an editor opened outside a project is told at once,
 /// not given a session whose every tool call fails.
-pub fn new_workspace(cwd: &Path, own_dirs: &[&Path]) -> Result<String, Error> {
+pub fn new_workspace(cwd: &Path, locations: &Locations) -> Result<String, Error> {
     let workspace = workspace(cwd)?;
-    superpi_sandbox::check_workspace(cwd, own_dirs).map_err(|why| {
+    superpi_client::workspace::check_workspace(cwd, locations).map_err(|why| {
         invalid_params(format!("{why}. Open a project folder in the editor: it is the session's workspace (`cwd`)"))
     })?;
     Ok(workspace)

@@ -22,11 +22,11 @@ use agent_client_protocol::{Client, ConnectTo, Error};
 use superpi_client::lines::{Line, LineReader};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
-use crate::agent::lock;
 pub use crate::agent::{AgentOptions, Server};
 use crate::handlers::*;
 use crate::request;
 use crate::wire::{ForkSessionRequest, ForkSessionResponse, STEERING_METHOD, SteeringRequest, SteeringResponse};
+use superpi_client::sync::lock;
 
 /// The answer to `initialize`: static, no kernel needed; `is_set` says which provider keys the
 /// environment has (for `authMethods`).

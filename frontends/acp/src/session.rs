@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
@@ -17,6 +17,7 @@ use agent_client_protocol::v1::schema::{
     TextContent, ToolCallUpdate,
 };
 use agent_client_protocol::{Client, RequestCancellationHandle};
+use superpi_client::sync::lock;
 use superpi_client::{KernelClient, Subscription};
 use superpi_proto::method::{ConversationInfo, WatchParams};
 use tokio::sync::oneshot;
@@ -86,10 +87,6 @@ pub struct Session {
     pub workspace: Option<PathBuf>,
     render: RenderOptions,
     state: Mutex<State>,
-}
-
-fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A running prompt of its session; dropping it counts it answered.

@@ -134,9 +134,7 @@ fn require_workspace(role: &str, given: Option<&Path>, locations: &Locations) ->
         Some(dir) => dir.to_path_buf(),
         None => std::env::current_dir().context("reading the current directory")?,
     };
-    if let Err(why) =
-        superpi_sandbox::check_workspace(&dir, &[&locations.data_dir, &locations.config_dir, &locations.runtime_dir])
-    {
+    if let Err(why) = superpi_client::workspace::check_workspace(&dir, locations) {
         let started = if given.is_some() { "" } else { " (the host started superpi there)" };
         anyhow::bail!(
             "{why}{started}. Name the project with `superpi {role} --workspace DIR`; in a host's \

@@ -21,6 +21,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::codec::{FramedRead, FramedWrite};
 
 use crate::routing::{SubMessage, SubReceiver, SubTable};
+use crate::sync::lock;
 use crate::{ClientError, Locations};
 
 /// How to reach the kernel.
@@ -266,10 +267,6 @@ impl KernelClient {
         let _: Value = self.request(Method::SessionUnwatch(UnwatchParams { subscription })).await?;
         Ok(())
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Feeds frames and flushes when no more are queued, so bursts share one write.

@@ -9,10 +9,14 @@
 //! principal from a token ([`principal`]). That rule lives here rather than in superpi-http
 //! because every frontend that takes tokens already depends on this crate: the RPC server
 //! gets it for two small hashing crates instead of an HTTP stack.
-//! Beside that, what the frontends share below their protocols: a bounded line reader for the
-//! line-based ones ([`lines`]), and the peer check of every frontend listener ([`peer`]: this
-//! user only, unless tokens guard it, and never one of a kernel's confined tools, which the
-//! sandbox crate recognises).
+//! Beside that, the kit every frontend is built from below its protocol: the kernel
+//! connection made at first use and again after a loss ([`LazyKernel`]), the workspace
+//! ([`workspace`]: given or current, canonical, checked by the sandbox's rule), the shutdown
+//! signals of a listener ([`shutdown_signal`]), tokens from a variable and a file by one rule
+//! ([`tokens`]), a bounded line reader for the line-based ones ([`lines`]), the
+//! poison-tolerant lock of their shared state ([`sync::lock`]), and the peer check of every
+//! frontend listener ([`peer`]: this user only, unless tokens guard it, and never one of a
+//! kernel's confined tools, recognised by superpi-paths without linking the sandbox).
 //!
 //! It must not know any frontend protocol (ACP, MCP, JSON-RPC, HTTP) nor the kernel's
 //! internals: it speaks only the kernel protocol of superpi-proto.
@@ -20,6 +24,7 @@
 mod autostart;
 mod connection;
 mod history;
+mod lazy;
 pub mod lines;
 mod locations;
 mod methods;
@@ -28,13 +33,19 @@ mod pool;
 pub mod principal;
 mod provider_env;
 mod routing;
+mod shutdown;
 mod sock_diag;
 mod subscription;
+pub mod sync;
+pub mod tokens;
+pub mod workspace;
 
 pub use connection::{ConnectOptions, KernelClient};
 pub use history::HistoryPages;
+pub use lazy::{Connection, LazyKernel};
 pub use pool::PrincipalClients;
 pub use provider_env::{process_provider_env, provider_env_digests};
+pub use shutdown::shutdown_signal;
 pub use subscription::Subscription;
 pub use superpi_proto::Locations;
 

@@ -1,5 +1,5 @@
 //! Newline-delimited framing with a size limit, for the frontends that read lines (the RPC
-//! server, the ACP agent): a line over the limit is reported once and skipped up to its
+//! server, the ACP agent, the MCP server's stdio): a line over the limit is reported once and skipped up to its
 //! newline, and reading goes on with the next line.
 
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -29,6 +29,16 @@ pub struct LineReader<R> {
 impl<R: AsyncRead + Unpin> LineReader<R> {
     pub fn new(inner: R, max: usize) -> Self {
         LineReader { inner, buf: Vec::with_capacity(8192), scanned: 0, max: max.max(1), discarding: false }
+    }
+
+    /// The longest line passed on.
+    pub fn limit(&self) -> usize {
+        self.max
+    }
+
+    /// Sets the longest line passed on (at least one byte).
+    pub fn set_limit(&mut self, max: usize) {
+        self.max = max.max(1);
     }
 
     /// The next line. Cancel-safe: what was read stays buffered for the next call.
@@ -123,6 +133,17 @@ mod tests {
         );
         // Exactly at the limit is fine.
         assert_eq!(all(b"0123456789\n", 10).await, vec![l("0123456789"), Line::Eof]);
+    }
+
+    #[tokio::test]
+    async fn the_limit_can_be_changed_before_reading() {
+        let mut reader = LineReader::new(&b"0123456789\n"[..], 100);
+        assert_eq!(reader.limit(), 100);
+        reader.set_limit(0);
+        assert_eq!(reader.limit(), 1, "a line of one byte always passes");
+        reader.set_limit(5);
+        assert_eq!(reader.next().await.unwrap(), Line::TooLong { limit: 5 });
+        assert_eq!(reader.next().await.unwrap(), Line::Eof);
     }
 
     /// Found by the rpc_lines fuzz target: a CRLF split between reads made a line at the

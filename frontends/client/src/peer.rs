@@ -45,7 +45,7 @@ pub fn check_unix(uid: u32, pid: Option<i32>) -> Result<(), PeerRefused> {
         return Err(PeerRefused::OtherUser(uid));
     }
     match pid.and_then(|p| u32::try_from(p).ok()) {
-        Some(pid) if superpi_sandbox::is_confined_tool(pid) => Err(PeerRefused::Tool(pid)),
+        Some(pid) if superpi_paths::confined::is_confined_tool(pid) => Err(PeerRefused::Tool(pid)),
         Some(_) => Ok(()),
         None => Err(PeerRefused::Unknown("no peer pid".into())),
     }
@@ -66,7 +66,7 @@ pub fn check_tcp(local: SocketAddr, peer: SocketAddr, admit: Admit) -> Result<()
         return Err(PeerRefused::OtherUser(uid));
     }
     // The tools are few (often none): their descriptors are searched, not every process's.
-    match superpi_sandbox::confined_tools().into_iter().find(|pid| holds_socket(*pid, inode)) {
+    match superpi_paths::confined::confined_tools().into_iter().find(|pid| holds_socket(*pid, inode)) {
         Some(pid) => Err(PeerRefused::Tool(pid)),
         None => Ok(()),
     }

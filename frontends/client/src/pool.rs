@@ -3,16 +3,15 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::OnceCell;
-
-use crate::{ClientError, ConnectOptions, KernelClient};
+use crate::sync::lock;
+use crate::{ClientError, ConnectOptions, KernelClient, LazyKernel};
 
 /// Kernel connections by principal: made on first use (once, however many callers wait for
 /// it) and made again after the connection is lost. Each connects as `remote` with its
 /// principal; everything else comes from the base options.
 pub struct PrincipalClients {
     base: ConnectOptions,
-    clients: Mutex<HashMap<String, Arc<OnceCell<KernelClient>>>>,
+    clients: Mutex<HashMap<String, Arc<LazyKernel>>>,
 }
 
 impl PrincipalClients {
@@ -26,22 +25,13 @@ impl PrincipalClients {
     }
 
     pub async fn get(&self, principal: &str) -> Result<KernelClient, ClientError> {
-        let cell = {
-            let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
-            let slot = clients.entry(principal.to_string()).or_default();
-            if slot.get().is_some_and(KernelClient::is_closed) {
-                *slot = Arc::new(OnceCell::new());
-            }
-            slot.clone()
-        };
-        let client = cell
-            .get_or_try_init(|| async {
-                let mut opts = self.base.clone();
-                opts.principal = principal.to_string();
-                opts.remote = true;
-                KernelClient::connect(&opts).await
-            })
-            .await?;
-        Ok(client.clone())
+        let lazy = lock(&self.clients).entry(principal.to_string()).or_default().clone();
+        lazy.get_or_connect(|| async {
+            let mut opts = self.base.clone();
+            opts.principal = principal.to_string();
+            opts.remote = true;
+            KernelClient::connect(&opts).await
+        })
+        .await
     }
 }

@@ -1,8 +1,10 @@
 //! Bearer tokens and the bind rule.
 //!
-//! A token's principal is superpi-client's [`principal_for_token`], the function the RPC
-//! server names its listed tokens with, so one token reaches the same conversations through
-//! every frontend.
+//! Tokens come from [`TOKEN_VAR`](crate::TOKEN_VAR) and `gateway.json` in the config dir, by
+//! superpi-client's one rule for every frontend that takes tokens (the two count together; the
+//! file is a list of tokens or a map from principal to token). A listed token's principal is
+//! superpi-client's [`principal_for_token`], the function the RPC server names its listed
+//! tokens with, so one token reaches the same conversations through every frontend.
 
 use std::net::IpAddr;
 use std::path::Path;
@@ -11,7 +13,10 @@ use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
 pub use superpi_client::principal::{TokenTable as Tokens, principal_for_token};
 
-use crate::config::{self, ConfigError};
+pub use superpi_client::tokens::TokenFileError;
+
+/// The file of the config dir with the HTTP frontends' bearer tokens.
+pub const CONFIG_FILE: &str = "gateway.json";
 
 /// Why a request was not authenticated.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,14 +35,10 @@ pub enum AuthError {
 pub struct BindError(pub IpAddr, pub &'static str);
 
 /// The tokens of an environment variable's value (comma-separated; `None` when unset)
-/// merged with those of `gateway.json` in `config_dir` (a missing file adds none). A token
-/// named in both counts once. A `gateway.json` that cannot be read or parsed is an error.
-pub fn load_tokens(env_value: Option<&str>, config_dir: &Path) -> Result<Tokens, ConfigError> {
-    let mut tokens = env_value.map(Tokens::parse_list).unwrap_or_default();
-    for token in config::read_tokens(config_dir)? {
-        tokens.add_listed(&token);
-    }
-    Ok(tokens)
+/// and of `gateway.json` in `config_dir` (a missing file adds none), together. A token named
+/// in both counts once. A `gateway.json` that cannot be read or parsed is an error.
+pub fn load_tokens(env_value: Option<&str>, config_dir: &Path) -> Result<Tokens, TokenFileError> {
+    superpi_client::tokens::load_tokens(env_value, config_dir, CONFIG_FILE)
 }
 
 /// Checks the `Authorization: Bearer` header. With tokens configured, answers the principal

@@ -15,7 +15,9 @@ use superpi_client::{ClientError, ConnectOptions, KernelClient, PrincipalClients
 use tokio::sync::watch;
 
 use crate::auth::{self, AuthError, Tokens};
-use crate::{BindError, ConfigError, ORIGINS_VAR};
+use superpi_client::workspace::{WorkspaceError, resolve_workspace};
+
+use crate::{BindError, ORIGINS_VAR, TokenFileError};
 
 /// The variable holding the bearer tokens (comma-separated) of both HTTP frontends.
 pub const TOKEN_VAR: &str = "SUPERPI_GATEWAY_TOKEN";
@@ -45,11 +47,13 @@ pub enum Error {
     #[error(transparent)]
     Bind(#[from] BindError),
     #[error(transparent)]
-    Config(#[from] ConfigError),
+    Config(#[from] TokenFileError),
     #[error("cannot listen on {0}: {1}")]
     Listen(SocketAddr, std::io::Error),
-    #[error("cannot use the workspace {0}: {1}")]
-    Workspace(PathBuf, std::io::Error),
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+    #[error("cannot watch for SIGINT and SIGTERM: {0}")]
+    Signals(std::io::Error),
     #[error("the {0} server stopped: {1}")]
     Serve(&'static str, std::io::Error),
 }
@@ -130,10 +134,13 @@ pub async fn run<const PORT: u16>(
     let env_tokens = std::env::var(TOKEN_VAR).ok();
     let tokens = auth::load_tokens(env_tokens.as_deref(), &connect.locations.config_dir)?;
     auth::check_bind(listen.bind, &tokens, TOKEN_VAR)?;
-    let workspace = match listen.workspace.or_else(|| std::env::current_dir().ok()) {
-        Some(dir) => Some(std::fs::canonicalize(&dir).map_err(|e| Error::Workspace(dir, e))?),
-        None => None,
+    let workspace = match resolve_workspace(listen.workspace.as_deref()) {
+        Ok(dir) => Some(dir),
+        // No current directory (it was removed): conversations are opened without one.
+        Err(WorkspaceError::CurrentDir(_)) => None,
+        Err(err) => return Err(err.into()),
     };
+    let stop = superpi_client::shutdown_signal().map_err(Error::Signals)?;
     let addr = SocketAddr::new(listen.bind, listen.port);
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| Error::Listen(addr, e))?;
     let local = listener.local_addr().map_err(|e| Error::Listen(addr, e))?;
@@ -141,7 +148,7 @@ pub async fn run<const PORT: u16>(
     let frontend = Arc::new(Frontend::new(connect, tokens, origins, workspace.map(|w| w.display().to_string())));
     let router = routes(frontend.clone());
     announce(name, local);
-    serve(listener, router, &frontend, shutdown_signal()).await.map_err(|e| Error::Serve(name, e))
+    serve(listener, router, &frontend, stop).await.map_err(|e| Error::Serve(name, e))
 }
 
 /// Serves `router` until `stop` resolves; then tells open streams to end, stops accepting, and
@@ -186,16 +193,4 @@ fn announce(name: &str, addr: SocketAddr) {
     let _ = writeln!(out, "superpi {name} listening on http://{addr}");
     let _ = out.flush();
     tracing::info!(%addr, "{name} listening");
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    if let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
-        }
-        return;
-    }
-    let _ = ctrl_c.await;
 }

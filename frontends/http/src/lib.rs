@@ -5,8 +5,8 @@
 //! [`ListenArgs`], [`Error`]); the state every request reads ([`Frontend`]: tokens, the Origin
 //! rule, one kernel connection per principal, the stop signal); the bind rule (no non-loopback
 //! listener without a token); bearer tokens read from a comma-separated list and from
-//! `gateway.json` in the config dir, each standing for the principal superpi-client's
-//! [`principal_for_token`] names (the RPC server names its tokens with the same function);
+//! `gateway.json` in the config dir (superpi-client's token rule), each standing for the
+//! principal superpi-client's [`principal_for_token`] names (the RPC server names its tokens with the same function);
 //! the Origin rule for a listener without tokens (browsers on other sites are refused) and
 //! CORS for the origins it admits; who may connect (superpi-client's peer check: this user
 //! only without tokens, never a kernel's confined tool) and the `Host` rule against DNS
@@ -20,7 +20,6 @@
 //! frontend hands it.
 
 mod auth;
-mod config;
 mod error;
 mod frontend;
 mod guard;
@@ -28,8 +27,10 @@ mod origin;
 mod routes;
 mod sse;
 
-pub use auth::{AuthError, BindError, Tokens, authenticate, check_bind, load_tokens, principal_for_token};
-pub use config::{CONFIG_FILE, ConfigError};
+pub use auth::{
+    AuthError, BindError, CONFIG_FILE, TokenFileError, Tokens, authenticate, check_bind, load_tokens,
+    principal_for_token,
+};
 pub use error::{ApiError, ErrorShape};
 pub use frontend::{Error, Frontend, ListenArgs, SHUTDOWN_GRACE, TOKEN_VAR, run, serve};
 pub use guard::host_allowed;

@@ -52,8 +52,8 @@ pub struct Args {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot use the workspace {path}: {source}")]
-    Workspace { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Workspace(#[from] superpi_client::workspace::WorkspaceError),
     #[error("MCP session failed to start: {0}")]
     Initialize(String),
     #[error("MCP session ended abnormally: {0}")]
@@ -65,7 +65,9 @@ pub enum Error {
 /// (the kernel applies the remote mode ceiling) with frontend name `mcp` unless `connect`
 /// names another frontend.
 pub fn handler(connect: ConnectOptions) -> SuperpiMcp {
-    let workspace = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_else(|_| ".".to_string());
+    let workspace = superpi_client::workspace::resolve_workspace(None)
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|_| ".".to_string());
     SuperpiMcp::new(config(connect, workspace, Args::default()))
 }
 
@@ -80,11 +82,7 @@ fn config(mut connect: ConnectOptions, workspace: String, args: Args) -> McpConf
 /// Runs `superpi mcp` until stdin ends. Connecting to the kernel waits for the first request
 /// that needs it, so `initialize` is answered at once.
 pub async fn run(args: Args, connect: ConnectOptions) -> Result<(), Error> {
-    let workspace = match args.workspace.clone() {
-        Some(path) => path,
-        None => std::env::current_dir().map_err(|source| Error::Workspace { path: PathBuf::from("."), source })?,
-    };
-    let workspace = std::fs::canonicalize(&workspace).map_err(|source| Error::Workspace { path: workspace, source })?;
+    let workspace = superpi_client::workspace::resolve_workspace(args.workspace.as_deref())?;
     let handler = SuperpiMcp::new(config(connect, workspace.display().to_string(), args));
     tracing::debug!(workspace = %workspace.display(), "serving MCP on stdio");
     let transport = server::stdio().with_eof_token(handler.shutdown_token());

@@ -10,6 +10,7 @@ use std::sync::Mutex;
 use rmcp::model::{LoggingLevel, LoggingMessageNotification, LoggingMessageNotificationParam, RequestId};
 use rmcp::service::{OriginatingRequestId, Peer, RoleServer};
 use serde_json::Value;
+use superpi_client::sync::lock;
 
 /// Severity order of MCP levels (RFC 5424 order, least severe first).
 pub fn rank(level: LoggingLevel) -> u8 {
@@ -35,10 +36,6 @@ pub fn enabled(min: Option<LoggingLevel>, level: LoggingLevel) -> bool {
 #[derive(Default)]
 pub struct McpLog {
     level: Mutex<Option<LoggingLevel>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl McpLog {

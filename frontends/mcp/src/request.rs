@@ -17,7 +17,8 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use superpi_client::{ClientError, ConnectOptions, KernelClient};
+use superpi_client::sync::lock;
+use superpi_client::{ClientError, ConnectOptions, KernelClient, LazyKernel};
 use superpi_proto::ToolDef;
 use superpi_proto::method::{HarnessInfo, Method, ToolCallParams, ToolCancelParams};
 use tokio_util::sync::CancellationToken;
@@ -62,7 +63,7 @@ pub struct SuperpiMcp {
 
 struct Inner {
     config: McpConfig,
-    kernel: Mutex<Option<KernelClient>>,
+    kernel: LazyKernel,
     tools: Mutex<Option<Vec<ToolDef>>>,
     harnesses: Mutex<Option<Vec<HarnessInfo>>>,
     /// Conversations `harness_task` started on this connection: (id, harness).
@@ -79,16 +80,12 @@ struct ToolList {
     tools: Vec<ToolDef>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 impl SuperpiMcp {
     pub fn new(config: McpConfig) -> Self {
         SuperpiMcp {
             inner: Arc::new(Inner {
                 config,
-                kernel: Mutex::new(None),
+                kernel: LazyKernel::reconnecting(),
                 tools: Mutex::new(None),
                 harnesses: Mutex::new(None),
                 started: Mutex::new(Vec::new()),
@@ -134,18 +131,20 @@ impl SuperpiMcp {
         lock(&self.inner.started).clone()
     }
 
-    /// The kernel connection, made on first use and again when the kernel went away. Two
-    /// requests racing here may both connect; the last one is kept, the other is dropped.
+    /// The kernel connection, made on first use and again when the kernel went away.
     async fn kernel(&self) -> Result<KernelClient, ErrorData> {
-        if let Some(kernel) = lock(&self.inner.kernel).as_ref().filter(|k| !k.is_closed()) {
-            return Ok(kernel.clone());
-        }
-        let kernel = KernelClient::connect(&self.inner.config.connect)
+        let connect = &self.inner.config.connect;
+        self.inner
+            .kernel
+            .get_or_connect(|| async {
+                let kernel = KernelClient::connect(connect).await?;
+                tracing::debug!(kernel = ?kernel.kernel_hello(), "connected to the kernel");
+                Ok(kernel)
+            })
             .await
-            .map_err(|err| ErrorData::internal_error(format!("cannot reach the superpi kernel: {err}"), None))?;
-        tracing::debug!(kernel = ?kernel.kernel_hello(), "connected to the kernel");
-        *lock(&self.inner.kernel) = Some(kernel.clone());
-        Ok(kernel)
+            .map_err(|err: ClientError| {
+                ErrorData::internal_error(format!("cannot reach the superpi kernel: {err}"), None)
+            })
     }
 
     async fn tool_defs(&self) -> Result<Vec<ToolDef>, ErrorData> {

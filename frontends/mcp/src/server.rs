@@ -7,14 +7,14 @@
 //! so protocol lines never interleave; nothing else may print there.
 
 use std::borrow::Cow;
-use std::pin::Pin;
 
 use rmcp::ErrorData;
 use rmcp::model::{ClientJsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
 use serde_json::Value;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use superpi_client::lines::{Line, LineReader};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -30,13 +30,10 @@ pub enum StdioError {
 
 /// A line-delimited JSON-RPC transport for the server side.
 pub struct LineTransport<R> {
-    reader: BufReader<R>,
-    line: Vec<u8>,
-    /// Inside a line that passed [`MAX_LINE`]: skip to its end.
-    discarding: bool,
+    /// Lines of at most [`MAX_LINE`] (or `with_max_line`); a longer one is skipped.
+    reader: LineReader<R>,
     out: Option<mpsc::UnboundedSender<ServerJsonRpcMessage>>,
     writer: Option<JoinHandle<()>>,
-    max_line: usize,
     /// Cancelled at end of input (or a read error).
     eof: CancellationToken,
 }
@@ -47,29 +44,20 @@ pub fn stdio() -> LineTransport<rmcp::transport::StdioReader> {
     LineTransport::new(reader, writer)
 }
 
-enum Line {
-    Complete,
-    Oversized,
-    Eof,
-}
-
 impl<R: AsyncRead + Unpin + Send + 'static> LineTransport<R> {
     pub fn new<W: AsyncWrite + Unpin + Send + 'static>(reader: R, writer: W) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let writer = tokio::spawn(write_loop(writer, rx));
         LineTransport {
-            reader: BufReader::with_capacity(64 * 1024, reader),
-            line: Vec::new(),
-            discarding: false,
+            reader: LineReader::new(reader, MAX_LINE),
             out: Some(tx),
             writer: Some(writer),
-            max_line: MAX_LINE,
             eof: CancellationToken::new(),
         }
     }
 
     pub fn with_max_line(mut self, max_line: usize) -> Self {
-        self.max_line = max_line;
+        self.reader.set_limit(max_line);
         self
     }
 
@@ -82,40 +70,6 @@ impl<R: AsyncRead + Unpin + Send + 'static> LineTransport<R> {
     fn reply(&self, message: ServerJsonRpcMessage) {
         if let Some(out) = &self.out {
             let _ = out.send(message);
-        }
-    }
-
-    /// Reads up to the next newline. Cancel-safe: the bytes taken from the buffer are moved
-    /// into `self.line` before anything else can happen, so a dropped call resumes the line.
-    async fn read_line(&mut self) -> std::io::Result<Line> {
-        loop {
-            let available = self.reader.fill_buf().await?;
-            if available.is_empty() {
-                if !self.line.is_empty() && !self.discarding {
-                    // A last line without its newline still counts.
-                    return Ok(Line::Complete);
-                }
-                return Ok(Line::Eof);
-            }
-            let (chunk, used, complete) = match available.iter().position(|b| *b == b'\n') {
-                Some(pos) => (&available[..pos], pos + 1, true),
-                None => (available, available.len(), false),
-            };
-            if !self.discarding {
-                self.line.extend_from_slice(chunk);
-                if self.line.len() > self.max_line {
-                    self.line = Vec::new();
-                    self.discarding = true;
-                }
-            }
-            Pin::new(&mut self.reader).consume(used);
-            if complete {
-                if self.discarding {
-                    self.discarding = false;
-                    return Ok(Line::Oversized);
-                }
-                return Ok(Line::Complete);
-            }
         }
     }
 }
@@ -190,7 +144,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for LineTransp
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
-            let line = match self.read_line().await {
+            let line = match self.reader.next().await {
                 Ok(line) => line,
                 Err(err) => {
                     tracing::error!("reading stdin: {err}");
@@ -203,28 +157,21 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for LineTransp
                     self.eof.cancel();
                     return None;
                 }
-                Line::Oversized => {
-                    tracing::warn!(max = self.max_line, "discarded an input line over the maximum length");
+                Line::TooLong { limit } => {
+                    tracing::warn!(max = limit, "discarded an input line over the maximum length");
                     self.reply(ServerJsonRpcMessage::error(
-                        ErrorData::parse_error(format!("message longer than {} bytes", self.max_line), None),
+                        ErrorData::parse_error(format!("message longer than {limit} bytes"), None),
                         None,
                     ));
                 }
-                Line::Complete => {
-                    let line = std::mem::take(&mut self.line);
-                    let trimmed = line.strip_suffix(b"\r").unwrap_or(&line);
-                    if trimmed.iter().all(u8::is_ascii_whitespace) {
-                        continue;
+                Line::Line(line) => match classify_line(&line) {
+                    Verdict::Message(message) => return Some(*message),
+                    Verdict::Reply(reply) => {
+                        tracing::debug!("answered an unreadable input line ({} bytes)", line.len());
+                        self.reply(*reply);
                     }
-                    match classify_line(trimmed) {
-                        Verdict::Message(message) => return Some(*message),
-                        Verdict::Reply(reply) => {
-                            tracing::debug!("answered an unreadable input line ({} bytes)", trimmed.len());
-                            self.reply(*reply);
-                        }
-                        Verdict::Ignore => tracing::debug!("ignored an unreadable notification"),
-                    }
-                }
+                    Verdict::Ignore => tracing::debug!("ignored an unreadable notification"),
+                },
             }
         }
     }

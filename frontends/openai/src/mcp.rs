@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use superpi_client::ConnectOptions;
+use superpi_client::sync::lock;
 use superpi_mcp::{Approval, McpConfig, SuperpiMcp};
 
 use crate::mcp_streams::RequestStreams;
@@ -41,10 +42,6 @@ pub struct McpHttp {
     tokens_enabled: bool,
     services: Mutex<HashMap<Key, (Service, Arc<LocalSessionManager>)>>,
     sessions: Mutex<HashMap<String, Key>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl McpHttp {

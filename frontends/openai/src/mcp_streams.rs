@@ -21,16 +21,13 @@ use rmcp::service::{OriginatingRequestId, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
+use superpi_client::sync::lock;
 use tokio::sync::mpsc;
 
 /// Messages buffered per open request beyond what its client has read.
 const REQUEST_BUFFER: usize = 64;
 
 type Routes = Mutex<HashMap<(SessionId, RequestId), mpsc::Sender<ServerSseMessage>>>;
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 /// rmcp's local session manager, with notifications about a request on that request's stream.
 pub struct RequestStreams {

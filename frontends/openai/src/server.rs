@@ -10,6 +10,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use serde_json::json;
+use superpi_client::sync::lock;
 use superpi_client::{ClientError, KernelClient};
 use superpi_http::{Common, Frontend, ORIGINS_VAR};
 use superpi_proto::ContentBlock;
@@ -102,10 +103,6 @@ impl Gateway {
         *lock(&self.inner.harnesses) = Some((std::time::Instant::now(), list.clone()));
         Ok(list)
     }
-}
-
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 async fn mcp(

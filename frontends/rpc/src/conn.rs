@@ -7,11 +7,12 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use superpi_client::{ConnectOptions, KernelClient, Subscription};
-use tokio::sync::{Notify, OnceCell, mpsc, oneshot};
+use superpi_client::sync::lock;
+use superpi_client::{ConnectOptions, KernelClient, LazyKernel, Subscription};
+use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::AbortHandle;
 
 use crate::auth::{LOCAL_PRINCIPAL, Tokens};
@@ -86,10 +87,6 @@ impl Outbox {
     }
 }
 
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 /// A watch: its renderer, and how to stop the task that feeds it.
 pub(crate) struct Watch {
     renderer: Mutex<WatchRenderer>,
@@ -102,7 +99,8 @@ pub(crate) struct Watch {
 pub struct Conn {
     pub(crate) shared: Arc<Shared>,
     principal: Mutex<Option<String>>,
-    kernel: OnceCell<KernelClient>,
+    /// Made once: when it is lost the client connection ends ([`Conn::lost`]).
+    kernel: LazyKernel,
     watches: Mutex<HashMap<u64, Arc<Watch>>>,
     next_watch: AtomicU64,
     out: Outbox,
@@ -117,7 +115,7 @@ impl Conn {
         Arc::new(Conn {
             shared,
             principal: Mutex::new(None),
-            kernel: OnceCell::new(),
+            kernel: LazyKernel::once(),
             watches: Mutex::new(HashMap::new()),
             next_watch: AtomicU64::new(1),
             out,
@@ -164,9 +162,8 @@ impl Conn {
     /// The kernel connection, made on first use with this caller's principal.
     pub async fn kernel(self: &Arc<Self>) -> Result<KernelClient, RpcError> {
         let principal = self.principal()?;
-        let client = self
-            .kernel
-            .get_or_try_init(|| async {
+        self.kernel
+            .get_or_connect(|| async {
                 let mut opts = self.shared.connect.clone();
                 opts.principal = principal;
                 opts.remote = true;
@@ -184,8 +181,7 @@ impl Conn {
                 lock(&self.tasks).push(task.abort_handle());
                 Ok::<_, RpcError>(client)
             })
-            .await?;
-        Ok(client.clone())
+            .await
     }
 
     /// Registers a watch whose events wait until [`Conn::start_watch`]. Returns its id.

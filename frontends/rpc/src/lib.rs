@@ -63,9 +63,9 @@ pub enum Error {
     #[error("I/O error: {0}")]
     Io(String),
     #[error("configuration: {0}")]
-    Config(#[from] auth::ConfigError),
-    #[error("workspace {0}: {1}")]
-    Workspace(String, String),
+    Config(#[from] auth::TokenFileError),
+    #[error(transparent)]
+    Workspace(#[from] superpi_client::workspace::WorkspaceError),
     #[error("setting up: {0}")]
     Setup(String),
 }
@@ -74,12 +74,7 @@ pub enum Error {
 pub fn shared(args: &Args, connect: superpi_client::ConnectOptions) -> Result<Shared, Error> {
     let env_tokens = std::env::var(auth::TOKENS_VAR).ok();
     let tokens = auth::load(env_tokens.as_deref(), &connect.locations.config_dir)?;
-    let workspace = match &args.workspace {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir().map_err(|e| Error::Workspace(".".into(), e.to_string()))?,
-    };
-    let workspace =
-        workspace.canonicalize().map_err(|e| Error::Workspace(workspace.display().to_string(), e.to_string()))?;
+    let workspace = superpi_client::workspace::resolve_workspace(args.workspace.as_deref())?;
     let mut connect = connect;
     connect.frontend = "rpc".to_string();
     connect.remote = true;
@@ -115,11 +110,9 @@ pub async fn run(args: Args, connect: superpi_client::ConnectOptions) -> Result<
 }
 
 async fn until_stopped(server: impl std::future::Future<Output = Result<(), Error>>) -> Result<(), Error> {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(|e| Error::Setup(e.to_string()))?;
+    let stop = superpi_client::shutdown_signal().map_err(|e| Error::Setup(e.to_string()))?;
     tokio::select! {
         result = server => result,
-        _ = tokio::signal::ctrl_c() => Ok(()),
-        _ = term.recv() => Ok(()),
+        () = stop => Ok(()),
     }
 }

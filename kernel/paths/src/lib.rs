@@ -4,21 +4,29 @@
 //! Owns lexical normalisation of a path argument, the built-in protected-path rules (`.env`
 //! files, `.git` internals, private keys, credential files), the `permissions.protected_paths`
 //! glob ([`PathPattern`]) and [`ProtectedPaths`], the whole rule as the kernel hands it to the
-//! confined tool runner. It must not read settings, decide a call or touch a file: the checks
-//! here are lexical (`..` is resolved against the path itself, symbolic links are not
+//! confined tool runner. It must not read settings or decide a call, and its path checks touch
+//! no file: they are lexical (`..` is resolved against the path itself, symbolic links are not
 //! followed) and give the early, explainable refusal; the sandbox's runner applies
 //! [`ProtectedPaths`] again to every path it opens or walks, resolved through symlinks (a link
 //! in the workspace to `.git` or `~/.ssh`) and hard links.
 //!
 //! Its own crate so that the sandbox needs no policy and the policy's tests can decide over
 //! the sandbox's real tools without a dependency cycle.
+//!
+//! Beside the lexical rules, two checks the frontends make before the kernel would, so that
+//! they need not link the sandbox: which directory may be a workspace ([`check_workspace`],
+//! reading the filesystem) and whether a peer process is a confined tool ([`confined`],
+//! reading /proc). The sandbox applies the first and puts the marks the second reads.
 
 use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub mod confined;
 mod pattern;
+mod workspace;
 pub use pattern::PathPattern;
+pub use workspace::{check_canonical_workspace, check_workspace, home_dir};
 
 /// Why a path argument is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
