@@ -55,7 +55,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-pub use git::{GitRepo, run_git};
+pub use git::{Committed, GitRepo, NEUTRAL, commit_paths, run_git};
 pub use host::run_host_command;
 pub use reads::{DEFAULT_DENIED_IN_HOME, ReadGrants, read_grants};
 pub use reap::{confined_tools, is_confined_tool, is_tool_process};

@@ -428,6 +428,22 @@ async fn a_hard_link_to_an_outside_file_cannot_be_made() {
     assert!(!env.workspace.join("stolen").exists());
 }
 
+#[tokio::test]
+async fn a_hard_link_to_an_outside_file_is_not_written_by_the_file_tools() {
+    let env = env();
+    let outside = env.workspace.parent().unwrap().join("linked-outside.txt");
+    std::fs::write(&outside, "outside\n").unwrap();
+    std::fs::hard_link(&outside, env.workspace.join("linked.txt")).unwrap();
+    let wrote = env.run("write", serde_json::json!({"path": "linked.txt", "content": "pwned\n"})).await;
+    let edited = env
+        .run("edit", serde_json::json!({"path": "linked.txt", "old_string": "outside", "new_string": "pwned"}))
+        .await;
+    assert!(wrote.is_error && edited.is_error, "{wrote:?} {edited:?}");
+    assert!(wrote.output.contains("links"), "{wrote:?}");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "outside\n");
+    assert_eq!(std::fs::read_to_string(env.workspace.join("linked.txt")).unwrap(), "outside\n");
+}
+
 #[cfg(target_arch = "x86_64")]
 #[tokio::test]
 async fn clone_with_namespace_flags_is_refused_and_clone3_falls_back() {

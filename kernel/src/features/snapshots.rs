@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sha2::{Digest as _, Sha256};
-use superpi_sandbox::{GitRepo, run_git};
+use superpi_sandbox::{Committed, GitRepo, commit_paths, run_git};
 
 use crate::sync::lock;
 
@@ -110,6 +110,14 @@ impl Repo {
             changes.push(Change { path: path.to_string(), created: status == "A" });
         }
         Ok(changes)
+    }
+
+    /// Commits `paths` as the latest snapshot has them on the workspace repository's current
+    /// branch ([`superpi_sandbox::commit_paths`]; its scratch index is in this repository).
+    pub async fn commit(&self, paths: &[&str], message: &str, timeout: Duration) -> Result<Committed, String> {
+        let repo = GitRepo::Private { git_dir: &self.git_dir, work_tree: &self.work_tree };
+        let tree = self.git(&["write-tree"], None).await?;
+        commit_paths(repo, tree.trim(), paths, message, &self.git_dir.join("commit-index"), timeout).await
     }
 
     /// Puts `paths` back as they are in the snapshot `tree`: a path it lacks is removed from

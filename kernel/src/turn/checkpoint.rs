@@ -6,13 +6,14 @@
 //! since. The snapshots live in a repository of superpi's own (`snapshots.rs`), never the
 //! workspace's: its branches, index and HEAD stay as they are. With `checkpoints.auto_commit`
 //! a turn's changes are also committed on the workspace repository's current branch at its
-//! end, only those paths, hooks off.
+//! end, only those paths, built with plumbing that runs no program the workspace's
+//! configuration names.
 //!
 //! Refs, per conversation C and turn T: `conversations/C/turns/T/before`, `.../after`, and
 //! `.../undone` (the workspace as it was when the turn was undone). A turn that changed nothing
 //! keeps none.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -21,7 +22,6 @@ use superpi_proto::message::codes;
 use superpi_proto::method::UndoResult;
 use superpi_proto::tool::{Effect, ToolDef};
 use superpi_proto::{ErrorObject, Event};
-use superpi_sandbox::{GitRepo, run_git};
 
 use crate::conversation::Conversation;
 use crate::features::snapshots::{Change, Repo};
@@ -101,10 +101,9 @@ pub(crate) async fn turn_ended(kernel: &Arc<Kernel>, conv: &Arc<Conversation>, t
             return;
         }
     };
-    drop(repo);
     let settings = settings(kernel).unwrap_or_default();
     if settings.auto_commit && !changes.is_empty() {
-        let (level, message) = match commit(&workspace, &changes, &settings.commit_prefix, prompt).await {
+        let (level, message) = match commit(&repo, &changes, &settings.commit_prefix, prompt).await {
             Ok(summary) => ("info", summary),
             Err(err) => ("warning", format!("this turn's changes were not committed: {err}")),
         };
@@ -112,26 +111,15 @@ pub(crate) async fn turn_ended(kernel: &Arc<Kernel>, conv: &Arc<Conversation>, t
     }
 }
 
-/// Commits `changes` (only those paths) on the workspace repository's current branch.
-async fn commit(workspace: &Path, changes: &[Change], prefix: &str, prompt: &str) -> Result<String, String> {
-    let git = |args: Vec<&str>, stdin: Option<Vec<u8>>| {
-        let args: Vec<String> = args.into_iter().map(str::to_string).collect();
-        async move {
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let out = run_git(GitRepo::Workspace(workspace), &args, stdin, COMMIT_TIMEOUT).await?;
-            Ok::<_, String>(String::from_utf8_lossy(&out).trim().to_string())
-        }
-    };
-    git(vec!["rev-parse", "--show-toplevel"], None).await.map_err(|_| "the workspace is not a git repository")?;
-    let list: Vec<u8> = changes.iter().flat_map(|c| c.path.bytes().chain([0])).collect();
-    let from_stdin = ["--pathspec-from-file=-", "--pathspec-file-nul"];
-    git([&["add", "-A"][..], &from_stdin].concat(), Some(list.clone())).await?;
+/// Commits `changes` (only those paths) on the workspace repository's current branch, as the
+/// turn's end recorded them in `repo`: with plumbing that runs no program the workspace's
+/// configuration names ([`superpi_sandbox::commit_paths`]).
+async fn commit(repo: &Repo, changes: &[Change], prefix: &str, prompt: &str) -> Result<String, String> {
     let title: String = prompt.lines().find(|l| !l.trim().is_empty()).unwrap_or("a turn").chars().take(60).collect();
     let message = format!("{prefix}{}", title.trim());
-    git([&["commit", "-q", "--no-verify", "-m", &message][..], &from_stdin].concat(), Some(list)).await?;
-    let head = git(vec!["rev-parse", "--short", "HEAD"], None).await?;
-    let branch = git(vec!["rev-parse", "--abbrev-ref", "HEAD"], None).await.unwrap_or_default();
-    Ok(format!("this turn's changes ({} files) were committed as {head} on {branch}", changes.len()))
+    let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+    let done = repo.commit(&paths, &message, COMMIT_TIMEOUT).await?;
+    Ok(format!("this turn's changes ({} files) were committed as {} on {}", changes.len(), done.short, done.branch))
 }
 
 fn refused(message: impl Into<String>, data: Value) -> ErrorObject {

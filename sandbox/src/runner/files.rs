@@ -169,6 +169,19 @@ fn write_atomic(tool: &str, shown: &str, path: &Path, content: &[u8]) -> Result<
     Ok(())
 }
 
+/// Refuses a regular file with more than one link: another name for it may be outside the
+/// workspace (a hard link left there earlier), and what is written to one is the other's.
+fn refuse_linked(tool: &str, shown: &str, path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt as _;
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() && meta.nlink() > 1 => Err(format!(
+            "{tool}: {shown} has {} links (a hard link, perhaps to a file outside the workspace); it is not written",
+            meta.nlink()
+        )),
+        _ => Ok(()),
+    }
+}
+
 pub(crate) fn write(ctx: &Ctx, args: &Args) -> Result<ToolCallResult, String> {
     args.allow_only(&["path", "content"])?;
     let raw = args.string("path")?;
@@ -176,6 +189,7 @@ pub(crate) fn write(ctx: &Ctx, args: &Args) -> Result<ToolCallResult, String> {
     let path = ctx.resolve("write", "path", raw, true)?;
     ctx.check_contents("write", &path)?;
     let shown = ctx.display(&path);
+    refuse_linked("write", &shown, &path)?;
     if path.is_dir() {
         return Err(format!("write: {shown} is a directory"));
     }
@@ -205,6 +219,7 @@ pub(crate) fn edit(ctx: &Ctx, args: &Args) -> Result<ToolCallResult, String> {
     let path = ctx.resolve("edit", "path", raw, true)?;
     ctx.check_contents("edit", &path)?;
     let shown = ctx.display(&path);
+    refuse_linked("edit", &shown, &path)?;
     let bytes = fs::read(&path).map_err(|e| io_err("edit", &shown, e))?;
     let before = String::from_utf8(bytes).map_err(|_| format!("edit: {shown} is not UTF-8 text"))?;
     let count = before.matches(old).count();
