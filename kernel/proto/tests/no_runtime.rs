@@ -12,7 +12,11 @@ fn the_protocol_crates_tokio_has_no_runtime() {
         .output()
         .expect("cargo tree runs");
     let tree = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success() && tree.contains("tokio v1"), "cargo tree failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success() && tree.contains("tokio v1"),
+        "cargo tree failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let runtime: Vec<&str> = tree.lines().filter(|l| l.starts_with("tokio feature \"rt")).collect();
     assert!(runtime.is_empty(), "superpi-proto's tokio has a runtime: {runtime:?}\n{tree}");
 }
