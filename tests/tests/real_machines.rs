@@ -4,7 +4,9 @@
 //! directory, and a secret in every denied location. Through `superpi run` and the mock model,
 //! as root and as an ordinary user (setpriv, as sandbox/tests/nonroot.rs): git, cargo build and
 //! test offline, python's unittest and npm test work; every secret read is refused; nothing
-//! outside the workspace changes.
+//! outside the workspace changes. An MCP server installed under the home starts, with the
+//! user's npm settings but not their token; one that dies reading a secret is reported in one
+//! line naming the path. (The fixture itself: src/real_machine.rs.)
 //!
 //! It needs what CI has: root, setpriv, node and npm, git, rustup's cargo in /root/.cargo with
 //! `itoa` in its registry, python3. pytest is not installed there, so python's tests run with
@@ -94,4 +96,37 @@ fn a_developer_machine_as_root() {
 #[test]
 fn a_developer_machine_as_an_ordinary_user() {
     a_developer_machine_works_with_default_settings(Some(NOBODY));
+}
+
+/// `superpi run` with a prompt: (success, stdout, stderr).
+fn run(m: &Machine, prompt: &str) -> (bool, String, String) {
+    let out = m.superpi(&["run", "--mode", "auto", prompt]).output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+#[test]
+fn an_mcp_server_under_the_home_starts_with_npm_settings_but_no_token_and_a_refusal_is_one_line() {
+    let m = Machine::new(Some(NOBODY));
+    let server = m.home.join(".local/share/fix-server/bin/mcp_fixture");
+    std::fs::create_dir_all(server.parent().unwrap()).unwrap();
+    std::fs::copy(superpi_tests::mcp_fixture_bin(), &server).unwrap();
+    let npmrc = m.home.join(".npmrc");
+    std::fs::write(&npmrc, "registry=https://npm.example.test/\n//npm.example.test/:_authToken=SECRET\n").unwrap();
+    // A server that reads a secret at start and dies of it.
+    let nosy = m.home.join(".local/bin/nosy-mcp");
+    superpi_tests::real_machine::write(&nosy, &format!("#!/bin/sh\ncat {}\nexit 1\n", npmrc.display()));
+    std::fs::set_permissions(&nosy, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let settings = serde_json::json!({"mcp_servers": {"fix": {"command": server}, "nosy": {"command": nosy}}});
+    superpi_tests::real_machine::write(&m.home.join(".config/superpi/settings.json"), &settings.to_string());
+
+    let copy = m.home.join(".local/share/superpi/mcp/fix/npmrc");
+    let read = |path: &Path| run(&m, &format!(r#"@tool mcp__fix__read_file {{"path":"{}"}}"#, path.display()));
+    let (ok, stdout, stderr) = read(&copy);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("registry=https://npm.example.test/") && !stdout.contains("SECRET"), "{stdout}\n{stderr}");
+    let refusal = format!("cat: {}: Permission denied", npmrc.display());
+    let notice = stderr.lines().find(|l| l.contains("`nosy`")).unwrap_or_default();
+    assert!(notice.contains(&refusal), "the notice names the refused path in one line: {stderr}");
+    let (_, stdout, stderr) = read(&npmrc);
+    assert!(!stdout.contains("SECRET") && !stderr.contains("SECRET"), "{stdout}\n{stderr}");
 }
