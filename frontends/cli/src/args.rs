@@ -51,6 +51,9 @@ pub enum Command {
     Models(JsonFlag),
     /// The kernel: run it in the foreground, or `status` / `stop`.
     Kernel(KernelArgs),
+    /// What this machine confines, which toolchains and MCP servers a tool can reach, what it
+    /// cannot read, and which settings do not take effect, with the fix for each.
+    Doctor(JsonFlag),
     // acp, mcp, rpc, gateway, agui: the serving roles, which superpi-frontend parses too.
     #[command(flatten)]
     Serve(Serve),
@@ -143,6 +146,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Kernel(args) => kernel(&locations, args).await,
+        Command::Doctor(json) => crate::doctor::run(&locations, json).await,
         #[cfg(feature = "mcp")]
         Command::Serve(Serve::Mcp(crate::mcp::McpArgs { action: Some(action), .. })) => {
             crate::mcp::run(&locations, action).await

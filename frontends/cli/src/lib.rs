@@ -3,7 +3,7 @@
 //! Owns argument parsing, the dispatch of every role (`kernel`, `acp`, `mcp`, `rpc`,
 //! `gateway`, `agui`) to its crate, and the terminal frontend itself (`run`, `chat`,
 //! `session`, `harnesses`, `models`), `superpi mcp list|add|remove`, which edits the
-//! user's external MCP servers, and `superpi schedule list|add|remove`: answers on stdout, activity and notices on stderr.
+//! user's external MCP servers, `superpi doctor`, and `superpi schedule list|add|remove`: answers on stdout, activity and notices on stderr.
 //!
 //! Two binaries: `superpi` holds every role; `superpi-frontend` ([`frontend`]) only the serving
 //! frontends, and `superpi` execs it for them ([`exec_frontend`]), so an idle frontend maps no
@@ -15,6 +15,7 @@
 mod args;
 mod chat;
 mod connection;
+mod doctor;
 mod exec;
 pub mod frontend;
 mod lines;

@@ -1,7 +1,7 @@
 //! One running external MCP server: its confined process and rmcp's client session over the
 //! process's stdin and stdout (stdio), or the session over Streamable HTTP (a URL); its tool
 //! list (listed again on `notifications/tools/list_changed`) and a process's last stderr
-//! lines, for notices and errors.
+//! lines, whose one telling line goes with its errors.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -50,7 +50,7 @@ pub struct Listed {
 pub enum Called {
     /// The server answered (or the call was cancelled or passed its deadline).
     Answered(ToolCallResult),
-    /// The server went away during the call: why, with its last stderr lines.
+    /// The server went away during the call: why, with what its stderr said.
     Lost(String),
 }
 
@@ -76,10 +76,17 @@ impl Connection {
         let stderr_closed = CancellationToken::new();
         let (service, listed, process) = match &key.config.transport {
             McpTransport::Stdio { command, args, env, cwd } => {
+                // The user's registry and proxy settings, never their tokens.
+                let mut vars: Vec<(String, String)> = match &sandbox.config().home {
+                    Some(home) => crate::package_config::write_cleaned(home, &state_dir),
+                    None => Vec::new(),
+                };
+                vars.retain(|(k, _)| !env.contains_key(k));
+                vars.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
                 let spec = ServerSpec {
                     program: command.clone(),
                     args: args.clone(),
-                    env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                    env: vars,
                     cwd: cwd.clone(),
                     workspace: key.workspace.clone(),
                     network: key.network,
@@ -237,11 +244,12 @@ async fn keep_stderr(
     }
 }
 
+/// `why`, with the one line of its stderr that says what went wrong (a refused path or call,
+/// else its last meaningful line: see `stderr.rs`).
 fn with_stderr(why: String, stderr: &Mutex<VecDeque<String>>) -> String {
     let lines = lock(stderr);
-    if lines.is_empty() {
-        return why;
+    match crate::stderr::failure_cause(lines.iter().map(String::as_str)) {
+        Some(cause) => format!("{why}; it said: {cause}"),
+        None => why,
     }
-    let last: Vec<&str> = lines.iter().rev().take(5).rev().map(String::as_str).collect();
-    format!("{why}; its last stderr lines: {}", last.join(" | "))
 }

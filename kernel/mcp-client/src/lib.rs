@@ -5,7 +5,8 @@
 //! set: its tools (`mcp__SERVER__TOOL`) and the server each runs on, so a conversation calls
 //! only the tools it attached, through the kernel's one tool-call pipeline (policy and
 //! questions first). A server that does not start fails no turn: the caller gets a notice
-//! naming it and its last stderr lines. A server that went away (a crash, even mid-call, or
+//! naming it and the line of its stderr that says why (the refused path or call). Its
+//! `npx`/`uvx` installs use the user's registry and proxy settings, never their tokens. A server that went away (a crash, even mid-call, or
 //! an idle stop) is started again at its next use.
 //!
 //! superpi-mcp-client owns the client side of MCP (rmcp over stdio and Streamable HTTP) and
@@ -13,6 +14,8 @@
 //! the kernel hands it a sandbox to start servers in and calls the tools through its pipeline.
 
 mod connection;
+mod package_config;
+mod stderr;
 mod tools;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
