@@ -8,24 +8,6 @@ use landlock::{
     RulesetCreatedAttr, Scope, path_beneath_rules,
 };
 
-/// Where programs live: readable and executable by every call. /run/systemd/resolve is where
-/// /etc/resolv.conf points on systemd machines (name resolution when network is granted).
-pub const DEFAULT_READ_EXEC: &[&str] = &[
-    "/usr",
-    "/bin",
-    "/sbin",
-    "/lib",
-    "/lib32",
-    "/lib64",
-    "/libx32",
-    "/etc",
-    "/opt",
-    "/nix/store",
-    "/proc",
-    "/sys",
-    "/run/systemd/resolve",
-];
-
 /// Device nodes a call may read, write and (for terminals) control.
 pub const DEFAULT_DEVICES: &[&str] =
     &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"];

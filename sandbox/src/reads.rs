@@ -16,6 +16,24 @@ use std::collections::BTreeSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
+/// Where programs live: readable and executable by every call. /run/systemd/resolve is where
+/// /etc/resolv.conf points on systemd machines (name resolution when network is granted).
+pub const DEFAULT_READ_EXEC: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/nix/store",
+    "/proc",
+    "/sys",
+    "/run/systemd/resolve",
+];
+
 /// Paths under the home directory a tool never reads: credentials and tokens, keyrings,
 /// browser profiles, shell histories, superpi's own directories. `*` matches any part of one
 /// name. The reasons are in sandbox/ARCHITECTURE.md ("Reads").
@@ -231,7 +249,7 @@ impl ReadGrants {
 
 /// The read roots and denied paths of a sandbox's configuration.
 pub(crate) fn roots(config: &crate::SandboxConfig) -> (Vec<PathBuf>, Denied) {
-    let mut roots: Vec<PathBuf> = crate::policy::DEFAULT_READ_EXEC.iter().map(PathBuf::from).collect();
+    let mut roots: Vec<PathBuf> = DEFAULT_READ_EXEC.iter().map(PathBuf::from).collect();
     let home = config.home.as_ref().and_then(|h| h.canonicalize().ok()).filter(|h| h != Path::new("/"));
     if config.home_reads
         && let Some(home) = &home

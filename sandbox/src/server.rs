@@ -161,7 +161,7 @@ impl Sandbox {
 /// in a system directory needs none.
 fn installation(file: &Path) -> Option<PathBuf> {
     let file = file.canonicalize().ok()?;
-    let system = crate::policy::DEFAULT_READ_EXEC.iter().any(|dir| file.starts_with(dir));
+    let system = crate::reads::DEFAULT_READ_EXEC.iter().any(|dir| file.starts_with(dir));
     if system {
         return None;
     }
