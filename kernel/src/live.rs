@@ -31,7 +31,7 @@ pub(crate) enum Found {
     /// By another live kernel on the same database (it holds the lease; `holder` is its id):
     /// this kernel serves it through the store (history, watch) and passes on to that kernel
     /// what only it can do (submits, cancels, answers, settings: `elsewhere.rs`).
-    Elsewhere { row: ConversationRow, holder: String },
+    Elsewhere { row: Box<ConversationRow>, holder: String },
 }
 
 /// The live conversation of an id, loading it (claiming its lease, ending what a former
@@ -52,7 +52,7 @@ pub(crate) fn find(kernel: &Arc<Kernel>, id: i64) -> Result<Option<Found>, Store
         Claim::Taken { lease, interrupted } => (lease, interrupted),
         Claim::Held { owner } => {
             tracing::debug!(conversation = id, owner, "another kernel runs this conversation");
-            return Ok(Some(Found::Elsewhere { row, holder: owner }));
+            return Ok(Some(Found::Elsewhere { row: Box::new(row), holder: owner }));
         }
     };
     let (conv, rx) = match load(kernel, row, lease.clone()) {
@@ -110,8 +110,10 @@ fn load(
 ) -> Result<(Arc<Conversation>, mpsc::Receiver<Input>), StoreError> {
     let id = row.id;
     let head = kernel.store.head_seq(id)?;
-    let policy =
-        kernel.catalog.conversation_policy(&row.harness, &row.mode, row.workspace.as_deref().map(std::path::Path::new));
+    let policy = kernel
+        .catalog
+        .conversation_policy(&row.harness, &row.mode, row.workspace.as_deref().map(std::path::Path::new))
+        .map(|policy| policy.with_tool_limit(row.settings.tool_limit.clone()));
     // The "always" answers last as long as the conversation, across kernels.
     let overrides = match kernel.store.permission_overrides(id)?.map(|json| serde_json::from_str(&json)) {
         Some(Ok(overrides)) => overrides,

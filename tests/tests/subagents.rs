@@ -1,7 +1,9 @@
 //! End to end: the `subagent` tool runs a task in a child conversation with its own context
 //! and answers with the child's final answer; the parent's turn publishes its start and end,
 //! the child runs in at most the parent's mode, cancelling the parent cancels the child, a
-//! subagent starts no subagents, and children are listed under their parent. Driven through
+//! subagent starts no subagents, children are listed under their parent, a subagent uses at
+//! most its parent's tools (also after a kernel restart), and a harness names the subagents it
+//! may start. Driven through
 //! Anthropic's fake (which refuses any request the real API would refuse) and the mock.
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
@@ -221,4 +223,65 @@ async fn cancelling_the_parent_cancels_the_subagent() {
     assert_eq!(finished(&events).0, "cancelled");
     let child_end = next_event(&mut child_sub, |e| e.body.is_turn_end()).await;
     assert!(matches!(child_end.body, EventBody::TurnCancelled {}), "{child_end:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagent_uses_at_most_its_parents_tools() {
+    let env = TestEnv::new();
+    // A reader that may start subagents, in auto mode: its code subagent must not run `bash`.
+    let harnesses = r#"
+[harnesses.reader]
+tools = ["read", "ls", "subagent"]
+max_mode = "auto"
+
+[harnesses.picky]
+tools = ["read", "subagent"]
+max_mode = "auto"
+subagents = ["superpi-planner"]
+"#;
+    std::fs::write(env.locations.config_dir.join("harnesses.toml"), harnesses).unwrap();
+    let client = connect(&env).await;
+    let open = |harness: &str| OpenParams {
+        harness: Some(harness.into()),
+        mode: Some("auto".into()),
+        workspace: Some(env.workspace.display().to_string()),
+        ..OpenParams::default()
+    };
+    let parent = client.open(open("reader")).await.unwrap().conversation_id;
+    let mut sub = client.watch(watch_params(parent)).await.unwrap();
+    let task = r#"@tool bash {"command": "touch made-by-child"}"#;
+    let prompt = format!("@tool subagent {}", json!({"task": task, "harness": "superpi-code"}));
+    let turn = client.submit_text(parent, &prompt).await.unwrap();
+    let events = turn_events(&mut sub, turn.turn_id).await;
+    let (child, role, _) = started(&events);
+    assert_eq!(role, "superpi-code");
+    assert!(!env.workspace.join("made-by-child").exists(), "the subagent ran a tool its parent lacks");
+    let refused = |entries: &[superpi_proto::Entry]| {
+        entries.iter().any(|e| e.message.content.iter().any(|b| matches!(b,
+            superpi_proto::ContentBlock::ToolResult { is_error: true, output, .. } if output.contains("at most its parent's tools"))))
+    };
+    assert!(
+        refused(&client.history(child).await.unwrap().entries),
+        "the child's bash was not refused as beyond the parent"
+    );
+
+    // The limit is the child's own, stored: another kernel process keeps it.
+    drop((sub, client));
+    env.kill_kernel();
+    let client = connect(&env).await;
+    let mut child_sub = client.watch(WatchParams { from_seq: None, ..watch_params(child) }).await.unwrap();
+    let again = client.submit_text(child, task).await.unwrap();
+    let events = turn_events(&mut child_sub, again.turn_id).await;
+    let (is_error, output) = tool_result(&events, "bash");
+    assert!(is_error && output.contains("at most its parent's tools"), "{output}");
+    assert!(!env.workspace.join("made-by-child").exists(), "after a restart the subagent ran a tool its parent lacks");
+
+    // A harness that names its subagents starts no other.
+    let picky = client.open(open("picky")).await.unwrap().conversation_id;
+    let mut sub = client.watch(watch_params(picky)).await.unwrap();
+    let prompt = format!("@tool subagent {}", json!({"task": "look", "harness": "superpi-code"}));
+    let turn = client.submit_text(picky, &prompt).await.unwrap();
+    let events = turn_events(&mut sub, turn.turn_id).await;
+    let (is_error, output) = tool_result(&events, "subagent");
+    assert!(is_error && output.contains("may start only these subagents: superpi-planner"), "{output}");
 }

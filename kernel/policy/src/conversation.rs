@@ -27,6 +27,9 @@ pub struct ConversationPolicy {
     overrides: Overrides,
     /// superpi's own directories: protected wherever they are.
     private_dirs: Vec<PathBuf>,
+    /// The tools this conversation may use at most, whatever its harness offers: a
+    /// subagent's are its parent's (none: its harness's loadout decides alone).
+    tool_limit: Option<Vec<String>>,
 }
 
 impl ConversationPolicy {
@@ -42,7 +45,27 @@ impl ConversationPolicy {
         let mode = effective_mode(requested, &harness, caller, &settings);
         let workspace = if harness.workspace == WorkspaceKind::None { None } else { workspace };
         let overrides = Overrides::default();
-        ConversationPolicy { harness, settings, workspace, caller, mode, overrides, private_dirs: Vec::new() }
+        ConversationPolicy {
+            harness,
+            settings,
+            workspace,
+            caller,
+            mode,
+            overrides,
+            private_dirs: Vec::new(),
+            tool_limit: None,
+        }
+    }
+
+    /// Bounds the tools to `limit` (by name), whatever the harness offers.
+    pub fn with_tool_limit(mut self, limit: Option<Vec<String>>) -> Self {
+        self.tool_limit = limit;
+        self
+    }
+
+    /// Whether the tool limit, if any, lets `tool` through.
+    pub fn within_limit(&self, tool: &str) -> bool {
+        self.tool_limit.as_ref().is_none_or(|limit| limit.iter().any(|t| t == tool))
     }
 
     /// Protects superpi's own directories (config, data, runtime) from every tool.
@@ -103,9 +126,12 @@ impl ConversationPolicy {
         &self.overrides
     }
 
-    /// The tools offered to the model: the harness loadout among `available`.
+    /// The tools offered to the model: the harness loadout among `available`, within the
+    /// tool limit.
     pub fn tools(&self, available: &[ToolDef]) -> Vec<ToolDef> {
-        self.harness.loadout(available)
+        let mut tools = self.harness.loadout(available);
+        tools.retain(|t| self.within_limit(&t.name));
+        tools
     }
 
     /// The decision for a call of `tool` (its definition, as offered) with `arguments`. A
@@ -120,6 +146,15 @@ impl ConversationPolicy {
         if !self.harness.offers(&tool.name) && !self.harness.offers_live(tool) {
             return Decision::Deny {
                 reason: format!("the harness `{}` does not offer the tool `{}`", self.harness.id, tool.name),
+                rule: Rule::NotOffered,
+            };
+        }
+        if !self.within_limit(&tool.name) {
+            return Decision::Deny {
+                reason: format!(
+                    "`{}` is not among the tools of the conversation that started this subagent: a subagent uses at most its parent's tools",
+                    tool.name
+                ),
                 rule: Rule::NotOffered,
             };
         }
@@ -183,6 +218,25 @@ mod tests {
                 assert_eq!(c.decide(&read, &json!({"path": "a.txt"})), Decision::Allow { network: false });
             }
         }
+    }
+
+    #[test]
+    fn a_tool_limit_bounds_what_the_harness_offers_and_allows() {
+        let read = tool("read", &[Effect::Read]);
+        let bash = tool("bash", &[Effect::Exec, Effect::FsWrite]);
+        let limit = Some(vec!["read".to_string(), "ls".to_string()]);
+        let c = conversation("superpi-code", Caller::Local, Some(Mode::Auto)).with_tool_limit(limit);
+        let offered: Vec<String> = c.tools(&[read.clone(), bash.clone()]).into_iter().map(|t| t.name).collect();
+        assert_eq!(offered, ["read"]);
+        assert_eq!(c.decide(&read, &json!({"path": "a.txt"})), Decision::Allow { network: false });
+        let d = c.decide(&bash, &json!({"command": "ls"}));
+        assert!(
+            matches!(&d, Decision::Deny { rule: Rule::NotOffered, reason } if reason.contains("at most its parent's")),
+            "{d:?}"
+        );
+        let unlimited = conversation("superpi-code", Caller::Local, Some(Mode::Auto));
+        assert!(unlimited.within_limit("bash"));
+        assert_eq!(unlimited.tools(&[read, bash]).len(), 2);
     }
 
     #[test]

@@ -64,6 +64,8 @@ pub struct Harness {
     /// Nobody is present at its turns: no question is put to a person, so a call that would
     /// ask is refused (fails closed) even while someone watches.
     pub unattended: bool,
+    /// The harnesses its `subagent` calls may start (none: any).
+    pub subagents: Option<Vec<String>>,
 }
 
 impl Harness {
@@ -148,6 +150,7 @@ fn builtins(available: &[ToolDef]) -> Vec<Harness> {
             capabilities: Vec::new(),
             harvest: false,
             unattended: false,
+            subagents: None,
         },
         Harness {
             id: "superpi-planner".into(),
@@ -167,6 +170,7 @@ fn builtins(available: &[ToolDef]) -> Vec<Harness> {
             capabilities: Vec::new(),
             harvest: false,
             unattended: false,
+            subagents: None,
         },
         Harness {
             id: "superpi-assistant".into(),
@@ -187,6 +191,7 @@ fn builtins(available: &[ToolDef]) -> Vec<Harness> {
             capabilities: vec![Capability::Web, Capability::Memory],
             harvest: false,
             unattended: false,
+            subagents: None,
         },
         Harness {
             id: LIBRARIAN.into(),
@@ -208,6 +213,7 @@ fn builtins(available: &[ToolDef]) -> Vec<Harness> {
             capabilities: vec![Capability::Memory, Capability::Schedule, Capability::Web],
             harvest: true,
             unattended: true,
+            subagents: None,
         },
     ]
 }
@@ -233,6 +239,7 @@ fn backend_harness(kind: BackendKind) -> Harness {
         capabilities: Vec::new(),
         harvest: false,
         unattended: false,
+        subagents: None,
     }
 }
 
@@ -419,6 +426,8 @@ struct HarnessEntry {
     /// Nobody is present at its turns: questions fail closed.
     #[serde(default)]
     unattended: bool,
+    /// The harnesses its `subagent` calls may start (absent: any).
+    subagents: Option<Vec<String>>,
 }
 
 fn repo() -> WorkspaceKind {
@@ -516,6 +525,7 @@ impl HarnessEntry {
             capabilities: self.capabilities,
             harvest: self.harvest,
             unattended: self.unattended,
+            subagents: self.subagents,
         })
     }
 }

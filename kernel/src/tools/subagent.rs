@@ -134,6 +134,24 @@ async fn run_child(
     let settings = parent.settings();
     let harness_id = args.harness.as_deref().unwrap_or(DEFAULT_HARNESS);
     let harness = kernel.catalog.harness(Some(harness_id)).map_err(|e| e.message)?;
+    let parent_harness = kernel.catalog.harness(Some(&settings.harness)).map_err(|e| e.message)?;
+    if let Some(allowed) = &parent_harness.subagents
+        && !allowed.iter().any(|id| id == &harness.id)
+    {
+        return Err(format!(
+            "the harness `{}` may start only these subagents: {}",
+            parent_harness.id,
+            allowed.join(", ")
+        ));
+    }
+    // An agent backend runs its own tools, which no limit of superpi's can bound.
+    if harness.backend.is_some() {
+        return Err(format!(
+            "`{}` runs an agent backend's own tools, which cannot be kept within yours: pick a harness without a backend",
+            harness.id
+        ));
+    }
+    let tool_limit = parent_tools(kernel, parent, parent_harness);
     // At most the mode the calling turn runs in, then the child harness's ceiling.
     let stored = settings.mode.parse::<superpi_policy::Mode>().map_err(|e| e.to_string())?;
     let turn_ceiling = lock(&parent.turn_ceiling).unwrap_or(stored);
@@ -154,7 +172,7 @@ async fn run_child(
             workspace,
             title: Some(title),
             parent_id: Some(parent.id),
-            settings: superpi_store::ConversationSettings { effort: settings.effort },
+            settings: superpi_store::ConversationSettings { effort: settings.effort, tool_limit: Some(tool_limit) },
         })
         .map_err(|e| format!("could not store the subagent's conversation: {e}"))?;
     let child = crate::live::conversation(kernel, row.id)
@@ -186,6 +204,18 @@ async fn run_child(
 
 /// Submits the task as the child's turn and waits for its end (as stored, with its status);
 /// cancel cancels it.
+/// The tools the parent is offered now, within its own limit: what its subagent may use at most.
+fn parent_tools(kernel: &Kernel, parent: &Conversation, parent_harness: &superpi_policy::Harness) -> Vec<String> {
+    let mut names: Vec<String> = kernel.catalog.tools_for(parent_harness).into_iter().map(|t| t.name).collect();
+    names.extend(lock(&parent.mcp_attached).defs().into_iter().map(|t| t.name));
+    if let Ok(policy) = &*lock(&parent.policy) {
+        names.retain(|name| policy.within_limit(name));
+    }
+    names.sort();
+    names.dedup();
+    names
+}
+
 async fn run_turn(
     kernel: &Arc<Kernel>,
     child: &Arc<Conversation>,

@@ -117,6 +117,10 @@ async fn drive(
         false => Attached::default(),
     };
     tools.extend(attached.defs());
+    // A subagent is offered at most its parent's tools (its policy refuses the rest too).
+    if let Ok(policy) = &*lock(&conv.policy) {
+        tools.retain(|t| policy.within_limit(&t.name));
+    }
     *lock(&conv.mcp_attached) = attached;
     let specs = tool_specs(&tools);
 

@@ -90,13 +90,21 @@ pub struct ConversationSettings {
     /// The thinking effort of its model requests (none: the provider settings' default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effort: Option<superpi_proto::Effort>,
+    /// The tools it may use at most (a subagent's: its parent's loadout when it started);
+    /// none: its harness decides alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_limit: Option<Vec<String>>,
 }
 
 impl ConversationSettings {
     /// Reads the column; what does not parse is left at its default.
     pub fn from_column(json: &str) -> Self {
         let value: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
-        ConversationSettings { effort: value.get("effort").and_then(|e| serde_json::from_value(e.clone()).ok()) }
+        let field = |name: &str| value.get(name).cloned().unwrap_or_default();
+        ConversationSettings {
+            effort: serde_json::from_value(field("effort")).ok().flatten(),
+            tool_limit: serde_json::from_value(field("tool_limit")).ok().flatten(),
+        }
     }
 
     pub fn to_column(&self) -> String {

@@ -205,7 +205,10 @@ fn fork_copies_history_up_to_a_seq(store: &dyn Store) {
 }
 
 fn settings_are_kept_and_forks_inherit_them(store: &dyn Store) {
-    let high = ConversationSettings { effort: Some(superpi_proto::Effort::High) };
+    let high = ConversationSettings {
+        effort: Some(superpi_proto::Effort::High),
+        tool_limit: Some(vec!["read".into(), "ls".into()]),
+    };
     let made = store
         .create_conversation(&NewConversation { owner: "local".into(), settings: high.clone(), ..Default::default() })
         .unwrap();

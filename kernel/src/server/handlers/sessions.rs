@@ -164,7 +164,7 @@ pub(super) fn open(kernel: &Arc<Kernel>, peer: &Peer, p: OpenParams) -> Reply {
             workspace,
             title: p.title.clone(),
             parent_id: None,
-            settings: ConversationSettings { effort: p.effort },
+            settings: ConversationSettings { effort: p.effort, tool_limit: None },
         })
         .map_err(internal)?;
     if let Some(external) = &p.external_id {
