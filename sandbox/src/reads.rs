@@ -73,6 +73,8 @@ pub const DEFAULT_DENIED_IN_HOME: &[&str] = &[
     ".gradle/gradle.properties",
     ".config/pip/pip.conf",
     ".pip/pip.conf",
+    ".config/uv/uv.toml",
+    ".local/share/uv/credentials",
     // Databases' passwords.
     ".pgpass",
     ".my.cnf",

@@ -115,3 +115,8 @@ async fn abstract_unix_sockets_outside_the_call_are_refused_even_with_network() 
     assert_eq!(stream.accept().err().map(|e| e.kind()), Some(ErrorKind::WouldBlock));
     assert!(nothing_received(&dgram));
 }
+
+#[test]
+fn the_battery_as_an_ordinary_user() {
+    common::rerun_as_nobody("the_battery_as_an_ordinary_user", &[]);
+}

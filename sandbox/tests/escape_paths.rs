@@ -112,3 +112,9 @@ async fn the_files_of_a_fake_home_are_out_of_reach() {
     assert_eq!(std::fs::read_to_string(env.home.join(".bashrc")).unwrap(), "# home rc\n");
     assert!(!env.workspace.join("stolen").exists() && !env.workspace.join("stolen-link").exists());
 }
+
+#[test]
+fn the_battery_as_an_ordinary_user() {
+    // Root-only layer: a /dev/shm of the call's own needs a mount namespace.
+    common::rerun_as_nobody("the_battery_as_an_ordinary_user", &["dev_shm_is_the_calls_own"]);
+}

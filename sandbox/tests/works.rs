@@ -136,6 +136,24 @@ async fn network_when_granted() {
     assert_eq!(got, "hi\n");
 }
 
+/// What a developer's commands hit first (issue #31): `git fetch` of a remote without asking for
+/// network, and a write into cargo's registry under the home. Each result names what was
+/// refused and what the model can do: ask for network, or write inside the workspace.
+#[tokio::test]
+async fn a_refused_fetch_or_write_says_what_was_refused_and_how_to_ask() {
+    let env = env();
+    let out =
+        env.bash("git init -q . && git remote add origin https://example.com/demo.git && git fetch -q origin").await;
+    assert!(out.is_error, "{out:?}");
+    assert!(out.output.contains("ran without network") && out.output.contains("\"network\": true"), "{out:?}");
+    std::fs::create_dir_all(env.home.join(".cargo/registry")).unwrap();
+    let out = env.bash("echo planted > ~/.cargo/registry/planted").await;
+    assert!(out.is_error && !env.home.join(".cargo/registry/planted").exists(), "{out:?}");
+    let workspace = env.workspace.display().to_string();
+    assert!(out.output.contains(&format!("may write only inside the workspace {workspace}")), "{out:?}");
+    assert!(!out.output.contains("\"network\": true"), "a write is not a network refusal: {out:?}");
+}
+
 #[tokio::test]
 async fn without_landlock_calls_are_refused_with_a_clear_message() {
     let env = Env::with(|c| c.landlock_abi_override = Some(0));

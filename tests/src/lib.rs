@@ -24,6 +24,7 @@ pub mod pages;
 #[path = "../../kernel/store/testing/postgres_server.rs"]
 pub mod postgres_server;
 pub mod real_machine;
+pub mod stdio;
 
 /// The fixture MCP server of this build (src/bin/mcp_fixture.rs, beside `superpi`).
 pub fn mcp_fixture_bin() -> PathBuf {

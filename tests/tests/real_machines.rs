@@ -6,7 +6,9 @@
 //! test offline, python's unittest and npm test work; every secret read is refused; nothing
 //! outside the workspace changes. An MCP server installed under the home starts, with the
 //! user's npm settings but not their token; one that dies reading a secret is reported in one
-//! line naming the path. (The fixture itself: src/real_machine.rs.)
+//! line naming the path. Through `superpi mcp` (OpenCode's path) the same git works and the
+//! same secrets stay unread; an ACP editor's MCP server installed under the home attaches and
+//! answers. (The fixture itself: src/real_machine.rs.)
 //!
 //! It needs what CI has: root, setpriv, node and npm, git, rustup's cargo in /root/.cargo with
 //! `itoa` in its registry, python3. pytest is not installed there, so python's tests run with
@@ -17,7 +19,9 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use serde_json::{Value, json};
 use superpi_tests::real_machine::{Machine, NOBODY, SECRETS};
+use superpi_tests::stdio::Stdio2;
 
 /// Every path under `dir` but those under `skip`, with its size, mode and mtime.
 fn snapshot(dir: &Path, skip: &[&Path], into: &mut BTreeMap<PathBuf, (u64, u32, i64, i64)>) {
@@ -35,12 +39,24 @@ fn snapshot(dir: &Path, skip: &[&Path], into: &mut BTreeMap<PathBuf, (u64, u32, 
     }
 }
 
-fn a_developer_machine_works_with_default_settings(user: Option<&'static str>) {
-    let m = Machine::new(user);
+/// Everything outside the workspace and superpi's own directories, to compare before and after.
+fn outside(m: &Machine) -> BTreeMap<PathBuf, (u64, u32, i64, i64)> {
     let (data, run) = (m.home.join(".local/share/superpi"), m.home.with_file_name("run"));
     let skip = [m.workspace.as_path(), data.as_path(), run.as_path(), &m.home.join(".config/superpi")];
-    let mut before = BTreeMap::new();
-    snapshot(m.home.parent().unwrap(), &skip, &mut before);
+    let mut into = BTreeMap::new();
+    snapshot(m.home.parent().unwrap(), &skip, &mut into);
+    into
+}
+
+fn assert_unchanged(before: &BTreeMap<PathBuf, (u64, u32, i64, i64)>, after: &BTreeMap<PathBuf, (u64, u32, i64, i64)>) {
+    let changed: Vec<_> = after.iter().filter(|(p, v)| before.get(*p) != Some(v)).map(|(p, _)| p).collect();
+    let gone: Vec<_> = before.keys().filter(|p| !after.contains_key(*p)).collect();
+    assert!(changed.is_empty() && gone.is_empty(), "outside the workspace changed: {changed:?} {gone:?}");
+}
+
+fn a_developer_machine_works_with_default_settings(user: Option<&'static str>) {
+    let m = Machine::new(user);
+    let before = outside(&m);
 
     m.bash(
         "mkdir -p out; echo change >> src/lib.rs; git status --short > out/status 2>&1; git diff > out/diff 2>&1; \
@@ -81,11 +97,7 @@ fn a_developer_machine_works_with_default_settings(user: Option<&'static str>) {
     assert!(!secrets.contains("SECRET"), "{secrets}");
     assert_eq!(secrets.matches("Permission denied").count(), SECRETS.len() + 2, "{secrets}");
 
-    let mut after = BTreeMap::new();
-    snapshot(m.home.parent().unwrap(), &skip, &mut after);
-    let changed: Vec<_> = after.iter().filter(|(p, v)| before.get(*p) != Some(v)).map(|(p, _)| p).collect();
-    let gone: Vec<_> = before.keys().filter(|p| !after.contains_key(*p)).collect();
-    assert!(changed.is_empty() && gone.is_empty(), "outside the workspace changed: {changed:?} {gone:?}");
+    assert_unchanged(&before, &outside(&m));
 }
 
 #[test]
@@ -129,4 +141,60 @@ fn an_mcp_server_under_the_home_starts_with_npm_settings_but_no_token_and_a_refu
     assert!(notice.contains(&refusal), "the notice names the refused path in one line: {stderr}");
     let (_, stdout, stderr) = read(&npmrc);
     assert!(!stdout.contains("SECRET") && !stderr.contains("SECRET"), "{stdout}\n{stderr}");
+}
+
+/// One `bash` call through `superpi mcp`: its text and whether it is an error.
+async fn mcp_bash(mcp: &mut Stdio2, id: u64, command: &str) -> (String, bool) {
+    let call = json!({"name": "bash", "arguments": {"command": command}});
+    let result = mcp.call(id, "tools/call", call, |_| None).await;
+    let text = result["content"].as_array().unwrap().iter().filter_map(|c| c["text"].as_str()).collect();
+    (text, result["isError"] == json!(true))
+}
+
+#[tokio::test]
+async fn through_superpi_mcp_git_works_and_secrets_stay_unread_as_an_ordinary_user() {
+    let m = Machine::new(Some(NOBODY));
+    let before = outside(&m);
+    let mut mcp = Stdio2::spawn(m.superpi(&["mcp"]));
+    let init = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "opencode", "version": "0"}});
+    mcp.call(0, "initialize", init, |_| None).await;
+    mcp.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+
+    let (status, failed) = mcp_bash(&mut mcp, 1, "echo change >> src/lib.rs; git status --short").await;
+    assert!(!failed && status.contains(" M src/lib.rs"), "{status}");
+    let (log, failed) =
+        mcp_bash(&mut mcp, 2, "git commit -qam 'from opencode' && git log --format='%an <%ae> %s'").await;
+    assert!(!failed, "{log}");
+    assert!(log.contains("Dev Eloper <dev@example.test> from opencode\nDev Eloper <dev@example.test> init"), "{log}");
+
+    let cats: Vec<String> = SECRETS.iter().map(|s| format!("cat ~/{s}")).collect();
+    let (secrets, failed) = mcp_bash(&mut mcp, 3, &format!("{}; echo x > ~/planted", cats.join("; "))).await;
+    assert!(failed && !secrets.contains("SECRET"), "{secrets}");
+    assert_eq!(secrets.matches("Permission denied").count(), SECRETS.len() + 1, "{secrets}");
+    drop(mcp);
+    assert_unchanged(&before, &outside(&m));
+}
+
+#[tokio::test]
+async fn an_acp_editors_mcp_server_under_the_home_attaches_and_answers_as_an_ordinary_user() {
+    let m = Machine::new(Some(NOBODY));
+    let server = m.home.join(".local/share/fix-server/bin/mcp_fixture");
+    std::fs::create_dir_all(server.parent().unwrap()).unwrap();
+    std::fs::copy(superpi_tests::mcp_fixture_bin(), &server).unwrap();
+    let mut acp = Stdio2::spawn(m.superpi(&["acp"]));
+    acp.call(0, "initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}), |_| None).await;
+    let servers = json!([{"name": "fix", "command": server, "args": [], "env": []}]);
+    let session = acp.call(1, "session/new", json!({"cwd": m.workspace, "mcpServers": servers}), |_| None).await;
+
+    let mut updates: Vec<Value> = Vec::new();
+    let prompt = json!({"sessionId": session["sessionId"], "prompt": [
+        {"type": "text", "text": "@tool mcp__fix__echo {\"text\": \"from the editor's server\"}"}]});
+    let done = acp.prompt_allowing(2, prompt, |update| updates.push(update.clone())).await;
+    assert_eq!(done["stopReason"], json!("end_turn"), "{done}");
+    let answered = updates.iter().any(|u| {
+        u["sessionUpdate"] == json!("tool_call_update")
+            && u["status"] == json!("completed")
+            && u.to_string().contains("echo: from the editor's server")
+    });
+    assert!(answered, "the server's tool answered: {updates:#?}");
 }

@@ -1,8 +1,9 @@
 //! The user's package manager settings for a server, without their tokens: an `npx -y` or
 //! `uvx` server installs its package as it would outside (the user's registry, proxy, CA), yet
-//! `~/.npmrc` and pip's configuration stay unreadable to it (they hold tokens). Before a stdio
-//! server starts, cleaned copies are written into its state directory and named by
-//! `NPM_CONFIG_USERCONFIG` and `PIP_CONFIG_FILE` (unless its settings set those).
+//! `~/.npmrc`, pip's and uv's configuration stay unreadable to it (they hold tokens). Before a
+//! stdio server starts, cleaned copies are written into its state directory and named by
+//! `NPM_CONFIG_USERCONFIG`, `PIP_CONFIG_FILE` and `UV_CONFIG_FILE` (unless its settings set
+//! those).
 //! The cleaning is pure: tested without a file.
 
 use std::path::{Path, PathBuf};
@@ -30,6 +31,13 @@ pub(crate) fn clean_pip_conf(text: &str) -> String {
     kept.map(|line| format!("{}\n", without_userinfo(line))).collect()
 }
 
+/// `text` of a `uv.toml` without credentials: the `user:password@` of every URL (an index's
+/// `url`, `index-url`, `extra-index-url`, `find-links`) taken out; the rest (indexes, proxies'
+/// names, `native-tls`, `python-preference`) stays.
+pub(crate) fn clean_uv_toml(text: &str) -> String {
+    text.lines().map(|line| format!("{}\n", without_userinfo(line))).collect()
+}
+
 /// `line` with the userinfo of each `scheme://user:pass@host` removed.
 fn without_userinfo(line: &str) -> String {
     let mut out = String::new();
@@ -54,7 +62,7 @@ type Copy<'a> = (&'a str, &'a [PathBuf], fn(&str) -> String, &'a str);
 /// Writes the cleaned copies of `home`'s package manager settings into `state_dir`: the
 /// variables that name them. A file that is missing or unreadable is skipped.
 pub(crate) fn write_cleaned(home: &Path, state_dir: &Path) -> Vec<(String, String)> {
-    let copies: [Copy<'_>; 2] = [
+    let copies: [Copy<'_>; 3] = [
         ("NPM_CONFIG_USERCONFIG", &[home.join(".npmrc")], clean_npmrc, "npmrc"),
         (
             "PIP_CONFIG_FILE",
@@ -62,6 +70,7 @@ pub(crate) fn write_cleaned(home: &Path, state_dir: &Path) -> Vec<(String, Strin
             clean_pip_conf,
             "pip.conf",
         ),
+        ("UV_CONFIG_FILE", &[home.join(".config/uv/uv.toml")], clean_uv_toml, "uv.toml"),
     ];
     let mut vars = Vec::new();
     for (var, sources, clean, name) in copies {

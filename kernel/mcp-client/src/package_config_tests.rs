@@ -1,4 +1,4 @@
-use super::{clean_npmrc, clean_pip_conf, write_cleaned};
+use super::{clean_npmrc, clean_pip_conf, clean_uv_toml, write_cleaned};
 
 #[test]
 fn an_npmrc_keeps_its_registry_and_proxy_and_loses_every_token() {
@@ -35,4 +35,28 @@ fn the_copies_go_to_the_state_dir_and_are_named_by_their_variables() {
     let vars = write_cleaned(home.path(), &state);
     assert_eq!(vars, vec![("NPM_CONFIG_USERCONFIG".to_string(), state.join("npmrc").to_string_lossy().into_owned())]);
     assert_eq!(std::fs::read_to_string(state.join("npmrc")).unwrap(), "registry=https://r.example/\n");
+}
+
+#[test]
+fn a_uv_toml_keeps_its_indexes_without_the_password() {
+    let toml = "native-tls = true\n[[index]]\nname = \"corp\"\nurl = \"https://me:SECRET@pypi.corp.example/simple\"\n\
+        default = true\n[pip]\nextra-index-url = [\"https://tok@x.example/s\", \"https://pypi.org/simple\"]\n";
+    let clean = clean_uv_toml(toml);
+    assert!(!clean.contains("SECRET") && !clean.contains("tok@"), "{clean}");
+    assert_eq!(
+        clean,
+        "native-tls = true\n[[index]]\nname = \"corp\"\nurl = \"https://pypi.corp.example/simple\"\ndefault = true\n\
+         [pip]\nextra-index-url = [\"https://x.example/s\", \"https://pypi.org/simple\"]\n"
+    );
+}
+
+#[test]
+fn a_uv_toml_copy_is_named_by_uv_config_file() {
+    let home = tempfile::tempdir().unwrap();
+    let state = home.path().join("state");
+    std::fs::create_dir_all(home.path().join(".config/uv")).unwrap();
+    std::fs::write(home.path().join(".config/uv/uv.toml"), "index-url = \"https://u:T@r.example/simple\"\n").unwrap();
+    let vars = write_cleaned(home.path(), &state);
+    assert_eq!(vars, vec![("UV_CONFIG_FILE".to_string(), state.join("uv.toml").to_string_lossy().into_owned())]);
+    assert_eq!(std::fs::read_to_string(state.join("uv.toml")).unwrap(), "index-url = \"https://r.example/simple\"\n");
 }

@@ -556,3 +556,27 @@ fn network_is_asked_for_the_line_with_network() {
     let plain = run("bash", &[Exec], json!({"command": "make"}), Mode::AcceptEdits, &s, &o);
     assert_eq!(code(&plain), "A");
 }
+
+/// `git push`, `fetch`, `pull` and `clone` ask for network like any network call (issue #31):
+/// not read-only (plan does not run them), without `network` they run offline like curl, and
+/// with it they are asked about in accept-edits as a line with network.
+#[test]
+fn git_push_and_fetch_ask_for_network_like_any_network_call() {
+    let s = Settings::default();
+    let o = Overrides::default();
+    let curl =
+        |network: bool| codes("bash", &[Exec], &json!({"command": "curl https://example.com", "network": network}), &s);
+    assert_eq!(curl(false), ["D:mode", "Q", "A"]);
+    assert_eq!(curl(true), ["D:mode", "Q", "N"]);
+    for line in ["git fetch origin", "git push origin main", "git pull", "git clone https://example.com/x.git"] {
+        for network in [false, true] {
+            let args = json!({"command": line, "network": network});
+            assert_eq!(codes("bash", &[Exec], &args, &s), curl(network), "{line} network={network}");
+        }
+        let asked = run("bash", &[Exec], json!({"command": line, "network": true}), Mode::AcceptEdits, &s, &o);
+        let Decision::Ask { network: true, remember: Remember::Commands(lines), .. } = asked else {
+            panic!("{line}: {asked:?}")
+        };
+        assert_eq!(lines, [format!("network: {line}")]);
+    }
+}

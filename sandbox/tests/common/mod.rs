@@ -1,6 +1,6 @@
 //! Shared helpers of the sandbox tests: a sandbox pointed at the crate's tool runner, a
 //! workspace, a fake home and data dir outside it.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -82,15 +82,55 @@ pub fn assert_confinement_available(env: &Env) {
     assert!(seccomp.contains("Seccomp:"), "seccomp is missing on this machine");
 }
 
-/// The escape battery's sandbox: default settings, and the test runs as root (as CI does), so
-/// every layer is on: landlock, seccomp, the call cgroup and the private read-only mounts.
+/// Set in the battery's run as an ordinary user ([`rerun_as_nobody`]).
+const AS_NOBODY: &str = "SUPERPI_ESCAPE_AS_NOBODY";
+const NOBODY: u32 = 65534;
+
+/// Whether this is the battery's rerun as nobody.
+pub fn as_nobody() -> bool {
+    std::env::var_os(AS_NOBODY).is_some()
+}
+
+/// The escape battery's sandbox: default settings. Run as root (as CI does), every layer is
+/// on: landlock, seccomp, the call cgroup and the private read-only mounts; rerun as nobody
+/// ([`rerun_as_nobody`]), landlock and seccomp, which never depend on being root.
 pub fn root_env() -> Env {
-    assert_eq!(unsafe { libc::geteuid() }, 0, "the escape battery runs as root, as CI does");
     let env = Env::new();
     assert_confinement_available(&env);
     let status = env.sandbox.status();
-    assert!(status.call_cgroup && status.readonly_outside && !status.disabled, "{status:?}");
+    if as_nobody() {
+        assert_eq!(unsafe { libc::geteuid() }, NOBODY, "the battery's rerun runs as nobody");
+        assert!(!status.disabled, "{status:?}");
+    } else {
+        assert_eq!(unsafe { libc::geteuid() }, 0, "the escape battery runs as root, as CI does");
+        assert!(status.call_cgroup && status.readonly_outside && !status.disabled, "{status:?}");
+    }
     env
+}
+
+/// Runs this test binary's battery again as nobody (setpriv, util-linux, as tests/nonroot.rs):
+/// the same scenarios must be refused without root's extra layers. `skip` names the tests that
+/// check a root-only layer (the call cgroup, the read-only mounts) or need root to set up.
+/// Does nothing in the rerun itself, so it does not recurse.
+pub fn rerun_as_nobody(this_test: &str, skip: &[&str]) {
+    if as_nobody() {
+        return;
+    }
+    assert_eq!(unsafe { libc::geteuid() }, 0, "setpriv needs root to drop to nobody, as CI has");
+    let mut cmd = std::process::Command::new("setpriv");
+    cmd.args(["--reuid", "65534", "--regid", "65534", "--clear-groups", "--"])
+        .arg(std::env::current_exe().unwrap())
+        .args(["--test-threads", "2", "--skip", this_test])
+        .env(AS_NOBODY, "1")
+        .env("HOME", "/nonexistent")
+        .env("TMPDIR", "/tmp");
+    for name in skip {
+        cmd.args(["--skip", name]);
+    }
+    let out = cmd.output().expect("setpriv (util-linux) drops the battery to nobody");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "as nobody:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("test result: ok.") && !stdout.contains(" 0 passed"), "{stdout}");
 }
 
 /// Runs a Python program inside the sandbox (`/usr/bin/python3`, whatever PATH says); more
