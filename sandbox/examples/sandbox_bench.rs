@@ -43,6 +43,7 @@ fn call(workspace: &std::path::Path, command: &str) -> ToolCall {
         arguments: json!({ "command": command }),
         workspace: Some(workspace.to_path_buf()),
         network: false,
+        read_only: false,
         timeout: None,
         protected: Default::default(),
         allowed_hosts: None,

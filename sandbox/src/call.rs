@@ -339,7 +339,14 @@ impl Machine {
         let mut mount_writable = vec![workspace.to_path_buf()];
         mount_writable.extend(config.extra_write_paths.iter().cloned());
         mount_writable.extend(server.iter().flat_map(|s| s.writable.iter().cloned()));
-        let mut landlock_rw: Vec<PathBuf> = mount_writable.clone();
+        // A read-only call reads them only: the same mounts (and namespaces), no landlock
+        // write grant, so nothing it starts can write there either.
+        let mut landlock_rw: Vec<PathBuf> = Vec::new();
+        if call.read_only {
+            read_exec.extend(mount_writable.iter().cloned());
+        } else {
+            landlock_rw.extend(mount_writable.iter().cloned());
+        }
         mount_writable.push(self.temp_dirs.root().to_path_buf());
         let mounts = if confined && self.mounts { Some(self.mount_plan(mount_writable)?) } else { None };
         landlock_rw.extend(mounts.as_ref().and_then(MountPlan::shm_dir));
@@ -402,6 +409,9 @@ impl Machine {
         };
         let tag = crate::reap::new_tag();
         let mut env = environment(config, &tmp_path, call.network);
+        if call.read_only {
+            read_only_git(&mut env);
+        }
         env.push((crate::reap::TAG_VAR.into(), tag.clone().into()));
         Ok(Setup { tmp, prepared, status_read, cgroup, env, tag })
     }
@@ -470,6 +480,21 @@ fn environment(config: &SandboxConfig, tmp: &Path, network: bool) -> Vec<(OsStri
         env.push((k.into(), v.into()));
     }
     env
+}
+
+/// Turns off, for a read-only call, the programs git would start that a planted
+/// configuration names with a fixed key ([`crate::git::read_only_neutral`]), through
+/// `GIT_CONFIG_COUNT`, which wins over every configuration file; any such variable the
+/// kernel's environment passed is replaced. The rest (`diff.external`, textconv drivers) runs
+/// with the call's read-only workspace.
+fn read_only_git(env: &mut Vec<(OsString, OsString)>) {
+    env.retain(|(k, _)| !k.as_bytes().starts_with(b"GIT_CONFIG_"));
+    let neutral = crate::git::read_only_neutral();
+    env.push(("GIT_CONFIG_COUNT".into(), neutral.len().to_string().into()));
+    for (i, (key, value)) in neutral.iter().enumerate() {
+        env.push((format!("GIT_CONFIG_KEY_{i}").into(), (*key).into()));
+        env.push((format!("GIT_CONFIG_VALUE_{i}").into(), (*value).into()));
+    }
 }
 
 /// What a workspace may not hold: the home directory and superpi's own directories (data:

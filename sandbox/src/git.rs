@@ -58,6 +58,14 @@ pub const NEUTRAL: [(&str, &str); 18] = [
     ("diff.external", ""),
 ];
 
+/// [`NEUTRAL`] as a read-only tool call gets it (through `GIT_CONFIG_COUNT`, call.rs), less
+/// two keys: an empty `diff.external` makes `git diff` fail ("cannot run"), and
+/// `protocol.allow=never` would fail `git remote show` granted network. Those programs, and
+/// textconv drivers, run confined to a read-only workspace.
+pub fn read_only_neutral() -> Vec<(&'static str, &'static str)> {
+    NEUTRAL.into_iter().filter(|(key, _)| !["diff.external", "protocol.allow"].contains(key)).collect()
+}
+
 /// What the kernel may run in a workspace's repository: plumbing that never passes a file's
 /// content through a driver with the arguments the kernel gives (`update-index` only with
 /// `--index-info` or `--force-remove`, never hashing a file itself).

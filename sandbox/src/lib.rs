@@ -173,6 +173,10 @@ pub struct ToolCall {
     pub workspace: Option<PathBuf>,
     /// Whether the call may open network sockets.
     pub network: bool,
+    /// The policy allowed it as a line of known read-only commands: the workspace and
+    /// `extra_write_paths` are readable only (landlock; its temp dir stays writable), and git's
+    /// programs named by fixed keys (`git::read_only_neutral`) are off.
+    pub read_only: bool,
     /// Overrides the default deadline.
     pub timeout: Option<Duration>,
     /// What the file tools must not touch (the conversation's protected paths and superpi's own

@@ -99,6 +99,7 @@ impl Sandbox {
             arguments: serde_json::Value::Null,
             workspace: Some(workspace.clone()),
             network: spec.network,
+            read_only: false,
             timeout: None,
             protected: Default::default(),
             allowed_hosts: None,

@@ -80,6 +80,32 @@ async fn writing_in_the_workspace_and_the_temp_dir() {
     assert!(env.workspace.join("d/e/in-ws").exists());
 }
 
+/// A read-only call reads the workspace and writes its temp dir only, with git's fsmonitor
+/// off; the calls around it (which may reuse its temp dir and its ruleset) write as before.
+#[tokio::test]
+async fn a_read_only_call_writes_its_temp_dir_only() {
+    let env = env();
+    std::fs::write(env.workspace.join("a.txt"), "alpha\n").unwrap();
+    let read_only = |command: &str| {
+        let mut call = env.call("bash", json!({ "command": command }));
+        call.read_only = true;
+        env.sandbox.run(call, tokio_util::sync::CancellationToken::new(), None)
+    };
+    for _ in 0..2 {
+        let out = read_only(
+            "cat a.txt; echo t > \"$TMPDIR/t\" && echo tmp-ok; touch b.txt || echo refused; git config core.fsmonitor",
+        )
+        .await;
+        assert_eq!(
+            out.output.lines().filter(|l| !l.starts_with("touch:")).collect::<Vec<_>>(),
+            ["alpha", "tmp-ok", "refused", "false"]
+        );
+        assert!(!env.workspace.join("b.txt").exists());
+        let out = env.bash("touch b.txt && echo wrote && rm b.txt").await;
+        assert_eq!(out.output, "wrote\n", "{out:?}");
+    }
+}
+
 #[tokio::test]
 async fn stdin_is_dev_null() {
     let env = env();

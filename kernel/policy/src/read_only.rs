@@ -7,6 +7,9 @@
 //! literal words (a `$x` or a glob could expand to `-o file` or `--pre=cmd`) and are checked
 //! option by option.
 
+use serde_json::Value;
+use superpi_proto::tool::ToolDef;
+
 use crate::shell::{SimpleCommand, Word, is_assignment, is_name};
 
 /// Commands with no option that writes a file, runs a program or sets the system's state.
@@ -85,6 +88,17 @@ const GIT_REFUSED: [&str; 4] = ["--output", "--ext-diff", "--open-files-in-pager
 /// `find` actions that run, delete or write.
 const FIND_REFUSED: [&str; 9] =
     ["-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"];
+
+/// Whether a call of `tool` is a shell line whose every command is a known read-only one: the
+/// sandbox then runs it with a read-only workspace (`ToolCall::read_only`), so that whatever
+/// it starts (a program a planted `.git/config` names) cannot write either.
+pub fn call_is_read_only(tool: &ToolDef, arguments: &Value) -> bool {
+    let Some(arg) = tool.shell.as_deref() else {
+        return false;
+    };
+    let line = arguments.get(arg).and_then(Value::as_str).unwrap_or("");
+    crate::shell::commands(line).is_ok_and(|cmds| !cmds.is_empty() && line_is_read_only(&cmds))
+}
 
 /// Whether every command of a line is a known read-only one.
 pub fn line_is_read_only(commands: &[SimpleCommand]) -> bool {

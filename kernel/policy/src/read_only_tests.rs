@@ -178,3 +178,13 @@ fn not_read_only_lines() {
         assert!(!read_only(line), "should not be read-only: {line:?}");
     }
 }
+
+#[test]
+fn a_call_is_read_only_by_its_shell_argument() {
+    let bash = crate::test_tools::tool("bash", &[superpi_proto::tool::Effect::Exec]);
+    let is = |line: &str| call_is_read_only(&bash, &serde_json::json!({ "command": line }));
+    assert!(is("git status") && is("git diff | head"));
+    assert!(!is("git status && touch x") && !is("") && !is("cat a > b"));
+    let read = crate::test_tools::tool("read", &[superpi_proto::tool::Effect::Read]);
+    assert!(!call_is_read_only(&read, &serde_json::json!({"path": "a"})));
+}

@@ -186,6 +186,7 @@ async fn run_steps(
         arguments: call.arguments.clone(),
         workspace: call.workspace.clone(),
         network,
+        read_only: superpi_policy::read_only::call_is_read_only(&tool, &call.arguments),
         timeout: None,
         protected,
         allowed_hosts,

@@ -121,6 +121,7 @@ fn call(name: &str, arguments: Value, allowed_hosts: Option<Vec<String>>) -> Too
         arguments,
         workspace: None,
         network: true,
+        read_only: false,
         timeout: None,
         protected: Default::default(),
         allowed_hosts,

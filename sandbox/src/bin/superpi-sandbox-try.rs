@@ -28,6 +28,7 @@ async fn main() {
         arguments: serde_json::from_str(&args[4]).unwrap(),
         workspace: Some(PathBuf::from(&args[1])),
         network: false,
+        read_only: false,
         timeout: None,
         protected: Default::default(),
         allowed_hosts: None,

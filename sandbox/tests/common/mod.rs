@@ -59,6 +59,7 @@ impl Env {
             arguments,
             workspace: Some(self.workspace.clone()),
             network: false,
+            read_only: false,
             timeout: None,
             protected: Default::default(),
             allowed_hosts: None,
