@@ -1,5 +1,8 @@
 //! What a kernel offers and how it decides: harnesses, modes, models, tools and the policy
 //! gate in front of the sandbox. Loaded once at start; a bad file is an error that names it.
+//! A conversation's policy reads settings.json again at each turn ([`Catalog::policy_now`]),
+//! so a changed rule applies to every tool from the next turn; the sandbox's settings are
+//! read once, and [`Catalog::needs_restart`] says when the file no longer matches them.
 
 use superpi_policy::{Caller, ConversationPolicy, Harness, Harnesses, Mode, effective_mode};
 use superpi_proto::ErrorObject;
@@ -91,15 +94,49 @@ impl Catalog {
         workspace: Option<&std::path::Path>,
     ) -> Result<ConversationPolicy, String> {
         let harness = self.harness(Some(harness_id)).map_err(|e| e.message)?.clone();
-        let settings = match workspace {
-            Some(_) => superpi_policy::Settings::load(&self.config_dir, workspace).map_err(|e| e.to_string())?,
-            None => self.settings.clone(),
-        };
+        // Read now, with or without a workspace: the settings of the kernel's start would
+        // leave a conversation without a workspace (the assistant's web tools) on old rules.
+        let settings = superpi_policy::Settings::load(&self.config_dir, workspace).map_err(|e| e.to_string())?;
         let mode = mode.parse::<Mode>().ok();
         // The stored mode was lowered for its caller when it was set; here only the harness
         // ceiling applies again.
         Ok(ConversationPolicy::new(harness, settings, workspace.map(|w| w.to_path_buf()), Caller::Local, mode)
             .with_private_dirs(self.private_dirs.clone()))
+    }
+
+    /// A conversation's policy from the settings files as they are now, with its mode and its
+    /// "always" answers: what each turn decides by. A bad file is an error naming it.
+    pub fn policy_now(
+        &self,
+        harness_id: &str,
+        mode: Mode,
+        workspace: Option<&std::path::Path>,
+        overrides: superpi_policy::Overrides,
+    ) -> Result<ConversationPolicy, String> {
+        Ok(self.conversation_policy(harness_id, mode.as_str(), workspace)?.with_overrides(overrides))
+    }
+
+    /// The settings the sandbox took at the kernel's start and no longer matches in the user's
+    /// settings.json (`sandbox.*`), with what to do; `None` when they match or the file does
+    /// not read (the turn reports that).
+    pub fn needs_restart(&self) -> Option<String> {
+        let now = superpi_policy::Settings::load(&self.config_dir, None).ok()?;
+        let (then, now) = (&self.settings.sandbox, &now.sandbox);
+        let changed: Vec<&str> = [
+            ("sandbox.extra_read_paths", then.extra_read_paths != now.extra_read_paths),
+            ("sandbox.deny_read_paths", then.deny_read_paths != now.deny_read_paths),
+            ("sandbox.disabled", then.disabled != now.disabled),
+        ]
+        .into_iter()
+        .filter_map(|(name, changed)| changed.then_some(name))
+        .collect();
+        (!changed.is_empty()).then(|| {
+            format!(
+                "settings.json changed {} since the kernel started: it applies after `superpi kernel stop` \
+                 (the next command starts a kernel with it); until then tools run with the former value",
+                changed.join(", ")
+            )
+        })
     }
 
     pub fn harness(&self, id: Option<&str>) -> Result<&Harness, ErrorObject> {

@@ -35,4 +35,5 @@ mod turn;
 mod watch;
 
 pub use config::{KernelConfig, KernelError};
+pub use features::schedule::check_cron;
 pub use server::{run, status_of_socket};

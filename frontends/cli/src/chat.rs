@@ -22,10 +22,9 @@ const STEER: &str = "/steer";
 
 pub async fn chat(locations: &Locations, args: ChatArgs) -> anyhow::Result<ExitCode> {
     let client = connect(locations, "cli").await?;
-    let info = open(&client, &args.session).await?;
+    let info = open(&client, locations, &args.session).await?;
     eprintln!(
-        "conversation {} ({}, {}, {}); /compact to summarise the earlier turns, /clear to start afresh, /undo to put back the files of the latest turn that changed them, /steer \
-         TEXT while a turn runs to add to it, /exit to leave",
+        "conversation {} ({}, {}, {}); /help lists the commands, /exit leaves",
         info.conversation_id, info.harness, info.model, info.mode
     );
     let mut sub = watch(&client, &info, true).await?;
@@ -46,31 +45,131 @@ pub async fn chat(locations: &Locations, args: ChatArgs) -> anyhow::Result<ExitC
             Line::Interrupted => continue,
             Line::End => return Ok(ExitCode::SUCCESS),
         };
-        match line.trim() {
-            "" => continue,
-            "/exit" | "/quit" => return Ok(ExitCode::SUCCESS),
-            "/compact" => chat.compact().await,
-            "/clear" => match chat.client.clear(chat.conversation_id).await {
+        // The user's own commands (`/NAME`, expanded by the kernel) are read again at each
+        // slash line, so one added meanwhile is known.
+        let user = match line.trim_start().starts_with('/') {
+            true => chat.client.commands(Some(chat.conversation_id)).await.unwrap_or_default(),
+            false => Vec::new(),
+        };
+        let user: Vec<String> = user.into_iter().map(|c| c.name).collect();
+        match classify(&line, &user) {
+            ChatLine::Empty => continue,
+            ChatLine::Exit => return Ok(ExitCode::SUCCESS),
+            ChatLine::Help => eprint!("{}", help(&user)),
+            ChatLine::Unknown(name) => eprint!("{name} is not a command of this chat.\n{}", help(&user)),
+            ChatLine::Compact => chat.compact().await,
+            ChatLine::Clear => match chat.client.clear(chat.conversation_id).await {
                 Ok(_) => eprintln!("context cleared: the model starts afresh (the history keeps every turn)"),
                 Err(err) => eprintln!("not cleared: {err}"),
             },
-            "/undo" => match chat.client.undo(chat.conversation_id, None).await {
+            ChatLine::Undo => match chat.client.undo(chat.conversation_id, None).await {
                 Ok(done) => eprintln!("{done}"),
                 Err(err) => eprintln!("nothing undone: {err}"),
             },
             // Nothing runs: a steering prompt is a prompt.
-            prompt => {
-                let prompt = steer_text(prompt).unwrap_or(prompt);
-                chat.turn(&mut sub, prompt).await?;
-            }
+            ChatLine::Prompt(prompt) => chat.turn(&mut sub, prompt).await?,
         }
     }
+}
+
+/// The chat's own commands, with what each does (`/help` lists them).
+const COMMANDS: [(&str, &str); 7] = [
+    ("/help", "this list"),
+    ("/compact", "summarise the earlier turns"),
+    ("/clear", "start the model afresh (the history keeps every turn)"),
+    ("/undo", "put back the files of the latest turn that changed them"),
+    ("/steer TEXT", "while a turn runs: add TEXT to it"),
+    ("/exit", "leave (also /quit, Ctrl-D)"),
+    ("//TEXT", "send a line starting with / as a prompt (the first / dropped)"),
+];
+
+/// What a line typed in chat asks for.
+#[derive(Debug, PartialEq, Eq)]
+enum ChatLine<'a> {
+    Empty,
+    Exit,
+    Help,
+    Compact,
+    Clear,
+    Undo,
+    /// A slash command neither the chat's nor the user's: refused, never sent to the model.
+    Unknown(&'a str),
+    Prompt(&'a str),
+}
+
+/// Reads a line: the chat's commands, the user's (`user`: their names, which the kernel
+/// expands, so they go as prompts), `//TEXT` for a prompt starting with `/`. Pure.
+fn classify<'a>(line: &'a str, user: &[String]) -> ChatLine<'a> {
+    let line = line.trim();
+    if let Some(text) = line.strip_prefix("//") {
+        return ChatLine::Prompt(text).or_empty();
+    }
+    if let Some(text) = steer_text(line) {
+        // Between turns a steering prompt is a prompt.
+        return ChatLine::Prompt(text).or_empty();
+    }
+    let word = line.split_whitespace().next().unwrap_or_default();
+    match word {
+        "" => ChatLine::Empty,
+        "/exit" | "/quit" => ChatLine::Exit,
+        "/help" | "/?" => ChatLine::Help,
+        "/compact" => ChatLine::Compact,
+        "/clear" => ChatLine::Clear,
+        "/undo" => ChatLine::Undo,
+        command if command.starts_with('/') && !user.iter().any(|u| u == &command[1..]) => ChatLine::Unknown(command),
+        _ => ChatLine::Prompt(line),
+    }
+}
+
+impl ChatLine<'_> {
+    fn or_empty(self) -> Self {
+        match self {
+            ChatLine::Prompt(text) if text.trim().is_empty() => ChatLine::Empty,
+            other => other,
+        }
+    }
+}
+
+/// The commands `/help` lists: the chat's, then the user's. Pure.
+fn help(user: &[String]) -> String {
+    let width = COMMANDS.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
+    let mut text = String::from("commands:\n");
+    for (command, what) in COMMANDS {
+        text.push_str(&format!("  {command:<width$}  {what}\n"));
+    }
+    if !user.is_empty() {
+        let names: Vec<String> = user.iter().map(|n| format!("/{n}")).collect();
+        text.push_str(&format!("your commands (sent to the model expanded): {}\n", names.join(", ")));
+    }
+    text
 }
 
 /// The text of a `/steer TEXT` line.
 fn steer_text(line: &str) -> Option<&str> {
     let rest = line.trim().strip_prefix(STEER)?;
     (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim())
+}
+
+/// Which events of the subscription a turn prints. Those of other turns are not its output,
+/// and those of no turn that came before it (the kernel's `turn undone` or `context
+/// compacted` after `/undo` or `/compact`, which chat said already, queued while it waited for
+/// a line) are not said again.
+#[derive(Debug, Default)]
+struct Follow {
+    started: bool,
+}
+
+impl Follow {
+    fn admits(&mut self, event: &superpi_proto::Event, current: Option<i64>) -> bool {
+        match event.turn_id {
+            Some(turn) if Some(turn) == current => {
+                self.started = true;
+                true
+            }
+            Some(_) => false,
+            None => self.started,
+        }
+    }
 }
 
 struct Chat {
@@ -101,6 +200,7 @@ impl Chat {
         let submitted = self.client.submit_text(self.conversation_id, prompt).await?;
         let mut following = VecDeque::from([submitted.turn_id]);
         let mut result = TurnResult::new(self.conversation_id, submitted.turn_id);
+        let mut follow = Follow::default();
         let mut question: Option<String> = None;
         let mut cancelling = false;
         let mut reading = !self.held.iter().any(|line| matches!(line, Line::End));
@@ -151,8 +251,7 @@ impl Chat {
             let Some(event) = event else {
                 anyhow::bail!("the kernel connection closed during the turn");
             };
-            let current = following.front().copied();
-            if event.turn_id.is_some() && event.turn_id != current {
+            if !follow.admits(&event, following.front().copied()) {
                 continue;
             }
             result.take(&event);
@@ -201,6 +300,36 @@ impl Chat {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_notice_queued_before_the_turn_is_not_printed_again() {
+        use superpi_proto::Event;
+        let mut follow = Follow::default();
+        let undone = Event::notice(1, None, "info", "turn undone");
+        assert!(!follow.admits(&undone, Some(5)), "said by /undo already");
+        assert!(!follow.admits(&Event::turn_started(1, 4), Some(5)), "another turn");
+        assert!(follow.admits(&Event::turn_started(1, 5), Some(5)));
+        assert!(follow.admits(&Event::notice(1, None, "info", "context compacted"), Some(5)), "during the turn");
+    }
+
+    #[test]
+    fn unknown_slash_commands_are_refused_and_never_prompts() {
+        let user = vec!["review".to_string()];
+        assert_eq!(classify("/help", &user), ChatLine::Help);
+        assert_eq!(classify("  /exit ", &user), ChatLine::Exit);
+        assert_eq!(classify("/halp me", &user), ChatLine::Unknown("/halp"));
+        assert_eq!(classify("/model gpt", &[]), ChatLine::Unknown("/model"));
+        assert_eq!(classify("/review src/", &user), ChatLine::Prompt("/review src/"));
+        assert_eq!(classify("//etc is a directory", &user), ChatLine::Prompt("etc is a directory"));
+        assert_eq!(classify("/steer use it", &user), ChatLine::Prompt("use it"));
+        assert_eq!(classify("explain /etc", &user), ChatLine::Prompt("explain /etc"));
+        assert_eq!(classify("   ", &user), ChatLine::Empty);
+        let listed = help(&user);
+        for (command, _) in COMMANDS {
+            assert!(listed.contains(command), "{listed}");
+        }
+        assert!(listed.contains("/review"), "{listed}");
+    }
 
     #[test]
     fn a_steer_line_gives_its_text_and_other_lines_none() {

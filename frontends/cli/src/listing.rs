@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 use superpi_client::{HistoryPages, Locations};
-use superpi_proto::method::{ConversationInfo, KernelStatus};
+use superpi_proto::method::{BackendStatus, ConversationInfo, HarnessInfo, KernelStatus, McpServerStatus};
 use superpi_proto::{ContentBlock, Entry};
 
 use crate::connection::connect;
@@ -259,7 +259,7 @@ pub async fn harnesses(locations: &Locations, flag: JsonFlag) -> anyhow::Result<
     let client = connect(locations, "cli").await?;
     let (list, backends) = client.harness_list().await?;
     if flag.json {
-        print_json(&serde_json::json!({"harnesses": list, "backends": backends}))?;
+        print_json(&harnesses_json(&list, &backends)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     let rows: Vec<Vec<String>> = list
@@ -292,6 +292,22 @@ pub async fn harnesses(locations: &Locations, flag: JsonFlag) -> anyhow::Result<
         print_table(&["BACKEND", "PROGRAM"], &rows);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `harnesses --json`: an array, one object per harness (the README: an array for lists); a
+/// harness run by an agent backend carries that backend's status as `backend_status`. Pure.
+pub(crate) fn harnesses_json(list: &[HarnessInfo], backends: &[BackendStatus]) -> anyhow::Result<serde_json::Value> {
+    let items = list
+        .iter()
+        .map(|h| {
+            let mut item = serde_json::to_value(h)?;
+            if let Some(status) = h.backend.as_ref().and_then(|b| backends.iter().find(|s| &s.id == b)) {
+                item["backend_status"] = serde_json::to_value(status)?;
+            }
+            Ok(item)
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(serde_json::Value::Array(items))
 }
 
 /// The kernel's models (`model.list`): the kernel's providers decide, not this process's
@@ -336,11 +352,32 @@ pub fn kernel_status(status: &KernelStatus, flag: JsonFlag) -> anyhow::Result<()
     for (name, value) in rows {
         out(&format!("{} {value}\n", style::header(&format!("{name:<19}"))));
     }
-    for server in &status.mcp_servers {
-        let line = serde_json::to_value(server).map(|v| v.to_string()).unwrap_or_default();
-        out(&format!("{} {line}\n", style::header(&format!("{:<19}", "mcp server"))));
+    if !status.mcp_servers.is_empty() {
+        out(&format!("\n{}", mcp_table(&status.mcp_servers)));
     }
     Ok(())
+}
+
+/// The MCP servers a kernel holds, in aligned columns (never raw JSON); a server's error or
+/// tools on the lines below its row. Pure, for tests.
+pub(crate) fn mcp_table(servers: &[McpServerStatus]) -> String {
+    let rows: Vec<Vec<String>> = servers
+        .iter()
+        .map(|s| {
+            vec![
+                s.name.clone(),
+                s.state.clone(),
+                s.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
+                s.conversations.iter().map(i64::to_string).collect::<Vec<_>>().join(" "),
+                s.workspace.clone(),
+            ]
+        })
+        .collect();
+    let mut text = table(&["MCP SERVER", "STATE", "PID", "CONVERSATIONS", "WORKSPACE"], &rows);
+    for s in servers.iter().filter(|s| s.error.is_some()) {
+        text.push_str(&format!("{}: {}\n", s.name, s.error.as_deref().unwrap_or_default()));
+    }
+    text
 }
 
 #[cfg(test)]

@@ -99,6 +99,12 @@ pub async fn run(locations: &Locations, action: McpAction) -> anyhow::Result<Exi
                 "added the MCP server `{name}` to {} (a running kernel uses it from its next turn)",
                 path.display()
             );
+            if args.url.is_none() && !args.network {
+                eprintln!(
+                    "it runs without network: a server that fetches itself at start (npx, uvx) needs \
+                     `--network` (add it again with --network --replace)"
+                );
+            }
             Ok(ExitCode::SUCCESS)
         }
         McpAction::Remove { name } => {
@@ -186,10 +192,11 @@ fn edit(path: &Path, change: impl FnOnce(&mut Map<String, Value>) -> anyhow::Res
 
 async fn list(locations: &Locations, path: &Path, json: bool) -> anyhow::Result<ExitCode> {
     let settings = superpi_policy::Settings::load(&locations.config_dir, None)?;
-    let running = kernel_servers(locations).await;
+    let running = kernel_servers(locations).await.map(current);
     if json {
-        // Each server of the settings with its instances in a running kernel (null when none
-        // runs), and the servers a frontend attached.
+        // An array (the README: an array for lists): each server of the settings with its
+        // instances in a running kernel (null when none runs), then the servers a frontend
+        // attached (`"attached": true`).
         let states =
             |name: &str| running.as_ref().map(|r| r.iter().filter(|s| s.name == name).cloned().collect::<Vec<_>>());
         let servers: Vec<Value> = settings
@@ -207,9 +214,12 @@ async fn list(locations: &Locations, path: &Path, json: bool) -> anyhow::Result<
                 }
             })
             .collect();
-        let attached: Vec<&McpServerStatus> =
-            running.iter().flatten().filter(|s| !settings.mcp_servers.contains_key(&s.name)).collect();
-        let doc = json!({"settings": path, "servers": servers, "attached": attached});
+        let attached = running
+            .iter()
+            .flatten()
+            .filter(|s| !settings.mcp_servers.contains_key(&s.name))
+            .map(|s| json!({"name": s.name, "attached": true, "running": [s]}));
+        let doc = Value::Array(servers.into_iter().chain(attached).collect());
         crate::listing::out(&format!("{}\n", serde_json::to_string_pretty(&doc)?));
         return Ok(ExitCode::SUCCESS);
     }
@@ -220,7 +230,14 @@ async fn list(locations: &Locations, path: &Path, json: bool) -> anyhow::Result<
         println!("{name}: {}", server.describe());
         match &running {
             None => println!("  (no kernel is running)"),
-            Some(running) => print_states(running.iter().filter(|s| &s.name == name)),
+            Some(running) => {
+                let states: Vec<&McpServerStatus> = running.iter().filter(|s| &s.name == name).collect();
+                print_states(states.iter().copied());
+                let failed = states.iter().any(|s| s.state == "failed");
+                if failed && server.network != Some(true) && matches!(server.transport, McpTransport::Stdio { .. }) {
+                    println!("    it ran without network: one that fetches itself (npx, uvx) needs `--network`");
+                }
+            }
         }
     }
     // Servers a frontend attached (an editor's), which are not in the settings.
@@ -260,6 +277,19 @@ fn print_states<'a>(states: impl Iterator<Item = &'a McpServerStatus>) {
     }
 }
 
+/// One instance per server and workspace: a kernel keeps a failed instance of a server's
+/// earlier definition (before `mcp add --replace`) beside the one now running, and the
+/// listing shows the live one (running or starting) where there is one. Pure, for tests.
+pub(crate) fn current(mut states: Vec<McpServerStatus>) -> Vec<McpServerStatus> {
+    let live = |s: &McpServerStatus| matches!(s.state.as_str(), "running" | "starting");
+    // Live instances first, so the first of each (name, workspace) is the one kept.
+    states.sort_by_key(|s| !live(s));
+    let mut seen = std::collections::HashSet::new();
+    states.retain(|s| seen.insert((s.name.clone(), s.workspace.clone())));
+    states.sort_by(|a, b| (&a.workspace, &a.name).cmp(&(&b.workspace, &b.name)));
+    states
+}
+
 /// What a running kernel holds; `None` when no kernel runs (none is started for this).
 async fn kernel_servers(locations: &Locations) -> Option<Vec<McpServerStatus>> {
     let mut opts = connect_options(locations, "cli");
@@ -267,4 +297,35 @@ async fn kernel_servers(locations: &Locations) -> Option<Vec<McpServerStatus>> {
     opts.provider_env = None;
     let client = KernelClient::connect(&opts).await.ok()?;
     client.status().await.ok().map(|status| status.mcp_servers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(name: &str, workspace: &str, state: &str) -> McpServerStatus {
+        McpServerStatus {
+            name: name.into(),
+            workspace: workspace.into(),
+            state: state.into(),
+            pid: None,
+            tools: vec![],
+            conversations: vec![],
+            idle_ms: 0,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_stale_failed_instance_beside_a_running_one_is_not_listed() {
+        let listed = current(vec![
+            state("fs", "/w", "failed"),
+            state("fs", "/w", "running"),
+            state("fs", "/v", "failed"),
+            state("git", "/w", "stopped"),
+        ]);
+        let shown: Vec<(&str, &str, &str)> =
+            listed.iter().map(|s| (s.name.as_str(), s.workspace.as_str(), s.state.as_str())).collect();
+        assert_eq!(shown, [("fs", "/v", "failed"), ("fs", "/w", "running"), ("git", "/w", "stopped")]);
+    }
 }

@@ -1,6 +1,8 @@
 //! The terminal's renderer: kernel events into answer text (stdout) and one line of activity
 //! per tool call, notice or failure (stderr). Pure: tested without a terminal.
 
+use std::collections::{HashMap, HashSet};
+
 use superpi_proto::{Event, EventBody};
 
 use crate::style::Tone;
@@ -15,6 +17,12 @@ pub enum Out {
 #[derive(Debug, Default)]
 pub struct TerminalRenderer {
     answer_open: bool,
+    /// Permission questions asked, by request id: the call each is about.
+    asked: HashMap<String, String>,
+    /// How each question about a call was settled (`you answered no`), by call id.
+    answered: HashMap<String, String>,
+    /// Calls whose refusal was printed: their error result is not printed again.
+    blocked: HashSet<String>,
 }
 
 impl TerminalRenderer {
@@ -30,21 +38,41 @@ impl TerminalRenderer {
                 self.close_answer(&mut out);
                 out.push(Out::Activity(Tone::Tool, format!("→ {name} {}", compact(arguments))));
             }
-            EventBody::ToolBlocked { name, reason, .. } => {
-                out.push(Out::Activity(Tone::Failed, format!("✗ {name} blocked: {reason}")))
+            EventBody::ToolBlocked { tool_call_id, name, reason } => {
+                self.close_answer(&mut out);
+                self.blocked.insert(tool_call_id.clone());
+                let line = match self.answered.remove(tool_call_id) {
+                    Some(answer) => format!("✗ {name} refused: {answer}"),
+                    None => format!("✗ {name} blocked: {reason}"),
+                };
+                out.push(Out::Activity(Tone::Failed, line))
             }
+            // A refusal is printed once, by its `tool_blocked`.
+            EventBody::ToolCompleted { tool_call_id, .. } if self.blocked.remove(tool_call_id) => {}
             EventBody::ToolCompleted { name, is_error, output, .. } => {
+                self.close_answer(&mut out);
                 let text = output.as_str().map(str::to_string).unwrap_or_else(|| output.to_string());
                 let first = text.lines().next().unwrap_or("").chars().take(120).collect::<String>();
                 let (mark, tone) = if *is_error { ("✗", Tone::Failed) } else { ("✓", Tone::Done) };
                 out.push(Out::Activity(tone, format!("{mark} {name}: {first}")));
             }
-            EventBody::PermissionRequest { tool_name, reason, .. } => {
+            EventBody::PermissionRequest { request_id, tool_call_id, tool_name, reason, .. } => {
                 self.close_answer(&mut out);
+                self.asked.insert(request_id.clone(), tool_call_id.clone());
                 out.push(Out::Activity(Tone::Ask, format!("? permission for {tool_name}: {reason}")));
             }
-            EventBody::Notice { level, message } => out.push(Out::Activity(Tone::Info, format!("[{level}] {message}"))),
+            EventBody::UiResolved { request_id, outcome } => {
+                if let Some(call) = self.asked.remove(request_id) {
+                    self.answered.insert(call, answer_of(outcome));
+                }
+            }
+            EventBody::Notice { level, message } => {
+                // On a line of its own, never glued to the answer's last line.
+                self.close_answer(&mut out);
+                out.push(Out::Activity(Tone::Info, format!("[{level}] {message}")))
+            }
             EventBody::StreamReset { retry_in_ms } => {
+                self.close_answer(&mut out);
                 out.push(Out::Activity(Tone::Info, format!("(provider busy; retrying in {retry_in_ms} ms)")))
             }
             EventBody::TurnError { error } => {
@@ -79,6 +107,18 @@ impl TerminalRenderer {
     }
 }
 
+/// How a permission question was settled, in words (`ui_resolved`'s outcome).
+fn answer_of(outcome: &serde_json::Value) -> String {
+    let option = outcome["option_id"].as_str().unwrap_or_default();
+    match outcome["outcome"].as_str().unwrap_or_default() {
+        "selected" if option.starts_with("reject") => "you answered no".into(),
+        "selected" => format!("answered {option}"),
+        "timeout" => "nobody answered in time".into(),
+        "cancelled" => "the turn was cancelled before an answer".into(),
+        other => format!("no valid answer ({other})"),
+    }
+}
+
 fn compact(value: &serde_json::Value) -> String {
     let text = value.to_string();
     if text.chars().count() > 120 { format!("{}…", text.chars().take(120).collect::<String>()) } else { text }
@@ -103,6 +143,61 @@ mod tests {
         );
         assert_eq!(r.render(&Event::turn_completed(1, 1, None, "end_turn")), vec![]);
         assert_eq!(r.render(&Event::turn_error(1, 1, "boom")), vec![Out::Activity(Tone::Error, "error: boom".into())]);
+    }
+
+    #[test]
+    fn a_refusal_prints_once_and_names_the_persons_answer() {
+        let mut r = TerminalRenderer::default();
+        let blocked = |id| Event::tool_blocked(1, Some(1), id, "bash", "`curl` is not in the allow list");
+        let result = |id| Event::tool_completed(1, Some(1), id, "bash", true, json!("blocked: not in the allow list"));
+        // Refused by a rule: one line, the rule's reason; its error result is not a second line.
+        assert_eq!(
+            r.render(&blocked("c1")),
+            vec![Out::Activity(Tone::Failed, "✗ bash blocked: `curl` is not in the allow list".into())]
+        );
+        assert_eq!(r.render(&result("c1")), vec![]);
+        // Asked, and the person said no: the line says so, not the rule.
+        let asked = Event::new(
+            1,
+            Some(1),
+            EventBody::PermissionRequest {
+                request_id: "q1".into(),
+                tool_call_id: "c2".into(),
+                tool_name: "bash".into(),
+                arguments: json!({}),
+                reason: "not in the allow list".into(),
+                risk: None,
+                options: vec![],
+            },
+        );
+        assert_eq!(r.render(&asked).len(), 1);
+        let resolved = Event::new(
+            1,
+            Some(1),
+            EventBody::UiResolved {
+                request_id: "q1".into(),
+                outcome: json!({"outcome": "selected", "option_id": "reject_once"}),
+            },
+        );
+        assert_eq!(r.render(&resolved), vec![]);
+        assert_eq!(
+            r.render(&blocked("c2")),
+            vec![Out::Activity(Tone::Failed, "✗ bash refused: you answered no".into())]
+        );
+        assert_eq!(r.render(&result("c2")), vec![]);
+        // A failing call that was not refused still prints its result.
+        let failed = Event::tool_completed(1, Some(1), "c3", "bash", true, json!("exit 1"));
+        assert_eq!(r.render(&failed), vec![Out::Activity(Tone::Failed, "✗ bash: exit 1".into())]);
+    }
+
+    #[test]
+    fn a_notice_after_answer_text_starts_on_a_line_of_its_own() {
+        let mut r = TerminalRenderer::default();
+        r.render(&Event::text_delta(1, Some(1), 0, "done."));
+        assert_eq!(
+            r.render(&Event::notice(1, Some(1), "info", "committed abc123")),
+            vec![Out::Answer("\n".into()), Out::Activity(Tone::Info, "[info] committed abc123".into())]
+        );
     }
 
     #[test]

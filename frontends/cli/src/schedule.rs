@@ -9,6 +9,7 @@ use superpi_proto::schedule::{ScheduleAddParams, ScheduleInfo};
 
 use crate::connection::connect;
 use crate::listing::{JsonFlag, out, print_json, table};
+use crate::start::Usage;
 
 #[derive(Debug, Subcommand)]
 pub enum ScheduleCommand {
@@ -55,6 +56,10 @@ pub struct AddArgs {
 }
 
 pub async fn run(locations: &Locations, command: ScheduleCommand) -> anyhow::Result<ExitCode> {
+    if let ScheduleCommand::Add(AddArgs { cron: Some(cron), timezone, .. }) = &command {
+        // A bad expression or zone is a usage error (exit 2), said before the kernel is asked.
+        superpi_kernel::check_cron(cron, timezone.as_deref().unwrap_or("UTC")).map_err(Usage)?;
+    }
     let client = connect(locations, "cli").await?;
     match command {
         ScheduleCommand::List { runs, json } => {

@@ -27,8 +27,21 @@ pub(crate) struct Sizing {
     pub one_client: bool,
 }
 
+/// A usage error found after parsing (a value only a check beyond clap's can refuse, such as a
+/// cron expression): [`run`] ends the process with 2 for it, as clap does for its own.
+#[derive(Debug)]
+pub(crate) struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
 /// Builds the runtime for `sizing` (call it while the process has one thread) and runs `main`
-/// on it: its error is printed and ends the process with 1.
+/// on it: its error is printed and ends the process with 1 ([`Usage`]: 2).
 pub(crate) fn run(sizing: Sizing, main: impl Future<Output = anyhow::Result<ExitCode>>) -> ExitCode {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if !sizing.kernel {
@@ -48,7 +61,7 @@ pub(crate) fn run(sizing: Sizing, main: impl Future<Output = anyhow::Result<Exit
         Ok(code) => code,
         Err(err) => {
             eprintln!("superpi: {err:#}");
-            ExitCode::from(1)
+            ExitCode::from(if err.is::<Usage>() { 2 } else { 1 })
         }
     }
 }

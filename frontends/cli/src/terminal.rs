@@ -20,7 +20,7 @@ use crate::style::{self, Spinner};
 
 #[derive(Debug, Clone, Default, Args)]
 pub struct SessionFlags {
-    /// Continue the latest conversation.
+    /// Continue the latest conversation of this workspace (the current directory).
     #[arg(short = 'c', long = "continue")]
     pub continue_latest: bool,
     /// Continue the conversation with this id.
@@ -33,12 +33,18 @@ pub struct SessionFlags {
     #[arg(long)]
     pub model: Option<String>,
     /// The permission mode: plan, accept-edits, auto.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_mode)]
     pub mode: Option<String>,
     /// How much the model may think: off, low, medium, high (kept with the conversation; one
     /// the model takes, see `superpi models`).
     #[arg(long, value_parser = parse_effort)]
     pub effort: Option<Effort>,
+}
+
+/// A mode is checked here, so a misspelt one is a usage error (exit 2) before the kernel is
+/// asked; the kernel gets its wire name.
+fn parse_mode(name: &str) -> Result<String, String> {
+    name.parse::<superpi_policy::Mode>().map(|m| m.as_str().to_string()).map_err(|e| e.to_string())
 }
 
 fn parse_effort(name: &str) -> Result<Effort, String> {
@@ -81,7 +87,7 @@ pub struct ChatArgs {
 pub(crate) enum Printer {
     /// `markdown`: the answer's markdown styled, where stdout is a terminal with colours on.
     Text {
-        renderer: TerminalRenderer,
+        renderer: Box<TerminalRenderer>,
         markdown: Option<MarkdownRenderer>,
         spinner: Spinner,
         waiting: bool,
@@ -94,7 +100,7 @@ impl Printer {
     pub(crate) fn new(format: OutputFormat) -> Self {
         match format {
             OutputFormat::Text => Printer::Text {
-                renderer: TerminalRenderer::default(),
+                renderer: Box::default(),
                 markdown: style::styles_stdout().then(MarkdownRenderer::default),
                 spinner: Spinner::new(true),
                 waiting: true,
@@ -165,6 +171,19 @@ impl Printer {
     }
 }
 
+/// The latest conversation (of `list`, latest first) whose workspace is `workspace`, or why
+/// there is none. Pure, for tests.
+pub(crate) fn latest_of(list: &[ConversationInfo], workspace: Option<&std::path::Path>) -> anyhow::Result<i64> {
+    let here = workspace.map(|w| w.to_string_lossy().into_owned());
+    list.iter().find(|c| c.workspace.is_some() && c.workspace == here).map(|c| c.conversation_id).with_context(|| {
+        let place = here.as_deref().unwrap_or("this directory");
+        format!(
+            "there is no conversation in {place} to continue (`superpi session list` shows them all; \
+             `--conversation ID` continues one)"
+        )
+    })
+}
+
 /// One line on stdout, flushed (a script reads it at once).
 fn line_out(line: &str) {
     let mut stdout = std::io::stdout().lock();
@@ -172,15 +191,19 @@ fn line_out(line: &str) {
     let _ = stdout.flush();
 }
 
-pub(crate) async fn open(client: &KernelClient, flags: &SessionFlags) -> anyhow::Result<ConversationInfo> {
+pub(crate) async fn open(
+    client: &KernelClient,
+    locations: &Locations,
+    flags: &SessionFlags,
+) -> anyhow::Result<ConversationInfo> {
+    // The workspace is the current directory, canonical (README "Using it").
+    let workspace = superpi_client::workspace::resolve_workspace(None).ok();
     let conversation_id = match (flags.conversation, flags.continue_latest) {
         (Some(id), _) => Some(id),
-        (None, true) => Some(
-            client.list().await?.first().map(|c| c.conversation_id).context("there is no conversation to continue")?,
-        ),
+        (None, true) => Some(latest_of(&client.list().await?, workspace.as_deref())?),
         (None, false) => None,
     };
-    let workspace = std::env::current_dir().ok().map(|d| d.to_string_lossy().into_owned());
+    let workspace = workspace.map(|d| d.to_string_lossy().into_owned());
     let info = client
         .open(OpenParams {
             conversation_id,
@@ -188,10 +211,18 @@ pub(crate) async fn open(client: &KernelClient, flags: &SessionFlags) -> anyhow:
             model: flags.model.clone(),
             mode: flags.mode.clone(),
             effort: flags.effort,
-            workspace,
+            workspace: workspace.clone(),
             ..Default::default()
         })
         .await?;
+    if let Some(used) = &info.workspace {
+        // The sandbox would refuse every tool call there: say so now, with the fix, and fail.
+        superpi_client::workspace::check_workspace(std::path::Path::new(used), locations)
+            .map_err(|why| anyhow::anyhow!("{why}; run superpi in a project directory (`cd` into one first)"))?;
+        if conversation_id.is_some() && workspace.as_deref() != Some(used.as_str()) {
+            eprintln!("superpi: conversation {} works in {used}, not in the current directory", info.conversation_id);
+        }
+    }
     if flags.model.is_none() && info.model == "mock" && info.created {
         eprintln!("superpi: no model provider is configured; using the offline mock model");
     }
@@ -319,7 +350,7 @@ pub async fn run(locations: &Locations, args: RunArgs) -> anyhow::Result<ExitCod
         return Ok(ExitCode::from(2));
     }
     let client = connect(locations, "cli").await?;
-    let info = open(&client, &flags.session).await?;
+    let info = open(&client, locations, &flags.session).await?;
     let mut sub = watch(&client, &info, std::io::stdin().is_terminal()).await?;
     let mut printer = Printer::new(flags.output_format);
     let end = one_turn(&client, &mut sub, &mut printer, info.conversation_id, &prompt).await?;
@@ -330,7 +361,7 @@ pub async fn run(locations: &Locations, args: RunArgs) -> anyhow::Result<ExitCod
 /// turn; a line that is not a prompt gets an `invalid_input` result and reading goes on.
 async fn run_lines(locations: &Locations, flags: &RunFlags) -> anyhow::Result<ExitCode> {
     let client = connect(locations, "cli").await?;
-    let info = open(&client, &flags.session).await?;
+    let info = open(&client, locations, &flags.session).await?;
     // Stdin carries prompts: nobody can answer a permission question there.
     let mut sub = watch(&client, &info, false).await?;
     let mut printer = Printer::new(flags.output_format);

@@ -27,10 +27,15 @@ pub const TOKEN_VAR: &str = "SUPERPI_GATEWAY_TOKEN";
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// `[--port N] [--bind ADDR] [--workspace DIR]`, with `PORT` as the default port.
+///
+/// The default is given as a string built per instance (`default_value`), not with
+/// `default_value_t`: clap's derive caches that one in a `static` inside the generic
+/// `augment_args`, and a static is shared by every `PORT`, so `superpi agui` showed and
+/// used the gateway's 4000 whenever the gateway's arguments were built first.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ListenArgs<const PORT: u16> {
     /// TCP port to listen on (0 picks a free one; the address is printed on stdout).
-    #[arg(long, default_value_t = PORT)]
+    #[arg(long, default_value = PORT.to_string())]
     pub port: u16,
     /// Address to listen on. A non-loopback address needs a token (SUPERPI_GATEWAY_TOKEN or
     /// gateway.json in the config dir).

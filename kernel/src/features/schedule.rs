@@ -54,6 +54,12 @@ impl CronSpec {
     }
 }
 
+/// Whether `expression` in `zone` is a schedule the kernel takes, or why not: the command line
+/// checks it before it asks the kernel, so a typo is a usage error.
+pub fn check_cron(expression: &str, zone: &str) -> Result<(), String> {
+    CronSpec::parse(expression, zone).map(|_| ())
+}
+
 /// `n` random bytes as lowercase hex.
 fn random_hex(n: usize) -> Result<String, String> {
     let mut bytes = vec![0u8; n];

@@ -96,6 +96,32 @@ pub(crate) async fn run(
     crate::turn::recovery::record_end(kernel, conv, turn_id, ended);
 }
 
+/// Reads the settings again for this turn: the conversation's policy (network, permissions,
+/// protected paths) is rebuilt from the files as they are, keeping its mode and "always"
+/// answers, so a tightened rule applies to every tool from this turn on. A settings file that
+/// does not read fails the turn, naming it; settings only a new kernel applies get a notice.
+fn refresh_policy(kernel: &Arc<Kernel>, conv: &Arc<Conversation>, turn_id: i64) -> Result<(), String> {
+    let settings = conv.settings();
+    let workspace = settings.workspace.as_deref().map(std::path::Path::new);
+    let mut held = lock(&conv.policy);
+    let (mode, overrides) = match held.as_ref() {
+        Ok(policy) => (policy.mode(), policy.overrides().clone()),
+        Err(_) => {
+            let stored = kernel.store.permission_overrides(conv.id).ok().flatten();
+            let overrides = stored.and_then(|json| serde_json::from_str(&json).ok()).unwrap_or_default();
+            (settings.mode.parse::<Mode>().unwrap_or(Mode::Plan), overrides)
+        }
+    };
+    let fresh = kernel.catalog.policy_now(&settings.harness, mode, workspace, overrides);
+    let read = fresh.as_ref().map(|_| ()).map_err(|why| format!("the settings do not read: {why}"));
+    *held = fresh;
+    drop(held);
+    if let Some(notice) = kernel.catalog.needs_restart() {
+        conv.emit(kernel, Event::notice(conv.id, Some(turn_id), "warning", notice));
+    }
+    read
+}
+
 async fn drive(
     kernel: &Arc<Kernel>,
     conv: &Arc<Conversation>,
@@ -107,6 +133,7 @@ async fn drive(
     let mut ceiling = ceiling;
     let settings = conv.settings();
     let catalog = &kernel.catalog;
+    refresh_policy(kernel, conv, turn_id)?;
     let harness = catalog.harness(Some(&settings.harness)).map_err(|e| e.message)?;
     let provider = catalog.provider(&settings.model).map_err(|e| e.message)?;
     let mut tools = catalog.tools_for(harness);
