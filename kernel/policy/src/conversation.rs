@@ -63,6 +63,11 @@ impl ConversationPolicy {
         self
     }
 
+    /// The tools this conversation may use at most, if bounded.
+    pub fn tool_limit(&self) -> Option<&[String]> {
+        self.tool_limit.as_deref()
+    }
+
     /// Whether the tool limit, if any, lets `tool` through.
     pub fn within_limit(&self, tool: &str) -> bool {
         self.tool_limit.as_ref().is_none_or(|limit| limit.iter().any(|t| t == tool))

@@ -104,15 +104,21 @@ fn refresh_policy(kernel: &Arc<Kernel>, conv: &Arc<Conversation>, turn_id: i64) 
     let settings = conv.settings();
     let workspace = settings.workspace.as_deref().map(std::path::Path::new);
     let mut held = lock(&conv.policy);
-    let (mode, overrides) = match held.as_ref() {
-        Ok(policy) => (policy.mode(), policy.overrides().clone()),
+    let (mode, overrides, tool_limit) = match held.as_ref() {
+        Ok(policy) => (policy.mode(), policy.overrides().clone(), policy.tool_limit().map(<[String]>::to_vec)),
         Err(_) => {
             let stored = kernel.store.permission_overrides(conv.id).ok().flatten();
             let overrides = stored.and_then(|json| serde_json::from_str(&json).ok()).unwrap_or_default();
-            (settings.mode.parse::<Mode>().unwrap_or(Mode::Plan), overrides)
+            // A subagent's bound is stored with it: a policy rebuilt from the files keeps it.
+            let row = kernel.store.conversation(conv.id).ok().flatten();
+            let tool_limit = row.and_then(|row| row.settings.tool_limit);
+            (settings.mode.parse::<Mode>().unwrap_or(Mode::Plan), overrides, tool_limit)
         }
     };
-    let fresh = kernel.catalog.policy_now(&settings.harness, mode, workspace, overrides);
+    let fresh = kernel
+        .catalog
+        .policy_now(&settings.harness, mode, workspace, overrides)
+        .map(|policy| policy.with_tool_limit(tool_limit));
     let read = fresh.as_ref().map(|_| ()).map_err(|why| format!("the settings do not read: {why}"));
     *held = fresh;
     drop(held);
