@@ -86,10 +86,13 @@ fn harnesses_list_each_backend_with_its_version_or_why_not() {
     assert!(row("opencode")[0].contains("unavailable:") && row("gemini-cli")[0].contains("unavailable:"), "{text}");
     let json = env.command(&["harnesses", "--json"]).env("PATH", "/usr/bin:/bin").output().unwrap();
     let list: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
-    let harness = list["harnesses"].as_array().unwrap().iter().find(|h| h["id"] == "claude-code").unwrap();
+    let harness = list.as_array().unwrap().iter().find(|h| h["id"] == "claude-code").unwrap();
     assert_eq!(harness["backend"], "claude-code");
     // Each backend's status: installed, its version, usable.
-    let backend = |id: &str| list["backends"].as_array().unwrap().iter().find(|b| b["id"] == id).unwrap().clone();
+    let backend = |id: &str| {
+        let harness = list.as_array().unwrap().iter().find(|h| h["backend"] == id).unwrap();
+        harness["backend_status"].clone()
+    };
     let claude = backend("claude-code");
     assert_eq!((&claude["installed"], &claude["usable"]), (&json!(true), &json!(true)), "{claude}");
     assert_eq!(claude["version"], "9.9.9 (Claude Code)");
@@ -116,7 +119,10 @@ fn harnesses_json_says_which_backends_are_installed_but_not_usable() {
     let out = env.command(&["harnesses", "--json"]).env("PATH", path).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let backend = |id: &str| list["backends"].as_array().unwrap().iter().find(|b| b["id"] == id).unwrap().clone();
+    let backend = |id: &str| {
+        let harness = list.as_array().unwrap().iter().find(|h| h["backend"] == id).unwrap();
+        harness["backend_status"].clone()
+    };
     let codex = backend("codex");
     assert_eq!((&codex["installed"], &codex["usable"]), (&json!(true), &json!(false)), "{codex}");
     assert!(codex["version"].is_null() && codex["unavailable"].is_string(), "{codex}");

@@ -128,8 +128,8 @@ fn servers_are_managed_with_superpi_mcp_and_listed_by_kernel_status() {
     let (ok, stdout, _) = cli(&["mcp", "list", "--json"]);
     let listed: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert!(ok, "{stdout}");
-    assert_eq!(listed["servers"][0]["name"], "fix");
-    assert_eq!(listed["servers"][0]["running"][0]["state"], "running", "{listed}");
+    assert_eq!(listed[0]["name"], "fix");
+    assert_eq!(listed[0]["running"][0]["state"], "running", "{listed}");
 
     let (ok, _, stderr) = cli(&["mcp", "remove", "fix"]);
     assert!(ok, "{stderr}");

@@ -1,8 +1,8 @@
 //! End to end: protected paths are decided by what a tool actually touches. Each test runs the
 //! real binary with the mock model calling one tool in `auto` and tries a way around the
 //! path-argument check (a search over `.`, a glob naming `.env`, a symlink into `.git` or out
-//! of the workspace, superpi's own directories inside the workspace); the secret must not come
-//! back and nothing may be written.
+//! of the workspace); the secret must not come back and nothing may be written. A workspace
+//! holding superpi's own directories is refused whole.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
 use std::os::unix::fs::symlink;
@@ -90,25 +90,30 @@ fn a_symlink_inside_the_workspace_does_not_lead_to_a_protected_path() {
 }
 
 #[test]
-fn superpis_own_directories_are_protected_even_inside_a_workspace() {
+fn a_workspace_holding_superpis_own_directories_is_refused_whole() {
     let mut env = env_with_secrets();
-    // The config dir (settings, tokens) inside the workspace, as a careless setup might have it.
+    // The config dir (settings, tokens) inside the workspace, as a careless setup might have it:
+    // no tool runs there at all (file tools would also refuse the path; a shell could not).
     env.locations.config_dir = env.workspace.join(".superpi-config");
     std::fs::create_dir_all(&env.locations.config_dir).unwrap();
     std::fs::write(env.locations.config_dir.join("gateway.json"), json!({"tokens": [SECRET]}).to_string()).unwrap();
-    for (tool, args) in [
-        ("read", json!({"path": ".superpi-config/gateway.json"})),
-        ("grep", json!({"pattern": "tokens", "path": ".superpi-config"})),
-        ("ls", json!({"path": ".superpi-config"})),
-    ] {
-        let (is_error, output) = call(&env, tool, args.clone());
-        assert!(is_error && !output.contains(SECRET), "{tool} {args}: {output}");
-    }
-    let (_, output) = call(&env, "grep", json!({"pattern": "tokens"}));
-    assert!(!output.contains(SECRET), "{output}");
-    // A shell call never gets a workspace that holds superpi's own directories.
-    let (is_error, output) = call(&env, "bash", json!({"command": "cat .superpi-config/gateway.json"}));
-    assert!(is_error && !output.contains(SECRET), "{output}");
+    let prompt = format!("@tool read {}", json!({"path": ".superpi-config/gateway.json"}));
+    let out = env.command(&["run", "--mode", "auto", &prompt]).stdin(std::process::Stdio::null()).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stderr.contains("holds superpi's own directory") && stderr.contains("run superpi in a project directory"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains(SECRET) && !stderr.contains(SECRET));
+    assert!(!env.database_path().exists() || no_tool_ran(&env), "a tool ran in a refused workspace");
+}
+
+fn no_tool_ran(env: &TestEnv) -> bool {
+    let db = rusqlite::Connection::open(env.database_path()).unwrap();
+    let ran: i64 =
+        db.query_row("SELECT count(*) FROM events WHERE type = 'tool_completed'", [], |r| r.get(0)).unwrap_or(0);
+    ran == 0
 }
 
 #[test]

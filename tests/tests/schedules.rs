@@ -316,7 +316,7 @@ async fn the_librarians_model_schedules_lists_and_cancels_its_own_runs() {
 async fn the_librarian_has_no_filesystem_tools() {
     let env = TestEnv::new();
     let harnesses = run_json(&env, &["harnesses", "--json"]);
-    let harnesses = harnesses["harnesses"].as_array().unwrap();
+    let harnesses = harnesses.as_array().unwrap();
     let librarian = harnesses.iter().find(|h| h["id"] == "superpi-librarian").unwrap();
     let tools: Vec<&str> = librarian["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
     for fs in ["read", "write", "edit", "bash", "ls", "grep", "find"] {

@@ -162,7 +162,7 @@ fn listings_are_text_by_default_and_json_when_asked() {
     assert_eq!(json(&["session", "list", "--json"])[0]["title"], "a title");
     let id = json(&["session", "list", "--json"])[0]["conversation_id"].as_i64().unwrap().to_string();
     assert_eq!(json(&["session", "show", &id, "--json"])["entries"].as_array().unwrap().len(), 2);
-    assert!(json(&["harnesses", "--json"])["harnesses"].as_array().unwrap().iter().any(|h| h["id"] == "superpi-code"));
+    assert!(json(&["harnesses", "--json"]).as_array().unwrap().iter().any(|h| h["id"] == "superpi-code"));
     assert!(json(&["models", "--json"]).as_array().unwrap().iter().any(|m| m["id"] == "mock"));
     assert_eq!(json(&["kernel", "status", "--json"])["pid"].as_i64().unwrap() as i32, env.kernel_pid().unwrap());
     let out = env.command(&["kernel", "status"]).output().unwrap();

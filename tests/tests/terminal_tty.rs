@@ -112,7 +112,7 @@ fn run_on_a_terminal_renders_markdown_in_colour_with_a_spinner_and_no_color_turn
 fn a_bare_superpi_on_a_terminal_is_chat_with_line_editing_and_kept_history() {
     let env = TestEnv::new();
     let mut chat = Tty::start(&env, &[], &[]);
-    chat.until("the chat banner", |seen| seen.contains("/exit to leave") && seen.contains("> "));
+    chat.until("the chat banner", |seen| seen.contains("/exit leaves") && seen.contains("> "));
     chat.send("say **loud**\r");
     chat.until("the rendered answer", |seen| seen.contains(BOLD_LOUD));
     // Up recalls the line; Enter sends it again.
@@ -129,7 +129,7 @@ fn a_bare_superpi_on_a_terminal_is_chat_with_line_editing_and_kept_history() {
     // The next chat (a new conversation) recalls the lines of the one before: Up twice is the
     // line before `/exit`.
     let mut chat = Tty::start(&env, &["chat"], &[]);
-    chat.until("the chat banner", |seen| seen.contains("/exit to leave") && seen.contains("> "));
+    chat.until("the chat banner", |seen| seen.contains("/exit leaves") && seen.contains("> "));
     chat.send("\x1b[A\x1b[A\r");
     chat.until("the recalled line's answer", |seen| seen.contains("say \x1b[1mquiet"));
     chat.send("/exit\r");

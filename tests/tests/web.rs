@@ -146,7 +146,7 @@ fn only_harnesses_with_the_web_block_offer_it() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let listing: Value = serde_json::from_slice(&out.stdout).unwrap();
     let tools = |id: &str| -> Vec<String> {
-        let harness = listing["harnesses"].as_array().unwrap().iter().find(|h| h["id"] == id).unwrap();
+        let harness = listing.as_array().unwrap().iter().find(|h| h["id"] == id).unwrap();
         serde_json::from_value(harness["tools"].clone()).unwrap()
     };
     // The assistant takes the web and memory blocks, the librarian those and scheduling.

@@ -294,19 +294,27 @@ pub async fn harnesses(locations: &Locations, flag: JsonFlag) -> anyhow::Result<
     Ok(ExitCode::SUCCESS)
 }
 
-/// `harnesses --json`: an array, one object per harness (the README: an array for lists); a
-/// harness run by an agent backend carries that backend's status as `backend_status`. Pure.
+/// `harnesses --json`: an array, one object per harness (the README: an array for lists),
+/// `offered` true; a harness run by an agent backend carries that backend's status as
+/// `backend_status`, and a backend whose harness is not offered (its program is missing or
+/// does not answer) is listed too, `offered` false, so the JSON says what the text does. Pure.
 pub(crate) fn harnesses_json(list: &[HarnessInfo], backends: &[BackendStatus]) -> anyhow::Result<serde_json::Value> {
-    let items = list
+    let mut items = list
         .iter()
         .map(|h| {
             let mut item = serde_json::to_value(h)?;
+            item["offered"] = true.into();
             if let Some(status) = h.backend.as_ref().and_then(|b| backends.iter().find(|s| &s.id == b)) {
                 item["backend_status"] = serde_json::to_value(status)?;
             }
             Ok(item)
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
+    for status in backends.iter().filter(|s| !list.iter().any(|h| h.backend.as_ref() == Some(&s.id))) {
+        items.push(serde_json::json!({
+            "id": status.id, "backend": status.id, "offered": false, "backend_status": status,
+        }));
+    }
     Ok(serde_json::Value::Array(items))
 }
 
