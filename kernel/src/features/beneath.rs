@@ -101,6 +101,7 @@ pub(crate) fn read_file(
 pub(crate) enum Entry {
     Dir,
     File,
+    Link,
     Other,
 }
 
@@ -120,6 +121,7 @@ pub(crate) fn entries(dirfd: impl AsFd) -> Vec<(String, Entry)> {
         let entry = match fstatat(dirfd.as_fd(), name.as_str(), AtFlags::AT_SYMLINK_NOFOLLOW).map(|s| kind(&s)) {
             Ok(SFlag::S_IFDIR) => Entry::Dir,
             Ok(SFlag::S_IFREG) => Entry::File,
+            Ok(SFlag::S_IFLNK) => Entry::Link,
             _ => Entry::Other,
         };
         found.push((name, entry));
@@ -149,7 +151,7 @@ mod tests {
         assert!(read_file(&real, "l.md", Path::new("l"), 9).unwrap_err().contains("is a symbolic link"));
         assert!(open_dir(&root, "none", Path::new("none")).unwrap().is_none());
         assert!(open_dir(&root, "linked", Path::new("linked")).unwrap_err().contains("is a symbolic link"));
-        assert_eq!(entries(&real), vec![("f.md".into(), Entry::File), ("l.md".into(), Entry::Other)]);
+        assert_eq!(entries(&real), vec![("f.md".into(), Entry::File), ("l.md".into(), Entry::Link)]);
 
         if nix::unistd::geteuid().is_root() {
             chown(dir.path().join("real/f.md"), Some(65534), None).unwrap();
