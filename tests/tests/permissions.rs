@@ -237,6 +237,44 @@ async fn a_remote_caller_only_tightens_and_the_workspace_boundary_is_never_askab
     assert!(!outside.exists());
 }
 
+/// `session.open`'s `mcp_servers` are commands the kernel's user runs: a remote principal (a
+/// token over rpc or the gateway) may not attach them, to a new conversation or an existing
+/// one; a local frontend may.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_local_caller_attaches_mcp_servers() {
+    let env = TestEnv::new();
+    let server = || superpi_proto::method::McpServerParam {
+        name: "editor".into(),
+        command: "/bin/true".into(),
+        args: vec![],
+        env: Default::default(),
+    };
+    let workspace = Some(env.workspace.display().to_string());
+    let mut opts = env.connect_options("rpc");
+    opts.remote = true;
+    let remote = KernelClient::connect(&opts).await.unwrap();
+    let refused = remote
+        .open(OpenParams { workspace: workspace.clone(), mcp_servers: vec![server()], ..Default::default() })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Some(superpi_proto::message::codes::FORBIDDEN), "{refused}");
+    assert!(refused.to_string().contains("a remote caller"), "{refused}");
+    let conv = remote.open(OpenParams { workspace, ..Default::default() }).await.unwrap().conversation_id;
+    let again = OpenParams { conversation_id: Some(conv), mcp_servers: vec![server()], ..Default::default() };
+    let refused = remote.open(again).await.unwrap_err();
+    assert_eq!(refused.code(), Some(superpi_proto::message::codes::FORBIDDEN), "{refused}");
+
+    let local = KernelClient::connect(&env.connect_options("acp")).await.unwrap();
+    let opened = local
+        .open(OpenParams {
+            workspace: Some(env.workspace.display().to_string()),
+            mcp_servers: vec![server()],
+            ..Default::default()
+        })
+        .await;
+    assert!(opened.is_ok(), "{opened:?}");
+}
+
 /// The stored events of every conversation: (type, wire JSON).
 fn stored_events(env: &TestEnv) -> Vec<(String, serde_json::Value)> {
     let db = rusqlite::Connection::open(env.database_path()).unwrap();

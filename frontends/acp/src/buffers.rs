@@ -6,6 +6,8 @@
 //! answer to the kernel is given the editor's text and the disk's. The pump does the I/O.
 //! Writes never go through the editor: they stay in the confined tools.
 
+use std::path::Path;
+
 use serde_json::{Map, Value, json};
 
 /// When a `read` tool call uses the editor's text rather than the file on disk.
@@ -91,6 +93,31 @@ impl Disk {
             Ok(bytes) => Disk::Bytes(bytes),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Disk::Missing,
             Err(_) => Disk::Unreadable,
+        }
+    }
+}
+
+/// Whether the editor may be asked for `path`: a plain absolute path (no `.` or `..`, which an
+/// editor may fold lexically) whose resolved form, links followed as the editor will follow
+/// them, is inside the workspace's. A path that does not exist yet (an unsaved new file)
+/// counts by its nearest existing ancestor; a dangling link does not count. Blocking.
+pub fn editor_may_read(path: &Path, workspace: &Path) -> bool {
+    use std::path::Component;
+    let plain = path.is_absolute() && path.components().all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    if !plain {
+        return false;
+    }
+    let Ok(root) = workspace.canonicalize() else { return false };
+    let mut at = path;
+    loop {
+        match at.canonicalize() {
+            Ok(resolved) => return resolved.starts_with(&root),
+            // It exists but does not resolve: a dangling or looping link, or unreadable.
+            Err(_) if std::fs::symlink_metadata(at).is_ok() => return false,
+            Err(_) => match at.parent() {
+                Some(parent) => at = parent,
+                None => return false,
+            },
         }
     }
 }
@@ -194,5 +221,29 @@ mod tests {
         assert_eq!(Disk::read(dir.join("none").to_str().unwrap()), Disk::Missing);
         assert_eq!(Disk::read(dir.to_str().unwrap()), Disk::Unreadable, "a directory");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `--editor-buffers always` sent the editor any path the kernel had checked lexically:
+    /// a workspace symlink to a file outside would be read by the editor.
+    #[test]
+    fn the_editor_is_asked_only_for_paths_that_resolve_inside_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(ws.join("src")).unwrap();
+        std::fs::write(ws.join("src/main.rs"), "fn main() {}").unwrap();
+        std::fs::write(dir.path().join("id_rsa"), "secret").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("id_rsa"), ws.join("key")).unwrap();
+        std::os::unix::fs::symlink(dir.path(), ws.join("up")).unwrap();
+        std::os::unix::fs::symlink(ws.join("src/main.rs"), ws.join("inner")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("gone"), ws.join("dangling")).unwrap();
+
+        for inside in ["src/main.rs", "inner", "src/new.rs", "new/dir/file.rs"] {
+            assert!(editor_may_read(&ws.join(inside), &ws), "{inside}");
+        }
+        for outside in ["key", "up/id_rsa", "up/new.rs", "dangling", "src/../../id_rsa"] {
+            assert!(!editor_may_read(&ws.join(outside), &ws), "{outside}");
+        }
+        assert!(!editor_may_read(&dir.path().join("id_rsa"), &ws));
+        assert!(!editor_may_read(Path::new("relative.rs"), &ws));
     }
 }

@@ -524,9 +524,25 @@ const EDITOR_READ_WAIT: std::time::Duration = std::time::Duration::from_secs(10)
 /// editor read means the disk.
 fn answer_read(session: &Arc<Session>, kernel: &KernelClient, cx: &ConnectionTo<Client>, read: ReadRequest) {
     let Some(mode) = session.render.editor_reads else { return };
-    let sent = cx.send_request(ReadTextFileRequest::new(session.id.clone(), PathBuf::from(&read.path)));
-    let kernel = kernel.clone();
+    let (kernel, cx, session) = (kernel.clone(), cx.clone(), session.clone());
     tokio::spawn(async move {
+        // The path the kernel checked lexically, resolved as the editor will: a workspace
+        // symlink to a file outside is left to the sandboxed read, which refuses it.
+        let (path, workspace) = (PathBuf::from(&read.path), session.workspace.clone());
+        let allowed = tokio::task::spawn_blocking(move || {
+            workspace.is_some_and(|workspace| buffers::editor_may_read(&path, &workspace))
+        })
+        .await
+        .unwrap_or(false);
+        if !allowed {
+            tracing::debug!(path = %read.path, "resolves outside the workspace: not asked of the editor");
+            let params = serde_json::json!({ "request_id": read.request_id, "outcome": ReadAnswer::UseDisk.outcome() });
+            if let Err(err) = kernel.call("ui.respond", params).await {
+                tracing::debug!(request_id = %read.request_id, "ui.respond: {err}");
+            }
+            return;
+        }
+        let sent = cx.send_request(ReadTextFileRequest::new(session.id.clone(), PathBuf::from(&read.path)));
         let editor = match tokio::time::timeout(EDITOR_READ_WAIT, sent.block_task()).await {
             Ok(Ok(response)) => Some(response.content),
             Ok(Err(err)) => {

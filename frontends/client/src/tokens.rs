@@ -7,7 +7,9 @@
 //! never `settings.json`, which the kernel reads strictly and which holds no secrets) has one
 //! key, `tokens`: a list of tokens, each its own principal ([`principal_for_token`]), or a
 //! map from principal to token. Anything else in it stops the frontend with an error naming
-//! the file and what is wrong; a missing file adds no tokens.
+//! the file and what is wrong; a missing file adds no tokens. A file that its group or
+//! others may read or write (`mode & 0o077`) is refused, with the `chmod 600` that fixes it:
+//! its tokens may already be someone else's.
 //!
 //! [`principal_for_token`]: crate::principal::principal_for_token
 
@@ -24,21 +26,49 @@ pub enum TokenFileError {
     Read { path: PathBuf, source: std::io::Error },
     #[error("{}: {message}", path.display())]
     Invalid { path: PathBuf, message: String },
+    #[error(
+        "{path} holds tokens but its group or others may read or write it (mode {mode:o}); \
+         run `chmod 600 {path}` (and replace its tokens if others could read them)",
+        path = path.display()
+    )]
+    Exposed { path: PathBuf, mode: u32 },
 }
 
 /// The tokens of `env_value` (the variable's value; `None` when unset) and of the file
 /// `file_name` in `config_dir`, by the rule of this module.
 pub fn load_tokens(env_value: Option<&str>, config_dir: &Path, file_name: &str) -> Result<TokenTable, TokenFileError> {
     let path = config_dir.join(file_name);
-    let mut tokens = match std::fs::read_to_string(&path) {
-        Ok(text) => parse_token_file(&text).map_err(|message| TokenFileError::Invalid { path, message })?,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => TokenTable::default(),
-        Err(source) => return Err(TokenFileError::Read { path, source }),
+    let mut tokens = match read_private(&path) {
+        Ok(Some(text)) => parse_token_file(&text).map_err(|message| TokenFileError::Invalid { path, message })?,
+        Ok(None) => TokenTable::default(),
+        Err(err) => return Err(err),
     };
     for token in env_value.map(crate::principal::split_list).unwrap_or_default() {
         tokens.add_listed(&token);
     }
     Ok(tokens)
+}
+
+/// A token file's text, `None` when there is none; an error when its group or others may read
+/// or write it (checked on the open file, so the mode and the text are the same file's).
+fn read_private(path: &Path) -> Result<Option<String>, TokenFileError> {
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    let read_error = |source| TokenFileError::Read { path: path.to_path_buf(), source };
+    let mut file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(read_error(source)),
+    };
+    let meta = file.metadata().map_err(read_error)?;
+    let mode = meta.permissions().mode() & 0o7777;
+    // Not a file (a directory): reading it says what is wrong.
+    if meta.is_file() && mode & 0o077 != 0 {
+        return Err(TokenFileError::Exposed { path: path.to_path_buf(), mode });
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text).map_err(read_error)?;
+    Ok(Some(text))
 }
 
 /// Reads a token file: `{"tokens": ["token", ...]}` or `{"tokens": {"principal": "token",
@@ -79,8 +109,15 @@ pub fn parse_token_file(text: &str) -> Result<TokenTable, String> {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
     use crate::principal::principal_for_token;
+
+    fn write_private(path: &Path, text: &str) {
+        std::fs::write(path, text).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
 
     #[test]
     fn the_file_gives_a_list_or_named_principals() {
@@ -112,7 +149,7 @@ mod tests {
         let file = "tokens.json";
         assert!(!load_tokens(None, dir.path(), file).unwrap().is_enabled(), "a missing file adds none");
         assert_eq!(load_tokens(Some("e1, ,e2"), dir.path(), file).unwrap().len(), 2);
-        std::fs::write(dir.path().join(file), r#"{"tokens": {"alice": "ka", "bob": "e2"}}"#).unwrap();
+        write_private(&dir.path().join(file), r#"{"tokens": {"alice": "ka", "bob": "e2"}}"#);
         assert_eq!(load_tokens(Some("  "), dir.path(), file).unwrap().len(), 2);
         let both = load_tokens(Some("e1,e2"), dir.path(), file).unwrap();
         assert_eq!(both.len(), 3, "e2 is named twice and counts once");
@@ -124,7 +161,7 @@ mod tests {
     #[test]
     fn errors_name_the_file_and_what_is_wrong() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("gateway.json"), r#"{"token": ["a"]}"#).unwrap();
+        write_private(&dir.path().join("gateway.json"), r#"{"token": ["a"]}"#);
         let err = load_tokens(Some("e1"), dir.path(), "gateway.json").unwrap_err().to_string();
         assert!(err.contains(&dir.path().join("gateway.json").display().to_string()), "{err}");
         assert!(err.contains("`token`"), "{err}");
@@ -132,5 +169,23 @@ mod tests {
         std::fs::create_dir(dir.path().join("rpc.json")).unwrap();
         let err = load_tokens(None, dir.path(), "rpc.json").unwrap_err();
         assert!(matches!(err, TokenFileError::Read { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn a_file_others_may_read_or_write_is_refused_with_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rpc.json");
+        write_private(&path, r#"{"tokens": ["k"]}"#);
+        assert!(load_tokens(None, dir.path(), "rpc.json").unwrap().is_enabled());
+        for mode in [0o644, 0o640, 0o604, 0o620, 0o602, 0o660] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            let err = load_tokens(None, dir.path(), "rpc.json").unwrap_err();
+            assert!(matches!(err, TokenFileError::Exposed { .. }), "{mode:o}: {err:?}");
+            let said = err.to_string();
+            assert!(said.contains(&format!("run `chmod 600 {}`", path.display())), "{said}");
+            assert!(said.contains(&format!("mode {mode:o}")), "{said}");
+        }
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o400)).unwrap();
+        assert!(load_tokens(None, dir.path(), "rpc.json").unwrap().is_enabled());
     }
 }

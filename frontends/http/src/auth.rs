@@ -106,6 +106,8 @@ mod tests {
         assert!(!load_tokens(None, dir.path()).unwrap().is_enabled());
         assert_eq!(load_tokens(Some("e1, e2"), dir.path()).unwrap().len(), 2);
         std::fs::write(dir.path().join(crate::CONFIG_FILE), r#"{"tokens": ["f1", "e2"]}"#).unwrap();
+        let private = std::os::unix::fs::PermissionsExt::from_mode(0o600);
+        std::fs::set_permissions(dir.path().join(crate::CONFIG_FILE), private).unwrap();
         let file_only = load_tokens(None, dir.path()).unwrap();
         assert_eq!(file_only.len(), 2);
         assert_eq!(file_only.principal_of("f1"), Some(principal_for_token("f1")));

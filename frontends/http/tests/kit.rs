@@ -54,6 +54,9 @@ fn tokens_from_gateway_json_guard_the_routes_and_satisfy_the_bind_rule() {
         let env = TestEnv::new();
         let config = env.locations.config_dir.join("gateway.json");
         std::fs::write(&config, r#"{"tokens": ["from-file"], "tokenz": []}"#).unwrap();
+        let (_, err) = env.run_to_exit(&[name, "--port", "0"], &[]);
+        assert!(err.contains(&format!("chmod 600 {}", config.display())), "{name}: a readable gateway.json: {err}");
+        std::fs::set_permissions(&config, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
         let (ok, err) = env.run_to_exit(&[name, "--port", "0"], &[]);
         assert!(!ok, "{name}: a gateway.json with an unknown key must stop the server");
         assert!(err.contains("gateway.json") && err.contains("tokenz"), "{name}: {err}");

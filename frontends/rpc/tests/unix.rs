@@ -449,7 +449,9 @@ async fn a_client_gone_mid_watch_costs_the_kernel_nothing() {
 #[tokio::test]
 async fn tokens_from_the_config_file_name_their_principals() {
     let env = TestEnv::new();
-    std::fs::write(env.locations.config_dir.join("rpc.json"), r#"{"tokens": {"alice": "key-for-alice"}}"#).unwrap();
+    let file = env.locations.config_dir.join("rpc.json");
+    std::fs::write(&file, r#"{"tokens": {"alice": "key-for-alice"}}"#).unwrap();
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let server = UnixServer::start(&env, &[]).await;
     let mut c = server.client().await;
     assert_eq!(c.err("harness.list", json!({})).await["code"], json!(-32001));

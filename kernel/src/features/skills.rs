@@ -7,16 +7,23 @@
 //! and description after its system prompt; the model loads one's instructions, or a file
 //! beside them, through the tool.
 //!
-//! Like `AGENTS.md` (`rules.rs`), skills are configuration the kernel reads itself, at each
-//! turn: only regular files (a symlink is skipped, so a skill cannot pull another file in),
-//! bounded in size; a file without a description is left out, with a log line.
+//! Like `AGENTS.md` (`rules.rs`), skills are configuration the kernel reads itself, unconfined,
+//! at each turn: resolved beneath the config directory or the workspace without following a
+//! link (a symlinked `.superpi`, `skills`, skill directory or file is refused, with a message
+//! the `skill` tool's list repeats, so a workspace cannot point the kernel at a file the
+//! confined `read` refuses), from directories and files owned by the user or root, each file
+//! checked on the descriptor it is read from (`beneath.rs`), regular and bounded in size; a
+//! file without a description is left out, with a log line.
 
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+
+use crate::features::beneath::{self, Entry};
 
 /// The tool that loads a skill.
 pub(crate) const SKILL_TOOL: &str = "skill";
-/// The skills directory inside a workspace.
-pub(crate) const WORKSPACE_SKILLS: &str = ".superpi/skills";
+/// The directory inside a workspace that holds `skills/`.
+const WORKSPACE_DIR: &str = ".superpi";
 /// A skill directory's instructions file.
 const SKILL_FILE: &str = "SKILL.md";
 /// The most bytes of a skill's file read.
@@ -36,6 +43,9 @@ pub(crate) struct Skill {
     pub file: PathBuf,
     /// Its directory, whose other files belong to it (`NAME/SKILL.md`); none for `NAME.md`.
     pub dir: Option<PathBuf>,
+    /// The directory its instructions file is read from, and that file's name in it.
+    pub at: Root,
+    pub file_name: String,
 }
 
 /// A skill file's front matter and body.
@@ -92,70 +102,147 @@ pub(crate) fn valid_name(name: &str) -> bool {
         && name.chars().all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
+/// A skills directory: a directory opened by path (the config directory or the workspace, both
+/// the user's choice) and the names beneath it, each opened from its parent's descriptor
+/// without following a link and owned by the user or root (`beneath.rs`). A skill's own
+/// directory is one too, one name deeper.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Root {
+    pub base: PathBuf,
+    pub beneath: Vec<String>,
+}
+
+impl Root {
+    pub(crate) fn new(base: &Path, beneath: &[&str]) -> Root {
+        Root { base: base.to_path_buf(), beneath: beneath.iter().map(|n| n.to_string()).collect() }
+    }
+
+    /// Its path, for messages.
+    pub(crate) fn path(&self) -> PathBuf {
+        self.beneath.iter().fold(self.base.clone(), |path, name| path.join(name))
+    }
+
+    fn join(&self, name: &str) -> Root {
+        let mut root = self.clone();
+        root.beneath.push(name.to_string());
+        root
+    }
+
+    /// Opens it: `Ok(None)` when it does not exist; an error when a name on the way is a
+    /// symbolic link or another user's.
+    pub(crate) fn open(&self) -> Result<Option<OwnedFd>, String> {
+        let Some(mut fd) = beneath::open_root(&self.base)? else { return Ok(None) };
+        let mut shown = self.base.clone();
+        for name in &self.beneath {
+            shown.push(name);
+            match beneath::open_dir(&fd, name, &shown)? {
+                Some(next) => fd = next,
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(fd))
+    }
+
+    /// The text of the regular file at `relative` (plain names) beneath it, reached through no
+    /// link, at most [`MAX_SKILL_BYTES`]; `Ok(None)` when there is none.
+    pub(crate) fn read(&self, relative: &[&str]) -> Result<Option<String>, String> {
+        let Some((file, dirs)) = relative.split_last() else { return Ok(None) };
+        let Some(mut fd) = self.open()? else { return Ok(None) };
+        let mut shown = self.path();
+        for name in dirs {
+            shown.push(name);
+            match beneath::open_dir(&fd, name, &shown)? {
+                Some(next) => fd = next,
+                None => return Ok(None),
+            }
+        }
+        shown.push(file);
+        let Some((bytes, len)) = beneath::read_file(&fd, file, &shown, MAX_SKILL_BYTES + 1)? else {
+            return Ok(None);
+        };
+        if len > MAX_SKILL_BYTES {
+            return Err(format!("{} holds {len} bytes, more than the {MAX_SKILL_BYTES} a skill may", shown.display()));
+        }
+        String::from_utf8(bytes).map(Some).map_err(|_| format!("{} is not UTF-8 text", shown.display()))
+    }
+}
+
 /// The skills directories, the user's first (a later one's skill replaces an earlier one's).
-pub(crate) fn roots(config_dir: &Path, workspace: Option<&Path>) -> Vec<PathBuf> {
-    let mut roots = vec![config_dir.join("skills")];
-    roots.extend(workspace.map(|w| w.join(WORKSPACE_SKILLS)));
+pub(crate) fn roots(config_dir: &Path, workspace: Option<&Path>) -> Vec<Root> {
+    let mut roots = vec![Root::new(config_dir, &["skills"])];
+    roots.extend(workspace.map(|w| Root::new(w, &[WORKSPACE_DIR, "skills"])));
     roots
 }
 
-/// Every skill of these directories, by name.
-pub(crate) fn discover(roots: &[PathBuf]) -> Vec<Skill> {
-    let mut skills: Vec<Skill> = Vec::new();
-    for root in roots {
-        let Ok(entries) = std::fs::read_dir(root) else { continue };
-        let mut entries: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
-        entries.sort();
-        for path in entries {
-            let Some(skill) = read_skill(&path) else { continue };
-            skills.retain(|s| s.name != skill.name);
-            skills.push(skill);
-        }
-    }
-    skills.sort_by(|a, b| a.name.cmp(&b.name));
-    skills
+/// The skills found, and what was refused (a link, another user's directory), in words.
+#[derive(Debug, Default)]
+pub(crate) struct Found {
+    pub skills: Vec<Skill>,
+    pub refused: Vec<String>,
 }
 
-/// The skill at `path` (a `NAME/` directory with `SKILL.md`, or a `NAME.md` file), if it is one.
-fn read_skill(path: &Path) -> Option<Skill> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    let (file, dir, fallback) = if meta.is_dir() {
-        (path.join(SKILL_FILE), Some(path.to_path_buf()), path.file_name()?.to_str()?.to_string())
-    } else if meta.is_file() && path.extension().is_some_and(|e| e == "md") {
-        (path.to_path_buf(), None, path.file_stem()?.to_str()?.to_string())
-    } else {
-        return None;
+/// Every skill of these directories, by name.
+pub(crate) fn discover(roots: &[Root]) -> Found {
+    let mut found = Found::default();
+    for root in roots {
+        let fd = match root.open() {
+            Ok(Some(fd)) => fd,
+            Ok(None) => continue,
+            Err(why) => {
+                found.refused.push(why);
+                continue;
+            }
+        };
+        for (name, entry) in beneath::entries(&fd) {
+            match read_skill(root, &name, entry) {
+                Ok(Some(skill)) => {
+                    found.skills.retain(|s| s.name != skill.name);
+                    found.skills.push(skill);
+                }
+                Ok(None) => {}
+                Err(why) => found.refused.push(why),
+            }
+        }
+    }
+    for why in &found.refused {
+        tracing::warn!("skill not read: {why}");
+    }
+    found.skills.sort_by(|a, b| a.name.cmp(&b.name));
+    found
+}
+
+/// The skill at `name` beneath `root` (a `NAME/` directory with `SKILL.md`, or a `NAME.md`
+/// file), if it is one.
+fn read_skill(root: &Root, name: &str, entry: Entry) -> Result<Option<Skill>, String> {
+    let (at, file_name, fallback) = match entry {
+        Entry::Dir => (root.join(name), SKILL_FILE, name),
+        Entry::File => match name.strip_suffix(".md") {
+            Some(stem) => (root.clone(), name, stem),
+            None => return Ok(None),
+        },
+        Entry::Link if Path::new(name).extension().is_none_or(|e| e == "md") => {
+            return Err(format!(
+                "{} is a symbolic link; superpi does not follow it (make it a directory or file of its own)",
+                root.path().join(name).display()
+            ));
+        }
+        Entry::Link | Entry::Other => return Ok(None),
     };
-    let text = read_regular(&file).ok()?;
+    let Some(text) = at.read(&[file_name])? else { return Ok(None) };
+    let file = at.path().join(file_name);
     let parsed = parse(&text);
-    let name = parsed.name.unwrap_or(fallback);
+    let name = parsed.name.unwrap_or_else(|| fallback.to_string());
     if !valid_name(&name) {
         tracing::warn!("skill {}: `{name}` is not a skill name (letters, digits, - _ .)", file.display());
-        return None;
+        return Ok(None);
     }
     let Some(description) = parsed.description else {
         tracing::warn!("skill {}: no `description:` in its front matter, so it is not listed", file.display());
-        return None;
+        return Ok(None);
     };
     let description: String = description.chars().take(MAX_DESCRIPTION_CHARS).collect();
-    Some(Skill { name, description, file, dir })
-}
-
-/// A regular file's text (not through a symlink), at most [`MAX_SKILL_BYTES`].
-pub(crate) fn read_regular(path: &Path) -> Result<String, String> {
-    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if !meta.file_type().is_file() {
-        return Err(format!("{} is not a regular file", path.display()));
-    }
-    if meta.len() > MAX_SKILL_BYTES {
-        return Err(format!(
-            "{} holds {} bytes, more than the {MAX_SKILL_BYTES} a skill may",
-            path.display(),
-            meta.len()
-        ));
-    }
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", path.display()))
+    let dir = (entry == Entry::Dir).then(|| at.path());
+    Ok(Some(Skill { name, description, file, dir, at, file_name: file_name.to_string() }))
 }
 
 /// The list of skills for the system prompt, within its budget; `None` without skills.
@@ -188,7 +275,7 @@ pub(crate) fn system_prompt(
     if !offers_tool {
         return base;
     }
-    match (base, index(&discover(&roots(config_dir, workspace)))) {
+    match (base, index(&discover(&roots(config_dir, workspace)).skills)) {
         (Some(base), Some(index)) => Some(format!("{base}\n\n{index}")),
         (base, index) => base.or(index),
     }

@@ -21,7 +21,7 @@ fn a_skill_loads_with_its_files_and_nothing_outside_it() {
     write(&dir.path().join("secret.txt"), "secret");
     std::os::unix::fs::symlink(dir.path().join("secret.txt"), root.join("forms/leak.txt")).unwrap();
     std::os::unix::fs::symlink(dir.path(), root.join("forms/up")).unwrap();
-    let skills = discover(std::slice::from_ref(&root));
+    let skills = discover(&[crate::features::skills::Root::new(dir.path(), &["skills"])]);
 
     let loaded = answer(&skills, args(Some("forms"), None)).unwrap();
     assert_eq!(
@@ -35,8 +35,8 @@ fn a_skill_loads_with_its_files_and_nothing_outside_it() {
     let refused = [
         (args(Some("forms"), Some("../secret.txt")), "not a path inside the skill"),
         (args(Some("forms"), Some("/etc/passwd")), "not a path inside the skill"),
-        (args(Some("forms"), Some("leak.txt")), "leads outside the skill"),
-        (args(Some("forms"), Some("up/secret.txt")), "leads outside the skill"),
+        (args(Some("forms"), Some("leak.txt")), "leak.txt is a symbolic link; superpi does not follow it"),
+        (args(Some("forms"), Some("up/secret.txt")), "up is a symbolic link; superpi does not follow it"),
         (args(Some("forms"), Some("nope.txt")), "has no file `nope.txt`"),
         (args(Some("single"), Some("x.md")), "is a single file"),
         (args(Some("missing"), None), "no skill is named `missing`. Skills:\n- forms"),

@@ -119,7 +119,7 @@ pub(super) fn row_info(
 }
 
 pub(super) fn open(kernel: &Arc<Kernel>, peer: &Peer, p: OpenParams) -> Reply {
-    let attached = attached_servers(&p.mcp_servers)?;
+    let attached = attached_servers(peer, &p.mcp_servers)?;
     let existing = match (p.conversation_id, &p.external_id) {
         (Some(id), _) => Some(id),
         (None, Some(external)) => {
@@ -177,12 +177,27 @@ pub(super) fn open(kernel: &Arc<Kernel>, peer: &Peer, p: OpenParams) -> Reply {
 
 type AttachedServers = Option<std::collections::BTreeMap<String, superpi_policy::McpServerConfig>>;
 
-/// `session.open`'s `mcp_servers`, checked: `None` when none are given.
+/// `session.open`'s `mcp_servers`, checked: `None` when none are given. Only a local peer (an
+/// editor's frontend, whose protocol carries its servers) may attach them: each is a command
+/// the kernel's user runs, which a remote principal (a token over rpc or the gateway) must not
+/// name.
 pub(super) fn attached_servers(
+    peer: &Peer,
     servers: &[superpi_proto::method::McpServerParam],
 ) -> Result<AttachedServers, ErrorObject> {
     if servers.is_empty() {
         return Ok(None);
+    }
+    if peer.remote {
+        return Err(ErrorObject::new(
+            codes::FORBIDDEN,
+            format!(
+                "mcp_servers: a remote caller ({} through {}) may not attach MCP servers: each is a command run \
+                 as the kernel's user. Name them in settings.json (`superpi mcp add`), or attach them from a \
+                 local frontend (an editor over ACP)",
+                peer.principal, peer.frontend
+            ),
+        ));
     }
     let mut attached = std::collections::BTreeMap::new();
     for server in servers {
