@@ -4,18 +4,26 @@
 //! every start, so each frontend process idled with them resident. Packed, they are a few
 //! kilobytes. Only the binaries are linked so; test executables are not.
 //!
-//! `superpi-frontend` is also linked with `frontend-hot.ld` (written by `hot_code.py`): the
-//! functions its roles run to start and answer a first request, gathered at the start of its
-//! code, so an idle frontend's touched pages (and the neighbours each fault maps with them)
-//! are those rather than most of the binary. A linker without `INSERT` in scripts (mold) can
-//! build without it: SUPERPI_HOT_LAYOUT=0.
+//! Writes the build identity both binaries carry (`build_id.rs` in OUT_DIR, read by
+//! `src/exec.rs`): a hash of the sources they are built from, so `superpi` knows a
+//! `superpi-frontend` built from other sources, whatever the files' times.
+//!
+//! A release `superpi-frontend` is also linked with `frontend-hot.ld` (see
+//! docs/frontend-hot-layout.md).
+
+use std::hash::{DefaultHasher, Hasher};
+use std::path::{Path, PathBuf};
+
+/// The sources the binaries are built from, beside this crate's own (paths from the workspace
+/// root): the crates it depends on and the lock file. `tests/` and `conformance/` are not.
+const SOURCES: &[&str] = &["Cargo.toml", "Cargo.lock", "kernel", "providers", "sandbox", "frontends"];
 
 fn main() {
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     let env = std::env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
     if os == "linux" && env == "gnu" {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
-        if std::env::var_os("SUPERPI_HOT_LAYOUT").is_none_or(|v| v != "0") {
+        if hot_layout() {
             let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
             println!("cargo:rustc-link-arg-bin=superpi-frontend=-Wl,-T,{dir}/frontend-hot.ld");
         }
@@ -23,4 +31,70 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=frontend-hot.ld");
     println!("cargo:rerun-if-env-changed=SUPERPI_HOT_LAYOUT");
+    write_build_id();
+}
+
+/// Whether to link `frontend-hot.ld`: in release builds (its symbols are the release build's;
+/// a debug build matches none of them), unless SUPERPI_HOT_LAYOUT=0 (a linker without `INSERT`
+/// in scripts, such as mold); SUPERPI_HOT_LAYOUT=1 asks for it in any profile.
+fn hot_layout() -> bool {
+    match std::env::var("SUPERPI_HOT_LAYOUT").as_deref() {
+        Ok("0") => false,
+        Ok("1") => true,
+        _ => std::env::var("PROFILE").is_ok_and(|p| p == "release"),
+    }
+}
+
+/// Writes `build_id.rs`: `BUILD_ID`, 16 hex digits hashing every file under [`SOURCES`], the
+/// profile and the features. Cargo runs this script again when any of them changes, and once
+/// per build for both binaries, so two binaries of one build carry the same identity, and a
+/// binary relinked alone after a change carries another.
+fn write_build_id() {
+    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    let root = manifest.parent().and_then(Path::parent).unwrap_or(&manifest).to_path_buf();
+    let mut files = Vec::new();
+    for source in SOURCES {
+        let path = root.join(source);
+        println!("cargo:rerun-if-changed={}", path.display());
+        collect(&path, &mut files);
+    }
+    if !files.iter().any(|f| f.starts_with(&manifest)) {
+        // Built outside the workspace (a packaged crate): its own sources.
+        collect(&manifest, &mut files);
+    }
+    files.sort();
+    let mut hash = DefaultHasher::new();
+    for file in &files {
+        hash.write(file.strip_prefix(&root).unwrap_or(file).as_os_str().as_encoded_bytes());
+        hash.write(&std::fs::read(file).unwrap_or_default());
+    }
+    for (key, value) in std::env::vars() {
+        if key.starts_with("CARGO_FEATURE_") || ["PROFILE", "OPT_LEVEL", "DEBUG", "TARGET"].contains(&key.as_str()) {
+            hash.write(key.as_bytes());
+            hash.write(value.as_bytes());
+        }
+    }
+    let id = format!("{:016x}", hash.finish());
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default()).join("build_id.rs");
+    let text = format!("/// This build's identity (build.rs).\npub(crate) const BUILD_ID: [u8; 16] = *b\"{id}\";\n");
+    if std::fs::read_to_string(&out).ok().as_deref() != Some(text.as_str()) {
+        std::fs::write(&out, text).unwrap_or_else(|err| panic!("writing {}: {err}", out.display()));
+    }
+}
+
+/// The files under `path` (or `path` itself), skipping build output and hidden folders.
+fn collect(path: &Path, files: &mut Vec<PathBuf>) {
+    let Ok(meta) = std::fs::metadata(path) else { return };
+    if meta.is_file() {
+        files.push(path.to_path_buf());
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(path) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if name == "target" || name.to_string_lossy().starts_with('.') {
+            continue;
+        }
+        collect(&entry.path(), files);
+    }
 }

@@ -7,9 +7,10 @@ cached file maps its neighbours too (64 KiB of fault-around, whole page-cache fo
 run at start that is scattered over the binary keeps most of it resident. Gathered, it is about
 1.6 MB. The symbols are the release build's; functions missing from the list (new code, other
 hashes after a toolchain or dependency update) only land in the ordinary text: the layout gets
-worse, never wrong. Run it again after such changes (it takes seconds):
+worse, never wrong. Run it again after such changes, or when frontend_idle's last line
+reports that the list has decayed, through the release step that also relinks and measures:
 
-    cargo build --release -p superpi-cli && frontends/cli/hot_code.py
+    cargo xtask hot-layout
 
 It runs each role as frontend_idle does (acp and mcp: initialize; rpc --unix: session.list;
 gateway: GET /v1/models; agui: a GET), under valgrind's callgrind, against a kernel of its own

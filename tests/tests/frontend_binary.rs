@@ -1,7 +1,7 @@
 //! The frontends' own binary: `superpi acp` and `superpi mcp` become `superpi-frontend` (the
 //! same process, by exec) and serve; `superpi-frontend` started directly autostarts the full
-//! `superpi` as its kernel, whose confined tools run; `SUPERPI_FRONTEND_EXEC=0` keeps the role
-//! in `superpi`.
+//! `superpi` as its kernel, whose confined tools run; `SUPERPI_FRONTEND_EXEC=0`, or a
+//! `superpi-frontend` of another build, keeps the role in `superpi`.
 //!
 //! Build both binaries first: `cargo build -p superpi-cli`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
@@ -36,7 +36,7 @@ async fn acp_and_mcp_through_superpi_run_as_the_frontend_binary() {
         assert_eq!(
             canonical(frontend.exe()),
             canonical(frontend_bin()),
-            "superpi {role} (a superpi-frontend older than superpi is not used: build both, `cargo build -p superpi-cli`)"
+            "superpi {role} (a superpi-frontend of another build is not used: build both, `cargo build -p superpi-cli`)"
         );
 
         // Told not to, superpi serves the role itself.
@@ -50,6 +50,30 @@ async fn acp_and_mcp_through_superpi_run_as_the_frontend_binary() {
     let out = env.command(&["mcp", "list"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("no MCP servers"), "{out:?}");
+}
+
+/// Beside a `superpi-frontend` of another build (a script here: it carries no build identity,
+/// as one left from an earlier build carries another), `superpi acp` serves in its own process.
+#[tokio::test]
+async fn a_frontend_of_another_build_is_not_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let superpi = dir.path().join("superpi");
+    if std::fs::hard_link(superpi_bin(), &superpi).is_err() {
+        std::fs::copy(superpi_bin(), &superpi).unwrap();
+    }
+    let stale = dir.path().join("superpi-frontend");
+    std::fs::write(&stale, "#!/bin/sh\necho 'the stale frontend ran' >&2\nexit 9\n").unwrap();
+    std::fs::set_permissions(&stale, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let mut cmd = std::process::Command::new(&superpi);
+    cmd.arg("acp").current_dir(&env.workspace);
+    env.apply_env(&mut cmd);
+    let mut acp = Stdio2::spawn(cmd);
+    let answer = acp.call(0, "initialize", acp_initialize(), |_| None).await;
+    assert!(answer["protocolVersion"].is_number(), "{answer}");
+    assert_eq!(canonical(acp.exe()), canonical(superpi), "served by superpi itself");
 }
 
 #[tokio::test]

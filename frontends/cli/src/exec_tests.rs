@@ -1,7 +1,5 @@
 use std::ffi::OsString;
-use std::fs::{File, FileTimes};
 use std::os::unix::fs::PermissionsExt;
-use std::time::{Duration, SystemTime};
 
 use super::*;
 
@@ -56,9 +54,8 @@ fn everything_else_stays_in_this_binary() {
     }
 }
 
-fn touch(path: &std::path::Path, mode: u32, modified: SystemTime) {
-    let file = File::create(path).unwrap();
-    file.set_times(FileTimes::new().set_modified(modified)).unwrap();
+fn write(path: &std::path::Path, mode: u32, text: &str) {
+    std::fs::write(path, text).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
@@ -67,23 +64,25 @@ fn only_an_executable_sibling_of_the_same_build_is_used() {
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("superpi");
     let sibling = dir.path().join(FRONTEND_BIN);
-    let now = SystemTime::now();
-    touch(&exe, 0o755, now);
-    assert_eq!(usable_sibling(&exe), None, "missing");
+    write(&exe, 0o755, "");
+    assert!(usable_sibling(&exe, &BUILD_ID).is_err(), "missing");
 
-    touch(&sibling, 0o644, now);
-    assert_eq!(usable_sibling(&exe), None, "not executable");
+    write(&sibling, 0o644, "");
+    assert!(usable_sibling(&exe, &BUILD_ID).is_err(), "not executable");
 
-    touch(&sibling, 0o755, now - Duration::from_secs(30));
-    assert_eq!(usable_sibling(&exe), Some(sibling.clone()), "linked half a minute before");
+    write(&sibling, 0o755, "#!/bin/sh\necho 0123456789abcdef\n");
+    let why = usable_sibling(&exe, &BUILD_ID).unwrap_err();
+    assert!(why.contains("no build identity"), "a script: {why}");
 
-    touch(&sibling, 0o755, now + Duration::from_secs(600));
-    assert_eq!(usable_sibling(&exe), Some(sibling.clone()), "built since");
-
-    touch(&sibling, 0o755, now - STALE_AFTER - Duration::from_secs(1));
-    assert_eq!(usable_sibling(&exe), None, "left from an earlier build");
+    // This test executable links the library, so it carries this build's identity.
+    std::fs::remove_file(&sibling).unwrap();
+    std::os::unix::fs::symlink(std::env::current_exe().unwrap(), &sibling).unwrap();
+    assert_eq!(build_id_of(&sibling), Some(BUILD_ID));
+    assert_eq!(usable_sibling(&exe, &BUILD_ID), Ok(sibling.clone()), "this build");
+    let why = usable_sibling(&exe, b"0123456789abcdef").unwrap_err();
+    assert!(why.contains("another build"), "{why}");
 
     std::fs::remove_file(&sibling).unwrap();
     std::fs::create_dir(&sibling).unwrap();
-    assert_eq!(usable_sibling(&exe), None, "a directory");
+    assert!(usable_sibling(&exe, &BUILD_ID).is_err(), "a directory");
 }

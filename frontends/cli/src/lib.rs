@@ -46,6 +46,7 @@ pub fn main() -> ExitCode {
     };
     let kernel = matches!(cli.command, Some(Command::Kernel(_)));
     start::init_logging(if kernel { "info" } else { "warn" });
+    exec::log_why_here();
     let sizing = start::Sizing { kernel, one_client: serves_one_client(&cli.command) };
     start::run(sizing, args::dispatch(cli))
 }

@@ -3,7 +3,11 @@
 //! idle until its RSS held still for a second, and where that memory is (its binary's own
 //! pages: `superpi-frontend`'s, which `superpi` execs for these roles, or `superpi`'s when
 //! SUPERPI_FRONTEND_EXEC=0; other mapped files such as libc; anonymous), with its private part
-//! (pages no other process shares) and its proportional share (PSS). Asserts nothing.
+//! (pages no other process shares) and its proportional share (PSS); then how much of
+//! frontends/cli/frontend-hot.ld (the hot-code layout a release `superpi-frontend` is linked
+//! with) still names functions of that binary: a toolchain or dependency update renames them,
+//! and the layout decays until it is written again (docs/frontend-hot-layout.md). Asserts
+//! nothing. Needs binutils (`nm`, `readelf`) for the last line.
 //!
 //! `cargo build --release -p superpi-cli && cargo run --release -p superpi-tests --bin frontend_idle`
 //! (the first builds both binaries)
@@ -46,6 +50,44 @@ fn main() {
             rss.exe
         );
     }
+    println!("{}", hot_layout_report(&superpi_tests::superpi_bin().with_file_name("superpi-frontend")));
+}
+
+/// How many of frontend-hot.ld's functions `frontend` still holds, and whether it was linked
+/// with the layout (its `.text.hot` section).
+fn hot_layout_report(frontend: &std::path::Path) -> String {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../frontends/cli/frontend-hot.ld");
+    let Ok(script) = std::fs::read_to_string(script) else { return "frontend-hot.ld: none".into() };
+    let run = |program: &str, args: &[&str]| {
+        let out = std::process::Command::new(program).args(args).arg(frontend).output();
+        out.ok().filter(|o| o.status.success()).map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    let (Some(symbols), Some(sections)) = (run("nm", &["--defined-only"]), run("readelf", &["-S", "-W"])) else {
+        return format!("frontend-hot.ld: cannot read {} (nm and readelf from binutils)", frontend.display());
+    };
+    let symbols: Vec<&str> = symbols.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
+    let exact: std::collections::HashSet<&str> = symbols.iter().copied().collect();
+    // hot_code.py writes three kinds: the whole name, `*` and a legacy name's hash suffix, or
+    // a long name's first 120 characters and `*`.
+    let legacy: std::collections::HashSet<&str> =
+        symbols.iter().filter_map(|s| s.get(s.len().saturating_sub(20)..)).collect();
+    let patterns: Vec<&str> =
+        script.lines().filter_map(|l| l.trim().strip_prefix("*(.text.")?.strip_suffix(')')).collect();
+    let found = patterns
+        .iter()
+        .filter(|p| match (p.strip_prefix('*'), p.strip_suffix('*')) {
+            (Some(suffix), _) => legacy.contains(suffix),
+            (None, Some(prefix)) => symbols.iter().any(|s| s.starts_with(prefix)),
+            (None, None) => exact.contains(*p),
+        })
+        .count();
+    let linked = sections
+        .lines()
+        .find(|l| l.contains(" .text.hot "))
+        .and_then(|l| l.split_whitespace().skip_while(|w| *w != ".text.hot").nth(4))
+        .and_then(|size| u64::from_str_radix(size, 16).ok())
+        .map_or("not linked with it".to_string(), |size| format!(".text.hot {:.1} MB", size as f64 / 1e6));
+    format!("frontend-hot.ld: {found} of {} functions still found in {} ({linked})", patterns.len(), frontend.display())
 }
 
 /// Resident memory in KiB.
