@@ -250,8 +250,10 @@ async fn only_a_local_caller_attaches_mcp_servers() {
         env: Default::default(),
     };
     let workspace = Some(env.workspace.display().to_string());
+    // A token's principal over rpc (the frontend names it in its hello).
     let mut opts = env.connect_options("rpc");
     opts.remote = true;
+    opts.principal = "key-0123456789abcdef".into();
     let remote = KernelClient::connect(&opts).await.unwrap();
     let refused = remote
         .open(OpenParams { workspace: workspace.clone(), mcp_servers: vec![server()], ..Default::default() })
@@ -264,7 +266,10 @@ async fn only_a_local_caller_attaches_mcp_servers() {
     let refused = remote.open(again).await.unwrap_err();
     assert_eq!(refused.code(), Some(superpi_proto::message::codes::FORBIDDEN), "{refused}");
 
-    let local = KernelClient::connect(&env.connect_options("acp")).await.unwrap();
+    // An editor over ACP: a remote mode ceiling, but the kernel's own user.
+    let mut editor = env.connect_options("acp");
+    editor.remote = true;
+    let local = KernelClient::connect(&editor).await.unwrap();
     let opened = local
         .open(OpenParams {
             workspace: Some(env.workspace.display().to_string()),

@@ -35,6 +35,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert!(!load(None, dir.path()).unwrap().is_enabled());
         std::fs::write(dir.path().join(CONFIG_FILE), r#"{"tokens": {"alice": "ka"}}"#).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path().join(CONFIG_FILE), std::fs::Permissions::from_mode(0o600)).unwrap();
         assert_eq!(load(None, dir.path()).unwrap().principal_of("ka").as_deref(), Some("alice"));
         assert_eq!(load(Some("  "), dir.path()).unwrap().principal_of("ka").as_deref(), Some("alice"));
         let both = load(Some("e1, ,e2"), dir.path()).unwrap();

@@ -80,8 +80,11 @@ pub struct ProviderEnv {
     pub autostart: bool,
 }
 
+/// The principal of a connection without a token: the kernel's own user.
+pub const LOCAL_PRINCIPAL: &str = "local";
+
 fn local_principal() -> String {
-    "local".to_string()
+    LOCAL_PRINCIPAL.to_string()
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -188,7 +188,9 @@ pub(super) fn attached_servers(
     if servers.is_empty() {
         return Ok(None);
     }
-    if peer.remote {
+    // The kernel's own user only (an editor over ACP is; a token's principal over rpc or the
+    // gateway is not): each server is a command run as that user.
+    if peer.principal != superpi_proto::message::LOCAL_PRINCIPAL {
         return Err(ErrorObject::new(
             codes::FORBIDDEN,
             format!(
