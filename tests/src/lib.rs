@@ -256,12 +256,20 @@ pub fn kill_and_wait(pid: i32) {
         libc::kill(pid, libc::SIGKILL);
     }
     for _ in 0..500 {
-        if !Path::new(&format!("/proc/{pid}")).exists() || is_zombie(pid) {
+        // A killed multi-threaded process's leader shows as a zombie while its other threads
+        // are still exiting, and they share its descriptors (the kernel's lock among them):
+        // it is dead once it is gone, or a zombie with no thread but the leader left.
+        if !Path::new(&format!("/proc/{pid}")).exists() || (is_zombie(pid) && threads_left(pid) <= 1) {
             return;
         }
         std::thread::yield_now();
         std::thread::park_timeout(std::time::Duration::from_millis(10));
     }
+}
+
+/// How many threads of `pid` are still listed (0 once it is gone).
+fn threads_left(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.count()).unwrap_or(0)
 }
 
 /// Whether `pid` is a zombie, or gone.
