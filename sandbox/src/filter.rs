@@ -3,15 +3,16 @@
 //! without network, one with), which the child installs last, before exec.
 //!
 //! Every rule is stated once, in [`refusals`]: a map from call number to the argument
-//! conditions under which it is refused. seccompiler compiles both layers from it, behind a
-//! short hand-written prologue for what it cannot say (another architecture's calls answered
-//! EPERM, x32 numbers and clone3/openat2 ENOSYS). The kernel emulates a program once per call
-//! number at install, so the call's layer, installed on every call, costs by its length:
-//! seccompiler's (88 instructions with network, 151 without) took 0.041-0.048 ms more to
-//! install than the hand-assembled binary search it replaces (36-52), and 0.043 ms more per
-//! call in sandbox_bench (median of 28 interleaved pairs), under the 0.05 ms that would have
-//! kept hand assembly (sandbox/ARCHITECTURE.md, "seccomp"). `filter_tests.rs` runs both
-//! layers through a BPF interpreter for every rule.
+//! conditions under which it is refused. seccompiler compiles the spawner's layer from it,
+//! behind a short hand-written prologue for what it cannot say (another architecture's calls
+//! answered EPERM, x32 numbers and clone3/openat2 ENOSYS). The call's layer is assembled by
+//! hand (`filter_call.rs`, a binary search): the child installs it on every call, and the
+//! kernel emulates a program once per call number at install, so its length is paid each time.
+//! Interleaved in sandbox_bench (16 pairs, load 8-9 on 2 cores), seccompiler's call layer (88
+//! instructions with network, 151 without, against 36-52) cost 0.052 ms more per call (median
+//! of the pairs; spawn phase 0.057 ms), over the 0.05 ms that keeps hand assembly.
+//! `filter_tests.rs` runs the installed layers through a BPF interpreter for every rule, and
+//! checks the hand-assembled call layer decides as seccompiler's compile of the same rules.
 //!
 //! What each family of allowed and refused calls means for a tool is in ARCHITECTURE.md beside
 //! this crate ("seccomp").
@@ -156,6 +157,10 @@ const IOPRIO_WHO_USER: u32 = 3;
 pub enum FilterError {
     #[error("seccomp: {0}")]
     Compile(#[from] seccompiler::BackendError),
+    #[error("seccomp: a jump of the program is too long ({0} instructions)")]
+    JumpTooLong(usize),
+    #[error("seccomp: the program jumps to a missing or earlier label {0}")]
+    Label(String),
 }
 
 /// The program is installed in two layers, which a call must both pass. The spawner thread of
@@ -169,14 +174,23 @@ pub(crate) enum Layer {
     Call { network: bool },
 }
 
+/// The program of one layer: the spawner's compiled by seccompiler, the call's by hand.
+pub(crate) fn program(layer: Layer) -> Result<Program, FilterError> {
+    match layer {
+        Layer::Spawner => compiled(layer),
+        Layer::Call { network } => call_layer::program(network),
+    }
+}
+
 /// The numbers whose rules belong to the call's layer.
 fn in_call_layer(nr: i64) -> bool {
     MOUNT_CALLS.contains(&nr) || NETWORK_CALLS.contains(&nr) || nr == libc::SYS_socket || nr == libc::SYS_socketpair
 }
 
-/// The program of one layer: the rules of [`refusals`] that belong to it, compiled by
-/// seccompiler behind the prologue.
-pub(crate) fn program(layer: Layer) -> Result<Program, FilterError> {
+/// seccompiler's program of one layer: the rules of [`refusals`] that belong to it, behind
+/// the prologue. (The call's layer is compiled so only by the tests, which compare it with
+/// the hand-assembled one.)
+fn compiled(layer: Layer) -> Result<Program, FilterError> {
     let call = matches!(layer, Layer::Call { .. });
     let mut refused = refusals(matches!(layer, Layer::Call { network: true }))?;
     refused.retain(|nr, _| in_call_layer(*nr) == call);
@@ -202,7 +216,6 @@ const RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
 const DATA_NR: u32 = 0;
 const DATA_ARCH: u32 = 4;
 
-#[cfg(test)]
 const ALLOW: u32 = libc::SECCOMP_RET_ALLOW;
 const EPERM: u32 = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
 const NOSYS: u32 = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
@@ -299,6 +312,9 @@ fn refusals(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, FilterErro
     }
     Ok(rules)
 }
+
+#[path = "filter_call.rs"]
+mod call_layer;
 
 #[cfg(test)]
 #[path = "filter_tests.rs"]
