@@ -5,18 +5,15 @@
 //! kilobytes. Only the binaries are linked so; test executables are not.
 //!
 //! Writes the build identity both binaries carry (`build_id.rs` in OUT_DIR, read by
-//! `src/exec.rs`): a hash of the sources they are built from, so `superpi` knows a
-//! `superpi-frontend` built from other sources, whatever the files' times.
+//! `src/exec.rs`): a hash of the sources they are built from (`build_sources.rs`), so
+//! `superpi` knows a `superpi-frontend` built from other sources, whatever the files' times.
 //!
 //! A release `superpi-frontend` is also linked with `frontend-hot.ld` (see
 //! docs/frontend-hot-layout.md).
 
-use std::hash::{DefaultHasher, Hasher};
 use std::path::{Path, PathBuf};
 
-/// The sources the binaries are built from, beside this crate's own (paths from the workspace
-/// root): the crates it depends on and the lock file. `tests/` and `conformance/` are not.
-const SOURCES: &[&str] = &["Cargo.toml", "Cargo.lock", "kernel", "providers", "sandbox", "frontends"];
+include!("build_sources.rs");
 
 fn main() {
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
@@ -45,56 +42,33 @@ fn hot_layout() -> bool {
     }
 }
 
-/// Writes `build_id.rs`: `BUILD_ID`, 16 hex digits hashing every file under [`SOURCES`], the
-/// profile and the features. Cargo runs this script again when any of them changes, and once
-/// per build for both binaries, so two binaries of one build carry the same identity, and a
-/// binary relinked alone after a change carries another.
+/// Writes `build_id.rs`: `BUILD_ID`, 16 hex digits: 8 of the hash of every file under
+/// [`SOURCES`] (which the end-to-end tests compare with their own, see tests/build.rs), 8 of the
+/// profile and the features; and `VERSION`, what `superpi --version` prints after the name.
+/// Cargo runs this script again when any of them changes, and once per build for both
+/// binaries, so two binaries of one build carry the same identity, and a binary relinked alone
+/// after a change carries another.
 fn write_build_id() {
+    use std::hash::Hasher;
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
-    let root = manifest.parent().and_then(Path::parent).unwrap_or(&manifest).to_path_buf();
-    let mut files = Vec::new();
-    for source in SOURCES {
-        let path = root.join(source);
-        println!("cargo:rerun-if-changed={}", path.display());
-        collect(&path, &mut files);
-    }
-    if !files.iter().any(|f| f.starts_with(&manifest)) {
-        // Built outside the workspace (a packaged crate): its own sources.
-        collect(&manifest, &mut files);
-    }
-    files.sort();
-    let mut hash = DefaultHasher::new();
-    for file in &files {
-        hash.write(file.strip_prefix(&root).unwrap_or(file).as_os_str().as_encoded_bytes());
-        hash.write(&std::fs::read(file).unwrap_or_default());
-    }
+    let workspace = manifest.parent().and_then(Path::parent).unwrap_or(&manifest).to_path_buf();
+    let root = if workspace.join("frontends/cli").is_dir() { workspace } else { manifest };
+    let sources = sources_hash(&root);
+    let mut hash = std::hash::DefaultHasher::new();
     for (key, value) in std::env::vars() {
         if key.starts_with("CARGO_FEATURE_") || ["PROFILE", "OPT_LEVEL", "DEBUG", "TARGET"].contains(&key.as_str()) {
             hash.write(key.as_bytes());
             hash.write(value.as_bytes());
         }
     }
-    let id = format!("{:016x}", hash.finish());
+    let id = format!("{:08x}{:08x}", sources as u32, hash.finish() as u32);
+    let version = std::env::var("CARGO_PKG_VERSION").unwrap_or_default();
     let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default()).join("build_id.rs");
-    let text = format!("/// This build's identity (build.rs).\npub(crate) const BUILD_ID: [u8; 16] = *b\"{id}\";\n");
+    let text = format!(
+        "/// This build's identity (build.rs).\npub(crate) const BUILD_ID: [u8; 16] = *b\"{id}\";\n\
+         /// The version and build identity `--version` prints.\npub(crate) const VERSION: &str = \"{version} (build {id})\";\n"
+    );
     if std::fs::read_to_string(&out).ok().as_deref() != Some(text.as_str()) {
         std::fs::write(&out, text).unwrap_or_else(|err| panic!("writing {}: {err}", out.display()));
-    }
-}
-
-/// The files under `path` (or `path` itself), skipping build output and hidden folders.
-fn collect(path: &Path, files: &mut Vec<PathBuf>) {
-    let Ok(meta) = std::fs::metadata(path) else { return };
-    if meta.is_file() {
-        files.push(path.to_path_buf());
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(path) else { return };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        if name == "target" || name.to_string_lossy().starts_with('.') {
-            continue;
-        }
-        collect(&entry.path(), files);
     }
 }

@@ -1,5 +1,5 @@
 //! Against the real APIs. Never in CI: each test is ignored, and runs with
-//! `cargo test -p superpi-providers --test live -- --ignored` when its key is set; a run without
+//! `cargo test -p superpi-providers --test all live:: -- --ignored` when its key is set; a run without
 //! the key fails rather than passing in silence.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]

@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod common;
+use crate::common;
 
 use common::recorded;
 use futures::StreamExt;

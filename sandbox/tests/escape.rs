@@ -2,7 +2,7 @@
 //! landlock and seccomp are present, so a machine without them fails rather than skips.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod common;
+use crate::common;
 
 use std::io::ErrorKind;
 use std::net::TcpListener;
@@ -469,5 +469,5 @@ fn the_battery_as_an_ordinary_user() {
         "root_only_secrets_in_etc_are_masked",
         "the_process_count_of_a_call_is_bounded",
     ];
-    common::rerun_as_nobody("the_battery_as_an_ordinary_user", &root_only);
+    common::rerun_as_nobody(module_path!(), &root_only);
 }

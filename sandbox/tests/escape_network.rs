@@ -2,7 +2,7 @@
 //! each must be refused, and the listener the test holds must receive nothing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod common;
+use crate::common;
 
 use std::io::ErrorKind;
 use std::net::{TcpListener, UdpSocket};
@@ -118,5 +118,5 @@ async fn abstract_unix_sockets_outside_the_call_are_refused_even_with_network() 
 
 #[test]
 fn the_battery_as_an_ordinary_user() {
-    common::rerun_as_nobody("the_battery_as_an_ordinary_user", &[]);
+    common::rerun_as_nobody(module_path!(), &[]);
 }

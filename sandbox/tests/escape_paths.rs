@@ -3,7 +3,7 @@
 //! be refused and leave the outside as it was.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod common;
+use crate::common;
 
 use common::{python, root_env};
 use serde_json::json;
@@ -116,5 +116,5 @@ async fn the_files_of_a_fake_home_are_out_of_reach() {
 #[test]
 fn the_battery_as_an_ordinary_user() {
     // Root-only layer: a /dev/shm of the call's own needs a mount namespace.
-    common::rerun_as_nobody("the_battery_as_an_ordinary_user", &["dev_shm_is_the_calls_own"]);
+    common::rerun_as_nobody(module_path!(), &["dev_shm_is_the_calls_own"]);
 }

@@ -2,7 +2,7 @@
 //! each must be refused, and the process outside must be left as it was.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 
@@ -331,5 +331,5 @@ fn the_battery_as_an_ordinary_user() {
     // private IPC namespace that keeps System V shared memory of the same user out of reach.
     let root_only =
         ["the_call_cannot_leave_or_loosen_its_cgroup", "shared_memory_of_a_process_outside_is_out_of_reach"];
-    common::rerun_as_nobody("the_battery_as_an_ordinary_user", &root_only);
+    common::rerun_as_nobody(module_path!(), &root_only);
 }

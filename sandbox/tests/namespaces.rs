@@ -3,7 +3,7 @@
 //! from: a workspace made again, or a change of the machine's mount table.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

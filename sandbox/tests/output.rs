@@ -2,7 +2,7 @@
 //! deadline and cancel.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
@@ -126,13 +126,13 @@ async fn a_call_dropped_half_way_leaves_nothing_behind() {
         first = rx.recv() => first.unwrap().trim().to_string(),
     };
     // The future is dropped here; the cleanup it spawns kills the whole call.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::path::Path::new(&format!("/proc/{pid}/cmdline")).exists()
-        && std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z"))
-    {
-        assert!(Instant::now() < deadline, "the grandchild {pid} of a dropped call is still running");
-        tokio::task::yield_now().await;
-    }
+    let pid: i32 = pid.parse().unwrap();
+    superpi_tests::wait::until(
+        &format!("the grandchild {pid} of a dropped call ends"),
+        superpi_tests::wait::PATIENCE,
+        async || superpi_tests::is_zombie(pid),
+    )
+    .await;
 }
 
 #[test]

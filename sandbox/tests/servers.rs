@@ -3,7 +3,7 @@
 //! the home directory are not.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::root_env;
 use superpi_sandbox::ServerSpec;

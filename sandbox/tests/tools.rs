@@ -2,7 +2,7 @@
 //! outside the workspace (refused by the tool itself).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::Env;
 use serde_json::{Value, json};

@@ -1,7 +1,7 @@
 //! What must keep working inside the sandbox.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

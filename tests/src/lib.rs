@@ -25,6 +25,7 @@ pub mod pages;
 pub mod postgres_server;
 pub mod real_machine;
 pub mod stdio;
+pub mod wait;
 
 /// The fixture MCP server of this build (src/bin/mcp_fixture.rs, beside `superpi`).
 pub fn mcp_fixture_bin() -> PathBuf {
@@ -33,19 +34,46 @@ pub fn mcp_fixture_bin() -> PathBuf {
     bin
 }
 
-/// The `superpi` binary of this build (target/debug/superpi beside the test executable).
+/// The `superpi` binary of this build (target/debug/superpi beside the test executable, or
+/// `SUPERPI_BIN`), once it is known to be built from the sources these tests were: a binary
+/// left from an earlier build fails the test rather than passing it with old code.
 pub fn superpi_bin() -> PathBuf {
-    if let Some(path) = std::env::var_os("SUPERPI_BIN") {
-        return PathBuf::from(path);
-    }
-    let exe = std::env::current_exe().expect("test executable path");
-    let mut dir = exe.parent().expect("test dir").to_path_buf();
-    if dir.ends_with("deps") {
-        dir.pop();
-    }
-    let bin = dir.join("superpi");
-    assert!(bin.exists(), "{} is missing: build it first with `cargo build -p superpi-cli`", bin.display());
-    bin
+    static CHECKED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    CHECKED
+        .get_or_init(|| {
+            let bin = match std::env::var_os("SUPERPI_BIN") {
+                Some(path) => PathBuf::from(path),
+                None => {
+                    let exe = std::env::current_exe().expect("test executable path");
+                    let mut dir = exe.parent().expect("test dir").to_path_buf();
+                    if dir.ends_with("deps") {
+                        dir.pop();
+                    }
+                    dir.join("superpi")
+                }
+            };
+            assert!(bin.exists(), "{} is missing: build it first with `cargo build --workspace --bins`", bin.display());
+            assert_built_from_these_sources(&bin);
+            bin
+        })
+        .clone()
+}
+
+include!(concat!(env!("OUT_DIR"), "/sources_id.rs"));
+
+/// Fails unless `superpi --version` names a build of the sources these tests were built with.
+fn assert_built_from_these_sources(bin: &Path) {
+    let out = Command::new(bin).arg("--version").output().expect("running superpi --version");
+    let version = String::from_utf8_lossy(&out.stdout);
+    let id = version.split("(build ").nth(1).map(|rest| rest.chars().take(8).collect::<String>());
+    assert!(
+        id.as_deref() == Some(SOURCES_ID),
+        "{} is built from other sources than these tests ({} says {:?}, the sources are {SOURCES_ID}): \
+         build it again with `cargo build --workspace --bins`",
+        bin.display(),
+        bin.display(),
+        version.trim(),
+    );
 }
 
 /// `superpi-frontend` beside `superpi`: the frontends' own binary, which `superpi acp|mcp|rpc|
@@ -125,16 +153,15 @@ impl TestEnv {
     /// is acknowledged once its turn row is written, also one that steers a running turn and
     /// publishes nothing until it joins.
     pub async fn wait_for_turn_rows(&self, count: i64) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        loop {
+        wait::until(&format!("the store holds {count} turns"), wait::PATIENCE, async || {
             let rows = rusqlite::Connection::open(self.database_path())
                 .and_then(|db| db.query_row("SELECT COUNT(*) FROM turns", [], |r| r.get::<_, i64>(0)));
-            if rows.as_ref().is_ok_and(|n| *n >= count) {
-                return;
+            match rows {
+                Ok(n) if n >= count => Ok(()),
+                other => Err(format!("{other:?}")),
             }
-            assert!(std::time::Instant::now() < deadline, "the store never held {count} turns: {rows:?}");
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        })
+        .await;
     }
 
     /// The pid the running kernel wrote into its lock file.
@@ -158,14 +185,8 @@ impl TestEnv {
     pub async fn wait_for_kernel(&self) -> superpi_client::KernelClient {
         let mut opts = self.connect_options("test");
         opts.autostart = false;
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        loop {
-            match superpi_client::KernelClient::connect(&opts).await {
-                Ok(client) => return client,
-                Err(err) => assert!(std::time::Instant::now() < deadline, "no kernel answered: {err}"),
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        wait::until("a kernel answers", wait::PATIENCE, async || superpi_client::KernelClient::connect(&opts).await)
+            .await
     }
 
     /// `superpi kernel` started by hand with these extra variables (killed when dropped), and a
@@ -255,16 +276,12 @@ pub fn kill_and_wait(pid: i32) {
     unsafe {
         libc::kill(pid, libc::SIGKILL);
     }
-    for _ in 0..500 {
-        // A killed multi-threaded process's leader shows as a zombie while its other threads
-        // are still exiting, and they share its descriptors (the kernel's lock among them):
-        // it is dead once it is gone, or a zombie with no thread but the leader left.
-        if !Path::new(&format!("/proc/{pid}")).exists() || (is_zombie(pid) && threads_left(pid) <= 1) {
-            return;
-        }
-        std::thread::yield_now();
-        std::thread::park_timeout(std::time::Duration::from_millis(10));
-    }
+    // A killed multi-threaded process's leader shows as a zombie while its other threads are
+    // still exiting, and they share its descriptors (the kernel's lock among them): it is dead
+    // once it is gone, or a zombie with no thread but the leader left.
+    wait::until_blocking(&format!("killed process {pid} ends"), wait::PATIENCE, || {
+        !Path::new(&format!("/proc/{pid}")).exists() || (is_zombie(pid) && threads_left(pid) <= 1)
+    });
 }
 
 /// How many threads of `pid` are still listed (0 once it is gone).

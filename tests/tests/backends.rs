@@ -15,7 +15,7 @@ use superpi_proto::EventBody;
 use superpi_proto::method::{OpenParams, WatchParams};
 use superpi_providers::testing::answers::Answer;
 use superpi_providers::testing::fakes::{AnthropicFake, FakeServer, GeminiFake, OpenAiFake, ResponsesFake};
-use superpi_tests::{TestEnv, turn_events};
+use superpi_tests::{TestEnv, turn_events, wait};
 
 /// A stand-in `claude`: answers `--version`, otherwise runs `body` (a shell script).
 fn stand_in(env: &TestEnv, body: &str) -> PathBuf {
@@ -186,12 +186,7 @@ exec sleep 600"#;
     client.cancel(cid).await.unwrap();
     let events = turn_events(&mut sub, turn_id).await;
     assert!(matches!(events.last().map(|e| &e.body), Some(EventBody::TurnCancelled {})), "{events:?}");
-    let gone = async {
-        while !superpi_tests::is_zombie(pid) {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(10), gone).await.expect("the backend's process was killed");
+    wait::until("the backend's process is killed", wait::PATIENCE, async || superpi_tests::is_zombie(pid)).await;
 }
 
 /// The real Claude Code: `superpi run` with the claude-code harness runs a turn with a tool

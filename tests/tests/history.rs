@@ -5,8 +5,6 @@
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
-use std::time::{Duration, Instant};
-
 use serde_json::Value;
 use superpi_client::KernelClient;
 use superpi_proto::method::WatchParams;
@@ -14,7 +12,7 @@ use superpi_proto::{ContentBlock, Entry, EntryKind, EventBody};
 use superpi_providers::testing::Reply;
 use superpi_providers::testing::answers::Answer;
 use superpi_providers::testing::fakes::{AnthropicFake, FakeServer, GeminiFake, OpenAiFake};
-use superpi_tests::{TestEnv, next_event, open_and_watch, turn_events};
+use superpi_tests::{TestEnv, next_event, open_and_watch, turn_events, wait};
 
 async fn connect(env: &TestEnv) -> KernelClient {
     KernelClient::connect(&env.connect_options("test")).await.expect("connect")
@@ -159,16 +157,12 @@ async fn kill_during_a_tool_then_continue(fake: FakeServer, model: &str) {
     // watcher starts none).
     let mut opts = env.connect_options("test");
     opts.autostart = false;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let (watcher, conv) = loop {
-        if let Ok(watcher) = KernelClient::connect(&opts).await
-            && let Some(conv) = watcher.list().await.unwrap().first()
-        {
-            break (watcher.clone(), conv.conversation_id);
-        }
-        assert!(Instant::now() < deadline, "{model}: the run opened no conversation");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let (watcher, conv) = wait::until(&format!("{model}: the run opens a conversation"), wait::PATIENCE, async || {
+        let watcher = KernelClient::connect(&opts).await.ok()?;
+        let conv = watcher.list().await.unwrap().first()?.conversation_id;
+        Some((watcher, conv))
+    })
+    .await;
     let mut sub = watcher.watch(watch_from_start(conv)).await.unwrap();
     let started =
         next_event(&mut sub, |e| matches!(e.body, EventBody::ToolStarted { .. }) || e.body.is_turn_end()).await;

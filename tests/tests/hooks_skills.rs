@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use superpi_providers::testing::answers::Answer;
 use superpi_providers::testing::fakes::OpenAiFake;
-use superpi_tests::TestEnv;
+use superpi_tests::{TestEnv, wait};
 
 fn settings(env: &TestEnv, settings: Value) {
     std::fs::write(env.locations.config_dir.join("settings.json"), settings.to_string()).unwrap();
@@ -126,11 +126,7 @@ fn a_hook_that_times_out_refuses_the_call_and_a_failing_observer_is_a_notice() {
     );
     // The after_turn hook runs once the turn's end is known, without holding it up.
     let turn = env.workspace.join("turn.json");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !turn.exists() {
-        assert!(Instant::now() < deadline, "the after_turn hook ran within 20 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait::until_blocking("the after_turn hook runs", wait::PATIENCE, || turn.exists());
     let turn: Value = serde_json::from_str(&std::fs::read_to_string(turn).unwrap()).unwrap();
     assert_eq!(turn["hook"], "after_turn");
     assert_eq!(turn["status"], "completed", "{turn}");

@@ -14,7 +14,7 @@ use superpi_client::KernelClient;
 use superpi_proto::message::{ClientHello, codes};
 use superpi_proto::method::{OpenParams, WatchParams};
 use superpi_proto::{ClientMessage, EventBody, KernelMessage, frame};
-use superpi_tests::{TestEnv, open_and_watch, postgres_server, turn_events};
+use superpi_tests::{TestEnv, open_and_watch, postgres_server, turn_events, wait};
 use tokio::net::UnixStream;
 use tokio_util::codec::Framed;
 
@@ -512,17 +512,8 @@ fn an_autostarted_kernel_exits_after_idling() {
     let out = env.command(&["run", "hello"]).env("SUPERPI_KERNEL_IDLE_EXIT", "1").output().unwrap();
     assert!(out.status.success());
     let pid = env.kernel_pid().unwrap();
-    // Bounded wait for a condition (the process leaving), not a sleep standing in for one.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while std::path::Path::new(&format!("/proc/{pid}")).exists() && !zombie(pid) {
-        assert!(std::time::Instant::now() < deadline, "the idle kernel {pid} did not exit");
-        std::thread::park_timeout(Duration::from_millis(50));
-    }
+    wait::until_blocking(&format!("the idle kernel {pid} exits"), wait::PATIENCE, || superpi_tests::is_zombie(pid));
     assert!(!env.locations.socket_path().exists(), "it removed its socket");
-}
-
-fn zombie(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| s.contains(") Z ")).unwrap_or(true)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -596,14 +587,10 @@ async fn a_direct_tool_call_runs_confined_and_can_be_cancelled() {
         })
     };
     let started = std::time::Instant::now();
-    loop {
-        let r = client.call("tool.cancel", serde_json::json!({"call_id": "c-slow"})).await.unwrap();
-        if r["cancelled"] == true {
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(10), "the call never showed up");
-        tokio::task::yield_now().await;
-    }
+    wait::until("the call shows up and is cancelled", wait::PATIENCE, async || {
+        client.call("tool.cancel", serde_json::json!({"call_id": "c-slow"})).await.unwrap()["cancelled"] == true
+    })
+    .await;
     let result = tokio::time::timeout(Duration::from_secs(10), slow).await.unwrap().unwrap().unwrap();
     assert_eq!(result["is_error"], true);
     assert!(started.elapsed() < Duration::from_secs(10));

@@ -6,13 +6,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
 use std::process::{Output, Stdio};
-use std::time::{Duration, Instant};
 
 use superpi_client::KernelClient;
 use superpi_proto::EventBody;
 use superpi_providers::testing::answers::Answer;
 use superpi_providers::testing::fakes::OpenAiFake;
-use superpi_tests::{TestEnv, open_and_watch};
+use superpi_tests::{TestEnv, next_event, open_and_watch};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -109,14 +108,7 @@ async fn an_autostarted_kernel_running_a_turn_is_not_replaced_and_says_so() {
     let client = KernelClient::connect(&env.connect_options("test")).await.unwrap();
     let (conv, mut sub) = open_and_watch(&client, &env.workspace, Some("auto"), false).await;
     client.submit_text(conv, "@tool bash {\"command\": \"sleep 30\"}").await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let event = tokio::time::timeout(left, sub.next()).await.unwrap().unwrap();
-        if matches!(event.body, EventBody::ToolStarted { .. }) {
-            break;
-        }
-    }
+    next_event(&mut sub, |e| matches!(e.body, EventBody::ToolStarted { .. })).await;
     let pid = env.kernel_pid().unwrap();
 
     let out = env.command(&["run", "--model", "gpt-4o-mini", "hi"]).env("OPENAI_API_KEY", "sk-new").output().unwrap();

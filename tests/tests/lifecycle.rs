@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use superpi_client::KernelClient;
 use superpi_proto::EventBody;
-use superpi_tests::{TestEnv, open_and_watch, turn_events};
+use superpi_tests::{TestEnv, open_and_watch, turn_events, wait};
 
 async fn client(env: &TestEnv) -> KernelClient {
     KernelClient::connect(&env.connect_options("test")).await.expect("connect")
@@ -16,18 +16,6 @@ async fn client(env: &TestEnv) -> KernelClient {
 
 fn process_runs(pid: i32) -> bool {
     !superpi_tests::is_zombie(pid)
-}
-
-/// Waits (bounded) for a process to exit; false when it still runs after `limit`.
-fn exits_within(pid: i32, limit: Duration) -> bool {
-    let deadline = Instant::now() + limit;
-    while process_runs(pid) {
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::park_timeout(Duration::from_millis(10));
-    }
-    true
 }
 
 fn turn_status(env: &TestEnv, turn_id: i64) -> (String, Option<String>) {
@@ -90,7 +78,7 @@ async fn sigterm_ends_running_and_queued_turns_as_interrupted_and_tells_the_watc
     );
     assert!(tokio::time::timeout(Duration::from_secs(10), sub.next()).await.unwrap().is_none(), "then it closes");
 
-    assert!(exits_within(pid, Duration::from_secs(20)), "the kernel exits after draining");
+    wait::until_blocking("the kernel exits after draining", wait::PATIENCE, || !process_runs(pid));
     assert!(
         stopped_at.elapsed() < Duration::from_secs(15),
         "the drain waited on the sleep: {:?}",

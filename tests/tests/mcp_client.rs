@@ -4,12 +4,10 @@
 //! sandbox): one server per workspace, shared, stopped when idle, started again after a crash.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)] // test helpers fail loudly
 
-use std::time::{Duration, Instant};
-
 use serde_json::{Value, json};
 use superpi_proto::EventBody;
 use superpi_proto::method::{McpServerParam, OpenParams, WatchParams};
-use superpi_tests::{TestEnv, is_zombie, turn_events};
+use superpi_tests::{TestEnv, is_zombie, turn_events, wait};
 
 /// Writes the user's settings with these MCP servers.
 fn servers(env: &TestEnv, servers: serde_json::Value) {
@@ -149,15 +147,10 @@ fn status_servers(env: &TestEnv) -> Vec<Value> {
 
 /// Polls `kernel status` until `done` holds of its servers (30 s at most).
 fn wait_for_servers(env: &TestEnv, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    wait::until_blocking(what, wait::PATIENCE, || {
         let servers = status_servers(env);
-        if done(&servers) {
-            return servers;
-        }
-        assert!(Instant::now() < deadline, "{what}: {servers:?}");
-        std::thread::park_timeout(Duration::from_millis(100));
-    }
+        if done(&servers) { Ok(servers) } else { Err(format!("{servers:?}")) }
+    })
 }
 
 #[test]
@@ -185,11 +178,9 @@ fn a_server_stops_after_idling_and_starts_again_at_its_next_use() {
     assert_eq!(first.len(), 1, "{first:?}");
     let pid = first[0]["pid"].as_i64().unwrap() as i32;
     wait_for_servers(&env, "the idle server was not stopped", |s| s.is_empty());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::path::Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(pid) {
-        assert!(Instant::now() < deadline, "the stopped server's process {pid} is still there");
-        std::thread::park_timeout(Duration::from_millis(50));
-    }
+    wait::until_blocking(&format!("the stopped server's process {pid} ends"), wait::PATIENCE, || {
+        !std::path::Path::new(&format!("/proc/{pid}")).exists() || is_zombie(pid)
+    });
     let (ok, stdout, stderr) = run(&env, "accept-edits", r#"@tool mcp__fix__echo {"text":"two"}"#);
     assert!(ok && stdout.contains("echo: two"), "{stdout}\n{stderr}");
     assert!(!stderr.contains("had stopped"), "an idle stop is no news: {stderr}");

@@ -5,12 +5,12 @@
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use superpi_client::KernelClient;
 use superpi_proto::method::WatchParams;
 use superpi_proto::{Event, EventBody};
-use superpi_tests::{TestEnv, open_and_watch, turn_events};
+use superpi_tests::{TestEnv, open_and_watch, turn_events, wait};
 
 async fn live_conversations(client: &KernelClient) -> u64 {
     client.status().await.unwrap().live_conversations
@@ -18,15 +18,11 @@ async fn live_conversations(client: &KernelClient) -> u64 {
 
 /// Waits (30 s at most) until the kernel holds `count` live conversations.
 async fn until_live(client: &KernelClient, count: u64) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    wait::until(&format!("{count} conversations live"), wait::PATIENCE, async || {
         let live = live_conversations(client).await;
-        if live == count {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{live} conversations still live, waiting for {count}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        if live == count { Ok(()) } else { Err(format!("{live} live")) }
+    })
+    .await;
 }
 
 fn watch_from(conversation_id: i64, from_seq: Option<u64>) -> WatchParams {
@@ -135,11 +131,11 @@ async fn past_the_soft_limit_idle_conversations_leave_within_a_second() {
     }
     // A one-shot flood (a gateway's requests without a session id) does not wait out the
     // quiet period: the kernel comes back to its soft limit.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while live_conversations(&client).await > 2 {
-        assert!(Instant::now() < deadline, "still {} live", live_conversations(&client).await);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait::until("the kernel back to 2 live conversations", wait::PATIENCE, async || {
+        let live = live_conversations(&client).await;
+        if live <= 2 { Ok(()) } else { Err(format!("{live} live")) }
+    })
+    .await;
     // Each of them still answers, from the store.
     for id in ids {
         let history = client.history(id).await.unwrap();

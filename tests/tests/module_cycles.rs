@@ -8,7 +8,7 @@
 //! a path `crate::x…` anywhere in the code, `super::x…` in a top-level module's own file, or
 //! `crate::Name` where the crate root re-exports `Name` from `x`. Comments, strings and tests
 //! (`*_tests.rs` files and a trailing `#[cfg(test)] mod tests { … }`) do not count: a test may
-//! reach across. `cargo test -p superpi-tests --test module_cycles` lists what it finds.
+//! reach across. `cargo test -p superpi-tests --test all module_cycles` lists what it finds.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test: an unreadable tree fails it loudly
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -16,7 +16,7 @@ use superpi_proto::method::{OpenParams, WatchParams};
 use superpi_proto::tool::{PathAccess, PathArg, ToolCallResult, ToolKind, ToolUi};
 use superpi_proto::{EventBody, ToolDef};
 use superpi_sandbox::{Effect, RunFuture, ToolCall, ToolRunner};
-use superpi_tests::{TestEnv, superpi_bin, turn_events};
+use superpi_tests::{TestEnv, superpi_bin, turn_events, wait};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -73,16 +73,10 @@ async fn a_registered_tool_is_offered_decided_run_and_shown_by_its_facts() {
 
     let mut opts = env.connect_options("registry-test");
     opts.autostart = false;
-    let client = tokio::time::timeout(Duration::from_secs(20), async {
-        loop {
-            if let Ok(client) = superpi_client::KernelClient::connect(&opts).await {
-                return client;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    let client = wait::until("the in-process kernel listens", wait::PATIENCE, async || {
+        superpi_client::KernelClient::connect(&opts).await
     })
-    .await
-    .expect("the in-process kernel listens");
+    .await;
 
     // Offered: the code harness offers every tool of the registry, with its facts.
     let tools = client.tools(None).await.unwrap();

@@ -7,7 +7,7 @@
 //! the crate and its dependencies once more (minutes on a 2-core machine).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod common;
+use crate::common;
 
 use agent_client_protocol::ErrorCode;
 use agent_client_protocol::schema::ProtocolVersion;

@@ -4,7 +4,7 @@
 //! Skipped, saying so, without PostgreSQL binaries unless CI is set.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{Server, http, run_input, text, verify};
 use superpi_tests::{TestEnv, postgres_server};

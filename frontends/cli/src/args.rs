@@ -14,7 +14,7 @@ use crate::{chat, terminal};
 #[derive(Debug, Parser)]
 #[command(
     name = "superpi",
-    version,
+    version = crate::exec::VERSION,
     about = "An agent runtime: one durable kernel, every protocol as a thin frontend.",
     long_about = "An agent runtime: one durable kernel, every protocol as a thin frontend.\n\n\
         Without a command: `superpi` in a terminal opens chat, `superpi -p PROMPT` (or a prompt \

@@ -5,7 +5,7 @@
 //! Build the binary first: `cargo build -p superpi-cli && cargo test -p superpi-mcp`.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{ClientSetup, Session, call_tool, connect_with, text};
 use rmcp::model::{ElicitationAction, ProtocolVersion};

@@ -4,7 +4,7 @@
 //! Build the binary first: `cargo build -p superpi-cli && cargo test -p superpi-mcp`.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used, deprecated)]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
@@ -18,7 +18,7 @@ use rmcp::model::{
 };
 use rmcp::service::PeerRequestOptions;
 use serde_json::{Value, json};
-use superpi_tests::TestEnv;
+use superpi_tests::{TestEnv, wait};
 
 fn resource_text(read: &rmcp::model::ReadResourceResult) -> String {
     match &read.contents[0] {
@@ -230,40 +230,26 @@ async fn cancelling_a_tool_call_kills_its_process() {
     let handle =
         session.client.peer().send_cancellable_request(request, PeerRequestOptions::no_options()).await.unwrap();
     let pid_file = env.workspace.join("sleep.pid");
-    let pid = wait_for(|| std::fs::read_to_string(&pid_file).ok().and_then(|s| s.trim().parse::<i32>().ok()))
-        .await
-        .expect("the command wrote its pid");
+    let pid = wait::until("the command writes its pid", wait::PATIENCE, async || {
+        std::fs::read_to_string(&pid_file).ok().and_then(|s| s.trim().parse::<i32>().ok())
+    })
+    .await;
     let proc_dir = std::path::PathBuf::from(format!("/proc/{pid}"));
     // The pid is written just before the shell execs the sleep: wait for the exec.
-    let is_sleep = || {
+    wait::until("pid is the sleep", wait::PATIENCE, async || {
         let cmdline = std::fs::read(proc_dir.join("cmdline")).unwrap_or_default();
-        String::from_utf8_lossy(&cmdline).contains("sleep").then_some(())
-    };
-    wait_for(is_sleep).await.expect("pid is the sleep");
+        String::from_utf8_lossy(&cmdline).contains("sleep")
+    })
+    .await;
 
     handle.cancel(Some("test".into())).await.unwrap();
-    wait_for(|| (!proc_dir.exists()).then_some(())).await.expect("the sleep is killed and reaped");
+    wait::until("the sleep is killed and reaped", wait::PATIENCE, async || !proc_dir.exists()).await;
     assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
 
     // The server goes on serving tool calls.
     let b = call_tool(&session, "bash", json!({"command": "echo still-here"})).await.unwrap();
     assert!(text(&b).contains("still-here"), "{}", text(&b));
     session.client.cancel().await.expect("close");
-}
-
-/// Polls `probe` until it yields (the state is outside any channel: a file, /proc), at most
-/// [`WAIT`].
-async fn wait_for<T>(mut probe: impl FnMut() -> Option<T>) -> Option<T> {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        if let Some(value) = probe() {
-            return Some(value);
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return None;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 /// Raw stdio: a line that is not JSON gets a parse error and the server keeps serving; end

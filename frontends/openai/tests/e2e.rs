@@ -1,7 +1,7 @@
 //! End-to-end: the real `superpi gateway` process (and the kernel it starts) over HTTP.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -326,13 +326,10 @@ async fn a_client_that_leaves_a_whole_completion_cancels_its_turn() {
         http().post(gw.url("/v1/chat/completions")).header("x-session-id", "impatient").body(body.to_string()).send();
     let waiting = tokio::spawn(request);
     // Wait until the turn runs, then hang up.
-    let conversation_id = loop {
-        let list = client.list().await.unwrap();
-        if let Some(c) = list.iter().find(|c| c.status == "running") {
-            break c.conversation_id;
-        }
-        tokio::task::yield_now().await;
-    };
+    let conversation_id = superpi_tests::wait::until("the turn runs", superpi_tests::wait::PATIENCE, async || {
+        client.list().await.unwrap().iter().find(|c| c.status == "running").map(|c| c.conversation_id)
+    })
+    .await;
     waiting.abort();
     let _ = waiting.await;
     let end = superpi_tests::first_turn_end(&client, conversation_id).await;

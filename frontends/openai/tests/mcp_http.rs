@@ -1,7 +1,7 @@
 //! End-to-end: MCP over Streamable HTTP at `/mcp` of the real gateway process.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{Gateway, http, sse_events};
 use serde_json::{Value, json};

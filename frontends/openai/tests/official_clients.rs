@@ -3,7 +3,7 @@
 //! required; the packages are installed from conformance/package-lock.json when missing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods, clippy::print_stdout)] // a test runs node
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! collector stub that decodes what the kernel posts.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::net::TcpListener;

@@ -8,7 +8,7 @@
 //! root (setpriv switches to uid 65534).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! Build the binary first: `cargo build -p superpi-cli && cargo test -p superpi-rpc`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::json;

@@ -10,7 +10,7 @@ use superpi_proto::ContentBlock;
 use superpi_providers::testing::answers::Answer;
 use superpi_providers::testing::fakes::AnthropicFake;
 
-mod common;
+use crate::common;
 
 use common::{env, run, session, spec};
 

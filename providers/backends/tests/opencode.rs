@@ -14,9 +14,10 @@ use superpi_providers::testing::answers::Answer;
 use superpi_providers::testing::fakes::{FakeServer, OpenAiFake};
 use superpi_providers::testing::rules::Vendor;
 
-mod common;
+use crate::common;
 
-use common::{env, gone, run, session, spec, wait_until};
+use common::{env, run, session, spec};
+use superpi_tests::{is_zombie as gone, wait};
 
 fn endpoint(fake: &FakeServer) -> Endpoint {
     Endpoint {
@@ -207,7 +208,7 @@ async fn an_idle_server_is_stopped_and_the_next_turn_starts_another() {
     let id = session(&events);
     let [pid] = servers.pids()[..] else { panic!("{:?}", servers.pids()) };
     drop(turn);
-    wait_until("the idle server is stopped", Duration::from_secs(30), || servers.pids().is_empty() && gone(pid)).await;
+    wait::until("the idle server is stopped", wait::PATIENCE, async || servers.pids().is_empty() && gone(pid)).await;
 
     let mut turn = servers.start(&env.sandbox, turn_spec("two", Some(id.clone()))).await.unwrap();
     let events = run(&mut turn, Approval::Allow).await;
@@ -242,7 +243,7 @@ async fn a_changed_model_replaces_the_workspaces_server() {
     let [new] = servers.pids()[..] else { panic!("{:?}", servers.pids()) };
     assert_ne!(new, old);
     assert_eq!(servers.started(), 2);
-    wait_until("the replaced server's process ends", Duration::from_secs(30), || gone(old)).await;
+    wait::until("the replaced server's process ends", wait::PATIENCE, async || gone(old)).await;
     let models: Vec<_> = fake.accepted().iter().map(|body| body["model"].clone()).collect();
     assert_eq!(models, [json!("fake-model"), json!("other-model")]);
 }

@@ -109,24 +109,30 @@ pub fn root_env() -> Env {
     env
 }
 
-/// Runs this test binary's battery again as nobody (setpriv, util-linux, as tests/nonroot.rs):
-/// the same scenarios must be refused without root's extra layers. `skip` names the tests that
-/// check a root-only layer (the call cgroup, the read-only mounts) or need root to set up.
-/// Does nothing in the rerun itself, so it does not recurse.
-pub fn rerun_as_nobody(this_test: &str, skip: &[&str]) {
+/// The name of the test that reruns its module's battery.
+const RERUN: &str = "the_battery_as_an_ordinary_user";
+
+/// Runs the battery of test module `module` (the caller's `module_path!()`) again as nobody
+/// (setpriv, util-linux, as tests/nonroot.rs): the same scenarios must be refused without
+/// root's extra layers. `skip` names the tests that check a root-only layer (the call cgroup,
+/// the read-only mounts) or need root to set up. Does nothing in the rerun itself, so it does
+/// not recurse.
+pub fn rerun_as_nobody(module: &str, skip: &[&str]) {
     if as_nobody() {
         return;
     }
+    // Test names leave out the crate's: `escape::…`, not `all::escape::…`.
+    let module = module.split_once("::").map_or(module, |(_, rest)| rest);
     assert_eq!(unsafe { libc::geteuid() }, 0, "setpriv needs root to drop to nobody, as CI has");
     let mut cmd = std::process::Command::new("setpriv");
     cmd.args(["--reuid", "65534", "--regid", "65534", "--clear-groups", "--"])
         .arg(std::env::current_exe().unwrap())
-        .args(["--test-threads", "2", "--skip", this_test])
+        .args(["--test-threads", "2", &format!("{module}::"), "--skip", &format!("{module}::{RERUN}")])
         .env(AS_NOBODY, "1")
         .env("HOME", "/nonexistent")
         .env("TMPDIR", "/tmp");
     for name in skip {
-        cmd.args(["--skip", name]);
+        cmd.args(["--skip", &format!("{module}::{name}")]);
     }
     let out = cmd.output().expect("setpriv (util-linux) drops the battery to nobody");
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -85,24 +85,6 @@ pub fn session(events: &[BackendEvent]) -> String {
     session.expect("a session id")
 }
 
-/// Waits until `done` holds, checking every 50 ms, for at most `limit`.
-pub async fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + limit;
-    while !done() {
-        assert!(tokio::time::Instant::now() < deadline, "{what} within {} s", limit.as_secs());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
-pub fn gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        // The state follows the command name in parentheses, which may hold spaces.
-        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-    }
-}
-
 /// A model reply that never comes: the request stays in flight until the client goes.
 pub fn held() -> superpi_providers::testing::answers::Answer {
     let reply = superpi_providers::testing::Reply { hold: true, ..superpi_providers::testing::Reply::stream(b"", 1) };

@@ -1,0 +1,7 @@
+//! The integration tests of superpi-mcp: one test binary, a module per file (a new file is
+//! declared here; tests/tests/house.rs checks that none is left out).
+
+mod approval;
+mod common;
+mod e2e;
+mod path_lock;
