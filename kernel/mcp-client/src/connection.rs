@@ -24,6 +24,9 @@ use crate::tools::{call_result, tool_def};
 
 /// How long a server has to start and answer `initialize` and `tools/list`.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How a start that timed out begins its error.
+pub(crate) const NO_ANSWER: &str = "it did not answer within";
 /// A call's deadline when the call names none.
 const CALL_TIMEOUT: Duration = Duration::from_secs(300);
 /// Stderr lines kept per server, for notices and errors.
@@ -177,7 +180,7 @@ async fn initialized<E: std::fmt::Display>(
         let listed = service.peer().list_all_tools().await.map_err(|e| format!("tools/list: {e}"))?;
         Ok::<_, String>((service, listed))
     });
-    started.await.unwrap_or_else(|_| Err(format!("it did not answer within {START_TIMEOUT:?}")))
+    started.await.unwrap_or_else(|_| Err(format!("{NO_ANSWER} {START_TIMEOUT:?}")))
 }
 
 /// Streamable HTTP to `url`, with these headers and the bearer token of the kernel's variable

@@ -167,7 +167,7 @@ impl McpClients {
                         attached.tools.insert(route.def.name.clone(), route);
                     }
                 }
-                Err(why) => notices.push(format!("the MCP server `{name}` is not available: {why}")),
+                Err(why) => notices.push(unavailable(&key, &why)),
             }
         }
         (attached, notices)
@@ -181,13 +181,12 @@ impl McpClients {
         call: &ToolCall,
         cancel: &CancellationToken,
     ) -> (ToolCallResult, Vec<String>) {
-        let name = &route.key.name;
         let (slot, notice) = self.slot(&route.key);
         let mut notices: Vec<String> = notice.into_iter().collect();
         let conn = match self.connect(&route.key, &slot).await {
             Ok(conn) => conn,
             Err(why) => {
-                let why = format!("the MCP server `{name}` is not available: {why}");
+                let why = unavailable(&route.key, &why);
                 notices.push(why.clone());
                 return (ToolCallResult::error(why), notices);
             }
@@ -306,7 +305,28 @@ impl McpClients {
     }
 }
 
+/// The notice for a server that could not start. A program without network that never answers
+/// is most often one that downloads at start (`npx -y`, `uvx`) and waits on a refused
+/// connection: the notice says so and how to give it the network.
+fn unavailable(key: &ServerKey, why: &str) -> String {
+    let mut text = format!("the MCP server `{}` is not available: {why}", key.name);
+    let program = matches!(key.config.transport, superpi_policy::McpTransport::Stdio { .. });
+    if program && !key.network && why.starts_with(connection::NO_ANSWER) {
+        text.push_str(&format!(
+            ". It runs without network: if it downloads at start (as `npx -y` and `uvx` do), \
+             give it the network with `superpi mcp add {} --network -- …` or `\"network\": true` in its \
+             `mcp_servers` entry",
+            key.name
+        ));
+    }
+    text
+}
+
 /// Locks a std mutex, recovering from poisoning (a panicked holder left plain data behind).
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
+
+#[cfg(test)]
+#[path = "lib_tests.rs"]
+mod tests;
