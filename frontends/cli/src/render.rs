@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use superpi_proto::{Event, EventBody};
+use superpi_proto::{ContentBlock, Event, EventBody, Role};
 
 use crate::style::Tone;
 
@@ -23,6 +23,8 @@ pub struct TerminalRenderer {
     answered: HashMap<String, String>,
     /// Calls whose refusal was printed: their error result is not printed again.
     blocked: HashSet<String>,
+    /// The answer text printed from deltas since the last completed message.
+    streamed: String,
 }
 
 impl TerminalRenderer {
@@ -31,7 +33,26 @@ impl TerminalRenderer {
         match &event.body {
             EventBody::TextDelta { delta, .. } => {
                 self.answer_open = true;
+                self.streamed.push_str(delta);
                 out.push(Out::Answer(delta.clone()));
+            }
+            // Deltas are not stored: a watcher that caught up from the store (or lost the
+            // live stream between kernels) gets the completed message without them. What it
+            // did not print of the message's text, it prints from the message, so an answer
+            // is never silently empty.
+            EventBody::MessageCompleted { role: Role::Assistant, content, .. } => {
+                let text: String = content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::Text { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                let streamed = std::mem::take(&mut self.streamed);
+                if let Some(rest) = text.strip_prefix(streamed.as_str()).filter(|rest| !rest.is_empty()) {
+                    self.answer_open = true;
+                    out.push(Out::Answer(rest.to_string()));
+                }
             }
             EventBody::ThinkingDelta { .. } | EventBody::ToolcallDelta { .. } | EventBody::ToolOutput { .. } => {}
             EventBody::ToolStarted { name, arguments, .. } => {
@@ -188,6 +209,35 @@ mod tests {
         // A failing call that was not refused still prints its result.
         let failed = Event::tool_completed(1, Some(1), "c3", "bash", true, json!("exit 1"));
         assert_eq!(r.render(&failed), vec![Out::Activity(Tone::Failed, "✗ bash: exit 1".into())]);
+    }
+
+    #[test]
+    fn a_completed_message_prints_what_its_deltas_did_not() {
+        let message = |text: &str| {
+            Event::new(
+                1,
+                Some(1),
+                EventBody::MessageCompleted {
+                    role: Role::Assistant,
+                    content: vec![ContentBlock::Text { text: text.into() }],
+                    usage: None,
+                },
+            )
+        };
+        let mut r = TerminalRenderer::default();
+        // Streamed whole: nothing more.
+        r.render(&Event::text_delta(1, Some(1), 0, "Hello"));
+        assert_eq!(r.render(&message("Hello")), vec![]);
+        // No delta came (caught up from the store): the whole text.
+        assert_eq!(r.render(&message("from the store")), vec![Out::Answer("from the store".into())]);
+        // Deltas lost half way: the rest.
+        r.render(&Event::text_delta(1, Some(1), 0, "Hel"));
+        assert_eq!(r.render(&message("Hello")), vec![Out::Answer("lo".into())]);
+        // A stream that started again (its deltas are no prefix): nothing guessed.
+        r.render(&Event::text_delta(1, Some(1), 0, "Hi Hi"));
+        assert_eq!(r.render(&message("Hi there")), vec![]);
+        // A message without text prints nothing.
+        assert_eq!(r.render(&message("")), vec![]);
     }
 
     #[test]
