@@ -5,7 +5,7 @@
 //! it as root or as an ordinary user (setpriv, as sandbox/tests/nonroot.rs).
 //!
 //! It needs what CI has: root, setpriv, git, rustup's cargo in /root/.cargo with `itoa` in
-//! its registry, python3.
+//! its registry, python3 with pytest, Go (Debian's python3-pytest and golang-go).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -40,6 +40,48 @@ pub const SECRETS: &[&str] = &[
     ".local/share/superpi/notes",
     ".config/superpi/notes",
 ];
+
+/// The Go module the fixture's Go project needs, from the module cache.
+const GO_DEP: &str = "example.test/greet";
+const GO_DEP_VERSION: &str = "v1.0.0";
+
+/// Fills `home`'s Go module cache with [`GO_DEP`] (through `go mod download` from a proxy in a
+/// directory, the file layout of GOPROXY's protocol) and writes the workspace's `go.sum`.
+fn fill_go_module_cache(home: &Path, workspace: &Path) {
+    let proxy = home.with_file_name("goproxy");
+    let versions = proxy.join(GO_DEP).join("@v");
+    write(&versions.join("list"), &format!("{GO_DEP_VERSION}\n"));
+    write(&versions.join(format!("{GO_DEP_VERSION}.info")), &format!("{{\"Version\":\"{GO_DEP_VERSION}\"}}\n"));
+    let module = format!("module {GO_DEP}\n\ngo 1.19\n");
+    write(&versions.join(format!("{GO_DEP_VERSION}.mod")), &module);
+    // The zip's entries are MODULE@VERSION/FILE.
+    let source = proxy.join("src");
+    let root = source.join(format!("{GO_DEP}@{GO_DEP_VERSION}"));
+    write(&root.join("go.mod"), &module);
+    write(&root.join("greet.go"), "package greet\n\nfunc Hello() string { return \"hello\" }\n");
+    let zip = versions.join(format!("{GO_DEP_VERSION}.zip"));
+    let script = "import sys, zipfile, os\nz = zipfile.ZipFile(sys.argv[1], 'w')\nos.chdir(sys.argv[2])\n\
+                  for d, _, fs in os.walk('.'):\n    for f in fs:\n        z.write(os.path.join(d, f)[2:])\nz.close()\n";
+    sh(Command::new("/usr/bin/python3").args(["-c", script]).arg(&zip).arg(&source));
+    sh(Command::new("go")
+        .args(["mod", "download", "-x", GO_DEP])
+        .current_dir(workspace)
+        .env("HOME", home)
+        .env("GOPATH", home.join("go"))
+        .env("GOCACHE", proxy.join("build-cache"))
+        .env("GOPROXY", format!("file://{}", proxy.display()))
+        .env("GOSUMDB", "off")
+        .env("GOFLAGS", "-mod=mod"));
+    // `go mod download` of a named module leaves go.sum to `go mod tidy`'s rules: write it.
+    sh(Command::new("go")
+        .args(["mod", "tidy"])
+        .current_dir(workspace)
+        .env("HOME", home)
+        .env("GOPATH", home.join("go"))
+        .env("GOCACHE", proxy.join("build-cache"))
+        .env("GOPROXY", "off")
+        .env("GOSUMDB", "off"));
+}
 
 /// The machine: its home and workspace, removed when dropped (after its kernel stopped).
 pub struct Machine {
@@ -100,7 +142,18 @@ impl Machine {
             &workspace.join("test.js"),
             "const pad = require('leftpad');\nif (pad('a', 3) !== '  a') process.exit(1);\nconsole.log('npm test passed');\n",
         );
-        write(&workspace.join(".gitignore"), "target/\nnode_modules/\n__pycache__/\nout/\n");
+        // A Go module whose dependency is in the module cache (~/go/pkg/mod), put there as
+        // `go mod download` would from a proxy.
+        write(&workspace.join("go.mod"), &format!("module demo\n\ngo 1.19\n\nrequire {GO_DEP} {GO_DEP_VERSION}\n"));
+        write(
+            &workspace.join("demo_test.go"),
+            &format!(
+                "package demo\n\nimport (\n\t\"testing\"\n\n\t\"{GO_DEP}\"\n)\n\n\
+                 func TestGreet(t *testing.T) {{\n\tif greet.Hello() != \"hello\" {{\n\t\tt.Fatal(greet.Hello())\n\t}}\n}}\n"
+            ),
+        );
+        fill_go_module_cache(&home, &workspace);
+        write(&workspace.join(".gitignore"), "target/\nnode_modules/\n__pycache__/\n.pytest_cache/\nout/\n");
         sh(Command::new("git").args(["init", "-q", "-b", "main"]).current_dir(&workspace));
         sh(Command::new("git").args(["add", "-A"]).current_dir(&workspace).env("HOME", &home));
         sh(Command::new("git").args(["commit", "-qm", "init"]).current_dir(&workspace).env("HOME", &home));

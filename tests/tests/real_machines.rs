@@ -3,7 +3,8 @@
 //! `~/.cargo/registry`), pyenv's python, a `~/.gitconfig`, a repository under the home
 //! directory, and a secret in every denied location. Through `superpi run` and the mock model,
 //! as root and as an ordinary user (setpriv, as sandbox/tests/nonroot.rs): git, cargo build and
-//! test offline, python's unittest and npm test work; every secret read is refused; nothing
+//! test offline, pytest, npm test and go test (a module from the module cache) work; every
+//! secret read is refused; nothing
 //! outside the workspace changes. An MCP server installed under the home starts, with the
 //! user's npm settings but not their token; one that dies reading a secret is reported in one
 //! line naming the path. Through `superpi mcp` (OpenCode's path) the same git works and the
@@ -11,8 +12,7 @@
 //! answers. (The fixture itself: src/real_machine.rs.)
 //!
 //! It needs what CI has: root, setpriv, node and npm, git, rustup's cargo in /root/.cargo with
-//! `itoa` in its registry, python3. pytest is not installed there, so python's tests run with
-//! unittest.
+//! `itoa` in its registry, python3 with pytest, Go (.ci/run installs Debian's packages).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)] // test helpers fail loudly
 
 use std::collections::BTreeMap;
@@ -82,8 +82,12 @@ fn a_developer_machine_works_with_default_settings(user: Option<&'static str>) {
         m.out("test")
     );
 
-    m.bash("python3 -m unittest > out/python 2>&1; echo $? >> out/python; npm test > out/npm 2>&1; echo $? >> out/npm");
-    assert!(m.out("python").contains("OK") && m.out("python").ends_with("\n0\n"), "{}", m.out("python"));
+    m.bash(
+        "python3 -m pytest -q -p no:cacheprovider > out/python 2>&1; echo $? >> out/python; \
+         npm test > out/npm 2>&1; echo $? >> out/npm; go test ./... > out/go 2>&1; echo $? >> out/go",
+    );
+    assert!(m.out("python").contains("1 passed") && m.out("python").ends_with("\n0\n"), "{}", m.out("python"));
+    assert!(m.out("go").contains("ok  \tdemo") && m.out("go").ends_with("\n0\n"), "{}", m.out("go"));
     assert!(m.out("npm").contains("npm test passed") && m.out("npm").ends_with("\n0\n"), "{}", m.out("npm"));
 
     let cats: Vec<String> = SECRETS.iter().map(|s| format!("cat ~/{s} >> out/secrets 2>&1")).collect();
