@@ -137,6 +137,52 @@ fn servers_are_managed_with_superpi_mcp_and_listed_by_kernel_status() {
     assert!(ok && stdout.contains("no MCP servers"), "{stdout}");
 }
 
+#[test]
+fn a_disabled_server_is_not_started_and_variables_come_from_the_kernels_environment() {
+    let env = TestEnv::new();
+    let cli = |args: &[&str]| {
+        let out = env.command(args).env("SUPERPI_TEST_SECRET", "s3cret").output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // The secret is the kernel's (started by this first run), not the settings file's.
+    servers(
+        &env,
+        json!({"fix": {"command": fixture(), "env": {"FIXTURE_TOKEN": "Bearer ${SUPERPI_TEST_SECRET}, $$5"}}}),
+    );
+    let (ok, stdout, stderr) =
+        cli(&["run", "--mode", "accept-edits", r#"@tool mcp__fix__env {"name":"FIXTURE_TOKEN"}"#]);
+    assert!(ok && stdout.contains("env: Bearer s3cret, $5"), "{stdout}\n{stderr}");
+
+    let (ok, _, stderr) = cli(&["mcp", "disable", "fix"]);
+    assert!(ok && stderr.contains("disabled"), "{stderr}");
+    let (ok, _, stderr) = cli(&["mcp", "disable", "nope"]);
+    assert!(!ok && stderr.contains("no MCP server `nope`"), "{stderr}");
+    let (ok, stdout, _) = cli(&["mcp", "list"]);
+    assert!(ok && stdout.contains("disabled (`superpi mcp enable fix`"), "{stdout}");
+    let (_, stdout, _) = cli(&["mcp", "list", "--json"]);
+    assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap()[0]["disabled"], true, "{stdout}");
+    // Its tools are gone from the next turn, and its process with the kernel's idle stop.
+    let (_, stdout, stderr) = cli(&["run", "--mode", "accept-edits", r#"@tool mcp__fix__echo {"text":"off"}"#]);
+    assert!(!stdout.contains("echo: off"), "{stdout}\n{stderr}");
+    let (ok, _, stderr) = cli(&["mcp", "enable", "fix"]);
+    assert!(ok, "{stderr}");
+    let (ok, stdout, stderr) = cli(&["run", "--mode", "accept-edits", r#"@tool mcp__fix__echo {"text":"on"}"#]);
+    assert!(ok && stdout.contains("echo: on"), "{stdout}\n{stderr}");
+
+    // A variable the kernel does not have: the server is not started, and the notice names it.
+    servers(&env, json!({"fix": {"command": fixture(), "env": {"FIXTURE_TOKEN": "${SUPERPI_TEST_NOT_SET}"}}}));
+    let (_, stdout, stderr) = cli(&["run", "--mode", "accept-edits", r#"@tool mcp__fix__echo {"text":"x"}"#]);
+    assert!(stderr.contains("`${SUPERPI_TEST_NOT_SET}` is not set in the kernel's environment"), "{stdout}\n{stderr}");
+    // A malformed one is a settings error.
+    servers(&env, json!({"fix": {"command": fixture(), "env": {"FIXTURE_TOKEN": "${UNCLOSED"}}}));
+    let (ok, _, stderr) = cli(&["mcp", "list"]);
+    assert!(!ok && stderr.contains("mcp_servers.fix.env"), "{stderr}");
+}
+
 /// `superpi kernel status`'s MCP servers.
 fn status_servers(env: &TestEnv) -> Vec<Value> {
     let out = env.command(&["kernel", "status", "--json"]).output().unwrap();

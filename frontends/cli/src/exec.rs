@@ -68,7 +68,7 @@ pub fn exec_frontend() {
 }
 
 /// Whether the arguments (after the program) start one of the serving roles: a peek, not a
-/// parse; anything else (help, versions, `mcp list|add|remove`, an option it does not know
+/// parse; anything else (help, versions, `mcp list|add|remove|enable|disable`, an option it does not know
 /// before the subcommand) is left to the full parse in this binary.
 pub(crate) fn serves(args: &[OsString]) -> bool {
     let mut rest = args.iter();
@@ -85,7 +85,8 @@ pub(crate) fn serves(args: &[OsString]) -> bool {
     if !Serve::NAMES.contains(&role.as_ref()) {
         return false;
     }
-    let words: &[&str] = if role == "mcp" { &["list", "add", "remove", "help"] } else { &["help"] };
+    let words: &[&str] =
+        if role == "mcp" { &["list", "add", "remove", "enable", "disable", "help"] } else { &["help"] };
     !rest.any(|arg| {
         let arg = arg.as_os_str();
         ["-h", "--help", "-V", "--version"].iter().chain(words).any(|w| arg == OsStr::new(w))

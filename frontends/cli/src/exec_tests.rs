@@ -36,6 +36,8 @@ fn everything_else_stays_in_this_binary() {
         "mcp list",
         "mcp add fs -- npx server",
         "mcp remove fs",
+        "mcp disable fs",
+        "mcp enable fs",
         "mcp help",
         "--help",
         "acp --help",

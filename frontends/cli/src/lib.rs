@@ -2,7 +2,7 @@
 //!
 //! Owns argument parsing, the dispatch of every role (`kernel`, `acp`, `mcp`, `rpc`,
 //! `gateway`, `agui`) to its crate, and the terminal frontend itself (`run`, `chat`,
-//! `session`, `harnesses`, `models`), `superpi mcp list|add|remove`, which edits the
+//! `session`, `harnesses`, `models`), `superpi mcp list|add|remove|enable|disable`, which edits the
 //! user's external MCP servers, `superpi doctor`, and `superpi schedule list|add|remove`: answers on stdout, activity and notices on stderr.
 //!
 //! Two binaries: `superpi` holds every role; `superpi-frontend` ([`frontend`]) only the serving

@@ -1,4 +1,4 @@
-//! `superpi mcp list|add|remove`: the `mcp_servers` section of the user's settings.json,
+//! `superpi mcp list|add|remove|enable|disable`: the `mcp_servers` section of the user's settings.json,
 //! edited in place (the file's other keys kept; the result is checked as the kernel reads it
 //! before it replaces the file), and what a running kernel says of each server. `superpi mcp`
 //! with no subcommand is the MCP server (superpi-mcp).
@@ -36,6 +36,16 @@ pub enum McpAction {
     Add(AddArgs),
     /// Removes an external MCP server from your settings.
     Remove {
+        /// The server's name.
+        name: String,
+    },
+    /// Keeps a server in your settings but starts it no more (`"disabled": true`).
+    Disable {
+        /// The server's name.
+        name: String,
+    },
+    /// Starts a disabled server again at its next use.
+    Enable {
         /// The server's name.
         name: String,
     },
@@ -107,6 +117,8 @@ pub async fn run(locations: &Locations, action: McpAction) -> anyhow::Result<Exi
             }
             Ok(ExitCode::SUCCESS)
         }
+        McpAction::Disable { name } => set_disabled(&path, &name, true),
+        McpAction::Enable { name } => set_disabled(&path, &name, false),
         McpAction::Remove { name } => {
             edit(&path, |servers| match servers.remove(&name) {
                 Some(_) => Ok(()),
@@ -116,6 +128,24 @@ pub async fn run(locations: &Locations, action: McpAction) -> anyhow::Result<Exi
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Sets or clears a server's `disabled` key.
+fn set_disabled(path: &Path, name: &str, disabled: bool) -> anyhow::Result<ExitCode> {
+    edit(path, |servers| {
+        let Some(entry) = servers.get_mut(name).and_then(Value::as_object_mut) else {
+            bail!("there is no MCP server `{name}` in {}", path.display())
+        };
+        if disabled {
+            entry.insert("disabled".into(), json!(true));
+        } else {
+            entry.remove("disabled");
+        }
+        Ok(())
+    })?;
+    let what = if disabled { "disabled (kept in" } else { "enabled (in" };
+    eprintln!("the MCP server `{name}` is {what} {}; a running kernel sees it from its next turn)", path.display());
+    Ok(ExitCode::SUCCESS)
 }
 
 /// An HTTP server's settings entry.
@@ -205,12 +235,12 @@ async fn list(locations: &Locations, path: &Path, json: bool) -> anyhow::Result<
             .map(|(name, server)| match &server.transport {
                 McpTransport::Stdio { command, args, env, cwd } => {
                     json!({"name": name, "command": command, "args": args, "env": env, "cwd": cwd,
-                           "running": states(name)})
+                           "disabled": server.disabled, "running": states(name)})
                 }
                 // Header values may be secrets: their names only.
                 McpTransport::Http { url, headers, bearer_token_env } => {
                     json!({"name": name, "url": url, "headers": headers.keys().collect::<Vec<_>>(),
-                           "bearer_token_env": bearer_token_env, "running": states(name)})
+                           "bearer_token_env": bearer_token_env, "disabled": server.disabled, "running": states(name)})
                 }
             })
             .collect();
@@ -228,6 +258,10 @@ async fn list(locations: &Locations, path: &Path, json: bool) -> anyhow::Result<
     }
     for (name, server) in &settings.mcp_servers {
         println!("{name}: {}", server.describe());
+        if server.disabled {
+            println!("  disabled (`superpi mcp enable {name}` starts it again)");
+            continue;
+        }
         match &running {
             None => println!("  (no kernel is running)"),
             Some(running) => {

@@ -104,7 +104,9 @@ impl Serve {
             Serve::Mcp(args) => {
                 // `superpi` edits the settings itself; this binary leaves that code out.
                 if args.action.is_some() {
-                    anyhow::bail!("`superpi mcp list|add|remove` are run by `superpi`, not `superpi-frontend`");
+                    anyhow::bail!(
+                        "`superpi mcp list|add|remove|enable|disable` are run by `superpi`, not `superpi-frontend`"
+                    );
                 }
                 require_workspace("mcp", args.serve.workspace.as_deref(), locations)?;
                 superpi_mcp::run(args.serve, connect("mcp")).await?;

@@ -13,6 +13,7 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use superpi_policy::mcp_servers::expand_vars;
 use superpi_policy::{McpServerConfig, McpTransport};
 use superpi_proto::tool::{ToolCallResult, ToolDef};
 use superpi_sandbox::{Sandbox, ServerHandle, ServerSpec, ToolCall};
@@ -85,7 +86,9 @@ impl Connection {
                     None => Vec::new(),
                 };
                 vars.retain(|(k, _)| !env.contains_key(k));
-                vars.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
+                for (k, v) in env {
+                    vars.push((k.clone(), expand_vars(v, kernel_var).map_err(|why| format!("env {k}: {why}"))?));
+                }
                 let spec = ServerSpec {
                     program: command.clone(),
                     args: args.clone(),
@@ -183,6 +186,11 @@ async fn initialized<E: std::fmt::Display>(
     started.await.unwrap_or_else(|_| Err(format!("{NO_ANSWER} {START_TIMEOUT:?}")))
 }
 
+/// A variable of the kernel's environment, for `${NAME}` in a server's headers and env.
+fn kernel_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
 /// Streamable HTTP to `url`, with these headers and the bearer token of the kernel's variable
 /// `bearer_token_env`.
 fn http_transport(
@@ -194,8 +202,9 @@ fn http_transport(
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut custom = std::collections::HashMap::new();
     for (name, value) in headers {
+        let value = expand_vars(value, kernel_var).map_err(|why| format!("header {name}: {why}"))?;
         let name = HeaderName::from_bytes(name.as_bytes()).map_err(|e| format!("header {name}: {e}"))?;
-        let value = HeaderValue::from_str(value).map_err(|e| format!("header {name}: {e}"))?;
+        let value = HeaderValue::from_str(&value).map_err(|e| format!("header {name}: {e}"))?;
         custom.insert(name, value);
     }
     let mut config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);

@@ -144,6 +144,9 @@ impl McpClients {
         let mut servers = own;
         servers.extend(std::mem::take(&mut settings.mcp_servers));
         for (name, config) in servers {
+            if config.disabled {
+                continue;
+            }
             if let Err(why) = config.reachable(&settings.network) {
                 notices.push(format!("the MCP server `{name}` is not reached: {why}"));
                 continue;

@@ -20,6 +20,8 @@ pub struct McpServerConfig {
     /// `true` asks for the network (granted when the network policy is `allow`); absent: it
     /// gets what a shell command that does not ask gets. For a stdio server only.
     pub network: Option<bool>,
+    /// Kept in the settings but not started (`superpi mcp disable NAME`).
+    pub disabled: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -51,6 +53,7 @@ impl McpServerConfig {
             transport: McpTransport::Stdio { command, args, env, cwd: None },
             idle_stop_secs: None,
             network: None,
+            disabled: false,
         }
     }
 
@@ -104,6 +107,44 @@ pub(crate) struct RawMcpServer {
     bearer_token_env: Option<String>,
     idle_stop_secs: Option<u64>,
     network: Option<bool>,
+    #[serde(default)]
+    disabled: bool,
+}
+
+/// `value` with each `${NAME}` replaced by `lookup(NAME)`, so a header or a variable can hold
+/// a secret from the kernel's environment rather than the settings file (`$$` is a `$`). An
+/// unset variable is an error naming it: a server sent an empty token fails later and less
+/// clearly.
+pub fn expand_vars(value: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        if let Some(tail) = after.strip_prefix('$') {
+            out.push('$');
+            rest = tail;
+        } else if let Some(tail) = after.strip_prefix('{') {
+            let Some(end) = tail.find('}') else { return Err(format!("`{value}`: `${{` without its `}}`")) };
+            let name = &tail[..end];
+            let valid = !name.is_empty()
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            if !valid {
+                return Err(format!("`{value}`: `{name}` is not a variable name"));
+            }
+            let Some(found) = lookup(name) else {
+                return Err(format!("`${{{name}}}` is not set in the kernel's environment"));
+            };
+            out.push_str(&found);
+            rest = &tail[end + 1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 /// A server's name is part of its tools' names (`mcp__NAME__TOOL`), so it is kept to the
@@ -125,13 +166,13 @@ pub(crate) fn mcp_servers(
             let why = "a server name is 1 to 32 characters of a-z, A-Z, 0-9, `_` and `-`, without `__`";
             return Err(invalid("", why.into()));
         }
-        let (idle_stop_secs, network) = (server.idle_stop_secs, server.network);
+        let (idle_stop_secs, network, disabled) = (server.idle_stop_secs, server.network, server.disabled);
         let transport = match (&server.command, &server.url) {
             (Some(_), None) => stdio(server).map_err(|(k, why)| invalid(k, why))?,
             (None, Some(_)) => http(server).map_err(|(k, why)| invalid(k, why))?,
             _ => return Err(invalid("", "give either a `command` or a `url`".into())),
         };
-        servers.insert(name, McpServerConfig { transport, idle_stop_secs, network });
+        servers.insert(name, McpServerConfig { transport, idle_stop_secs, network, disabled });
     }
     Ok(servers)
 }
@@ -153,6 +194,9 @@ fn stdio(server: RawMcpServer) -> Result<McpTransport, Invalid> {
     if let Some(variable) = server.env.keys().find(|v| v.is_empty() || v.contains(['=', '\0'])) {
         return Err((".env", format!("`{variable}` is not a variable name")));
     }
+    for value in server.env.values() {
+        expand_vars(value, |_| Some(String::new())).map_err(|why| (".env", why))?;
+    }
     Ok(McpTransport::Stdio { command, args: server.args, env: server.env, cwd: server.cwd })
 }
 
@@ -169,6 +213,9 @@ fn http(server: RawMcpServer) -> Result<McpTransport, Invalid> {
     };
     if let Some((name, _)) = server.headers.iter().find(bad_header) {
         return Err((".headers", format!("`{name}` is not a valid header")));
+    }
+    for value in server.headers.values() {
+        expand_vars(value, |_| Some(String::new())).map_err(|why| (".headers", why))?;
     }
     Ok(McpTransport::Http { url, headers: server.headers, bearer_token_env: server.bearer_token_env })
 }

@@ -329,6 +329,27 @@ fn mcp_servers_are_read_from_the_user_file_with_errors_naming_the_key() {
     let header = bad(r#"{"mcp_servers": {"fix": {"url": "http://h", "headers": {"A": "b\r\nC: d"}}}}"#);
     assert_eq!(header.key(), Some("mcp_servers.fix.headers"));
     assert_eq!(bad(r#"{"mcp_servers": {"fix": {"command": "x", "nope": 1}}}"#).key(), Some("mcp_servers.fix.nope"));
+    assert_eq!(
+        bad(r#"{"mcp_servers": {"fix": {"command": "x", "env": {"K": "${A"}}}}"#).key(),
+        Some("mcp_servers.fix.env")
+    );
+    let header = bad(r#"{"mcp_servers": {"fix": {"url": "http://h", "headers": {"A": "${1X}"}}}}"#);
+    assert_eq!(header.key(), Some("mcp_servers.fix.headers"));
+    let off =
+        Settings::from_user_file(r#"{"mcp_servers": {"fix": {"command": "x", "disabled": true}}}"#, path).unwrap();
+    assert!(off.mcp_servers["fix"].disabled);
+}
+
+#[test]
+fn variables_in_server_settings_come_from_a_lookup_and_an_unset_one_is_named() {
+    use crate::mcp_servers::expand_vars;
+    let lookup = |name: &str| (name == "TOKEN").then(|| "t0k".to_string());
+    assert_eq!(expand_vars("Bearer ${TOKEN}", lookup).unwrap(), "Bearer t0k");
+    assert_eq!(expand_vars("${TOKEN}${TOKEN}-$HOME-$$-$", lookup).unwrap(), "t0kt0k-$HOME-$-$");
+    assert_eq!(expand_vars("plain", lookup).unwrap(), "plain");
+    assert!(expand_vars("${MISSING}", lookup).unwrap_err().contains("`${MISSING}` is not set"));
+    assert!(expand_vars("${A-B}", lookup).unwrap_err().contains("not a variable name"));
+    assert!(expand_vars("x ${TOKEN", lookup).unwrap_err().contains("without its"));
 }
 
 #[test]

@@ -65,6 +65,12 @@ impl ServerHandler for Fixture {
         let bytes = json!({"bytes": {"type": "integer"}});
         let mut tools = vec![
             Tool::new("echo", "Says the text back.", schema(text, &["text"])).with_annotations(read_only()),
+            Tool::new(
+                "env",
+                "Says a variable of its environment.",
+                schema(json!({"name": {"type": "string"}}), &["name"]),
+            )
+            .with_annotations(read_only()),
             Tool::new("write_file", "Writes text to a file.", schema(write, &["path", "text"])),
             Tool::new("read_file", "Reads a file.", schema(path, &["path"])).with_annotations(read_only()),
             Tool::new("crash", "Exits during the call.", none()).with_annotations(read_only()),
@@ -96,6 +102,10 @@ impl ServerHandler for Fixture {
                 let mut result = CallToolResult::success(vec![Content::text(format!("echo: {text}"))]);
                 result.structured_content = Some(json!({"text": text}));
                 result
+            }
+            "env" => {
+                let value = std::env::var(text_arg(&request, "name")?).unwrap_or_else(|_| "(unset)".into());
+                CallToolResult::success(vec![Content::text(format!("env: {value}"))])
             }
             "write_file" => match std::fs::write(text_arg(&request, "path")?, text_arg(&request, "text")?) {
                 Ok(()) => CallToolResult::success(vec![Content::text("written")]),
