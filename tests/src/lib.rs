@@ -23,6 +23,7 @@ pub mod pages;
 /// use the same file).
 #[path = "../../kernel/store/testing/postgres_server.rs"]
 pub mod postgres_server;
+pub mod readme;
 pub mod real_machine;
 pub mod stdio;
 pub mod wait;
@@ -32,6 +33,27 @@ pub fn mcp_fixture_bin() -> PathBuf {
     let bin = superpi_bin().with_file_name("mcp_fixture");
     assert!(bin.exists(), "{} is missing: build it first with `cargo build -p superpi-tests --bins`", bin.display());
     bin
+}
+
+/// The published MCP servers .ci/run installs for the tests (tests/npm/package-lock.json) in
+/// `$SUPERPI_TEST_NPM` (default `~/.cache/superpi/test-npm`): their `node_modules`, or `None`,
+/// said on stderr, where they are not installed (a failure where `CI` is set).
+pub fn test_npm_modules() -> Option<PathBuf> {
+    let root = match std::env::var_os("SUPERPI_TEST_NPM") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(std::env::var_os("HOME")?).join(".cache/superpi/test-npm"),
+    };
+    let modules = root.join("node_modules");
+    let ready = ["server-filesystem", "server-everything"]
+        .iter()
+        .all(|p| modules.join("@modelcontextprotocol").join(p).join("dist/index.js").is_file());
+    if ready {
+        return Some(modules);
+    }
+    let how = "install them as .ci/run does: copy tests/npm/package*.json to that directory and run `npm ci` there";
+    assert!(std::env::var_os("CI").is_none(), "the npm MCP servers are not installed in {}: {how}", root.display());
+    eprintln!("SKIPPED: the npm MCP servers are not installed in {} ({how})", root.display());
+    None
 }
 
 /// The `superpi` binary of this build (target/debug/superpi beside the test executable, or

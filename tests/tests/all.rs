@@ -27,6 +27,7 @@ mod postgres;
 mod protected_paths;
 mod providers;
 mod read_only_calls;
+mod readme;
 mod real_machines;
 mod registry;
 mod remote_ceiling;

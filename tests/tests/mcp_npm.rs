@@ -7,29 +7,8 @@
 //! unless `CI` is set: there they must run.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)] // test helpers fail loudly
 
-use std::path::PathBuf;
-
 use serde_json::json;
 use superpi_tests::TestEnv;
-
-/// The installed packages' directory, or `None` (with a message) where they are not installed.
-fn installed() -> Option<PathBuf> {
-    let root = match std::env::var_os("SUPERPI_TEST_NPM") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(std::env::var_os("HOME")?).join(".cache/superpi/test-npm"),
-    };
-    let modules = root.join("node_modules");
-    let ready = ["server-filesystem", "server-everything"]
-        .iter()
-        .all(|p| modules.join("@modelcontextprotocol").join(p).join("dist/index.js").is_file());
-    if ready {
-        return Some(modules);
-    }
-    let how = "install them as .ci/run does: copy tests/npm/package*.json to that directory and run `npm ci` there";
-    assert!(std::env::var_os("CI").is_none(), "the npm MCP servers are not installed in {}: {how}", root.display());
-    eprintln!("SKIPPED: the npm MCP servers are not installed in {} ({how})", root.display());
-    None
-}
 
 /// A server of the package `package`, run by node from the installed modules.
 fn node_server(modules: &std::path::Path, package: &str, args: &[&str]) -> serde_json::Value {
@@ -46,7 +25,7 @@ fn run(env: &TestEnv, mode: &str, prompt: &str) -> (bool, String, String) {
 
 #[test]
 fn server_filesystem_and_server_everything_round_trip_as_configured_servers() {
-    let Some(modules) = installed() else { return };
+    let Some(modules) = superpi_tests::test_npm_modules() else { return };
     let env = TestEnv::new();
     let workspace = env.workspace.canonicalize().unwrap();
     std::fs::write(workspace.join("marker.txt"), "from the workspace").unwrap();
@@ -101,7 +80,7 @@ fn server_filesystem_and_server_everything_round_trip_as_configured_servers() {
 async fn an_mcp_servers_image_reaches_a_model_that_sees_and_is_described_to_one_that_does_not() {
     use superpi_providers::testing::answers::Answer;
     use superpi_providers::testing::fakes::OpenAiFake;
-    let Some(modules) = installed() else { return };
+    let Some(modules) = superpi_tests::test_npm_modules() else { return };
     for (model, sees) in [("gpt-4o-mini", true), ("gpt-3.5-turbo", false)] {
         let script = vec![Answer::tool_call("mcp__every__get-tiny-image", json!({})), Answer::text("a tiny image")];
         let fake = OpenAiFake::start(script).await.unwrap();

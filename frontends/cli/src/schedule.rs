@@ -100,8 +100,9 @@ pub async fn run(locations: &Locations, command: ScheduleCommand) -> anyhow::Res
             if let (Some(token), Some(secret)) = (&added.token, &added.secret) {
                 text.push_str(&format!(
                     "Trigger: POST /v1/triggers/{token} on the gateway\nSecret:  {secret}\n\
-                     Send it as `Authorization: Bearer SECRET`, or sign the body: `X-Superpi-Signature-256: \
-                     sha256=HEX` (HMAC-SHA256 of the body under the secret). Neither is shown again.\n"
+                     Send it as `Authorization: Bearer SECRET`, or sign each delivery: `X-Superpi-Timestamp: \
+                     UNIX_SECONDS` and `X-Superpi-Signature-256: sha256=HEX`, the HMAC-SHA256 of \
+                     `TIMESTAMP.BODY` under the secret. Neither is shown again.\n"
                 ));
             }
             out(&text);
