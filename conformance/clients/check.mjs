@@ -2,8 +2,9 @@
 // from npm (Claude Code, Codex, OpenCode; pinned below, installed once into CLIENTS_DIR and
 // OPENCODE_DIR, outside the repository), else started as written with the protocol's official
 // client (VS Code's .vscode/mcp.json with the MCP SDK, Zed's and JetBrains' agent_servers with
-// the ACP SDK). The snippets are read from the READMEs (the `<!-- check: NAME -->` line above a
-// code block), so a snippet that drifts from what works fails here. `superpi` in a snippet
+// the ACP SDK), and Codex's provider entry for the gateway with `codex exec` answering through
+// it. The snippets are read from the READMEs (the `<!-- check: NAME -->` line above a code
+// block), so a snippet that drifts from what works fails here. `superpi` in a snippet
 // becomes SUPERPI_BIN, `http://127.0.0.1:4000` the gateway started for this run.
 
 import assert from "node:assert/strict";
@@ -151,6 +152,26 @@ await check("Codex: config.toml lists superpi (stdio and HTTP) as written", asyn
   assert.deepEqual([http?.transport.type, http?.transport.url], ["streamable_http", `${gateway}/mcp`], r.out);
   assert.ok(list.every((e) => e.enabled), r.out);
 });
+
+// ---- Codex with superpi's gateway as its model: the Responses API provider entry.
+await check("Codex: `codex exec` with the gateway as its model provider (Responses API) answers, `codex exec resume` continues", async () => {
+  const s = sandboxEnv();
+  mkdirSync(join(s.home, ".codex"), { recursive: true });
+  writeFileSync(join(s.home, ".codex/config.toml"), snippet("codex-provider"));
+  // The gateway of this run has no token; Codex wants its env_key set all the same.
+  const env = { ...s.env, SUPERPI_GATEWAY_TOKEN: "any" };
+  const first = await run(codex, ["exec", "--skip-git-repo-check", "@think pondering\nthe first prompt"], { cwd: s.project, env });
+  assert.equal(first.code, 0, first.err.slice(-2000));
+  // The mock model echoes its prompt: the conversation was seeded with Codex's history (its
+  // instructions among it), then the prompt; Codex printed the answer and showed the thinking.
+  assert.ok(first.out.trim().endsWith("the first prompt"), first.out.slice(-500) + first.err.slice(-2000));
+  assert.match(first.out, /Earlier messages of this conversation/, first.out.slice(0, 500));
+  assert.match(first.err, /pondering/, first.err.slice(-2000));
+  // The next prompt of the thread continues its conversation: the agent gets only that prompt.
+  const second = await run(codex, ["exec", "--skip-git-repo-check", "resume", "--last", "the second prompt"], { cwd: s.project, env });
+  assert.equal(second.code, 0, second.err.slice(-2000));
+  assert.equal(second.out.trim(), "the second prompt", second.out + second.err.slice(-2000));
+}, { timeoutMs: 240_000 });
 
 // ---- OpenCode: both MCP config shapes (`opencode mcp list` connects), and the provider.
 for (const name of ["opencode", "opencode-v2"]) {

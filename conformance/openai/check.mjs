@@ -1,6 +1,8 @@
 // OpenAI-compatible conformance with the official `openai` npm client (v6): models, whole and
 // streamed chat completions (every chunk's shape, one id, one finish_reason from the API's
-// enum, the usage chunk), and the client's error classes for the gateway's error answers.
+// enum, the usage chunk), the Responses API (`responses.create`, streamed and not, and the
+// SDK's own accumulator `responses.stream`, which throws on an event that does not fit the
+// response it builds), and the client's error classes for the gateway's error answers.
 //
 // OPENAI_URL is the base URL without /v1, OPENAI_KEY the key, OPENAI_MODEL the model. With
 // TARGET_IS_SUPERPI=1 the checks that need superpi's mock model run too, and OPENAI_AUTH_URL /
@@ -104,8 +106,122 @@ await check("BadRequestError (400) for a request without messages", async () => 
   await expectError(OpenAI.BadRequestError, 400, client.chat.completions.create({ model, messages: [] }));
 });
 
+
+// ---- The Responses API.
+
+/** The events of a streamed response, checked as a client reads them: `type` and
+ * `sequence_number` (0, 1, ...) on each, `response.created` and `response.in_progress` first,
+ * items added and done one at a time in output order, every delta inside its item, the text of
+ * each item's deltas equal to its `.done` text and its final item, one end event last. */
+async function responseEvents(body, options) {
+  const s = await client.responses.create({ model, stream: true, ...body }, options);
+  const events = [];
+  for await (const e of s) events.push(e);
+  assert.ok(events.length >= 3, `${events.length} events`);
+  events.forEach((e, n) => {
+    assert.equal(typeof e.type, "string", JSON.stringify(e));
+    assert.equal(e.sequence_number, n, `sequence_number of event ${n}: ${JSON.stringify(e)}`);
+  });
+  assert.deepEqual(events.slice(0, 2).map((e) => e.type), ["response.created", "response.in_progress"]);
+  const ENDS = ["response.completed", "response.incomplete", "response.failed"];
+  const end = events.at(-1);
+  assert.ok(ENDS.includes(end.type), `last event ${end.type}`);
+  assert.ok(events.slice(0, -1).every((e) => !ENDS.includes(e.type)), "an end event before the last");
+  const id = events[0].response.id;
+  for (const e of events) if (e.response) assert.equal(e.response.id, id, "more than one response id");
+  let open = null;
+  let index = 0;
+  for (const e of events) {
+    switch (e.type) {
+      case "response.output_item.added":
+        assert.equal(open, null, "an item added while another is open");
+        assert.equal(e.output_index, index);
+        open = { id: e.item.id, type: e.item.type, text: "" };
+        break;
+      case "response.output_text.delta":
+      case "response.reasoning_summary_text.delta":
+        assert.ok(open && open.id === e.item_id && e.output_index === index, `a delta outside its item: ${JSON.stringify(e)}`);
+        open.text += e.delta;
+        break;
+      case "response.output_text.done":
+      case "response.reasoning_summary_text.done":
+        assert.equal(e.text, open?.text, "a .done text is not the deltas'");
+        break;
+      case "response.output_item.done": {
+        assert.ok(open && open.id === e.item.id && e.output_index === index, `done for an item not open: ${JSON.stringify(e)}`);
+        const text = e.item.type === "message" ? e.item.content.map((c) => c.text).join("") : e.item.summary.map((p) => p.text).join("");
+        assert.equal(text, open.text, "an item's text is not its deltas'");
+        assert.deepEqual(end.response.output[index], e.item, "the final response's item differs from its output_item.done");
+        open = null;
+        index += 1;
+        break;
+      }
+    }
+  }
+  assert.equal(open, null, "an item left open");
+  assert.equal(end.response.output.length, index);
+  return { events, end: end.response, kinds: events.map((e) => e.type) };
+}
+
+const messageText = (response) =>
+  response.output.filter((i) => i.type === "message").flatMap((i) => i.content).map((c) => c.text).join("");
+const summaryText = (response) =>
+  response.output.filter((i) => i.type === "reasoning").flatMap((i) => i.summary).map((p) => p.text).join("");
+
+function assertUsage(response) {
+  const u = response.usage;
+  assert.ok(u, "no usage");
+  assert.equal(u.total_tokens, u.input_tokens + u.output_tokens);
+  assert.equal(typeof u.input_tokens_details?.cached_tokens, "number", "no input_tokens_details.cached_tokens");
+  assert.equal(typeof u.output_tokens_details?.reasoning_tokens, "number", "no output_tokens_details.reasoning_tokens");
+}
+
+await check("responses.create: a whole response", async () => {
+  const r = await client.responses.create({ model, input: "hello from responses" });
+  assert.equal(r.object, "response");
+  assert.equal(r.status, "completed");
+  assert.match(r.id, /^resp_/);
+  assert.ok(r.output.some((i) => i.type === "message" && i.role === "assistant"), JSON.stringify(r.output));
+  assertUsage(r);
+  if (superpi) assert.equal(r.output_text, "hello from responses");
+});
+
+await check("responses.create stream: event shapes and order, sequence numbers, one id, response.completed last with usage", async () => {
+  const { end, kinds } = await responseEvents({ input: "streamed by responses" });
+  assert.equal(kinds.at(-1), "response.completed");
+  for (const k of ["response.output_item.added", "response.content_part.added", "response.output_text.delta", "response.output_text.done", "response.content_part.done", "response.output_item.done"]) {
+    assert.ok(kinds.includes(k), `no ${k}: ${kinds.join(", ")}`);
+  }
+  assert.equal(end.status, "completed");
+  assertUsage(end);
+  if (superpi) assert.equal(messageText(end), "streamed by responses");
+});
+
+await check("responses.stream: the SDK's accumulator takes every event; finalResponse", async () => {
+  const prompt = superpi ? '@think pondering\n@tool ls {"path": "."}' : "accumulated by the sdk";
+  const s = client.responses.stream({ model, input: prompt });
+  let deltas = "";
+  s.on("response.output_text.delta", (e) => (deltas += e.delta));
+  const r = await s.finalResponse();
+  assert.equal(r.status, "completed");
+  assert.equal(r.output_text, deltas, "output_text is not the text deltas'");
+  if (superpi) {
+    assert.match(summaryText(r), /pondering/);
+    assert.match(summaryText(r), /\[tool\] ls/);
+    assert.match(r.output_text, /hello\.txt/, "the agent's ls did not run in its workspace");
+  }
+});
+
+await check("responses: BadRequestError (400) for an unknown previous_response_id", async () => {
+  const e = await expectError(OpenAI.BadRequestError, 400, client.responses.create({ model, input: "x", previous_response_id: "resp_no_such_response" }));
+  assert.equal(e.code, "previous_response_not_found");
+  assert.equal(e.param, "previous_response_id");
+});
+
+const RESPONSES_MOCK = ["responses: previous_response_id continues the conversation", "responses: client tools are ignored, no function_call reaches the client", "responses: a function_call_output is refused (BadRequestError 400, param input[1])", "responses: a failed turn, streamed: response.failed with the error", "responses: a failed turn, whole: InternalServerError 500, not retried", "responses: an aborted stream cancels the turn"];
+
 if (!superpi) {
-  for (const name of ["stream: reasoning_content and server-side tools", "an OpenCode-shaped request (own tools, tool_choice, max_tokens, x-session-id) is answered by the agent", "a failed turn, streamed: an error object, then the end (APIError)", "a failed turn, whole: InternalServerError 500 in the error shape, not retried", "sessions: x-session-id continues one conversation", "AuthenticationError (401) for a wrong key", "PermissionDeniedError (403) for a foreign browser Origin", "APIError 413 for a body over the limit", "an aborted stream cancels the turn"]) {
+  for (const name of [...RESPONSES_MOCK, "stream: reasoning_content and server-side tools", "an OpenCode-shaped request (own tools, tool_choice, max_tokens, x-session-id) is answered by the agent", "a failed turn, streamed: an error object, then the end (APIError)", "a failed turn, whole: InternalServerError 500 in the error shape, not retried", "sessions: x-session-id continues one conversation", "AuthenticationError (401) for a wrong key", "PermissionDeniedError (403) for a foreign browser Origin", "APIError 413 for a body over the limit", "an aborted stream cancels the turn"]) {
     skip(name, "needs superpi's mock model");
   }
   done();
@@ -216,6 +332,73 @@ await check("an aborted stream cancels the turn", async () => {
   const started = Date.now();
   const next = await client.chat.completions.create({ model, messages: [{ role: "user", content: "after the abort" }] }, { headers });
   assert.equal(next.choices[0].message.content, "after the abort");
+  assert.ok(Date.now() - started < 5000, `the next turn waited ${Date.now() - started} ms: the aborted turn ran on`);
+});
+
+await check(RESPONSES_MOCK[0], async () => {
+  const one = await client.responses.create({ model, instructions: "be brief", input: "my name is Ada" }).withResponse();
+  const two = await client.responses.create({ model, previous_response_id: one.data.id, input: [{ role: "user", content: [{ type: "input_text", text: "and again" }] }] }).withResponse();
+  const id = (r) => r.response.headers.get("x-superpi-conversation-id");
+  assert.ok(id(one), "no x-superpi-conversation-id header");
+  assert.equal(id(two), id(one), "another conversation");
+  assert.equal(two.data.previous_response_id, one.data.id);
+  assert.equal(two.data.output_text, "and again", "the continued conversation got more than the new input");
+  const three = await responseEvents({ previous_response_id: two.data.id, input: "third" });
+  assert.equal(messageText(three.end), "third");
+});
+
+await check(RESPONSES_MOCK[1], async () => {
+  const { events, end } = await responseEvents({
+    input: "agent answers",
+    instructions: "You are a coding agent.",
+    tools: [{ type: "function", name: "shell", description: "run", parameters: { type: "object", properties: { command: { type: "string" } } }, strict: false }],
+    tool_choice: "auto",
+    parallel_tool_calls: true,
+    reasoning: { summary: "auto" },
+    include: ["reasoning.encrypted_content"],
+    store: false,
+  });
+  assert.ok(events.every((e) => !e.type.startsWith("response.function_call") && e.item?.type !== "function_call"), "a function call reached the client");
+  assert.match(messageText(end), /agent answers/);
+});
+
+await check(RESPONSES_MOCK[2], async () => {
+  const input = [{ role: "user", content: "x" }, { type: "function_call_output", call_id: "call_1", output: "42" }];
+  const e = await expectError(OpenAI.BadRequestError, 400, client.responses.create({ model, input }));
+  assert.equal(e.param, "input[1]");
+  assert.match(e.message, /function_call_output/);
+});
+
+await check(RESPONSES_MOCK[3], async () => {
+  const { end, kinds } = await responseEvents({ input: "@fail the model broke" });
+  assert.equal(kinds.at(-1), "response.failed");
+  assert.equal(end.status, "failed");
+  assert.equal(end.error?.code, "server_error");
+  assert.match(end.error?.message ?? "", /the model broke/);
+});
+
+await check(RESPONSES_MOCK[4], async () => {
+  const e = await expectError(OpenAI.InternalServerError, 500, client.responses.create({ model, input: "@fail the model broke" }));
+  assert.match(e.message, /the model broke/);
+  assert.equal(e.code, "turn_failed");
+  assert.equal(e.headers.get("x-should-retry"), "false");
+});
+
+await check(RESPONSES_MOCK[5], async () => {
+  const headers = { "x-session-id": `conformance-responses-abort-${Date.now()}` };
+  const controller = new AbortController();
+  const s = await client.responses.create({ model, stream: true, input: "@slow 50\n@deltas 200" }, { signal: controller.signal, headers });
+  let got = 0;
+  for await (const e of s) {
+    if (e.type === "response.output_text.delta" && ++got === 3) {
+      controller.abort();
+      break;
+    }
+  }
+  assert.equal(got, 3);
+  const started = Date.now();
+  const next = await client.responses.create({ model, input: "after the abort" }, { headers });
+  assert.equal(next.output_text, "after the abort");
   assert.ok(Date.now() - started < 5000, `the next turn waited ${Date.now() - started} ms: the aborted turn ran on`);
 });
 

@@ -1,6 +1,7 @@
 """OpenAI-compatible conformance with the official Python client (`openai`, pinned in
-conformance/requirements.txt), with strict response validation on: every response and chunk
-is parsed into the client's pydantic models, so a value outside the API's types fails.
+conformance/requirements.txt), with strict response validation on: every response, chunk and
+Responses API event is parsed into the client's pydantic models, so a value outside the API's
+types fails.
 
 Reads OPENAI_URL, OPENAI_KEY, OPENAI_MODEL, TARGET_IS_SUPERPI and OPENAI_AUTH_URL /
 OPENAI_AUTH_KEY like check.mjs, and reports one JSON line per check (see lib/report.mjs).
@@ -103,7 +104,56 @@ def _():
     expect(openai.BadRequestError, 400, lambda: c.chat.completions.create(model=MODEL, messages=[]))
 
 
-MOCK = ["python: a failed turn, streamed: APIError from the error object (strict)", "python: a failed turn, whole: InternalServerError 500 (strict)", "python: AuthenticationError (401) for a wrong key", "python: PermissionDeniedError (403) for a foreign browser Origin"]
+# ---- The Responses API: every response and event parsed into the client's models (strict).
+
+
+def response_text(r):
+    return "".join(c.text for i in r.output if i.type == "message" for c in i.content if c.type == "output_text")
+
+
+@check("python: responses.create, a whole response (strict)")
+def _():
+    r = c.responses.create(model=MODEL, input="hello from python responses")
+    assert r.object == "response" and r.status == "completed", r
+    assert r.usage is not None and r.usage.total_tokens == r.usage.input_tokens + r.usage.output_tokens, r.usage
+    if SUPERPI:
+        assert r.output_text == "hello from python responses", r.output_text
+
+
+@check("python: responses.create stream, every event parsed (strict)")
+def _():
+    events = list(c.responses.create(model=MODEL, input="streamed by python responses", stream=True))
+    assert [e.sequence_number for e in events] == list(range(len(events))), "sequence numbers"
+    assert events[0].type == "response.created" and events[-1].type == "response.completed", [e.type for e in events]
+    deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    assert deltas == response_text(events[-1].response), deltas
+    assert events[-1].response.usage is not None
+    if SUPERPI:
+        assert deltas == "streamed by python responses", deltas
+
+
+@check("python: responses.stream, the SDK's accumulator (strict)")
+def _():
+    prompt = '@think pondering\n@tool ls {"path": "."}' if SUPERPI else "accumulated by python"
+    with c.responses.stream(model=MODEL, input=prompt) as stream:
+        for _event in stream:
+            pass
+        r = stream.get_final_response()
+    assert r.status == "completed", r.status
+    if SUPERPI:
+        summary = "".join(p.text for i in r.output if i.type == "reasoning" for p in i.summary)
+        assert "pondering" in summary and "[tool] ls" in summary, summary
+        assert "hello.txt" in r.output_text, r.output_text
+
+
+@check("python: responses, BadRequestError (400) for an unknown previous_response_id")
+def _():
+    e = expect(openai.BadRequestError, 400, lambda: c.responses.create(model=MODEL, input="x", previous_response_id="resp_no_such_response"))
+    assert e.code == "previous_response_not_found", e.code
+    assert e.param == "previous_response_id", e.param
+
+
+MOCK = ["python: a failed turn, streamed: APIError from the error object (strict)", "python: a failed turn, whole: InternalServerError 500 (strict)", "python: AuthenticationError (401) for a wrong key", "python: PermissionDeniedError (403) for a foreign browser Origin", "python: responses, previous_response_id continues the conversation (strict)", "python: responses, a failed turn streams response.failed (strict)"]
 if not SUPERPI:
     for name in MOCK:
         skip(name, "needs superpi's mock model")
@@ -143,6 +193,23 @@ def _():
 def _():
     browser = client(default_headers={"Origin": "https://attacker.example"})
     expect(openai.PermissionDeniedError, 403, lambda: browser.chat.completions.create(model=MODEL, messages=msg("x")))
+
+
+@check(MOCK[4])
+def _():
+    one = c.responses.create(model=MODEL, instructions="be brief", input="my name is Ada")
+    two = c.responses.create(model=MODEL, previous_response_id=one.id, input=[{"role": "user", "content": [{"type": "input_text", "text": "and again"}]}])
+    assert two.previous_response_id == one.id
+    assert two.output_text == "and again", two.output_text
+
+
+@check(MOCK[5])
+def _():
+    events = list(c.responses.create(model=MODEL, input="@fail the model broke", stream=True))
+    end = events[-1]
+    assert end.type == "response.failed", [e.type for e in events]
+    assert end.response.status == "failed" and end.response.error.code == "server_error", end.response
+    assert "the model broke" in end.response.error.message, end.response.error
 
 
 sys.exit(1 if failures else 0)

@@ -1,5 +1,5 @@
-// Runs the official OpenAI client and the AI SDK's OpenAI-compatible provider against the
-// gateway at GATEWAY_URL (e.g. http://127.0.0.1:4000). Exits 1 when a check fails.
+// Runs the official OpenAI client (Chat Completions and the Responses API) and the AI SDK's
+// OpenAI-compatible provider against the gateway at GATEWAY_URL (e.g. http://127.0.0.1:4000). Exits 1 when a check fails.
 import OpenAI from "openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText, streamText } from "ai";
@@ -65,6 +65,24 @@ try {
     code: err.code,
   });
 }
+
+// The Responses API through the same client: whole, streamed (raw events), and the SDK's own
+// accumulator (`responses.stream`, which throws on an event that does not fit its snapshot).
+const response = await openai.responses.create({ model: "superpi-code", input: "hello from responses" });
+check("openai: responses.create", response.status === "completed" && response.output_text === "hello from responses", response);
+check("openai: responses usage", response.usage?.total_tokens === response.usage?.input_tokens + response.usage?.output_tokens, response.usage);
+const events = [];
+for await (const e of await openai.responses.create({ model: "superpi-code", input: "streamed responses", stream: true })) events.push(e);
+check("openai: responses events numbered from 0", events.every((e, n) => e.sequence_number === n), events.map((e) => e.sequence_number));
+check("openai: responses events from created to completed", events[0]?.type === "response.created" && events.at(-1)?.type === "response.completed", events.map((e) => e.type));
+const deltas = events.filter((e) => e.type === "response.output_text.delta").map((e) => e.delta).join("");
+check("openai: responses text deltas", deltas === "streamed responses", deltas);
+const accumulated = await openai.responses.stream({ model: "superpi-code", input: '@think pondering\n@tool ls {"path": "."}' }).finalResponse();
+const summary = accumulated.output.filter((i) => i.type === "reasoning").flatMap((i) => i.summary.map((p) => p.text)).join("");
+check("openai: responses.stream reasoning and server-side tools", summary.includes("pondering") && summary.includes("[tool] ls"), accumulated.output);
+check("openai: responses.stream has no function calls", accumulated.output.every((i) => i.type !== "function_call"), accumulated.output);
+const continued = await openai.responses.create({ model: "superpi-code", previous_response_id: response.id, input: "and again" });
+check("openai: previous_response_id continues", continued.output_text === "and again" && continued.previous_response_id === response.id, continued);
 
 // The AI SDK's OpenAI-compatible provider, as OpenCode configures it.
 const superpi = createOpenAICompatible({ name: "superpi", baseURL: `${base}/v1`, apiKey: "local", includeUsage: true });

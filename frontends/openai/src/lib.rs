@@ -4,7 +4,8 @@
 //! `POST /v1/chat/completions` (JSON or SSE), its wire types ([`wire`]), the request map from a
 //! request to kernel calls with OpenAI-shaped errors ([`request`]), and the renderer from one
 //! turn's kernel events to `chat.completion.chunk`s ([`render`]). The agent loop runs in the
-//! kernel; client-side tools are ignored. It also serves superpi-mcp's MCP server over
+//! kernel; client-side tools are ignored. `POST /v1/responses` serves the same turns in the
+//! OpenAI Responses API's shapes ([`responses`]). It also serves superpi-mcp's MCP server over
 //! Streamable HTTP at `/mcp`, behind the same tokens and Origin rule, and webhook triggers'
 //! deliveries at `POST /v1/triggers/TOKEN` ([`trigger`]), whose own secret the kernel checks.
 //!
@@ -19,6 +20,7 @@ mod mcp_streams;
 pub mod metrics;
 pub mod render;
 pub mod request;
+pub mod responses;
 mod server;
 pub mod trigger;
 mod turn;

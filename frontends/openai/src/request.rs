@@ -50,7 +50,7 @@ pub struct ChatRequest {
     pub images: Vec<ContentBlock>,
 }
 
-fn header<'a>(headers: &'a HeaderMap, names: &[&str]) -> Result<Option<&'a str>, ApiError> {
+pub(crate) fn header<'a>(headers: &'a HeaderMap, names: &[&str]) -> Result<Option<&'a str>, ApiError> {
     for name in names {
         if let Some(value) = headers.get(*name) {
             let value = value.to_str().map_err(|_| ApiError::invalid(format!("header {name} is not visible ASCII")))?;

@@ -60,13 +60,14 @@ impl Gateway {
         let routes = Router::new()
             .route("/v1/models", get(models))
             .route("/v1/chat/completions", post(chat))
+            .route("/v1/responses", post(responses))
             .route("/metrics", get(metrics))
             .route("/v1/triggers/{token}", post(trigger))
             .route("/mcp", any(mcp));
         let common = Common {
             service: "superpi gateway",
-            not_found: "no such endpoint: the gateway serves /v1/models, /v1/chat/completions, /v1/triggers/TOKEN, \
-                        /metrics and /mcp",
+            not_found: "no such endpoint: the gateway serves /v1/models, /v1/chat/completions, /v1/responses, \
+                        /v1/triggers/TOKEN, /metrics and /mcp",
             body_limit: BODY_LIMIT,
         };
         superpi_http::with_common::<OpenAiShape, _>(routes, common)
@@ -207,15 +208,7 @@ async fn chat(
 ) -> Response {
     let body = match body {
         Ok(body) => body,
-        Err(rejection) => {
-            let code = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                "request_too_large"
-            } else {
-                "invalid_params"
-            };
-            let err = ApiError::new(rejection.status(), code, format!("unreadable body: {rejection}"));
-            return err.into_response();
-        }
+        Err(rejection) => return body_error(&rejection).into_response(),
     };
     match chat_inner(&gw, &headers, &body).await {
         Ok(response) => response,
@@ -223,6 +216,45 @@ async fn chat(
             tracing::info!(status = %err.status, code = err.code, "chat completion refused: {}", err.message);
             err.into_response()
         }
+    }
+}
+
+/// A body the request's route could not read: over the limit (413) or not read whole (400).
+fn body_error(rejection: &axum::extract::rejection::BytesRejection) -> ApiError {
+    let code = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE { "request_too_large" } else { "invalid_params" };
+    ApiError::new(rejection.status(), code, format!("unreadable body: {rejection}"))
+}
+
+/// `POST /v1/responses` (`responses/`), behind the chat route's token, Origin and body rules: the
+/// principal's kernel connection and the harnesses, then the Responses API's own work.
+async fn responses(
+    State(gw): State<Gateway>,
+    headers: HeaderMap,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => return body_error(&rejection).into_response(),
+    };
+    let principal = match gw.authenticate(&headers) {
+        Ok(principal) => principal,
+        Err(err) => return err.into_response(),
+    };
+    let req = match crate::responses::parse(&body, &headers) {
+        Ok(req) => req,
+        Err(err) => return err.into_response(),
+    };
+    let kernel = async {
+        let client = gw.client(&principal).await?;
+        let harnesses = gw.harnesses(&client).await?;
+        Ok::<_, ClientError>((client, harnesses))
+    };
+    match kernel.await {
+        Ok((client, harnesses)) => {
+            let workspace = gw.inner.frontend.workspace().map(String::from);
+            crate::responses::respond(client, &harnesses, workspace, req).await
+        }
+        Err(err) => request::kernel_error(&err, &req.chat.model).into_response(),
     }
 }
 

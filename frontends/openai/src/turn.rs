@@ -18,6 +18,17 @@ pub enum Sink {
     Stream(mpsc::Sender<Bytes>),
     /// A whole completion: every chunk, or the failure, handed over when the turn ends.
     Collect { chunks: Vec<Chunk>, done: Option<oneshot::Sender<Result<Vec<Chunk>, ApiError>>> },
+    /// The chunks as they come, then the end, for a route that writes them in another API's
+    /// shape (`responses/`). Dropping the receiver is the client going away.
+    Forward(mpsc::Sender<Forwarded>),
+}
+
+/// What [`Sink::Forward`] hands on.
+#[derive(Debug)]
+pub enum Forwarded {
+    Chunks(Vec<Chunk>),
+    /// The answer is over: the failure that ended it, if any. Nothing follows.
+    End(Option<Failure>),
 }
 
 /// How a failed answer is reported: a failed turn is the server's error (500), a lost kernel
@@ -63,12 +74,22 @@ impl Sink {
                 }
                 Ok(())
             }
+            Sink::Forward(tx) => {
+                if !chunks.is_empty() {
+                    tx.send(Forwarded::Chunks(chunks)).await.map_err(|_| Gone)?;
+                }
+                if let Some(failure) = end {
+                    tx.send(Forwarded::End(failure.cloned())).await.map_err(|_| Gone)?;
+                }
+                Ok(())
+            }
         }
     }
 
     async fn closed(&mut self) {
         match self {
             Sink::Stream(tx) => tx.closed().await,
+            Sink::Forward(tx) => tx.closed().await,
             Sink::Collect { done: Some(tx), .. } => tx.closed().await,
             Sink::Collect { done: None, .. } => std::future::pending().await,
         }

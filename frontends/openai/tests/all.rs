@@ -2,8 +2,10 @@
 //! declared here; tests/tests/house.rs checks that none is left out).
 
 mod cluster;
+mod codex;
 mod common;
 mod e2e;
 mod mcp_http;
 mod official_clients;
+mod responses;
 mod telemetry;

@@ -61,7 +61,7 @@ async fn status_models_and_unknown_routes() {
     assert!(code["capabilities"]["tools"].as_array().is_some_and(|t| !t.is_empty()));
     let (status, body) = json_of(http().get(gw.url("/v1/chat/completions")).send().await.unwrap()).await;
     assert_error(status, &body, 405, "method_not_allowed");
-    for path in ["/v1/completions", "/v1/embeddings", "/v1/responses"] {
+    for path in ["/v1/completions", "/v1/embeddings", "/v1/responses/compact"] {
         let (status, body) = json_of(http().post(gw.url(path)).body("{}").send().await.unwrap()).await;
         assert_error(status, &body, 404, "not_found");
     }
