@@ -4,9 +4,11 @@
 //! `POST /v1/chat/completions` (JSON or SSE), its wire types ([`wire`]), the request map from a
 //! request to kernel calls with OpenAI-shaped errors ([`request`]), and the renderer from one
 //! turn's kernel events to `chat.completion.chunk`s ([`render`]). The agent loop runs in the
-//! kernel; client-side tools are ignored. It also serves superpi-mcp's MCP server over
-//! Streamable HTTP at `/mcp`, behind the same tokens and Origin rule, and webhook triggers'
-//! deliveries at `POST /v1/triggers/TOKEN` ([`trigger`]), whose own secret the kernel checks.
+//! kernel; client-side tools are ignored. The same agent answers Anthropic Messages requests at
+//! `POST /v1/messages` (`messages.rs`, rendered by [`messages_render`]), for Claude Code and the
+//! Anthropic SDKs. It also serves superpi-mcp's MCP server over Streamable HTTP at `/mcp`,
+//! behind the same tokens and Origin rule, and webhook triggers' deliveries at
+//! `POST /v1/triggers/TOKEN` ([`trigger`]), whose own secret the kernel checks.
 //!
 //! It must not know the kernel's internals (store, policy, providers' configuration beyond
 //! listing models): it speaks the kernel protocol through superpi-client, as one remote
@@ -16,6 +18,8 @@
 mod cors;
 mod mcp;
 mod mcp_streams;
+mod messages;
+pub mod messages_render;
 pub mod metrics;
 pub mod render;
 pub mod request;

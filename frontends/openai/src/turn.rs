@@ -18,6 +18,15 @@ pub enum Sink {
     Stream(mpsc::Sender<Bytes>),
     /// A whole completion: every chunk, or the failure, handed over when the turn ends.
     Collect { chunks: Vec<Chunk>, done: Option<oneshot::Sender<Result<Vec<Chunk>, ApiError>>> },
+    /// An SSE response body in another API's frames (Anthropic Messages' events), which
+    /// `frames` makes of the chunks and the end.
+    Framed(mpsc::Sender<Bytes>, Box<dyn Frames>),
+}
+
+/// Writes an answer's chunks as the SSE frames of an API other than Chat Completions.
+pub trait Frames: Send {
+    /// The frames for `chunks`; `end` is set when the answer is over (with its failure, if any).
+    fn frames(&mut self, chunks: &[Chunk], end: Option<Option<&Failure>>) -> Vec<Bytes>;
 }
 
 /// How a failed answer is reported: a failed turn is the server's error (500), a lost kernel
@@ -51,6 +60,12 @@ impl Sink {
                 }
                 Ok(())
             }
+            Sink::Framed(tx, frames) => {
+                for frame in frames.frames(&chunks, end) {
+                    tx.send(frame).await.map_err(|_| Gone)?;
+                }
+                Ok(())
+            }
             Sink::Collect { chunks: all, done } => {
                 all.extend(chunks);
                 if let Some(failure) = end {
@@ -68,7 +83,7 @@ impl Sink {
 
     async fn closed(&mut self) {
         match self {
-            Sink::Stream(tx) => tx.closed().await,
+            Sink::Stream(tx) | Sink::Framed(tx, _) => tx.closed().await,
             Sink::Collect { done: Some(tx), .. } => tx.closed().await,
             Sink::Collect { done: None, .. } => std::future::pending().await,
         }
