@@ -138,6 +138,18 @@ await check("Claude Code: started in the home directory, superpi fails naming --
   assert.match(direct.err, /--workspace/, direct.err);
 });
 
+// ---- Claude Code with the gateway as its model: settings.json's `env` (frontends/openai/README.md).
+// The mock model echoes the prompt, which a new conversation gets after the transcript of what
+// came before it (Claude Code's system prompt): the answer ends with the prompt.
+await check("Claude Code: settings.json env with the gateway as its model, `claude -p` prints the agent's answer", async () => {
+  const s = sandboxEnv();
+  mkdirSync(join(s.home, ".claude"), { recursive: true });
+  writeFileSync(join(s.home, ".claude/settings.json"), snippet("claude-gateway"));
+  const r = await run(claude, ["-p", "answered by the superpi agent"], { cwd: s.project, env: s.env });
+  assert.equal(r.code, 0, r.out.slice(-800) + r.err);
+  assert.match(r.out, /\n\nanswered by the superpi agent\s*$/, r.out.slice(-800) + r.err);
+});
+
 // ---- Codex: config.toml read by `codex mcp list --json`.
 await check("Codex: config.toml lists superpi (stdio and HTTP) as written", async () => {
   const s = sandboxEnv();

@@ -333,6 +333,10 @@ async fn run_one(
     let out = proc::run_script(&args.node, &script, &ws, &vars, unset, timeout, args.verbose).await?;
     let mut rows = rows_of(protocol.name(), &out);
     if protocol == Protocol::Openai {
+        // The gateway's Anthropic Messages endpoint with the official Anthropic client.
+        let script = dir.join("openai/messages.mjs");
+        let out = proc::run_script(&args.node, &script, &ws, &vars, unset, timeout, args.verbose).await?;
+        rows.extend(rows_of(protocol.name(), &out));
         // The Python client too, from its pinned virtualenv.
         let python = dir.join(".venv/bin/python");
         if python.is_file() {

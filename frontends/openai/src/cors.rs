@@ -12,7 +12,8 @@ use superpi_http::{Cors, Frontend};
 const CORS: Cors = Cors {
     allow_methods: "GET, POST, DELETE, OPTIONS",
     allow_headers: "authorization, content-type, accept, x-session-id, x-conversation-id, x-superpi-mode, \
-                    x-super-pi-mode, mcp-session-id, mcp-protocol-version, last-event-id",
+                    x-super-pi-mode, mcp-session-id, mcp-protocol-version, last-event-id, x-api-key, anthropic-version, \
+                    anthropic-beta, anthropic-dangerous-direct-browser-access",
     expose_headers: Some("x-superpi-conversation-id, x-session-id, mcp-session-id"),
 };
 

@@ -5,9 +5,11 @@
 //! request to kernel calls with OpenAI-shaped errors ([`request`]), and the renderer from one
 //! turn's kernel events to `chat.completion.chunk`s ([`render`]). The agent loop runs in the
 //! kernel; client-side tools are ignored. `POST /v1/responses` serves the same turns in the
-//! OpenAI Responses API's shapes ([`responses`]). It also serves superpi-mcp's MCP server over
-//! Streamable HTTP at `/mcp`, behind the same tokens and Origin rule, and webhook triggers'
-//! deliveries at `POST /v1/triggers/TOKEN` ([`trigger`]), whose own secret the kernel checks.
+//! OpenAI Responses API's shapes ([`responses`]), and `POST /v1/messages` in Anthropic's
+//! (`messages.rs`, rendered by [`messages_render`]), for Codex, Claude Code and the SDKs. It
+//! also serves superpi-mcp's MCP server over Streamable HTTP at `/mcp`, behind the same tokens
+//! and Origin rule, and webhook triggers' deliveries at `POST /v1/triggers/TOKEN` ([`trigger`]),
+//! whose own secret the kernel checks.
 //!
 //! It must not know the kernel's internals (store, policy, providers' configuration beyond
 //! listing models): it speaks the kernel protocol through superpi-client, as one remote
@@ -17,6 +19,8 @@
 mod cors;
 mod mcp;
 mod mcp_streams;
+mod messages;
+pub mod messages_render;
 pub mod metrics;
 pub mod render;
 pub mod request;

@@ -61,12 +61,14 @@ impl Gateway {
             .route("/v1/models", get(models))
             .route("/v1/chat/completions", post(chat))
             .route("/v1/responses", post(responses))
+            .route("/v1/messages", post(crate::messages::messages))
+            .route("/v1/messages/count_tokens", post(crate::messages::count_tokens))
             .route("/metrics", get(metrics))
             .route("/v1/triggers/{token}", post(trigger))
             .route("/mcp", any(mcp));
         let common = Common {
             service: "superpi gateway",
-            not_found: "no such endpoint: the gateway serves /v1/models, /v1/chat/completions, /v1/responses, \
+            not_found: "no such endpoint: the gateway serves /v1/models, /v1/chat/completions, /v1/responses, /v1/messages, \
                         /v1/triggers/TOKEN, /metrics and /mcp",
             body_limit: BODY_LIMIT,
         };
@@ -76,25 +78,34 @@ impl Gateway {
     }
 
     /// The principal of a request, or 401 (no valid token) or 403 (a foreign browser origin
-    /// while no token is configured).
-    fn authenticate(&self, headers: &HeaderMap) -> Result<String, ApiError> {
+    /// while no token is configured). The token is `Authorization: Bearer`'s or, as Anthropic
+    /// clients send it, `x-api-key`'s.
+    pub(crate) fn authenticate(&self, headers: &HeaderMap) -> Result<String, ApiError> {
         if !self.inner.frontend.request_origin_allowed(headers) {
             return Err(ApiError::forbidden_origin(format!(
                 "requests from this Origin are refused without a token (see {ORIGINS_VAR})"
             )));
         }
-        (self.inner.frontend.principal(headers))
+        let frontend = &self.inner.frontend;
+        frontend
+            .principal(headers)
+            .or_else(|err| crate::messages::api_key_as_bearer(headers).map_or(Err(err), |h| frontend.principal(&h)))
             .map_err(|err| ApiError::unauthorized(format!("Incorrect API key provided: {err}")))
     }
 
-    async fn client(&self, principal: &str) -> Result<KernelClient, ClientError> {
+    pub(crate) async fn client(&self, principal: &str) -> Result<KernelClient, ClientError> {
         self.inner.frontend.client(principal).await
+    }
+
+    /// The workspace of the conversations the gateway opens.
+    pub(crate) fn workspace(&self) -> Option<String> {
+        self.inner.frontend.workspace().map(String::from)
     }
 }
 
 impl Gateway {
     /// The harnesses, from a recent `harness.list` or a new one.
-    async fn harnesses(&self, client: &KernelClient) -> Result<Vec<HarnessInfo>, ClientError> {
+    pub(crate) async fn harnesses(&self, client: &KernelClient) -> Result<Vec<HarnessInfo>, ClientError> {
         if let Some((at, list)) = lock(&self.inner.harnesses).as_ref()
             && at.elapsed() < HARNESS_TTL
         {
@@ -151,8 +162,12 @@ async fn trigger(State(gw): State<Gateway>, Path(token): Path<String>, headers: 
 }
 
 async fn models(State(gw): State<Gateway>, headers: HeaderMap) -> Response {
+    // An Anthropic client (it sends `anthropic-version`) reads the list in its own shape.
+    let anthropic = headers.contains_key(crate::messages::VERSION_HEADER);
     match list_models(&gw, &headers).await {
+        Ok(list) if anthropic => axum::Json(crate::messages::model_list(list)).into_response(),
         Ok(list) => axum::Json(list).into_response(),
+        Err(err) if anthropic => crate::messages::from_openai(err).into_response(),
         Err(err) => err.into_response(),
     }
 }
@@ -271,7 +286,16 @@ async fn open(
     target: &Target,
     workspace: Option<String>,
 ) -> Result<ConversationInfo, ApiError> {
-    let params = superpi_proto::method::OpenParams { workspace, ..request::open_params(req, target) };
+    open_with(client, req, superpi_proto::method::OpenParams { workspace, ..request::open_params(req, target) }).await
+}
+
+/// Opens (or finds) the request's conversation with these `session.open` params, and sets the
+/// mode the request asks for on one that existed.
+pub(crate) async fn open_with(
+    client: &KernelClient,
+    req: &ChatRequest,
+    params: superpi_proto::method::OpenParams,
+) -> Result<ConversationInfo, ApiError> {
     let info = match client.open(params.clone()).await {
         // Another principal's conversation reads as one that does not exist: a new one.
         Err(err) if err.code() == Some(codes::NOT_FOUND) && matches!(req.session, Session::Conversation(_)) => {

@@ -21,6 +21,9 @@ pub enum Sink {
     /// The chunks as they come, then the end, for a route that writes them in another API's
     /// shape (`responses/`). Dropping the receiver is the client going away.
     Forward(mpsc::Sender<Forwarded>),
+    /// An SSE response body in another API's frames (Anthropic Messages' events), which
+    /// `frames` makes of the chunks and the end.
+    Framed(mpsc::Sender<Bytes>, Box<dyn Frames>),
 }
 
 /// What [`Sink::Forward`] hands on.
@@ -29,6 +32,13 @@ pub enum Forwarded {
     Chunks(Vec<Chunk>),
     /// The answer is over: the failure that ended it, if any. Nothing follows.
     End(Option<Failure>),
+}
+
+
+/// Writes an answer's chunks as the SSE frames of an API other than Chat Completions.
+pub trait Frames: Send {
+    /// The frames for `chunks`; `end` is set when the answer is over (with its failure, if any).
+    fn frames(&mut self, chunks: &[Chunk], end: Option<Option<&Failure>>) -> Vec<Bytes>;
 }
 
 /// How a failed answer is reported: a failed turn is the server's error (500), a lost kernel
@@ -62,6 +72,12 @@ impl Sink {
                 }
                 Ok(())
             }
+            Sink::Framed(tx, frames) => {
+                for frame in frames.frames(&chunks, end) {
+                    tx.send(frame).await.map_err(|_| Gone)?;
+                }
+                Ok(())
+            }
             Sink::Collect { chunks: all, done } => {
                 all.extend(chunks);
                 if let Some(failure) = end {
@@ -88,7 +104,7 @@ impl Sink {
 
     async fn closed(&mut self) {
         match self {
-            Sink::Stream(tx) => tx.closed().await,
+            Sink::Stream(tx) | Sink::Framed(tx, _) => tx.closed().await,
             Sink::Forward(tx) => tx.closed().await,
             Sink::Collect { done: Some(tx), .. } => tx.closed().await,
             Sink::Collect { done: None, .. } => std::future::pending().await,
