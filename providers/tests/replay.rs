@@ -405,12 +405,18 @@ async fn dropping_the_stream_drops_the_connection() {
 
 #[tokio::test]
 async fn a_conversation_switching_providers_is_sent_in_each_format() {
+    let encrypted = superpi_providers::testing::rules::responses::encrypted_reasoning("rs_1");
     let history = vec![
         Message::user_text("list /tmp"),
         Message {
             role: Role::Assistant,
             content: vec![
                 ContentBlock::Thinking { thinking: "plan".into(), signature: Some("sig".into()), redacted: false },
+                ContentBlock::Thinking {
+                    thinking: "reasoned".into(),
+                    signature: Some(format!("openai:{encrypted}")),
+                    redacted: false,
+                },
                 ContentBlock::text("Listing."),
                 ContentBlock::Thinking {
                     thinking: String::new(),
@@ -440,10 +446,11 @@ async fn a_conversation_switching_providers_is_sent_in_each_format() {
         Reply::stream(&recorded("openai_text.sse"), 1000),
         Reply::stream(&recorded("anthropic_tools.sse"), 1000),
         Reply::stream(&recorded("gemini_tools.sse"), 1000),
+        Reply::stream(&recorded("responses_tools.sse"), 1000),
     ];
     let server = Fake::start(replies).await;
     let config = config_for(&server.base);
-    for model in ["gpt-4o", "claude-sonnet-4-5", "gemini-2.5-pro"] {
+    for model in ["gpt-4o", "claude-sonnet-4-5", "gemini-2.5-pro", "gpt-5-codex"] {
         let request = ModelRequest { model: model.into(), messages: history.clone(), ..Default::default() };
         let events: Vec<StreamEvent> = resolve(model, &config).unwrap().stream(request).collect().await;
         validate(&events).unwrap();
@@ -483,6 +490,17 @@ async fn a_conversation_switching_providers_is_sent_in_each_format() {
                 {"functionCall": {"name": "ls", "args": {"path": "/tmp"}}, "thoughtSignature": "gsig"},
             ]},
             {"role": "user", "parts": [{"functionResponse": {"name": "ls", "response": {"output": "a.txt"}}}]},
+        ])
+    );
+    // Only the Responses API gets its reasoning back, before what it led to.
+    assert_eq!(
+        sent[3].body_json()["input"],
+        json!([
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list /tmp"}]},
+            {"type": "reasoning", "summary": [{"type": "summary_text", "text": "reasoned"}], "encrypted_content": encrypted},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Listing."}]},
+            {"type": "function_call", "call_id": "call:1", "name": "ls", "arguments": "{\"path\":\"/tmp\"}"},
+            {"type": "function_call_output", "call_id": "call:1", "output": "a.txt"},
         ])
     );
 }
