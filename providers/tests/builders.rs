@@ -245,6 +245,14 @@ fn an_image_reaches_each_vendor_in_its_documented_shape() {
     );
     let gemini = check("gemini-2.5-flash", &request, None).unwrap();
     assert_eq!(gemini["contents"][0]["parts"][1], json!({"inline_data": {"mime_type": "image/png", "data": PNG}}));
+    let responses = check("gpt-5-codex", &request, None).unwrap();
+    assert_eq!(
+        responses["input"][0]["content"],
+        json!([
+            {"type": "input_text", "text": "what is this?"},
+            {"type": "input_image", "image_url": format!("data:image/png;base64,{PNG}"), "detail": "auto"},
+        ])
+    );
     // A text prompt stays a string for OpenAI (what every compatible server takes).
     let text = check("gpt-4o", &ModelRequest { messages: vec![Message::user_text("hi")], ..Default::default() }, None);
     assert_eq!(text.unwrap()["messages"][0]["content"], "hi");
