@@ -2,7 +2,8 @@
 //!
 //! `cargo run --release -p superpi-providers --example parse_bench`
 //!
-//! 1. Parse throughput (MB/s, events/s) of a large stream in each vendor's format, fed in 16 KiB
+//! 1. Parse throughput (MB/s, events/s) of a large stream in each wire's format (OpenAI Chat
+//!    Completions, Anthropic, Gemini, OpenAI's Responses API), fed in 16 KiB
 //!    pieces through the SSE decoder, the vendor parser and the stream builder.
 //! 2. The mock model's `@deltas 1000000`, events/s.
 //! 3. The time the provider layer adds between a chunk reaching the socket and its event leaving
@@ -16,8 +17,10 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::json;
 use superpi_proto::Message;
+use superpi_providers::openai_responses::RESPONSES;
+use superpi_providers::vendor::wire_api;
 use superpi_providers::{
-    MockProvider, ModelRequest, Provider, ProviderKind, ProvidersConfig, StreamEvent, parse_recorded, resolve,
+    MockProvider, ModelRequest, Provider, ProviderKind, ProvidersConfig, StreamEvent, parse_recorded_by, resolve,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -80,18 +83,55 @@ fn gemini_body() -> Vec<u8> {
     out.into_bytes()
 }
 
+fn responses_body() -> Vec<u8> {
+    let mut out = String::new();
+    let event = |out: &mut String, value: serde_json::Value| {
+        out.push_str(&format!("event: {}\ndata: {value}\n\n", value["type"].as_str().unwrap_or("")));
+    };
+    event(
+        &mut out,
+        json!({"type": "response.created", "sequence_number": 0, "response": {"id": "resp_b", "status": "in_progress"}}),
+    );
+    event(
+        &mut out,
+        json!({"type": "response.output_item.added", "sequence_number": 1, "output_index": 0,
+               "item": {"type": "message", "id": "msg_b", "role": "assistant", "status": "in_progress", "content": []}}),
+    );
+    let mut i = 0u64;
+    while out.len() < TARGET_BYTES {
+        event(
+            &mut out,
+            json!({"type": "response.output_text.delta", "sequence_number": i + 2, "item_id": "msg_b", "output_index": 0,
+                   "content_index": 0, "delta": format!("token {i} "), "logprobs": []}),
+        );
+        i += 1;
+    }
+    event(
+        &mut out,
+        json!({"type": "response.output_item.done", "sequence_number": i + 2, "output_index": 0,
+               "item": {"type": "message", "id": "msg_b", "role": "assistant", "status": "completed", "content": []}}),
+    );
+    event(
+        &mut out,
+        json!({"type": "response.completed", "sequence_number": i + 3, "response": {"id": "resp_b", "status": "completed",
+               "usage": {"input_tokens": 1, "output_tokens": i}}}),
+    );
+    out.into_bytes()
+}
+
 fn parse_throughput() {
     println!("parse throughput ({} MiB per stream, {} KiB pieces, best of 3):", TARGET_BYTES >> 20, PIECE >> 10);
-    for (name, kind, body) in [
-        ("openai", ProviderKind::Openai, openai_body()),
-        ("anthropic", ProviderKind::Anthropic, anthropic_body()),
-        ("gemini", ProviderKind::Gemini, gemini_body()),
+    for (name, api, body) in [
+        ("openai", wire_api(ProviderKind::Openai), openai_body()),
+        ("anthropic", wire_api(ProviderKind::Anthropic), anthropic_body()),
+        ("gemini", wire_api(ProviderKind::Gemini), gemini_body()),
+        ("responses", &RESPONSES, responses_body()),
     ] {
         let mut best = Duration::MAX;
         let mut events = 0;
         for _ in 0..3 {
             let started = Instant::now();
-            let parsed = parse_recorded(kind, body.chunks(PIECE));
+            let parsed = parse_recorded_by(api, body.chunks(PIECE));
             best = best.min(started.elapsed());
             events = parsed.len();
             assert!(matches!(parsed.last(), Some(StreamEvent::Done(_))), "{name}: {:?}", parsed.last());

@@ -10,7 +10,9 @@ use crate::route::Route;
 use crate::sse::SseEvent;
 use crate::stream::{ModelRequest, ProviderError, StopReason};
 use crate::wire::{arguments_object, json_chunk, object_schema, plain_name, str_field};
-use crate::wire_api::{WireApi, WireParser, WireRequest, no_reasoning_settings, parser_of, serves_every_model};
+use crate::wire_api::{
+    WireApi, WireParser, WireRequest, no_reasoning_settings, parser_of, refusals_stand, serves_every_model,
+};
 
 /// The endpoint when the settings name none.
 pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
@@ -39,8 +41,11 @@ fn blocks_for(role: Role, content: &[ContentBlock]) -> Vec<Value> {
             ContentBlock::Image { media_type, data: Some(data), .. } if role == Role::User => out.push(json!({
                 "type": "image", "source": {"type": "base64", "media_type": media_type, "data": data},
             })),
+            // Gemini's and OpenAI's signatures travel as thinking blocks too: never Anthropic's.
             ContentBlock::Thinking { thinking, signature: Some(signature), redacted }
-                if role == Role::Assistant && !signature.starts_with(crate::gemini::SIGNATURE_PREFIX) =>
+                if role == Role::Assistant
+                    && !signature.starts_with(crate::gemini::SIGNATURE_PREFIX)
+                    && !signature.starts_with(crate::openai_responses::SIGNATURE_PREFIX) =>
             {
                 if *redacted {
                     out.push(json!({"type": "redacted_thinking", "data": signature}));
@@ -160,6 +165,7 @@ pub static ANTHROPIC: WireApi = WireApi {
     efforts,
     tool_name: plain_name,
     build_request,
+    adjust: refusals_stand,
     parser: parser_of::<Parser>,
 };
 

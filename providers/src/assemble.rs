@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use serde_json::Value;
 use superpi_proto::{ContentBlock, Message, Role, Usage};
 
-use crate::stream::{ProviderError, StopReason, StreamEvent, Terminal};
+use crate::stream::{ProviderError, StopReason, StreamEvent, Terminal, UsageDetails};
 
 /// Tool-call arguments as assembled from their JSON text: empty text is `{}`, text that is not
 /// JSON is kept as a string so the caller can report it to the model instead of losing it.
@@ -74,6 +74,7 @@ pub struct StreamBuilder {
     closed: Vec<ContentBlock>,
     response_id: Option<String>,
     usage: Usage,
+    details: UsageDetails,
 }
 
 impl StreamBuilder {
@@ -102,6 +103,11 @@ impl StreamBuilder {
 
     pub fn usage_mut(&mut self) -> &mut Usage {
         &mut self.usage
+    }
+
+    /// The cached and reasoning shares of the usage, for vendors that report them.
+    pub fn details_mut(&mut self) -> &mut UsageDetails {
+        &mut self.details
     }
 
     pub fn is_finished(&self) -> bool {
@@ -263,6 +269,7 @@ impl StreamBuilder {
         self.closed.clear();
         self.next_index = 0;
         self.usage = Usage::default();
+        self.details = UsageDetails::default();
         self.response_id = None;
         self.out.push_back(StreamEvent::Reset { retry_in_ms });
     }
@@ -280,6 +287,7 @@ impl StreamBuilder {
             stop_reason,
             message,
             usage: self.usage,
+            details: self.details,
             response_id: self.response_id.clone(),
             error: None,
         }));
@@ -303,6 +311,7 @@ impl StreamBuilder {
             stop_reason,
             message,
             usage: self.usage,
+            details: self.details,
             response_id: self.response_id.clone(),
             error: Some(error),
         }));

@@ -50,6 +50,18 @@ impl ProviderKind {
     }
 }
 
+/// Which of OpenAI's APIs a model is served through (`wire_api` of a `[[providers.models]]`
+/// entry); unset, the built-in table chooses (the Responses API for the models OpenAI serves only
+/// there: `gpt-5-codex`, `codex-mini-latest`, `o3-pro`...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpenaiWire {
+    /// Chat Completions (`POST /chat/completions`), what every compatible server speaks.
+    Chat,
+    /// The Responses API (`POST /responses`).
+    Responses,
+}
+
 /// One vendor's settings (`[providers.openai]` and the like in the config file).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -83,6 +95,8 @@ pub struct ModelEntry {
     pub provider: ProviderKind,
     /// The id sent upstream (default: `name`).
     pub model: Option<String>,
+    /// OpenAI's API to speak (`provider = "openai"` only; default: the built-in table's choice).
+    pub wire_api: Option<OpenaiWire>,
     /// The endpoint (default: the vendor's).
     pub base_url: Option<String>,
     pub api_key: Option<String>,

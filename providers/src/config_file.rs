@@ -148,6 +148,13 @@ impl ProvidersConfig {
                 return Err(invalid(path, key(field), "must be at least 1"));
             }
             effort(path, &key("reasoning_effort"), &entry.reasoning_effort)?;
+            if entry.wire_api.is_some() && entry.provider != crate::config::ProviderKind::Openai {
+                return Err(invalid(
+                    path,
+                    key("wire_api"),
+                    format!("chooses among OpenAI's APIs; a `{}` model speaks its own", entry.provider.as_str()),
+                ));
+            }
         }
         if let Some(percent) = self.compact_at_percent
             && !(10..=100).contains(&percent)

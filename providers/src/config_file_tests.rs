@@ -118,10 +118,42 @@ fn load_reads_the_config_dir_and_the_environment_wins() {
 }
 
 #[test]
-fn responses_api_models_are_refused_by_name() {
-    let config = parse("[providers.openai]\napi_key = \"k\"\n").unwrap();
-    for model in ["o3-pro", "gpt-5-codex", "o4-mini-deep-research", "codex-mini-latest"] {
-        let error = crate::router::route(model, &config).unwrap_err().to_string();
-        assert!(error.contains("Responses API"), "{model}: {error}");
+fn responses_api_models_are_routed_to_it_and_wire_api_chooses_for_an_entry() {
+    let config = parse(
+        r#"
+[providers.openai]
+api_key = "k"
+
+[[providers.models]]
+name = "proxied"
+model = "gpt-4.1"
+wire_api = "responses"
+
+[[providers.models]]
+name = "codex-on-chat"
+model = "gpt-5-codex"
+wire_api = "chat"
+
+[[providers.models]]
+name = "codex-plain"
+model = "gpt-5.1-codex-mini"
+"#,
+    )
+    .unwrap();
+    for model in ["o3-pro", "gpt-5-codex", "o4-mini-deep-research", "codex-mini-latest", "openai/gpt-5-pro"] {
+        let route = crate::router::route(model, &config).unwrap();
+        assert!(route.responses && route.reasoning, "{model}: {route:?}");
     }
+    for model in ["gpt-4o", "o3", "gpt-5", "gpt-5-mini"] {
+        assert!(!crate::router::route(model, &config).unwrap().responses, "{model}");
+    }
+    let responses = |name: &str| crate::router::route(name, &config).unwrap().responses;
+    assert_eq!((responses("proxied"), responses("codex-on-chat"), responses("codex-plain")), (true, false, true));
+    let error = crate::router::route("computer-use-preview", &config).unwrap_err().to_string();
+    assert!(error.contains("computer-use tool"), "{error}");
+    let error = parse("[[providers.models]]\nname = \"c\"\nprovider = \"anthropic\"\nwire_api = \"responses\"\n");
+    assert!(error.unwrap_err().contains("providers.models[0].wire_api"));
+    assert!(
+        parse("[[providers.models]]\nname = \"c\"\nwire_api = \"completions\"\n").unwrap_err().contains("wire_api")
+    );
 }

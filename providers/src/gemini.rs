@@ -18,7 +18,9 @@ use crate::route::Route;
 use crate::sse::SseEvent;
 use crate::stream::{ModelRequest, ProviderError, StopReason};
 use crate::wire::{arguments_object, fresh_call_id, json_chunk, str_field, stream_error};
-use crate::wire_api::{WireApi, WireParser, WireRequest, no_reasoning_settings, parser_of, serves_every_model};
+use crate::wire_api::{
+    WireApi, WireParser, WireRequest, no_reasoning_settings, parser_of, refusals_stand, serves_every_model,
+};
 
 /// The endpoint when the settings name none.
 pub const DEFAULT_GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com";
@@ -231,6 +233,7 @@ pub static GEMINI: WireApi = WireApi {
     efforts,
     tool_name: declared_name,
     build_request,
+    adjust: refusals_stand,
     parser: parser_of::<Parser>,
 };
 

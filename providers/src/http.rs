@@ -16,7 +16,7 @@ use crate::config::{ProviderKind, ProvidersConfig, RetryConfig};
 use crate::route::{Auth, Route};
 use crate::sse::{SseDecoder, SseEvent};
 use crate::stream::{EventStream, ModelRequest, ProviderError, StreamEvent};
-use crate::vendor::wire_api;
+use crate::vendor::{wire_api, wire_for};
 pub use crate::wire_api::{WireApi, WireParser, WireRequest};
 
 /// The new parser for a vendor.
@@ -27,9 +27,15 @@ pub fn parser_for(kind: ProviderKind) -> Box<dyn WireParser> {
 /// Parses a recorded body (split as given) into events, as the provider would stream them.
 /// For tests and benchmarks.
 pub fn parse_recorded<'a>(kind: ProviderKind, chunks: impl IntoIterator<Item = &'a [u8]>) -> Vec<StreamEvent> {
+    parse_recorded_by(wire_api(kind), chunks)
+}
+
+/// [`parse_recorded`] by the parser of `api` (OpenAI's Responses API:
+/// [`crate::openai_responses::RESPONSES`]).
+pub fn parse_recorded_by<'a>(api: &'static WireApi, chunks: impl IntoIterator<Item = &'a [u8]>) -> Vec<StreamEvent> {
     let mut builder = StreamBuilder::new();
     builder.start(None);
-    let mut feeder = Feeder::new(kind);
+    let mut feeder = Feeder::new(api);
     let mut result = Ok(());
     for chunk in chunks {
         result = feeder.feed(chunk, &mut builder);
@@ -52,8 +58,8 @@ struct Feeder {
 }
 
 impl Feeder {
-    fn new(kind: ProviderKind) -> Self {
-        Feeder { provider: kind.as_str(), decoder: SseDecoder::new(), parser: parser_for(kind), scratch: Vec::new() }
+    fn new(api: &'static WireApi) -> Self {
+        Feeder { provider: api.kind.as_str(), decoder: SseDecoder::new(), parser: (api.parser)(), scratch: Vec::new() }
     }
 
     /// Feeds a chunk; an error ends the attempt (the caller decides between retry and failure).
@@ -125,7 +131,7 @@ impl HttpProvider {
             }
             _ => None,
         };
-        Ok(HttpProvider { api: wire_api(route.kind), client: client(config)?, retry: config.retry, tokens, route })
+        Ok(HttpProvider { api: wire_for(&route), client: client(config)?, retry: config.retry, tokens, route })
     }
 
     pub fn route(&self) -> &Route {
@@ -164,6 +170,7 @@ impl Provider for HttpProvider {
             client: self.client.clone(),
             retry: self.retry,
             wire,
+            adjusted: false,
         };
         Box::pin(futures::stream::unfold(driver, |mut driver| async move {
             let event = driver.next().await?;
@@ -193,6 +200,8 @@ struct Driver {
     client: reqwest::Client,
     retry: RetryConfig,
     wire: WireRequest,
+    /// The request was remade once after a refusal ([`WireApi::adjust`]).
+    adjusted: bool,
 }
 
 /// Why an attempt did not start streaming.
@@ -217,10 +226,18 @@ impl Driver {
             match std::mem::replace(&mut self.phase, Phase::Connect) {
                 Phase::Connect => match self.open().await {
                     Ok(body) => {
-                        self.phase = Phase::Streaming(body, Box::new(Feeder::new(self.kind)));
+                        self.phase = Phase::Streaming(body, Box::new(Feeder::new(self.api)));
                     }
                     Err(OpenFailure::Retryable { wait, error }) => self.retry_or_fail(error, wait),
-                    Err(OpenFailure::Fatal(error)) => self.builder.fail(error),
+                    Err(OpenFailure::Fatal(error)) => match (self.api.adjust)(&self.wire, &error) {
+                        // Nothing streamed yet: the remade request goes at once, in the same attempt.
+                        Some(wire) if !self.adjusted => {
+                            tracing::warn!(provider = %self.provider(), %error, "sending the request again without what was refused");
+                            self.wire = wire;
+                            self.adjusted = true;
+                        }
+                        _ => self.builder.fail(error),
+                    },
                 },
                 Phase::Wait(wait) => tokio::time::sleep(wait).await,
                 Phase::Streaming(mut body, mut feeder) => match body.next().await {

@@ -30,6 +30,7 @@ const TABLE: &[(&str, bool)] = &[
     ("o3-mini", false),
     ("o3", true),
     ("o4-mini", true),
+    ("codex-mini", true),
     ("claude-", true),
     ("gemini-", true),
 ];

@@ -30,6 +30,7 @@ pub mod images;
 pub mod limits;
 pub mod mock;
 pub mod openai;
+pub mod openai_responses;
 mod openai_wire;
 pub mod partial_json;
 pub mod reassemble;
@@ -47,17 +48,17 @@ pub mod wire_api;
 
 pub use assemble::StreamBuilder;
 pub use config::{
-    CommandRunner, DEFAULT_COMPACT_AT_PERCENT, ModelEntry, PROVIDERS_FILE, ProviderKind, ProvidersConfig, RetryConfig,
-    VendorConfig,
+    CommandRunner, DEFAULT_COMPACT_AT_PERCENT, ModelEntry, OpenaiWire, PROVIDERS_FILE, ProviderKind, ProvidersConfig,
+    RetryConfig, VendorConfig,
 };
 pub use config_file::ProvidersFileError;
-pub use http::{HttpProvider, parse_recorded};
+pub use http::{HttpProvider, parse_recorded, parse_recorded_by};
 pub use limits::ModelLimits;
 pub use mock::{MockProvider, mock_directives_help};
 pub use reassemble::{Reassembler, reassemble};
 pub use route::Route;
 pub use router::{ModelInfo, configured_models, default_model, resolve, route};
-pub use stream::{EventStream, ModelRequest, ProviderError, StopReason, StreamEvent, Terminal, ToolSpec};
+pub use stream::{EventStream, ModelRequest, ProviderError, StopReason, StreamEvent, Terminal, ToolSpec, UsageDetails};
 pub use validate::{AlgebraViolation, Validator, validate};
 
 use std::sync::Arc;

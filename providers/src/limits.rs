@@ -43,6 +43,7 @@ const TABLE: &[(&str, ModelLimits)] = &[
     ("o1", limits(200_000, 100_000)),
     ("o3", limits(200_000, 100_000)),
     ("o4-mini", limits(200_000, 100_000)),
+    ("codex-mini", limits(200_000, 100_000)),
     // Anthropic
     ("claude-opus-4-5", limits(200_000, 64_000)),
     ("claude-opus-4", limits(200_000, 32_000)),

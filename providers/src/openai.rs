@@ -15,7 +15,7 @@ use crate::route::Route;
 use crate::sse::SseEvent;
 use crate::stream::{ModelRequest, ProviderError, StopReason};
 use crate::wire::{fresh_call_id, joined_text, object_schema, plain_name};
-use crate::wire_api::{WireApi, WireParser, WireRequest, parser_of};
+use crate::wire_api::{WireApi, WireParser, WireRequest, parser_of, refusals_stand};
 
 /// The endpoint when the settings name none.
 pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -27,7 +27,7 @@ const MAX_ID_LEN: usize = 40;
 
 /// A tool-call id as this API takes it: ids from other providers longer than 40 characters
 /// are replaced by a stable hash, the same for the call and its result.
-fn wire_id(id: &str) -> String {
+pub(crate) fn wire_id(id: &str) -> String {
     if id.len() <= MAX_ID_LEN {
         return id.to_string();
     }
@@ -127,6 +127,9 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
     if let Some(effort) = effort {
         body["reasoning_effort"] = json!(effort);
     }
+    if takes_prompt_cache_key(&route.base_url) {
+        body["prompt_cache_key"] = json!(prompt_cache_key(request));
+    }
     WireRequest {
         url: format!("{}/chat/completions", route.base_url.trim_end_matches('/')),
         headers: vec![
@@ -143,7 +146,8 @@ pub static OPENAI: WireApi = WireApi {
     key_var: OPENAI_API_KEY,
     base_url_var: OPENAI_BASE_URL,
     default_base_url: DEFAULT_OPENAI_BASE_URL,
-    // codex- and computer-use- are recognised to be refused clearly (Responses API only).
+    // codex- and computer-use- route here too: the router sends the models OpenAI serves only
+    // through the Responses API there ([`served_by_responses`]).
     name_prefixes: &[
         ("openai/", true),
         ("gpt-", false),
@@ -157,42 +161,79 @@ pub static OPENAI: WireApi = WireApi {
     builtin_models: &["gpt-4o-mini", "gpt-4o", "gpt-4.1", "gpt-4.1-mini", "o3", "o4-mini", "gpt-5", "gpt-5-mini"],
     key_header: ("authorization", "Bearer "),
     keyless_with_base_url: true,
-    unsupported: responses_only,
+    unsupported,
     is_reasoning_model,
     efforts,
     tool_name: plain_name,
     build_request,
+    adjust: refusals_stand,
     parser: parser_of::<Parser>,
 };
 
-/// Why a model served through the Responses API only cannot be served here.
-fn responses_only(model: &str) -> Option<String> {
-    let families = ["o1-pro", "o3-pro", "gpt-5-pro", "gpt-5-codex", "codex-mini", "computer-use-preview"];
-    let responses_only = families.iter().any(|prefix| model.starts_with(prefix)) || model.contains("deep-research");
-    responses_only.then(|| {
-        "OpenAI serves it through the Responses API only; superpi speaks Chat Completions \
-         (use o3, o4-mini, gpt-5 or gpt-5-mini)"
+/// Whether OpenAI serves the model only through the Responses API (the `-pro` reasoning
+/// models, the codex family, deep research, computer use), so that the router sends it there
+/// unless its entry names a `wire_api`.
+pub fn served_by_responses(model: &str) -> bool {
+    let id = model.rsplit('/').next().unwrap_or(model);
+    let pro = ["o1-pro", "o3-pro", "gpt-5"].iter().any(|family| id.starts_with(family)) && id.contains("-pro");
+    pro || id.starts_with("codex-")
+        || id.contains("-codex")
+        || id.contains("deep-research")
+        || id.starts_with("computer-use")
+}
+
+/// Why a model cannot be served at all: the computer-use model acts only through OpenAI's
+/// computer tool, which drives a screen superpi does not have.
+fn unsupported(model: &str) -> Option<String> {
+    model.rsplit('/').next().unwrap_or(model).starts_with("computer-use").then(|| {
+        "it acts only through OpenAI's computer-use tool (a screen and mouse), which superpi does not \
+         provide; use gpt-5, gpt-5-codex or o3"
             .to_string()
     })
 }
 
-/// Whether the model takes reasoning settings (the o-series and gpt-5).
-fn is_reasoning_model(model: &str) -> bool {
-    ["o1", "o3", "o4", "gpt-5"].iter().any(|prefix| model.starts_with(prefix))
+/// Whether requests to `base_url` may carry `prompt_cache_key`: OpenAI's own endpoint only,
+/// since compatible servers (Groq, NVIDIA, Azure) refuse a field they do not know.
+pub(crate) fn takes_prompt_cache_key(base_url: &str) -> bool {
+    let host = base_url.split("://").nth(1).unwrap_or(base_url).split(['/', ':']).next().unwrap_or("");
+    host == "api.openai.com" || host.ends_with(".api.openai.com")
 }
 
-/// The thinking efforts of a reasoning model: gpt-5 also reasons `minimal` (our `off`); the
-/// o-series take `low`, `medium` and `high`; other models none.
-fn efforts(model: &str, reasoning: bool) -> &'static [Effort] {
+/// A `prompt_cache_key` for a conversation: OpenAI routes requests with the same key to the
+/// same cache. The requests carry no conversation id, so the key is made from what stays
+/// the same from one request of a conversation to the next: the system prompt and the first
+/// message (a fork and the compaction of the same history share it, and their prefix).
+pub(crate) fn prompt_cache_key(request: &ModelRequest) -> String {
+    let mut seed = request.system.clone().unwrap_or_default();
+    if let Some(first) = request.messages.first() {
+        seed.push('\u{0}');
+        seed.push_str(first.role.as_str());
+        seed.push_str(&serde_json::to_string(&first.content).unwrap_or_default());
+    }
+    format!("superpi-{:016x}", crate::wire::short_hash(&seed))
+}
+
+/// Whether the model takes reasoning settings (the o-series, gpt-5 and the codex family).
+pub(crate) fn is_reasoning_model(model: &str) -> bool {
+    ["o1", "o3", "o4", "gpt-5", "codex-"].iter().any(|prefix| model.starts_with(prefix))
+}
+
+/// The thinking efforts of a reasoning model: gpt-5 also reasons `minimal` (our `off`), its
+/// codex models do not, gpt-5-pro reasons `high` only and deep research `medium`; the o-series
+/// take `low`, `medium` and `high`; other models none.
+pub(crate) fn efforts(model: &str, reasoning: bool) -> &'static [Effort] {
+    let id = model.rsplit('/').next().unwrap_or(model);
     match reasoning {
         false => &[],
-        true if model.rsplit('/').next().unwrap_or(model).starts_with("gpt-5") => &Effort::ALL,
+        true if id.contains("deep-research") => &[Effort::Medium],
+        true if id.starts_with("gpt-5") && id.contains("-pro") => &[Effort::High],
+        true if id.starts_with("gpt-5") && !id.contains("codex") => &Effort::ALL,
         true => &[Effort::Low, Effort::Medium, Effort::High],
     }
 }
 
-/// `reasoning_effort` for a level.
-fn reasoning_effort(effort: Effort) -> &'static str {
+/// `reasoning_effort` (the Responses API's `reasoning.effort`) for a level.
+pub(crate) fn reasoning_effort(effort: Effort) -> &'static str {
     match effort {
         Effort::Off => "minimal",
         Effort::Low => "low",
@@ -331,6 +372,9 @@ impl WireParser for Parser {
         let totals = out.usage_mut();
         totals.input_tokens = chunk.prompt_tokens.unwrap_or(totals.input_tokens);
         totals.output_tokens = chunk.completion_tokens.unwrap_or(totals.output_tokens);
+        let details = out.details_mut();
+        details.cached_input_tokens = chunk.cached_tokens.unwrap_or(details.cached_input_tokens);
+        details.reasoning_tokens = chunk.reasoning_tokens.unwrap_or(details.reasoning_tokens);
         for reasoning in chunk.reasoning.iter().flatten().filter(|s| !s.is_empty()) {
             self.leave_tool();
             out.thinking_delta(reasoning);

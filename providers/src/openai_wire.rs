@@ -29,6 +29,10 @@ pub(crate) struct Chunk<'a> {
     pub id: Option<Cow<'a, str>>,
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
+    /// `usage.prompt_tokens_details.cached_tokens`.
+    pub cached_tokens: Option<u64>,
+    /// `usage.completion_tokens_details.reasoning_tokens`.
+    pub reasoning_tokens: Option<u64>,
     /// `reasoning_content`, then `reasoning`.
     pub reasoning: [Option<Cow<'a, str>>; 2],
     pub content: Option<Cow<'a, str>>,
@@ -55,6 +59,18 @@ struct TypedUsage {
     prompt_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<TypedDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<TypedDetails>,
+}
+
+#[derive(Deserialize)]
+struct TypedDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -102,6 +118,8 @@ fn from_typed(typed: TypedChunk<'_>) -> Chunk<'_> {
     if let Some(usage) = typed.usage {
         chunk.prompt_tokens = usage.prompt_tokens;
         chunk.completion_tokens = usage.completion_tokens;
+        chunk.cached_tokens = usage.prompt_tokens_details.and_then(|d| d.cached_tokens);
+        chunk.reasoning_tokens = usage.completion_tokens_details.and_then(|d| d.reasoning_tokens);
     }
     if let Some(choice) = typed.choices.and_then(|choices| choices.into_iter().next()) {
         chunk.finish_reason = choice.finish_reason;
@@ -132,6 +150,8 @@ fn from_value(value: &Value) -> Chunk<'static> {
     if let Some(usage) = value.get("usage").filter(|u| u.is_object()) {
         chunk.prompt_tokens = usage.get("prompt_tokens").and_then(Value::as_u64);
         chunk.completion_tokens = usage.get("completion_tokens").and_then(Value::as_u64);
+        chunk.cached_tokens = usage.pointer("/prompt_tokens_details/cached_tokens").and_then(Value::as_u64);
+        chunk.reasoning_tokens = usage.pointer("/completion_tokens_details/reasoning_tokens").and_then(Value::as_u64);
     }
     let Some(choice) = value.get("choices").and_then(Value::as_array).and_then(|c| c.first()) else {
         return chunk;
@@ -190,6 +210,7 @@ mod tests {
         r#"{"id":"c1","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"1}"}}]}}]}"#,
         r#"{"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
         r#"{"id":"c1","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}"#,
+        r#"{"id":"c1","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens_details":{"reasoning_tokens":1}}}"#,
         r#"{"id":"c1","choices":[{"delta":{"content":"x"}},{"delta":{"content":"second choice ignored"}}]}"#,
         r#"{"choices":null,"usage":null}"#,
         r#"{}"#,

@@ -160,6 +160,7 @@ impl Reassembler {
             stop_reason,
             message,
             usage,
+            details: Default::default(),
             response_id: self.response_id,
             error: Some(ProviderError::Protocol {
                 provider: "stream".to_string(),

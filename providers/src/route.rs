@@ -37,4 +37,7 @@ pub struct Route {
     /// An OpenAI reasoning model: takes `max_completion_tokens` (and `reasoning_effort`)
     /// instead of `max_tokens`.
     pub reasoning: bool,
+    /// Served through OpenAI's Responses API rather than the vendor's own
+    /// ([`crate::vendor::wire_for`]).
+    pub responses: bool,
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ModelEntry, ProviderKind, ProvidersConfig};
+use crate::config::{ModelEntry, OpenaiWire, ProviderKind, ProvidersConfig};
 use crate::http::HttpProvider;
 use crate::mock::MockProvider;
 pub use crate::route::{Auth, Route};
@@ -110,6 +110,7 @@ fn entry_route(entry: &ModelEntry, config: &ProvidersConfig) -> Result<Route, Pr
             thinking_budget: None,
             reasoning_effort: None,
             reasoning: false,
+            responses: false,
         });
     }
     let own_key = match &entry.api_key_env {
@@ -142,7 +143,22 @@ fn entry_route(entry: &ModelEntry, config: &ProvidersConfig) -> Result<Route, Pr
     let thinking_budget = entry.thinking_budget.or_else(|| vendor.and_then(|v| v.thinking_budget));
     let reasoning_effort = entry.reasoning_effort.clone().or_else(|| vendor.and_then(|v| v.reasoning_effort.clone()));
     let reasoning = entry.reasoning_effort.is_some() || (wire_api(kind).is_reasoning_model)(&model);
-    Ok(Route { kind, name: entry.name.clone(), model, base_url, auth, thinking_budget, reasoning_effort, reasoning })
+    let responses = kind == ProviderKind::Openai
+        && match entry.wire_api {
+            Some(wire) => wire == OpenaiWire::Responses,
+            None => crate::openai::served_by_responses(&model),
+        };
+    Ok(Route {
+        kind,
+        name: entry.name.clone(),
+        model,
+        base_url,
+        auth,
+        thinking_budget,
+        reasoning_effort,
+        reasoning,
+        responses,
+    })
 }
 
 /// Where `model` leads, without building a client.
@@ -161,6 +177,7 @@ pub fn route(model: &str, config: &ProvidersConfig) -> Result<Route, ProviderErr
             thinking_budget: None,
             reasoning_effort: None,
             reasoning: false,
+            responses: false,
         });
     }
     let Some((kind, upstream)) = prefixed_kind(name).filter(|(_, upstream)| !upstream.is_empty()) else {
@@ -196,6 +213,7 @@ pub fn route(model: &str, config: &ProvidersConfig) -> Result<Route, ProviderErr
         thinking_budget,
         reasoning_effort,
         reasoning,
+        responses: kind == ProviderKind::Openai && crate::openai::served_by_responses(upstream),
     })
 }
 

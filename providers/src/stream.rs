@@ -87,6 +87,15 @@ pub enum ProviderError {
     Model { message: String },
 }
 
+/// What a vendor reports beyond [`Usage`]'s two counts: parts of them, not additions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct UsageDetails {
+    /// Input tokens read from the vendor's prompt cache (of `input_tokens`).
+    pub cached_input_tokens: u64,
+    /// Output tokens spent reasoning (of `output_tokens`).
+    pub reasoning_tokens: u64,
+}
+
 /// The terminal payload: the assembled message and why it ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Terminal {
@@ -94,6 +103,8 @@ pub struct Terminal {
     /// Every content block closed so far, with usage and stop reason.
     pub message: Message,
     pub usage: Usage,
+    /// The cached and reasoning shares of `usage`, where the vendor reports them.
+    pub details: UsageDetails,
     pub response_id: Option<String>,
     /// Always `None` on `Done`, always `Some` on `Error`.
     pub error: Option<ProviderError>,

@@ -42,6 +42,10 @@ pub struct WireApi {
     /// `crate::wire::plain_name` (`^[a-zA-Z0-9_-]{1,64}$`) for OpenAI and Anthropic.
     pub tool_name: for<'a> fn(&'a str) -> Cow<'a, str>,
     pub build_request: fn(&Route, &ModelRequest) -> WireRequest,
+    /// The request to send once instead of one the API refused (before streaming) for
+    /// something the account lacks rather than a mistake (OpenAI's reasoning summaries for an
+    /// organisation that is not verified); `None` when the refusal stands.
+    pub adjust: fn(&WireRequest, &ProviderError) -> Option<WireRequest>,
     /// A parser for one response's event stream.
     pub parser: fn() -> Box<dyn WireParser>,
 }
@@ -61,6 +65,11 @@ pub fn parser_of<P: WireParser + Default + 'static>() -> Box<dyn WireParser> {
 
 /// For [`WireApi::unsupported`] of an API that serves every id it is routed.
 pub fn serves_every_model(_model: &str) -> Option<String> {
+    None
+}
+
+/// For [`WireApi::adjust`] of an API whose refusals always stand.
+pub fn refusals_stand(_request: &WireRequest, _error: &ProviderError) -> Option<WireRequest> {
     None
 }
 

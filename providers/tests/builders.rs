@@ -8,7 +8,7 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use superpi_proto::{ContentBlock, Effort, Message, Role};
-use superpi_providers::testing::rules::{anthropic, gemini, openai};
+use superpi_providers::testing::rules::{anthropic, gemini, openai, responses};
 use superpi_providers::{ModelRequest, ProvidersConfig, ToolSpec, route};
 
 fn config(thinking: Option<u32>) -> ProvidersConfig {
@@ -22,13 +22,10 @@ fn config(thinking: Option<u32>) -> ProvidersConfig {
 /// Builds `request` for `model` and runs the vendor's rules over the body.
 fn check(model: &str, request: &ModelRequest, thinking: Option<u32>) -> Result<Value, String> {
     let route = route(model, &config(thinking)).unwrap();
-    let wire = match route.kind {
-        superpi_providers::ProviderKind::Anthropic => superpi_providers::anthropic::build_request(&route, request),
-        superpi_providers::ProviderKind::Gemini => superpi_providers::gemini::build_request(&route, request),
-        _ => superpi_providers::openai::build_request(&route, request),
-    };
+    let wire = (superpi_providers::vendor::wire_for(&route).build_request)(&route, request);
     let body: Value = serde_json::from_slice(&wire.body).unwrap();
     let verdict = match route.kind {
+        _ if route.responses => responses::check(&body),
         superpi_providers::ProviderKind::Anthropic => anthropic::check(&body),
         superpi_providers::ProviderKind::Gemini => gemini::check_for(&route.model, &body),
         _ => openai::check(&body),
@@ -39,10 +36,14 @@ fn check(model: &str, request: &ModelRequest, thinking: Option<u32>) -> Result<V
 /// A 1x1 PNG, in base64.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
 
-const MODELS: [&str; 10] = [
+const MODELS: [&str; 13] = [
     "gpt-4o",
     "o4-mini",
     "gpt-5-mini",
+    // OpenAI's Responses API.
+    "gpt-5-codex",
+    "codex-mini-latest",
+    "o3-pro",
     "claude-sonnet-4-5",
     "claude-3-5-haiku-latest",
     "gemini-3-flash-preview",
@@ -91,7 +92,12 @@ fn arguments() -> impl Strategy<Value = Value> {
 fn block() -> impl Strategy<Value = ContentBlock> {
     prop_oneof![
         3 => text().prop_map(ContentBlock::text),
-        1 => (text(), prop_oneof![Just(None), Just(Some("sig".to_string())), Just(Some("gemini:g".to_string()))], any::<bool>())
+        1 => (text(), prop_oneof![
+                Just(None),
+                Just(Some("sig".to_string())),
+                Just(Some("gemini:g".to_string())),
+                Just(Some(format!("openai:{}", responses::encrypted_reasoning("rs_1")))),
+            ], any::<bool>())
             .prop_map(|(thinking, signature, redacted)| ContentBlock::Thinking { thinking, signature, redacted }),
         3 => (id(), name(), arguments()).prop_map(|(id, name, arguments)| ContentBlock::ToolCall { id, name, arguments }),
         1 => Just(ContentBlock::image("image/png", PNG)),
@@ -121,6 +127,15 @@ fn tools() -> Vec<ToolSpec> {
         },
         ToolSpec { name: "mcp.server/search files".into(), description: "Search".into(), input_schema: json!(true) },
     ]
+}
+
+/// (call ids, output ids) of a Responses API body, in order.
+fn responses_pairs(body: &Value) -> (Vec<String>, Vec<String>) {
+    let ids = |kind: &str| -> Vec<String> {
+        let items = body["input"].as_array().unwrap().iter().filter(|item| item["type"] == kind);
+        items.map(|item| item["call_id"].as_str().unwrap().to_string()).collect()
+    };
+    (ids("function_call"), ids("function_call_output"))
 }
 
 /// (call ids, result ids) of an OpenAI body, in order.
@@ -156,6 +171,10 @@ proptest! {
                 // Every call is answered, once: nothing was dropped on the way.
                 let (calls, results) = openai_pairs(&body);
                 prop_assert_eq!(calls, results);
+            }
+            if model == "gpt-5-codex" {
+                let (calls, outputs) = responses_pairs(&body);
+                prop_assert_eq!(calls, outputs);
             }
         }
     }
@@ -226,6 +245,14 @@ fn an_image_reaches_each_vendor_in_its_documented_shape() {
     );
     let gemini = check("gemini-2.5-flash", &request, None).unwrap();
     assert_eq!(gemini["contents"][0]["parts"][1], json!({"inline_data": {"mime_type": "image/png", "data": PNG}}));
+    let responses = check("gpt-5-codex", &request, None).unwrap();
+    assert_eq!(
+        responses["input"][0]["content"],
+        json!([
+            {"type": "input_text", "text": "what is this?"},
+            {"type": "input_image", "image_url": format!("data:image/png;base64,{PNG}"), "detail": "auto"},
+        ])
+    );
     // A text prompt stays a string for OpenAI (what every compatible server takes).
     let text = check("gpt-4o", &ModelRequest { messages: vec![Message::user_text("hi")], ..Default::default() }, None);
     assert_eq!(text.unwrap()["messages"][0]["content"], "hi");

@@ -9,7 +9,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use superpi_proto::{ContentBlock, Message};
 use superpi_providers::testing::answers::Answer;
-use superpi_providers::testing::fakes::{AnthropicFake, FakeServer, GeminiFake, OpenAiFake};
+use superpi_providers::testing::fakes::{AnthropicFake, FakeServer, GeminiFake, OpenAiFake, ResponsesFake};
 use superpi_providers::{ModelRequest, ProviderError, ProvidersConfig, StreamEvent, ToolSpec, resolve, validate};
 
 fn config(fake: &FakeServer) -> ProvidersConfig {
@@ -47,6 +47,7 @@ async fn scripted_answers_stream_in_each_vendors_format() {
         (OpenAiFake::start(script()).await.unwrap(), "gpt-4o"),
         (AnthropicFake::start(script()).await.unwrap(), "claude-sonnet-4-5"),
         (GeminiFake::start(script()).await.unwrap(), "gemini-2.5-flash"),
+        (ResponsesFake::start(script()).await.unwrap(), "gpt-5-codex"),
     ];
     for (fake, model) in &fakes {
         let first = ask(fake, model, vec![Message::user_text("hi")]).await;
@@ -227,4 +228,63 @@ async fn a_responder_answers_from_the_request_and_a_held_answer_stays_open() {
             .await
             .unwrap_or_else(|_| panic!("{model}: the fake did not notice the client leaving"));
     }
+}
+
+/// A Responses-only model through the Responses wire: the reasoning item of an answer goes
+/// back whole with the next request (the fake verifies it), and the second request's prefix,
+/// sent under the same `prompt_cache_key`, is reported read from the cache.
+#[tokio::test]
+async fn a_responses_model_gets_its_reasoning_back_and_its_prefix_cached() {
+    let fake =
+        ResponsesFake::start(vec![Answer::tool_call("ls", json!({"path": "."})), Answer::text("done")]).await.unwrap();
+    fake.set_reasoning("Looking first.");
+    let prompt = Message::user_text(format!("list the files {}", "and say what they hold ".repeat(300)));
+    let first = ask(&fake, "gpt-5-codex", vec![prompt.clone()]).await;
+    let (thinking, call_id) = match &first.message.content[..] {
+        [ContentBlock::Thinking { thinking, signature: Some(signature), .. }, ContentBlock::ToolCall { id, .. }] => {
+            assert!(signature.starts_with("openai:gAAAAA"), "{signature}");
+            (thinking.clone(), id.clone())
+        }
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(thinking, "Looking first.");
+    assert!(first.details.reasoning_tokens > 0 && first.usage.output_tokens > first.details.reasoning_tokens);
+    assert_eq!(first.details.cached_input_tokens, 0, "a cold cache");
+    let result = Message {
+        role: superpi_proto::Role::Tool,
+        content: vec![ContentBlock::ToolResult {
+            tool_call_id: call_id,
+            name: "ls".into(),
+            output: "a.txt".into(),
+            is_error: false,
+            structured: None,
+            details: None,
+        }],
+        usage: None,
+        stop_reason: None,
+    };
+    let second = ask(&fake, "gpt-5-codex", vec![prompt, first.message.clone(), result]).await;
+    assert_eq!(second.message.text(), "done");
+    assert_eq!(fake.rejections(), vec![]);
+    let sent = fake.accepted();
+    assert_eq!(sent[1]["input"][1]["type"], "reasoning", "{}", sent[1]);
+    assert_eq!(sent[0]["prompt_cache_key"], sent[1]["prompt_cache_key"]);
+    let exchanges = fake.exchanges();
+    assert!(second.details.cached_input_tokens >= 1024, "{:?}", second.details);
+    assert_eq!(second.details.cached_input_tokens, exchanges[1].cached_tokens);
+    assert_eq!(second.usage.input_tokens, exchanges[1].prompt_tokens);
+}
+
+/// OpenAI refuses reasoning summaries to an organisation it has not verified; the request goes
+/// again without them, once, and the turn answers.
+#[tokio::test]
+async fn an_unverified_organisation_still_gets_its_answer() {
+    let fake = ResponsesFake::start(vec![Answer::text("answered")]).await.unwrap();
+    fake.refuse_reasoning_summaries();
+    let answer = ask(&fake, "o3-pro", vec![Message::user_text("hi")]).await;
+    assert_eq!(answer.message.text(), "answered");
+    let refused = fake.rejections();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].param.as_deref(), Some("reasoning.summary"));
+    assert!(fake.accepted()[0]["reasoning"].get("summary").is_none());
 }

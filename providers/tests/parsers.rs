@@ -4,7 +4,10 @@
 
 use serde_json::json;
 use superpi_proto::ContentBlock;
-use superpi_providers::{ProviderError, ProviderKind, StopReason, StreamEvent, Terminal, parse_recorded, validate};
+use superpi_providers::vendor::wire_api;
+use superpi_providers::{
+    ProviderError, ProviderKind, StopReason, StreamEvent, Terminal, parse_recorded, parse_recorded_by, validate,
+};
 
 fn parse(kind: ProviderKind, body: &str) -> Terminal {
     let events = parse_recorded(kind, [body.as_bytes()]);
@@ -109,7 +112,11 @@ fn gemini_finish_reasons_and_blocked_prompts() {
 
 #[test]
 fn garbage_never_panics() {
-    for kind in [ProviderKind::Openai, ProviderKind::Anthropic, ProviderKind::Gemini] {
+    let responses = &superpi_providers::openai_responses::RESPONSES;
+    for api in
+        [wire_api(ProviderKind::Openai), wire_api(ProviderKind::Anthropic), wire_api(ProviderKind::Gemini), responses]
+    {
+        let kind = api.kind;
         for body in [
             "",
             "data:\n\n",
@@ -119,7 +126,7 @@ fn garbage_never_panics() {
             "event: x\ndata: {\"type\":7}\n\n",
             "\u{0}\u{1}garbage",
         ] {
-            let events = parse_recorded(kind, [body.as_bytes()]);
+            let events = parse_recorded_by(api, [body.as_bytes()]);
             validate(&events).unwrap_or_else(|err| panic!("{kind:?} {body:?}: {err}"));
             assert!(matches!(events.last(), Some(StreamEvent::Error(_))), "{kind:?} {body:?}: {events:?}");
         }

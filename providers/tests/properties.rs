@@ -11,16 +11,27 @@ use proptest::prelude::*;
 use superpi_proto::Message;
 use superpi_providers::{
     MockProvider, ModelRequest, Provider, ProviderError, ProviderKind, Reassembler, StopReason, StreamBuilder,
-    StreamEvent, parse_recorded, reassemble, validate,
+    StreamEvent, parse_recorded_by, reassemble, validate,
 };
 
-const FIXTURES: [(&str, ProviderKind); 5] = [
+const FIXTURES: [(&str, ProviderKind); 6] = [
     ("openai_text.sse", ProviderKind::Openai),
+    // OpenAI's Responses API: see `parse`.
+    ("responses_tools.sse", ProviderKind::Openai),
     ("openai_tools_interleaved.sse", ProviderKind::Openai),
     ("openai_tools_sequential.sse", ProviderKind::Openai),
     ("anthropic_tools.sse", ProviderKind::Anthropic),
     ("gemini_tools.sse", ProviderKind::Gemini),
 ];
+
+/// Parses a fixture by its wire's parser: `responses_*` are the Responses API's.
+fn parse_recorded<'a>(kind: ProviderKind, name: &str, chunks: impl IntoIterator<Item = &'a [u8]>) -> Vec<StreamEvent> {
+    let api = match name.starts_with("responses_") {
+        true => &superpi_providers::openai_responses::RESPONSES,
+        false => superpi_providers::vendor::wire_api(kind),
+    };
+    parse_recorded_by(api, chunks)
+}
 
 /// Splits `body` at the given cut points.
 fn split<'a>(body: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
@@ -41,12 +52,12 @@ fn split<'a>(body: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
 fn every_single_split_point_parses_the_same() {
     for (name, kind) in FIXTURES {
         let body = recorded(name);
-        let whole = parse_recorded(kind, [body.as_slice()]);
+        let whole = parse_recorded(kind, name, [body.as_slice()]);
         validate(&whole).unwrap_or_else(|err| panic!("{name}: {err}"));
         assert!(matches!(whole.last(), Some(StreamEvent::Done(_))), "{name}: {whole:?}");
         for at in 0..=body.len() {
             let (a, b) = body.split_at(at);
-            assert_eq!(parse_recorded(kind, [a, b]), whole, "{name} split at {at}");
+            assert_eq!(parse_recorded(kind, name, [a, b]), whole, "{name} split at {at}");
         }
     }
 }
@@ -58,15 +69,15 @@ proptest! {
     fn any_split_parses_the_same(fixture in 0usize..FIXTURES.len(), cuts in prop::collection::vec(any::<usize>(), 0..40)) {
         let (name, kind) = FIXTURES[fixture];
         let body = recorded(name);
-        let whole = parse_recorded(kind, [body.as_slice()]);
-        prop_assert_eq!(parse_recorded(kind, split(&body, &cuts)), whole);
+        let whole = parse_recorded(kind, name, [body.as_slice()]);
+        prop_assert_eq!(parse_recorded(kind, name, split(&body, &cuts)), whole);
     }
 
     #[test]
     fn any_prefix_is_a_valid_stream(fixture in 0usize..FIXTURES.len(), cut in any::<usize>()) {
         let (name, kind) = FIXTURES[fixture];
         let body = recorded(name);
-        let events = parse_recorded(kind, [&body[..cut % (body.len() + 1)]]);
+        let events = parse_recorded(kind, name, [&body[..cut % (body.len() + 1)]]);
         prop_assert!(validate(&events).is_ok(), "{:?}", validate(&events));
     }
 }
@@ -229,7 +240,7 @@ proptest! {
         chunk(serde_json::json!({}), Some("tool_calls"));
         body.push_str("data: [DONE]\n\n");
 
-        let events = parse_recorded(ProviderKind::Openai, [body.as_bytes()]);
+        let events = parse_recorded(ProviderKind::Openai, "", [body.as_bytes()]);
         prop_assert!(validate(&events).is_ok(), "{:?}", validate(&events));
         let Some(StreamEvent::Done(terminal)) = events.last() else { panic!("{events:?}") };
         let mut got: Vec<(String, String, serde_json::Value)> = terminal

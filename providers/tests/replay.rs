@@ -132,6 +132,59 @@ async fn openai_sequential_tool_calls_stream_live() {
 }
 
 #[tokio::test]
+async fn a_responses_model_streams_reasoning_text_and_calls_and_sends_items() {
+    let (events, sent) = run("gpt-5-codex", vec![Reply::stream(&recorded("responses_tools.sse"), 11)]).await;
+    let t = terminal(&events);
+    assert_eq!(t.stop_reason, StopReason::ToolUse);
+    assert_eq!(t.usage, Usage { input_tokens: 2048, output_tokens: 96 });
+    assert_eq!(t.details.cached_input_tokens, 1920);
+    assert!(
+        matches!(&t.message.content[0], ContentBlock::Thinking { signature: Some(s), .. } if s.starts_with("openai:"))
+    );
+    // The call's arguments stream as they come, in two deltas.
+    let deltas = events.iter().filter(|e| matches!(e, StreamEvent::ToolCallDelta { index: 2, .. })).count();
+    assert_eq!(deltas, 2);
+    assert_eq!((sent[0].method.as_str(), sent[0].path.as_str()), ("POST", "/v1/responses"));
+    assert_eq!(sent[0].header("authorization"), Some("Bearer sk-test"));
+    let body = sent[0].body_json();
+    assert_eq!(body["model"], "gpt-5-codex");
+    assert_eq!(body["instructions"], "Be brief.");
+    assert_eq!(
+        body["input"],
+        json!([{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}])
+    );
+    assert_eq!(body["tools"][0]["name"], "ls");
+    assert_eq!(body["max_output_tokens"], 256);
+    assert_eq!(
+        (body["store"].clone(), body["include"].clone()),
+        (json!(false), json!(["reasoning.encrypted_content"]))
+    );
+}
+
+#[tokio::test]
+async fn a_failed_response_ends_with_its_code_and_a_rate_limit_is_retried() {
+    let failed = |code: &str| {
+        let event = json!({"type": "response.failed", "sequence_number": 1, "response": {"id": "resp_f", "status": "failed",
+            "error": {"code": code, "message": format!("the response failed: {code}")}}});
+        Reply::stream(format!("event: response.failed\ndata: {event}\n\n").as_bytes(), 64)
+    };
+    let replies = vec![failed("rate_limit_exceeded"), Reply::stream(&recorded("responses_tools.sse"), 500)];
+    let (events, sent) = run("gpt-5-codex", replies).await;
+    assert_eq!(sent.len(), 2);
+    assert!(events.iter().any(|e| matches!(e, StreamEvent::Reset { .. })), "{events:?}");
+    assert!(matches!(events.last(), Some(StreamEvent::Done(_))));
+    let (events, _) = run("gpt-5-codex", vec![failed("server_error")]).await;
+    assert_eq!(
+        terminal(&events).error,
+        Some(ProviderError::Http {
+            provider: "openai".into(),
+            status: 500,
+            message: "the response failed: server_error".into()
+        })
+    );
+}
+
+#[tokio::test]
 async fn anthropic_thinking_text_and_tool_use() {
     let (events, sent) = run("claude-sonnet-4-5", vec![Reply::stream(&recorded("anthropic_tools.sse"), 13)]).await;
     let t = terminal(&events);
@@ -352,12 +405,18 @@ async fn dropping_the_stream_drops_the_connection() {
 
 #[tokio::test]
 async fn a_conversation_switching_providers_is_sent_in_each_format() {
+    let encrypted = superpi_providers::testing::rules::responses::encrypted_reasoning("rs_1");
     let history = vec![
         Message::user_text("list /tmp"),
         Message {
             role: Role::Assistant,
             content: vec![
                 ContentBlock::Thinking { thinking: "plan".into(), signature: Some("sig".into()), redacted: false },
+                ContentBlock::Thinking {
+                    thinking: "reasoned".into(),
+                    signature: Some(format!("openai:{encrypted}")),
+                    redacted: false,
+                },
                 ContentBlock::text("Listing."),
                 ContentBlock::Thinking {
                     thinking: String::new(),
@@ -387,10 +446,11 @@ async fn a_conversation_switching_providers_is_sent_in_each_format() {
         Reply::stream(&recorded("openai_text.sse"), 1000),
         Reply::stream(&recorded("anthropic_tools.sse"), 1000),
         Reply::stream(&recorded("gemini_tools.sse"), 1000),
+        Reply::stream(&recorded("responses_tools.sse"), 1000),
     ];
     let server = Fake::start(replies).await;
     let config = config_for(&server.base);
-    for model in ["gpt-4o", "claude-sonnet-4-5", "gemini-2.5-pro"] {
+    for model in ["gpt-4o", "claude-sonnet-4-5", "gemini-2.5-pro", "gpt-5-codex"] {
         let request = ModelRequest { model: model.into(), messages: history.clone(), ..Default::default() };
         let events: Vec<StreamEvent> = resolve(model, &config).unwrap().stream(request).collect().await;
         validate(&events).unwrap();
@@ -430,6 +490,17 @@ async fn a_conversation_switching_providers_is_sent_in_each_format() {
                 {"functionCall": {"name": "ls", "args": {"path": "/tmp"}}, "thoughtSignature": "gsig"},
             ]},
             {"role": "user", "parts": [{"functionResponse": {"name": "ls", "response": {"output": "a.txt"}}}]},
+        ])
+    );
+    // Only the Responses API gets its reasoning back, before what it led to.
+    assert_eq!(
+        sent[3].body_json()["input"],
+        json!([
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list /tmp"}]},
+            {"type": "reasoning", "summary": [{"type": "summary_text", "text": "reasoned"}], "encrypted_content": encrypted},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Listing."}]},
+            {"type": "function_call", "call_id": "call:1", "name": "ls", "arguments": "{\"path\":\"/tmp\"}"},
+            {"type": "function_call_output", "call_id": "call:1", "output": "a.txt"},
         ])
     );
 }

@@ -11,7 +11,7 @@ use superpi_proto::method::WatchParams;
 use superpi_proto::{ContentBlock, Entry, EntryKind, EventBody};
 use superpi_providers::testing::Reply;
 use superpi_providers::testing::answers::Answer;
-use superpi_providers::testing::fakes::{AnthropicFake, FakeServer, GeminiFake, OpenAiFake};
+use superpi_providers::testing::fakes::{AnthropicFake, FakeServer, GeminiFake, OpenAiFake, ResponsesFake};
 use superpi_tests::{TestEnv, next_event, open_and_watch, turn_events, wait};
 
 async fn connect(env: &TestEnv) -> KernelClient {
@@ -204,6 +204,15 @@ async fn after_a_kill_during_an_anthropic_tool_call_the_next_request_passes_anth
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_kill_during_a_gemini_tool_call_the_next_request_passes_geminis_rules() {
     kill_during_a_tool_then_continue(GeminiFake::start(crash_script()).await.unwrap(), "gemini-2.5-flash").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_kill_during_a_responses_tool_call_the_next_request_passes_the_responses_rules() {
+    let fake = ResponsesFake::start(crash_script()).await.unwrap();
+    // A reasoning model's first answer comes with an encrypted reasoning item, which the next
+    // request must carry back whole beside the call and its stored result.
+    fake.set_reasoning("Sleeping first.");
+    kill_during_a_tool_then_continue(fake, "gpt-5-codex").await;
 }
 
 fn sse(events: &[Value]) -> Vec<u8> {

@@ -3,8 +3,10 @@
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
+use serde_json::{Value, json};
 use superpi_providers::testing::answers::Answer;
-use superpi_providers::testing::fakes::OpenAiFake;
+use superpi_providers::testing::fakes::{OpenAiFake, ResponsesFake};
+use superpi_providers::testing::rules::responses::reasoning_item_of;
 use superpi_tests::TestEnv;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -265,4 +267,72 @@ async fn a_read_image_reaches_each_vendor_and_a_blind_model_is_told_why() {
             assert!(second.contains("[the image that read call"), "{model}: {second}");
         }
     }
+}
+
+/// The reasoning items a Responses request sends back, by the item ids the fake gave them.
+fn reasoning_sent(body: &Value) -> Vec<String> {
+    let items = body["input"].as_array().unwrap().iter().filter(|item| item["type"] == "reasoning");
+    items.map(|item| reasoning_item_of(item["encrypted_content"].as_str().unwrap()).unwrap()).collect()
+}
+
+/// A model OpenAI serves only through the Responses API (a codex model) answers through the
+/// Responses wire: a tool turn, then a second prompt whose request carries back the encrypted
+/// reasoning item of every answer before (the fake verifies each), every request within the
+/// API's rules.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_responses_only_model_runs_a_tool_turn_and_gets_its_reasoning_back() {
+    let script =
+        vec![Answer::tool_call("ls", json!({"path": "."})), Answer::text("listed"), Answer::text("still here")];
+    let fake = ResponsesFake::start(script).await.unwrap();
+    fake.set_reasoning("Looking at the files first.");
+    let env = TestEnv::new();
+    std::fs::write(env.workspace.join("marker.txt"), "x").unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = env.command(args);
+        cmd.envs(fake.env());
+        tokio::process::Command::from(cmd).output()
+    };
+    let out = run(&["run", "--model", "gpt-5-codex", "list the files"]).await.unwrap();
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "listed");
+    let out = run(&["run", "-c", "anything new?"]).await.unwrap();
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "still here");
+
+    assert_eq!(fake.rejections(), vec![]);
+    assert!(fake.requests().iter().all(|r| r.path == "/v1/responses"));
+    let sent = fake.accepted();
+    assert_eq!(sent.len(), 3);
+    assert_eq!(sent[0]["model"], "gpt-5-codex");
+    assert!(sent[1].to_string().contains("marker.txt"), "the tool's result went back: {}", sent[1]);
+    assert_eq!(reasoning_sent(&sent[1]), ["rs_fake1"]);
+    assert_eq!(reasoning_sent(&sent[2]), ["rs_fake1", "rs_fake2"], "the second prompt's request: {}", sent[2]);
+    assert!(sent.iter().all(|body| body["prompt_cache_key"] == sent[0]["prompt_cache_key"]));
+}
+
+/// Prompt caching over a long agent turn: 19 tool calls and an answer, each request sent under
+/// the conversation's `prompt_cache_key`; the fake reports the prefix it saw before as cached.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_twenty_step_tool_turn_reads_most_of_its_input_from_the_cache() {
+    let mut script: Vec<Answer> =
+        (0..19).map(|i| Answer::tool_call("ls", json!({"path": format!("./d{i}")}))).collect();
+    script.push(Answer::text("walked"));
+    let fake = ResponsesFake::start(script).await.unwrap();
+    let env = TestEnv::new();
+    for i in 0..19 {
+        std::fs::create_dir_all(env.workspace.join(format!("d{i}"))).unwrap();
+    }
+    let mut cmd = env.command(&["run", "--model", "gpt-5-codex", "walk the directories"]);
+    cmd.envs(fake.env());
+    let out = tokio::process::Command::from(cmd).output().await.unwrap();
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "walked");
+    assert_eq!(fake.rejections(), vec![]);
+    let exchanges = fake.exchanges();
+    assert_eq!(exchanges.len(), 20);
+    let input: u64 = exchanges.iter().map(|e| e.prompt_tokens).sum();
+    let cached: u64 = exchanges.iter().map(|e| e.cached_tokens).sum();
+    let share = cached as f64 / input as f64;
+    eprintln!("20-step tool turn: {cached} of {input} input tokens read from the cache ({:.1}%)", share * 100.0);
+    assert!(share >= 0.8, "{cached} of {input}");
 }

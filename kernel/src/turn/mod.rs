@@ -332,6 +332,7 @@ async fn stream_model(
         stop_reason: StopReason::Error,
         message: Message { role: Role::Assistant, content: Vec::new(), usage: None, stop_reason: None },
         usage: Usage::default(),
+        details: Default::default(),
         response_id: None,
         error: Some(superpi_providers::ProviderError::Protocol {
             provider: "stream".into(),

@@ -192,3 +192,30 @@ async fn the_conversations_effort_reaches_the_responses_api() {
     let sent: Vec<_> = sent.iter().map(|body| body["reasoning"]["effort"].clone()).collect();
     assert_eq!(sent, [json!(null), json!("minimal"), json!("low"), json!("high")]);
 }
+
+/// Codex reads the fake's reasoning items and sends each back whole (`encrypted_content`, no
+/// id to look up) in its next request, which the fake verifies: the fake's Responses stream and
+/// rules agree with OpenAI's own client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_sends_the_reasoning_items_back_as_the_fake_requires() {
+    let Some(program) = common::program(BackendKind::Codex) else { return };
+    let env = env();
+    let fake = ResponsesFake::start(vec![
+        Answer::tool_call("exec_command", json!({"cmd": "echo reasoned"})),
+        Answer::text("done"),
+    ])
+    .await
+    .unwrap();
+    fake.set_reasoning("Running it first.");
+    let spec =
+        TurnSpec { model: Some(MODEL.into()), ..spec(&env, BackendKind::Codex, &program, &fake, Mode::Auto, "run it") };
+    let mut turn = superpi_backends::start(&env.sandbox, spec).await.unwrap();
+    let events = run(&mut turn, Approval::Allow).await;
+    assert!(matches!(events.last(), Some(BackendEvent::End { result, .. }) if result == "done"), "{events:?}");
+    assert_eq!(fake.rejections(), vec![]);
+    let second = fake.accepted()[1].clone();
+    let reasoning: Vec<_> = second["input"].as_array().unwrap().iter().filter(|i| i["type"] == "reasoning").collect();
+    assert_eq!(reasoning.len(), 1, "{second}");
+    let encrypted = reasoning[0]["encrypted_content"].as_str().unwrap();
+    assert_eq!(superpi_providers::testing::rules::responses::reasoning_item_of(encrypted).as_deref(), Some("rs_fake1"));
+}

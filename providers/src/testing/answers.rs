@@ -9,6 +9,18 @@ use serde_json::{Value, json};
 use super::Reply;
 use super::rules::Vendor;
 
+/// What a fake knows of the request it answers, for the usage it reports.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Served {
+    pub prompt_tokens: u64,
+    /// Of `prompt_tokens`, the part read from the cache (a prefix seen before under the same
+    /// `prompt_cache_key`).
+    pub cached_tokens: u64,
+    /// A reasoning summary to answer with first (the Responses API), and whether the request
+    /// asked for the item's encrypted content.
+    pub reasoning: Option<(String, bool)>,
+}
+
 /// What a fake says to a valid request.
 #[derive(Debug, Clone)]
 pub enum Answer {
@@ -45,18 +57,19 @@ impl Answer {
 
     /// The reply for `vendor`. `serial` makes response and call ids unique per fake; `sse`
     /// is false only for Gemini's non-streaming `generateContent` (and a stream without
-    /// `alt=sse`), which is answered with JSON; `prompt_tokens` is the input reported in usage.
-    pub(crate) fn reply(&self, vendor: Vendor, model: &str, serial: u64, sse: bool, prompt_tokens: u64) -> Reply {
+    /// `alt=sse`), which is answered with JSON; `served` has the usage to report.
+    pub(crate) fn reply(&self, vendor: Vendor, model: &str, serial: u64, sse: bool, served: &Served) -> Reply {
+        let prompt_tokens = served.prompt_tokens;
         let (text, calls) = match self {
             Answer::Reply(reply) => return reply.clone(),
-            Answer::Held(text) => return held(vendor, model, serial, &split_words(text), prompt_tokens),
+            Answer::Held(text) => return held(vendor, model, serial, &split_words(text), served),
             Answer::Text(text) => (text.as_str(), &[][..]),
             Answer::ToolCalls { text, calls } => (text.as_str(), calls.as_slice()),
         };
         let words = split_words(text);
         match vendor {
-            Vendor::Openai => Reply::stream(&openai(model, serial, &words, calls, prompt_tokens), 4096),
-            Vendor::OpenaiResponses => Reply::stream(&responses(model, serial, &words, calls, prompt_tokens), 4096),
+            Vendor::Openai => Reply::stream(&openai(model, serial, &words, calls, served), 4096),
+            Vendor::OpenaiResponses => Reply::stream(&responses(model, serial, &words, calls, served), 4096),
             Vendor::Anthropic => Reply::stream(&anthropic(model, serial, &words, calls, prompt_tokens), 4096),
             Vendor::Gemini if sse => Reply::stream(&gemini_sse(model, serial, &words, calls, prompt_tokens), 4096),
             Vendor::Gemini => Reply {
@@ -70,10 +83,11 @@ impl Answer {
 }
 
 /// A text stream cut before its first closing event, held open.
-fn held(vendor: Vendor, model: &str, serial: u64, words: &[String], prompt: u64) -> Reply {
+fn held(vendor: Vendor, model: &str, serial: u64, words: &[String], served: &Served) -> Reply {
+    let prompt = served.prompt_tokens;
     let (body, end): (Vec<u8>, &[u8]) = match vendor {
-        Vendor::Openai => (openai(model, serial, words, &[], prompt), b"\"finish_reason\":\"stop\""),
-        Vendor::OpenaiResponses => (responses(model, serial, words, &[], prompt), b"event: response.output_text.done"),
+        Vendor::Openai => (openai(model, serial, words, &[], served), b"\"finish_reason\":\"stop\""),
+        Vendor::OpenaiResponses => (responses(model, serial, words, &[], served), b"event: response.output_text.done"),
         Vendor::Anthropic => (anthropic(model, serial, words, &[], prompt), b"event: content_block_stop"),
         Vendor::Gemini => (gemini_sse(model, serial, words, &[], prompt), b"\"finishReason\""),
     };
@@ -116,7 +130,8 @@ fn sse(out: &mut Vec<u8>, event: Option<&str>, data: &Value) {
     out.extend_from_slice(format!("data: {data}\n\n").as_bytes());
 }
 
-fn openai(model: &str, serial: u64, words: &[String], calls: &[(String, Value)], prompt: u64) -> Vec<u8> {
+fn openai(model: &str, serial: u64, words: &[String], calls: &[(String, Value)], served: &Served) -> Vec<u8> {
+    let prompt = served.prompt_tokens;
     let id = format!("chatcmpl-fake{serial}");
     let chunk = |delta: Value, finish: Value| {
         json!({"id": id, "object": "chat.completion.chunk", "created": 1_700_000_000u64, "model": model,
@@ -142,13 +157,16 @@ fn openai(model: &str, serial: u64, words: &[String], calls: &[(String, Value)],
     let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
     sse(&mut out, None, &chunk(json!({}), json!(finish)));
     let usage = json!({"id": id, "object": "chat.completion.chunk", "created": 1_700_000_000u64, "model": model, "choices": [],
-                       "usage": {"prompt_tokens": prompt, "completion_tokens": words.len() + calls.len(), "total_tokens": prompt as usize + words.len() + calls.len()}});
+                       "usage": {"prompt_tokens": prompt, "completion_tokens": words.len() + calls.len(), "total_tokens": prompt as usize + words.len() + calls.len(),
+                                 "prompt_tokens_details": {"cached_tokens": served.cached_tokens},
+                                 "completion_tokens_details": {"reasoning_tokens": 0}}});
     sse(&mut out, None, &usage);
     out.extend_from_slice(b"data: [DONE]\n\n");
     out
 }
 
-fn responses(model: &str, serial: u64, words: &[String], calls: &[(String, Value)], prompt: u64) -> Vec<u8> {
+fn responses(model: &str, serial: u64, words: &[String], calls: &[(String, Value)], served: &Served) -> Vec<u8> {
+    let prompt = served.prompt_tokens;
     let id = format!("resp_fake{serial}");
     let mut sequence = 0u64;
     let mut out = Vec::new();
@@ -164,6 +182,31 @@ fn responses(model: &str, serial: u64, words: &[String], calls: &[(String, Value
     };
     event(&mut out, "response.created", json!({"response": response("in_progress", &[])}));
     let mut output: Vec<Value> = Vec::new();
+    let mut reasoning_tokens = 0u64;
+    if let Some((summary, encrypted)) = &served.reasoning {
+        let item_id = format!("rs_fake{serial}");
+        let item = |summary: Value, encrypted: Option<String>| json!({"type": "reasoning", "id": item_id, "summary": summary, "encrypted_content": encrypted});
+        event(&mut out, "response.output_item.added", json!({"output_index": 0, "item": item(json!([]), None)}));
+        let at = json!({"item_id": item_id, "output_index": 0, "summary_index": 0});
+        let with = |key: &str, value: Value| {
+            let mut at = at.clone();
+            at[key] = value;
+            at
+        };
+        let part = |text: &str| json!({"type": "summary_text", "text": text});
+        event(&mut out, "response.reasoning_summary_part.added", with("part", part("")));
+        let thought = split_words(summary);
+        for word in &thought {
+            event(&mut out, "response.reasoning_summary_text.delta", with("delta", json!(word)));
+        }
+        event(&mut out, "response.reasoning_summary_text.done", with("text", json!(summary)));
+        event(&mut out, "response.reasoning_summary_part.done", with("part", part(summary)));
+        let done =
+            item(json!([part(summary)]), encrypted.then(|| super::rules::responses::encrypted_reasoning(&item_id)));
+        event(&mut out, "response.output_item.done", json!({"output_index": 0, "item": done}));
+        output.push(done);
+        reasoning_tokens = 4 * thought.len() as u64;
+    }
     if !words.is_empty() {
         let (index, item_id) = (output.len(), format!("msg_fake{serial}"));
         let item = |status: &str, content: Value| json!({"type": "message", "id": item_id, "role": "assistant", "status": status, "content": content});
@@ -209,10 +252,11 @@ fn responses(model: &str, serial: u64, words: &[String], calls: &[(String, Value
         event(&mut out, "response.output_item.done", json!({"output_index": index, "item": done}));
         output.push(done);
     }
-    let produced = (words.len() + calls.len()) as u64;
+    let produced = (words.len() + calls.len()) as u64 + reasoning_tokens;
     let mut completed = response("completed", &output);
-    completed["usage"] = json!({"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens": produced, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": prompt + produced});
+    completed["usage"] = json!({"input_tokens": prompt, "input_tokens_details": {"cached_tokens": served.cached_tokens},
+        "output_tokens": produced, "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
+        "total_tokens": prompt + produced});
     event(&mut out, "response.completed", json!({"response": completed}));
     out
 }

@@ -13,7 +13,7 @@
 //! assert!(fake.rejections().is_empty());
 //! ```
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,7 +21,7 @@ use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 
-use super::answers::Answer;
+use super::answers::{Answer, Served};
 use super::rules::{Vendor, Violation, anthropic, gemini, openai, responses};
 use super::{Recorded, Reply, read_request, write_reply};
 
@@ -35,6 +35,9 @@ pub struct Exchange {
     pub request: Recorded,
     /// The broken rule, when the request was refused.
     pub rejection: Option<Violation>,
+    /// The input tokens the answer reported, and the part of them read from the cache.
+    pub prompt_tokens: u64,
+    pub cached_tokens: u64,
 }
 
 /// Chooses the answer to a valid request from its body (before the script is consulted);
@@ -51,6 +54,12 @@ struct State {
     served: u64,
     /// The context window a request must fit, in tokens as the fake counts them.
     context_window: Option<u64>,
+    /// The summary a reasoning model's answers open with (the Responses API).
+    reasoning: Option<String>,
+    /// The organisation is not verified: reasoning summaries are refused.
+    unverified: bool,
+    /// The prompts seen under each `prompt_cache_key`, as the cache compares them.
+    cached: HashMap<String, Vec<String>>,
 }
 
 /// The prompt tokens a fake reports when no context window is set.
@@ -60,6 +69,43 @@ const FLAT_PROMPT_TOKENS: u64 = 10;
 /// bytes, about what the vendors' tokenizers make of English and JSON.
 pub fn counted_tokens(body: &[u8]) -> u64 {
     (body.len() as u64).div_ceil(4)
+}
+
+/// OpenAI caches prompts of at least this many tokens ...
+const CACHE_MIN_TOKENS: u64 = 1024;
+/// ... and reads them from the cache in steps of this many.
+const CACHE_STEP_TOKENS: u64 = 128;
+
+/// A request's prompt as OpenAI's cache compares it, from its start: the model, the tools, the
+/// instructions (or system messages), then each input item or message.
+fn cache_text(body: &Value) -> String {
+    let mut text = String::new();
+    for key in ["model", "tools", "instructions"] {
+        text.push_str(&body.get(key).map(Value::to_string).unwrap_or_default());
+        text.push('\n');
+    }
+    let items = body.get("input").or_else(|| body.get("messages"));
+    for item in items.and_then(Value::as_array).into_iter().flatten() {
+        text.push_str(&item.to_string());
+        text.push('\n');
+    }
+    text
+}
+
+/// The tokens of `text` read from the cache after `seen`: the longest prefix shared with one
+/// of them, in whole steps, when the prompt is long enough to be cached.
+fn cached_tokens(seen: &[String], text: &str, prompt_tokens: u64) -> u64 {
+    let shared = seen
+        .iter()
+        .map(|earlier| earlier.bytes().zip(text.bytes()).take_while(|(a, b)| a == b).count())
+        .max()
+        .unwrap_or(0);
+    let tokens = counted_tokens(&text.as_bytes()[..shared]).min(prompt_tokens);
+    if prompt_tokens < CACHE_MIN_TOKENS || tokens < CACHE_MIN_TOKENS {
+        0
+    } else {
+        tokens / CACHE_STEP_TOKENS * CACHE_STEP_TOKENS
+    }
 }
 
 /// A running fake. Dropping it does not stop the listener task; the test's runtime does.
@@ -125,6 +171,9 @@ impl FakeServer {
             betas: false,
             served: 0,
             context_window: None,
+            reasoning: None,
+            unverified: false,
+            cached: HashMap::new(),
         }));
         let (seen_tx, seen) = watch::channel(0usize);
         let seen_tx = Arc::new(seen_tx);
@@ -196,6 +245,19 @@ impl FakeServer {
         lock(&self.state).context_window = Some(tokens);
     }
 
+    /// Answers the Responses API's requests to reasoning models (those with `reasoning`) with
+    /// a reasoning item first: `summary` streamed as its summary, and the item's encrypted
+    /// content when the request `include`s it (which a later request must send back whole).
+    pub fn set_reasoning(&self, summary: &str) {
+        lock(&self.state).reasoning = Some(summary.to_string());
+    }
+
+    /// An organisation OpenAI has not verified: a request asking for reasoning summaries is
+    /// refused as OpenAI refuses it.
+    pub fn refuse_reasoning_summaries(&self) {
+        lock(&self.state).unverified = true;
+    }
+
     /// Accepts what Anthropic's betas add to a request that names them in `anthropic-beta`
     /// (Claude Code's requests: see [`anthropic::check_beta`]); the documented rules still
     /// check the rest.
@@ -260,7 +322,7 @@ fn not_found(vendors: &[Vendor], request: &Recorded) -> Violation {
         Vendor::Anthropic => "Not Found".to_string(),
         Vendor::Gemini => format!("models/{} is not found for API version v1beta.", request.path),
     };
-    Violation { vendor, status: 404, message, param: None }
+    Violation { vendor, status: 404, message, param: None, code: None }
 }
 
 /// Checks one request; the broken rule, or the vendor, model and stream format to answer in.
@@ -269,7 +331,7 @@ fn check(vendors: &[Vendor], state: &State, request: &Recorded) -> Result<(Vendo
         return Err(not_found(vendors, request));
     };
     if request.method != "POST" {
-        return Err(Violation { vendor, status: 405, message: "Method Not Allowed".into(), param: None });
+        return Err(Violation::new(vendor, "Method Not Allowed").status(405));
     }
     let header = |name: &str| request.header(name).map(str::to_string);
     match vendor {
@@ -281,6 +343,7 @@ fn check(vendors: &[Vendor], state: &State, request: &Recorded) -> Result<(Vendo
                     status: 401,
                     message: "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).".into(),
                     param: None,
+                    code: None,
                 });
             }
         }
@@ -291,6 +354,16 @@ fn check(vendors: &[Vendor], state: &State, request: &Recorded) -> Result<(Vendo
         Vendor::Gemini => Violation::new(vendor, format!("Invalid JSON payload received. {err}")),
         _ => Violation::new(vendor, format!("We could not parse the JSON body of your request. ({err})")),
     })?;
+    if state.unverified && body.pointer("/reasoning/summary").is_some_and(|s| !s.is_null()) {
+        return Err(Violation::new(
+            vendor,
+            "Your organization must be verified to generate reasoning summaries. Please go to: \
+             https://platform.openai.com/settings/organization/general and click on Verify Organization. If you just \
+             verified, it can take up to 15 minutes for access to propagate.",
+        )
+        .param("reasoning.summary")
+        .code("unsupported_value"));
+    }
     match vendor {
         Vendor::Openai => openai::check(&body)?,
         Vendor::OpenaiResponses => responses::check(&body)?,
@@ -301,6 +374,33 @@ fn check(vendors: &[Vendor], state: &State, request: &Recorded) -> Result<(Vendo
     let model =
         if model.is_empty() { body.get("model").and_then(Value::as_str).unwrap_or("").to_string() } else { model };
     Ok((vendor, model, sse))
+}
+
+/// The usage a valid request is answered with: its prompt (counted where the fake has a window
+/// or a cache to fill), the part of it read from the cache, and any reasoning to open with.
+fn served(state: &mut State, vendor: Vendor, request: &Recorded) -> Served {
+    let body: Value = request.json().unwrap_or(Value::Null);
+    let key = body.get("prompt_cache_key").and_then(Value::as_str).map(str::to_string);
+    let counted = state.context_window.is_some() || vendor == Vendor::OpenaiResponses || key.is_some();
+    let prompt_tokens = if counted { counted_tokens(&request.body) } else { FLAT_PROMPT_TOKENS };
+    let mut cached = 0;
+    if let Some(key) = key {
+        let text = cache_text(&body);
+        let seen = state.cached.entry(key).or_default();
+        cached = cached_tokens(seen, &text, prompt_tokens);
+        seen.push(text);
+    }
+    let reasoning = match (&state.reasoning, body.get("reasoning")) {
+        (Some(summary), Some(_)) if vendor == Vendor::OpenaiResponses => {
+            let encrypted = body
+                .get("include")
+                .and_then(Value::as_array)
+                .is_some_and(|include| include.iter().any(|i| i == "reasoning.encrypted_content"));
+            Some((summary.clone(), encrypted))
+        }
+        _ => None,
+    };
+    Served { prompt_tokens, cached_tokens: cached, reasoning }
 }
 
 fn answer(vendors: &[Vendor], state: &Mutex<State>, request: Recorded) -> Reply {
@@ -318,21 +418,25 @@ fn answer(vendors: &[Vendor], state: &Mutex<State>, request: Recorded) -> Reply 
         _ => Ok(checked),
     });
     let vendor = outcome.as_ref().map(|(v, _, _)| *v).ok();
+    let mut reported = (0, 0);
     let reply = match &outcome {
         Ok((vendor, model, sse)) => {
             state.served += 1;
+            let served = served(&mut state, *vendor, &request);
+            reported = (served.prompt_tokens, served.cached_tokens);
             let chosen = match (&state.responder, request.json()) {
                 (Some(responder), Ok(body)) => responder(*vendor, &body),
                 _ => None,
             };
             let answer = chosen.or_else(|| state.script.pop_front()).unwrap_or_else(|| state.fallback.clone());
-            answer.reply(*vendor, model, state.served, *sse, prompt_tokens)
+            answer.reply(*vendor, model, state.served, *sse, &served)
         }
         Err(violation) => {
             tracing::warn!(%violation, path = %request.path, "fake refused a request");
             Reply::error(violation.status, &violation.body().to_string())
         }
     };
-    state.exchanges.push(Exchange { vendor, request, rejection: outcome.err() });
+    let (prompt_tokens, cached_tokens) = reported;
+    state.exchanges.push(Exchange { vendor, request, rejection: outcome.err(), prompt_tokens, cached_tokens });
     reply
 }

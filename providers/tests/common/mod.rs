@@ -11,7 +11,7 @@ pub fn recorded(name: &str) -> Vec<u8> {
     superpi_providers::testing::recorded(name).unwrap()
 }
 
-/// A fake of all three vendors that answers valid requests with `replies`, in order. Every
+/// A fake of all three vendors (and OpenAI's Responses API) that answers valid requests with `replies`, in order. Every
 /// request must pass its vendor's rules: a refused one fails the test when the fake is dropped.
 pub struct Fake(pub FakeServer);
 
@@ -25,7 +25,11 @@ impl std::ops::Deref for Fake {
 impl Fake {
     pub async fn start(replies: Vec<Reply>) -> Self {
         let script = replies.into_iter().map(Answer::Reply).collect();
-        Fake(FakeServer::start(&[Vendor::Openai, Vendor::Anthropic, Vendor::Gemini], script).await.unwrap())
+        Fake(
+            FakeServer::start(&[Vendor::Openai, Vendor::OpenaiResponses, Vendor::Anthropic, Vendor::Gemini], script)
+                .await
+                .unwrap(),
+        )
     }
 }
 

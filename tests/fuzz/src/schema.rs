@@ -35,6 +35,7 @@ fn request(kind: ProviderKind, model: &str, data: &[u8]) -> Option<(Route, Model
         thinking_budget: None,
         reasoning_effort: None,
         reasoning: false,
+        responses: false,
     };
     let request = ModelRequest {
         model: model.to_string(),

@@ -42,11 +42,13 @@ pub struct Violation {
     pub message: String,
     /// OpenAI's `param` (the offending field), when it names one.
     pub param: Option<String>,
+    /// OpenAI's `code` (`invalid_encrypted_content`...), when the error has one.
+    pub code: Option<String>,
 }
 
 impl Violation {
     pub(crate) fn new(vendor: Vendor, message: impl Into<String>) -> Self {
-        Violation { vendor, status: 400, message: message.into(), param: None }
+        Violation { vendor, status: 400, message: message.into(), param: None, code: None }
     }
 
     pub(crate) fn status(mut self, status: u16) -> Self {
@@ -59,6 +61,11 @@ impl Violation {
         self
     }
 
+    pub(crate) fn code(mut self, code: impl Into<String>) -> Self {
+        self.code = Some(code.into());
+        self
+    }
+
     /// The vendor's error body for this violation.
     pub fn body(&self) -> Value {
         match self.vendor {
@@ -66,7 +73,11 @@ impl Violation {
                 "message": self.message,
                 "type": "invalid_request_error",
                 "param": self.param,
-                "code": if self.status == 401 { Value::from("invalid_api_key") } else { Value::Null },
+                "code": match (&self.code, self.status) {
+                    (Some(code), _) => Value::from(code.as_str()),
+                    (None, 401) => Value::from("invalid_api_key"),
+                    (None, _) => Value::Null,
+                },
             }}),
             Vendor::Anthropic => {
                 let kind = match self.status {

@@ -1,6 +1,9 @@
-//! OpenAI Responses API request rules (`POST /v1/responses`, what Codex speaks), worded as
-//! the API words them. The fake stores no responses, so it is a `store: false` server: every
-//! call a `function_call_output` answers must be in the same request's `input`.
+//! OpenAI Responses API request rules (`POST /v1/responses`, what superpi's Responses wire and
+//! Codex speak), worded as the API words them. The fake stores no responses, so it is a `store:
+//! false` server: every call a `function_call_output` answers must be in the same request's
+//! `input`, every call there needs its output, and a reasoning item comes back whole (its
+//! `encrypted_content`, which [`encrypted_reasoning`] makes and [`check`] verifies), never as an
+//! id to look up.
 
 use std::collections::HashSet;
 
@@ -43,6 +46,33 @@ const TOOL_TYPES: &[&str] = &[
     "tool_search",
 ];
 
+/// What makes the fake's encrypted reasoning recognisable: the real API's starts `gAAAAA` too.
+const ENCRYPTED_PREFIX: &str = "gAAAAA";
+const ENCRYPTED_MARK: &str = "superpi-fake-reasoning:";
+
+/// The `encrypted_content` the fake gives reasoning item `item_id`.
+pub fn encrypted_reasoning(item_id: &str) -> String {
+    format!("{ENCRYPTED_PREFIX}{}", crate::images::encode(format!("{ENCRYPTED_MARK}{item_id}").as_bytes()))
+}
+
+/// The item id an `encrypted_content` of the fake's stands for; `None` for one it did not make.
+pub fn reasoning_item_of(encrypted: &str) -> Option<String> {
+    let bytes = crate::images::decode(encrypted.strip_prefix(ENCRYPTED_PREFIX)?).ok()?;
+    String::from_utf8(bytes).ok()?.strip_prefix(ENCRYPTED_MARK).map(str::to_string)
+}
+
+/// The `include` values the API takes.
+const INCLUDES: &[&str] = &[
+    "code_interpreter_call.outputs",
+    "computer_call_output.output.image_url",
+    "file_search_call.results",
+    "message.input_image.image_url",
+    "message.output_text.logprobs",
+    "reasoning.encrypted_content",
+    "web_search_call.action.sources",
+    "web_search_call.results",
+];
+
 /// Checks a request body; the first broken rule is the error.
 pub fn check(body: &Value) -> Result<(), Violation> {
     let Some(object) = body.as_object() else {
@@ -69,9 +99,11 @@ pub fn check(body: &Value) -> Result<(), Violation> {
     check_choice(object.get("reasoning"), "summary", &["auto", "concise", "detailed", "none"])?;
     check_choice(object.get("text"), "verbosity", &["low", "medium", "high"])?;
     check_tools(object.get("tools"))?;
+    check_include(object.get("include"))?;
+    let store = object.get("store").and_then(Value::as_bool).unwrap_or(true);
     match object.get("input") {
         None | Some(Value::String(_)) => Ok(()),
-        Some(Value::Array(items)) => check_items(items),
+        Some(Value::Array(items)) => check_items(items, store),
         Some(other) => Err(violation(format!(
             "Invalid type for 'input': expected one of a string or an array of input items, but got {}.",
             json_type(other)
@@ -89,6 +121,74 @@ fn check_choice(object: Option<&Value>, field: &str, known: &[&str]) -> Result<(
     let supported: Vec<String> = known.iter().map(|k| format!("'{k}'")).collect();
     Err(violation(format!("Invalid value: '{}'. Supported values are: {}.", value, supported.join(", ")))
         .param(field.to_string()))
+}
+
+fn check_include(include: Option<&Value>) -> Result<(), Violation> {
+    let Some(include) = include.filter(|i| !i.is_null()) else { return Ok(()) };
+    let Some(values) = include.as_array() else {
+        return Err(violation(format!(
+            "Invalid type for 'include': expected an array of strings, but got {}.",
+            json_type(include)
+        ))
+        .param("include"));
+    };
+    for (i, value) in values.iter().enumerate() {
+        if !value.as_str().is_some_and(|v| INCLUDES.contains(&v)) {
+            let supported: Vec<String> = INCLUDES.iter().map(|k| format!("'{k}'")).collect();
+            return Err(violation(format!("Invalid value: {value}. Supported values are: {}.", supported.join(", ")))
+                .param(format!("include[{i}]")));
+        }
+    }
+    Ok(())
+}
+
+/// A function tool with `strict` (the API's default) takes only a strict schema: every object
+/// closed (`additionalProperties: false`) with every property required.
+fn check_strict(i: usize, tool: &Value) -> Result<(), Violation> {
+    if tool.get("strict").and_then(Value::as_bool) == Some(false) {
+        return Ok(());
+    }
+    let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
+    let Some(schema) = tool.get("parameters").filter(|p| p.is_object()) else { return Ok(()) };
+    let refused = |context: &str, rule: String| {
+        violation(format!("Invalid schema for function '{name}': In context=({context}), {rule}"))
+            .param(format!("tools[{i}].parameters"))
+            .code("invalid_function_parameters")
+    };
+    let mut pending = vec![(String::new(), schema)];
+    while let Some((context, schema)) = pending.pop() {
+        if schema.get("type").and_then(Value::as_str) == Some("object") {
+            if schema.get("additionalProperties") != Some(&Value::Bool(false)) {
+                return Err(refused(
+                    &context,
+                    "'additionalProperties' is required to be supplied and to be false.".into(),
+                ));
+            }
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            for (key, property) in properties.into_iter().flatten() {
+                if !required.contains(&key.as_str()) {
+                    return Err(refused(
+                        &context,
+                        format!(
+                            "'required' is required to be supplied and to be an array including every key in properties. Missing '{key}'."
+                        ),
+                    ));
+                }
+                pending.push((format!("{context}'properties', '{key}'"), property));
+            }
+        }
+        if let Some(items) = schema.get("items").filter(|s| s.is_object()) {
+            pending.push((format!("{context}'items'"), items));
+        }
+    }
+    Ok(())
 }
 
 fn check_tools(tools: Option<&Value>) -> Result<(), Violation> {
@@ -124,6 +224,9 @@ fn check_tools(tools: Option<&Value>) -> Result<(), Violation> {
             ))
             .param(format!("tools[{i}].parameters")));
         }
+        if kind == "function" {
+            check_strict(i, tool)?;
+        }
         if kind == "namespace" {
             check_tools(tool.get("tools"))?;
         }
@@ -131,8 +234,9 @@ fn check_tools(tools: Option<&Value>) -> Result<(), Violation> {
     Ok(())
 }
 
-fn check_items(items: &[Value]) -> Result<(), Violation> {
-    let mut calls: HashSet<&str> = HashSet::new();
+fn check_items(items: &[Value], store: bool) -> Result<(), Violation> {
+    let mut calls: Vec<&str> = Vec::new();
+    let mut answered: HashSet<&str> = HashSet::new();
     for (i, item) in items.iter().enumerate() {
         // A message may leave out its type.
         let kind = item.get("type").and_then(Value::as_str).unwrap_or("message");
@@ -144,7 +248,10 @@ fn check_items(items: &[Value]) -> Result<(), Violation> {
             "message" => check_message(i, item)?,
             "function_call" | "custom_tool_call" | "local_shell_call" => match call_id {
                 Some(id) if !id.is_empty() => {
-                    calls.insert(id);
+                    if kind == "function_call" {
+                        check_call(i, item)?;
+                    }
+                    calls.push(id);
                 }
                 _ => {
                     return Err(violation(format!("Missing required parameter: 'input[{i}].call_id'."))
@@ -153,15 +260,72 @@ fn check_items(items: &[Value]) -> Result<(), Violation> {
             },
             "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => {
                 let id = call_id.unwrap_or("");
-                if !calls.contains(id) {
+                if !calls.contains(&id) {
                     return Err(violation(format!("No tool call found for function call output with call_id {id}."))
                         .param("input"));
                 }
+                if kind == "function_call_output" && item.get("output").is_none_or(Value::is_null) {
+                    return Err(violation(format!("Missing required parameter: 'input[{i}].output'."))
+                        .param(format!("input[{i}].output")));
+                }
+                answered.insert(id);
             }
+            "reasoning" => check_reasoning(i, item, store)?,
             _ => {}
         }
     }
+    match calls.iter().find(|id| !answered.contains(*id)) {
+        Some(id) => Err(violation(format!("No tool output found for function call {id}.")).param("input")),
+        None => Ok(()),
+    }
+}
+
+/// A `function_call` item: its `name` and its `arguments` as a string.
+fn check_call(i: usize, item: &Value) -> Result<(), Violation> {
+    for field in ["name", "arguments"] {
+        match item.get(field) {
+            Some(Value::String(_)) => {}
+            None | Some(Value::Null) => {
+                return Err(violation(format!("Missing required parameter: 'input[{i}].{field}'."))
+                    .param(format!("input[{i}].{field}")));
+            }
+            Some(other) => {
+                return Err(violation(format!(
+                    "Invalid type for 'input[{i}].{field}': expected a string, but got {}.",
+                    json_type(other)
+                ))
+                .param(format!("input[{i}].{field}")));
+            }
+        }
+    }
     Ok(())
+}
+
+/// A `reasoning` item: its `summary`, and its `encrypted_content` as the fake made it; one
+/// without it is an id to look up, which a server that stores nothing cannot.
+fn check_reasoning(i: usize, item: &Value, store: bool) -> Result<(), Violation> {
+    if !item.get("summary").is_some_and(Value::is_array) {
+        return Err(violation(format!("Missing required parameter: 'input[{i}].summary'."))
+            .param(format!("input[{i}].summary")));
+    }
+    match item.get("encrypted_content").and_then(Value::as_str) {
+        Some(encrypted) if reasoning_item_of(encrypted).is_some() => Ok(()),
+        Some(encrypted) => {
+            let shown: String = encrypted.chars().take(4).collect();
+            let tail: String = encrypted.chars().rev().take(4).collect::<Vec<_>>().into_iter().rev().collect();
+            Err(violation(format!("The encrypted content {shown}...{tail} could not be verified."))
+                .code("invalid_encrypted_content"))
+        }
+        None => {
+            let id = item.get("id").and_then(Value::as_str).unwrap_or("");
+            let why = if store {
+                String::new()
+            } else {
+                " Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.".to_string()
+            };
+            Err(violation(format!("Item with id '{id}' not found.{why}")).status(404).param("input"))
+        }
+    }
 }
 
 fn check_message(i: usize, item: &Value) -> Result<(), Violation> {

@@ -6,7 +6,7 @@ use super::*;
 
 fn body(input: serde_json::Value) -> serde_json::Value {
     json!({"model": "gpt-5.1-codex", "stream": true, "store": false, "input": input,
-           "tools": [{"type": "function", "name": "exec_command", "parameters": {"type": "object"}},
+           "tools": [{"type": "function", "name": "exec_command", "parameters": {"type": "object"}, "strict": false},
                      {"type": "web_search"}]})
 }
 
@@ -59,4 +59,58 @@ fn an_input_image_needs_an_image_url_or_a_file() {
     assert!(text.message.contains("image MIME type"), "{}", text.message);
     let detail = check(&image(json!({"type": "input_image", "image_url": data_url, "detail": "max"}))).unwrap_err();
     assert_eq!(detail.param.as_deref(), Some("input[0].content[1].detail"));
+}
+
+#[test]
+fn calls_need_their_outputs_and_reasoning_comes_back_whole() {
+    let unanswered = body(json!([
+        {"role": "user", "content": "hi"},
+        {"type": "function_call", "call_id": "call_1", "name": "exec_command", "arguments": "{}"},
+    ]));
+    assert_eq!(check(&unanswered).unwrap_err().message, "No tool output found for function call call_1.");
+    let object_arguments = body(json!([
+        {"type": "function_call", "call_id": "call_1", "name": "exec_command", "arguments": {}},
+        {"type": "function_call_output", "call_id": "call_1", "output": "ok"},
+    ]));
+    assert_eq!(check(&object_arguments).unwrap_err().param.as_deref(), Some("input[0].arguments"));
+
+    let reasoning = |item: serde_json::Value| {
+        body(
+            json!([{"role": "user", "content": "hi"}, item, {"role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}]),
+        )
+    };
+    let made = encrypted_reasoning("rs_1");
+    assert_eq!(reasoning_item_of(&made).as_deref(), Some("rs_1"));
+    assert_eq!(check(&reasoning(json!({"type": "reasoning", "summary": [], "encrypted_content": made}))), Ok(()));
+    let forged = check(&reasoning(json!({"type": "reasoning", "summary": [], "encrypted_content": "gAAAAAnot-ours"})));
+    let forged = forged.unwrap_err();
+    assert_eq!(
+        (forged.code.as_deref(), forged.message.as_str()),
+        (Some("invalid_encrypted_content"), "The encrypted content gAAA...ours could not be verified.")
+    );
+    let by_id = check(&reasoning(json!({"type": "reasoning", "id": "rs_1", "summary": []}))).unwrap_err();
+    assert_eq!(by_id.status, 404);
+    assert!(by_id.message.contains("Items are not persisted when `store` is set to false"), "{}", by_id.message);
+    let no_summary = check(&reasoning(json!({"type": "reasoning", "encrypted_content": made}))).unwrap_err();
+    assert_eq!(no_summary.param.as_deref(), Some("input[1].summary"));
+}
+
+#[test]
+fn strict_tools_need_strict_schemas_and_include_takes_known_values() {
+    let tool = |tool: serde_json::Value| json!({"model": "m", "input": "hi", "tools": [tool]});
+    let open = tool(
+        json!({"type": "function", "name": "ls", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}),
+    );
+    let refused = check(&open).unwrap_err();
+    assert_eq!(refused.code.as_deref(), Some("invalid_function_parameters"));
+    assert!(refused.message.starts_with("Invalid schema for function 'ls'"), "{}", refused.message);
+    let strict = tool(json!({"type": "function", "name": "ls", "strict": true, "parameters": {"type": "object",
+        "properties": {"path": {"type": "string"}}, "required": ["path"], "additionalProperties": false}}));
+    assert_eq!(check(&strict), Ok(()));
+    let unlisted = tool(json!({"type": "function", "name": "ls", "parameters": {"type": "object",
+        "properties": {"path": {"type": "string"}}, "additionalProperties": false}}));
+    assert!(check(&unlisted).unwrap_err().message.contains("Missing 'path'"));
+    let include =
+        json!({"model": "m", "input": "hi", "include": ["reasoning.encrypted_content", "reasoning.everything"]});
+    assert_eq!(check(&include).unwrap_err().param.as_deref(), Some("include[1]"));
 }
