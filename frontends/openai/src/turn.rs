@@ -34,7 +34,6 @@ pub enum Forwarded {
     End(Option<Failure>),
 }
 
-
 /// Writes an answer's chunks as the SSE frames of an API other than Chat Completions.
 pub trait Frames: Send {
     /// The frames for `chunks`; `end` is set when the answer is over (with its failure, if any).
