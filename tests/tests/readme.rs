@@ -108,6 +108,19 @@ const KINDS: &[Kind] = &[
               `claude mcp add superpi -- superpi mcp` and `claude mcp list` against superpi",
     },
     Kind {
+        pattern: "claude",
+        run: Run::InCi(Some("--protocol clients")),
+        why: "Claude Code's interactive session with the gateway as its model: the same gateway \
+              route `claude -p` takes (below), which frontends/openai/tests/claude_code.rs runs",
+    },
+    Kind {
+        pattern: "claude -p *",
+        run: Run::InCi(Some("--protocol clients")),
+        why: "Claude Code (npm, a model account) with the gateway as its model: \
+              frontends/openai/tests/claude_code.rs runs `claude -p` and `claude -p --continue` \
+              through a real gateway, and `--protocol clients` checks the README's settings snippet",
+    },
+    Kind {
         pattern: "superpi mcp add * -- npx -y @modelcontextprotocol/server-filesystem *",
         run: Run::StandIn(StandIn::NpxServer),
         why: "npx downloads the server: node runs the copy .ci/run installs in $SUPERPI_TEST_NPM, \

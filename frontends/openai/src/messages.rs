@@ -19,16 +19,15 @@ use axum::http::header::AUTHORIZATION;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
-use superpi_client::ClientError;
+use superpi_client::{ClientError, KernelClient};
 use superpi_http::ErrorShape;
 use superpi_proto::ContentBlock;
-use superpi_proto::method::{SubmitParams, WatchParams};
+use superpi_proto::method::{HarnessInfo, SubmitParams, WatchParams};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::messages_render::{Encoder, StreamEvent, message_of};
 use crate::render::{Failure, RenderOptions};
 use crate::request::{self, ChatRequest, Session, Target};
-use crate::server::{Gateway, open_with};
 use crate::turn::{self, Frames, Sink};
 use crate::wire::{self, Chunk};
 
@@ -401,9 +400,22 @@ pub fn estimate(read: &Read) -> u64 {
     messages + read.tool_tokens
 }
 
+/// What the route needs of the gateway (server.rs implements it for `Gateway`, so this module
+/// does not depend on the one that routes to it).
+pub(crate) trait Door: Clone + Send + Sync + 'static {
+    /// The request's principal, or the gateway's refusal.
+    fn authenticate(&self, headers: &HeaderMap) -> Result<String, wire::ApiError>;
+    /// The principal's kernel connection.
+    fn client(&self, principal: &str) -> impl Future<Output = Result<KernelClient, ClientError>> + Send;
+    /// The harnesses (`harness.list`, kept briefly).
+    fn harnesses(&self, client: &KernelClient) -> impl Future<Output = Result<Vec<HarnessInfo>, ClientError>> + Send;
+    /// The workspace of the conversations the gateway opens.
+    fn workspace(&self) -> Option<String>;
+}
+
 /// The request's principal: the gateway's token rule, the token in `x-api-key` or
 /// `Authorization: Bearer`.
-fn authenticate(gw: &Gateway, headers: &HeaderMap) -> Result<String, Error> {
+fn authenticate(gw: &impl Door, headers: &HeaderMap) -> Result<String, Error> {
     gw.authenticate(headers).map_err(|err| match err.status {
         StatusCode::UNAUTHORIZED => Error::unauthorized(
             "invalid x-api-key: send one of the gateway's tokens as `x-api-key` or `Authorization: Bearer`",
@@ -426,8 +438,8 @@ fn readable(body: Result<Bytes, BytesRejection>) -> Result<Bytes, Error> {
 
 /// `POST /v1/messages/count_tokens`: `{"input_tokens": N}`, an estimate ([`estimate`]). The
 /// kernel is not asked.
-pub(crate) async fn count_tokens(
-    State(gw): State<Gateway>,
+pub(crate) async fn count_tokens<G: Door>(
+    State(gw): State<G>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
@@ -442,8 +454,8 @@ pub(crate) async fn count_tokens(
 }
 
 /// `POST /v1/messages`.
-pub(crate) async fn messages(
-    State(gw): State<Gateway>,
+pub(crate) async fn messages<G: Door>(
+    State(gw): State<G>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
@@ -472,7 +484,7 @@ enum Answer {
     Whole(oneshot::Receiver<Result<Vec<Chunk>, wire::ApiError>>),
 }
 
-async fn answer(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Response, Error> {
+async fn answer(gw: &impl Door, headers: &HeaderMap, body: &[u8]) -> Result<Response, Error> {
     let principal = authenticate(gw, headers)?;
     let Read { chat, thinking, .. } = read(body, headers, false)?;
     let chat = serde_json::to_vec(&chat).unwrap_or_default();
@@ -488,7 +500,7 @@ async fn answer(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Respon
         params.model = None;
     }
     params.workspace = gw.workspace();
-    let info = open_with(&client, &req, params).await.map_err(from_openai)?;
+    let info = request::open_with(&client, &req, params).await.map_err(from_openai)?;
     let conversation_id = info.conversation_id;
     let sub = client.watch(WatchParams::after(conversation_id, info.head_seq)).await.map_err(kernel)?;
     let prompt = request::prompt(&req, info.created);

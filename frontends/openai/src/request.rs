@@ -3,10 +3,10 @@
 
 use axum::http::{HeaderMap, StatusCode};
 use serde_json::Value;
-use superpi_client::ClientError;
+use superpi_client::{ClientError, KernelClient};
 use superpi_proto::ContentBlock;
 use superpi_proto::message::codes;
-use superpi_proto::method::{HarnessInfo, OpenParams};
+use superpi_proto::method::{ConversationInfo, HarnessInfo, OpenParams};
 
 use crate::wire::{self, ApiError};
 
@@ -294,6 +294,30 @@ pub fn kernel_error(err: &ClientError, model: &str) -> ApiError {
         codes::RATE_LIMITED => ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", e.message.clone()),
         _ => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", e.message.clone()),
     }
+}
+
+/// Opens (or finds) the request's conversation with these `session.open` params, and sets the
+/// mode the request asks for on one that existed.
+pub(crate) async fn open_with(
+    client: &KernelClient,
+    req: &ChatRequest,
+    params: OpenParams,
+) -> Result<ConversationInfo, ApiError> {
+    let info = match client.open(params.clone()).await {
+        // Another principal's conversation reads as one that does not exist: a new one.
+        Err(err) if err.code() == Some(codes::NOT_FOUND) && matches!(req.session, Session::Conversation(_)) => {
+            client.open(OpenParams { conversation_id: None, ..params }).await
+        }
+        other => other,
+    }
+    .map_err(|e| kernel_error(&e, &req.model))?;
+    if let Some(mode) = &req.mode
+        && !info.created
+        && &info.mode != mode
+    {
+        client.set_mode(info.conversation_id, mode).await.map_err(|e| kernel_error(&e, &req.model))?;
+    }
+    Ok(info)
 }
 
 #[cfg(test)]

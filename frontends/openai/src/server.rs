@@ -14,7 +14,6 @@ use superpi_client::sync::lock;
 use superpi_client::{ClientError, KernelClient};
 use superpi_http::{Common, Frontend, ORIGINS_VAR};
 use superpi_proto::ContentBlock;
-use superpi_proto::message::codes;
 use superpi_proto::method::{ConversationInfo, HarnessInfo, SubmitParams, WatchParams};
 use tokio::sync::{mpsc, oneshot};
 
@@ -61,8 +60,8 @@ impl Gateway {
             .route("/v1/models", get(models))
             .route("/v1/chat/completions", post(chat))
             .route("/v1/responses", post(responses))
-            .route("/v1/messages", post(crate::messages::messages))
-            .route("/v1/messages/count_tokens", post(crate::messages::count_tokens))
+            .route("/v1/messages", post(crate::messages::messages::<Gateway>))
+            .route("/v1/messages/count_tokens", post(crate::messages::count_tokens::<Gateway>))
             .route("/metrics", get(metrics))
             .route("/v1/triggers/{token}", post(trigger))
             .route("/mcp", any(mcp));
@@ -100,6 +99,25 @@ impl Gateway {
     /// The workspace of the conversations the gateway opens.
     pub(crate) fn workspace(&self) -> Option<String> {
         self.inner.frontend.workspace().map(String::from)
+    }
+}
+
+/// What the Messages route needs of the gateway.
+impl crate::messages::Door for Gateway {
+    fn authenticate(&self, headers: &HeaderMap) -> Result<String, ApiError> {
+        Gateway::authenticate(self, headers)
+    }
+
+    async fn client(&self, principal: &str) -> Result<KernelClient, ClientError> {
+        Gateway::client(self, principal).await
+    }
+
+    async fn harnesses(&self, client: &KernelClient) -> Result<Vec<HarnessInfo>, ClientError> {
+        Gateway::harnesses(self, client).await
+    }
+
+    fn workspace(&self) -> Option<String> {
+        Gateway::workspace(self)
     }
 }
 
@@ -286,31 +304,12 @@ async fn open(
     target: &Target,
     workspace: Option<String>,
 ) -> Result<ConversationInfo, ApiError> {
-    open_with(client, req, superpi_proto::method::OpenParams { workspace, ..request::open_params(req, target) }).await
-}
-
-/// Opens (or finds) the request's conversation with these `session.open` params, and sets the
-/// mode the request asks for on one that existed.
-pub(crate) async fn open_with(
-    client: &KernelClient,
-    req: &ChatRequest,
-    params: superpi_proto::method::OpenParams,
-) -> Result<ConversationInfo, ApiError> {
-    let info = match client.open(params.clone()).await {
-        // Another principal's conversation reads as one that does not exist: a new one.
-        Err(err) if err.code() == Some(codes::NOT_FOUND) && matches!(req.session, Session::Conversation(_)) => {
-            client.open(superpi_proto::method::OpenParams { conversation_id: None, ..params }).await
-        }
-        other => other,
-    }
-    .map_err(|e| request::kernel_error(&e, &req.model))?;
-    if let Some(mode) = &req.mode
-        && !info.created
-        && &info.mode != mode
-    {
-        client.set_mode(info.conversation_id, mode).await.map_err(|e| request::kernel_error(&e, &req.model))?;
-    }
-    Ok(info)
+    request::open_with(
+        client,
+        req,
+        superpi_proto::method::OpenParams { workspace, ..request::open_params(req, target) },
+    )
+    .await
 }
 
 async fn chat_inner(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Response, ApiError> {

@@ -132,6 +132,8 @@ struct FileRun<'a> {
     conversation: Option<i64>,
     block_schedules: Vec<i64>,
     question: Option<String>,
+    /// The id of the last Responses API answer, for a README's `previous_response_id`.
+    response: Option<String>,
     /// A [`HOLD_TURNS`] gate: turns wait at their model request while this file is missing.
     gate: Option<PathBuf>,
     skip_block: bool,
@@ -161,6 +163,7 @@ impl<'a> FileRun<'a> {
             conversation: None,
             block_schedules: Vec::new(),
             question: None,
+            response: None,
             gate,
             skip_block: false,
         }
@@ -450,6 +453,12 @@ impl<'a> FileRun<'a> {
         for host in ["127.0.0.1", "localhost"] {
             text = text.replace(&format!("http://{host}:{port}"), &base);
         }
+        // A README's `previous_response_id` names the answer of the request before it.
+        if let Some((before, after)) = text.split_once("\"previous_response_id\": \"resp_") {
+            let id = self.response.clone().expect("a previous_response_id before any Responses API answer");
+            let rest = after.split_once('"').map_or("", |(_, rest)| rest);
+            text = format!("{before}\"previous_response_id\": \"{id}\"{rest}");
+        }
         let url = top_words(&text).into_iter().map(|(s, e)| &text[s..e]).find(|w| w.starts_with("http")).unwrap();
         if url.ends_with("/events") {
             // An attached stream does not end: read until its snapshot, closed with the block.
@@ -465,6 +474,11 @@ impl<'a> FileRun<'a> {
         let stdout = String::from_utf8(out.stdout).unwrap();
         let (body, status) = stdout.rsplit_once('\n').unwrap_or(("", &stdout));
         let status: u16 = status.trim().parse().unwrap();
+        if let Some(id) = serde_json::from_str::<Value>(body).ok().and_then(|v| v["id"].as_str().map(str::to_string))
+            && id.starts_with("resp_")
+        {
+            self.response = Some(id);
+        }
         let question = self.question.clone().unwrap_or_default();
         for expected in shown {
             let expected = expected.replace("q-3", &question);
