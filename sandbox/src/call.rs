@@ -1,5 +1,8 @@
 //! One call from start to result: what the machine offers, the policy of the call, the
 //! launch, and the three channels of the result.
+//!
+//! Over 500 lines on purpose: one call's whole path (its policy, the launch, the three result
+//! channels) reads top to bottom here; what it uses lives in modules of its own.
 
 use std::ffi::{CString, OsString};
 use std::os::unix::ffi::OsStrExt;

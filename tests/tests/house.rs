@@ -2,6 +2,7 @@
 //! declares a module per file), so the workspace is linked once per crate rather than once per
 //! file; a test that changes its whole process is a `[[test]]` of its own, saying why in the
 //! crate's Cargo.toml. A file left out of both would never run, so this test fails on it.
+//! And no source file grows past 500 lines without saying why at its top (`Over 500 lines`).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test: an unreadable tree fails it loudly
 
 use std::collections::BTreeSet;
@@ -41,6 +42,40 @@ fn every_test_file_runs_and_each_crate_links_its_tests_once() {
     }
     assert!(crates >= 10, "found only {crates} crates with tests under {}", root.display());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn a_source_file_over_500_lines_says_why_at_its_top() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace root");
+    let mut long = Vec::new();
+    let mut files = 0;
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let (path, name) = (entry.path(), entry.file_name().to_string_lossy().into_owned());
+            if path.is_dir() {
+                // Test code, build output, installed packages and the fuzz workspace aside.
+                if !name.starts_with('.') && !["target", "node_modules", "tests", "fuzz"].contains(&name.as_str()) {
+                    dirs.push(path);
+                }
+                continue;
+            }
+            if !name.ends_with(".rs")
+                || name.ends_with("_tests.rs")
+                || !path.components().any(|c| c.as_os_str() == "src")
+            {
+                continue;
+            }
+            files += 1;
+            let text = std::fs::read_to_string(&path).unwrap();
+            let says_why = text.lines().take(40).any(|l| l.contains("Over 500 lines"));
+            if text.lines().count() > 500 && !says_why {
+                long.push(format!("{} ({} lines)", path.strip_prefix(root).unwrap().display(), text.lines().count()));
+            }
+        }
+    }
+    assert!(files > 100, "found only {files} source files under {}", root.display());
+    assert!(long.is_empty(), "split these, or say at their top why not (`Over 500 lines ...`):\n{}", long.join("\n"));
 }
 
 /// The folders holding a Cargo.toml and a tests/ folder (build output and installed packages

@@ -5,6 +5,9 @@
 //! [`Out::Update`] in a `session/update` notification, turns [`Out::AskPermission`] into a
 //! `session/request_permission` request, and answers a waiting `session/prompt` on
 //! [`Out::TurnEnded`].
+//!
+//! Over 500 lines on purpose: the state machine is one `match` over the kernel's event types,
+//! as AG-UI's renderer is; its tests are in a file of their own.
 
 use std::collections::HashMap;
 use std::path::PathBuf;

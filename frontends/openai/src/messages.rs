@@ -11,6 +11,9 @@
 //! Messages events or one message. Refusals are in Anthropic's error shape ([`AnthropicShape`]).
 //! Tokens (also in `x-api-key`), the Origin rule, CORS, the bind rule and the body limit are
 //! the gateway's own.
+//!
+//! Over 500 lines: reading a Messages request (content, tool and system blocks, the session
+//! key, the checks Anthropic makes) is most of it, the route the rest; split them when it grows.
 
 use axum::body::Bytes;
 use axum::extract::State;

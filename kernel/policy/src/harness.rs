@@ -1,4 +1,7 @@
 //! Harnesses as data: built-ins plus the user's `harnesses.toml`.
+//!
+//! Over 500 lines on purpose: the built-in harnesses are data, kept beside the file format
+//! (`harnesses.toml`) that extends and checks them, so a harness field is added in one file.
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -3,6 +3,9 @@
 //! The window bounds what is in flight to the frontend; acks refill it. A frontend that
 //! falls further behind than the conversation's feed keeps gets `lagged` and catches up from
 //! the store, so a slow frontend never slows a conversation nor grows the kernel.
+//!
+//! Over 500 lines on purpose: replay, live delivery and the credit window share one state and
+//! hand over to each other; apart, each would reach into the other's fields.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -7,6 +7,9 @@
 //! different conversations go out side by side) and waits for its answer (through
 //! `block_in_place` on the kernel's multi-thread runtime, so other tasks move on meanwhile).
 //! A connection that broke is opened again at its next call (`store/postgres_connection.rs`).
+//!
+//! Over 500 lines on purpose: one function per `Store` method, each holding its SQL, as the
+//! SQLite engine's; the connection and the migrations are modules of their own.
 
 pub(crate) mod connection;
 mod forwarding;
