@@ -22,13 +22,16 @@ use crate::output::Collector;
 use crate::policy::{self, FsPolicy, RulesetKey, Rulesets};
 use crate::registry::Runner;
 use crate::result::bash_outcome;
-use crate::tool_process::Request;
+use crate::runner::tree::{Tree, TreeRead};
+use crate::tool_process::{Op, Request};
 use crate::{SandboxConfig, SandboxError, SandboxStatus, ToolCall, ToolCallResult, ToolRegistry};
 
 /// Longest deadline a model may ask for.
 const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
 /// Largest answer of the tool runner (its tools bound their own output far below this).
 const RUNNER_OUTPUT_MAX: usize = 32 * 1024 * 1024;
+/// Deadline of the runner's read of a directory of configuration (a few milliseconds' work).
+const TREE_TIMEOUT: Duration = Duration::from_secs(30);
 const DEFAULT_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USER", "LOGNAME", "TZ"];
 
 /// What this machine offers, found once.
@@ -232,13 +235,56 @@ impl Machine {
     ) -> Result<ToolCallResult, String> {
         let spill_dir = conversation_spill_dir(config, call.conversation_id);
         let request = Request {
-            tool: call.name.clone(),
-            arguments: call.arguments.clone(),
+            op: Op::Tool { tool: call.name.clone(), arguments: call.arguments.clone() },
             workspace: workspace.to_path_buf(),
             read_roots: if spill_dir.is_dir() { vec![spill_dir] } else { Vec::new() },
             protected: call.protected.clone(),
         };
-        let stdin = serde_json::to_vec(&request).map_err(|e| e.to_string())?;
+        self.tool_runner(config, call, workspace, &request, cancel).await
+    }
+
+    /// [`crate::Sandbox::read_tree`]: the runner, confined like a read-only call of no
+    /// conversation (the workspace readable only, no network).
+    pub(crate) async fn read_tree(
+        &self,
+        config: &SandboxConfig,
+        workspace: &Path,
+        read: &TreeRead,
+        protected: superpi_paths::ProtectedPaths,
+        cancel: CancellationToken,
+    ) -> Result<Option<Tree>, String> {
+        if let Some(refusal) = &self.refusal {
+            return Err(refusal.clone());
+        }
+        let workspace = self.checked_workspace(workspace)?;
+        let call = ToolCall {
+            conversation_id: 0,
+            call_id: "read-tree".into(),
+            name: "the confined read of the workspace's configuration".into(),
+            arguments: Value::Null,
+            workspace: Some(workspace.clone()),
+            network: false,
+            read_only: true,
+            timeout: Some(TREE_TIMEOUT),
+            protected: protected.clone(),
+            allowed_hosts: None,
+        };
+        let request =
+            Request { op: Op::ReadTree(read.clone()), workspace: workspace.clone(), read_roots: Vec::new(), protected };
+        self.tool_runner(config, &call, &workspace, &request, cancel).await?
+    }
+
+    /// Runs the tool runner confined for `call` with `request` on its stdin, and reads its one
+    /// answer of JSON.
+    async fn tool_runner<T: serde::de::DeserializeOwned>(
+        &self,
+        config: &SandboxConfig,
+        call: &ToolCall,
+        workspace: &Path,
+        request: &Request,
+        cancel: CancellationToken,
+    ) -> Result<T, String> {
+        let stdin = serde_json::to_vec(request).map_err(|e| e.to_string())?;
         let setup = self.setup(config, call, workspace, workspace, true, None)?;
         let launch = Launch {
             program: config.tool_exe.clone(),
@@ -267,7 +313,7 @@ impl Machine {
         if finished.output.spill.is_some() {
             return Err(format!("{}: the tool answered more than {RUNNER_OUTPUT_MAX} bytes", call.name));
         }
-        serde_json::from_slice::<ToolCallResult>(&finished.output.head).map_err(|_| {
+        serde_json::from_slice::<T>(&finished.output.head).map_err(|_| {
             let why = String::from_utf8_lossy(&finished.stderr);
             let status = match (finished.exit_code(), finished.signal()) {
                 (Some(c), _) => format!("exit code {c}"),

@@ -10,7 +10,8 @@
 //! kernel decides whether a call may run and with what grants; this crate only runs it, and
 //! never restricts the calling process itself.
 //!
-//! Beside that, git for the kernel's checkpoints ([`run_git`]: a fixed argument list, no
+//! Beside that, reading configuration through no link from directories the user owns
+//! ([`beneath`]; a workspace's through the confined runner, [`Sandbox::read_tree`]), git for the kernel's checkpoints ([`run_git`]: a fixed argument list, no
 //! hook or configured program of the user's), and the embedding program's hold on freed memory ([`memory`]: glibc's mmap
 //! threshold and trim), since the calls into the C library that need `unsafe` live here.
 //!
@@ -20,6 +21,7 @@
 //! client whose peer process [`is_tool_process`]. ARCHITECTURE.md beside this crate explains
 //! the design and what remains open.
 
+pub mod beneath;
 mod call;
 mod catalog;
 mod cgroup;
@@ -61,6 +63,7 @@ pub use reads::{DEFAULT_DENIED_IN_HOME, ReadGrants, read_grants};
 pub use reap::{confined_tools, is_confined_tool, is_tool_process};
 pub use registry::{EditorRead, RegistryError, RunFuture, ToolRegistry, ToolRunner};
 pub use runner::format_read;
+pub use runner::tree::{Tree, TreeEntry, TreeKind, TreeRead, read_tree};
 pub use server::{ServerHandle, ServerProcess, ServerSpec};
 pub use superpi_paths::check_workspace;
 pub use superpi_proto::tool::{Effect, ToolCallResult, ToolDef};
@@ -261,6 +264,20 @@ impl Sandbox {
         progress: Option<mpsc::Sender<String>>,
     ) -> ToolCallResult {
         self.inner.run(&self.config, &self.tools, call, cancel, progress).await
+    }
+
+    /// A bounded read of the directory `read.beneath` names under `workspace` (a workspace's
+    /// `.superpi/skills`), made by the tool runner confined like a read-only call with the
+    /// conversation's `protected` paths: the kernel reads what a workspace holds only through a
+    /// confined process. Not a tool: nothing a model or a frontend calls reaches it.
+    pub async fn read_tree(
+        &self,
+        workspace: &std::path::Path,
+        read: &TreeRead,
+        protected: superpi_paths::ProtectedPaths,
+        cancel: CancellationToken,
+    ) -> Result<Option<Tree>, String> {
+        self.inner.read_tree(&self.config, workspace, read, protected, cancel).await
     }
 
     /// `result` of `call`, run outside the sandbox's runners (an MCP server's), bounded like a

@@ -1,7 +1,8 @@
 //! The confined tool process: the `superpi` binary dispatches the hidden subcommand
 //! [`TOOL_SUBCOMMAND`] to [`tool_main`], which reads one [`Request`] as JSON on stdin, runs
-//! the built-in file tool it names (its body from the registry, `runner/`), and writes one
-//! [`ToolCallResult`] as JSON on stdout.
+//! the built-in file tool it names (its body from the registry, `runner/`) and writes one
+//! [`ToolCallResult`] as JSON on stdout, or, for the kernel, reads a directory beneath the
+//! workspace (`runner/tree.rs`) and writes what it found.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -12,6 +13,7 @@ use superpi_paths::ProtectedPaths;
 
 use crate::ToolCallResult;
 use crate::registry::Runner;
+use crate::runner::tree::{TreeRead, read_tree};
 use crate::runner::{Args, Ctx};
 
 /// The hidden subcommand of the `superpi` binary that must call [`tool_main`].
@@ -20,11 +22,21 @@ pub const TOOL_SUBCOMMAND: &str = "__sandbox-tool";
 /// Largest request accepted on stdin.
 const REQUEST_MAX: u64 = 256 * 1024 * 1024;
 
-/// One file tool call, as the runner receives it.
+/// What the runner does.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Op {
+    /// A built-in file tool's call; the answer is a [`ToolCallResult`].
+    Tool { tool: String, arguments: Value },
+    /// The kernel's read of a directory beneath the workspace; the answer is
+    /// `Result<Option<Tree>, String>`. No tool: the registry does not name it.
+    ReadTree(TreeRead),
+}
+
+/// One request, as the runner receives it.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Request {
-    pub tool: String,
-    pub arguments: Value,
+    pub op: Op,
     /// Canonical workspace root.
     pub workspace: PathBuf,
     /// Other trees the read tool may read (the conversation's spill files).
@@ -42,12 +54,15 @@ pub fn tool_main() -> i32 {
         eprintln!("superpi tool runner: reading the request: {e}");
         return 2;
     }
-    let outcome = match serde_json::from_slice::<Request>(&input) {
-        Ok(request) => run(&request),
-        Err(e) => ToolCallResult::error(format!("tool runner: bad request: {e}")),
-    };
     let mut stdout = std::io::stdout().lock();
-    match serde_json::to_writer(&mut stdout, &outcome).and_then(|_| stdout.flush().map_err(serde_json::Error::io)) {
+    let written = match serde_json::from_slice::<Request>(&input) {
+        Ok(Request { op: Op::ReadTree(read), workspace, protected, .. }) => {
+            serde_json::to_writer(&mut stdout, &read_tree(&workspace, &read, &protected))
+        }
+        Ok(request) => serde_json::to_writer(&mut stdout, &run(&request)),
+        Err(e) => serde_json::to_writer(&mut stdout, &ToolCallResult::error(format!("tool runner: bad request: {e}"))),
+    };
+    match written.and_then(|_| stdout.flush().map_err(serde_json::Error::io)) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("superpi tool runner: writing the outcome: {e}");
@@ -57,17 +72,20 @@ pub fn tool_main() -> i32 {
 }
 
 pub(crate) fn run(request: &Request) -> ToolCallResult {
+    let Op::Tool { tool, arguments } = &request.op else {
+        return ToolCallResult::error("tool runner: not a tool call".to_string());
+    };
     let ctx = Ctx::new(request.workspace.clone(), request.read_roots.clone(), request.protected.clone());
-    let args = match &request.arguments {
+    let args = match arguments {
         Value::Object(map) => map.clone(),
         Value::Null => Map::new(),
-        _ => return ToolCallResult::error(format!("{}: the arguments must be a JSON object", request.tool)),
+        _ => return ToolCallResult::error(format!("{tool}: the arguments must be a JSON object")),
     };
-    let args = Args::new(&request.tool, &args);
+    let args = Args::new(tool, &args);
     // The body comes from the built-in registry: this process knows no registered tools.
-    let result = match crate::ToolRegistry::builtin().entry(&request.tool).map(|e| e.runner.clone()) {
+    let result = match crate::ToolRegistry::builtin().entry(tool).map(|e| e.runner.clone()) {
         Some(Runner::File(body)) => body(&ctx, &args),
-        _ => Err(format!("unknown tool `{}` (not a file tool)", request.tool)),
+        _ => Err(format!("unknown tool `{tool}` (not a file tool)")),
     };
     result.unwrap_or_else(ToolCallResult::error)
 }
@@ -79,8 +97,7 @@ mod tests {
     #[test]
     fn bad_requests_are_error_outcomes() {
         let out = run(&Request {
-            tool: "frobnicate".into(),
-            arguments: serde_json::json!({}),
+            op: Op::Tool { tool: "frobnicate".into(), arguments: serde_json::json!({}) },
             workspace: PathBuf::from("/nonexistent"),
             read_roots: Vec::new(),
             protected: Default::default(),

@@ -12,4 +12,5 @@ mod output;
 mod planted_git;
 mod servers;
 mod tools;
+mod tree;
 mod works;

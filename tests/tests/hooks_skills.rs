@@ -195,3 +195,58 @@ async fn the_model_is_told_the_skills_and_loads_one() {
     );
     assert!(sent[1].to_string().contains("# Skill: style\\n\\nShort sentences."), "{}", sent[1]);
 }
+
+/// A workspace's skills are read by the confined tool runner with the conversation's protected
+/// paths, at the turn's start and for the `skill` tool: a skill file that is a hard link to the
+/// workspace's `.env` or to a file outside the workspace (here in the config dir), or a path
+/// `permissions.protected_paths` names, is neither listed to the model nor loaded, though the
+/// kernel's own process could read each; the list says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_skill_the_confined_runner_refuses_is_not_read() {
+    let env = TestEnv::new();
+    skill_files(&env);
+    settings(&env, json!({"permissions": {"protected_paths": [".superpi/skills/private*"]}}));
+    let skill = |what: &str| format!("---\ndescription: {what}\n---\nsecret-{what}\n");
+    let project = env.workspace.join(".superpi/skills");
+    std::fs::write(env.workspace.join(".env"), skill("dotenv")).unwrap();
+    std::fs::hard_link(env.workspace.join(".env"), project.join("dotenv.md")).unwrap();
+    std::fs::write(env.locations.config_dir.join("outside.md"), skill("outside")).unwrap();
+    std::fs::hard_link(env.locations.config_dir.join("outside.md"), project.join("outside.md")).unwrap();
+    std::fs::write(project.join("private.md"), skill("private")).unwrap();
+
+    let fake = OpenAiFake::start(vec![
+        Answer::tool_call("skill", json!({})),
+        Answer::tool_call("skill", json!({"name": "outside"})),
+        Answer::text("done"),
+    ])
+    .await
+    .unwrap();
+    let mut cmd = env.command(&["run", "--model", "gpt-4o-mini", "--mode", "auto", "list the skills"]);
+    cmd.envs(fake.env());
+    let out = tokio::process::Command::from(cmd).output().await.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let sent = fake.accepted();
+    assert_eq!(sent.len(), 3);
+    let system = sent[0]["messages"][0]["content"].as_str().unwrap_or_default();
+    assert!(system.contains("- release: Cut a release of this project\n- style: The house style"), "{system}");
+    let listed = sent[1]["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap_or_default();
+    assert!(
+        listed.starts_with("Skills:\n- release: Cut a release of this project\n- style: The house style\nNot read:"),
+        "{listed}"
+    );
+    for (file, why) in [
+        ("dotenv.md", "has 2 names (hard links)"),
+        ("outside.md", "has 2 names (hard links)"),
+        ("private.md", "is a protected path (protected by permissions.protected_paths `.superpi/skills/private*`)"),
+    ] {
+        assert!(
+            listed.contains(&format!("{}/{file} {why}", project.canonicalize().unwrap().display())),
+            "{file}: {listed}"
+        );
+    }
+    let loaded = sent[2]["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap_or_default();
+    assert!(loaded.starts_with("no skill is named `outside`"), "{loaded}");
+    for request in &sent {
+        assert!(!request.to_string().contains("secret-"), "a refused skill reached the model: {request}");
+    }
+}

@@ -3,7 +3,6 @@
 //! workspace snapshots behind checkpoints. Each is a part the kernel holds or a pure reader;
 //! the tools that expose them to a model are in `tools/`, their use in a turn in `turn/`.
 
-pub(crate) mod beneath;
 pub(crate) mod commands;
 pub(crate) mod memory;
 pub(crate) mod rules;

@@ -8,14 +8,14 @@
 //! itself (no tool runs): only regular files (a symlink is skipped, so a rules file cannot
 //! pull another file into the prompt), at most [`MAX_RULES_BYTES`] each. And like git's
 //! `safe.directory`, only from directories and files owned by the kernel's user or root
-//! (`beneath.rs`): the ascent stops at a directory owned by someone else, a `.git` owned by
+//! (superpi-sandbox's `beneath`): the ascent stops at a directory owned by someone else, a `.git` owned by
 //! someone else is no repository root, and an `AGENTS.md` owned by someone else is skipped,
 //! so a shared directory above the workspace cannot put instructions in the prompt.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::features::beneath;
+use superpi_sandbox::beneath;
 
 /// The file name looked for in each directory.
 pub(crate) const RULES_FILE: &str = "AGENTS.md";
@@ -68,7 +68,7 @@ pub(crate) fn read(workspace: &Path) -> Vec<RulesFile> {
             let read = beneath::open_root(&dir).and_then(|fd| {
                 fd.map_or(Ok(None), |fd| beneath::read_file(fd, RULES_FILE, &path, MAX_RULES_BYTES as u64))
             });
-            let (bytes, len) = match read {
+            let beneath::FileRead { bytes, len, .. } = match read {
                 Ok(found) => found?,
                 Err(why) => {
                     tracing::warn!("rules not read: {why}");

@@ -3,22 +3,27 @@
 //! instructions, either `SKILLS_DIR/NAME/SKILL.md` (the files beside it belong to the skill)
 //! or `SKILLS_DIR/NAME.md`. The skills directories are `CONFIG_DIR/skills` (the user's) and
 //! `WORKSPACE/.superpi/skills` (the project's, which replaces a user's skill of the same
-//! name). A harness that offers the `skill` tool (`skill_tool.rs`) lists every skill's name
+//! name). A harness that offers the `skill` tool (`tools/skill.rs`) lists every skill's name
 //! and description after its system prompt; the model loads one's instructions, or a file
 //! beside them, through the tool.
 //!
-//! Like `AGENTS.md` (`rules.rs`), skills are configuration the kernel reads itself, unconfined,
-//! at each turn: resolved beneath the config directory or the workspace without following a
-//! link (a symlinked `.superpi`, `skills`, skill directory or file is refused, with a message
-//! the `skill` tool's list repeats, so a workspace cannot point the kernel at a file the
-//! confined `read` refuses), from directories and files owned by the user or root, each file
-//! checked on the descriptor it is read from (`beneath.rs`), regular and bounded in size; a
+//! The user's skills directory is configuration the kernel reads itself (it lies in the config
+//! directory, out of every confined tool's reach). A workspace's is not: whoever wrote the
+//! repository, or the agent's own tools, wrote it, so it is read by the confined tool runner
+//! with the conversation's confinement (`Sandbox::read_tree`: landlock, seccomp, the protected
+//! paths), in one call at a turn's start when the workspace has a `.superpi/skills` (a stat tells)
+//! and one per `skill` call; the kernel then works from that answer and reads nothing of the
+//! workspace by path. Both are read the same way (superpi-sandbox's `read_tree`): resolved
+//! beneath the directory without following a link (a symlinked `.superpi`, `skills`, skill
+//! directory or file is refused, with a message the `skill` tool's list repeats), from
+//! directories and files owned by the user or root, regular, of one name, bounded in size; a
 //! file without a description is left out, with a log line.
 
-use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-use crate::features::beneath::{self, Entry};
+use superpi_policy::ProtectedPaths;
+use superpi_sandbox::{Sandbox, Tree, TreeKind, TreeRead};
+use tokio_util::sync::CancellationToken;
 
 /// The tool that loads a skill.
 pub(crate) const SKILL_TOOL: &str = "skill";
@@ -43,9 +48,12 @@ pub(crate) struct Skill {
     pub file: PathBuf,
     /// Its directory, whose other files belong to it (`NAME/SKILL.md`); none for `NAME.md`.
     pub dir: Option<PathBuf>,
-    /// The directory its instructions file is read from, and that file's name in it.
-    pub at: Root,
-    pub file_name: String,
+    /// Which of the skills directories read holds it (`Found::trees`), and its directory's
+    /// name there (none for `NAME.md`).
+    pub tree: usize,
+    pub at: Option<String>,
+    /// Its instructions file's path in that directory.
+    pub relative: String,
 }
 
 /// A skill file's front matter and body.
@@ -102,99 +110,90 @@ pub(crate) fn valid_name(name: &str) -> bool {
         && name.chars().all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
-/// A skills directory: a directory opened by path (the config directory or the workspace, both
-/// the user's choice) and the names beneath it, each opened from its parent's descriptor
-/// without following a link and owned by the user or root (`beneath.rs`). A skill's own
-/// directory is one too, one name deeper.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Root {
-    pub base: PathBuf,
-    pub beneath: Vec<String>,
-}
+/// How many names deep a skills directory is read: `NAME/a/b/FILE`, a skill's files two
+/// directories down.
+const DEPTH: usize = 4;
 
-impl Root {
-    pub(crate) fn new(base: &Path, beneath: &[&str]) -> Root {
-        Root { base: base.to_path_buf(), beneath: beneath.iter().map(|n| n.to_string()).collect() }
-    }
-
-    /// Its path, for messages.
-    pub(crate) fn path(&self) -> PathBuf {
-        self.beneath.iter().fold(self.base.clone(), |path, name| path.join(name))
-    }
-
-    fn join(&self, name: &str) -> Root {
-        let mut root = self.clone();
-        root.beneath.push(name.to_string());
-        root
-    }
-
-    /// Opens it: `Ok(None)` when it does not exist; an error when a name on the way is a
-    /// symbolic link or another user's.
-    pub(crate) fn open(&self) -> Result<Option<OwnedFd>, String> {
-        let Some(mut fd) = beneath::open_root(&self.base)? else { return Ok(None) };
-        let mut shown = self.base.clone();
-        for name in &self.beneath {
-            shown.push(name);
-            match beneath::open_dir(&fd, name, &shown)? {
-                Some(next) => fd = next,
-                None => return Ok(None),
-            }
-        }
-        Ok(Some(fd))
-    }
-
-    /// The text of the regular file at `relative` (plain names) beneath it, reached through no
-    /// link, at most [`MAX_SKILL_BYTES`]; `Ok(None)` when there is none.
-    pub(crate) fn read(&self, relative: &[&str]) -> Result<Option<String>, String> {
-        let Some((file, dirs)) = relative.split_last() else { return Ok(None) };
-        let Some(mut fd) = self.open()? else { return Ok(None) };
-        let mut shown = self.path();
-        for name in dirs {
-            shown.push(name);
-            match beneath::open_dir(&fd, name, &shown)? {
-                Some(next) => fd = next,
-                None => return Ok(None),
-            }
-        }
-        shown.push(file);
-        let Some((bytes, len)) = beneath::read_file(&fd, file, &shown, MAX_SKILL_BYTES + 1)? else {
-            return Ok(None);
-        };
-        if len > MAX_SKILL_BYTES {
-            return Err(format!("{} holds {len} bytes, more than the {MAX_SKILL_BYTES} a skill may", shown.display()));
-        }
-        String::from_utf8(bytes).map(Some).map_err(|_| format!("{} is not UTF-8 text", shown.display()))
+/// What the tree read of a skills directory `beneath` its base asks for: every skill's
+/// instructions, and `file` of every skill directory when the `skill` tool loads one.
+pub(crate) fn tree_read(beneath: &[&str], file: Option<&str>) -> TreeRead {
+    let mut texts = vec!["*.md".to_string(), format!("*/{SKILL_FILE}")];
+    texts.extend(file.map(|f| format!("*/{f}")));
+    TreeRead {
+        beneath: beneath.iter().map(|n| n.to_string()).collect(),
+        depth: DEPTH,
+        texts,
+        max_file_bytes: MAX_SKILL_BYTES,
     }
 }
 
-/// The skills directories, the user's first (a later one's skill replaces an earlier one's).
-pub(crate) fn roots(config_dir: &Path, workspace: Option<&Path>) -> Vec<Root> {
-    let mut roots = vec![Root::new(config_dir, &["skills"])];
-    roots.extend(workspace.map(|w| Root::new(w, &[WORKSPACE_DIR, "skills"])));
-    roots
+/// Whether `workspace` has a `.superpi/skills` to read, by a stat of each name: no confined
+/// process starts for a workspace without one. A `.superpi` that is not a directory (a link)
+/// counts, so the runner refuses it in words.
+pub(crate) fn workspace_has_skills(workspace: &Path) -> bool {
+    match std::fs::symlink_metadata(workspace.join(WORKSPACE_DIR)) {
+        Ok(meta) if meta.is_dir() => std::fs::symlink_metadata(workspace.join(WORKSPACE_DIR).join("skills")).is_ok(),
+        Ok(_) => true,
+        Err(_) => false,
+    }
 }
 
-/// The skills found, and what was refused (a link, another user's directory), in words.
+/// Where a conversation's skills are read from, and with what.
+pub(crate) struct Reader<'a> {
+    pub sandbox: &'a Sandbox,
+    pub config_dir: &'a Path,
+    pub workspace: Option<&'a Path>,
+    /// The conversation's protected paths, which the confined runner applies.
+    pub protected: ProtectedPaths,
+}
+
+impl Reader<'_> {
+    /// The user's skills directory (read here) and the workspace's (read by the confined
+    /// runner), with `file` of each skill directory besides the instructions.
+    pub(crate) async fn read(&self, file: Option<&str>, cancel: &CancellationToken) -> Found {
+        let users =
+            superpi_sandbox::read_tree(self.config_dir, &tree_read(&["skills"], file), &ProtectedPaths::default());
+        let mut read = vec![users];
+        if let Some(workspace) = self.workspace.filter(|w| workspace_has_skills(w)) {
+            let request = tree_read(&[WORKSPACE_DIR, "skills"], file);
+            read.push(self.sandbox.read_tree(workspace, &request, self.protected.clone(), cancel.child_token()).await);
+        }
+        discover(read)
+    }
+}
+
+/// The skills found, the skills directories they come from, and what was refused (a link,
+/// another user's directory, a protected file), in words.
 #[derive(Debug, Default)]
 pub(crate) struct Found {
     pub skills: Vec<Skill>,
+    pub trees: Vec<Tree>,
     pub refused: Vec<String>,
 }
 
-/// Every skill of these directories, by name.
-pub(crate) fn discover(roots: &[Root]) -> Found {
+impl Found {
+    /// The text of `relative` in the skills directory `tree`: `Ok(None)` when there is none.
+    pub(crate) fn text(&self, tree: usize, relative: &str) -> Result<Option<&str>, String> {
+        self.trees.get(tree).map_or(Ok(None), |t| t.text(relative))
+    }
+}
+
+/// Every skill of these skills directories as read, by name (a later directory's replaces an
+/// earlier one's of the same name).
+pub(crate) fn discover(read: Vec<Result<Option<Tree>, String>>) -> Found {
     let mut found = Found::default();
-    for root in roots {
-        let fd = match root.open() {
-            Ok(Some(fd)) => fd,
+    for tree in read {
+        let tree = match tree {
+            Ok(Some(tree)) => tree,
             Ok(None) => continue,
             Err(why) => {
                 found.refused.push(why);
                 continue;
             }
         };
-        for (name, entry) in beneath::entries(&fd) {
-            match read_skill(root, &name, entry) {
+        found.refused.extend(tree.cut.clone());
+        for entry in tree.entries.iter().filter(|e| !e.path.contains('/')) {
+            match read_skill(&tree, found.trees.len(), &entry.path, &entry.kind) {
                 Ok(Some(skill)) => {
                     found.skills.retain(|s| s.name != skill.name);
                     found.skills.push(skill);
@@ -203,6 +202,7 @@ pub(crate) fn discover(roots: &[Root]) -> Found {
                 Err(why) => found.refused.push(why),
             }
         }
+        found.trees.push(tree);
     }
     for why in &found.refused {
         tracing::warn!("skill not read: {why}");
@@ -211,26 +211,24 @@ pub(crate) fn discover(roots: &[Root]) -> Found {
     found
 }
 
-/// The skill at `name` beneath `root` (a `NAME/` directory with `SKILL.md`, or a `NAME.md`
-/// file), if it is one.
-fn read_skill(root: &Root, name: &str, entry: Entry) -> Result<Option<Skill>, String> {
-    let (at, file_name, fallback) = match entry {
-        Entry::Dir => (root.join(name), SKILL_FILE, name),
-        Entry::File => match name.strip_suffix(".md") {
-            Some(stem) => (root.clone(), name, stem),
+/// The skill at `name` in the skills directory `tree` (number `index`): a `NAME/` directory
+/// with `SKILL.md`, or a `NAME.md` file, if it is one.
+fn read_skill(tree: &Tree, index: usize, name: &str, kind: &TreeKind) -> Result<Option<Skill>, String> {
+    let (at, relative, fallback) = match kind {
+        TreeKind::Dir => (Some(name.to_string()), format!("{name}/{SKILL_FILE}"), name),
+        TreeKind::File { .. } => match name.strip_suffix(".md") {
+            Some(stem) => (None, name.to_string(), stem),
             None => return Ok(None),
         },
-        Entry::Link if Path::new(name).extension().is_none_or(|e| e == "md") => {
-            return Err(format!(
-                "{} is a symbolic link; superpi does not follow it (make it a directory or file of its own)",
-                root.path().join(name).display()
-            ));
+        // A refused entry that could be a skill is said; another (`notes.txt`) is no skill.
+        TreeKind::Refused(why) if Path::new(name).extension().is_none_or(|e| e == "md") => {
+            return Err(why.clone());
         }
-        Entry::Link | Entry::Other => return Ok(None),
+        TreeKind::Refused(_) => return Ok(None),
     };
-    let Some(text) = at.read(&[file_name])? else { return Ok(None) };
-    let file = at.path().join(file_name);
-    let parsed = parse(&text);
+    let Some(text) = tree.text(&relative)? else { return Ok(None) };
+    let file = tree.path.join(&relative);
+    let parsed = parse(text);
     let name = parsed.name.unwrap_or_else(|| fallback.to_string());
     if !valid_name(&name) {
         tracing::warn!("skill {}: `{name}` is not a skill name (letters, digits, - _ .)", file.display());
@@ -241,8 +239,8 @@ fn read_skill(root: &Root, name: &str, entry: Entry) -> Result<Option<Skill>, St
         return Ok(None);
     };
     let description: String = description.chars().take(MAX_DESCRIPTION_CHARS).collect();
-    let dir = (entry == Entry::Dir).then(|| at.path());
-    Ok(Some(Skill { name, description, file, dir, at, file_name: file_name.to_string() }))
+    let dir = at.as_ref().map(|at| tree.path.join(at));
+    Ok(Some(Skill { name, description, file, dir, tree: index, at, relative }))
 }
 
 /// The list of skills for the system prompt, within its budget; `None` without skills.
@@ -266,19 +264,31 @@ pub(crate) fn index(skills: &[Skill]) -> Option<String> {
 }
 
 /// The system prompt with the list of skills after it, for a harness that offers the tool.
-pub(crate) fn system_prompt(
+pub(crate) async fn system_prompt(
     base: Option<String>,
     offers_tool: bool,
-    config_dir: &Path,
-    workspace: Option<&Path>,
+    reader: &Reader<'_>,
+    cancel: &CancellationToken,
 ) -> Option<String> {
     if !offers_tool {
         return base;
     }
-    match (base, index(&discover(&roots(config_dir, workspace)).skills)) {
+    match (base, index(&reader.read(None, cancel).await.skills)) {
         (Some(base), Some(index)) => Some(format!("{base}\n\n{index}")),
         (base, index) => base.or(index),
     }
+}
+
+/// Tests' read of both skills directories in this process, by the function the confined runner
+/// runs for the workspace's.
+#[cfg(test)]
+pub(crate) fn read_here(config_dir: &Path, workspace: Option<&Path>, file: Option<&str>) -> Found {
+    let here = |base: &Path, beneath: &[&str]| {
+        superpi_sandbox::read_tree(base, &tree_read(beneath, file), &ProtectedPaths::default())
+    };
+    let mut read = vec![here(config_dir, &["skills"])];
+    read.extend(workspace.map(|w| here(w, &[WORKSPACE_DIR, "skills"])));
+    discover(read)
 }
 
 #[cfg(test)]

@@ -48,20 +48,19 @@ fn the_workspaces_skill_replaces_the_users_of_the_same_name_and_bad_files_are_le
     );
     std::os::unix::fs::symlink(config.join("skills/notes.md"), workspace.join(".superpi/skills/linked.md")).unwrap();
 
-    let found = discover(&roots(&config, Some(&workspace)));
+    let found = read_here(&config, Some(&workspace), None);
     assert_eq!(found.refused.len(), 1, "{:?}", found.refused);
     assert!(found.refused[0].contains("linked.md is a symbolic link; superpi does not follow it"));
     let skills = found.skills;
     let names: Vec<(&str, &str)> = skills.iter().map(|s| (s.name.as_str(), s.description.as_str())).collect();
     assert_eq!(names, vec![("notes", "how to write notes"), ("review", "the project's review")]);
     assert_eq!(skills[1].dir, None);
-    let user_only = discover(&roots(&config, None)).skills;
+    let user_only = read_here(&config, None, None).skills;
     assert_eq!(user_only[1].dir.as_deref(), Some(config.join("skills/review").as_path()));
 }
 
 /// A workspace's `.superpi` (or `skills`) that is a symbolic link, or another user's, is refused
-/// with a message: the kernel reads it unconfined, and the confined `read` would refuse the
-/// files it leads to.
+/// with a message: the confined `read` would refuse the files it leads to.
 #[test]
 fn a_symlinked_or_foreign_superpi_is_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -71,7 +70,7 @@ fn a_symlinked_or_foreign_superpi_is_refused() {
     let workspace = dir.path().join("ws");
     std::fs::create_dir_all(&workspace).unwrap();
     std::os::unix::fs::symlink(&outside, workspace.join(".superpi")).unwrap();
-    let found = discover(&roots(&config, Some(&workspace)));
+    let found = read_here(&config, Some(&workspace), None);
     assert_eq!(found.skills, vec![]);
     assert_eq!(
         found.refused,
@@ -84,15 +83,15 @@ fn a_symlinked_or_foreign_superpi_is_refused() {
     std::fs::remove_file(workspace.join(".superpi")).unwrap();
     std::fs::create_dir(workspace.join(".superpi")).unwrap();
     std::os::unix::fs::symlink(outside.join("skills"), workspace.join(".superpi/skills")).unwrap();
-    let found = discover(&roots(&config, Some(&workspace)));
+    let found = read_here(&config, Some(&workspace), None);
     assert!(found.skills.is_empty() && found.refused[0].contains("skills is a symbolic link"), "{found:?}");
 
     if nix::unistd::geteuid().is_root() {
         std::fs::remove_file(workspace.join(".superpi/skills")).unwrap();
         write(&workspace.join(".superpi/skills/mine.md"), "---\ndescription: mine\n---\nbody");
-        assert_eq!(discover(&roots(&config, Some(&workspace))).skills.len(), 1);
+        assert_eq!(read_here(&config, Some(&workspace), None).skills.len(), 1);
         std::os::unix::fs::chown(workspace.join(".superpi"), Some(65534), None).unwrap();
-        let found = discover(&roots(&config, Some(&workspace)));
+        let found = read_here(&config, Some(&workspace), None);
         assert!(found.skills.is_empty() && found.refused[0].contains("belongs to another user"), "{found:?}");
     }
 }
@@ -104,8 +103,9 @@ fn the_index_lists_each_skill_within_its_budget() {
         description: "d".repeat(500),
         file: format!("/s/{i}.md").into(),
         dir: None,
-        at: Root::new(Path::new("/s"), &[]),
-        file_name: format!("{i}.md"),
+        tree: 0,
+        at: None,
+        relative: format!("{i}.md"),
     };
     assert_eq!(index(&[]), None);
     let one = index(&[skill(1)]).unwrap();

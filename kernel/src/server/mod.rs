@@ -30,7 +30,7 @@ pub async fn run(mut config: KernelConfig) -> Result<(), KernelError> {
         (crate::tools::subagent::def(), Arc::new(crate::tools::subagent::SubagentTool { kernel: slot.clone() })),
         (
             crate::tools::skill::def(),
-            Arc::new(crate::tools::skill::SkillTool { config_dir: config.config_dir.clone() }),
+            Arc::new(crate::tools::skill::SkillTool { config_dir: config.config_dir.clone(), kernel: slot.clone() }),
         ),
     ];
     for op in crate::tools::memory::Op::ALL {

@@ -1,13 +1,12 @@
 //! The `skill` tool: a skill's instructions by name, a file beside them, or the list of skills
 //! (`skills.rs` finds them). Registered by the kernel like the plan tool: its runner runs in the
-//! kernel's process and reads only the skills directories (the user's is inside the config
-//! directory, out of every confined tool's reach), each file a regular one inside its skill's
-//! directory, reached from the workspace's (or config directory's) descriptor name by name
-//! without following a link (`skills::Root`), so a symlinked `.superpi` cannot lead it to a
-//! file the confined `read` refuses, and no path is checked and then read again. A read with no capability block, so the code and planner harnesses offer it;
-//! `turn_only`, as the list of skills is given in a turn's system prompt.
+//! kernel's process, which reads the user's skills directory (inside the config directory, out
+//! of every confined tool's reach); the workspace's is read for each call by the confined tool
+//! runner with the call's protected paths (`skills::Reader`), and the answer comes from what
+//! those reads returned, never from a second read by path. A read with no capability block, so
+//! the code and planner harnesses offer it; `turn_only`, as the list of skills is given in a
+//! turn's system prompt.
 
-use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
@@ -17,12 +16,16 @@ use superpi_sandbox::{RunFuture, ToolCall, ToolRunner};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::features::beneath::{self, Entry};
-use crate::features::skills::{Found, SKILL_TOOL, Skill, discover, parse, roots};
+use superpi_sandbox::TreeKind;
 
-/// The runner: the config directory, whose `skills` it reads besides the call's workspace's.
+use crate::features::skills::{Found, Reader, SKILL_TOOL, Skill, parse};
+use crate::kernel::KernelSlot;
+
+/// The runner: the config directory, whose `skills` it reads besides the call's workspace's,
+/// and the kernel, whose sandbox reads the workspace's.
 pub(crate) struct SkillTool {
     pub config_dir: PathBuf,
+    pub kernel: KernelSlot,
 }
 
 /// The tool's facts.
@@ -58,13 +61,30 @@ struct Args {
 }
 
 impl ToolRunner for SkillTool {
-    fn run<'a>(&'a self, call: &'a ToolCall, _: CancellationToken, _: Option<mpsc::Sender<String>>) -> RunFuture<'a> {
+    fn run<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        cancel: CancellationToken,
+        _: Option<mpsc::Sender<String>>,
+    ) -> RunFuture<'a> {
         Box::pin(async move {
             let args: Args = match serde_json::from_value(call.arguments.clone()) {
                 Ok(args) => args,
                 Err(err) => return ToolCallResult::error(format!("invalid arguments: {err}")),
             };
-            let found = discover(&roots(&self.config_dir, call.workspace.as_deref()));
+            let Some(kernel) = self.kernel.get() else {
+                return ToolCallResult::error("the kernel is stopping".to_string());
+            };
+            let reader = Reader {
+                sandbox: &kernel.sandbox,
+                config_dir: &self.config_dir,
+                workspace: call.workspace.as_deref(),
+                protected: call.protected.clone(),
+            };
+            // `file` is read beside every skill's instructions; an argument the answer refuses
+            // (`../x`) is not asked for.
+            let file = args.file.as_deref().filter(|f| inside_skill(f).is_ok());
+            let found = reader.read(file, &cancel).await;
             match answer(&found, args) {
                 Ok(output) => ToolCallResult { is_error: false, ..ToolCallResult::error(output) },
                 Err(why) => ToolCallResult::error(why),
@@ -85,8 +105,8 @@ fn answer(found: &Found, args: Args) -> Result<String, String> {
         return Err(format!("no skill is named `{name}`. {}", list(found)));
     };
     match args.file {
-        None => instructions(skill),
-        Some(file) => beside(skill, &file),
+        None => instructions(found, skill),
+        Some(file) => beside(found, skill, &file),
     }
 }
 
@@ -104,14 +124,11 @@ fn list(found: &Found) -> String {
 }
 
 /// A skill's instructions, and the files that come with it.
-fn instructions(skill: &Skill) -> Result<String, String> {
-    let text = skill.at.read(&[&skill.file_name])?.ok_or_else(|| format!("{} is gone", skill.file.display()))?;
-    let body = parse(&text).body;
+fn instructions(found: &Found, skill: &Skill) -> Result<String, String> {
+    let text = found.text(skill.tree, &skill.relative)?.ok_or_else(|| format!("{} is gone", skill.file.display()))?;
+    let body = parse(text).body;
     let mut text = format!("# Skill: {}\n\n{}", skill.name, body.trim_end());
-    let files = match skill.dir {
-        Some(_) => skill.at.open()?.map(|fd| files_of(&fd)).unwrap_or_default(),
-        None => Vec::new(),
-    };
+    let files = files_of(found, skill);
     if !files.is_empty() {
         text.push_str(&format!(
             "\n\nFiles of this skill (load one with `{SKILL_TOOL}`, `name` and `file`): {}",
@@ -122,44 +139,42 @@ fn instructions(skill: &Skill) -> Result<String, String> {
 }
 
 /// The regular files under a skill's directory but its instructions, relative, sorted (at most
-/// 200, two levels deep), walked from its descriptor without following a link.
-fn files_of(dir: &OwnedFd) -> Vec<String> {
-    let mut files = Vec::new();
-    let mut walk: Vec<(Option<OwnedFd>, PathBuf, usize)> = vec![(None, PathBuf::new(), 0)];
-    while let Some((fd, at, depth)) = walk.pop() {
-        let fd = fd.as_ref().unwrap_or(dir);
-        for (name, entry) in beneath::entries(fd) {
-            let relative = at.join(&name);
-            match entry {
-                Entry::Dir if depth < 2 => {
-                    if let Ok(Some(sub)) = beneath::open_dir(fd, &name, &relative) {
-                        walk.push((Some(sub), relative, depth + 1));
-                    }
-                }
-                Entry::File if relative != Path::new("SKILL.md") => files.push(relative.display().to_string()),
-                _ => {}
-            }
-        }
-    }
+/// 200, two directories deep), as the read of its skills directory found them.
+fn files_of(found: &Found, skill: &Skill) -> Vec<String> {
+    let (Some(at), Some(tree)) = (&skill.at, found.trees.get(skill.tree)) else { return Vec::new() };
+    let prefix = format!("{at}/");
+    let mut files: Vec<String> = tree
+        .entries
+        .iter()
+        .filter(|e| matches!(e.kind, TreeKind::File { .. }))
+        .filter_map(|e| e.path.strip_prefix(&prefix))
+        .filter(|relative| *relative != "SKILL.md")
+        .map(String::from)
+        .collect();
     files.sort();
     files.truncate(200);
     files
 }
 
-/// A file beside a skill's instructions: a relative path inside its directory, reached through
-/// no symlink, a regular file of text.
-fn beside(skill: &Skill, file: &str) -> Result<String, String> {
-    if skill.dir.is_none() {
-        return Err(format!("the skill `{}` is a single file; it has no files beside it", skill.name));
-    }
+/// `file` as a path inside a skill's directory: relative, plain names, UTF-8.
+fn inside_skill(file: &str) -> Result<String, String> {
     let relative = Path::new(file);
     if relative.as_os_str().is_empty() || !relative.components().all(|c| matches!(c, Component::Normal(_))) {
         return Err(format!("`{file}` is not a path inside the skill (relative, without `..`)"));
     }
     let names: Option<Vec<&str>> = relative.components().map(|c| c.as_os_str().to_str()).collect();
-    let names = names.ok_or_else(|| format!("`{file}` is not UTF-8"))?;
-    match skill.at.read(&names) {
-        Ok(Some(text)) => Ok(text),
+    Ok(names.ok_or_else(|| format!("`{file}` is not UTF-8"))?.join("/"))
+}
+
+/// A file beside a skill's instructions: a relative path inside its directory, reached through
+/// no symlink, a regular file of text.
+fn beside(found: &Found, skill: &Skill, file: &str) -> Result<String, String> {
+    let Some(at) = &skill.at else {
+        return Err(format!("the skill `{}` is a single file; it has no files beside it", skill.name));
+    };
+    let relative = inside_skill(file)?;
+    match found.text(skill.tree, &format!("{at}/{relative}")) {
+        Ok(Some(text)) => Ok(text.to_string()),
         Ok(None) => Err(format!("the skill `{}` has no file `{file}`", skill.name)),
         Err(why) => Err(format!("the skill `{}`'s file: {why}", skill.name)),
     }

@@ -21,14 +21,16 @@ fn a_skill_loads_with_its_files_and_nothing_outside_it() {
     write(&dir.path().join("secret.txt"), "secret");
     std::os::unix::fs::symlink(dir.path().join("secret.txt"), root.join("forms/leak.txt")).unwrap();
     std::os::unix::fs::symlink(dir.path(), root.join("forms/up")).unwrap();
-    let skills = discover(&[crate::features::skills::Root::new(dir.path(), &["skills"])]);
+    let read = |file: Option<&str>| crate::features::skills::read_here(dir.path(), None, file);
+    let skills = read(None);
 
     let loaded = answer(&skills, args(Some("forms"), None)).unwrap();
     assert_eq!(
         loaded,
         "# Skill: forms\n\nUse fill.py.\n\nFiles of this skill (load one with `skill`, `name` and `file`): scripts/fill.py"
     );
-    assert_eq!(answer(&skills, args(Some("forms"), Some("scripts/fill.py"))).unwrap(), "print('fill')\n");
+    let with_file = read(Some("scripts/fill.py"));
+    assert_eq!(answer(&with_file, args(Some("forms"), Some("scripts/fill.py"))).unwrap(), "print('fill')\n");
     assert_eq!(answer(&skills, args(Some("single"), None)).unwrap(), "# Skill: single\n\nJust this.");
     assert_eq!(answer(&skills, args(None, None)).unwrap(), "Skills:\n- forms: fill PDF forms\n- single: one file");
 
@@ -43,7 +45,27 @@ fn a_skill_loads_with_its_files_and_nothing_outside_it() {
         (args(None, Some("x")), "needs the skill's `name`"),
     ];
     for (args, said) in refused {
-        let err = answer(&skills, args).unwrap_err();
+        let found = read(args.file.as_deref().filter(|f| inside_skill(f).is_ok()));
+        let err = answer(&found, args).unwrap_err();
         assert!(err.contains(said), "{err}");
     }
+}
+
+/// The answer comes from what the read of the skills directories returned (for a workspace's,
+/// the confined runner's answer): nothing is read again by path, so a skill's files removed or
+/// swapped for a link after the read change nothing.
+#[test]
+fn the_tool_answers_from_what_was_read_and_reads_nothing_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config");
+    let workspace = dir.path().join("ws");
+    write(&workspace.join(".superpi/skills/forms/SKILL.md"), "---\ndescription: fill forms\n---\nUse fill.py.\n");
+    write(&workspace.join(".superpi/skills/forms/fill.py"), "print('fill')\n");
+    let found = crate::features::skills::read_here(&config, Some(&workspace), Some("fill.py"));
+
+    std::fs::remove_dir_all(workspace.join(".superpi/skills/forms")).unwrap();
+    std::os::unix::fs::symlink(dir.path(), workspace.join(".superpi/skills/forms")).unwrap();
+    let loaded = answer(&found, args(Some("forms"), None)).unwrap();
+    assert!(loaded.starts_with("# Skill: forms\n\nUse fill.py.") && loaded.ends_with(": fill.py"), "{loaded}");
+    assert_eq!(answer(&found, args(Some("forms"), Some("fill.py"))).unwrap(), "print('fill')\n");
 }

@@ -162,8 +162,13 @@ async fn drive(
     let system =
         crate::features::memory::system_prompt(&*kernel.store, harness, &conv.owner, settings.workspace.as_deref());
     let offers_skills = tools.iter().any(|t| t.name == crate::features::skills::SKILL_TOOL);
-    let workspace = settings.workspace.as_deref().map(std::path::Path::new);
-    let system = crate::features::skills::system_prompt(system, offers_skills, &catalog.config_dir, workspace);
+    let skills = crate::features::skills::Reader {
+        sandbox: &kernel.sandbox,
+        config_dir: &catalog.config_dir,
+        workspace: settings.workspace.as_deref().map(std::path::Path::new),
+        protected: lock(&conv.policy).as_ref().map(|p| p.protected_paths()).unwrap_or_default(),
+    };
+    let system = crate::features::skills::system_prompt(system, offers_skills, &skills, cancel).await;
     let limits = superpi_providers::limits::for_model(&settings.model, &catalog.providers);
     let frame =
         Frame { model: &settings.model, effort: settings.effort, system: system.as_deref(), tools: &specs, limits };

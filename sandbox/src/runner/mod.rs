@@ -7,6 +7,7 @@ pub(crate) mod files;
 pub use files::format_read;
 mod links;
 pub(crate) mod search;
+pub(crate) mod tree;
 
 use std::path::{Component, Path, PathBuf};
 

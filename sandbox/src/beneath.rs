@@ -1,9 +1,9 @@
 //! Reading configuration from places the user owns, beneath a directory, without following
-//! links: what `rules.rs` (AGENTS.md) and `skills.rs` (`.superpi/skills`) read themselves,
-//! unconfined, out of directories a confined tool can write. Like git's `safe.directory`, a
-//! directory or file owned by another user (a shared directory) is not read; each name is
-//! opened from its parent's descriptor with `O_NOFOLLOW`, and a file is checked with `fstat`
-//! on the descriptor it is then read from, so nothing is checked by path and read again.
+//! links: the kernel's `AGENTS.md` and the user's skills, and inside the confined tool runner a
+//! workspace's `.superpi/skills` (`runner/tree.rs`). Like git's `safe.directory`, a directory
+//! or file owned by another user (a shared directory) is not read; each name is opened from
+//! its parent's descriptor with `O_NOFOLLOW`, and a file is checked with `fstat` on the
+//! descriptor it is then read from, so nothing is checked by path and read again.
 
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
@@ -14,8 +14,14 @@ use nix::fcntl::{AtFlags, OFlag, openat};
 use nix::sys::stat::{FileStat, Mode, SFlag, fstat, fstatat};
 
 /// Whether `uid` is the kernel's user or root: whose files the kernel reads as configuration.
-pub(crate) fn trusted_owner(uid: u32) -> bool {
+pub fn trusted_owner(uid: u32) -> bool {
     uid == 0 || uid == nix::unistd::geteuid().as_raw()
+}
+
+// st_nlink is u32 on some targets.
+#[allow(clippy::useless_conversion)]
+fn links(stat: &FileStat) -> u64 {
+    u64::from(stat.st_nlink)
 }
 
 fn kind(stat: &FileStat) -> SFlag {
@@ -40,7 +46,7 @@ fn refusal(dirfd: impl AsFd, name: &str, shown: &Path, err: Errno) -> Option<Str
 
 /// A directory opened by path (the workspace, the config directory: chosen by the user), owned
 /// by the user or root. `Ok(None)` when it does not exist.
-pub(crate) fn open_root(path: &Path) -> Result<Option<OwnedFd>, String> {
+pub fn open_root(path: &Path) -> Result<Option<OwnedFd>, String> {
     match nix::fcntl::open(path, OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty()) {
         Ok(fd) => owned(fd, path).map(Some),
         Err(Errno::ENOENT) => Ok(None),
@@ -50,7 +56,7 @@ pub(crate) fn open_root(path: &Path) -> Result<Option<OwnedFd>, String> {
 
 /// The directory `name` beneath `dirfd`, not through a link, owned by the user or root;
 /// `Ok(None)` when there is none. `shown` names it in messages.
-pub(crate) fn open_dir(dirfd: impl AsFd, name: &str, shown: &Path) -> Result<Option<OwnedFd>, String> {
+pub fn open_dir(dirfd: impl AsFd, name: &str, shown: &Path) -> Result<Option<OwnedFd>, String> {
     let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     match openat(dirfd.as_fd(), name, flags, Mode::empty()) {
         Ok(fd) => owned(fd, shown).map(Some),
@@ -70,14 +76,20 @@ fn owned(fd: OwnedFd, shown: &Path) -> Result<OwnedFd, String> {
     Ok(fd)
 }
 
+/// A file read by [`read_file`].
+#[derive(Debug, PartialEq)]
+pub struct FileRead {
+    /// At most the bytes asked for.
+    pub bytes: Vec<u8>,
+    /// The file's whole length.
+    pub len: u64,
+    /// Its names (hard links), as its descriptor says.
+    pub links: u64,
+}
+
 /// A regular file's bytes beneath `dirfd`, not through a link, owned by the user or root, at
-/// most `max` of them, with the file's whole length. `Ok(None)` when there is none.
-pub(crate) fn read_file(
-    dirfd: impl AsFd,
-    name: &str,
-    shown: &Path,
-    max: u64,
-) -> Result<Option<(Vec<u8>, u64)>, String> {
+/// most `max` of them. `Ok(None)` when there is none.
+pub fn read_file(dirfd: impl AsFd, name: &str, shown: &Path, max: u64) -> Result<Option<FileRead>, String> {
     // O_NONBLOCK: a FIFO planted under the name must not hang the kernel before fstat sees it.
     let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK | OFlag::O_NOCTTY;
     let fd = match openat(dirfd.as_fd(), name, flags, Mode::empty()) {
@@ -93,20 +105,24 @@ pub(crate) fn read_file(
     let mut bytes = Vec::new();
     std::fs::File::from(fd).take(max).read_to_end(&mut bytes).map_err(|e| format!("{}: {e}", shown.display()))?;
     let len = len.max(bytes.len() as u64);
-    Ok(Some((bytes, len)))
+    Ok(Some(FileRead { bytes, len, links: links(&stat) }))
 }
 
 /// What an entry beneath a directory is, not following a link.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Entry {
+pub enum Entry {
     Dir,
-    File,
+    /// A regular file: its length and its names (hard links).
+    File {
+        len: u64,
+        links: u64,
+    },
     Link,
     Other,
 }
 
 /// The names in a directory (but `.` and `..`) and what each is, sorted by name.
-pub(crate) fn entries(dirfd: impl AsFd) -> Vec<(String, Entry)> {
+pub fn entries(dirfd: impl AsFd) -> Vec<(String, Entry)> {
     // A fresh open of `.`: a duplicate descriptor would share the directory's offset.
     let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
     let Ok(mut dir) = nix::dir::Dir::openat(dirfd.as_fd(), ".", flags, Mode::empty()) else { return Vec::new() };
@@ -118,11 +134,14 @@ pub(crate) fn entries(dirfd: impl AsFd) -> Vec<(String, Entry)> {
         .filter(|n| n != "." && n != "..")
         .collect();
     for name in names {
-        let entry = match fstatat(dirfd.as_fd(), name.as_str(), AtFlags::AT_SYMLINK_NOFOLLOW).map(|s| kind(&s)) {
-            Ok(SFlag::S_IFDIR) => Entry::Dir,
-            Ok(SFlag::S_IFREG) => Entry::File,
-            Ok(SFlag::S_IFLNK) => Entry::Link,
-            _ => Entry::Other,
+        let entry = match fstatat(dirfd.as_fd(), name.as_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(stat) => match kind(&stat) {
+                SFlag::S_IFDIR => Entry::Dir,
+                SFlag::S_IFREG => Entry::File { len: u64::try_from(stat.st_size).unwrap_or(0), links: links(&stat) },
+                SFlag::S_IFLNK => Entry::Link,
+                _ => Entry::Other,
+            },
+            Err(_) => Entry::Other,
         };
         found.push((name, entry));
     }
@@ -146,12 +165,14 @@ mod tests {
         let root = open_root(dir.path()).unwrap().unwrap();
 
         let real = open_dir(&root, "real", Path::new("real")).unwrap().unwrap();
-        assert_eq!(read_file(&real, "f.md", Path::new("f"), 3).unwrap(), Some((b"hel".to_vec(), 5)));
+        let read = FileRead { bytes: b"hel".to_vec(), len: 5, links: 1 };
+        assert_eq!(read_file(&real, "f.md", Path::new("f"), 3).unwrap(), Some(read));
         assert_eq!(read_file(&real, "none", Path::new("none"), 3).unwrap(), None);
         assert!(read_file(&real, "l.md", Path::new("l"), 9).unwrap_err().contains("is a symbolic link"));
         assert!(open_dir(&root, "none", Path::new("none")).unwrap().is_none());
         assert!(open_dir(&root, "linked", Path::new("linked")).unwrap_err().contains("is a symbolic link"));
-        assert_eq!(entries(&real), vec![("f.md".into(), Entry::File), ("l.md".into(), Entry::Link)]);
+        let file = Entry::File { len: 5, links: 1 };
+        assert_eq!(entries(&real), vec![("f.md".into(), file), ("l.md".into(), Entry::Link)]);
 
         if nix::unistd::geteuid().is_root() {
             chown(dir.path().join("real/f.md"), Some(65534), None).unwrap();
