@@ -9,10 +9,11 @@ use superpi_proto::ErrorObject;
 use superpi_proto::message::codes;
 use superpi_proto::method::HarnessInfo;
 use superpi_proto::tool::ToolDef;
-use superpi_providers::{ProvidersConfig, SharedProvider};
+use superpi_providers::{ModelLimits, ProvidersConfig, SharedProvider};
 use superpi_sandbox::SandboxConfig;
 
 use crate::config::KernelConfig;
+use crate::sync::lock;
 
 pub(crate) struct Catalog {
     pub config_dir: std::path::PathBuf,
@@ -30,6 +31,9 @@ pub(crate) struct Catalog {
     pub backend_sessions: superpi_backends::Sessions,
     /// OpenCode's servers, started on first need and kept.
     pub opencode: superpi_backends::Servers,
+    /// Context windows learned from servers' refusals of over-long requests, by where a model
+    /// leads ([`Catalog::learn_window`]).
+    windows: std::sync::Mutex<std::collections::HashMap<String, u64>>,
 }
 
 impl Catalog {
@@ -76,6 +80,7 @@ impl Catalog {
             backends,
             backend_sessions,
             opencode: superpi_backends::Servers::new(opencode_idle_stop),
+            windows: Default::default(),
         })
     }
 
@@ -209,6 +214,39 @@ impl Catalog {
         match backend.or_else(|| superpi_providers::effort::refusal(model, effort, &self.providers)) {
             Some(why) => Err(ErrorObject::new(codes::INVALID_PARAMS, why)),
             None => Ok(()),
+        }
+    }
+
+    /// A model's context window and output limit: the providers file and the built-in table
+    /// (`superpi_providers::limits`), the window lowered to what its server said it is.
+    pub fn limits(&self, model: &str) -> ModelLimits {
+        let mut limits = superpi_providers::model_limits(model, &self.providers);
+        if let Some(&learned) = lock(&self.windows).get(&self.window_key(model)) {
+            limits.context_window = limits.context_window.min(learned);
+        }
+        limits
+    }
+
+    /// Remembers that `model`'s window is `window` tokens (a server refused a longer request);
+    /// true when that lowers what [`Catalog::limits`] says. Kept for this kernel's life, for
+    /// every conversation with a model that leads to the same server and upstream model: a
+    /// server's window is how it was started (llama.cpp's `-c`, Ollama's `num_ctx`), and a
+    /// server never says there is more room, so a window kept across restarts would stay small
+    /// after the server grew; a new kernel learns it again from one refusal, and recovers.
+    pub fn learn_window(&self, model: &str, window: u64) -> bool {
+        let before = self.limits(model).context_window;
+        let key = self.window_key(model);
+        let mut windows = lock(&self.windows);
+        let kept = windows.entry(key).or_insert(window);
+        *kept = (*kept).min(window);
+        *kept < before
+    }
+
+    /// Where `model` leads (vendor, endpoint, upstream id), or its name when it leads nowhere.
+    fn window_key(&self, model: &str) -> String {
+        match superpi_providers::route(model, &self.providers) {
+            Ok(route) => format!("{}|{}|{}", route.kind.as_str(), route.base_url, route.model),
+            Err(_) => model.trim().to_string(),
         }
     }
 

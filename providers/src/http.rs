@@ -17,6 +17,7 @@ use crate::route::{Auth, Route};
 use crate::sse::{SseDecoder, SseEvent};
 use crate::stream::{EventStream, ModelRequest, ProviderError, StreamEvent};
 use crate::vendor::{wire_api, wire_for};
+pub use crate::wire::error_message;
 pub use crate::wire_api::{WireApi, WireParser, WireRequest};
 
 /// The new parser for a vendor.
@@ -262,6 +263,8 @@ impl Driver {
     /// Retries an overload or rate limit (an HTTP status, or an error event inside a stream)
     /// while attempts remain, announcing it with `Reset`; otherwise ends with the error.
     fn retry_or_fail(&mut self, error: ProviderError, wait: Option<Duration>) {
+        // An error event inside a stream may be an overflow too (llama.cpp, LM Studio).
+        let error = crate::overflow::classify(error);
         let retryable = matches!(error, ProviderError::Http { status: 429 | 503 | 529, .. });
         if !retryable || self.retries >= self.retry.max_retries {
             self.builder.fail(error);
@@ -301,7 +304,8 @@ impl Driver {
         }
         let wait = retry_after(response.headers());
         let body = response.text().await.unwrap_or_default();
-        let error = ProviderError::Http { provider: self.provider(), status, message: error_message(&body) };
+        // A refusal for the context window's sake is told apart here, where the body is.
+        let error = crate::overflow::http_error(&self.provider(), status, &body);
         if matches!(status, 429 | 503 | 529) {
             Err(OpenFailure::Retryable { wait, error })
         } else {
@@ -389,24 +393,6 @@ pub fn http_date_seconds(value: &str) -> Option<u64> {
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = era * 146_097 + doe - 719_468;
     u64::try_from(days * 86_400 + h * 3600 + m * 60 + sec).ok()
-}
-
-/// The provider's own words from an error body (`error.message`, `message`, or the body).
-pub fn error_message(body: &str) -> String {
-    if let Ok(value) = serde_json::from_str::<serde_json::Value>(body) {
-        let candidates =
-            [value.pointer("/error/message"), value.get("message"), value.get("error"), value.get("detail")];
-        for candidate in candidates.into_iter().flatten() {
-            if let Some(text) = candidate.as_str() {
-                return text.to_string();
-            }
-        }
-    }
-    let trimmed = body.trim();
-    if trimmed.is_empty() {
-        return "(empty body)".to_string();
-    }
-    trimmed.chars().take(500).collect()
 }
 
 #[cfg(test)]

@@ -32,6 +32,7 @@ pub mod mock;
 pub mod openai;
 pub mod openai_responses;
 mod openai_wire;
+pub mod overflow;
 pub mod partial_json;
 pub mod reassemble;
 pub mod route;
@@ -57,7 +58,7 @@ pub use limits::ModelLimits;
 pub use mock::{MockProvider, mock_directives_help};
 pub use reassemble::{Reassembler, reassemble};
 pub use route::Route;
-pub use router::{ModelInfo, configured_models, default_model, resolve, route};
+pub use router::{ModelInfo, configured_models, default_model, model_limits, resolve, route};
 pub use stream::{EventStream, ModelRequest, ProviderError, StopReason, StreamEvent, Terminal, ToolSpec, UsageDetails};
 pub use validate::{AlgebraViolation, Validator, validate};
 

@@ -68,11 +68,7 @@ impl Provider for MockProvider {
     fn stream(&self, request: ModelRequest) -> EventStream {
         let input = crate::tokens::request(&request);
         let plan = if input > self.limits.context_window {
-            let message = format!(
-                "the request holds {input} tokens, more than the context window of {} tokens",
-                self.limits.context_window
-            );
-            Plan { stages: vec![Stage::Refused(message)], slow: None }
+            Plan { stages: vec![Stage::Refused { requested: input, window: self.limits.context_window }], slow: None }
         } else {
             plan(&request)
         };
@@ -103,8 +99,11 @@ enum Stage {
         arguments: Value,
     },
     Fail(String),
-    /// The API's refusal of the request (an over-long context).
-    Refused(String),
+    /// The API's refusal of the request (an over-long context): its tokens, the window.
+    Refused {
+        requested: u64,
+        window: u64,
+    },
 }
 
 #[derive(Debug, Default, PartialEq)]
@@ -384,8 +383,16 @@ impl Generator {
                 self.over = true;
                 true
             }
-            Stage::Refused(message) => {
-                let error = ProviderError::Http { provider: "mock".into(), status: 400, message: message.clone() };
+            Stage::Refused { requested, window } => {
+                let error = ProviderError::ContextOverflow {
+                    provider: "mock".into(),
+                    status: 400,
+                    message: format!(
+                        "the request holds {requested} tokens, more than the context window of {window} tokens"
+                    ),
+                    window: Some(*window),
+                    requested: Some(*requested),
+                };
                 self.builder.fail(error);
                 self.over = true;
                 true

@@ -243,9 +243,16 @@ async fn counts_its_input_and_refuses_a_request_over_its_window() {
     validate(&events).unwrap();
     let refused = terminal(&events);
     assert!(refused.message.content.is_empty());
-    let message = format!(
-        "the request holds {} tokens, more than the context window of {input} tokens",
-        crate::tokens::request(&over)
+    let requested = crate::tokens::request(&over);
+    let message = format!("the request holds {requested} tokens, more than the context window of {input} tokens");
+    assert_eq!(
+        refused.error,
+        Some(ProviderError::ContextOverflow {
+            provider: "mock".into(),
+            status: 400,
+            message,
+            window: Some(input),
+            requested: Some(requested)
+        })
     );
-    assert_eq!(refused.error, Some(ProviderError::Http { provider: "mock".into(), status: 400, message }));
 }

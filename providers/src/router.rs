@@ -217,6 +217,14 @@ pub fn route(model: &str, config: &ProvidersConfig) -> Result<Route, ProviderErr
     })
 }
 
+/// A model's limits where it leads: [`crate::limits::for_model`], a model the table does not
+/// know on a local endpoint (the vendor's `base_url` for a prefixed name) getting
+/// [`crate::limits::UNKNOWN_LOCAL_MODEL`].
+pub fn model_limits(model: &str, config: &ProvidersConfig) -> crate::ModelLimits {
+    let base_url = route(model, config).ok().map(|route| route.base_url);
+    crate::limits::at_endpoint(model, config, base_url.as_deref())
+}
+
 /// The provider for `model`. The provider streams with the routed upstream model id, whatever
 /// `ModelRequest::model` says; resolve again when the model changes.
 pub fn resolve(model: &str, config: &ProvidersConfig) -> Result<SharedProvider, ProviderError> {

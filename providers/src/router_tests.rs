@@ -131,3 +131,15 @@ fn an_api_key_wins_over_an_auth_command() {
     assert_eq!(config.openai.auth_command, Some(vec!["/usr/bin/print-token".to_string()]));
     assert_eq!(route("gpt-4o", &config).unwrap().auth, Auth::Key("sk".into()));
 }
+
+#[test]
+fn a_name_on_a_local_endpoint_of_its_vendor_gets_the_local_default_window() {
+    let mut config = ProvidersConfig::default();
+    config.openai.base_url = Some("http://localhost:8080/v1".into());
+    config.openai.api_key = Some("k".into());
+    assert_eq!(model_limits("openai/llama3", &config), crate::limits::UNKNOWN_LOCAL_MODEL);
+    // A family the table knows keeps its figures; a remote endpoint the general default.
+    assert_eq!(model_limits("gpt-4o", &config).context_window, 128_000);
+    config.openai.base_url = Some("https://llm.example.com/v1".into());
+    assert_eq!(model_limits("openai/llama3", &config), crate::limits::UNKNOWN_MODEL);
+}

@@ -76,6 +76,11 @@ pub enum ProviderError {
     /// The API answered with an HTTP error.
     #[error("{provider} answered HTTP {status}: {message}")]
     Http { provider: String, status: u16, message: String },
+    /// The API refused the request as longer than the model's context window (read from the
+    /// vendor's or local server's words by [`crate::overflow`]): the caller may make the
+    /// context smaller and send it again. `window` and `requested` (tokens) when it says them.
+    #[error("{provider} answered HTTP {status}: {message}")]
+    ContextOverflow { provider: String, status: u16, message: String, window: Option<u64>, requested: Option<u64> },
     /// The connection failed or was cut.
     #[error("{provider} transport error: {message}")]
     Transport { provider: String, message: String },

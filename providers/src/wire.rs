@@ -33,6 +33,26 @@ pub(crate) fn stream_error(provider: &str, error: &Value) -> ProviderError {
     ProviderError::Http { provider: provider.to_string(), status, message }
 }
 
+/// The provider's own words from an error body (`error.message`, `message`, or the body).
+pub fn error_message(body: &str) -> String {
+    if let Ok(value) = serde_json::from_str::<serde_json::Value>(body) {
+        // Gemini's streaming endpoint answers an array of one error.
+        let value = value.get(0).cloned().unwrap_or(value);
+        let candidates =
+            [value.pointer("/error/message"), value.get("message"), value.get("error"), value.get("detail")];
+        for candidate in candidates.into_iter().flatten() {
+            if let Some(text) = candidate.as_str() {
+                return text.to_string();
+            }
+        }
+    }
+    let trimmed = body.trim();
+    if trimmed.is_empty() {
+        return "(empty body)".to_string();
+    }
+    trimmed.chars().take(500).collect()
+}
+
 /// The text blocks of a message, joined.
 pub(crate) fn joined_text(blocks: &[ContentBlock]) -> String {
     let mut out = String::new();

@@ -352,7 +352,8 @@ async fn a_chunk_that_is_not_json_is_a_protocol_error() {
 
 #[tokio::test]
 async fn an_error_event_mid_stream_ends_with_its_message() {
-    // A non-retryable error event (an invalid request) ends the stream at once.
+    // A non-retryable error event (an invalid request) ends the stream at once; this one is
+    // Anthropic's refusal of a prompt longer than the window, told apart as such.
     let body = concat!(
         "event: message_start\n",
         "data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_2\",\"usage\":{\"input_tokens\":3,\"output_tokens\":0}}}\n\n",
@@ -363,7 +364,13 @@ async fn an_error_event_mid_stream_ends_with_its_message() {
     let t = terminal(&events);
     assert_eq!(
         t.error,
-        Some(ProviderError::Http { provider: "anthropic".into(), status: 400, message: "prompt is too long".into() })
+        Some(ProviderError::ContextOverflow {
+            provider: "anthropic".into(),
+            status: 400,
+            message: "prompt is too long".into(),
+            window: None,
+            requested: None
+        })
     );
     assert_eq!(t.response_id.as_deref(), Some("msg_2"));
 }

@@ -1,7 +1,9 @@
 //! End to end: long conversations keep working. With a tiny context window (the mock's, and an
 //! OpenAI-compatible fake that counts and refuses over-long requests), twenty turns run
 //! without a request over the window: the kernel compacts, stores a compaction entry, and
-//! history and fork still show everything.
+//! history and fork still show everything. A server whose window superpi does not know, and
+//! that says it only when it refuses a request, costs one refusal per wire API: the kernel
+//! learns the window from it, compacts and goes on.
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
@@ -10,7 +12,8 @@ use superpi_client::KernelClient;
 use superpi_proto::method::WatchParams;
 use superpi_proto::{ContentBlock, Entry, EntryKind, Event, EventBody};
 use superpi_providers::testing::answers::Answer;
-use superpi_providers::testing::fakes::OpenAiFake;
+use superpi_providers::testing::fakes::{FakeServer, OpenAiFake};
+use superpi_providers::testing::rules::Vendor;
 use superpi_tests::{TestEnv, open_and_watch, turn_events};
 
 const TURNS: usize = 20;
@@ -179,6 +182,219 @@ async fn twenty_turns_never_send_an_openai_compatible_server_more_than_its_windo
     let last = fake.accepted().pop().unwrap().to_string();
     assert!(last.contains("The earlier part of this conversation was compacted"), "{last}");
     assert!(last.contains("Turn 19: please keep this in mind."));
+}
+
+/// A providers file whose model `small` is served by `fake` through `vendor`'s wire API, under
+/// an upstream id superpi has no figures for and without a `context_window`: on 127.0.0.1
+/// superpi assumes the local default (32,768 tokens), whatever the server's window is.
+fn unknown_window_model(env: &TestEnv, fake: &FakeServer, vendor: Vendor) {
+    let provider = match vendor {
+        Vendor::Openai => "provider = \"openai\"",
+        // The Responses API's wire, once the providers crate has it: one more test below.
+        Vendor::OpenaiResponses => "provider = \"openai\"\nwire_api = \"responses\"",
+        Vendor::Anthropic => "provider = \"anthropic\"",
+        Vendor::Gemini => "provider = \"gemini\"",
+    };
+    // A local OpenAI-compatible server takes no key; Anthropic's and Gemini's fakes want one.
+    let key = if vendor == Vendor::Openai { "" } else { "api_key = \"k\"\n" };
+    std::fs::write(
+        env.locations.config_dir.join("providers.toml"),
+        format!(
+            "[providers]\ndefault_model = \"small\"\n[[providers.models]]\nname = \"small\"\n{provider}\n\
+             model = \"local-small\"\nbase_url = \"{}\"\n{key}",
+            fake.base_url(vendor)
+        ),
+    )
+    .unwrap();
+}
+
+/// The words of `vendor`'s refusal of an over-long request, as the fake (and the vendor) says it.
+fn refusal_words(vendor: Vendor) -> &'static str {
+    match vendor {
+        Vendor::Openai => "maximum context length is",
+        Vendor::OpenaiResponses => "exceeds the context window",
+        Vendor::Anthropic => "prompt is too long",
+        Vendor::Gemini => "exceeds the maximum number of tokens allowed",
+    }
+}
+
+/// Issue #33: against a server of an 8,000-token window that says it only in its refusal, 25
+/// turns of 2 KB prompts all complete. The first request past the window is refused; the kernel
+/// learns the window from the refusal, compacts (the summary asked in requests that fit) and
+/// sends the step again; from then on it compacts before the window, and no request is refused
+/// again. The compactions are stored (history, `superpi session show`).
+async fn twenty_five_turns_outgrow_a_window_said_only_in_refusals(vendor: Vendor) {
+    const WINDOW: u64 = 8_000;
+    let fake = FakeServer::start(&[vendor], Vec::new()).await.unwrap();
+    fake.set_context_window(WINDOW);
+    fake.allow_without_key();
+    fake.set_fallback(Answer::text("Noted, I will keep it in mind."));
+    let env = TestEnv::new();
+    unknown_window_model(&env, &fake, vendor);
+    let client = connect(&env).await;
+    let (conv, mut sub) = open_and_watch(&client, &env.workspace, Some("plan"), false).await;
+    let mut events = Vec::new();
+    for turn in 0..25 {
+        let submitted = client.submit_text(conv, &long_prompt(turn, 2_000)).await.unwrap();
+        let turn_events = turn_events(&mut sub, submitted.turn_id).await;
+        let end = &turn_events.last().unwrap().body;
+        assert!(matches!(end, EventBody::TurnCompleted { .. }), "turn {turn}: {end:?}; {:?}", fake.rejections());
+        events.extend(turn_events);
+    }
+    // One refusal taught the window; none after it.
+    let refused = fake.rejections();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0].message.contains(refusal_words(vendor)), "{refused:?}");
+    let notice = events.iter().find_map(|e| match &e.body {
+        EventBody::Notice { message, .. } if message.contains("context window") => Some(message.clone()),
+        _ => None,
+    });
+    assert!(notice.as_deref().is_some_and(|n| n.contains("from now on")), "{notice:?}");
+    // Every request sent after it fit the window, and the context the kernel reports does.
+    let windows: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match e.body {
+            EventBody::UsageUpdated { context_window: Some(window), .. } => Some(window),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(windows.first(), Some(&32_768), "the local default before the refusal");
+    assert!(*windows.last().unwrap() <= WINDOW, "{windows:?}");
+    // Compactions stored, every prompt kept, calls paired.
+    let history = client.history(conv).await.unwrap().entries;
+    let compactions = compaction_seqs(&history);
+    assert!(compactions.len() >= 2, "{compactions:?}");
+    assert_eq!(history.iter().filter(|e| e.kind == EntryKind::User).count(), 25);
+    assert_paired(&history);
+    let shown = env.command(&["session", "show", &conv.to_string()]).output().unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("The earlier part of this conversation was compacted"), "{shown}");
+    // The last request holds the summary and the latest prompt.
+    let last = fake.accepted().pop().unwrap().to_string();
+    assert!(last.contains("Turn 24: please keep this in mind."), "{last}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_completions_twenty_five_turns_outgrow_a_window_said_only_in_refusals() {
+    twenty_five_turns_outgrow_a_window_said_only_in_refusals(Vendor::Openai).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anthropic_twenty_five_turns_outgrow_a_window_said_only_in_refusals() {
+    twenty_five_turns_outgrow_a_window_said_only_in_refusals(Vendor::Anthropic).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_twenty_five_turns_outgrow_a_window_said_only_in_refusals() {
+    twenty_five_turns_outgrow_a_window_said_only_in_refusals(Vendor::Gemini).await;
+}
+
+/// `session.compact` of a history already longer than the server's window: the summary request
+/// is refused, the window learned from the refusal, and the summary asked again in pieces
+/// that fit; the conversation goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manual_compaction_of_a_history_longer_than_the_window_asks_in_pieces() {
+    let fake = OpenAiFake::start(Vec::new()).await.unwrap();
+    fake.allow_without_key();
+    // A window the conversation stays under at first (the fake counts and reports usage).
+    fake.set_context_window(30_000);
+    fake.set_fallback(Answer::text("Noted, I will keep it in mind."));
+    let env = TestEnv::new();
+    unknown_window_model(&env, &fake, Vendor::Openai);
+    let client = connect(&env).await;
+    let (conv, mut sub) = open_and_watch(&client, &env.workspace, Some("plan"), false).await;
+    for turn in 0..24 {
+        let submitted = client.submit_text(conv, &long_prompt(turn, 2_000)).await.unwrap();
+        let events = turn_events(&mut sub, submitted.turn_id).await;
+        assert!(matches!(events.last().unwrap().body, EventBody::TurnCompleted { .. }));
+    }
+    assert_eq!(fake.rejections(), vec![]);
+    // The server is started again with a window far smaller than the history (about 13,000
+    // tokens), and says it only in its refusal.
+    fake.set_context_window(4_000);
+    let before = fake.requests().len();
+    let answer = client.compact(conv).await.unwrap();
+    assert_eq!(answer["compacted"], Value::Bool(true), "{answer}; {:?}", fake.rejections());
+    assert!(answer["context_window"].as_u64().unwrap() <= 4_000, "{answer}");
+    let asked = fake.requests().len() - before;
+    let refused = fake.rejections();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(asked >= 3, "one refusal, then at least two pieces: {asked}");
+    let submitted = client.submit_text(conv, "and now?").await.unwrap();
+    let events = turn_events(&mut sub, submitted.turn_id).await;
+    assert!(matches!(events.last().unwrap().body, EventBody::TurnCompleted { .. }), "{events:?}");
+    assert_eq!(fake.rejections().len(), 1);
+}
+
+/// The step sent again after compaction is refused as too long once more: the turn fails
+/// saying so (the retry is once), and the next turn goes on with the window learned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_refused_again_after_compaction_fails_its_turn_saying_so_and_the_next_goes_on() {
+    let fake = OpenAiFake::start(Vec::new()).await.unwrap();
+    fake.allow_without_key();
+    // Usage counted as a server counts it; no request comes near the window.
+    fake.set_context_window(1_000_000);
+    fake.set_fallback(Answer::text("Noted, I will keep it in mind."));
+    let env = TestEnv::new();
+    unknown_window_model(&env, &fake, Vendor::Openai);
+    let client = connect(&env).await;
+    let (conv, mut sub) = open_and_watch(&client, &env.workspace, Some("plan"), false).await;
+    for turn in 0..3 {
+        let submitted = client.submit_text(conv, &long_prompt(turn, 2_000)).await.unwrap();
+        let events = turn_events(&mut sub, submitted.turn_id).await;
+        assert!(matches!(events.last().unwrap().body, EventBody::TurnCompleted { .. }));
+    }
+    // A server that refuses the next turn's step twice, answering the summaries between.
+    let (_, refusal) = superpi_providers::testing::fakes::overflow_refusal(Vendor::Openai, 8_000, 9_000);
+    let refusal = refusal.to_string();
+    let steps_refused = std::sync::atomic::AtomicUsize::new(0);
+    fake.set_responder(Box::new(move |_, body| {
+        let last = body["messages"].as_array()?.last()?["content"].as_str().unwrap_or_default().to_string();
+        let step = !last.starts_with("Summarise the conversation");
+        let refuse = step && steps_refused.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < 2;
+        refuse.then(|| Answer::Reply(superpi_providers::testing::Reply::error(400, &refusal)))
+    }));
+    let submitted = client.submit_text(conv, &long_prompt(3, 2_000)).await.unwrap();
+    let events = turn_events(&mut sub, submitted.turn_id).await;
+    let error = match &events.last().unwrap().body {
+        EventBody::TurnError { error } => error.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(error.contains("refused the request again") && error.contains("providers.toml"), "{error}");
+    assert!(events.iter().any(|e| matches!(e.body, EventBody::CompactionCompleted { .. })), "{events:?}");
+    let submitted = client.submit_text(conv, "and now?").await.unwrap();
+    let events = turn_events(&mut sub, submitted.turn_id).await;
+    assert!(matches!(events.last().unwrap().body, EventBody::TurnCompleted { .. }), "{events:?}");
+    let windows = events.iter().filter_map(|e| match e.body {
+        EventBody::UsageUpdated { context_window, .. } => context_window,
+        _ => None,
+    });
+    assert!(windows.into_iter().all(|w| w <= 8_000), "the window learned stays");
+}
+
+/// A prompt longer than the window by itself: nothing to compact, the turn fails saying so;
+/// the next turn summarises it (clipped to fit) and goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_longer_than_the_window_fails_its_turn_saying_so() {
+    let fake = OpenAiFake::start(Vec::new()).await.unwrap();
+    fake.allow_without_key();
+    fake.set_context_window(4_000);
+    let env = TestEnv::new();
+    unknown_window_model(&env, &fake, Vendor::Openai);
+    let client = connect(&env).await;
+    let (conv, mut sub) = open_and_watch(&client, &env.workspace, Some("plan"), false).await;
+    let submitted = client.submit_text(conv, &long_prompt(0, 24_000)).await.unwrap();
+    let events = turn_events(&mut sub, submitted.turn_id).await;
+    let error = match &events.last().unwrap().body {
+        EventBody::TurnError { error } => error.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(error.contains("nothing before the latest prompt to compact"), "{error}");
+    let submitted = client.submit_text(conv, "short, then").await.unwrap();
+    let events = turn_events(&mut sub, submitted.turn_id).await;
+    assert!(matches!(events.last().unwrap().body, EventBody::TurnCompleted { .. }), "{events:?}");
+    assert!(events.iter().any(|e| matches!(e.body, EventBody::CompactionCompleted { .. })), "{events:?}");
+    assert_eq!(fake.rejections().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,34 +3,36 @@
 //! system prompt, the summary and the recent turns (see `context.rs`).
 //!
 //! Automatic before a model request that would pass the threshold of the window
-//! (`providers.compact_at_percent`), and on demand (`session.compact`, run by the
-//! conversation's actor between turns). The cut keeps the most
-//! recent turns that fit a share of the window and never separates a tool call from its
-//! result. Nothing is deleted: history, replay and fork still show every entry.
+//! (`providers.compact_at_percent`), on demand (`session.compact`, run by the conversation's
+//! actor between turns), and after a server refused a request as longer than its window
+//! ([`recover`]: the window learned from the refusal, then the step sent again once). The cut
+//! keeps the most recent turns that fit a share of the window and never separates a tool call
+//! from its result; the summary is asked in requests that each fit the window (`summary.rs`).
+//! Nothing is deleted: history, replay and fork still show every entry.
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use serde_json::{Value, json};
 use superpi_proto::ErrorObject;
 use superpi_proto::message::codes;
-use superpi_proto::{ContentBlock, EntryKind, Event, Message, Role};
-use superpi_providers::{ModelLimits, ModelRequest, StreamEvent, ToolSpec};
+use superpi_proto::{EntryKind, Event, Message, Role};
+use superpi_providers::{ModelLimits, ModelRequest, ToolSpec};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{Conversation, Input};
 use crate::kernel::Kernel;
 use crate::sync::lock;
+pub(crate) use crate::turn::context::Frame;
 use crate::turn::context::{self, Context};
-
-/// What the model is asked, after the part to summarise.
-const SUMMARY_PROMPT: &str = "Summarise the conversation so far for yourself, so that you can go on with the work \
-without it: the user's requests and intent, decisions made and why, files, commands and their outcomes, what is \
-done and what remains, and the user's latest request in their own words. Answer with the summary only; call no tool.";
+use crate::turn::summary::{self, SummaryError};
 
 /// The share of the window the kept recent turns may fill, in percent.
 const KEEP_PERCENT: u64 = 30;
+
+/// The smallest window a refusal teaches, in tokens (a server's figure below it is taken as
+/// it is; a guess never goes below it).
+const MIN_LEARNED_WINDOW: u64 = 1_024;
 
 /// What a compaction did.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,16 +52,6 @@ pub(crate) enum NotCompacted {
     Failed(String),
 }
 
-/// The model, its limits and the request framing of a conversation now.
-pub(crate) struct Frame<'a> {
-    pub model: &'a str,
-    /// The conversation's thinking effort (turn requests only; summaries ask for none).
-    pub effort: Option<superpi_proto::Effort>,
-    pub system: Option<&'a str>,
-    pub tools: &'a [ToolSpec],
-    pub limits: ModelLimits,
-}
-
 /// The tools as a model request offers them.
 pub(crate) fn tool_specs(tools: &[superpi_proto::tool::ToolDef]) -> Vec<ToolSpec> {
     tools
@@ -73,7 +65,8 @@ pub(crate) fn tool_specs(tools: &[superpi_proto::tool::ToolDef]) -> Vec<ToolSpec
 }
 
 /// Compacts `conv`'s context: summary by the model, then the compaction entry. One at a time
-/// per conversation.
+/// per conversation. A summary request the server refuses as too long teaches the window
+/// ([`learn_from_refusal`]) and the compaction starts again once with it.
 pub(crate) async fn compact(
     kernel: &Arc<Kernel>,
     conv: &Arc<Conversation>,
@@ -84,48 +77,51 @@ pub(crate) async fn compact(
     let Some(_one_at_a_time) = Compacting::claim(conv) else {
         return Err(NotCompacted::Failed("another compaction of this conversation is running".into()));
     };
-    let ctx = context::derive(&*kernel.store, conv.id).map_err(|e| NotCompacted::Failed(e.to_string()))?;
-    let tokens_before = ctx.tokens(frame.system, frame.tools);
-    let cut = choose_cut(&ctx, frame.limits).ok_or(NotCompacted::Nothing)?;
-    let first_kept_seq = ctx.entries.get(cut).map(|e| e.seq);
-
-    let request = summary_request(&ctx, cut, frame);
     let provider = kernel.catalog.provider(frame.model).map_err(|e| NotCompacted::Failed(e.message))?;
-    let mut stream = provider.stream(request);
-    let terminal = loop {
-        let event = tokio::select! {
-            event = stream.next() => event,
-            _ = cancel.cancelled() => return Err(NotCompacted::Cancelled),
-        };
-        match event {
-            Some(StreamEvent::Done(terminal)) => break terminal,
-            Some(StreamEvent::Error(terminal)) => {
-                let why = terminal.error.map(|e| e.to_string()).unwrap_or_else(|| "the model stream failed".into());
-                return Err(NotCompacted::Failed(format!("the model could not summarise: {why}")));
+    let mut limits = frame.limits;
+    limits.context_window = limits.context_window.min(kernel.catalog.limits(frame.model).context_window);
+    let mut retried = false;
+    let (ctx, cut, summary) = loop {
+        let ctx = context::derive(&*kernel.store, conv.id).map_err(|e| NotCompacted::Failed(e.to_string()))?;
+        let cut = choose_cut(&ctx, limits).ok_or(NotCompacted::Nothing)?;
+        let framed = Frame { limits, ..*frame };
+        match summary::summarise(&provider, ctx.summary.as_ref(), &ctx.entries[..cut], &framed, cancel).await {
+            Ok(summary) => break (ctx, cut, summary),
+            Err(SummaryError::Cancelled) => return Err(NotCompacted::Cancelled),
+            Err(SummaryError::Failed(why)) => return Err(NotCompacted::Failed(why)),
+            Err(SummaryError::Overflow { sent, window, requested }) => {
+                let learned = learn_from_refusal(kernel, conv, turn_id, frame.model, limits, sent, window, requested);
+                if retried || learned.context_window >= limits.context_window {
+                    return Err(NotCompacted::Failed(format!(
+                        "the model's server refused the summary request as longer than its context window \
+                         ({} tokens as superpi takes it)",
+                        learned.context_window
+                    )));
+                }
+                (limits, retried) = (learned, true);
             }
-            Some(_) => {}
-            None => return Err(NotCompacted::Failed("the summary stream ended without an answer".into())),
         }
     };
-    let summary = terminal.message.text();
-    if summary.trim().is_empty() {
-        return Err(NotCompacted::Failed("the model's summary was empty".into()));
+    let tokens_before = ctx.tokens(frame.system, frame.tools);
+    let first_kept_seq = ctx.entries.get(cut).map(|e| e.seq);
+    if summary.pieces > 1 {
+        tracing::info!(conversation = conv.id, pieces = summary.pieces, "summarised in pieces that fit the window");
     }
     let total = {
         let mut total = lock(&conv.usage_total);
-        total.input_tokens += terminal.usage.input_tokens;
-        total.output_tokens += terminal.usage.output_tokens;
+        total.input_tokens += summary.usage.input_tokens;
+        total.output_tokens += summary.usage.output_tokens;
         *total
     };
     // A cut past the user's latest prompt keeps its words beside the summary.
     let latest_prompt = ctx.entries.iter().rposition(|e| e.kind == EntryKind::User).filter(|&at| at < cut);
     let latest_prompt = latest_prompt.map(|at| ctx.entries[at].message.text());
-    let message = context::summary_message(summary.trim(), latest_prompt.as_deref());
+    let message = context::summary_message(&summary.text, latest_prompt.as_deref());
     let event = Event::compaction_completed(
         conv.id,
         turn_id,
         context::head_entry_id(first_kept_seq),
-        Some(summary.trim().to_string()),
+        Some(summary.text.clone()),
     );
     conv.publish(kernel, event, Some((EntryKind::Compaction, &message)))
         .map_err(|e| NotCompacted::Failed(format!("storing the compaction: {e}")))?;
@@ -136,7 +132,7 @@ pub(crate) async fn compact(
             conversation_id: conv.id,
             owner: conv.owner.clone(),
             model: frame.model.to_string(),
-            summary: summary.trim().to_string(),
+            summary: summary.text.clone(),
         };
         tokio::spawn(crate::features::memory::harvest(kernel.store.clone(), provider.clone(), job));
     }
@@ -144,10 +140,98 @@ pub(crate) async fn compact(
     let tokens_after = after.tokens(frame.system, frame.tools);
     conv.emit(
         kernel,
-        Event::usage_updated(conv.id, turn_id, terminal.usage, total)
-            .with_context(tokens_after, frame.limits.context_window),
+        Event::usage_updated(conv.id, turn_id, summary.usage, total).with_context(tokens_after, limits.context_window),
     );
     Ok(Compacted { first_kept_seq, tokens_before, tokens_after })
+}
+
+/// The window to take after a server refused a request superpi counted `sent` tokens, where
+/// the server said its `window` and the request's size as it counted it (`requested`): its
+/// window, scaled to superpi's count when the server counted more than superpi did (so that
+/// superpi's own estimates keep under it), by half at most (a count that far off is the
+/// server's figure for something else, such as the answer's room); three quarters of what was
+/// sent when it said no window. Never above `current`, nor a guess below [`MIN_LEARNED_WINDOW`].
+pub(crate) fn learned_window(current: u64, sent: u64, window: Option<u64>, requested: Option<u64>) -> u64 {
+    let learned = match (window, requested) {
+        (Some(window), Some(requested)) if requested > sent && sent > 0 => {
+            let scaled = u128::from(window) * u128::from(sent) / u128::from(requested);
+            u64::try_from(scaled).unwrap_or(window).max(window / 2)
+        }
+        (Some(window), _) => window,
+        (None, _) => (sent.saturating_mul(3) / 4).max(MIN_LEARNED_WINDOW),
+    };
+    learned.min(current)
+}
+
+/// Learns `model`'s window from a refusal (see [`learned_window`]), says so in a notice when
+/// it is news, and returns the limits to use from now on.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn learn_from_refusal(
+    kernel: &Kernel,
+    conv: &Conversation,
+    turn_id: Option<i64>,
+    model: &str,
+    current: ModelLimits,
+    sent: u64,
+    window: Option<u64>,
+    requested: Option<u64>,
+) -> ModelLimits {
+    let learned = learned_window(current.context_window, sent, window, requested);
+    if kernel.catalog.learn_window(model, learned) {
+        let said = match window {
+            Some(window) => format!("it says the window is {window} tokens"),
+            None => "it did not say how long the window is".to_string(),
+        };
+        let message = format!(
+            "the server of {model} refused a request of about {sent} tokens as longer than its context window \
+             ({said}): superpi takes the window as {learned} tokens from now on, for every conversation with the \
+             model until the kernel stops, and compacts to fit. Set `context_window` for the model in providers.toml \
+             to keep it"
+        );
+        tracing::warn!(model, sent, ?window, ?requested, learned, "learned a context window from a refusal");
+        conv.emit(kernel, Event::notice(conv.id, turn_id, "warning", message));
+    }
+    ModelLimits { context_window: learned, ..current }
+}
+
+/// After a turn's model request was refused as longer than the window: the window learned
+/// from the refusal, the conversation compacted to fit it. `Ok(true)`: send the step again;
+/// `Ok(false)`: cancelled; an error fails the turn saying why.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn recover(
+    kernel: &Arc<Kernel>,
+    conv: &Arc<Conversation>,
+    turn_id: i64,
+    frame: &mut Frame<'_>,
+    sent: u64,
+    window: Option<u64>,
+    requested: Option<u64>,
+    cancel: &CancellationToken,
+) -> Result<bool, String> {
+    frame.limits = learn_from_refusal(kernel, conv, Some(turn_id), frame.model, frame.limits, sent, window, requested);
+    let refused =
+        format!("{}'s server refused the request (about {sent} tokens) as longer than its context window", frame.model);
+    match compact(kernel, conv, Some(turn_id), frame, cancel).await {
+        Ok(_) => Ok(true),
+        Err(NotCompacted::Cancelled) => Ok(false),
+        Err(NotCompacted::Nothing) => Err(format!(
+            "{refused}, and there is nothing before the latest prompt to compact: the prompt and what the \
+             turn added since do not fit a window of {} tokens. Start a new conversation with a shorter prompt, or \
+             use a model with a larger window",
+            frame.limits.context_window
+        )),
+        Err(NotCompacted::Failed(why)) => Err(format!("{refused}, and compacting the conversation failed: {why}")),
+    }
+}
+
+/// Why a turn fails when the step sent again after compaction is refused as too long as well.
+pub(crate) fn refused_again(model: &str, limits: ModelLimits, error: &str) -> String {
+    format!(
+        "{model}'s server refused the request again as longer than its context window after the conversation was \
+         compacted to fit {} tokens ({error}). The conversation is kept: start a new one, fork it at an earlier \
+         point, or set a smaller `context_window` for the model in providers.toml",
+        limits.context_window
+    )
 }
 
 /// The conversation's compaction flag, held while it compacts.
@@ -182,41 +266,6 @@ fn choose_cut(ctx: &Context, limits: ModelLimits) -> Option<usize> {
     let cut = fitting.or_else(|| (!cuts.is_empty()).then_some(ctx.entries.len()))?;
     // A cut at 0 summarises nothing new (only an earlier summary): not worth a model call.
     (cut > 0).then_some(cut)
-}
-
-/// The request that asks for the summary: the same system prompt and tools (the prefix a
-/// provider may have cached), the previous summary and the entries before the cut, and the
-/// instruction. When that does not fit the window, the oldest entries are left out.
-fn summary_request(ctx: &Context, cut: usize, frame: &Frame<'_>) -> ModelRequest {
-    let reserve = context::output_reserve(frame.limits);
-    let limit = context::request_limit(frame.limits);
-    let instruction =
-        Message { role: Role::User, content: vec![ContentBlock::text(SUMMARY_PROMPT)], usage: None, stop_reason: None };
-    let older = &ctx.entries[..cut];
-    let starts = std::iter::once(0).chain(context::cut_points(older));
-    let mut request = ModelRequest::default();
-    for start in starts {
-        let messages: Vec<Message> = ctx
-            .summary
-            .iter()
-            .cloned()
-            .chain(older[start..].iter().map(|e| e.message.clone()))
-            .chain(std::iter::once(instruction.clone()))
-            .collect();
-        request = ModelRequest {
-            model: frame.model.to_string(),
-            system: frame.system.map(str::to_string),
-            messages,
-            tools: frame.tools.to_vec(),
-            max_tokens: u32::try_from(reserve).ok(),
-            // A summary needs no thinking of its own.
-            effort: None,
-        };
-        if superpi_providers::tokens::request(&request) <= limit {
-            break;
-        }
-    }
-    request
 }
 
 /// `session.compact`: the conversation's actor compacts it between turns (after the running
@@ -258,7 +307,7 @@ pub(crate) async fn between_turns(
     let specs = tool_specs(&kernel.catalog.tools_for(harness));
     let system =
         crate::features::memory::system_prompt(&*kernel.store, harness, &conv.owner, settings.workspace.as_deref());
-    let limits = superpi_providers::limits::for_model(&settings.model, &kernel.catalog.providers);
+    let limits = kernel.catalog.limits(&settings.model);
     let frame = Frame { model: &settings.model, effort: None, system: system.as_deref(), tools: &specs, limits };
     match compact(kernel, conv, None, &frame, cancel).await {
         Ok(done) => Ok(json!({
@@ -266,7 +315,7 @@ pub(crate) async fn between_turns(
             "head_entry_id": context::head_entry_id(done.first_kept_seq),
             "tokens_before": done.tokens_before,
             "tokens_after": done.tokens_after,
-            "context_window": limits.context_window,
+            "context_window": kernel.catalog.limits(&settings.model).context_window,
         })),
         Err(NotCompacted::Nothing) => Ok(json!({"compacted": false, "reason": "nothing to compact yet"})),
         Err(NotCompacted::Cancelled) if kernel.shutdown.is_cancelled() => {
@@ -286,16 +335,15 @@ pub(crate) enum Prepared {
 
 /// The next model request of a turn: compacted first when it would pass the threshold, and
 /// refused with a clear error when it cannot fit the window even then (rather than sent for a
-/// provider to refuse).
+/// provider to refuse). A window the compaction learned is `frame`'s from then on.
 pub(crate) async fn next_request(
     kernel: &Arc<Kernel>,
     conv: &Arc<Conversation>,
     turn_id: i64,
-    frame: &Frame<'_>,
+    frame: &mut Frame<'_>,
     cancel: &CancellationToken,
 ) -> Result<Prepared, String> {
     let threshold = context::compact_threshold(frame.limits, kernel.catalog.providers.compact_at_percent());
-    let limit = context::request_limit(frame.limits);
     let derive = || context::derive(&*kernel.store, conv.id).map_err(|e| e.to_string());
     let mut ctx = derive()?;
     let mut tokens = ctx.tokens(frame.system, frame.tools);
@@ -306,6 +354,8 @@ pub(crate) async fn next_request(
                 ctx = derive()?;
                 tokens = ctx.tokens(frame.system, frame.tools);
                 compacted = true;
+                let learned = kernel.catalog.limits(frame.model).context_window;
+                frame.limits.context_window = frame.limits.context_window.min(learned);
             }
             Err(NotCompacted::Cancelled) => return Ok(Prepared::Cancelled),
             Err(NotCompacted::Nothing) => {}
@@ -315,6 +365,7 @@ pub(crate) async fn next_request(
             }
         }
     }
+    let limit = context::request_limit(frame.limits);
     if tokens > limit {
         let after = if compacted { " even after compaction" } else { "" };
         return Err(format!(

@@ -36,14 +36,17 @@ fn the_cut_keeps_the_recent_turns_that_fit_a_share_of_the_window() {
 }
 
 #[test]
-fn the_summary_request_leaves_out_the_oldest_entries_when_they_do_not_fit() {
-    let limits = ModelLimits { context_window: 1_000, max_output_tokens: 100 };
-    let entries: Vec<Entry> = (0..6).flat_map(|t| turn(t * 2 + 1, 600)).collect();
-    let ctx = Context { entries, ..Context::default() };
-    let frame = Frame { model: "mock", effort: None, system: Some("sys"), tools: &[], limits };
-    let request = summary_request(&ctx, 12, &frame);
-    assert!(superpi_providers::tokens::request(&request) <= context::request_limit(limits));
-    assert_eq!(request.messages.last().map(Message::text).as_deref(), Some(SUMMARY_PROMPT));
-    assert!(request.messages.len() < 13 && request.messages.len() > 2, "{}", request.messages.len());
-    assert_eq!(request.system.as_deref(), Some("sys"));
+fn a_refusal_teaches_the_window_the_server_says_in_superpis_count() {
+    // The server says its window: taken as it is when it counted no more than superpi did.
+    assert_eq!(learned_window(32_768, 9_000, Some(8_000), Some(8_900)), 8_000);
+    assert_eq!(learned_window(32_768, 9_000, Some(8_000), None), 8_000);
+    // It counted more than superpi: its window in superpi's count, so estimates keep under it.
+    assert_eq!(learned_window(32_768, 9_000, Some(8_000), Some(10_000)), 7_200);
+    // By half at most.
+    assert_eq!(learned_window(32_768, 700, Some(8_000), Some(9_000)), 4_000);
+    // No figure: three quarters of what was refused, never below the floor.
+    assert_eq!(learned_window(128_000, 40_000, None, None), 30_000);
+    assert_eq!(learned_window(128_000, 1_000, None, None), MIN_LEARNED_WINDOW);
+    // Never above what was known.
+    assert_eq!(learned_window(4_000, 9_000, Some(8_000), None), 4_000);
 }

@@ -16,6 +16,16 @@ use superpi_providers::{ModelLimits, ModelRequest, ToolSpec, tokens};
 
 use superpi_store::{Store, StoreError};
 
+/// The model, its limits and the request framing of a conversation now.
+pub(crate) struct Frame<'a> {
+    pub model: &'a str,
+    /// The conversation's thinking effort (turn requests only; summaries ask for none).
+    pub effort: Option<superpi_proto::Effort>,
+    pub system: Option<&'a str>,
+    pub tools: &'a [ToolSpec],
+    pub limits: ModelLimits,
+}
+
 /// The context a conversation's next model request holds.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Context {

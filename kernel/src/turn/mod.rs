@@ -11,6 +11,7 @@ pub(crate) mod context;
 pub(crate) mod hooks;
 pub(crate) mod pipeline;
 pub(crate) mod recovery;
+pub(crate) mod summary;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -20,7 +21,7 @@ use futures::StreamExt;
 use serde_json::Value;
 use superpi_policy::{Harness, Mode};
 use superpi_proto::{ContentBlock, EntryKind, Event, Message, Role, Usage};
-use superpi_providers::{StopReason, StreamEvent, Terminal};
+use superpi_providers::{ProviderError, StopReason, StreamEvent, Terminal};
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{Conversation, Input, Steer};
@@ -169,11 +170,15 @@ async fn drive(
         protected: lock(&conv.policy).as_ref().map(|p| p.protected_paths()).unwrap_or_default(),
     };
     let system = crate::features::skills::system_prompt(system, offers_skills, &skills, cancel).await;
-    let limits = superpi_providers::limits::for_model(&settings.model, &catalog.providers);
-    let frame =
+    let limits = catalog.limits(&settings.model);
+    let mut frame =
         Frame { model: &settings.model, effort: settings.effort, system: system.as_deref(), tools: &specs, limits };
+    // The step was refused as longer than the window and is being sent again after compaction.
+    let mut resent = false;
 
     for request_number in 1..=MAX_MODEL_CALLS {
+        // A window learned meanwhile (by this turn's compaction or another conversation's).
+        frame.limits = catalog.limits(&settings.model);
         // Prompts that steer this turn join its history now, at a step boundary: after the
         // results of every call of the last answer.
         for steer in lock(&conv.steering).take() {
@@ -182,11 +187,11 @@ async fn drive(
             join_steer(kernel, conv, turn_id, steer);
         }
         // The context by its rules (compacted first when it grew past the threshold).
-        let (request, request_tokens) = match next_request(kernel, conv, turn_id, &frame, cancel).await? {
+        let (request, request_tokens) = match next_request(kernel, conv, turn_id, &mut frame, cancel).await? {
             Prepared::Request(request, tokens) => (request, tokens),
             Prepared::Cancelled => return Ok(TurnEnd::Cancelled),
         };
-        let context = ContextSize { request_tokens, window: limits.context_window };
+        let context = ContextSize { request_tokens, window: frame.limits.context_window };
         crate::turn::hooks::before_request(kernel, conv, turn_id, &settings.model, request_number, cancel).await;
         let span = kernel.telemetry.model_started(trace, &settings.model);
         let stream = provider.stream(request);
@@ -206,6 +211,25 @@ async fn drive(
         let terminal = match streamed {
             Streamed::Cancelled => return Ok(TurnEnd::Cancelled),
             Streamed::Failed(terminal) => {
+                // Refused as longer than the window: learn the window, compact, send the step
+                // again, once.
+                if let Some(ProviderError::ContextOverflow { window, requested, message, .. }) = &terminal.error {
+                    if resent {
+                        return Err(compaction::refused_again(&settings.model, frame.limits, message));
+                    }
+                    resent = true;
+                    if !terminal.message.content.is_empty() {
+                        conv.emit(kernel, Event::stream_reset(conv.id, Some(turn_id), 0));
+                    }
+                    let (window, requested) = (*window, *requested);
+                    let sent = request_tokens;
+                    match compaction::recover(kernel, conv, turn_id, &mut frame, sent, window, requested, cancel).await
+                    {
+                        Ok(true) => continue,
+                        Ok(false) => return Ok(TurnEnd::Cancelled),
+                        Err(why) => return Err(why),
+                    }
+                }
                 if !terminal.message.content.is_empty() {
                     store_assistant(kernel, conv, turn_id, &terminal, context);
                 }
@@ -214,6 +238,7 @@ async fn drive(
             }
             Streamed::Done(terminal) => terminal,
         };
+        resent = false;
         store_assistant(kernel, conv, turn_id, &terminal, context);
 
         let calls: Vec<(String, String, Value)> = terminal

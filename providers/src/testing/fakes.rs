@@ -240,7 +240,8 @@ impl FakeServer {
     }
 
     /// Counts each request's prompt ([`counted_tokens`]), reports that count as its usage, and
-    /// refuses a request over `tokens` as OpenAI does (400 `context_length_exceeded`).
+    /// refuses a request over `tokens` as the vendor does ([`overflow_refusal`]): the window is
+    /// said only in that refusal, as a server superpi has no figures for.
     pub fn set_context_window(&self, tokens: u64) {
         lock(&self.state).context_window = Some(tokens);
     }
@@ -406,15 +407,13 @@ fn served(state: &mut State, vendor: Vendor, request: &Recorded) -> Served {
 fn answer(vendors: &[Vendor], state: &Mutex<State>, request: Recorded) -> Reply {
     let mut state = lock(state);
     let prompt_tokens = state.context_window.map_or(FLAT_PROMPT_TOKENS, |_| counted_tokens(&request.body));
+    let mut refusal_body = None;
     let outcome = check(vendors, &state, &request).and_then(|checked| match state.context_window {
-        Some(window) if prompt_tokens > window => Err(Violation::new(
-            checked.0,
-            format!(
-                "This model's maximum context length is {window} tokens. However, your messages resulted in \
-                 {prompt_tokens} tokens. Please reduce the length of the messages."
-            ),
-        )
-        .param("messages")),
+        Some(window) if prompt_tokens > window => {
+            let (violation, body) = overflow_refusal(checked.0, window, prompt_tokens);
+            refusal_body = Some(body);
+            Err(violation)
+        }
         _ => Ok(checked),
     });
     let vendor = outcome.as_ref().map(|(v, _, _)| *v).ok();
@@ -433,10 +432,40 @@ fn answer(vendors: &[Vendor], state: &Mutex<State>, request: Recorded) -> Reply 
         }
         Err(violation) => {
             tracing::warn!(%violation, path = %request.path, "fake refused a request");
-            Reply::error(violation.status, &violation.body().to_string())
+            let body = refusal_body.unwrap_or_else(|| violation.body());
+            Reply::error(violation.status, &body.to_string())
         }
     };
     let (prompt_tokens, cached_tokens) = reported;
     state.exchanges.push(Exchange { vendor, request, rejection: outcome.err(), prompt_tokens, cached_tokens });
     reply
+}
+
+/// A vendor's refusal of a request of `counted` tokens over a `window`: the rule it broke and the
+/// body the vendor answers (HTTP 400), in each vendor's own words (see `crate::overflow`).
+pub fn overflow_refusal(vendor: Vendor, window: u64, counted: u64) -> (Violation, Value) {
+    let message = match vendor {
+        Vendor::Openai => format!(
+            "This model's maximum context length is {window} tokens. However, your messages resulted in \
+             {counted} tokens. Please reduce the length of the messages."
+        ),
+        // The Responses API says no number.
+        Vendor::OpenaiResponses => {
+            "Your input exceeds the context window of this model. Please adjust your input and try again.".to_string()
+        }
+        Vendor::Anthropic => format!("prompt is too long: {counted} tokens > {window} maximum"),
+        Vendor::Gemini => {
+            format!("The input token count ({counted}) exceeds the maximum number of tokens allowed ({window}).")
+        }
+    };
+    let param = match vendor {
+        Vendor::OpenaiResponses => "input",
+        _ => "messages",
+    };
+    let violation = Violation::new(vendor, message).param(param);
+    let mut body = violation.body();
+    if let Some(error) = body.get_mut("error").filter(|_| matches!(vendor, Vendor::Openai | Vendor::OpenaiResponses)) {
+        error["code"] = Value::from("context_length_exceeded");
+    }
+    (violation, body)
 }
