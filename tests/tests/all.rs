@@ -4,6 +4,7 @@
 mod backend_frontends;
 mod backends;
 mod checkpoints;
+mod cluster_deltas;
 mod context;
 mod doctor;
 mod durable_memory;

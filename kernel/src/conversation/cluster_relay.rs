@@ -19,6 +19,8 @@ const MOST_WAITING: usize = 1024 * 1024;
 #[derive(Default)]
 pub(crate) struct DeltaRelay {
     watched: AtomicBool,
+    /// Held through a look at the store's watcher counts and the `watched` it sets.
+    looking: Mutex<()>,
     waiting: Mutex<Waiting>,
     /// Held while waiting deltas are told to the store (with a commit, or alone).
     sending: Mutex<()>,
@@ -37,8 +39,12 @@ impl DeltaRelay {
         self.watched.load(Ordering::Relaxed)
     }
 
-    pub fn set_watched(&self, watched: bool) {
-        self.watched.store(watched, Ordering::Relaxed);
+    /// Sets `watched` from a look at the watchers, one look at a time: looks triggered by
+    /// notices run on threads of their own, and one that read the counts before a watcher was
+    /// said must not overwrite what a later look (a turn's start) read.
+    pub fn refresh(&self, look: impl FnOnce() -> bool) {
+        let _looking = lock(&self.looking);
+        self.watched.store(look(), Ordering::Relaxed);
     }
 
     /// Keeps a delta for the watchers elsewhere: true when it is the first waiting (the relay

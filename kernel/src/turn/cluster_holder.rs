@@ -53,33 +53,44 @@ pub(crate) fn question_closed(kernel: &Kernel, request_id: &str) {
     }
 }
 
-/// Whether someone can be asked about a call of this conversation: a watcher here that answers
-/// questions, or one on another kernel.
+/// Whether someone can be asked about a call of this conversation: a watcher of its feed that
+/// answers questions, or one following it through the store.
 pub(crate) fn interactive_watcher(kernel: &Kernel, conv: &Conversation) -> bool {
-    conv.has_interactive_watcher() || watchers_elsewhere(kernel, conv.id).interactive > 0
+    conv.has_interactive_watcher() || stored_watchers(kernel, conv.id).interactive > 0
 }
 
-/// Whether an editor watches this conversation, here or through another kernel.
+/// Whether an editor watches this conversation, through its feed or through the store.
 pub(crate) fn file_reader(kernel: &Kernel, conv: &Conversation) -> bool {
-    conv.file_readers.load(Ordering::Relaxed) > 0 || watchers_elsewhere(kernel, conv.id).readers > 0
+    conv.file_readers.load(Ordering::Relaxed) > 0 || stored_watchers(kernel, conv.id).readers > 0
 }
 
-/// Looks again whether frontends on other kernels watch this conversation run here: while any
-/// do, its deltas are sent to them through the store (`relay.rs`).
+/// Looks again whether frontends follow this conversation run here through the store: while
+/// any do, its deltas are sent to them through the store (`cluster_relay.rs`). One look at a
+/// time, so a look begun before a watcher was counted never has the last word.
 pub(crate) fn refresh_watched(kernel: &Kernel, conv: &Conversation) {
     if kernel.store.shared() {
-        conv.relay.set_watched(watchers_elsewhere(kernel, conv.id).watching > 0);
+        conv.relay.refresh(|| stored_watchers(kernel, conv.id).watching > 0);
     }
 }
 
-fn watchers_elsewhere(kernel: &Kernel, conversation_id: i64) -> Watchers {
+/// The watchers that follow a conversation through the store: those other kernels said they
+/// have, and this kernel's own that began to watch while another kernel ran it (it may run it
+/// now, when the other let it go or died: they hear its deltas and questions through the store
+/// as the others do, or would hear only its committed events).
+fn stored_watchers(kernel: &Kernel, conversation_id: i64) -> Watchers {
     if !kernel.store.shared() {
         return Watchers::default();
     }
-    kernel.store.watchers_elsewhere(conversation_id, &kernel.id).unwrap_or_else(|err| {
+    let here = kernel.remote_watchers.here(conversation_id);
+    let elsewhere = kernel.store.watchers_elsewhere(conversation_id, &kernel.id).unwrap_or_else(|err| {
         tracing::warn!(conversation = conversation_id, "reading the watchers other kernels have: {err}");
         Watchers::default()
-    })
+    });
+    Watchers {
+        watching: here.watching.saturating_add(elsewhere.watching),
+        interactive: here.interactive.saturating_add(elsewhere.interactive),
+        readers: here.readers.saturating_add(elsewhere.readers),
+    }
 }
 
 /// The question another kernel asked, open and unanswered, when `principal` may answer it.

@@ -40,6 +40,12 @@ impl RemoteWatchers {
         Counted { watchers: self.clone(), conversation_id, change }
     }
 
+    /// This kernel's watchers of a conversation that follow it through the store (they began to
+    /// watch while another kernel ran it; this one may run it now).
+    pub fn here(&self, conversation_id: i64) -> Watchers {
+        lock(&self.counts).get(&conversation_id).copied().unwrap_or_default()
+    }
+
     /// Says the conversation's counts as they are now.
     fn write(&self, conversation_id: i64) {
         let _writing = lock(&self.writing);

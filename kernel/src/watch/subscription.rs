@@ -251,7 +251,8 @@ impl Forwarder {
     /// deltas told between. Each event goes out once and in seq order: a batch of deltas after
     /// the stored events before it (committed before the deltas were told, so in the store), and
     /// stored events only up to the head heard, whose notice came after the deltas before it (a
-    /// delta heard after a later stored event was sent is dropped). When a kernel that died
+    /// delta heard after a later stored event was sent is dropped), or, for notices lost, up to
+    /// the head the poll before found. When a kernel that died
     /// while this watcher got its deltas is taken over, the new holder's events reuse the seqs
     /// of those deltas (never stored): the watcher is told it lagged, and watches again from
     /// the last stored event it got.
@@ -261,6 +262,8 @@ impl Forwarder {
         let last_sent = last_sent.max(head);
         let mut sent = Sent { any: last_sent, stored: last_sent };
         let mut heard_head = *committed.borrow_and_update();
+        // The stored head the last poll found: the next poll reads up to it.
+        let mut polled = 0;
         // How far the next look reads the store: the head heard, or everything when notices may
         // have been lost.
         let mut look = Some(heard_head);
@@ -301,8 +304,16 @@ impl Forwarder {
                         Some(u64::MAX)
                     }
                 }
-                // A lost notice (the listening connection broke) delays an event, never loses it.
-                _ = tokio::time::sleep(STORED_POLL) => Some(u64::MAX),
+                // A lost notice delays an event, never loses it: a poll reads up to the head the
+                // poll before it found, not beyond, as the deltas before an event committed
+                // since may still be on their way (heard after the poll, they would be old).
+                _ = tokio::time::sleep(STORED_POLL) => match self.store.head_seq(self.conversation_id) {
+                    Ok(head) => Some(std::mem::replace(&mut polled, head)),
+                    Err(err) => {
+                        tracing::warn!(conversation = self.conversation_id, "polling the stored head: {err}");
+                        None
+                    }
+                },
                 _ = self.closing.cancelled() => return,
             };
         };
@@ -508,3 +519,7 @@ impl Forwarder {
         notice.to_json()
     }
 }
+
+#[cfg(test)]
+#[path = "subscription_tests.rs"]
+mod tests;
