@@ -190,7 +190,6 @@ async fn twenty_turns_never_send_an_openai_compatible_server_more_than_its_windo
 fn unknown_window_model(env: &TestEnv, fake: &FakeServer, vendor: Vendor) {
     let provider = match vendor {
         Vendor::Openai => "provider = \"openai\"",
-        // The Responses API's wire, once the providers crate has it: one more test below.
         Vendor::OpenaiResponses => "provider = \"openai\"\nwire_api = \"responses\"",
         Vendor::Anthropic => "provider = \"anthropic\"",
         Vendor::Gemini => "provider = \"gemini\"",
@@ -287,6 +286,11 @@ async fn anthropic_twenty_five_turns_outgrow_a_window_said_only_in_refusals() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gemini_twenty_five_turns_outgrow_a_window_said_only_in_refusals() {
     twenty_five_turns_outgrow_a_window_said_only_in_refusals(Vendor::Gemini).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_twenty_five_turns_outgrow_a_window_said_only_in_refusals() {
+    twenty_five_turns_outgrow_a_window_said_only_in_refusals(Vendor::OpenaiResponses).await;
 }
 
 /// `session.compact` of a history already longer than the server's window: the summary request
