@@ -113,8 +113,7 @@ pub(crate) async fn compact(
     }
     let total = {
         let mut total = lock(&conv.usage_total);
-        total.input_tokens += terminal.usage.input_tokens;
-        total.output_tokens += terminal.usage.output_tokens;
+        total.add(terminal.usage);
         *total
     };
     // A cut past the user's latest prompt keeps its words beside the summary.
