@@ -98,6 +98,41 @@ fn thinking_budget(effort: Effort) -> Option<u32> {
     }
 }
 
+/// A cache breakpoint: Anthropic caches a prompt's prefix only up to a block marked so (tools,
+/// then system, then messages), at most four a request, with the default 5-minute lifetime.
+fn breakpoint() -> Value {
+    json!({"type": "ephemeral"})
+}
+
+/// At most this many blocks of a request may carry `cache_control`.
+const MAX_BREAKPOINTS: usize = 4;
+
+/// Whether a block may carry `cache_control`: a thinking block may not (it is cached as part of
+/// its turn), nor an empty text block.
+fn cacheable(block: &Value) -> bool {
+    match block["type"].as_str() {
+        Some("thinking" | "redacted_thinking") | None => false,
+        Some("text") => block["text"].as_str().is_some_and(|text| !text.trim().is_empty()),
+        Some(_) => true,
+    }
+}
+
+/// Marks the moving end of the history, at most `budget` breakpoints: the last message's last
+/// cacheable block, where this request's prefix is written for the next step, and the previous
+/// user turn's, where the last step wrote its own (a lookup walks back only 20 blocks from a
+/// breakpoint, which a step of many calls and results passes).
+fn mark_history(messages: &mut [Value], budget: usize) {
+    let Some(last) = messages.len().checked_sub(1) else { return };
+    let previous_user = messages[..last].iter().rposition(|m| m["role"] == "user");
+    let marks = [Some(last), previous_user].into_iter().flatten().take(budget);
+    for at in marks {
+        let blocks = messages[at]["content"].as_array_mut();
+        if let Some(block) = blocks.and_then(|blocks| blocks.iter_mut().rev().find(|b| cacheable(b))) {
+            block["cache_control"] = breakpoint();
+        }
+    }
+}
+
 /// The Messages request for `request`, sent to `route`. The history is paired first
 /// ([`crate::history::paired`]), then turns of one role are merged so that roles alternate.
 pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
@@ -108,12 +143,12 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
         json!({"type": "text", "text": history::CONTINUE}),
     );
     let thinking_allowed = !tool_loop_without_thinking(&turns);
-    let messages: Vec<Value> = turns
+    let mut messages: Vec<Value> = turns
         .into_iter()
         .map(|(assistant, blocks)| json!({"role": if assistant { "assistant" } else { "user" }, "content": blocks}))
         .collect();
     let mut max_tokens = request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS).max(1);
-    let mut body = json!({"model": route.model, "stream": true, "messages": messages});
+    let mut body = json!({"model": route.model, "stream": true});
     let budget = match request.effort.and_then(|e| e.nearest_in(efforts(&route.model, route.reasoning))) {
         Some(effort) => thinking_budget(effort),
         // The settings' budget, for a model that thinks (older ones refuse `thinking`).
@@ -129,16 +164,27 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
         body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
     }
     body["max_tokens"] = json!(max_tokens);
-    if let Some(system) = system {
-        body["system"] = json!(system);
+    // Breakpoints where the prefix stays put across a conversation's requests (the tools, then
+    // the system prompt) and at its moving end.
+    let mut breakpoints = 0;
+    if let Some(system) = system.filter(|s| !s.trim().is_empty()) {
+        body["system"] = json!([{"type": "text", "text": system, "cache_control": breakpoint()}]);
+        breakpoints += 1;
     }
     if !request.tools.is_empty() {
-        body["tools"] = request
+        let mut tools: Vec<Value> = request
             .tools
             .iter()
             .map(|tool| json!({"name": plain_name(&tool.name), "description": tool.description, "input_schema": object_schema(&tool.input_schema)}))
             .collect();
+        if let Some(last) = tools.last_mut() {
+            last["cache_control"] = breakpoint();
+            breakpoints += 1;
+        }
+        body["tools"] = Value::Array(tools);
     }
+    mark_history(&mut messages, MAX_BREAKPOINTS - breakpoints);
+    body["messages"] = Value::Array(messages);
     WireRequest {
         url: format!("{}/v1/messages", route.base_url.trim_end_matches('/')),
         headers: vec![
@@ -187,12 +233,16 @@ fn stop_reason(reason: &str) -> StopReason {
     }
 }
 
+/// Anthropic's `input_tokens` leaves out the tokens read from the cache and those written to
+/// it: the usage's input is the sum of the three, its cached part the tokens read.
 fn read_usage(usage: &Value, out: &mut StreamBuilder) {
     let totals = out.usage_mut();
     let read = |key: &str| usage.get(key).and_then(Value::as_u64);
     if let Some(input) = read("input_tokens") {
-        let cached = read("cache_read_input_tokens").unwrap_or(0) + read("cache_creation_input_tokens").unwrap_or(0);
-        totals.input_tokens = input + cached;
+        let (cache_read, cache_written) =
+            (read("cache_read_input_tokens").unwrap_or(0), read("cache_creation_input_tokens").unwrap_or(0));
+        totals.input_tokens = input + cache_read + cache_written;
+        totals.cached_input_tokens = cache_read;
     }
     if let Some(output) = read("output_tokens") {
         totals.output_tokens = output;

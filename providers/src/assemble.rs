@@ -105,7 +105,7 @@ impl StreamBuilder {
         &mut self.usage
     }
 
-    /// The cached and reasoning shares of the usage, for vendors that report them.
+    /// The reasoning share of the usage, for vendors that report it.
     pub fn details_mut(&mut self) -> &mut UsageDetails {
         &mut self.details
     }

@@ -329,8 +329,11 @@ impl WireParser for Parser {
             let read = |key| usage.get(key).and_then(Value::as_u64);
             let totals = out.usage_mut();
             totals.input_tokens = read("promptTokenCount").unwrap_or(totals.input_tokens);
+            // Implicit caching: a part of the prompt's count.
+            totals.cached_input_tokens = read("cachedContentTokenCount").unwrap_or(totals.cached_input_tokens);
             if let Some(output) = read("candidatesTokenCount") {
                 totals.output_tokens = output + read("thoughtsTokenCount").unwrap_or(0);
+                out.details_mut().reasoning_tokens = read("thoughtsTokenCount").unwrap_or(0);
             }
         }
         if let Some(reason) = chunk.pointer("/promptFeedback/blockReason").and_then(Value::as_str) {

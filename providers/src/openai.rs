@@ -372,8 +372,8 @@ impl WireParser for Parser {
         let totals = out.usage_mut();
         totals.input_tokens = chunk.prompt_tokens.unwrap_or(totals.input_tokens);
         totals.output_tokens = chunk.completion_tokens.unwrap_or(totals.output_tokens);
+        totals.cached_input_tokens = chunk.cached_tokens.unwrap_or(totals.cached_input_tokens);
         let details = out.details_mut();
-        details.cached_input_tokens = chunk.cached_tokens.unwrap_or(details.cached_input_tokens);
         details.reasoning_tokens = chunk.reasoning_tokens.unwrap_or(details.reasoning_tokens);
         for reasoning in chunk.reasoning.iter().flatten().filter(|s| !s.is_empty()) {
             self.leave_tool();

@@ -376,8 +376,8 @@ impl Parser {
             let totals = out.usage_mut();
             totals.input_tokens = read("/input_tokens").unwrap_or(totals.input_tokens);
             totals.output_tokens = read("/output_tokens").unwrap_or(totals.output_tokens);
+            totals.cached_input_tokens = read("/input_tokens_details/cached_tokens").unwrap_or(0);
             let details = out.details_mut();
-            details.cached_input_tokens = read("/input_tokens_details/cached_tokens").unwrap_or(0);
             details.reasoning_tokens = read("/output_tokens_details/reasoning_tokens").unwrap_or(0);
         }
         let incomplete = response.pointer("/incomplete_details/reason").and_then(Value::as_str);

@@ -201,8 +201,8 @@ fn the_recorded_stream_reads_reasoning_text_and_calls_with_usage() {
             ContentBlock::ToolCall { id: "call_b".into(), name: "read".into(), arguments: json!({"path": "a.txt"}) },
         ]
     );
-    assert_eq!((t.usage.input_tokens, t.usage.output_tokens), (2048, 96));
-    assert_eq!(t.details, crate::UsageDetails { cached_input_tokens: 1920, reasoning_tokens: 64 });
+    assert_eq!(t.usage, superpi_proto::Usage { input_tokens: 2048, output_tokens: 96, cached_input_tokens: 1920 });
+    assert_eq!(t.details, crate::UsageDetails { reasoning_tokens: 64 });
 }
 
 #[test]

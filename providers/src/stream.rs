@@ -92,11 +92,10 @@ pub enum ProviderError {
     Model { message: String },
 }
 
-/// What a vendor reports beyond [`Usage`]'s two counts: parts of them, not additions.
+/// What a vendor reports beyond [`Usage`] (whose `cached_input_tokens` carries the cache's
+/// share to the person): a part of its counts, not an addition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct UsageDetails {
-    /// Input tokens read from the vendor's prompt cache (of `input_tokens`).
-    pub cached_input_tokens: u64,
     /// Output tokens spent reasoning (of `output_tokens`).
     pub reasoning_tokens: u64,
 }
@@ -108,7 +107,7 @@ pub struct Terminal {
     /// Every content block closed so far, with usage and stop reason.
     pub message: Message,
     pub usage: Usage,
-    /// The cached and reasoning shares of `usage`, where the vendor reports them.
+    /// The reasoning share of `usage`, where the vendor reports it.
     pub details: UsageDetails,
     pub response_id: Option<String>,
     /// Always `None` on `Done`, always `Some` on `Error`.

@@ -176,8 +176,68 @@ proptest! {
                 let (calls, outputs) = responses_pairs(&body);
                 prop_assert_eq!(calls, outputs);
             }
+            if model == "claude-sonnet-4-5" {
+                // The moving end of the history is always a breakpoint (the rules count them).
+                let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+                let cacheable: Vec<&Value> = last["content"].as_array().into_iter().flatten()
+                    .filter(|b| b["type"] != "thinking" && b["type"] != "redacted_thinking").collect();
+                prop_assert!(cacheable.last().is_none_or(|b| b.get("cache_control").is_some()), "{}", body);
+            }
         }
     }
+}
+
+/// The paths of the blocks of an Anthropic request that carry `cache_control`.
+fn breakpoints(body: &Value) -> Vec<String> {
+    let mut marked = Vec::new();
+    let mut walk = |at: String, blocks: &Value| {
+        for (i, block) in blocks.as_array().into_iter().flatten().enumerate() {
+            if block.get("cache_control").is_some() {
+                assert_eq!(block["cache_control"], json!({"type": "ephemeral"}));
+                marked.push(format!("{at}.{i}"));
+            }
+        }
+    };
+    walk("tools".into(), &body["tools"]);
+    walk("system".into(), &body["system"]);
+    for (i, message) in body["messages"].as_array().into_iter().flatten().enumerate() {
+        walk(format!("messages.{i}"), &message["content"]);
+    }
+    marked
+}
+
+#[test]
+fn anthropic_caches_the_tools_the_system_prompt_and_the_last_two_user_turns() {
+    let thinking =
+        ContentBlock::Thinking { thinking: "Look first.".into(), signature: Some("sig".into()), redacted: false };
+    let call = |id: &str| ContentBlock::ToolCall { id: id.into(), name: "ls".into(), arguments: json!({}) };
+    let message = |role, content| Message { role, content, usage: None, stop_reason: None };
+    let mut history = vec![Message::user_text("walk the tree")];
+    for step in ["call_1", "call_2"] {
+        history.push(message(Role::Assistant, vec![thinking.clone(), call(step)]));
+        history.push(message(Role::Tool, vec![ContentBlock::tool_result(step, "ls", "a b")]));
+    }
+    let request = ModelRequest {
+        system: Some("Be brief.".into()),
+        messages: history,
+        tools: tools(),
+        effort: Some(Effort::Low),
+        ..Default::default()
+    };
+    let body = check("claude-sonnet-4-5", &request, None).unwrap();
+    assert_eq!(body["system"][0]["text"], "Be brief.");
+    // The last tool, the system prompt, the last step's results (written for the next step)
+    // and the step's before (where the last request wrote its own).
+    assert_eq!(breakpoints(&body), ["tools.1", "system.0", "messages.2.0", "messages.4.0"]);
+
+    // No tools and no system prompt: only the history's two, and a first prompt has one.
+    let bare = ModelRequest { system: None, tools: Vec::new(), ..request.clone() };
+    assert_eq!(breakpoints(&check("claude-sonnet-4-5", &bare, None).unwrap()), ["messages.2.0", "messages.4.0"]);
+    let first = ModelRequest { messages: vec![Message::user_text("hi")], ..request };
+    assert_eq!(
+        breakpoints(&check("claude-sonnet-4-5", &first, None).unwrap()),
+        ["tools.1", "system.0", "messages.0.0"]
+    );
 }
 
 #[test]
@@ -241,7 +301,8 @@ fn an_image_reaches_each_vendor_in_its_documented_shape() {
     let anthropic = check("claude-sonnet-4-5", &request, None).unwrap();
     assert_eq!(
         anthropic["messages"][0]["content"][1],
-        json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}})
+        json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG},
+               "cache_control": {"type": "ephemeral"}})
     );
     let gemini = check("gemini-2.5-flash", &request, None).unwrap();
     assert_eq!(gemini["contents"][0]["parts"][1], json!({"inline_data": {"mime_type": "image/png", "data": PNG}}));
@@ -302,7 +363,11 @@ fn an_image_a_tool_returned_reaches_each_vendor_after_the_results() {
     let anthropic = check("claude-sonnet-4-5", &request, None).unwrap();
     let turn = &anthropic["messages"][2]["content"];
     assert_eq!(turn[0]["type"], "tool_result", "results first: {turn}");
-    assert_eq!(turn[2], json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}));
+    assert_eq!(
+        turn[2],
+        json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG},
+               "cache_control": {"type": "ephemeral"}})
+    );
     let gemini = check("gemini-2.5-flash", &request, None).unwrap();
     let parts = &gemini["contents"][2]["parts"];
     assert!(parts[0].get("functionResponse").is_some(), "{parts}");

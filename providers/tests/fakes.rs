@@ -249,7 +249,7 @@ async fn a_responses_model_gets_its_reasoning_back_and_its_prefix_cached() {
     };
     assert_eq!(thinking, "Looking first.");
     assert!(first.details.reasoning_tokens > 0 && first.usage.output_tokens > first.details.reasoning_tokens);
-    assert_eq!(first.details.cached_input_tokens, 0, "a cold cache");
+    assert_eq!(first.usage.cached_input_tokens, 0, "a cold cache");
     let result = Message {
         role: superpi_proto::Role::Tool,
         content: vec![ContentBlock::ToolResult {
@@ -270,8 +270,8 @@ async fn a_responses_model_gets_its_reasoning_back_and_its_prefix_cached() {
     assert_eq!(sent[1]["input"][1]["type"], "reasoning", "{}", sent[1]);
     assert_eq!(sent[0]["prompt_cache_key"], sent[1]["prompt_cache_key"]);
     let exchanges = fake.exchanges();
-    assert!(second.details.cached_input_tokens >= 1024, "{:?}", second.details);
-    assert_eq!(second.details.cached_input_tokens, exchanges[1].cached_tokens);
+    assert!(second.usage.cached_input_tokens >= 1024, "{:?}", second.usage);
+    assert_eq!(second.usage.cached_input_tokens, exchanges[1].cached_tokens);
     assert_eq!(second.usage.input_tokens, exchanges[1].prompt_tokens);
 }
 

@@ -73,7 +73,7 @@ async fn openai_text_with_usage() {
     assert!(matches!(events.last(), Some(StreamEvent::Done(_))));
     assert_eq!(t.message.content, vec![ContentBlock::text("Hello there, wörld ✓")]);
     assert_eq!(t.stop_reason, StopReason::EndTurn);
-    assert_eq!(t.usage, Usage { input_tokens: 9, output_tokens: 4 });
+    assert_eq!(t.usage, Usage { input_tokens: 9, output_tokens: 4, ..Default::default() });
     assert_eq!(t.response_id.as_deref(), Some("chatcmpl-1"));
 
     assert_eq!(sent.len(), 1);
@@ -109,7 +109,7 @@ async fn openai_interleaved_tool_calls_and_reasoning() {
             ContentBlock::ToolCall { id: "call_b".into(), name: "ls".into(), arguments: json!({"path": "/tmp"}) },
         ]
     );
-    assert_eq!(t.usage, Usage { input_tokens: 50, output_tokens: 30 });
+    assert_eq!(t.usage, Usage { input_tokens: 50, output_tokens: 30, ..Default::default() });
 }
 
 #[tokio::test]
@@ -136,8 +136,7 @@ async fn a_responses_model_streams_reasoning_text_and_calls_and_sends_items() {
     let (events, sent) = run("gpt-5-codex", vec![Reply::stream(&recorded("responses_tools.sse"), 11)]).await;
     let t = terminal(&events);
     assert_eq!(t.stop_reason, StopReason::ToolUse);
-    assert_eq!(t.usage, Usage { input_tokens: 2048, output_tokens: 96 });
-    assert_eq!(t.details.cached_input_tokens, 1920);
+    assert_eq!(t.usage, Usage { input_tokens: 2048, output_tokens: 96, cached_input_tokens: 1920 });
     assert!(
         matches!(&t.message.content[0], ContentBlock::Thinking { signature: Some(s), .. } if s.starts_with("openai:"))
     );
@@ -190,7 +189,8 @@ async fn anthropic_thinking_text_and_tool_use() {
     let t = terminal(&events);
     assert_eq!(t.stop_reason, StopReason::ToolUse);
     assert_eq!(t.response_id.as_deref(), Some("msg_01"));
-    assert_eq!(t.usage, Usage { input_tokens: 30, output_tokens: 89 });
+    // Anthropic's input leaves out what the cache served: the usage's input holds it.
+    assert_eq!(t.usage, Usage { input_tokens: 30, output_tokens: 89, cached_input_tokens: 5 });
     assert_eq!(
         t.message.content,
         vec![
@@ -207,10 +207,16 @@ async fn anthropic_thinking_text_and_tool_use() {
     assert_eq!(sent[0].header("x-api-key"), Some("sk-ant-test"));
     assert_eq!(sent[0].header("anthropic-version"), Some("2023-06-01"));
     let body = sent[0].body_json();
-    assert_eq!(body["system"], "Be brief.");
+    // Cache breakpoints on the system prompt (a block list for it), the last tool and the prompt.
+    let breakpoint = json!({"type": "ephemeral"});
+    assert_eq!(body["system"], json!([{"type": "text", "text": "Be brief.", "cache_control": breakpoint}]));
     assert_eq!(body["max_tokens"], 256);
-    assert_eq!(body["messages"], json!([{"role": "user", "content": [{"type": "text", "text": "hi"}]}]));
+    assert_eq!(
+        body["messages"],
+        json!([{"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": breakpoint}]}])
+    );
     assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
+    assert_eq!(body["tools"].as_array().and_then(|t| t.last()).unwrap()["cache_control"], breakpoint);
 }
 
 #[tokio::test]
@@ -219,7 +225,7 @@ async fn gemini_thoughts_text_and_function_call() {
     let t = terminal(&events);
     assert_eq!(t.stop_reason, StopReason::ToolUse);
     assert_eq!(t.response_id.as_deref(), Some("resp-g1"));
-    assert_eq!(t.usage, Usage { input_tokens: 10, output_tokens: 12 });
+    assert_eq!(t.usage, Usage { input_tokens: 10, output_tokens: 12, ..Default::default() });
     let call_id = match &t.message.content[3] {
         ContentBlock::ToolCall { id, .. } => id.clone(),
         other => panic!("{other:?}"),
@@ -476,7 +482,8 @@ async fn a_conversation_switching_providers_is_sent_in_each_format() {
     assert_eq!(
         sent[1].body_json()["messages"],
         json!([
-            {"role": "user", "content": [{"type": "text", "text": "list /tmp"}]},
+            // The last two user turns are cache breakpoints.
+            {"role": "user", "content": [{"type": "text", "text": "list /tmp", "cache_control": {"type": "ephemeral"}}]},
             {"role": "assistant", "content": [
                 {"type": "thinking", "thinking": "plan", "signature": "sig"},
                 {"type": "text", "text": "Listing."},
@@ -484,7 +491,8 @@ async fn a_conversation_switching_providers_is_sent_in_each_format() {
                 {"type": "tool_use", "id": "call_1_5da20468", "name": "ls", "input": {"path": "/tmp"}},
             ]},
             {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "call_1_5da20468", "content": "a.txt", "is_error": false}
+                {"type": "tool_result", "tool_use_id": "call_1_5da20468", "content": "a.txt", "is_error": false,
+                 "cache_control": {"type": "ephemeral"}}
             ]},
         ])
     );

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 use superpi_providers::testing::answers::Answer;
-use superpi_providers::testing::fakes::{OpenAiFake, ResponsesFake};
+use superpi_providers::testing::fakes::{AnthropicFake, FakeServer, OpenAiFake, ResponsesFake};
 use superpi_providers::testing::rules::responses::reasoning_item_of;
 use superpi_tests::TestEnv;
 
@@ -195,7 +195,9 @@ async fn an_image_prompt_reaches_each_vendor_in_its_shape_and_a_blind_model_refu
         (
             "eyes-anthropic",
             &anthropic,
-            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}),
+            // The last block of the request is a cache breakpoint.
+            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG},
+                   "cache_control": {"type": "ephemeral"}}),
         ),
         ("eyes-gemini", &gemini, json!({"inline_data": {"mime_type": "image/png", "data": PNG}})),
     ];
@@ -241,7 +243,9 @@ async fn a_read_image_reaches_each_vendor_and_a_blind_model_is_told_why() {
         (
             AnthropicFake::start(script()).await.unwrap(),
             "claude-sonnet-4-5",
-            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}),
+            // The last block of the request is a cache breakpoint.
+            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG},
+                   "cache_control": {"type": "ephemeral"}}),
         ),
         (
             GeminiFake::start(script()).await.unwrap(),
@@ -310,29 +314,79 @@ async fn a_responses_only_model_runs_a_tool_turn_and_gets_its_reasoning_back() {
     assert!(sent.iter().all(|body| body["prompt_cache_key"] == sent[0]["prompt_cache_key"]));
 }
 
-/// Prompt caching over a long agent turn: 19 tool calls and an answer, each request sent under
-/// the conversation's `prompt_cache_key`; the fake reports the prefix it saw before as cached.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_twenty_step_tool_turn_reads_most_of_its_input_from_the_cache() {
-    let mut script: Vec<Answer> =
-        (0..19).map(|i| Answer::tool_call("ls", json!({"path": format!("./d{i}")}))).collect();
-    script.push(Answer::text("walked"));
-    let fake = ResponsesFake::start(script).await.unwrap();
+/// Runs a 20-step tool turn (19 `ls` calls and an answer) against `fake` with `model`, and
+/// returns the input tokens and the cached part of them as the kernel reported them
+/// (`usage_updated`, in `stream-json`), checked against what the fake said and against
+/// `superpi session show`. The share is printed.
+async fn twenty_step_turn_through(fake: &FakeServer, model: &str) -> (u64, u64) {
+    for i in 0..19 {
+        fake.push(Answer::tool_call("ls", json!({"path": format!("./d{i}")})));
+    }
+    fake.push(Answer::text("walked"));
     let env = TestEnv::new();
     for i in 0..19 {
         std::fs::create_dir_all(env.workspace.join(format!("d{i}"))).unwrap();
     }
-    let mut cmd = env.command(&["run", "--model", "gpt-5-codex", "walk the directories"]);
+    let mut cmd = env.command(&["run", "--model", model, "--output-format", "stream-json", "walk the directories"]);
     cmd.envs(fake.env());
     let out = tokio::process::Command::from(cmd).output().await.unwrap();
     assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "walked");
     assert_eq!(fake.rejections(), vec![]);
+    let updates: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|event| event["type"] == "usage_updated")
+        .collect();
+    assert_eq!(updates.len(), 20, "one per model call");
+    let sum = |key: &str| updates.iter().map(|u| u[key].as_u64().unwrap()).sum::<u64>();
+    let (input, cached) = (sum("input_tokens"), sum("cached_input_tokens"));
+    let last = updates.last().unwrap();
+    assert_eq!(
+        (last["total_input_tokens"].as_u64(), last["total_cached_input_tokens"].as_u64()),
+        (Some(input), Some(cached))
+    );
+    // Each call's counts are the vendor's, carried whole.
     let exchanges = fake.exchanges();
-    assert_eq!(exchanges.len(), 20);
-    let input: u64 = exchanges.iter().map(|e| e.prompt_tokens).sum();
-    let cached: u64 = exchanges.iter().map(|e| e.cached_tokens).sum();
+    let reported: Vec<(u64, u64)> = updates
+        .iter()
+        .map(|u| (u["input_tokens"].as_u64().unwrap(), u["cached_input_tokens"].as_u64().unwrap()))
+        .collect();
+    let served: Vec<(u64, u64)> = exchanges.iter().map(|e| (e.prompt_tokens, e.cached_tokens)).collect();
+    assert_eq!(reported, served);
     let share = cached as f64 / input as f64;
-    eprintln!("20-step tool turn: {cached} of {input} input tokens read from the cache ({:.1}%)", share * 100.0);
-    assert!(share >= 0.8, "{cached} of {input}");
+    eprintln!(
+        "{model}, 20-step tool turn: {cached} of {input} input tokens read from the cache ({:.1}%)",
+        share * 100.0
+    );
+    let conversation = updates[0]["conversation_id"].to_string();
+    let shown = env.command(&["session", "show", &conversation]).output().unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    let line = format!("{input} input tokens ({cached} read from the prompt cache, {:.0}%)", share * 100.0);
+    assert!(shown.contains(&line), "{line} in:\n{shown}");
+    (input, cached)
+}
+
+/// Prompt caching over a long agent turn on the Responses API: each request is sent under the
+/// conversation's `prompt_cache_key`; the fake reports the prefix it saw before as cached.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_twenty_step_tool_turn_reads_most_of_its_input_from_the_cache() {
+    let fake = ResponsesFake::start(Vec::new()).await.unwrap();
+    let (input, cached) = twenty_step_turn_through(&fake, "gpt-5-codex").await;
+    assert!(cached as f64 >= 0.8 * input as f64, "{cached} of {input}");
+}
+
+/// The same turn on Anthropic Messages, which caches only at the breakpoints a request marks:
+/// the tools, the system prompt and the last two user turns. The first request writes the
+/// prefix; each later one reads the last one's and writes its own step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_twenty_step_tool_turn_on_anthropic_reads_most_of_its_input_from_the_cache() {
+    let fake = AnthropicFake::start(Vec::new()).await.unwrap();
+    let (input, cached) = twenty_step_turn_through(&fake, "claude-sonnet-4-5").await;
+    assert!(cached as f64 >= 0.8 * input as f64, "{cached} of {input}");
+    let exchanges = fake.exchanges();
+    assert_eq!((exchanges[0].cached_tokens, exchanges[0].cache_written_tokens > 1024), (0, true), "a cold cache");
+    assert!(
+        exchanges[1..].iter().all(|e| e.cached_tokens > 0 && e.cache_written_tokens > 0),
+        "each step reads and writes"
+    );
 }

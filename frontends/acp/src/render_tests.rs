@@ -108,7 +108,7 @@ fn message_completed_fills_what_the_deltas_missed() {
             KBlock::text("Hello, world"),
             KBlock::ToolCall { id: "c9".into(), name: "read".into(), arguments: json!({"path": "a.rs"}) },
         ],
-        Some(Usage { input_tokens: 1, output_tokens: 2 }),
+        Some(Usage { input_tokens: 1, output_tokens: 2, ..Default::default() }),
     );
     assert_eq!(
         r.render(&done),
@@ -345,8 +345,8 @@ fn usage_updated_is_a_usage_update() {
     let ev = Event::usage_updated(
         C,
         T,
-        Usage { input_tokens: 100, output_tokens: 20 },
-        Usage { input_tokens: 500, output_tokens: 90 },
+        Usage { input_tokens: 100, output_tokens: 20, ..Default::default() },
+        Usage { input_tokens: 500, output_tokens: 90, ..Default::default() },
     );
     assert_eq!(r.render(&ev), vec![Out::Update(SessionUpdate::UsageUpdate(UsageUpdate::new(120, 1000)))]);
 }
@@ -357,8 +357,8 @@ fn usage_update_reports_the_kernels_context_and_the_models_window() {
     let ev = Event::usage_updated(
         C,
         T,
-        Usage { input_tokens: 100, output_tokens: 20 },
-        Usage { input_tokens: 500, output_tokens: 90 },
+        Usage { input_tokens: 100, output_tokens: 20, ..Default::default() },
+        Usage { input_tokens: 500, output_tokens: 90, ..Default::default() },
     )
     .with_context(140, 128_000);
     assert_eq!(r.render(&ev), vec![Out::Update(SessionUpdate::UsageUpdate(UsageUpdate::new(140, 128_000)))]);

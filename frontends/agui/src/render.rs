@@ -112,7 +112,8 @@ impl Renderer {
             "mode": info.mode,
             "maxMode": info.max_mode,
             "status": info.status,
-            "usage": {"inputTokens": 0, "outputTokens": 0, "totalInputTokens": 0, "totalOutputTokens": 0},
+            "usage": {"inputTokens": 0, "outputTokens": 0, "totalInputTokens": 0, "totalOutputTokens": 0,
+                      "cachedInputTokens": 0, "totalCachedInputTokens": 0},
             "plan": [],
             "pendingPermission": null,
         });
@@ -370,6 +371,8 @@ impl Renderer {
                 output_tokens,
                 total_input_tokens,
                 total_output_tokens,
+                cached_input_tokens,
+                total_cached_input_tokens,
                 context_tokens,
                 context_window,
             } => {
@@ -378,6 +381,8 @@ impl Renderer {
                     "outputTokens": output_tokens,
                     "totalInputTokens": total_input_tokens,
                     "totalOutputTokens": total_output_tokens,
+                    "cachedInputTokens": cached_input_tokens,
+                    "totalCachedInputTokens": total_cached_input_tokens,
                 });
                 if let (Some(tokens), Some(window)) = (context_tokens, context_window) {
                     usage["contextTokens"] = json!(tokens);

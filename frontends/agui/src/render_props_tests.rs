@@ -123,8 +123,8 @@ fn script(turn: &Turn, turn_id: i64) -> Vec<Event> {
         events.push(Event::usage_updated(
             CONV,
             t,
-            Usage { input_tokens: 3, output_tokens: 2 },
-            Usage { input_tokens: 3 * tool_no as u64, output_tokens: 2 },
+            Usage { input_tokens: 3, output_tokens: 2, ..Default::default() },
+            Usage { input_tokens: 3 * tool_no as u64, output_tokens: 2, ..Default::default() },
         ));
         for (id, name, arguments, ask) in tools {
             events.push(Event::tool_started(CONV, t, &id, &name, arguments.clone(), vec![]));

@@ -83,7 +83,8 @@ fn initial_state() -> Value {
         "mode": "accept-edits",
         "maxMode": "accept-edits",
         "status": "idle",
-        "usage": {"inputTokens": 0, "outputTokens": 0, "totalInputTokens": 0, "totalOutputTokens": 0},
+        "usage": {"inputTokens": 0, "outputTokens": 0, "totalInputTokens": 0, "totalOutputTokens": 0,
+                  "cachedInputTokens": 0, "totalCachedInputTokens": 0},
         "plan": [],
         "pendingPermission": null,
     })
@@ -132,14 +133,16 @@ fn a_text_turn_streams_merged_content_and_ends_with_run_finished() {
             &Event::usage_updated(
                 CONV,
                 Some(TURN),
-                Usage { input_tokens: 5, output_tokens: 2 },
-                Usage { input_tokens: 5, output_tokens: 2 }
+                Usage { input_tokens: 5, output_tokens: 2, cached_input_tokens: 3 },
+                Usage { input_tokens: 5, output_tokens: 2, cached_input_tokens: 3 }
             ),
             122
         ),
         vec![delta(json!([
+            {"op": "replace", "path": "/usage/cachedInputTokens", "value": 3},
             {"op": "replace", "path": "/usage/inputTokens", "value": 5},
             {"op": "replace", "path": "/usage/outputTokens", "value": 2},
+            {"op": "replace", "path": "/usage/totalCachedInputTokens", "value": 3},
             {"op": "replace", "path": "/usage/totalInputTokens", "value": 5},
             {"op": "replace", "path": "/usage/totalOutputTokens", "value": 2},
         ]))]
@@ -612,7 +615,7 @@ fn a_run_stream_and_an_attached_stream_name_a_turns_messages_alike() {
 #[test]
 fn usage_with_the_context_adds_its_size_and_the_models_window_to_the_state() {
     let mut r = renderer();
-    let usage = Usage { input_tokens: 5, output_tokens: 2 };
+    let usage = Usage { input_tokens: 5, output_tokens: 2, ..Default::default() };
     r.render(&Event::turn_started(CONV, TURN), 0);
     let out = r.render(&Event::usage_updated(CONV, Some(TURN), usage, usage).with_context(7, 3000), 10);
     let ops: Vec<Value> = out

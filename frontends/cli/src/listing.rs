@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use serde::Serialize;
 use superpi_client::{HistoryPages, Locations};
 use superpi_proto::method::{BackendStatus, ConversationInfo, HarnessInfo, KernelStatus, McpServerStatus};
-use superpi_proto::{ContentBlock, Entry};
+use superpi_proto::{ContentBlock, Entry, Usage};
 
 use crate::connection::connect;
 use crate::style;
@@ -152,12 +152,27 @@ pub async fn session_show(locations: &Locations, id: i64, flag: JsonFlag) -> any
     } else {
         out(&format!("{} {}\n", style::header("rules:"), rules.join(", ")));
     }
+    let mut usage = Usage::default();
     while let Some(page) = pages.next_page().await? {
         for entry in page {
             print_entry(&entry);
+            usage.add(entry.message.usage.unwrap_or_default());
         }
     }
+    out(&format!("{} {}\n", style::header("usage:"), usage_text(usage)));
     Ok(ExitCode::SUCCESS)
+}
+
+/// A conversation's tokens, with the share of its input the vendor's prompt cache served.
+fn usage_text(usage: Usage) -> String {
+    let share = match usage.input_tokens {
+        0 => 0.0,
+        input => usage.cached_input_tokens as f64 * 100.0 / input as f64,
+    };
+    format!(
+        "{} input tokens ({} read from the prompt cache, {share:.0}%), {} output tokens",
+        usage.input_tokens, usage.cached_input_tokens, usage.output_tokens
+    )
 }
 
 /// `superpi session undo ID [--turn N]`: the kernel's refusal (nothing to undo, a running turn,
@@ -391,6 +406,13 @@ pub(crate) fn mcp_table(servers: &[McpServerStatus]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn usage_says_the_share_the_cache_served() {
+        let usage = Usage { input_tokens: 40_000, output_tokens: 120, cached_input_tokens: 35_000 };
+        assert_eq!(usage_text(usage), "40000 input tokens (35000 read from the prompt cache, 88%), 120 output tokens");
+        assert_eq!(usage_text(Usage::default()), "0 input tokens (0 read from the prompt cache, 0%), 0 output tokens");
+    }
 
     #[test]
     fn a_table_aligns_its_columns_and_leaves_the_last_unpadded() {

@@ -5,7 +5,7 @@
 use clap::ValueEnum;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use superpi_proto::{ContentBlock, Event, EventBody, Role};
+use superpi_proto::{ContentBlock, Event, EventBody, Role, Usage};
 
 /// How `superpi run` writes a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
@@ -90,8 +90,8 @@ pub struct TurnResult {
     stop_reason: Option<String>,
     error: Option<String>,
     /// Token totals from `usage_updated`, else from the messages' own usage.
-    usage: (u64, u64),
-    message_usage: (u64, u64),
+    usage: Usage,
+    message_usage: Usage,
     saw_usage_updated: bool,
     tool_calls: u64,
 }
@@ -105,8 +105,8 @@ impl TurnResult {
             end: None,
             stop_reason: None,
             error: None,
-            usage: (0, 0),
-            message_usage: (0, 0),
+            usage: Usage::default(),
+            message_usage: Usage::default(),
             saw_usage_updated: false,
             tool_calls: 0,
         }
@@ -130,15 +130,15 @@ impl TurnResult {
                 if !text.is_empty() {
                     self.texts.push(text);
                 }
-                if let Some(u) = usage {
-                    self.message_usage.0 += u.input_tokens;
-                    self.message_usage.1 += u.output_tokens;
+                if let Some(usage) = usage {
+                    self.message_usage.add(*usage);
                 }
             }
-            EventBody::UsageUpdated { input_tokens, output_tokens, .. } => {
+            EventBody::UsageUpdated { input_tokens, output_tokens, cached_input_tokens, .. } => {
                 self.saw_usage_updated = true;
-                self.usage.0 += input_tokens;
-                self.usage.1 += output_tokens;
+                let (input_tokens, output_tokens, cached_input_tokens) =
+                    (*input_tokens, *output_tokens, *cached_input_tokens);
+                self.usage.add(Usage { input_tokens, output_tokens, cached_input_tokens });
             }
             EventBody::ToolStarted { .. } => self.tool_calls += 1,
             EventBody::TurnCompleted { stop_reason, .. } => self.stop_reason = Some(stop_reason.clone()),
@@ -155,7 +155,7 @@ impl TurnResult {
     /// the turn ended), `result` the answer text (the assistant messages' text, a blank line
     /// between messages).
     pub fn to_json(&self) -> Value {
-        let (input, output) = if self.saw_usage_updated { self.usage } else { self.message_usage };
+        let usage = if self.saw_usage_updated { self.usage } else { self.message_usage };
         json!({
             "type": "result",
             "status": self.end.map_or("running", TurnEnd::as_str),
@@ -166,7 +166,8 @@ impl TurnResult {
             "stop_reason": self.stop_reason,
             "error": self.error,
             "tool_calls": self.tool_calls,
-            "usage": {"input_tokens": input, "output_tokens": output},
+            "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+                      "cached_input_tokens": usage.cached_input_tokens},
         })
     }
 }

@@ -17,12 +17,12 @@ fn a_tool_using_turn_folds_into_one_result() {
     for event in [
         Event::turn_started(C, T),
         Event::text_delta(C, Some(T), 0, "Let me look."),
-        assistant("Let me look.", Some(Usage { input_tokens: 10, output_tokens: 2 })),
+        assistant("Let me look.", Some(Usage { input_tokens: 10, output_tokens: 2, ..Default::default() })),
         Event::tool_started(C, Some(T), "c1", "ls", json!({"path": "."}), vec![]),
         Event::tool_completed(C, Some(T), "c1", "ls", false, json!("a.txt")),
         // Another turn's event is not this turn's.
         Event::message_completed(C, Some(T + 1), Role::Assistant, vec![ContentBlock::text("other")], None),
-        assistant("One file.", Some(Usage { input_tokens: 20, output_tokens: 3 })),
+        assistant("One file.", Some(Usage { input_tokens: 20, output_tokens: 3, ..Default::default() })),
         Event::turn_completed(C, T, None, "end_turn"),
     ] {
         r.take(&event);
@@ -33,7 +33,7 @@ fn a_tool_using_turn_folds_into_one_result() {
         json!({
             "type": "result", "status": "completed", "is_error": false, "conversation_id": C, "turn_id": T,
             "result": "Let me look.\n\nOne file.", "stop_reason": "end_turn", "error": null, "tool_calls": 1,
-            "usage": {"input_tokens": 30, "output_tokens": 5},
+            "usage": {"input_tokens": 30, "output_tokens": 5, "cached_input_tokens": 0},
         })
     );
 }
@@ -41,18 +41,18 @@ fn a_tool_using_turn_folds_into_one_result() {
 #[test]
 fn usage_updated_wins_over_message_usage_and_failures_are_errors() {
     let mut r = TurnResult::new(C, T);
-    r.take(&assistant("x", Some(Usage { input_tokens: 1, output_tokens: 1 })));
+    r.take(&assistant("x", Some(Usage { input_tokens: 1, output_tokens: 1, ..Default::default() })));
     r.take(&Event::usage_updated(
         C,
         Some(T),
-        Usage { input_tokens: 7, output_tokens: 4 },
-        Usage { input_tokens: 70, output_tokens: 40 },
+        Usage { input_tokens: 7, output_tokens: 4, cached_input_tokens: 5 },
+        Usage { input_tokens: 70, output_tokens: 40, cached_input_tokens: 50 },
     ));
     r.take(&Event::turn_error(C, T, "provider said 500"));
     let out = r.to_json();
     assert_eq!((&out["status"], &out["is_error"]), (&json!("failed"), &json!(true)));
     assert_eq!(out["error"], "provider said 500");
-    assert_eq!(out["usage"], json!({"input_tokens": 7, "output_tokens": 4}));
+    assert_eq!(out["usage"], json!({"input_tokens": 7, "output_tokens": 4, "cached_input_tokens": 5}));
     let mut r = TurnResult::new(C, T);
     r.take(&Event::turn_cancelled(C, T));
     assert_eq!(r.to_json()["status"], "cancelled");

@@ -95,8 +95,8 @@ fn events(calls: &[Call], end: End, noise: bool) -> Vec<Step> {
         steps.push(Step::Event(Event::usage_updated(
             C,
             Some(T),
-            KUsage { input_tokens: 10, output_tokens: 2 },
-            KUsage { input_tokens: 0, output_tokens: 0 },
+            KUsage { input_tokens: 10, output_tokens: 2, ..Default::default() },
+            KUsage { input_tokens: 0, output_tokens: 0, ..Default::default() },
         )));
         if call.tool {
             let id = format!("call-{i}");

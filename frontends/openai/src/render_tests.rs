@@ -31,15 +31,21 @@ fn run(r: &mut Renderer, events: &[Event]) -> Value {
 }
 
 fn assistant(content: Vec<ContentBlock>) -> Event {
-    Event::message_completed(C, Some(T), Role::Assistant, content, Some(KUsage { input_tokens: 10, output_tokens: 3 }))
+    Event::message_completed(
+        C,
+        Some(T),
+        Role::Assistant,
+        content,
+        Some(KUsage { input_tokens: 10, output_tokens: 3, ..Default::default() }),
+    )
 }
 
 fn usage(input: u64, output: u64) -> Event {
     Event::usage_updated(
         C,
         Some(T),
-        KUsage { input_tokens: input, output_tokens: output },
-        KUsage { input_tokens: 100, output_tokens: 100 },
+        KUsage { input_tokens: input, output_tokens: output, ..Default::default() },
+        KUsage { input_tokens: 100, output_tokens: 100, ..Default::default() },
     )
 }
 

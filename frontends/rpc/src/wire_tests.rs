@@ -92,7 +92,7 @@ fn results_are_built_field_by_field() {
         message: Message {
             role: Role::Assistant,
             content: vec![ContentBlock::text("hi")],
-            usage: Some(Usage { input_tokens: 3, output_tokens: 1 }),
+            usage: Some(Usage { input_tokens: 3, output_tokens: 1, ..Default::default() }),
             stop_reason: Some("end_turn".into()),
         },
         created_at_ms: 9,

@@ -78,6 +78,18 @@ impl ContentBlock {
         ContentBlock::Text { text: text.into() }
     }
 
+    /// A tool's successful result: what the model reads, without structured output or details.
+    pub fn tool_result(tool_call_id: impl Into<String>, name: impl Into<String>, output: impl Into<String>) -> Self {
+        ContentBlock::ToolResult {
+            tool_call_id: tool_call_id.into(),
+            name: name.into(),
+            output: output.into(),
+            is_error: false,
+            structured: None,
+            details: None,
+        }
+    }
+
     /// An image given by its bytes (base64), as a frontend sends it.
     pub fn image(media_type: impl Into<String>, data: impl Into<String>) -> Self {
         ContentBlock::Image { media_type: media_type.into(), data: Some(data.into()), sha256: None }
@@ -118,6 +130,18 @@ pub struct Usage {
     pub input_tokens: u64,
     #[serde(default)]
     pub output_tokens: u64,
+    /// Of `input_tokens`, those the vendor read from its prompt cache (0 when it says nothing).
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+}
+
+impl Usage {
+    /// Adds `other`'s counts to these (a conversation's totals).
+    pub fn add(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
+    }
 }
 
 /// A message of the conversation, as stored and as sent to a model.

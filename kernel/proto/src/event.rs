@@ -240,6 +240,12 @@ pub enum EventBody {
         output_tokens: u64,
         total_input_tokens: u64,
         total_output_tokens: u64,
+        /// Of `input_tokens`, those read from the vendor's prompt cache.
+        #[serde(default)]
+        cached_input_tokens: u64,
+        /// Of `total_input_tokens`, those read from the cache.
+        #[serde(default)]
+        total_cached_input_tokens: u64,
         /// Tokens the conversation's context holds now (what the next request starts from).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         context_tokens: Option<u64>,
@@ -597,6 +603,8 @@ impl Event {
                 output_tokens: last.output_tokens,
                 total_input_tokens: total.input_tokens,
                 total_output_tokens: total.output_tokens,
+                cached_input_tokens: last.cached_input_tokens,
+                total_cached_input_tokens: total.cached_input_tokens,
                 context_tokens: None,
                 context_window: None,
             },

@@ -18,7 +18,7 @@ fn one_of_each() -> Vec<Event> {
             Some(2),
             Role::Assistant,
             vec![ContentBlock::text("hi")],
-            Some(Usage { input_tokens: 3, output_tokens: 4 }),
+            Some(Usage { input_tokens: 3, output_tokens: 4, ..Default::default() }),
         ),
         Event::stream_reset(1, Some(2), 500),
         Event::tool_started(1, Some(2), "c1", "ls", json!({"path": "."}), vec!["path".into()]),
@@ -44,8 +44,8 @@ fn one_of_each() -> Vec<Event> {
         Event::usage_updated(
             1,
             Some(2),
-            Usage { input_tokens: 1, output_tokens: 2 },
-            Usage { input_tokens: 10, output_tokens: 20 },
+            Usage { input_tokens: 1, output_tokens: 2, cached_input_tokens: 1 },
+            Usage { input_tokens: 10, output_tokens: 20, cached_input_tokens: 7 },
         )
         .with_context(300, 1000),
         Event::plan_updated(1, Some(2), vec![PlanEntry { id: "1".into(), text: "read".into(), completed: false }]),
@@ -101,6 +101,20 @@ fn an_older_map_reads_as_version_one_without_a_turn() {
     assert_eq!(ev.v, 1);
     assert_eq!(ev.turn_id, None);
     assert_eq!(ev.body, EventBody::TextDelta { index: 0, delta: "x".into() });
+}
+
+#[test]
+fn usage_stored_before_cached_tokens_were_counted_reads_as_none_cached() {
+    let wire = json!({"type": "usage_updated", "conversation_id": 3, "input_tokens": 5, "output_tokens": 1,
+                      "total_input_tokens": 9, "total_output_tokens": 2});
+    match Event::from_wire(wire).unwrap().body {
+        EventBody::UsageUpdated { cached_input_tokens, total_cached_input_tokens, total_input_tokens, .. } => {
+            assert_eq!((cached_input_tokens, total_cached_input_tokens, total_input_tokens), (0, 0, 9));
+        }
+        other => panic!("expected usage_updated, got {other:?}"),
+    }
+    let usage: Usage = serde_json::from_value(json!({"input_tokens": 5, "output_tokens": 1})).unwrap();
+    assert_eq!(usage, Usage { input_tokens: 5, output_tokens: 1, cached_input_tokens: 0 });
 }
 
 #[test]

@@ -185,8 +185,7 @@ pub(crate) async fn drive(
                 }
                 let total = {
                     let mut total = lock(&conv.usage_total);
-                    total.input_tokens += usage.input_tokens;
-                    total.output_tokens += usage.output_tokens;
+                    total.add(usage);
                     *total
                 };
                 conv.emit(kernel, Event::usage_updated(cid, at, usage, total));

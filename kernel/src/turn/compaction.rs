@@ -109,8 +109,7 @@ pub(crate) async fn compact(
     }
     let total = {
         let mut total = lock(&conv.usage_total);
-        total.input_tokens += summary.usage.input_tokens;
-        total.output_tokens += summary.usage.output_tokens;
+        total.add(summary.usage);
         *total
     };
     // A cut past the user's latest prompt keeps its words beside the summary.

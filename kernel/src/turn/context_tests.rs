@@ -39,14 +39,7 @@ fn call(id: &str) -> ContentBlock {
 }
 
 fn result(id: &str) -> ContentBlock {
-    ContentBlock::ToolResult {
-        tool_call_id: id.into(),
-        name: "ls".into(),
-        output: "a b".into(),
-        is_error: false,
-        structured: None,
-        details: None,
-    }
+    ContentBlock::tool_result(id, "ls", "a b")
 }
 
 #[test]
@@ -79,7 +72,7 @@ fn the_last_compaction_slices_the_context_keeping_its_recent_entries() {
 #[test]
 fn size_is_the_last_counted_answer_and_an_estimate_of_what_followed() {
     let mut answer = msg(Role::Assistant, vec![ContentBlock::text("ok")]);
-    answer.usage = Some(Usage { input_tokens: 1_000, output_tokens: 30 });
+    answer.usage = Some(Usage { input_tokens: 1_000, output_tokens: 30, ..Default::default() });
     let entries = vec![
         (EntryKind::User, Message::user_text("hello")),
         (EntryKind::Assistant, answer),

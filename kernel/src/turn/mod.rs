@@ -312,8 +312,7 @@ fn store_assistant(kernel: &Kernel, conv: &Conversation, turn_id: i64, terminal:
     }
     let total = {
         let mut total = lock(&conv.usage_total);
-        total.input_tokens += terminal.usage.input_tokens;
-        total.output_tokens += terminal.usage.output_tokens;
+        total.add(terminal.usage);
         *total
     };
     // What the next request starts from: the request as the provider counted it (else as

@@ -89,8 +89,7 @@ pub(crate) async fn summarise(
                 None => return Err(SummaryError::Failed("the summary stream ended without an answer".into())),
             }
         };
-        usage.input_tokens += terminal.usage.input_tokens;
-        usage.output_tokens += terminal.usage.output_tokens;
+        usage.add(terminal.usage);
         text = terminal.message.text().trim().to_string();
         if text.is_empty() {
             return Err(SummaryError::Failed("the model's summary was empty".into()));

@@ -293,6 +293,7 @@ fn result(line: &Value) -> BackendEvent {
     let usage = Usage {
         input_tokens: u("input_tokens") + u("cache_creation_input_tokens") + u("cache_read_input_tokens"),
         output_tokens: u("output_tokens"),
+        cached_input_tokens: u("cache_read_input_tokens"),
     };
     let text = line.get("result").and_then(Value::as_str).unwrap_or("").to_string();
     let is_error = line.get("is_error").and_then(Value::as_bool).unwrap_or(false);

@@ -263,6 +263,7 @@ impl Stream {
                 let last = |k: &str| params.pointer(&format!("/tokenUsage/last/{k}")).and_then(Value::as_u64);
                 self.usage.input_tokens += last("inputTokens").unwrap_or(0);
                 self.usage.output_tokens += last("outputTokens").unwrap_or(0);
+                self.usage.cached_input_tokens += last("cachedInputTokens").unwrap_or(0);
             }
             "turn/completed" => self.turn_completed(params.get("turn").unwrap_or(&Value::Null), out),
             "error" => {

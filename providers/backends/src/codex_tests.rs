@@ -40,7 +40,7 @@ fn answered(result: BackendEvent) -> Vec<BackendEvent> {
         BackendEvent::End {
             result: "done".into(),
             stop_reason: "end_turn".into(),
-            usage: Usage { input_tokens: 20, output_tokens: 6 },
+            usage: Usage { input_tokens: 20, output_tokens: 6, ..Default::default() },
         },
     ]
 }

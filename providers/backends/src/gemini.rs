@@ -267,7 +267,11 @@ impl Stream {
         }
         if line.get("status").and_then(Value::as_str) == Some("success") {
             let count = |k: &str| line.pointer(&format!("/stats/{k}")).and_then(Value::as_u64).unwrap_or(0);
-            let usage = Usage { input_tokens: count("input_tokens"), output_tokens: count("output_tokens") };
+            let usage = Usage {
+                input_tokens: count("input_tokens"),
+                output_tokens: count("output_tokens"),
+                cached_input_tokens: count("cached"),
+            };
             let result = std::mem::take(&mut self.last_text);
             out.push(BackendEvent::End { result, stop_reason: "end_turn".into(), usage });
         } else {

@@ -252,6 +252,7 @@ impl Stream {
             let usage = Usage {
                 input_tokens: count("/tokens/input") + count("/tokens/cache/read") + count("/tokens/cache/write"),
                 output_tokens: count("/tokens/output") + count("/tokens/reasoning"),
+                cached_input_tokens: count("/tokens/cache/read"),
             };
             self.tokens.insert(id.clone(), usage);
             if let Some(error) = info.get("error").filter(|e| !e.is_null()) {
@@ -417,9 +418,9 @@ impl Stream {
             out.push(BackendEvent::Failed { message: format!("OpenCode: {message}") });
             return;
         }
-        let usage = self.tokens.values().fold(Usage::default(), |total, u| Usage {
-            input_tokens: total.input_tokens + u.input_tokens,
-            output_tokens: total.output_tokens + u.output_tokens,
+        let usage = self.tokens.values().fold(Usage::default(), |mut total, u| {
+            total.add(*u);
+            total
         });
         let result = std::mem::take(&mut self.last_text);
         out.push(BackendEvent::End { result, stop_reason: "end_turn".into(), usage });

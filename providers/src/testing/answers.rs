@@ -14,8 +14,9 @@ use super::rules::Vendor;
 pub(crate) struct Served {
     pub prompt_tokens: u64,
     /// Of `prompt_tokens`, the part read from the cache (a prefix seen before under the same
-    /// `prompt_cache_key`).
+    /// `prompt_cache_key`, or at an Anthropic breakpoint) and the part written to it.
     pub cached_tokens: u64,
+    pub cache_written_tokens: u64,
     /// A reasoning summary to answer with first (the Responses API), and whether the request
     /// asked for the item's encrypted content.
     pub reasoning: Option<(String, bool)>,
@@ -70,7 +71,7 @@ impl Answer {
         match vendor {
             Vendor::Openai => Reply::stream(&openai(model, serial, &words, calls, served), 4096),
             Vendor::OpenaiResponses => Reply::stream(&responses(model, serial, &words, calls, served), 4096),
-            Vendor::Anthropic => Reply::stream(&anthropic(model, serial, &words, calls, prompt_tokens), 4096),
+            Vendor::Anthropic => Reply::stream(&anthropic(model, serial, &words, calls, served), 4096),
             Vendor::Gemini if sse => Reply::stream(&gemini_sse(model, serial, &words, calls, prompt_tokens), 4096),
             Vendor::Gemini => Reply {
                 status: 200,
@@ -88,7 +89,7 @@ fn held(vendor: Vendor, model: &str, serial: u64, words: &[String], served: &Ser
     let (body, end): (Vec<u8>, &[u8]) = match vendor {
         Vendor::Openai => (openai(model, serial, words, &[], served), b"\"finish_reason\":\"stop\""),
         Vendor::OpenaiResponses => (responses(model, serial, words, &[], served), b"event: response.output_text.done"),
-        Vendor::Anthropic => (anthropic(model, serial, words, &[], prompt), b"event: content_block_stop"),
+        Vendor::Anthropic => (anthropic(model, serial, words, &[], served), b"event: content_block_stop"),
         Vendor::Gemini => (gemini_sse(model, serial, words, &[], prompt), b"\"finishReason\""),
     };
     let at = body.windows(end.len()).position(|w| w == end).unwrap_or(body.len());
@@ -261,11 +262,15 @@ fn responses(model: &str, serial: u64, words: &[String], calls: &[(String, Value
     out
 }
 
-fn anthropic(model: &str, serial: u64, words: &[String], calls: &[(String, Value)], prompt: u64) -> Vec<u8> {
+fn anthropic(model: &str, serial: u64, words: &[String], calls: &[(String, Value)], served: &Served) -> Vec<u8> {
     let mut out = Vec::new();
+    // `input_tokens` is what neither was read from the cache nor written to it.
+    let (read, written) = (served.cached_tokens, served.cache_written_tokens);
+    let usage = json!({"input_tokens": served.prompt_tokens.saturating_sub(read + written), "cache_creation_input_tokens": written,
+                       "cache_read_input_tokens": read, "output_tokens": 1});
     let start = json!({"type": "message_start", "message": {"id": format!("msg_fake{serial}"), "type": "message",
         "role": "assistant", "content": [], "model": model, "stop_reason": null, "stop_sequence": null,
-        "usage": {"input_tokens": prompt, "output_tokens": 1}}});
+        "usage": usage}});
     sse(&mut out, Some("message_start"), &start);
     let mut index = 0;
     if !words.is_empty() {

@@ -13,7 +13,7 @@
 //! assert!(fake.rejections().is_empty());
 //! ```
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,6 +22,8 @@ use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 
 use super::answers::{Answer, Served};
+use super::prompt_cache::PromptCaches;
+pub use super::prompt_cache::counted_tokens;
 use super::rules::{Vendor, Violation, anthropic, gemini, openai, responses};
 use super::{Recorded, Reply, read_request, write_reply};
 
@@ -35,9 +37,11 @@ pub struct Exchange {
     pub request: Recorded,
     /// The broken rule, when the request was refused.
     pub rejection: Option<Violation>,
-    /// The input tokens the answer reported, and the part of them read from the cache.
+    /// The input tokens the answer reported, the part of them read from the cache, and the
+    /// part written to it (Anthropic's `cache_creation_input_tokens`).
     pub prompt_tokens: u64,
     pub cached_tokens: u64,
+    pub cache_written_tokens: u64,
 }
 
 /// Chooses the answer to a valid request from its body (before the script is consulted);
@@ -58,55 +62,12 @@ struct State {
     reasoning: Option<String>,
     /// The organisation is not verified: reasoning summaries are refused.
     unverified: bool,
-    /// The prompts seen under each `prompt_cache_key`, as the cache compares them.
-    cached: HashMap<String, Vec<String>>,
+    /// What the vendors' prompt caches hold.
+    caches: PromptCaches,
 }
 
 /// The prompt tokens a fake reports when no context window is set.
 const FLAT_PROMPT_TOKENS: u64 = 10;
-
-/// A request body's tokens as a fake with a context window counts them: a quarter of its
-/// bytes, about what the vendors' tokenizers make of English and JSON.
-pub fn counted_tokens(body: &[u8]) -> u64 {
-    (body.len() as u64).div_ceil(4)
-}
-
-/// OpenAI caches prompts of at least this many tokens ...
-const CACHE_MIN_TOKENS: u64 = 1024;
-/// ... and reads them from the cache in steps of this many.
-const CACHE_STEP_TOKENS: u64 = 128;
-
-/// A request's prompt as OpenAI's cache compares it, from its start: the model, the tools, the
-/// instructions (or system messages), then each input item or message.
-fn cache_text(body: &Value) -> String {
-    let mut text = String::new();
-    for key in ["model", "tools", "instructions"] {
-        text.push_str(&body.get(key).map(Value::to_string).unwrap_or_default());
-        text.push('\n');
-    }
-    let items = body.get("input").or_else(|| body.get("messages"));
-    for item in items.and_then(Value::as_array).into_iter().flatten() {
-        text.push_str(&item.to_string());
-        text.push('\n');
-    }
-    text
-}
-
-/// The tokens of `text` read from the cache after `seen`: the longest prefix shared with one
-/// of them, in whole steps, when the prompt is long enough to be cached.
-fn cached_tokens(seen: &[String], text: &str, prompt_tokens: u64) -> u64 {
-    let shared = seen
-        .iter()
-        .map(|earlier| earlier.bytes().zip(text.bytes()).take_while(|(a, b)| a == b).count())
-        .max()
-        .unwrap_or(0);
-    let tokens = counted_tokens(&text.as_bytes()[..shared]).min(prompt_tokens);
-    if prompt_tokens < CACHE_MIN_TOKENS || tokens < CACHE_MIN_TOKENS {
-        0
-    } else {
-        tokens / CACHE_STEP_TOKENS * CACHE_STEP_TOKENS
-    }
-}
 
 /// A running fake. Dropping it does not stop the listener task; the test's runtime does.
 pub struct FakeServer {
@@ -173,7 +134,7 @@ impl FakeServer {
             context_window: None,
             reasoning: None,
             unverified: false,
-            cached: HashMap::new(),
+            caches: PromptCaches::default(),
         }));
         let (seen_tx, seen) = watch::channel(0usize);
         let seen_tx = Arc::new(seen_tx);
@@ -382,15 +343,14 @@ fn check(vendors: &[Vendor], state: &State, request: &Recorded) -> Result<(Vendo
 fn served(state: &mut State, vendor: Vendor, request: &Recorded) -> Served {
     let body: Value = request.json().unwrap_or(Value::Null);
     let key = body.get("prompt_cache_key").and_then(Value::as_str).map(str::to_string);
-    let counted = state.context_window.is_some() || vendor == Vendor::OpenaiResponses || key.is_some();
+    let cache_kept = matches!(vendor, Vendor::OpenaiResponses | Vendor::Anthropic) || key.is_some();
+    let counted = state.context_window.is_some() || cache_kept;
     let prompt_tokens = if counted { counted_tokens(&request.body) } else { FLAT_PROMPT_TOKENS };
-    let mut cached = 0;
-    if let Some(key) = key {
-        let text = cache_text(&body);
-        let seen = state.cached.entry(key).or_default();
-        cached = cached_tokens(seen, &text, prompt_tokens);
-        seen.push(text);
-    }
+    let cache = match key {
+        Some(key) => state.caches.openai(key, &body, prompt_tokens),
+        None if vendor == Vendor::Anthropic => state.caches.anthropic(&body, prompt_tokens),
+        None => Default::default(),
+    };
     let reasoning = match (&state.reasoning, body.get("reasoning")) {
         (Some(summary), Some(_)) if vendor == Vendor::OpenaiResponses => {
             let encrypted = body
@@ -401,7 +361,7 @@ fn served(state: &mut State, vendor: Vendor, request: &Recorded) -> Served {
         }
         _ => None,
     };
-    Served { prompt_tokens, cached_tokens: cached, reasoning }
+    Served { prompt_tokens, cached_tokens: cache.read, cache_written_tokens: cache.written, reasoning }
 }
 
 fn answer(vendors: &[Vendor], state: &Mutex<State>, request: Recorded) -> Reply {
@@ -417,12 +377,12 @@ fn answer(vendors: &[Vendor], state: &Mutex<State>, request: Recorded) -> Reply 
         _ => Ok(checked),
     });
     let vendor = outcome.as_ref().map(|(v, _, _)| *v).ok();
-    let mut reported = (0, 0);
+    let mut reported = (0, 0, 0);
     let reply = match &outcome {
         Ok((vendor, model, sse)) => {
             state.served += 1;
             let served = served(&mut state, *vendor, &request);
-            reported = (served.prompt_tokens, served.cached_tokens);
+            reported = (served.prompt_tokens, served.cached_tokens, served.cache_written_tokens);
             let chosen = match (&state.responder, request.json()) {
                 (Some(responder), Ok(body)) => responder(*vendor, &body),
                 _ => None,
@@ -436,8 +396,9 @@ fn answer(vendors: &[Vendor], state: &Mutex<State>, request: Recorded) -> Reply 
             Reply::error(violation.status, &body.to_string())
         }
     };
-    let (prompt_tokens, cached_tokens) = reported;
-    state.exchanges.push(Exchange { vendor, request, rejection: outcome.err(), prompt_tokens, cached_tokens });
+    let (prompt_tokens, cached_tokens, cache_written_tokens) = reported;
+    let rejection = outcome.err();
+    state.exchanges.push(Exchange { vendor, request, rejection, prompt_tokens, cached_tokens, cache_written_tokens });
     reply
 }
 

@@ -16,6 +16,7 @@ use tokio::sync::Notify;
 
 pub mod answers;
 pub mod fakes;
+mod prompt_cache;
 pub mod rules;
 
 /// The path of a recorded stream (`openai_text.sse`, `anthropic_tools.sse`, `gemini_tools.sse`, ...).

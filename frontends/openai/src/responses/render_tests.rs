@@ -50,7 +50,7 @@ fn assistant(content: Vec<ContentBlock>) -> Event {
 }
 
 fn usage(input: u64, output: u64) -> Event {
-    let u = KUsage { input_tokens: input, output_tokens: output };
+    let u = KUsage { input_tokens: input, output_tokens: output, ..Default::default() };
     Event::usage_updated(C, Some(T), u, u)
 }
 

@@ -64,7 +64,83 @@ pub fn check(body: &Value) -> Result<(), Violation> {
     let Some(messages) = object.get("messages").and_then(Value::as_array) else {
         return Err(violation("messages: Field required"));
     };
-    check_messages(messages, thinking)
+    check_messages(messages, thinking)?;
+    check_breakpoints(object)
+}
+
+/// At most this many `cache_control` breakpoints a request.
+pub const MAX_BREAKPOINTS: usize = 4;
+
+/// One `cache_control` (at `at`): `{"type": "ephemeral"}` with an optional `ttl` of `5m` or
+/// `1h`; the ttl it stands for.
+fn check_cache_control(control: &Value, at: &str) -> Result<&'static str, Violation> {
+    let Some(control) = control.as_object() else {
+        return Err(violation(format!("{at}: Input should be a valid dictionary")));
+    };
+    if control.get("type").and_then(Value::as_str) != Some("ephemeral") {
+        return Err(violation(format!("{at}.type: Input should be 'ephemeral'")));
+    }
+    if let Some(key) = control.keys().find(|k| *k != "type" && *k != "ttl") {
+        return Err(violation(format!("{at}.ephemeral.{key}: Extra inputs are not permitted")));
+    }
+    match control.get("ttl").map(Value::as_str) {
+        None | Some(Some("5m")) => Ok("5m"),
+        Some(Some("1h")) => Ok("1h"),
+        Some(_) => Err(violation(format!("{at}.ephemeral.ttl: Input should be '5m' or '1h'"))),
+    }
+}
+
+/// Prompt caching's rules: `cache_control` well formed, never on a thinking block (cached with
+/// its turn; the schema has no such field there), at most four in a request (the top-level one
+/// of automatic caching counts), and a `1h` entry never after a `5m` one in the order the
+/// cache reads the prompt (tools, system, messages).
+fn check_breakpoints(object: &serde_json::Map<String, Value>) -> Result<(), Violation> {
+    let mut marked: Vec<(String, Value)> = Vec::new();
+    let mut mark = |block: &Value, at: String| {
+        if let Some(control) = block.get("cache_control") {
+            marked.push((format!("{at}.cache_control"), control.clone()));
+        }
+    };
+    for (i, tool) in object.get("tools").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        mark(tool, format!("tools.{i}.custom"));
+    }
+    for (i, block) in object.get("system").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        mark(block, format!("system.{i}.text"));
+    }
+    let messages = object.get("messages").and_then(Value::as_array).into_iter().flatten();
+    for (i, message) in messages.enumerate() {
+        for (j, block) in message.get("content").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
+            let at = format!("messages.{i}.content.{j}.{kind}");
+            if matches!(kind, "thinking" | "redacted_thinking") && block.get("cache_control").is_some() {
+                return Err(violation(format!("{at}.cache_control: Extra inputs are not permitted")));
+            }
+            mark(block, at.clone());
+            for (k, part) in block.get("content").and_then(Value::as_array).into_iter().flatten().enumerate() {
+                mark(part, format!("{at}.content.{k}"));
+            }
+        }
+    }
+    if let Some(control) = object.get("cache_control") {
+        marked.push(("cache_control".into(), control.clone()));
+    }
+    let mut ttls = Vec::new();
+    for (at, control) in &marked {
+        ttls.push(check_cache_control(control, at)?);
+    }
+    if marked.len() > MAX_BREAKPOINTS {
+        return Err(violation(format!(
+            "A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {}.",
+            marked.len()
+        )));
+    }
+    // The top-level breakpoint stands at the end of the prompt; the blocks' come in order.
+    if ttls.windows(2).any(|pair| pair == ["5m", "1h"]) {
+        return Err(violation(
+            "cache_control: a ttl of '1h' may not come after a ttl of '5m' (tools, then system, then messages)",
+        ));
+    }
+    Ok(())
 }
 
 /// What extended thinking rules out: a model from before it, sampling changes (`temperature`

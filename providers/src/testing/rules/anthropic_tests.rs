@@ -78,3 +78,35 @@ fn beta_requests_may_hold_system_turns_but_keep_the_other_rules() {
     let unpaired = body(json!([user("hi"), system, tool_use("toolu_1"), user("b")]));
     assert!(check_beta(&unpaired).unwrap_err().message.contains("without `tool_result` blocks"));
 }
+
+#[test]
+fn cache_control_goes_on_at_most_four_blocks_never_a_thinking_one() {
+    let mark = json!({"type": "ephemeral"});
+    let marked = |text: &str, control: serde_json::Value| json!({"role": "user", "content": [{"type": "text", "text": text, "cache_control": control}]});
+    let mut four =
+        body(json!([marked("a", mark.clone()), {"role": "assistant", "content": "b"}, marked("c", mark.clone())]));
+    four["system"] = json!([{"type": "text", "text": "s", "cache_control": {"type": "ephemeral", "ttl": "1h"}}]);
+    four["tools"] = json!([{"name": "ls", "input_schema": {"type": "object"}, "cache_control": {"type": "ephemeral", "ttl": "1h"}}]);
+    assert_eq!(check(&four), Ok(()));
+
+    let mut five = four.clone();
+    five["cache_control"] = mark.clone();
+    assert_eq!(check(&five).unwrap_err().message, "A maximum of 4 blocks with cache_control may be provided. Found 5.");
+
+    let thinking = json!({"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "t", "signature": "s", "cache_control": mark},
+        {"type": "text", "text": "b"}]});
+    let err = check(&body(json!([user("a"), thinking, user("c")]))).unwrap_err();
+    assert_eq!(err.message, "messages.1.content.0.thinking.cache_control: Extra inputs are not permitted");
+
+    let err = check(&body(json!([marked("a", json!({"type": "persistent"}))]))).unwrap_err();
+    assert!(err.message.ends_with("cache_control.type: Input should be 'ephemeral'"), "{err}");
+    let err = check(&body(json!([marked("a", json!({"type": "ephemeral", "ttl": "10m"}))]))).unwrap_err();
+    assert!(err.message.ends_with("cache_control.ephemeral.ttl: Input should be '5m' or '1h'"), "{err}");
+
+    // A 1-hour entry never follows a 5-minute one.
+    let mut late = four;
+    late["system"][0]["cache_control"] = json!({"type": "ephemeral"});
+    late["messages"][2]["content"][0]["cache_control"] = json!({"type": "ephemeral", "ttl": "1h"});
+    assert!(check(&late).unwrap_err().message.contains("'1h' may not come after"), "{late}");
+}
