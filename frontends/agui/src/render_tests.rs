@@ -128,24 +128,30 @@ fn a_text_turn_streams_merged_content_and_ends_with_run_finished() {
         r.render(&assistant(vec![ContentBlock::text("Hello world")]), 121),
         vec![text_content("msg-t3-1", "ld"), E::TextMessageEnd { message_id: "msg-t3-1".into() }]
     );
-    assert_eq!(
-        r.render(
-            &Event::usage_updated(
-                CONV,
-                Some(TURN),
-                Usage { input_tokens: 5, output_tokens: 2, cached_input_tokens: 3 },
-                Usage { input_tokens: 5, output_tokens: 2, cached_input_tokens: 3 }
-            ),
-            122
+    // The operations of one object's keys come in the map's order, which serde_json's features
+    // (unified across the workspace) decide: compared by path.
+    let usage = r.render(
+        &Event::usage_updated(
+            CONV,
+            Some(TURN),
+            Usage { input_tokens: 5, output_tokens: 2, cached_input_tokens: 3 },
+            Usage { input_tokens: 5, output_tokens: 2, cached_input_tokens: 3 },
         ),
-        vec![delta(json!([
+        122,
+    );
+    let [E::StateDelta { delta: usage }] = usage.as_slice() else { panic!("{usage:?}") };
+    let mut ops = serde_json::to_value(usage).unwrap().as_array().cloned().unwrap();
+    ops.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+    assert_eq!(
+        Value::Array(ops),
+        json!([
             {"op": "replace", "path": "/usage/cachedInputTokens", "value": 3},
             {"op": "replace", "path": "/usage/inputTokens", "value": 5},
             {"op": "replace", "path": "/usage/outputTokens", "value": 2},
             {"op": "replace", "path": "/usage/totalCachedInputTokens", "value": 3},
             {"op": "replace", "path": "/usage/totalInputTokens", "value": 5},
             {"op": "replace", "path": "/usage/totalOutputTokens", "value": 2},
-        ]))]
+        ])
     );
     assert_eq!(
         r.render(&Event::turn_completed(CONV, TURN, Some("Hello world".into()), "end_turn"), 130),
