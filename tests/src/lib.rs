@@ -60,8 +60,7 @@ pub fn test_npm_modules() -> Option<PathBuf> {
 /// `SUPERPI_BIN`), once it is known to be built from the sources these tests were: a binary
 /// left from an earlier build fails the test rather than passing it with old code.
 pub fn superpi_bin() -> PathBuf {
-    static CHECKED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    CHECKED
+    CHECKED_SUPERPI
         .get_or_init(|| {
             let bin = match std::env::var_os("SUPERPI_BIN") {
                 Some(path) => PathBuf::from(path),
@@ -79,6 +78,15 @@ pub fn superpi_bin() -> PathBuf {
             bin
         })
         .clone()
+}
+
+/// The `superpi` binary once [`superpi_bin`] has checked it.
+static CHECKED_SUPERPI: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Whether [`superpi_bin`] has found a binary of these sources: a destructor cleaning up after
+/// a failed check must not call it again (a second panic aborts the test process).
+pub fn superpi_bin_checked() -> bool {
+    CHECKED_SUPERPI.get().is_some()
 }
 
 include!(concat!(env!("OUT_DIR"), "/sources_id.rs"));

@@ -234,6 +234,9 @@ impl Machine {
 
 impl Drop for Machine {
     fn drop(&mut self) {
+        if !crate::superpi_bin_checked() {
+            return; // no kernel was started, and asking for the binary would panic again
+        }
         let _ = self.superpi(&["kernel", "stop"]).output();
     }
 }
