@@ -30,7 +30,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::messages_render::{Encoder, StreamEvent, message_of};
 use crate::render::{Failure, RenderOptions};
-use crate::request::{self, ChatRequest, Session, Target};
+use crate::request::{self, ChatRequest, Target};
 use crate::turn::{self, Frames, Sink};
 use crate::wire::{self, Chunk};
 
@@ -541,15 +541,7 @@ async fn answer(gw: &impl Door, headers: &HeaderMap, body: &[u8]) -> Result<Resp
         stream = req.stream,
         "messages request"
     );
-    let mut extra = HeaderMap::new();
-    if let Ok(v) = HeaderValue::from_str(&conversation_id.to_string()) {
-        extra.insert("x-superpi-conversation-id", v);
-    }
-    if let Session::External(id) = &req.session
-        && let Ok(v) = HeaderValue::from_str(id)
-    {
-        extra.insert("x-session-id", v);
-    }
+    let mut extra = request::answer_headers(conversation_id, &req.session);
     let rx = match answer {
         Answer::Stream(rx) => {
             let mut headers = superpi_http::sse_headers();

@@ -1,6 +1,8 @@
 use super::*;
 use serde_json::json;
 
+use crate::request::Session;
+
 /// A one-pixel PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
 

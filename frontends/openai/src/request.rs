@@ -296,6 +296,20 @@ pub fn kernel_error(err: &ClientError, model: &str) -> ApiError {
     }
 }
 
+/// The headers an answer carries: its conversation, and the client's own session id.
+pub(crate) fn answer_headers(conversation_id: i64, session: &Session) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    if let Ok(v) = axum::http::HeaderValue::from_str(&conversation_id.to_string()) {
+        headers.insert("x-superpi-conversation-id", v);
+    }
+    if let Session::External(id) = session
+        && let Ok(v) = axum::http::HeaderValue::from_str(id)
+    {
+        headers.insert("x-session-id", v);
+    }
+    headers
+}
+
 /// Opens (or finds) the request's conversation with these `session.open` params, and sets the
 /// mode the request asks for on one that existed.
 pub(crate) async fn open_with(

@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::mcp::McpHttp;
 use crate::render::RenderOptions;
-use crate::request::{self, ChatRequest, Session, Target};
+use crate::request::{self, ChatRequest, Target};
 use crate::turn::{self, Sink};
 use crate::wire::{ApiError, Completion, ModelEntry, ModelList, OpenAiShape};
 
@@ -369,15 +369,7 @@ async fn chat_inner(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Re
         submit_us = began.elapsed().as_micros() as u64,
         "chat completion"
     );
-    let mut extra = HeaderMap::new();
-    if let Ok(v) = HeaderValue::from_str(&conversation_id.to_string()) {
-        extra.insert("x-superpi-conversation-id", v);
-    }
-    if let Session::External(id) = &req.session
-        && let Ok(v) = HeaderValue::from_str(id)
-    {
-        extra.insert("x-session-id", v);
-    }
+    let mut extra = request::answer_headers(conversation_id, &req.session);
 
     let rx = match body {
         Answer::Stream(rx) => {

@@ -7,7 +7,7 @@
 pub mod render;
 pub mod request;
 
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -168,15 +168,7 @@ async fn respond_inner(
         metadata: req.metadata.clone(),
     };
     let mut renderer = ResponsesRenderer::new(meta);
-    let mut extra = HeaderMap::new();
-    if let Ok(v) = HeaderValue::from_str(&conversation_id.to_string()) {
-        extra.insert("x-superpi-conversation-id", v);
-    }
-    if let chat_request::Session::External(id) = &req.chat.session
-        && let Ok(v) = HeaderValue::from_str(id)
-    {
-        extra.insert("x-session-id", v);
-    }
+    let mut extra = chat_request::answer_headers(conversation_id, &req.chat.session);
 
     if req.chat.stream {
         let (tx, rx) = mpsc::channel(FORWARD_BUFFER);
