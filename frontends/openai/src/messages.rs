@@ -24,8 +24,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 use superpi_client::{ClientError, KernelClient};
 use superpi_http::ErrorShape;
-use superpi_proto::ContentBlock;
-use superpi_proto::method::{HarnessInfo, SubmitParams, WatchParams};
+use superpi_proto::method::{HarnessInfo, WatchParams};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::messages_render::{Encoder, StreamEvent, message_of};
@@ -506,13 +505,7 @@ async fn answer(gw: &impl Door, headers: &HeaderMap, body: &[u8]) -> Result<Resp
     let info = request::open_with(&client, &req, params).await.map_err(from_openai)?;
     let conversation_id = info.conversation_id;
     let sub = client.watch(WatchParams::after(conversation_id, info.head_seq)).await.map_err(kernel)?;
-    let prompt = request::prompt(&req, info.created);
-    let mut content = Vec::with_capacity(1 + req.images.len());
-    if !prompt.trim().is_empty() {
-        content.push(ContentBlock::text(prompt));
-    }
-    content.extend(req.images.iter().cloned());
-    let submit = SubmitParams { conversation_id, content, ..Default::default() };
+    let submit = request::submission(conversation_id, request::prompt(&req, info.created), &req.images);
     let options = RenderOptions {
         id: String::new(),
         created: superpi_proto::event::now_ms() / 1000,

@@ -2,6 +2,7 @@ use super::*;
 use serde_json::json;
 
 use crate::request::Session;
+use superpi_proto::ContentBlock;
 
 /// A one-pixel PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";

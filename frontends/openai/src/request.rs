@@ -247,6 +247,21 @@ pub fn session_key(id: &str, messages: &[TextMessage]) -> String {
     if any { format!("{id}#{hash:016x}") } else { id.to_string() }
 }
 
+/// The submit of a request's prompt and images to its conversation (an empty prompt sends the
+/// images alone).
+pub fn submission(
+    conversation_id: i64,
+    prompt: String,
+    images: &[ContentBlock],
+) -> superpi_proto::method::SubmitParams {
+    let mut content = Vec::with_capacity(1 + images.len());
+    if !prompt.trim().is_empty() {
+        content.push(ContentBlock::text(prompt));
+    }
+    content.extend(images.iter().cloned());
+    superpi_proto::method::SubmitParams { conversation_id, content, ..Default::default() }
+}
+
 /// The prompt to submit. A conversation this request created gets the messages before the
 /// last user message as a transcript ahead of it, so the agent sees what the client says was
 /// said; an existing conversation already holds its history and gets the last user message.

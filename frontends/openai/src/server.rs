@@ -13,8 +13,7 @@ use serde_json::json;
 use superpi_client::sync::lock;
 use superpi_client::{ClientError, KernelClient};
 use superpi_http::{Common, Frontend, ORIGINS_VAR};
-use superpi_proto::ContentBlock;
-use superpi_proto::method::{ConversationInfo, HarnessInfo, SubmitParams, WatchParams};
+use superpi_proto::method::{ConversationInfo, HarnessInfo, WatchParams};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::mcp::McpHttp;
@@ -328,13 +327,7 @@ async fn chat_inner(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Re
         .await
         .map_err(|e| request::kernel_error(&e, &req.model))?;
     let t_watch = began.elapsed();
-    let prompt = request::prompt(&req, info.created);
-    let mut content = Vec::with_capacity(1 + req.images.len());
-    if !prompt.trim().is_empty() {
-        content.push(ContentBlock::text(prompt));
-    }
-    content.extend(req.images.iter().cloned());
-    let submit = SubmitParams { conversation_id, content, ..Default::default() };
+    let submit = request::submission(conversation_id, request::prompt(&req, info.created), &req.images);
     let options = RenderOptions {
         id: String::new(),
         created: superpi_proto::event::now_ms() / 1000,

@@ -12,9 +12,8 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::{Value, json};
 use superpi_client::KernelClient;
-use superpi_proto::ContentBlock;
 use superpi_proto::message::codes;
-use superpi_proto::method::{ConversationInfo, HarnessInfo, OpenParams, SubmitParams, WatchParams};
+use superpi_proto::method::{ConversationInfo, HarnessInfo, OpenParams, WatchParams};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::render::RenderOptions;
@@ -132,13 +131,7 @@ async fn respond_inner(
         .watch(WatchParams::after(conversation_id, info.head_seq))
         .await
         .map_err(|e| chat_request::kernel_error(&e, model))?;
-    let prompt = request::prompt(req, info.created);
-    let mut content = Vec::with_capacity(1 + req.chat.images.len());
-    if !prompt.trim().is_empty() {
-        content.push(ContentBlock::text(prompt));
-    }
-    content.extend(req.chat.images.iter().cloned());
-    let submit = SubmitParams { conversation_id, content, ..Default::default() };
+    let submit = chat_request::submission(conversation_id, request::prompt(req, info.created), &req.chat.images);
     let created_at = superpi_proto::event::now_ms() / 1000;
     let options =
         RenderOptions { id: String::new(), created: created_at, model: model.clone(), include_usage: true, turn_id: 0 };
