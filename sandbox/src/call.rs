@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::cgroup::{CallCgroup, CgroupBase};
-use crate::confine::{Prepared, Program};
+use crate::confine::{Prepared, Program, WatchedLayer};
 use crate::launch::{End, Launch};
 use crate::mounts::{Entry, Kept, Key, Maker, MountPlan};
 use crate::output::Collector;
@@ -39,7 +39,10 @@ const DEFAULT_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TE
 pub(crate) struct Machine {
     abi: i32,
     cgroup: Option<CgroupBase>,
-    seccomp_offline: Arc<Vec<Program>>,
+    /// The call layers (filter.rs): without network (installed with a listener, the refusing
+    /// one where the machine gives none), with network.
+    seccomp_watched: Arc<Program>,
+    seccomp_offline: Arc<Program>,
     seccomp_network: Arc<Vec<Program>>,
     /// Why calls are refused, when they are.
     refusal: Option<String>,
@@ -60,12 +63,10 @@ impl Machine {
     pub(crate) fn new(config: &SandboxConfig) -> Result<Machine, SandboxError> {
         let abi = config.landlock_abi_override.unwrap_or_else(policy::landlock_abi);
         // The call layer of the seccomp program; the spawner thread holds the other (spawn.rs).
-        let layer = |network| {
-            crate::filter::program(crate::filter::Layer::Call { network })
-                .map(|program| vec![program])
-                .map_err(|e| SandboxError::Unavailable(e.to_string()))
-        };
-        let (offline, network) = (layer(false)?, layer(true)?);
+        use crate::filter::Layer;
+        let layer = |layer| crate::filter::program(layer).map_err(|e| SandboxError::Unavailable(e.to_string()));
+        let (watched, offline, network) =
+            (layer(Layer::WatchedCall)?, layer(Layer::Call { network: false })?, layer(Layer::Call { network: true })?);
         let refusal = (abi == 0 && !config.disabled).then(|| {
             "the sandbox refused to run the tool: this kernel does not offer landlock, so the tool \
              could not be confined (an administrator can turn the sandbox off explicitly in the \
@@ -101,8 +102,9 @@ impl Machine {
         Ok(Machine {
             abi,
             cgroup,
+            seccomp_watched: Arc::new(watched),
             seccomp_offline: Arc::new(offline),
-            seccomp_network: Arc::new(network),
+            seccomp_network: Arc::new(vec![network]),
             refusal,
             mounts,
             masked,
@@ -213,6 +215,7 @@ impl Machine {
             merge_stderr: true,
             prepared: setup.prepared,
             status_read: setup.status_read,
+            network_watch: setup.network_watch,
             cgroup: setup.cgroup,
             tag: setup.tag,
             timeout,
@@ -295,6 +298,7 @@ impl Machine {
             merge_stderr: false,
             prepared: setup.prepared,
             status_read: setup.status_read,
+            network_watch: setup.network_watch,
             cgroup: setup.cgroup,
             tag: setup.tag,
             timeout: call.timeout.unwrap_or(config.default_timeout),
@@ -439,10 +443,18 @@ impl Machine {
             limits.push((libc::RLIMIT_AS as i32, bytes));
         }
         let (status_read, status_write) = crate::launch::pipe_pair().map_err(|e| e.to_string())?;
-        let seccomp = match (confined, call.network) {
-            (false, _) => Arc::new(Vec::new()),
-            (true, false) => self.seccomp_offline.clone(),
-            (true, true) => self.seccomp_network.clone(),
+        let (seccomp, watched, network_watch) = match (confined, call.network) {
+            (false, _) => (Arc::new(Vec::new()), None, None),
+            (true, false) => {
+                let (parent, child) = crate::netwatch::channel().map_err(|e| e.to_string())?;
+                let layer = WatchedLayer {
+                    program: self.seccomp_watched.clone(),
+                    fallback: self.seccomp_offline.clone(),
+                    channel: child,
+                };
+                (Arc::new(Vec::new()), Some(layer), Some(parent))
+            }
+            (true, true) => (self.seccomp_network.clone(), None, None),
         };
         let prepared = Prepared {
             parent_pid: std::process::id() as i32,
@@ -455,6 +467,7 @@ impl Machine {
             bounding_set_empty: false,
             landlock,
             seccomp,
+            watched,
         };
         let tag = crate::reap::new_tag();
         let mut env = environment(config, &tmp_path, call.network);
@@ -462,7 +475,7 @@ impl Machine {
             read_only_git(&mut env);
         }
         env.push((crate::reap::TAG_VAR.into(), tag.clone().into()));
-        Ok(Setup { tmp, prepared, status_read, cgroup, env, tag })
+        Ok(Setup { tmp, prepared, status_read, network_watch, cgroup, env, tag })
     }
 }
 
@@ -478,6 +491,8 @@ pub(crate) struct Setup {
     pub tmp: crate::tempdirs::CallDir,
     pub prepared: Prepared,
     pub status_read: std::os::fd::OwnedFd,
+    /// The parent's end of the channel the watched layer's listener comes through.
+    pub network_watch: Option<std::os::fd::OwnedFd>,
     pub cgroup: Option<crate::cgroup::CallCgroup>,
     pub env: Vec<(OsString, OsString)>,
     pub tag: String,

@@ -36,6 +36,21 @@ pub(crate) struct Prepared {
     /// None when confinement is disabled by configuration.
     pub landlock: Option<Arc<OwnedFd>>,
     pub seccomp: Arc<Vec<Program>>,
+    /// Installed after `seccomp`, for a call without network (netwatch.rs).
+    pub watched: Option<WatchedLayer>,
+}
+
+/// The last seccomp layer of a call without network: its internet sockets wait for the
+/// parent, which refuses and counts them. Installed with a listener that the child sends to
+/// the parent through `channel` before it execs (the listener is close-on-exec: the program
+/// never holds it, so it cannot answer its own calls).
+#[derive(Debug)]
+pub(crate) struct WatchedLayer {
+    pub program: Arc<Program>,
+    /// Installed instead where the machine gives no listener (a filter above already has
+    /// one: superpi confined by itself, or a container's supervisor).
+    pub fallback: Arc<Program>,
+    pub channel: OwnedFd,
 }
 
 const CLOSE_RANGE_CLOEXEC: c_ulong = 1 << 2;
@@ -133,6 +148,9 @@ impl Prepared {
                 ))
                 .map_err(|e| (Step::Seccomp, e))?;
             }
+            if let Some(watched) = &self.watched {
+                watched.install()?;
+            }
         }
         Ok(())
     }
@@ -170,5 +188,58 @@ impl Prepared {
                 .map_err(|e| (Step::Capabilities, e))?;
         }
         Ok(())
+    }
+}
+
+fn install(program: &Program, flags: c_ulong) -> c_long {
+    let fprog = libc::sock_fprog { len: program.len() as u16, filter: program.as_ptr() as *mut libc::sock_filter };
+    // SAFETY: the program outlives the call, which copies it.
+    unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER as c_ulong,
+            flags,
+            &fprog as *const libc::sock_fprog,
+        )
+    }
+}
+
+impl WatchedLayer {
+    /// Installs the layer with a listener and sends it to the parent, else the fallback.
+    /// Async-signal-safe, like every step.
+    fn install(&self) -> Result<(), (Step, i32)> {
+        let listener = install(&self.program, libc::SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        if listener < 0 {
+            return check(install(&self.fallback, 0)).map(drop).map_err(|e| (Step::Seccomp, e));
+        }
+        let listener = listener as c_int;
+        // Unsent (the parent gone), the listener closes with this process: the calls it
+        // would answer then fail with ENOSYS, refused all the same.
+        let sent = send_descriptor(self.channel.as_raw_fd(), listener);
+        // SAFETY: our own descriptor, closed once.
+        unsafe { libc::close(listener) };
+        sent.map_err(|e| (Step::Seccomp, e))
+    }
+}
+
+/// Sends `fd` over the socket `channel` (SCM_RIGHTS), from stack buffers only.
+fn send_descriptor(channel: c_int, fd: c_int) -> Result<(), i32> {
+    use crate::netwatch::FD_SIZE;
+    let mut space = [0u64; 4];
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
+    // SAFETY: the message points at stack buffers that outlive sendmsg; CMSG_SPACE(4) is 24
+    // bytes, within `space`.
+    unsafe {
+        let msg = crate::netwatch::one_descriptor(&mut iov, &mut space);
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        if cmsg.is_null() {
+            return Err(libc::EINVAL);
+        }
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(FD_SIZE) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<c_int>(), fd);
+        check(libc::sendmsg(channel, &msg, libc::MSG_NOSIGNAL) as c_long).map(drop)
     }
 }

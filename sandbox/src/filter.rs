@@ -171,14 +171,21 @@ pub enum FilterError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Layer {
     Spawner,
-    Call { network: bool },
+    Call {
+        network: bool,
+    },
+    /// The call's layer without network whose internet sockets wait for the parent, which
+    /// refuses and counts them (netwatch.rs): installed with a listener, `Call { network:
+    /// false }` in its place where the machine gives none.
+    WatchedCall,
 }
 
 /// The program of one layer: the spawner's compiled by seccompiler, the call's by hand.
 pub(crate) fn program(layer: Layer) -> Result<Program, FilterError> {
     match layer {
         Layer::Spawner => compiled(layer),
-        Layer::Call { network } => call_layer::program(network),
+        Layer::Call { network } => call_layer::program(network, false),
+        Layer::WatchedCall => call_layer::program(false, true),
     }
 }
 
@@ -219,6 +226,7 @@ const DATA_ARCH: u32 = 4;
 const ALLOW: u32 = libc::SECCOMP_RET_ALLOW;
 const EPERM: u32 = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
 const NOSYS: u32 = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
+const NOTIFY: u32 = libc::SECCOMP_RET_USER_NOTIF;
 
 const fn op(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
     libc::sock_filter { code, jt, jf, k }

@@ -5,7 +5,7 @@
 
 use super::{
     ALLOW, AUDIT_ARCH, DATA_ARCH, DATA_NR, EPERM, FilterError, JEQ_K, JGE_K, LD_W_ABS, MOUNT_CALLS, NETWORK_CALLS,
-    NOSYS, RET_K,
+    NOSYS, NOTIFY, RET_K,
 };
 use crate::confine::Program;
 
@@ -89,23 +89,25 @@ impl Asm {
 /// What the layer does with one call number: refuse it, or check its socket type.
 enum Rule {
     Refuse,
-    /// socket (`domain` checked too) or socketpair without network.
+    /// socket (`domain` checked too) or socketpair without network; `watch`: an internet
+    /// socket waits for the parent's answer instead of being refused here.
     UnixStreamOnly {
         domain: bool,
+        watch: bool,
     },
     /// socket with network.
     NotPacket,
 }
 
 /// The call layer's numbers, sorted; any other number is allowed.
-fn rules(network: bool) -> Vec<(u32, Rule)> {
+fn rules(network: bool, watch: bool) -> Vec<(u32, Rule)> {
     let offline: &[i64] = if network { &[] } else { NETWORK_CALLS };
     let mut rules: Vec<(u32, Rule)> = MOUNT_CALLS.iter().chain(offline).map(|nr| (*nr as u32, Rule::Refuse)).collect();
     if network {
         rules.push((libc::SYS_socket as u32, Rule::NotPacket));
     } else {
-        rules.push((libc::SYS_socket as u32, Rule::UnixStreamOnly { domain: true }));
-        rules.push((libc::SYS_socketpair as u32, Rule::UnixStreamOnly { domain: false }));
+        rules.push((libc::SYS_socket as u32, Rule::UnixStreamOnly { domain: true, watch }));
+        rules.push((libc::SYS_socketpair as u32, Rule::UnixStreamOnly { domain: false, watch: false }));
     }
     rules.sort_by_key(|(nr, _)| *nr);
     rules
@@ -123,9 +125,14 @@ fn check(a: &mut Asm, rule: &Rule, p: &str) {
             a.label(&ok);
             a.ret(ALLOW);
         }
-        Rule::UnixStreamOnly { domain } => {
+        Rule::UnixStreamOnly { domain, watch } => {
+            let notify = format!("{p}notify");
             if *domain {
                 a.stmt(LD_W_ABS, arg(0));
+                if *watch {
+                    a.jump(JEQ_K, libc::AF_INET as u32, to(&notify), To::Next);
+                    a.jump(JEQ_K, libc::AF_INET6 as u32, to(&notify), To::Next);
+                }
                 a.jump(JEQ_K, libc::AF_UNIX as u32, To::Next, to(&no));
             }
             a.stmt(LD_W_ABS, arg(1));
@@ -136,6 +143,10 @@ fn check(a: &mut Asm, rule: &Rule, p: &str) {
             a.ret(EPERM);
             a.label(&ok);
             a.ret(ALLOW);
+            if *domain && *watch {
+                a.label(&notify);
+                a.ret(NOTIFY);
+            }
         }
     }
 }
@@ -178,8 +189,9 @@ fn search(a: &mut Asm, rules: &[(u32, Rule)], name: &str) {
     }
 }
 
-/// The call's layer, with or without network.
-pub(super) fn program(network: bool) -> Result<Program, FilterError> {
+/// The call's layer, with or without network; `watch` (without network only): internet
+/// sockets wait for the parent.
+pub(super) fn program(network: bool, watch: bool) -> Result<Program, FilterError> {
     let mut a = Asm::default();
     // Another architecture's calls (int 0x80 on x86_64) would pass under other numbers.
     a.stmt(LD_W_ABS, DATA_ARCH);
@@ -193,6 +205,6 @@ pub(super) fn program(network: bool) -> Result<Program, FilterError> {
         a.ret(NOSYS);
         a.label("numbered");
     }
-    search(&mut a, &rules(network), "s");
+    search(&mut a, &rules(network, watch), "s");
     a.finish()
 }

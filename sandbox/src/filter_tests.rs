@@ -74,6 +74,8 @@ fn the_program_is_short() {
         // The layer every call installs is a fraction of the whole.
         assert!(call.len() < 60, "{} instructions: every call installs it", call.len());
     }
+    let watched = program(Layer::WatchedCall).unwrap();
+    assert!(watched.len() < 60, "{} instructions: every call without network installs it", watched.len());
 }
 
 #[test]
@@ -227,6 +229,26 @@ fn the_hand_assembled_call_layer_decides_as_seccompilers() {
         for d in [data(libc::SYS_getpid, 0x4000_0003, [0; 6]), data(0x4000_0000 + libc::SYS_socket, AUDIT_ARCH, [0; 6])]
         {
             assert_eq!(run(&hand, &d), run(&compiled, &d), "network {network}");
+        }
+    }
+}
+
+#[test]
+fn the_watched_layer_hands_internet_sockets_to_the_parent_and_decides_the_rest_alike() {
+    let (unix, inet, inet6) = (libc::AF_UNIX as u64, libc::AF_INET as u64, libc::AF_INET6 as u64);
+    let domains = [0, unix, inet, inet6, libc::AF_PACKET as u64, libc::AF_NETLINK as u64, 0xffff_ffff_0000_0000 | inet];
+    let flags = (libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK) as u64;
+    let kinds = (0..16u64).flat_map(|k| [k, k | flags]).collect::<Vec<_>>();
+    let watched = program(Layer::WatchedCall).unwrap();
+    let refused = program(Layer::Call { network: false }).unwrap();
+    for nr in 0..470i64 {
+        for domain in domains {
+            for kind in &kinds {
+                let d = data(nr, AUDIT_ARCH, a(&[domain, *kind, 0]));
+                let internet = nr == libc::SYS_socket && [inet, inet6].contains(&(domain & 0xffff_ffff));
+                let expected = if internet { NOTIFY } else { run(&refused, &d) };
+                assert_eq!(run(&watched, &d), expected, "call {nr}({domain:#x}, {kind:#x})");
+            }
         }
     }
 }

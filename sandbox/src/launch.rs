@@ -37,6 +37,7 @@ pub(crate) struct Launch {
     pub merge_stderr: bool,
     pub prepared: Prepared,
     pub status_read: OwnedFd,
+    pub network_watch: Option<OwnedFd>,
     pub cgroup: Option<CallCgroup>,
     /// The call's environment tag, swept for when there is no cgroup.
     pub tag: String,
@@ -62,6 +63,9 @@ pub(crate) struct Finished {
     pub stderr: Vec<u8>,
     /// Nothing of the call outlived it (its cgroup was emptied): its temp dir may be reused.
     pub contained: bool,
+    /// The internet sockets it was refused; None when its calls were not watched (it had
+    /// network, or the machine gives no listener).
+    pub network: Option<crate::netwatch::Refused>,
 }
 
 impl Finished {
@@ -188,6 +192,7 @@ pub(crate) async fn run(launch: Launch, cancel: CancellationToken) -> Result<Fin
         merge_stderr,
         prepared,
         status_read,
+        network_watch,
         cgroup,
         tag,
         timeout,
@@ -221,6 +226,7 @@ pub(crate) async fn run(launch: Launch, cancel: CancellationToken) -> Result<Fin
         stdio: [stdin_child, out_write, err_write],
         prepared,
         status_read,
+        network_watch,
     };
     let since = crate::reap::now_ticks();
     let started = Instant::now();
@@ -230,6 +236,7 @@ pub(crate) async fn run(launch: Launch, cancel: CancellationToken) -> Result<Fin
     let _ = cwd; // the child enters it as a confinement step (after its mount namespace)
     let pgid = child.id();
     let namespace = child.take_namespace();
+    let network = child.take_network_watch();
     let guard = Guard { pgid, cgroup, tag, since };
 
     if let (Some(bytes), Some(feed)) = (stdin, stdin_feed) {
@@ -356,5 +363,6 @@ pub(crate) async fn run(launch: Launch, cancel: CancellationToken) -> Result<Fin
     let contained = guard.finish().await;
     crate::profile::add(crate::profile::Phase::Finish, finishing);
     crate::spawn::release_in_background(namespace);
-    Ok(Finished { status, end, output: collector.finish(), stderr, contained })
+    let network = network.map(|watch| watch.seen());
+    Ok(Finished { status, end, output: collector.finish(), stderr, contained, network })
 }

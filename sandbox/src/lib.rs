@@ -32,6 +32,7 @@ mod host;
 mod launch;
 pub mod memory;
 mod mounts;
+mod netwatch;
 mod output;
 pub mod policy;
 #[doc(hidden)]
@@ -59,6 +60,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use git::{Committed, GitRepo, NEUTRAL, commit_paths, run_git};
 pub use host::run_host_command;
+pub use netwatch::Refused as NetworkRefused;
 pub use reads::{DEFAULT_DENIED_IN_HOME, ReadGrants, read_grants};
 pub use reap::{confined_tools, is_confined_tool, is_tool_process};
 pub use registry::{EditorRead, RegistryError, RunFuture, ToolRegistry, ToolRunner};

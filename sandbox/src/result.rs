@@ -87,12 +87,22 @@ pub(crate) fn bash_outcome(
         );
         text = join_line(text, &note);
     }
-    if failed && !network && looks_offline(&finished.output) {
-        text = join_line(
-            text,
-            "[network: this command ran without network; if it needs the network (installing packages, \
-             fetching), run it again with \"network\": true, which may need the user's consent]",
-        );
+    if failed && !network {
+        let refused = match &finished.network {
+            Some(seen) => seen.hint().map(|hint| format!("{hint}: ")),
+            // Not watched (the machine gives no listener): what the command printed.
+            None => looks_offline(&finished.output).then(String::new),
+        };
+        if let Some(refused) = refused {
+            text = join_line(
+                text,
+                &format!(
+                    "[network: {refused}this command ran without network. If it needs the network \
+                     (installing packages, fetching), run it again with \"network\": true, which may \
+                     need the user's consent]"
+                ),
+            );
+        }
     }
     if let Some(line) = &status_line {
         text = join_line(text, line);
@@ -111,6 +121,7 @@ pub(crate) fn bash_outcome(
             "cancelled": finished.end == End::Cancelled,
             "total_bytes": finished.output.total,
             "spill_path": spill_json,
+            "network_refused": finished.network.as_ref().map(|n| n.sockets),
         })),
         details: Some(json!({
             "exit_code": code,
@@ -137,7 +148,8 @@ fn looks_denied(out: &Collected) -> bool {
 }
 
 /// What commands print when they cannot reach the network: name resolution and connection
-/// failures (without network the sandbox refuses internet sockets with EPERM).
+/// failures (without network the sandbox refuses internet sockets with EPERM). Used only where
+/// the refusals are not watched (netwatch.rs).
 fn looks_offline(out: &Collected) -> bool {
     mentions(
         out,

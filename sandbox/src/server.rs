@@ -57,6 +57,12 @@ impl ServerHandle {
         self.child.id()
     }
 
+    /// The internet sockets it was refused so far; None when they are not watched (it has
+    /// network, or the machine gives no listener).
+    pub fn network_refused(&self) -> Option<crate::netwatch::Refused> {
+        self.child.network_watch().map(|w| w.seen())
+    }
+
     /// Waits until the server exits (cancel-safe); its exit status, described.
     pub async fn exited(&mut self) -> String {
         match self.child.wait().await {
@@ -142,6 +148,7 @@ impl Sandbox {
             stdio: [in_read, out_write, err_write],
             prepared: setup.prepared,
             status_read: setup.status_read,
+            network_watch: setup.network_watch,
         };
         let since = crate::reap::now_ticks();
         // The child holds its namespaces (and their /dev/shm) for as long as the server runs.

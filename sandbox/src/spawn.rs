@@ -34,6 +34,8 @@ pub(crate) struct Spawn {
     pub stdio: [OwnedFd; 3],
     pub prepared: Prepared,
     pub status_read: OwnedFd,
+    /// The parent's end of the channel of the watched seccomp layer's listener (confine.rs).
+    pub network_watch: Option<OwnedFd>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +58,8 @@ pub(crate) struct Child {
     /// grace period (milliseconds on a busy machine), which the last process of the call would
     /// otherwise spend before its exit is seen. Released off the call's path.
     namespace: Option<Arc<Kept>>,
+    /// Answers the internet sockets of a call without network (netwatch.rs).
+    network: Option<crate::netwatch::NetWatch>,
 }
 
 type Job = Box<dyn FnOnce(&mut ChildStack) + Send>;
@@ -265,8 +269,10 @@ fn pointers(strings: &[CString]) -> Vec<*const c_char> {
 }
 
 /// Clones the child on the spawner thread; returns once it has exec'd (or failed to).
-fn clone_child(spawn: Spawn, stack: &mut ChildStack) -> Result<(libc::pid_t, OwnedFd, Option<Arc<Kept>>), SpawnError> {
-    let Spawn { program, argv, envp, stdio, mut prepared, status_read } = spawn;
+type Cloned = (libc::pid_t, OwnedFd, Option<Arc<Kept>>, Option<OwnedFd>);
+
+fn clone_child(spawn: Spawn, stack: &mut ChildStack) -> Result<Cloned, SpawnError> {
+    let Spawn { program, argv, envp, stdio, mut prepared, status_read, network_watch } = spawn;
     let stdio = stdio.map(above_stdio);
     let [stdin, stdout, stderr] = stdio;
     let stdio =
@@ -324,7 +330,9 @@ fn clone_child(spawn: Spawn, stack: &mut ChildStack) -> Result<(libc::pid_t, Own
             Some(step) => SpawnError::Confine { step, source },
         });
     }
-    Ok((pid, pidfd, namespace))
+    // Sent before the exec, so waiting already (none where the machine gave no listener).
+    let listener = network_watch.and_then(|channel| crate::netwatch::receive(&channel));
+    Ok((pid, pidfd, namespace, listener))
 }
 
 /// Starts the child from the spawner thread.
@@ -334,7 +342,7 @@ pub(crate) async fn spawn(spawn: Spawn) -> Result<Child, SpawnError> {
         spawner(confined).ok_or_else(|| SpawnError::Clone(io::Error::other("the spawner thread could not start")))?;
     let mut spawn = spawn;
     spawn.prepared.bounding_set_empty = confined && spawner.bounding_set_empty;
-    if confined && !spawner.layered && !spawn.prepared.seccomp.is_empty() {
+    if confined && !spawner.layered {
         // The thread could not hold the spawner layer: the child installs it first.
         let layer = crate::filter::program(crate::filter::Layer::Spawner)
             .map_err(|e| SpawnError::Clone(io::Error::other(e.to_string())))?;
@@ -346,12 +354,20 @@ pub(crate) async fn spawn(spawn: Spawn) -> Result<Child, SpawnError> {
         let _ = tx.send(clone_child(spawn, stack));
     });
     spawner.jobs.send(job).map_err(|_| SpawnError::Clone(io::Error::other("the spawner thread is gone")))?;
-    let (pid, pidfd, namespace) =
+    let (pid, pidfd, namespace, listener) =
         rx.await.map_err(|_| SpawnError::Clone(io::Error::other("the spawner thread dropped a spawn")))??;
     // SAFETY: the AsyncFd owns the OwnedFd, which stays open (and the same) for its lifetime.
     let pidfd = unsafe { AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE) }
         .map_err(|e| SpawnError::Clone(e.into()))?;
-    Ok(Child { pid, pidfd: Some(pidfd), namespace })
+    let network = listener.and_then(|fd| match crate::netwatch::NetWatch::start(fd) {
+        Ok(watch) => Some(watch),
+        Err(e) => {
+            // Dropped, the listener answers the child's internet sockets ENOSYS: refused still.
+            tracing::warn!("could not watch a call's refused connections: {e}");
+            None
+        }
+    });
+    Ok(Child { pid, pidfd: Some(pidfd), namespace, network })
 }
 
 impl Child {
@@ -360,6 +376,14 @@ impl Child {
     }
 
     /// The held mount namespace, for the caller to release once the call is over.
+    pub(crate) fn take_network_watch(&mut self) -> Option<crate::netwatch::NetWatch> {
+        self.network.take()
+    }
+
+    pub(crate) fn network_watch(&self) -> Option<&crate::netwatch::NetWatch> {
+        self.network.as_ref()
+    }
+
     pub(crate) fn take_namespace(&mut self) -> Option<Arc<Kept>> {
         self.namespace.take()
     }

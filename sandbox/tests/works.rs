@@ -162,6 +162,32 @@ async fn network_when_granted() {
     assert_eq!(got, "hi\n");
 }
 
+/// The network hint comes from the refused sockets themselves (netwatch.rs), not from what a
+/// command prints (issue #40): a command that says nothing about the network but tried it gets
+/// it, with the program and the count; one that only prints network words does not; one that
+/// retries in silence until its deadline (as `npm install` does offline) gets it too.
+#[tokio::test]
+async fn the_network_hint_comes_from_the_refused_sockets() {
+    let env = env();
+    assert_confinement_available(&env);
+    let quiet = "import socket\ntry:\n    socket.create_connection(('192.0.2.1', 80))\nexcept OSError:\n    pass\nprint('nope')\nraise SystemExit(1)";
+    let out = env.bash(&common::python(quiet)).await;
+    assert!(out.is_error && out.output.contains("nope"), "{out:?}");
+    assert!(
+        out.output.contains("`python3` tried to open an internet connection (once), which the sandbox refused"),
+        "{out:?}"
+    );
+    assert!(out.output.contains("run it again with \"network\": true"), "{out:?}");
+    assert_eq!(out.structured.as_ref().and_then(|s| s["network_refused"].as_u64()), Some(1), "{out:?}");
+    let out = env.bash("echo 'curl: (6) Could not resolve host: example.com; Connection refused' >&2; exit 6").await;
+    assert!(out.is_error && !out.output.contains("\"network\": true"), "{out:?}");
+    assert_eq!(out.structured.as_ref().and_then(|s| s["network_refused"].as_u64()), Some(0), "{out:?}");
+    let retries = "import socket, time\nwhile True:\n    try:\n        socket.getaddrinfo('registry.npmjs.org', 443)\n    except OSError:\n        time.sleep(0.05)";
+    let out = env.run("bash", json!({"command": common::python(retries), "timeout": 1})).await;
+    assert!(out.output.contains("[timed out"), "{out:?}");
+    assert!(out.output.contains("tried to open an internet connection") && out.output.contains("times)"), "{out:?}");
+}
+
 /// What a developer's commands hit first (issue #31): `git fetch` of a remote without asking for
 /// network, and a write into cargo's registry under the home. Each result names what was
 /// refused and what the model can do: ask for network, or write inside the workspace.

@@ -148,6 +148,20 @@ fn a_tightened_network_policy_applies_to_every_tool_at_the_next_turn() {
     assert!(ran.contains("network policy"), "{ran}; {}", stderr(&out));
 }
 
+/// `npm install` without network retries in silence until its deadline (issue #40 found only an
+/// exit code at the end): the result says it tried the network and how to ask, from the sockets
+/// the sandbox refused, not from what npm printed.
+#[test]
+fn npm_install_without_network_says_it_needed_the_network() {
+    let env = TestEnv::new();
+    std::fs::write(env.workspace.join("package.json"), r#"{"name":"demo","version":"1.0.0"}"#).unwrap();
+    let install = json!({"command": "npm install --no-audit --no-fund left-pad", "timeout": 10});
+    let out = run(&env, &["run", "--mode", "auto", &format!("@tool bash {install}")]);
+    let ran = last_tool_output(&env);
+    assert!(ran.contains("tried to open an internet connection"), "{ran}; {}", stderr(&out));
+    assert!(ran.contains("run it again with \"network\": true"), "{ran}; {}", stderr(&out));
+}
+
 #[test]
 fn a_changed_sandbox_setting_says_it_needs_a_kernel_stop() {
     let env = TestEnv::new();

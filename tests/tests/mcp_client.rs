@@ -51,6 +51,21 @@ fn a_server_that_does_not_start_is_a_notice_and_the_turn_goes_on() {
     assert!(stderr.contains("`dies`") && stderr.contains("refusing to start (--fail)"), "{stderr}");
 }
 
+/// A server that fetches at start (as `npx -y` does) and fails without network is told so from
+/// the sockets it was refused, not guessed from its words (issues #31 and #40): the notice
+/// names the program and how to give it the network; `superpi mcp list` says the same.
+#[test]
+fn a_server_refused_the_network_at_start_is_told_how_to_get_it() {
+    let env = TestEnv::new();
+    let fetch = "import socket, sys\ntry:\n    socket.create_connection(('registry.npmjs.org', 443))\nexcept OSError:\n    sys.exit(1)";
+    servers(&env, json!({"dl": {"command": "/usr/bin/python3", "args": ["-c", fetch]}}));
+    let (ok, _, stderr) = run(&env, "accept-edits", "just answer");
+    assert!(ok, "{stderr}");
+    assert!(stderr.contains("`dl` is not available"), "{stderr}");
+    assert!(stderr.contains("`python3` tried to open an internet connection"), "{stderr}");
+    assert!(stderr.contains("superpi mcp add dl --network"), "{stderr}");
+}
+
 #[test]
 fn a_tool_without_read_only_hint_is_a_command_asked_in_accept_edits_and_confined_in_auto() {
     let env = TestEnv::new();

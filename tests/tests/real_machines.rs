@@ -3,7 +3,8 @@
 //! `~/.cargo/registry`), pyenv's python, a `~/.gitconfig`, a repository under the home
 //! directory, and a secret in every denied location. Through `superpi run` and the mock model,
 //! as root and as an ordinary user (setpriv, as sandbox/tests/nonroot.rs): git, cargo build and
-//! test offline, pytest, npm test and go test (a module from the module cache) work; every
+//! test offline, pytest, npm test and go test (a module from the module cache) work; a fetch
+//! without network says it was refused the network; every
 //! secret read is refused; nothing
 //! outside the workspace changes. An MCP server installed under the home starts, with the
 //! user's npm settings but not their token; one that dies reading a secret is reported in one
@@ -89,6 +90,12 @@ fn a_developer_machine_works_with_default_settings(user: Option<&'static str>) {
     assert!(m.out("python").contains("1 passed") && m.out("python").ends_with("\n0\n"), "{}", m.out("python"));
     assert!(m.out("go").contains("ok  \tdemo") && m.out("go").ends_with("\n0\n"), "{}", m.out("go"));
     assert!(m.out("npm").contains("npm test passed") && m.out("npm").ends_with("\n0\n"), "{}", m.out("npm"));
+
+    // A fetch without network is refused, and the result says so from the refused sockets.
+    let fetch = json!({"command": "git fetch -q https://example.com/demo.git"});
+    let (_, stdout, stderr) = run(&m, &format!("@tool bash {fetch}"));
+    // (The mock model quotes the head of the result.)
+    assert!(stdout.contains("`git-remote-http` tried to open an internet connection"), "{stdout}\n{stderr}");
 
     let cats: Vec<String> = SECRETS.iter().map(|s| format!("cat ~/{s} >> out/secrets 2>&1")).collect();
     m.bash(&format!(

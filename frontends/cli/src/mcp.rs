@@ -268,7 +268,10 @@ async fn list(locations: &Locations, path: &Path, json: bool) -> anyhow::Result<
                 let states: Vec<&McpServerStatus> = running.iter().filter(|s| &s.name == name).collect();
                 print_states(states.iter().copied());
                 let failed = states.iter().any(|s| s.state == "failed");
-                if failed && server.network != Some(true) && matches!(server.transport, McpTransport::Stdio { .. }) {
+                // Unless its error says already (the sandbox saw it try the network).
+                let told = states.iter().any(|s| s.error.as_deref().is_some_and(|e| e.contains("--network")));
+                let stdio = matches!(server.transport, McpTransport::Stdio { .. });
+                if failed && !told && server.network != Some(true) && stdio {
                     println!("    it ran without network: one that fetches itself (npx, uvx) needs `--network`");
                 }
             }

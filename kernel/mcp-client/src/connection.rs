@@ -16,7 +16,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use superpi_policy::mcp_servers::expand_vars;
 use superpi_policy::{McpServerConfig, McpTransport};
 use superpi_proto::tool::{ToolCallResult, ToolDef};
-use superpi_sandbox::{Sandbox, ServerHandle, ServerSpec, ToolCall};
+use superpi_sandbox::{NetworkRefused, Sandbox, ServerHandle, ServerSpec, ToolCall};
 use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
 
@@ -28,6 +28,21 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How a start that timed out begins its error.
 pub(crate) const NO_ANSWER: &str = "it did not answer within";
+
+/// Why a server did not start, with what it was refused of the network meanwhile.
+#[derive(Debug, Clone)]
+pub(crate) struct Unstarted {
+    pub why: String,
+    /// None when its sockets were not watched (it has network, speaks HTTP, or the machine
+    /// gives no listener).
+    pub network: Option<NetworkRefused>,
+}
+
+impl From<String> for Unstarted {
+    fn from(why: String) -> Unstarted {
+        Unstarted { why, network: None }
+    }
+}
 /// A call's deadline when the call names none.
 const CALL_TIMEOUT: Duration = Duration::from_secs(300);
 /// Stderr lines kept per server, for notices and errors.
@@ -72,7 +87,7 @@ pub struct Connection {
 impl Connection {
     /// Starts (or, over HTTP, reaches) the server of `key` and lists its tools. A process is
     /// confined to its workspace, with `state_dir` its own (and its `HOME`).
-    pub async fn start(sandbox: &Sandbox, key: &ServerKey, state_dir: PathBuf) -> Result<Connection, String> {
+    pub async fn start(sandbox: &Sandbox, key: &ServerKey, state_dir: PathBuf) -> Result<Connection, Unstarted> {
         let name = &key.name;
         let tools = Arc::new(RwLock::new(Vec::new()));
         let watcher = ListWatcher { server: name.clone(), tools: tools.clone() };
@@ -106,7 +121,8 @@ impl Connection {
                     Err(why) => {
                         // The server's last words come with its exit, which closes stderr.
                         let _ = tokio::time::timeout(Duration::from_secs(2), stderr_closed.cancelled()).await;
-                        return Err(with_stderr(why, &stderr));
+                        let network = process.handle.network_refused();
+                        return Err(Unstarted { why: with_stderr(why, &stderr), network });
                     }
                 }
             }

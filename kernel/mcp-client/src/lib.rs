@@ -30,7 +30,7 @@ use superpi_proto::tool::{ToolCallResult, ToolDef};
 use superpi_sandbox::{Sandbox, ToolCall};
 use tokio_util::sync::CancellationToken;
 
-use crate::connection::{Called, Connection, ServerKey};
+use crate::connection::{Called, Connection, ServerKey, Unstarted};
 
 /// How long a server may idle before it is stopped, when its settings do not say.
 const IDLE_STOP: Duration = Duration::from_secs(600);
@@ -76,7 +76,7 @@ pub struct McpClients {
 
 /// One server's start, shared by the turns that wait for it, and its use.
 struct Slot {
-    started: tokio::sync::OnceCell<Result<Arc<Connection>, String>>,
+    started: tokio::sync::OnceCell<Result<Arc<Connection>, Unstarted>>,
     last_used: Mutex<Instant>,
     /// Calls running on it; a busy server is never stopped for idling.
     busy: AtomicUsize,
@@ -221,7 +221,7 @@ impl McpClients {
         (slot, notice)
     }
 
-    async fn connect(&self, key: &Arc<ServerKey>, slot: &Slot) -> Result<Arc<Connection>, String> {
+    async fn connect(&self, key: &Arc<ServerKey>, slot: &Slot) -> Result<Arc<Connection>, Unstarted> {
         let started = slot
             .started
             .get_or_init(|| async {
@@ -292,7 +292,7 @@ impl McpClients {
                     None => {}
                     Some(Err(why)) => {
                         status.state = "failed".into();
-                        status.error = Some(why.clone());
+                        status.error = Some(reason(&key, why));
                     }
                     Some(Ok(conn)) => {
                         status.state = if conn.alive() { "running" } else { "stopped" }.into();
@@ -308,17 +308,27 @@ impl McpClients {
     }
 }
 
-/// The notice for a server that could not start. A program without network that never answers
-/// is most often one that downloads at start (`npx -y`, `uvx`) and waits on a refused
-/// connection: the notice says so and how to give it the network.
-fn unavailable(key: &ServerKey, why: &str) -> String {
-    let mut text = format!("the MCP server `{}` is not available: {why}", key.name);
+/// The notice for a server that could not start. One that tried the network without it (an
+/// `npx -y` or `uvx` server downloads at start) is told how to give it; where its sockets are
+/// not watched, a program without network that never answered is taken for one.
+fn unavailable(key: &ServerKey, failed: &Unstarted) -> String {
+    format!("the MCP server `{}` is not available: {}", key.name, reason(key, failed))
+}
+
+/// Why it did not start, and how to give it the network when that was what it lacked.
+fn reason(key: &ServerKey, failed: &Unstarted) -> String {
+    let mut text = failed.why.clone();
     let program = matches!(key.config.transport, superpi_policy::McpTransport::Stdio { .. });
-    if program && !key.network && why.starts_with(connection::NO_ANSWER) {
+    let offline = match &failed.network {
+        Some(refused) => refused.hint().map(|hint| format!(". {hint}: it runs without network")),
+        None => (program && !key.network && failed.why.starts_with(connection::NO_ANSWER))
+            .then(|| ". It runs without network".to_string()),
+    };
+    if let Some(offline) = offline {
+        text.push_str(&offline);
         text.push_str(&format!(
-            ". It runs without network: if it downloads at start (as `npx -y` and `uvx` do), \
-             give it the network with `superpi mcp add {} --network -- …` or `\"network\": true` in its \
-             `mcp_servers` entry",
+            "; if it downloads at start (as `npx -y` and `uvx` do), give it the network with \
+             `superpi mcp add {} --network -- …` or `\"network\": true` in its `mcp_servers` entry",
             key.name
         ));
     }
