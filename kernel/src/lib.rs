@@ -35,5 +35,6 @@ mod turn;
 mod watch;
 
 pub use config::{KernelConfig, KernelError};
+pub use features::rules::{ListedRules, listing as rules_listing};
 pub use features::schedule::check_cron;
 pub use server::{run, status_of_socket};

@@ -32,6 +32,7 @@ mod readme;
 mod real_machines;
 mod registry;
 mod remote_ceiling;
+mod rules;
 mod schedules;
 mod subagents;
 mod terminal;

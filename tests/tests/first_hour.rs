@@ -75,7 +75,13 @@ fn agui_and_the_gateway_keep_their_own_default_ports() {
 #[test]
 fn json_listings_are_arrays() {
     let env = TestEnv::new();
-    for args in [&["harnesses", "--json"][..], &["mcp", "list", "--json"], &["session", "list", "--json"]] {
+    let listings = [
+        &["harnesses", "--json"][..],
+        &["mcp", "list", "--json"],
+        &["session", "list", "--json"],
+        &["rules", "--json"],
+    ];
+    for args in listings {
         let out = run(&env, args);
         assert!(out.status.success(), "{args:?}: {}", stderr(&out));
         let doc: Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -49,6 +49,9 @@ pub enum Command {
     Harnesses(JsonFlag),
     /// List the models whose provider the kernel has configured.
     Models(JsonFlag),
+    /// The rules files (AGENTS.md, CLAUDE.md, GEMINI.md, .agents/rules/*.md) a conversation in
+    /// this directory reads, and when.
+    Rules(JsonFlag),
     /// The kernel: run it in the foreground, or `status` / `stop`.
     Kernel(KernelArgs),
     /// What this machine confines, which toolchains and MCP servers a tool can reach, what it
@@ -138,6 +141,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Schedule(command) => crate::schedule::run(&locations, command).await,
         Command::Harnesses(json) => listing::harnesses(&locations, json).await,
         Command::Models(json) => listing::models(&locations, json).await,
+        Command::Rules(json) => listing::rules(json),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             let mut script = Vec::new();

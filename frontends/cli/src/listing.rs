@@ -353,6 +353,33 @@ pub async fn models(locations: &Locations, flag: JsonFlag) -> anyhow::Result<Exi
     Ok(ExitCode::SUCCESS)
 }
 
+/// `superpi rules`: the rules files a conversation in this directory reads, without a kernel
+/// (the kernel's own reader).
+pub fn rules(flag: JsonFlag) -> anyhow::Result<ExitCode> {
+    let workspace = superpi_client::workspace::resolve_workspace(None)?;
+    let listed = superpi_kernel::rules_listing(&workspace);
+    if flag.json {
+        print_json(&listed)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if listed.is_empty() {
+        out(&format!(
+            "no rules files for {} (AGENTS.md, CLAUDE.md, GEMINI.md, .agents/rules/*.md)\n",
+            workspace.display()
+        ));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows: Vec<Vec<String>> = listed
+        .iter()
+        .map(|r| {
+            let when = if r.kind == "prompt" { "every turn" } else { "when a tool first names a path under it" };
+            vec![r.path.display().to_string(), r.bytes.to_string(), when.to_string()]
+        })
+        .collect();
+    print_table(&["FILE", "BYTES", "READ"], &rows);
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn kernel_status(status: &KernelStatus, flag: JsonFlag) -> anyhow::Result<()> {
     if flag.json {
         return print_json(status);

@@ -198,6 +198,9 @@ pub(crate) struct Conversation {
     pub compacting: std::sync::atomic::AtomicBool,
     /// Its deltas for the watchers other kernels have of it.
     pub relay: DeltaRelay,
+    /// The rules files of directories below the workspace its context already holds in tool
+    /// results (features/rules.rs); None until read from the context, and after a compaction.
+    pub rules_shown: Mutex<Option<std::collections::HashSet<std::path::PathBuf>>>,
 }
 
 impl Conversation {
@@ -239,6 +242,7 @@ impl Conversation {
             policy: Mutex::new(policy),
             usage_total: Mutex::new(Default::default()),
             compacting: std::sync::atomic::AtomicBool::new(false),
+            rules_shown: Mutex::new(Default::default()),
             relay: DeltaRelay::default(),
         });
         (conv, rx)

@@ -245,6 +245,8 @@ impl<'a> Compacting<'a> {
 impl Drop for Compacting<'_> {
     fn drop(&mut self) {
         self.0.compacting.store(false, std::sync::atomic::Ordering::Release);
+        // The nested rules the context holds are read from it again.
+        *crate::sync::lock(&self.0.rules_shown) = None;
     }
 }
 
