@@ -17,6 +17,7 @@ mod hooks_skills;
 mod house;
 mod kernel;
 mod keys;
+mod killed_turns;
 mod lifecycle;
 mod mcp_client;
 mod mcp_npm;
