@@ -3,6 +3,7 @@
 
 mod backend_frontends;
 mod backends;
+mod chaos;
 mod checkpoints;
 mod cluster_deltas;
 mod context;
