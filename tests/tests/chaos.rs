@@ -287,8 +287,9 @@ async fn gateway_client(machines: Arc<Vec<Machine>>, seen: Arc<Mutex<Seen>>, mut
                     _ => Err(format!("an error without a message: {status} {text}")),
                 }
             }
-            // The gateway never dies here; a broken connection is still an error the client sees.
-            Err(_) => Ok(false),
+            // The gateways live throughout: no answer at all (a dropped connection, a hang) is
+            // no clear error.
+            Err(err) => Err(format!("no answer: {err}")),
         };
         let mut seen = seen.lock().unwrap();
         match outcome {

@@ -226,11 +226,14 @@ fn unanswered_questions(kernel: &Kernel, cid: i64, turn_id: i64) -> Result<Vec<(
 }
 
 /// A turn that never started (queued when the kernel stopped): its acknowledged prompt goes
-/// into the history, as a started turn's does, and the turn ends as interrupted.
+/// into the history with the status `running`, as a started turn's does (so a kernel that dies
+/// before the end below leaves a started turn, its prompt stored once), and the turn ends as
+/// interrupted.
 pub(crate) fn interrupt_unstarted(kernel: &Kernel, conv: &Conversation, turn_id: i64, prompt: &Message) {
     let event = Event::message_completed(conv.id, Some(turn_id), Role::User, prompt.content.clone(), None);
+    let running = TurnStatus { turn_id, status: "running", error: None };
     let stored = conv
-        .publish(kernel, event, Some((EntryKind::User, prompt)))
+        .publish_turn(kernel, event, Some((EntryKind::User, prompt)), running)
         .and_then(|_| end_interrupted(kernel, conv, turn_id, "before it started"));
     if let Err(err) = stored {
         tracing::error!(conversation = conv.id, turn_id, "ending a turn that never started: {err}");
