@@ -54,11 +54,13 @@ impl Rng {
 /// One machine: its directories, its kernel (started by hand, or by its gateway's autostart
 /// after a kill) and its gateway.
 struct Machine {
-    env: TestEnv,
-    vars: Vec<(String, String)>,
-    kernel: Mutex<Option<KillOnDrop>>,
-    gateway: String,
+    // Dropped in this order: the gateway (which could start a kernel again), the kernel, then
+    // the directories (killing whichever kernel holds the lock).
     _gateway: KillOnDrop,
+    gateway: String,
+    kernel: Mutex<Option<KillOnDrop>>,
+    vars: Vec<(String, String)>,
+    env: TestEnv,
 }
 
 impl Machine {
