@@ -3,6 +3,7 @@
 
 mod backend_frontends;
 mod backends;
+mod chaos;
 mod checkpoints;
 mod cluster_deltas;
 mod context;
@@ -17,6 +18,7 @@ mod hooks_skills;
 mod house;
 mod kernel;
 mod keys;
+mod killed_turns;
 mod lifecycle;
 mod mcp_client;
 mod mcp_npm;

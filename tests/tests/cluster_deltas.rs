@@ -18,7 +18,7 @@ use crate::postgres::{two_kernels, watch_from};
 const ROUNDS: usize = 10;
 
 /// The text of a turn's text deltas, and that of its completed assistant messages.
-fn delta_and_answer_texts(events: &[Event]) -> (String, String) {
+pub(crate) fn delta_and_answer_texts(events: &[Event]) -> (String, String) {
     let mut deltas = String::new();
     let mut answers = String::new();
     for event in events {

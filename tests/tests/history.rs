@@ -83,7 +83,7 @@ async fn a_kernel_killed_while_a_tool_runs_leaves_a_result_for_the_call_and_the_
     assert_paired(&history);
     let (output, is_error) = result_of(&history, &tool_call_id);
     assert!(is_error);
-    assert_eq!(output, "interrupted: the kernel stopped before this tool finished");
+    assert!(output.starts_with("interrupted: the kernel stopped while this tool ran; it may have run"), "{output}");
 
     // The replay shows the call finished with an error, and the turn ended.
     let mut replay = client.watch(watch_from_start(conv)).await.unwrap();

@@ -24,8 +24,11 @@ pub(crate) enum OpenCallEnd {
     Cancelled,
     /// The turn failed (the provider, the store) before the call ran.
     Failed,
-    /// The kernel stopped (killed, crashed, shut down) while the turn ran.
+    /// The kernel stopped (killed, crashed, shut down) while the call ran, or after a person
+    /// allowed it: it may have run in part or in full.
     Interrupted,
+    /// The kernel stopped while the call waited for a person's answer: it never ran.
+    Unanswered,
     /// A fork copied the history up to a call but not its result.
     Forked,
 }
@@ -35,7 +38,11 @@ impl OpenCallEnd {
         match self {
             OpenCallEnd::Cancelled => "cancelled by the user before this tool finished",
             OpenCallEnd::Failed => "not run: the turn failed before this tool ran",
-            OpenCallEnd::Interrupted => "interrupted: the kernel stopped before this tool finished",
+            OpenCallEnd::Interrupted => {
+                "interrupted: the kernel stopped while this tool ran; it may have run in part or in full, \
+                 so check what it did before running it again"
+            }
+            OpenCallEnd::Unanswered => "not run: the kernel stopped while this call waited for a person's answer",
             OpenCallEnd::Forked => "not run: the conversation was forked before this tool finished",
         }
     }
@@ -84,12 +91,12 @@ pub(crate) fn open_calls(entries: &[Entry], scope: Scope) -> Vec<(String, String
 }
 
 /// Stores an error result (entry and `tool_completed` event) for every call of the scope
-/// left without one. Returns how many it stored.
+/// left without one, saying `end(call id)`. Returns how many it stored.
 pub(crate) fn close_open_calls(
     kernel: &Kernel,
     conv: &Conversation,
     scope: Scope,
-    end: OpenCallEnd,
+    end: impl Fn(&str) -> OpenCallEnd,
 ) -> Result<usize, StoreError> {
     let open = open_calls(&kernel.store.entries(conv.id)?, scope);
     let turn_id = match scope {
@@ -97,7 +104,7 @@ pub(crate) fn close_open_calls(
         Scope::Tail => None,
     };
     for (call_id, name) in &open {
-        let output = end.output();
+        let output = end(call_id).output();
         let message = Message {
             role: Role::Tool,
             content: vec![ContentBlock::ToolResult {
@@ -120,7 +127,7 @@ pub(crate) fn close_open_calls(
 /// The end of a turn that did not complete: closes its open calls, logging a store failure
 /// (the turn is over either way; the next start's recovery does not see it again).
 fn close_after(kernel: &Kernel, conv: &Conversation, turn_id: i64, end: OpenCallEnd) {
-    if let Err(err) = close_open_calls(kernel, conv, Scope::Turn(turn_id), end) {
+    if let Err(err) = close_open_calls(kernel, conv, Scope::Turn(turn_id), |_| end) {
         tracing::error!("storing results for the open tool calls of turn {turn_id}: {err}");
     }
 }
@@ -165,17 +172,27 @@ pub(crate) fn record_end(kernel: &Kernel, conv: &Conversation, turn_id: i64, end
     }
 }
 
-/// Ends a turn the kernel's stop interrupted (while stopping, or found at the next start):
-/// its open calls get results, its conversation a notice, and the turn its end
-/// (`turn_error`), written with the status `interrupted`, so a replay shows it finished.
-/// `when` says what the turn was doing ("while it ran"). Returns how many calls it closed.
+/// Ends a turn the kernel's stop interrupted (while stopping, or found by the kernel that
+/// takes the conversation over): nothing of it runs again. Its questions left open are
+/// withdrawn (`ui_resolved`, outcome `cancelled`), its open calls get results (a call that
+/// waited for an answer never ran; any other may have: the model reads which and decides), its
+/// conversation a notice, and the turn its end (`turn_error`), written with the status
+/// `interrupted`, so a replay shows it finished. `when` says what the turn was doing ("while it
+/// ran"). Returns how many calls it closed.
 pub(crate) fn end_interrupted(
     kernel: &Kernel,
     conv: &Conversation,
     turn_id: i64,
     when: &str,
 ) -> Result<usize, StoreError> {
-    let closed = close_open_calls(kernel, conv, Scope::Turn(turn_id), OpenCallEnd::Interrupted)?;
+    let unanswered = unanswered_questions(kernel, conv.id, turn_id)?;
+    for (request_id, _) in &unanswered {
+        let outcome = serde_json::json!({"outcome": "cancelled"});
+        conv.publish(kernel, Event::ui_resolved(conv.id, Some(turn_id), request_id, outcome), None)?;
+    }
+    let waited = |call_id: &str| unanswered.iter().any(|(_, call)| call.as_deref() == Some(call_id));
+    let end = |call_id: &str| if waited(call_id) { OpenCallEnd::Unanswered } else { OpenCallEnd::Interrupted };
+    let closed = close_open_calls(kernel, conv, Scope::Turn(turn_id), end)?;
     let message = format!("turn {turn_id} was interrupted: the kernel stopped {when}");
     conv.emit(kernel, Event::notice(conv.id, Some(turn_id), "warning", &message));
     let status = TurnStatus { turn_id, status: "interrupted", error: Some(&message) };
@@ -183,12 +200,40 @@ pub(crate) fn end_interrupted(
     Ok(closed)
 }
 
+/// How many of a conversation's latest questions and answers recovery reads: more than a turn
+/// can leave open (it asks one question at a time).
+const QUESTIONS_READ: usize = 64;
+
+/// The questions of turn `turn_id` that no stored `ui_resolved` answers, as (request id, the
+/// tool call a permission question asked about), in the order they were asked.
+fn unanswered_questions(kernel: &Kernel, cid: i64, turn_id: i64) -> Result<Vec<(String, Option<String>)>, StoreError> {
+    let field = |wire: &Value, key: &str| wire.get(key).and_then(Value::as_str).map(str::to_string);
+    let read = |event_type: &str| -> Result<Vec<Value>, StoreError> {
+        let latest = kernel.store.latest_events(cid, event_type, QUESTIONS_READ)?;
+        Ok(latest.iter().rev().filter_map(|(_, wire)| serde_json::from_str::<Value>(wire).ok()).collect())
+    };
+    let resolved: std::collections::HashSet<String> =
+        read("ui_resolved")?.iter().filter_map(|wire| field(wire, "request_id")).collect();
+    let mut asked: Vec<Value> = read("permission_request")?;
+    asked.extend(read("ui_request")?);
+    asked.sort_by_key(|wire| wire.get("seq").and_then(Value::as_u64));
+    Ok(asked
+        .iter()
+        .filter(|wire| wire.get("turn_id").and_then(Value::as_i64) == Some(turn_id))
+        .filter_map(|wire| Some((field(wire, "request_id")?, field(wire, "tool_call_id"))))
+        .filter(|(request_id, _)| !resolved.contains(request_id))
+        .collect())
+}
+
 /// A turn that never started (queued when the kernel stopped): its acknowledged prompt goes
-/// into the history, as a started turn's does, and the turn ends as interrupted.
+/// into the history with the status `running`, as a started turn's does (so a kernel that dies
+/// before the end below leaves a started turn, its prompt stored once), and the turn ends as
+/// interrupted.
 pub(crate) fn interrupt_unstarted(kernel: &Kernel, conv: &Conversation, turn_id: i64, prompt: &Message) {
     let event = Event::message_completed(conv.id, Some(turn_id), Role::User, prompt.content.clone(), None);
+    let running = TurnStatus { turn_id, status: "running", error: None };
     let stored = conv
-        .publish(kernel, event, Some((EntryKind::User, prompt)))
+        .publish_turn(kernel, event, Some((EntryKind::User, prompt)), running)
         .and_then(|_| end_interrupted(kernel, conv, turn_id, "before it started"));
     if let Err(err) = stored {
         tracing::error!(conversation = conv.id, turn_id, "ending a turn that never started: {err}");
@@ -198,7 +243,7 @@ pub(crate) fn interrupt_unstarted(kernel: &Kernel, conv: &Conversation, turn_id:
 /// A fork copies entries up to a seq, which may hold a call without its result (cut there, or
 /// copied while the tool ran): the fork gets an error result for each.
 pub(crate) fn close_forked(kernel: &Kernel, fork: &Conversation) -> Result<(), StoreError> {
-    close_open_calls(kernel, fork, Scope::Tail, OpenCallEnd::Forked).map(|_| ())
+    close_open_calls(kernel, fork, Scope::Tail, |_| OpenCallEnd::Forked).map(|_| ())
 }
 
 #[cfg(test)]

@@ -60,6 +60,8 @@ fn a_turn_whose_calls_all_have_results_has_none_open() {
 fn each_way_a_turn_ends_early_says_why_in_the_result() {
     assert!(OpenCallEnd::Interrupted.output().starts_with("interrupted:"));
     assert!(OpenCallEnd::Cancelled.output().starts_with("cancelled"));
+    assert!(OpenCallEnd::Interrupted.output().contains("may have run"));
+    assert!(OpenCallEnd::Unanswered.output().starts_with("not run:"));
     assert!(OpenCallEnd::Failed.output().starts_with("not run:"));
     assert!(OpenCallEnd::Forked.output().starts_with("not run:"));
 }

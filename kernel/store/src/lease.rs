@@ -22,8 +22,9 @@ pub struct Lease {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Claim {
     /// This kernel holds the lease now. What the former holder left unfinished (turns running,
-    /// or queued in its memory) is marked interrupted, returned here for their ends; prompts
-    /// queued for the holder in the database are not among them.
+    /// or queued in its memory) is returned here for the holder to end (each end stored with
+    /// the status `interrupted`; until then a later claim returns it again); prompts queued for
+    /// the holder in the database are not among them.
     Taken { lease: Lease, interrupted: Vec<InterruptedTurn> },
     /// Another kernel holds a live lease.
     Held { owner: String },
@@ -117,7 +118,8 @@ pub trait Leases {
     fn shared(&self) -> bool;
 
     /// Takes the conversation's lease for `kernel` for `ttl_ms` unless another kernel holds a
-    /// live one; taking it marks what the former holder left unfinished as interrupted.
+    /// live one; taking it returns what the former holder left unfinished, for the new holder
+    /// to end.
     fn claim(&self, conversation_id: i64, kernel: &str, ttl_ms: i64) -> Result<Claim, StoreError>;
 
     /// Extends every lease `kernel` still holds by `ttl_ms`: those it holds, as (conversation,

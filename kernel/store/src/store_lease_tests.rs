@@ -71,7 +71,7 @@ pub(super) fn a_claim_interrupts_what_the_former_holder_left_but_not_prompts_que
     store.set_turn_status(running, "running", None).unwrap();
     let queued_in_memory = store.create_turn(conv, &prompt).unwrap();
     let forwarded = store.queue_submit(conv, &Message::user_text("forwarded"), "accept-edits", false).unwrap();
-    let (lease, interrupted) = taken(store.claim(conv, "kernel-b", LIVE).unwrap());
+    let (_, interrupted) = taken(store.claim(conv, "kernel-b", LIVE).unwrap());
     assert_eq!(
         interrupted,
         vec![
@@ -79,8 +79,13 @@ pub(super) fn a_claim_interrupts_what_the_former_holder_left_but_not_prompts_que
             InterruptedTurn { conversation_id: conv, turn_id: queued_in_memory, unstarted_prompt: Some(prompt) },
         ]
     );
-    assert_eq!(store.turn_status(running).unwrap().as_deref(), Some("interrupted"));
+    // Their status stays until the holder stores their ends: a holder that dies first leaves
+    // them to the next claim.
+    assert_eq!(store.turn_status(running).unwrap().as_deref(), Some("running"));
     assert_eq!(store.turn_status(done).unwrap().as_deref(), Some("completed"));
+    store.expire_all().unwrap();
+    let (lease, again) = taken(store.claim(conv, "kernel-c", LIVE).unwrap());
+    assert_eq!(again, interrupted, "a claimer that died before the ends leaves them to the next");
     assert_eq!(store.turn_status(forwarded).unwrap().as_deref(), Some("queued"));
     // The former holder takes nothing; the holder takes the forwarded prompt once.
     assert_eq!(store.take_queued(conv, &dead).unwrap(), vec![]);
@@ -110,8 +115,8 @@ pub(super) fn orphans_are_conversations_with_work_and_no_live_lease(store: &dyn 
     assert!(store.orphans().unwrap().is_empty());
     assert!(store.release(other, &other_lease).unwrap());
     assert_eq!(store.orphans().unwrap(), vec![other]);
-    // The claim ended the turn a dead kernel left; one its holder runs now is its own ...
-    assert_eq!(store.turn_status(running).unwrap().as_deref(), Some("interrupted"));
+    // The holder ends the turn a dead kernel left (with its event); one it runs now is its own ...
+    store.set_turn_status(running, "interrupted", None).unwrap();
     let again = store.create_turn(conv, &Message::user_text("z")).unwrap();
     store.set_turn_status(again, "running", None).unwrap();
     assert_eq!(store.orphans().unwrap(), vec![other]);

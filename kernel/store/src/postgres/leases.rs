@@ -31,25 +31,22 @@ pub(crate) const NOW_MS: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000):
 pub(crate) const LEASE_CHECK: &str =
     "SELECT 1 FROM conversation_leases WHERE conversation_id = $1 AND owner = $2 AND generation = $3 FOR SHARE";
 
-/// Marks the turns a former holder left running or queued in its memory (not those queued in
-/// the database for the next holder) as interrupted.
-async fn interrupt_left(tx: &Transaction<'_>, conversation_id: i64) -> Result<Vec<InterruptedTurn>, StoreError> {
+/// The turns a former holder left running or queued in its memory (not those queued in the
+/// database for the next holder). Their status stays until the new holder stores each one's
+/// end with it, so a holder that dies before that leaves them to the next claim.
+async fn left_unfinished(tx: &Transaction<'_>, conversation_id: i64) -> Result<Vec<InterruptedTurn>, StoreError> {
     let rows = tx
         .query(
             "SELECT id, status, prompt FROM turns WHERE conversation_id = $1 AND status IN ('running', 'queued')
-             AND id NOT IN (SELECT turn_id FROM queued_submits) ORDER BY id FOR UPDATE",
+             AND id NOT IN (SELECT turn_id FROM queued_submits) ORDER BY id",
             &[&conversation_id],
         )
         .await?;
-    let mut turns = Vec::with_capacity(rows.len());
-    for row in rows {
-        let (turn_id, status, prompt): (i64, String, Option<String>) =
-            (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-        tx.execute("UPDATE turns SET status = 'interrupted', ended_at_ms = $2 WHERE id = $1", &[&turn_id, &now_ms()])
-            .await?;
-        turns.push(interrupted_turn(conversation_id, turn_id, &status, prompt)?);
-    }
-    Ok(turns)
+    rows.iter()
+        .map(|row| {
+            interrupted_turn(conversation_id, row.try_get(0)?, row.try_get::<_, String>(1)?.as_str(), row.try_get(2)?)
+        })
+        .collect()
 }
 
 impl Leases for PostgresStore {
@@ -82,7 +79,7 @@ impl Leases for PostgresStore {
                 return Ok(Claim::Held { owner });
             };
             let generation: i64 = taken.try_get(0)?;
-            let interrupted = interrupt_left(&tx, conversation_id).await?;
+            let interrupted = left_unfinished(&tx, conversation_id).await?;
             // The former holder's questions died with it.
             tx.execute("DELETE FROM open_questions WHERE conversation_id = $1", &[&conversation_id]).await?;
             // The jobs it took and did not answer run again under the new holder.

@@ -23,28 +23,22 @@ pub(crate) fn check(tx: &Transaction<'_>, conversation_id: i64, lease: &Lease) -
     held.ok_or(StoreError::Fenced(conversation_id))
 }
 
-/// Marks the turns a former holder left running or queued in its memory (not those queued in
-/// the database for the next holder) as interrupted.
-fn interrupt_left(tx: &Transaction<'_>, conversation_id: i64) -> Result<Vec<InterruptedTurn>, StoreError> {
-    let rows = {
-        let mut stmt = tx.prepare(
-            "SELECT id, status, prompt FROM turns WHERE conversation_id = ?1 AND status IN ('running', 'queued')
-             AND id NOT IN (SELECT turn_id FROM queued_submits) ORDER BY id",
-        )?;
-        stmt.query_map([conversation_id], |r| {
+/// The turns a former holder left running or queued in its memory (not those queued in the
+/// database for the next holder). Their status stays until the new holder stores each one's
+/// end with it, so a holder that dies before that leaves them to the next claim.
+fn left_unfinished(tx: &Transaction<'_>, conversation_id: i64) -> Result<Vec<InterruptedTurn>, StoreError> {
+    let mut stmt = tx.prepare(
+        "SELECT id, status, prompt FROM turns WHERE conversation_id = ?1 AND status IN ('running', 'queued')
+         AND id NOT IN (SELECT turn_id FROM queued_submits) ORDER BY id",
+    )?;
+    let rows = stmt
+        .query_map([conversation_id], |r| {
             Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, Option<String>>(2)?))
         })?
-        .collect::<Result<Vec<_>, _>>()?
-    };
-    let mut turns = Vec::with_capacity(rows.len());
-    for (turn_id, status, prompt) in rows {
-        tx.execute(
-            "UPDATE turns SET status = 'interrupted', ended_at_ms = ?2 WHERE id = ?1",
-            params![turn_id, now_ms()],
-        )?;
-        turns.push(interrupted_turn(conversation_id, turn_id, &status, prompt)?);
-    }
-    Ok(turns)
+        .collect::<Result<Vec<_>, _>>()?;
+    rows.into_iter()
+        .map(|(turn_id, status, prompt)| interrupted_turn(conversation_id, turn_id, &status, prompt))
+        .collect()
 }
 
 impl Leases for SqliteStore {
@@ -76,7 +70,7 @@ impl Leases for SqliteStore {
              SET owner = excluded.owner, generation = excluded.generation, expires_at_ms = excluded.expires_at_ms",
             params![conversation_id, kernel, generation, now.saturating_add(ttl_ms)],
         )?;
-        let interrupted = interrupt_left(&tx, conversation_id)?;
+        let interrupted = left_unfinished(&tx, conversation_id)?;
         // The former holder's questions died with it.
         tx.execute("DELETE FROM open_questions WHERE conversation_id = ?1", [conversation_id])?;
         // The jobs it took and did not answer run again under the new holder.
