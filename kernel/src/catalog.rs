@@ -84,6 +84,11 @@ impl Catalog {
         })
     }
 
+    /// superpi's own directories (config, data, runtime), canonical.
+    pub fn private_dirs(&self) -> &[std::path::PathBuf] {
+        &self.private_dirs
+    }
+
     pub fn apply_sandbox_settings(&self, sandbox: &mut SandboxConfig) {
         sandbox.extra_read_paths.extend(self.settings.sandbox.extra_read_paths.iter().cloned());
         sandbox.deny_read_paths.extend(self.settings.sandbox.deny_read_paths.iter().cloned());

@@ -24,6 +24,7 @@ The `mock` model reads the last user message, line by line:
   @slow MS            wait MS milliseconds before each delta
   @fail MESSAGE       end the answer with an error terminal carrying MESSAGE
   @deltas N           stream N short text deltas (for benchmarks)
+  @system             echo the last paragraph of the request's system prompt
   an image            is answered `[image TYPE, N bytes]` (its decoded size), before the echo
                       (a tool's image, after the sentence quoting its result)
   any other text      is echoed back, a word per delta
@@ -224,6 +225,11 @@ fn plan(request: &ModelRequest) -> Plan {
                     fail.get_or_insert_with(|| format!("mock: `@deltas` needs a count, not `{rest}`"));
                 }
             },
+            // The end of the system prompt, where a frontend's instructions go.
+            "@system" => {
+                let system = request.system.as_deref().unwrap_or("(no system prompt)");
+                echo.push(system.trim_end().rsplit("\n\n").next().unwrap_or(system));
+            }
             _ => echo.push(line),
         }
     }

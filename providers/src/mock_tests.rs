@@ -223,7 +223,7 @@ async fn empty_prompt_still_answers() {
 
 #[test]
 fn help_names_every_directive() {
-    for directive in ["@tool", "@think", "@slow", "@fail", "@deltas"] {
+    for directive in ["@tool", "@think", "@slow", "@fail", "@deltas", "@system"] {
         assert!(mock_directives_help().contains(directive));
     }
 }
@@ -255,4 +255,12 @@ async fn counts_its_input_and_refuses_a_request_over_its_window() {
             requested: Some(requested)
         })
     );
+}
+
+#[tokio::test]
+async fn system_echoes_the_end_of_the_system_prompt() {
+    let mut req = request(vec![user("@system")]);
+    req.system = Some("You are superpi.\n\nAnswer in French.".into());
+    let events = collect(req).await;
+    assert_eq!(terminal(&events).message.content, vec![ContentBlock::text("Answer in French.")]);
 }

@@ -47,6 +47,7 @@ fn call(workspace: &std::path::Path, command: &str) -> ToolCall {
         timeout: None,
         protected: Default::default(),
         allowed_hosts: None,
+        extra_roots: Vec::new(),
     }
 }
 

@@ -166,6 +166,12 @@ impl Machine {
             Ok(w) => w,
             Err(e) => return ToolCallResult::error(e),
         };
+        // Each extra directory is checked as the workspace is, and handed over canonical.
+        let mut call = call;
+        match call.extra_roots.iter().map(|root| self.checked_workspace(root)).collect::<Result<Vec<_>, _>>() {
+            Ok(roots) => call.extra_roots = roots,
+            Err(e) => return ToolCallResult::error(format!("an extra directory of the conversation: {e}")),
+        }
         let result = if shell {
             self.bash(config, &call, &workspace, cancel, progress).await
         } else {
@@ -241,6 +247,7 @@ impl Machine {
             op: Op::Tool { tool: call.name.clone(), arguments: call.arguments.clone() },
             workspace: workspace.to_path_buf(),
             read_roots: if spill_dir.is_dir() { vec![spill_dir] } else { Vec::new() },
+            write_roots: call.extra_roots.clone(),
             protected: call.protected.clone(),
         };
         self.tool_runner(config, call, workspace, &request, cancel).await
@@ -271,9 +278,15 @@ impl Machine {
             timeout: Some(TREE_TIMEOUT),
             protected: protected.clone(),
             allowed_hosts: None,
+            extra_roots: Vec::new(),
         };
-        let request =
-            Request { op: Op::ReadTree(read.clone()), workspace: workspace.clone(), read_roots: Vec::new(), protected };
+        let request = Request {
+            op: Op::ReadTree(read.clone()),
+            workspace: workspace.clone(),
+            read_roots: Vec::new(),
+            write_roots: Vec::new(),
+            protected,
+        };
         self.tool_runner(config, &call, &workspace, &request, cancel).await?
     }
 
@@ -390,6 +403,7 @@ impl Machine {
         // workspace, what the configuration and a server add, and the directory of every call's
         // temp dir. Landlock grants the call its own temp dir only.
         let mut mount_writable = vec![workspace.to_path_buf()];
+        mount_writable.extend(call.extra_roots.iter().cloned());
         mount_writable.extend(config.extra_write_paths.iter().cloned());
         mount_writable.extend(server.iter().flat_map(|s| s.writable.iter().cloned()));
         // A read-only call reads them only: the same mounts (and namespaces), no landlock

@@ -191,6 +191,10 @@ pub struct ToolCall {
     /// (`web_fetch`) may reach, each entry covering its subdomains, checked on every request it
     /// makes, redirects included. `None` when the policy names no hosts.
     pub allowed_hosts: Option<Vec<String>>,
+    /// Directories the call may write besides the workspace (a conversation's extra
+    /// directories): each is checked as the workspace is (`check_workspace`), granted as it is,
+    /// and the file tools take paths inside them.
+    pub extra_roots: Vec<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]

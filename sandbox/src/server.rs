@@ -109,6 +109,7 @@ impl Sandbox {
             timeout: None,
             protected: Default::default(),
             allowed_hosts: None,
+            extra_roots: Vec::new(),
         };
         let path_var = spec.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| OsString::from(v));
         let path_var = path_var.or_else(|| std::env::var_os("PATH"));

@@ -41,6 +41,10 @@ pub(crate) struct Request {
     pub workspace: PathBuf,
     /// Other trees the read tool may read (the conversation's spill files).
     pub read_roots: Vec<PathBuf>,
+    /// Other trees the tools may write as they write the workspace (canonical, each checked as
+    /// the workspace is): a conversation's extra directories.
+    #[serde(default)]
+    pub write_roots: Vec<PathBuf>,
     /// What no tool may touch.
     #[serde(default)]
     pub protected: ProtectedPaths,
@@ -75,7 +79,8 @@ pub(crate) fn run(request: &Request) -> ToolCallResult {
     let Op::Tool { tool, arguments } = &request.op else {
         return ToolCallResult::error("tool runner: not a tool call".to_string());
     };
-    let ctx = Ctx::new(request.workspace.clone(), request.read_roots.clone(), request.protected.clone());
+    let ctx = Ctx::new(request.workspace.clone(), request.read_roots.clone(), request.protected.clone())
+        .with_write_roots(request.write_roots.clone());
     let args = match arguments {
         Value::Object(map) => map.clone(),
         Value::Null => Map::new(),
@@ -100,6 +105,7 @@ mod tests {
             op: Op::Tool { tool: "frobnicate".into(), arguments: serde_json::json!({}) },
             workspace: PathBuf::from("/nonexistent"),
             read_roots: Vec::new(),
+            write_roots: Vec::new(),
             protected: Default::default(),
         });
         assert!(out.is_error && out.output.contains("unknown tool"));

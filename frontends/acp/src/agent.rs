@@ -64,9 +64,10 @@ impl Server {
     pub(crate) fn render_options(&self, workspace: Option<PathBuf>, tools: ToolFacts) -> RenderOptions {
         let caps = lock(&self.client_caps);
         let notices = caps.session.as_ref().is_some_and(|s| s.notices.is_some());
+        let compaction = caps.session.as_ref().is_some_and(|s| s.compaction.is_some());
         let editor_reads = crate::buffers::reads_files(self.opts.editor_buffers, caps.fs.read_text_file)
             .then_some(self.opts.editor_buffers);
-        RenderOptions { workspace, context_window: self.opts.context_window, notices, editor_reads, tools }
+        RenderOptions { workspace, context_window: self.opts.context_window, notices, compaction, editor_reads, tools }
     }
 
     /// A session for the conversation `info`, shown with the facts of its harness's tools

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{
     AvailableCommandsUpdate, CloseSessionRequest, CloseSessionResponse, ConfigOptionUpdate, ContentBlock, ContentChunk,
-    CurrentModeUpdate, ListSessionsRequest, ListSessionsResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
-    PromptResponse, SessionConfigOptionValue, SessionId, SessionInfoUpdate, SessionModeId, SessionNotification,
-    SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
-    SetSessionModeResponse, StopReason, TextContent,
+    CurrentModeUpdate, DeleteSessionRequest, DeleteSessionResponse, ListSessionsRequest, ListSessionsResponse,
+    NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, SessionConfigOptionValue, SessionId,
+    SessionInfoUpdate, SessionModeId, SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason, TextContent,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error};
@@ -70,11 +70,18 @@ pub(crate) async fn new_session(server: Arc<Server>, req: NewSessionRequest) -> 
     let workspace = request::new_workspace(&req.cwd, &server.connect.locations)?;
     let mcp_servers = request::mcp_servers(&req.mcp_servers, server.opts.editor_mcp)?;
     let harness = request::harness(req.meta.as_ref())?;
+    let extra_dirs = request::extra_dirs(&req.additional_directories, &server.connect.locations)?;
+    let system_prompt = request::system_prompt(req.system_prompt.as_ref())?;
     let kernel = server.kernel().await?;
-    let info = kernel
-        .open(OpenParams { harness: Some(harness), workspace: Some(workspace), mcp_servers, ..Default::default() })
-        .await
-        .map_err(|e| request::kernel_error(e, None))?;
+    let open = OpenParams {
+        harness: Some(harness),
+        workspace: Some(workspace),
+        mcp_servers,
+        extra_dirs: Some(extra_dirs).filter(|d| !d.is_empty()),
+        system_prompt,
+        ..Default::default()
+    };
+    let info = kernel.open(open).await.map_err(|e| request::kernel_error(e, None))?;
     let session = server.add_session(&kernel, &info).await;
     tracing::info!(session = %session.id.0, harness = %info.harness, "session created");
     Ok(NewSessionResponse::new(session.id.clone())
@@ -82,21 +89,37 @@ pub(crate) async fn new_session(server: Arc<Server>, req: NewSessionRequest) -> 
         .config_options(server.config_options(&kernel, &session).await))
 }
 
+/// What session/load and session/resume set up besides the session: the editor's MCP
+/// servers, additional directories (the complete list: none when empty) and system prompt.
+pub(crate) struct Setup<'a> {
+    pub mcp: &'a [agent_client_protocol::v1::schema::McpServer],
+    pub additional_directories: &'a [std::path::PathBuf],
+    pub system_prompt: Option<&'a agent_client_protocol::v1::schema::SystemPrompt>,
+}
+
 /// Attaches a stored conversation (load and resume); with `cx` its history is replayed
 /// first.
 pub(crate) async fn attach(
     server: &Arc<Server>,
     id: &SessionId,
-    mcp: &[agent_client_protocol::v1::schema::McpServer],
+    setup: Setup<'_>,
     replay_to: Option<&ConnectionTo<Client>>,
 ) -> Result<(Arc<Session>, KernelClient), Error> {
     let conv = request::conversation_id(id)?;
-    let mcp_servers = request::mcp_servers(mcp, server.opts.editor_mcp)?;
+    let mcp_servers = request::mcp_servers(setup.mcp, server.opts.editor_mcp)?;
+    let extra_dirs = request::extra_dirs(setup.additional_directories, &server.connect.locations)?;
+    let system_prompt = request::system_prompt(setup.system_prompt)?;
     let kernel = server.kernel().await?;
-    if !mcp_servers.is_empty() {
-        let open = OpenParams { conversation_id: Some(conv), mcp_servers, create: Some(false), ..Default::default() };
-        kernel.open(open).await.map_err(|e| request::kernel_error(e, Some(id)))?;
-    }
+    // The stored list of directories is replaced (by none when the editor gives none).
+    let open = OpenParams {
+        conversation_id: Some(conv),
+        mcp_servers,
+        create: Some(false),
+        extra_dirs: Some(extra_dirs),
+        system_prompt,
+        ..Default::default()
+    };
+    kernel.open(open).await.map_err(|e| request::kernel_error(e, Some(id)))?;
     let mut pages = kernel.history_pages(conv).await.map_err(|e| request::kernel_error(e, Some(id)))?;
     let session = server.add_session(&kernel, pages.conversation()).await;
     if let Some(cx) = replay_to {
@@ -372,6 +395,23 @@ pub(crate) async fn close(server: Arc<Server>, req: CloseSessionRequest) -> Resu
         }
     }
     Ok(CloseSessionResponse::new())
+}
+
+/// session/delete: the conversation and all stored of it. An open session of it is closed
+/// first (its questions withdrawn); one whose prompt runs is refused: cancel it first.
+pub(crate) async fn delete(server: Arc<Server>, req: DeleteSessionRequest) -> Result<DeleteSessionResponse, Error> {
+    let conv = request::conversation_id(&req.session_id)?;
+    let open = lock(&server.sessions).get(&conv).cloned();
+    if let Some(session) = open {
+        if session.prompt_running() {
+            return Err(request::invalid_params("a prompt of this session is running: cancel it before deleting it"));
+        }
+        close(server.clone(), CloseSessionRequest::new(req.session_id.clone())).await?;
+    }
+    let kernel = server.kernel().await?;
+    kernel.delete(conv).await.map_err(|e| request::kernel_error(e, Some(&req.session_id)))?;
+    tracing::info!(session = %req.session_id.0, "session deleted");
+    Ok(DeleteSessionResponse::new())
 }
 
 pub(crate) async fn fork(server: Arc<Server>, req: ForkSessionRequest) -> Result<ForkSessionResponse, Error> {

@@ -13,9 +13,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, CurrentModeUpdate, Notice, NoticeSeverity, PermissionOption, PermissionOptionKind,
-    Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionModeId, SessionUpdate, StopReason, TextContent,
-    ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
+    CompactionStatus, CompactionUpdate, ContentBlock, ContentChunk, CurrentModeUpdate, Notice, NoticeSeverity,
+    PermissionOption, PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionModeId,
+    SessionUpdate, StopReason, TextContent, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use serde_json::Value;
 use superpi_proto::{ContentBlock as KBlock, Event, EventBody, Role};
@@ -53,6 +54,9 @@ pub struct RenderOptions {
     /// The editor advertised `session.notices`: notices go out as `notice` updates rather
     /// than as thought chunks.
     pub notices: bool,
+    /// The editor advertised `session.compaction`: a compaction goes out as a
+    /// `compaction_update` with its summary.
+    pub compaction: bool,
     /// This agent answers the kernel's file-read questions, in this mode (the editor
     /// advertised `fs.readTextFile` and the mode is not `never`).
     pub editor_reads: Option<EditorBuffers>,
@@ -331,8 +335,17 @@ impl Renderer {
                 self.end_turn(event.turn_id, StopReason::Refusal, &mut out);
             }
             EventBody::TurnCancelled {} => self.end_turn(event.turn_id, StopReason::Cancelled, &mut out),
+            EventBody::CompactionCompleted { summary, .. } if self.opts.compaction => {
+                // One upsert per compaction, done when the kernel says it: its id is the event's.
+                let summary = summary.iter().map(|s| ContentBlock::Text(TextContent::new(s.as_str()))).collect();
+                let id = format!("compaction-{}", event.seq);
+                out.push(Out::Update(SessionUpdate::CompactionUpdate(
+                    CompactionUpdate::new(id, CompactionStatus::Completed).summary(Some(summary)),
+                )));
+            }
             // Not shown in an editor: state transitions, questions other than permissions
-            // (they fail closed in the kernel), compaction, watch markers, future types.
+            // (they fail closed in the kernel), compaction to an editor that did not ask for
+            // it, watch markers, future types.
             _ => {}
         }
         out

@@ -9,6 +9,7 @@ fn renderer() -> Renderer {
         workspace: Some(PathBuf::from("/ws")),
         context_window: 1000,
         notices: false,
+        compaction: false,
         editor_reads: None,
         tools: crate::tools::ToolFacts::new(superpi_sandbox::ToolRegistry::builtin().defs()),
     });
@@ -391,6 +392,20 @@ fn notice_is_a_notice_when_the_editor_takes_them_else_a_thought() {
     assert_eq!(
         r.render(&ev),
         vec![Out::Update(SessionUpdate::Notice(Notice::new(NoticeSeverity::Warning, "turn 2 was interrupted")))]
+    );
+}
+
+#[test]
+fn a_compaction_is_a_completed_compaction_update_when_the_editor_takes_them() {
+    let mut ev = Event::compaction_completed(C, None, json!(3), Some("the story so far".into()));
+    ev.seq = 12;
+    let mut r = Renderer::new(RenderOptions { compaction: true, ..Default::default() });
+    let summary = vec![ContentBlock::Text(TextContent::new("the story so far"))];
+    assert_eq!(
+        r.render(&ev),
+        vec![Out::Update(SessionUpdate::CompactionUpdate(
+            CompactionUpdate::new("compaction-12", CompactionStatus::Completed).summary(summary)
+        ))]
     );
 }
 

@@ -6,13 +6,13 @@
 //! editor kept, with no table to consult, and a conversation started elsewhere (the CLI, the
 //! gateway) can be loaded by its number.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema::{
     AvailableCommand, AvailableCommandInput, ContentBlock, EmbeddedResourceResource, McpServer, Meta, SessionConfigId,
     SessionConfigKind, SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelect,
     SessionConfigSelectOption, SessionConfigSelectOptions, SessionConfigValueId, SessionId, SessionInfo, SessionMode,
-    SessionModeId, SessionModeState, UnstructuredCommandInput,
+    SessionModeId, SessionModeState, SystemPrompt, SystemPromptMode, UnstructuredCommandInput,
 };
 use agent_client_protocol::{Error, ErrorCode};
 use superpi_client::{ClientError, Locations};
@@ -107,6 +107,47 @@ pub fn new_workspace(cwd: &Path, locations: &Locations) -> Result<String, Error>
         invalid_params(format!("{why}. Open a project folder in the editor: it is the session's workspace (`cwd`)"))
     })?;
     Ok(workspace)
+}
+
+/// `additionalDirectories` of session/new, load or resume: each absolute and one the sandbox
+/// accepts as it accepts a workspace (the same check as `cwd`); the kernel lets the session's
+/// tools write there as in the workspace.
+pub fn extra_dirs(dirs: &[PathBuf], locations: &Locations) -> Result<Vec<String>, Error> {
+    dirs.iter()
+        .map(|dir| {
+            let shown = dir.display();
+            if !dir.is_absolute() {
+                return Err(invalid_params(format!("additionalDirectories: `{shown}` is not an absolute path")));
+            }
+            superpi_client::workspace::check_workspace(dir, locations)
+                .map_err(|why| invalid_params(format!("additionalDirectories: `{shown}`: {why}")))?;
+            dir.to_str()
+                .map(str::to_string)
+                .ok_or_else(|| invalid_params(format!("additionalDirectories: `{shown}` is not valid UTF-8")))
+        })
+        .collect()
+}
+
+/// `systemPrompt` of session/new, load or resume: its text, appended after the harness's
+/// system prompt. Only `append` is served and only text blocks; anything else, or no text,
+/// refuses the request (the protocol asks an agent to refuse what it cannot apply).
+pub fn system_prompt(prompt: Option<&SystemPrompt>) -> Result<Option<String>, Error> {
+    let Some(prompt) = prompt else { return Ok(None) };
+    if prompt.mode != SystemPromptMode::Append {
+        return Err(invalid_params("systemPrompt: only the `append` mode is supported"));
+    }
+    let mut texts = Vec::new();
+    for block in &prompt.content {
+        match block {
+            ContentBlock::Text(text) => texts.push(text.text.as_str()),
+            _ => return Err(invalid_params("systemPrompt: only `text` content blocks are supported")),
+        }
+    }
+    let text = texts.join("\n\n");
+    if text.trim().is_empty() {
+        return Err(invalid_params("systemPrompt: the content holds no text"));
+    }
+    Ok(Some(text))
 }
 
 /// The harness named in `_meta` (`harness`, or `superpi.harness`), else the default.

@@ -10,6 +10,11 @@ use std::sync::Arc;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
+    AgentAuthCapabilities, DeleteSessionRequest, DeleteSessionResponse, LogoutCapabilities, LogoutRequest,
+    LogoutResponse, SessionAdditionalDirectoriesCapabilities, SessionDeleteCapabilities,
+    SessionSystemPromptCapabilities,
+};
+use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthenticateRequest, AuthenticateResponse, CancelNotification, CloseSessionRequest,
     CloseSessionResponse, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
     ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, NewSessionRequest,
@@ -44,8 +49,14 @@ pub fn initialize_response(is_set: &dyn Fn(&str) -> bool) -> InitializeResponse 
                     SessionCapabilities::new()
                         .list(SessionListCapabilities::new())
                         .resume(SessionResumeCapabilities::new())
-                        .close(SessionCloseCapabilities::new()),
+                        .close(SessionCloseCapabilities::new())
+                        .delete(SessionDeleteCapabilities::new())
+                        .additional_directories(SessionAdditionalDirectoriesCapabilities::new())
+                        // `append` only (`{}`): the editor's text follows the harness's prompt.
+                        .system_prompt(SessionSystemPromptCapabilities::new()),
                 )
+                // Keys come from the agent's environment: logout has nothing to forget.
+                .auth(AgentAuthCapabilities::new().logout(LogoutCapabilities::new()))
                 // ACP v1 cannot advertise steering: clients that look find the method here.
                 .meta(steering_meta()),
         )
@@ -153,8 +164,12 @@ pub async fn serve(
                         responder,
                         cx.clone(),
                         async move {
-                            let (session, kernel) =
-                                attach(&server, &req.session_id, &req.mcp_servers, Some(&cx)).await?;
+                            let setup = Setup {
+                                mcp: &req.mcp_servers,
+                                additional_directories: &req.additional_directories,
+                                system_prompt: req.system_prompt.as_ref(),
+                            };
+                            let (session, kernel) = attach(&server, &req.session_id, setup, Some(&cx)).await?;
                             session
                                 .ensure_pump(&kernel, &cx)
                                 .await
@@ -179,7 +194,12 @@ pub async fn serve(
                             cx: ConnectionTo<Client>| {
                     let server = server.clone();
                     spawn_answer(responder, async move {
-                        let (session, kernel) = attach(&server, &req.session_id, &req.mcp_servers, None).await?;
+                        let setup = Setup {
+                            mcp: &req.mcp_servers,
+                            additional_directories: &req.additional_directories,
+                            system_prompt: req.system_prompt.as_ref(),
+                        };
+                        let (session, kernel) = attach(&server, &req.session_id, setup, None).await?;
                         session
                             .ensure_pump(&kernel, &cx)
                             .await
@@ -278,6 +298,26 @@ pub async fn serve(
         .on_receive_request(
             {
                 let server = s.clone();
+                async move |req: DeleteSessionRequest,
+                            responder: Responder<DeleteSessionResponse>,
+                            _cx: ConnectionTo<Client>| {
+                    spawn_answer(responder, delete(server.clone(), req));
+                    Ok(())
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            // Provider keys are read from the agent's environment and never travel over ACP:
+            // there is no credential of this connection to forget.
+            async move |_req: LogoutRequest, responder: Responder<LogoutResponse>, _cx: ConnectionTo<Client>| {
+                responder.respond(LogoutResponse::new())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let server = s.clone();
                 async move |req: ForkSessionRequest,
                             responder: Responder<ForkSessionResponse>,
                             _cx: ConnectionTo<Client>| {
@@ -314,6 +354,9 @@ mod tests {
         assert_eq!(caps.mcp_capabilities, McpCapabilities::new());
         let session = &caps.session_capabilities;
         assert!(session.list.is_some() && session.resume.is_some() && session.close.is_some());
+        assert!(session.delete.is_some() && session.additional_directories.is_some());
+        assert!(session.system_prompt.as_ref().is_some_and(|s| s.mode.is_none()), "append only");
+        assert!(caps.auth.logout.is_some());
         let steering = caps.meta.as_ref().and_then(|m| m.get("superpi")).and_then(|s| s.get("steering"));
         assert_eq!(steering.and_then(|m| m.as_str()), Some(crate::wire::STEERING_METHOD));
         assert_eq!(init.auth_methods.len(), crate::auth::KEYS.len());

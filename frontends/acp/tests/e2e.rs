@@ -1102,3 +1102,63 @@ async fn load_replays_a_history_of_several_pages_in_order() {
     result.unwrap();
     assert_jsonrpc_only(&lines);
 }
+
+/// The stable additions of the schema: additionalDirectories (writable like the workspace,
+/// and nothing else outside it), systemPrompt (after the harness's prompt: the mock model's
+/// `@system` echoes the end of what it got), usage updates, logout, and session/delete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extra_directories_system_prompt_logout_and_delete() {
+    use agent_client_protocol::v1::schema::{DeleteSessionRequest, LogoutRequest, SystemPrompt};
+    let env = TestEnv::new();
+    let docs = env.root.path().join("docs");
+    let other = env.root.path().join("other");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::create_dir_all(&other).unwrap();
+    let (result, lines) = with_editor(&env, Answer::Dismiss, async |cx, mut seen| {
+        let init = initialize(&cx).await?;
+        let caps = &init.agent_capabilities.session_capabilities;
+        assert!(caps.delete.is_some() && caps.additional_directories.is_some() && caps.system_prompt.is_some());
+        let instructions = "Always sign your answers as the lighthouse keeper.";
+        let new = NewSessionRequest::new(env.workspace.clone())
+            .additional_directories(vec![docs.clone()])
+            .system_prompt(SystemPrompt::new(vec![ContentBlock::Text(TextContent::new(instructions))]));
+        let sid = cx.send_request(new).block_task().await?.session_id;
+
+        cx.send_request(text_prompt(&sid, "@system")).block_task().await?;
+        let updates = seen.drain();
+        assert_eq!(agent_text(&updates).trim(), instructions, "{updates:?}");
+        assert!(updates.iter().any(|u| matches!(u.update, SessionUpdate::UsageUpdate(_))), "a usage update");
+
+        // A write in the extra directory goes ahead (accept-edits); one beside it is refused.
+        let inside = docs.join("notes.md");
+        let prompt = format!("@tool write {}", json!({"path": inside, "content": "kept"}));
+        cx.send_request(text_prompt(&sid, &prompt)).block_task().await?;
+        let outside = other.join("notes.md");
+        let prompt = format!("@tool write {}", json!({"path": outside, "content": "lost"}));
+        cx.send_request(text_prompt(&sid, &prompt)).block_task().await?;
+        let refused = agent_text(&seen.drain());
+        assert!(refused.contains("outside the workspace"), "{refused}");
+
+        // A directory the sandbox would refuse as a workspace is refused here too.
+        let bad = NewSessionRequest::new(env.workspace.clone()).additional_directories(vec!["/".into()]);
+        assert_eq!(cx.send_request(bad).block_task().await.unwrap_err().code, ErrorCode::from(-32602));
+        // Only `append` is served.
+        let replace = SystemPrompt::new(vec![ContentBlock::Text(TextContent::new("x"))])
+            .mode(agent_client_protocol::v1::schema::SystemPromptMode::Override);
+        let bad = NewSessionRequest::new(env.workspace.clone()).system_prompt(replace);
+        assert_eq!(cx.send_request(bad).block_task().await.unwrap_err().code, ErrorCode::from(-32602));
+
+        cx.send_request(LogoutRequest::new()).block_task().await?;
+        cx.send_request(DeleteSessionRequest::new(sid.clone())).block_task().await?;
+        let gone = cx.send_request(LoadSessionRequest::new(sid.clone(), env.workspace.clone())).block_task().await;
+        assert_eq!(gone.unwrap_err().code, ErrorCode::from(-32002));
+        let listed = cx.send_request(ListSessionsRequest::new()).block_task().await?;
+        assert!(listed.sessions.iter().all(|s| s.session_id != sid));
+        Ok(())
+    })
+    .await;
+    result.unwrap();
+    assert_jsonrpc_only(&lines);
+    assert_eq!(std::fs::read_to_string(docs.join("notes.md")).unwrap(), "kept");
+    assert!(!other.join("notes.md").exists());
+}

@@ -101,6 +101,12 @@ impl KernelClient {
         self.request(Method::SessionClear(ConversationRef { conversation_id })).await
     }
 
+    /// Deletes a conversation and everything stored of it (`session.delete`); refused while a
+    /// turn of it runs.
+    pub async fn delete(&self, conversation_id: i64) -> Result<Value, ClientError> {
+        self.request(Method::SessionDelete(ConversationRef { conversation_id })).await
+    }
+
     /// Puts back what a turn (without one, the latest that changed the workspace and is not
     /// undone) changed in the conversation's workspace (`session.undo`).
     pub async fn undo(&self, conversation_id: i64, turn_id: Option<i64>) -> Result<UndoResult, ClientError> {

@@ -68,7 +68,7 @@ impl OpenParams {
             workspace: workspace.map(String::from),
             title: self.title.clone(),
             create: self.create,
-            mcp_servers: Vec::new(),
+            ..Default::default()
         }
     }
 }

@@ -30,6 +30,8 @@ pub struct ConversationPolicy {
     /// The tools this conversation may use at most, whatever its harness offers: a
     /// subagent's are its parent's (none: its harness's loadout decides alone).
     tool_limit: Option<Vec<String>>,
+    /// Directories its tools may write besides the workspace, checked as the workspace is.
+    extra_roots: Vec<PathBuf>,
 }
 
 impl ConversationPolicy {
@@ -54,6 +56,7 @@ impl ConversationPolicy {
             overrides,
             private_dirs: Vec::new(),
             tool_limit: None,
+            extra_roots: Vec::new(),
         }
     }
 
@@ -71,6 +74,18 @@ impl ConversationPolicy {
     /// Whether the tool limit, if any, lets `tool` through.
     pub fn within_limit(&self, tool: &str) -> bool {
         self.tool_limit.as_ref().is_none_or(|limit| limit.iter().any(|t| t == tool))
+    }
+
+    /// Lets path arguments name these directories besides the workspace (absolute,
+    /// canonical), with the workspace's rules: a harness without a workspace gets none.
+    pub fn with_extra_roots(mut self, roots: Vec<PathBuf>) -> Self {
+        self.extra_roots = if self.workspace.is_some() { roots } else { Vec::new() };
+        self
+    }
+
+    /// The directories path arguments may name besides the workspace.
+    pub fn extra_roots(&self) -> &[PathBuf] {
+        &self.extra_roots
     }
 
     /// Protects superpi's own directories (config, data, runtime) from every tool.
@@ -171,6 +186,7 @@ impl ConversationPolicy {
             settings: &self.settings,
             overrides: &self.overrides,
             private_dirs: &self.private_dirs,
+            extra_roots: &self.extra_roots,
         })
     }
 

@@ -53,6 +53,9 @@ pub struct CallFacts<'a> {
     pub overrides: &'a Overrides,
     /// superpi's own directories (config, data, runtime): refused to every path argument.
     pub private_dirs: &'a [std::path::PathBuf],
+    /// Directories path arguments may name besides the workspace, each with its rules
+    /// (an editor's additional directories).
+    pub extra_roots: &'a [std::path::PathBuf],
 }
 
 /// The decision for one call. See the module documentation for the rules.
@@ -266,7 +269,12 @@ fn check_paths(f: &CallFacts<'_>) -> Option<Decision> {
                 rule: Rule::ProtectedPath,
             });
         }
-        if !path.starts_with(&root) && !f.settings.permissions.allow_outside_workspace {
+        // The root the path is inside: the workspace, or one of the extra roots.
+        let within = match f.extra_roots.iter().find(|extra| path.starts_with(extra)) {
+            Some(extra) if !path.starts_with(&root) => extra.clone(),
+            _ => root.clone(),
+        };
+        if !path.starts_with(&within) && !f.settings.permissions.allow_outside_workspace {
             return Some(Decision::Deny {
                 reason: format!("`{arg}` is outside the workspace {}", root.display()),
                 rule: Rule::Workspace,
@@ -275,7 +283,7 @@ fn check_paths(f: &CallFacts<'_>) -> Option<Decision> {
         // Listing names or working in a directory reads no contents: protected paths do not
         // apply (listing bodies skip hidden files anyway), the workspace boundary does.
         let why = if access.touches_contents() {
-            protected(&path, Some(&root), &f.settings.permissions.protected_paths)
+            protected(&path, Some(&within), &f.settings.permissions.protected_paths)
         } else {
             None
         };

@@ -45,6 +45,7 @@ fn run(tool: &str, effects: &[Effect], args: Value, mode: Mode, s: &Settings, o:
         settings: s,
         overrides: o,
         private_dirs: &[],
+        extra_roots: &[],
     })
 }
 
@@ -433,6 +434,7 @@ fn workspace_confinement() {
             settings: &s,
             overrides: &Overrides::default(),
             private_dirs: &[],
+            extra_roots: &[],
         }))
     };
     assert_eq!(facts(json!({"paths": ["a", "/tmp/b"]})), "D:workspace");
@@ -466,6 +468,7 @@ fn workspace_confinement() {
             settings: &none,
             overrides: &o,
             private_dirs: &[],
+            extra_roots: &[],
         });
         assert_eq!(code(&d), "D:workspace", "{tool}");
     }
@@ -477,6 +480,7 @@ fn workspace_confinement() {
         settings: &none,
         overrides: &o,
         private_dirs: &[],
+        extra_roots: &[],
     });
     assert_eq!(d, Decision::Allow { network: true });
 }
@@ -579,4 +583,30 @@ fn git_push_and_fetch_ask_for_network_like_any_network_call() {
         };
         assert_eq!(lines, [format!("network: {line}")]);
     }
+}
+
+#[test]
+fn an_extra_root_is_writable_like_the_workspace_and_nothing_else_is() {
+    let s = Settings::default();
+    let o = Overrides::default();
+    let extra = [std::path::PathBuf::from("/work/docs")];
+    let write = |path: &str| {
+        code(&decide(&CallFacts {
+            tool: &crate::test_tools::tool("write", &[Read, FsWrite]),
+            arguments: &json!({"path": path}),
+            mode: Mode::Auto,
+            workspace: Some(Path::new(ROOT)),
+            settings: &s,
+            overrides: &o,
+            private_dirs: &[],
+            extra_roots: &extra,
+        }))
+    };
+    assert_eq!(write("/work/docs/notes.md"), "A");
+    assert_eq!(write("/work/repo/src/a.rs"), "A");
+    assert_eq!(write("/work/docs/../secrets/a"), "D:workspace");
+    assert_eq!(write("/work/docsx/a"), "D:workspace");
+    assert_eq!(write("/work/elsewhere/a"), "D:workspace");
+    // Protected paths apply inside it as in the workspace.
+    assert_eq!(write("/work/docs/.env"), "D:protected_path");
 }

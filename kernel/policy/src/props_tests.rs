@@ -30,6 +30,7 @@ fn bash(line: &str, mode: Mode, s: &Settings) -> Decision {
         settings: s,
         overrides: &Overrides::default(),
         private_dirs: &[],
+        extra_roots: &[],
     })
 }
 

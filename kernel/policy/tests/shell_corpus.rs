@@ -43,6 +43,7 @@ fn decide_bash(line: &str, mode: Mode) -> Decision {
         settings: &Settings::default(),
         overrides: &Overrides::default(),
         private_dirs: &[],
+        extra_roots: &[],
     })
 }
 

@@ -32,6 +32,7 @@ pub enum Method {
     SessionSetEffort(SetEffortParams),
     SessionCompact(ConversationRef),
     SessionClear(ConversationRef),
+    SessionDelete(ConversationRef),
     SessionUndo(UndoParams),
     CommandList(CommandListParams),
     HarnessList,
@@ -65,6 +66,7 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.set_effort",
     "session.compact",
     "session.clear",
+    "session.delete",
     "session.undo",
     "command.list",
     "harness.list",
@@ -109,6 +111,7 @@ impl Method {
             "session.set_effort" => Method::SessionSetEffort(params(method, p)?),
             "session.compact" => Method::SessionCompact(params(method, p)?),
             "session.clear" => Method::SessionClear(params(method, p)?),
+            "session.delete" => Method::SessionDelete(params(method, p)?),
             "session.undo" => Method::SessionUndo(params(method, p)?),
             "command.list" => Method::CommandList(params(method, p)?),
             "harness.list" => Method::HarnessList,
@@ -151,6 +154,7 @@ impl Method {
             Method::SessionSetEffort(p) => ("session.set_effort", v(p)),
             Method::SessionCompact(p) => ("session.compact", v(p)),
             Method::SessionClear(p) => ("session.clear", v(p)),
+            Method::SessionDelete(p) => ("session.delete", v(p)),
             Method::SessionUndo(p) => ("session.undo", v(p)),
             Method::CommandList(p) => ("command.list", v(p)),
             Method::HarnessList => ("harness.list", empty.clone()),
@@ -202,6 +206,14 @@ pub struct OpenParams {
     /// until the kernel stops; given again, they replace those attached before.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp_servers: Vec<McpServerParam>,
+    /// Directories the conversation's tools may write besides its workspace, each checked as
+    /// a workspace is; given, they replace those stored before (empty: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra_dirs: Option<Vec<String>>,
+    /// Instructions appended after the harness's system prompt; given, they replace those
+    /// stored before (empty: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
 }
 
 /// A stdio MCP server a frontend attaches to a conversation.

@@ -62,6 +62,10 @@ pub(crate) struct Settings {
     pub workspace: Option<String>,
     /// The thinking effort of its model requests.
     pub effort: Option<superpi_proto::Effort>,
+    /// Directories its tools may write besides the workspace (canonical).
+    pub extra_dirs: Vec<String>,
+    /// A frontend's instructions, after the harness's system prompt.
+    pub system_prompt: Option<String>,
 }
 
 pub(crate) enum Input {
@@ -223,6 +227,8 @@ impl Conversation {
                 mode: row.mode.clone(),
                 workspace: row.workspace.clone(),
                 effort: row.settings.effort,
+                extra_dirs: row.settings.extra_dirs.clone(),
+                system_prompt: row.settings.system_prompt.clone(),
             }),
             row,
             lease,
@@ -362,12 +368,21 @@ impl Conversation {
     /// are refused anyway), its watchers are woken to follow it through the store, and its
     /// actor takes it out of memory.
     pub fn fence(&self) {
-        if !self.fenced.swap(true, Ordering::Relaxed) {
+        if self.retire() {
             tracing::warn!(conversation = self.id, "another kernel took this conversation over: it stops here");
-            let (reply, _) = oneshot::channel();
-            let _ = self.input.try_send(Input::Cancel { reply });
-            self.published.send_modify(|_| {});
         }
+    }
+
+    /// Stops the conversation here as [`Self::fence`] does (it is being deleted, or another
+    /// kernel took it over); false when it had stopped already.
+    pub fn retire(&self) -> bool {
+        if self.fenced.swap(true, Ordering::Relaxed) {
+            return false;
+        }
+        let (reply, _) = oneshot::channel();
+        let _ = self.input.try_send(Input::Cancel { reply });
+        self.published.send_modify(|_| {});
+        true
     }
 
     pub fn is_fenced(&self) -> bool {

@@ -172,7 +172,11 @@ async fn run_child(
             workspace,
             title: Some(title),
             parent_id: Some(parent.id),
-            settings: superpi_store::ConversationSettings { effort: settings.effort, tool_limit: Some(tool_limit) },
+            settings: superpi_store::ConversationSettings {
+                effort: settings.effort,
+                tool_limit: Some(tool_limit),
+                ..Default::default()
+            },
         })
         .map_err(|e| format!("could not store the subagent's conversation: {e}"))?;
     let child = crate::live::conversation(kernel, row.id)

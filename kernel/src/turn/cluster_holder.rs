@@ -194,6 +194,8 @@ pub(crate) fn settings_stored(kernel: &Kernel, conversation_id: i64, remote: boo
         };
         settings.model = row.model;
         settings.effort = row.settings.effort;
+        settings.extra_dirs = row.settings.extra_dirs;
+        settings.system_prompt = row.settings.system_prompt;
         if settings.mode == row.mode {
             return;
         }

@@ -119,7 +119,7 @@ fn refresh_policy(kernel: &Arc<Kernel>, conv: &Arc<Conversation>, turn_id: i64) 
     let fresh = kernel
         .catalog
         .policy_now(&settings.harness, mode, workspace, overrides)
-        .map(|policy| policy.with_tool_limit(tool_limit));
+        .map(|policy| policy.with_tool_limit(tool_limit).with_extra_roots(extra_roots(&settings.extra_dirs)));
     let read = fresh.as_ref().map(|_| ()).map_err(|why| format!("the settings do not read: {why}"));
     *held = fresh;
     drop(held);
@@ -127,6 +127,11 @@ fn refresh_policy(kernel: &Arc<Kernel>, conv: &Arc<Conversation>, turn_id: i64) 
         conv.emit(kernel, Event::notice(conv.id, Some(turn_id), "warning", notice));
     }
     read
+}
+
+/// The directories a conversation's tools may write besides its workspace.
+pub(crate) fn extra_roots(dirs: &[String]) -> Vec<std::path::PathBuf> {
+    dirs.iter().map(std::path::PathBuf::from).collect()
 }
 
 async fn drive(
@@ -170,6 +175,11 @@ async fn drive(
         protected: lock(&conv.policy).as_ref().map(|p| p.protected_paths()).unwrap_or_default(),
     };
     let system = crate::features::skills::system_prompt(system, offers_skills, &skills, cancel).await;
+    // A frontend's instructions (`session.open` `system_prompt`, an editor's), last.
+    let system = match (system, settings.system_prompt.as_deref()) {
+        (Some(system), Some(extra)) => Some(format!("{system}\n\n{extra}")),
+        (system, extra) => system.or_else(|| extra.map(str::to_string)),
+    };
     let limits = catalog.limits(&settings.model);
     let mut frame =
         Frame { model: &settings.model, effort: settings.effort, system: system.as_deref(), tools: &specs, limits };

@@ -167,11 +167,11 @@ async fn run_steps(
     {
         crate::turn::checkpoint::before_write(kernel, conv, *turn_id).await;
     }
-    let (protected, allowed_hosts) = match &caller {
-        Caller::Turn { conv, .. } => {
-            lock(&conv.policy).as_ref().map(|p| (p.protected_paths(), p.allowed_hosts())).unwrap_or_default()
-        }
-        Caller::Direct { policy, .. } => (policy.protected_paths(), policy.allowed_hosts()),
+    let grants =
+        |p: &superpi_policy::ConversationPolicy| (p.protected_paths(), p.allowed_hosts(), p.extra_roots().to_vec());
+    let (protected, allowed_hosts, extra_roots) = match &caller {
+        Caller::Turn { conv, .. } => lock(&conv.policy).as_ref().map(grants).unwrap_or_default(),
+        Caller::Direct { policy, .. } => grants(policy),
     };
     let (conversation_id, progress, forward) = match &caller {
         Caller::Turn { conv, turn_id, .. } => {
@@ -191,6 +191,7 @@ async fn run_steps(
         timeout: None,
         protected,
         allowed_hosts,
+        extra_roots,
     };
     let result = match route {
         Some(route) => {

@@ -94,7 +94,33 @@ pub struct ConversationSettings {
     /// none: its harness decides alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_limit: Option<Vec<String>>,
+    /// Directories its tools may write besides the workspace (an editor's
+    /// `additionalDirectories`), canonical, each checked as a workspace is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_dirs: Vec<String>,
+    /// Instructions a frontend gave it, appended after its harness's system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
 }
+
+/// What [`Store::delete_conversation`] runs, in one transaction, with the id as `$1`: the rows
+/// that refer to the conversation first, the conversation last (both engines read `$1`).
+pub(crate) const DELETE_CONVERSATION: &[&str] = &[
+    "DELETE FROM queued_submits WHERE conversation_id = $1",
+    "DELETE FROM forwarded_jobs WHERE conversation_id = $1",
+    "DELETE FROM open_questions WHERE conversation_id = $1",
+    "DELETE FROM remote_watchers WHERE conversation_id = $1",
+    "DELETE FROM conversation_leases WHERE conversation_id = $1",
+    "DELETE FROM permission_overrides WHERE conversation_id = $1",
+    "DELETE FROM frontend_sessions WHERE conversation_id = $1",
+    "DELETE FROM schedules WHERE conversation_id = $1",
+    "UPDATE memories SET conversation_id = NULL WHERE conversation_id = $1",
+    "UPDATE conversations SET parent_id = NULL WHERE parent_id = $1",
+    "DELETE FROM events WHERE conversation_id = $1",
+    "DELETE FROM entries WHERE conversation_id = $1",
+    "DELETE FROM turns WHERE conversation_id = $1",
+    "DELETE FROM conversations WHERE id = $1",
+];
 
 impl ConversationSettings {
     /// Reads the column; what does not parse is left at its default.
@@ -104,6 +130,8 @@ impl ConversationSettings {
         ConversationSettings {
             effort: serde_json::from_value(field("effort")).ok().flatten(),
             tool_limit: serde_json::from_value(field("tool_limit")).ok().flatten(),
+            extra_dirs: serde_json::from_value(field("extra_dirs")).unwrap_or_default(),
+            system_prompt: serde_json::from_value(field("system_prompt")).ok().flatten(),
         }
     }
 
@@ -178,6 +206,10 @@ pub trait Store: Leases + Forwarding + Memories + Schedules + Send + Sync {
     fn set_model(&self, id: i64, model: &str) -> Result<(), StoreError>;
 
     fn set_settings(&self, id: i64, settings: &ConversationSettings) -> Result<(), StoreError>;
+
+    /// Deletes a conversation and all it holds (entries, events, turns, its schedules, its
+    /// frontend keys): false when there was none. Its forks and memories stay, unlinked.
+    fn delete_conversation(&self, id: i64) -> Result<bool, StoreError>;
 
     /// The stored "always" answers of a conversation (the JSON of the policy's `Overrides`).
     fn permission_overrides(&self, id: i64) -> Result<Option<String>, StoreError>;

@@ -204,10 +204,46 @@ fn fork_copies_history_up_to_a_seq(store: &dyn Store) {
     assert!(events[0].1.contains(&format!("\"conversation_id\":{}", fork.id)));
 }
 
+fn a_deleted_conversation_takes_what_it_holds_and_leaves_its_forks(store: &dyn Store) {
+    let conv = new_conv(store);
+    let msg = Message::user_text("hello");
+    let turn_id = store.create_turn(conv.id, &msg).unwrap();
+    let commit = Commit {
+        conversation_id: conv.id,
+        seq: 1,
+        event_type: "message_completed",
+        wire: "{}",
+        entry: Some((EntryKind::User, Some(turn_id), &msg)),
+        turn_status: Some(TurnStatus { turn_id, status: "completed", error: None }),
+        lease: None,
+        live: &[],
+    };
+    store.commit(&commit).unwrap();
+    store.bind_external("acp", "local", "s1", conv.id).unwrap();
+    store.set_permission_overrides(conv.id, "{}").unwrap();
+    let fork = store.fork(&conv, "local", None).unwrap();
+    let other = new_conv(store);
+
+    assert!(store.delete_conversation(conv.id).unwrap());
+    assert_eq!(store.conversation(conv.id).unwrap(), None);
+    assert!(store.entries(conv.id).unwrap().is_empty());
+    assert!(store.events_page(conv.id, 0, u64::MAX, 10, usize::MAX).unwrap().is_empty());
+    assert_eq!(store.turn_status(turn_id).unwrap(), None);
+    assert_eq!(store.find_external("acp", "local", "s1").unwrap(), None);
+    assert_eq!(store.permission_overrides(conv.id).unwrap(), None);
+    // The fork keeps its copy, no longer linked; another conversation is untouched.
+    let fork = store.conversation(fork.id).unwrap().unwrap();
+    assert_eq!((fork.parent_id, store.entries(fork.id).unwrap().len()), (None, 1));
+    assert!(store.conversation(other.id).unwrap().is_some());
+    assert!(!store.delete_conversation(conv.id).unwrap(), "a second delete finds nothing");
+}
+
 fn settings_are_kept_and_forks_inherit_them(store: &dyn Store) {
     let high = ConversationSettings {
         effort: Some(superpi_proto::Effort::High),
         tool_limit: Some(vec!["read".into(), "ls".into()]),
+        extra_dirs: vec!["/elsewhere".into()],
+        system_prompt: Some("Answer in French.".into()),
     };
     let made = store
         .create_conversation(&NewConversation { owner: "local".into(), settings: high.clone(), ..Default::default() })
@@ -401,6 +437,7 @@ on_each_engine!(
     pages_stop_at_their_count_or_bytes_and_say_whether_more_follow,
     fork_copies_history_up_to_a_seq,
     settings_are_kept_and_forks_inherit_them,
+    a_deleted_conversation_takes_what_it_holds_and_leaves_its_forks,
     external_ids_map_per_frontend_and_principal,
     an_image_is_stored_once_by_its_digest,
     a_question_is_answered_once_and_dies_with_a_takeover,

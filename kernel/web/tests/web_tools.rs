@@ -125,6 +125,7 @@ fn call(name: &str, arguments: Value, allowed_hosts: Option<Vec<String>>) -> Too
         timeout: None,
         protected: Default::default(),
         allowed_hosts,
+        extra_roots: Vec::new(),
     }
 }
 

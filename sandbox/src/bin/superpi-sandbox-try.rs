@@ -32,6 +32,7 @@ async fn main() {
         timeout: None,
         protected: Default::default(),
         allowed_hosts: None,
+        extra_roots: Vec::new(),
     };
     let out = sandbox.run(call, CancellationToken::new(), None).await;
     println!("{}", serde_json::to_string_pretty(&out).unwrap());

@@ -80,6 +80,8 @@ impl<'a> Args<'a> {
 pub(crate) struct Ctx {
     pub workspace: PathBuf,
     pub read_roots: Vec<PathBuf>,
+    /// Trees written as the workspace is (a conversation's extra directories).
+    pub write_roots: Vec<PathBuf>,
     pub protected: ProtectedPaths,
     /// The workspace's protected files with other names, found when first needed.
     linked: links::LinkedProtected,
@@ -123,7 +125,13 @@ fn resolve_existing(path: &Path) -> PathBuf {
 
 impl Ctx {
     pub(crate) fn new(workspace: PathBuf, read_roots: Vec<PathBuf>, protected: ProtectedPaths) -> Ctx {
-        Ctx { workspace, read_roots, protected, linked: Default::default() }
+        Ctx { workspace, read_roots, write_roots: Vec::new(), protected, linked: Default::default() }
+    }
+
+    /// Lets the tools write in `roots` as in the workspace.
+    pub(crate) fn with_write_roots(mut self, roots: Vec<PathBuf>) -> Ctx {
+        self.write_roots = roots;
+        self
     }
 
     /// Resolves a path argument and checks it stays inside the workspace (or, for reading,
@@ -135,8 +143,11 @@ impl Ctx {
         let joined = if Path::new(raw).is_absolute() { PathBuf::from(raw) } else { self.workspace.join(raw) };
         let lexical = normalize(&joined);
         let real = resolve_existing(&lexical);
-        let inside =
-            |p: &Path| p.starts_with(&self.workspace) || (!write && self.read_roots.iter().any(|r| p.starts_with(r)));
+        let inside = |p: &Path| {
+            p.starts_with(&self.workspace)
+                || self.write_roots.iter().any(|r| p.starts_with(r))
+                || (!write && self.read_roots.iter().any(|r| p.starts_with(r)))
+        };
         if !inside(&lexical) {
             return Err(format!(
                 "{tool}: `{field}` {raw} is outside the workspace {}; the sandbox allows {} only inside it",

@@ -47,6 +47,22 @@ fn read_roots_are_readable_not_writable() {
 }
 
 #[test]
+fn write_roots_are_written_like_the_workspace_and_only_they() {
+    let (_d, base) = setup();
+    std::fs::create_dir_all(base.join("docs")).unwrap();
+    let c = ctx(&base).with_write_roots(vec![base.join("docs")]);
+    let inside = base.join("docs/notes.md");
+    assert_eq!(c.resolve("write", "path", inside.to_str().unwrap(), true).unwrap(), inside);
+    assert!(c.resolve("read", "path", inside.to_str().unwrap(), false).is_ok());
+    let e = c.resolve("write", "path", base.join("outside/x").to_str().unwrap(), true).unwrap_err();
+    assert!(e.contains("outside the workspace"), "{e}");
+    // A link in the extra root that leads elsewhere is refused as in the workspace.
+    std::os::unix::fs::symlink(base.join("outside"), base.join("docs/link")).unwrap();
+    let e = c.resolve("write", "path", base.join("docs/link/x").to_str().unwrap(), true).unwrap_err();
+    assert!(e.contains("symbolic link"), "{e}");
+}
+
+#[test]
 fn symlinks_leading_outside_are_refused() {
     let (_d, base) = setup();
     std::os::unix::fs::symlink(base.join("outside"), base.join("ws/link")).unwrap();

@@ -63,6 +63,7 @@ impl Env {
             timeout: None,
             protected: Default::default(),
             allowed_hosts: None,
+            extra_roots: Vec::new(),
         }
     }
 

@@ -89,6 +89,7 @@ pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str,
             Ok(Found::Elsewhere { .. }) => jobs::forward(kernel, p.conversation_id, JobKind::Clear).await,
             Err(err) => Err(err),
         },
+        Method::SessionDelete(p) => sessions::delete(kernel, peer, p.conversation_id),
         Method::SessionUndo(p) => match found(kernel, peer, p.conversation_id) {
             Ok(Found::Here(conv)) => {
                 let harness = kernel.catalog.harness(Some(&conv.settings().harness)).map_err(|e| e.message);

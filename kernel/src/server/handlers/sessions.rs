@@ -127,12 +127,20 @@ pub(super) fn open(kernel: &Arc<Kernel>, peer: &Peer, p: OpenParams) -> Reply {
         }
         (None, None) => None,
     };
+    let extra_dirs = match &p.extra_dirs {
+        Some(dirs) => Some(dirs.iter().map(|dir| extra_dir(kernel, dir)).collect::<Result<Vec<_>, _>>()?),
+        None => None,
+    };
+    let system_prompt = p.system_prompt.as_deref().map(str::trim).map(str::to_string);
     if let Some(id) = existing {
         let found = found(kernel, peer, id)?;
         match &found {
             Found::Here(conv) => attach_servers(conv, attached),
             Found::Elsewhere { holder, .. } if attached.is_some() => return Err(attach_elsewhere(id, holder)),
             Found::Elsewhere { .. } => {}
+        }
+        if extra_dirs.is_some() || system_prompt.is_some() {
+            set_session_settings(kernel, peer, &found, extra_dirs, system_prompt)?;
         }
         return to_value(found_info(kernel, &found, peer.remote)?);
     }
@@ -164,7 +172,12 @@ pub(super) fn open(kernel: &Arc<Kernel>, peer: &Peer, p: OpenParams) -> Reply {
             workspace,
             title: p.title.clone(),
             parent_id: None,
-            settings: ConversationSettings { effort: p.effort, tool_limit: None },
+            settings: ConversationSettings {
+                effort: p.effort,
+                extra_dirs: extra_dirs.unwrap_or_default(),
+                system_prompt: system_prompt.filter(|s| !s.is_empty()),
+                tool_limit: None,
+            },
         })
         .map_err(internal)?;
     if let Some(external) = &p.external_id {
@@ -223,6 +236,82 @@ pub(super) fn attach_servers(conv: &Conversation, attached: AttachedServers) {
     if let Some(servers) = attached {
         *lock(&conv.mcp_servers) = servers;
     }
+}
+
+/// A directory a conversation's tools may write besides its workspace: an existing absolute
+/// directory the sandbox would take as a workspace (not `/`, the home directory's parents or
+/// superpi's own directories), stored canonical.
+fn extra_dir(kernel: &Kernel, dir: &str) -> Result<String, ErrorObject> {
+    let canonical = workspace_root(Some(dir))?;
+    let own: Vec<&std::path::Path> = kernel.catalog.private_dirs().iter().map(|d| d.as_path()).collect();
+    superpi_sandbox::check_workspace(std::path::Path::new(&canonical), &own)
+        .map_err(|why| ErrorObject::new(codes::INVALID_PARAMS, format!("extra_dirs: {dir}: {why}")))?;
+    Ok(canonical)
+}
+
+/// `session.open`'s `extra_dirs` and `system_prompt` for a conversation that exists: stored,
+/// and applied from its next turn (by the kernel that runs it, when another does).
+fn set_session_settings(
+    kernel: &Arc<Kernel>,
+    peer: &Peer,
+    found: &Found,
+    extra_dirs: Option<Vec<String>>,
+    system_prompt: Option<String>,
+) -> Result<(), ErrorObject> {
+    let id = match found {
+        Found::Here(conv) => conv.id,
+        Found::Elsewhere { row, .. } => row.id,
+    };
+    let held = match found {
+        Found::Here(conv) => Some(lock(&conv.settings)),
+        Found::Elsewhere { .. } => None,
+    };
+    let mut stored = kernel.store.conversation(id).map_err(internal)?.ok_or_else(|| not_found(id))?.settings;
+    if let Some(dirs) = &extra_dirs {
+        stored.extra_dirs = dirs.clone();
+    }
+    if let Some(prompt) = &system_prompt {
+        stored.system_prompt = Some(prompt.clone()).filter(|p| !p.is_empty());
+    }
+    kernel.store.set_settings(id, &stored).map_err(internal)?;
+    match held {
+        Some(mut held) => {
+            held.extra_dirs = stored.extra_dirs;
+            held.system_prompt = stored.system_prompt;
+        }
+        None => super::settings::settings_changed(kernel, peer, id)?,
+    }
+    Ok(())
+}
+
+/// `session.delete`: the conversation and everything stored of it, once no turn of it runs.
+pub(super) fn delete(kernel: &Arc<Kernel>, peer: &Peer, id: i64) -> Reply {
+    match found(kernel, peer, id)? {
+        Found::Here(conv) => {
+            if conv.is_running() {
+                return Err(ErrorObject::new(
+                    codes::INVALID_PARAMS,
+                    format!("conversation {id} is running a turn: cancel it (session.cancel) before deleting it"),
+                ));
+            }
+            conv.retire();
+            kernel.live.remove(&conv);
+        }
+        Found::Elsewhere { holder, .. } => {
+            return Err(ErrorObject::new(
+                codes::RUN_ELSEWHERE,
+                format!(
+                    "conversation {id} is run by kernel {holder}: delete it through that kernel, or once it is idle there"
+                ),
+            ));
+        }
+    }
+    let deleted = kernel.store.delete_conversation(id).map_err(internal)?;
+    if !deleted {
+        return Err(not_found(id));
+    }
+    tracing::info!(conversation = id, "conversation deleted");
+    Ok(json!({"deleted": true}))
 }
 
 /// A workspace must be an existing absolute directory; it is stored canonical.

@@ -256,6 +256,19 @@ impl Store for PostgresStore {
         Ok(())
     }
 
+    fn delete_conversation(&self, id: i64) -> Result<bool, StoreError> {
+        let mut client = self.client()?;
+        wait(async {
+            let tx = client.transaction().await?;
+            let mut deleted = 0;
+            for sql in crate::DELETE_CONVERSATION {
+                deleted = tx.execute(*sql, &[&id]).await?;
+            }
+            tx.commit().await?;
+            Ok(deleted > 0)
+        })
+    }
+
     fn permission_overrides(&self, id: i64) -> Result<Option<String>, StoreError> {
         let client = self.client()?;
         let row =

@@ -138,6 +138,17 @@ impl Store for SqliteStore {
         Ok(())
     }
 
+    fn delete_conversation(&self, id: i64) -> Result<bool, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let mut deleted = 0;
+        for sql in crate::DELETE_CONVERSATION {
+            deleted = tx.execute(sql, [id])?;
+        }
+        tx.commit()?;
+        Ok(deleted > 0)
+    }
+
     fn permission_overrides(&self, id: i64) -> Result<Option<String>, StoreError> {
         let json = self
             .conn()
