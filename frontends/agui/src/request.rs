@@ -42,8 +42,8 @@ pub struct RunPlan {
     pub earlier: Vec<(String, String)>,
     /// The images of the last user message, submitted with its text.
     pub images: Vec<ContentBlock>,
-    /// The client speaks AG-UI 1.0 (it sent `protocolVersion`): questions end the run as
-    /// interrupts.
+    /// The client speaks AG-UI 1.0 or later (its `protocolVersion`): questions end the run
+    /// as interrupts.
     pub interrupts: bool,
     /// The tools the client offers and runs (`RunAgentInput.tools`).
     pub client_tools: Vec<ClientTool>,
@@ -163,7 +163,8 @@ pub fn run_plan(body: &[u8]) -> Result<RunPlan, ApiError> {
     if let Some(tool) = input.client_tools_invalid() {
         return Err(ApiError::invalid(tool));
     }
-    let interrupts = input.protocol_version.is_some();
+    let major = input.protocol_version.as_deref().and_then(|v| v.split('.').next()?.trim().parse::<u32>().ok());
+    let interrupts = major.is_some_and(|major| major >= 1);
     let continues = !resume.is_empty() || !tool_results.is_empty();
     let last_user = input.messages.iter().rposition(|m| m.get("role").and_then(Value::as_str) == Some("user"));
     let last_user = match last_user {
@@ -447,6 +448,11 @@ mod tests {
         let twice = json!({"threadId": "t", "runId": "r", "messages": [{"role": "user", "content": "x"}],
                            "tools": [{"name": "a", "description": ""}, {"name": "a", "description": ""}]});
         assert!(run_plan(twice.to_string().as_bytes()).unwrap_err().message.contains("named twice"));
+        for (version, interrupts) in [("1.0", true), ("2.1.0", true), ("0.0.40", false), ("x", false)] {
+            let body = json!({"threadId": "t", "runId": "r", "messages": [{"role": "user", "content": "x"}],
+                              "protocolVersion": version});
+            assert_eq!(run_plan(body.to_string().as_bytes()).unwrap().interrupts, interrupts, "{version}");
+        }
     }
 
     #[test]
