@@ -9,7 +9,8 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { HttpAgent } from "@ag-ui/client";
-import { EventSchema } from "@ag-ui/core/schemas";
+import { AgentCapabilitiesSchema, EventSchema } from "@ag-ui/core/schemas";
+import Ajv from "ajv";
 import { check, done, isSuperpi, need, skip } from "../lib/report.mjs";
 
 process.env.SUPPRESS_TRANSFORMATION_WARNINGS ??= "true";
@@ -21,12 +22,12 @@ const TERMINAL = ["RUN_FINISHED", "RUN_ERROR"];
 const types = (events) => events.map((e) => e.type);
 
 /** One run through HttpAgent; checks every event's schema and the terminal event. */
-async function run(agent, prompt, forwardedProps = {}, { expectError = false } = {}) {
-  agent.addMessage({ id: randomUUID(), role: "user", content: prompt });
+async function run(agent, prompt, forwardedProps = {}, { expectError = false, params = {} } = {}) {
+  if (prompt !== null) agent.addMessage({ id: randomUUID(), role: "user", content: prompt });
   const events = [];
   let error;
   try {
-    await agent.runAgent({ runId: randomUUID(), forwardedProps }, { onEvent: ({ event }) => void events.push(event) });
+    await agent.runAgent({ runId: randomUUID(), forwardedProps, ...params }, { onEvent: ({ event }) => void events.push(event) });
   } catch (e) {
     error = e;
   }
@@ -37,6 +38,25 @@ async function run(agent, prompt, forwardedProps = {}, { expectError = false } =
 }
 
 const newAgent = (threadId) => new HttpAgent({ url, threadId });
+
+/** A client from before AG-UI 1.0: it sends no protocolVersion, so questions stay CUSTOM events. */
+class LegacyAgent extends HttpAgent {
+  requestInit(input) {
+    const init = super.requestInit(input);
+    const body = JSON.parse(init.body);
+    delete body.protocolVersion;
+    return { ...init, body: JSON.stringify(body) };
+  }
+}
+
+/** getCapabilities, read from the server's capabilities route. */
+class CapableAgent extends HttpAgent {
+  async getCapabilities() {
+    const res = await fetch(`${base}/agui/v1/capabilities`);
+    assert.equal(res.status, 200);
+    return AgentCapabilitiesSchema.parse(await res.json());
+  }
+}
 
 await check("a run: schemas, verifier, ends with RUN_FINISHED", async () => {
   const agent = newAgent(`conf-basic-${randomUUID()}`);
@@ -78,7 +98,7 @@ await check("raw stream: LF-framed SSE data frames, terminal event last", async 
 });
 
 if (!superpi) {
-  for (const name of ["reasoning and text", "a tool call and its result", "a second run on the same thread", "a failed turn is RUN_ERROR", "a permission question answered through the input route", "attach: snapshots through the same client pipeline"]) {
+  for (const name of ["reasoning and text", "a tool call and its result", "a second run on the same thread", "a failed turn is RUN_ERROR", "a permission question answered through the input route", "a question as an interrupt, answered by resume", "a subagent's events", "a client tool called and answered", "getCapabilities", "attach: snapshots through the same client pipeline"]) {
     skip(name, "needs superpi's mock model and routes");
   }
   done();
@@ -128,7 +148,7 @@ await check("a failed turn is RUN_ERROR", async () => {
 });
 
 await check("a permission question answered through the input route", async () => {
-  const agent = newAgent("conf-ask");
+  const agent = new LegacyAgent({ url, threadId: "conf-ask" });
   agent.addMessage({ id: randomUUID(), role: "user", content: '@tool bash {"command": "touch asked.txt"}' });
   const events = [];
   let asked;
@@ -151,6 +171,75 @@ await check("a permission question answered through the input route", async () =
   assert.deepEqual(asked.options.map((o) => o.optionId), ["allow_once", "allow_always", "reject_once", "reject_always"]);
   assert.equal(agent.state.pendingPermission, null);
   assert.equal(types(events).at(-1), "RUN_FINISHED");
+});
+
+await check("a question as an interrupt, answered by resume", async () => {
+  const agent = newAgent(`conf-interrupt-${randomUUID()}`);
+  const first = await run(agent, '@tool bash {"command": "touch interrupted.txt"}', { executionMode: "accept-edits" });
+  const end = first.events.at(-1);
+  assert.equal(end.outcome?.type, "interrupt", JSON.stringify(end));
+  assert.equal(agent.pendingInterrupts.length, 1);
+  const [interrupt] = agent.pendingInterrupts;
+  assert.equal(interrupt.reason, "permission");
+  const payload = { optionId: "allow_once" };
+  const valid = new Ajv().compile(interrupt.responseSchema);
+  assert.ok(valid(payload), `the payload does not fit the responseSchema: ${JSON.stringify(valid.errors)}`);
+  assert.ok(!valid({ optionId: "maybe" }), "the responseSchema takes an option that is not offered");
+  const resume = [{ interruptId: interrupt.id, status: "resolved", payload }];
+  const second = await run(agent, null, {}, { params: { resume } });
+  assert.equal(second.events.at(-1).type, "RUN_FINISHED");
+  assert.equal(second.events.at(-1).outcome?.type ?? "success", "success");
+  assert.deepEqual(agent.pendingInterrupts, []);
+  const result = agent.messages.find((m) => m.role === "tool" && m.toolCallId === interrupt.toolCallId);
+  assert.ok(result, `no result for the interrupted call: ${JSON.stringify(agent.messages)}`);
+  assert.doesNotMatch(result.content, /blocked/);
+  assert.equal(agent.state.pendingPermission, null);
+});
+
+await check("a subagent's events", async () => {
+  const agent = newAgent(`conf-subagent-${randomUUID()}`);
+  const { events } = await run(agent, '@tool subagent {"task": "say hi from the child"}', { executionMode: "auto" });
+  const started = events.filter((e) => e.type === "SUBAGENT_STARTED");
+  const finished = events.filter((e) => e.type === "SUBAGENT_FINISHED");
+  assert.equal(started.length, 1, types(events).join(","));
+  assert.equal(finished.length, 1, types(events).join(","));
+  assert.equal(finished[0].subagentRunId, started[0].subagentRunId);
+  assert.equal(started[0].description, "say hi from the child");
+  assert.ok(types(events).indexOf("SUBAGENT_STARTED") < types(events).indexOf("SUBAGENT_FINISHED"));
+  assert.match(JSON.stringify(finished[0].result), /say hi from the child/);
+  assert.equal(types(events).at(-1), "RUN_FINISHED");
+});
+
+await check("a client tool called and answered", async () => {
+  const agent = newAgent(`conf-client-tool-${randomUUID()}`);
+  const tools = [{
+    name: "pick_colour",
+    description: "Ask the person for a colour",
+    parameters: { type: "object", properties: { shade: { type: "string" } }, required: ["shade"] },
+  }];
+  const first = await run(agent, '@tool pick_colour {"shade": "dark"}', {}, { params: { tools } });
+  const end = first.events.at(-1);
+  assert.equal(end.type, "RUN_FINISHED");
+  assert.equal(end.outcome?.type, "success");
+  assert.equal(end.outcome.pendingToolCallIds?.length, 1, JSON.stringify(end));
+  const [id] = end.outcome.pendingToolCallIds;
+  const call = agent.messages.flatMap((m) => m.toolCalls ?? []).find((c) => c.id === id);
+  assert.equal(call?.function.name, "pick_colour");
+  assert.deepEqual(JSON.parse(call.function.arguments), { shade: "dark" });
+  agent.addMessage({ id: randomUUID(), role: "tool", toolCallId: id, content: "navy" });
+  const second = await run(agent, null, {}, { params: { tools } });
+  assert.equal(second.events.at(-1).type, "RUN_FINISHED");
+  assert.equal(second.events.at(-1).outcome?.pendingToolCallIds, undefined);
+  assert.match(agent.messages.at(-1).content, /pick_colour returned: navy/);
+});
+
+await check("getCapabilities", async () => {
+  const agent = new CapableAgent({ url, threadId: "conf-capabilities" });
+  const capabilities = await agent.getCapabilities();
+  assert.equal(capabilities.humanInTheLoop?.interrupts, true);
+  assert.equal(capabilities.tools?.clientProvided, true);
+  assert.equal(capabilities.reasoning?.supported, true);
+  assert.equal(capabilities.multiAgent?.supported, true);
 });
 
 await check("attach: snapshots through the same client pipeline", async () => {

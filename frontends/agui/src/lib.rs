@@ -15,6 +15,7 @@
 
 pub mod history;
 pub mod origin;
+pub mod pending;
 pub mod render;
 pub mod request;
 mod server;

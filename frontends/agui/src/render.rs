@@ -21,6 +21,9 @@ use superpi_proto::{ContentBlock, Event, EventBody, PlanEntry, Role};
 use crate::history;
 use crate::wire::{AguiEvent, Outcome, json_text};
 
+/// The `kind` of a kernel `ui_request` for a call of a client's tool.
+pub const CLIENT_TOOL: &str = "client_tool";
+
 /// Content deltas within this many milliseconds of the last content event merge.
 pub const MERGE_WINDOW_MS: u64 = 16;
 
@@ -31,11 +34,17 @@ pub struct RenderOptions {
     /// Render stored user messages as `TEXT_MESSAGE_*` with role `user` (an attached
     /// watcher does; the run route does not, since its client sent the message).
     pub echo_user: bool,
+    /// End the run at a permission question, as an interrupt the next run resumes (a client
+    /// of AG-UI 1.0); otherwise the question is a `CUSTOM` event within the open run.
+    pub interrupts: bool,
+    /// End the run when the turn calls one of the client's tools, naming the call pending
+    /// (a run stream; an attached watcher sees a `CUSTOM` `superpi.ui_request`).
+    pub client_tools: bool,
 }
 
 impl Default for RenderOptions {
     fn default() -> Self {
-        RenderOptions { merge_window_ms: MERGE_WINDOW_MS, echo_user: false }
+        RenderOptions { merge_window_ms: MERGE_WINDOW_MS, echo_user: false, interrupts: false, client_tools: false }
     }
 }
 
@@ -99,6 +108,10 @@ pub struct Renderer {
     /// The turn being rendered and how many message ids it has used.
     turn: Option<(i64, u64)>,
     wants_history: bool,
+    /// Subagents started in this run and not ended (their child conversations).
+    subagents: Vec<i64>,
+    /// Tool calls whose output is shown as an activity.
+    activities: Vec<String>,
 }
 
 impl Renderer {
@@ -135,6 +148,8 @@ impl Renderer {
             next_id: 0,
             turn: None,
             wants_history: false,
+            subagents: Vec::new(),
+            activities: Vec::new(),
         }
     }
 
@@ -145,6 +160,13 @@ impl Renderer {
 
     pub fn run_open(&self) -> bool {
         self.run.is_some()
+    }
+
+    /// A run that continues turn `turn_id` from its question at `seq` (a resume, a client
+    /// tool's result): its message ids count on from `seq`, so they differ from those the
+    /// run before used for the same turn.
+    pub fn continue_turn(&mut self, turn_id: i64, seq: u64) {
+        self.turn = Some((turn_id, seq));
     }
 
     /// Opens a run with the client's run id: `RUN_STARTED`, then the state snapshot (first
@@ -176,7 +198,7 @@ impl Renderer {
             self.set("status", json!("running"));
             self.push_state_delta(&mut out);
         } else {
-            self.finish_run(&mut out, None, Outcome::Success);
+            self.finish_run(&mut out, None, Outcome::success());
         }
         out
     }
@@ -223,8 +245,10 @@ impl Renderer {
     pub fn fail(&mut self, message: &str, code: &str, now_ms: u64) -> Vec<AguiEvent> {
         let mut out = Vec::new();
         self.flush_pending(&mut out, now_ms);
-        if self.run.take().is_some() {
+        if self.run.is_some() {
             self.close_streams(&mut out);
+            self.close_subagents(&mut out);
+            self.run = None;
             out.push(AguiEvent::RunError { message: message.to_string(), code: Some(code.to_string()) });
         }
         out
@@ -293,10 +317,11 @@ impl Renderer {
                 self.close_text_and_reasoning(&mut out);
                 self.whole_tool_call(tool_call_id, name, arguments, &mut out);
             }
-            EventBody::ToolOutput { tool_call_id, chunk, .. } => {
+            EventBody::ToolOutput { tool_call_id, name, chunk } => {
                 self.flush_pending(&mut out, now_ms);
                 self.ensure_run(event.turn_id, &mut out);
-                out.push(custom("superpi.tool_output", json!({"toolCallId": tool_call_id, "chunk": chunk})));
+                self.close_text_and_reasoning(&mut out);
+                self.tool_output(tool_call_id, name, chunk, &mut out);
             }
             EventBody::ToolBlocked { tool_call_id, name, reason } => {
                 self.flush_pending(&mut out, now_ms);
@@ -311,6 +336,7 @@ impl Renderer {
                 self.flush_pending(&mut out, now_ms);
                 self.ensure_run(event.turn_id, &mut out);
                 self.end_tool(tool_call_id, &mut out);
+                self.tool_output_ended(tool_call_id, *is_error, &mut out);
                 let mut content = json_text(output);
                 if *is_error && content.is_empty() {
                     content = "error".to_string();
@@ -340,7 +366,22 @@ impl Renderer {
                 }
                 self.set("pendingPermission", value.clone());
                 self.push_state_delta(&mut out);
-                out.push(custom("superpi.permission_request", value));
+                if self.opts.interrupts && self.run.is_some() {
+                    let interrupt = self.interrupt(&value, event.seq);
+                    self.pause_run(Outcome::Interrupt { interrupts: vec![interrupt] }, &mut out);
+                } else {
+                    out.push(custom("superpi.permission_request", value));
+                }
+            }
+            EventBody::UiRequest { request, .. }
+                if self.opts.client_tools
+                    && self.run.is_some()
+                    && request.get("kind").and_then(Value::as_str) == Some(CLIENT_TOOL) =>
+            {
+                self.flush_pending(&mut out, now_ms);
+                let call = request.get("tool_call_id").and_then(Value::as_str).unwrap_or_default().to_string();
+                self.end_tool(&call, &mut out);
+                self.pause_run(Outcome::Success { pending_tool_call_ids: vec![call] }, &mut out);
             }
             EventBody::UiRequest { request_id, request } => {
                 self.flush_pending(&mut out, now_ms);
@@ -402,18 +443,12 @@ impl Renderer {
             EventBody::SubagentStarted { child_conversation_id, role, task } => {
                 self.flush_pending(&mut out, now_ms);
                 self.ensure_run(event.turn_id, &mut out);
-                out.push(custom(
-                    "superpi.subagent_started",
-                    json!({"childConversationId": child_conversation_id, "role": role, "task": task}),
-                ));
+                self.subagent_started(*child_conversation_id, role, task, &mut out);
             }
             EventBody::SubagentFinished { child_conversation_id, status, summary } => {
                 self.flush_pending(&mut out, now_ms);
                 self.ensure_run(event.turn_id, &mut out);
-                out.push(custom(
-                    "superpi.subagent_finished",
-                    json!({"childConversationId": child_conversation_id, "status": status, "summary": summary}),
-                ));
+                self.subagent_finished(*child_conversation_id, status, summary.as_deref().unwrap_or(""), &mut out);
             }
             EventBody::TurnStarted {} => {
                 self.flush_pending(&mut out, now_ms);
@@ -426,7 +461,7 @@ impl Renderer {
             EventBody::TurnCompleted { result, .. } => {
                 self.flush_pending(&mut out, now_ms);
                 self.end_turn(&mut out);
-                self.finish_run(&mut out, result.clone().map(Value::String), Outcome::Success);
+                self.finish_run(&mut out, result.clone().map(Value::String), Outcome::success());
             }
             EventBody::TurnCancelled {} => {
                 self.flush_pending(&mut out, now_ms);
@@ -438,6 +473,7 @@ impl Renderer {
                 self.end_turn(&mut out);
                 self.push_state_delta(&mut out);
                 if self.run.take().is_some() {
+                    self.close_subagents(&mut out);
                     out.push(AguiEvent::RunError { message: error.clone(), code: Some("turn_error".into()) });
                 }
             }
@@ -476,6 +512,7 @@ impl Renderer {
 
     fn finish_run(&mut self, out: &mut Vec<AguiEvent>, result: Option<Value>, outcome: Outcome) {
         self.push_state_delta(out);
+        self.close_subagents(out);
         if let Some(run) = self.run.take() {
             out.push(AguiEvent::RunFinished { thread_id: self.thread_id.clone(), run_id: run.run_id, result, outcome });
         }
@@ -485,6 +522,7 @@ impl Renderer {
         self.close_streams(out);
         self.reset_call();
         self.tools.clear();
+        self.activities.clear();
         self.set("status", json!("idle"));
         self.set("pendingPermission", Value::Null);
     }
@@ -527,7 +565,10 @@ fn blocks_text(content: &[ContentBlock]) -> String {
         .collect()
 }
 
+mod progress;
 mod streams;
+
+pub use progress::TOOL_OUTPUT;
 
 #[cfg(test)]
 #[path = "render_tests.rs"]

@@ -128,6 +128,11 @@ fn script(turn: &Turn, turn_id: i64) -> Vec<Event> {
         ));
         for (id, name, arguments, ask) in tools {
             events.push(Event::tool_started(CONV, t, &id, &name, arguments.clone(), vec![]));
+            // Some calls start a subagent (a cut may leave it open at the end of the run).
+            let child = (name == "read").then(|| 100 + events.len() as i64);
+            if let Some(child) = child {
+                events.push(Event::subagent_started(CONV, t, child, "superpi-planner", "look"));
+            }
             if ask {
                 let request_id = format!("q-{id}");
                 events.push(Event::permission_request(
@@ -145,6 +150,10 @@ fn script(turn: &Turn, turn_id: i64) -> Vec<Event> {
                 events.push(Event::ui_resolved(CONV, t, request_id, json!({"outcome": "selected"})));
             }
             events.push(Event::tool_output(CONV, t, &id, &name, "partial"));
+            events.push(Event::tool_output(CONV, t, &id, &name, "more"));
+            if let Some(child) = child {
+                events.push(Event::subagent_finished(CONV, t, child, "completed", Some("found".into())));
+            }
             events.push(Event::tool_completed(CONV, t, &id, &name, false, json!("done")));
         }
     }
@@ -198,6 +207,7 @@ fn check_order(events: &[E]) {
     let mut after_error = false;
     let (mut texts, mut tools, mut reasoning, mut spans) =
         (HashSet::new(), HashSet::new(), HashSet::new(), HashSet::new());
+    let (mut subagents, mut ended, mut activities) = (HashSet::new(), HashSet::new(), HashSet::new());
     for (i, e) in events.iter().enumerate() {
         if i == 0 {
             assert!(matches!(e, E::RunStarted { .. }), "first event {e:?}");
@@ -219,11 +229,27 @@ fn check_order(events: &[E]) {
                     texts.is_empty() && tools.is_empty() && reasoning.is_empty() && spans.is_empty(),
                     "{events:#?}"
                 );
+                assert!(subagents.is_empty(), "a subagent still open at RUN_FINISHED: {events:#?}");
                 run_open = false;
+                ended.clear();
             }
+            E::SubagentStarted { subagent_run_id, .. } => {
+                assert!(!ended.contains(subagent_run_id), "a subagent id used again in a run");
+                assert!(subagents.insert(subagent_run_id.clone()), "{events:#?}");
+            }
+            E::SubagentFinished { subagent_run_id, .. } | E::SubagentError { subagent_run_id, .. } => {
+                assert!(subagents.remove(subagent_run_id), "no active subagent {subagent_run_id}: {events:#?}");
+                ended.insert(subagent_run_id.clone());
+            }
+            E::ActivitySnapshot { message_id, .. } => {
+                activities.insert(message_id.clone());
+            }
+            E::ActivityDelta { message_id, .. } => assert!(activities.contains(message_id), "{events:#?}"),
             E::RunError { .. } => {
                 run_open = false;
                 after_error = true;
+                subagents.clear();
+                ended.clear();
                 texts.clear();
                 tools.clear();
                 reasoning.clear();
@@ -293,8 +319,13 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
 
     #[test]
-    fn any_turn_keeps_order_text_and_state(turns in prop::collection::vec(turn(), 1..3), echo in any::<bool>()) {
-        let mut r = Renderer::new("t", &info(), RenderOptions { echo_user: echo, ..Default::default() });
+    fn any_turn_keeps_order_text_and_state(
+        turns in prop::collection::vec(turn(), 1..3),
+        echo in any::<bool>(),
+        interrupts in any::<bool>(),
+    ) {
+        let opts = RenderOptions { echo_user: echo, interrupts, client_tools: true, ..Default::default() };
+        let mut r = Renderer::new("t", &info(), opts);
         let mut out = Vec::new();
         let mut clock = 0;
         let mut want = String::new();
@@ -332,8 +363,13 @@ proptest! {
                 _ => {}
             }
         }
-        prop_assert_eq!(&state, r.state());
-        prop_assert_eq!(&state["status"], &json!("idle"));
+        // A run paused on an interrupt ends its stream (the resuming run opens its own with a
+        // snapshot): what the renderer saw after it is not this stream's.
+        let paused = out.iter().any(|e| matches!(e, E::RunFinished { outcome: Outcome::Interrupt { .. }, .. }));
+        if !paused {
+            prop_assert_eq!(&state, r.state());
+            prop_assert_eq!(&state["status"], &json!("idle"));
+        }
         // Every tool call that started was closed before its result.
         let mut closed = HashSet::new();
         for e in &out {

@@ -161,7 +161,7 @@ fn a_text_turn_streams_merged_content_and_ends_with_run_finished() {
                 thread_id: "thread-1".into(),
                 run_id: "run-1".into(),
                 result: Some(json!("Hello world")),
-                outcome: Outcome::Success,
+                outcome: Outcome::success(),
             },
         ]
     );
@@ -430,7 +430,7 @@ fn state_changes_between_runs_wait_for_the_next_run() {
                 thread_id: "thread-1".into(),
                 run_id: "attach-1".into(),
                 result: None,
-                outcome: Outcome::Success,
+                outcome: Outcome::success(),
             },
         ]
     );
@@ -477,7 +477,7 @@ fn attaching_to_a_running_conversation_keeps_the_run_open_for_its_turn() {
                 thread_id: "thread-1".into(),
                 run_id: "attach-1".into(),
                 result: None,
-                outcome: Outcome::Success
+                outcome: Outcome::success()
             },
         ]
     );

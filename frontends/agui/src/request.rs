@@ -8,7 +8,7 @@ use superpi_http::ErrorShape;
 use superpi_proto::ContentBlock;
 use superpi_proto::message::codes;
 
-use crate::wire::{InputRequest, RunAgentInput};
+use crate::wire::{ClientTool, InputRequest, ResumeEntry, RunAgentInput};
 
 /// The modes a client may ask for in `forwardedProps.executionMode`, loosest last.
 pub const MODES: &[&str] = &["plan", "accept-edits", "auto"];
@@ -42,6 +42,81 @@ pub struct RunPlan {
     pub earlier: Vec<(String, String)>,
     /// The images of the last user message, submitted with its text.
     pub images: Vec<ContentBlock>,
+    /// The client speaks AG-UI 1.0 or later (its `protocolVersion`): questions end the run
+    /// as interrupts.
+    pub interrupts: bool,
+    /// The tools the client offers and runs (`RunAgentInput.tools`).
+    pub client_tools: Vec<ClientTool>,
+    /// What this run continues: answers to the last run's interrupts and results of the
+    /// client tools it called. A run that carries any submits no prompt.
+    pub resume: Vec<Answer>,
+    pub tool_results: Vec<ToolResult>,
+}
+
+/// An answer to an interrupt: the kernel's question, where its turn stood, the option.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub request_id: String,
+    pub turn_id: i64,
+    pub seq: u64,
+    pub option_id: String,
+}
+
+/// A client tool's result, from a trailing `tool` message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolResult {
+    pub tool_call_id: String,
+    pub content: String,
+    pub is_error: bool,
+}
+
+/// An interrupt's id: the kernel's request id, then the turn and the seq of the question, so
+/// the run that resumes it follows that turn from there (`perm-HEX@TURN:SEQ`).
+pub fn interrupt_id(request_id: &str, turn_id: i64, seq: u64) -> String {
+    format!("{request_id}@{turn_id}:{seq}")
+}
+
+/// Reads a resume entry: `resolved` with `{"optionId"}` (or the option id as a string)
+/// answers; `cancelled` refuses the call (`reject_once`).
+fn answer(entry: &ResumeEntry) -> Result<Answer, ApiError> {
+    let bad = || ApiError::invalid(format!("resume: `{}` is not an interrupt of this server", entry.interrupt_id));
+    let (request_id, at) = entry.interrupt_id.rsplit_once('@').ok_or_else(bad)?;
+    let (turn, seq) = at.split_once(':').ok_or_else(bad)?;
+    let (turn_id, seq) = (turn.parse().map_err(|_| bad())?, seq.parse().map_err(|_| bad())?);
+    let option_id = match (entry.status.as_str(), entry.payload.as_ref()) {
+        ("cancelled", _) => "reject_once".to_string(),
+        ("resolved", Some(Value::String(option))) => option.clone(),
+        ("resolved", Some(payload)) => match payload.get("optionId").and_then(Value::as_str) {
+            Some(option) => option.to_string(),
+            None => return Err(ApiError::invalid("resume: a resolved entry's payload needs `optionId`")),
+        },
+        (status, _) => {
+            return Err(ApiError::invalid(format!(
+                "resume: status must be `resolved` (with a payload) or `cancelled`, not `{status}`"
+            )));
+        }
+    };
+    Ok(Answer { request_id: request_id.to_string(), turn_id, seq, option_id })
+}
+
+/// The `tool` messages that end `messages`: results of client tools.
+fn trailing_tool_results(messages: &[Value]) -> Vec<ToolResult> {
+    let start = messages.iter().rposition(|m| m.get("role").and_then(Value::as_str) != Some("tool"));
+    let from = start.map_or(0, |at| at + 1);
+    messages[from..]
+        .iter()
+        .filter_map(|m| {
+            let tool_call_id = m.get("toolCallId").and_then(Value::as_str)?.to_string();
+            let error = m.get("error").and_then(Value::as_str).filter(|e| !e.is_empty());
+            let mut content = message_text(m);
+            if content.is_empty()
+                && let Some(error) = error
+            {
+                content = error.to_string();
+            }
+            Some(ToolResult { tool_call_id, content, is_error: error.is_some() })
+        })
+        .collect()
 }
 
 impl RunPlan {
@@ -63,7 +138,9 @@ impl RunPlan {
 }
 
 /// Reads a `RunAgentInput`. The prompt is the last user message (the kernel holds the
-/// history); the `context` items follow it. Client tools and client state are not used.
+/// history); the `context` items follow it; client state is not used. A run that answers
+/// interrupts (`resume`) or ends with results of client tools continues the turn that waits
+/// for them and submits nothing.
 pub fn run_plan(body: &[u8]) -> Result<RunPlan, ApiError> {
     let input: RunAgentInput =
         serde_json::from_slice(body).map_err(|err| ApiError::invalid(format!("not a RunAgentInput: {err}")))?;
@@ -81,11 +158,20 @@ pub fn run_plan(body: &[u8]) -> Result<RunPlan, ApiError> {
     {
         return Err(ApiError::invalid(format!("executionMode must be one of {}, not `{mode}`", MODES.join(", "))));
     }
-    let last_user = input
-        .messages
-        .iter()
-        .rposition(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-        .ok_or_else(|| ApiError::invalid("messages holds no user message"))?;
+    let resume = input.resume.iter().map(answer).collect::<Result<Vec<_>, _>>()?;
+    let tool_results = trailing_tool_results(&input.messages);
+    if let Some(tool) = input.client_tools_invalid() {
+        return Err(ApiError::invalid(tool));
+    }
+    let major = input.protocol_version.as_deref().and_then(|v| v.split('.').next()?.trim().parse::<u32>().ok());
+    let interrupts = major.is_some_and(|major| major >= 1);
+    let continues = !resume.is_empty() || !tool_results.is_empty();
+    let last_user = input.messages.iter().rposition(|m| m.get("role").and_then(Value::as_str) == Some("user"));
+    let last_user = match last_user {
+        Some(at) => at,
+        None if continues => input.messages.len(),
+        None => return Err(ApiError::invalid("messages holds no user message")),
+    };
     let earlier = input.messages[..last_user]
         .iter()
         .filter_map(|m| {
@@ -95,9 +181,10 @@ pub fn run_plan(body: &[u8]) -> Result<RunPlan, ApiError> {
                 .then(|| (role.to_string(), text))
         })
         .collect();
-    let mut prompt = message_text(&input.messages[last_user]);
-    let images = message_images(&input.messages[last_user])?;
-    if prompt.trim().is_empty() && images.is_empty() {
+    let last = input.messages.get(last_user).unwrap_or(&Value::Null);
+    let mut prompt = message_text(last);
+    let images = if continues { Vec::new() } else { message_images(last)? };
+    if prompt.trim().is_empty() && images.is_empty() && !continues {
         return Err(ApiError::invalid("the last user message has neither text nor an image"));
     }
     if !input.context.is_empty() {
@@ -106,7 +193,20 @@ pub fn run_plan(body: &[u8]) -> Result<RunPlan, ApiError> {
             prompt.push_str(&format!("\n- {}: {}", item.description, item.value));
         }
     }
-    Ok(RunPlan { thread_id: input.thread_id, run_id: input.run_id, harness, mode, prompt, earlier, images })
+    let client_tools = input.tools;
+    Ok(RunPlan {
+        thread_id: input.thread_id,
+        run_id: input.run_id,
+        harness,
+        mode,
+        prompt,
+        earlier,
+        images,
+        interrupts,
+        client_tools,
+        resume,
+        tool_results,
+    })
 }
 
 fn optional_string(props: Option<&Value>, key: &str) -> Result<Option<String>, ApiError> {
@@ -252,6 +352,10 @@ mod tests {
                     ContentBlock::image("image/jpeg", "/9j/"),
                     ContentBlock::image("image/webp", "UklG"),
                 ],
+                interrupts: false,
+                client_tools: Vec::new(),
+                resume: Vec::new(),
+                tool_results: Vec::new(),
             })
         );
         let plan = run_plan(body.to_string().as_bytes()).unwrap();
@@ -295,6 +399,59 @@ mod tests {
             let err = run_plan(body.as_bytes()).unwrap_err();
             assert_eq!((err.status.as_u16(), err.code), (400, "invalid_request"), "{body}");
             assert!(err.message.contains(needle), "{body}: {}", err.message);
+        }
+    }
+
+    #[test]
+    fn a_run_that_resumes_or_brings_tool_results_continues_and_submits_nothing() {
+        let body = json!({
+            "threadId": "t1", "runId": "r2", "protocolVersion": "1.0",
+            "messages": [
+                {"id": "1", "role": "user", "content": "go"},
+                {"id": "2", "role": "assistant", "toolCalls": [{"id": "c1", "type": "function",
+                    "function": {"name": "pick", "arguments": "{}"}}]},
+                {"id": "3", "role": "tool", "toolCallId": "c1", "content": "blue"},
+                {"id": "4", "role": "tool", "toolCallId": "c2", "content": "", "error": "no screen"},
+            ],
+            "tools": [{"name": "pick", "description": "Pick a colour", "parameters": {"type": "object"}}],
+            "resume": [
+                {"interruptId": "perm-ab@3:12", "status": "resolved", "payload": {"optionId": "allow_once"}},
+                {"interruptId": "perm-cd@3:15", "status": "cancelled"},
+            ],
+        });
+        let plan = run_plan(body.to_string().as_bytes()).unwrap();
+        assert!(plan.interrupts);
+        assert_eq!(plan.client_tools.len(), 1);
+        assert_eq!(
+            plan.resume,
+            vec![
+                Answer { request_id: "perm-ab".into(), turn_id: 3, seq: 12, option_id: "allow_once".into() },
+                Answer { request_id: "perm-cd".into(), turn_id: 3, seq: 15, option_id: "reject_once".into() },
+            ]
+        );
+        assert_eq!(
+            plan.tool_results,
+            vec![
+                ToolResult { tool_call_id: "c1".into(), content: "blue".into(), is_error: false },
+                ToolResult { tool_call_id: "c2".into(), content: "no screen".into(), is_error: true },
+            ]
+        );
+        for (resume, needle) in [
+            (json!([{"interruptId": "nope", "status": "resolved", "payload": {"optionId": "x"}}]), "not an interrupt"),
+            (json!([{"interruptId": "p@1:2", "status": "resolved", "payload": {}}]), "needs `optionId`"),
+            (json!([{"interruptId": "p@1:2", "status": "maybe"}]), "status must be"),
+        ] {
+            let body = json!({"threadId": "t", "runId": "r", "messages": [], "resume": resume});
+            let err = run_plan(body.to_string().as_bytes()).unwrap_err();
+            assert!(err.message.contains(needle), "{}", err.message);
+        }
+        let twice = json!({"threadId": "t", "runId": "r", "messages": [{"role": "user", "content": "x"}],
+                           "tools": [{"name": "a", "description": ""}, {"name": "a", "description": ""}]});
+        assert!(run_plan(twice.to_string().as_bytes()).unwrap_err().message.contains("named twice"));
+        for (version, interrupts) in [("1.0", true), ("2.1.0", true), ("0.0.40", false), ("x", false)] {
+            let body = json!({"threadId": "t", "runId": "r", "messages": [{"role": "user", "content": "x"}],
+                              "protocolVersion": version});
+            assert_eq!(run_plan(body.to_string().as_bytes()).unwrap().interrupts, interrupts, "{version}");
         }
     }
 

@@ -13,12 +13,13 @@ use superpi_client::{ClientError, KernelClient};
 use superpi_http::{Common, Frontend};
 use superpi_proto::ContentBlock;
 use superpi_proto::message::codes;
-use superpi_proto::method::{ConversationInfo, OpenParams, SubmitParams, WatchParams};
+use superpi_proto::method::{ClientTool, ConversationInfo, OpenParams, SubmitParams, WatchParams};
 
 use crate::origin;
+use crate::pending::ClientCalls;
 use crate::render::{RenderOptions, Renderer};
-use crate::request::{self, AguiShape, ApiError};
-use crate::stream;
+use crate::request::{self, AguiShape, ApiError, RunPlan};
+use crate::stream::{self, Owner, Reply, Start};
 use crate::wire::InputRequest;
 
 const BODY_LIMIT: usize = 8 << 20;
@@ -27,16 +28,18 @@ const BODY_LIMIT: usize = 8 << 20;
 #[derive(Clone)]
 pub struct Agui {
     frontend: Arc<Frontend>,
+    calls: ClientCalls,
 }
 
 impl Agui {
     pub fn new(frontend: Arc<Frontend>) -> Self {
-        Agui { frontend }
+        Agui { frontend, calls: ClientCalls::default() }
     }
 
     pub fn router(&self) -> Router {
         let routes = Router::new()
             .route("/agui/v1/run", post(run))
+            .route("/agui/v1/capabilities", get(capabilities))
             .route("/agui/v1/sessions/{id}/events", get(events))
             .route("/agui/v1/sessions/{id}/input", post(input));
         let common = Common { service: "superpi-agui", not_found: "no such route", body_limit: BODY_LIMIT };
@@ -74,6 +77,9 @@ async fn run(State(agui): State<Agui>, headers: HeaderMap, body: Bytes) -> Resul
     let principal = agui.authenticate(&headers)?;
     let plan = request::run_plan(&body)?;
     let client = agui.client(&principal).await?;
+    if !plan.resume.is_empty() || !plan.tool_results.is_empty() {
+        return continue_run(&agui, principal, client, plan).await;
+    }
     let kernel_err = |e: ClientError| request::kernel_error(&e);
     let mut info = client
         .open(OpenParams {
@@ -101,15 +107,83 @@ async fn run(State(agui): State<Agui>, headers: HeaderMap, body: Bytes) -> Resul
     }
     content.extend(plan.images.iter().cloned());
     // A run started while the thread's turn runs steers that turn (and follows it to its end).
-    let params = SubmitParams { conversation_id, content, steer: true, ..Default::default() };
-    let renderer = Renderer::new(&plan.thread_id, &info, RenderOptions::default());
+    let client_tools = plan.client_tools.iter().map(client_tool).collect();
+    let params = SubmitParams { conversation_id, content, steer: true, client_tools, ..Default::default() };
+    let renderer = Renderer::new(&plan.thread_id, &info, run_options(&plan));
+    let owner = Owner { calls: agui.calls.clone(), principal };
+    let start = Start::Submit(params);
     let (body, submitted) =
-        stream::spawn_run(client, subscription, renderer, agui.frontend.stopping(), plan.run_id, params);
+        stream::spawn_run(client, subscription, renderer, (agui.frontend.stopping(), owner), plan.run_id, start);
     let lost = || ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "the submit was lost");
     let submitted = submitted.await.map_err(|_| lost())?.map_err(kernel_err)?;
     let (turn_id, steered) = (submitted.turn_id, submitted.steered);
     tracing::info!(thread = %plan.thread_id, conversation_id, turn_id, steered, "run");
     Ok((superpi_http::sse_headers(), body).into_response())
+}
+
+/// How a run's stream renders: interrupts for a client of AG-UI 1.0; client tools end it.
+fn run_options(plan: &RunPlan) -> RenderOptions {
+    RenderOptions { interrupts: plan.interrupts, client_tools: true, ..Default::default() }
+}
+
+/// A client's tool as the kernel offers it (an object schema when it gave none).
+fn client_tool(tool: &crate::wire::ClientTool) -> ClientTool {
+    let schema = tool.parameters.clone().filter(serde_json::Value::is_object);
+    ClientTool {
+        name: tool.name.clone(),
+        description: tool.description.clone(),
+        input_schema: schema.unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+    }
+}
+
+/// A run that answers the last run's interrupts or brings its client tools' results: the
+/// answers go to the kernel, and the run follows the waiting turn from its question on.
+async fn continue_run(
+    agui: &Agui,
+    principal: String,
+    client: KernelClient,
+    plan: RunPlan,
+) -> Result<Response, ApiError> {
+    let info = agui.existing(&client, &plan.thread_id).await?;
+    let mut replies = Vec::new();
+    let mut from: Option<(i64, u64)> = None;
+    let mut at = |turn_id: i64, seq: u64| {
+        from = Some(from.map_or((turn_id, seq), |(t, s)| (t, s.min(seq))));
+    };
+    for answer in &plan.resume {
+        at(answer.turn_id, answer.seq);
+        let (request_id, option_id) = (answer.request_id.clone(), answer.option_id.clone());
+        replies.push(Reply::Permission { request_id, option_id });
+    }
+    for result in &plan.tool_results {
+        // Results of calls answered before (the client sends its whole history) wait no more.
+        let Some(waiting) = agui.calls.take(&principal, &result.tool_call_id) else { continue };
+        at(waiting.turn_id, waiting.seq);
+        let outcome = json!({"content": result.content, "is_error": result.is_error});
+        replies.push(Reply::Ui { request_id: waiting.request_id, outcome });
+    }
+    let Some((turn_id, seq)) = from else {
+        return Err(ApiError::not_found(
+            "no call of a client tool waits for these results (answered, timed out, or the server restarted)",
+        ));
+    };
+    let conversation_id = info.conversation_id;
+    let watch = WatchParams::after(conversation_id, seq).interactive(true);
+    let subscription = client.watch(watch).await.map_err(|e| request::kernel_error(&e))?;
+    let mut renderer = Renderer::new(&plan.thread_id, &info, run_options(&plan));
+    renderer.continue_turn(turn_id, seq);
+    let owner = Owner { calls: agui.calls.clone(), principal };
+    let start = Start::Continue { turn_id, replies };
+    let (body, _) =
+        stream::spawn_run(client, subscription, renderer, (agui.frontend.stopping(), owner), plan.run_id, start);
+    tracing::info!(thread = %plan.thread_id, conversation_id, turn_id, "run continues");
+    Ok((superpi_http::sse_headers(), body).into_response())
+}
+
+/// `GET /agui/v1/capabilities`: what `getCapabilities` answers (AG-UI's `AgentCapabilities`).
+async fn capabilities(State(agui): State<Agui>, headers: HeaderMap) -> Result<Response, ApiError> {
+    agui.authenticate(&headers)?;
+    Ok(axum::Json(crate::wire::capabilities()).into_response())
 }
 
 /// A text prompt for `session.submit`.

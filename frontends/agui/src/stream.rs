@@ -12,6 +12,7 @@ use superpi_proto::{Event, EventBody};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
+use crate::pending::ClientCalls;
 use crate::render::Renderer;
 use crate::snapshot;
 use crate::wire::AguiEvent;
@@ -33,6 +34,8 @@ struct Pump {
     tx: mpsc::Sender<Bytes>,
     stopping: watch::Receiver<bool>,
     started: Instant,
+    /// Where a run notes the client-tool calls it ends on, and whose they are.
+    calls: Option<(ClientCalls, String)>,
 }
 
 /// What became of a pump.
@@ -53,7 +56,7 @@ impl Pump {
         stopping: watch::Receiver<bool>,
     ) -> Pump {
         let (events, reader) = read(subscription);
-        Pump { client, events, _reader: reader, renderer, tx, stopping, started: Instant::now() }
+        Pump { client, events, _reader: reader, renderer, tx, stopping, started: Instant::now(), calls: None }
     }
 
     fn now_ms(&self) -> u64 {
@@ -96,6 +99,10 @@ impl Pump {
                 }
                 Some(event) if !accept(&event) => (Step::Continue, None),
                 Some(event) => {
+                    // Noted before the run ends on it: its client may answer at once.
+                    if let Some((calls, principal)) = &self.calls {
+                        calls.note(principal, &event);
+                    }
                     let out = self.renderer.render(&event, self.now_ms());
                     let mut step = if self.send(out).await { Step::Continue } else { Step::Gone };
                     if matches!(step, Step::Continue) && self.renderer.take_history_request() {
@@ -147,6 +154,27 @@ impl Pump {
 /// How a run's submit went, for the request handler to answer with.
 pub type Submitted = oneshot::Receiver<Result<SubmitResult, ClientError>>;
 
+/// How a run begins.
+pub enum Start {
+    /// A prompt: the run follows the turn it starts, queues or steers.
+    Submit(SubmitParams),
+    /// Answers to what turn `turn_id` waits for (the last run's interrupts, its client tools'
+    /// results); the run then follows that turn.
+    Continue { turn_id: i64, replies: Vec<Reply> },
+}
+
+/// One answer a continuing run gives the kernel.
+pub enum Reply {
+    Permission { request_id: String, option_id: String },
+    Ui { request_id: String, outcome: serde_json::Value },
+}
+
+/// Where a run's client-tool calls are noted, and whose they are.
+pub struct Owner {
+    pub calls: ClientCalls,
+    pub principal: String,
+}
+
 /// The SSE body of one run: submits `submit`, then sends the renderer's opening events and the
 /// events of the submitted turn until it ends. A client that leaves before the end cancels the
 /// turn, also while the submit is on its way (the kernel may already run the turn): the submit
@@ -156,26 +184,34 @@ pub fn spawn_run(
     client: KernelClient,
     subscription: Subscription,
     mut renderer: Renderer,
-    stopping: watch::Receiver<bool>,
+    (stopping, owner): (watch::Receiver<bool>, Owner),
     run_id: String,
-    submit: SubmitParams,
+    start: Start,
 ) -> (Body, Submitted) {
     let (tx, rx) = mpsc::channel(CHANNEL);
     let (submitted_tx, submitted) = oneshot::channel();
     let first = renderer.start_run(&run_id);
     let conversation_id = subscription.conversation_id();
     let mut pump = Pump::new(client, subscription, renderer, tx, stopping);
+    pump.calls = Some((owner.calls, owner.principal));
     tokio::spawn(async move {
-        let turn_id = match pump.client.submit(submit).await {
-            Ok(result) => {
-                let turn_id = result.turn_id;
-                // A handler that is gone no longer waits for this: the body tells the pump so.
-                let _ = submitted_tx.send(Ok(result));
+        let turn_id = match start {
+            Start::Submit(submit) => match pump.client.submit(submit).await {
+                Ok(result) => {
+                    let turn_id = result.turn_id;
+                    // A handler that is gone no longer waits for this: the body tells the pump so.
+                    let _ = submitted_tx.send(Ok(result));
+                    turn_id
+                }
+                Err(err) => {
+                    let _ = submitted_tx.send(Err(err));
+                    return;
+                }
+            },
+            Start::Continue { turn_id, replies } => {
+                let _ = submitted_tx.send(Ok(SubmitResult { turn_id, queued: false, steered: false }));
+                reply(&pump.client, replies).await;
                 turn_id
-            }
-            Err(err) => {
-                let _ = submitted_tx.send(Err(err));
-                return;
             }
         };
         let mut gone = !pump.send(first).await;
@@ -184,6 +220,8 @@ pub fn spawn_run(
             match step {
                 Step::Gone => gone = true,
                 Step::Done => break,
+                // The run ended on a question or a client tool: the turn goes on without it.
+                Step::Continue if !pump.renderer.run_open() => break,
                 Step::Continue => {
                     if event.is_some_and(|e| e.turn_id == Some(turn_id) && ends_turn(&e.body)) {
                         let out = pump.renderer.flush(pump.now_ms());
@@ -253,6 +291,26 @@ fn read(mut subscription: Subscription) -> (mpsc::Receiver<Event>, oneshot::Send
         subscription.close().await;
     });
     (rx, stop)
+}
+
+/// Gives the kernel a continuing run's answers. One it no longer waits for (answered
+/// elsewhere, timed out) is only logged: the replayed turn shows what became of it.
+async fn reply(client: &KernelClient, replies: Vec<Reply>) {
+    for reply in replies {
+        let (request_id, answered) = match reply {
+            Reply::Permission { request_id, option_id } => {
+                let answered = client.respond_permission(&request_id, &option_id).await;
+                (request_id, answered)
+            }
+            Reply::Ui { request_id, outcome } => {
+                let answered = client.respond_ui(&request_id, outcome).await;
+                (request_id, answered)
+            }
+        };
+        if let Err(err) = answered {
+            tracing::info!(request_id, "an answer the kernel no longer waits for: {err}");
+        }
+    }
 }
 
 fn ends_turn(body: &EventBody) -> bool {

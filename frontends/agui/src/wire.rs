@@ -101,6 +101,40 @@ pub enum AguiEvent {
         name: String,
         value: Value,
     },
+    /// A tool call's progress as an activity message (its output as it comes).
+    #[serde(rename_all = "camelCase")]
+    ActivitySnapshot {
+        message_id: String,
+        activity_type: String,
+        content: Value,
+    },
+    /// An RFC 6902 JSON Patch against an activity's content.
+    #[serde(rename_all = "camelCase")]
+    ActivityDelta {
+        message_id: String,
+        activity_type: String,
+        patch: json_patch::Patch,
+    },
+    #[serde(rename_all = "camelCase")]
+    SubagentStarted {
+        subagent_run_id: String,
+        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+    },
+    #[serde(rename_all = "camelCase")]
+    SubagentFinished {
+        subagent_run_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<Value>,
+    },
+    #[serde(rename_all = "camelCase")]
+    SubagentError {
+        subagent_run_id: String,
+        message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<String>,
+    },
 }
 
 impl AguiEvent {
@@ -126,6 +160,11 @@ impl AguiEvent {
             AguiEvent::StateDelta { .. } => "STATE_DELTA",
             AguiEvent::MessagesSnapshot { .. } => "MESSAGES_SNAPSHOT",
             AguiEvent::Custom { .. } => "CUSTOM",
+            AguiEvent::ActivitySnapshot { .. } => "ACTIVITY_SNAPSHOT",
+            AguiEvent::ActivityDelta { .. } => "ACTIVITY_DELTA",
+            AguiEvent::SubagentStarted { .. } => "SUBAGENT_STARTED",
+            AguiEvent::SubagentFinished { .. } => "SUBAGENT_FINISHED",
+            AguiEvent::SubagentError { .. } => "SUBAGENT_ERROR",
         }
     }
 
@@ -152,11 +191,43 @@ impl AguiEvent {
 }
 
 /// Why a run ended (`RUN_FINISHED.outcome`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum Outcome {
-    Success,
+    /// Done; `pending_tool_call_ids` names the client tools the turn waits for.
+    Success {
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pending_tool_call_ids: Vec<String>,
+    },
+    /// Paused on questions; the next run's `resume` answers them.
+    Interrupt {
+        interrupts: Vec<Interrupt>,
+    },
     Cancelled,
+}
+
+impl Outcome {
+    /// A run that completed with nothing pending.
+    pub fn success() -> Self {
+        Outcome::Success { pending_tool_call_ids: Vec::new() }
+    }
+}
+
+/// Something a run needs answered before it can go on (a permission question).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Interrupt {
+    pub id: String,
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// The JSON schema of the `payload` a resume entry answers with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_schema: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
 }
 
 /// A message of a `MESSAGES_SNAPSHOT`, tagged by `role`.
@@ -237,13 +308,56 @@ pub struct RunAgentInput {
     pub run_id: String,
     pub messages: Vec<Value>,
     #[serde(default)]
-    pub tools: Vec<Value>,
+    pub tools: Vec<ClientTool>,
     #[serde(default)]
     pub context: Vec<ContextItem>,
     #[serde(default)]
     pub state: Option<Value>,
     #[serde(default)]
     pub forwarded_props: Option<Value>,
+    /// Present from clients of AG-UI 1.0 on: they read questions as interrupts.
+    #[serde(default)]
+    pub protocol_version: Option<String>,
+    /// Answers to the interrupts the previous run ended with.
+    #[serde(default)]
+    pub resume: Vec<ResumeEntry>,
+}
+
+impl RunAgentInput {
+    /// Why the client's tools cannot be offered: a blank or repeated name.
+    pub fn client_tools_invalid(&self) -> Option<String> {
+        for (at, tool) in self.tools.iter().enumerate() {
+            if tool.name.trim().is_empty() {
+                return Some("tools: a tool needs a name".into());
+            }
+            if self.tools[..at].iter().any(|t| t.name == tool.name) {
+                return Some(format!("tools: `{}` is named twice", tool.name));
+            }
+        }
+        None
+    }
+}
+
+/// A tool the client offers and runs itself (`RunAgentInput.tools`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ClientTool {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Its arguments' JSON schema.
+    #[serde(default)]
+    pub parameters: Option<Value>,
+}
+
+/// An answer to one interrupt.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumeEntry {
+    pub interrupt_id: String,
+    /// `resolved` or `cancelled`.
+    pub status: String,
+    #[serde(default)]
+    pub payload: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -273,4 +387,39 @@ pub enum InputRequest {
     },
     /// Stops the running turn.
     Cancel {},
+}
+
+/// The AG-UI version this frontend serves.
+pub const PROTOCOL_VERSION: &str = "1.0";
+
+/// What `getCapabilities` answers: AG-UI's `AgentCapabilities`, the same for every thread
+/// (a harness may offer fewer tools than `tools` says; the run's events are the truth).
+pub fn capabilities() -> Value {
+    serde_json::json!({
+        "identity": {
+            "name": "superpi",
+            "type": "superpi",
+            "description": "A durable agent: the conversation, its tools and its permissions live in the superpi kernel.",
+            "version": env!("CARGO_PKG_VERSION"),
+            "metadata": {"protocolVersion": PROTOCOL_VERSION},
+        },
+        "transport": {"streaming": true, "websocket": false, "httpBinary": false, "pushNotifications": false, "resumable": false},
+        "tools": {"supported": true, "parallelCalls": false, "clientProvided": true},
+        "state": {"snapshots": true, "deltas": true, "memory": true, "persistentState": true},
+        "multiAgent": {"supported": true, "delegation": true, "handoffs": false},
+        "reasoning": {"supported": true, "streaming": true, "encrypted": false},
+        "multimodal": {
+            "input": {"image": true, "audio": false, "video": false, "pdf": false, "file": false},
+            "output": {"image": false, "audio": false},
+        },
+        "execution": {"codeExecution": true, "sandboxed": true, "maxIterations": 64},
+        "humanInTheLoop": {
+            "supported": true,
+            "approvals": true,
+            "interventions": true,
+            "feedback": false,
+            "interrupts": true,
+            "approveWithEdits": false,
+        },
+    })
 }

@@ -734,3 +734,68 @@ async fn an_attached_client_that_vanishes_mid_stream_leaves_no_interactive_watch
     })
     .await;
 }
+
+/// A run offering `pick` (a client tool) whose prompt calls it: the run ends naming the call
+/// pending; returns its tool call id.
+async fn call_the_client_tool(server: &Server, http: &reqwest::Client, thread: &str) -> String {
+    let mut input = run_input(thread, "r1", "@tool pick {\"what\": \"colour\"}");
+    input["protocolVersion"] = json!("1.0");
+    input["tools"] = json!([{"name": "pick", "description": "Ask the person", "parameters": {"type": "object"}}]);
+    let events = server.run(http, &input).await.all().await;
+    verify(&events);
+    let end = events.last().unwrap();
+    assert_eq!(end["type"], "RUN_FINISHED", "{events:#?}");
+    end["outcome"]["pendingToolCallIds"][0].as_str().expect("a pending call").to_string()
+}
+
+/// The run that brings the client tool's result.
+fn with_result(thread: &str, call: &str, result: &str) -> Value {
+    let mut input = run_input(thread, "r2", "@tool pick {\"what\": \"colour\"}");
+    let messages = input["messages"].as_array_mut().unwrap();
+    messages.push(json!({"id": "a", "role": "assistant", "toolCalls": [
+        {"id": call, "type": "function", "function": {"name": "pick", "arguments": "{}"}}]}));
+    messages.push(json!({"id": "t", "role": "tool", "toolCallId": call, "content": result}));
+    input
+}
+
+/// A turn waiting on a client tool is cancelled through the input route, and times out when
+/// nobody answers: either way the call gets an error result and the turn ends, and a result
+/// that comes after finds the turn's end rather than a turn that waits.
+#[tokio::test]
+async fn a_client_tools_call_waits_for_its_result_and_is_cancellable_and_times_out() {
+    let env = superpi_tests::TestEnv::new();
+    let settings = json!({"permissions": {"question_timeout_secs": 2}}).to_string();
+    std::fs::write(env.locations.config_dir.join("settings.json"), settings).unwrap();
+    let server = Server::start_in(env, &[], &[]);
+    let http = http();
+
+    // Answered: the next run continues the same turn with the result.
+    let call = call_the_client_tool(&server, &http, "answered").await;
+    let events = server.run(&http, &with_result("answered", &call, "navy")).await.all().await;
+    verify(&events);
+    assert_eq!(text(&events), "The tools answered. pick returned: navy");
+    assert_eq!(events.last().unwrap()["outcome"], json!({"type": "success"}));
+
+    // Cancelled while it waits.
+    let call = call_the_client_tool(&server, &http, "cancelled").await;
+    let (status, body) = server.input(&http, "cancelled", json!({"type": "cancel"})).await;
+    assert_eq!((status, &body["cancelled"]), (200, &json!(true)), "{body}");
+    let events = server.run(&http, &with_result("cancelled", &call, "late")).await.all().await;
+    verify(&events);
+    assert_eq!(events.last().unwrap()["outcome"], json!({"type": "cancelled"}), "{events:#?}");
+
+    // Not answered within the question timeout: the model reads an error result.
+    let call = call_the_client_tool(&server, &http, "timed-out").await;
+    let kernel = KernelClient::connect(&server.env.connect_options("agui")).await.unwrap();
+    let lookup = OpenParams { external_id: Some("timed-out".into()), create: Some(false), ..Default::default() };
+    let conv = kernel.open(lookup.clone()).await.unwrap().conversation_id;
+    wait::until("the unanswered call timed out and its turn ended", wait::PATIENCE, async || {
+        kernel.open(lookup.clone()).await.unwrap().status == "idle"
+    })
+    .await;
+    let events = server.run(&http, &with_result("timed-out", &call, "late")).await.all().await;
+    verify(&events);
+    assert_eq!(text(&events), "The tools answered. pick failed with: the client did not answer within 2 s");
+    let stored = kernel.history(conv).await.unwrap();
+    assert!(!format!("{stored:?}").contains("late"), "a result after the timeout must not be stored");
+}

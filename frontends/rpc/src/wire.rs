@@ -120,6 +120,7 @@ impl SubmitParams {
             content,
             prompt: None,
             steer: self.steer,
+            client_tools: Vec::new(),
         })
     }
 }

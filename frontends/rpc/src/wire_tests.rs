@@ -48,6 +48,7 @@ fn submit_joins_prompt_and_text_parts_and_needs_text() {
             content: vec![ContentBlock::text("a"), ContentBlock::text("b")],
             prompt: None,
             steer: true,
+            client_tools: Vec::new(),
         }
     );
     let p: SubmitParams = parse("session.submit", Some(r#"{"conversation_id": 4, "prompt": "  "}"#)).unwrap();

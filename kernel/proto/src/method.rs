@@ -274,6 +274,21 @@ pub struct SubmitParams {
     /// queueing a turn of its own (with no turn running it starts one as usual).
     #[serde(default, skip_serializing_if = "is_false")]
     pub steer: bool,
+    /// Tools the submitting frontend offers this prompt's turn and runs itself: each call is
+    /// a `ui_request` of kind `client_tool`, answered by `ui.respond`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client_tools: Vec<ClientTool>,
+}
+
+/// A tool a frontend runs (a web front end's own function), offered to one turn's model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientTool {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// The arguments' JSON schema (an object schema).
+    pub input_schema: Value,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

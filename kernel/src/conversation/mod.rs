@@ -187,6 +187,9 @@ pub(crate) struct Conversation {
     pub mcp_servers: Mutex<std::collections::BTreeMap<String, superpi_policy::McpServerConfig>>,
     /// The MCP tools of its latest turn: the only ones it can call.
     pub mcp_attached: Mutex<superpi_mcp_client::Attached>,
+    /// The tools frontends offered with their prompts, by the turn they submitted, until
+    /// that turn takes them (`turn/client_tools.rs`).
+    pub client_tools: Mutex<std::collections::HashMap<i64, Vec<superpi_proto::method::ClientTool>>>,
     pub running: Mutex<Option<i64>>,
     /// The highest mode the running turn's tool calls run in (its submitter's ceiling, lowered
     /// by steering prompts): what a subagent it starts may have at most.
@@ -242,6 +245,7 @@ impl Conversation {
             file_readers: AtomicUsize::new(0),
             mcp_servers: Mutex::default(),
             mcp_attached: Mutex::default(),
+            client_tools: Mutex::default(),
             running: Mutex::new(None),
             turn_ceiling: Mutex::new(None),
             steering: Mutex::default(),

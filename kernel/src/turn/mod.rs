@@ -5,6 +5,7 @@
 pub(crate) mod backend;
 pub(crate) mod backend_seed;
 pub(crate) mod checkpoint;
+pub(crate) mod client_tools;
 pub(crate) mod cluster_holder;
 pub(crate) mod compaction;
 pub(crate) mod context;
@@ -92,6 +93,7 @@ pub(crate) async fn run(
     for Steer { turn_id, message, ceiling } in late {
         let _ = conv.input.send(Input::Submit { turn_id, message, ceiling }).await;
     }
+    lock(&conv.client_tools).remove(&turn_id);
     crate::turn::checkpoint::turn_ended(kernel, conv, turn_id, &message.text()).await;
     crate::turn::hooks::after_turn(kernel, conv, turn_id, &ended);
     crate::turn::recovery::record_end(kernel, conv, turn_id, ended);
@@ -160,6 +162,7 @@ async fn drive(
     if let Ok(policy) = &*lock(&conv.policy) {
         tools.retain(|t| policy.within_limit(&t.name));
     }
+    let client = client_tools::offer(kernel, conv, turn_id, &mut tools);
     *lock(&conv.mcp_attached) = attached;
     let specs = tool_specs(&tools);
 
@@ -279,7 +282,10 @@ async fn drive(
             let settings = conv.settings();
             let workspace = settings.workspace.as_ref().map(PathBuf::from);
             let call = PlannedCall { call_id, name, arguments, workspace };
-            execute_tool(kernel, conv, (turn_id, trace), ceiling, call, cancel).await;
+            match client.contains(&call.name) {
+                true => client_tools::execute(kernel, conv, turn_id, call, cancel).await,
+                false => execute_tool(kernel, conv, (turn_id, trace), ceiling, call, cancel).await,
+            }
         }
         if cancel.is_cancelled() {
             return Ok(TurnEnd::Cancelled);
@@ -436,7 +442,18 @@ async fn execute_tool(
     if let CallEnd::Blocked(refusal) = &end {
         conv.emit(kernel, Event::tool_blocked(cid, turn, &call.call_id, &call.name, &refusal.reason));
     }
-    let mut result = end.into_result();
+    complete_call(kernel, conv, turn_id, &call, end.into_result());
+}
+
+/// A call's result: published, and stored for the model.
+fn complete_call(
+    kernel: &Arc<Kernel>,
+    conv: &Arc<Conversation>,
+    turn_id: i64,
+    call: &PlannedCall,
+    mut result: superpi_proto::tool::ToolCallResult,
+) {
+    let (cid, turn) = (conv.id, Some(turn_id));
     // An image the call returned (a `read` of a PNG) follows its result, for a model that sees.
     let images = kernel.images.store_result(&conv.settings().model, &kernel.catalog.providers, &mut result);
     let mut content = vec![ContentBlock::ToolResult {

@@ -462,8 +462,6 @@ async fn editor_read(
     let path = normalize(workspace, raw);
     let offset = call.arguments.get(reader.offset).and_then(Value::as_u64).map(|n| n as usize);
     let limit = call.arguments.get(reader.limit).and_then(Value::as_u64).map(|n| n as usize);
-    let (request_id, rx) = kernel.questions.open_ui(conv.id, &conv.owner)?;
-    cluster_holder::question_opened(kernel, conv, &request_id, QuestionKind::Ui, false);
     let mut request = serde_json::Map::new();
     request.insert("kind".into(), json!("read_text_file"));
     request.insert("path".into(), json!(path.display().to_string()));
@@ -474,14 +472,7 @@ async fn editor_read(
     if let Some(limit) = limit {
         request.insert("limit".into(), json!(limit));
     }
-    conv.emit(kernel, Event::ui_request(conv.id, Some(turn_id), &request_id, request));
-    let answer = tokio::select! {
-        answer = rx => answer.ok(),
-        _ = tokio::time::sleep(EDITOR_READ_TIMEOUT) => None,
-        _ = cancel.cancelled() => None,
-    };
-    kernel.questions.close_ui(&request_id);
-    cluster_holder::question_closed(kernel, &request_id);
+    let (request_id, answer) = ask_ui(kernel, conv, turn_id, request, EDITOR_READ_TIMEOUT, cancel).await?;
     let content = answer.as_ref().and_then(|a| a.get("content")).and_then(Value::as_str).map(str::to_string);
     let outcome = match (&answer, &content) {
         (_, Some(_)) => json!({"outcome": "editor"}),
@@ -492,6 +483,30 @@ async fn editor_read(
     let content = content?;
     let shown = path.strip_prefix(workspace).map(|p| p.display().to_string()).unwrap_or(raw.to_string());
     Some((reader.render)(&shown, &content, offset, limit))
+}
+
+/// Publishes a `ui_request` (`request`, under a new request id) and waits for its answer, the
+/// timeout or cancel: the request id and the answer (None when unanswered). The asker
+/// publishes the `ui_resolved` that says what became of it. `None` without a random id.
+pub(crate) async fn ask_ui(
+    kernel: &Arc<Kernel>,
+    conv: &Arc<Conversation>,
+    turn_id: i64,
+    request: serde_json::Map<String, Value>,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Option<(String, Option<Value>)> {
+    let (request_id, rx) = kernel.questions.open_ui(conv.id, &conv.owner)?;
+    cluster_holder::question_opened(kernel, conv, &request_id, QuestionKind::Ui, false);
+    conv.emit(kernel, Event::ui_request(conv.id, Some(turn_id), &request_id, request));
+    let answer = tokio::select! {
+        answer = rx => answer.ok(),
+        _ = tokio::time::sleep(timeout) => None,
+        _ = cancel.cancelled() => None,
+    };
+    kernel.questions.close_ui(&request_id);
+    cluster_holder::question_closed(kernel, &request_id);
+    Some((request_id, answer))
 }
 
 /// A path argument made absolute against the workspace and cleaned of `.` and `..`

@@ -383,8 +383,15 @@ pub(super) async fn submit(kernel: &Arc<Kernel>, peer: &Peer, p: SubmitParams) -
         return Err(stopping());
     }
     let message = Message { role: Role::User, content, usage: None, stop_reason: None };
+    crate::turn::client_tools::check(&p.client_tools).map_err(|why| ErrorObject::new(codes::INVALID_PARAMS, why))?;
     let conv = match found {
         Found::Here(conv) => conv,
+        Found::Elsewhere { .. } if !p.client_tools.is_empty() => {
+            return Err(ErrorObject::new(
+                codes::INVALID_PARAMS,
+                "client_tools: the conversation runs on another kernel; submit through that one",
+            ));
+        }
         Found::Elsewhere { row, .. } => return forward_submit(kernel, peer, &row, &message, p.steer),
     };
     // The turn runs at most in the submitter's ceiling: a remote caller's stays the remote
@@ -394,6 +401,9 @@ pub(super) async fn submit(kernel: &Arc<Kernel>, peer: &Peer, p: SubmitParams) -
     let queued = conv.is_running();
     // Acknowledged means stored: the turn and its prompt are written before the answer.
     let turn_id = kernel.store.create_turn(conv.id, &message).map_err(internal)?;
+    if !p.client_tools.is_empty() {
+        lock(&conv.client_tools).insert(turn_id, p.client_tools);
+    }
     let (input, steered) = match p.steer {
         true => {
             let (reply, steered) = oneshot::channel();
