@@ -53,6 +53,10 @@ fn nested_rules_join_the_first_call_under_their_directory_and_are_listed() {
     let expected = [("AGENTS.md", "prompt"), (".agents/rules/tests.md", "prompt"), ("crates/app/GEMINI.md", "nested")];
     assert_eq!(rows, expected.map(|(p, k)| (p.to_string(), k.to_string())), "{stdout}");
 
+    // The last paragraph of the system prompt: the last file of the workspace's rules.
+    let (ok, stdout, stderr) = run(&env, &["run", "@system"]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("Run the tests before you answer."), "{stdout}");
     let read = |path: &str| format!("@tool read {}", json!({"path": path}));
     let (ok, _, stderr) = run(&env, &["run", "--mode", "auto", &read("crates/app/src/lib.rs")]);
     assert!(ok, "{stderr}");
