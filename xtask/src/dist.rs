@@ -11,17 +11,13 @@
 //! (`/usr/local`, `~/.local`), it is installed.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clap::CommandFactory;
 use sha2::{Digest, Sha256};
 
-use crate::{npm, output, registry, run};
-
-/// The binaries an archive holds.
-pub(crate) const BINARIES: [&str; 2] = ["superpi", "superpi-frontend"];
+use crate::{BINARIES, copy, mkdir, npm, output, registry, run, write};
 
 /// The cargo profile the binaries are built with (Cargo.toml).
 const PROFILE: &str = "dist";
@@ -234,19 +230,6 @@ fn tar(out: &Path, name: &str) -> Result<PathBuf, String> {
         .arg(out)
         .arg(name))?;
     Ok(archive)
-}
-
-pub(crate) fn mkdir(dir: &Path) -> Result<(), String> {
-    fs::create_dir_all(dir).map_err(|err| format!("{}: {err}", dir.display()))
-}
-
-pub(crate) fn copy(from: &Path, to: &Path) -> Result<(), String> {
-    fs::copy(from, to).map(|_| ()).map_err(|err| format!("{} -> {}: {err}", from.display(), to.display()))
-}
-
-pub(crate) fn write(path: &Path, text: &str) -> Result<(), String> {
-    let mut file = fs::File::create(path).map_err(|err| format!("{}: {err}", path.display()))?;
-    file.write_all(text.as_bytes()).map_err(|err| format!("{}: {err}", path.display()))
 }
 
 #[cfg(test)]

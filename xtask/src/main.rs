@@ -64,6 +64,22 @@ fn hot_layout(root: &Path) -> Result<(), String> {
     run(Command::new(target.join("frontend_idle")).current_dir(root))
 }
 
+/// The binaries a release holds.
+const BINARIES: [&str; 2] = ["superpi", "superpi-frontend"];
+
+/// The file steps of the release, each failing with the path it was about.
+fn mkdir(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|err| format!("{}: {err}", dir.display()))
+}
+
+fn copy(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::copy(from, to).map(|_| ()).map_err(|err| format!("{} -> {}: {err}", from.display(), to.display()))
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|err| format!("{}: {err}", path.display()))
+}
+
 /// Runs `command`, failing unless it succeeds.
 fn run(command: &mut Command) -> Result<(), String> {
     let status = command.status().map_err(|err| format!("{command:?}: {err}"))?;

@@ -10,8 +10,7 @@ use std::process::Command;
 
 use serde_json::json;
 
-use crate::dist::{BINARIES, copy, mkdir, write};
-use crate::output;
+use crate::{BINARIES, copy, mkdir, output, write};
 
 /// The meta package's name: what `npx -y superpi acp` and the ACP registry entry name.
 pub(crate) const META: &str = "superpi";

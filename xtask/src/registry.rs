@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::dist::write;
+use crate::write;
 
 /// Where the entry lives in the repository.
 pub(crate) const DIR: &str = "dist/acp-registry/superpi";
