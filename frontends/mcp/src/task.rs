@@ -9,7 +9,7 @@ use superpi_client::ClientError;
 use superpi_proto::EventBody;
 use superpi_proto::method::{OpenParams, WatchParams};
 
-use super::{CANCEL_GRACE, SuperpiMcp, cancelled, lock, sleep_until};
+use super::{CANCEL_GRACE, SuperpiMcp, cancelled, is_modern, lock, sleep_until};
 use crate::approval;
 use crate::render::{TaskOut, TaskRenderer};
 use crate::tools::{self, HARNESS_TASK, HarnessTaskArgs};
@@ -55,7 +55,8 @@ impl SuperpiMcp {
         // The turn's questions are answered per the approval setting; without an answerer the
         // watch is not interactive and the kernel refuses askable calls at once.
         let approval = self.inner.config.approval;
-        let watch = WatchParams::after(conversation_id, info.head_seq).interactive(approval.answers(&context.peer));
+        let watch = WatchParams::after(conversation_id, info.head_seq)
+            .interactive(approval.answers(context, is_modern(context)));
         // Answers in flight; dropped (and aborted) when the task ends.
         let mut questions = tokio::task::JoinSet::new();
         let mut sub = kernel.watch(watch).await.map_err(|err| tools::kernel_error(HARNESS_TASK, &err))?;

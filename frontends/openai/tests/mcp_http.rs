@@ -124,6 +124,60 @@ async fn an_mcp_session_over_http() {
     assert_eq!(mcp.post(Some(&session), &tools_list(8), &[]).await.status(), 404);
 }
 
+/// A 2026-07-28 request: its version and the client's capabilities in its `_meta`.
+fn modern(id: u64, method: &str, params: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "e2e", "version": "1"},
+    });
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// The 2026-07-28 revision needs no session: `server/discover` and any request carrying its
+/// version in `_meta` are answered without `initialize` and without an `Mcp-Session-Id`, lists
+/// carry caching hints, and the earlier revisions keep their sessions beside it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_2026_request_is_answered_without_a_session() {
+    let gw = Gateway::start(&[], &[]);
+    let mcp = Mcp { gw: &gw, token: None };
+    // The standard headers of 2026-07-28 repeat the version, the method and a call's name.
+    let v = |method| [("mcp-protocol-version", "2026-07-28"), ("mcp-method", method)];
+
+    let resp = mcp.post(None, &modern(1, "server/discover", json!({})), &v("server/discover")).await;
+    assert_eq!(resp.status(), 200, "{:?}", resp.text().await);
+    assert!(resp.headers().get("mcp-session-id").is_none());
+    let found = rpc_answer(resp).await;
+    let versions = found["result"]["supportedVersions"].as_array().unwrap_or_else(|| panic!("{found}"));
+    for version in ["2026-07-28", "2025-11-25", "2024-11-05"] {
+        assert!(versions.contains(&json!(version)), "{found}");
+    }
+
+    let resp = mcp.post(None, &modern(2, "tools/list", json!({})), &v("tools/list")).await;
+    assert_eq!(resp.status(), 200);
+    assert!(resp.headers().get("mcp-session-id").is_none());
+    let listed = rpc_answer(resp).await;
+    assert!(listed["result"]["tools"].as_array().unwrap().iter().any(|t| t["name"] == "harness_task"), "{listed}");
+    assert_eq!((&listed["result"]["ttlMs"], &listed["result"]["cacheScope"]), (&json!(60000), &json!("private")));
+    let list = modern(3, "resources/templates/list", json!({}));
+    let templates = rpc_answer(mcp.post(None, &list, &v("resources/templates/list")).await).await;
+    assert_eq!(templates["result"]["cacheScope"], "public", "{templates}");
+
+    std::fs::write(gw.env.workspace.join("hello.txt"), "hi, stateless").unwrap();
+    let read = modern(4, "tools/call", json!({"name": "read", "arguments": {"path": "hello.txt"}}));
+    let headers = [v("tools/call").as_slice(), &[("mcp-name", "read")]].concat();
+    let answer = rpc_answer(mcp.post(None, &read, &headers).await).await;
+    assert!(answer["result"].to_string().contains("hi, stateless"), "{answer}");
+
+    // Without `_meta`, a request is still of the session revisions: it needs a session, whose
+    // lists carry no 2026-07-28 fields.
+    assert_eq!(mcp.post(None, &tools_list(5), &[]).await.status(), 400);
+    let session = mcp.open().await;
+    let listed = rpc_answer(mcp.post(Some(&session), &tools_list(6), &[]).await).await;
+    assert!(listed["result"].get("ttlMs").is_none(), "{listed}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn mcp_sessions_belong_to_their_principal() {
     let gw = Gateway::start(&[], &[("SUPERPI_GATEWAY_TOKEN", "one,two")]);
