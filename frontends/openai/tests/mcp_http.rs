@@ -276,3 +276,29 @@ async fn a_transcript_of_more_than_64_mib_reads_through_the_gateway() {
     assert!(peak < stored, "the gateway held {peak} bytes for {stored} bytes of events");
     client.cancel().await.expect("close");
 }
+
+/// Two gateways, each with its kernel on its own machine (data directory), on one PostgreSQL
+/// database, as behind a load balancer: a 2026-07-28 client's requests go to either, and either
+/// answers. A `harness_task` run through one; its transcript read through the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn either_of_two_kernels_on_one_database_answers_a_2026_client() {
+    let Some(server) = superpi_tests::postgres_server::shared() else { return };
+    let url = server.new_database();
+    let vars = [("SUPERPI_DATABASE_URL", url.as_str()), ("SUPERPI_LEASE_MS", "1500")];
+    let (gw_a, gw_b) = (Gateway::start(&[], &vars), Gateway::start(&[], &vars));
+    let (a, b) = (Mcp { gw: &gw_a, token: None }, Mcp { gw: &gw_b, token: None });
+    let v = |method| [("mcp-protocol-version", "2026-07-28"), ("mcp-method", method)];
+
+    let task = modern(1, "tools/call", json!({"name": "harness_task", "arguments": {"prompt": "done through A"}}));
+    let headers = [v("tools/call").as_slice(), &[("mcp-name", "harness_task")]].concat();
+    let answer = rpc_answer(a.post(None, &task, &headers).await).await;
+    assert_eq!(answer["result"]["structuredContent"]["result"], "done through A", "{answer}");
+    let conversation = answer["result"]["structuredContent"]["conversation_id"].as_i64().unwrap();
+
+    let uri = format!("superpi://conversation/{conversation}/transcript");
+    let read = modern(2, "resources/read", json!({ "uri": uri }));
+    let headers = [v("resources/read").as_slice(), &[("mcp-name", uri.as_str())]].concat();
+    let transcript = rpc_answer(b.post(None, &read, &headers).await).await;
+    let text = transcript["result"]["contents"][0]["text"].as_str().unwrap_or_else(|| panic!("{transcript}"));
+    assert!(text.contains("done through A"), "{text}");
+}
