@@ -5,11 +5,11 @@
 use std::borrow::Cow;
 
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
-    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    PromptsCapability, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ResourcesCapability,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, ToolsCapability,
+    CacheScope, CallToolRequestParams, CallToolResponse, CancelTaskParams, CustomRequest, CustomResult, ErrorCode,
+    GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, PromptsCapability, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ResourcesCapability, ServerCapabilities, ServerConfig, SetLevelRequestParams, TASKS_EXTENSION_ID, ToolsCapability,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
@@ -31,6 +31,8 @@ const KNOWN_METHODS: &[&str] = &[
     "resources/templates/list",
     "resources/read",
     "logging/setLevel",
+    "tasks/get",
+    "tasks/cancel",
 ];
 
 /// What `initialize` answers: static, no kernel needed.
@@ -40,6 +42,11 @@ pub fn server_config() -> ServerConfig {
     capabilities.prompts = Some(PromptsCapability::default());
     capabilities.resources = Some(ResourcesCapability::default());
     capabilities.logging = Some(Default::default());
+    // The tasks extension (2026-07-28): harness_task as a task for a client that declares it.
+    capabilities
+        .extensions
+        .get_or_insert_with(Default::default)
+        .insert(TASKS_EXTENSION_ID.to_string(), Default::default());
     ServerConfig::new(capabilities)
         .with_protocol_version(NEWEST_PROTOCOL)
         .with_server_info(
@@ -122,9 +129,28 @@ impl ServerHandler for SuperpiMcp {
     ) -> Result<CallToolResponse, ErrorData> {
         if request.name == HARNESS_TASK {
             let args = HarnessTaskArgs::parse(request.arguments.as_ref())?;
+            if is_modern(&context) && context.client_capabilities().is_some_and(|caps| caps.supports_tasks()) {
+                return self.start_task(args, &context).await;
+            }
             return self.tracked(self.harness_task(args, &context)).await.map(CallToolResponse::from);
         }
         self.tracked(self.call_kernel_tool(request, &context)).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.task_state(&request.task_id).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        SuperpiMcp::cancel_task(self, &request.task_id).await
     }
 
     /// rmcp reads a request of a known method whose params it cannot read as a custom

@@ -423,6 +423,8 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
 mod handler;
 #[path = "task.rs"]
 mod task;
+#[path = "tasks.rs"]
+mod tasks;
 pub use handler::server_config;
 
 /// At most this many bytes of transcript lines in one read (at least one line): escaped

@@ -6,9 +6,13 @@
 use crate::common;
 
 use common::{ClientSetup, WAIT, call, connect, connect_modern, text};
-use rmcp::model::{CacheScope, ElicitationAction, ProtocolVersion};
+use rmcp::model::{
+    CacheScope, CallToolResponse, CancelTaskParams, ElicitationAction, GetTaskParams, ProtocolVersion, TaskPayload,
+    TaskStatus,
+};
 use serde_json::json;
 use superpi_tests::TestEnv;
+use superpi_tests::wait::{PATIENCE, until};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2026_client_discovers_lists_with_hints_and_runs_a_task() {
@@ -49,7 +53,7 @@ async fn a_2026_client_discovers_lists_with_hints_and_runs_a_task() {
 async fn at_2026_a_question_is_an_input_required_round() {
     let env = TestEnv::new();
     let answers = vec![ElicitationAction::Accept, ElicitationAction::Decline];
-    let setup = ClientSetup { args: vec!["--approval", "elicit"], elicitation: Some(answers) };
+    let setup = ClientSetup { args: vec!["--approval", "elicit"], elicitation: Some(answers), ..Default::default() };
     let mut session = connect_modern(&env, setup).await;
     let bash = |command: &str| call("bash", json!({ "command": command }));
 
@@ -76,4 +80,57 @@ async fn at_2026_a_question_is_an_input_required_round() {
     assert!(!env.workspace.join("by-task.txt").exists());
     assert!(session.asked.try_recv().is_err(), "a turn's question was put to the user");
     session.client.cancel().await.expect("close");
+}
+
+/// A client that declares the tasks extension gets `harness_task` as a task: the handle at
+/// once, `tasks/get` working with the latest step, then the result; `tasks/cancel` cancels the
+/// turn. A client without the extension still gets the whole turn as the call's answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_2026_harness_task_is_a_task_for_a_client_that_declares_tasks() {
+    let env = TestEnv::new();
+    let session = connect_modern(&env, ClientSetup { tasks: true, ..Default::default() }).await;
+    let peer = session.client.peer().clone();
+    let started = |prompt: &str| {
+        let (peer, params) = (peer.clone(), call("harness_task", json!({ "prompt": prompt })));
+        async move {
+            match peer.call_tool_once(params).await.unwrap() {
+                CallToolResponse::Task(created) => created.task,
+                other => panic!("no task: {other:?}"),
+            }
+        }
+    };
+    let state = |id: String| {
+        let peer = peer.clone();
+        async move { peer.get_task(GetTaskParams::new(id)).await.unwrap().task }
+    };
+
+    // Asked before the turn ends (the mock model holds the step), it is working.
+    let held = started("@tool bash {\"command\": \"echo one && sleep 30\"}").await;
+    assert_eq!(held.status, TaskStatus::Working);
+    assert!(held.poll_interval_ms.is_some());
+    let id = held.task_id.clone();
+    until("the task's status names the running tool", PATIENCE, async || {
+        state(id.clone()).await.task.status_message.is_some_and(|m| m.contains("running bash"))
+    })
+    .await;
+    assert_eq!(state(id.clone()).await.status(), TaskStatus::Working);
+    peer.cancel_task(CancelTaskParams::new(id.clone())).await.unwrap();
+    until("the task is cancelled", PATIENCE, async || state(id.clone()).await.status() == TaskStatus::Cancelled).await;
+
+    let task = started("done as a task").await;
+    let id = task.task_id;
+    until("the task ends", PATIENCE, async || state(id.clone()).await.status().is_terminal()).await;
+    let TaskPayload::Completed { result } = state(id).await.payload else { panic!("not completed") };
+    assert_eq!(result["structuredContent"]["result"], "done as a task", "{result:?}");
+    assert_eq!(result["isError"], false, "{result:?}");
+
+    // Another client's poll of a made-up task is refused.
+    let forged = peer.get_task(GetTaskParams::new("superpi.999999.1.0.0.superpi-code")).await;
+    assert!(forged.is_err(), "{forged:?}");
+    session.client.cancel().await.expect("close");
+
+    let plain = connect_modern(&env, ClientSetup::default()).await;
+    let whole = tokio::time::timeout(WAIT, plain.client.call_tool(call("harness_task", json!({"prompt": "whole"}))));
+    assert!(text(&whole.await.unwrap().unwrap()).contains("whole"));
+    plain.client.cancel().await.expect("close");
 }

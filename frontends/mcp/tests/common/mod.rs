@@ -83,6 +83,8 @@ pub struct ClientSetup {
     pub elicitation: Option<Vec<ElicitationAction>>,
     /// Arguments after `superpi mcp`.
     pub args: Vec<&'static str>,
+    /// Declare the tasks extension.
+    pub tasks: bool,
 }
 
 pub async fn connect(env: &TestEnv, version: ProtocolVersion) -> Session {
@@ -108,10 +110,13 @@ async fn connect_in(env: &TestEnv, mode: ClientLifecycleMode, version: ProtocolV
     let (ptx, progress) = mpsc::unbounded_channel();
     let (ltx, logs) = mpsc::unbounded_channel();
     let (atx, asked) = mpsc::unbounded_channel();
-    let capabilities = match setup.elicitation {
+    let mut capabilities = match setup.elicitation {
         Some(_) => ClientCapabilities::builder().enable_elicitation().build(),
         None => ClientCapabilities::default(),
     };
+    if setup.tasks {
+        capabilities.extensions = ClientCapabilities::builder().enable_tasks().build().extensions;
+    }
     let config =
         ClientConfig::new(capabilities, Implementation::new("superpi-e2e", "0")).with_protocol_version(version);
     let answers = Mutex::new(setup.elicitation.unwrap_or_default().into());
