@@ -22,7 +22,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { LoggingMessageNotificationSchema, McpError, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
 import { check, done, need, skip } from "../lib/report.mjs";
-import { record, runV2 } from "./v2.mjs";
+import { record, runBalanced, runV2 } from "./v2.mjs";
 
 // Either may be missing: a run pointed at one implementation checks that one only.
 const url = process.env.MCP_URL;
@@ -246,5 +246,7 @@ for (const kind of ["stdio", "http"]) {
   if (!target) continue;
   await runV2(kind, target, process.env[kind === "stdio" ? "MCP_STDIO_IS_SUPERPI" : "MCP_HTTP_IS_SUPERPI"] === "1");
 }
+if (process.env.MCP_BALANCED_URLS) await runBalanced(process.env.MCP_BALANCED_URLS.split(" "));
+else if (process.env.MCP_BALANCED_SKIP) skip("sdk-v2 http 2026-07-28: two kernels on one database", process.env.MCP_BALANCED_SKIP);
 
 done();

@@ -132,3 +132,40 @@ export async function runV2(kind, target, superpi) {
     });
   }
 }
+
+/**
+ * A 2026-07-28 client behind a round-robin "load balancer" over two gateways whose kernels
+ * share one PostgreSQL database (MCP_BALANCED_URLS): every request may reach either, and the
+ * session-free revision needs nothing more. harness_task runs through one gateway and its
+ * transcript is read through the other.
+ */
+export async function runBalanced(urls) {
+  await check(`sdk-v2 http ${MODERN}: two kernels on one database answer one client in turn`, async () => {
+    const hits = urls.map(() => 0);
+    let next = 0;
+    const balanced = (_url, init) => {
+      const i = next++ % urls.length;
+      hits[i]++;
+      return fetch(urls[i], init);
+    };
+    const transport = new StreamableHTTPClientTransport(new URL(urls[0]), { fetch: balanced });
+    const client = new Client({ name: "superpi-conformance-v2", version: "1.0.0" }, { versionNegotiation: { mode: { pin: MODERN } } });
+    await client.connect(transport);
+    try {
+      assert.equal(client.getNegotiatedProtocolVersion(), MODERN);
+      assert.equal(transport.sessionId, undefined);
+      const r = await client.callTool({ name: "harness_task", arguments: { prompt: "answered behind a balancer" } });
+      assert.ok(!r.isError, JSON.stringify(r));
+      const id = r.structuredContent?.conversation_id;
+      assert.ok(Number.isInteger(id), JSON.stringify(r));
+      // The next requests alternate: each gateway reads the conversation the turn stored.
+      for (let i = 0; i < urls.length; i++) {
+        const read = await client.readResource({ uri: `superpi://conversation/${id}/transcript` });
+        assert.match(read.contents[0].text, /answered behind a balancer/);
+      }
+      assert.ok(hits.every((n) => n > 0), `a gateway got no request: ${hits}`);
+    } finally {
+      await client.close();
+    }
+  });
+}
