@@ -301,4 +301,25 @@ async fn either_of_two_kernels_on_one_database_answers_a_2026_client() {
     let transcript = rpc_answer(b.post(None, &read, &headers).await).await;
     let text = transcript["result"]["contents"][0]["text"].as_str().unwrap_or_else(|| panic!("{transcript}"));
     assert!(text.contains("done through A"), "{text}");
+
+    // harness_task as a task (the client declares the tasks extension): started through B,
+    // polled through A until it ends.
+    let mut task =
+        modern(3, "tools/call", json!({"name": "harness_task", "arguments": {"prompt": "a task through B"}}));
+    task["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let headers = [v("tools/call").as_slice(), &[("mcp-name", "harness_task")]].concat();
+    let created = rpc_answer(b.post(None, &task, &headers).await).await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let id = created["result"]["taskId"].as_str().unwrap().to_string();
+    let headers = [v("tasks/get").as_slice(), &[("mcp-name", id.as_str())]].concat();
+    let mut poll = modern(4, "tasks/get", json!({ "taskId": id }));
+    poll["params"]["_meta"] = task["params"]["_meta"].clone();
+    let done =
+        superpi_tests::wait::until("the task polled through A ends", superpi_tests::wait::PATIENCE, async || {
+            let state = rpc_answer(a.post(None, &poll, &headers).await).await;
+            (state["result"]["status"] == "completed").then_some(state)
+        })
+        .await;
+    assert_eq!(done["result"]["result"]["structuredContent"]["result"], "a task through B", "{done}");
 }
