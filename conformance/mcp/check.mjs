@@ -6,6 +6,8 @@
 //     and over Streamable HTTP (MCP_URL), once per protocol version it supports, asking for that
 //     version in `initialize`. The SDK checks every result against its schemas (and a tool's
 //     structuredContent against its outputSchema).
+//  3. the v2 client (@modelcontextprotocol/client) in auto, pinned-2026-07-28 and legacy modes,
+//     on both transports (./v2.mjs).
 // With MCP_STDIO_IS_SUPERPI / MCP_HTTP_IS_SUPERPI the checks that need superpi's tools and mock
 // model run on that transport.
 
@@ -20,6 +22,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { LoggingMessageNotificationSchema, McpError, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
 import { check, done, need, skip } from "../lib/report.mjs";
+import { record, runBalanced, runV2 } from "./v2.mjs";
 
 // Either may be missing: a run pointed at one implementation checks that one only.
 const url = process.env.MCP_URL;
@@ -103,18 +106,7 @@ function tap(transport, version, log) {
     log.push(["out", msg]);
     return send(msg, options);
   };
-  let handler;
-  Object.defineProperty(transport, "onmessage", {
-    configurable: true,
-    get: () => handler,
-    set: (h) => {
-      handler = h && ((m, extra) => {
-        log.push(["in", m]);
-        h(m, extra);
-      });
-    },
-  });
-  return transport;
+  return record(transport, (m) => log.push(["in", m]));
 }
 
 function transportFor(kind) {
@@ -246,5 +238,15 @@ for (const kind of ["stdio", "http"]) {
     }
   });
 }
+
+// ---- 3. The v2 client (2026-07-28).
+
+for (const kind of ["stdio", "http"]) {
+  const target = kind === "stdio" ? command : url;
+  if (!target) continue;
+  await runV2(kind, target, process.env[kind === "stdio" ? "MCP_STDIO_IS_SUPERPI" : "MCP_HTTP_IS_SUPERPI"] === "1");
+}
+if (process.env.MCP_BALANCED_URLS) await runBalanced(process.env.MCP_BALANCED_URLS.split(" "));
+else if (process.env.MCP_BALANCED_SKIP) skip("sdk-v2 http 2026-07-28: two kernels on one database", process.env.MCP_BALANCED_SKIP);
 
 done();

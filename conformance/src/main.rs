@@ -14,6 +14,11 @@
 mod args;
 mod env;
 mod fake_model;
+/// The PostgreSQL server of superpi's tests, for `/mcp` answered by two kernels on one database.
+/// Test tooling, held to the tests' lints: it runs PostgreSQL's programs and fails loudly.
+#[path = "../../kernel/store/testing/postgres_server.rs"]
+#[allow(dead_code, clippy::disallowed_methods, clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+mod postgres_server;
 mod proc;
 mod record;
 mod report;

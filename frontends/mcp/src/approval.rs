@@ -8,8 +8,11 @@
 
 use std::time::Duration;
 
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
-use rmcp::service::{ElicitationMode, Peer, RoleServer};
+use rmcp::model::{
+    ElicitRequest, ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest, InputRequests,
+    InputRequiredResult, InputResponses,
+};
+use rmcp::service::{ElicitationMode, Peer, RequestContext, RoleServer};
 use serde_json::Value;
 use superpi_client::KernelClient;
 
@@ -37,12 +40,13 @@ impl Approval {
         self == Approval::Host
     }
 
-    /// Whether askable calls get an answer on this connection at all: `elicit` only with a
-    /// client that can be asked.
-    pub(crate) fn answers(self, peer: &Peer<RoleServer>) -> bool {
+    /// Whether askable calls of a whole turn get an answer at all: `elicit` only with a client
+    /// that can be asked while the request runs, which 2026-07-28 forbids (its questions come
+    /// back as `input_required` rounds, which a running turn cannot wait on yet).
+    pub(crate) fn answers(self, context: &RequestContext<RoleServer>, modern: bool) -> bool {
         match self {
             Approval::Host => true,
-            Approval::Elicit => can_elicit(peer),
+            Approval::Elicit => !modern && can_elicit(&context.peer),
             Approval::Refuse => false,
         }
     }
@@ -89,6 +93,34 @@ pub(crate) async fn answer(
     }
 }
 
+/// The key of the consent question in an `input_required` round (2026-07-28).
+pub const CONSENT_INPUT: &str = "superpi.consent";
+
+/// Whether a 2026-07-28 request's client declared form elicitation in its `_meta`: the
+/// capabilities travel with each request, not with a handshake.
+pub(crate) fn can_elicit_inline(context: &RequestContext<RoleServer>) -> bool {
+    context.client_capabilities().and_then(|caps| caps.elicitation).is_some_and(|e| e.form.is_some() || e.url.is_none())
+}
+
+/// The `input_required` round that asks the user about one call (a form with no fields).
+pub(crate) fn input_required(message: String) -> InputRequiredResult {
+    let params = ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message,
+        requested_schema: ElicitationSchema::new(Default::default()),
+    };
+    let ask = InputRequest::Elicitation(ElicitRequest::new(params));
+    InputRequiredResult::from_input_requests(InputRequests::from([(CONSENT_INPUT.to_string(), ask)]))
+}
+
+/// The user's answer in a repeated call's `inputResponses`: `Some(true)` only for `accept`,
+/// `Some(false)` for any other answer, `None` when the call carries none (ask first).
+pub(crate) fn inline_answer(responses: Option<&InputResponses>) -> Option<bool> {
+    let answer = responses?.get(CONSENT_INPUT)?;
+    let action = answer.get("action").cloned().and_then(|a| serde_json::from_value::<ElicitationAction>(a).ok());
+    Some(action == Some(ElicitationAction::Accept))
+}
+
 /// Asks the user through elicitation (a form with no fields: accept or decline). True only
 /// when the user accepted; a decline, a dismissal, an error or the timeout refuse.
 pub(crate) async fn elicit(peer: &Peer<RoleServer>, message: String) -> bool {
@@ -123,6 +155,24 @@ mod tests {
         let long = question("write", &json!({"content": "x".repeat(1000)}), "r", None);
         assert!(long.contains("x…\nWhy it asks: r\n"), "{long}");
         assert!(long.len() < 600);
+    }
+
+    #[test]
+    fn an_inline_answer_allows_only_on_accept() {
+        assert_eq!(inline_answer(None), None);
+        let answer = |v: Value| InputResponses::from([(CONSENT_INPUT.to_string(), v)]);
+        assert_eq!(inline_answer(Some(&answer(json!({"action": "accept", "content": {}})))), Some(true));
+        assert_eq!(inline_answer(Some(&answer(json!({"action": "decline"})))), Some(false));
+        assert_eq!(inline_answer(Some(&answer(json!({"action": "maybe"})))), Some(false));
+        assert_eq!(inline_answer(Some(&answer(json!("accept")))), Some(false));
+        assert_eq!(
+            inline_answer(Some(&InputResponses::from([("other".to_string(), json!({"action": "accept"}))]))),
+            None
+        );
+        let round = serde_json::to_value(input_required("may I?".into())).unwrap();
+        assert_eq!(round["resultType"], "input_required");
+        assert_eq!(round["inputRequests"][CONSENT_INPUT]["method"], "elicitation/create");
+        assert_eq!(round["inputRequests"][CONSENT_INPUT]["params"]["message"], "may I?");
     }
 
     #[test]

@@ -5,22 +5,23 @@
 use std::borrow::Cow;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams,
-    GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams, PromptsCapability,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ResourcesCapability, ServerCapabilities,
-    ServerConfig, SetLevelRequestParams, ToolsCapability,
+    CacheScope, CallToolRequestParams, CallToolResponse, CancelTaskParams, CustomRequest, CustomResult, ErrorCode,
+    GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, PromptsCapability, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ResourcesCapability, ServerCapabilities, ServerConfig, SetLevelRequestParams, TASKS_EXTENSION_ID, ToolsCapability,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 
-use super::{NEWEST_PROTOCOL, SuperpiMcp};
+use super::{MODERN_PROTOCOL, NEWEST_PROTOCOL, SuperpiMcp, is_modern};
 use crate::catalog;
 use crate::tools::{self, HARNESS_TASK, HarnessTaskArgs};
 
 /// The MCP request methods this server serves.
 const KNOWN_METHODS: &[&str] = &[
     "initialize",
+    "server/discover",
     "ping",
     "tools/list",
     "tools/call",
@@ -30,6 +31,8 @@ const KNOWN_METHODS: &[&str] = &[
     "resources/templates/list",
     "resources/read",
     "logging/setLevel",
+    "tasks/get",
+    "tasks/cancel",
 ];
 
 /// What `initialize` answers: static, no kernel needed.
@@ -39,6 +42,11 @@ pub fn server_config() -> ServerConfig {
     capabilities.prompts = Some(PromptsCapability::default());
     capabilities.resources = Some(ResourcesCapability::default());
     capabilities.logging = Some(Default::default());
+    // The tasks extension (2026-07-28): harness_task as a task for a client that declares it.
+    capabilities
+        .extensions
+        .get_or_insert_with(Default::default)
+        .insert(TASKS_EXTENSION_ID.to_string(), Default::default());
     ServerConfig::new(capabilities)
         .with_protocol_version(NEWEST_PROTOCOL)
         .with_server_info(
@@ -54,13 +62,26 @@ pub fn server_config() -> ServerConfig {
         )
 }
 
+/// How long a 2026-07-28 client may reuse the tool and prompt lists: they change only when the
+/// kernel's settings (tools, harnesses) change, and they are the principal's own.
+pub const CATALOG_TTL_MS: u64 = 60_000;
+
+/// How long the resource templates stay fresh: fixed for a superpi version.
+pub const TEMPLATES_TTL_MS: u64 = 3_600_000;
+
+/// The caching hints (`ttlMs`, `cacheScope`) of a list result, for a request at 2026-07-28 or
+/// later only: older revisions know no such fields.
+pub fn cache_hint(context: &RequestContext<RoleServer>, ttl_ms: u64, scope: CacheScope) -> Option<(u64, CacheScope)> {
+    is_modern(context).then_some((ttl_ms, scope))
+}
+
 impl ServerHandler for SuperpiMcp {
     fn get_info(&self) -> ServerConfig {
         server_config()
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(&NEWEST_PROTOCOL))
+        Cow::Borrowed(ProtocolVersion::known_up_to(&MODERN_PROTOCOL))
     }
 
     async fn initialize(
@@ -90,11 +111,15 @@ impl ServerHandler for SuperpiMcp {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let mut list: Vec<_> = self.tool_defs().await?.iter().map(tools::tool_from_def).collect();
         list.push(tools::harness_task_tool());
-        Ok(ListToolsResult::with_all_items(list))
+        let result = ListToolsResult::with_all_items(list);
+        Ok(match cache_hint(&context, CATALOG_TTL_MS, CacheScope::Private) {
+            Some((ttl, scope)) => result.with_ttl_ms(ttl).with_cache_scope(scope),
+            None => result,
+        })
     }
 
     async fn call_tool(
@@ -104,9 +129,28 @@ impl ServerHandler for SuperpiMcp {
     ) -> Result<CallToolResponse, ErrorData> {
         if request.name == HARNESS_TASK {
             let args = HarnessTaskArgs::parse(request.arguments.as_ref())?;
+            if is_modern(&context) && context.client_capabilities().is_some_and(|caps| caps.supports_tasks()) {
+                return self.start_task(args, &context).await;
+            }
             return self.tracked(self.harness_task(args, &context)).await.map(CallToolResponse::from);
         }
-        self.tracked(self.call_kernel_tool(request, &context)).await.map(CallToolResponse::from)
+        self.tracked(self.call_kernel_tool(request, &context)).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.task_state(&request.task_id).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        SuperpiMcp::cancel_task(self, &request.task_id).await
     }
 
     /// rmcp reads a request of a known method whose params it cannot read as a custom
@@ -125,9 +169,13 @@ impl ServerHandler for SuperpiMcp {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(ListPromptsResult::with_all_items(catalog::prompts(&self.harnesses().await?)))
+        let result = ListPromptsResult::with_all_items(catalog::prompts(&self.harnesses().await?));
+        Ok(match cache_hint(&context, CATALOG_TTL_MS, CacheScope::Private) {
+            Some((ttl, scope)) => result.with_ttl_ms(ttl).with_cache_scope(scope),
+            None => result,
+        })
     }
 
     async fn get_prompt(
@@ -142,17 +190,27 @@ impl ServerHandler for SuperpiMcp {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(ListResourcesResult::with_all_items(catalog::resources(&self.started_conversations())))
+        let result = ListResourcesResult::with_all_items(catalog::resources(&self.started_conversations()));
+        // The list names the conversations harness_task started: stale as soon as one starts.
+        Ok(match cache_hint(&context, 0, CacheScope::Private) {
+            Some((ttl, scope)) => result.with_ttl_ms(ttl).with_cache_scope(scope),
+            None => result,
+        })
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(ListResourceTemplatesResult::with_all_items(catalog::resource_templates()))
+        let result = ListResourceTemplatesResult::with_all_items(catalog::resource_templates());
+        // The same fixed templates for every user of every superpi of this version.
+        Ok(match cache_hint(&context, TEMPLATES_TTL_MS, CacheScope::Public) {
+            Some((ttl, scope)) => result.with_ttl_ms(ttl).with_cache_scope(scope),
+            None => result,
+        })
     }
 
     async fn read_resource(

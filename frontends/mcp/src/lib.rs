@@ -9,7 +9,8 @@
 //! `harness_task` turn's kernel events into progress and a result; [`server`] is the stdio
 //! transport; the wire types are rmcp's, and [`tools`] and [`catalog`] convert kernel tools,
 //! harnesses and transcripts into them by hand. The gateway (superpi-openai) serves the same
-//! handler over Streamable HTTP at `/mcp`, one [`SuperpiMcp`] per MCP session.
+//! handler over Streamable HTTP at `/mcp`, one [`SuperpiMcp`] per MCP session, or per request
+//! for protocol 2026-07-28 (stateless: version and capabilities in each request's `_meta`).
 //!
 //! It must not know the kernel's internals (only superpi-client and superpi-proto), nor HTTP.
 //! Stdout belongs to the protocol: nothing here prints; logs go to `tracing` (stderr).
@@ -26,7 +27,7 @@ pub mod tools;
 use std::path::PathBuf;
 
 pub use approval::Approval;
-pub use request::{McpConfig, NEWEST_PROTOCOL, SuperpiMcp, server_config};
+pub use request::{MODERN_PROTOCOL, McpConfig, NEWEST_PROTOCOL, SuperpiMcp, server_config};
 use rmcp::ServiceExt;
 use superpi_client::ConnectOptions;
 

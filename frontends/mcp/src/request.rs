@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ContentBlock, LoggingLevel, ProtocolVersion, ReadResourceResult,
-    ResourceContents,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, LoggingLevel, ProtocolVersion,
+    ReadResourceResult, ResourceContents,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde::Deserialize;
@@ -29,9 +29,19 @@ use crate::catalog;
 use crate::logging::McpLog;
 use crate::tools::{self, KernelToolResult};
 
-/// The newest protocol version this server negotiates: the newest one rmcp speaks that still
-/// has the `initialize` handshake. Older ones down to 2024-11-05 are negotiated as asked.
+/// The newest protocol version `initialize` negotiates: the newest one with the handshake.
+/// Older ones down to 2024-11-05 are negotiated as asked.
 pub const NEWEST_PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
+/// The newest revision served: 2026-07-28, without the handshake. Its version and the
+/// client's capabilities travel in every request's `_meta`, so a request may reach any server
+/// (stdio from the first request, or a stateless HTTP request).
+pub const MODERN_PROTOCOL: ProtocolVersion = ProtocolVersion::V_2026_07_28;
+
+/// Whether a request speaks 2026-07-28 or later (its `_meta` names the version).
+pub(crate) fn is_modern(context: &RequestContext<RoleServer>) -> bool {
+    context.protocol_version().is_some_and(|v| v.as_str() >= MODERN_PROTOCOL.as_str())
+}
 
 /// How long a cancelled turn may take to confirm its end before the call gives up on it.
 const CANCEL_GRACE: Duration = Duration::from_secs(10);
@@ -183,7 +193,7 @@ impl SuperpiMcp {
         &self,
         params: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
+    ) -> Result<CallToolResponse, ErrorData> {
         let peer = &context.peer;
         let name = params.name.to_string();
         // With the list known, an unknown name needs no trip to the kernel.
@@ -192,20 +202,31 @@ impl SuperpiMcp {
             return Err(tools::kernel_error(&name, &ClientError::Kernel(unknown_tool(&name))));
         }
         let kernel = self.kernel().await?;
-        let arguments = Value::Object(params.arguments.unwrap_or_default());
+        let arguments = Value::Object(params.arguments.clone().unwrap_or_default());
         let approval = self.inner.config.approval;
         self.log(context, LoggingLevel::Debug, "tool call", json!({"tool": name})).await;
         let mut answer = self.direct_call(&kernel, &name, &arguments, approval.consents(), context).await?;
+        let modern = is_modern(context);
         if approval == Approval::Elicit
-            && approval::can_elicit(peer)
+            && (if modern { approval::can_elicit_inline(context) } else { approval::can_elicit(peer) })
             && let Ok(refused) = &mut answer
             && let Some((reason, risk)) = tools::askable_refusal(refused)
         {
             let question = approval::question(&name, &arguments, &reason, risk.as_deref());
-            let allowed = tokio::select! {
-                allowed = approval::elicit(peer, question) => allowed,
-                _ = cancelled(&context.ct, &self.inner.shutdown) => {
-                    return Err(ErrorData::internal_error("the request was cancelled", None));
+            let allowed = if modern {
+                // 2026-07-28 has no server-to-client request: the question goes back as an
+                // `input_required` round, and the client repeats this call with the answer.
+                // Nothing is kept here, so any server may take the repeated call.
+                match approval::inline_answer(params.input_responses.as_ref()) {
+                    Some(allowed) => allowed,
+                    None => return Ok(approval::input_required(question).into()),
+                }
+            } else {
+                tokio::select! {
+                    allowed = approval::elicit(peer, question) => allowed,
+                    _ = cancelled(&context.ct, &self.inner.shutdown) => {
+                        return Err(ErrorData::internal_error("the request was cancelled", None));
+                    }
                 }
             };
             let message = if allowed { "tool call allowed by the user" } else { "tool call declined by the user" };
@@ -224,7 +245,7 @@ impl SuperpiMcp {
                 if result.is_error {
                     self.log(context, LoggingLevel::Notice, "tool call failed", json!({"tool": name})).await;
                 }
-                Ok(tools::call_result(result))
+                Ok(tools::call_result(result).into())
             }
             Err(err) if tools::is_tool_level_refusal(&err) => {
                 self.log(
@@ -234,7 +255,7 @@ impl SuperpiMcp {
                     json!({"tool": name, "error": err.to_string()}),
                 )
                 .await;
-                Ok(CallToolResult::error(vec![ContentBlock::text(err.to_string())]))
+                Ok(CallToolResult::error(vec![ContentBlock::text(err.to_string())]).into())
             }
             Err(err) => {
                 self.log(
@@ -402,6 +423,8 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
 mod handler;
 #[path = "task.rs"]
 mod task;
+#[path = "tasks.rs"]
+mod tasks;
 pub use handler::server_config;
 
 /// At most this many bytes of transcript lines in one read (at least one line): escaped

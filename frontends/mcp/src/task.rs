@@ -5,23 +5,23 @@ use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, ContentBlock, LoggingLevel, ProgressNotificationParam};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::json;
-use superpi_client::ClientError;
+use superpi_client::{ClientError, KernelClient};
 use superpi_proto::EventBody;
-use superpi_proto::method::{OpenParams, WatchParams};
+use superpi_proto::method::{ConversationInfo, OpenParams, WatchParams};
 
-use super::{CANCEL_GRACE, SuperpiMcp, cancelled, lock, sleep_until};
+use super::{CANCEL_GRACE, SuperpiMcp, cancelled, is_modern, lock, sleep_until};
 use crate::approval;
 use crate::render::{TaskOut, TaskRenderer};
 use crate::tools::{self, HARNESS_TASK, HarnessTaskArgs};
 
 impl SuperpiMcp {
-    /// `harness_task`: open a conversation, watch it, submit the prompt, follow the turn to
-    /// its end; progress notifications on the way, cancellation cancels the turn.
-    pub(super) async fn harness_task(
+    /// Opens `harness_task`'s conversation and logs it; `Ok(Err(result))` is a refusal that is
+    /// the call's answer.
+    pub(super) async fn open_task(
         &self,
-        args: HarnessTaskArgs,
+        args: &HarnessTaskArgs,
         context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
+    ) -> Result<Result<(KernelClient, ConversationInfo), CallToolResult>, ErrorData> {
         let kernel = self.kernel().await?;
         let harness = args.harness.clone().or_else(|| self.inner.config.harness.clone());
         let title: String = args.prompt.chars().take(60).collect();
@@ -35,27 +35,42 @@ impl SuperpiMcp {
         let info = match kernel.open(open).await {
             Ok(info) => info,
             Err(err) if tools::is_tool_level_refusal(&err) => {
-                return Ok(CallToolResult::error(vec![ContentBlock::text(err.to_string())]));
+                return Ok(Err(CallToolResult::error(vec![ContentBlock::text(err.to_string())])));
             }
             Err(ClientError::Kernel(e)) if e.code == superpi_proto::message::codes::NOT_FOUND => {
                 return Err(ErrorData::invalid_params(format!("unknown harness: {}", e.message), None));
             }
             Err(err) => return Err(tools::kernel_error(HARNESS_TASK, &err)),
         };
-        let conversation_id = info.conversation_id;
-        lock(&self.inner.started).push((conversation_id, info.harness.clone()));
+        lock(&self.inner.started).push((info.conversation_id, info.harness.clone()));
         self.log(
             context,
             LoggingLevel::Info,
             "harness_task started",
-            json!({"conversation_id": conversation_id, "harness": info.harness}),
+            json!({"conversation_id": info.conversation_id, "harness": info.harness}),
         )
         .await;
+        Ok(Ok((kernel, info)))
+    }
+
+    /// `harness_task`: open a conversation, watch it, submit the prompt, follow the turn to
+    /// its end; progress notifications on the way, cancellation cancels the turn.
+    pub(super) async fn harness_task(
+        &self,
+        args: HarnessTaskArgs,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let (kernel, info) = match self.open_task(&args, context).await? {
+            Ok(opened) => opened,
+            Err(refused) => return Ok(refused),
+        };
+        let conversation_id = info.conversation_id;
 
         // The turn's questions are answered per the approval setting; without an answerer the
         // watch is not interactive and the kernel refuses askable calls at once.
         let approval = self.inner.config.approval;
-        let watch = WatchParams::after(conversation_id, info.head_seq).interactive(approval.answers(&context.peer));
+        let watch = WatchParams::after(conversation_id, info.head_seq)
+            .interactive(approval.answers(context, is_modern(context)));
         // Answers in flight; dropped (and aborted) when the task ends.
         let mut questions = tokio::task::JoinSet::new();
         let mut sub = kernel.watch(watch).await.map_err(|err| tools::kernel_error(HARNESS_TASK, &err))?;

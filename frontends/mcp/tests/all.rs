@@ -4,4 +4,5 @@
 mod approval;
 mod common;
 mod e2e;
+mod modern;
 mod path_lock;

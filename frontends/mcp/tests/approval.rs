@@ -106,7 +106,7 @@ async fn elicit_asks_a_client_that_can_answer() {
         ElicitationAction::Accept,
         ElicitationAction::Accept,
     ];
-    let setup = ClientSetup { args: vec!["--approval", "elicit"], elicitation: Some(answers) };
+    let setup = ClientSetup { args: vec!["--approval", "elicit"], elicitation: Some(answers), ..Default::default() };
     let mut session = connect_with(&env, VERSION, setup).await;
 
     // Accepted: it runs, and the question named the command.

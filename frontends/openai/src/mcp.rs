@@ -2,7 +2,9 @@
 //! service, with the gateway's tokens and Origin check (done before this module is reached),
 //! sessions owned by the principal that opened them, `?harness=` on `initialize`, notifications
 //! about a request on that request's stream ([`crate::mcp_streams`]) and anything else on the
-//! session's standalone stream (`GET /mcp`).
+//! session's standalone stream (`GET /mcp`). A 2026-07-28 request (its version in its `_meta`,
+//! or `server/discover`) needs no session: rmcp serves it statelessly with a fresh handler, so
+//! any gateway behind a load balancer answers it; only the earlier revisions keep sessions here.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -113,16 +115,17 @@ impl McpHttp {
     pub async fn handle(&self, principal: String, harness: Option<String>, request: Request<Body>) -> Response {
         let session = session_id(request.headers());
         let request = if session.is_none() && request.method() == Method::POST {
-            // Only `initialize` opens a session; anything else needs one (the stateless
-            // revision of the protocol is not served).
+            // Only `initialize` opens a session; a 2026-07-28 request needs none; anything
+            // else needs one.
             let (parts, body) = request.into_parts();
             let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
                 return (StatusCode::PAYLOAD_TOO_LARGE, "request body too large").into_response();
             };
-            if !is_initialize(&bytes) {
+            let stateless = is_stateless(&bytes);
+            if !stateless && !is_initialize(&bytes) {
                 return (StatusCode::BAD_REQUEST, "Bad Request: Mcp-Session-Id is required").into_response();
             }
-            if lock(&self.sessions).len() >= MAX_SESSIONS {
+            if !stateless && lock(&self.sessions).len() >= MAX_SESSIONS {
                 self.prune().await;
                 if lock(&self.sessions).len() >= MAX_SESSIONS {
                     return (StatusCode::SERVICE_UNAVAILABLE, "too many open MCP sessions").into_response();
@@ -167,6 +170,17 @@ fn is_initialize(body: &[u8]) -> bool {
     })
 }
 
+/// Whether a POST body is a message of the stateless revision (2026-07-28 on): `server/discover`,
+/// or one naming its protocol version in `_meta`. rmcp routes it the same way.
+fn is_stateless(body: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(body).is_ok_and(|v| {
+        let method = v.get("method").and_then(serde_json::Value::as_str);
+        let version =
+            v.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion").and_then(serde_json::Value::as_str);
+        method == Some("server/discover") || version.is_some_and(|v| v >= superpi_mcp::MODERN_PROTOCOL.as_str())
+    })
+}
+
 fn session_id(headers: &HeaderMap) -> Option<String> {
     headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string)
 }
@@ -181,5 +195,17 @@ mod tests {
         assert!(!is_initialize(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#));
         assert!(!is_initialize(br#"{"jsonrpc":"2.0","method":"initialize"}"#));
         assert!(!is_initialize(b"not json"));
+    }
+
+    #[test]
+    fn a_2026_request_needs_no_session() {
+        assert!(is_stateless(br#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}"#));
+        let listed = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":
+            {"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+        assert!(is_stateless(listed.as_bytes()));
+        let old = listed.replace("2026-07-28", "2025-11-25");
+        assert!(!is_stateless(old.as_bytes()));
+        assert!(!is_stateless(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#));
+        assert!(!is_initialize(br#"{"jsonrpc":"2.0","id":1,"method":"server/discover"}"#));
     }
 }

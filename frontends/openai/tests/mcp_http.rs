@@ -124,6 +124,60 @@ async fn an_mcp_session_over_http() {
     assert_eq!(mcp.post(Some(&session), &tools_list(8), &[]).await.status(), 404);
 }
 
+/// A 2026-07-28 request: its version and the client's capabilities in its `_meta`.
+fn modern(id: u64, method: &str, params: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "e2e", "version": "1"},
+    });
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// The 2026-07-28 revision needs no session: `server/discover` and any request carrying its
+/// version in `_meta` are answered without `initialize` and without an `Mcp-Session-Id`, lists
+/// carry caching hints, and the earlier revisions keep their sessions beside it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_2026_request_is_answered_without_a_session() {
+    let gw = Gateway::start(&[], &[]);
+    let mcp = Mcp { gw: &gw, token: None };
+    // The standard headers of 2026-07-28 repeat the version, the method and a call's name.
+    let v = |method| [("mcp-protocol-version", "2026-07-28"), ("mcp-method", method)];
+
+    let resp = mcp.post(None, &modern(1, "server/discover", json!({})), &v("server/discover")).await;
+    assert_eq!(resp.status(), 200, "{:?}", resp.text().await);
+    assert!(resp.headers().get("mcp-session-id").is_none());
+    let found = rpc_answer(resp).await;
+    let versions = found["result"]["supportedVersions"].as_array().unwrap_or_else(|| panic!("{found}"));
+    for version in ["2026-07-28", "2025-11-25", "2024-11-05"] {
+        assert!(versions.contains(&json!(version)), "{found}");
+    }
+
+    let resp = mcp.post(None, &modern(2, "tools/list", json!({})), &v("tools/list")).await;
+    assert_eq!(resp.status(), 200);
+    assert!(resp.headers().get("mcp-session-id").is_none());
+    let listed = rpc_answer(resp).await;
+    assert!(listed["result"]["tools"].as_array().unwrap().iter().any(|t| t["name"] == "harness_task"), "{listed}");
+    assert_eq!((&listed["result"]["ttlMs"], &listed["result"]["cacheScope"]), (&json!(60000), &json!("private")));
+    let list = modern(3, "resources/templates/list", json!({}));
+    let templates = rpc_answer(mcp.post(None, &list, &v("resources/templates/list")).await).await;
+    assert_eq!(templates["result"]["cacheScope"], "public", "{templates}");
+
+    std::fs::write(gw.env.workspace.join("hello.txt"), "hi, stateless").unwrap();
+    let read = modern(4, "tools/call", json!({"name": "read", "arguments": {"path": "hello.txt"}}));
+    let headers = [v("tools/call").as_slice(), &[("mcp-name", "read")]].concat();
+    let answer = rpc_answer(mcp.post(None, &read, &headers).await).await;
+    assert!(answer["result"].to_string().contains("hi, stateless"), "{answer}");
+
+    // Without `_meta`, a request is still of the session revisions: it needs a session, whose
+    // lists carry no 2026-07-28 fields.
+    assert_eq!(mcp.post(None, &tools_list(5), &[]).await.status(), 400);
+    let session = mcp.open().await;
+    let listed = rpc_answer(mcp.post(Some(&session), &tools_list(6), &[]).await).await;
+    assert!(listed["result"].get("ttlMs").is_none(), "{listed}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn mcp_sessions_belong_to_their_principal() {
     let gw = Gateway::start(&[], &[("SUPERPI_GATEWAY_TOKEN", "one,two")]);
@@ -221,4 +275,51 @@ async fn a_transcript_of_more_than_64_mib_reads_through_the_gateway() {
     assert!(parts > 10, "{parts} parts");
     assert!(peak < stored, "the gateway held {peak} bytes for {stored} bytes of events");
     client.cancel().await.expect("close");
+}
+
+/// Two gateways, each with its kernel on its own machine (data directory), on one PostgreSQL
+/// database, as behind a load balancer: a 2026-07-28 client's requests go to either, and either
+/// answers. A `harness_task` run through one; its transcript read through the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn either_of_two_kernels_on_one_database_answers_a_2026_client() {
+    let Some(server) = superpi_tests::postgres_server::shared() else { return };
+    let url = server.new_database();
+    let vars = [("SUPERPI_DATABASE_URL", url.as_str()), ("SUPERPI_LEASE_MS", "1500")];
+    let (gw_a, gw_b) = (Gateway::start(&[], &vars), Gateway::start(&[], &vars));
+    let (a, b) = (Mcp { gw: &gw_a, token: None }, Mcp { gw: &gw_b, token: None });
+    let v = |method| [("mcp-protocol-version", "2026-07-28"), ("mcp-method", method)];
+
+    let task = modern(1, "tools/call", json!({"name": "harness_task", "arguments": {"prompt": "done through A"}}));
+    let headers = [v("tools/call").as_slice(), &[("mcp-name", "harness_task")]].concat();
+    let answer = rpc_answer(a.post(None, &task, &headers).await).await;
+    assert_eq!(answer["result"]["structuredContent"]["result"], "done through A", "{answer}");
+    let conversation = answer["result"]["structuredContent"]["conversation_id"].as_i64().unwrap();
+
+    let uri = format!("superpi://conversation/{conversation}/transcript");
+    let read = modern(2, "resources/read", json!({ "uri": uri }));
+    let headers = [v("resources/read").as_slice(), &[("mcp-name", uri.as_str())]].concat();
+    let transcript = rpc_answer(b.post(None, &read, &headers).await).await;
+    let text = transcript["result"]["contents"][0]["text"].as_str().unwrap_or_else(|| panic!("{transcript}"));
+    assert!(text.contains("done through A"), "{text}");
+
+    // harness_task as a task (the client declares the tasks extension): started through B,
+    // polled through A until it ends.
+    let mut task =
+        modern(3, "tools/call", json!({"name": "harness_task", "arguments": {"prompt": "a task through B"}}));
+    task["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let headers = [v("tools/call").as_slice(), &[("mcp-name", "harness_task")]].concat();
+    let created = rpc_answer(b.post(None, &task, &headers).await).await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let id = created["result"]["taskId"].as_str().unwrap().to_string();
+    let headers = [v("tasks/get").as_slice(), &[("mcp-name", id.as_str())]].concat();
+    let mut poll = modern(4, "tasks/get", json!({ "taskId": id }));
+    poll["params"]["_meta"] = task["params"]["_meta"].clone();
+    let done =
+        superpi_tests::wait::until("the task polled through A ends", superpi_tests::wait::PATIENCE, async || {
+            let state = rpc_answer(a.post(None, &poll, &headers).await).await;
+            (state["result"]["status"] == "completed").then_some(state)
+        })
+        .await;
+    assert_eq!(done["result"]["result"]["structuredContent"]["result"], "a task through B", "{done}");
 }

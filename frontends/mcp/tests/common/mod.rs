@@ -12,9 +12,11 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
     ElicitationAction, Implementation, LoggingMessageNotificationParam, ProgressNotificationParam, ProtocolVersion,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, NotificationContext, RequestContext, RoleClient, RunningService,
+};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, ErrorData, ServiceError, ServiceExt};
+use rmcp::{ClientHandler, ErrorData, ServiceError};
 use serde_json::Value;
 use superpi_tests::{TestEnv, superpi_bin};
 use tokio::sync::mpsc;
@@ -81,6 +83,8 @@ pub struct ClientSetup {
     pub elicitation: Option<Vec<ElicitationAction>>,
     /// Arguments after `superpi mcp`.
     pub args: Vec<&'static str>,
+    /// Declare the tasks extension.
+    pub tasks: bool,
 }
 
 pub async fn connect(env: &TestEnv, version: ProtocolVersion) -> Session {
@@ -88,6 +92,16 @@ pub async fn connect(env: &TestEnv, version: ProtocolVersion) -> Session {
 }
 
 pub async fn connect_with(env: &TestEnv, version: ProtocolVersion, setup: ClientSetup) -> Session {
+    connect_in(env, ClientLifecycleMode::Initialize, version, setup).await
+}
+
+/// A 2026-07-28 client: `server/discover`, then its version and capabilities in every request.
+pub async fn connect_modern(env: &TestEnv, setup: ClientSetup) -> Session {
+    let mode = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+    connect_in(env, mode, ProtocolVersion::V_2026_07_28, setup).await
+}
+
+async fn connect_in(env: &TestEnv, mode: ClientLifecycleMode, version: ProtocolVersion, setup: ClientSetup) -> Session {
     let mut cmd = tokio::process::Command::new(superpi_bin());
     cmd.arg("mcp").args(&setup.args).current_dir(&env.workspace);
     env.apply_env(cmd.as_std_mut());
@@ -96,16 +110,21 @@ pub async fn connect_with(env: &TestEnv, version: ProtocolVersion, setup: Client
     let (ptx, progress) = mpsc::unbounded_channel();
     let (ltx, logs) = mpsc::unbounded_channel();
     let (atx, asked) = mpsc::unbounded_channel();
-    let capabilities = match setup.elicitation {
+    let mut capabilities = match setup.elicitation {
         Some(_) => ClientCapabilities::builder().enable_elicitation().build(),
         None => ClientCapabilities::default(),
     };
+    if setup.tasks {
+        capabilities.extensions = ClientCapabilities::builder().enable_tasks().build().extensions;
+    }
     let config =
         ClientConfig::new(capabilities, Implementation::new("superpi-e2e", "0")).with_protocol_version(version);
     let answers = Mutex::new(setup.elicitation.unwrap_or_default().into());
     let recorder = Recorder { config, progress: ptx, logs: ltx, answers, asked: atx };
-    let client =
-        tokio::time::timeout(WAIT, recorder.serve(transport)).await.expect("initialize in time").expect("initialize");
+    let client = tokio::time::timeout(WAIT, recorder.serve_with_lifecycle(transport, mode))
+        .await
+        .expect("start in time")
+        .expect("start");
     Session { client, progress, logs, asked }
 }
 
