@@ -46,12 +46,14 @@ pub struct QuestionOption {
 }
 
 /// What `ui.respond` sends for a question: `{"action": "accept", "answers": {ID: VALUE}}`,
-/// `{"action": "decline"}` or `{"action": "cancel"}`.
+/// `{"action": "decline"}`, `{"action": "cancel"}`, or, from a frontend that cannot show
+/// questions, `{"action": "unavailable", "reason": TEXT}`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum QuestionAnswer {
     Accept(Map<String, Value>),
     Decline,
     Cancel,
+    Unavailable(String),
 }
 
 impl QuestionAnswer {
@@ -61,6 +63,7 @@ impl QuestionAnswer {
             QuestionAnswer::Accept(answers) => json!({"action": "accept", "answers": answers}),
             QuestionAnswer::Decline => json!({"action": "decline"}),
             QuestionAnswer::Cancel => json!({"action": "cancel"}),
+            QuestionAnswer::Unavailable(reason) => json!({"action": "unavailable", "reason": reason}),
         }
     }
 
@@ -70,6 +73,7 @@ impl QuestionAnswer {
             "accept" => Some(QuestionAnswer::Accept(outcome.get("answers")?.as_object()?.clone())),
             "decline" => Some(QuestionAnswer::Decline),
             "cancel" => Some(QuestionAnswer::Cancel),
+            "unavailable" => Some(QuestionAnswer::Unavailable(outcome.get("reason")?.as_str()?.to_string())),
             _ => None,
         }
     }
@@ -211,7 +215,9 @@ mod tests {
         let form = request().form_schema();
         assert_eq!(form["required"], json!(["colour", "count"]));
         assert_eq!(form["properties"]["count"], json!({"type": "integer", "minimum": 1, "title": "How many?"}));
-        for answer in [QuestionAnswer::Accept(Map::new()), QuestionAnswer::Decline, QuestionAnswer::Cancel] {
+        let unavailable = QuestionAnswer::Unavailable("no forms".into());
+        for answer in [QuestionAnswer::Accept(Map::new()), QuestionAnswer::Decline, QuestionAnswer::Cancel, unavailable]
+        {
             assert_eq!(QuestionAnswer::from_outcome(&answer.to_outcome()), Some(answer));
         }
         assert_eq!(QuestionAnswer::from_outcome(&json!({"action": "accept"})), None);

@@ -220,6 +220,9 @@ async fn ask(
         },
         Some(Some(QuestionAnswer::Decline)) => ("declined", declined("declined to answer")),
         Some(Some(QuestionAnswer::Cancel)) => ("cancelled", declined("dismissed the question")),
+        Some(Some(QuestionAnswer::Unavailable(why))) => {
+            ("unavailable", ToolCallResult::error(format!("nobody can answer a question here: {why}")))
+        }
         Some(None) => ("invalid", ToolCallResult::error("the frontend's answer was not an answer")),
         None if cancel.is_cancelled() => ("cancelled", ToolCallResult::error("cancelled")),
         None => ("timeout", declined(&format!("did not answer within {} s", timeout.as_secs()))),
