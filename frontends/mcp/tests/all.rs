@@ -5,3 +5,4 @@ mod approval;
 mod common;
 mod e2e;
 mod path_lock;
+mod questions;
