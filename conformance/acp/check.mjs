@@ -13,7 +13,8 @@
 
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
@@ -64,6 +65,9 @@ const stream = {
 const updates = new Map();
 let permissionAnswer = "allow_once";
 const asked = [];
+// Forms the agent asked for (`elicitation/create`), each accepted with the last option of
+// every field.
+const elicited = [];
 const app = acp
   .client({ name: "superpi-conformance" })
   .onNotification("session/update", ({ params }) => {
@@ -74,6 +78,11 @@ const app = acp
     asked.push(params);
     const option = params.options.find((o) => o.kind === permissionAnswer) ?? params.options[0];
     return { outcome: { outcome: "selected", optionId: option.optionId } };
+  })
+  .onRequest("elicitation/create", ({ params }) => {
+    elicited.push(params);
+    const fields = Object.entries(params.requestedSchema?.properties ?? {});
+    return { action: "accept", content: Object.fromEntries(fields.map(([k, f]) => [k, f.enum?.at(-1) ?? ""])) };
   });
 
 const text = (list, kind) =>
@@ -85,7 +94,7 @@ await app.connectWith(stream, async (ctx) => {
   await check("initialize: protocol version 1 and capabilities", async () => {
     init = await ctx.request("initialize", {
       protocolVersion: acp.PROTOCOL_VERSION,
-      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false, elicitation: { form: {} } },
       clientInfo: { name: "superpi-conformance", version: "1.0.0" },
     });
     assert.equal(init.protocolVersion, 1);
@@ -130,6 +139,10 @@ await app.connectWith(stream, async (ctx) => {
     "session/set_mode plan: a write is then refused; an unknown mode is an error": "superpi's modes",
     "update_plan: the plan reaches the client as plan updates": "superpi's update_plan tool",
     "_session/steering: superpi's extension joins a prompt to the running turn": "superpi's extension",
+    "systemPrompt (append) reaches the model; usage_update follows the turn": "the mock's @system directive",
+    "additionalDirectories: a write there runs, one beside it is refused": "superpi's write tool",
+    "an elicited question: the model's ask_question as an elicitation/create form": "superpi's ask_question tool",
+    "logout and session/delete: the deleted session is gone": "a conversation a directive made",
   };
   const DIRECTED = ["tool call: tool_call then tool_call_update completed", "permission: request_permission answered allow_once, the call runs", "permission: reject_once refuses the call", "session/cancel ends the turn with cancelled", "session/load replays the conversation before answering", "session/list, session/resume and session/close (as advertised)"];
   if (!superpi) {
@@ -306,6 +319,54 @@ await app.connectWith(stream, async (ctx) => {
     assert.equal(last?.status, "failed", "the write was not refused in plan mode");
     assert.ok(!existsSync(join(cwd, "planned.txt")), "the write ran in plan mode");
     await assert.rejects(ctx.request("session/set_mode", { sessionId: r.sessionId, modeId: "no-such-mode" }), (e) => typeof e?.code === "number");
+  });
+
+  if (superpi) await withSession("systemPrompt (append) reaches the model; usage_update follows the turn", async () => {
+    assert.ok(init.agentCapabilities.sessionCapabilities?.systemPrompt, "systemPrompt is not advertised");
+    const rules = "Answer as the lighthouse keeper.";
+    const systemPrompt = { mode: "append", content: [{ type: "text", text: rules }] };
+    const { sessionId } = await ctx.request("session/new", { cwd, mcpServers: [], systemPrompt });
+    // The mock's `@system` answers with the last paragraph of the system prompt it got.
+    await ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "@system" }] });
+    const got = updates.get(sessionId) ?? [];
+    assert.equal(text(got, "agent_message_chunk").trim(), rules);
+    const usage = got.filter((u) => u.sessionUpdate === "usage_update");
+    assert.ok(usage.length > 0 && usage.every((u) => typeof u.used === "number" && typeof u.size === "number"), JSON.stringify(usage));
+  });
+
+  if (superpi) await withSession("additionalDirectories: a write there runs, one beside it is refused", async () => {
+    assert.ok(init.agentCapabilities.sessionCapabilities?.additionalDirectories, "additionalDirectories is not advertised");
+    const extra = mkdtempSync(join(tmpdir(), "acp-extra-"));
+    const beside = mkdtempSync(join(tmpdir(), "acp-beside-"));
+    const { sessionId } = await ctx.request("session/new", { cwd, mcpServers: [], additionalDirectories: [extra] });
+    const write = (path) => `@tool write ${JSON.stringify({ path, content: "x" })}`;
+    await ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: write(join(extra, "in.txt")) }] });
+    await ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: write(join(beside, "out.txt")) }] });
+    assert.ok(existsSync(join(extra, "in.txt")), "the write in the extra directory did not run");
+    assert.ok(!existsSync(join(beside, "out.txt")), "a write outside every directory ran");
+  });
+
+  if (superpi) await withSession("an elicited question: the model's ask_question as an elicitation/create form", async () => {
+    const { sessionId } = await ctx.request("session/new", { cwd, mcpServers: [] });
+    const ask = { questions: [{ id: "db", question: "Which database?", options: ["sqlite", "postgres"] }] };
+    const r = await ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: `@tool ask_question ${JSON.stringify(ask)}` }] });
+    assert.equal(r.stopReason, "end_turn");
+    const form = elicited.at(-1);
+    assert.equal(form?.mode, "form", JSON.stringify(elicited));
+    assert.equal(form.sessionId, sessionId);
+    assert.deepEqual(form.requestedSchema.required, ["db"]);
+    assert.match(text(updates.get(sessionId), "agent_message_chunk"), /ask_question returned: \{"db":"postgres"\}/);
+  });
+
+  if (superpi) await withSession("logout and session/delete: the deleted session is gone", async () => {
+    assert.ok(init.agentCapabilities.sessionCapabilities?.delete, "session/delete is not advertised");
+    const { sessionId } = await ctx.request("session/new", { cwd, mcpServers: [] });
+    await ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "to be deleted" }] });
+    await ctx.request("session/delete", { sessionId });
+    await assert.rejects(ctx.request("session/load", { sessionId, cwd, mcpServers: [] }), (e) => typeof e?.code === "number");
+    const { sessions } = await ctx.request("session/list", { cwd });
+    assert.ok(!sessions.some((x) => x.sessionId === sessionId), "the deleted session is listed");
+    await ctx.request("logout", {});
   });
 
   const caps = init.agentCapabilities.sessionCapabilities ?? {};

@@ -144,7 +144,8 @@ async fn of_two_kernels_on_one_postgresql_database_one_runs_a_due_tick() {
 async fn a_webhook_starts_a_turn_and_a_wrong_secret_is_refused() {
     let env = TestEnv::new();
     let workspace = env.workspace.display().to_string();
-    // A run that would run a command: in accept-edits that asks a person, and nobody is there.
+    // A run that would run a command (in accept-edits that asks a person) and ask the person a
+    // question: nobody is there.
     let added = run_json(
         &env,
         &[
@@ -156,7 +157,8 @@ async fn a_webhook_starts_a_turn_and_a_wrong_secret_is_refused() {
             "--workspace",
             &workspace,
             "--json",
-            r#"@tool bash {"command": "touch made-by-webhook"}"#,
+            "@tool bash {\"command\": \"touch made-by-webhook\"}\n\
+             @tool ask_question {\"questions\": [{\"id\": \"go\", \"question\": \"Go on?\"}]}",
         ],
     );
     let token = added["token"].as_str().unwrap().to_string();
@@ -218,6 +220,14 @@ async fn a_webhook_starts_a_turn_and_a_wrong_secret_is_refused() {
         _ => None,
     });
     assert_eq!(bash, Some(true), "the command was not refused: {events:?}");
+    // The model's question is refused at once too, saying why.
+    assert!(!events.iter().any(|e| matches!(e.body, EventBody::UiRequest { .. })), "a question was asked");
+    let asked = events.iter().find_map(|e| match &e.body {
+        EventBody::ToolCompleted { name, is_error, output, .. } if name == "ask_question" => Some((*is_error, output)),
+        _ => None,
+    });
+    let (is_error, output) = asked.expect("ask_question completed");
+    assert!(is_error && output.as_str().unwrap().starts_with("nobody can answer a question here"), "{output}");
     assert!(matches!(events.last().unwrap().body, EventBody::TurnCompleted { .. }));
     assert!(!env.workspace.join("made-by-webhook").exists());
     let prompt = prompts(&client, conversation).await.pop().unwrap();

@@ -1,7 +1,8 @@
 //! End to end on a real pseudo-terminal: what `superpi` does for a person at a terminal. The
 //! answer's markdown is rendered with colours (and left as written under `NO_COLOR`), a
 //! spinner shows while the model is waited for, and a bare `superpi` opens chat, whose prompt
-//! edits lines (Ctrl-A, Ctrl-F), recalls earlier lines (Up) and keeps them for the next chat.
+//! edits lines (Ctrl-A, Ctrl-F), recalls earlier lines (Up) and keeps them for the next chat;
+//! questions (the model's and permission ones) are asked with nothing drawn over them.
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
@@ -134,4 +135,72 @@ fn a_bare_superpi_on_a_terminal_is_chat_with_line_editing_and_kept_history() {
     chat.until("the recalled line's answer", |seen| seen.contains("say \x1b[1mquiet"));
     chat.send("/exit\r");
     chat.exit();
+}
+
+/// What the mock's prompt for an `ask_question` call of one question with two options is.
+fn ask_db() -> String {
+    let args = serde_json::json!({"questions": [
+        {"id": "db", "question": "Which database?", "options": ["sqlite", "postgres"]}
+    ]});
+    format!("@tool ask_question {args}")
+}
+
+impl Tty {
+    /// What the terminal shows over the next `window` (to see that nothing draws there: a
+    /// spinner frame comes every 100 ms, so three would have been drawn).
+    fn shown_within(&mut self, window: Duration) -> String {
+        let from = self.seen.len();
+        let deadline = Instant::now() + window;
+        while let Ok(bytes) = self.output.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            self.seen.push_str(&String::from_utf8_lossy(&bytes));
+        }
+        self.seen[from..].to_string()
+    }
+}
+
+#[test]
+fn chat_asks_the_models_question_and_a_permission_with_the_exact_line_and_no_spinner_over_either() {
+    let env = TestEnv::new();
+    let mut chat = Tty::start(&env, &["chat"], &[]);
+    chat.until("the chat banner", |seen| seen.contains("/exit leaves"));
+    chat.send(&format!("{}\r", ask_db()));
+    chat.until("the question", |seen| seen.contains("answer [1-2]: "));
+    let after = chat.shown_within(Duration::from_millis(350));
+    assert!(!after.contains("working"), "the spinner drew over the question: {after:?}");
+    assert!(
+        chat.seen.contains("? Which database? (an empty line declines)\r\n  1) sqlite\r\n  2) postgres"),
+        "{:?}",
+        chat.seen
+    );
+    chat.send("2\r");
+    chat.until("the answer as the call's result", |seen| seen.contains(r#"ask_question: {"db":"postgres"}"#));
+
+    let line = "echo hi > out.txt; cat out.txt";
+    chat.send(&format!("@tool bash {}\r", serde_json::json!({"command": line})));
+    chat.until("the permission question", |seen| seen.contains("allow? [y]es once"));
+    assert!(
+        chat.seen.contains(&format!("\r\n  command: {line}\u{1b}[0m\r\n")),
+        "the exact line is shown: {:?}",
+        chat.seen
+    );
+    let after = chat.shown_within(Duration::from_millis(350));
+    assert!(!after.contains("working"), "the spinner drew over the permission question: {after:?}");
+    chat.send("n\r");
+    chat.until("the refusal", |seen| seen.contains("bash refused"));
+    chat.send("/exit\r");
+    chat.exit();
+}
+
+#[test]
+fn run_asks_on_a_terminal_and_refuses_the_question_in_a_pipe() {
+    let env = TestEnv::new();
+    let mut run = Tty::start(&env, &["run", &ask_db()], &[]);
+    run.until("the question", |seen| seen.contains("answer [1-2]: "));
+    run.send("sqlite\r");
+    let shown = run.exit();
+    assert!(shown.contains(r#"ask_question: {"db":"sqlite"}"#), "{shown:?}");
+
+    let piped = env.command(&["run", &ask_db()]).stdin(Stdio::null()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&piped.stderr);
+    assert!(stderr.contains("✗ ask_question: nobody can answer a question here"), "{stderr}");
 }

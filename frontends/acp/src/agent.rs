@@ -67,7 +67,9 @@ impl Server {
         let compaction = caps.session.as_ref().is_some_and(|s| s.compaction.is_some());
         let editor_reads = crate::buffers::reads_files(self.opts.editor_buffers, caps.fs.read_text_file)
             .then_some(self.opts.editor_buffers);
-        RenderOptions { workspace, context_window: self.opts.context_window, notices, compaction, editor_reads, tools }
+        let elicits = caps.elicitation.as_ref().is_some_and(|e| e.form.is_some());
+        let context_window = self.opts.context_window;
+        RenderOptions { workspace, context_window, notices, compaction, editor_reads, elicits, tools }
     }
 
     /// A session for the conversation `info`, shown with the facts of its harness's tools

@@ -24,6 +24,7 @@ mod agent;
 pub mod auth;
 pub mod buffers;
 mod handlers;
+pub mod questions;
 pub mod render;
 pub mod replay;
 pub mod request;

@@ -10,6 +10,10 @@
 //! as AG-UI's renderer is; its tests are in a file of their own.
 
 use std::collections::HashMap;
+
+use superpi_proto::question::QuestionRequest;
+
+use crate::questions::question_request;
 use std::path::PathBuf;
 
 use agent_client_protocol::v1::schema::{
@@ -42,6 +46,9 @@ pub enum Out {
     /// The kernel asks for a file's text: read it from the editor (`fs/read_text_file`) and
     /// answer `ui.respond`. Never shown to the person.
     ReadFile(ReadRequest),
+    /// The model asks the person (`ask_question`): an `elicitation/create` form, or refused
+    /// when the editor takes no forms (`questions.rs`); the answer goes to `ui.respond`.
+    AskQuestion { request_id: String, request: QuestionRequest },
 }
 
 /// Settings of a renderer that come from the session and the editor.
@@ -60,6 +67,8 @@ pub struct RenderOptions {
     /// This agent answers the kernel's file-read questions, in this mode (the editor
     /// advertised `fs.readTextFile` and the mode is not `never`).
     pub editor_reads: Option<EditorBuffers>,
+    /// The editor advertised `elicitation.form`: the model's questions go out as forms.
+    pub elicits: bool,
     /// The facts of the session's tools (`tool.list`), which say how a call is shown.
     pub tools: ToolFacts,
 }
@@ -275,6 +284,8 @@ impl Renderer {
                     && let Some(read) = read_request(request_id, request)
                 {
                     out.push(Out::ReadFile(read));
+                } else if let Some(question) = question_request(request) {
+                    out.push(Out::AskQuestion { request_id: request_id.clone(), request: question });
                 }
             }
             EventBody::UiResolved { request_id, .. } => {

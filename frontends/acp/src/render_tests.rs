@@ -11,6 +11,7 @@ fn renderer() -> Renderer {
         notices: false,
         compaction: false,
         editor_reads: None,
+        elicits: false,
         tools: crate::tools::ToolFacts::new(superpi_sandbox::ToolRegistry::builtin().defs()),
     });
     assert_eq!(r.render(&Event::turn_started(C, 3)), vec![]);

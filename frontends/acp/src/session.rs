@@ -2,7 +2,7 @@
 //! the editor (the pump), the prompts waiting for their turns, and the permission questions
 //! open in the editor.
 //!
-//! Over 500 lines (557): steering (`_session/steering`) joined the prompt bookkeeping here, which
+//! Over 500 lines (610): steering (`_session/steering`) joined the prompt bookkeeping here, which
 //! shares one lock with the pump and the open questions. The next change should move the pure
 //! update coalescing (`coalesce`, `mergeable`) to a module of its own.
 
@@ -20,10 +20,12 @@ use agent_client_protocol::{Client, RequestCancellationHandle};
 use superpi_client::sync::lock;
 use superpi_client::{KernelClient, Subscription};
 use superpi_proto::method::{ConversationInfo, WatchParams};
+use superpi_proto::question::{QuestionAnswer, QuestionRequest};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::buffers::{self, Disk, ReadAnswer, ReadRequest};
+use crate::questions;
 use crate::render::{Out, RenderOptions, Renderer};
 
 /// The answer given to the kernel when the editor cancels a question, fails, or goes away.
@@ -401,6 +403,7 @@ async fn pump(session: Arc<Session>, kernel: KernelClient, cx: ConnectionTo<Clie
                 Out::TurnEnded { turn_id, stop_reason } => session.turn_ended(turn_id, stop_reason),
                 Out::PromptJoined { turn_id } => session.prompt_joined(turn_id),
                 Out::ReadFile(read) => answer_read(&session, &kernel, &cx, read),
+                Out::AskQuestion { request_id, request } => ask_question(&session, &kernel, &cx, request_id, request),
             }
         }
     }
@@ -512,6 +515,40 @@ fn ask(
         if let Err(err) = kernel.respond_permission(&request_id, option).await {
             // Settled already (answered elsewhere, timed out, cancelled): nothing to do.
             tracing::debug!(request_id, "permission.respond: {err}");
+        }
+    });
+}
+
+/// Asks the editor the model's questions, off the pump, as an `elicitation/create` form (a
+/// form the editor takes: it declared `elicitation.form`), and hands the answer to the
+/// kernel; without forms, the kernel is told the question cannot be asked here.
+fn ask_question(
+    session: &Arc<Session>,
+    kernel: &KernelClient,
+    cx: &ConnectionTo<Client>,
+    request_id: String,
+    request: QuestionRequest,
+) {
+    let form = session.render.elicits.then(|| questions::elicitation(&session.id, &request)).flatten();
+    let sent = form.map(|form| cx.send_request(form));
+    if let Some(sent) = &sent {
+        lock(&session.state).questions.insert(request_id.clone(), sent.cancellation_handle());
+    }
+    let (session, kernel) = (session.clone(), kernel.clone());
+    tokio::spawn(async move {
+        let outcome = match sent {
+            Some(sent) => {
+                let answer = sent.block_task().await;
+                lock(&session.state).questions.remove(&request_id);
+                if let Err(err) = &answer {
+                    tracing::debug!("elicitation/create failed: {err:?}");
+                }
+                questions::outcome(answer.ok())
+            }
+            None => QuestionAnswer::Unavailable(questions::NO_FORMS.into()).to_outcome(),
+        };
+        if let Err(err) = kernel.respond_ui(&request_id, outcome).await {
+            tracing::debug!(request_id, "ui.respond: {err}");
         }
     });
 }

@@ -3,6 +3,7 @@
 //! missing): tests/sdk/backend_turn.mjs runs one turn of a backend harness through `superpi acp`
 //! against a local fake of the backend's model API. Node and npm are required; the backend's
 //! program comes from the backends' test cache (skipped, saying so, when it is not there).
+//! The model's questions go to the same client as `elicitation/create` forms, on the mock.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)] // a test runs node
 
 use std::path::{Path, PathBuf};
@@ -28,11 +29,12 @@ fn sdk_dir() -> PathBuf {
     dir
 }
 
-/// One turn of `harness` in `mode` through `superpi acp`, the SDK answering questions with
-/// `permission`: what the client saw (`stopReason`, `updates`, `asked`).
+/// One turn of `harness` in `mode` through `superpi acp` (on `fake`'s vendor, or the mock),
+/// the SDK answering questions with `permission` and forms with `ANSWERS`: what the client
+/// saw (`stopReason`, `updates`, `asked`, `elicited`).
 async fn sdk_turn(
     env: &TestEnv,
-    fake: &FakeServer,
+    fake: Option<&FakeServer>,
     vars: &[(&str, &str)],
     harness: &str,
     mode: &str,
@@ -42,7 +44,7 @@ async fn sdk_turn(
     let mut cmd = Command::new("node");
     cmd.arg(dir.join("backend_turn.mjs")).current_dir(&dir);
     env.apply_env(&mut cmd);
-    cmd.envs(fake.env()).envs(vars.iter().copied());
+    cmd.envs(fake.map(FakeServer::env).unwrap_or_default()).envs(vars.iter().copied());
     let acp = format!("'{}' acp", superpi_tests::superpi_bin().display());
     cmd.env("ACP_COMMAND", acp)
         .env("WORKSPACE", &env.workspace)
@@ -81,7 +83,7 @@ async fn a_gemini_cli_turn_asks_the_official_acp_client_before_its_command() {
     .unwrap();
     // The CLI's model named (else it first asks a small model to route the prompt).
     let vars = [("GEMINI_MODEL", "gemini-2.5-flash")];
-    let seen = sdk_turn(&env, &fake, &vars, "gemini-cli", "accept-edits", "write the marker").await;
+    let seen = sdk_turn(&env, Some(&fake), &vars, "gemini-cli", "accept-edits", "write the marker").await;
     assert_eq!(seen["stopReason"], "end_turn", "{seen}");
     assert_eq!(agent_text(&seen), "marker written", "{seen}");
     let updates = seen["updates"].as_array().unwrap();
@@ -150,7 +152,7 @@ async fn an_opencode_turn_asks_the_official_acp_client_and_runs_its_command() {
     ])
     .await
     .unwrap();
-    let seen = sdk_turn(&env, &fake, &[], "opencode", "accept-edits", "write the marker").await;
+    let seen = sdk_turn(&env, Some(&fake), &[], "opencode", "accept-edits", "write the marker").await;
     assert_asked_and_ran(&seen, command);
     assert_eq!(std::fs::read_to_string(env.workspace.join("marker.txt")).unwrap(), "from-acp\n");
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
@@ -173,10 +175,42 @@ async fn a_codex_turn_asks_the_official_acp_client_and_runs_its_command() {
     .await
     .unwrap();
     let vars = [("MODEL", "openai/gpt-5.1-codex")];
-    let seen = sdk_turn(&env, &fake, &vars, "codex", "accept-edits", "write the marker").await;
+    let seen = sdk_turn(&env, Some(&fake), &vars, "codex", "accept-edits", "write the marker").await;
     // Codex's question names the command as it will run it (through a shell).
     assert_asked_and_ran(&seen, "from-acp");
     assert_eq!(std::fs::read_to_string(env.workspace.join("marker.txt")).unwrap(), "from-acp\n");
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
     assert!(fake.accepted().iter().all(|body| body["model"] == "gpt-5.1-codex"), "the editor's model");
+}
+
+/// The model's question (`ask_question`) reaches an editor that declared forms as an
+/// `elicitation/create` form tied to the call, and its answer is the call's result; an
+/// editor without forms is not asked, and the model reads why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_is_elicited_from_the_official_acp_client_that_takes_forms() {
+    let env = TestEnv::new();
+    let ask = json!({"questions": [{"id": "db", "question": "Which database?", "options": ["sqlite", "postgres"]}]});
+    let prompt = format!("@tool ask_question {ask}");
+    let answers = [("ANSWERS", r#"{"db": "postgres"}"#)];
+    let seen = sdk_turn(&env, None, &answers, "superpi-code", "accept-edits", &prompt).await;
+    assert_eq!(seen["stopReason"], "end_turn", "{seen}");
+    let form = &seen["elicited"][0];
+    assert_eq!(form["mode"], "form", "{seen}");
+    assert_eq!(form["message"], "Which database?");
+    assert_eq!(form["requestedSchema"]["properties"]["db"]["enum"], json!(["sqlite", "postgres"]));
+    let call = form["toolCallId"].as_str().unwrap();
+    let done = tool_update(&seen, call, "completed");
+    assert!(done.to_string().contains(r#"{\"db\":\"postgres\"}"#), "{done}");
+    assert!(seen["asked"].as_array().unwrap().is_empty(), "no permission question: {seen}");
+
+    let seen = sdk_turn(&env, None, &[], "superpi-code", "accept-edits", &prompt).await;
+    assert!(seen["elicited"].as_array().unwrap().is_empty(), "{seen}");
+    let failed = seen["updates"].as_array().unwrap().iter().find(|u| u["status"] == "failed").expect("a failed call");
+    assert!(failed.to_string().contains("did not declare ACP elicitation"), "{failed}");
+}
+
+/// The last update of tool call `id` with `status`.
+fn tool_update<'a>(seen: &'a Value, id: &str, status: &str) -> &'a Value {
+    let updates = seen["updates"].as_array().unwrap();
+    updates.iter().rfind(|u| u["toolCallId"] == id && u["status"] == status).unwrap_or_else(|| panic!("{seen}"))
 }

@@ -16,6 +16,7 @@
 
 use serde_json::{Value, json};
 use superpi_proto::method::ConversationInfo;
+use superpi_proto::question::{self, QuestionRequest};
 use superpi_proto::{ContentBlock, Event, EventBody, PlanEntry, Role};
 
 use crate::history;
@@ -382,6 +383,20 @@ impl Renderer {
                 let call = request.get("tool_call_id").and_then(Value::as_str).unwrap_or_default().to_string();
                 self.end_tool(&call, &mut out);
                 self.pause_run(Outcome::Success { pending_tool_call_ids: vec![call] }, &mut out);
+            }
+            EventBody::UiRequest { request_id, request }
+                if self.opts.interrupts
+                    && self.run.is_some()
+                    && request.get("kind").and_then(Value::as_str) == Some(question::KIND) =>
+            {
+                self.flush_pending(&mut out, now_ms);
+                match serde_json::from_value::<QuestionRequest>(Value::Object(request.clone())) {
+                    Ok(q) => {
+                        let interrupt = self.question_interrupt(request_id, &q, event.seq);
+                        self.pause_run(Outcome::Interrupt { interrupts: vec![interrupt] }, &mut out);
+                    }
+                    Err(err) => tracing::warn!(request_id, "a question the kernel sent does not read: {err}"),
+                }
             }
             EventBody::UiRequest { request_id, request } => {
                 self.flush_pending(&mut out, now_ms);

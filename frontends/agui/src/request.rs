@@ -7,6 +7,7 @@ use superpi_client::ClientError;
 use superpi_http::ErrorShape;
 use superpi_proto::ContentBlock;
 use superpi_proto::message::codes;
+use superpi_proto::question::QuestionAnswer;
 
 use crate::wire::{ClientTool, InputRequest, ResumeEntry, RunAgentInput};
 
@@ -53,14 +54,19 @@ pub struct RunPlan {
     pub tool_results: Vec<ToolResult>,
 }
 
-/// An answer to an interrupt: the kernel's question, where its turn stood, the option.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An answer to an interrupt: the kernel's question, where its turn stood, the option (for
+/// a permission) or the `ui.respond` outcome (for the model's question).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Answer {
     pub request_id: String,
     pub turn_id: i64,
     pub seq: u64,
     pub option_id: String,
+    pub question: Option<Value>,
 }
+
+/// What starts the request id of a question's interrupt (a permission's has none).
+pub const QUESTION: &str = "question:";
 
 /// A client tool's result, from a trailing `tool` message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +89,17 @@ fn answer(entry: &ResumeEntry) -> Result<Answer, ApiError> {
     let (request_id, at) = entry.interrupt_id.rsplit_once('@').ok_or_else(bad)?;
     let (turn, seq) = at.split_once(':').ok_or_else(bad)?;
     let (turn_id, seq) = (turn.parse().map_err(|_| bad())?, seq.parse().map_err(|_| bad())?);
+    if let Some(request_id) = request_id.strip_prefix(QUESTION) {
+        // The payload is the answers, an object the interrupt's response schema describes.
+        let outcome = match (entry.status.as_str(), entry.payload.as_ref()) {
+            ("cancelled", _) => QuestionAnswer::Decline,
+            ("resolved", Some(Value::Object(answers))) => QuestionAnswer::Accept(answers.clone()),
+            ("resolved", _) => return Err(ApiError::invalid("resume: a question's payload is its answers, an object")),
+            (status, _) => return Err(ApiError::invalid(format!("resume: status `{status}` is not an answer"))),
+        };
+        let question = Some(outcome.to_outcome());
+        return Ok(Answer { request_id: request_id.to_string(), turn_id, seq, option_id: String::new(), question });
+    }
     let option_id = match (entry.status.as_str(), entry.payload.as_ref()) {
         ("cancelled", _) => "reject_once".to_string(),
         ("resolved", Some(Value::String(option))) => option.clone(),
@@ -96,7 +113,7 @@ fn answer(entry: &ResumeEntry) -> Result<Answer, ApiError> {
             )));
         }
     };
-    Ok(Answer { request_id: request_id.to_string(), turn_id, seq, option_id })
+    Ok(Answer { request_id: request_id.to_string(), turn_id, seq, option_id, question: None })
 }
 
 /// The `tool` messages that end `messages`: results of client tools.
@@ -425,8 +442,20 @@ mod tests {
         assert_eq!(
             plan.resume,
             vec![
-                Answer { request_id: "perm-ab".into(), turn_id: 3, seq: 12, option_id: "allow_once".into() },
-                Answer { request_id: "perm-cd".into(), turn_id: 3, seq: 15, option_id: "reject_once".into() },
+                Answer {
+                    request_id: "perm-ab".into(),
+                    turn_id: 3,
+                    seq: 12,
+                    option_id: "allow_once".into(),
+                    question: None
+                },
+                Answer {
+                    request_id: "perm-cd".into(),
+                    turn_id: 3,
+                    seq: 15,
+                    option_id: "reject_once".into(),
+                    question: None
+                },
             ]
         );
         assert_eq!(

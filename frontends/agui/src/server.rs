@@ -153,7 +153,10 @@ async fn continue_run(
     for answer in &plan.resume {
         at(answer.turn_id, answer.seq);
         let (request_id, option_id) = (answer.request_id.clone(), answer.option_id.clone());
-        replies.push(Reply::Permission { request_id, option_id });
+        match answer.question.clone() {
+            Some(outcome) => replies.push(Reply::Ui { request_id, outcome }),
+            None => replies.push(Reply::Permission { request_id, option_id }),
+        }
     }
     for result in &plan.tool_results {
         // Results of calls answered before (the client sends its whole history) wait no more.

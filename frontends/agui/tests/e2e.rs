@@ -799,3 +799,37 @@ async fn a_client_tools_call_waits_for_its_result_and_is_cancellable_and_times_o
     let stored = kernel.history(conv).await.unwrap();
     assert!(!format!("{stored:?}").contains("late"), "a result after the timeout must not be stored");
 }
+
+/// The model's question (`ask_question`) ends an AG-UI 1.0 run as an interrupt whose response
+/// schema is the questions' form; the next run's `resume` answers it (the answers are the
+/// call's result), and a `cancelled` entry declines.
+#[tokio::test]
+async fn the_models_question_is_an_interrupt_answered_by_resume() {
+    let server = Server::start(&[], &[]);
+    let http = http();
+    let ask = json!({"questions": [{"id": "db", "question": "Which database?", "options": ["sqlite", "postgres"]}]});
+    for (thread, status, payload, said) in [
+        ("answered", "resolved", json!({"db": "postgres"}), r#"ask_question returned: {"db":"postgres"}"#),
+        ("declined", "cancelled", Value::Null, "ask_question returned: The person declined to answer."),
+    ] {
+        let mut input = run_input(thread, "r1", &format!("@tool ask_question {ask}"));
+        input["protocolVersion"] = json!("1.0");
+        let events = server.run(&http, &input).await.all().await;
+        verify(&events);
+        let end = events.last().unwrap();
+        assert_eq!(end["outcome"]["type"], "interrupt", "{events:#?}");
+        let interrupt = &end["outcome"]["interrupts"][0];
+        assert_eq!(
+            (interrupt["reason"].clone(), interrupt["message"].clone()),
+            (json!("question"), json!("Which database?"))
+        );
+        assert_eq!(interrupt["responseSchema"]["properties"]["db"]["enum"], json!(["sqlite", "postgres"]));
+        let mut resume = run_input(thread, "r2", "");
+        resume["protocolVersion"] = json!("1.0");
+        resume["resume"] = json!([{"interruptId": interrupt["id"], "status": status, "payload": payload}]);
+        let events = server.run(&http, &resume).await.all().await;
+        verify(&events);
+        assert!(text(&events).contains(said), "{}", text(&events));
+        assert_eq!(events.last().unwrap()["outcome"], json!({"type": "success"}));
+    }
+}

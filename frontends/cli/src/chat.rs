@@ -1,8 +1,9 @@
 //! `superpi chat`: a line-by-line conversation. The prompt keeps reading while a turn runs:
 //! a line typed then waits and is sent after the turn (in order, as if typed after it), except
 //! `/steer TEXT`, which joins the running turn before its next model request
-//! (`session.submit` with `steer`). A permission question takes the next line as its answer,
-//! and Ctrl-C cancels the turn.
+//! (`session.submit` with `steer`). A permission question, or each of the model's questions
+//! (`question.rs`), takes the next line as its answer; no spinner draws while one waits; and
+//! Ctrl-C cancels the turn.
 
 use std::collections::VecDeque;
 use std::process::ExitCode;
@@ -11,11 +12,19 @@ use std::time::Duration;
 use superpi_client::{KernelClient, Locations, Subscription};
 use superpi_proto::EventBody;
 use superpi_proto::method::SubmitParams;
+use superpi_proto::question::QuestionAnswer;
 
 use crate::connection::connect;
 use crate::lines::{Line, LineReader};
 use crate::output::{OutputFormat, TurnResult};
+use crate::question::{Form, Step};
 use crate::terminal::{ChatArgs, PERMISSION_QUESTION, Printer, open, permission_option, watch};
+
+/// A question waiting for the next typed line.
+enum Asking {
+    Permission(String),
+    Form(Form),
+}
 
 /// The command that steers the running turn.
 const STEER: &str = "/steer";
@@ -201,7 +210,7 @@ impl Chat {
         let mut following = VecDeque::from([submitted.turn_id]);
         let mut result = TurnResult::new(self.conversation_id, submitted.turn_id);
         let mut follow = Follow::default();
-        let mut question: Option<String> = None;
+        let mut question: Option<Asking> = None;
         let mut cancelling = false;
         let mut reading = !self.held.iter().any(|line| matches!(line, Line::End));
         let mut ticker = tokio::time::interval(Duration::from_millis(100));
@@ -224,9 +233,21 @@ impl Chat {
                             self.held.push_back(Line::End);
                         }
                         Line::Text(text) => match (question.take(), steer_text(&text)) {
-                            (Some(request_id), _) => {
+                            (Some(Asking::Permission(request_id)), _) => {
                                 self.client.respond_permission(&request_id, permission_option(&text)).await?;
                             }
+                            (Some(Asking::Form(mut form)), _) => match form.take(&text) {
+                                Step::Done(outcome) => {
+                                    self.client.respond_ui(&form.request_id, outcome).await?;
+                                }
+                                Step::Ask(why) => {
+                                    if let Some(why) = why {
+                                        eprintln!("{why}");
+                                    }
+                                    eprint!("{}", form.prompt());
+                                    question = Some(Asking::Form(form));
+                                }
+                            },
                             (None, Some(steer)) if !steer.is_empty() => {
                                 if let Some(queued) = self.steer(steer).await? {
                                     following.push_back(queued);
@@ -243,7 +264,8 @@ impl Chat {
                     let _ = self.client.cancel(self.conversation_id).await;
                     continue;
                 }
-                _ = ticker.tick(), if ticks => {
+                // Nothing draws over a question while it waits for its answer.
+                _ = ticker.tick(), if ticks && question.is_none() => {
                     self.printer.tick();
                     continue;
                 }
@@ -261,10 +283,22 @@ impl Chat {
             {
                 if reading {
                     eprint!("{PERMISSION_QUESTION}");
-                    question = Some(request_id.clone());
+                    question = Some(Asking::Permission(request_id.clone()));
                 } else {
                     // Nobody can type an answer any more.
                     self.client.respond_permission(request_id, permission_option("")).await?;
+                }
+            }
+            if event.turn_id.is_some()
+                && let EventBody::UiRequest { request_id, request } = &event.body
+                && let Some(form) = Form::of(request_id, request)
+            {
+                if reading {
+                    self.printer.clear_spinner();
+                    eprint!("{}", form.prompt());
+                    question = Some(Asking::Form(form));
+                } else {
+                    self.client.respond_ui(request_id, QuestionAnswer::Decline.to_outcome()).await?;
                 }
             }
             if result.end().is_some() {

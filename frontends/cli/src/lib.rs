@@ -24,6 +24,7 @@ mod markdown;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod output;
+mod question;
 mod render;
 mod schedule;
 mod serve;

@@ -77,10 +77,16 @@ impl TerminalRenderer {
                 let (mark, tone) = if *is_error { ("✗", Tone::Failed) } else { ("✓", Tone::Done) };
                 out.push(Out::Activity(tone, format!("{mark} {name}: {first}")));
             }
-            EventBody::PermissionRequest { request_id, tool_call_id, tool_name, reason, .. } => {
+            EventBody::PermissionRequest { request_id, tool_call_id, tool_name, arguments, reason, .. } => {
                 self.close_answer(&mut out);
                 self.asked.insert(request_id.clone(), tool_call_id.clone());
-                out.push(Out::Activity(Tone::Ask, format!("? permission for {tool_name}: {reason}")));
+                let mut line = format!("? permission for {tool_name}: {reason}");
+                // The call exactly as it would run (a command line with its redirections).
+                for (key, value) in arguments.as_object().into_iter().flatten() {
+                    let text = value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string());
+                    line.push_str(&format!("\n  {key}: {}", text.replace('\n', "\n    ")));
+                }
+                out.push(Out::Activity(Tone::Ask, line));
             }
             EventBody::UiResolved { request_id, outcome } => {
                 if let Some(call) = self.asked.remove(request_id) {
@@ -185,13 +191,20 @@ mod tests {
                 request_id: "q1".into(),
                 tool_call_id: "c2".into(),
                 tool_name: "bash".into(),
-                arguments: json!({}),
-                reason: "not in the allow list".into(),
+                arguments: json!({"command": "echo hi > out.txt; cat out.txt"}),
+                reason: "`echo hi; cat out.txt` is not in the allow list".into(),
                 risk: None,
                 options: vec![],
             },
         );
-        assert_eq!(r.render(&asked).len(), 1);
+        assert_eq!(
+            r.render(&asked),
+            vec![Out::Activity(
+                Tone::Ask,
+                "? permission for bash: `echo hi; cat out.txt` is not in the allow list\n  command: echo hi > out.txt; cat out.txt"
+                    .into()
+            )]
+        );
         let resolved = Event::new(
             1,
             Some(1),

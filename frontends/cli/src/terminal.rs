@@ -15,6 +15,7 @@ use tokio::io::AsyncBufReadExt;
 use crate::connection::connect;
 use crate::markdown::MarkdownRenderer;
 use crate::output::{self, InputFormat, OutputFormat, TurnEnd, TurnResult};
+use crate::question::{Form, Step};
 use crate::render::{Out, TerminalRenderer};
 use crate::style::{self, Spinner};
 
@@ -159,6 +160,13 @@ impl Printer {
         }
     }
 
+    /// Takes the spinner off its line, before a question is printed there.
+    pub(crate) fn clear_spinner(&mut self) {
+        if let Printer::Text { spinner, .. } = self {
+            spinner.clear();
+        }
+    }
+
     /// Draws the next spinner frame while nothing streams.
     pub(crate) fn tick(&mut self) {
         if let Printer::Text { spinner, waiting: true, .. } = self {
@@ -287,6 +295,13 @@ async fn one_turn(
             let option = ask_permission().await;
             client.respond_permission(request_id, &option).await?;
         }
+        if event.turn_id.is_some()
+            && let EventBody::UiRequest { request_id, request } = &event.body
+            && let Some(form) = Form::of(request_id, request)
+        {
+            printer.clear_spinner();
+            client.respond_ui(request_id, ask_form(form).await).await?;
+        }
         if let Some(end) = result.end() {
             printer.turn_ended(&result);
             return Ok(end);
@@ -310,13 +325,33 @@ pub(crate) fn permission_option(line: &str) -> &'static str {
 /// Asks on the terminal.
 async fn ask_permission() -> String {
     eprint!("{PERMISSION_QUESTION}");
-    let line = tokio::task::spawn_blocking(|| {
+    permission_option(&stdin_line().await).to_string()
+}
+
+/// The next line of stdin (empty at its end).
+async fn stdin_line() -> String {
+    tokio::task::spawn_blocking(|| {
         let mut line = String::new();
         std::io::stdin().read_line(&mut line).map(|_| line).unwrap_or_default()
     })
     .await
-    .unwrap_or_default();
-    permission_option(&line).to_string()
+    .unwrap_or_default()
+}
+
+/// Asks a form's questions on the terminal, a line each; the end of input declines.
+async fn ask_form(mut form: Form) -> serde_json::Value {
+    eprint!("{}", form.prompt());
+    loop {
+        match form.take(&stdin_line().await) {
+            Step::Done(outcome) => return outcome,
+            Step::Ask(why) => {
+                if let Some(why) = why {
+                    eprintln!("{why}");
+                }
+                eprint!("{}", form.prompt());
+            }
+        }
+    }
 }
 
 fn exit_code(all_completed: bool) -> ExitCode {

@@ -19,6 +19,7 @@
 pub mod approval;
 pub mod catalog;
 pub mod logging;
+pub mod questions;
 pub mod render;
 pub mod request;
 pub mod server;

@@ -107,6 +107,12 @@ impl SuperpiMcp {
                     approval::answer(kernel.clone(), context.peer.clone(), approval, request_id.clone(), question);
                 questions.spawn(answer);
             }
+            if let EventBody::UiRequest { request_id, request } = &event.body
+                && let Some(question) = crate::questions::question_request(request)
+            {
+                let (kernel, peer) = (kernel.clone(), context.peer.clone());
+                questions.spawn(crate::questions::answer(kernel, peer, request_id.clone(), question));
+            }
             for out in renderer.render(&event) {
                 match out {
                     TaskOut::Progress { progress, message } => {

@@ -3,6 +3,7 @@
 
 mod common;
 mod peers;
+mod questions;
 mod stdio;
 mod tcp;
 mod unix;

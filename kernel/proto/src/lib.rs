@@ -17,6 +17,7 @@ pub mod frame;
 pub mod locations;
 pub mod message;
 pub mod method;
+pub mod question;
 pub mod schedule;
 pub mod tool;
 

@@ -27,6 +27,7 @@ pub async fn run(mut config: KernelConfig) -> Result<(), KernelError> {
     let slot = KernelSlot::default();
     let mut own: Vec<(_, Arc<dyn superpi_sandbox::ToolRunner>)> = vec![
         (crate::tools::plan::def(), Arc::new(crate::tools::plan::PlanTool { kernel: slot.clone() })),
+        (crate::tools::question::def(), Arc::new(crate::tools::question::QuestionTool { kernel: slot.clone() })),
         (crate::tools::subagent::def(), Arc::new(crate::tools::subagent::SubagentTool { kernel: slot.clone() })),
         (
             crate::tools::skill::def(),

@@ -304,7 +304,7 @@ async fn decide(
 /// Whether a schedule's run submitted this turn: nobody is present at it, whoever watches.
 /// Read from the store (a run queued through another kernel is known there too); unreadable
 /// counts as scheduled, so a question fails closed.
-fn scheduled_run(kernel: &Kernel, turn_id: i64) -> bool {
+pub(crate) fn scheduled_run(kernel: &Kernel, turn_id: i64) -> bool {
     kernel.store.scheduled_turn(turn_id).unwrap_or_else(|err| {
         tracing::warn!(turn_id, "reading whether a schedule ran this turn: {err}");
         true

@@ -2,7 +2,9 @@
 // (@agentclientprotocol/sdk): initialize, session/new with `_meta.harness`, session/set_mode,
 // session/prompt; every session/update is kept, every permission question answered with
 // PERMISSION (an option kind). Prints one JSON line: the prompt's stop reason, the updates and
-// the questions asked.
+// the questions asked. With ANSWERS (a JSON object) the client declares forms
+// (`elicitation.form`) and accepts every `elicitation/create` with it as the content; the
+// forms asked are printed as `elicited`.
 //
 // ACP_COMMAND is the agent's command line (run with sh -c in its own process group);
 // WORKSPACE, HARNESS, MODE and PROMPT say what to run; MODEL, when set, is chosen with
@@ -31,6 +33,8 @@ process.on("exit", stopAgent);
 
 const updates = [];
 const asked = [];
+const elicited = [];
+const answers = process.env.ANSWERS ? JSON.parse(process.env.ANSWERS) : null;
 const answer = process.env.PERMISSION || "allow_once";
 const app = acp
   .client({ name: "superpi-acp-sdk-test" })
@@ -41,13 +45,21 @@ const app = acp
     asked.push(params);
     const option = params.options.find((o) => o.kind === answer) ?? params.options[0];
     return { outcome: { outcome: "selected", optionId: option.optionId } };
+  })
+  .onRequest("elicitation/create", ({ params }) => {
+    elicited.push(params);
+    return { action: "accept", content: answers };
   });
 
 const stream = acp.ndJsonStream(Writable.toWeb(agent.stdin), Readable.toWeb(agent.stdout));
 await app.connectWith(stream, async (ctx) => {
   await ctx.request("initialize", {
     protocolVersion: acp.PROTOCOL_VERSION,
-    clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+    clientCapabilities: {
+      fs: { readTextFile: false, writeTextFile: false },
+      terminal: false,
+      ...(answers ? { elicitation: { form: {} } } : {}),
+    },
     clientInfo: { name: "superpi-acp-sdk-test", version: "1.0.0" },
   });
   const session = await ctx.request("session/new", {
@@ -67,7 +79,7 @@ await app.connectWith(stream, async (ctx) => {
     sessionId: session.sessionId,
     prompt: [{ type: "text", text: need("PROMPT") }],
   });
-  process.stdout.write(JSON.stringify({ stopReason: done.stopReason, updates, asked }) + "\n");
+  process.stdout.write(JSON.stringify({ stopReason: done.stopReason, updates, asked, elicited }) + "\n");
 });
 stopAgent();
 process.exit(0);

@@ -5,7 +5,9 @@
 use serde_json::{Value, json};
 
 use super::Renderer;
-use crate::request::interrupt_id;
+use superpi_proto::question::QuestionRequest;
+
+use crate::request::{QUESTION, interrupt_id};
 use crate::wire::{AguiEvent, Interrupt, Outcome};
 
 /// The activity type of a tool call's output.
@@ -106,6 +108,24 @@ impl Renderer {
                 "required": ["optionId"],
             })),
             metadata: Some(question.clone()),
+        }
+    }
+
+    /// The model's question (`ask_question`) as the run's interrupt: its response schema is
+    /// the questions' form, its payload on resume the answers (`request::QUESTION` marks its id).
+    pub(super) fn question_interrupt(&self, request_id: &str, question: &QuestionRequest, seq: u64) -> Interrupt {
+        let turn = self.turn.map(|(t, _)| t).unwrap_or(0);
+        let mut metadata = serde_json::to_value(question).unwrap_or(Value::Null);
+        if let Some(map) = metadata.as_object_mut() {
+            map.insert("requestId".into(), json!(request_id));
+        }
+        Interrupt {
+            id: interrupt_id(&format!("{QUESTION}{request_id}"), turn, seq),
+            reason: "question".into(),
+            message: Some(question.message()),
+            tool_call_id: Some(question.tool_call_id.clone()),
+            response_schema: Some(question.form_schema()),
+            metadata: Some(metadata),
         }
     }
 

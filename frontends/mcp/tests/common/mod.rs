@@ -25,7 +25,8 @@ use tokio::sync::mpsc;
 pub const WAIT: Duration = Duration::from_secs(20);
 
 /// An MCP client that records the notifications it gets and, when it declares elicitation,
-/// answers each elicitation with the next of its answers (declining once they run out).
+/// answers each elicitation with the next of its answers (declining once they run out); an
+/// accepted form gets the last option of each of its fields.
 pub struct Recorder {
     config: ClientConfig,
     progress: mpsc::UnboundedSender<ProgressNotificationParam>,
@@ -59,11 +60,20 @@ impl ClientHandler for Recorder {
         let ElicitRequestParams::FormElicitationParams { message, requested_schema, .. } = request else {
             panic!("a form elicitation was expected: {request:?}");
         };
-        assert!(requested_schema.properties.is_empty(), "an accept/decline question: {requested_schema:?}");
         let _ = self.asked.send(message);
         let action = self.answers.lock().unwrap().pop_front().unwrap_or(ElicitationAction::Decline);
         let result = ElicitResult::new(action.clone());
-        Ok(if action == ElicitationAction::Accept { result.with_content(serde_json::json!({})) } else { result })
+        // A form's fields (the model's questions) are answered with the last choice each offers.
+        let fields = serde_json::to_value(&requested_schema).unwrap()["properties"].clone();
+        let content: serde_json::Map<String, Value> = fields
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(name, field)| {
+                (name.clone(), field["enum"].as_array().and_then(|e| e.last()).cloned().unwrap_or_default())
+            })
+            .collect();
+        Ok(if action == ElicitationAction::Accept { result.with_content(Value::Object(content)) } else { result })
     }
 }
 
