@@ -22,7 +22,11 @@ fn ask() -> serde_json::Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_harness_tasks_question_is_elicited_from_a_client_that_can_answer() {
     let env = TestEnv::new();
-    let setup = ClientSetup { args: vec!["--approval", "elicit"], elicitation: Some(vec![ElicitationAction::Accept]) };
+    let setup = ClientSetup {
+        args: vec!["--approval", "elicit"],
+        elicitation: Some(vec![ElicitationAction::Accept]),
+        ..Default::default()
+    };
     let mut session = connect_with(&env, VERSION, setup).await;
     let answer = text(&call_tool(&session, "harness_task", ask()).await.unwrap());
     assert!(answer.contains(r#"ask_question returned: {"db":"postgres"}"#), "{answer}");
