@@ -275,7 +275,7 @@ const EXAMPLES: &[Example] = &[
     },
     Example {
         file: "README.md",
-        heading: "Hooks and skills",
+        heading: "Hooks, rules and skills",
         writes: Dest::Settings,
         runs: &[(&["run", "hello"], 0, "hello")],
     },
