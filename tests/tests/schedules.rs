@@ -300,12 +300,13 @@ fn run(env: &TestEnv, args: &[&str]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_librarians_model_schedules_lists_and_cancels_its_own_runs() {
     let env = TestEnv::new();
-    let create = r#"@tool schedule_create {"prompt": "Check the feeds.", "cron": "0 9 * * 1", "timezone": "America/New_York", "name": "feeds"}"#;
+    let create = r#"@tool schedule_create {"prompt": "Check the feeds.", "cron": "0 9 * * 1", "timezone": "America/New_York", "name": "feeds", "mode": "fork", "catch_up": false}"#;
     let created = run(&env, &["run", "--harness", "librarian", create]);
     assert!(created.contains("Scheduled #1 (0 9 * * 1 in America/New_York); it runs next at"), "{created}");
     let listed = run_json(&env, &["schedule", "list", "--json"]);
     let conversation = listed[0]["conversation_id"].as_i64().unwrap().to_string();
     assert_eq!((listed[0]["name"].as_str(), listed[0]["ceiling"].as_str()), (Some("feeds"), Some("accept-edits")));
+    assert_eq!((listed[0]["mode"].as_str(), listed[0]["catch_up"].as_bool()), (Some("fork"), Some(false)));
 
     let often = r#"@tool schedule_create {"prompt": "Again.", "cron": "*/2 * * * *"}"#;
     let refused = run(&env, &["run", "--conversation", &conversation, often]);
