@@ -756,7 +756,6 @@ mod tests {
             }),
             Method::SessionUnwatch(UnwatchParams { subscription: 2 }),
             Method::SessionCancel(ConversationRef { conversation_id: 1 }),
-            Method::SessionDelete(ConversationRef { conversation_id: 1 }),
             Method::SessionList(ListParams::default()),
             Method::SessionHistory(HistoryParams { conversation_id: 1, after_seq: Some(3), limit: None }),
             Method::SessionFork(ForkParams { conversation_id: 1, at_seq: Some(4) }),

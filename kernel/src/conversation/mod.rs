@@ -1,9 +1,6 @@
 //! A live conversation: its settings, its publisher (seq, store, feed), what its actor reads
 //! (`live.rs` runs the actor), and the table of live conversations. It does not name the
 //! kernel: it reaches the store through [`EventStore`].
-//!
-//! Over 500 lines on purpose: the `Conversation` struct and the publisher that guards its
-//! fields are one unit; its parts with a life of their own are the submodules below.
 
 pub(crate) mod cluster_relay;
 pub(crate) mod feed;

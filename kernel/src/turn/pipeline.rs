@@ -5,9 +5,6 @@
 //! (it fails closed otherwise); an editor's
 //! buffer for a read it can stand in for; the lock of every path the call writes; the run
 //! (confined, or the registered runner); the `after_tool` hooks; the result.
-//!
-//! Over 500 lines on purpose: the steps of one call are read in order in one file (hooks,
-//! decision, question, locks, run), so the order a security review checks stays visible.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
