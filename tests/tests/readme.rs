@@ -87,6 +87,36 @@ const KINDS: &[Kind] = &[
         why: "the build the tests run on",
     },
     Kind {
+        pattern: "tar -xzf superpi-*",
+        run: Run::InCi(Some("bash .ci/dist")),
+        why: "a release archive (a release build, minutes): .ci/dist builds it with `cargo xtask \
+              dist`, unpacks it into a clean prefix and runs superpi, ACP and MCP from there",
+    },
+    Kind {
+        pattern: "npx -y superpi *",
+        run: Run::InCi(Some("bash .ci/dist")),
+        why: "the npm package is not published: .ci/dist installs the tarballs `cargo xtask dist` \
+              packs into an empty prefix offline and drives `superpi acp` through npx",
+    },
+    Kind {
+        pattern: "sudo *",
+        run: Run::InCi(Some("bash .ci/dist")),
+        why: "a system service (root and a live systemd): .ci/dist checks the unit file with \
+              `systemd-analyze verify` against an unpacked archive",
+    },
+    Kind {
+        pattern: "install -Dm644 * ~/.config/systemd/user/*",
+        run: Run::InCi(Some("bash .ci/dist")),
+        why: "a user service (a live systemd): .ci/dist checks the unit file with \
+              `systemd-analyze verify --user` against an unpacked archive",
+    },
+    Kind {
+        pattern: "systemctl --user *",
+        run: Run::InCi(Some("bash .ci/dist")),
+        why: "a user service (a live systemd): .ci/dist checks the unit file with \
+              `systemd-analyze verify --user` against an unpacked archive",
+    },
+    Kind {
         pattern: "cargo run -p superpi-conformance*",
         run: Run::InCi(Some("cargo run -p superpi-conformance")),
         why: "the official clients against every frontend (minutes; needs the npm clients)",

@@ -6,17 +6,28 @@
 //! serving role), links `superpi-frontend` with the new list and prints `frontend_idle`'s
 //! figures, whose last line says how much of the list the binary holds. Run it after a toolchain
 //! or dependency update, or when `frontend_idle` reports the list has decayed, and commit the file.
+//!
+//! `cargo xtask dist [--target TRIPLE]` builds the release archive of a target (`dist.rs`), its
+//! npm packages (`npm.rs`) and the ACP registry entry (`registry.rs`) into target/archives/
+//! (docs/distribution.md).
 #![allow(clippy::disallowed_methods)] // a build tool: it runs cargo and python
+
+mod dist;
+mod npm;
+mod registry;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask hot-layout";
+const USAGE: &str = "usage: cargo xtask hot-layout | dist [--target TRIPLE] [--no-build]";
 
 fn main() -> ExitCode {
     let step = std::env::args().nth(1);
     let result = match step.as_deref() {
         Some("hot-layout") => hot_layout(&root()),
+        Some("dist") => {
+            dist::Options::parse(std::env::args().skip(2)).and_then(|options| dist::dist(&root(), &options))
+        }
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::from(2);
@@ -53,7 +64,33 @@ fn hot_layout(root: &Path) -> Result<(), String> {
     run(Command::new(target.join("frontend_idle")).current_dir(root))
 }
 
+/// The binaries a release holds.
+const BINARIES: [&str; 2] = ["superpi", "superpi-frontend"];
+
+/// The file steps of the release, each failing with the path it was about.
+fn mkdir(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|err| format!("{}: {err}", dir.display()))
+}
+
+fn copy(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::copy(from, to).map(|_| ()).map_err(|err| format!("{} -> {}: {err}", from.display(), to.display()))
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|err| format!("{}: {err}", path.display()))
+}
+
+/// Runs `command`, failing unless it succeeds.
 fn run(command: &mut Command) -> Result<(), String> {
     let status = command.status().map_err(|err| format!("{command:?}: {err}"))?;
     if status.success() { Ok(()) } else { Err(format!("{command:?}: {status}")) }
+}
+
+/// What `command` prints on stdout, failing unless it succeeds.
+fn output(command: &mut Command) -> Result<String, String> {
+    let out = command.output().map_err(|err| format!("{command:?}: {err}"))?;
+    if !out.status.success() {
+        return Err(format!("{command:?}: {}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }

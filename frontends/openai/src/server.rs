@@ -62,6 +62,7 @@ impl Gateway {
             .route("/v1/messages", post(crate::messages::messages::<Gateway>))
             .route("/v1/messages/count_tokens", post(crate::messages::count_tokens::<Gateway>))
             .route("/metrics", get(metrics))
+            .route("/ready", get(ready))
             .route("/v1/triggers/{token}", post(trigger))
             .route("/mcp", any(mcp));
         let common = Common {
@@ -162,6 +163,34 @@ async fn metrics(State(gw): State<Gateway>, headers: HeaderMap) -> Response {
         }
         Err(err) => request::kernel_error(&err, "").into_response(),
     }
+}
+
+/// How long `/ready` waits for the kernel's answer before saying it is not ready.
+const READY_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// `GET /ready`, for a load balancer: 200 when the kernel is reachable (started if none runs,
+/// as for any request) and its store answers (a one-row `session.list` of the gateway's own
+/// principal, which reads the store: SQLite or PostgreSQL), else 503 with the reason. Like
+/// `/health` it needs no token and says nothing of any conversation.
+async fn ready(State(gw): State<Gateway>) -> Response {
+    use superpi_proto::method::{ListParams, ListResult, Method};
+    let principal = gw.inner.frontend.connect_options().principal.clone();
+    let check = async {
+        let client = gw.client(&principal).await.map_err(|err| ("the kernel is not reachable", err))?;
+        let list = Method::SessionList(ListParams { limit: Some(1), offset: None });
+        client.request::<ListResult>(list).await.map_err(|err| ("the kernel's store did not answer", err))
+    };
+    // The reason said is one of three fixed sentences: the error itself (which may name a
+    // database host) goes to the log, not to whoever asks without a token.
+    let reason = match tokio::time::timeout(READY_WAIT, check).await {
+        Ok(Ok(_)) => return axum::Json(json!({"status": "ready"})).into_response(),
+        Ok(Err((reason, err))) => {
+            tracing::warn!("/ready: {reason}: {err}");
+            reason
+        }
+        Err(_) => "the kernel did not answer in time",
+    };
+    (StatusCode::SERVICE_UNAVAILABLE, axum::Json(json!({"status": "unavailable", "reason": reason}))).into_response()
 }
 
 /// A webhook trigger's delivery: its own secret is the proof, not the gateway's token

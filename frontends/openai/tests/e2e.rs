@@ -210,6 +210,27 @@ async fn each_error_in_the_openai_shape() {
     assert!(body["error"]["message"].as_str().is_some_and(|m| m.contains("boom")), "{body}");
 }
 
+/// `/ready` answers 200 when the kernel and its store answer, and 503 (with no token, and
+/// without the error's text) when the kernel cannot start: here its PostgreSQL store is a port
+/// nothing listens on. `/health` is 200 either way: it says the gateway lives, not that it serves.
+#[tokio::test(flavor = "multi_thread")]
+async fn ready_says_whether_the_kernel_and_its_store_answer() {
+    let gw = Gateway::start(&[], &[("SUPERPI_GATEWAY_TOKEN", "alpha")]);
+    let (status, body) = json_of(http().get(gw.url("/ready")).send().await.unwrap()).await;
+    assert_eq!((status, body), (200, json!({"status": "ready"})));
+
+    let dead = "postgresql://superpi:hunter2@127.0.0.1:1/superpi";
+    let gw = Gateway::start(&[], &[("SUPERPI_DATABASE_URL", dead)]);
+    let resp = tokio::time::timeout(LIMIT, http().get(gw.url("/ready")).send()).await.unwrap().unwrap();
+    let (status, body) = json_of(resp).await;
+    assert_eq!((status, &body["status"]), (503, &json!("unavailable")), "{body}");
+    let reason = body["reason"].as_str().unwrap();
+    assert!(reason.starts_with("the kernel"), "{body}");
+    assert!(!body.to_string().contains("hunter2") && !body.to_string().contains("127.0.0.1"), "{body}");
+    let (status, _) = json_of(http().get(gw.url("/health")).send().await.unwrap()).await;
+    assert_eq!(status, 200);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn bearer_tokens_guard_everything_but_status() {
     let gw = Gateway::start(&[], &[("SUPERPI_GATEWAY_TOKEN", "alpha, beta")]);

@@ -757,6 +757,7 @@ mod tests {
             Method::SessionUnwatch(UnwatchParams { subscription: 2 }),
             Method::SessionCancel(ConversationRef { conversation_id: 1 }),
             Method::SessionList(ListParams::default()),
+            Method::SessionDelete(ConversationRef { conversation_id: 1 }),
             Method::SessionHistory(HistoryParams { conversation_id: 1, after_seq: Some(3), limit: None }),
             Method::SessionFork(ForkParams { conversation_id: 1, at_seq: Some(4) }),
             Method::SessionSetMode(SetModeParams { conversation_id: 1, mode: "plan".into() }),

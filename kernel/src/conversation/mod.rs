@@ -1,6 +1,9 @@
 //! A live conversation: its settings, its publisher (seq, store, feed), what its actor reads
 //! (`live.rs` runs the actor), and the table of live conversations. It does not name the
 //! kernel: it reaches the store through [`EventStore`].
+//!
+//! Over 500 lines: the conversation's state and its publisher (seq, store commit, hand-out to
+//! the feed) belong together; its table of live conversations is the piece that could move out.
 
 pub(crate) mod cluster_relay;
 pub(crate) mod feed;

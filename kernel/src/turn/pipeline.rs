@@ -5,6 +5,9 @@
 //! (it fails closed otherwise); an editor's
 //! buffer for a read it can stand in for; the lock of every path the call writes; the run
 //! (confined, or the registered runner); the `after_tool` hooks; the result.
+//!
+//! Over 500 lines: the steps of one call read top to bottom in one file; the question steps
+//! (`ask`, `settle`, `settle_direct`) are the part to move out when it grows again.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -158,7 +161,16 @@ async fn run_steps(
     if let Caller::Turn { conv, turn_id, .. } = &caller
         && let Some(result) = editor_read(kernel, conv, *turn_id, call, cancel).await
     {
-        let mut result = with_nested_rules(kernel, &caller, &tool, call, result);
+        let mut result = match &caller {
+            Caller::Turn { conv, .. } => crate::turn::nested_rules::join(
+                kernel,
+                conv,
+                (&tool, &call.arguments),
+                call.workspace.as_deref(),
+                result,
+            ),
+            Caller::Direct { .. } => result,
+        };
         let after = hooks::after_tool(kernel, &site, &hooks, &seen, &result, cancel).await;
         result.output.push_str(&format!("{}{after}", verdict.context));
         return CallEnd::Ran(result);
@@ -212,43 +224,15 @@ async fn run_steps(
     if let Some(forward) = forward {
         let _ = forward.await;
     }
-    let mut result = with_nested_rules(kernel, &caller, &tool, call, result);
+    let mut result = match &caller {
+        Caller::Turn { conv, .. } => {
+            crate::turn::nested_rules::join(kernel, conv, (&tool, &call.arguments), call.workspace.as_deref(), result)
+        }
+        Caller::Direct { .. } => result,
+    };
     let after = hooks::after_tool(kernel, &site, &hooks, &seen, &result, cancel).await;
     result.output.push_str(&format!("{}{after}", verdict.context));
     CallEnd::Ran(result)
-}
-
-/// The result with the rules of the directories below the workspace that the call's paths
-/// name and its conversation has not been shown yet (features/rules.rs).
-fn with_nested_rules(
-    kernel: &Kernel,
-    caller: &Caller<'_>,
-    tool: &ToolDef,
-    call: &PlannedCall,
-    mut result: ToolCallResult,
-) -> ToolCallResult {
-    let (Caller::Turn { conv, .. }, Some(workspace)) = (caller, &call.workspace) else { return result };
-    if tool.paths.is_empty() {
-        return result;
-    }
-    let mut shown = lock(&conv.rules_shown);
-    let shown = shown.get_or_insert_with(|| match crate::turn::context::derive(&*kernel.store, conv.id) {
-        Ok(context) => crate::features::rules::shown_in(&context.entries),
-        Err(err) => {
-            tracing::warn!(conversation = conv.id, "reading which rules its context holds: {err}");
-            Default::default()
-        }
-    });
-    let files: Vec<_> = tool
-        .path_values(&call.arguments)
-        .into_iter()
-        .filter_map(|(_, path)| path)
-        .flat_map(|path| crate::features::rules::nested(workspace, path, shown))
-        .collect();
-    if !files.is_empty() {
-        result.output.push_str(&crate::features::rules::nested_text(&files));
-    }
-    result
 }
 
 /// The policy's decision, with a person asked (or the caller's consent taken) where the caller

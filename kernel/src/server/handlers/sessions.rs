@@ -1,4 +1,7 @@
 //! Conversations: open, submit, watch, cancel, list, history and fork.
+//!
+//! Over 500 lines: the session methods share the info and settings helpers at the top;
+//! `session.open` and its attach and settings helpers are the piece to move out next.
 
 use std::sync::Arc;
 
