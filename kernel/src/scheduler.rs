@@ -9,7 +9,10 @@
 //! the run, so a tick is run by one kernel once, a kernel that restarts does not run it again,
 //! and ticks missed while no kernel ran are run once (the next tick is the first after now, not
 //! after the missed one). A run whose kernel dies between its claim and its turn is not run
-//! again: at most once, never twice.
+//! again: at most once, never twice. A schedule without catch-up moves a tick more than 5
+//! minutes late on without a run. Before a run, a schedule whose latest `max_failures` runs
+//! (since it was last resumed) failed is paused instead, with a notice in its conversation.
+//! A run's mode says where its turn goes: the conversation, a fork of it, or a fresh one.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,16 +22,16 @@ use superpi_policy::Mode;
 use superpi_proto::event::now_ms;
 use superpi_proto::message::codes;
 use superpi_proto::schedule::{
-    MAX_TRIGGER_BODY, RunInfo, ScheduleAddParams, ScheduleAddResult, ScheduleInfo, ScheduleListResult,
-    TriggerFireParams, TriggerFireResult,
+    DEFAULT_MAX_FAILURES, MAX_TRIGGER_BODY, RunInfo, ScheduleAddParams, ScheduleAddResult, ScheduleInfo,
+    ScheduleListResult, TriggerFireParams, TriggerFireResult,
 };
 use superpi_proto::{ErrorObject, Message};
 
 use crate::conversation::Input;
-use crate::features::schedule::{self, CronSpec, Proof};
+use crate::features::schedule::{self, CronSpec, Proof, RunMode};
 use crate::kernel::Kernel;
 use crate::live::{self, Found};
-use superpi_store::{NewSchedule, Schedule, ScheduleRun, StoreError};
+use superpi_store::{NewSchedule, RunSettings, Schedule, ScheduleRun, StoreError};
 
 /// The longest the scheduler sleeps between looks at the store.
 const POLL: Duration = Duration::from_secs(30);
@@ -77,6 +80,15 @@ async fn fire_due(kernel: &Arc<Kernel>) -> Result<(), StoreError> {
         // The first tick after now: ticks missed while no kernel ran are run once, not each.
         let spec = CronSpec::parse(due.cron.as_deref().unwrap_or_default(), &due.timezone);
         let next = spec.as_ref().ok().and_then(|spec| spec.next_after(now.max(tick)));
+        if schedule::skips(due.how.catch_up, tick, now) {
+            if kernel.store.skip_tick(due.id, tick, next)? {
+                tracing::info!(schedule = due.id, tick, "skipped a missed tick: the schedule does not catch up");
+            }
+            continue;
+        }
+        if pause_if_failing(kernel, &due)? {
+            continue;
+        }
         let Some(run) = kernel.store.claim_tick(due.id, tick, next)? else { continue };
         if let Err(why) = spec {
             kernel.store.set_run_error(run, &format!("the schedule cannot be read: {why}"))?;
@@ -88,12 +100,45 @@ async fn fire_due(kernel: &Arc<Kernel>) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Submits a run's prompt as a turn of its schedule's conversation and records the turn, or
-/// why none started. The turn id.
-async fn start(kernel: &Arc<Kernel>, schedule: &Schedule, run: i64, prompt: String) -> Option<i64> {
+/// Pauses a schedule whose latest `max_failures` runs since it was last resumed all failed,
+/// with a warning notice in its conversation (0: it never pauses). Whether it is paused.
+fn pause_if_failing(kernel: &Arc<Kernel>, s: &Schedule) -> Result<bool, StoreError> {
+    if s.paused_at_ms.is_some() {
+        return Ok(true);
+    }
+    let most = s.how.max_failures;
+    if most == 0 {
+        return Ok(false);
+    }
+    let since = s.resumed_at_ms.unwrap_or(i64::MIN);
+    let runs = kernel.store.schedule_runs(s.id, usize::try_from(most).unwrap_or(usize::MAX))?;
+    let streak = runs
+        .iter()
+        .take_while(|r| r.started_at_ms >= since && schedule::failed(r.error.as_deref(), r.turn_status.as_deref()))
+        .count();
+    if (streak as u64) < most {
+        return Ok(false);
+    }
+    if kernel.store.pause_schedule(s.id, now_ms())? {
+        let message = format!(
+            "schedule {} is paused after {most} failed runs in a row; `superpi schedule resume {}` runs it again",
+            s.id, s.id
+        );
+        tracing::warn!(schedule = s.id, "{message}");
+        if let Ok(Some(Found::Here(conv))) = live::find(kernel, s.conversation_id) {
+            conv.emit(kernel, superpi_proto::Event::notice(conv.id, None, "warning", message));
+        }
+    }
+    Ok(true)
+}
+
+/// Submits a run's prompt as a turn (of its schedule's conversation, or of a fork of it or a
+/// fresh one, by its mode) and records the turn, or why none started. The turn's
+/// conversation and id.
+async fn start(kernel: &Arc<Kernel>, schedule: &Schedule, run: i64, prompt: String) -> Option<(i64, i64)> {
     let started = submit(kernel, schedule, run, prompt).await;
     match started {
-        Ok(turn_id) => Some(turn_id),
+        Ok(turn) => Some(turn),
         Err(why) => {
             tracing::warn!(schedule = schedule.id, run, "a scheduled run started no turn: {why}");
             if let Err(err) = kernel.store.set_run_error(run, &why) {
@@ -104,7 +149,7 @@ async fn start(kernel: &Arc<Kernel>, schedule: &Schedule, run: i64, prompt: Stri
     }
 }
 
-async fn submit(kernel: &Arc<Kernel>, schedule: &Schedule, run: i64, prompt: String) -> Result<i64, String> {
+async fn submit(kernel: &Arc<Kernel>, schedule: &Schedule, run: i64, prompt: String) -> Result<(i64, i64), String> {
     let stored = |e: StoreError| e.to_string();
     let found = live::find(kernel, schedule.conversation_id)
         .map_err(stored)?
@@ -120,13 +165,25 @@ async fn submit(kernel: &Arc<Kernel>, schedule: &Schedule, run: i64, prompt: Str
     let harness = kernel.catalog.harness(Some(&harness)).map_err(|e| e.message)?;
     let ceiling = schedule.ceiling.parse::<Mode>().unwrap_or(Mode::Plan).min(kernel.catalog.max_mode(harness, false));
     let message = Message::user_text(prompt);
+    let found = match RunMode::parse(&schedule.how.mode)? {
+        RunMode::Append => found,
+        mode => {
+            // Read from the store wherever it runs; the fork (or the fresh one) runs here.
+            let row = kernel.store.conversation(schedule.conversation_id).map_err(stored)?.ok_or("it is gone")?;
+            let at = (mode == RunMode::Fresh).then_some(0);
+            let forked = kernel.store.fork(&row, &schedule.owner, at).map_err(stored)?;
+            let conv = live::conversation(kernel, forked.id).map_err(stored)?.ok_or("its fork did not open")?;
+            crate::turn::recovery::close_forked(kernel, &conv).map_err(stored)?;
+            Found::Here(conv)
+        }
+    };
     let conv = match found {
         Found::Here(conv) => conv,
         Found::Elsewhere { row, .. } => {
             // Its holder takes the prompt from the store, told through the database.
             let turn_id = kernel.store.queue_submit(row.id, &message, ceiling.as_str(), false).map_err(stored)?;
             kernel.store.set_run_turn(run, turn_id).map_err(stored)?;
-            return Ok(turn_id);
+            return Ok((row.id, turn_id));
         }
     };
     let turn_id = kernel.store.create_turn(conv.id, &message).map_err(stored)?;
@@ -137,7 +194,7 @@ async fn submit(kernel: &Arc<Kernel>, schedule: &Schedule, run: i64, prompt: Str
         let _ = kernel.store.set_turn_status(turn_id, "error", Some("the kernel is stopping"));
         return Err("the kernel is stopping".into());
     }
-    Ok(turn_id)
+    Ok((conv.id, turn_id))
 }
 
 fn internal(err: StoreError) -> ErrorObject {
@@ -165,8 +222,14 @@ pub(crate) fn new_schedule(
         prompt,
         timezone,
         ceiling: ceiling.as_str().to_string(),
+        how: RunSettings {
+            mode: p.mode.clone().unwrap_or_else(|| "append".into()),
+            catch_up: p.catch_up.unwrap_or(true),
+            max_failures: u64::from(p.max_failures.unwrap_or(DEFAULT_MAX_FAILURES)),
+        },
         ..NewSchedule::default()
     };
+    RunMode::parse(&row.how.mode)?;
     match (&p.cron, p.webhook) {
         (Some(cron), false) => {
             let spec = CronSpec::parse(cron, &row.timezone)?;
@@ -223,6 +286,24 @@ pub(crate) fn remove(kernel: &Kernel, owner: &str, id: i64) -> Result<Value, Err
     }
 }
 
+/// `schedule.resume`: one of the owner's paused schedules, a cron one from its next tick.
+pub(crate) fn resume(kernel: &Kernel, owner: &str, id: i64) -> Result<Value, ErrorObject> {
+    let missing = || ErrorObject::new(codes::NOT_FOUND, format!("no paused schedule {id}"));
+    let s = kernel.store.schedule(id).map_err(internal)?.filter(|s| s.owner == owner).ok_or_else(missing)?;
+    let now = now_ms();
+    let next = match &s.cron {
+        Some(cron) => CronSpec::parse(cron, &s.timezone).map_err(invalid)?.next_after(now),
+        None => None,
+    };
+    match kernel.store.resume_schedule(owner, id, now, next).map_err(internal)? {
+        true => {
+            kernel.schedules_changed.notify_one();
+            Ok(serde_json::json!({"resumed": true}))
+        }
+        false => Err(missing()),
+    }
+}
+
 /// `trigger.fire`: a delivery to a webhook trigger, whose proof the kernel checks against the
 /// secret it keeps. An unknown token and a wrong proof are the same refusal.
 pub(crate) async fn fire(kernel: &Arc<Kernel>, p: TriggerFireParams) -> Result<Value, ErrorObject> {
@@ -239,6 +320,28 @@ pub(crate) async fn fire(kernel: &Arc<Kernel>, p: TriggerFireParams) -> Result<V
     let unauthorized = |why: schedule::Refusal| ErrorObject::new(codes::UNAUTHORIZED, why.to_string());
     let Some((trigger, secret)) = found else { return Err(unauthorized(schedule::Refusal::WrongProof)) };
     schedule::verify(&secret, p.body.as_bytes(), proof, now / 1000).map_err(unauthorized)?;
+    // A key seen before is answered with the run it started, whatever else the delivery is.
+    let key = p.idempotency_key.as_deref().map(schedule::idempotency_key).transpose().map_err(invalid)?;
+    if let Some(key) = &key
+        && let Some((run_id, turn_id, conversation_id)) =
+            kernel.store.delivery_run(trigger.id, key).map_err(internal)?
+    {
+        let result = TriggerFireResult { schedule_id: trigger.id, run_id, conversation_id, turn_id, repeated: true };
+        return to_value(result);
+    }
+    if pause_if_failing(kernel, &trigger).map_err(internal)? {
+        return Err(ErrorObject::new(
+            codes::UNAUTHORIZED,
+            format!("this trigger is paused after failed runs: `superpi schedule resume {}` runs it again", trigger.id),
+        ));
+    }
+    let row = kernel.store.conversation(trigger.conversation_id).map_err(internal)?;
+    if !row.is_some_and(|row| kernel.catalog.harness(Some(&row.harness)).is_ok_and(|h| h.webhooks)) {
+        return Err(ErrorObject::new(
+            codes::FORBIDDEN,
+            "this trigger's harness does not take webhooks (`webhooks = true` in harnesses.toml)",
+        ));
+    }
     // A proven delivery still waits its turn: a sender in a loop is held back, then one sent
     // again (same id, or same signature) is refused, whichever kernel it reached first.
     if let Err(wait_secs) = kernel.trigger_limits.take(trigger.id, now) {
@@ -246,6 +349,15 @@ pub(crate) async fn fire(kernel: &Arc<Kernel>, p: TriggerFireParams) -> Result<V
             code: codes::RATE_LIMITED,
             message: format!("too many deliveries to this trigger: try again in {wait_secs} s"),
             data: Some(serde_json::json!({"retry_after_secs": wait_secs})),
+        });
+    }
+    if let Some(key) = &key
+        && !kernel.store.note_delivery(trigger.id, key, now).map_err(internal)?
+    {
+        return Err(ErrorObject {
+            code: codes::RATE_LIMITED,
+            message: "a delivery with this Idempotency-Key is still starting its run: try again".into(),
+            data: Some(serde_json::json!({"retry_after_secs": 1})),
         });
     }
     for key in schedule::delivery_keys(p.delivery.as_deref(), proof) {
@@ -260,16 +372,19 @@ pub(crate) async fn fire(kernel: &Arc<Kernel>, p: TriggerFireParams) -> Result<V
         return Err(ErrorObject::new(codes::INTERNAL_ERROR, "the kernel is stopping"));
     }
     let run_id = kernel.store.start_delivery(trigger.id).map_err(internal)?;
+    if let Some(key) = &key {
+        kernel.store.set_delivery_run(trigger.id, key, run_id).map_err(internal)?;
+    }
     tracing::info!(schedule = trigger.id, conversation = trigger.conversation_id, run_id, "a trigger was called");
     let prompt = schedule::run_prompt(&trigger.prompt, Some(&p.body));
-    let Some(turn_id) = start(kernel, &trigger, run_id, prompt).await else {
+    let Some((conversation_id, turn_id)) = start(kernel, &trigger, run_id, prompt).await else {
         let why = kernel.store.schedule_runs(trigger.id, 1).ok().and_then(|r| r.into_iter().next()?.error);
         return Err(ErrorObject::new(
             codes::INTERNAL_ERROR,
             format!("the trigger's turn did not start: {}", why.unwrap_or_default()),
         ));
     };
-    to_value(TriggerFireResult { schedule_id: trigger.id, run_id, conversation_id: trigger.conversation_id, turn_id })
+    to_value(TriggerFireResult { schedule_id: trigger.id, run_id, conversation_id, turn_id, repeated: false })
 }
 
 fn to_value<T: serde::Serialize>(t: T) -> Result<Value, ErrorObject> {
@@ -291,6 +406,10 @@ pub(crate) fn info(s: &Schedule, runs: Vec<ScheduleRun>) -> ScheduleInfo {
         created_at_ms: s.created_at_ms,
         run_count: s.runs,
         failures: s.failures,
+        mode: s.how.mode.clone(),
+        catch_up: s.how.catch_up,
+        max_failures: s.how.max_failures,
+        paused_at_ms: s.paused_at_ms,
         runs: runs.into_iter().map(run_info).collect(),
     }
 }

@@ -1,6 +1,9 @@
 //! Hooks and skills end to end through `superpi run` and the mock model: a `before_tool` hook
 //! refuses a call (built-in or an MCP server's) and the model reads its reason, one that times
-//! out refuses the call saying so, an observing hook that fails is a notice; skills are listed
+//! out refuses the call saying so, an observing hook that fails is a notice; a session_start
+//! hook runs once and its context joins the system prompt, a before_tool hook answering
+//! `"ask"` puts a call the mode allows to the person (answered over the kernel protocol) and
+//! an after_tool hook's context joins the call's result; skills are listed
 //! to the model and loaded through the `skill` tool.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
@@ -249,4 +252,84 @@ async fn a_workspace_skill_the_confined_runner_refuses_is_not_read() {
     for request in &sent {
         assert!(!request.to_string().contains("secret-"), "a refused skill reached the model: {request}");
     }
+}
+
+/// Runs a turn over the kernel protocol, answering each permission question with the next of
+/// `answers`: the reasons asked, the tool results, the turn's answer.
+async fn asked_turn(
+    client: &superpi_client::KernelClient,
+    sub: &mut superpi_client::Subscription,
+    conv: i64,
+    prompt: &str,
+    answers: &[&str],
+) -> (Vec<String>, Vec<(bool, String)>, String) {
+    use superpi_proto::EventBody;
+    let turn = client.submit_text(conv, prompt).await.unwrap();
+    let (mut answers, mut asked, mut results) = (answers.iter(), Vec::new(), Vec::new());
+    loop {
+        let ev = tokio::time::timeout(wait::PATIENCE, sub.next()).await.expect("an event in time").unwrap();
+        match ev.body {
+            EventBody::PermissionRequest { request_id, reason, .. } => {
+                asked.push(reason);
+                client.respond_permission(&request_id, answers.next().expect("an answer")).await.unwrap();
+            }
+            EventBody::ToolCompleted { is_error, output, .. } => {
+                results.push((is_error, output.as_str().unwrap_or_default().to_string()));
+            }
+            EventBody::TurnCompleted { result, .. } if ev.turn_id == Some(turn.turn_id) => {
+                return (asked, results, result.unwrap_or_default());
+            }
+            ref body if ev.turn_id == Some(turn.turn_id) && body.is_turn_end() => panic!("the turn failed: {body:?}"),
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_start_hook_adds_context_and_an_ask_hook_puts_the_call_to_the_person() {
+    let env = TestEnv::new();
+    settings(
+        &env,
+        json!({"hooks": {
+            "session_start": [{"name": "brief",
+                "command": r#"cat > start.json; echo started >> started.txt; echo '{"context": "The deploy window is Tuesday."}'"#}],
+            "before_tool": [{"name": "deploys", "tools": ["bash"],
+                "command": r#"echo '{"decision": "ask", "reason": "deploys need a person"}'"#}],
+            "after_tool": [{"name": "lint", "tools": ["bash"], "command": r#"echo '{"context": "lint: clean"}'"#}]
+        }}),
+    );
+    let client = superpi_client::KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let params = superpi_proto::method::OpenParams {
+        workspace: Some(env.workspace.display().to_string()),
+        mode: Some("auto".into()),
+        ..Default::default()
+    };
+    let conv = client.open(params).await.unwrap().conversation_id;
+    let watch = superpi_proto::method::WatchParams::live(conv).interactive(true);
+    let mut sub = client.watch(watch).await.unwrap();
+
+    // The hook's context ends the system prompt (the mock's `@system` echoes its last part).
+    let (_, _, answer) = asked_turn(&client, &mut sub, conv, "@system", &[]).await;
+    assert_eq!(answer, "<hook_context hook=\"brief\">\nThe deploy window is Tuesday.\n</hook_context>");
+    let start: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.workspace.join("start.json")).unwrap()).unwrap();
+    assert_eq!((start["hook"].as_str(), start["conversation_id"].as_i64()), (Some("session_start"), Some(conv)));
+
+    // In auto mode bash runs unasked; the hook asks. Allowed, it runs, with the lint's words.
+    let touch = |file: &str| format!(r#"@tool bash {{"command": "touch {file}"}}"#);
+    let (asked, results, _) = asked_turn(&client, &mut sub, conv, &touch("allowed"), &["allow_once"]).await;
+    assert_eq!(asked, ["the before_tool hook `deploys` asks: deploys need a person"]);
+    assert!(env.workspace.join("allowed").exists());
+    assert!(
+        !results[0].0 && results[0].1.ends_with("<hook_context hook=\"lint\">\nlint: clean\n</hook_context>"),
+        "{results:?}"
+    );
+    // Even after allow_always the hook asks again; rejected, the call does not run.
+    let (asked, _, _) = asked_turn(&client, &mut sub, conv, &touch("always"), &["allow_always"]).await;
+    assert_eq!(asked.len(), 1);
+    let (asked, results, _) = asked_turn(&client, &mut sub, conv, &touch("rejected"), &["reject_once"]).await;
+    assert_eq!(asked.len(), 1, "allow_always lifted the hook's question");
+    assert!(results[0].0 && !env.workspace.join("rejected").exists(), "{results:?}");
+    // Four turns, one session start.
+    assert_eq!(std::fs::read_to_string(env.workspace.join("started.txt")).unwrap(), "started\n");
 }

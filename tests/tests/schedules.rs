@@ -10,6 +10,14 @@
 //!   delivery sent again (same id, or same signature under a new id) and one signed 10 minutes
 //!   ago are 401; a burst past the allowance is 429 with Retry-After.
 //! - Of two kernels on one PostgreSQL database, one runs a due tick.
+//! - A schedule without catch-up skips a tick missed while no kernel ran: no run, its next
+//!   tick in the future.
+//! - A trigger whose runs fail three times in a row is paused (401, a warning notice, a line in
+//!   `schedule list`) until `superpi schedule resume`; a delivery's `Idempotency-Key` sent
+//!   again answers the run it started (202, `repeated`), paused or not, and starts no other.
+//! - A `fork` trigger runs in a fork of its conversation (whose transcript stays as it was),
+//!   with the payload where the prompt's `{{payload}}` is; a `fresh` one in a new conversation
+//!   without the history; a harness without `webhooks` takes no trigger.
 //! - The librarian's model schedules, lists and cancels its own conversation's runs.
 //! - The librarian offers no filesystem tool.
 #![allow(clippy::disallowed_methods)]
@@ -20,6 +28,7 @@ use superpi_client::KernelClient;
 use superpi_proto::EventBody;
 use superpi_proto::method::WatchParams;
 use superpi_proto::schedule::{DELIVERY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER};
+use superpi_tests::wait::{PATIENCE, until};
 use superpi_tests::{TestEnv, first_turn_end, postgres_server, turn_events};
 
 /// `superpi ARGS --json` to its end: its stdout as JSON.
@@ -301,12 +310,13 @@ fn run(env: &TestEnv, args: &[&str]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_librarians_model_schedules_lists_and_cancels_its_own_runs() {
     let env = TestEnv::new();
-    let create = r#"@tool schedule_create {"prompt": "Check the feeds.", "cron": "0 9 * * 1", "timezone": "America/New_York", "name": "feeds"}"#;
+    let create = r#"@tool schedule_create {"prompt": "Check the feeds.", "cron": "0 9 * * 1", "timezone": "America/New_York", "name": "feeds", "mode": "fork", "catch_up": false}"#;
     let created = run(&env, &["run", "--harness", "librarian", create]);
     assert!(created.contains("Scheduled #1 (0 9 * * 1 in America/New_York); it runs next at"), "{created}");
     let listed = run_json(&env, &["schedule", "list", "--json"]);
     let conversation = listed[0]["conversation_id"].as_i64().unwrap().to_string();
     assert_eq!((listed[0]["name"].as_str(), listed[0]["ceiling"].as_str()), (Some("feeds"), Some("accept-edits")));
+    assert_eq!((listed[0]["mode"].as_str(), listed[0]["catch_up"].as_bool()), (Some("fork"), Some(false)));
 
     let often = r#"@tool schedule_create {"prompt": "Again.", "cron": "*/2 * * * *"}"#;
     let refused = run(&env, &["run", "--conversation", &conversation, often]);
@@ -345,4 +355,154 @@ async fn the_librarian_has_no_filesystem_tools() {
         env.command(&["run", "--harness", "librarian", r#"@tool read {"path": "/etc/passwd"}"#]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("root:"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_without_catch_up_skips_a_missed_tick() {
+    let env = TestEnv::new();
+    let added = run_json(&env, &["schedule", "add", "--cron", "0 7 * * *", "--no-catch-up", "--json", "The briefing."]);
+    let schedule = added["schedule"]["id"].as_i64().unwrap();
+    let conversation = added["schedule"]["conversation_id"].as_i64().unwrap();
+    assert_eq!(added["schedule"]["catch_up"], false, "{added}");
+
+    // The 07:00 tick passed eight hours ago, while no kernel ran.
+    env.kill_kernel();
+    set_next_tick(&env, schedule, now_ms() - 8 * 3_600_000);
+    let client = connect(&env).await;
+    let listed = until("the missed tick to be passed over", PATIENCE, async || {
+        let listed = client.schedule_list(Some(5)).await.unwrap();
+        (listed[0].next_at_ms.unwrap() > now_ms()).then_some(listed)
+    })
+    .await;
+    assert_eq!((listed[0].run_count, listed[0].runs.len()), (0, 0), "{listed:?}");
+    assert!(prompts(&client, conversation).await.is_empty(), "the missed briefing ran");
+}
+
+/// A trigger through a gateway: its token, secret, conversation, and the gateway's URL.
+struct Trigger {
+    url: String,
+    secret: String,
+    id: i64,
+    conversation: i64,
+    _gateway: superpi_tests::KillOnDrop,
+}
+
+fn trigger(env: &TestEnv, args: &[&str], prompt: &str) -> Trigger {
+    let mut all = vec!["schedule", "add", "--webhook", "--json"];
+    all.extend_from_slice(args);
+    all.push(prompt);
+    let added = run_json(env, &all);
+    let (_gateway, base) = env.spawn_http(&["gateway", "--port", "0"], &[]);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    Trigger {
+        url: format!("{base}/v1/triggers/{}", added["token"].as_str().unwrap()),
+        secret: added["secret"].as_str().unwrap().to_string(),
+        id: added["schedule"]["id"].as_i64().unwrap(),
+        conversation: added["schedule"]["conversation_id"].as_i64().unwrap(),
+        _gateway,
+    }
+}
+
+/// Delivers `body` with an optional `Idempotency-Key`: the status and the answer.
+async fn deliver(t: &Trigger, body: &str, key: Option<&str>) -> (u16, Value) {
+    let mut request = reqwest::Client::new().post(&t.url).body(body.to_string()).bearer_auth(&t.secret);
+    if let Some(key) = key {
+        request = request.header("Idempotency-Key", key);
+    }
+    let answer = request.send().await.unwrap();
+    (answer.status().as_u16(), answer.json().await.unwrap())
+}
+
+/// Waits until the trigger's runs have all ended; its listing.
+async fn runs_ended(client: &KernelClient, id: i64) -> superpi_proto::schedule::ScheduleInfo {
+    until("the trigger's runs to end", PATIENCE, async || {
+        let listed = client.schedule_list(Some(10)).await.unwrap();
+        let s = listed.into_iter().find(|s| s.id == id).unwrap();
+        s.runs.iter().all(|r| !matches!(r.status.as_str(), "starting" | "queued" | "running")).then_some(s)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_trigger_pauses_until_resumed_and_a_repeated_key_runs_once() {
+    let env = TestEnv::new();
+    let t = trigger(&env, &[], "@fail the feed is down");
+    let client = connect(&env).await;
+    let mut sub = client.watch(WatchParams::live(t.conversation)).await.unwrap();
+
+    let (status, first) = deliver(&t, "{}", Some("build-1")).await;
+    assert_eq!((status, first["repeated"].as_bool()), (202, Some(false)), "{first}");
+    let (status, again) = deliver(&t, "{}", Some("build-1")).await;
+    assert_eq!((status, again["repeated"].as_bool()), (202, Some(true)), "{again}");
+    assert_eq!((&again["run_id"], &again["turn_id"]), (&first["run_id"], &first["turn_id"]));
+    assert_eq!(runs_ended(&client, t.id).await.run_count, 1, "the key sent again started a run");
+
+    // Two more failed runs: three in a row.
+    for _ in 0..2 {
+        assert_eq!(deliver(&t, "{}", None).await.0, 202);
+        runs_ended(&client, t.id).await;
+    }
+    let (status, paused) = deliver(&t, "{}", None).await;
+    assert_eq!(status, 401, "{paused}");
+    assert!(paused["error"]["message"].as_str().unwrap().contains("superpi schedule resume"), "{paused}");
+    let notice = tokio::time::timeout(PATIENCE, async {
+        loop {
+            match sub.next().await.map(|e| e.body) {
+                Some(EventBody::Notice { level, message }) if message.contains("paused") => break (level, message),
+                Some(_) => {}
+                None => panic!("the watch ended"),
+            }
+        }
+    })
+    .await
+    .expect("no notice of the pause");
+    assert_eq!(notice.0, "warning", "{notice:?}");
+    let s = runs_ended(&client, t.id).await;
+    assert!(s.paused_at_ms.is_some() && (s.run_count, s.failures) == (3, 3), "{s:?}");
+    let listing = run(&env, &["schedule", "list"]);
+    assert!(listing.contains(&format!("Schedule {} is paused after 3 failed runs in a row", t.id)), "{listing}");
+    // The key is still answered with its run.
+    assert_eq!(deliver(&t, "{}", Some("build-1")).await, (202, again.clone()));
+
+    let resumed = run(&env, &["schedule", "resume", &t.id.to_string()]);
+    assert!(resumed.contains(&format!("Resumed schedule {}.", t.id)), "{resumed}");
+    assert_eq!(deliver(&t, "{}", None).await.0, 202, "a resumed trigger runs");
+    let s = runs_ended(&client, t.id).await;
+    assert!(s.paused_at_ms.is_none() && s.run_count == 4, "{s:?}");
+    let out = env.command(&["schedule", "resume", &t.id.to_string()]).output().unwrap();
+    assert!(!out.status.success(), "a schedule not paused was resumed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fork_and_fresh_runs_leave_the_base_conversation_as_it_was() {
+    let env = TestEnv::new();
+    let t = trigger(&env, &["--mode", "fork"], "Read {{payload}} and reply.");
+    let base = t.conversation.to_string();
+    run(&env, &["run", "--conversation", &base, "The base words."]);
+    let client = connect(&env).await;
+
+    let (status, fired) = deliver(&t, r#"{"n": 1}"#, None).await;
+    assert_eq!(status, 202, "{fired}");
+    let fork = fired["conversation_id"].as_i64().unwrap();
+    assert_ne!(fork, t.conversation);
+    runs_ended(&client, t.id).await;
+    let forked = prompts(&client, fork).await;
+    assert_eq!(forked[0], "The base words.", "{forked:?}");
+    assert!(forked[1].starts_with("Read A webhook delivered the payload below."), "{forked:?}");
+    assert!(forked[1].ends_with("<payload>\n{\"n\": 1}\n</payload> and reply."), "{forked:?}");
+    assert_eq!(prompts(&client, t.conversation).await, ["The base words."]);
+
+    let fresh = trigger(&env, &["--mode", "fresh", "--conversation", &base], "Fresh.");
+    let (status, fired) = deliver(&fresh, "{}", None).await;
+    assert_eq!(status, 202, "{fired}");
+    let new = fired["conversation_id"].as_i64().unwrap();
+    runs_ended(&client, fresh.id).await;
+    assert_eq!(prompts(&client, new).await.len(), 1, "a fresh run has no history");
+    assert_eq!(prompts(&client, t.conversation).await, ["The base words."]);
+
+    // The assistant takes no webhooks.
+    let out =
+        env.command(&["schedule", "add", "--webhook", "--harness", "superpi-assistant", "Answer."]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("does not take webhooks"), "{err}");
 }

@@ -25,6 +25,8 @@ pub enum ScheduleCommand {
     Add(AddArgs),
     /// Remove a schedule or trigger by id.
     Remove { id: i64 },
+    /// Run a schedule or trigger paused after failed runs again.
+    Resume { id: i64 },
 }
 
 #[derive(Debug, Args)]
@@ -51,6 +53,16 @@ pub struct AddArgs {
     /// The workspace of the new conversation, for a harness that has one.
     #[arg(long, conflicts_with = "conversation")]
     pub workspace: Option<std::path::PathBuf>,
+    /// Where each run happens: append (turns of the conversation), fork (a fork of it at its
+    /// latest entry) or fresh (a new conversation of its settings, without its history).
+    #[arg(long, value_parser = ["append", "fork", "fresh"])]
+    pub mode: Option<String>,
+    /// Skip ticks missed while no kernel ran (default: run a missed tick once, late).
+    #[arg(long, requires = "cron")]
+    pub no_catch_up: bool,
+    /// Failed runs in a row that pause it (default 3; 0: never).
+    #[arg(long)]
+    pub max_failures: Option<u32>,
     #[command(flatten)]
     pub json: JsonFlag,
 }
@@ -86,6 +98,9 @@ pub async fn run(locations: &Locations, command: ScheduleCommand) -> anyhow::Res
                 conversation_id: args.conversation,
                 harness: args.harness,
                 workspace,
+                mode: args.mode,
+                catch_up: args.no_catch_up.then_some(false),
+                max_failures: args.max_failures,
             };
             let added = client.schedule_add(params).await?;
             if args.json.json {
@@ -111,6 +126,10 @@ pub async fn run(locations: &Locations, command: ScheduleCommand) -> anyhow::Res
             client.schedule_remove(id).await?;
             out(&format!("Removed schedule {id}.\n"));
         }
+        ScheduleCommand::Resume { id } => {
+            client.schedule_resume(id).await?;
+            out(&format!("Resumed schedule {id}.\n"));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -135,6 +154,12 @@ pub fn listed(schedules: &[ScheduleInfo]) -> String {
         })
         .collect();
     let mut text = table(&["ID", "NAME", "WHEN", "NEXT (UTC)", "CONVERSATION", "FAILED/RUNS"], &rows);
+    for s in schedules.iter().filter(|s| s.paused_at_ms.is_some()) {
+        text.push_str(&format!(
+            "Schedule {} is paused after {} failed runs in a row: `superpi schedule resume {}`.\n",
+            s.id, s.max_failures, s.id
+        ));
+    }
     for s in schedules.iter().filter(|s| !s.runs.is_empty()) {
         text.push_str(&format!("\nSchedule {} runs:\n", s.id));
         for r in &s.runs {
@@ -172,6 +197,10 @@ mod tests {
             created_at_ms: 0,
             run_count: 2,
             failures: 1,
+            mode: "append".into(),
+            catch_up: true,
+            max_failures: 3,
+            paused_at_ms: None,
             runs: vec![RunInfo {
                 id: 9,
                 due_at_ms: Some(1_767_164_400_000),

@@ -11,7 +11,7 @@ use superpi_proto::method::{
 };
 use superpi_proto::schedule::{
     ScheduleAddParams, ScheduleAddResult, ScheduleInfo, ScheduleListParams, ScheduleListResult, ScheduleRemoveParams,
-    TriggerFireParams, TriggerFireResult,
+    ScheduleResumeParams, TriggerFireParams, TriggerFireResult,
 };
 use superpi_proto::{Effort, ToolDef};
 
@@ -194,6 +194,11 @@ impl KernelClient {
 
     pub async fn schedule_remove(&self, id: i64) -> Result<Value, ClientError> {
         self.request(Method::ScheduleRemove(ScheduleRemoveParams { id })).await
+    }
+
+    /// Resumes a paused schedule (`schedule.resume`).
+    pub async fn schedule_resume(&self, id: i64) -> Result<Value, ClientError> {
+        self.request(Method::ScheduleResume(ScheduleResumeParams { id })).await
     }
 
     /// Delivers a webhook trigger's request (`trigger.fire`): the kernel checks its proof.

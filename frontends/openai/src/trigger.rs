@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use superpi_client::KernelClient;
 use superpi_proto::schedule::{
-    DELIVERY_HEADER, MAX_TRIGGER_BODY, SIGNATURE_HEADER, TIMESTAMP_HEADER, TriggerFireParams,
+    DELIVERY_HEADER, IDEMPOTENCY_HEADER, MAX_TRIGGER_BODY, SIGNATURE_HEADER, TIMESTAMP_HEADER, TriggerFireParams,
 };
 
 use crate::request;
@@ -41,6 +41,7 @@ pub fn params(token: String, headers: &HeaderMap, body: &[u8]) -> Result<Trigger
         bearer,
         timestamp: text(TIMESTAMP_HEADER),
         delivery: text(DELIVERY_HEADER),
+        idempotency_key: text(IDEMPOTENCY_HEADER),
     })
 }
 
@@ -55,6 +56,7 @@ pub async fn deliver(client: &KernelClient, params: TriggerFireParams) -> Respon
                 "run_id": fired.run_id,
                 "conversation_id": fired.conversation_id,
                 "turn_id": fired.turn_id,
+                "repeated": fired.repeated,
             })),
         )
             .into_response(),

@@ -284,6 +284,7 @@ impl ScheduleAddParams {
             conversation_id: self.conversation_id,
             harness: self.harness.clone(),
             workspace: self.conversation_id.is_none().then(|| workspace.map(str::to_string)).flatten(),
+            ..Default::default()
         }
     }
 }

@@ -67,6 +67,9 @@ pub struct Harness {
     /// Nobody is present at its turns: no question is put to a person, so a call that would
     /// ask is refused (fails closed) even while someone watches.
     pub unattended: bool,
+    /// A webhook trigger may start its turns (`schedule.add` with `webhook: true`); a webhook
+    /// delivery is a stranger's text reaching an unattended turn, so a harness says so.
+    pub webhooks: bool,
     /// The harnesses its `subagent` calls may start (none: any).
     pub subagents: Option<Vec<String>>,
 }
@@ -153,6 +156,7 @@ fn builtins(available: &[ToolDef]) -> Vec<Harness> {
             capabilities: Vec::new(),
             harvest: false,
             unattended: false,
+            webhooks: true,
             subagents: None,
         },
         Harness {
@@ -173,6 +177,7 @@ fn builtins(available: &[ToolDef]) -> Vec<Harness> {
             capabilities: Vec::new(),
             harvest: false,
             unattended: false,
+            webhooks: false,
             subagents: None,
         },
         Harness {
@@ -194,6 +199,7 @@ fn builtins(available: &[ToolDef]) -> Vec<Harness> {
             capabilities: vec![Capability::Web, Capability::Memory],
             harvest: false,
             unattended: false,
+            webhooks: false,
             subagents: None,
         },
         Harness {
@@ -216,6 +222,7 @@ fn builtins(available: &[ToolDef]) -> Vec<Harness> {
             capabilities: vec![Capability::Memory, Capability::Schedule, Capability::Web],
             harvest: true,
             unattended: true,
+            webhooks: true,
             subagents: None,
         },
     ]
@@ -242,6 +249,7 @@ fn backend_harness(kind: BackendKind) -> Harness {
         capabilities: Vec::new(),
         harvest: false,
         unattended: false,
+        webhooks: false,
         subagents: None,
     }
 }
@@ -429,6 +437,9 @@ struct HarnessEntry {
     /// Nobody is present at its turns: questions fail closed.
     #[serde(default)]
     unattended: bool,
+    /// Webhook triggers may start its turns.
+    #[serde(default)]
+    webhooks: bool,
     /// The harnesses its `subagent` calls may start (absent: any).
     subagents: Option<Vec<String>>,
 }
@@ -528,6 +539,7 @@ impl HarnessEntry {
             capabilities: self.capabilities,
             harvest: self.harvest,
             unattended: self.unattended,
+            webhooks: self.webhooks,
             subagents: self.subagents,
         })
     }

@@ -140,6 +140,7 @@ workspace = "none"
             capabilities: Vec::new(),
             harvest: false,
             unattended: false,
+            webhooks: false,
             subagents: None,
         }
     );
@@ -157,7 +158,7 @@ fn file_errors_name_the_file_and_the_key() {
     assert_eq!(
         err("[harnesses.x]\ntools = []\ntoolz = 1\n"),
         "/cfg/harnesses.toml: key `harnesses.x.toolz`: unknown field `toolz`, expected one of `name`, `description`, \
-         `prompt`, `tools`, `default_mode`, `max_mode`, `workspace`, `backend`, `capabilities`, `harvest`, `unattended`, `subagents` (line 3, column 1)"
+         `prompt`, `tools`, `default_mode`, `max_mode`, `workspace`, `backend`, `capabilities`, `harvest`, `unattended`, `webhooks`, `subagents` (line 3, column 1)"
     );
     assert_eq!(
         err("[harnesses.x]\ntools = []\nmax_mode = \"yolo\"\n"),

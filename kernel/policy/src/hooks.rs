@@ -26,11 +26,18 @@ pub enum HookPoint {
     BeforeRequest,
     /// After a turn ended (completed, failed or cancelled).
     AfterTurn,
+    /// Before the first turn a kernel runs of a conversation (new, or loaded again).
+    SessionStart,
 }
 
 impl HookPoint {
-    pub const ALL: [HookPoint; 4] =
-        [HookPoint::BeforeTool, HookPoint::AfterTool, HookPoint::BeforeRequest, HookPoint::AfterTurn];
+    pub const ALL: [HookPoint; 5] = [
+        HookPoint::BeforeTool,
+        HookPoint::AfterTool,
+        HookPoint::BeforeRequest,
+        HookPoint::AfterTurn,
+        HookPoint::SessionStart,
+    ];
 
     /// Its key in the settings and its name in a hook's payload.
     pub fn as_str(self) -> &'static str {
@@ -39,6 +46,7 @@ impl HookPoint {
             HookPoint::AfterTool => "after_tool",
             HookPoint::BeforeRequest => "before_request",
             HookPoint::AfterTurn => "after_turn",
+            HookPoint::SessionStart => "session_start",
         }
     }
 
@@ -79,6 +87,7 @@ pub struct HookSettings {
     pub after_tool: Vec<Hook>,
     pub before_request: Vec<Hook>,
     pub after_turn: Vec<Hook>,
+    pub session_start: Vec<Hook>,
 }
 
 impl HookSettings {
@@ -89,6 +98,7 @@ impl HookSettings {
             HookPoint::AfterTool => &self.after_tool,
             HookPoint::BeforeRequest => &self.before_request,
             HookPoint::AfterTurn => &self.after_turn,
+            HookPoint::SessionStart => &self.session_start,
         }
     }
 
@@ -109,6 +119,7 @@ pub(crate) struct RawHooks {
     after_tool: Option<Vec<RawHook>>,
     before_request: Option<Vec<RawHook>>,
     after_turn: Option<Vec<RawHook>>,
+    session_start: Option<Vec<RawHook>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -128,6 +139,7 @@ pub(crate) fn hook_settings(raw: RawHooks, path: &Path) -> Result<HookSettings, 
         (HookPoint::AfterTool, raw.after_tool),
         (HookPoint::BeforeRequest, raw.before_request),
         (HookPoint::AfterTurn, raw.after_turn),
+        (HookPoint::SessionStart, raw.session_start),
     ];
     for (point, list) in lists {
         let parsed = list
@@ -141,6 +153,7 @@ pub(crate) fn hook_settings(raw: RawHooks, path: &Path) -> Result<HookSettings, 
             HookPoint::AfterTool => hooks.after_tool = parsed,
             HookPoint::BeforeRequest => hooks.before_request = parsed,
             HookPoint::AfterTurn => hooks.after_turn = parsed,
+            HookPoint::SessionStart => hooks.session_start = parsed,
         }
     }
     Ok(hooks)

@@ -13,7 +13,9 @@ use crate::content::{ContentBlock, Entry};
 use crate::effort::Effort;
 use crate::event::Event;
 use crate::message::{ErrorObject, codes};
-use crate::schedule::{ScheduleAddParams, ScheduleListParams, ScheduleRemoveParams, TriggerFireParams};
+use crate::schedule::{
+    ScheduleAddParams, ScheduleListParams, ScheduleRemoveParams, ScheduleResumeParams, TriggerFireParams,
+};
 
 /// Every method the kernel serves, with its params.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +50,7 @@ pub enum Method {
     ScheduleAdd(ScheduleAddParams),
     ScheduleList(ScheduleListParams),
     ScheduleRemove(ScheduleRemoveParams),
+    ScheduleResume(ScheduleResumeParams),
     TriggerFire(TriggerFireParams),
 }
 
@@ -82,6 +85,7 @@ pub const METHOD_NAMES: &[&str] = &[
     "schedule.add",
     "schedule.list",
     "schedule.remove",
+    "schedule.resume",
     "trigger.fire",
 ];
 
@@ -127,6 +131,7 @@ impl Method {
             "schedule.add" => Method::ScheduleAdd(params(method, p)?),
             "schedule.list" => Method::ScheduleList(params(method, p)?),
             "schedule.remove" => Method::ScheduleRemove(params(method, p)?),
+            "schedule.resume" => Method::ScheduleResume(params(method, p)?),
             "trigger.fire" => Method::TriggerFire(params(method, p)?),
             other => {
                 return Err(ErrorObject::new(codes::METHOD_NOT_FOUND, format!("unknown method `{other}`")));
@@ -170,6 +175,7 @@ impl Method {
             Method::ScheduleAdd(p) => ("schedule.add", v(p)),
             Method::ScheduleList(p) => ("schedule.list", v(p)),
             Method::ScheduleRemove(p) => ("schedule.remove", v(p)),
+            Method::ScheduleResume(p) => ("schedule.resume", v(p)),
             Method::TriggerFire(p) => ("trigger.fire", v(p)),
         }
     }
@@ -793,6 +799,7 @@ mod tests {
             }),
             Method::ScheduleList(crate::schedule::ScheduleListParams { runs: Some(3) }),
             Method::ScheduleRemove(crate::schedule::ScheduleRemoveParams { id: 4 }),
+            Method::ScheduleResume(crate::schedule::ScheduleResumeParams { id: 4 }),
             Method::TriggerFire(crate::schedule::TriggerFireParams {
                 token: "t".into(),
                 body: "{}".into(),
@@ -800,6 +807,7 @@ mod tests {
                 bearer: None,
                 timestamp: Some("1800000000".into()),
                 delivery: Some("d-1".into()),
+                idempotency_key: Some("build-1".into()),
             }),
         ];
         assert_eq!(methods.len(), METHOD_NAMES.len());

@@ -16,6 +16,16 @@ pub const TIMESTAMP_HEADER: &str = "x-superpi-timestamp";
 /// a delivery id seen in the last day is refused as sent again.
 pub const DELIVERY_HEADER: &str = "x-superpi-delivery";
 
+/// The header that makes a delivery idempotent: a key seen on this trigger in the last day
+/// starts no second run; the delivery is answered with the run the key started.
+pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
+
+/// The longest `Idempotency-Key` taken.
+pub const MAX_IDEMPOTENCY_KEY: usize = 255;
+
+/// Failed runs in a row that pause a schedule, unless it says otherwise.
+pub const DEFAULT_MAX_FAILURES: u32 = 3;
+
 /// How far a signed delivery's timestamp may be from the kernel's clock, either way.
 pub const SIGNATURE_TOLERANCE_SECS: i64 = 300;
 
@@ -54,6 +64,18 @@ pub struct ScheduleAddParams {
     /// Without `conversation_id`, for a harness with a workspace: its root (absolute).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
+    /// Where each run happens: `append` (default: a turn of the conversation), `fork` (a fork
+    /// of the conversation at its latest entry, so its transcript stays clean) or `fresh` (a
+    /// new conversation of its harness, workspace and model, without its history).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// Whether a tick missed while no kernel ran still runs, once, when one starts (default
+    /// true); false skips it (a 07:00 briefing missed does not run at 15:00).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catch_up: Option<bool>,
+    /// Failed runs in a row that pause it (default [`DEFAULT_MAX_FAILURES`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_failures: Option<u32>,
 }
 
 /// `schedule.add`'s result: the schedule, and for a trigger its token (the last part of
@@ -88,6 +110,14 @@ pub struct ScheduleRemoveParams {
     pub id: i64,
 }
 
+/// `schedule.resume`: one of the caller's paused schedules runs again (a cron schedule from
+/// its next tick after now: ticks while it was paused are not run).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleResumeParams {
+    pub id: i64,
+}
+
 /// A schedule as listed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScheduleInfo {
@@ -109,6 +139,16 @@ pub struct ScheduleInfo {
     /// How many runs it had, and how many failed.
     pub run_count: u64,
     pub failures: u64,
+    /// `append`, `fork` or `fresh`.
+    #[serde(default)]
+    pub mode: String,
+    #[serde(default)]
+    pub catch_up: bool,
+    #[serde(default)]
+    pub max_failures: u64,
+    /// When it paused after `max_failures` failed runs in a row (`schedule.resume` lifts it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_at_ms: Option<i64>,
     /// The latest runs, newest first.
     #[serde(default)]
     pub runs: Vec<RunInfo>,
@@ -150,6 +190,9 @@ pub struct TriggerFireParams {
     /// [`DELIVERY_HEADER`]'s value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<String>,
+    /// [`IDEMPOTENCY_HEADER`]'s value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
 }
 
 /// `trigger.fire`'s result: the run and the turn it submitted.
@@ -159,4 +202,8 @@ pub struct TriggerFireResult {
     pub run_id: i64,
     pub conversation_id: i64,
     pub turn_id: i64,
+    /// The delivery's `Idempotency-Key` was seen already: this is the run it started, and no
+    /// new one was.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub repeated: bool,
 }

@@ -211,6 +211,8 @@ pub(crate) struct Conversation {
     /// The rules files of directories below the workspace its context already holds in tool
     /// results (features/rules.rs); None until read from the context, and after a compaction.
     pub rules_shown: Mutex<Option<std::collections::HashSet<std::path::PathBuf>>>,
+    /// What its `session_start` hooks added for the model (`None`: they have not run here).
+    pub session_context: Mutex<Option<String>>,
 }
 
 impl Conversation {
@@ -256,6 +258,7 @@ impl Conversation {
             usage_total: Mutex::new(Default::default()),
             compacting: std::sync::atomic::AtomicBool::new(false),
             rules_shown: Mutex::new(Default::default()),
+            session_context: Mutex::new(None),
             relay: DeltaRelay::default(),
         });
         (conv, rx)

@@ -52,14 +52,18 @@ pub(crate) fn def(op: Op) -> ToolDef {
             "Schedule a prompt to run later and repeatedly as a turn of this conversation, with nobody present \
              (a question such a run would ask is refused). `cron` is five fields (minute hour day-of-month month \
              day-of-week) or @hourly, @daily, @weekly; runs are at least 5 minutes apart; `timezone` is an IANA \
-             name (default UTC). A run missed while the service was down runs once when it is back.",
+             name (default UTC). A run missed while the service was down runs once when it is back, unless \
+             `catch_up` is false. `mode`: `append` (default, turns of this conversation), `fork` (each run in a \
+             fork of it) or `fresh` (each run in a new conversation without this one's history).",
             json!({
                 "type": "object",
                 "properties": {
                     "prompt": {"type": "string", "description": "What each run is asked to do"},
                     "cron": {"type": "string", "description": "When: e.g. `0 7 * * 1-5` (07:00 on weekdays)"},
                     "timezone": {"type": "string", "description": "An IANA time zone, e.g. Europe/London"},
-                    "name": {"type": "string", "description": "A short name"}
+                    "name": {"type": "string", "description": "A short name"},
+                    "mode": {"type": "string", "enum": ["append", "fork", "fresh"]},
+                    "catch_up": {"type": "boolean", "description": "Run a missed tick once, late (default true)"}
                 },
                 "required": ["prompt", "cron"],
                 "additionalProperties": false
@@ -98,6 +102,10 @@ struct CreateArgs {
     timezone: Option<String>,
     #[serde(default)]
     name: Option<String>,
+    #[serde(default)]
+    mode: Option<String>,
+    #[serde(default)]
+    catch_up: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -160,6 +168,8 @@ fn create(kernel: &Kernel, call: &ToolCall) -> Result<ToolCallResult, String> {
         name: args.name,
         cron: Some(args.cron),
         timezone: Some(zone),
+        mode: args.mode,
+        catch_up: args.catch_up,
         ..ScheduleAddParams::default()
     };
     let (mut row, _) = crate::scheduler::new_schedule(&params, &conv.owner, conv.id, ceiling)?;

@@ -1,8 +1,9 @@
-//! The user's hooks (settings `hooks`, superpi-policy's `HookSettings`), run at four points:
+//! The user's hooks (settings `hooks`, superpi-policy's `HookSettings`), run at five points:
 //! `before_tool` and `after_tool` by the tool-call pipeline (so every tool, built-in, the
 //! kernel's own or an MCP server's, passes them, for a turn and for `tool.call`),
 //! `before_request` before each model request of a turn, `after_turn` once a turn's end is
-//! recorded (model and backend turns).
+//! recorded (model and backend turns), `session_start` before the first turn this kernel
+//! runs of a conversation.
 //!
 //! A hook is a shell command line (`/bin/sh -c`) started through the sandbox crate, confined
 //! like an MCP server to the conversation's workspace (a fresh empty directory when there is
@@ -16,6 +17,14 @@
 //! start) refuses the call too, saying the hook failed, with a warning notice: a check that
 //! cannot say fails closed, as a question nobody answers does. The other points only observe:
 //! anything but exit 0 is a warning notice and the turn goes on.
+//!
+//! A hook that exits 0 may answer one JSON object on stdout (anything else there is ignored):
+//! `{"decision": "allow" | "deny" | "ask", "reason": "...", "context": "..."}`, each key
+//! optional. `deny` refuses a `before_tool` call as exit 2 does; `ask` turns a call the policy
+//! would allow into a question to the person, through the same path as the policy's questions
+//! (nobody to answer: refused). `context` (at most `MAX_CONTEXT_CHARS`, cut beyond) is for the
+//! model: a `session_start` hook's joins the system prompt, a tool hook's joins that call's
+//! result, fenced as a hook's words; the other points' is ignored.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -38,6 +47,8 @@ pub(crate) const REFUSE_CODE: i32 = 2;
 const MAX_OUTPUT: usize = 16 * 1024;
 /// Characters of a reason or an error a hook's output gives.
 const MAX_REASON_CHARS: usize = 2000;
+/// Characters of context one hook's answer may add for the model.
+pub(crate) const MAX_CONTEXT_CHARS: usize = 4000;
 /// Characters of a tool's output an `after_tool` hook is given.
 const MAX_RESULT_CHARS: usize = 32 * 1024;
 
@@ -86,45 +97,101 @@ impl SeenCall<'_> {
 /// How one hook ended.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Outcome {
-    /// Exit 0.
-    Passed,
-    /// Exit 2, with its reason.
+    /// Exit 0, with the context its answer adds.
+    Passed(Option<String>),
+    /// Exit 0 answering `"decision": "ask"`, with its reason and context.
+    Asks(String, Option<String>),
+    /// Exit 2 (or `"decision": "deny"`), with its reason.
     Refused(String),
     /// Anything else, described.
     Failed(String),
 }
 
-/// Runs the `before_tool` hooks about this call, in order, until one does not pass: `Some`
-/// reason to refuse the call.
+/// What a hook's stdout answers, when it is a JSON object.
+#[derive(Debug, Default, serde::Deserialize)]
+struct Answer {
+    decision: Option<String>,
+    reason: Option<String>,
+    context: Option<String>,
+}
+
+/// The outcome of a hook that exited 0, by what its stdout answers.
+fn answered(stdout: &[u8]) -> Outcome {
+    let answer: Answer = serde_json::from_slice(stdout).unwrap_or_default();
+    let bounded = |text: String| match text.char_indices().nth(MAX_CONTEXT_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text,
+    };
+    let context = answer.context.filter(|c| !c.trim().is_empty()).map(bounded);
+    let reason = answer.reason.map(bounded).unwrap_or_else(|| "it gave no reason".into());
+    match answer.decision.as_deref() {
+        Some("deny") => Outcome::Refused(reason),
+        Some("ask") => Outcome::Asks(reason, context),
+        _ => Outcome::Passed(context),
+    }
+}
+
+/// A hook's context as the model reads it: fenced, named.
+pub(crate) fn fenced(hook: &str, context: &str) -> String {
+    format!("<hook_context hook=\"{hook}\">\n{}\n</hook_context>", context.replace("</hook_context>", ""))
+}
+
+/// Adds a hook's context, fenced, to what its point adds.
+fn add(added: &mut String, hook: &str, context: Option<String>) {
+    if let Some(context) = context {
+        added.push_str("\n\n");
+        added.push_str(&fenced(hook, &context));
+    }
+}
+
+/// What the `before_tool` hooks say of a call.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Verdict {
+    /// Refuse it, for this reason.
+    pub refused: Option<String>,
+    /// Ask the person, for this reason (when the policy would allow it).
+    pub ask: Option<String>,
+    /// What they add to the call's result.
+    pub context: String,
+}
+
+/// Runs the `before_tool` hooks about this call, in order, until one refuses it.
 pub(crate) async fn before_tool(
     kernel: &Kernel,
     site: &Site<'_>,
     hooks: &HookSettings,
     call: &SeenCall<'_>,
     cancel: &CancellationToken,
-) -> Option<String> {
+) -> Verdict {
     let hooks = hooks.for_tool(HookPoint::BeforeTool, call.name);
+    let mut verdict = Verdict::default();
     if hooks.is_empty() {
-        return None;
+        return verdict;
     }
     let payload = site.payload(HookPoint::BeforeTool, json!({"tool": call.json()}));
     for hook in &hooks {
         match run(kernel, hook, HookPoint::BeforeTool, &payload, site.workspace, Some(cancel)).await {
-            Outcome::Passed => continue,
+            Outcome::Passed(context) => add(&mut verdict.context, &hook.name, context),
+            Outcome::Asks(reason, context) => {
+                add(&mut verdict.context, &hook.name, context);
+                verdict.ask.get_or_insert(format!("the before_tool hook `{}` asks: {reason}", hook.name));
+            }
             Outcome::Refused(reason) => {
-                return Some(format!("the before_tool hook `{}` refused it: {reason}", hook.name));
+                verdict.refused = Some(format!("the before_tool hook `{}` refused it: {reason}", hook.name));
+                return verdict;
             }
             Outcome::Failed(why) => {
                 let said = format!("the before_tool hook `{}` failed ({why}), so the call is refused", hook.name);
                 site.warn(kernel, format!("{said}: `{}`", call.name));
-                return Some(said);
+                verdict.refused = Some(said);
+                return verdict;
             }
         }
     }
-    None
+    verdict
 }
 
-/// Runs the `after_tool` hooks about this call with its result.
+/// Runs the `after_tool` hooks about this call with its result; what they add to it.
 pub(crate) async fn after_tool(
     kernel: &Kernel,
     site: &Site<'_>,
@@ -132,14 +199,34 @@ pub(crate) async fn after_tool(
     call: &SeenCall<'_>,
     result: &superpi_proto::tool::ToolCallResult,
     cancel: &CancellationToken,
-) {
+) -> String {
     let hooks = hooks.for_tool(HookPoint::AfterTool, call.name);
     if hooks.is_empty() {
-        return;
+        return String::new();
     }
     let output: String = result.output.chars().take(MAX_RESULT_CHARS).collect();
     let fields = json!({"tool": call.json(), "result": {"is_error": result.is_error, "output": output}});
-    observe(kernel, site, &hooks, HookPoint::AfterTool, site.payload(HookPoint::AfterTool, fields), Some(cancel)).await;
+    let payload = site.payload(HookPoint::AfterTool, fields);
+    observe(kernel, site, &hooks, HookPoint::AfterTool, payload, Some(cancel)).await
+}
+
+/// Runs the `session_start` hooks the first time this kernel runs a turn of the conversation;
+/// the context they add for the model, then and at each later turn.
+pub(crate) async fn session_start(
+    kernel: &Kernel,
+    conv: &Arc<Conversation>,
+    turn_id: i64,
+    cancel: &CancellationToken,
+) -> String {
+    if let Some(context) = lock(&conv.session_context).clone() {
+        return context;
+    }
+    let hooks = hooks_of(conv).map(|h| h.session_start).unwrap_or_default();
+    let workspace = conv.settings().workspace.map(PathBuf::from);
+    let site = Site { conv: Some((conv, turn_id)), workspace: workspace.as_deref() };
+    let payload = site.payload(HookPoint::SessionStart, json!({}));
+    let context = observe(kernel, &site, &hooks, HookPoint::SessionStart, payload, Some(cancel)).await;
+    lock(&conv.session_context).get_or_insert(context).clone()
 }
 
 /// Runs the `before_request` hooks before model request `request` (1, 2, ...) of a turn.
@@ -190,7 +277,8 @@ pub(crate) fn hooks_of(conv: &Conversation) -> Option<HookSettings> {
     lock(&conv.policy).as_ref().ok().map(|policy| policy.settings().hooks.clone())
 }
 
-/// Runs observing hooks in order; each that does not pass is a warning.
+/// Runs observing hooks in order; each that does not pass is a warning. The context they
+/// add, fenced (a decision is not theirs to make: an `ask` only adds its context).
 async fn observe(
     kernel: &Kernel,
     site: &Site<'_>,
@@ -198,15 +286,20 @@ async fn observe(
     point: HookPoint,
     payload: Value,
     cancel: Option<&CancellationToken>,
-) {
+) -> String {
+    let mut added = String::new();
     for hook in hooks {
         let why = match run(kernel, hook, point, &payload, site.workspace, cancel).await {
-            Outcome::Passed => continue,
+            Outcome::Passed(context) | Outcome::Asks(_, context) => {
+                add(&mut added, &hook.name, context);
+                continue;
+            }
             Outcome::Refused(said) => format!("exited {REFUSE_CODE}: {said}"),
             Outcome::Failed(why) => why,
         };
         site.warn(kernel, format!("the {} hook `{}` failed ({why}); the turn goes on", point.as_str(), hook.name));
     }
+    added
 }
 
 /// Runs one hook to its end, its time limit or cancel.
@@ -269,7 +362,7 @@ pub(crate) async fn run(
         _ = stopped => return Outcome::Failed("the turn was cancelled".into()),
     };
     match code {
-        Ok(Some(0)) => Outcome::Passed,
+        Ok(Some(0)) => answered(&out),
         Ok(Some(REFUSE_CODE)) => Outcome::Refused(said(&err, &out).unwrap_or_else(|| "it gave no reason".into())),
         Ok(Some(code)) => Outcome::Failed(match said(&err, &out) {
             Some(text) => format!("it exited {code}: {text}"),
@@ -308,7 +401,22 @@ async fn bounded(mut stream: impl tokio::io::AsyncRead + Unpin) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use super::said;
+    use super::{MAX_CONTEXT_CHARS, Outcome, answered, said};
+
+    #[test]
+    fn a_hooks_json_answer_decides_and_adds_bounded_context() {
+        assert_eq!(answered(b""), Outcome::Passed(None));
+        assert_eq!(answered(b"not json\n"), Outcome::Passed(None));
+        assert_eq!(answered(br#"{"context": "on call: ana"}"#), Outcome::Passed(Some("on call: ana".into())));
+        assert_eq!(answered(br#"{"decision": "deny", "reason": "frozen"}"#), Outcome::Refused("frozen".into()));
+        assert_eq!(
+            answered(br#"{"decision": "ask", "reason": "a deploy", "context": "c"}"#),
+            Outcome::Asks("a deploy".into(), Some("c".into()))
+        );
+        let long = format!(r#"{{"context": "{}"}}"#, "x".repeat(MAX_CONTEXT_CHARS + 10));
+        let Outcome::Passed(Some(cut)) = answered(long.as_bytes()) else { panic!("no context") };
+        assert_eq!(cut.chars().count(), MAX_CONTEXT_CHARS + 1);
+    }
 
     #[test]
     fn a_hook_says_its_reason_on_stderr_else_stdout_bounded() {

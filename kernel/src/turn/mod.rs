@@ -184,6 +184,13 @@ async fn drive(
         (Some(system), Some(extra)) => Some(format!("{system}\n\n{extra}")),
         (system, extra) => system.or_else(|| extra.map(str::to_string)),
     };
+    // What the session_start hooks added (each fenced, after a blank line), after that.
+    let started = crate::turn::hooks::session_start(kernel, conv, turn_id, cancel).await;
+    let system = match (system, started.trim_start()) {
+        (system, "") => system,
+        (Some(system), added) => Some(format!("{system}\n\n{added}")),
+        (None, added) => Some(added.to_string()),
+    };
     let limits = catalog.limits(&settings.model);
     let mut frame =
         Frame { model: &settings.model, effort: settings.effort, system: system.as_deref(), tools: &specs, limits };

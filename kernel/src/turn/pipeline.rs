@@ -150,17 +150,18 @@ async fn run_steps(
         workspace: call.workspace.as_deref(),
     };
     let seen = hooks::SeenCall { call_id: &call.call_id, name: &call.name, arguments: &call.arguments };
-    if let Some(reason) = hooks::before_tool(kernel, &site, &hooks, &seen, cancel).await {
+    let verdict = hooks::before_tool(kernel, &site, &hooks, &seen, cancel).await;
+    if let Some(reason) = verdict.refused {
         return CallEnd::Blocked(Refusal::new(reason, Rule::Hook));
     }
-    let network = match decide(kernel, &mut caller, &tool, call, cancel).await {
+    let network = match decide(kernel, &mut caller, &tool, call, verdict.ask, cancel).await {
         Ok(network) => network,
         Err(refusal) => return CallEnd::Blocked(refusal),
     };
     if let Caller::Turn { conv, turn_id, .. } = &caller
         && let Some(result) = editor_read(kernel, conv, *turn_id, call, cancel).await
     {
-        let result = match &caller {
+        let mut result = match &caller {
             Caller::Turn { conv, .. } => crate::turn::nested_rules::join(
                 kernel,
                 conv,
@@ -170,7 +171,8 @@ async fn run_steps(
             ),
             Caller::Direct { .. } => result,
         };
-        hooks::after_tool(kernel, &site, &hooks, &seen, &result, cancel).await;
+        let after = hooks::after_tool(kernel, &site, &hooks, &seen, &result, cancel).await;
+        result.output.push_str(&format!("{}{after}", verdict.context));
         return CallEnd::Ran(result);
     }
     let _written = lock_written(kernel, &tool, call).await;
@@ -222,29 +224,41 @@ async fn run_steps(
     if let Some(forward) = forward {
         let _ = forward.await;
     }
-    let result = match &caller {
+    let mut result = match &caller {
         Caller::Turn { conv, .. } => {
             crate::turn::nested_rules::join(kernel, conv, (&tool, &call.arguments), call.workspace.as_deref(), result)
         }
         Caller::Direct { .. } => result,
     };
-    hooks::after_tool(kernel, &site, &hooks, &seen, &result, cancel).await;
+    let after = hooks::after_tool(kernel, &site, &hooks, &seen, &result, cancel).await;
+    result.output.push_str(&format!("{}{after}", verdict.context));
     CallEnd::Ran(result)
 }
 
 /// The policy's decision, with a person asked (or the caller's consent taken) where the caller
-/// allows it. `Ok(network)` to run.
+/// allows it; a call a `before_tool` hook asks about (`hook_asks`) that the policy would allow
+/// is a question. `Ok(network)` to run.
 async fn decide(
     kernel: &Arc<Kernel>,
     caller: &mut Caller<'_>,
     tool: &ToolDef,
     call: &PlannedCall,
+    hook_asks: Option<String>,
     cancel: &CancellationToken,
 ) -> Result<bool, Refusal> {
+    let asked_by_hook = |decision: Decision| match (decision, &hook_asks) {
+        (Decision::Allow { network }, Some(reason)) => Decision::Ask {
+            reason: reason.clone(),
+            risk: superpi_policy::Risk::Medium,
+            network,
+            remember: superpi_policy::Remember::Tool(call.name.clone()),
+        },
+        (decision, _) => decision,
+    };
     let mut asked_risk = None;
     let decision = match caller {
         Caller::Direct { policy, consented, .. } => {
-            let decision = policy.decide(tool, &call.arguments);
+            let decision = asked_by_hook(policy.decide(tool, &call.arguments));
             if let Decision::Ask { risk, .. } = decision {
                 asked_risk = Some(risk);
             }
@@ -266,7 +280,7 @@ async fn decide(
                 // harness); who watches is looked up only for a question (on a shared
                 // database it is a query).
                 let asks = policy.may_ask(true) && !policy.harness().unattended;
-                (policy.decide_at_most(tool, &call.arguments, *ceiling), asks, asked)
+                (asked_by_hook(policy.decide_at_most(tool, &call.arguments, *ceiling)), asks, asked)
             };
             let may_ask = asks
                 && matches!(decision, Decision::Ask { .. })

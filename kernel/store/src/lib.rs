@@ -26,6 +26,7 @@ macro_rules! migrations_in {
             ("0009_memory", include_str!(concat!($dir, "0009_memory.sql"))),
             ("0010_schedules", include_str!(concat!($dir, "0010_schedules.sql"))),
             ("0011_trigger_deliveries", include_str!(concat!($dir, "0011_trigger_deliveries.sql"))),
+            ("0012_schedule_modes", include_str!(concat!($dir, "0012_schedule_modes.sql"))),
         ]
     };
 }
@@ -46,7 +47,7 @@ pub use lease::{Claim, Heard, Lease, Leases, Notice, QueuedSubmit};
 pub use live::LiveBatch;
 pub use memories::{Memories, NewNote, Note, NoteLink, NoteScope};
 pub use postgres::PostgresStore;
-pub use schedules::{DELIVERY_MEMORY_MS, NewSchedule, Schedule, ScheduleRun, Schedules};
+pub use schedules::{DELIVERY_MEMORY_MS, NewSchedule, RunSettings, Schedule, ScheduleRun, Schedules};
 pub use sqlite::SqliteStore;
 
 use superpi_proto::event::now_ms;

@@ -25,6 +25,26 @@ pub struct NewSchedule {
     pub next_at_ms: Option<i64>,
     /// The conversation whose tool call created it.
     pub created_by: Option<i64>,
+    /// How its runs run, what it does with missed ticks, when it pauses.
+    pub how: RunSettings,
+}
+
+/// How a schedule's runs run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunSettings {
+    /// `append` (turns of its conversation), `fork` (each run a fork of it at its latest entry)
+    /// or `fresh` (each run a new conversation of its settings, without its history).
+    pub mode: String,
+    /// Whether a tick missed while no kernel ran still runs (once) when one starts.
+    pub catch_up: bool,
+    /// Failed runs in a row that pause it.
+    pub max_failures: u64,
+}
+
+impl Default for RunSettings {
+    fn default() -> Self {
+        RunSettings { mode: "append".into(), catch_up: true, max_failures: 3 }
+    }
 }
 
 /// A stored schedule, as listed (a trigger's secret is never read with it).
@@ -47,6 +67,11 @@ pub struct Schedule {
     /// was interrupted).
     pub runs: u64,
     pub failures: u64,
+    pub how: RunSettings,
+    /// When it was paused (after `how.max_failures` failed runs in a row), and when it was
+    /// last resumed: runs before that do not count towards a pause.
+    pub paused_at_ms: Option<i64>,
+    pub resumed_at_ms: Option<i64>,
 }
 
 /// A run of a schedule: the tick it claimed (none for a trigger's delivery), the turn it
@@ -77,6 +102,23 @@ pub trait Schedules {
 
     /// Removes an owner's schedule and its runs; false when it has none of that id.
     fn remove_schedule(&self, owner: &str, id: i64) -> Result<bool, StoreError>;
+
+    /// Moves a schedule's next tick from `due_at_ms` to `next_at_ms` without a run (a missed
+    /// tick of a schedule without catch-up): false when it was moved already.
+    fn skip_tick(&self, schedule_id: i64, due_at_ms: i64, next_at_ms: Option<i64>) -> Result<bool, StoreError>;
+
+    /// Pauses a schedule at `now_ms`: false when it was paused already.
+    fn pause_schedule(&self, schedule_id: i64, now_ms: i64) -> Result<bool, StoreError>;
+
+    /// Resumes an owner's paused schedule at `now_ms`, its next tick `next_at_ms`: false when
+    /// the owner has no paused schedule of that id.
+    fn resume_schedule(&self, owner: &str, id: i64, now_ms: i64, next_at_ms: Option<i64>) -> Result<bool, StoreError>;
+
+    /// The run a noted delivery started.
+    fn set_delivery_run(&self, schedule_id: i64, key: &str, run_id: i64) -> Result<(), StoreError>;
+
+    /// A noted delivery's run, that run's turn and the turn's conversation, once it has them.
+    fn delivery_run(&self, schedule_id: i64, key: &str) -> Result<Option<(i64, i64, i64)>, StoreError>;
 
     /// Cron schedules whose next tick is at or before `now_ms`, earliest first.
     fn due_schedules(&self, now_ms: i64, limit: usize) -> Result<Vec<Schedule>, StoreError>;
@@ -118,7 +160,11 @@ pub(super) const SCHEDULE_COLUMNS: &str = "s.id, s.owner, s.conversation_id, s.n
      s.token_hash IS NOT NULL, s.ceiling, s.next_at_ms, s.created_by, s.created_at_ms, \
      (SELECT COUNT(*) FROM schedule_runs r WHERE r.schedule_id = s.id), \
      (SELECT COUNT(*) FROM schedule_runs r LEFT JOIN turns t ON t.id = r.turn_id \
-      WHERE r.schedule_id = s.id AND (r.error IS NOT NULL OR t.status IN ('error', 'interrupted')))";
+      WHERE r.schedule_id = s.id AND (r.error IS NOT NULL OR t.status IN ('error', 'interrupted'))), \
+     s.mode, s.catch_up, s.max_failures, s.paused_at_ms, s.resumed_at_ms";
+
+/// The column after `SCHEDULE_COLUMNS` (a trigger's secret, where it is read).
+pub(super) const SECRET_COLUMN: usize = 19;
 
 /// The columns of a run, in this order.
 pub(super) const RUN_COLUMNS: &str =
@@ -151,6 +197,13 @@ pub(super) fn schedule_of(row: &impl Columns) -> Result<Schedule, StoreError> {
         created_at_ms: row.int(11)?,
         runs: u64::try_from(row.int(12)?).unwrap_or(0),
         failures: u64::try_from(row.int(13)?).unwrap_or(0),
+        how: RunSettings {
+            mode: row.text(14)?,
+            catch_up: row.flag(15)?,
+            max_failures: u64::try_from(row.int(16)?).unwrap_or(0),
+        },
+        paused_at_ms: row.opt_int(17)?,
+        resumed_at_ms: row.opt_int(18)?,
     })
 }
 

@@ -21,6 +21,10 @@ pub(super) fn schedule_add(kernel: &Arc<Kernel>, peer: &Peer, p: superpi_proto::
             id
         }
         None => {
+            takes_webhooks(
+                kernel.catalog.harness(Some(p.harness.as_deref().unwrap_or(superpi_policy::LIBRARIAN)))?,
+                &p,
+            )?;
             let title = p.name.clone().filter(|n| !n.trim().is_empty()).unwrap_or_else(|| "Scheduled runs".into());
             let params = OpenParams {
                 harness: Some(p.harness.clone().unwrap_or_else(|| superpi_policy::LIBRARIAN.to_string())),
@@ -36,8 +40,18 @@ pub(super) fn schedule_add(kernel: &Arc<Kernel>, peer: &Peer, p: superpi_proto::
     let row =
         kernel.store.conversation(conversation_id).map_err(internal)?.ok_or_else(|| not_found(conversation_id))?;
     let harness = kernel.catalog.harness(Some(&row.harness))?;
+    takes_webhooks(harness, &p)?;
     let ceiling = kernel.catalog.max_mode(harness, peer.remote);
     crate::scheduler::add(kernel, &p, &peer.principal, conversation_id, ceiling)
+}
+
+/// A webhook trigger only for a harness that takes webhooks.
+fn takes_webhooks(harness: &superpi_policy::Harness, p: &superpi_proto::schedule::ScheduleAddParams) -> Reply {
+    if p.webhook && !harness.webhooks {
+        let why = format!("harness {} does not take webhooks (`webhooks = true` in harnesses.toml)", harness.id);
+        return Err(ErrorObject::new(codes::INVALID_PARAMS, why));
+    }
+    Ok(serde_json::Value::Null)
 }
 
 pub(super) fn tool_list(kernel: &Arc<Kernel>, harness: Option<&str>) -> Reply {

@@ -122,6 +122,7 @@ pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str,
         Method::ScheduleAdd(p) => schedule_add(kernel, peer, p),
         Method::ScheduleList(p) => crate::scheduler::list(kernel, &peer.principal, p.runs),
         Method::ScheduleRemove(p) => crate::scheduler::remove(kernel, &peer.principal, p.id),
+        Method::ScheduleResume(p) => crate::scheduler::resume(kernel, &peer.principal, p.id),
         Method::TriggerFire(p) => crate::scheduler::fire(kernel, p).await,
         Method::KernelShutdown => {
             // The stop begins once the answer is queued; connections stay open (and flush)

@@ -10,8 +10,8 @@ use crate::StoreError;
 use crate::postgres::PostgresStore;
 use crate::postgres::connection::wait;
 use crate::schedules::{
-    Columns, DELIVERY_MEMORY_MS, NewSchedule, RUN_COLUMNS, SCHEDULE_COLUMNS, Schedule, ScheduleRun, Schedules, limit,
-    run_of, schedule_of,
+    Columns, DELIVERY_MEMORY_MS, NewSchedule, RUN_COLUMNS, SCHEDULE_COLUMNS, SECRET_COLUMN, Schedule, ScheduleRun,
+    Schedules, limit, run_of, schedule_of,
 };
 
 impl Columns for Row {
@@ -45,8 +45,8 @@ impl Schedules for PostgresStore {
         let client = self.client()?;
         let row = wait(client.query_one(
             "INSERT INTO schedules (owner, conversation_id, name, prompt, cron, timezone, token_hash, secret, ceiling,
-                                    next_at_ms, created_by, created_at_ms)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
+                                    next_at_ms, created_by, created_at_ms, mode, catch_up, max_failures)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id",
             &[
                 &s.owner,
                 &s.conversation_id,
@@ -60,6 +60,9 @@ impl Schedules for PostgresStore {
                 &s.next_at_ms,
                 &s.created_by,
                 &now_ms(),
+                &s.how.mode,
+                &s.how.catch_up,
+                &limit(usize::try_from(s.how.max_failures).unwrap_or(usize::MAX)),
             ],
         ))?;
         Ok(row.try_get(0)?)
@@ -82,14 +85,15 @@ impl Schedules for PostgresStore {
 
     fn due_schedules(&self, now_ms: i64, n: usize) -> Result<Vec<Schedule>, StoreError> {
         self.schedules_where(
-            "s.next_at_ms IS NOT NULL AND s.next_at_ms <= $1 ORDER BY s.next_at_ms, s.id LIMIT $2",
+            "s.next_at_ms IS NOT NULL AND s.next_at_ms <= $1 AND s.paused_at_ms IS NULL ORDER BY s.next_at_ms, s.id LIMIT $2",
             &[&now_ms, &limit(n)],
         )
     }
 
     fn next_tick(&self) -> Result<Option<i64>, StoreError> {
         let client = self.client()?;
-        Ok(wait(client.query_one("SELECT MIN(next_at_ms) FROM schedules", &[]))?.try_get(0)?)
+        Ok(wait(client.query_one("SELECT MIN(next_at_ms) FROM schedules WHERE paused_at_ms IS NULL", &[]))?
+            .try_get(0)?)
     }
 
     fn claim_tick(&self, schedule_id: i64, due_at_ms: i64, next_at_ms: Option<i64>) -> Result<Option<i64>, StoreError> {
@@ -104,6 +108,57 @@ impl Schedules for PostgresStore {
         row.map(|row| row.try_get(0)).transpose().map_err(StoreError::from)
     }
 
+    fn skip_tick(&self, schedule_id: i64, due_at_ms: i64, next_at_ms: Option<i64>) -> Result<bool, StoreError> {
+        let client = self.client()?;
+        let moved = wait(client.execute(
+            "UPDATE schedules SET next_at_ms = $3 WHERE id = $1 AND next_at_ms = $2",
+            &[&schedule_id, &due_at_ms, &next_at_ms],
+        ))?;
+        Ok(moved == 1)
+    }
+
+    fn pause_schedule(&self, schedule_id: i64, now_ms: i64) -> Result<bool, StoreError> {
+        let client = self.client()?;
+        let paused = wait(client.execute(
+            "UPDATE schedules SET paused_at_ms = $2 WHERE id = $1 AND paused_at_ms IS NULL",
+            &[&schedule_id, &now_ms],
+        ))?;
+        Ok(paused == 1)
+    }
+
+    fn resume_schedule(&self, owner: &str, id: i64, now_ms: i64, next_at_ms: Option<i64>) -> Result<bool, StoreError> {
+        let client = self.client()?;
+        let resumed = wait(client.execute(
+            "UPDATE schedules SET paused_at_ms = NULL, resumed_at_ms = $3, next_at_ms = $4
+             WHERE id = $1 AND owner = $2 AND paused_at_ms IS NOT NULL",
+            &[&id, &owner, &now_ms, &next_at_ms],
+        ))?;
+        Ok(resumed == 1)
+    }
+
+    fn set_delivery_run(&self, schedule_id: i64, key: &str, run_id: i64) -> Result<(), StoreError> {
+        let client = self.client()?;
+        wait(client.execute(
+            "UPDATE trigger_deliveries SET run_id = $3 WHERE schedule_id = $1 AND delivery = $2",
+            &[&schedule_id, &key, &run_id],
+        ))?;
+        Ok(())
+    }
+
+    fn delivery_run(&self, schedule_id: i64, key: &str) -> Result<Option<(i64, i64, i64)>, StoreError> {
+        let client = self.client()?;
+        let row = wait(client.query_opt(
+            "SELECT r.id, t.id, t.conversation_id FROM trigger_deliveries d
+             JOIN schedule_runs r ON r.id = d.run_id JOIN turns t ON t.id = r.turn_id
+             WHERE d.schedule_id = $1 AND d.delivery = $2",
+            &[&schedule_id, &key],
+        ))?;
+        match row {
+            Some(row) => Ok(Some((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))),
+            None => Ok(None),
+        }
+    }
+
     fn trigger(&self, token_hash: &str) -> Result<Option<(Schedule, String)>, StoreError> {
         let client = self.client()?;
         let row = wait(client.query_opt(
@@ -111,7 +166,7 @@ impl Schedules for PostgresStore {
             &[&token_hash],
         ))?;
         let Some(row) = row else { return Ok(None) };
-        let secret: Option<String> = row.try_get(14)?;
+        let secret: Option<String> = row.try_get(SECRET_COLUMN)?;
         match secret {
             Some(secret) => Ok(Some((schedule_of(&row)?, secret))),
             None => Ok(None),

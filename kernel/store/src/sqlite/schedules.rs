@@ -6,8 +6,8 @@ use superpi_proto::event::now_ms;
 
 use crate::StoreError;
 use crate::schedules::{
-    Columns, DELIVERY_MEMORY_MS, NewSchedule, RUN_COLUMNS, SCHEDULE_COLUMNS, Schedule, ScheduleRun, Schedules, limit,
-    run_of, schedule_of,
+    Columns, DELIVERY_MEMORY_MS, NewSchedule, RUN_COLUMNS, SCHEDULE_COLUMNS, SECRET_COLUMN, Schedule, ScheduleRun,
+    Schedules, limit, run_of, schedule_of,
 };
 use crate::sqlite::SqliteStore;
 
@@ -47,8 +47,8 @@ impl Schedules for SqliteStore {
         let conn = self.conn();
         conn.execute(
             "INSERT INTO schedules (owner, conversation_id, name, prompt, cron, timezone, token_hash, secret, ceiling,
-                                    next_at_ms, created_by, created_at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                                    next_at_ms, created_by, created_at_ms, mode, catch_up, max_failures)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
             params![
                 s.owner,
                 s.conversation_id,
@@ -61,7 +61,10 @@ impl Schedules for SqliteStore {
                 s.ceiling,
                 s.next_at_ms,
                 s.created_by,
-                now_ms()
+                now_ms(),
+                s.how.mode,
+                s.how.catch_up,
+                limit(usize::try_from(s.how.max_failures).unwrap_or(usize::MAX))
             ],
         )?;
         Ok(conn.last_insert_rowid())
@@ -83,13 +86,15 @@ impl Schedules for SqliteStore {
 
     fn due_schedules(&self, now_ms: i64, n: usize) -> Result<Vec<Schedule>, StoreError> {
         self.schedules_where(
-            "s.next_at_ms IS NOT NULL AND s.next_at_ms <= ?1 ORDER BY s.next_at_ms, s.id LIMIT ?2",
+            "s.next_at_ms IS NOT NULL AND s.next_at_ms <= ?1 AND s.paused_at_ms IS NULL ORDER BY s.next_at_ms, s.id LIMIT ?2",
             params![now_ms, limit(n)],
         )
     }
 
     fn next_tick(&self) -> Result<Option<i64>, StoreError> {
-        Ok(self.conn().query_row("SELECT MIN(next_at_ms) FROM schedules", [], |r| r.get(0))?)
+        Ok(self
+            .conn()
+            .query_row("SELECT MIN(next_at_ms) FROM schedules WHERE paused_at_ms IS NULL", [], |r| r.get(0))?)
     }
 
     fn claim_tick(&self, schedule_id: i64, due_at_ms: i64, next_at_ms: Option<i64>) -> Result<Option<i64>, StoreError> {
@@ -111,13 +116,59 @@ impl Schedules for SqliteStore {
         Ok(Some(run))
     }
 
+    fn skip_tick(&self, schedule_id: i64, due_at_ms: i64, next_at_ms: Option<i64>) -> Result<bool, StoreError> {
+        let moved = self.conn().execute(
+            "UPDATE schedules SET next_at_ms = ?3 WHERE id = ?1 AND next_at_ms = ?2",
+            params![schedule_id, due_at_ms, next_at_ms],
+        )?;
+        Ok(moved == 1)
+    }
+
+    fn pause_schedule(&self, schedule_id: i64, now_ms: i64) -> Result<bool, StoreError> {
+        let paused = self.conn().execute(
+            "UPDATE schedules SET paused_at_ms = ?2 WHERE id = ?1 AND paused_at_ms IS NULL",
+            params![schedule_id, now_ms],
+        )?;
+        Ok(paused == 1)
+    }
+
+    fn resume_schedule(&self, owner: &str, id: i64, now_ms: i64, next_at_ms: Option<i64>) -> Result<bool, StoreError> {
+        let resumed = self.conn().execute(
+            "UPDATE schedules SET paused_at_ms = NULL, resumed_at_ms = ?3, next_at_ms = ?4
+             WHERE id = ?1 AND owner = ?2 AND paused_at_ms IS NOT NULL",
+            params![id, owner, now_ms, next_at_ms],
+        )?;
+        Ok(resumed == 1)
+    }
+
+    fn set_delivery_run(&self, schedule_id: i64, key: &str, run_id: i64) -> Result<(), StoreError> {
+        self.conn().execute(
+            "UPDATE trigger_deliveries SET run_id = ?3 WHERE schedule_id = ?1 AND delivery = ?2",
+            params![schedule_id, key, run_id],
+        )?;
+        Ok(())
+    }
+
+    fn delivery_run(&self, schedule_id: i64, key: &str) -> Result<Option<(i64, i64, i64)>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT r.id, t.id, t.conversation_id FROM trigger_deliveries d
+                 JOIN schedule_runs r ON r.id = d.run_id JOIN turns t ON t.id = r.turn_id
+                 WHERE d.schedule_id = ?1 AND d.delivery = ?2",
+                params![schedule_id, key],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?)
+    }
+
     fn trigger(&self, token_hash: &str) -> Result<Option<(Schedule, String)>, StoreError> {
         let conn = self.conn();
         let found = conn
             .query_row(
                 &format!("SELECT {SCHEDULE_COLUMNS}, s.secret FROM schedules s WHERE s.token_hash = ?1"),
                 [token_hash],
-                |row| Ok((schedule_of(row), row.get::<_, Option<String>>(14)?)),
+                |row| Ok((schedule_of(row), row.get::<_, Option<String>>(SECRET_COLUMN)?)),
             )
             .optional()?;
         match found {
