@@ -349,7 +349,8 @@ async fn a_step_refused_again_after_compaction_fails_its_turn_saying_so_and_the_
         assert!(matches!(events.last().unwrap().body, EventBody::TurnCompleted { .. }));
     }
     // A server that refuses the next turn's step twice, answering the summaries between.
-    let (_, refusal) = superpi_providers::testing::fakes::overflow_refusal(Vendor::Openai, 8_000, 9_000);
+    // (A window the code harness's prompt and tools leave room in: learned at half of it at least.)
+    let (_, refusal) = superpi_providers::testing::fakes::overflow_refusal(Vendor::Openai, 12_000, 13_000);
     let refusal = refusal.to_string();
     let steps_refused = std::sync::atomic::AtomicUsize::new(0);
     fake.set_responder(Box::new(move |_, body| {
@@ -373,7 +374,7 @@ async fn a_step_refused_again_after_compaction_fails_its_turn_saying_so_and_the_
         EventBody::UsageUpdated { context_window, .. } => context_window,
         _ => None,
     });
-    assert!(windows.into_iter().all(|w| w <= 8_000), "the window learned stays");
+    assert!(windows.into_iter().all(|w| w <= 12_000), "the window learned stays");
 }
 
 /// A prompt longer than the window by itself: nothing to compact, the turn fails saying so;
