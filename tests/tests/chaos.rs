@@ -261,7 +261,9 @@ async fn follow(client: &KernelClient, sub: &mut Subscription, turn_id: i64, sai
 /// Prompts through a random machine's gateway, each with a shell command.
 async fn gateway_client(machines: Arc<Vec<Machine>>, seen: Arc<Mutex<Seen>>, mut rng: Rng, worker: u64, end: Instant) {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let http = reqwest::Client::builder().timeout(wait::PATIENCE * 2).build().unwrap();
+    // Generous: a turn may wait out a kernel's restart and a question's timeout on a loaded
+    // 2-core machine; past this, a hang is a failure.
+    let http = reqwest::Client::builder().timeout(wait::PATIENCE * 4).build().unwrap();
     let mut n = 0;
     while Instant::now() < end {
         n += 1;
@@ -291,7 +293,11 @@ async fn gateway_client(machines: Arc<Vec<Machine>>, seen: Arc<Mutex<Seen>>, mut
             }
             // The gateways live throughout: no answer at all (a dropped connection, a hang) is
             // no clear error.
-            Err(err) => Err(format!("no answer: {err}")),
+            Err(err) => {
+                let why = std::error::Error::source(&err).map(|s| format!(" ({s})")).unwrap_or_default();
+                let hung = if err.is_timeout() { ", no answer in time" } else { "" };
+                Err(format!("no answer{hung}: {err}{why}"))
+            }
         };
         let mut seen = seen.lock().unwrap();
         match outcome {
