@@ -280,6 +280,14 @@ impl Translator<'_> {
             };
             out.insert("items".into(), items);
         }
+        // Gemini refuses an OBJECT without properties ("should be non-empty for OBJECT type"):
+        // a free-form object (a JSON Schema, headers by name) is left untyped, which takes any.
+        let empty = out.get("properties").and_then(Value::as_object).is_none_or(|p| p.is_empty());
+        if kind.as_deref() == Some("object") && empty {
+            kind = None;
+            out.remove("properties");
+            append_description(&mut out, "a JSON object");
+        }
         if let Some(kind) = kind {
             out.insert("type".into(), Value::String(kind));
         }

@@ -66,3 +66,18 @@ fn a_type_that_names_no_json_schema_type_is_dropped() {
     assert_eq!(out["properties"]["n"].get("type"), None, "{out}");
     assert_eq!(out["properties"]["n"]["nullable"], true, "{out}");
 }
+
+/// A free-form object inside the parameters (ask_question's per-answer JSON Schema, an MCP
+/// tool's headers map): Gemini refuses an OBJECT without properties, so it goes untyped.
+#[test]
+fn an_object_without_properties_is_left_untyped() {
+    let schema = json!({"type": "object", "properties": {
+        "question": {"type": "string"},
+        "schema": {"type": "object", "description": "The JSON Schema of a free answer"}}});
+    assert_eq!(
+        parameters(&schema).unwrap(),
+        json!({"type": "object", "properties": {
+            "question": {"type": "string"},
+            "schema": {"description": "The JSON Schema of a free answer (a JSON object)"}}})
+    );
+}

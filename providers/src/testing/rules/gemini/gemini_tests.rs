@@ -31,6 +31,8 @@ fn unknown_schema_keywords_are_refused_with_the_apis_words() {
         json!({"type": "object", "properties": {"a": {"type": "string", "format": "uri"}}}),
         json!({"type": "object", "properties": {"a": {"type": "array"}}}),
         json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]}),
+        // A free-form object inside: "should be non-empty for OBJECT type".
+        json!({"type": "object", "properties": {"a": {"type": "object"}}}),
     ] {
         assert!(check(&with_tool(bad.clone())).is_err(), "{bad}");
     }

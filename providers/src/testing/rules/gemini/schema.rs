@@ -168,6 +168,11 @@ pub fn check_schema(schema: &Value, at: &str) -> Result<(), Violation> {
     if kind.as_deref() == Some("ARRAY") && field(object, "items").is_none() {
         return Err(violation(format!("* GenerateContentRequest.{at}.items: missing field.\n")));
     }
+    if kind.as_deref() == Some("OBJECT") && properties.is_none_or(|p| p.is_empty()) {
+        return Err(violation(format!(
+            "* GenerateContentRequest.{at}.properties: should be non-empty for OBJECT type\n"
+        )));
+    }
     Ok(())
 }
 
