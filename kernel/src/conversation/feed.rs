@@ -84,11 +84,11 @@ impl Feed {
         self.trim();
     }
 
-    /// A watcher takes its place at the head (what came before is in the store); returns the
-    /// head.
-    pub fn join(&mut self, watcher: u64) -> u64 {
+    /// A watcher takes its place at the head (what came before is in the store, but for the
+    /// transient deltas, which it never gets); returns the head and the last stored seq.
+    pub fn join(&mut self, watcher: u64) -> (u64, u64) {
         self.places.push((watcher, self.head));
-        self.head
+        (self.head, self.stored_through)
     }
 
     pub fn leave(&mut self, watcher: u64) {

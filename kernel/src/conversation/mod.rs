@@ -408,7 +408,7 @@ impl Conversation {
 
     /// A watcher joins the feed, returning the head seq at that instant: every event with a
     /// greater seq it takes from the feed, every other one is in the store.
-    pub fn join(&self, watcher: u64) -> u64 {
+    pub fn join(&self, watcher: u64) -> (u64, u64) {
         lock(&self.feed).join(watcher)
     }
 

@@ -76,7 +76,7 @@ pub(crate) struct WatchSpec {
 }
 
 /// Starts a subscription. Its task waits for `start` so the watch's response goes out
-/// before its first event. Returns the handle and the head seq at subscription time. Once
+/// before its first event. Returns the handle and the last stored seq at subscription time. Once
 /// `closing` fires (the kernel stops, its turns have ended) the forwarder sends what is left,
 /// whatever the credit, and ends.
 pub(crate) fn start(
@@ -88,7 +88,9 @@ pub(crate) fn start(
     start: oneshot::Receiver<()>,
 ) -> (SubscriptionHandle, u64) {
     let place = FeedPlace { conv: conv.clone(), watcher: spec.id };
-    let head = conv.join(spec.id);
+    // The watcher is answered the last stored seq: the replay ends there, while a delta
+    // published after it (up to the feed's head) is never sent to a watcher that joins late.
+    let (head, stored) = conv.join(spec.id);
     // Counted before the watch is answered: a question asked right after the answer must
     // already see this watcher.
     let interactive = spec.interactive.then(|| WatcherGuard::count(&conv, |c| &c.interactive_watchers));
@@ -100,7 +102,7 @@ pub(crate) fn start(
             forwarder.run(conv, head).await;
         }
     }));
-    (handle, head)
+    (handle, stored)
 }
 
 /// A conversation another kernel runs, as a watcher here follows it.
