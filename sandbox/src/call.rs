@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::cgroup::{CallCgroup, CgroupBase};
 use crate::confine::{Prepared, Program, WatchedLayer};
 use crate::launch::{End, Launch};
-use crate::mounts::{Entry, Kept, Key, Maker, MountPlan};
+use crate::mounts::{Entry, Helper, HelperPlan, Kept, Key, Maker, MountPlan};
 use crate::output::Collector;
 use crate::policy::{self, FsPolicy, RulesetKey, Rulesets};
 use crate::registry::Runner;
@@ -46,11 +46,14 @@ pub(crate) struct Machine {
     seccomp_network: Arc<Vec<Program>>,
     /// Why calls are refused, when they are.
     refusal: Option<String>,
-    /// Whether calls get the private read-only mount namespace (root, configured, and the
-    /// machine allows it: a container's own seccomp profile may refuse unshare).
+    /// Whether calls get the private read-only mount namespace (configured, and the machine
+    /// allows it: a container's own seccomp profile may refuse unshare, a distribution
+    /// unprivileged user namespaces).
     mounts: bool,
     masked: Arc<[CString]>,
-    /// Makes the private namespaces ahead of calls (with `mounts`).
+    /// A kernel that is not root: what makes the calls' namespaces.
+    helper: Option<Helper>,
+    /// Makes the private namespaces ahead of calls, and keeps them per workspace (with `mounts`).
     namespaces: Option<Maker>,
     temp_dirs: Arc<crate::tempdirs::TempDirs>,
     /// Makes the calls' landlock rulesets.
@@ -75,10 +78,15 @@ impl Machine {
         });
         // SAFETY: geteuid cannot fail.
         let root = unsafe { libc::geteuid() } == 0;
+        // Not root: a helper makes them inside a user namespace (mounts.rs).
+        let helper = (!root).then(|| Helper { program: config.tool_exe.clone(), args: config.tool_args.clone() });
+        let probe = || match &helper {
+            None => crate::mounts::probe(),
+            Some(helper) => helper.make(HelperPlan::default()).map(drop).map_err(std::io::Error::other),
+        };
         let mounts = config.readonly_outside
-            && root
             && !config.disabled
-            && match crate::mounts::probe() {
+            && match probe() {
                 Ok(()) => true,
                 Err(e) => {
                     tracing::warn!(
@@ -95,8 +103,12 @@ impl Machine {
         if !config.disabled {
             tracing::info!(landlock_abi = abi, pids_cgroup = cgroup.is_some(), "sandbox ready");
         }
-        let masked: Arc<[CString]> = policy::masked_files().iter().filter_map(|p| c_path(p)).collect();
-        let namespaces = if mounts { Maker::start(masked.clone()).ok() } else { None };
+        // Masks hide what root could read by ownership; to anyone else those files are closed.
+        let masked: Arc<[CString]> = match root {
+            true => policy::masked_files().iter().filter_map(|p| c_path(p)).collect(),
+            false => Arc::new([]),
+        };
+        let namespaces = if mounts { Maker::start(masked.clone(), root).ok() } else { None };
         let (roots, denied) = crate::reads::roots(config);
         let devices: Vec<PathBuf> = policy::DEFAULT_DEVICES.iter().map(PathBuf::from).collect();
         Ok(Machine {
@@ -108,6 +120,7 @@ impl Machine {
             refusal,
             mounts,
             masked,
+            helper,
             namespaces,
             temp_dirs: crate::tempdirs::TempDirs::new()
                 .map_err(|e| SandboxError::Unavailable(format!("no directory for the calls' temp dirs: {e}")))?,
@@ -361,6 +374,28 @@ impl Machine {
             Entry::Fresh { ready, keep } => {
                 let shm =
                     if std::path::Path::new("/dev/shm").is_dir() { Some(self.temp_dirs.make_shm()?) } else { None };
+                if let Some(helper) = &self.helper {
+                    let plan = HelperPlan {
+                        writable: writable.iter().filter(|p| p.exists()).cloned().collect(),
+                        shm: shm.as_ref().map(|dir| dir.path().to_path_buf()),
+                    };
+                    let namespaces = helper
+                        .make(plan)
+                        .map_err(|e| format!("the sandbox could not make the call's namespaces: {e}"))?;
+                    let kept = Arc::new(Kept { namespaces, shm });
+                    if let Some(keep) = keep {
+                        keep.commit(kept.clone());
+                    }
+                    let (masked, writable) = (self.masked.clone(), Vec::new());
+                    return Ok(MountPlan {
+                        writable,
+                        masked,
+                        private_shm: None,
+                        ready: Some(kept),
+                        own_shm: None,
+                        keep: None,
+                    });
+                }
                 let private_shm = shm.as_ref().and_then(|dir| c_path(dir.path()));
                 let (ready, own_shm) = match ready {
                     Some(namespaces) => (Some(Arc::new(Kept { namespaces, shm })), None),

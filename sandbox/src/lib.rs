@@ -124,7 +124,8 @@ pub struct SandboxConfig {
     /// RLIMIT_AS of a call, when set.
     pub max_memory_bytes: Option<u64>,
     /// A private mount namespace in which everything outside the workspace and the call's
-    /// temp dir is read-only (default: on when the kernel runs as root, which it needs).
+    /// temp dir is read-only (default: on; a kernel that is not root makes it inside a user
+    /// namespace, where the machine allows unprivileged ones).
     pub readonly_outside: bool,
     /// Turns confinement off explicitly; every call then logs a warning.
     pub disabled: bool,
@@ -158,8 +159,7 @@ impl SandboxConfig {
             pids_cgroup: true,
             max_open_files: 4096,
             max_memory_bytes: None,
-            // SAFETY: geteuid cannot fail.
-            readonly_outside: unsafe { libc::geteuid() } == 0,
+            readonly_outside: true,
             disabled: false,
             landlock_abi_override: None,
         }

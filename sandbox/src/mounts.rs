@@ -1,6 +1,14 @@
-//! The private mount and IPC namespaces of a call (only when the kernel runs as root): every
-//! mount outside the workspace and the calls' temp dirs read-only, secrets root could read by
-//! ownership masked, a private /dev/shm, private System V IPC and POSIX message queues.
+//! The private mount and IPC namespaces of a call: every mount outside the workspace and the
+//! calls' temp dirs read-only, secrets root could read by ownership masked, a private /dev/shm,
+//! private System V IPC and POSIX message queues. Landlock governs writes to files but not
+//! their attributes (mode, owner, times, extended attributes): read-only mounts keep those of
+//! the user's files outside the workspace. A kernel that is not root has them made inside a
+//! user namespace (where the machine allows unprivileged ones) that maps only its own uid and
+//! gid, so a tool keeps its identity and gains nothing outside. A helper process makes them:
+//! the kernel is not dumpable (`harden_kernel_process`), which leaves its /proc files, a new
+//! user namespace's maps among them, to root; the helper, the tool runner's binary freshly
+//! started, is its user's. The kernel keeps the helper's namespaces and kills it; calls enter
+//! them, the user namespace first.
 //!
 //! Making such a namespace (copying the mount table, masking, marking it read-only, a new IPC
 //! namespace) and tearing it down again costs more than a plain spawn of bash on a busy
@@ -20,6 +28,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
 
 use libc::{c_int, c_long, c_ulong};
+use serde::{Deserialize, Serialize};
 
 use crate::step::Step;
 
@@ -41,11 +50,56 @@ struct MountAttr {
     userns_fd: u64,
 }
 
-/// A mount namespace set up read-only and masked, and a fresh IPC namespace, for one call.
+/// A mount namespace set up read-only and masked, and a fresh IPC namespace, for one call;
+/// for a kernel that is not root, the user namespace that owns them (entered first).
 #[derive(Debug)]
 pub(crate) struct Namespaces {
     pub mnt: OwnedFd,
     pub ipc: OwnedFd,
+    pub user: Option<OwnedFd>,
+}
+
+/// The contents of a new user namespace's maps: the helper's own uid and gid mapped to
+/// themselves, nothing else (setgroups denied, as an unprivileged map needs).
+#[derive(Debug, Clone)]
+struct IdMaps {
+    uid_map: CString,
+    gid_map: CString,
+}
+
+impl IdMaps {
+    fn own() -> IdMaps {
+        // SAFETY: getuid and getgid cannot fail.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let line = |id: u32| CString::new(format!("{id} {id} 1")).unwrap_or_default();
+        IdMaps { uid_map: line(uid), gid_map: line(gid) }
+    }
+
+    /// Right after unsharing the user namespace.
+    fn write(&self) -> Result<(), i32> {
+        write_file(c"/proc/self/setgroups", c"deny")?;
+        write_file(c"/proc/self/uid_map", &self.uid_map)?;
+        write_file(c"/proc/self/gid_map", &self.gid_map)
+    }
+}
+
+fn write_file(path: &std::ffi::CStr, text: &std::ffi::CStr) -> Result<(), i32> {
+    // SAFETY: open, write and close with C strings that outlive the calls.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        check(fd as c_long)?;
+        let bytes = text.to_bytes();
+        let written = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+        libc::close(fd);
+        if written != bytes.len() as isize {
+            return Err(if written < 0 {
+                std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+            } else {
+                libc::EIO
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The private namespaces of one call.
@@ -85,7 +139,7 @@ impl MountPlan {
             None => {
                 let open = |kind: &str| File::open(format!("/proc/{pid}/ns/{kind}")).ok().map(OwnedFd::from);
                 let (mnt, ipc) = (open("mnt")?, open("ipc")?);
-                Arc::new(Kept { namespaces: Namespaces { mnt, ipc }, shm: self.own_shm.take() })
+                Arc::new(Kept { namespaces: Namespaces { mnt, ipc, user: None }, shm: self.own_shm.take() })
             }
         };
         if let Some(keep) = self.keep.take() {
@@ -190,6 +244,12 @@ impl MountPlan {
             Some(ns) => {
                 // SAFETY: setns on descriptors the parent holds open.
                 unsafe {
+                    // The user namespace first: it owns the others, and the kernel's uid (its
+                    // owner) has every capability in it, which entering them needs.
+                    if let Some(user) = &ns.user {
+                        check(libc::setns(user.as_raw_fd(), libc::CLONE_NEWUSER) as c_long)
+                            .map_err(|e| (Step::MountNamespace, e))?;
+                    }
                     check(libc::setns(ns.mnt.as_raw_fd(), libc::CLONE_NEWNS) as c_long)
                         .map_err(|e| (Step::MountNamespace, e))?;
                     check(libc::setns(ns.ipc.as_raw_fd(), libc::CLONE_NEWIPC) as c_long)
@@ -197,25 +257,140 @@ impl MountPlan {
                 }
             }
             None => {
-                // SAFETY: unshare with constant flags.
-                check(unsafe { libc::unshare(NAMESPACES) } as c_long).map_err(|e| (Step::MountNamespace, e))?;
+                unshare(None).map_err(|e| (Step::MountNamespace, e))?;
                 readonly_outside(&self.masked)?;
             }
         }
-        let writable = MountAttr { attr_set: 0, attr_clr: MOUNT_ATTR_RDONLY, propagation: 0, userns_fd: 0 };
-        for path in &self.writable {
-            check(bind(path, path, libc::MS_REC)).map_err(|e| (Step::ReadOnlyMounts, e))?;
-            check(setattr(path, &writable)).map_err(|e| (Step::ReadOnlyMounts, e))?;
-        }
-        if let Some(source) = &self.private_shm {
-            check(bind(source, &c"/dev/shm".to_owned(), 0)).map_err(|e| (Step::ReadOnlyMounts, e))?;
-        }
-        Ok(())
+        bind_writable(&self.writable, self.private_shm.as_ref())
     }
 }
 
+/// Binds the writable trees on themselves, writable, and the private /dev/shm.
+fn bind_writable(trees: &[CString], private_shm: Option<&CString>) -> Result<(), (Step, i32)> {
+    let writable = MountAttr { attr_set: 0, attr_clr: MOUNT_ATTR_RDONLY, propagation: 0, userns_fd: 0 };
+    for path in trees {
+        check(bind(path, path, libc::MS_REC)).map_err(|e| (Step::ReadOnlyMounts, e))?;
+        check(setattr(path, &writable)).map_err(|e| (Step::ReadOnlyMounts, e))?;
+    }
+    if let Some(source) = private_shm {
+        check(bind(source, &c"/dev/shm".to_owned(), 0)).map_err(|e| (Step::ReadOnlyMounts, e))?;
+    }
+    Ok(())
+}
+
+/// What the namespace helper sets up: the trees to bind writable and the /dev/shm source.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct HelperPlan {
+    pub writable: Vec<PathBuf>,
+    pub shm: Option<PathBuf>,
+}
+
+/// The helper's answer when its namespaces are ready (else `refused STEP ERRNO`).
+const HELPER_READY: &str = "ready";
+
+/// The helper process (the tool runner dispatches [`HelperPlan`] requests here): sets up a user
+/// namespace and, owned by it, the call's mount and IPC namespaces; says so on stdout; then
+/// waits to be killed (or dies with the kernel), holding them until the kernel opened them.
+pub(crate) fn helper_main(plan: &HelperPlan) -> i32 {
+    use std::io::Write;
+    let outcome = set_up_in_helper(plan);
+    let line = match outcome {
+        Ok(()) => format!("{HELPER_READY}\n"),
+        Err((step, errno)) => format!("refused {} {errno}\n", step as u8),
+    };
+    let mut stdout = std::io::stdout().lock();
+    if stdout.write_all(line.as_bytes()).and_then(|()| stdout.flush()).is_err() || outcome.is_err() {
+        return 1;
+    }
+    loop {
+        // SAFETY: pause has no arguments; only a signal ends it.
+        unsafe { libc::pause() };
+    }
+}
+
+fn set_up_in_helper(plan: &HelperPlan) -> Result<(), (Step, i32)> {
+    // SAFETY: prctl with constant arguments.
+    check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as c_ulong, 0, 0, 0) } as c_long)
+        .map_err(|e| (Step::ParentDeath, e))?;
+    unshare(Some(&IdMaps::own())).map_err(|e| (Step::MountNamespace, e))?;
+    readonly_outside(&[])?;
+    let c_path =
+        |p: &PathBuf| CString::new(p.as_os_str().as_encoded_bytes()).map_err(|_| (Step::ReadOnlyMounts, libc::EINVAL));
+    let trees = plan.writable.iter().map(c_path).collect::<Result<Vec<_>, _>>()?;
+    let shm = plan.shm.as_ref().map(c_path).transpose()?;
+    bind_writable(&trees, shm.as_ref())
+}
+
+/// How a kernel that is not root starts the namespace helper: the tool runner's command.
+#[derive(Debug, Clone)]
+pub(crate) struct Helper {
+    pub program: PathBuf,
+    pub args: Vec<std::ffi::OsString>,
+}
+
+impl Helper {
+    /// Namespaces set up by a helper for `plan`: a user namespace and the mount and IPC
+    /// namespaces it owns. The helper gets no environment (it is dumpable while it lives).
+    pub(crate) fn make(&self, plan: HelperPlan) -> Result<Namespaces, String> {
+        use std::io::{BufRead, Write};
+        let request = crate::tool_process::Request::namespaces(plan);
+        let request = serde_json::to_vec(&request).map_err(|e| e.to_string())?;
+        #[allow(clippy::disallowed_methods)] // a short-lived helper, killed below
+        let mut child = std::process::Command::new(&self.program)
+            .args(&self.args)
+            .env_clear()
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("starting {}: {e}", self.program.display()))?;
+        let answer = (|| {
+            let mut stdin = child.stdin.take().ok_or("no stdin")?;
+            stdin.write_all(&request).map_err(|e| e.to_string())?;
+            drop(stdin);
+            let mut line = String::new();
+            let stdout = child.stdout.take().ok_or("no stdout")?;
+            std::io::BufReader::new(stdout).read_line(&mut line).map_err(|e| e.to_string())?;
+            match line.trim_end() {
+                HELPER_READY => {
+                    let open = |kind: &str| {
+                        File::open(format!("/proc/{}/ns/{kind}", child.id()))
+                            .map(OwnedFd::from)
+                            .map_err(|e| format!("opening the helper's {kind} namespace: {e}"))
+                    };
+                    Ok(Namespaces { user: Some(open("user")?), mnt: open("mnt")?, ipc: open("ipc")? })
+                }
+                refused => Err(helper_refusal(refused)),
+            }
+        })();
+        let _ = child.kill();
+        let _ = child.wait();
+        answer
+    }
+}
+
+fn helper_refusal(line: &str) -> String {
+    let mut words = line.split(' ').skip(1).map(str::parse::<i32>);
+    match (words.next(), words.next()) {
+        (Some(Ok(step)), Some(Ok(errno))) => {
+            let step = u8::try_from(step).ok().and_then(Step::from_code).map_or("an unnamed step", Step::describe);
+            format!("could not {step}: {}", std::io::Error::from_raw_os_error(errno))
+        }
+        _ => format!("the namespace helper answered {line:?}"),
+    }
+}
+
+/// The call's own namespaces (inside a new user namespace with `user`). Raw system calls only.
+fn unshare(user: Option<&IdMaps>) -> Result<(), i32> {
+    let flags = if user.is_some() { NAMESPACES | libc::CLONE_NEWUSER } else { NAMESPACES };
+    // SAFETY: unshare with constant flags.
+    check(unsafe { libc::unshare(flags) } as c_long)?;
+    user.map_or(Ok(()), IdMaps::write)
+}
+
 /// Checks once, in a throw-away child, that this machine lets us make the private namespaces
-/// (a container's seccomp profile may refuse unshare even to root).
+/// (a container's seccomp profile may refuse unshare even to root; a distribution may refuse
+/// unprivileged user namespaces, or grant them without the right to mount).
 pub(crate) fn probe() -> std::io::Result<()> {
     use std::os::unix::process::CommandExt;
     let program = if std::path::Path::new("/bin/true").exists() { "/bin/true" } else { "/usr/bin/true" };
@@ -225,9 +400,7 @@ pub(crate) fn probe() -> std::io::Result<()> {
     // SAFETY: raw system calls only between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
-            if libc::unshare(NAMESPACES) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            unshare(None).map_err(std::io::Error::from_raw_os_error)?;
             readonly_outside(&[]).map_err(|(_, errno)| std::io::Error::from_raw_os_error(errno))
         });
     }
@@ -262,14 +435,19 @@ pub(crate) struct Maker {
 }
 
 impl Maker {
-    pub(crate) fn start(masked: Arc<[CString]>) -> std::io::Result<Maker> {
+    /// With `ahead`, a thread makes namespaces ahead of calls; without (a kernel that is not
+    /// root: a process of several threads cannot make a user namespace), each workspace's
+    /// first call makes them and the later ones enter them.
+    pub(crate) fn start(masked: Arc<[CString]>, ahead: bool) -> std::io::Result<Maker> {
         let mountinfo = File::open("/proc/self/mountinfo")?;
-        let original = File::open("/proc/self/ns/mnt")?;
         let shared = Arc::new(Shared::default());
-        let worker = shared.clone();
-        std::thread::Builder::new()
-            .name("superpi-sandbox-namespaces".into())
-            .spawn(move || make_loop(&worker, &masked, &original))?;
+        if ahead {
+            let original = File::open("/proc/self/ns/mnt")?;
+            let worker = shared.clone();
+            std::thread::Builder::new()
+                .name("superpi-sandbox-namespaces".into())
+                .spawn(move || make_loop(&worker, &masked, &original))?;
+        }
         Ok(Maker { shared, mountinfo })
     }
 
@@ -329,7 +507,7 @@ pub(crate) enum Entry {
 impl Keep {
     /// Keeps the namespaces the call's child set up, unless the mount table changed since they
     /// were made or another call kept some for the same trees first.
-    fn commit(self, kept: Arc<Kept>) {
+    pub(crate) fn commit(self, kept: Arc<Kept>) {
         let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
         if state.generation != self.generation || state.closed || state.kept.iter().any(|(k, _)| *k == self.key) {
             return;
@@ -396,7 +574,7 @@ fn make_loop(shared: &Shared, masked: &[CString], original: &File) {
         }
         let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
         if !state.stale {
-            state.ready.push(Namespaces { mnt, ipc });
+            state.ready.push(Namespaces { mnt, ipc, user: None });
         }
     }
 }

@@ -31,6 +31,9 @@ pub(crate) enum Op {
     /// The kernel's read of a directory beneath the workspace; the answer is
     /// `Result<Option<Tree>, String>`. No tool: the registry does not name it.
     ReadTree(TreeRead),
+    /// A kernel that is not root asks for a call's namespaces (`mounts.rs`): the runner, run
+    /// unconfined for it, makes them, says so on stdout and waits to be killed.
+    Namespaces(crate::mounts::HelperPlan),
 }
 
 /// One request, as the runner receives it.
@@ -50,6 +53,13 @@ pub(crate) struct Request {
     pub protected: ProtectedPaths,
 }
 
+impl Request {
+    pub(crate) fn namespaces(plan: crate::mounts::HelperPlan) -> Request {
+        let (workspace, read_roots, write_roots) = (PathBuf::new(), Vec::new(), Vec::new());
+        Request { op: Op::Namespaces(plan), workspace, read_roots, write_roots, protected: ProtectedPaths::default() }
+    }
+}
+
 /// Entry point of the tool runner. Reads the request on stdin, prints the outcome on stdout,
 /// returns the process exit code (0 whenever an outcome was printed, error outcomes included).
 pub fn tool_main() -> i32 {
@@ -58,8 +68,12 @@ pub fn tool_main() -> i32 {
         eprintln!("superpi tool runner: reading the request: {e}");
         return 2;
     }
+    let request = serde_json::from_slice::<Request>(&input);
+    if let Ok(Request { op: Op::Namespaces(plan), .. }) = &request {
+        return crate::mounts::helper_main(plan);
+    }
     let mut stdout = std::io::stdout().lock();
-    let written = match serde_json::from_slice::<Request>(&input) {
+    let written = match request {
         Ok(Request { op: Op::ReadTree(read), workspace, protected, .. }) => {
             serde_json::to_writer(&mut stdout, &read_tree(&workspace, &read, &protected))
         }

@@ -32,6 +32,8 @@ fn doctor_lists_what_a_tool_reaches_and_what_it_cannot_read() {
     for key in ["seccomp", "call_cgroup", "pids_cgroup", "mount_namespaces", "disabled"] {
         assert!(confinement[key].is_boolean(), "{key}: {confinement}");
     }
+    // As this user, the read-only mounts come from a user namespace (sandbox/ARCHITECTURE.md).
+    assert_eq!(confinement["mount_namespaces"], true, "{confinement}");
     assert!(["v1", "v2", "none"].contains(&confinement["cgroup"].as_str().unwrap()), "{confinement}");
 
     let unreadable: Vec<&str> = report["unreadable"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();

@@ -179,9 +179,15 @@ async fn through_superpi_mcp_git_works_and_secrets_stay_unread_as_an_ordinary_us
     assert!(log.contains("Dev Eloper <dev@example.test> from opencode\nDev Eloper <dev@example.test> init"), "{log}");
 
     let cats: Vec<String> = SECRETS.iter().map(|s| format!("cat ~/{s}")).collect();
-    let (secrets, failed) = mcp_bash(&mut mcp, 3, &format!("{}; echo x > ~/planted", cats.join("; "))).await;
+    // Attributes too: landlock does not govern them; the read-only mounts keep them.
+    let attributes = "chmod 777 ~/.gitconfig; touch -d 2001-01-01 ~/.gitconfig";
+    let (secrets, failed) =
+        mcp_bash(&mut mcp, 3, &format!("{}; echo x > ~/planted; {attributes}", cats.join("; "))).await;
     assert!(failed && !secrets.contains("SECRET"), "{secrets}");
-    assert_eq!(secrets.matches("Permission denied").count(), SECRETS.len() + 1, "{secrets}");
+    // The write outside meets the read-only mounts (made in a user namespace for this user)
+    // before landlock.
+    let refused = secrets.matches("Permission denied").count() + secrets.matches("Read-only file system").count();
+    assert_eq!(refused, SECRETS.len() + 3, "{secrets}");
     drop(mcp);
     assert_unchanged(&before, &outside(&m));
 }

@@ -161,8 +161,8 @@ fn confinement(status: &SandboxStatus) -> Confinement {
     }
     if !status.readonly_outside {
         missing.push(finding(
-            "no private mount namespace per call: outside the workspace, file permissions and landlock refuse writes",
-            "run the kernel as root (or accept it: landlock still refuses every write outside the workspace)",
+            "no private mount namespace per call: landlock refuses writes outside the workspace, but a tool can change the attributes (mode, times) of your files there",
+            "allow unprivileged user namespaces (sysctl user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1; on Ubuntu, kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for superpi), or run the kernel as root",
         ));
     }
     Confinement {
