@@ -42,6 +42,7 @@ pub const METHODS: &[&str] = &[
     "schedule.list",
     "schedule.add",
     "schedule.remove",
+    "schedule.resume",
 ];
 
 type Reply = Result<Value, RpcError>;
@@ -228,6 +229,12 @@ pub fn module(conn: Arc<Conn>) -> Result<RpcModule<Conn>, crate::Error> {
         let p: wire::ScheduleRemoveParams = parse("schedule.remove", p.as_deref())?;
         kernel.schedule_remove(p.id).await.map_err(wire::kernel_error)?;
         Ok(json!({"removed": true}))
+    })?;
+    register(&mut m, "schedule.resume", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: wire::ScheduleRemoveParams = parse("schedule.resume", p.as_deref())?;
+        kernel.schedule_resume(p.id).await.map_err(wire::kernel_error)?;
+        Ok(json!({"resumed": true}))
     })?;
     Ok(m)
 }

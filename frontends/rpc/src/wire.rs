@@ -270,6 +270,12 @@ pub struct ScheduleAddParams {
     pub conversation_id: Option<i64>,
     #[serde(default)]
     pub harness: Option<String>,
+    #[serde(default)]
+    pub mode: Option<String>,
+    #[serde(default)]
+    pub catch_up: Option<bool>,
+    #[serde(default)]
+    pub max_failures: Option<u32>,
 }
 
 impl ScheduleAddParams {
@@ -284,7 +290,9 @@ impl ScheduleAddParams {
             conversation_id: self.conversation_id,
             harness: self.harness.clone(),
             workspace: self.conversation_id.is_none().then(|| workspace.map(str::to_string)).flatten(),
-            ..Default::default()
+            mode: self.mode.clone(),
+            catch_up: self.catch_up,
+            max_failures: self.max_failures,
         }
     }
 }
@@ -324,6 +332,10 @@ pub fn schedule(info: &ScheduleInfo) -> Value {
         "created_at_ms": info.created_at_ms,
         "run_count": info.run_count,
         "failures": info.failures,
+        "mode": info.mode,
+        "catch_up": info.catch_up,
+        "max_failures": info.max_failures,
+        "paused_at_ms": info.paused_at_ms,
         "runs": runs,
     })
 }

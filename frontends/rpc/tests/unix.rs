@@ -537,7 +537,18 @@ async fn schedules_are_added_listed_and_removed() {
     let id = added["schedule"]["id"].as_i64().unwrap();
     assert_eq!((added["schedule"]["kind"].as_str(), added["token"].is_null()), (Some("cron"), true), "{added}");
     assert!(added["schedule"]["next_at_ms"].as_i64().unwrap() > superpi_proto::event::now_ms());
-    let trigger = c.ok("schedule.add", json!({"prompt": "An event.", "webhook": true})).await;
+    let trigger =
+        c.ok("schedule.add", json!({"prompt": "An event.", "webhook": true, "mode": "fresh", "max_failures": 2})).await;
+    let t = &trigger["schedule"];
+    assert_eq!(
+        (t["mode"].as_str(), t["max_failures"].as_u64(), t["catch_up"].as_bool()),
+        (Some("fresh"), Some(2), Some(true))
+    );
+    assert!(t["paused_at_ms"].is_null(), "{t}");
+    let not_paused = c.err("schedule.resume", json!({"id": t["id"]})).await;
+    assert_eq!(not_paused["code"], json!(-32004), "{not_paused}");
+    let bad_mode = c.err("schedule.add", json!({"prompt": "x", "webhook": true, "mode": "sideways"})).await;
+    assert_eq!(bad_mode["code"], json!(-32602), "{bad_mode}");
     assert_eq!(trigger["token"].as_str().map(str::len), Some(32), "{trigger}");
     let bad = c.err("schedule.add", json!({"prompt": "x", "cron": "0 7 * *"})).await;
     assert_eq!(bad["code"], json!(-32602), "{bad}");
