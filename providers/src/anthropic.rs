@@ -211,6 +211,7 @@ pub static ANTHROPIC: WireApi = WireApi {
     efforts,
     tool_name: plain_name,
     build_request,
+    structured_output: false,
     adjust: refusals_stand,
     parser: parser_of::<Parser>,
 };

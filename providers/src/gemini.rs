@@ -233,6 +233,7 @@ pub static GEMINI: WireApi = WireApi {
     efforts,
     tool_name: declared_name,
     build_request,
+    structured_output: false,
     adjust: refusals_stand,
     parser: parser_of::<Parser>,
 };

@@ -145,6 +145,10 @@ impl Provider for HttpProvider {
         self.route.kind.as_str()
     }
 
+    fn structured_output(&self) -> bool {
+        self.api.structured_output
+    }
+
     fn stream(&self, request: ModelRequest) -> EventStream {
         let wire = (self.api.build_request)(&self.route, &request);
         // Tools whose names the API does not take are offered under a cleaned name; calls to

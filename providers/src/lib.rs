@@ -59,7 +59,9 @@ pub use mock::{MockProvider, mock_directives_help};
 pub use reassemble::{Reassembler, reassemble};
 pub use route::Route;
 pub use router::{ModelInfo, configured_models, default_model, model_limits, resolve, route};
-pub use stream::{EventStream, ModelRequest, ProviderError, StopReason, StreamEvent, Terminal, ToolSpec, UsageDetails};
+pub use stream::{
+    EventStream, ModelRequest, OutputSchema, ProviderError, StopReason, StreamEvent, Terminal, ToolSpec, UsageDetails,
+};
 pub use validate::{AlgebraViolation, Validator, validate};
 
 use std::sync::Arc;
@@ -73,6 +75,12 @@ pub trait Provider: Send + Sync {
     /// exactly one terminal, also when the request fails before the first byte. Dropping the
     /// stream cancels the request.
     fn stream(&self, request: ModelRequest) -> EventStream;
+
+    /// Whether the provider constrains an answer to [`ModelRequest::output_schema`] itself (a
+    /// vendor's structured-output mode); without one the caller offers a tool instead.
+    fn structured_output(&self) -> bool {
+        false
+    }
 }
 
 pub type SharedProvider = Arc<dyn Provider>;

@@ -25,6 +25,9 @@ The `mock` model reads the last user message, line by line:
   @fail MESSAGE       end the answer with an error terminal carrying MESSAGE
   @deltas N           stream N short text deltas (for benchmarks)
   @system             echo the last paragraph of the request's system prompt
+  @answer TEXT        answer TEXT alone; several lines answer in turn, one per request of the
+                      turn, the last repeating (with an output schema, a request that asks
+                      again after an answer the schema refused gets the next)
   an image            is answered `[image TYPE, N bytes]` (its decoded size), before the echo
                       (a tool's image, after the sentence quoting its result)
   any other text      is echoed back, a word per delta
@@ -64,6 +67,12 @@ impl MockProvider {
 impl Provider for MockProvider {
     fn name(&self) -> &str {
         "mock"
+    }
+
+    /// The mock takes an output schema as a vendor's structured-output mode does, and answers
+    /// with what `@answer` says: it keeps to no schema, so that a caller's check is tested.
+    fn structured_output(&self) -> bool {
+        true
     }
 
     fn stream(&self, request: ModelRequest) -> EventStream {
@@ -171,6 +180,10 @@ fn first_chars(text: &str, n: usize) -> &str {
 /// tool results that end the conversation.
 fn plan(request: &ModelRequest) -> Plan {
     let mut plan = Plan::default();
+    if let Some(answer) = scripted_answer(request) {
+        plan.stages.push(Stage::Text(word_chunks(&answer)));
+        return plan;
+    }
     let last_user = request.messages.iter().rev().find(|m| m.role == Role::User);
     let prompt = last_user.map(message_text).unwrap_or_default();
     let trailing_results: Vec<&Message> =
@@ -290,6 +303,31 @@ fn plan(request: &ModelRequest) -> Plan {
         plan.stages.push(Stage::Text(word_chunks("(mock: nothing to answer)")));
     }
     plan
+}
+
+/// The `@answer` lines of a user message.
+fn answer_lines(message: &Message) -> Vec<String> {
+    let text = message_text(message);
+    let answers = text.lines().filter_map(|line| line.trim().strip_prefix("@answer"));
+    answers
+        .filter(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace))
+        .map(|a| a.trim().to_string())
+        .collect()
+}
+
+/// The answer `@answer` scripts for this request: the next of the prompt's answers, counted by
+/// the answers given since. With an output schema the prompt is the latest user message that
+/// has `@answer` lines (a request asking again after a refused answer has a user message of
+/// its own after it); without one, only the last user message counts.
+fn scripted_answer(request: &ModelRequest) -> Option<String> {
+    if request.messages.last().is_some_and(|m| m.role == Role::Tool) {
+        return None;
+    }
+    let users = request.messages.iter().enumerate().rev().filter(|(_, m)| m.role == Role::User);
+    let mut prompts = users.take(if request.output_schema.is_some() { usize::MAX } else { 1 });
+    let (at, answers) = prompts.find_map(|(at, m)| Some((at, answer_lines(m))).filter(|(_, a)| !a.is_empty()))?;
+    let given = request.messages[at..].iter().filter(|m| m.role == Role::Assistant).count();
+    answers.get(given.min(answers.len() - 1)).cloned()
 }
 
 /// Produces a plan's events lazily, one at a time.

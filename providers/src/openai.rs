@@ -117,6 +117,12 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
             })
             .collect();
     }
+    if let Some(output) = &request.output_schema {
+        let strict = crate::wire::strict_schema(&output.schema);
+        body["response_format"] = json!({"type": "json_schema", "json_schema": {
+            "name": output.name, "schema": output.schema, "strict": strict,
+        }});
+    }
     if let Some(max) = request.max_tokens {
         body[if route.reasoning { "max_completion_tokens" } else { "max_tokens" }] = json!(max.max(1));
     }
@@ -166,6 +172,7 @@ pub static OPENAI: WireApi = WireApi {
     efforts,
     tool_name: plain_name,
     build_request,
+    structured_output: true,
     adjust: refusals_stand,
     parser: parser_of::<Parser>,
 };

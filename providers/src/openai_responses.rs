@@ -48,6 +48,7 @@ pub static RESPONSES: WireApi = WireApi {
     efforts,
     tool_name: plain_name,
     build_request,
+    structured_output: true,
     adjust,
     parser: parser_of::<Parser>,
 };
@@ -163,6 +164,12 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
     }
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
+    }
+    if let Some(output) = &request.output_schema {
+        let strict = crate::wire::strict_schema(&output.schema);
+        body["text"] = json!({"format": {
+            "type": "json_schema", "name": output.name, "schema": output.schema, "strict": strict,
+        }});
     }
     if let Some(max) = request.max_tokens {
         body["max_output_tokens"] = json!(max.max(16));

@@ -112,6 +112,7 @@ fn the_request_carries_instructions_items_tools_and_reasoning() {
         }],
         max_tokens: Some(8),
         effort: Some(Effort::Off),
+        output_schema: None,
     };
     let body = body(&route("gpt-5-codex"), &request);
     assert_eq!(body["instructions"], "Be brief.");

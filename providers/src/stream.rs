@@ -16,6 +16,16 @@ pub struct ToolSpec {
     pub input_schema: Value,
 }
 
+/// The JSON Schema a final answer must meet, for a provider with a structured-output mode
+/// ([`crate::Provider::structured_output`]): OpenAI's `response_format` / `text.format`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputSchema {
+    /// `^[a-zA-Z0-9_-]{1,64}$`, as OpenAI takes it.
+    pub name: String,
+    /// An object schema.
+    pub schema: Value,
+}
+
 /// One model call: the system prompt, the conversation so far, and the tools on offer.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ModelRequest {
@@ -27,6 +37,8 @@ pub struct ModelRequest {
     pub max_tokens: Option<u32>,
     /// The conversation's thinking effort (see [`crate::effort`]); `None`: the settings' defaults.
     pub effort: Option<superpi_proto::Effort>,
+    /// The schema the answer must meet, sent in the vendor's structured-output mode.
+    pub output_schema: Option<OutputSchema>,
 }
 
 /// Why a message ended.

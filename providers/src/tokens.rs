@@ -87,6 +87,7 @@ mod tests {
             tools: vec![ToolSpec { name: "bash".into(), description: "d".repeat(60), input_schema: json!({}) }],
             max_tokens: None,
             effort: None,
+            output_schema: None,
         };
         let before = super::request(&request);
         // system 4+10, user 4+2, assistant 4+(1+2+6+4), tool 8+2+20+1

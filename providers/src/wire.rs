@@ -122,3 +122,33 @@ pub(crate) fn object_schema(schema: &Value) -> Value {
         _ => serde_json::json!({"type": "object"}),
     }
 }
+
+/// Whether a schema meets OpenAI's strict structured-output rules, so it may be sent with
+/// `strict: true` (the decoder then keeps to it): an object at the root, and every object
+/// closed (`additionalProperties: false`) with every property required. Another schema is sent
+/// with `strict: false`; the answer is checked by the caller either way.
+pub(crate) fn strict_schema(schema: &Value) -> bool {
+    let root_object = schema.get("type").and_then(Value::as_str) == Some("object");
+    root_object && closed_everywhere(schema)
+}
+
+fn closed_everywhere(schema: &Value) -> bool {
+    let Some(map) = schema.as_object() else { return true };
+    let is_object = map.get("type").and_then(Value::as_str) == Some("object") || map.contains_key("properties");
+    if is_object {
+        let properties = map.get("properties").and_then(Value::as_object);
+        let required: Vec<&str> =
+            map.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        let all_required = properties.is_none_or(|p| p.keys().all(|key| required.contains(&key.as_str())));
+        if map.get("additionalProperties") != Some(&Value::Bool(false)) || !all_required {
+            return false;
+        }
+    }
+    let nested = ["properties", "$defs", "definitions"]
+        .iter()
+        .filter_map(|key| map.get(*key).and_then(Value::as_object))
+        .flat_map(|children| children.values());
+    let listed = ["anyOf", "allOf", "oneOf"].iter().filter_map(|key| map.get(*key).and_then(Value::as_array)).flatten();
+    let items = map.get("items").into_iter();
+    nested.chain(listed).chain(items).all(closed_everywhere)
+}

@@ -42,6 +42,9 @@ pub struct WireApi {
     /// `crate::wire::plain_name` (`^[a-zA-Z0-9_-]{1,64}$`) for OpenAI and Anthropic.
     pub tool_name: for<'a> fn(&'a str) -> Cow<'a, str>,
     pub build_request: fn(&Route, &ModelRequest) -> WireRequest,
+    /// Whether `build_request` sends [`ModelRequest::output_schema`] in the API's own
+    /// structured-output mode (OpenAI's `response_format`, the Responses API's `text.format`).
+    pub structured_output: bool,
     /// The request to send once instead of one the API refused (before streaming) for
     /// something the account lacks rather than a mistake (OpenAI's reasoning summaries for an
     /// organisation that is not verified); `None` when the refusal stands.

@@ -164,7 +164,7 @@ proptest! {
         max_tokens in prop_oneof![Just(None), Just(Some(0u32)), Just(Some(256u32))],
         effort in prop_oneof![Just(None), proptest::sample::select(Effort::ALL.to_vec()).prop_map(Some)],
     ) {
-        let request = ModelRequest { model: String::new(), system, messages: history, tools: tools(), max_tokens, effort };
+        let request = ModelRequest { model: String::new(), system, messages: history, tools: tools(), max_tokens, effort, output_schema: None };
         for model in MODELS {
             let body = check(model, &request, thinking).map_err(TestCaseError::fail)?;
             if model == "gpt-4o" {
@@ -442,4 +442,40 @@ fn the_vendors_rules_refuse_images_as_the_apis_do() {
     assert_eq!(refused("gemini", gemini_body("image/gif", "R0lGODlh")), "Unsupported MIME type: image/gif");
     assert!(refused("gemini", gemini_body("image/png", "!!")).contains("Base64 decoding failed"));
     assert!(gemini::check_for("gemini-2.5-flash", &gemini_body("image/png", PNG)).is_ok());
+}
+
+/// An output schema goes in OpenAI's own structured-output fields (Chat Completions'
+/// `response_format`, the Responses API's `text.format`), strict only when the schema keeps the
+/// strict rules, and every request passes the vendor's rules; the rules refuse a strict schema
+/// that leaves an object open, as OpenAI does.
+#[test]
+fn an_output_schema_goes_as_the_vendors_structured_output_and_keeps_its_rules() {
+    let closed = json!({"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {"type": "string"}},
+        "required": ["b"], "additionalProperties": false}}, "required": ["a"], "additionalProperties": false});
+    let open =
+        json!({"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {"type": "string"}}}}});
+    for (schema, strict) in [(closed, true), (open.clone(), false)] {
+        let output_schema =
+            Some(superpi_providers::OutputSchema { name: "final_answer".into(), schema: schema.clone() });
+        let request = ModelRequest { messages: vec![Message::user_text("hi")], output_schema, ..Default::default() };
+        let chat = check("gpt-4o", &request, None).unwrap();
+        assert_eq!(chat["response_format"]["json_schema"]["strict"], strict);
+        assert_eq!(chat["response_format"]["json_schema"]["schema"], schema);
+        let responses = check("gpt-5-codex", &request, None).unwrap();
+        assert_eq!(
+            (&responses["text"]["format"]["strict"], &responses["text"]["format"]["schema"]),
+            (&json!(strict), &schema)
+        );
+    }
+    // Closed at the root, open inside.
+    let inner_open = json!({"type": "object", "properties": {"a": {"type": "object", "properties": {}}},
+        "required": ["a"], "additionalProperties": false});
+    let format =
+        json!({"type": "json_schema", "json_schema": {"name": "final_answer", "schema": inner_open, "strict": true}});
+    let body = json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}], "response_format": format});
+    let refused = openai::check(&body).unwrap_err();
+    assert!(
+        refused.message.contains("In context=('properties', 'a'), 'additionalProperties' is required"),
+        "{refused}"
+    );
 }

@@ -48,6 +48,7 @@ fn request(model: &str) -> ModelRequest {
         }],
         max_tokens: Some(256),
         effort: None,
+        output_schema: None,
     }
 }
 

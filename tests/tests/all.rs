@@ -36,6 +36,7 @@ mod registry;
 mod remote_ceiling;
 mod rules;
 mod schedules;
+mod structured_output;
 mod subagents;
 mod terminal;
 mod terminal_tty;

@@ -94,6 +94,9 @@ pub struct TurnResult {
     message_usage: Usage,
     saw_usage_updated: bool,
     tool_calls: u64,
+    /// The turn was held to an output schema: its `result` is the end's, the accepted JSON.
+    structured: bool,
+    answer: Option<String>,
 }
 
 impl TurnResult {
@@ -109,7 +112,16 @@ impl TurnResult {
             message_usage: Usage::default(),
             saw_usage_updated: false,
             tool_calls: 0,
+            structured: false,
+            answer: None,
         }
+    }
+
+    /// A turn held to an output schema: the result is its accepted answer, also parsed as
+    /// `structured_output` (null when the turn did not complete).
+    pub fn structured(mut self, structured: bool) -> Self {
+        self.structured = structured;
+        self
     }
 
     /// Takes one event (events of other turns are ignored).
@@ -141,7 +153,10 @@ impl TurnResult {
                 self.usage.add(Usage { input_tokens, output_tokens, cached_input_tokens });
             }
             EventBody::ToolStarted { .. } => self.tool_calls += 1,
-            EventBody::TurnCompleted { stop_reason, .. } => self.stop_reason = Some(stop_reason.clone()),
+            EventBody::TurnCompleted { stop_reason, result } => {
+                self.stop_reason = Some(stop_reason.clone());
+                self.answer = result.clone();
+            }
             EventBody::TurnError { error } => self.error = Some(error.clone()),
             _ => {}
         }
@@ -156,7 +171,7 @@ impl TurnResult {
     /// between messages).
     pub fn to_json(&self) -> Value {
         let usage = if self.saw_usage_updated { self.usage } else { self.message_usage };
-        json!({
+        let mut out = json!({
             "type": "result",
             "status": self.end.map_or("running", TurnEnd::as_str),
             "is_error": self.end != Some(TurnEnd::Completed),
@@ -168,7 +183,13 @@ impl TurnResult {
             "tool_calls": self.tool_calls,
             "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
                       "cached_input_tokens": usage.cached_input_tokens},
-        })
+        });
+        if self.structured {
+            let answer = self.answer.as_deref().filter(|_| self.end == Some(TurnEnd::Completed));
+            out["result"] = json!(answer.unwrap_or_default());
+            out["structured_output"] = answer.and_then(|a| serde_json::from_str(a).ok()).unwrap_or(Value::Null);
+        }
+        out
     }
 }
 

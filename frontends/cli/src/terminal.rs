@@ -63,8 +63,22 @@ pub struct RunFlags {
     /// line, each a turn of one conversation.
     #[arg(long, value_enum, default_value_t)]
     pub input_format: InputFormat,
+    /// A JSON Schema file (an object schema): each turn's final answer must be JSON that it
+    /// accepts (asked again once, then the turn fails); `--output-format json` carries the
+    /// parsed answer as `structured_output`.
+    #[arg(long, value_name = "FILE")]
+    pub output_schema: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub session: SessionFlags,
+}
+
+/// Reads `--output-schema FILE`: JSON, else a usage error said before the kernel is asked.
+fn read_schema(flags: &RunFlags) -> Result<Option<serde_json::Value>, String> {
+    let Some(path) = &flags.output_schema else { return Ok(None) };
+    let text = std::fs::read_to_string(path).map_err(|err| format!("--output-schema {}: {err}", path.display()))?;
+    let schema =
+        serde_json::from_str(&text).map_err(|err| format!("--output-schema {}: not JSON: {err}", path.display()))?;
+    Ok(Some(schema))
 }
 
 #[derive(Debug, Clone, Args)]
@@ -260,11 +274,17 @@ async fn one_turn(
     client: &KernelClient,
     sub: &mut Subscription,
     printer: &mut Printer,
-    conversation_id: i64,
+    (conversation_id, output_schema): (i64, Option<&serde_json::Value>),
     prompt: &str,
 ) -> anyhow::Result<TurnEnd> {
-    let turn = client.submit_text(conversation_id, prompt).await?;
-    let mut result = TurnResult::new(conversation_id, turn.turn_id);
+    let params = superpi_proto::method::SubmitParams {
+        conversation_id,
+        prompt: Some(prompt.to_string()),
+        output_schema: output_schema.cloned(),
+        ..Default::default()
+    };
+    let turn = client.submit(params).await?;
+    let mut result = TurnResult::new(conversation_id, turn.turn_id).structured(output_schema.is_some());
     let mut cancelling = false;
     let mut ticker = tokio::time::interval(Duration::from_millis(100));
     let ticks = printer.ticks();
@@ -384,17 +404,32 @@ pub async fn run(locations: &Locations, args: RunArgs) -> anyhow::Result<ExitCod
         eprintln!("superpi run: the prompt is empty");
         return Ok(ExitCode::from(2));
     }
+    let schema = match read_schema(&flags) {
+        Ok(schema) => schema,
+        Err(why) => {
+            eprintln!("superpi run: {why}");
+            return Ok(ExitCode::from(2));
+        }
+    };
     let client = connect(locations, "cli").await?;
     let info = open(&client, locations, &flags.session).await?;
     let mut sub = watch(&client, &info, std::io::stdin().is_terminal()).await?;
     let mut printer = Printer::new(flags.output_format);
-    let end = one_turn(&client, &mut sub, &mut printer, info.conversation_id, &prompt).await?;
+    let turn = (info.conversation_id, schema.as_ref());
+    let end = one_turn(&client, &mut sub, &mut printer, turn, &prompt).await?;
     Ok(exit_code(end == TurnEnd::Completed))
 }
 
 /// `--input-format stream-json`: each stdin line is a prompt of one conversation, answered in
 /// turn; a line that is not a prompt gets an `invalid_input` result and reading goes on.
 async fn run_lines(locations: &Locations, flags: &RunFlags) -> anyhow::Result<ExitCode> {
+    let schema = match read_schema(flags) {
+        Ok(schema) => schema,
+        Err(why) => {
+            eprintln!("superpi run: {why}");
+            return Ok(ExitCode::from(2));
+        }
+    };
     let client = connect(locations, "cli").await?;
     let info = open(&client, locations, &flags.session).await?;
     // Stdin carries prompts: nobody can answer a permission question there.
@@ -408,7 +443,8 @@ async fn run_lines(locations: &Locations, flags: &RunFlags) -> anyhow::Result<Ex
         }
         match output::parse_input_line(&line) {
             Ok(prompt) => {
-                let end = one_turn(&client, &mut sub, &mut printer, info.conversation_id, &prompt).await?;
+                let turn = (info.conversation_id, schema.as_ref());
+                let end = one_turn(&client, &mut sub, &mut printer, turn, &prompt).await?;
                 all_completed &= end == TurnEnd::Completed;
             }
             Err(error) => {

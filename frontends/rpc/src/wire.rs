@@ -92,6 +92,9 @@ pub struct SubmitParams {
     /// Join the running turn instead of queueing (see the kernel's `session.submit`).
     #[serde(default)]
     pub steer: bool,
+    /// A JSON Schema the turn's final answer must meet (see the kernel's `session.submit`).
+    #[serde(default)]
+    pub output_schema: Option<serde_json::Value>,
 }
 
 impl SubmitParams {
@@ -121,6 +124,7 @@ impl SubmitParams {
             prompt: None,
             steer: self.steer,
             client_tools: Vec::new(),
+            output_schema: self.output_schema.clone(),
         })
     }
 }

@@ -49,6 +49,7 @@ fn submit_joins_prompt_and_text_parts_and_needs_text() {
             prompt: None,
             steer: true,
             client_tools: Vec::new(),
+            output_schema: None,
         }
     );
     let p: SubmitParams = parse("session.submit", Some(r#"{"conversation_id": 4, "prompt": "  "}"#)).unwrap();

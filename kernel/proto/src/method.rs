@@ -284,6 +284,10 @@ pub struct SubmitParams {
     /// a `ui_request` of kind `client_tool`, answered by `ui.respond`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub client_tools: Vec<ClientTool>,
+    /// A JSON Schema (an object schema) the turn's final answer must meet: the answer is the
+    /// JSON text of a value the schema accepts, or the turn fails saying why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
 }
 
 /// A tool a frontend runs (a web front end's own function), offered to one turn's model.

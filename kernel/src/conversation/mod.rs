@@ -193,6 +193,9 @@ pub(crate) struct Conversation {
     /// The tools frontends offered with their prompts, by the turn they submitted, until
     /// that turn takes them (`turn/client_tools.rs`).
     pub client_tools: Mutex<std::collections::HashMap<i64, Vec<superpi_proto::method::ClientTool>>>,
+    /// The output schemas prompts were submitted with, by their turn, until that turn takes
+    /// its own (`turn/structured.rs`).
+    pub output_schemas: Mutex<std::collections::HashMap<i64, serde_json::Value>>,
     pub running: Mutex<Option<i64>>,
     /// The highest mode the running turn's tool calls run in (its submitter's ceiling, lowered
     /// by steering prompts): what a subagent it starts may have at most.
@@ -251,6 +254,7 @@ impl Conversation {
             mcp_servers: Mutex::default(),
             mcp_attached: Mutex::default(),
             client_tools: Mutex::default(),
+            output_schemas: Mutex::default(),
             running: Mutex::new(None),
             turn_ceiling: Mutex::new(None),
             steering: Mutex::default(),

@@ -191,6 +191,7 @@ pub(crate) async fn harvest(store: Arc<dyn Store>, provider: SharedProvider, job
         tools: Vec::new(),
         max_tokens: Some(2048),
         effort: None,
+        output_schema: None,
     };
     let mut stream = provider.stream(request);
     let answer = loop {

@@ -330,7 +330,7 @@ pub(crate) async fn between_turns(
 /// A model request ready to send, or why none is.
 pub(crate) enum Prepared {
     /// The request and its size in tokens.
-    Request(ModelRequest, u64),
+    Request(Box<ModelRequest>, u64),
     Cancelled,
 }
 
@@ -385,8 +385,9 @@ pub(crate) async fn next_request(
         tools: frame.tools.to_vec(),
         max_tokens: None,
         effort: frame.effort,
+        output_schema: None,
     };
-    Ok(Prepared::Request(request, tokens))
+    Ok(Prepared::Request(Box::new(request), tokens))
 }
 
 #[cfg(test)]

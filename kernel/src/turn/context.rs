@@ -65,6 +65,7 @@ impl Context {
                 tools: tools.to_vec(),
                 max_tokens: None,
                 effort: None,
+                output_schema: None,
             }),
         }
     }

@@ -13,6 +13,7 @@ pub(crate) mod hooks;
 pub(crate) mod nested_rules;
 pub(crate) mod pipeline;
 pub(crate) mod recovery;
+pub(crate) mod structured;
 pub(crate) mod summary;
 
 use std::collections::HashMap;
@@ -33,6 +34,7 @@ use crate::telemetry::traces::SpanContext;
 use crate::turn::compaction::{Frame, Prepared, next_request, tool_specs};
 use crate::turn::recovery::TurnEnd;
 use pipeline::{CallEnd, Caller, PlannedCall};
+use structured::{RESPOND_TOOL, Structured, Verdict};
 use superpi_mcp_client::Attached;
 use superpi_store::TurnStatus;
 
@@ -75,13 +77,22 @@ pub(crate) async fn run(
     let settings = conv.settings();
     let mark = kernel.telemetry.turn_started(cid, turn_id, &settings.harness, &settings.model);
     let trace = mark.context();
+    // Checked at submit: a schema that no longer compiles (a newer kernel's rules) fails here.
+    let schema = lock(&conv.output_schemas).remove(&turn_id);
+    let structured = schema.map(Structured::new).transpose();
     let ended = match crate::turn::backend::backend_of(kernel, conv) {
+        Some(_) if !matches!(structured, Ok(None)) => {
+            Err("output_schema: this harness runs an agent program, which answers in its own words".to_string())
+        }
         Some(kind) => {
             // A backend writes through its own tools: the checkpoint is taken before it starts.
             crate::turn::checkpoint::before_write(kernel, conv, turn_id).await;
             crate::turn::backend::drive(kernel, conv, turn_id, kind, ceiling, &message, &cancel).await
         }
-        None => drive(kernel, conv, turn_id, ceiling, trace, &cancel).await,
+        None => match structured {
+            Ok(structured) => drive(kernel, conv, (turn_id, ceiling, trace), structured, &cancel).await,
+            Err(why) => Err(why),
+        },
     };
     match &ended {
         Ok(TurnEnd::Completed { .. }) => kernel.telemetry.turn_ended(mark, "completed", None),
@@ -140,9 +151,8 @@ pub(crate) fn extra_roots(dirs: &[String]) -> Vec<std::path::PathBuf> {
 async fn drive(
     kernel: &Arc<Kernel>,
     conv: &Arc<Conversation>,
-    turn_id: i64,
-    ceiling: Mode,
-    trace: SpanContext,
+    (turn_id, ceiling, trace): (i64, Mode, SpanContext),
+    mut structured: Option<Structured>,
     cancel: &CancellationToken,
 ) -> Result<TurnEnd, String> {
     let mut ceiling = ceiling;
@@ -165,7 +175,11 @@ async fn drive(
     }
     let client = client_tools::offer(kernel, conv, turn_id, &mut tools);
     *lock(&conv.mcp_attached) = attached;
-    let specs = tool_specs(&tools);
+    let mut specs = tool_specs(&tools);
+    // An output schema goes in the provider's structured-output mode, or as the `respond` tool.
+    let native = provider.structured_output();
+    let respond = structured.as_ref().filter(|_| !native).map(Structured::respond_tool);
+    specs.extend(respond);
 
     // The harness's prompt, then the repository's AGENTS.md files and the index of the
     // owner's notes (a harness with memory), read at each turn.
@@ -208,10 +222,11 @@ async fn drive(
             join_steer(kernel, conv, turn_id, steer);
         }
         // The context by its rules (compacted first when it grew past the threshold).
-        let (request, request_tokens) = match next_request(kernel, conv, turn_id, &mut frame, cancel).await? {
-            Prepared::Request(request, tokens) => (request, tokens),
+        let (mut request, request_tokens) = match next_request(kernel, conv, turn_id, &mut frame, cancel).await? {
+            Prepared::Request(request, tokens) => (*request, tokens),
             Prepared::Cancelled => return Ok(TurnEnd::Cancelled),
         };
+        request.output_schema = structured.as_ref().filter(|_| native).map(Structured::for_provider);
         let context = ContextSize { request_tokens, window: frame.limits.context_window };
         crate::turn::hooks::before_request(kernel, conv, turn_id, &settings.model, request_number, cancel).await;
         let span = kernel.telemetry.model_started(trace, &settings.model);
@@ -275,6 +290,22 @@ async fn drive(
         if calls.is_empty() && !lock(&conv.steering).close_unless_waiting() {
             continue;
         }
+        if calls.is_empty()
+            && let Some(structured) = structured.as_mut()
+        {
+            let verdict = match native {
+                true => structured.judge_text(&terminal.message.text()),
+                false => structured.judge_missing_call(),
+            };
+            match verdict {
+                Verdict::Accepted(result) => return Ok(TurnEnd::Completed { result, stop_reason: "end_turn" }),
+                Verdict::Retry(told) => {
+                    structured::tell(kernel, conv, turn_id, &told);
+                    continue;
+                }
+                Verdict::Failed(why) => return Err(why),
+            }
+        }
         if calls.is_empty() {
             let stop_reason = match terminal.stop_reason {
                 StopReason::MaxTokens => "max_tokens",
@@ -283,6 +314,8 @@ async fn drive(
             };
             return Ok(TurnEnd::Completed { result: terminal.message.text(), stop_reason });
         }
+        // The answer a `respond` call gave, or why the turn fails for it.
+        let mut answered = None;
         for (call_id, name, arguments) in calls {
             if cancel.is_cancelled() {
                 return Ok(TurnEnd::Cancelled);
@@ -290,13 +323,19 @@ async fn drive(
             let settings = conv.settings();
             let workspace = settings.workspace.as_ref().map(PathBuf::from);
             let call = PlannedCall { call_id, name, arguments, workspace };
-            match client.contains(&call.name) {
-                true => client_tools::execute(kernel, conv, turn_id, call, cancel).await,
-                false => execute_tool(kernel, conv, (turn_id, trace), ceiling, call, cancel).await,
+            match structured.as_mut().filter(|_| !native && call.name == RESPOND_TOOL) {
+                Some(structured) => answered = structured::respond(kernel, conv, turn_id, &call, structured),
+                None if client.contains(&call.name) => client_tools::execute(kernel, conv, turn_id, call, cancel).await,
+                None => execute_tool(kernel, conv, (turn_id, trace), ceiling, call, cancel).await,
             }
         }
         if cancel.is_cancelled() {
             return Ok(TurnEnd::Cancelled);
+        }
+        match answered {
+            Some(Ok(result)) => return Ok(TurnEnd::Completed { result, stop_reason: "end_turn" }),
+            Some(Err(why)) => return Err(why),
+            None => {}
         }
     }
     Err(format!("the turn stopped after {MAX_MODEL_CALLS} model calls"))

@@ -156,6 +156,7 @@ pub(crate) fn piece_request(running: Option<&Message>, piece: &[Message], frame:
         max_tokens: u32::try_from(context::output_reserve(frame.limits)).ok(),
         // A summary needs no thinking of its own.
         effort: None,
+        output_schema: None,
     };
     let limit = context::request_limit(frame.limits);
     let excess = tokens::request(&request).saturating_sub(limit);

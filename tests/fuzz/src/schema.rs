@@ -44,6 +44,7 @@ fn request(kind: ProviderKind, model: &str, data: &[u8]) -> Option<(Route, Model
         tools: vec![ToolSpec { name: "probe_tool".into(), description: "a tool".into(), input_schema: schema }],
         max_tokens: Some(64),
         effort: None,
+        output_schema: None,
     };
     Some((route, request))
 }

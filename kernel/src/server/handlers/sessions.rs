@@ -387,8 +387,22 @@ pub(super) async fn submit(kernel: &Arc<Kernel>, peer: &Peer, p: SubmitParams) -
     }
     let message = Message { role: Role::User, content, usage: None, stop_reason: None };
     crate::turn::client_tools::check(&p.client_tools).map_err(|why| ErrorObject::new(codes::INVALID_PARAMS, why))?;
+    if let Some(schema) = &p.output_schema {
+        crate::turn::structured::Structured::new(schema.clone())
+            .map_err(|why| ErrorObject::new(codes::INVALID_PARAMS, why))?;
+        if p.steer {
+            let why = "output_schema: not with `steer` (a steering prompt joins a turn that has its own answer)";
+            return Err(ErrorObject::new(codes::INVALID_PARAMS, why));
+        }
+    }
     let conv = match found {
         Found::Here(conv) => conv,
+        Found::Elsewhere { .. } if p.output_schema.is_some() => {
+            return Err(ErrorObject::new(
+                codes::INVALID_PARAMS,
+                "output_schema: the conversation runs on another kernel; submit through that one",
+            ));
+        }
         Found::Elsewhere { .. } if !p.client_tools.is_empty() => {
             return Err(ErrorObject::new(
                 codes::INVALID_PARAMS,
@@ -406,6 +420,9 @@ pub(super) async fn submit(kernel: &Arc<Kernel>, peer: &Peer, p: SubmitParams) -
     let turn_id = kernel.store.create_turn(conv.id, &message).map_err(internal)?;
     if !p.client_tools.is_empty() {
         lock(&conv.client_tools).insert(turn_id, p.client_tools);
+    }
+    if let Some(schema) = p.output_schema {
+        lock(&conv.output_schemas).insert(turn_id, schema);
     }
     let (input, steered) = match p.steer {
         true => {

@@ -123,3 +123,80 @@ pub(crate) fn json_type(value: &Value) -> &'static str {
         Value::Object(_) => "object",
     }
 }
+
+/// An OpenAI `json_schema` format (Chat Completions' `response_format.json_schema`, the
+/// Responses API's `text.format`; `at` is its parameter path): a name of
+/// `^[a-zA-Z0-9_-]{1,64}$`, an object schema, and with `strict: true` the strict rules, every
+/// object closed (`additionalProperties: false`) with every property in `required`.
+pub(crate) fn check_json_schema_format(vendor: Vendor, format: &Value, at: &str) -> Result<(), Violation> {
+    let name = match format.get("name") {
+        Some(Value::String(name)) => name.as_str(),
+        _ => {
+            return Err(
+                Violation::new(vendor, format!("Missing required parameter: '{at}.name'.")).param(format!("{at}.name"))
+            );
+        }
+    };
+    if !is_plain_name(name, 64) {
+        return Err(Violation::new(vendor, format!(
+            "Invalid '{at}.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'."
+        ))
+        .param(format!("{at}.name")));
+    }
+    let schema = format.get("schema").unwrap_or(&Value::Null);
+    let invalid = |why: String| {
+        Violation::new(vendor, format!("Invalid schema for response_format '{name}': {why}"))
+            .param(format!("{at}.schema"))
+    };
+    let kind = schema.get("type").and_then(Value::as_str);
+    if kind != Some("object") {
+        return Err(invalid(format!(
+            "schema must be a JSON Schema of 'type: \"object\"', got 'type: \"{}\"'.",
+            kind.unwrap_or("None")
+        )));
+    }
+    if format.get("strict") == Some(&Value::Bool(true)) {
+        strict_rules(schema, &mut Vec::new()).map_err(invalid)?;
+    }
+    Ok(())
+}
+
+/// The strict rules over one schema node and what it nests; `path` is the context OpenAI names.
+fn strict_rules(schema: &Value, path: &mut Vec<String>) -> Result<(), String> {
+    let Some(map) = schema.as_object() else { return Ok(()) };
+    let context = || format!("In context=({})", path.iter().map(|p| format!("'{p}'")).collect::<Vec<_>>().join(", "));
+    if map.get("type").and_then(Value::as_str) == Some("object") || map.contains_key("properties") {
+        if map.get("additionalProperties") != Some(&Value::Bool(false)) {
+            return Err(format!("{}, 'additionalProperties' is required to be supplied and to be false.", context()));
+        }
+        let required: Vec<&str> =
+            map.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        let keys = map.get("properties").and_then(Value::as_object).into_iter().flat_map(|p| p.keys());
+        if let Some(missing) = keys.into_iter().find(|key| !required.contains(&key.as_str())) {
+            return Err(format!(
+                "{}, 'required' is required to be supplied and to be an array including every key in properties. Missing '{missing}'.",
+                context()
+            ));
+        }
+    }
+    for key in ["properties", "$defs", "definitions"] {
+        for (child, nested) in map.get(key).and_then(Value::as_object).into_iter().flatten() {
+            path.extend([key.to_string(), child.clone()]);
+            strict_rules(nested, path)?;
+            path.truncate(path.len() - 2);
+        }
+    }
+    for key in ["anyOf", "allOf", "oneOf"] {
+        for (i, nested) in map.get(key).and_then(Value::as_array).into_iter().flatten().enumerate() {
+            path.extend([key.to_string(), i.to_string()]);
+            strict_rules(nested, path)?;
+            path.truncate(path.len() - 2);
+        }
+    }
+    if let Some(items) = map.get("items") {
+        path.push("items".into());
+        strict_rules(items, path)?;
+        path.pop();
+    }
+    Ok(())
+}

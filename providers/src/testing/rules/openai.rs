@@ -68,6 +68,7 @@ pub fn check(body: &Value) -> Result<(), Violation> {
         }
     }
     check_tools(object.get("tools"))?;
+    check_response_format(object.get("response_format"))?;
     let messages = match object.get("messages") {
         Some(Value::Array(messages)) if !messages.is_empty() => messages,
         Some(Value::Array(_)) => return Err(violation("[] is too short - 'messages'").param("messages")),
@@ -135,6 +136,26 @@ fn check_image_url(url: &str, at: &str) -> Result<(), Violation> {
         return Err(unsupported());
     }
     Ok(())
+}
+
+/// `response_format`: `text`, `json_object`, or `json_schema` with its `json_schema` object.
+fn check_response_format(format: Option<&Value>) -> Result<(), Violation> {
+    let Some(format) = format else { return Ok(()) };
+    match format.get("type").and_then(Value::as_str) {
+        Some("text" | "json_object") => Ok(()),
+        Some("json_schema") => match format.get("json_schema") {
+            Some(inner) if inner.is_object() => {
+                super::check_json_schema_format(Vendor::Openai, inner, "response_format.json_schema")
+            }
+            _ => Err(violation("Missing required parameter: 'response_format.json_schema'.")
+                .param("response_format.json_schema")),
+        },
+        other => Err(violation(format!(
+            "Invalid value: '{}'. Supported values are: 'json_object', 'json_schema', and 'text'.",
+            other.unwrap_or_default()
+        ))
+        .param("response_format.type")),
+    }
 }
 
 fn check_tools(tools: Option<&Value>) -> Result<(), Violation> {

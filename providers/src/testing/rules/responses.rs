@@ -99,6 +99,7 @@ pub fn check(body: &Value) -> Result<(), Violation> {
     check_choice(object.get("reasoning"), "summary", &["auto", "concise", "detailed", "none"])?;
     check_choice(object.get("text"), "verbosity", &["low", "medium", "high"])?;
     check_tools(object.get("tools"))?;
+    check_text_format(object.get("text"))?;
     check_include(object.get("include"))?;
     let store = object.get("store").and_then(Value::as_bool).unwrap_or(true);
     match object.get("input") {
@@ -189,6 +190,20 @@ fn check_strict(i: usize, tool: &Value) -> Result<(), Violation> {
         }
     }
     Ok(())
+}
+
+/// `text.format`: `text`, `json_object`, or `json_schema` with its name and schema beside it.
+fn check_text_format(text: Option<&Value>) -> Result<(), Violation> {
+    let Some(format) = text.and_then(|t| t.get("format")) else { return Ok(()) };
+    match format.get("type").and_then(Value::as_str) {
+        Some("text" | "json_object") => Ok(()),
+        Some("json_schema") => super::check_json_schema_format(Vendor::OpenaiResponses, format, "text.format"),
+        other => Err(violation(format!(
+            "Invalid value: '{}'. Supported values are: 'text', 'json_object', and 'json_schema'.",
+            other.unwrap_or_default()
+        ))
+        .param("text.format.type")),
+    }
 }
 
 fn check_tools(tools: Option<&Value>) -> Result<(), Violation> {
