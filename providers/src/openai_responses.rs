@@ -8,6 +8,9 @@
 //! and the encrypted content as the signature, marked [`SIGNATURE_PREFIX`] so that no other API
 //! is sent it), where the item was; the next request sends each back before the message or calls
 //! it led to, so the model goes on from its reasoning instead of reasoning again.
+//!
+//! Over 500 lines: the request body and the event parser of one wire API belong together, as
+//! in the other providers' files.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;

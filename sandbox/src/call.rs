@@ -17,7 +17,8 @@ use tokio_util::sync::CancellationToken;
 use crate::cgroup::{CallCgroup, CgroupBase};
 use crate::confine::{Prepared, Program, WatchedLayer};
 use crate::launch::{End, Launch};
-use crate::mounts::{Entry, Helper, HelperPlan, Kept, Key, Maker, MountPlan};
+use crate::mounts::{Entry, Kept, Key, Maker, MountPlan};
+use crate::namespace_helper::{Helper, HelperPlan};
 use crate::output::Collector;
 use crate::policy::{self, FsPolicy, RulesetKey, Rulesets};
 use crate::registry::Runner;
@@ -78,11 +79,13 @@ impl Machine {
         });
         // SAFETY: geteuid cannot fail.
         let root = unsafe { libc::geteuid() } == 0;
-        // Not root: a helper makes them inside a user namespace (mounts.rs).
+        // Not root: a helper makes them inside a user namespace (namespace_helper.rs).
         let helper = (!root).then(|| Helper { program: config.tool_exe.clone(), args: config.tool_args.clone() });
         let probe = || match &helper {
             None => crate::mounts::probe(),
-            Some(helper) => helper.make(HelperPlan::default()).map(drop).map_err(std::io::Error::other),
+            Some(helper) => {
+                helper.make(&Request::namespaces(HelperPlan::default())).map(drop).map_err(std::io::Error::other)
+            }
         };
         let mounts = config.readonly_outside
             && !config.disabled
@@ -380,7 +383,7 @@ impl Machine {
                         shm: shm.as_ref().map(|dir| dir.path().to_path_buf()),
                     };
                     let namespaces = helper
-                        .make(plan)
+                        .make(&Request::namespaces(plan))
                         .map_err(|e| format!("the sandbox could not make the call's namespaces: {e}"))?;
                     let kept = Arc::new(Kept { namespaces, shm });
                     if let Some(keep) = keep {

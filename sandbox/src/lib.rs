@@ -32,6 +32,7 @@ mod host;
 mod launch;
 pub mod memory;
 mod mounts;
+mod namespace_helper;
 mod netwatch;
 mod output;
 pub mod policy;

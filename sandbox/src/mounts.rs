@@ -3,12 +3,8 @@
 //! private System V IPC and POSIX message queues. Landlock governs writes to files but not
 //! their attributes (mode, owner, times, extended attributes): read-only mounts keep those of
 //! the user's files outside the workspace. A kernel that is not root has them made inside a
-//! user namespace (where the machine allows unprivileged ones) that maps only its own uid and
-//! gid, so a tool keeps its identity and gains nothing outside. A helper process makes them:
-//! the kernel is not dumpable (`harden_kernel_process`), which leaves its /proc files, a new
-//! user namespace's maps among them, to root; the helper, the tool runner's binary freshly
-//! started, is its user's. The kernel keeps the helper's namespaces and kills it; calls enter
-//! them, the user namespace first.
+//! user namespace by a helper process (`namespace_helper.rs`); calls enter them, the user
+//! namespace first.
 //!
 //! Making such a namespace (copying the mount table, masking, marking it read-only, a new IPC
 //! namespace) and tearing it down again costs more than a plain spawn of bash on a busy
@@ -28,13 +24,12 @@ use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
 
 use libc::{c_int, c_long, c_ulong};
-use serde::{Deserialize, Serialize};
 
 use crate::step::Step;
 
 /// The namespaces of a call: its own mounts and its own System V IPC and message queues, so
 /// that a tool cannot attach to the shared memory or queues of processes outside the call.
-const NAMESPACES: c_int = libc::CLONE_NEWNS | libc::CLONE_NEWIPC;
+pub(crate) const NAMESPACES: c_int = libc::CLONE_NEWNS | libc::CLONE_NEWIPC;
 const AT_RECURSIVE: c_ulong = 0x8000;
 const MOUNT_ATTR_RDONLY: u64 = 0x1;
 /// Namespaces kept ready.
@@ -57,49 +52,6 @@ pub(crate) struct Namespaces {
     pub mnt: OwnedFd,
     pub ipc: OwnedFd,
     pub user: Option<OwnedFd>,
-}
-
-/// The contents of a new user namespace's maps: the helper's own uid and gid mapped to
-/// themselves, nothing else (setgroups denied, as an unprivileged map needs).
-#[derive(Debug, Clone)]
-struct IdMaps {
-    uid_map: CString,
-    gid_map: CString,
-}
-
-impl IdMaps {
-    fn own() -> IdMaps {
-        // SAFETY: getuid and getgid cannot fail.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-        let line = |id: u32| CString::new(format!("{id} {id} 1")).unwrap_or_default();
-        IdMaps { uid_map: line(uid), gid_map: line(gid) }
-    }
-
-    /// Right after unsharing the user namespace.
-    fn write(&self) -> Result<(), i32> {
-        write_file(c"/proc/self/setgroups", c"deny")?;
-        write_file(c"/proc/self/uid_map", &self.uid_map)?;
-        write_file(c"/proc/self/gid_map", &self.gid_map)
-    }
-}
-
-fn write_file(path: &std::ffi::CStr, text: &std::ffi::CStr) -> Result<(), i32> {
-    // SAFETY: open, write and close with C strings that outlive the calls.
-    unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-        check(fd as c_long)?;
-        let bytes = text.to_bytes();
-        let written = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
-        libc::close(fd);
-        if written != bytes.len() as isize {
-            return Err(if written < 0 {
-                std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
-            } else {
-                libc::EIO
-            });
-        }
-    }
-    Ok(())
 }
 
 /// The private namespaces of one call.
@@ -180,7 +132,7 @@ pub(crate) struct Keep {
     shared: Arc<Shared>,
 }
 
-fn check(ret: c_long) -> Result<(), i32> {
+pub(crate) fn check(ret: c_long) -> Result<(), i32> {
     if ret < 0 { Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)) } else { Ok(()) }
 }
 
@@ -209,7 +161,7 @@ fn bind(source: &CString, target: &CString, flags: c_ulong) -> c_long {
 /// In a fresh mount namespace: no propagation either way, the masks, everything read-only
 /// except /dev and /dev/pts as mounts (landlock decides about devices). Raw system calls only:
 /// it runs in a call's child as well as on the maker thread.
-fn readonly_outside(masked: &[CString]) -> Result<(), (Step, i32)> {
+pub(crate) fn readonly_outside(masked: &[CString]) -> Result<(), (Step, i32)> {
     let root = c"/".to_owned();
     // SAFETY: mount(2) with constant C strings.
     let private = unsafe {
@@ -257,7 +209,7 @@ impl MountPlan {
                 }
             }
             None => {
-                unshare(None).map_err(|e| (Step::MountNamespace, e))?;
+                unshare().map_err(|e| (Step::MountNamespace, e))?;
                 readonly_outside(&self.masked)?;
             }
         }
@@ -266,7 +218,7 @@ impl MountPlan {
 }
 
 /// Binds the writable trees on themselves, writable, and the private /dev/shm.
-fn bind_writable(trees: &[CString], private_shm: Option<&CString>) -> Result<(), (Step, i32)> {
+pub(crate) fn bind_writable(trees: &[CString], private_shm: Option<&CString>) -> Result<(), (Step, i32)> {
     let writable = MountAttr { attr_set: 0, attr_clr: MOUNT_ATTR_RDONLY, propagation: 0, userns_fd: 0 };
     for path in trees {
         check(bind(path, path, libc::MS_REC)).map_err(|e| (Step::ReadOnlyMounts, e))?;
@@ -278,114 +230,10 @@ fn bind_writable(trees: &[CString], private_shm: Option<&CString>) -> Result<(),
     Ok(())
 }
 
-/// What the namespace helper sets up: the trees to bind writable and the /dev/shm source.
-#[derive(Debug, Default, Serialize, Deserialize)]
-pub(crate) struct HelperPlan {
-    pub writable: Vec<PathBuf>,
-    pub shm: Option<PathBuf>,
-}
-
-/// The helper's answer when its namespaces are ready (else `refused STEP ERRNO`).
-const HELPER_READY: &str = "ready";
-
-/// The helper process (the tool runner dispatches [`HelperPlan`] requests here): sets up a user
-/// namespace and, owned by it, the call's mount and IPC namespaces; says so on stdout; then
-/// waits to be killed (or dies with the kernel), holding them until the kernel opened them.
-pub(crate) fn helper_main(plan: &HelperPlan) -> i32 {
-    use std::io::Write;
-    let outcome = set_up_in_helper(plan);
-    let line = match outcome {
-        Ok(()) => format!("{HELPER_READY}\n"),
-        Err((step, errno)) => format!("refused {} {errno}\n", step as u8),
-    };
-    let mut stdout = std::io::stdout().lock();
-    if stdout.write_all(line.as_bytes()).and_then(|()| stdout.flush()).is_err() || outcome.is_err() {
-        return 1;
-    }
-    loop {
-        // SAFETY: pause has no arguments; only a signal ends it.
-        unsafe { libc::pause() };
-    }
-}
-
-fn set_up_in_helper(plan: &HelperPlan) -> Result<(), (Step, i32)> {
-    // SAFETY: prctl with constant arguments.
-    check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as c_ulong, 0, 0, 0) } as c_long)
-        .map_err(|e| (Step::ParentDeath, e))?;
-    unshare(Some(&IdMaps::own())).map_err(|e| (Step::MountNamespace, e))?;
-    readonly_outside(&[])?;
-    let c_path =
-        |p: &PathBuf| CString::new(p.as_os_str().as_encoded_bytes()).map_err(|_| (Step::ReadOnlyMounts, libc::EINVAL));
-    let trees = plan.writable.iter().map(c_path).collect::<Result<Vec<_>, _>>()?;
-    let shm = plan.shm.as_ref().map(c_path).transpose()?;
-    bind_writable(&trees, shm.as_ref())
-}
-
-/// How a kernel that is not root starts the namespace helper: the tool runner's command.
-#[derive(Debug, Clone)]
-pub(crate) struct Helper {
-    pub program: PathBuf,
-    pub args: Vec<std::ffi::OsString>,
-}
-
-impl Helper {
-    /// Namespaces set up by a helper for `plan`: a user namespace and the mount and IPC
-    /// namespaces it owns. The helper gets no environment (it is dumpable while it lives).
-    pub(crate) fn make(&self, plan: HelperPlan) -> Result<Namespaces, String> {
-        use std::io::{BufRead, Write};
-        let request = crate::tool_process::Request::namespaces(plan);
-        let request = serde_json::to_vec(&request).map_err(|e| e.to_string())?;
-        #[allow(clippy::disallowed_methods)] // a short-lived helper, killed below
-        let mut child = std::process::Command::new(&self.program)
-            .args(&self.args)
-            .env_clear()
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .map_err(|e| format!("starting {}: {e}", self.program.display()))?;
-        let answer = (|| {
-            let mut stdin = child.stdin.take().ok_or("no stdin")?;
-            stdin.write_all(&request).map_err(|e| e.to_string())?;
-            drop(stdin);
-            let mut line = String::new();
-            let stdout = child.stdout.take().ok_or("no stdout")?;
-            std::io::BufReader::new(stdout).read_line(&mut line).map_err(|e| e.to_string())?;
-            match line.trim_end() {
-                HELPER_READY => {
-                    let open = |kind: &str| {
-                        File::open(format!("/proc/{}/ns/{kind}", child.id()))
-                            .map(OwnedFd::from)
-                            .map_err(|e| format!("opening the helper's {kind} namespace: {e}"))
-                    };
-                    Ok(Namespaces { user: Some(open("user")?), mnt: open("mnt")?, ipc: open("ipc")? })
-                }
-                refused => Err(helper_refusal(refused)),
-            }
-        })();
-        let _ = child.kill();
-        let _ = child.wait();
-        answer
-    }
-}
-
-fn helper_refusal(line: &str) -> String {
-    let mut words = line.split(' ').skip(1).map(str::parse::<i32>);
-    match (words.next(), words.next()) {
-        (Some(Ok(step)), Some(Ok(errno))) => {
-            let step = u8::try_from(step).ok().and_then(Step::from_code).map_or("an unnamed step", Step::describe);
-            format!("could not {step}: {}", std::io::Error::from_raw_os_error(errno))
-        }
-        _ => format!("the namespace helper answered {line:?}"),
-    }
-}
-
-/// The call's own namespaces (inside a new user namespace with `user`). Raw system calls only.
-fn unshare(user: Option<&IdMaps>) -> Result<(), i32> {
-    let flags = if user.is_some() { NAMESPACES | libc::CLONE_NEWUSER } else { NAMESPACES };
+/// The call's own namespaces. Raw system calls only.
+fn unshare() -> Result<(), i32> {
     // SAFETY: unshare with constant flags.
-    check(unsafe { libc::unshare(flags) } as c_long)?;
-    user.map_or(Ok(()), IdMaps::write)
+    check(unsafe { libc::unshare(NAMESPACES) } as c_long)
 }
 
 /// Checks once, in a throw-away child, that this machine lets us make the private namespaces
@@ -400,7 +248,7 @@ pub(crate) fn probe() -> std::io::Result<()> {
     // SAFETY: raw system calls only between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
-            unshare(None).map_err(std::io::Error::from_raw_os_error)?;
+            unshare().map_err(std::io::Error::from_raw_os_error)?;
             readonly_outside(&[]).map_err(|(_, errno)| std::io::Error::from_raw_os_error(errno))
         });
     }

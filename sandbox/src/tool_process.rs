@@ -33,7 +33,7 @@ pub(crate) enum Op {
     ReadTree(TreeRead),
     /// A kernel that is not root asks for a call's namespaces (`mounts.rs`): the runner, run
     /// unconfined for it, makes them, says so on stdout and waits to be killed.
-    Namespaces(crate::mounts::HelperPlan),
+    Namespaces(crate::namespace_helper::HelperPlan),
 }
 
 /// One request, as the runner receives it.
@@ -54,9 +54,17 @@ pub(crate) struct Request {
 }
 
 impl Request {
-    pub(crate) fn namespaces(plan: crate::mounts::HelperPlan) -> Request {
+    /// A namespace helper's request, as JSON.
+    pub(crate) fn namespaces(plan: crate::namespace_helper::HelperPlan) -> Vec<u8> {
         let (workspace, read_roots, write_roots) = (PathBuf::new(), Vec::new(), Vec::new());
-        Request { op: Op::Namespaces(plan), workspace, read_roots, write_roots, protected: ProtectedPaths::default() }
+        let request = Request {
+            op: Op::Namespaces(plan),
+            workspace,
+            read_roots,
+            write_roots,
+            protected: ProtectedPaths::default(),
+        };
+        serde_json::to_vec(&request).unwrap_or_default()
     }
 }
 
@@ -70,7 +78,7 @@ pub fn tool_main() -> i32 {
     }
     let request = serde_json::from_slice::<Request>(&input);
     if let Ok(Request { op: Op::Namespaces(plan), .. }) = &request {
-        return crate::mounts::helper_main(plan);
+        return crate::namespace_helper::helper_main(plan);
     }
     let mut stdout = std::io::stdout().lock();
     let written = match request {

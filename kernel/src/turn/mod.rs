@@ -1,6 +1,9 @@
 //! The turn loop: context from the stored entries, a provider stream, events, tool calls
 //! through the tool-call pipeline (`pipeline.rs`), and the next model request, until the
 //! model stops.
+//!
+//! Over 500 lines: `drive` is the loop of one turn, read top to bottom; what it decides at each
+//! step (compaction, structured output, client tools, hooks) lives in the modules below.
 
 pub(crate) mod backend;
 pub(crate) mod backend_seed;
