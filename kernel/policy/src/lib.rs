@@ -98,6 +98,6 @@ pub use mode_choice::{Caller, effective_mode};
 pub use net::{Network, NetworkPolicy, ShellNetwork, host_listed};
 pub use paths::ProtectedPaths;
 pub use permission_rules::{LoadedRule, PermissionRules, RuleAction, RuleEntry, RuleSource};
-pub use permission_rules_edit::Scope;
 pub use settings::{Permissions, RemoteSettings, SandboxSettings, Settings};
+pub use verdict::Scope;
 pub use web::{SearchBackend, SearchKind, WebSettings};

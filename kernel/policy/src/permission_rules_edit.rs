@@ -16,17 +16,7 @@ use crate::permission_rules::{
     WORKSPACE_RULES_FILE, read_file, rule_id,
 };
 use crate::shell::{self, SimpleCommand};
-use crate::verdict::{Decision, Remember};
-
-/// Where an "always" answer's rules go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    /// This workspace: its `.superpi/permissions.json` when the user trusts its folder, else
-    /// the user's file with the rule scoped to the workspace.
-    Project,
-    /// The user's file, for every project.
-    User,
-}
+use crate::verdict::{Decision, Remember, Scope};
 
 /// The allow rules that would answer this question again, or `None` when the call cannot be
 /// said as rules no wider than itself: a shell line becomes one exact rule per simple command

@@ -8,8 +8,9 @@ use crate::conversation::ConversationPolicy;
 use crate::harness::Harnesses;
 use crate::mode::Mode;
 use crate::mode_choice::Caller;
-use crate::permission_rules_edit::{Scope, append, remove, suggest};
+use crate::permission_rules_edit::{append, remove, suggest};
 use crate::test_tools::{builtin_tools, tool};
+use crate::verdict::Scope;
 
 struct Dirs {
     _tmp: tempfile::TempDir,

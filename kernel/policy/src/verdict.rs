@@ -119,6 +119,16 @@ impl Decision {
     }
 }
 
+/// Where an "always for this project / for me" answer's rules go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// This workspace: its `.superpi/permissions.json` when the user trusts its folder, else
+    /// the user's file with the rule scoped to the workspace.
+    Project,
+    /// The user's file, for every project.
+    User,
+}
+
 /// A person's answer: the four permission options, and the two that write a rule for later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Answer {
@@ -165,8 +175,7 @@ impl Answer {
     }
 
     /// Where the answer writes a rule, if it does.
-    pub fn rule_scope(self) -> Option<crate::permission_rules_edit::Scope> {
-        use crate::permission_rules_edit::Scope;
+    pub fn rule_scope(self) -> Option<Scope> {
         match self {
             Answer::AllowProject => Some(Scope::Project),
             Answer::AllowUser => Some(Scope::User),
