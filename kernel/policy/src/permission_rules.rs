@@ -231,7 +231,10 @@ impl PermissionRules {
         }
         let refused_by =
             |r: &LoadedRule| format!("the permission rule {} (`{}`, {})", r.id, r.entry.pattern(), r.file.display());
-        if let Some(r) = self.matching(RuleAction::Deny, tool, arguments, workspace) {
+        let denied = self
+            .matching(RuleAction::Deny, tool, arguments, workspace)
+            .or_else(|| self.matching_command(RuleAction::Deny, tool, arguments, false));
+        if let Some(r) = denied {
             return Decision::Deny {
                 reason: format!("`{}` is refused by {}", tool.name, refused_by(r)),
                 rule: Rule::PermissionRule,
@@ -254,7 +257,7 @@ impl PermissionRules {
                     reason: format!("{} asks before `{}` runs", refused_by(r), line.unwrap_or(&tool.name)),
                     risk: Risk::Medium,
                     network,
-                    remember: Remember::Tool(tool.name.clone()),
+                    remember: Self::remember(tool, arguments),
                 },
                 None => Decision::Allow { network },
             },
@@ -266,25 +269,49 @@ impl PermissionRules {
     }
 
     /// The ask rule a call matches, if one does: by its path, host or tool, or for a shell
-    /// call by any command of its line (as deny patterns match: through wrappers, and by the
-    /// rough words of a line that cannot be read).
+    /// call by any command of its line (as deny patterns match: through wrappers, a word that
+    /// may expand into a match, and the rough words of a line that cannot be read).
     pub fn asking(&self, tool: &ToolDef, arguments: &Value, workspace: Option<&Path>) -> Option<&LoadedRule> {
-        if let Some(r) = self.matching(RuleAction::Ask, tool, arguments, workspace) {
-            return Some(r);
-        }
+        self.matching(RuleAction::Ask, tool, arguments, workspace)
+            .or_else(|| self.matching_command(RuleAction::Ask, tool, arguments, true))
+    }
+
+    /// The first command rule with `action` that a command of a shell call's line matches as
+    /// a deny pattern (`maybe`: also where a word may expand into a match).
+    fn matching_command(
+        &self,
+        action: RuleAction,
+        tool: &ToolDef,
+        arguments: &Value,
+        maybe: bool,
+    ) -> Option<&LoadedRule> {
         let line = arguments.get(tool.shell.as_deref()?).and_then(Value::as_str).unwrap_or("");
-        let asks = self.applying(RuleAction::Ask, &tool.name).filter_map(|r| match &r.matcher {
-            Matcher::Command(p) => Some((r, p)),
-            _ => None,
-        });
         let cmds = shell::commands(line);
         let fragments = shell::rough_fragments(line);
-        asks.into_iter()
-            .find(|(_, p)| match &cmds {
-                Ok(cmds) => cmds.iter().any(|c| p.denies(&c.words) != DenyMatch::No),
+        self.applying(action, &tool.name).find(|r| {
+            let Matcher::Command(p) = &r.matcher else { return false };
+            match &cmds {
+                Ok(cmds) => cmds.iter().any(|c| match p.denies(&c.words) {
+                    DenyMatch::Yes => true,
+                    DenyMatch::Maybe => maybe,
+                    DenyMatch::No => false,
+                }),
                 Err(_) => p.appears_in(&fragments),
-            })
-            .map(|(r, _)| r)
+            }
+        })
+    }
+
+    /// What a lasting answer to a question an ask rule raised remembers: the line's commands,
+    /// never the whole shell tool.
+    fn remember(tool: &ToolDef, arguments: &Value) -> Remember {
+        let Some(line) = tool.shell.as_deref().map(|arg| arguments.get(arg).and_then(Value::as_str).unwrap_or(""))
+        else {
+            return Remember::Tool(tool.name.clone());
+        };
+        match shell::commands(line) {
+            Ok(cmds) if !cmds.is_empty() => Remember::Commands(cmds.iter().map(|c| c.text()).collect()),
+            _ => Remember::Commands(vec![line.to_string()]),
+        }
     }
 }
 

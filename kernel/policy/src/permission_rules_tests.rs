@@ -79,8 +79,19 @@ fn deny_and_ask_rules_tighten_in_every_mode() {
     write(&d.ws.join(WORKSPACE_RULES_FILE), rules);
     let p = policy(&d, Mode::Auto);
     let d1 = run(&p, "echo hi && sudo git push origin main");
-    assert!(matches!(d1, Decision::Deny { rule: Rule::DenyList, .. }), "{d1:?}");
-    assert!(ask_rule_of(&run(&p, "cargo publish --dry-run")));
+    assert!(
+        matches!(&d1, Decision::Deny { rule: Rule::PermissionRule, reason } if reason.contains(".superpi/permissions.json")),
+        "{d1:?}"
+    );
+    // A word that may expand into a denied command is asked about, as with permissions.deny.
+    let d3 = run(&p, "git $CMD origin");
+    assert!(matches!(&d3, Decision::Ask { .. }), "{d3:?}");
+    let asked = run(&p, "cargo publish --dry-run");
+    assert!(ask_rule_of(&asked));
+    // An answer for the session remembers the line's commands, never the whole shell tool.
+    assert!(
+        matches!(&asked, Decision::Ask { remember: Remember::Commands(c), .. } if c == &["cargo publish --dry-run"])
+    );
     assert_eq!(run(&p, "cargo build"), Decision::Allow { network: false });
     let write_tool = tool("write", &[Effect::FsWrite]);
     let d2 = p.decide(&write_tool, &json!({"path": "vendor/x/a.rs", "content": ""}));
