@@ -25,6 +25,7 @@ mod mcp_npm;
 mod memory;
 mod module_cycles;
 mod network;
+mod permission_rules;
 mod permissions;
 mod postgres;
 mod protected_paths;

@@ -33,7 +33,8 @@ async fn turn(client: &KernelClient, sub: &mut Subscription, conv: i64, prompt: 
     loop {
         let ev = tokio::time::timeout(Duration::from_secs(20), sub.next()).await.expect("event in time").unwrap();
         if let EventBody::PermissionRequest { request_id, options, .. } = &ev.body {
-            assert_eq!(options.len(), 4);
+            let ids: Vec<&str> = options.iter().map(|o| o.option_id.as_str()).collect();
+            assert_eq!(ids[..4], ["allow_once", "allow_always", "reject_once", "reject_always"]);
             if let Some(answer) = answers.next() {
                 client.respond_permission(request_id, answer).await.unwrap();
             }

@@ -268,6 +268,8 @@ enum Dest {
     Settings,
     WorkspaceSettings,
     Harnesses,
+    /// The user's permission rules file.
+    Permissions,
     /// The error text shown for an invalid file: the complete example with `allow` misspelt.
     InvalidSettings,
 }
@@ -290,6 +292,12 @@ const EXAMPLES: &[Example] = &[
         heading: "Workspace files",
         writes: Dest::WorkspaceSettings,
         runs: &[(&["run", "hello"], 0, "hello")],
+    },
+    Example {
+        file: "kernel/policy/SETTINGS.md",
+        heading: "Permission rules that last",
+        writes: Dest::Permissions,
+        runs: &[(&["permissions", "list"], 0, "npm run test:*"), (&["run", "hello"], 0, "hello")],
     },
     Example {
         file: "kernel/policy/SETTINGS.md",

@@ -204,3 +204,22 @@ fn run_asks_on_a_terminal_and_refuses_the_question_in_a_pipe() {
     let stderr = String::from_utf8_lossy(&piped.stderr);
     assert!(stderr.contains("✗ ask_question: nobody can answer a question here"), "{stderr}");
 }
+
+#[test]
+fn always_for_me_on_the_terminal_writes_a_rule_that_answers_a_later_run_in_a_pipe() {
+    let env = TestEnv::new();
+    let prompt = format!("@tool bash {}", serde_json::json!({"command": "touch by-tty"}));
+    let mut run = Tty::start(&env, &["run", &prompt], &[]);
+    run.until("the permission question", |seen| seen.contains("always in this [p]roject, always for [m]e"));
+    run.send("m\r");
+    let shown = run.exit();
+    assert!(shown.contains("allowed from now on"), "{shown:?}");
+    let rules = std::fs::read_to_string(env.locations.config_dir.join("permissions.json")).unwrap();
+    assert!(rules.contains("\"touch by-tty\""), "{rules}");
+    std::fs::remove_file(env.workspace.join("by-tty")).unwrap();
+
+    // Nobody can answer in a pipe: the rule does.
+    let piped = env.command(&["run", &prompt]).stdin(Stdio::null()).output().unwrap();
+    assert!(piped.status.success(), "{}", String::from_utf8_lossy(&piped.stderr));
+    assert!(env.workspace.join("by-tty").exists());
+}

@@ -31,7 +31,8 @@ use crate::render::{Out, RenderOptions, Renderer};
 /// The answer given to the kernel when the editor cancels a question, fails, or goes away.
 pub const FAIL_CLOSED_OPTION: &str = "reject_once";
 
-const KNOWN_OPTIONS: &[&str] = &["allow_once", "allow_always", "reject_once", "reject_always"];
+const KNOWN_OPTIONS: &[&str] =
+    &["allow_once", "allow_always", "reject_once", "reject_always", "allow_always_project", "allow_always_user"];
 
 /// How many ended turns nobody waited for are remembered (a prompt can see its turn end
 /// before `session.submit` answered it).

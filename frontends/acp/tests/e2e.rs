@@ -267,7 +267,8 @@ async fn a_clear_sent_while_a_turn_runs_clears_after_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn permission_request_is_answered_during_the_prompt() {
     let env = TestEnv::new();
-    let (result, lines) = with_editor(&env, Answer::Select("allow_once"), async |cx, mut seen| {
+    // "Always in this project": the call runs and a rule is written for later.
+    let (result, lines) = with_editor(&env, Answer::Select("allow_always_project"), async |cx, mut seen| {
         initialize(&cx).await?;
         let sid = new_session(&cx, &env).await?.session_id;
         // A first turn starts this session's interactive watch. (The kernel counts an
@@ -287,10 +288,17 @@ async fn permission_request_is_answered_during_the_prompt() {
                 PermissionOptionKind::AllowOnce,
                 PermissionOptionKind::AllowAlways,
                 PermissionOptionKind::RejectOnce,
-                PermissionOptionKind::RejectAlways
+                PermissionOptionKind::RejectAlways,
+                PermissionOptionKind::AllowAlways,
+                PermissionOptionKind::AllowAlways
             ]
         );
+        let names: Vec<&str> = asked.options.iter().skip(4).map(|o| o.name.as_str()).collect();
+        assert_eq!(names, ["Always allow in this project", "Always allow for me, in every project"]);
         assert!(env.workspace.join("asked.txt").exists(), "the allowed call ran");
+        // The folder is not trusted: the project's rule is the user's, scoped to the workspace.
+        let rules = std::fs::read_to_string(env.locations.config_dir.join("permissions.json")).unwrap();
+        assert!(rules.contains("touch asked.txt") && rules.contains("\"workspace\""), "{rules}");
         Ok(())
     })
     .await;

@@ -450,10 +450,12 @@ async fn a_permission_question_is_answered_through_the_input_route() {
     assert_eq!(value["toolName"], "bash");
     let options: Vec<&str> =
         value["options"].as_array().unwrap().iter().map(|o| o["optionId"].as_str().unwrap()).collect();
-    assert_eq!(options, ["allow_once", "allow_always", "reject_once", "reject_always"]);
+    let four = ["allow_once", "allow_always", "reject_once", "reject_always"];
+    assert_eq!(options, [four.as_slice(), &["allow_always_project", "allow_always_user"]].concat());
     assert_eq!(final_state(&before)["pendingPermission"]["requestId"], value["requestId"]);
 
-    let answer = json!({"type": "permission", "requestId": value["requestId"], "optionId": "allow_once"});
+    // "Always for me": the call runs, and a rule in the user's file answers it from now on.
+    let answer = json!({"type": "permission", "requestId": value["requestId"], "optionId": "allow_always_user"});
     let (status, body) = server.input(&http, "t1", answer).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["accepted"], true);
@@ -467,6 +469,8 @@ async fn a_permission_question_is_answered_through_the_input_route() {
     assert!(server.env.workspace.join("made-by-bash").exists(), "the allowed command ran");
     assert_eq!(final_state(&all)["pendingPermission"], Value::Null);
     assert_eq!(after.last().unwrap()["type"], "RUN_FINISHED");
+    let rules = std::fs::read_to_string(server.env.locations.config_dir.join("permissions.json")).unwrap();
+    assert!(rules.contains("touch made-by-bash") && !rules.contains("\"workspace\""), "{rules}");
 }
 
 #[tokio::test]

@@ -45,6 +45,9 @@ pub enum Command {
     /// Schedules and webhook triggers: list, add, remove.
     #[command(subcommand)]
     Schedule(crate::schedule::ScheduleCommand),
+    /// Permission rules that last ("always for this project / for me"): list, remove.
+    #[command(subcommand)]
+    Permissions(crate::permissions::PermissionsCommand),
     /// List the harnesses.
     Harnesses(JsonFlag),
     /// List the models whose provider the kernel has configured.
@@ -139,6 +142,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             listing::session_undo(&locations, id, turn, json).await
         }
         Command::Schedule(command) => crate::schedule::run(&locations, command).await,
+        Command::Permissions(command) => crate::permissions::run(&locations, command),
         Command::Harnesses(json) => listing::harnesses(&locations, json).await,
         Command::Models(json) => listing::models(&locations, json).await,
         Command::Rules(json) => listing::rules(json),

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use superpi_client::{KernelClient, Locations, Subscription};
 use superpi_proto::EventBody;
+use superpi_proto::event::PermissionOption;
 use superpi_proto::method::SubmitParams;
 use superpi_proto::question::QuestionAnswer;
 
@@ -18,11 +19,12 @@ use crate::connection::connect;
 use crate::lines::{Line, LineReader};
 use crate::output::{OutputFormat, TurnResult};
 use crate::question::{Form, Step};
-use crate::terminal::{ChatArgs, PERMISSION_QUESTION, Printer, open, permission_option, watch};
+use crate::terminal::{ChatArgs, Printer, open, permission_option, permission_question, watch};
 
 /// A question waiting for the next typed line.
 enum Asking {
-    Permission(String),
+    /// A permission question's request id and options.
+    Permission(String, Vec<PermissionOption>),
     Form(Form),
 }
 
@@ -233,8 +235,9 @@ impl Chat {
                             self.held.push_back(Line::End);
                         }
                         Line::Text(text) => match (question.take(), steer_text(&text)) {
-                            (Some(Asking::Permission(request_id)), _) => {
-                                self.client.respond_permission(&request_id, permission_option(&text)).await?;
+                            (Some(Asking::Permission(request_id, options)), _) => {
+                                let option = permission_option(&text, &options);
+                                self.client.respond_permission(&request_id, option).await?;
                             }
                             (Some(Asking::Form(mut form)), _) => match form.take(&text) {
                                 Step::Done(outcome) => {
@@ -279,14 +282,14 @@ impl Chat {
             result.take(&event);
             self.printer.event(&event);
             if event.turn_id.is_some()
-                && let EventBody::PermissionRequest { request_id, .. } = &event.body
+                && let EventBody::PermissionRequest { request_id, options, .. } = &event.body
             {
                 if reading {
-                    eprint!("{PERMISSION_QUESTION}");
-                    question = Some(Asking::Permission(request_id.clone()));
+                    eprint!("{}", permission_question(options));
+                    question = Some(Asking::Permission(request_id.clone(), options.clone()));
                 } else {
                     // Nobody can type an answer any more.
-                    self.client.respond_permission(request_id, permission_option("")).await?;
+                    self.client.respond_permission(request_id, permission_option("", options)).await?;
                 }
             }
             if event.turn_id.is_some()

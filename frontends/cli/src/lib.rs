@@ -24,6 +24,7 @@ mod markdown;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod output;
+mod permissions;
 mod question;
 mod render;
 mod schedule;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use superpi_client::{KernelClient, Locations, Subscription};
+use superpi_proto::event::PermissionOption;
 use superpi_proto::method::{ConversationInfo, OpenParams, WatchParams};
 use superpi_proto::{Effort, Event, EventBody};
 use tokio::io::AsyncBufReadExt;
@@ -310,9 +311,9 @@ async fn one_turn(
         result.take(&event);
         printer.event(&event);
         if event.turn_id.is_some()
-            && let EventBody::PermissionRequest { request_id, .. } = &event.body
+            && let EventBody::PermissionRequest { request_id, options, .. } = &event.body
         {
-            let option = ask_permission().await;
+            let option = ask_permission(options).await;
             client.respond_permission(request_id, &option).await?;
         }
         if event.turn_id.is_some()
@@ -329,23 +330,40 @@ async fn one_turn(
     }
 }
 
-/// What a permission question asks on the terminal.
-pub(crate) const PERMISSION_QUESTION: &str = "allow? [y]es once, [a]lways, [n]o, [r]eject always: ";
+/// What a permission question asks on the terminal: the four answers, and the lasting ones
+/// the question offers (`p`: a rule for this project, `m`: a rule for me, every project).
+pub(crate) fn permission_question(options: &[PermissionOption]) -> String {
+    let mut question = String::from("allow? [y]es once, [a]lways in this conversation");
+    if offers(options, "allow_always_project") {
+        question.push_str(", always in this [p]roject");
+    }
+    if offers(options, "allow_always_user") {
+        question.push_str(", always for [m]e");
+    }
+    question.push_str(", [n]o, [r]eject always: ");
+    question
+}
+
+fn offers(options: &[PermissionOption], id: &str) -> bool {
+    options.iter().any(|o| o.option_id == id)
+}
 
 /// The answer a typed line gives: anything but a clear yes is a rejection.
-pub(crate) fn permission_option(line: &str) -> &'static str {
+pub(crate) fn permission_option(line: &str, options: &[PermissionOption]) -> &'static str {
     match line.trim() {
         "y" | "yes" => "allow_once",
         "a" | "always" => "allow_always",
+        "p" if offers(options, "allow_always_project") => "allow_always_project",
+        "m" if offers(options, "allow_always_user") => "allow_always_user",
         "r" => "reject_always",
         _ => "reject_once",
     }
 }
 
 /// Asks on the terminal.
-async fn ask_permission() -> String {
-    eprint!("{PERMISSION_QUESTION}");
-    permission_option(&stdin_line().await).to_string()
+async fn ask_permission(options: &[PermissionOption]) -> String {
+    eprint!("{}", permission_question(options));
+    permission_option(&stdin_line().await, options).to_string()
 }
 
 /// The next line of stdin (empty at its end).

@@ -181,7 +181,8 @@ async fn a_permission_question_is_answered_with_ui_respond() {
     assert_eq!(question["tool_name"], json!("bash"));
     let options: Vec<&str> =
         question["options"].as_array().unwrap().iter().map(|o| o["option_id"].as_str().unwrap()).collect();
-    assert_eq!(options, vec!["allow_once", "allow_always", "reject_once", "reject_always"]);
+    let lasting = ["allow_always_project", "allow_always_user"];
+    assert_eq!(options, [["allow_once", "allow_always", "reject_once", "reject_always"].as_slice(), &lasting].concat());
     let request_id = question["request_id"].clone();
     let r = c.ok("ui.respond", json!({"request_id": request_id, "option_id": "allow_once"})).await;
     assert_eq!(r, json!({"accepted": true}));

@@ -11,6 +11,7 @@ use crate::harness::{Harness, WorkspaceKind};
 use crate::mode::Mode;
 use crate::mode_choice::{Caller, effective_mode};
 use crate::paths::ProtectedPaths;
+use crate::permission_rules::{PermissionRules, RuleEntry, WORKSPACE_RULES_FILE};
 use crate::settings::Settings;
 use crate::verdict::{Answer, Decision, Overrides, Rule};
 
@@ -32,6 +33,9 @@ pub struct ConversationPolicy {
     tool_limit: Option<Vec<String>>,
     /// Directories its tools may write besides the workspace, checked as the workspace is.
     extra_roots: Vec<PathBuf>,
+    /// The permission rules files as last read (the kernel reads them before each decision);
+    /// an error refuses every call until the file is fixed.
+    rules: Result<PermissionRules, String>,
 }
 
 impl ConversationPolicy {
@@ -46,6 +50,13 @@ impl ConversationPolicy {
     ) -> Self {
         let mode = effective_mode(requested, &harness, caller, &settings);
         let workspace = if harness.workspace == WorkspaceKind::None { None } else { workspace };
+        // The workspace's rules file is the user's to edit, never a file tool's.
+        let mut settings = settings;
+        if let Ok(own) = crate::pattern::PathPattern::parse(WORKSPACE_RULES_FILE)
+            && !settings.permissions.protected_paths.contains(&own)
+        {
+            settings.permissions.protected_paths.push(own);
+        }
         let overrides = Overrides::default();
         ConversationPolicy {
             harness,
@@ -57,7 +68,25 @@ impl ConversationPolicy {
             private_dirs: Vec::new(),
             tool_limit: None,
             extra_roots: Vec::new(),
+            rules: Ok(PermissionRules::default()),
         }
+    }
+
+    /// Takes the permission rules as just read (`PermissionRules::load` of this
+    /// conversation's workspace, its error as text).
+    pub fn set_rules(&mut self, rules: Result<PermissionRules, String>) {
+        self.rules = rules;
+    }
+
+    /// The allow rules an "always for this project / for me" answer to `decision` (a question
+    /// about this call) would write, or `None` when none can be no wider than the call, or an
+    /// ask rule would ask again anyway.
+    pub fn lasting_rules(&self, tool: &ToolDef, arguments: &Value, decision: &Decision) -> Option<Vec<RuleEntry>> {
+        let rules = self.rules.as_ref().ok()?;
+        if rules.asking(tool, arguments, self.workspace.as_deref()).is_some() {
+            return None;
+        }
+        crate::permission_rules_edit::suggest(tool, arguments, decision, self.workspace.as_deref())
     }
 
     /// Bounds the tools to `limit` (by name), whatever the harness offers.
@@ -178,15 +207,26 @@ impl ConversationPolicy {
                 rule: Rule::NotOffered,
             };
         }
-        decide(&CallFacts {
-            tool,
-            arguments,
-            mode: self.mode.min(ceiling),
-            workspace: self.workspace.as_deref(),
-            settings: &self.settings,
-            overrides: &self.overrides,
-            private_dirs: &self.private_dirs,
-            extra_roots: &self.extra_roots,
+        let rules = match &self.rules {
+            Ok(rules) => rules,
+            Err(err) => {
+                return Decision::Deny {
+                    reason: format!("no call runs while a permission rules file cannot be read: {err}"),
+                    rule: Rule::PermissionRule,
+                };
+            }
+        };
+        rules.around(tool, arguments, self.workspace.as_deref(), &self.settings, |settings| {
+            decide(&CallFacts {
+                tool,
+                arguments,
+                mode: self.mode.min(ceiling),
+                workspace: self.workspace.as_deref(),
+                settings,
+                overrides: &self.overrides,
+                private_dirs: &self.private_dirs,
+                extra_roots: &self.extra_roots,
+            })
         })
     }
 

@@ -10,6 +10,9 @@ pub enum ConfigError {
     /// The file exists but could not be read.
     #[error("{}: cannot read: {source}", path.display())]
     Read { path: PathBuf, source: std::io::Error },
+    /// The file could not be written (a rules file superpi edits).
+    #[error("{}: cannot write: {source}", path.display())]
+    Write { path: PathBuf, source: std::io::Error },
     /// The file was read but its content is wrong. `key` is the dotted path of the key at
     /// fault (`permissions.allow[2]`), empty when the file as a whole is malformed.
     #[error("{}", InvalidDisplay { path, key, message })]
@@ -24,7 +27,9 @@ impl ConfigError {
     /// The file at fault.
     pub fn path(&self) -> &Path {
         match self {
-            ConfigError::Read { path, .. } | ConfigError::Invalid { path, .. } => path,
+            ConfigError::Read { path, .. } | ConfigError::Write { path, .. } | ConfigError::Invalid { path, .. } => {
+                path
+            }
         }
     }
 

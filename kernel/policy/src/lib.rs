@@ -3,8 +3,9 @@
 //!
 //! Owns: the harness registry (built-ins plus `harnesses.toml`), [`Mode`] and
 //! [`effective_mode`], [`Settings`] (`settings.json` of the config dir and of a workspace),
-//! and [`decide`], a pure function of a call's facts. Everything here is data and pure
-//! functions; the only I/O is reading the two kinds of configuration file.
+//! [`PermissionRules`] (`permissions.json` of both, the rules "always" answers leave) and
+//! [`decide`], a pure function of a call's facts. Everything here is data and pure
+//! functions; the only I/O is reading those files, and rewriting a rules file.
 //!
 //! Must not know: the kernel's event loop, the store, sockets, frontends, or how a tool runs.
 //! The kernel asks a person, waits, times out and stores session overrides; the sandbox
@@ -68,6 +69,8 @@ pub mod net;
 /// The protected-path rules, kept in their own crate (superpi-paths) and named here as before.
 pub use superpi_paths as paths;
 pub mod pattern;
+pub mod permission_rules;
+pub mod permission_rules_edit;
 pub mod read_only;
 pub mod settings;
 pub mod shell;
@@ -94,5 +97,7 @@ pub use mode::{Mode, UnknownMode};
 pub use mode_choice::{Caller, effective_mode};
 pub use net::{Network, NetworkPolicy, ShellNetwork, host_listed};
 pub use paths::ProtectedPaths;
+pub use permission_rules::{LoadedRule, PermissionRules, RuleAction, RuleEntry, RuleSource};
 pub use settings::{Permissions, RemoteSettings, SandboxSettings, Settings};
+pub use verdict::Scope;
 pub use web::{SearchBackend, SearchKind, WebSettings};

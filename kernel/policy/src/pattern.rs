@@ -6,12 +6,16 @@ use crate::shell::{self, Word, basename, strip_wrappers};
 pub use superpi_paths::PathPattern;
 
 /// A shell command pattern of `permissions.allow` or `permissions.deny`: literal words,
-/// optionally ending in a lone `*` that stands for any further arguments.
+/// optionally ending in a lone `*` that stands for any further arguments. A permission rule's
+/// pattern ([`parse_prefix`](Self::parse_prefix)) may also end in a `*` glued to its last
+/// word (`npm run test:*`): that word is then a prefix, and any further arguments follow.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandPattern {
     source: String,
     words: Vec<String>,
     rest: bool,
+    /// The last word is a prefix (`test:` of `test:*`); implies `rest`.
+    prefix: bool,
 }
 
 /// How a command compares with a deny pattern.
@@ -49,7 +53,36 @@ impl CommandPattern {
                 w.text
             ));
         }
-        Ok(CommandPattern { source: source.to_string(), words: words.iter().map(|w| w.text.clone()).collect(), rest })
+        let words = words.iter().map(|w| w.text.clone()).collect();
+        Ok(CommandPattern { source: source.to_string(), words, rest, prefix: false })
+    }
+
+    /// Reads a permission rule's pattern: as [`parse`](Self::parse), or literal words whose
+    /// last one ends in a glued `*` (`npm run test:*`, `git log*`).
+    pub fn parse_prefix(source: &str) -> Result<Self, String> {
+        let trimmed = source.trim_end();
+        let glued = trimmed.strip_suffix('*').filter(|head| !head.ends_with(char::is_whitespace) && !head.is_empty());
+        let Some(head) = glued else { return Self::parse(source) };
+        let mut pattern = Self::parse(head).map_err(|e| e.replace(&format!("`{head}`"), &format!("`{source}`")))?;
+        if pattern.rest {
+            return Err(format!("command pattern `{source}`: a `*` only ends it once"));
+        }
+        pattern.source = source.to_string();
+        pattern.rest = true;
+        pattern.prefix = true;
+        Ok(pattern)
+    }
+
+    /// Whether the pattern names exactly one command line: no `*` of either kind.
+    pub fn is_exact(&self) -> bool {
+        !self.rest
+    }
+
+    /// Whether the pattern's `i`th word matches `text`: equal, or for a prefix's last word,
+    /// starting with it.
+    fn word_matches(&self, i: usize, text: &str) -> bool {
+        let p = &self.words[i];
+        if self.prefix && i + 1 == self.words.len() { text.starts_with(p.as_str()) } else { text == p }
     }
 
     /// The pattern as written.
@@ -61,7 +94,8 @@ impl CommandPattern {
     /// words when it ends in `*`), and each word the pattern names is literal.
     pub fn allows(&self, words: &[Word]) -> bool {
         let len_ok = if self.rest { words.len() >= self.words.len() } else { words.len() == self.words.len() };
-        len_ok && self.words.iter().zip(words).all(|(p, w)| w.literal && &w.text == p)
+        len_ok
+            && words.iter().take(self.words.len()).enumerate().all(|(i, w)| w.literal && self.word_matches(i, &w.text))
     }
 
     /// Deny-list matching, wider than [`allows`](Self::allows): every deny pattern is a prefix,
@@ -78,13 +112,13 @@ impl CommandPattern {
             };
         }
         let mut maybe = false;
-        for (i, (p, w)) in self.words.iter().zip(words).enumerate() {
+        for (i, w) in words.iter().take(self.words.len()).enumerate() {
             if !w.literal {
                 maybe = true;
                 continue;
             }
             let text = if i == 0 { basename(&w.text) } else { w.text.as_str() };
-            if text != p {
+            if !self.word_matches(i, text) {
                 return DenyMatch::No;
             }
         }
@@ -92,11 +126,11 @@ impl CommandPattern {
     }
 
     fn prefix_could_match(&self, words: &[Word]) -> bool {
-        self.words
+        words
             .iter()
-            .zip(words)
+            .take(self.words.len())
             .enumerate()
-            .all(|(i, (p, w))| !w.literal || (if i == 0 { basename(&w.text) } else { w.text.as_str() }) == p)
+            .all(|(i, w)| !w.literal || self.word_matches(i, if i == 0 { basename(&w.text) } else { w.text.as_str() }))
     }
 
     /// Last-resort check of a line that could not be read: does every word of the pattern
@@ -149,6 +183,26 @@ mod tests {
     }
 
     #[test]
+    fn a_rule_pattern_may_end_in_a_glued_star() {
+        let test = CommandPattern::parse_prefix("npm run test:*").unwrap();
+        assert!(!test.is_exact());
+        assert!(test.allows(&words("npm run test:unit")));
+        assert!(test.allows(&words("npm run test:unit --watch")));
+        assert!(test.allows(&words("npm run test:")));
+        assert!(!test.allows(&words("npm run build")));
+        assert!(!test.allows(&words("npm run")));
+        assert!(!test.allows(&words("npm run $T")));
+        let exact = CommandPattern::parse_prefix("npm run test:unit").unwrap();
+        assert!(exact.is_exact() && exact.allows(&words("npm run test:unit")));
+        assert!(!exact.allows(&words("npm run test:unit --watch")));
+        assert!(CommandPattern::parse_prefix("cargo test *").unwrap().allows(&words("cargo test -p x")));
+        assert!(!CommandPattern::parse_prefix("'*'").unwrap().allows(&words("ls")));
+        for bad in ["*", "a *b*", "a; b*", "ls > x*", "a * *"] {
+            assert!(CommandPattern::parse_prefix(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn deny_is_a_wide_prefix() {
         let rm = CommandPattern::parse("rm -rf *").unwrap();
         assert_eq!(rm.denies(&words("rm -rf /")), DenyMatch::Yes);
@@ -159,6 +213,9 @@ mod tests {
         assert_eq!(rm.denies(&words("$RM -rf x")), DenyMatch::Maybe);
         assert_eq!(rm.denies(&words("rm $FLAGS")), DenyMatch::Maybe);
         assert_eq!(rm.denies(&words("ls $X")), DenyMatch::No);
+        let test = CommandPattern::parse_prefix("npm run test:*").unwrap();
+        assert_eq!(test.denies(&words("npm run test:e2e --ci")), DenyMatch::Yes);
+        assert_eq!(test.denies(&words("npm run build")), DenyMatch::No);
         let push = CommandPattern::parse("git push").unwrap();
         assert_eq!(push.denies(&words("git push origin main")), DenyMatch::Yes);
         assert_eq!(push.denies(&words("git pull")), DenyMatch::No);

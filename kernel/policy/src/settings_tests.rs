@@ -269,7 +269,7 @@ fn settings_md_examples_parse() {
         doc.split(fence.as_str()).skip(1).map(|b| b.split("```").next().unwrap_or("").to_string()).collect()
     };
     let json = blocks("json");
-    assert_eq!(json.len(), 2);
+    assert_eq!(json.len(), 3);
     let full = Settings::from_user_file(&json[0], Path::new("SETTINGS.md")).unwrap();
     assert_eq!(full.permissions.allow.len(), 5);
     assert_eq!(full.network.policy, NetworkPolicy::Allowlist);
@@ -288,6 +288,10 @@ fn settings_md_examples_parse() {
     assert_eq!(full.hooks.before_tool[0].timeout, crate::hooks::DEFAULT_HOOK_TIMEOUT);
     let tightened = d.tightened_by_workspace_file(&json[1], Path::new("SETTINGS.md")).unwrap();
     assert_eq!(tightened.network.policy, NetworkPolicy::Deny);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(crate::permission_rules::USER_RULES_FILE), &json[2]).unwrap();
+    let rules = crate::PermissionRules::load(dir.path(), Some(Path::new("/home/me/src/app"))).unwrap();
+    assert!(rules.trusted() && rules.all().len() == 6 && rules.all().iter().all(|r| r.ignored.is_none()));
     let toml = blocks("toml");
     assert_eq!(toml.len(), 2);
     let tools = crate::test_tools::builtin_tools();

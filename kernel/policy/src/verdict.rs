@@ -50,6 +50,9 @@ pub enum Rule {
     Rejected,
     /// A `before_tool` hook refused it, or could not say (it failed or timed out).
     Hook,
+    /// A deny rule of a permission rules file (`permissions.json`), or a rules file that
+    /// cannot be read (which refuses every call until it is fixed).
+    PermissionRule,
 }
 
 /// What allow_always or reject_always would remember for the session.
@@ -101,7 +104,8 @@ impl Decision {
     pub fn answer(self, answer: Option<Answer>, overrides: &mut Overrides) -> Decision {
         let Decision::Ask { reason, network, remember, .. } = self else { return self };
         match answer {
-            Some(Answer::AllowOnce) => Decision::Allow { network },
+            // A rule for later is the kernel's to write (`permission_rules_edit`).
+            Some(Answer::AllowOnce | Answer::AllowProject | Answer::AllowUser) => Decision::Allow { network },
             Some(Answer::AllowAlways) => {
                 overrides.record(Answer::AllowAlways, &remember);
                 Decision::Allow { network }
@@ -115,13 +119,28 @@ impl Decision {
     }
 }
 
-/// A person's answer: the four permission options.
+/// Where an "always for this project / for me" answer's rules go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// This workspace: its `.superpi/permissions.json` when the user trusts its folder, else
+    /// the user's file with the rule scoped to the workspace.
+    Project,
+    /// The user's file, for every project.
+    User,
+}
+
+/// A person's answer: the four permission options, and the two that write a rule for later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Answer {
     AllowOnce,
+    /// For the rest of the conversation.
     AllowAlways,
     RejectOnce,
     RejectAlways,
+    /// A rule in this project's rules file (every later conversation in it).
+    AllowProject,
+    /// A rule in the user's rules file (every project).
+    AllowUser,
 }
 
 impl Answer {
@@ -133,6 +152,8 @@ impl Answer {
             "allow_always" => Some(Answer::AllowAlways),
             "reject_once" => Some(Answer::RejectOnce),
             "reject_always" => Some(Answer::RejectAlways),
+            "allow_always_project" => Some(Answer::AllowProject),
+            "allow_always_user" => Some(Answer::AllowUser),
             _ => None,
         }
     }
@@ -143,6 +164,22 @@ impl Answer {
             Answer::AllowAlways => "allow_always",
             Answer::RejectOnce => "reject_once",
             Answer::RejectAlways => "reject_always",
+            Answer::AllowProject => "allow_always_project",
+            Answer::AllowUser => "allow_always_user",
+        }
+    }
+
+    /// Whether the answer lets the call run.
+    pub fn allows(self) -> bool {
+        matches!(self, Answer::AllowOnce | Answer::AllowAlways | Answer::AllowProject | Answer::AllowUser)
+    }
+
+    /// Where the answer writes a rule, if it does.
+    pub fn rule_scope(self) -> Option<Scope> {
+        match self {
+            Answer::AllowProject => Some(Scope::Project),
+            Answer::AllowUser => Some(Scope::User),
+            _ => None,
         }
     }
 }
@@ -168,7 +205,7 @@ impl Overrides {
         let (add, remove) = match answer {
             Answer::AllowAlways => (true, false),
             Answer::RejectAlways => (false, true),
-            Answer::AllowOnce | Answer::RejectOnce => return,
+            Answer::AllowOnce | Answer::RejectOnce | Answer::AllowProject | Answer::AllowUser => return,
         };
         let (allow, deny) = match remember {
             Remember::Tool(_) => (&mut self.allow_tools, &mut self.deny_tools),

@@ -433,6 +433,23 @@ pub fn permission_options() -> Vec<PermissionOption> {
     .collect()
 }
 
+/// The options offered besides the four when the answer can be kept as a permission rule:
+/// "always in this project" (only with a workspace) and "always for me". Their `kind` is
+/// `allow_always`, so a client that knows only ACP's kinds shows them as such.
+pub fn lasting_permission_options(project: bool) -> Vec<PermissionOption> {
+    let project = project.then_some(("allow_always_project", "Always allow in this project"));
+    project
+        .into_iter()
+        .chain([("allow_always_user", "Always allow for me, in every project")])
+        .map(|(id, name)| PermissionOption { option_id: id.into(), name: name.into(), kind: "allow_always".into() })
+        .collect()
+}
+
+/// Whether `id` is one of the permission options (the four, or a lasting one).
+pub fn is_permission_option(id: &str) -> bool {
+    permission_options().iter().chain(&lasting_permission_options(true)).any(|o| o.option_id == id)
+}
+
 /// The fields of a permission request, for [`Event::permission_request`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct PermissionRequestFields {
@@ -576,6 +593,13 @@ impl Event {
                 options: permission_options(),
             },
         )
+    }
+    /// Adds options to a permission request (the lasting ones); any other event is unchanged.
+    pub fn with_permission_options(mut self, more: Vec<PermissionOption>) -> Self {
+        if let EventBody::PermissionRequest { options, .. } = &mut self.body {
+            options.extend(more);
+        }
+        self
     }
     pub fn ui_request(
         conv: i64,

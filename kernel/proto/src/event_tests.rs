@@ -143,6 +143,10 @@ fn maps_without_a_type_are_errors() {
 fn permission_requests_carry_the_four_acp_options() {
     let kinds: Vec<String> = permission_options().into_iter().map(|o| o.kind).collect();
     assert_eq!(kinds, ["allow_once", "allow_always", "reject_once", "reject_always"]);
+    let ids: Vec<String> = lasting_permission_options(true).into_iter().map(|o| o.option_id).collect();
+    assert_eq!(ids, ["allow_always_project", "allow_always_user"]);
+    assert_eq!(lasting_permission_options(false).len(), 1, "no project without a workspace");
+    assert!(is_permission_option("allow_always_user") && !is_permission_option("allow_always_forever"));
 }
 
 #[test]

@@ -191,7 +191,7 @@ impl Questions {
 /// Whether `by`'s answer allows a call its remote ceiling would refuse (a remote frontend may
 /// refuse anything, but allow only what its ceiling would have asked about).
 pub(crate) fn above_remote_ceiling(by: Answerer<'_>, option_id: &str, remote_may_allow: bool) -> bool {
-    let allows = matches!(Answer::from_option_id(option_id), Some(Answer::AllowOnce | Answer::AllowAlways));
+    let allows = Answer::from_option_id(option_id).is_some_and(Answer::allows);
     by.remote && allows && !remote_may_allow
 }
 

@@ -21,7 +21,7 @@ use crate::conversation::Conversation;
 use crate::kernel::Kernel;
 use crate::sync::lock;
 use crate::turn::backend_seed::Start;
-use crate::turn::pipeline::Asked;
+use crate::turn::permission::Asked;
 use crate::turn::recovery::TurnEnd;
 
 /// `harness.list`'s `backends`: each backend's program and version, or why it is unavailable.
@@ -307,7 +307,7 @@ async fn approve(
         let asking = policy.filter(|p| p.may_ask(watched)).map(|p| {
             // A remote frontend may allow what its ceiling would ask about: nothing in `plan`.
             let remote_may_allow = kernel.catalog.max_mode(p.harness(), true) > Mode::Plan;
-            Asked { turn_id, timeout: p.question_timeout(), remote_may_allow }
+            Asked { turn_id, timeout: p.question_timeout(), remote_may_allow, lasting: None }
         });
         (recalled, asking)
     };
@@ -329,10 +329,10 @@ async fn approve(
         reason: reason.clone(),
         risk: None,
     };
-    let answer = crate::turn::pipeline::ask(kernel, conv, asked, fields, cancel).await;
+    let answer = crate::turn::permission::ask(kernel, conv, asked, fields, cancel).await;
     // The backend's own policy asked; the answer settles it, recording a lasting one.
     let question = Decision::Ask { reason, risk: Risk::Medium, network: true, remember };
-    match crate::turn::pipeline::settle(kernel, conv, question, answer.as_deref()) {
+    match crate::turn::permission::settle(kernel, conv, question, answer.as_deref()) {
         Decision::Allow { .. } => Approval::Allow,
         Decision::Deny { rule: Rule::Rejected, .. } => {
             Approval::Deny { message: "The person refused this call.".into() }

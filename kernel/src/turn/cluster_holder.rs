@@ -144,7 +144,7 @@ pub(crate) fn answer_permission(
     if !store_answer(kernel, request_id, &json!(option_id)) {
         return Err(Refused::NotOpen);
     }
-    Ok(superpi_proto::event::permission_options().iter().any(|o| o.option_id == option_id))
+    Ok(superpi_proto::event::is_permission_option(option_id))
 }
 
 /// Answers a `ui_request` another kernel asked: true once the answer is stored for its asker.

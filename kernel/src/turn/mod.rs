@@ -14,6 +14,7 @@ pub(crate) mod compaction;
 pub(crate) mod context;
 pub(crate) mod hooks;
 pub(crate) mod nested_rules;
+pub(crate) mod permission;
 pub(crate) mod pipeline;
 pub(crate) mod recovery;
 pub(crate) mod structured;

@@ -6,15 +6,15 @@
 //! buffer for a read it can stand in for; the lock of every path the call writes; the run
 //! (confined, or the registered runner); the `after_tool` hooks; the result.
 //!
-//! Over 500 lines: the steps of one call read top to bottom in one file; the question steps
-//! (`ask`, `settle`, `settle_direct`) are the part to move out when it grows again.
+//! The question steps (`ask`, `settle`, `settle_direct`, the lasting rules) are in
+//! `permission.rs`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use superpi_policy::{Answer, ConversationPolicy, Decision, Mode, Risk, Rule};
+use superpi_policy::{ConversationPolicy, Decision, Mode, Risk, Rule};
 use superpi_proto::Event;
 use superpi_proto::event::PermissionRequestFields;
 use superpi_proto::tool::{ToolCallResult, ToolDef};
@@ -29,6 +29,7 @@ use crate::sync::lock;
 use crate::telemetry::traces::SpanContext;
 use crate::turn::cluster_holder;
 use crate::turn::hooks;
+use crate::turn::permission::{self, Asked, Lasting, settle, settle_direct};
 use superpi_mcp_client::Attached;
 use superpi_store::QuestionKind;
 
@@ -258,6 +259,7 @@ async fn decide(
     let mut asked_risk = None;
     let decision = match caller {
         Caller::Direct { policy, consented, .. } => {
+            permission::load_rules(kernel, policy);
             let decision = asked_by_hook(policy.decide(tool, &call.arguments));
             if let Decision::Ask { risk, .. } = decision {
                 asked_risk = Some(risk);
@@ -266,21 +268,26 @@ async fn decide(
         }
         Caller::Turn { conv, turn_id, ceiling, .. } => {
             let (decision, asks, asked) = {
-                let policy = lock(&conv.policy);
-                let policy = policy.as_ref().map_err(|reason| Refusal::new(reason.clone(), Rule::Unanswered))?;
+                let mut policy = lock(&conv.policy);
+                let policy = policy.as_mut().map_err(|reason| Refusal::new(reason.clone(), Rule::Unanswered))?;
+                permission::load_rules(kernel, policy);
                 // A remote frontend's answer may allow only what its own ceiling would ask about.
                 let remote_ceiling = kernel.catalog.max_mode(policy.harness(), true);
                 let at_remote_ceiling = policy.decide_at_most(tool, &call.arguments, remote_ceiling);
+                let decision = policy.decide_at_most(tool, &call.arguments, *ceiling);
+                // A rule cannot stop a hook asking: its questions offer no lasting answer.
+                let lasting = policy.lasting_rules(tool, &call.arguments, &decision).filter(|_| hook_asks.is_none());
                 let asked = Asked {
                     turn_id: *turn_id,
                     timeout: policy.question_timeout(),
                     remote_may_allow: !matches!(at_remote_ceiling, Decision::Deny { .. }),
+                    lasting: lasting.map(|rules| Lasting { rules, project: policy.workspace().is_some() }),
                 };
                 // Whether its settings let questions be asked at all (not in an unattended
                 // harness); who watches is looked up only for a question (on a shared
                 // database it is a query).
                 let asks = policy.may_ask(true) && !policy.harness().unattended;
-                (asked_by_hook(policy.decide_at_most(tool, &call.arguments, *ceiling)), asks, asked)
+                (asked_by_hook(decision), asks, asked)
             };
             let may_ask = asks
                 && matches!(decision, Decision::Ask { .. })
@@ -299,7 +306,7 @@ async fn decide(
                         reason: reason.clone(),
                         risk: Some(risk.as_str().to_string()),
                     };
-                    let answer = ask(kernel, conv, asked, fields, cancel).await;
+                    let answer = permission::ask(kernel, conv, asked, fields, cancel).await;
                     settle(kernel, conv, decision, answer.as_deref())
                 }
                 Decision::Ask { .. } => settle(kernel, conv, decision, None),
@@ -323,81 +330,6 @@ pub(crate) fn scheduled_run(kernel: &Kernel, turn_id: i64) -> bool {
         tracing::warn!(turn_id, "reading whether a schedule ran this turn: {err}");
         true
     })
-}
-
-/// How a question is asked.
-pub(crate) struct Asked {
-    pub turn_id: i64,
-    pub timeout: Duration,
-    /// Whether a remote frontend's answer may allow the call: its ceiling would ask, not refuse.
-    pub remote_may_allow: bool,
-}
-
-/// Publishes a permission request (its fields made for the new request id) and waits for an
-/// answer, the timeout or cancel. Returns the chosen option id (None when unanswered); a
-/// person's answer also publishes ui_resolved. (Also an agent backend's approval request.)
-pub(crate) async fn ask(
-    kernel: &Arc<Kernel>,
-    conv: &Arc<Conversation>,
-    asked: Asked,
-    fields: impl FnOnce(String) -> PermissionRequestFields,
-    cancel: &CancellationToken,
-) -> Option<String> {
-    let Asked { turn_id, timeout, remote_may_allow } = asked;
-    let options: Vec<String> = superpi_proto::event::permission_options().into_iter().map(|o| o.option_id).collect();
-    // Without an unguessable id the question is not asked: it fails closed.
-    let (request_id, rx) = kernel.questions.open_permission(conv.id, &conv.owner, options.clone(), remote_may_allow)?;
-    cluster_holder::question_opened(kernel, conv, &request_id, QuestionKind::Permission, remote_may_allow);
-    conv.emit(kernel, Event::permission_request(conv.id, Some(turn_id), fields(request_id.clone())));
-    let answer = tokio::select! {
-        answer = rx => answer.ok(),
-        _ = tokio::time::sleep(timeout) => None,
-        _ = cancel.cancelled() => None,
-    };
-    kernel.questions.close_permission(&request_id);
-    cluster_holder::question_closed(kernel, &request_id);
-    let outcome = match &answer {
-        Some(option) if options.contains(option) => json!({"outcome": "selected", "option_id": option}),
-        Some(other) => json!({"outcome": "invalid", "option_id": other}),
-        None if cancel.is_cancelled() => json!({"outcome": "cancelled"}),
-        None => json!({"outcome": "timeout"}),
-    };
-    conv.emit(kernel, Event::ui_resolved(conv.id, Some(turn_id), &request_id, outcome));
-    answer.filter(|a| options.contains(a))
-}
-
-/// Settles a question with a person's answer (None: unanswered, which fails closed). An
-/// "always" answer is stored with the conversation.
-pub(crate) fn settle(kernel: &Kernel, conv: &Conversation, decision: Decision, option_id: Option<&str>) -> Decision {
-    let mut policy = lock(&conv.policy);
-    let policy = match policy.as_mut() {
-        Ok(policy) => policy,
-        Err(reason) => return Decision::Deny { reason: reason.clone(), rule: Rule::Unanswered },
-    };
-    let before = policy.overrides().clone();
-    let decision = policy.answer(decision, option_id);
-    if *policy.overrides() != before {
-        let stored = serde_json::to_string(policy.overrides())
-            .map_err(|e| e.to_string())
-            .and_then(|json| kernel.store.set_permission_overrides(conv.id, &json).map_err(|e| e.to_string()));
-        if let Err(err) = stored {
-            tracing::error!("conversation {}: storing a permission answer: {err}", conv.id);
-        }
-    }
-    decision
-}
-
-/// Settles a `tool.call`'s decision: nobody can be asked there, so the caller's word stands in
-/// for the answer. A caller that says its person consented (an MCP host that asked its user)
-/// answers `allow_once`, unless settings say questions are not put to anyone (`ask: false`);
-/// otherwise the question fails closed. Only an `Ask` changes: a refusal that is never
-/// askable stays refused whatever the caller says.
-fn settle_direct(policy: &mut ConversationPolicy, tool: &str, decision: Decision, consented: bool) -> Decision {
-    let answer = (policy.may_ask(consented) && decision.askable()).then_some(Answer::AllowOnce.option_id());
-    if answer.is_some() {
-        tracing::info!(tool, "tool.call: allowed on the caller's consent");
-    }
-    policy.answer(decision, answer)
 }
 
 /// Holds the lock of every path the call writes (its facts say which arguments), so writes of

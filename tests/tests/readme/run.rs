@@ -656,6 +656,7 @@ fn examples(file: &str, blocks: &[Block]) -> usize {
                 (env.workspace.join(".superpi/settings.json"), block.body.clone())
             }
             Dest::Harnesses => (env.locations.config_dir.join("harnesses.toml"), block.body.clone()),
+            Dest::Permissions => (env.locations.config_dir.join("permissions.json"), block.body.clone()),
             Dest::InvalidSettings => {
                 let complete = blocks.iter().find(|b| b.heading == "A complete example" && b.lang == "json").unwrap();
                 (env.locations.config_dir.join("settings.json"), complete.body.replacen("\"allow\"", "\"alow\"", 1))
