@@ -64,6 +64,9 @@ pub enum Remember {
     /// These shell commands, each as its words joined by spaces (or a whole line that could
     /// not be read).
     Commands(Vec<String>),
+    /// Nothing: the question is about this call alone (a `before_tool` hook asked it about a
+    /// call the policy allows), so an "always" answer must not reach the tool's other calls.
+    ThisCall,
 }
 
 /// The verdict on one call.
@@ -207,13 +210,10 @@ impl Overrides {
             Answer::RejectAlways => (false, true),
             Answer::AllowOnce | Answer::RejectOnce | Answer::AllowProject | Answer::AllowUser => return,
         };
-        let (allow, deny) = match remember {
-            Remember::Tool(_) => (&mut self.allow_tools, &mut self.deny_tools),
-            Remember::Commands(_) => (&mut self.allow_commands, &mut self.deny_commands),
-        };
-        let keys: Vec<String> = match remember {
-            Remember::Tool(t) => vec![t.clone()],
-            Remember::Commands(c) => c.clone(),
+        let (allow, deny, keys) = match remember {
+            Remember::Tool(t) => (&mut self.allow_tools, &mut self.deny_tools, vec![t.clone()]),
+            Remember::Commands(c) => (&mut self.allow_commands, &mut self.deny_commands, c.clone()),
+            Remember::ThisCall => return,
         };
         for key in keys {
             if add {
@@ -238,6 +238,7 @@ impl Overrides {
             Remember::Commands(commands) => {
                 (!commands.is_empty() && commands.iter().all(|c| self.allow_commands.contains(c))).then_some(true)
             }
+            Remember::ThisCall => None,
         }
     }
 
@@ -273,5 +274,22 @@ mod tests {
         o.record(Answer::AllowOnce, &tool);
         assert_eq!(o.recall(&tool), Some(false), "a once answer remembers nothing");
         assert_eq!(o.recall(&Remember::Commands(Vec::new())), None);
+    }
+
+    #[test]
+    fn an_always_answer_to_a_question_about_one_call_remembers_nothing() {
+        // A hook asked about one bash call: "always" must not allow the shell tool's other
+        // calls (an `rm -rf` the policy would ask about) for the rest of the conversation.
+        let ask = Decision::Ask {
+            reason: "the hook asks".into(),
+            risk: Risk::Medium,
+            network: false,
+            remember: Remember::ThisCall,
+        };
+        let mut o = Overrides::default();
+        assert_eq!(ask.clone().answer(Some(Answer::AllowAlways), &mut o), Decision::Allow { network: false });
+        assert!(o.is_empty(), "{o:?}");
+        assert!(matches!(ask.answer(Some(Answer::RejectAlways), &mut o), Decision::Deny { .. }));
+        assert!(o.is_empty() && o.recall(&Remember::ThisCall).is_none(), "{o:?}");
     }
 }

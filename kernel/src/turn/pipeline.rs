@@ -252,7 +252,7 @@ async fn decide(
             reason: reason.clone(),
             risk: superpi_policy::Risk::Medium,
             network,
-            remember: superpi_policy::Remember::Tool(call.name.clone()),
+            remember: superpi_policy::Remember::ThisCall,
         },
         (decision, _) => decision,
     };
