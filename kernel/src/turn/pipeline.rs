@@ -127,8 +127,8 @@ async fn run_steps(
 ) -> CallEnd {
     // An MCP tool only for a caller that attached it; it runs on that caller's server.
     let route = match &caller {
-        Caller::Turn { conv, .. } => lock(&conv.mcp_attached).get(&call.name).cloned(),
-        Caller::Direct { mcp, .. } => mcp.get(&call.name).cloned(),
+        Caller::Turn { conv, .. } => lock(&conv.mcp_attached).get(&call.name),
+        Caller::Direct { mcp, .. } => mcp.get(&call.name),
     };
     let (tool, route) = match (kernel.catalog.tool(&call.name), route) {
         (Some(tool), _) => (tool, None),
@@ -208,9 +208,31 @@ async fn run_steps(
         extra_roots,
     };
     let result = match route {
+        // `tool_search`: the deferred tools it finds are offered to the conversation from now on.
+        Some(route) if let Some(found) = route.search(&request.arguments) => {
+            drop(progress);
+            if let Caller::Turn { conv, .. } = &caller {
+                lock(&conv.mcp_loaded).extend(found.names);
+            }
+            found.result
+        }
         Some(route) => {
             drop(progress);
-            let (result, notices) = kernel.mcp.call(&route, &request, cancel).await;
+            // A question the server asks during a turn's call goes to the person.
+            let asker = match &caller {
+                Caller::Turn { conv, turn_id, .. } => {
+                    let asker = crate::turn::elicitation::TurnAsker {
+                        kernel: kernel.clone(),
+                        conv: Arc::clone(conv),
+                        turn_id: *turn_id,
+                        call_id: call.call_id.clone(),
+                        cancel: cancel.clone(),
+                    };
+                    Some(Arc::new(asker) as Arc<dyn superpi_mcp_client::Asker>)
+                }
+                Caller::Direct { .. } => None,
+            };
+            let (result, notices) = kernel.mcp.call(&route, &request, cancel, asker).await;
             let result = kernel.sandbox.bounded(&request, result);
             if let Caller::Turn { conv, turn_id, .. } = &caller {
                 for notice in notices {
