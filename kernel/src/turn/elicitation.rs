@@ -26,6 +26,20 @@ pub(crate) struct TurnAsker {
     pub cancel: CancellationToken,
 }
 
+impl TurnAsker {
+    /// The asker of one call of a turn.
+    pub fn of(
+        kernel: &Arc<Kernel>,
+        conv: &Arc<Conversation>,
+        turn_id: i64,
+        call: &crate::turn::pipeline::PlannedCall,
+        cancel: &CancellationToken,
+    ) -> Arc<dyn Asker> {
+        let (kernel, conv, call_id, cancel) = (kernel.clone(), conv.clone(), call.call_id.clone(), cancel.clone());
+        Arc::new(TurnAsker { kernel, conv, turn_id, call_id, cancel })
+    }
+}
+
 impl Asker for TurnAsker {
     fn ask(&self, question: Elicitation) -> Pin<Box<dyn Future<Output = Elicited> + Send + '_>> {
         Box::pin(async move {

@@ -28,6 +28,7 @@ use crate::path_locks::PathGuard;
 use crate::sync::lock;
 use crate::telemetry::traces::SpanContext;
 use crate::turn::cluster_holder;
+use crate::turn::elicitation::TurnAsker;
 use crate::turn::hooks;
 use superpi_mcp_client::Attached;
 use superpi_store::QuestionKind;
@@ -220,16 +221,7 @@ async fn run_steps(
             drop(progress);
             // A question the server asks during a turn's call goes to the person.
             let asker = match &caller {
-                Caller::Turn { conv, turn_id, .. } => {
-                    let asker = crate::turn::elicitation::TurnAsker {
-                        kernel: kernel.clone(),
-                        conv: Arc::clone(conv),
-                        turn_id: *turn_id,
-                        call_id: call.call_id.clone(),
-                        cancel: cancel.clone(),
-                    };
-                    Some(Arc::new(asker) as Arc<dyn superpi_mcp_client::Asker>)
-                }
+                Caller::Turn { conv, turn_id, .. } => Some(TurnAsker::of(kernel, conv, *turn_id, call, cancel)),
                 Caller::Direct { .. } => None,
             };
             let (result, notices) = kernel.mcp.call(&route, &request, cancel, asker).await;
