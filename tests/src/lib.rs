@@ -35,6 +35,23 @@ pub fn mcp_fixture_bin() -> PathBuf {
     bin
 }
 
+/// Starts the fixture MCP server serving the older HTTP+SSE transport (`--sse`): its process
+/// and the URL it listens at.
+pub fn mcp_sse_fixture() -> (KillOnDrop, String) {
+    let mut child = Command::new(mcp_fixture_bin())
+        .arg("--sse")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn the fixture: {e}"));
+    let mut line = String::new();
+    if let Some(stdout) = child.stdout.take() {
+        BufReader::new(stdout).read_line(&mut line).unwrap_or_default();
+    }
+    let url = line.trim().strip_prefix("listening ").unwrap_or_else(|| panic!("the fixture said {line:?}"));
+    (KillOnDrop(child), url.to_string())
+}
+
 /// The published MCP servers .ci/run installs for the tests (tests/npm/package-lock.json) in
 /// `$SUPERPI_TEST_NPM` (default `~/.cache/superpi/test-npm`): their `node_modules`, or `None`,
 /// said on stderr, where they are not installed (a failure where `CI` is set).

@@ -21,6 +21,7 @@ mod keys;
 mod killed_turns;
 mod lifecycle;
 mod mcp_client;
+mod mcp_client_remote;
 mod mcp_npm;
 mod memory;
 mod module_cycles;

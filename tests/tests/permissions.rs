@@ -247,8 +247,7 @@ async fn only_a_local_caller_attaches_mcp_servers() {
     let server = || superpi_proto::method::McpServerParam {
         name: "editor".into(),
         command: "/bin/true".into(),
-        args: vec![],
-        env: Default::default(),
+        ..Default::default()
     };
     let workspace = Some(env.workspace.display().to_string());
     // A token's principal over rpc (the frontend names it in its hello).

@@ -270,8 +270,7 @@ async fn a_frontend_on_another_kernel_answers_questions_and_changes_the_mode() {
     let server = superpi_proto::method::McpServerParam {
         name: "editor".into(),
         command: "/bin/true".into(),
-        args: vec![],
-        env: Default::default(),
+        ..Default::default()
     };
     let attach = OpenParams { conversation_id: Some(conv), mcp_servers: vec![server], ..Default::default() };
     let refused = b.open(attach).await.unwrap_err();

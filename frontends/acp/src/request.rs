@@ -174,9 +174,9 @@ pub enum EditorMcp {
     Refuse,
 }
 
-/// MCP servers from the editor, as the kernel's `session.open` takes them. Only stdio
-/// servers can be attached (the agent advertises no other transport); a name becomes one the
-/// kernel accepts (its other characters `-`).
+/// MCP servers from the editor, as the kernel's `session.open` takes them: stdio, HTTP (its
+/// headers passed on) and SSE (the older HTTP+SSE transport); a name becomes one the kernel
+/// accepts (its other characters `-`).
 pub fn mcp_servers(servers: &[McpServer], policy: EditorMcp) -> Result<Vec<McpServerParam>, Error> {
     if servers.is_empty() {
         return Ok(Vec::new());
@@ -210,8 +210,22 @@ pub fn mcp_servers(servers: &[McpServer], policy: EditorMcp) -> Result<Vec<McpSe
                 command: s.command.to_string_lossy().into_owned(),
                 args: s.args.clone(),
                 env: s.env.iter().map(|v| (v.name.clone(), v.value.clone())).collect(),
+                ..McpServerParam::default()
             }),
-            other => Err(invalid_params(format!("superpi attaches stdio MCP servers only, not `{}`", name_of(other)))),
+            McpServer::Http(s) => Ok(McpServerParam {
+                name: server_name(&s.name),
+                url: Some(s.url.clone()),
+                headers: s.headers.iter().map(|h| (h.name.clone(), h.value.clone())).collect(),
+                ..McpServerParam::default()
+            }),
+            McpServer::Sse(s) => Ok(McpServerParam {
+                name: server_name(&s.name),
+                url: Some(s.url.clone()),
+                headers: s.headers.iter().map(|h| (h.name.clone(), h.value.clone())).collect(),
+                sse: true,
+                ..McpServerParam::default()
+            }),
+            other => Err(invalid_params(format!("superpi does not know the transport of `{}`", name_of(other)))),
         })
         .collect()
 }

@@ -68,6 +68,15 @@ fn mcp_servers_are_attached_ignored_or_refused_by_name() {
     assert_eq!((attached[0].name.as_str(), attached[0].command.as_str()), ("my-files", "/bin/files"));
     assert_eq!(attached[0].args, vec!["-r".to_string()]);
     assert_eq!(attached[0].env.get("K").map(String::as_str), Some("V"));
+    use agent_client_protocol::v1::schema::{HttpHeader, McpServerHttp, McpServerSse};
+    let http = McpServerHttp::new("docs", "https://mcp.example.com/mcp")
+        .headers(vec![HttpHeader::new("Authorization", "Bearer t")]);
+    let sse = McpServerSse::new("old", "http://127.0.0.1:9/sse");
+    let remote = mcp_servers(&[McpServer::Http(http), McpServer::Sse(sse)], EditorMcp::Attach).unwrap();
+    assert_eq!(remote[0].url.as_deref(), Some("https://mcp.example.com/mcp"));
+    assert_eq!(remote[0].headers.get("Authorization").map(String::as_str), Some("Bearer t"));
+    assert!(!remote[0].sse && remote[0].command.is_empty());
+    assert_eq!((remote[1].url.as_deref(), remote[1].sse), (Some("http://127.0.0.1:9/sse"), true));
 }
 
 #[test]

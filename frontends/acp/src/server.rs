@@ -44,7 +44,7 @@ pub fn initialize_response(is_set: &dyn Fn(&str) -> bool) -> InitializeResponse 
             AgentCapabilities::new()
                 .load_session(true)
                 .prompt_capabilities(PromptCapabilities::new().image(true).audio(false).embedded_context(true))
-                .mcp_capabilities(McpCapabilities::new().http(false).sse(false))
+                .mcp_capabilities(McpCapabilities::new().http(true).sse(true))
                 .session_capabilities(
                     SessionCapabilities::new()
                         .list(SessionListCapabilities::new())
@@ -351,7 +351,7 @@ mod tests {
         let caps = &init.agent_capabilities;
         assert!(caps.load_session);
         assert_eq!(caps.prompt_capabilities, PromptCapabilities::new().image(true).embedded_context(true));
-        assert_eq!(caps.mcp_capabilities, McpCapabilities::new());
+        assert_eq!(caps.mcp_capabilities, McpCapabilities::new().http(true).sse(true));
         let session = &caps.session_capabilities;
         assert!(session.list.is_some() && session.resume.is_some() && session.close.is_some());
         assert!(session.delete.is_some() && session.additional_directories.is_some());

@@ -916,6 +916,41 @@ async fn the_editors_mcp_servers_are_attached_to_the_session() {
     assert_jsonrpc_only(&lines);
 }
 
+/// session/new with an HTTP MCP server (superpi's own gateway at `/mcp`, behind a token the
+/// editor sends as a header) and an SSE one (the fixture's older transport): both attached,
+/// and each one's tool answers a prompt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_editors_http_and_sse_mcp_servers_are_attached_with_their_headers() {
+    use agent_client_protocol::v1::schema::{HttpHeader, McpServer, McpServerHttp, McpServerSse};
+    let env = TestEnv::new();
+    std::fs::write(env.workspace.join("marker.txt"), "here").unwrap();
+    let token = "the-editors-token";
+    let (_gateway, base) = env.spawn_http(&["gateway", "--port", "0"], &[("SUPERPI_GATEWAY_TOKEN", token)]);
+    let (_sse, sse_url) = superpi_tests::mcp_sse_fixture();
+    let (result, lines) = with_editor(&env, Answer::Dismiss, async |cx, mut seen| {
+        let init = initialize(&cx).await?;
+        let caps = &init.agent_capabilities.mcp_capabilities;
+        assert!(caps.http && caps.sse, "{caps:?}");
+        let http = McpServerHttp::new("gw", format!("{base}/mcp"))
+            .headers(vec![HttpHeader::new("Authorization", format!("Bearer {token}"))]);
+        let sse = McpServerSse::new("old", sse_url.clone()).headers(vec![HttpHeader::new("X-Editor", "zed")]);
+        let request =
+            NewSessionRequest::new(env.workspace.clone()).mcp_servers(vec![McpServer::Http(http), McpServer::Sse(sse)]);
+        let session = cx.send_request(request).block_task().await?;
+        let sid = session.session_id.clone();
+        let prompt = "@tool mcp__gw__ls {\"path\":\".\"}\n@tool mcp__old__header {\"name\":\"x-editor\"}";
+        let done = cx.send_request(text_prompt(&sid, prompt)).block_task().await?;
+        assert_eq!(done.stop_reason, StopReason::EndTurn);
+        let results = tool_results(&seen.drain());
+        assert!(results.contains("marker.txt"), "the HTTP server's tool: {results}");
+        assert!(results.contains("header: zed"), "the SSE server's tool, with the header: {results}");
+        Ok(())
+    })
+    .await;
+    result.unwrap();
+    assert_jsonrpc_only(&lines);
+}
+
 /// How the kernel settled the file-read questions of a conversation (`ui_resolved` outcomes),
 /// read back from its stored events.
 async fn read_outcomes(env: &TestEnv, sid: &SessionId) -> Vec<serde_json::Value> {

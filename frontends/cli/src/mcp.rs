@@ -238,7 +238,7 @@ async fn list(locations: &Locations, path: &Path, json: bool) -> anyhow::Result<
                            "disabled": server.disabled, "running": states(name)})
                 }
                 // Header values may be secrets: their names only.
-                McpTransport::Http { url, headers, bearer_token_env } => {
+                McpTransport::Http { url, headers, bearer_token_env, .. } => {
                     json!({"name": name, "url": url, "headers": headers.keys().collect::<Vec<_>>(),
                            "bearer_token_env": bearer_token_env, "disabled": server.disabled, "running": states(name)})
                 }

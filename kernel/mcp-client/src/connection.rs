@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use reqwest::header::{HeaderName, HeaderValue};
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use rmcp::model::CallToolRequestParams;
-use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceExt};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, NotificationContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use superpi_policy::mcp_servers::expand_vars;
@@ -20,6 +20,7 @@ use superpi_sandbox::{NetworkRefused, Sandbox, ServerHandle, ServerSpec, ToolCal
 use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
 
+use crate::elicit::{Asker, Askers};
 use crate::lock;
 use crate::tools::{call_result, tool_def};
 
@@ -82,6 +83,8 @@ pub struct Connection {
     stderr_closed: CancellationToken,
     /// A stdio server's process (none for an HTTP server).
     process: Option<ServerHandle>,
+    /// Who answers its questions, by call in flight.
+    askers: Askers,
 }
 
 impl Connection {
@@ -90,7 +93,8 @@ impl Connection {
     pub async fn start(sandbox: &Sandbox, key: &ServerKey, state_dir: PathBuf) -> Result<Connection, Unstarted> {
         let name = &key.name;
         let tools = Arc::new(RwLock::new(Vec::new()));
-        let watcher = ListWatcher { server: name.clone(), tools: tools.clone() };
+        let askers = Askers::default();
+        let watcher = ListWatcher { server: name.clone(), tools: tools.clone(), askers: askers.clone() };
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
         let stderr_closed = CancellationToken::new();
         let (service, listed, process) = match &key.config.transport {
@@ -116,7 +120,7 @@ impl Connection {
                 };
                 let process = sandbox.start_server(spec).await?;
                 tokio::spawn(keep_stderr(name.clone(), process.stderr, stderr.clone(), stderr_closed.clone()));
-                match initialized(watcher.serve((process.stdout, process.stdin))).await {
+                match initialized(serve(watcher, (process.stdout, process.stdin))).await {
                     Ok((service, listed)) => (service, listed, Some(process.handle)),
                     Err(why) => {
                         // The server's last words come with its exit, which closes stderr.
@@ -126,16 +130,35 @@ impl Connection {
                     }
                 }
             }
-            McpTransport::Http { url, headers, bearer_token_env } => {
+            McpTransport::Http { url, headers, bearer_token_env, sse } => {
                 stderr_closed.cancel();
-                let transport = http_transport(url, headers, bearer_token_env.as_deref())?;
-                let (service, listed) = initialized(watcher.serve(transport)).await?;
+                let headers = http_headers(headers, bearer_token_env.as_deref())?;
+                let streamable = match sse {
+                    true => Err(String::new()),
+                    false => initialized(serve(watcher.clone(), http_transport(url, &headers))).await,
+                };
+                // A server of the older HTTP+SSE transport refuses the POST (4xx): its GET
+                // opens the stream. When that fails too, the first failure says why.
+                let (service, listed) = match streamable {
+                    Ok(started) => started,
+                    Err(why) => match crate::sse::connect(url, headers).await {
+                        Ok(pipe) => {
+                            tracing::info!(server = %name, "MCP server reached over HTTP+SSE");
+                            initialized(serve(watcher, pipe)).await?
+                        }
+                        Err(sse_why) if *sse || why.starts_with(NO_ANSWER) => return Err(Unstarted::from(sse_why)),
+                        Err(sse_why) => {
+                            tracing::debug!(server = %name, "no HTTP+SSE fallback: {sse_why}");
+                            return Err(Unstarted::from(why));
+                        }
+                    },
+                };
                 (service, listed, None)
             }
         };
         *tools.write().unwrap_or_else(|p| p.into_inner()) = listed_tools(name, &listed);
         tracing::info!(server = %name, workspace = %key.workspace.display(), tools = listed.len(), "MCP server started");
-        Ok(Connection { name: name.clone(), service, tools, stderr, stderr_closed, process })
+        Ok(Connection { name: name.clone(), service, tools, stderr, stderr_closed, process, askers })
     }
 
     pub fn alive(&self) -> bool {
@@ -153,7 +176,13 @@ impl Connection {
 
     /// Calls `tool`. Cancel and the deadline drop the request, which sends
     /// `notifications/cancelled` to the server.
-    pub async fn call(&self, tool: &str, call: &ToolCall, cancel: &CancellationToken) -> Called {
+    pub async fn call(
+        &self,
+        tool: &str,
+        call: &ToolCall,
+        cancel: &CancellationToken,
+        asker: Option<Arc<dyn Asker>>,
+    ) -> Called {
         let arguments = match &call.arguments {
             serde_json::Value::Object(map) => Some(map.clone()),
             serde_json::Value::Null => None,
@@ -168,8 +197,10 @@ impl Connection {
         params.arguments = arguments;
         let deadline = call.timeout.unwrap_or(CALL_TIMEOUT);
         let name = &self.name;
+        let _asking = self.askers.push(asker);
         tokio::select! {
-            answer = self.service.peer().call_tool(params) => match answer {
+            // Drives 2026-07-28 `input_required` rounds through the handler's elicitation.
+            answer = self.service.call_tool(params) => match answer {
                 Ok(result) => Called::Answered(call_result(result)),
                 Err(err) if self.alive() && matches!(err, rmcp::ServiceError::McpError(_)) => {
                     Called::Answered(ToolCallResult::error(format!("the MCP server `{name}` refused the call: {err}")))
@@ -207,29 +238,64 @@ fn kernel_var(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
-/// Streamable HTTP to `url`, with these headers and the bearer token of the kernel's variable
-/// `bearer_token_env`.
-fn http_transport(
-    url: &str,
+/// Serves `handler` over `transport`: `server/discover` at 2026-07-28 first, `initialize`
+/// for a server that does not know it (rmcp's auto lifecycle).
+fn serve<T, E, A>(
+    handler: ListWatcher,
+    transport: T,
+) -> impl Future<Output = Result<Session, rmcp::service::ClientInitializeError>>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let lifecycle = ClientLifecycleMode::Auto {
+        preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+        legacy_version: None,
+    };
+    handler.serve_with_lifecycle(transport, lifecycle)
+}
+
+/// The headers sent to an HTTP server: its settings' (with `${VAR}`s from the kernel's
+/// environment) and the bearer token of the kernel's variable `bearer_token_env`.
+fn http_headers(
     headers: &std::collections::BTreeMap<String, String>,
     bearer_token_env: Option<&str>,
-) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+) -> Result<HeaderMap, String> {
     // The providers install the same one; whichever comes first is fine.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut custom = std::collections::HashMap::new();
+    let mut map = HeaderMap::new();
     for (name, value) in headers {
         let value = expand_vars(value, kernel_var).map_err(|why| format!("header {name}: {why}"))?;
         let name = HeaderName::from_bytes(name.as_bytes()).map_err(|e| format!("header {name}: {e}"))?;
         let value = HeaderValue::from_str(&value).map_err(|e| format!("header {name}: {e}"))?;
-        custom.insert(name, value);
+        map.insert(name, value);
     }
-    let mut config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
     if let Some(variable) = bearer_token_env {
         let token = std::env::var(variable)
             .map_err(|_| format!("`{variable}` (its bearer token) is not set in the kernel's environment"))?;
+        let value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|e| format!("`{variable}`: {e}"))?;
+        map.insert(AUTHORIZATION, value);
+    }
+    Ok(map)
+}
+
+/// Streamable HTTP to `url` with these headers.
+fn http_transport(url: &str, headers: &HeaderMap) -> StreamableHttpClientTransport<reqwest::Client> {
+    let mut custom = std::collections::HashMap::new();
+    let mut token = None;
+    for (name, value) in headers {
+        match (name == AUTHORIZATION, value.to_str().ok().and_then(|v| v.strip_prefix("Bearer "))) {
+            (true, Some(bearer)) => token = Some(bearer.to_string()),
+            _ => {
+                custom.insert(name.clone(), value.clone());
+            }
+        }
+    }
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
+    if let Some(token) = token {
         config = config.auth_header(token);
     }
-    Ok(StreamableHttpClientTransport::from_config(config))
+    StreamableHttpClientTransport::from_config(config)
 }
 
 fn listed_tools(server: &str, listed: &[rmcp::model::Tool]) -> Vec<Listed> {
@@ -237,12 +303,34 @@ fn listed_tools(server: &str, listed: &[rmcp::model::Tool]) -> Vec<Listed> {
 }
 
 /// The client side's handler: lists the tools again when the server says they changed.
+#[derive(Clone)]
 struct ListWatcher {
     server: String,
     tools: Arc<RwLock<Vec<Listed>>>,
+    askers: Askers,
 }
 
 impl rmcp::ClientHandler for ListWatcher {
+    /// It answers forms (elicitation) through the person, for the call that asks.
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut form = rmcp::model::ElicitationCapability::default();
+        form.form = Some(rmcp::model::FormElicitationCapability::default());
+        let mut capabilities = rmcp::model::ClientCapabilities::default();
+        capabilities.elicitation = Some(form);
+        let mut info = rmcp::model::ClientConfig::default();
+        info.capabilities = capabilities;
+        info.client_info = rmcp::model::Implementation::new("superpi", env!("CARGO_PKG_VERSION"));
+        info
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        Ok(self.askers.answer(&self.server, request).await)
+    }
+
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
         match context.peer.list_all_tools().await {
             Ok(listed) => {

@@ -14,7 +14,10 @@
 //! the kernel hands it a sandbox to start servers in and calls the tools through its pipeline.
 
 mod connection;
+mod deferred;
+mod elicit;
 mod package_config;
+mod sse;
 mod stderr;
 mod tools;
 
@@ -31,6 +34,8 @@ use superpi_sandbox::{Sandbox, ToolCall};
 use tokio_util::sync::CancellationToken;
 
 use crate::connection::{Called, Connection, ServerKey, Unstarted};
+pub use crate::deferred::{DEFER_BYTES, DEFER_TOOLS, Found, TOOL_SEARCH};
+pub use crate::elicit::{Asker, Elicitation, Elicited};
 
 /// How long a server may idle before it is stopped, when its settings do not say.
 const IDLE_STOP: Duration = Duration::from_secs(600);
@@ -38,7 +43,8 @@ const IDLE_STOP: Duration = Duration::from_secs(600);
 const IDLE_CHECK: Duration = Duration::from_secs(1);
 
 /// A conversation's MCP tools for one turn (or a `tool.call`'s): each tool by the name the
-/// model sees, with the server that runs it.
+/// model sees, with the server that runs it and whether it is deferred (found through
+/// [`TOOL_SEARCH`] rather than sent with every request: see `deferred.rs`).
 #[derive(Debug, Clone, Default)]
 pub struct Attached {
     tools: BTreeMap<String, Route>,
@@ -47,14 +53,38 @@ pub struct Attached {
 #[derive(Debug, Clone)]
 pub struct Route {
     pub def: ToolDef,
-    key: Arc<ServerKey>,
-    /// Its name on the server.
-    tool: String,
+    target: Target,
+}
+
+#[derive(Debug, Clone)]
+enum Target {
+    /// A server's tool: its name there.
+    Server { key: Arc<ServerKey>, tool: String, deferred: bool },
+    /// `tool_search` over these deferred tools.
+    Search(Arc<Vec<ToolDef>>),
+}
+
+impl Route {
+    /// For `tool_search`, its answer to `arguments` (the names it found join the
+    /// conversation's requests); `None` for a server's tool, which [`McpClients::call`] runs.
+    pub fn search(&self, arguments: &serde_json::Value) -> Option<Found> {
+        match &self.target {
+            Target::Search(tools) => Some(deferred::search(tools, arguments)),
+            Target::Server { .. } => None,
+        }
+    }
 }
 
 impl Attached {
-    pub fn get(&self, name: &str) -> Option<&Route> {
-        self.tools.get(name)
+    /// The route of a tool, deferred or not (a deferred tool is callable before a search
+    /// found it), or of `tool_search` when some are deferred.
+    pub fn get(&self, name: &str) -> Option<Route> {
+        if name == TOOL_SEARCH {
+            let tools = self.deferred_defs();
+            return (!tools.is_empty())
+                .then(|| Route { def: deferred::search_def(tools.len()), target: Target::Search(Arc::new(tools)) });
+        }
+        self.tools.get(name).cloned()
     }
 
     /// Keeps the tools `keep` accepts.
@@ -62,8 +92,62 @@ impl Attached {
         self.tools.retain(|_, route| keep(&route.def));
     }
 
+    /// Every tool, deferred or not (what a `tool.call` caller may call).
     pub fn defs(&self) -> Vec<ToolDef> {
         self.tools.values().map(|r| r.def.clone()).collect()
+    }
+
+    /// What a model request offers: the tools not deferred, the deferred ones in `loaded` (a
+    /// search found them), and `tool_search` while others stay deferred.
+    pub fn offered(&self, loaded: &BTreeSet<String>) -> Vec<ToolDef> {
+        let mut offered: Vec<ToolDef> = self
+            .tools
+            .values()
+            .filter(|r| !r.deferred() || loaded.contains(&r.def.name))
+            .map(|r| r.def.clone())
+            .collect();
+        let waiting = self.tools.values().filter(|r| r.deferred() && !loaded.contains(&r.def.name)).count();
+        if waiting > 0 {
+            offered.push(deferred::search_def(waiting));
+        }
+        offered
+    }
+
+    /// The deferred tools among `names` (those a search found, to offer from now on).
+    pub fn loaded_defs(&self, names: &BTreeSet<String>) -> Vec<ToolDef> {
+        names.iter().filter_map(|n| self.tools.get(n)).filter(|r| r.deferred()).map(|r| r.def.clone()).collect()
+    }
+
+    fn deferred_defs(&self) -> Vec<ToolDef> {
+        self.tools.values().filter(|r| r.deferred()).map(|r| r.def.clone()).collect()
+    }
+
+    /// Decides which tools are deferred (`deferred.rs`), by their servers' settings.
+    fn decide_deferral(&mut self) {
+        let candidates: Vec<deferred::Candidate> = self
+            .tools
+            .values()
+            .map(|r| deferred::Candidate { def: &r.def, defer: r.server().and_then(|k| k.config.defer) })
+            .collect();
+        let decided = deferred::deferred(&candidates);
+        for (route, defer) in self.tools.values_mut().zip(decided) {
+            if let Target::Server { deferred, .. } = &mut route.target {
+                *deferred = defer;
+            }
+        }
+    }
+}
+
+impl Route {
+    fn deferred(&self) -> bool {
+        matches!(self.target, Target::Server { deferred: true, .. })
+    }
+
+    fn server(&self) -> Option<&Arc<ServerKey>> {
+        match &self.target {
+            Target::Server { key, .. } => Some(key),
+            Target::Search(_) => None,
+        }
     }
 }
 
@@ -166,37 +250,44 @@ impl McpClients {
                         lock(&slot.conversations).insert(id);
                     }
                     for listed in conn.tools() {
-                        let route = Route { def: listed.def, key: key.clone(), tool: listed.tool };
-                        attached.tools.insert(route.def.name.clone(), route);
+                        let target = Target::Server { key: key.clone(), tool: listed.tool, deferred: false };
+                        attached.tools.insert(listed.def.name.clone(), Route { def: listed.def, target });
                     }
                 }
                 Err(why) => notices.push(unavailable(&key, &why)),
             }
         }
+        attached.decide_deferral();
         (attached, notices)
     }
 
     /// Runs one call on its route's server, starting the server again when it went away. A
-    /// server that goes away during the call gives the call an error and a notice.
+    /// server that goes away during the call gives the call an error and a notice. A question
+    /// the server asks meanwhile goes to `asker` (declined without one).
     pub async fn call(
         &self,
         route: &Route,
         call: &ToolCall,
         cancel: &CancellationToken,
+        asker: Option<Arc<dyn Asker>>,
     ) -> (ToolCallResult, Vec<String>) {
-        let (slot, notice) = self.slot(&route.key);
+        let Target::Server { key, tool, .. } = &route.target else {
+            let found = route.search(&call.arguments).map(|f| f.result);
+            return (found.unwrap_or_else(|| ToolCallResult::error("not a server's tool")), Vec::new());
+        };
+        let (slot, notice) = self.slot(key);
         let mut notices: Vec<String> = notice.into_iter().collect();
-        let conn = match self.connect(&route.key, &slot).await {
+        let conn = match self.connect(key, &slot).await {
             Ok(conn) => conn,
             Err(why) => {
-                let why = unavailable(&route.key, &why);
+                let why = unavailable(key, &why);
                 notices.push(why.clone());
                 return (ToolCallResult::error(why), notices);
             }
         };
         slot.busy.fetch_add(1, Ordering::Relaxed);
         let _busy = Busy(slot.clone());
-        match conn.call(&route.tool, call, cancel).await {
+        match conn.call(tool, call, cancel, asker).await {
             Called::Answered(result) => (result, notices),
             Called::Lost(why) => {
                 notices.push(format!("{why}; it starts again at its next use"));

@@ -22,6 +22,9 @@ pub struct McpServerConfig {
     pub network: Option<bool>,
     /// Kept in the settings but not started (`superpi mcp disable NAME`).
     pub disabled: bool,
+    /// `true`: its tools are found through `tool_search` rather than sent with every request;
+    /// `false`: always sent; absent: deferred when the attached tools pass the threshold.
+    pub defer: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -43,6 +46,8 @@ pub enum McpTransport {
         headers: BTreeMap<String, String>,
         /// The environment variable (of the kernel) whose value is sent as a bearer token.
         bearer_token_env: Option<String>,
+        /// It speaks only the older HTTP+SSE transport (2024-11-05): no Streamable HTTP is tried.
+        sse: bool,
     },
 }
 
@@ -54,6 +59,19 @@ impl McpServerConfig {
             idle_stop_secs: None,
             network: None,
             disabled: false,
+            defer: None,
+        }
+    }
+
+    /// A server at `url` with these headers, over Streamable HTTP (falling back to HTTP+SSE),
+    /// or over HTTP+SSE only with `sse`.
+    pub fn http(url: String, headers: BTreeMap<String, String>, sse: bool) -> Self {
+        McpServerConfig {
+            transport: McpTransport::Http { url, headers, bearer_token_env: None, sse },
+            idle_stop_secs: None,
+            network: None,
+            disabled: false,
+            defer: None,
         }
     }
 
@@ -109,6 +127,9 @@ pub(crate) struct RawMcpServer {
     network: Option<bool>,
     #[serde(default)]
     disabled: bool,
+    defer: Option<bool>,
+    #[serde(default)]
+    sse: bool,
 }
 
 /// `value` with each `${NAME}` replaced by `lookup(NAME)`, so a header or a variable can hold
@@ -166,13 +187,14 @@ pub(crate) fn mcp_servers(
             let why = "a server name is 1 to 32 characters of a-z, A-Z, 0-9, `_` and `-`, without `__`";
             return Err(invalid("", why.into()));
         }
-        let (idle_stop_secs, network, disabled) = (server.idle_stop_secs, server.network, server.disabled);
+        let (idle_stop_secs, network, disabled, defer) =
+            (server.idle_stop_secs, server.network, server.disabled, server.defer);
         let transport = match (&server.command, &server.url) {
             (Some(_), None) => stdio(server).map_err(|(k, why)| invalid(k, why))?,
             (None, Some(_)) => http(server).map_err(|(k, why)| invalid(k, why))?,
             _ => return Err(invalid("", "give either a `command` or a `url`".into())),
         };
-        servers.insert(name, McpServerConfig { transport, idle_stop_secs, network, disabled });
+        servers.insert(name, McpServerConfig { transport, idle_stop_secs, network, disabled, defer });
     }
     Ok(servers)
 }
@@ -185,8 +207,8 @@ fn stdio(server: RawMcpServer) -> Result<McpTransport, Invalid> {
     if command.trim().is_empty() {
         return Err((".command", "the command is empty".into()));
     }
-    if !server.headers.is_empty() || server.bearer_token_env.is_some() {
-        return Err(("", "`headers` and `bearer_token_env` need a `url`".into()));
+    if !server.headers.is_empty() || server.bearer_token_env.is_some() || server.sse {
+        return Err(("", "`headers`, `bearer_token_env` and `sse` need a `url`".into()));
     }
     if let Some(cwd) = server.cwd.as_ref().filter(|cwd| !cwd.is_absolute()) {
         return Err((".cwd", format!("`{}` is not an absolute path", cwd.display())));
@@ -217,5 +239,5 @@ fn http(server: RawMcpServer) -> Result<McpTransport, Invalid> {
     for value in server.headers.values() {
         expand_vars(value, |_| Some(String::new())).map_err(|why| (".headers", why))?;
     }
-    Ok(McpTransport::Http { url, headers: server.headers, bearer_token_env: server.bearer_token_env })
+    Ok(McpTransport::Http { url, headers: server.headers, bearer_token_env: server.bearer_token_env, sse: server.sse })
 }

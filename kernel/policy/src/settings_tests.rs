@@ -313,9 +313,14 @@ fn mcp_servers_are_read_from_the_user_file_with_errors_naming_the_key() {
     let text = r#"{"mcp_servers": {"far": {"url": "https://mcp.example.com/mcp", "headers": {"X-Team": "a"},
                   "bearer_token_env": "FAR_TOKEN"}}}"#;
     let s = Settings::from_user_file(text, path).unwrap();
-    let McpTransport::Http { url, headers, bearer_token_env } = &s.mcp_servers["far"].transport else { panic!() };
+    let McpTransport::Http { url, headers, bearer_token_env, .. } = &s.mcp_servers["far"].transport else { panic!() };
     assert_eq!((url.as_str(), bearer_token_env.as_deref()), ("https://mcp.example.com/mcp", Some("FAR_TOKEN")));
     assert_eq!(headers.get("X-Team").map(String::as_str), Some("a"));
+    assert_eq!(s.mcp_servers["far"].defer, None);
+    let text = r#"{"mcp_servers": {"old": {"url": "http://h/sse", "sse": true, "defer": true}}}"#;
+    let s = Settings::from_user_file(text, path).unwrap();
+    assert!(matches!(s.mcp_servers["old"].transport, McpTransport::Http { sse: true, .. }));
+    assert_eq!(s.mcp_servers["old"].defer, Some(true));
 
     let bad = |text: &str| Settings::from_user_file(text, path).unwrap_err();
     assert_eq!(bad(r#"{"mcp_servers": {"a__b": {"command": "x"}}}"#).key(), Some("mcp_servers.a__b"));
@@ -330,6 +335,7 @@ fn mcp_servers_are_read_from_the_user_file_with_errors_naming_the_key() {
         bad(r#"{"mcp_servers": {"fix": {"command": "x", "headers": {"A": "b"}}}}"#).key(),
         Some("mcp_servers.fix")
     );
+    assert_eq!(bad(r#"{"mcp_servers": {"fix": {"command": "x", "sse": true}}}"#).key(), Some("mcp_servers.fix"));
     let header = bad(r#"{"mcp_servers": {"fix": {"url": "http://h", "headers": {"A": "b\r\nC: d"}}}}"#);
     assert_eq!(header.key(), Some("mcp_servers.fix.headers"));
     assert_eq!(bad(r#"{"mcp_servers": {"fix": {"command": "x", "nope": 1}}}"#).key(), Some("mcp_servers.fix.nope"));

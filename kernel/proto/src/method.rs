@@ -222,16 +222,25 @@ pub struct OpenParams {
     pub system_prompt: Option<String>,
 }
 
-/// A stdio MCP server a frontend attaches to a conversation.
+/// An MCP server a frontend attaches to a conversation: a program (`command`, over stdio) or
+/// a URL (`url`, over Streamable HTTP falling back to HTTP+SSE; with `sse`, HTTP+SSE only).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpServerParam {
     pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub command: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub env: std::collections::BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// With `url`: headers sent with every request.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub headers: std::collections::BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sse: bool,
 }
 
 /// What the kernel knows of a conversation.

@@ -190,6 +190,8 @@ pub(crate) struct Conversation {
     pub mcp_servers: Mutex<std::collections::BTreeMap<String, superpi_policy::McpServerConfig>>,
     /// The MCP tools of its latest turn: the only ones it can call.
     pub mcp_attached: Mutex<superpi_mcp_client::Attached>,
+    /// The deferred MCP tools its `tool_search` calls found: offered from then on.
+    pub mcp_loaded: Mutex<std::collections::BTreeSet<String>>,
     /// The tools frontends offered with their prompts, by the turn they submitted, until
     /// that turn takes them (`turn/client_tools.rs`).
     pub client_tools: Mutex<std::collections::HashMap<i64, Vec<superpi_proto::method::ClientTool>>>,
@@ -253,6 +255,7 @@ impl Conversation {
             file_readers: AtomicUsize::new(0),
             mcp_servers: Mutex::default(),
             mcp_attached: Mutex::default(),
+            mcp_loaded: Mutex::default(),
             client_tools: Mutex::default(),
             output_schemas: Mutex::default(),
             running: Mutex::new(None),

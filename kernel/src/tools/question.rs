@@ -183,52 +183,75 @@ impl ToolRunner for QuestionTool {
             let Some(turn_id) = *lock(&conv.running) else {
                 return ToolCallResult::error(format!("`{NAME}` is called by a model during a turn"));
             };
-            ask(&kernel, &conv, turn_id, request, &cancel).await
+            match put(&kernel, &conv, turn_id, request, &cancel).await {
+                Put::Answered(answers) => answered(answers),
+                Put::Declined(what) => declined(&what),
+                Put::Dismissed => declined("dismissed the question"),
+                Put::Cancelled => ToolCallResult::error("cancelled"),
+                Put::Refused(why) => ToolCallResult::error(why),
+            }
         })
     }
 }
 
-async fn ask(
+/// How a question put to the person ended.
+pub(crate) enum Put {
+    /// The answers by question id, checked against their schemas.
+    Answered(Map<String, Value>),
+    /// Not answered, by the person's choice or in time: what happened.
+    Declined(String),
+    /// The person dismissed it.
+    Dismissed,
+    /// The turn was cancelled meanwhile.
+    Cancelled,
+    /// It could not be asked, or its answer was refused: why.
+    Refused(String),
+}
+
+/// Puts `request` to the person through the conversation's frontends (`ask_question`'s, and
+/// an MCP server's questions during a call); refused at once where nobody can answer.
+pub(crate) async fn put(
     kernel: &Arc<Kernel>,
     conv: &Arc<Conversation>,
     turn_id: i64,
     request: QuestionRequest,
     cancel: &CancellationToken,
-) -> ToolCallResult {
+) -> Put {
     let (asks, timeout) = match &*lock(&conv.policy) {
         Ok(policy) => (policy.may_ask(true) && !policy.harness().unattended, policy.question_timeout()),
-        Err(reason) => return ToolCallResult::error(reason.clone()),
+        Err(reason) => return Put::Refused(reason.clone()),
     };
     if !asks || !cluster_holder::interactive_watcher(kernel, conv) || scheduled_run(kernel, turn_id) {
-        return ToolCallResult::error(
+        return Put::Refused(
             "nobody can answer a question here (no person follows this conversation: a pipe, a schedule, \
              an unattended harness, or settings that ask no one); go on without the answer, or say what you \
-             need in your reply",
+             need in your reply"
+                .into(),
         );
     }
     let map = match serde_json::to_value(&request) {
         Ok(Value::Object(map)) => map,
-        _ => return ToolCallResult::error("the questions could not be written"),
+        _ => return Put::Refused("the questions could not be written".into()),
     };
     let Some((request_id, answer)) = ask_ui(kernel, conv, turn_id, map, timeout, cancel).await else {
-        return ToolCallResult::error("the question could not be asked (no random id)");
+        return Put::Refused("the question could not be asked (no random id)".into());
     };
-    let (outcome, result) = match answer.as_ref().map(QuestionAnswer::from_outcome) {
+    let (outcome, put) = match answer.as_ref().map(QuestionAnswer::from_outcome) {
         Some(Some(QuestionAnswer::Accept(answers))) => match request.check(&answers) {
-            Ok(answers) => ("answered", answered(answers)),
-            Err(why) => ("invalid", ToolCallResult::error(format!("the person's answer was refused: {why}"))),
+            Ok(answers) => ("answered", Put::Answered(answers)),
+            Err(why) => ("invalid", Put::Refused(format!("the person's answer was refused: {why}"))),
         },
-        Some(Some(QuestionAnswer::Decline)) => ("declined", declined("declined to answer")),
-        Some(Some(QuestionAnswer::Cancel)) => ("cancelled", declined("dismissed the question")),
+        Some(Some(QuestionAnswer::Decline)) => ("declined", Put::Declined("declined to answer".into())),
+        Some(Some(QuestionAnswer::Cancel)) => ("cancelled", Put::Dismissed),
         Some(Some(QuestionAnswer::Unavailable(why))) => {
-            ("unavailable", ToolCallResult::error(format!("nobody can answer a question here: {why}")))
+            ("unavailable", Put::Refused(format!("nobody can answer a question here: {why}")))
         }
-        Some(None) => ("invalid", ToolCallResult::error("the frontend's answer was not an answer")),
-        None if cancel.is_cancelled() => ("cancelled", ToolCallResult::error("cancelled")),
-        None => ("timeout", declined(&format!("did not answer within {} s", timeout.as_secs()))),
+        Some(None) => ("invalid", Put::Refused("the frontend's answer was not an answer".into())),
+        None if cancel.is_cancelled() => ("cancelled", Put::Cancelled),
+        None => ("timeout", Put::Declined(format!("did not answer within {} s", timeout.as_secs()))),
     };
     conv.emit(kernel, Event::ui_resolved(conv.id, Some(turn_id), &request_id, json!({"outcome": outcome})));
-    result
+    put
 }
 
 fn answered(answers: Map<String, Value>) -> ToolCallResult {

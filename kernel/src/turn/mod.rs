@@ -12,6 +12,7 @@ pub(crate) mod client_tools;
 pub(crate) mod cluster_holder;
 pub(crate) mod compaction;
 pub(crate) mod context;
+pub(crate) mod elicitation;
 pub(crate) mod hooks;
 pub(crate) mod nested_rules;
 pub(crate) mod permission;
@@ -20,7 +21,7 @@ pub(crate) mod recovery;
 pub(crate) mod structured;
 pub(crate) mod summary;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -172,7 +173,9 @@ async fn drive(
         true => attach_mcp(kernel, conv, turn_id, harness).await,
         false => Attached::default(),
     };
-    tools.extend(attached.defs());
+    // Past a threshold, deferred MCP tools are found with `tool_search` (superpi-mcp-client).
+    let mut loaded = lock(&conv.mcp_loaded).clone();
+    tools.extend(attached.offered(&loaded));
     // A subagent is offered at most its parent's tools (its policy refuses the rest too).
     if let Ok(policy) = &*lock(&conv.policy) {
         tools.retain(|t| policy.within_limit(&t.name));
@@ -209,15 +212,24 @@ async fn drive(
         (Some(system), added) => Some(format!("{system}\n\n{added}")),
         (None, added) => Some(added.to_string()),
     };
-    let limits = catalog.limits(&settings.model);
-    let mut frame =
-        Frame { model: &settings.model, effort: settings.effort, system: system.as_deref(), tools: &specs, limits };
     // The step was refused as longer than the window and is being sent again after compaction.
     let mut resent = false;
 
     for request_number in 1..=MAX_MODEL_CALLS {
+        // The deferred tools a `tool_search` of the last step found join this request.
+        let found: BTreeSet<String> = lock(&conv.mcp_loaded).difference(&loaded).cloned().collect();
+        if !found.is_empty() {
+            let mut more = lock(&conv.mcp_attached).loaded_defs(&found);
+            if let Ok(policy) = &*lock(&conv.policy) {
+                more.retain(|t| policy.within_limit(&t.name));
+            }
+            specs.extend(tool_specs(&more));
+            loaded.extend(found);
+        }
         // A window learned meanwhile (by this turn's compaction or another conversation's).
-        frame.limits = catalog.limits(&settings.model);
+        let limits = catalog.limits(&settings.model);
+        let mut frame =
+            Frame { model: &settings.model, effort: settings.effort, system: system.as_deref(), tools: &specs, limits };
         // Prompts that steer this turn join its history now, at a step boundary: after the
         // results of every call of the last answer.
         for steer in lock(&conv.steering).take() {

@@ -28,6 +28,7 @@ use crate::path_locks::PathGuard;
 use crate::sync::lock;
 use crate::telemetry::traces::SpanContext;
 use crate::turn::cluster_holder;
+use crate::turn::elicitation::TurnAsker;
 use crate::turn::hooks;
 use crate::turn::permission::{self, Asked, Lasting, settle, settle_direct};
 use superpi_mcp_client::Attached;
@@ -128,8 +129,8 @@ async fn run_steps(
 ) -> CallEnd {
     // An MCP tool only for a caller that attached it; it runs on that caller's server.
     let route = match &caller {
-        Caller::Turn { conv, .. } => lock(&conv.mcp_attached).get(&call.name).cloned(),
-        Caller::Direct { mcp, .. } => mcp.get(&call.name).cloned(),
+        Caller::Turn { conv, .. } => lock(&conv.mcp_attached).get(&call.name),
+        Caller::Direct { mcp, .. } => mcp.get(&call.name),
     };
     let (tool, route) = match (kernel.catalog.tool(&call.name), route) {
         (Some(tool), _) => (tool, None),
@@ -209,9 +210,22 @@ async fn run_steps(
         extra_roots,
     };
     let result = match route {
+        // `tool_search`: the deferred tools it finds are offered to the conversation from now on.
+        Some(route) if let Some(found) = route.search(&request.arguments) => {
+            drop(progress);
+            if let Caller::Turn { conv, .. } = &caller {
+                lock(&conv.mcp_loaded).extend(found.names);
+            }
+            found.result
+        }
         Some(route) => {
             drop(progress);
-            let (result, notices) = kernel.mcp.call(&route, &request, cancel).await;
+            // A question the server asks during a turn's call goes to the person.
+            let asker = match &caller {
+                Caller::Turn { conv, turn_id, .. } => Some(TurnAsker::of(kernel, conv, *turn_id, call, cancel)),
+                Caller::Direct { .. } => None,
+            };
+            let (result, notices) = kernel.mcp.call(&route, &request, cancel, asker).await;
             let result = kernel.sandbox.bounded(&request, result);
             if let Caller::Turn { conv, turn_id, .. } = &caller {
                 for notice in notices {

@@ -219,17 +219,28 @@ pub(super) fn attached_servers(
     }
     let mut attached = std::collections::BTreeMap::new();
     for server in servers {
-        if !superpi_policy::mcp_servers::valid_server_name(&server.name) || server.command.trim().is_empty() {
-            return Err(ErrorObject::new(
-                codes::INVALID_PARAMS,
-                format!(
-                    "mcp_servers: `{}` needs a name of 1 to 32 of a-z, A-Z, 0-9, `_` and `-` (no `__`) and a command",
-                    server.name
-                ),
+        let invalid =
+            |why: &str| ErrorObject::new(codes::INVALID_PARAMS, format!("mcp_servers: `{}` {why}", server.name));
+        let has_command = !server.command.trim().is_empty();
+        if !superpi_policy::mcp_servers::valid_server_name(&server.name) || has_command == server.url.is_some() {
+            return Err(invalid(
+                "needs a name of 1 to 32 of a-z, A-Z, 0-9, `_` and `-` (no `__`) and either a command or a url",
             ));
         }
-        let config =
-            superpi_policy::McpServerConfig::stdio(server.command.clone(), server.args.clone(), server.env.clone());
+        let config = match &server.url {
+            // Headers pass through as given: no `${VAR}` of the kernel's is read into them.
+            Some(url) => {
+                if superpi_policy::net::url_host(url).is_none() {
+                    return Err(invalid("has a url that is not http(s)"));
+                }
+                let headers: std::collections::BTreeMap<String, String> =
+                    server.headers.iter().map(|(k, v)| (k.clone(), v.replace('$', "$$"))).collect();
+                superpi_policy::McpServerConfig::http(url.clone(), headers, server.sse)
+            }
+            None => {
+                superpi_policy::McpServerConfig::stdio(server.command.clone(), server.args.clone(), server.env.clone())
+            }
+        };
         attached.insert(server.name.clone(), config);
     }
     Ok(Some(attached))
