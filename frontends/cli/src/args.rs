@@ -182,6 +182,10 @@ async fn kernel(locations: &Locations, args: KernelArgs) -> anyhow::Result<ExitC
             if let Some(live) = std::env::var("SUPERPI_LIVE_SOFT_LIMIT").ok().and_then(|v| v.parse().ok()) {
                 config.live_soft_limit = live;
             }
+            let half_life = std::env::var("SUPERPI_MEMORY_HALF_LIFE_DAYS").ok().and_then(|v| v.parse::<f64>().ok());
+            if let Some(days) = half_life.filter(|d| d.is_finite() && *d > 0.0) {
+                config.memory_half_life = Duration::from_secs_f64(days * 86_400.0);
+            }
             if args.autostarted {
                 config.idle_exit = Some(Duration::from_secs(args.idle_exit.max(1)));
             }
