@@ -45,6 +45,9 @@ pub enum Command {
     /// Schedules and webhook triggers: list, add, remove.
     #[command(subcommand)]
     Schedule(crate::schedule::ScheduleCommand),
+    /// Your durable notes (the memory block's): list, pin, unpin, remove.
+    #[command(subcommand)]
+    Memory(crate::memory::MemoryCommand),
     /// List the harnesses.
     Harnesses(JsonFlag),
     /// List the models whose provider the kernel has configured.
@@ -139,6 +142,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             listing::session_undo(&locations, id, turn, json).await
         }
         Command::Schedule(command) => crate::schedule::run(&locations, command).await,
+        Command::Memory(command) => crate::memory::run(&locations, command).await,
         Command::Harnesses(json) => listing::harnesses(&locations, json).await,
         Command::Models(json) => listing::models(&locations, json).await,
         Command::Rules(json) => listing::rules(json),

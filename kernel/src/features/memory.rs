@@ -113,6 +113,12 @@ pub(crate) fn query_terms(query: &str) -> Vec<String> {
     words
 }
 
+/// Whether the owner has as many pinned notes as they may.
+pub(crate) fn pins_full(store: &dyn Store, owner: &str) -> Result<bool, StoreError> {
+    let notes = store.owner_notes(owner, MAX_PINNED + 1)?;
+    Ok(notes.iter().take_while(|n| n.pinned).count() >= MAX_PINNED)
+}
+
 /// A search's ranked hits and what found them (the engine, or `fallback`).
 pub(crate) struct Found {
     pub hits: Vec<(Note, f64)>,

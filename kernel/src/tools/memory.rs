@@ -17,7 +17,7 @@ use superpi_sandbox::{RunFuture, ToolCall, ToolRunner};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::features::memory::{MAX_PINNED, near_duplicates, one_line};
+use crate::features::memory::{MAX_PINNED, near_duplicates, one_line, pins_full};
 use crate::kernel::KernelSlot;
 use crate::tools::common::{ok, parse};
 use superpi_store::{NewNote, Note, NoteLink, NoteScope, Store};
@@ -293,8 +293,7 @@ fn from_outside(source: &str) -> bool {
 
 /// Whether the owner may pin one more note.
 fn room_to_pin(store: &dyn Store, owner: &str) -> Result<(), String> {
-    let pinned = stored(store.owner_notes(owner, MAX_PINNED + 1))?.iter().take_while(|n| n.pinned).count();
-    match pinned >= MAX_PINNED {
+    match stored(pins_full(store, owner))? {
         true => Err(format!("at most {MAX_PINNED} notes are pinned: unpin one first")),
         false => Ok(()),
     }
@@ -397,9 +396,12 @@ fn search(
     let limit = args.limit.unwrap_or(8).clamp(1, MAX_HITS);
     let found = stored(crate::features::memory::search(store, caller.scope(), &args.query, limit, half_life))?;
     let (hits, engine) = (found.hits, found.backend);
-    let mut output = match hits.len() {
-        0 => format!("No note matches \"{}\".", args.query.trim()),
-        n => format!("{n} notes match \"{}\", best first:", args.query.trim()),
+    let mut output = match (hits.len(), engine) {
+        (0, _) => format!("No note matches \"{}\".", args.query.trim()),
+        (n, "fallback") => {
+            format!("{n} notes hold parts of \"{}\" (no whole word matched), best first:", args.query.trim())
+        }
+        (n, _) => format!("{n} notes match \"{}\", best first:", args.query.trim()),
     };
     for (note, _) in &hits {
         let mut snippet: String = one_line(&note.body).chars().take(SNIPPET_CHARS).collect();
