@@ -16,6 +16,10 @@ pub(crate) const RUNNING: &str = "running";
 pub(crate) const WAITING: &str = "waiting";
 pub(crate) const COMPACTING: &str = "compacting";
 
+/// The latest events a load reads for the state last told, and their most bytes.
+const RECALL_EVENTS: usize = 256;
+const RECALL_BYTES: usize = 4 * 1024 * 1024;
+
 /// The state last told, and the questions open in the running turn.
 #[derive(Debug)]
 pub(crate) struct Status {
@@ -30,13 +34,18 @@ impl Default for Status {
 
 impl Conversation {
     /// Takes the state last stored as told (a kernel that died mid-turn left `running`: the
-    /// actor then says `idle` once it has nothing to run).
+    /// actor then says `idle` once it has nothing to run). Only the conversation's latest
+    /// [`RECALL_EVENTS`] events are read (a load must not read a long history): a state told
+    /// before them is taken as `idle`.
     pub fn recall_status(&self, store: &impl EventStore) {
-        let latest = store.event_store().latest_events(self.id, "state_changed", 1).ok().unwrap_or_default();
-        let stored = latest.first().and_then(|(_, json)| Event::from_json(json).ok()).and_then(|e| match e.body {
-            EventBody::StateChanged { status } => Some(status),
-            _ => None,
-        });
+        let head = self.head_seq();
+        let after = head.saturating_sub(RECALL_EVENTS as u64);
+        let tail = store.event_store().events_page(self.id, after, head, RECALL_EVENTS, RECALL_BYTES);
+        let stored =
+            tail.ok().unwrap_or_default().iter().rev().find_map(|(_, json)| match Event::from_json(json).ok()?.body {
+                EventBody::StateChanged { status } => Some(status),
+                _ => None,
+            });
         if let Some(status) = stored {
             lock(&self.status.told).0 = status;
         }
