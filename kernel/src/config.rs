@@ -44,6 +44,8 @@ pub struct KernelConfig {
     pub lease_ttl: Duration,
     /// The tools this kernel offers: the built-ins, and any an embedding program registers.
     pub tools: ToolRegistry,
+    /// How long until a note's recency halves its rank in a memory search.
+    pub memory_half_life: Duration,
 }
 
 impl KernelConfig {
@@ -64,6 +66,7 @@ impl KernelConfig {
             database_url: None,
             lease_ttl: Duration::from_secs(15),
             tools: ToolRegistry::builtin(),
+            memory_half_life: crate::features::memory::DEFAULT_HALF_LIFE,
         }
     }
 

@@ -205,6 +205,7 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
     let mut queue: VecDeque<Job> =
         queued.into_iter().map(|q| Job::Turn { turn_id: q.turn_id, message: q.message, ceiling: q.ceiling }).collect();
     let mut current: Option<(Running, CancellationToken)> = None;
+    conv.recall_status(&*kernel);
     loop {
         // Taken over by another kernel: once its job has ended it leaves (the other kernel
         // ends what was queued here).
@@ -251,6 +252,9 @@ async fn actor(kernel: Arc<Kernel>, conv: Arc<Conversation>, mut rx: mpsc::Recei
             }
         }
         let idle = current.is_none() && queue.is_empty();
+        if idle && !conv.is_fenced() {
+            conv.set_status(&*kernel, None, crate::conversation::status::IDLE);
+        }
         let quiet = quiet_period(&kernel);
         let input = tokio::select! {
             input = rx.recv() => input,

@@ -9,6 +9,7 @@ mod cluster_deltas;
 mod context;
 mod doctor;
 mod durable_memory;
+mod events;
 mod first_hour;
 mod frontend_binary;
 mod frontend_images;

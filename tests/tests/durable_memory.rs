@@ -12,8 +12,13 @@ use superpi_tests::{TestEnv, postgres_server};
 
 /// `superpi run ARGS` to its end: its stdout (the answer).
 async fn run(env: &TestEnv, vars: &[(&str, &str)], args: &[&str]) -> String {
+    run_in(env, vars, &env.workspace, args).await
+}
+
+/// `superpi ARGS` run in `dir` (its workspace), to its end: its stdout.
+async fn run_in(env: &TestEnv, vars: &[(&str, &str)], dir: &std::path::Path, args: &[&str]) -> String {
     let mut cmd = env.command(args);
-    cmd.envs(vars.iter().copied());
+    cmd.envs(vars.iter().copied()).current_dir(dir);
     let out = tokio::process::Command::from(cmd).output().await.unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "superpi {args:?} failed: {}\n{stdout}", String::from_utf8_lossy(&out.stderr));
@@ -25,7 +30,7 @@ const WRITE: &str = r#"@tool memory_write {"title": "Deploy day", "body": "The t
 async fn a_note_survives_a_restart_and_is_found(vars: &[(&str, &str)]) {
     let env = TestEnv::new();
     let written = run(&env, vars, &["run", "--harness", "librarian", WRITE]).await;
-    assert!(written.contains("Wrote note #1."), "{written}");
+    assert!(written.contains("Wrote note #1 (global)."), "{written}");
     // The same note again is not written twice.
     let again = run(&env, vars, &["run", "--harness", "librarian", WRITE]).await;
     assert!(again.contains("Not written: note #1 already says this"), "{again}");
@@ -61,7 +66,7 @@ async fn a_note_survives_a_kernel_restart_and_is_found_by_search_on_postgres() {
 async fn the_index_of_notes_joins_the_system_prompt_of_a_harness_with_memory() {
     let env = TestEnv::new();
     let written = run(&env, &[], &["run", "--harness", "librarian", WRITE]).await;
-    assert!(written.contains("Wrote note #1."), "{written}");
+    assert!(written.contains("Wrote note #1 (global)."), "{written}");
 
     let fake = OpenAiFake::start(vec![Answer::text("Noted."), Answer::text("Hello.")]).await.unwrap();
     let mut vars: Vec<(String, String)> = fake.env();
@@ -88,4 +93,77 @@ async fn the_index_of_notes_joins_the_system_prompt_of_a_harness_with_memory() {
         .collect();
     assert!(tools.contains(&"memory_search".to_string()) && !tools.contains(&"bash".to_string()), "{tools:?}");
     assert!(!system(1).contains("# Your notes"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notes_keep_to_their_workspace_or_are_global_and_a_pinned_one_outranks_a_newer_one() {
+    let env = TestEnv::new();
+    std::fs::write(
+        env.locations.config_dir.join("harnesses.toml"),
+        "[harnesses.notes]\ntools = [\"read\"]\ncapabilities = [\"memory\"]\n",
+    )
+    .unwrap();
+    let (here, there) = (env.workspace.clone(), env.root.path().join("elsewhere"));
+    std::fs::create_dir_all(&there).unwrap();
+    let tool = |call: &str| vec!["run".to_string(), "--harness".into(), "notes".into(), call.to_string()];
+    let run_tool = |dir: std::path::PathBuf, call: String| {
+        let env = &env;
+        async move {
+            let args = tool(&call);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            run_in(env, &[], &dir, &args).await
+        }
+    };
+
+    let local = run_tool(
+        here.clone(),
+        r#"@tool memory_write {"title": "Build", "body": "This repository builds with make"}"#.into(),
+    )
+    .await;
+    assert!(local.contains("Wrote note #1 (kept to this workspace)."), "{local}");
+    let global = run_tool(
+        here.clone(),
+        r#"@tool memory_write {"title": "Editor", "body": "Alice edits builds in vim", "scope": "global"}"#.into(),
+    )
+    .await;
+    assert!(global.contains("Wrote note #2 (global)."), "{global}");
+
+    // From another workspace: the global note, not the other workspace's.
+    let found = run_tool(there.clone(), r#"@tool memory_search {"query": "builds"}"#.into()).await;
+    assert!(found.contains("1 notes match") && found.contains("#2 Editor"), "{found}");
+    assert!(!found.contains("#1 Build"), "{found}");
+
+    // A newer, closer note; then the person pins the old one, which outranks it.
+    let newer = run_tool(
+        here.clone(),
+        r#"@tool memory_write {"title": "Builds", "body": "Builds run nightly; builds builds builds"}"#.into(),
+    )
+    .await;
+    assert!(newer.contains("Wrote note #3"), "{newer}");
+    let before = run_tool(here.clone(), r#"@tool memory_search {"query": "builds"}"#.into()).await;
+    assert!(before.find("#3 Builds").unwrap() < before.find("#1 Build:").unwrap(), "{before}");
+    assert_eq!(run_in(&env, &[], &here, &["memory", "pin", "1"]).await, "Pinned note 1.\n");
+    let after = run_tool(here.clone(), r#"@tool memory_search {"query": "builds"}"#.into()).await;
+    assert!(after.find("#1 Build (pinned):").unwrap() < after.find("#3 Builds").unwrap(), "{after}");
+
+    // A word cut short matches no whole word: the fallback finds it.
+    let part = run_tool(there.clone(), r#"@tool memory_search {"query": "vi"}"#.into()).await;
+    assert!(part.contains("1 notes hold parts of \"vi\"") && part.contains("#2 Editor"), "{part}");
+
+    let listed: serde_json::Value =
+        serde_json::from_str(&run_in(&env, &[], &here, &["memory", "list", "--json"]).await).unwrap();
+    let ids: Vec<(i64, bool, &str)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["id"].as_i64().unwrap(), n["pinned"].as_bool().unwrap(), n["scope"].as_str().unwrap()))
+        .collect();
+    assert_eq!(ids, [(1, true, "workspace"), (3, false, "workspace"), (2, false, "global")]);
+    assert_eq!(run_in(&env, &[], &here, &["memory", "unpin", "1"]).await, "Unpinned note 1.\n");
+    assert_eq!(run_in(&env, &[], &here, &["memory", "remove", "3"]).await, "Removed note 3.\n");
+    let text = run_in(&env, &[], &here, &["memory", "list"]).await;
+    assert!(text.contains("Editor") && !text.contains("Builds") && !text.contains("pinned"), "{text}");
+    let mut missing = env.command(&["memory", "remove", "3"]);
+    missing.current_dir(&here);
+    assert!(!missing.output().unwrap().status.success());
 }

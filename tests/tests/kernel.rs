@@ -91,6 +91,7 @@ async fn a_turn_with_two_tool_calls_stores_calls_and_results_in_order() {
         [
             "message_completed",
             "turn_started",
+            "state_changed",
             "message_completed",
             "usage_updated",
             "tool_started",

@@ -114,6 +114,9 @@ async fn a_killed_turn_ends_interrupted_and_runs_nothing_again(doing: Doing, pos
         matches!(&events.last().unwrap().body, EventBody::TurnError { error } if error.contains("interrupted")),
         "{name}: {events:?}"
     );
+    // The dead kernel last told `running` or `waiting`: the one that took over says `idle`.
+    let told = tokio::time::timeout(wait::PATIENCE, replay.next()).await.unwrap().unwrap();
+    assert!(matches!(&told.body, EventBody::StateChanged { status } if status == "idle"), "{name}: {told:?}");
     let postgres_db = postgres.zip(url.as_deref());
     assert_eq!(turn_status(taker_env, postgres_db, turn), "interrupted", "{name}");
     let results: Vec<(&str, bool)> = events

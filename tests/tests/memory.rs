@@ -38,8 +38,11 @@ async fn an_idle_conversation_leaves_memory_and_comes_back_with_its_seqs_continu
     let (idle, mut sub) = open_and_watch(&client, &env.workspace, None, false).await;
     let turn = client.submit_text(idle, "before it leaves").await.unwrap();
     let before = turn_events(&mut sub, turn.turn_id).await;
-    let head = before.last().unwrap().seq;
     assert!(matches!(before.last().unwrap().body, EventBody::TurnCompleted { .. }));
+    // Its actor, done, says it is idle: the last event it stores.
+    let idle_told = tokio::time::timeout(wait::PATIENCE, sub.next()).await.unwrap().unwrap();
+    assert!(matches!(&idle_told.body, EventBody::StateChanged { status } if status == "idle"), "{idle_told:?}");
+    let head = idle_told.seq;
     drop(sub);
 
     // The unwatched one leaves; the watched one stays, and its watcher still gets its events
@@ -76,7 +79,8 @@ async fn an_idle_conversation_leaves_memory_and_comes_back_with_its_seqs_continu
     while replayed.last().is_none_or(|e: &Event| e.seq < after.last().unwrap().seq) {
         replayed.push(tokio::time::timeout(Duration::from_secs(30), replay.next()).await.unwrap().unwrap());
     }
-    let stored: Vec<u64> = before.iter().chain(&after).filter(|e| !e.body.is_transient()).map(|e| e.seq).collect();
+    let stored: Vec<u64> =
+        before.iter().chain([&idle_told]).chain(&after).filter(|e| !e.body.is_transient()).map(|e| e.seq).collect();
     assert_eq!(replayed.iter().map(|e| e.seq).collect::<Vec<_>>(), stored);
 }
 

@@ -193,19 +193,23 @@ impl Renderer {
                     self.shown.entry(key).or_default().push_str(&text);
                 }
             }
-            EventBody::ToolStarted { tool_call_id, name, arguments, .. } => {
+            EventBody::ToolStarted { tool_call_id, name, arguments, overwritten_keys } => {
+                let meta = rewritten(overwritten_keys);
                 if self.tools.contains_key(tool_call_id) {
                     let fields = self
                         .tool_fields(name, arguments)
                         .status(ToolCallStatus::InProgress)
                         .raw_input(arguments.clone());
                     self.remember(tool_call_id, name, arguments);
-                    out.push(Out::Update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                        tool_call_id.clone(),
-                        fields,
-                    ))));
+                    out.push(Out::Update(SessionUpdate::ToolCallUpdate(
+                        ToolCallUpdate::new(tool_call_id.clone(), fields).meta(meta),
+                    )));
                 } else {
-                    out.push(self.announce(tool_call_id, name, arguments, ToolCallStatus::InProgress));
+                    let mut announced = self.announce(tool_call_id, name, arguments, ToolCallStatus::InProgress);
+                    if let (Out::Update(SessionUpdate::ToolCall(call)), Some(meta)) = (&mut announced, meta) {
+                        *call = call.clone().meta(meta);
+                    }
+                    out.push(announced);
                 }
             }
             EventBody::ToolOutput { tool_call_id, name, chunk } => {
@@ -525,6 +529,17 @@ fn keep_tail(s: &mut String, max: usize) {
         }
         s.drain(..cut);
     }
+}
+
+/// The `_meta` of a tool call whose arguments a `before_tool` hook rewrote: the keys, under
+/// `superpi.overwritten_keys` (an editor shows `rawInput` as it runs).
+fn rewritten(keys: &[String]) -> Option<agent_client_protocol::v1::schema::Meta> {
+    if keys.is_empty() {
+        return None;
+    }
+    let mut meta = agent_client_protocol::v1::schema::Meta::new();
+    meta.insert("superpi".into(), serde_json::json!({"overwritten_keys": keys}));
+    Some(meta)
 }
 
 #[cfg(test)]

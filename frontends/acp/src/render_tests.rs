@@ -182,6 +182,25 @@ fn tool_started_moves_an_announced_call_in_progress() {
 }
 
 #[test]
+fn a_call_a_hook_rewrote_names_the_keys_in_its_meta() {
+    let mut r = renderer();
+    let out = r.render(&Event::tool_started(C, T, "c3", "ls", json!({"path": "src"}), vec!["path".into()]));
+    let mut meta = agent_client_protocol::v1::schema::Meta::new();
+    meta.insert("superpi".into(), json!({"overwritten_keys": ["path"]}));
+    assert_eq!(
+        out,
+        vec![Out::Update(SessionUpdate::ToolCall(
+            ToolCall::new("c3", "List src")
+                .kind(ToolKind::Read)
+                .status(ToolCallStatus::InProgress)
+                .locations(vec![ToolCallLocation::new("/ws/src")])
+                .raw_input(json!({"path": "src"}))
+                .meta(meta)
+        ))]
+    );
+}
+
+#[test]
 fn tool_output_shows_the_output_so_far() {
     let mut r = renderer();
     r.render(&Event::tool_started(C, T, "c1", "bash", json!({"command": "yes"}), vec![]));
@@ -325,10 +344,9 @@ fn ui_resolved_withdraws_the_question() {
 }
 
 #[test]
-fn state_changed_and_watch_started_and_compaction_are_silent() {
+fn state_changed_and_compaction_are_silent() {
     let mut r = renderer();
     assert_eq!(r.render(&Event::state_changed(C, T, "running")), vec![]);
-    assert_eq!(r.render(&Event::watch_started(C, 4)), vec![]);
     assert_eq!(r.render(&Event::compaction_completed(C, None, json!(3), Some("s".into()))), vec![]);
 }
 

@@ -48,6 +48,9 @@ pub enum Command {
     /// Permission rules that last ("always for this project / for me"): list, remove.
     #[command(subcommand)]
     Permissions(crate::permissions::PermissionsCommand),
+    /// Your durable notes (the memory block's): list, pin, unpin, remove.
+    #[command(subcommand)]
+    Memory(crate::memory::MemoryCommand),
     /// List the harnesses.
     Harnesses(JsonFlag),
     /// List the models whose provider the kernel has configured.
@@ -143,6 +146,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Schedule(command) => crate::schedule::run(&locations, command).await,
         Command::Permissions(command) => crate::permissions::run(&locations, command),
+        Command::Memory(command) => crate::memory::run(&locations, command).await,
         Command::Harnesses(json) => listing::harnesses(&locations, json).await,
         Command::Models(json) => listing::models(&locations, json).await,
         Command::Rules(json) => listing::rules(json),
@@ -185,6 +189,10 @@ async fn kernel(locations: &Locations, args: KernelArgs) -> anyhow::Result<ExitC
             }
             if let Some(live) = std::env::var("SUPERPI_LIVE_SOFT_LIMIT").ok().and_then(|v| v.parse().ok()) {
                 config.live_soft_limit = live;
+            }
+            let half_life = std::env::var("SUPERPI_MEMORY_HALF_LIFE_DAYS").ok().and_then(|v| v.parse::<f64>().ok());
+            if let Some(days) = half_life.filter(|d| d.is_finite() && *d > 0.0) {
+                config.memory_half_life = Duration::from_secs_f64(days * 86_400.0);
             }
             if args.autostarted {
                 config.idle_exit = Some(Duration::from_secs(args.idle_exit.max(1)));

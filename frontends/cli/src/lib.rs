@@ -3,7 +3,7 @@
 //! Owns argument parsing, the dispatch of every role (`kernel`, `acp`, `mcp`, `rpc`,
 //! `gateway`, `agui`) to its crate, and the terminal frontend itself (`run`, `chat`,
 //! `session`, `harnesses`, `models`), `superpi mcp list|add|remove|enable|disable`, which edits the
-//! user's external MCP servers, `superpi doctor`, and `superpi schedule list|add|remove`: answers on stdout, activity and notices on stderr.
+//! user's external MCP servers, `superpi doctor`, and `superpi schedule list|add|remove`, `superpi memory list|pin|unpin|remove`: answers on stdout, activity and notices on stderr.
 //!
 //! Two binaries: `superpi` holds every role; `superpi-frontend` ([`frontend`]) only the serving
 //! frontends, and `superpi` execs it for them ([`exec_frontend`]), so an idle frontend maps no
@@ -23,6 +23,7 @@ mod listing;
 mod markdown;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod memory;
 mod output;
 mod permissions;
 mod question;

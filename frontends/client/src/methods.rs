@@ -3,6 +3,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use superpi_proto::memory::{MemoryListParams, MemoryListResult, MemoryPinParams, MemoryRemoveParams, NoteInfo};
 use superpi_proto::method::{
     BackendStatus, CommandInfo, CommandListParams, CommandListResult, ConversationInfo, ConversationRef, ForkParams,
     HarnessInfo, HistoryParams, HistoryResult, KernelStatus, ListParams, ListResult, Method, ModelInfo, OpenParams,
@@ -194,6 +195,22 @@ impl KernelClient {
 
     pub async fn schedule_remove(&self, id: i64) -> Result<Value, ClientError> {
         self.request(Method::ScheduleRemove(ScheduleRemoveParams { id })).await
+    }
+
+    /// The caller's durable notes in every workspace, pinned first, then newest (`memory.list`).
+    pub async fn memory_list(&self, limit: Option<u32>) -> Result<Vec<NoteInfo>, ClientError> {
+        let list: MemoryListResult = self.request(Method::MemoryList(MemoryListParams { limit })).await?;
+        Ok(list.notes)
+    }
+
+    /// Pins or unpins one of the caller's notes (`memory.pin`).
+    pub async fn memory_pin(&self, id: i64, pinned: bool) -> Result<Value, ClientError> {
+        self.request(Method::MemoryPin(MemoryPinParams { id, pinned })).await
+    }
+
+    /// Removes one of the caller's notes and its links (`memory.remove`).
+    pub async fn memory_remove(&self, id: i64) -> Result<Value, ClientError> {
+        self.request(Method::MemoryRemove(MemoryRemoveParams { id })).await
     }
 
     /// Resumes a paused schedule (`schedule.resume`).

@@ -267,7 +267,6 @@ pub enum EventBody {
         level: String,
         message: String,
     },
-    WatchStarted {},
     SubagentStarted {
         child_conversation_id: i64,
         role: String,
@@ -310,7 +309,6 @@ pub const EVENT_TYPES: &[&str] = &[
     "compaction_completed",
     "context_cleared",
     "notice",
-    "watch_started",
     "subagent_started",
     "subagent_finished",
 ];
@@ -347,7 +345,6 @@ impl EventBody {
             EventBody::CompactionCompleted { .. } => "compaction_completed",
             EventBody::ContextCleared {} => "context_cleared",
             EventBody::Notice { .. } => "notice",
-            EventBody::WatchStarted {} => "watch_started",
             EventBody::SubagentStarted { .. } => "subagent_started",
             EventBody::SubagentFinished { .. } => "subagent_finished",
             EventBody::Unknown(map) => map.get("type").and_then(Value::as_str).unwrap_or(""),
@@ -362,7 +359,6 @@ impl EventBody {
                 | EventBody::ThinkingDelta { .. }
                 | EventBody::ToolcallDelta { .. }
                 | EventBody::ToolOutput { .. }
-                | EventBody::WatchStarted {}
         )
     }
 
@@ -655,11 +651,6 @@ impl Event {
     }
     pub fn notice(conv: i64, turn: Option<i64>, level: impl Into<String>, message: impl Into<String>) -> Self {
         Self::new(conv, turn, EventBody::Notice { level: level.into(), message: message.into() })
-    }
-    pub fn watch_started(conv: i64, seq: u64) -> Self {
-        let mut ev = Self::new(conv, None, EventBody::WatchStarted {});
-        ev.seq = seq;
-        ev
     }
     pub fn subagent_started(
         conv: i64,

@@ -52,7 +52,6 @@ fn one_of_each() -> Vec<Event> {
         Event::compaction_completed(1, None, json!(17), Some("summary".into())),
         Event::context_cleared(1),
         Event::notice(1, None, "warning", "turn 3 was interrupted"),
-        Event::watch_started(1, 9),
         Event::subagent_started(1, Some(2), 5, "explorer", "look around"),
         Event::subagent_finished(1, Some(2), 5, "completed", Some("found it".into())),
     ]

@@ -15,6 +15,7 @@ pub mod effort;
 pub mod event;
 pub mod frame;
 pub mod locations;
+pub mod memory;
 pub mod message;
 pub mod method;
 pub mod question;

@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::content::{ContentBlock, Entry};
 use crate::effort::Effort;
 use crate::event::Event;
+use crate::memory::{MemoryListParams, MemoryPinParams, MemoryRemoveParams};
 use crate::message::{ErrorObject, codes};
 use crate::schedule::{
     ScheduleAddParams, ScheduleListParams, ScheduleRemoveParams, ScheduleResumeParams, TriggerFireParams,
@@ -52,6 +53,9 @@ pub enum Method {
     ScheduleRemove(ScheduleRemoveParams),
     ScheduleResume(ScheduleResumeParams),
     TriggerFire(TriggerFireParams),
+    MemoryList(MemoryListParams),
+    MemoryPin(MemoryPinParams),
+    MemoryRemove(MemoryRemoveParams),
 }
 
 /// The method names, as documented in PROTOCOL.md.
@@ -87,6 +91,9 @@ pub const METHOD_NAMES: &[&str] = &[
     "schedule.remove",
     "schedule.resume",
     "trigger.fire",
+    "memory.list",
+    "memory.pin",
+    "memory.remove",
 ];
 
 fn is_false(b: &bool) -> bool {
@@ -133,6 +140,9 @@ impl Method {
             "schedule.remove" => Method::ScheduleRemove(params(method, p)?),
             "schedule.resume" => Method::ScheduleResume(params(method, p)?),
             "trigger.fire" => Method::TriggerFire(params(method, p)?),
+            "memory.list" => Method::MemoryList(params(method, p)?),
+            "memory.pin" => Method::MemoryPin(params(method, p)?),
+            "memory.remove" => Method::MemoryRemove(params(method, p)?),
             other => {
                 return Err(ErrorObject::new(codes::METHOD_NOT_FOUND, format!("unknown method `{other}`")));
             }
@@ -177,6 +187,9 @@ impl Method {
             Method::ScheduleRemove(p) => ("schedule.remove", v(p)),
             Method::ScheduleResume(p) => ("schedule.resume", v(p)),
             Method::TriggerFire(p) => ("trigger.fire", v(p)),
+            Method::MemoryList(p) => ("memory.list", v(p)),
+            Method::MemoryPin(p) => ("memory.pin", v(p)),
+            Method::MemoryRemove(p) => ("memory.remove", v(p)),
         }
     }
 }
@@ -822,6 +835,9 @@ mod tests {
                 delivery: Some("d-1".into()),
                 idempotency_key: Some("build-1".into()),
             }),
+            Method::MemoryList(crate::memory::MemoryListParams { limit: Some(5) }),
+            Method::MemoryPin(crate::memory::MemoryPinParams { id: 2, pinned: false }),
+            Method::MemoryRemove(crate::memory::MemoryRemoveParams { id: 2 }),
         ];
         assert_eq!(methods.len(), METHOD_NAMES.len());
         for m in methods {

@@ -9,6 +9,7 @@ pub(crate) mod cluster_relay;
 pub(crate) mod feed;
 pub(crate) mod images;
 pub(crate) mod questions;
+pub(crate) mod status;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -218,6 +219,8 @@ pub(crate) struct Conversation {
     pub rules_shown: Mutex<Option<std::collections::HashSet<std::path::PathBuf>>>,
     /// What its `session_start` hooks added for the model (`None`: they have not run here).
     pub session_context: Mutex<Option<String>>,
+    /// What its actor is doing, as its watchers were told (`status.rs`).
+    pub status: status::Status,
 }
 
 impl Conversation {
@@ -266,6 +269,7 @@ impl Conversation {
             compacting: std::sync::atomic::AtomicBool::new(false),
             rules_shown: Mutex::new(Default::default()),
             session_context: Mutex::new(None),
+            status: Default::default(),
             relay: DeltaRelay::default(),
         });
         (conv, rx)

@@ -40,7 +40,7 @@ fn a_near_identical_note_is_found_and_a_different_one_is_not() {
 fn the_index_lists_titles_newest_first_within_its_budget() {
     let store = SqliteStore::open_in_memory().unwrap();
     let scope = NoteScope { owner: "alice", workspace: None };
-    assert_eq!(index(&store, scope, 4096).unwrap(), None);
+    assert_eq!(index(&store, scope, INDEX_BUDGET_TOKENS).unwrap(), None);
     for i in 0..50 {
         store.write_note(&note(&format!("Topic number {i}"))).unwrap();
     }
@@ -50,8 +50,8 @@ fn the_index_lists_titles_newest_first_within_its_budget() {
     assert!(!full.contains("more not listed"));
     // Bodies never enter it.
     assert!(!full.contains("About Topic"));
-    let small = index(&store, scope, 600).unwrap().unwrap();
-    assert!(small.len() <= 600 + 100, "{} bytes", small.len());
+    let small = index(&store, scope, 150).unwrap().unwrap();
+    assert!(tokens::text(&small) <= 150 + 25, "{} tokens", tokens::text(&small));
     assert!(small.contains("Topic number 49") && !small.contains("Topic number 0\n"));
     assert!(small.contains("more not listed: `memory_search` finds them"));
 }
@@ -102,4 +102,56 @@ async fn a_harvest_writes_each_new_fact_once() {
     assert_eq!(note.source.as_deref(), Some("compaction of conversation 1"));
     // A second harvest of the same summary writes nothing new.
     assert_eq!(harvest(store.clone(), provider, job("- Alice deploys on Tuesdays.")).await, 0);
+}
+
+#[test]
+fn a_pinned_note_is_always_in_the_index_with_its_text() {
+    let store = SqliteStore::open_in_memory().unwrap();
+    let scope = NoteScope { owner: "alice", workspace: None };
+    let pinned = store.write_note(&NewNote { pinned: true, ..note("Oldest rule") }).unwrap();
+    for i in 0..50 {
+        store.write_note(&note(&format!("Topic number {i}"))).unwrap();
+    }
+    // A budget too small for any title still lists the pinned note, first, with its body.
+    let small = index(&store, scope, 10).unwrap().unwrap();
+    assert!(small.contains(&format!("- #{pinned} Oldest rule (pinned)")), "{small}");
+    assert!(small.contains("About Oldest rule.") && !small.contains("Topic number"), "{small}");
+    assert!(small.contains("50 more not listed"), "{small}");
+}
+
+fn at(id: i64, days_old: f64, pinned: bool) -> Note {
+    Note {
+        id,
+        owner: "alice".into(),
+        workspace: None,
+        title: format!("n{id}"),
+        body: String::new(),
+        tags: Vec::new(),
+        source: None,
+        conversation_id: None,
+        created_at_ms: NOW - (days_old * DAY) as i64,
+        pinned,
+        superseded: false,
+    }
+}
+
+const NOW: i64 = 1_000_000_000_000;
+const DAY: f64 = 86_400_000.0;
+
+fn order(hits: Vec<(Note, f64)>, half_life_days: u64) -> Vec<i64> {
+    let half_life = std::time::Duration::from_secs(half_life_days * 86_400);
+    rank(hits, NOW, half_life).into_iter().map(|(n, _)| n.id).collect()
+}
+
+#[test]
+fn recency_halves_a_notes_rank_every_half_life() {
+    // A strong match 60 days old against a match half as strong from today.
+    let hits = || vec![(at(1, 60.0, false), 1.0), (at(2, 0.0, false), 0.5)];
+    // Thirty-day half-life: the old one counts a quarter (0.25 < 0.5).
+    assert_eq!(order(hits(), 30), [2, 1]);
+    // A year's half-life: it keeps most of its rank (0.89 > 0.5).
+    assert_eq!(order(hits(), 365), [1, 2]);
+    // Pinned beats any of it, however old and weak.
+    let with_pin = vec![(at(1, 60.0, false), 1.0), (at(2, 0.0, false), 0.5), (at(3, 900.0, true), 0.01)];
+    assert_eq!(order(with_pin, 30), [3, 2, 1]);
 }

@@ -1,11 +1,14 @@
-//! The memory block's tools: `memory_write`, `memory_read`, `memory_search` and
-//! `memory_link`, over the store's notes (`store/memories.rs`). Registered by the kernel like
+//! The memory block's tools: `memory_write`, `memory_read`, `memory_search`, `memory_link`
+//! and `memory_pin`, over the store's notes (`store/memories.rs`). Registered by the kernel like
 //! the plan tool: their runner runs in the kernel's process (it touches no file and runs
 //! nothing), reaches the store through the `KernelSlot`, and scopes every call to the calling
 //! conversation's owner and workspace. They are `turn_only` (a call needs a conversation to
 //! have an owner) and carry the `memory` capability, so only a harness that takes the block
-//! offers them. Writing and linking are `state_write` (refused in `plan`); reading and
-//! searching are reads.
+//! offers them. Writing, linking and pinning are `state_write` (refused in `plan`); reading
+//! and searching are reads. A note is kept to the conversation's workspace unless written
+//! with `scope: "global"` (or the conversation has none). The model may not pin what came
+//! from outside (a note with a URL for source, or one harvested at compaction): a pinned
+//! note's text joins every system prompt of its owner; the person can (`superpi memory pin`).
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -14,7 +17,7 @@ use superpi_sandbox::{RunFuture, ToolCall, ToolRunner};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::features::memory::{near_duplicates, one_line, query_terms};
+use crate::features::memory::{MAX_PINNED, near_duplicates, one_line, pins_full};
 use crate::kernel::KernelSlot;
 use crate::tools::common::{ok, parse};
 use superpi_store::{NewNote, Note, NoteLink, NoteScope, Store};
@@ -33,17 +36,18 @@ const SNIPPET_CHARS: usize = 160;
 /// The relations a link may name.
 const RELATIONS: [&str; 4] = ["supersedes", "supports", "contradicts", "related"];
 
-/// Which of the four tools a runner is.
+/// Which of the five tools a runner is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Op {
     Write,
     Read,
     Search,
     Link,
+    Pin,
 }
 
 impl Op {
-    pub const ALL: [Op; 4] = [Op::Write, Op::Read, Op::Search, Op::Link];
+    pub const ALL: [Op; 5] = [Op::Write, Op::Read, Op::Search, Op::Link, Op::Pin];
 }
 
 /// The runner of one of the tools.
@@ -72,7 +76,8 @@ pub(crate) fn def(op: Op) -> ToolDef {
                     "body": {"type": "string", "description": "The note's text (at most 32,000 bytes)"},
                     "tags": {"type": "array", "items": {"type": "string"}, "description": "Words to find it by"},
                     "source": {"type": "string", "description": "Where the fact comes from (a URL, a person)"},
-                    "workspace_only": {"type": "boolean", "description": "Holds only in this conversation's workspace"}
+                    "scope": {"type": "string", "enum": ["workspace", "global"], "description": "workspace (default): holds in this conversation's workspace; global: in every workspace"},
+                    "pinned": {"type": "boolean", "description": "Always in your index of notes, with its text, and first in searches"}
                 },
                 "required": ["title", "body"],
                 "additionalProperties": false
@@ -94,8 +99,8 @@ pub(crate) fn def(op: Op) -> ToolDef {
         ),
         Op::Search => tool(
             "memory_search",
-            "Search your durable notes by words (full-text: any of the words, best matches first; a superseded \
-             note ranks last).",
+            "Search your durable notes by words (full-text: any of the words; pinned notes first, then by \
+             relevance and recency; a superseded note ranks last; when no word matches, parts of words do).",
             json!({
                 "type": "object",
                 "properties": {
@@ -124,6 +129,19 @@ pub(crate) fn def(op: Op) -> ToolDef {
             vec![Effect::StateWrite],
             ToolUi { kind: ToolKind::Edit, title: Some("Link notes ({relation})".into()), ..ToolUi::default() },
         ),
+        Op::Pin => tool(
+            "memory_pin",
+            "Pin one of your notes (always in your index of notes, with its text, and first in searches) or unpin \
+             it. Pin only what every conversation should keep in mind.",
+            json!({
+                "type": "object",
+                "properties": {"id": id, "pinned": {"type": "boolean", "description": "false unpins (default true)"}},
+                "required": ["id"],
+                "additionalProperties": false
+            }),
+            vec![Effect::StateWrite],
+            ToolUi { kind: ToolKind::Edit, title: Some("Pin a note".into()), ..ToolUi::default() },
+        ),
     }
 }
 
@@ -137,7 +155,21 @@ struct WriteArgs {
     #[serde(default)]
     source: Option<String>,
     #[serde(default)]
-    workspace_only: bool,
+    scope: Option<String>,
+    #[serde(default)]
+    pinned: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PinArgs {
+    id: i64,
+    #[serde(default = "yes")]
+    pinned: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Deserialize)]
@@ -194,8 +226,9 @@ impl ToolRunner for MemoryTool {
             let done = match self.op {
                 Op::Write => write(store, &caller, &call.arguments),
                 Op::Read => read(store, &caller, &call.arguments),
-                Op::Search => search(store, &caller, &call.arguments),
+                Op::Search => search(store, &caller, &call.arguments, kernel.config.memory_half_life),
                 Op::Link => link(store, &caller, &call.arguments),
+                Op::Pin => pin(store, &caller, &call.arguments),
             };
             done.unwrap_or_else(ToolCallResult::error)
         })
@@ -231,19 +264,39 @@ fn new_note(caller: &Caller, args: WriteArgs) -> Result<NewNote, String> {
             tags.push(tag.to_string());
         }
     }
-    let workspace = match args.workspace_only {
-        true => Some(caller.workspace.clone().ok_or("this conversation has no workspace to keep the note to")?),
-        false => None,
+    let workspace = match args.scope.as_deref() {
+        None | Some("workspace") => caller.workspace.clone(),
+        Some("global") => None,
+        Some(other) => return Err(format!("a scope is `workspace` or `global` (not `{other}`)")),
     };
+    let source = args.source.map(|s| one_line(&s)).filter(|s| !s.is_empty());
+    if args.pinned && source.as_deref().is_some_and(from_outside) {
+        return Err("a note from a URL is not pinned by the model: the person pins it (`superpi memory pin`)".into());
+    }
     Ok(NewNote {
         owner: caller.owner.clone(),
         workspace,
         title,
         body: args.body,
         tags,
-        source: args.source.map(|s| one_line(&s)).filter(|s| !s.is_empty()),
+        source,
         conversation_id: Some(caller.conversation_id),
+        pinned: args.pinned,
     })
+}
+
+/// A source the model may not pin: a page's (its text came from outside).
+fn from_outside(source: &str) -> bool {
+    let source = source.to_ascii_lowercase();
+    source.contains("http://") || source.contains("https://")
+}
+
+/// Whether the owner may pin one more note.
+fn room_to_pin(store: &dyn Store, owner: &str) -> Result<(), String> {
+    match stored(pins_full(store, owner))? {
+        true => Err(format!("at most {MAX_PINNED} notes are pinned: unpin one first")),
+        false => Ok(()),
+    }
 }
 
 fn write(store: &dyn Store, caller: &Caller, arguments: &Value) -> Result<ToolCallResult, String> {
@@ -256,8 +309,17 @@ fn write(store: &dyn Store, caller: &Caller, arguments: &Value) -> Result<ToolCa
             json!({"written": false, "duplicate_of": same.id}),
         ));
     }
+    if note.pinned {
+        room_to_pin(store, &caller.owner)?;
+    }
     let id = stored(store.write_note(&note))?;
-    let mut output = format!("Wrote note #{id}.");
+    let kept = match (&note.workspace, note.pinned) {
+        (Some(_), false) => " (kept to this workspace)",
+        (Some(_), true) => " (kept to this workspace, pinned)",
+        (None, false) => " (global)",
+        (None, true) => " (global, pinned)",
+    };
+    let mut output = format!("Wrote note #{id}{kept}.");
     for (other, alike) in &alike {
         output.push_str(&format!(
             " Warning: it is near-identical to note #{} \"{}\" ({:.0}% the same words); if it replaces that note, \
@@ -270,7 +332,8 @@ fn write(store: &dyn Store, caller: &Caller, arguments: &Value) -> Result<ToolCa
     }
     let similar: Vec<Value> =
         alike.iter().map(|(n, alike)| json!({"id": n.id, "title": n.title, "similarity": alike})).collect();
-    Ok(ok(output, json!({"written": true, "id": id, "near_identical": similar})))
+    let scope = if note.workspace.is_some() { "workspace" } else { "global" };
+    Ok(ok(output, json!({"written": true, "id": id, "scope": scope, "pinned": note.pinned, "near_identical": similar})))
 }
 
 /// A note as the model reads it: its facts, then its body marked as data.
@@ -284,6 +347,9 @@ fn shown(note: &Note, links: &[NoteLink]) -> String {
     }
     if note.workspace.is_some() {
         out.push_str("Kept to this workspace.\n");
+    }
+    if note.pinned {
+        out.push_str("Pinned.\n");
     }
     for link in links {
         let line = if link.from_id == note.id {
@@ -310,35 +376,51 @@ fn read(store: &dyn Store, caller: &Caller, arguments: &Value) -> Result<ToolCal
         "source": note.source,
         "created_at_ms": note.created_at_ms,
         "superseded": note.superseded,
+        "pinned": note.pinned,
+        "scope": if note.workspace.is_some() { "workspace" } else { "global" },
         "links": links.iter().map(|l| json!({"from": l.from_id, "to": l.to_id, "relation": l.relation})).collect::<Vec<_>>(),
     });
     Ok(ok(shown(&note, &links), structured))
 }
 
-fn search(store: &dyn Store, caller: &Caller, arguments: &Value) -> Result<ToolCallResult, String> {
+fn search(
+    store: &dyn Store,
+    caller: &Caller,
+    arguments: &Value,
+    half_life: std::time::Duration,
+) -> Result<ToolCallResult, String> {
     let args: SearchArgs = parse(arguments)?;
-    let terms = query_terms(&args.query);
-    if terms.is_empty() {
+    if crate::features::memory::query_terms(&args.query).is_empty() {
         return Err("a search needs words to look for".into());
     }
     let limit = args.limit.unwrap_or(8).clamp(1, MAX_HITS);
-    let hits = stored(store.search_notes(caller.scope(), &terms, limit))?;
-    let engine = store.search_engine();
-    let mut output = match hits.len() {
-        0 => format!("No note matches \"{}\".", args.query.trim()),
-        n => format!("{n} notes match \"{}\", best first:", args.query.trim()),
+    let found = stored(crate::features::memory::search(store, caller.scope(), &args.query, limit, half_life))?;
+    let (hits, engine) = (found.hits, found.backend);
+    let mut output = match (hits.len(), engine) {
+        (0, _) => format!("No note matches \"{}\".", args.query.trim()),
+        (n, "fallback") => {
+            format!("{n} notes hold parts of \"{}\" (no whole word matched), best first:", args.query.trim())
+        }
+        (n, _) => format!("{n} notes match \"{}\", best first:", args.query.trim()),
     };
     for (note, _) in &hits {
         let mut snippet: String = one_line(&note.body).chars().take(SNIPPET_CHARS).collect();
         if snippet.len() < note.body.trim().len() {
             snippet.push('…');
         }
-        let superseded = if note.superseded { " (superseded)" } else { "" };
-        output.push_str(&format!("\n#{} {}{superseded}: {snippet}", note.id, note.title));
+        let marks = match (note.pinned, note.superseded) {
+            (true, true) => " (pinned, superseded)",
+            (true, false) => " (pinned)",
+            (false, true) => " (superseded)",
+            (false, false) => "",
+        };
+        output.push_str(&format!("\n#{} {}{marks}: {snippet}", note.id, note.title));
     }
     let notes: Vec<Value> = hits
         .iter()
-        .map(|(n, score)| json!({"id": n.id, "title": n.title, "score": score, "superseded": n.superseded}))
+        .map(|(n, score)| {
+            json!({"id": n.id, "title": n.title, "score": score, "pinned": n.pinned, "superseded": n.superseded})
+        })
         .collect();
     let mut result = ok(output, json!({"notes": notes}));
     result.details = Some(json!({"backend": engine}));
@@ -363,6 +445,26 @@ fn link(store: &dyn Store, caller: &Caller, arguments: &Value) -> Result<ToolCal
         false => format!("Already linked: #{} {} #{}.", link.from_id, link.relation, link.to_id),
     };
     Ok(ok(output, json!({"linked": added})))
+}
+
+fn pin(store: &dyn Store, caller: &Caller, arguments: &Value) -> Result<ToolCallResult, String> {
+    let args: PinArgs = parse(arguments)?;
+    let note = stored(store.note(caller.scope(), args.id))?.ok_or_else(|| format!("no note #{} of yours", args.id))?;
+    if args.pinned && !note.pinned {
+        if note.source.as_deref().is_some_and(from_outside) || note.tags.iter().any(|t| t == "harvested") {
+            return Err(format!(
+                "note #{} came from outside (a URL, or a compaction's harvest): the person pins it (`superpi memory pin {}`)",
+                note.id, note.id
+            ));
+        }
+        room_to_pin(store, &caller.owner)?;
+    }
+    stored(store.pin_note(&caller.owner, note.id, args.pinned))?;
+    let output = match args.pinned {
+        true => format!("Pinned note #{}.", note.id),
+        false => format!("Unpinned note #{}.", note.id),
+    };
+    Ok(ok(output, json!({"id": note.id, "pinned": args.pinned})))
 }
 
 #[cfg(test)]

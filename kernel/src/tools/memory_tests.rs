@@ -1,6 +1,8 @@
 use super::*;
 use superpi_store::SqliteStore;
 
+const HALF_LIFE: std::time::Duration = crate::features::memory::DEFAULT_HALF_LIFE;
+
 fn caller(owner: &str, workspace: Option<&str>) -> Caller {
     Caller { owner: owner.into(), workspace: workspace.map(str::to_string), conversation_id: 1 }
 }
@@ -33,7 +35,7 @@ fn write_search_read_and_link_as_a_model_would() {
         write(&store, &alice, &json!({"title": "Deploy day", "body": "We deploy on Fridays.", "tags": ["ops"]}))
             .unwrap();
     let first_id = structured(&first)["id"].as_i64().unwrap();
-    assert_eq!(first.output, format!("Wrote note #{first_id}."));
+    assert_eq!(first.output, format!("Wrote note #{first_id} (global)."));
 
     // The same note again is not written; a near-identical one is, with a warning.
     let again = write(&store, &alice, &json!({"title": "Deploy day", "body": "We deploy on fridays"})).unwrap();
@@ -43,7 +45,7 @@ fn write_search_read_and_link_as_a_model_would() {
     let near_id = structured(&near)["id"].as_i64().unwrap();
     assert!(near.output.contains(&format!("near-identical to note #{first_id}")), "{}", near.output);
 
-    let found = search(&store, &alice, &json!({"query": "deploying"})).unwrap();
+    let found = search(&store, &alice, &json!({"query": "deploying"}), HALF_LIFE).unwrap();
     assert_eq!(found.details.as_ref().unwrap()["backend"], "fts5");
     assert_eq!(structured(&found)["notes"].as_array().unwrap().len(), 2);
     assert!(found.output.contains("Deploy day"));
@@ -60,7 +62,10 @@ fn write_search_read_and_link_as_a_model_would() {
     let bob = caller("bob", None);
     assert_eq!(read(&store, &bob, &json!({"id": first_id})).unwrap_err(), format!("no note #{first_id} of yours"));
     assert!(
-        structured(&search(&store, &bob, &json!({"query": "deploy"})).unwrap())["notes"].as_array().unwrap().is_empty()
+        structured(&search(&store, &bob, &json!({"query": "deploy"}), HALF_LIFE).unwrap())["notes"]
+            .as_array()
+            .unwrap()
+            .is_empty()
     );
     assert!(link(&store, &bob, &json!({"from": near_id, "to": first_id, "relation": "related"})).is_err());
 }
@@ -82,10 +87,18 @@ fn bad_arguments_say_what_is_wrong() {
             .starts_with("invalid arguments")
     );
     assert_eq!(
-        write(&store, &alice, &json!({"title": "t", "body": "x", "workspace_only": true})).unwrap_err(),
-        "this conversation has no workspace to keep the note to"
+        write(&store, &alice, &json!({"title": "t", "body": "x", "scope": "team"})).unwrap_err(),
+        "a scope is `workspace` or `global` (not `team`)"
     );
-    assert_eq!(search(&store, &alice, &json!({"query": "!!"})).unwrap_err(), "a search needs words to look for");
+    assert!(
+        write(&store, &alice, &json!({"title": "t", "body": "x", "source": "https://e.com", "pinned": true}))
+            .unwrap_err()
+            .contains("the person pins it")
+    );
+    assert_eq!(
+        search(&store, &alice, &json!({"query": "!!"}), HALF_LIFE).unwrap_err(),
+        "a search needs words to look for"
+    );
     assert!(
         link(&store, &alice, &json!({"from": 1, "to": 1, "relation": "likes"}))
             .unwrap_err()
@@ -105,6 +118,7 @@ fn a_body_cannot_close_its_data_fence() {
         source: None,
         conversation_id: None,
         created_at_ms: 0,
+        pinned: false,
         superseded: false,
     };
     let out = shown(&note, &[]);
@@ -120,4 +134,64 @@ fn the_tools_are_the_memory_block_and_only_writes_change_state() {
         assert!(def.turn_only && !def.workspace);
         assert_eq!(def.is_read_only(), matches!(op, Op::Read | Op::Search), "{}", def.name);
     }
+}
+
+#[test]
+fn a_note_is_kept_to_its_workspace_unless_global_and_a_pinned_one_comes_first() {
+    let store = store();
+    let here = caller("alice", Some("/w/a"));
+    let there = caller("alice", Some("/w/b"));
+    let id = |r: &ToolCallResult| structured(r)["id"].as_i64().unwrap();
+    let local = write(&store, &here, &json!({"title": "Build", "body": "This repository builds with make"})).unwrap();
+    assert!(local.output.ends_with("(kept to this workspace)."), "{}", local.output);
+    let global =
+        write(&store, &here, &json!({"title": "Editor", "body": "Alice builds in vim", "scope": "global"})).unwrap();
+    let (local, global) = (id(&local), id(&global));
+    let hits = |who: &Caller, query: &str| -> Vec<i64> {
+        let found = search(&store, who, &json!({"query": query}), HALF_LIFE).unwrap();
+        structured(&found)["notes"].as_array().unwrap().iter().map(|n| n["id"].as_i64().unwrap()).collect()
+    };
+    let mut both = hits(&here, "builds");
+    both.sort();
+    assert_eq!(both, [local, global]);
+    assert_eq!(hits(&there, "builds"), [global], "a workspace's note stays in it; a global one is everywhere");
+    // Write the global one again, newer and a closer match: unpinned, it ranks first.
+    let newer =
+        id(&write(&store, &here, &json!({"title": "Builds", "body": "Alice builds in vim daily", "scope": "global"}))
+            .unwrap());
+    assert_eq!(hits(&here, "builds")[0], newer);
+
+    // Pinned, the older note outranks the newer.
+    let pinned = pin(&store, &here, &json!({"id": local})).unwrap();
+    assert_eq!(pinned.output, format!("Pinned note #{local}."));
+    assert_eq!(hits(&here, "builds")[0], local, "a pinned note outranks a newer, closer one");
+    assert!(read(&store, &here, &json!({"id": local})).unwrap().output.contains("Pinned."));
+    pin(&store, &here, &json!({"id": local, "pinned": false})).unwrap();
+    assert_eq!(hits(&here, "builds")[0], newer);
+    assert!(pin(&store, &there, &json!({"id": local})).unwrap_err().contains("no note"));
+
+    // What came from outside is the person's to pin.
+    let page =
+        write(&store, &here, &json!({"title": "Docs", "body": "The API docs", "source": "https://e.com/api"})).unwrap();
+    assert!(pin(&store, &here, &json!({"id": id(&page)})).unwrap_err().contains("superpi memory pin"));
+    // At most MAX_PINNED.
+    for i in 0..MAX_PINNED {
+        let body = format!("Pinned fact {i} {}", "x".repeat(i));
+        write(&store, &here, &json!({"title": format!("Fact {i}"), "body": body, "pinned": true})).unwrap();
+    }
+    assert!(pin(&store, &here, &json!({"id": global})).unwrap_err().starts_with("at most"));
+}
+
+#[test]
+fn a_word_cut_short_or_misspelt_is_found_by_the_fallback() {
+    let store = store();
+    let alice = caller("alice", None);
+    write(&store, &alice, &json!({"title": "Cluster", "body": "Kubernetes upgrades happen on Mondays"})).unwrap();
+    let found = search(&store, &alice, &json!({"query": "kube"}), HALF_LIFE).unwrap();
+    assert_eq!(found.details.as_ref().unwrap()["backend"], "fallback");
+    assert_eq!(structured(&found)["notes"].as_array().unwrap().len(), 1);
+    let typo = search(&store, &alice, &json!({"query": "kubernets"}), HALF_LIFE).unwrap();
+    assert_eq!(structured(&typo)["notes"].as_array().unwrap().len(), 1, "{}", typo.output);
+    let none = search(&store, &alice, &json!({"query": "zebra"}), HALF_LIFE).unwrap();
+    assert!(structured(&none)["notes"].as_array().unwrap().is_empty());
 }

@@ -178,6 +178,7 @@ pub(crate) async fn drive(
                 ),
             ),
             BackendEvent::Notice { level, message } => conv.emit(kernel, Event::notice(cid, at, level, message)),
+            BackendEvent::Plan { entries } => conv.emit(kernel, Event::plan_updated(cid, at, entries)),
             BackendEvent::End { result, stop_reason, usage } => {
                 // The session saw the whole turn.
                 if let Some(id) = &session {

@@ -64,6 +64,29 @@ pub(crate) fn tool_specs(tools: &[superpi_proto::tool::ToolDef]) -> Vec<ToolSpec
         .collect()
 }
 
+/// Tells the watchers the conversation compacts, and once it is done, that its turn runs again
+/// (between turns the actor says `idle`).
+struct Told<'a> {
+    kernel: &'a Arc<Kernel>,
+    conv: &'a Arc<Conversation>,
+    turn_id: Option<i64>,
+}
+
+impl<'a> Told<'a> {
+    fn compacting(kernel: &'a Arc<Kernel>, conv: &'a Arc<Conversation>, turn_id: Option<i64>) -> Self {
+        conv.set_status(&**kernel, turn_id, crate::conversation::status::COMPACTING);
+        Told { kernel, conv, turn_id }
+    }
+}
+
+impl Drop for Told<'_> {
+    fn drop(&mut self) {
+        if self.turn_id.is_some() {
+            self.conv.set_status(&**self.kernel, self.turn_id, crate::conversation::status::RUNNING);
+        }
+    }
+}
+
 /// Compacts `conv`'s context: summary by the model, then the compaction entry. One at a time
 /// per conversation. A summary request the server refuses as too long teaches the window
 /// ([`learn_from_refusal`]) and the compaction starts again once with it.
@@ -77,6 +100,7 @@ pub(crate) async fn compact(
     let Some(_one_at_a_time) = Compacting::claim(conv) else {
         return Err(NotCompacted::Failed("another compaction of this conversation is running".into()));
     };
+    let _told = Told::compacting(kernel, conv, turn_id);
     let provider = kernel.catalog.provider(frame.model).map_err(|e| NotCompacted::Failed(e.message))?;
     let mut limits = frame.limits;
     limits.context_window = limits.context_window.min(kernel.catalog.limits(frame.model).context_window);

@@ -20,7 +20,9 @@
 //!
 //! A hook that exits 0 may answer one JSON object on stdout (anything else there is ignored):
 //! `{"decision": "allow" | "deny" | "ask", "reason": "...", "context": "..."}`, each key
-//! optional. `deny` refuses a `before_tool` call as exit 2 does; `ask` turns a call the policy
+//! optional, and for `before_tool` `"arguments": {...}`: keys whose values replace the call's
+//! (the policy then decides the call as rewritten, the next hook sees it so, and its
+//! `tool_started` names the keys in `overwritten_keys`). `deny` refuses a `before_tool` call as exit 2 does; `ask` turns a call the policy
 //! would allow into a question to the person, through the same path as the policy's questions
 //! (nobody to answer: refused). `context` (at most `MAX_CONTEXT_CHARS`, cut beyond) is for the
 //! model: a `session_start` hook's joins the system prompt, a tool hook's joins that call's
@@ -99,6 +101,8 @@ impl SeenCall<'_> {
 pub(crate) enum Outcome {
     /// Exit 0, with the context its answer adds.
     Passed(Option<String>),
+    /// Exit 0 rewriting arguments of the call (`before_tool`), with its context.
+    Rewrites(Option<String>, serde_json::Map<String, Value>),
     /// Exit 0 answering `"decision": "ask"`, with its reason and context.
     Asks(String, Option<String>),
     /// Exit 2 (or `"decision": "deny"`), with its reason.
@@ -113,6 +117,7 @@ struct Answer {
     decision: Option<String>,
     reason: Option<String>,
     context: Option<String>,
+    arguments: Option<serde_json::Map<String, Value>>,
 }
 
 /// The outcome of a hook that exited 0, by what its stdout answers.
@@ -127,7 +132,10 @@ fn answered(stdout: &[u8]) -> Outcome {
     match answer.decision.as_deref() {
         Some("deny") => Outcome::Refused(reason),
         Some("ask") => Outcome::Asks(reason, context),
-        _ => Outcome::Passed(context),
+        _ => match answer.arguments.filter(|a| !a.is_empty()) {
+            Some(arguments) => Outcome::Rewrites(context, arguments),
+            None => Outcome::Passed(context),
+        },
     }
 }
 
@@ -153,6 +161,8 @@ pub(crate) struct Verdict {
     pub ask: Option<String>,
     /// What they add to the call's result.
     pub context: String,
+    /// The call's arguments as they rewrote them, and the keys they changed, in order.
+    pub rewritten: Option<(Value, Vec<String>)>,
 }
 
 /// Runs the `before_tool` hooks about this call, in order, until one refuses it.
@@ -168,10 +178,28 @@ pub(crate) async fn before_tool(
     if hooks.is_empty() {
         return verdict;
     }
-    let payload = site.payload(HookPoint::BeforeTool, json!({"tool": call.json()}));
+    let mut arguments = call.arguments.clone();
+    let mut overwritten: Vec<String> = Vec::new();
     for hook in &hooks {
+        let seen = SeenCall { arguments: &arguments, ..*call };
+        let payload = site.payload(HookPoint::BeforeTool, json!({"tool": seen.json()}));
         match run(kernel, hook, HookPoint::BeforeTool, &payload, site.workspace, Some(cancel)).await {
             Outcome::Passed(context) => add(&mut verdict.context, &hook.name, context),
+            Outcome::Rewrites(context, keys) => {
+                add(&mut verdict.context, &hook.name, context);
+                let Value::Object(args) = &mut arguments else { continue };
+                for (key, value) in keys {
+                    if args.get(&key) != Some(&value) {
+                        if !overwritten.contains(&key) {
+                            overwritten.push(key.clone());
+                        }
+                        args.insert(key, value);
+                    }
+                }
+                if !overwritten.is_empty() {
+                    verdict.rewritten = Some((arguments.clone(), overwritten.clone()));
+                }
+            }
             Outcome::Asks(reason, context) => {
                 add(&mut verdict.context, &hook.name, context);
                 verdict.ask.get_or_insert(format!("the before_tool hook `{}` asks: {reason}", hook.name));
@@ -290,7 +318,7 @@ async fn observe(
     let mut added = String::new();
     for hook in hooks {
         let why = match run(kernel, hook, point, &payload, site.workspace, cancel).await {
-            Outcome::Passed(context) | Outcome::Asks(_, context) => {
+            Outcome::Passed(context) | Outcome::Asks(_, context) | Outcome::Rewrites(context, _) => {
                 add(&mut added, &hook.name, context);
                 continue;
             }
@@ -407,6 +435,10 @@ mod tests {
     fn a_hooks_json_answer_decides_and_adds_bounded_context() {
         assert_eq!(answered(b""), Outcome::Passed(None));
         assert_eq!(answered(b"not json\n"), Outcome::Passed(None));
+        let mut keys = serde_json::Map::new();
+        keys.insert("command".into(), serde_json::json!("ls -la"));
+        assert_eq!(answered(br#"{"arguments": {"command": "ls -la"}}"#), Outcome::Rewrites(None, keys));
+        assert_eq!(answered(br#"{"arguments": {}}"#), Outcome::Passed(None));
         assert_eq!(answered(br#"{"context": "on call: ana"}"#), Outcome::Passed(Some("on call: ana".into())));
         assert_eq!(answered(br#"{"decision": "deny", "reason": "frozen"}"#), Outcome::Refused("frozen".into()));
         assert_eq!(

@@ -78,6 +78,7 @@ pub(crate) async fn run(
     // Watchers on other kernels said so in the store before their submits: its deltas reach them.
     crate::turn::cluster_holder::refresh_watched(kernel, conv);
     conv.emit(kernel, Event::turn_started(cid, turn_id));
+    conv.set_status(kernel, Some(turn_id), crate::conversation::status::RUNNING);
 
     let settings = conv.settings();
     let mark = kernel.telemetry.turn_started(cid, turn_id, &settings.harness, &settings.model);
@@ -498,9 +499,8 @@ async fn execute_tool(
     call: PlannedCall,
     cancel: &CancellationToken,
 ) {
-    let cid = conv.id;
-    let turn = Some(turn_id);
-    conv.emit(kernel, Event::tool_started(cid, turn, &call.call_id, &call.name, call.arguments.clone(), Vec::new()));
+    let (cid, turn) = (conv.id, Some(turn_id));
+    // `tool_started` is published by the pipeline, once the hooks have had their say.
     let end = pipeline::run(kernel, Caller::Turn { conv, turn_id, ceiling, trace }, &call, cancel).await;
     if let CallEnd::Blocked(refusal) = &end {
         conv.emit(kernel, Event::tool_blocked(cid, turn, &call.call_id, &call.name, &refusal.reason));

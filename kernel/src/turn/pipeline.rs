@@ -35,6 +35,7 @@ use superpi_mcp_client::Attached;
 use superpi_store::QuestionKind;
 
 /// A call to run: what the model (or a `tool.call` client) asked for, and where.
+#[derive(Clone)]
 pub(crate) struct PlannedCall {
     pub call_id: String,
     pub name: String,
@@ -98,6 +99,22 @@ impl CallEnd {
     }
 }
 
+/// A turn's call is announced (`tool_started`) once its `before_tool` hooks have run, with the
+/// arguments they left and the keys they rewrote; a direct call is not published.
+fn announce(kernel: &Arc<Kernel>, caller: &Caller<'_>, call: &PlannedCall, overwritten: Vec<String>) {
+    if let Caller::Turn { conv, turn_id, .. } = caller {
+        let event = Event::tool_started(
+            conv.id,
+            Some(*turn_id),
+            &call.call_id,
+            &call.name,
+            call.arguments.clone(),
+            overwritten,
+        );
+        conv.emit(&**kernel, event);
+    }
+}
+
 /// Runs one call through every step, counted and traced. Never panics; every failure is a
 /// result or a refusal.
 pub(crate) async fn run(
@@ -136,6 +153,7 @@ async fn run_steps(
         (Some(tool), _) => (tool, None),
         (None, Some(route)) => (route.def.clone(), Some(route)),
         (None, None) => {
+            announce(kernel, &caller, call, Vec::new());
             return CallEnd::Blocked(Refusal::new(format!("unknown tool `{}`", call.name), Rule::NotOffered));
         }
     };
@@ -152,7 +170,15 @@ async fn run_steps(
         workspace: call.workspace.as_deref(),
     };
     let seen = hooks::SeenCall { call_id: &call.call_id, name: &call.name, arguments: &call.arguments };
-    let verdict = hooks::before_tool(kernel, &site, &hooks, &seen, cancel).await;
+    let mut verdict = hooks::before_tool(kernel, &site, &hooks, &seen, cancel).await;
+    // The call as the hooks left it: what the policy decides and the tool runs.
+    let rewritten = verdict.rewritten.take().map(|(arguments, keys)| (PlannedCall { arguments, ..call.clone() }, keys));
+    let (call, overwritten) = match &rewritten {
+        Some((rewritten, keys)) => (rewritten, keys.clone()),
+        None => (call, Vec::new()),
+    };
+    announce(kernel, &caller, call, overwritten);
+    let seen = hooks::SeenCall { call_id: &call.call_id, name: &call.name, arguments: &call.arguments };
     if let Some(reason) = verdict.refused {
         return CallEnd::Blocked(Refusal::new(reason, Rule::Hook));
     }
@@ -443,11 +469,13 @@ pub(crate) async fn ask_ui(
     let (request_id, rx) = kernel.questions.open_ui(conv.id, &conv.owner)?;
     cluster_holder::question_opened(kernel, conv, &request_id, QuestionKind::Ui, false);
     conv.emit(kernel, Event::ui_request(conv.id, Some(turn_id), &request_id, request));
+    conv.question_opened(&**kernel, turn_id);
     let answer = tokio::select! {
         answer = rx => answer.ok(),
         _ = tokio::time::sleep(timeout) => None,
         _ = cancel.cancelled() => None,
     };
+    conv.question_closed(&**kernel, turn_id);
     kernel.questions.close_ui(&request_id);
     cluster_holder::question_closed(kernel, &request_id);
     Some((request_id, answer))

@@ -27,6 +27,7 @@ macro_rules! migrations_in {
             ("0010_schedules", include_str!(concat!($dir, "0010_schedules.sql"))),
             ("0011_trigger_deliveries", include_str!(concat!($dir, "0011_trigger_deliveries.sql"))),
             ("0012_schedule_modes", include_str!(concat!($dir, "0012_schedule_modes.sql"))),
+            ("0013_memory_pins", include_str!(concat!($dir, "0013_memory_pins.sql"))),
         ]
     };
 }

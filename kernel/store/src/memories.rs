@@ -1,7 +1,9 @@
 //! Durable memory in the store: notes that outlive the conversation that wrote them, scoped
 //! to an owner (a principal) and optionally a workspace, linked to each other, found by
 //! full-text search (SQLite's FTS5, PostgreSQL's tsvector). Notes are never edited: a
-//! correction is a new note that `supersedes` the old one, which then ranks below it.
+//! correction is a new note that `supersedes` the old one, which then ranks below it. A note
+//! without a workspace is global (it holds in every workspace of its owner); a pinned note
+//! comes first in searches and in the index.
 
 use super::StoreError;
 
@@ -19,6 +21,8 @@ pub struct NewNote {
     pub source: Option<String>,
     /// The conversation that wrote it.
     pub conversation_id: Option<i64>,
+    /// First in searches and always in the index.
+    pub pinned: bool,
 }
 
 /// A stored note.
@@ -33,6 +37,7 @@ pub struct Note {
     pub source: Option<String>,
     pub conversation_id: Option<i64>,
     pub created_at_ms: i64,
+    pub pinned: bool,
     /// A newer note supersedes it.
     pub superseded: bool,
 }
@@ -65,8 +70,9 @@ pub trait Memories {
     /// Stores a link; false when it was there already.
     fn link_notes(&self, link: &NoteLink) -> Result<bool, StoreError>;
 
-    /// The notes matching any of `terms` (plain words), best first: superseded notes after
-    /// the others, then by the engine's relevance (higher is better), then newest.
+    /// The notes matching any of `terms` (plain words), best first: pinned notes, then the
+    /// others, superseded ones after them, each by the engine's relevance (higher is better),
+    /// then newest.
     fn search_notes(
         &self,
         scope: NoteScope<'_>,
@@ -74,8 +80,18 @@ pub trait Memories {
         limit: usize,
     ) -> Result<Vec<(Note, f64)>, StoreError>;
 
-    /// The newest notes that no note supersedes, newest first.
+    /// The pinned notes and the newest that no note supersedes: pinned first, then newest
+    /// first.
     fn recent_notes(&self, scope: NoteScope<'_>, limit: usize) -> Result<Vec<Note>, StoreError>;
+
+    /// Every note of an owner, in every workspace: pinned first, then newest first.
+    fn owner_notes(&self, owner: &str, limit: usize) -> Result<Vec<Note>, StoreError>;
+
+    /// Pins or unpins an owner's note; false when the owner has no such note.
+    fn pin_note(&self, owner: &str, id: i64, pinned: bool) -> Result<bool, StoreError>;
+
+    /// Removes an owner's note and its links; false when the owner has no such note.
+    fn remove_note(&self, owner: &str, id: i64) -> Result<bool, StoreError>;
 
     /// How many notes the scope sees.
     fn count_notes(&self, scope: NoteScope<'_>) -> Result<u64, StoreError>;
@@ -95,7 +111,7 @@ pub(super) fn tags_of(column: &str) -> Vec<String> {
 
 /// The columns every read selects, in this order (then `superseded`).
 pub(super) const NOTE_COLUMNS: &str =
-    "m.id, m.owner, m.workspace, m.title, m.body, m.tags, m.source, m.conversation_id, m.created_at_ms";
+    "m.id, m.owner, m.workspace, m.title, m.body, m.tags, m.source, m.conversation_id, m.created_at_ms, m.pinned";
 
 /// Whether a newer note supersedes `m`, as a column.
 pub(super) const SUPERSEDED: &str =

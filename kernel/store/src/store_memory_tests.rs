@@ -9,6 +9,7 @@ fn note(owner: &str, workspace: Option<&str>, title: &str, body: &str) -> NewNot
         tags: vec!["fact".into()],
         source: None,
         conversation_id: None,
+        pinned: false,
     }
 }
 
@@ -71,4 +72,29 @@ pub(super) fn search_stems_ranks_and_puts_superseded_notes_last(store: &dyn Stor
     assert!(store.search_notes(ALICE, &words("zebra"), 10).unwrap().is_empty());
     assert!(store.search_notes(ALICE, &[], 10).unwrap().is_empty());
     assert_eq!(store.search_notes(ALICE, &words("OR NOT deploy"), 2).unwrap().len(), 2);
+}
+
+pub(super) fn a_pinned_note_comes_first_and_a_removed_one_takes_its_links(store: &dyn Store) {
+    let pinned = store.write_note(&note("alice", None, "Style", "Tabs, not spaces, in every file")).unwrap();
+    let newer = store.write_note(&note("alice", Some("/w/a"), "Files", "Every file ends with a newline")).unwrap();
+    assert!(store.pin_note("alice", pinned, true).unwrap());
+    assert!(!store.pin_note("bob", pinned, false).unwrap(), "another owner's note");
+    let hits: Vec<(i64, bool)> =
+        store.search_notes(ALICE, &words("file"), 10).unwrap().iter().map(|(n, _)| (n.id, n.pinned)).collect();
+    assert_eq!(hits, [(pinned, true), (newer, false)]);
+    let recent: Vec<i64> = store.recent_notes(ALICE, 10).unwrap().iter().map(|n| n.id).collect();
+    assert_eq!(recent, [pinned, newer]);
+    // The owner's notes of every workspace.
+    let other = store.write_note(&note("alice", Some("/w/b"), "There", "Only there")).unwrap();
+    let all: Vec<i64> = store.owner_notes("alice", 10).unwrap().iter().map(|n| n.id).collect();
+    assert_eq!(all, [pinned, other, newer]);
+
+    assert!(store.link_notes(&NoteLink { from_id: newer, to_id: pinned, relation: "related".into() }).unwrap());
+    assert!(!store.remove_note("bob", pinned).unwrap());
+    assert!(store.remove_note("alice", pinned).unwrap());
+    assert_eq!(store.note(ALICE, pinned).unwrap(), None);
+    assert_eq!(store.note_links(newer).unwrap(), []);
+    // The full-text index forgot it too.
+    assert!(store.search_notes(ALICE, &words("tabs"), 10).unwrap().is_empty());
+    assert!(!store.remove_note("alice", pinned).unwrap());
 }

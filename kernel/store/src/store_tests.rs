@@ -46,6 +46,55 @@ fn migrations_run_on_a_fresh_file_and_again_on_an_existing_one() {
     assert_eq!(store.journal_mode().unwrap(), "wal");
 }
 
+/// The version before pinned notes, where the memory tests below start.
+const BEFORE_PINS: usize = 12;
+
+#[test]
+fn a_sqlite_store_with_notes_migrates_to_pinned_notes_keeping_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.sqlite");
+    {
+        let conn = Connection::open(&path).unwrap();
+        for (_, sql) in &MIGRATIONS[..BEFORE_PINS] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", BEFORE_PINS as i64).unwrap();
+        conn.execute_batch(
+            "INSERT INTO memories (owner, workspace, title, body, created_at_ms) VALUES ('alice', NULL, 'Tea', 'Green tea', 1)",
+        )
+        .unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), MIGRATIONS.len());
+    a_note_from_before_pins_is_unpinned_and_found(&store);
+}
+
+#[test]
+fn a_postgres_store_with_notes_migrates_to_pinned_notes_keeping_them() {
+    let Some(server) = super::test_postgres::shared() else { return };
+    let url = server.new_database();
+    let mut sql: Vec<&str> = postgres::MIGRATIONS[..BEFORE_PINS].iter().map(|(_, sql)| *sql).collect();
+    let version = format!(
+        "CREATE TABLE superpi_schema (one BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one), version BIGINT NOT NULL);
+         INSERT INTO superpi_schema (version) VALUES ({BEFORE_PINS});
+         INSERT INTO memories (owner, workspace, title, body, created_at_ms) VALUES ('alice', NULL, 'Tea', 'Green tea', 1);"
+    );
+    sql.push(&version);
+    server.query(&url, &sql.join("\n;\n"));
+    let store = PostgresStore::connect(&url).unwrap();
+    assert_eq!(store.schema_version().unwrap(), MIGRATIONS.len());
+    a_note_from_before_pins_is_unpinned_and_found(&store);
+}
+
+fn a_note_from_before_pins_is_unpinned_and_found(store: &dyn Store) {
+    let scope = NoteScope { owner: "alice", workspace: Some("/w") };
+    let hits = store.search_notes(scope, &["tea".to_string()], 5).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert!(!hits[0].0.pinned && hits[0].0.workspace.is_none());
+    assert!(store.pin_note("alice", hits[0].0.id, true).unwrap());
+    assert!(store.note(scope, hits[0].0.id).unwrap().unwrap().pinned);
+}
+
 #[test]
 fn a_database_from_a_newer_build_is_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -447,6 +496,7 @@ on_each_engine!(
     permission_overrides_are_stored_per_conversation_and_replaced,
     notes_are_scoped_to_their_owner_and_workspace,
     search_stems_ranks_and_puts_superseded_notes_last,
+    a_pinned_note_comes_first_and_a_removed_one_takes_its_links,
     a_tick_is_claimed_once_and_the_next_one_is_set_with_it,
     of_claims_racing_for_a_tick_one_wins,
     a_trigger_is_found_by_its_token_hash_with_its_secret,

@@ -266,6 +266,17 @@ impl Stream {
                 self.usage.cached_input_tokens += last("cachedInputTokens").unwrap_or(0);
             }
             "turn/completed" => self.turn_completed(params.get("turn").unwrap_or(&Value::Null), out),
+            "turn/plan/updated" if self.is_this_turn(params) => {
+                let steps = params.get("plan").and_then(Value::as_array).into_iter().flatten();
+                let entries = steps
+                    .enumerate()
+                    .map(|(at, step)| {
+                        let field = |k: &str| step.get(k).and_then(Value::as_str).unwrap_or("");
+                        crate::event::plan_entry(at, None, field("step"), field("status"))
+                    })
+                    .collect();
+                out.push(BackendEvent::Plan { entries });
+            }
             "error" => {
                 let message = params.pointer("/error/message").and_then(Value::as_str).unwrap_or("Codex failed");
                 if params.get("willRetry").and_then(Value::as_bool).unwrap_or(false) {

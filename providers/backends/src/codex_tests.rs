@@ -198,3 +198,25 @@ fn turn_start_carries_the_conversations_effort() {
     assert_eq!(turn_start(Some(Effort::Off))["effort"], "minimal");
     assert!(turn_start(None).get("effort").is_none());
 }
+
+#[test]
+fn a_plan_update_of_this_turn_is_the_plan() {
+    let lines = [
+        json!({"id": 1, "result": {"thread": {"id": "t-1"}}}),
+        json!({"id": 2, "result": {"turn": {"id": "turn-1"}}}),
+        json!({"method": "turn/plan/updated", "params": {"turnId": "turn-0", "plan": [{"step": "old", "status": "pending"}]}}),
+        json!({"method": "turn/plan/updated", "params": {"turnId": "turn-1", "explanation": null, "plan": [
+            {"step": "Read the code", "status": "completed"},
+            {"step": "Fix the bug", "status": "inProgress"}
+        ]}}),
+    ];
+    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let events = same_at_every_split::<Stream>(input.as_bytes());
+    let plans: Vec<&BackendEvent> = events.iter().filter(|e| matches!(e, BackendEvent::Plan { .. })).collect();
+    let entry =
+        |id: &str, text: &str, completed| superpi_proto::PlanEntry { id: id.into(), text: text.into(), completed };
+    assert_eq!(
+        plans,
+        [&BackendEvent::Plan { entries: vec![entry("1", "Read the code", true), entry("2", "Fix the bug", false)] }]
+    );
+}

@@ -3,7 +3,7 @@
 //! shows), before the kernel stamps and publishes it.
 
 use serde_json::Value;
-use superpi_proto::{ContentBlock, Usage};
+use superpi_proto::{ContentBlock, PlanEntry, Usage};
 
 /// One fact about the backend's turn, in the order the program reported it.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +26,8 @@ pub enum BackendEvent {
     Retrying { attempt: u32, delay_ms: u64, reason: String },
     /// Something a person should know that is not part of the answer.
     Notice { level: &'static str, message: String },
+    /// The backend's plan (its todo list) as it stands now, whole.
+    Plan { entries: Vec<PlanEntry> },
     /// The turn ended as the backend says; `usage` is the whole turn's.
     End { result: String, stop_reason: String, usage: Usage },
     /// The turn failed (the backend's own error, not a crash of the program).
@@ -65,4 +67,14 @@ pub struct PromptImage {
     pub media_type: String,
     /// Standard base64.
     pub data: String,
+}
+
+/// A plan entry of a backend's todo list: `id` (its position when the backend gives none),
+/// its text, and whether it is done (`completed`, or `cancelled`: nothing left to do).
+pub(crate) fn plan_entry(at: usize, id: Option<&str>, text: &str, status: &str) -> PlanEntry {
+    PlanEntry {
+        id: id.filter(|id| !id.is_empty()).map_or_else(|| (at + 1).to_string(), str::to_string),
+        text: text.to_string(),
+        completed: matches!(status, "completed" | "cancelled"),
+    }
 }

@@ -235,6 +235,22 @@ impl Stream {
                 _ => {}
             },
             "session.idle" => self.end(out),
+            "todo.updated" => {
+                let todos = properties.get("todos").and_then(Value::as_array).into_iter().flatten();
+                let entries = todos
+                    .enumerate()
+                    .map(|(at, todo)| {
+                        let field = |k: &str| todo.get(k).and_then(Value::as_str);
+                        crate::event::plan_entry(
+                            at,
+                            field("id"),
+                            field("content").unwrap_or(""),
+                            field("status").unwrap_or(""),
+                        )
+                    })
+                    .collect();
+                out.push(BackendEvent::Plan { entries });
+            }
             "session.error" => {
                 if let Some(error) = properties.get("error") {
                     self.error = Some(error_text(error));

@@ -191,3 +191,31 @@ fn the_configuration_names_superpis_model_and_keeps_its_key_out_of_the_file() {
     assert_eq!(prompt_body("hi", Some(&openai))["model"], json!({"providerID": "superpi", "modelID": "m"}));
     assert!(self::config(None).get("provider").is_none());
 }
+
+#[test]
+fn a_todo_list_of_the_session_is_the_plan() {
+    let todos = |session: &str| {
+        json!({"type": "todo.updated", "properties": {"sessionID": session, "todos": [
+            {"id": "t1", "content": "Read the code", "status": "completed", "priority": "high"},
+            {"id": "t2", "content": "Drop the old path", "status": "cancelled", "priority": "low"},
+            {"content": "Fix the bug", "status": "in_progress", "priority": "high"}
+        ]}})
+    };
+    let mut stream = Stream::new("ses_a");
+    let mut out = Vec::new();
+    stream.event(&todos("ses_b"), &mut out);
+    assert!(out.is_empty(), "another session's: {out:?}");
+    stream.event(&todos("ses_a"), &mut out);
+    let entry =
+        |id: &str, text: &str, completed| superpi_proto::PlanEntry { id: id.into(), text: text.into(), completed };
+    assert_eq!(
+        out,
+        [BackendEvent::Plan {
+            entries: vec![
+                entry("t1", "Read the code", true),
+                entry("t2", "Drop the old path", true),
+                entry("3", "Fix the bug", false)
+            ]
+        }]
+    );
+}

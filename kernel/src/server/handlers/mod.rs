@@ -1,9 +1,10 @@
 //! The kernel's methods: each request's params, checks and result, by family: conversations
-//! (`sessions`), their settings (`settings`), answers to their questions (`answers`) and the
-//! kernel's own (`kernel_info`). Here: the dispatch and what every family shares.
+//! (`sessions`), their settings (`settings`), answers to their questions (`answers`), the
+//! caller's notes (`memory`) and the kernel's own (`kernel_info`). Here: the dispatch and what every family shares.
 
 mod answers;
 mod kernel_info;
+mod memory;
 mod sessions;
 mod settings;
 
@@ -124,6 +125,9 @@ pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str,
         Method::ScheduleRemove(p) => crate::scheduler::remove(kernel, &peer.principal, p.id),
         Method::ScheduleResume(p) => crate::scheduler::resume(kernel, &peer.principal, p.id),
         Method::TriggerFire(p) => crate::scheduler::fire(kernel, p).await,
+        Method::MemoryList(p) => memory::list(kernel, &peer.principal, p.limit),
+        Method::MemoryPin(p) => memory::pin(kernel, &peer.principal, p.id, p.pinned),
+        Method::MemoryRemove(p) => memory::remove(kernel, &peer.principal, p.id),
         Method::KernelShutdown => {
             // The stop begins once the answer is queued; connections stay open (and flush)
             // until running turns have ended (server.rs), so the answer reaches the client.

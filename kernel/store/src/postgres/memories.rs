@@ -23,7 +23,8 @@ fn to_note(row: &Row) -> Result<Note, StoreError> {
         source: row.try_get(6)?,
         conversation_id: row.try_get(7)?,
         created_at_ms: row.try_get(8)?,
-        superseded: row.try_get(9)?,
+        pinned: row.try_get(9)?,
+        superseded: row.try_get(10)?,
     })
 }
 
@@ -46,8 +47,8 @@ impl Memories for PostgresStore {
     fn write_note(&self, note: &NewNote) -> Result<i64, StoreError> {
         let client = self.client()?;
         let row = wait(client.query_one(
-            "INSERT INTO memories (owner, workspace, title, body, tags, source, conversation_id, created_at_ms)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+            "INSERT INTO memories (owner, workspace, title, body, tags, source, conversation_id, created_at_ms, pinned)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
             &[
                 &note.owner,
                 &note.workspace,
@@ -57,6 +58,7 @@ impl Memories for PostgresStore {
                 &note.source,
                 &note.conversation_id,
                 &now_ms(),
+                &note.pinned,
             ],
         ))?;
         Ok(row.try_get(0)?)
@@ -109,23 +111,59 @@ impl Memories for PostgresStore {
                 "SELECT {NOTE_COLUMNS}, {SUPERSEDED} AS superseded, ts_rank(m.search, q)::FLOAT8 AS score
                  FROM memories m, to_tsquery('english', $3) q
                  WHERE m.search @@ q AND {IN_SCOPE}
-                 ORDER BY superseded, score DESC, m.id DESC LIMIT $4"
+                 ORDER BY m.pinned DESC, superseded, score DESC, m.id DESC LIMIT $4"
             ),
             &[&scope.owner, &scope.workspace, &query, &limit(most)],
         ))?;
-        rows.iter().map(|row| Ok((to_note(row)?, row.try_get::<_, f64>(10)?))).collect()
+        rows.iter().map(|row| Ok((to_note(row)?, row.try_get::<_, f64>(11)?))).collect()
     }
 
     fn recent_notes(&self, scope: NoteScope<'_>, most: usize) -> Result<Vec<Note>, StoreError> {
         let client = self.client()?;
         let rows = wait(client.query(
             &format!(
-                "SELECT {NOTE_COLUMNS}, FALSE FROM memories m WHERE {IN_SCOPE} AND NOT {SUPERSEDED}
-                 ORDER BY m.created_at_ms DESC, m.id DESC LIMIT $3"
+                "SELECT {NOTE_COLUMNS}, {SUPERSEDED} FROM memories m
+                 WHERE {IN_SCOPE} AND (m.pinned OR NOT {SUPERSEDED})
+                 ORDER BY m.pinned DESC, m.created_at_ms DESC, m.id DESC LIMIT $3"
             ),
             &[&scope.owner, &scope.workspace, &limit(most)],
         ))?;
         rows.iter().map(to_note).collect()
+    }
+
+    fn owner_notes(&self, owner: &str, most: usize) -> Result<Vec<Note>, StoreError> {
+        let client = self.client()?;
+        let rows = wait(client.query(
+            &format!(
+                "SELECT {NOTE_COLUMNS}, {SUPERSEDED} FROM memories m WHERE m.owner = $1
+                 ORDER BY m.pinned DESC, m.created_at_ms DESC, m.id DESC LIMIT $2"
+            ),
+            &[&owner, &limit(most)],
+        ))?;
+        rows.iter().map(to_note).collect()
+    }
+
+    fn pin_note(&self, owner: &str, id: i64, pinned: bool) -> Result<bool, StoreError> {
+        let client = self.client()?;
+        let changed = wait(
+            client.execute("UPDATE memories SET pinned = $3 WHERE owner = $1 AND id = $2", &[&owner, &id, &pinned]),
+        )?;
+        Ok(changed > 0)
+    }
+
+    fn remove_note(&self, owner: &str, id: i64) -> Result<bool, StoreError> {
+        let mut client = self.client()?;
+        wait(async {
+            let tx = client.transaction().await?;
+            let owned =
+                tx.execute("SELECT 1 FROM memories WHERE owner = $1 AND id = $2 FOR UPDATE", &[&owner, &id]).await?;
+            if owned > 0 {
+                tx.execute("DELETE FROM memory_links WHERE from_id = $1 OR to_id = $1", &[&id]).await?;
+                tx.execute("DELETE FROM memories WHERE id = $1", &[&id]).await?;
+            }
+            tx.commit().await?;
+            Ok(owned > 0)
+        })
     }
 
     fn count_notes(&self, scope: NoteScope<'_>) -> Result<u64, StoreError> {

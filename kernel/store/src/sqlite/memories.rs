@@ -22,7 +22,8 @@ fn to_note(row: &Row<'_>) -> rusqlite::Result<Note> {
         source: row.get(6)?,
         conversation_id: row.get(7)?,
         created_at_ms: row.get(8)?,
-        superseded: row.get(9)?,
+        pinned: row.get(9)?,
+        superseded: row.get(10)?,
     })
 }
 
@@ -35,8 +36,8 @@ impl Memories for SqliteStore {
     fn write_note(&self, note: &NewNote) -> Result<i64, StoreError> {
         let conn = self.conn();
         conn.execute(
-            "INSERT INTO memories (owner, workspace, title, body, tags, source, conversation_id, created_at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO memories (owner, workspace, title, body, tags, source, conversation_id, created_at_ms, pinned)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             params![
                 note.owner,
                 note.workspace,
@@ -45,7 +46,8 @@ impl Memories for SqliteStore {
                 tags_column(&note.tags),
                 note.source,
                 note.conversation_id,
-                now_ms()
+                now_ms(),
+                note.pinned
             ],
         )?;
         Ok(conn.last_insert_rowid())
@@ -97,12 +99,12 @@ impl Memories for SqliteStore {
             "SELECT {NOTE_COLUMNS}, {SUPERSEDED} AS superseded, -bm25(memories_fts, 10.0, 1.0, 5.0) AS score
              FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
              WHERE memories_fts MATCH ?3 AND {IN_SCOPE}
-             ORDER BY superseded, score DESC, m.id DESC LIMIT ?4"
+             ORDER BY m.pinned DESC, superseded, score DESC, m.id DESC LIMIT ?4"
         ))?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let hits = stmt
             .query_map(params![scope.owner, scope.workspace, match_any(terms), limit], |r| {
-                Ok((to_note(r)?, r.get::<_, f64>(10)?))
+                Ok((to_note(r)?, r.get::<_, f64>(11)?))
             })?
             .collect::<Result<_, _>>()?;
         Ok(hits)
@@ -111,12 +113,46 @@ impl Memories for SqliteStore {
     fn recent_notes(&self, scope: NoteScope<'_>, limit: usize) -> Result<Vec<Note>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {NOTE_COLUMNS}, FALSE FROM memories m WHERE {IN_SCOPE} AND NOT {SUPERSEDED}
-             ORDER BY m.created_at_ms DESC, m.id DESC LIMIT ?3"
+            "SELECT {NOTE_COLUMNS}, {SUPERSEDED} FROM memories m WHERE {IN_SCOPE} AND (m.pinned OR NOT {SUPERSEDED})
+             ORDER BY m.pinned DESC, m.created_at_ms DESC, m.id DESC LIMIT ?3"
         ))?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let notes = stmt.query_map(params![scope.owner, scope.workspace, limit], to_note)?.collect::<Result<_, _>>()?;
         Ok(notes)
+    }
+
+    fn owner_notes(&self, owner: &str, limit: usize) -> Result<Vec<Note>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {NOTE_COLUMNS}, {SUPERSEDED} FROM memories m WHERE m.owner = ?1
+             ORDER BY m.pinned DESC, m.created_at_ms DESC, m.id DESC LIMIT ?2"
+        ))?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let notes = stmt.query_map(params![owner, limit], to_note)?.collect::<Result<_, _>>()?;
+        Ok(notes)
+    }
+
+    fn pin_note(&self, owner: &str, id: i64, pinned: bool) -> Result<bool, StoreError> {
+        let changed = self
+            .conn()
+            .execute("UPDATE memories SET pinned = ?3 WHERE owner = ?1 AND id = ?2", params![owner, id, pinned])?;
+        Ok(changed > 0)
+    }
+
+    fn remove_note(&self, owner: &str, id: i64) -> Result<bool, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let owned: bool = tx.query_row(
+            "SELECT EXISTS (SELECT 1 FROM memories WHERE owner = ?1 AND id = ?2)",
+            params![owner, id],
+            |r| r.get(0),
+        )?;
+        if owned {
+            tx.execute("DELETE FROM memory_links WHERE from_id = ?1 OR to_id = ?1", [id])?;
+            tx.execute("DELETE FROM memories WHERE id = ?1", [id])?;
+        }
+        tx.commit()?;
+        Ok(owned)
     }
 
     fn count_notes(&self, scope: NoteScope<'_>) -> Result<u64, StoreError> {

@@ -1,0 +1,57 @@
+//! The memory methods: the caller's durable notes as the person manages them (`superpi
+//! memory`): list them in every workspace, pin or unpin one, remove one with its links.
+
+use serde_json::json;
+use superpi_proto::ErrorObject;
+use superpi_proto::memory::{MemoryListResult, NoteInfo};
+use superpi_proto::message::codes;
+
+use super::{Reply, internal, to_value};
+use crate::features::memory::{MAX_PINNED, pins_full};
+use crate::kernel::Kernel;
+
+fn no_note(id: i64) -> ErrorObject {
+    ErrorObject::new(codes::NOT_FOUND, format!("no note {id}"))
+}
+
+pub(super) fn list(kernel: &Kernel, owner: &str, limit: Option<u32>) -> Reply {
+    let limit = limit.unwrap_or(100).clamp(1, 1000) as usize;
+    let notes = kernel.store.owner_notes(owner, limit).map_err(internal)?;
+    let notes = notes
+        .into_iter()
+        .map(|n| NoteInfo {
+            id: n.id,
+            title: n.title,
+            body: n.body,
+            tags: n.tags,
+            scope: if n.workspace.is_some() { "workspace" } else { "global" }.into(),
+            workspace: n.workspace,
+            source: n.source,
+            pinned: n.pinned,
+            superseded: n.superseded,
+            created_at_ms: n.created_at_ms,
+        })
+        .collect();
+    to_value(MemoryListResult { notes })
+}
+
+pub(super) fn pin(kernel: &Kernel, owner: &str, id: i64, pinned: bool) -> Reply {
+    let store = &*kernel.store;
+    let listed = store.owner_notes(owner, MAX_PINNED + 1).map_err(internal)?;
+    let already = listed.iter().any(|n| n.id == id && n.pinned);
+    if pinned && !already && pins_full(store, owner).map_err(internal)? {
+        let why = format!("at most {MAX_PINNED} notes are pinned: unpin one first");
+        return Err(ErrorObject::new(codes::INVALID_PARAMS, why));
+    }
+    match store.pin_note(owner, id, pinned).map_err(internal)? {
+        true => Ok(json!({"id": id, "pinned": pinned})),
+        false => Err(no_note(id)),
+    }
+}
+
+pub(super) fn remove(kernel: &Kernel, owner: &str, id: i64) -> Reply {
+    match kernel.store.remove_note(owner, id).map_err(internal)? {
+        true => Ok(json!({"removed": true})),
+        false => Err(no_note(id)),
+    }
+}
