@@ -7,22 +7,17 @@
 //! the call fails at once, saying so. Like the plan tool it runs in the kernel's process, is
 //! `turn_only` and reads nothing: its effect is `read`.
 
-use std::sync::Arc;
-
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use superpi_proto::Event;
-use superpi_proto::question::{KIND, Question, QuestionAnswer, QuestionOption, QuestionRequest};
+use superpi_proto::question::{KIND, Question, QuestionOption, QuestionRequest};
 use superpi_proto::tool::{Effect, ToolCallResult, ToolDef, ToolKind, ToolUi};
 use superpi_sandbox::{RunFuture, ToolCall, ToolRunner};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::conversation::Conversation;
-use crate::kernel::{Kernel, KernelSlot};
+use crate::kernel::KernelSlot;
 use crate::sync::lock;
-use crate::turn::cluster_holder;
-use crate::turn::pipeline::{ask_ui, scheduled_run};
+use crate::turn::put_question::{Put, put};
 
 /// The tool's name.
 pub(crate) const NAME: &str = "ask_question";
@@ -192,66 +187,6 @@ impl ToolRunner for QuestionTool {
             }
         })
     }
-}
-
-/// How a question put to the person ended.
-pub(crate) enum Put {
-    /// The answers by question id, checked against their schemas.
-    Answered(Map<String, Value>),
-    /// Not answered, by the person's choice or in time: what happened.
-    Declined(String),
-    /// The person dismissed it.
-    Dismissed,
-    /// The turn was cancelled meanwhile.
-    Cancelled,
-    /// It could not be asked, or its answer was refused: why.
-    Refused(String),
-}
-
-/// Puts `request` to the person through the conversation's frontends (`ask_question`'s, and
-/// an MCP server's questions during a call); refused at once where nobody can answer.
-pub(crate) async fn put(
-    kernel: &Arc<Kernel>,
-    conv: &Arc<Conversation>,
-    turn_id: i64,
-    request: QuestionRequest,
-    cancel: &CancellationToken,
-) -> Put {
-    let (asks, timeout) = match &*lock(&conv.policy) {
-        Ok(policy) => (policy.may_ask(true) && !policy.harness().unattended, policy.question_timeout()),
-        Err(reason) => return Put::Refused(reason.clone()),
-    };
-    if !asks || !cluster_holder::interactive_watcher(kernel, conv) || scheduled_run(kernel, turn_id) {
-        return Put::Refused(
-            "nobody can answer a question here (no person follows this conversation: a pipe, a schedule, \
-             an unattended harness, or settings that ask no one); go on without the answer, or say what you \
-             need in your reply"
-                .into(),
-        );
-    }
-    let map = match serde_json::to_value(&request) {
-        Ok(Value::Object(map)) => map,
-        _ => return Put::Refused("the questions could not be written".into()),
-    };
-    let Some((request_id, answer)) = ask_ui(kernel, conv, turn_id, map, timeout, cancel).await else {
-        return Put::Refused("the question could not be asked (no random id)".into());
-    };
-    let (outcome, put) = match answer.as_ref().map(QuestionAnswer::from_outcome) {
-        Some(Some(QuestionAnswer::Accept(answers))) => match request.check(&answers) {
-            Ok(answers) => ("answered", Put::Answered(answers)),
-            Err(why) => ("invalid", Put::Refused(format!("the person's answer was refused: {why}"))),
-        },
-        Some(Some(QuestionAnswer::Decline)) => ("declined", Put::Declined("declined to answer".into())),
-        Some(Some(QuestionAnswer::Cancel)) => ("cancelled", Put::Dismissed),
-        Some(Some(QuestionAnswer::Unavailable(why))) => {
-            ("unavailable", Put::Refused(format!("nobody can answer a question here: {why}")))
-        }
-        Some(None) => ("invalid", Put::Refused("the frontend's answer was not an answer".into())),
-        None if cancel.is_cancelled() => ("cancelled", Put::Cancelled),
-        None => ("timeout", Put::Declined(format!("did not answer within {} s", timeout.as_secs()))),
-    };
-    conv.emit(kernel, Event::ui_resolved(conv.id, Some(turn_id), &request_id, json!({"outcome": outcome})));
-    put
 }
 
 fn answered(answers: Map<String, Value>) -> ToolCallResult {

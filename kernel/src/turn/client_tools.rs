@@ -20,7 +20,8 @@ use tokio_util::sync::CancellationToken;
 use crate::conversation::Conversation;
 use crate::kernel::Kernel;
 use crate::sync::lock;
-use crate::turn::pipeline::{PlannedCall, ask_ui};
+use crate::turn::pipeline::PlannedCall;
+use crate::turn::put_question::ask_ui;
 
 /// The `kind` of a client tool's `ui_request`.
 pub(crate) const KIND: &str = "client_tool";

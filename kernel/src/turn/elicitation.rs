@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::conversation::Conversation;
 use crate::kernel::Kernel;
-use crate::tools::question::{Put, put};
+use crate::turn::put_question::{Put, put};
 
 /// Asks for one call of a turn.
 pub(crate) struct TurnAsker {
@@ -32,10 +32,10 @@ impl TurnAsker {
         kernel: &Arc<Kernel>,
         conv: &Arc<Conversation>,
         turn_id: i64,
-        call: &crate::turn::pipeline::PlannedCall,
+        call_id: &str,
         cancel: &CancellationToken,
     ) -> Arc<dyn Asker> {
-        let (kernel, conv, call_id, cancel) = (kernel.clone(), conv.clone(), call.call_id.clone(), cancel.clone());
+        let (kernel, conv, call_id, cancel) = (kernel.clone(), conv.clone(), call_id.to_string(), cancel.clone());
         Arc::new(TurnAsker { kernel, conv, turn_id, call_id, cancel })
     }
 }

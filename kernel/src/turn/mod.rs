@@ -17,6 +17,7 @@ pub(crate) mod hooks;
 pub(crate) mod nested_rules;
 pub(crate) mod permission;
 pub(crate) mod pipeline;
+pub(crate) mod put_question;
 pub(crate) mod recovery;
 pub(crate) mod structured;
 pub(crate) mod summary;

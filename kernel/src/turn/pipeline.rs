@@ -1,10 +1,9 @@
 //! One tool call, whoever asks for it: the turn loop or `tool.call`. The steps, in order:
 //! the tool's facts from the registry; the user's `before_tool` hooks (`hooks.rs`), which may
-//! refuse it; the policy's decision; a person asked when the
-//! decision is askable and someone can answer, or the consent a `tool.call` caller brings
-//! (it fails closed otherwise); an editor's
-//! buffer for a read it can stand in for; the lock of every path the call writes; the run
-//! (confined, or the registered runner); the `after_tool` hooks; the result.
+//! refuse it; the policy's decision; a person asked when the decision is askable and someone
+//! can answer, or the consent a `tool.call` caller brings (it fails closed otherwise); an
+//! editor's buffer for a read it can stand in for; the lock of every path the call writes; the
+//! run (confined, or the registered runner); the `after_tool` hooks; the result.
 //!
 //! The question steps (`ask`, `settle`, `settle_direct`, the lasting rules) are in
 //! `permission.rs`.
@@ -32,7 +31,6 @@ use crate::turn::elicitation::TurnAsker;
 use crate::turn::hooks;
 use crate::turn::permission::{self, Asked, Lasting, settle, settle_direct};
 use superpi_mcp_client::Attached;
-use superpi_store::QuestionKind;
 
 /// A call to run: what the model (or a `tool.call` client) asked for, and where.
 #[derive(Clone)]
@@ -248,7 +246,9 @@ async fn run_steps(
             drop(progress);
             // A question the server asks during a turn's call goes to the person.
             let asker = match &caller {
-                Caller::Turn { conv, turn_id, .. } => Some(TurnAsker::of(kernel, conv, *turn_id, call, cancel)),
+                Caller::Turn { conv, turn_id, .. } => {
+                    Some(TurnAsker::of(kernel, conv, *turn_id, &call.call_id, cancel))
+                }
                 Caller::Direct { .. } => None,
             };
             let (result, notices) = kernel.mcp.call(&route, &request, cancel, asker).await;
@@ -332,7 +332,7 @@ async fn decide(
             let may_ask = asks
                 && matches!(decision, Decision::Ask { .. })
                 && cluster_holder::interactive_watcher(kernel, conv)
-                && !scheduled_run(kernel, *turn_id);
+                && !crate::turn::put_question::scheduled_run(kernel, *turn_id);
             if let Decision::Ask { risk, .. } = decision {
                 asked_risk = Some(risk);
             }
@@ -360,16 +360,6 @@ async fn decide(
         // `answer` settles every question; an `Ask` left over fails closed all the same.
         Decision::Ask { reason, risk, .. } => Err(Refusal { reason, rule: Rule::Unanswered, risk: Some(risk) }),
     }
-}
-
-/// Whether a schedule's run submitted this turn: nobody is present at it, whoever watches.
-/// Read from the store (a run queued through another kernel is known there too); unreadable
-/// counts as scheduled, so a question fails closed.
-pub(crate) fn scheduled_run(kernel: &Kernel, turn_id: i64) -> bool {
-    kernel.store.scheduled_turn(turn_id).unwrap_or_else(|err| {
-        tracing::warn!(turn_id, "reading whether a schedule ran this turn: {err}");
-        true
-    })
 }
 
 /// Holds the lock of every path the call writes (its facts say which arguments), so writes of
@@ -442,7 +432,8 @@ async fn editor_read(
     if let Some(limit) = limit {
         request.insert("limit".into(), json!(limit));
     }
-    let (request_id, answer) = ask_ui(kernel, conv, turn_id, request, EDITOR_READ_TIMEOUT, cancel).await?;
+    let (request_id, answer) =
+        crate::turn::put_question::ask_ui(kernel, conv, turn_id, request, EDITOR_READ_TIMEOUT, cancel).await?;
     let content = answer.as_ref().and_then(|a| a.get("content")).and_then(Value::as_str).map(str::to_string);
     let outcome = match (&answer, &content) {
         (_, Some(_)) => json!({"outcome": "editor"}),
@@ -453,32 +444,6 @@ async fn editor_read(
     let content = content?;
     let shown = path.strip_prefix(workspace).map(|p| p.display().to_string()).unwrap_or(raw.to_string());
     Some((reader.render)(&shown, &content, offset, limit))
-}
-
-/// Publishes a `ui_request` (`request`, under a new request id) and waits for its answer, the
-/// timeout or cancel: the request id and the answer (None when unanswered). The asker
-/// publishes the `ui_resolved` that says what became of it. `None` without a random id.
-pub(crate) async fn ask_ui(
-    kernel: &Arc<Kernel>,
-    conv: &Arc<Conversation>,
-    turn_id: i64,
-    request: serde_json::Map<String, Value>,
-    timeout: Duration,
-    cancel: &CancellationToken,
-) -> Option<(String, Option<Value>)> {
-    let (request_id, rx) = kernel.questions.open_ui(conv.id, &conv.owner)?;
-    cluster_holder::question_opened(kernel, conv, &request_id, QuestionKind::Ui, false);
-    conv.emit(kernel, Event::ui_request(conv.id, Some(turn_id), &request_id, request));
-    conv.question_opened(&**kernel, turn_id);
-    let answer = tokio::select! {
-        answer = rx => answer.ok(),
-        _ = tokio::time::sleep(timeout) => None,
-        _ = cancel.cancelled() => None,
-    };
-    conv.question_closed(&**kernel, turn_id);
-    kernel.questions.close_ui(&request_id);
-    cluster_holder::question_closed(kernel, &request_id);
-    Some((request_id, answer))
 }
 
 /// A path argument made absolute against the workspace and cleaned of `.` and `..`
