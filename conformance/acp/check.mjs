@@ -214,7 +214,12 @@ await app.connectWith(stream, async (ctx) => {
     const q = asked.at(-1);
     assert.equal(q.sessionId, sessionId);
     const kinds = q.options.map((o) => o.kind).sort();
-    if (superpi) assert.deepEqual(kinds, ["allow_always", "allow_once", "reject_always", "reject_once"]);
+    // superpi's: the four, then "always in this project" and "always for me" (both of kind
+    // allow_always) for a call that can be said as an exact rule, as `touch FILE` can.
+    if (superpi) {
+      assert.deepEqual(kinds, ["allow_always", "allow_always", "allow_always", "allow_once", "reject_always", "reject_once"]);
+      assert.deepEqual(q.options.slice(4).map((o) => o.optionId), ["allow_always_project", "allow_always_user"]);
+    }
     else for (const k of ["allow_once", "reject_once"]) assert.ok(kinds.includes(k), `no ${k} option: ${kinds}`);
     const statuses = updates.get(sessionId).filter((u) => u.sessionUpdate === "tool_call_update").map((u) => u.status).filter(Boolean);
     return statuses.at(-1);

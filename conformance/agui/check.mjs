@@ -168,7 +168,14 @@ await check("a permission question answered through the input route", async () =
   });
   for (const event of events) EventSchema.parse(event);
   assert.ok(asked, "the run asked no question");
-  assert.deepEqual(asked.options.map((o) => o.optionId), ["allow_once", "allow_always", "reject_once", "reject_always"]);
+  assert.deepEqual(asked.options.map((o) => o.optionId), [
+    "allow_once",
+    "allow_always",
+    "reject_once",
+    "reject_always",
+    "allow_always_project",
+    "allow_always_user",
+  ]);
   assert.equal(agent.state.pendingPermission, null);
   assert.equal(types(events).at(-1), "RUN_FINISHED");
 });
