@@ -199,7 +199,8 @@ fn input_messages(input: &Value) -> Result<Vec<InputMessage>, ResponsesError> {
 }
 
 /// Reads and checks a `POST /v1/responses` request. Client `tools`, `tool_choice`, sampling
-/// parameters, `reasoning`, `include`, `store`, `text` and `truncation` are accepted and ignored.
+/// parameters, `reasoning`, `include`, `store` and `truncation` are accepted and ignored; `text`'s
+/// `format` is the turn's output schema ([`crate::request::output_format`]).
 pub fn parse(body: &[u8], headers: &HeaderMap) -> Result<ResponsesRequest, ResponsesError> {
     let body: Value = serde_json::from_slice(body)
         .map_err(|err| ResponsesError::invalid(format!("the request body is not valid JSON: {err}")))?;
@@ -284,6 +285,11 @@ pub fn parse(body: &[u8], headers: &HeaderMap) -> Result<ResponsesRequest, Respo
         return Err(ResponsesError::invalid(format!("unknown mode `{m}`: use plan, accept-edits or auto")));
     }
 
+    let output_schema = match body.get("text").and_then(|t| t.get("format")) {
+        None | Some(Value::Null) => None,
+        Some(format) => crate::request::output_format(format, "text.format", false)
+            .map_err(|(param, why)| invalid(param.clone(), format!("Invalid '{param}': {why}")))?,
+    };
     let chat = ChatRequest {
         model,
         stream,
@@ -293,6 +299,7 @@ pub fn parse(body: &[u8], headers: &HeaderMap) -> Result<ResponsesRequest, Respo
         messages,
         last_user: offset + last_user,
         images,
+        output_schema,
     };
     Ok(ResponsesRequest { chat, previous, instructions, metadata })
 }
