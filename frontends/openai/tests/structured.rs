@@ -111,6 +111,7 @@ async fn responses_text_format_is_the_output_schema() {
     assert_eq!((status, &body["status"]), (200, &json!("completed")), "{body}");
     let message = body["output"].as_array().unwrap().iter().find(|i| i["type"] == "message").unwrap();
     assert_eq!(message["content"][0]["text"], r#"{"n":6}"#, "{body}");
+    assert_eq!(body["text"]["format"]["name"], "count", "the format is echoed: {body}");
 
     let body = json!({"model": "superpi-code", "input": "hi", "text": {"format": {"type": "json_schema", "schema": schema()}}});
     let (status, body) = post_json(&gw, "/v1/responses", &body).await;

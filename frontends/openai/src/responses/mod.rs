@@ -159,6 +159,7 @@ async fn respond_inner(
         instructions: req.instructions.clone(),
         previous_response_id: req.previous.as_ref().map(|p| p.id.clone()),
         metadata: req.metadata.clone(),
+        text_format: req.text_format.clone(),
     };
     let mut renderer = ResponsesRenderer::new(meta);
     let mut extra = chat_request::answer_headers(conversation_id, &req.chat.session);

@@ -29,6 +29,8 @@ pub struct ResponsesRequest {
     pub instructions: Option<String>,
     /// `metadata`, echoed in the response (an object of strings, else dropped).
     pub metadata: Option<Map<String, Value>>,
+    /// `text.format` as sent, once checked: echoed in the response.
+    pub text_format: Option<Value>,
 }
 
 /// The response a request continues.
@@ -285,8 +287,9 @@ pub fn parse(body: &[u8], headers: &HeaderMap) -> Result<ResponsesRequest, Respo
         return Err(ResponsesError::invalid(format!("unknown mode `{m}`: use plan, accept-edits or auto")));
     }
 
-    let output_schema = match body.get("text").and_then(|t| t.get("format")) {
-        None | Some(Value::Null) => None,
+    let text_format = body.get("text").and_then(|t| t.get("format")).filter(|f| !f.is_null()).cloned();
+    let output_schema = match &text_format {
+        None => None,
         Some(format) => crate::request::output_format(format, "text.format", false)
             .map_err(|(param, why)| invalid(param.clone(), format!("Invalid '{param}': {why}")))?,
     };
@@ -301,7 +304,7 @@ pub fn parse(body: &[u8], headers: &HeaderMap) -> Result<ResponsesRequest, Respo
         images,
         output_schema,
     };
-    Ok(ResponsesRequest { chat, previous, instructions, metadata })
+    Ok(ResponsesRequest { chat, previous, instructions, metadata, text_format })
 }
 
 /// The prompt to submit: as the chat route's ([`crate::request::prompt`]), where a request that
