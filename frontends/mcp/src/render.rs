@@ -23,6 +23,8 @@ pub struct TaskOutcome {
     pub turn_id: Option<i64>,
     /// The answer text, or the error.
     pub text: String,
+    /// The accepted answer of a turn held to an output schema, parsed.
+    pub structured_output: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -43,6 +45,8 @@ pub struct TaskRenderer {
     /// The assistant's text of the last completed message, in case the turn's end carries none.
     last_text: String,
     done: bool,
+    /// The turn has an output schema: its answer is parsed into `structured_output`.
+    structured: bool,
 }
 
 impl TaskRenderer {
@@ -54,7 +58,15 @@ impl TaskRenderer {
             progress: 0.0,
             last_text: String::new(),
             done: false,
+            structured: false,
         }
+    }
+
+    /// The turn has an output schema: a completed turn's answer (the accepted JSON) is also
+    /// given parsed, as `structured_output`.
+    pub fn structured(mut self, structured: bool) -> Self {
+        self.structured = structured;
+        self
     }
 
     /// The turn to follow, once `session.submit` has named it.
@@ -73,7 +85,12 @@ impl TaskRenderer {
 
     fn finish(&mut self, status: TaskStatus, text: String) -> TaskOut {
         self.done = true;
+        let structured_output = match (&status, self.structured) {
+            (TaskStatus::Completed { .. }, true) => serde_json::from_str(&text).ok(),
+            _ => None,
+        };
         TaskOut::Finished(TaskOutcome {
+            structured_output,
             status,
             harness: self.harness.clone(),
             conversation_id: self.conversation_id,
@@ -145,6 +162,9 @@ impl TaskOutcome {
             TaskStatus::Completed { stop_reason } => {
                 value["stop_reason"] = json!(stop_reason);
                 value["result"] = json!(self.text);
+                if let Some(object) = &self.structured_output {
+                    value["structured_output"] = object.clone();
+                }
             }
             TaskStatus::Failed => value["stop_reason"] = json!("error"),
             TaskStatus::Cancelled => value["stop_reason"] = json!("cancelled"),

@@ -72,6 +72,7 @@ fn a_turn_with_a_tool_call_renders_progress_then_the_answer() {
                 conversation_id: 7,
                 turn_id: Some(3),
                 text: "The workspace holds a.txt.".into(),
+                structured_output: None,
             }),
         ]
     );

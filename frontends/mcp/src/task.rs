@@ -75,10 +75,10 @@ impl SuperpiMcp {
         let mut questions = tokio::task::JoinSet::new();
         let mut sub = kernel.watch(watch).await.map_err(|err| tools::kernel_error(HARNESS_TASK, &err))?;
         let submitted = kernel
-            .submit_text(conversation_id, &args.prompt)
+            .submit(args.submission(conversation_id))
             .await
             .map_err(|err| tools::kernel_error(HARNESS_TASK, &err))?;
-        let mut renderer = TaskRenderer::new(&info.harness, conversation_id);
+        let mut renderer = TaskRenderer::new(&info.harness, conversation_id).structured(args.output_schema.is_some());
         renderer.follow_turn(submitted.turn_id);
         let progress_token = context.meta.get_progress_token();
 

@@ -82,7 +82,7 @@ impl SuperpiMcp {
             false => None,
         };
         let submitted = kernel
-            .submit_text(conversation_id, &args.prompt)
+            .submit(args.submission(conversation_id))
             .await
             .map_err(|err| tools::kernel_error(HARNESS_TASK, &err))?;
         let now = chrono::Utc::now().timestamp_millis();

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use superpi_client::ClientError;
 use superpi_proto::message::codes;
+use superpi_proto::method::SubmitParams;
 use superpi_proto::{Effect, ToolDef};
 
 /// The name of the tool that runs a whole agent turn.
@@ -118,6 +119,12 @@ pub fn harness_task_tool() -> Tool {
             "harness": {
                 "type": "string",
                 "description": "The harness to run (an id from prompts/list); the server's default when absent."
+            },
+            "outputSchema": {
+                "type": "object",
+                "description": "A JSON Schema (`\"type\": \"object\"`) the answer must meet: checked, retried once, \
+                                 then the call fails naming the errors; structuredContent.structured_output holds \
+                                 the accepted object."
             }
         },
         "required": ["prompt"],
@@ -130,7 +137,8 @@ pub fn harness_task_tool() -> Tool {
             "conversation_id": {"type": "integer"},
             "turn_id": {"type": "integer"},
             "stop_reason": {"type": "string"},
-            "result": {"type": "string"}
+            "result": {"type": "string"},
+            "structured_output": {"type": "object"}
         },
         "required": ["harness", "conversation_id"]
     });
@@ -158,6 +166,9 @@ pub struct HarnessTaskArgs {
     pub prompt: String,
     #[serde(default)]
     pub harness: Option<String>,
+    /// The answer's JSON Schema, the kernel's `output_schema` (it checks the schema itself).
+    #[serde(default, rename = "outputSchema")]
+    pub output_schema: Option<JsonObject>,
 }
 
 impl HarnessTaskArgs {
@@ -169,6 +180,16 @@ impl HarnessTaskArgs {
             return Err(ErrorData::invalid_params(format!("{HARNESS_TASK} needs a non-empty prompt"), None));
         }
         Ok(args)
+    }
+
+    /// The `session.submit` of the task's prompt (and output schema) to its conversation.
+    pub fn submission(&self, conversation_id: i64) -> SubmitParams {
+        SubmitParams {
+            conversation_id,
+            prompt: Some(self.prompt.clone()),
+            output_schema: self.output_schema.clone().map(Value::Object),
+            ..Default::default()
+        }
     }
 }
 

@@ -93,8 +93,13 @@ fn harness_task_arguments_are_checked() {
     let args = |v: Value| HarnessTaskArgs::parse(v.as_object());
     assert_eq!(
         args(json!({"prompt": "hi", "harness": "superpi-planner"})).unwrap(),
-        HarnessTaskArgs { prompt: "hi".into(), harness: Some("superpi-planner".into()) }
+        HarnessTaskArgs { prompt: "hi".into(), harness: Some("superpi-planner".into()), output_schema: None }
     );
+    // `outputSchema` goes to the kernel as the submit's `output_schema`; it must be an object.
+    let schema = json!({"type": "object"});
+    let with_schema = args(json!({"prompt": "hi", "outputSchema": schema})).unwrap();
+    assert_eq!(with_schema.submission(4).output_schema, Some(schema));
+    assert_eq!(args(json!({"prompt": "x", "outputSchema": "s"})).unwrap_err().code, ErrorCode::INVALID_PARAMS);
     assert_eq!(args(json!({})).unwrap_err().code, ErrorCode::INVALID_PARAMS);
     assert_eq!(args(json!({"prompt": "  "})).unwrap_err().code, ErrorCode::INVALID_PARAMS);
     assert_eq!(args(json!({"prompt": "x", "bogus": 1})).unwrap_err().code, ErrorCode::INVALID_PARAMS);

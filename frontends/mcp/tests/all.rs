@@ -7,3 +7,4 @@ mod e2e;
 mod modern;
 mod path_lock;
 mod questions;
+mod structured;

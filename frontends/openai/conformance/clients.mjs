@@ -66,6 +66,42 @@ try {
   });
 }
 
+// Structured output: `response_format` json_schema, read back by the client's own parser; an
+// answer refused twice is an APIError with OpenAI's `model_error` type.
+const countFormat = {
+  type: "json_schema",
+  json_schema: {
+    name: "count",
+    strict: true,
+    schema: { type: "object", properties: { n: { type: "integer" } }, required: ["n"], additionalProperties: false },
+  },
+};
+const parsed = await openai.chat.completions.parse({
+  model: "superpi-code",
+  response_format: countFormat,
+  messages: [{ role: "user", content: '@answer three\n@answer {"n": 4}' }],
+});
+check("openai: chat.completions.parse with a json_schema", parsed.choices[0].message.parsed?.n === 4, parsed.choices[0].message);
+try {
+  await openai.chat.completions.create({
+    model: "superpi-code",
+    response_format: countFormat,
+    messages: [{ role: "user", content: '@answer {"n": "x"}\n@answer {"n": "y"}' }],
+  });
+  check("openai: a schema refused twice is an error", false, "no error");
+} catch (err) {
+  check("openai: a schema refused twice is a 500 model_error", err.status === 500 && err.type === "model_error", {
+    status: err.status,
+    type: err.type,
+  });
+}
+const parsedResponse = await openai.responses.parse({
+  model: "superpi-code",
+  input: '@answer {"n": 5}',
+  text: { format: { type: "json_schema", name: "count", strict: true, schema: countFormat.json_schema.schema } },
+});
+check("openai: responses.parse with text.format", parsedResponse.output_parsed?.n === 5, parsedResponse.output);
+
 // The Responses API through the same client: whole, streamed (raw events), and the SDK's own
 // accumulator (`responses.stream`, which throws on an event that does not fit its snapshot).
 const response = await openai.responses.create({ model: "superpi-code", input: "hello from responses" });

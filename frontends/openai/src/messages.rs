@@ -505,7 +505,7 @@ async fn answer(gw: &impl Door, headers: &HeaderMap, body: &[u8]) -> Result<Resp
     let info = request::open_with(&client, &req, params).await.map_err(from_openai)?;
     let conversation_id = info.conversation_id;
     let sub = client.watch(WatchParams::after(conversation_id, info.head_seq)).await.map_err(kernel)?;
-    let submit = request::submission(conversation_id, request::prompt(&req, info.created), &req.images);
+    let submit = request::submission(conversation_id, request::prompt(&req, info.created), &req);
     let options = RenderOptions {
         id: String::new(),
         created: superpi_proto::event::now_ms() / 1000,

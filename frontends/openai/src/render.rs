@@ -5,13 +5,16 @@
 //! thinking, tool progress, notices and failures as `delta.reasoning_content`; then either
 //! exactly one chunk with a `finish_reason` (and, when asked, one chunk with `usage` and no
 //! choices), or, for a turn that failed, no finishing chunk but a [`Failure`] that the caller
-//! sends the way the OpenAI API reports errors.
+//! sends the way the OpenAI API reports errors. A turn held to an output schema
+//! ([`Renderer::structured`]) sends its accepted JSON as the whole content, at its end: the
+//! model's text on the way (a refused answer, words between tool calls) is not the answer.
 
 use std::collections::HashSet;
 
+use superpi_proto::method::OUTPUT_SCHEMA_FAILED;
 use superpi_proto::{ContentBlock, Event, EventBody, Role};
 
-use crate::wire::{Chunk, ChunkChoice, Delta, Usage};
+use crate::wire::{Chunk, ChunkChoice, Delta, OUTPUT_SCHEMA_MISMATCH, Usage};
 
 /// Longest tool argument or error text shown in a progress line.
 const PROGRESS_LIMIT: usize = 200;
@@ -47,6 +50,8 @@ pub struct Renderer {
     /// completed message, whose text then fills in what the client lacks.
     skip_deltas: bool,
     failure: Option<Failure>,
+    /// The turn has an output schema: content is its end's `result` alone.
+    structured: bool,
 }
 
 /// Why an answer ended without a finishing chunk: the turn failed, or the kernel went away.
@@ -83,7 +88,14 @@ impl Renderer {
             saw_usage: false,
             skip_deltas: false,
             failure: None,
+            structured: false,
         }
+    }
+
+    /// Holds the answer to the turn's output schema: content is only the accepted JSON.
+    pub fn structured(mut self, structured: bool) -> Self {
+        self.structured = structured;
+        self
     }
 
     /// Set once the answer ended in a failure (then [`Renderer::is_finished`] is true too).
@@ -194,6 +206,7 @@ impl Renderer {
                 None
             }
             EventBody::TextDelta { .. } | EventBody::ThinkingDelta { .. } if self.skip_deltas => None,
+            EventBody::TextDelta { .. } if self.structured => None,
             EventBody::TextDelta { delta, .. } => self.content(delta),
             EventBody::ThinkingDelta { delta, .. } => {
                 self.thinking.push_str(delta);
@@ -244,13 +257,20 @@ impl Renderer {
             EventBody::Notice { level, message } if level != "debug" => {
                 self.progress(&format!("[{level}] {}", clip(message)))
             }
-            EventBody::TurnCompleted { stop_reason, .. } => {
+            EventBody::TurnCompleted { stop_reason, result } => {
+                if self.structured {
+                    out.extend(self.content(result.as_deref().unwrap_or_default()));
+                }
                 let reason = if stop_reason == "max_tokens" { "length" } else { "stop" };
                 out.extend(self.finish(reason));
                 None
             }
             EventBody::TurnError { error } => {
-                out.extend(self.fail("turn_failed", error.clone()));
+                let code = match self.structured && error.starts_with(OUTPUT_SCHEMA_FAILED) {
+                    true => OUTPUT_SCHEMA_MISMATCH,
+                    false => "turn_failed",
+                };
+                out.extend(self.fail(code, error.clone()));
                 None
             }
             EventBody::TurnCancelled {} => {
@@ -286,7 +306,7 @@ impl Renderer {
                 out.extend(self.reasoning("\n"));
             }
         }
-        if let Some(rest) = text.strip_prefix(self.text.as_str()) {
+        if let (Some(rest), false) = (text.strip_prefix(self.text.as_str()), self.structured) {
             let rest = rest.to_string();
             out.extend(self.content(&rest));
         }

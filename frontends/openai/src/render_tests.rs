@@ -290,3 +290,36 @@ fn after_a_lag_the_completed_message_fills_in_the_lost_deltas() {
         ])
     );
 }
+
+#[test]
+fn a_structured_turn_sends_only_its_accepted_json_as_content() {
+    let mut r = renderer(false).structured(true);
+    let out = run(
+        &mut r,
+        &[
+            Event::turn_started(C, T),
+            Event::text_delta(C, Some(T), 0, "three"),
+            assistant(vec![ContentBlock::text("three")]),
+            Event::text_delta(C, Some(T), 0, "{\"n\": 4}"),
+            assistant(vec![ContentBlock::text("{\"n\": 4}")]),
+            Event::turn_completed(C, T, Some(r#"{"n":4}"#.into()), "end_turn"),
+        ],
+    );
+    assert_eq!(
+        out,
+        json!([
+            chunk(json!({"role": "assistant", "content": ""}), Value::Null),
+            chunk(json!({"content": r#"{"n":4}"#}), Value::Null),
+            chunk(json!({}), json!("stop")),
+        ])
+    );
+
+    // Refused twice: its own failure code; another failure of a structured turn keeps its own.
+    let mut r = renderer(false).structured(true);
+    let why = format!("{OUTPUT_SCHEMA_FAILED}, after 1 retry: at /n: \"x\" is not of type \"integer\"");
+    run(&mut r, &[Event::turn_started(C, T), Event::turn_error(C, T, why.clone())]);
+    assert_eq!(r.failure(), Some(&Failure { code: OUTPUT_SCHEMA_MISMATCH, message: why }));
+    let mut r = renderer(false).structured(true);
+    run(&mut r, &[Event::turn_started(C, T), Event::turn_error(C, T, "provider said 500")]);
+    assert_eq!(r.failure().map(|f| f.code), Some("turn_failed"));
+}

@@ -48,6 +48,8 @@ pub struct ChatRequest {
     /// The images of the last user message (`image_url` parts with data URLs), submitted
     /// with its text; earlier messages' images are not carried over.
     pub images: Vec<ContentBlock>,
+    /// `response_format` (`text.format` on the Responses route) as the kernel's `output_schema`.
+    pub output_schema: Option<Value>,
 }
 
 pub(crate) fn header<'a>(headers: &'a HeaderMap, names: &[&str]) -> Result<Option<&'a str>, ApiError> {
@@ -114,8 +116,48 @@ fn content_images(content: &Value) -> Result<Vec<ContentBlock>, ApiError> {
     Ok(images)
 }
 
+/// The kernel's `output_schema` for an OpenAI structured-output format: `text` asks for none,
+/// `json_object` for any JSON object, `json_schema` for its `schema` (an object schema; `{"type":
+/// "object"}` when absent) under a `name` as OpenAI spells it. `strict` is read and left to the
+/// kernel, which checks every answer. Chat Completions nests the schema's fields under
+/// `json_schema` (`nested`), the Responses API's `text.format` holds them itself. `Err`: the
+/// parameter at fault (`param` and below) and why.
+pub fn output_format(format: &Value, param: &str, nested: bool) -> Result<Option<Value>, (String, String)> {
+    let bad = |at: &str, why: &str| Err((format!("{param}{at}"), why.to_string()));
+    let Value::Object(map) = format else { return bad("", "must be an object with a `type`") };
+    match map.get("type").and_then(Value::as_str) {
+        Some("text") => return Ok(None),
+        Some("json_object") => return Ok(Some(serde_json::json!({"type": "object"}))),
+        Some("json_schema") => {}
+        _ => return bad(".type", "supported values are 'text', 'json_object' and 'json_schema'"),
+    }
+    let (spec, at) = match (nested, map.get("json_schema")) {
+        (false, _) => (map, ""),
+        (true, Some(Value::Object(spec))) => (spec, ".json_schema"),
+        (true, _) => {
+            return bad(".json_schema", "required with type 'json_schema': an object with `name` and `schema`");
+        }
+    };
+    let name = spec.get("name").and_then(Value::as_str).unwrap_or("");
+    let name_ok =
+        (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !name_ok {
+        return bad(&format!("{at}.name"), "required: 1 to 64 of a-z, A-Z, 0-9, '_' and '-'");
+    }
+    if !matches!(spec.get("strict"), None | Some(Value::Null | Value::Bool(_))) {
+        return bad(&format!("{at}.strict"), "must be a boolean");
+    }
+    match spec.get("schema") {
+        None | Some(Value::Null) => Ok(Some(serde_json::json!({"type": "object"}))),
+        Some(schema) if schema.get("type").and_then(Value::as_str) == Some("object") => Ok(Some(schema.clone())),
+        Some(_) => {
+            bad(&format!("{at}.schema"), "must be an object schema (`\"type\": \"object\"`): the answer is an object")
+        }
+    }
+}
+
 /// Reads and checks a `POST /v1/chat/completions` request. Client tools and sampling
-/// parameters are accepted and ignored.
+/// parameters are accepted and ignored; `response_format` is read by [`output_format`].
 pub fn parse_chat(body: &[u8], headers: &HeaderMap) -> Result<ChatRequest, ApiError> {
     let body: Value = serde_json::from_slice(body)
         .map_err(|err| ApiError::invalid(format!("the request body is not valid JSON: {err}")))?;
@@ -185,7 +227,13 @@ pub fn parse_chat(body: &[u8], headers: &HeaderMap) -> Result<ChatRequest, ApiEr
         return Err(ApiError::invalid(format!("unknown mode `{m}`: use plan, accept-edits or auto")));
     }
 
-    Ok(ChatRequest { model, stream, include_usage, session, mode, messages, last_user, images })
+    let output_schema = match body.get("response_format") {
+        None | Some(Value::Null) => None,
+        Some(format) => output_format(format, "response_format", true)
+            .map_err(|(param, why)| ApiError::invalid(format!("Invalid '{param}': {why}")))?,
+    };
+
+    Ok(ChatRequest { model, stream, include_usage, session, mode, messages, last_user, images, output_schema })
 }
 
 /// What a `model` value selects.
@@ -247,19 +295,16 @@ pub fn session_key(id: &str, messages: &[TextMessage]) -> String {
     if any { format!("{id}#{hash:016x}") } else { id.to_string() }
 }
 
-/// The submit of a request's prompt and images to its conversation (an empty prompt sends the
-/// images alone).
-pub fn submission(
-    conversation_id: i64,
-    prompt: String,
-    images: &[ContentBlock],
-) -> superpi_proto::method::SubmitParams {
-    let mut content = Vec::with_capacity(1 + images.len());
+/// The submit of a request's prompt, images and output schema to its conversation (an empty
+/// prompt sends the images alone).
+pub fn submission(conversation_id: i64, prompt: String, req: &ChatRequest) -> superpi_proto::method::SubmitParams {
+    let mut content = Vec::with_capacity(1 + req.images.len());
     if !prompt.trim().is_empty() {
         content.push(ContentBlock::text(prompt));
     }
-    content.extend(images.iter().cloned());
-    superpi_proto::method::SubmitParams { conversation_id, content, ..Default::default() }
+    content.extend(req.images.iter().cloned());
+    let output_schema = req.output_schema.clone();
+    superpi_proto::method::SubmitParams { conversation_id, content, output_schema, ..Default::default() }
 }
 
 /// The prompt to submit. A conversation this request created gets the messages before the

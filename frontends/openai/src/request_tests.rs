@@ -69,6 +69,7 @@ fn a_plain_request_is_read_whole() {
             ],
             last_user: 3,
             images: vec![],
+            output_schema: None,
         }
     );
 }
@@ -275,4 +276,28 @@ fn the_last_user_messages_data_url_images_go_with_its_text() {
     .unwrap_err();
     assert_eq!(remote.status, StatusCode::BAD_REQUEST);
     assert!(remote.message.contains("superpi does not fetch images"), "{}", remote.message);
+}
+
+#[test]
+fn response_format_becomes_the_output_schema() {
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+    let with = |format: Value| {
+        let body = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "response_format": format});
+        parse(body, &[])
+    };
+    let named = json!({"type": "json_schema", "json_schema": {"name": "count", "schema": schema, "strict": true}});
+    assert_eq!(with(named).unwrap().output_schema, Some(schema.clone()));
+    assert_eq!(with(json!({"type": "json_object"})).unwrap().output_schema, Some(json!({"type": "object"})));
+    assert_eq!(with(json!({"type": "text"})).unwrap().output_schema, None);
+    assert_eq!(with(Value::Null).unwrap().output_schema, None);
+    let strict = json!({"type": "json_schema", "json_schema": {"name": "n", "schema": schema, "strict": "yes"}});
+    let err = with(strict).unwrap_err();
+    assert_eq!(err.status, StatusCode::BAD_REQUEST);
+    assert!(err.message.contains("'response_format.json_schema.strict'"), "{}", err.message);
+
+    // The Responses API's `text.format` holds the fields itself.
+    let flat = json!({"type": "json_schema", "name": "count", "schema": schema});
+    assert_eq!(output_format(&flat, "text.format", false), Ok(Some(schema)));
+    let long = json!({"type": "json_schema", "name": "x".repeat(65)});
+    assert_eq!(output_format(&long, "text.format", false).unwrap_err().0, "text.format.name");
 }

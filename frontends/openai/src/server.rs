@@ -356,7 +356,7 @@ async fn chat_inner(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Re
         .await
         .map_err(|e| request::kernel_error(&e, &req.model))?;
     let t_watch = began.elapsed();
-    let submit = request::submission(conversation_id, request::prompt(&req, info.created), &req.images);
+    let submit = request::submission(conversation_id, request::prompt(&req, info.created), &req);
     let options = RenderOptions {
         id: String::new(),
         created: superpi_proto::event::now_ms() / 1000,

@@ -40,8 +40,9 @@ pub trait Frames: Send {
     fn frames(&mut self, chunks: &[Chunk], end: Option<Option<&Failure>>) -> Vec<Bytes>;
 }
 
-/// How a failed answer is reported: a failed turn is the server's error (500), a lost kernel
-/// an unavailable service (503).
+/// How a failed answer is reported: a failed turn is the server's error (500; one an output
+/// schema failed is a `model_error`, as OpenAI reports a model's invalid content), a lost
+/// kernel an unavailable service (503).
 pub fn failure_error(failure: &Failure) -> ApiError {
     let status = match failure.code {
         "kernel_unavailable" => StatusCode::SERVICE_UNAVAILABLE,
@@ -125,13 +126,14 @@ pub async fn submit_and_drive(
     submitted: oneshot::Sender<Result<SubmitResult, ClientError>>,
 ) {
     let conversation_id = sub.conversation_id();
+    let structured = submit.output_schema.is_some();
     match client.submit(submit).await {
         Ok(result) => {
             options.id = format!("chatcmpl-{conversation_id}-{}", result.turn_id);
             options.turn_id = result.turn_id;
             // A handler that is gone no longer waits for this: the sink tells drive so.
             let _ = submitted.send(Ok(result));
-            drive(client, sub, Renderer::new(options), sink).await;
+            drive(client, sub, Renderer::new(options).structured(structured), sink).await;
         }
         Err(err) => {
             sub.close().await;

@@ -143,13 +143,25 @@ impl ErrorShape for OpenAiShape {
 
     fn body(error: &ApiError) -> serde_json::Value {
         serde_json::json!({
-            "error": {"message": error.message, "type": error_type(error.status), "code": error.code, "param": null}
+            "error": {"message": error.message, "type": error_kind(error), "code": error.code, "param": null}
         })
     }
 }
 
 /// An error in the OpenAI shape.
 pub type ApiError = superpi_http::ApiError<OpenAiShape>;
+
+/// The error code of a turn whose answer its output schema refused twice.
+pub const OUTPUT_SCHEMA_MISMATCH: &str = "output_schema_mismatch";
+
+/// OpenAI's `type` of an error: a `model_error` for an answer the output schema refused (OpenAI's
+/// type for a model's invalid content), else as [`error_type`].
+fn error_kind(error: &ApiError) -> &'static str {
+    match error.code {
+        OUTPUT_SCHEMA_MISMATCH => "model_error",
+        _ => error_type(error.status),
+    }
+}
 
 /// OpenAI's `type`: request errors for 4xx, server errors otherwise.
 pub fn error_type(status: StatusCode) -> &'static str {

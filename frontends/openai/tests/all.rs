@@ -10,4 +10,5 @@ mod mcp_http;
 mod messages;
 mod official_clients;
 mod responses;
+mod structured;
 mod telemetry;

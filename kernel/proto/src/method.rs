@@ -312,6 +312,10 @@ pub struct SubmitParams {
     pub output_schema: Option<Value>,
 }
 
+/// How a `turn_error` that an `output_schema` check ended begins (the refused answer's errors
+/// follow), so a frontend can answer it in its protocol's own shape.
+pub const OUTPUT_SCHEMA_FAILED: &str = "the answer does not match the output schema";
+
 /// A tool a frontend runs (a web front end's own function), offered to one turn's model.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

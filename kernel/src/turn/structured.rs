@@ -12,6 +12,7 @@
 use std::sync::Arc;
 
 use serde_json::Value;
+use superpi_proto::method::OUTPUT_SCHEMA_FAILED;
 use superpi_proto::tool::ToolCallResult;
 use superpi_proto::{ContentBlock, EntryKind, Event, Message, Role};
 use superpi_providers::{OutputSchema, ToolSpec};
@@ -117,9 +118,7 @@ impl Structured {
         self.refused += 1;
         let listed = errors.join("; ");
         match self.refused > RETRIES {
-            true => {
-                Verdict::Failed(format!("the answer does not match the output schema, after {RETRIES} retry: {listed}"))
-            }
+            true => Verdict::Failed(format!("{OUTPUT_SCHEMA_FAILED}, after {RETRIES} retry: {listed}")),
             false => Verdict::Retry(format!(
                 "Your answer does not match the required JSON Schema: {listed}. Answer again with only \
                  a JSON value that the schema accepts."

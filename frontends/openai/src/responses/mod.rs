@@ -131,7 +131,7 @@ async fn respond_inner(
         .watch(WatchParams::after(conversation_id, info.head_seq))
         .await
         .map_err(|e| chat_request::kernel_error(&e, model))?;
-    let submit = chat_request::submission(conversation_id, request::prompt(req, info.created), &req.chat.images);
+    let submit = chat_request::submission(conversation_id, request::prompt(req, info.created), &req.chat);
     let created_at = superpi_proto::event::now_ms() / 1000;
     let options =
         RenderOptions { id: String::new(), created: created_at, model: model.clone(), include_usage: true, turn_id: 0 };
@@ -159,6 +159,7 @@ async fn respond_inner(
         instructions: req.instructions.clone(),
         previous_response_id: req.previous.as_ref().map(|p| p.id.clone()),
         metadata: req.metadata.clone(),
+        text_format: req.text_format.clone(),
     };
     let mut renderer = ResponsesRenderer::new(meta);
     let mut extra = chat_request::answer_headers(conversation_id, &req.chat.session);

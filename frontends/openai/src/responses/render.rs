@@ -27,6 +27,8 @@ pub struct ResponseMeta {
     pub instructions: Option<String>,
     pub previous_response_id: Option<String>,
     pub metadata: Option<Map<String, Value>>,
+    /// The request's `text.format`, echoed (`{"type": "text"}` when it had none).
+    pub text_format: Option<Value>,
 }
 
 /// One streaming event: its `type` (the SSE `event:` name) and its whole JSON (`type` and
@@ -134,7 +136,7 @@ impl ResponsesRenderer {
             "reasoning": null,
             "store": true,
             "temperature": null,
-            "text": {"format": {"type": "text"}},
+            "text": {"format": m.text_format.clone().unwrap_or_else(|| json!({"type": "text"}))},
             "tool_choice": "auto",
             "tools": [],
             "top_p": null,

@@ -13,6 +13,7 @@ fn meta() -> ResponseMeta {
         instructions: Some("be brief".into()),
         previous_response_id: Some("resp_4_8".into()),
         metadata: None,
+        text_format: None,
     }
 }
 

@@ -29,6 +29,8 @@ pub struct ResponsesRequest {
     pub instructions: Option<String>,
     /// `metadata`, echoed in the response (an object of strings, else dropped).
     pub metadata: Option<Map<String, Value>>,
+    /// `text.format` as sent, once checked: echoed in the response.
+    pub text_format: Option<Value>,
 }
 
 /// The response a request continues.
@@ -199,7 +201,8 @@ fn input_messages(input: &Value) -> Result<Vec<InputMessage>, ResponsesError> {
 }
 
 /// Reads and checks a `POST /v1/responses` request. Client `tools`, `tool_choice`, sampling
-/// parameters, `reasoning`, `include`, `store`, `text` and `truncation` are accepted and ignored.
+/// parameters, `reasoning`, `include`, `store` and `truncation` are accepted and ignored; `text`'s
+/// `format` is the turn's output schema ([`crate::request::output_format`]).
 pub fn parse(body: &[u8], headers: &HeaderMap) -> Result<ResponsesRequest, ResponsesError> {
     let body: Value = serde_json::from_slice(body)
         .map_err(|err| ResponsesError::invalid(format!("the request body is not valid JSON: {err}")))?;
@@ -284,6 +287,12 @@ pub fn parse(body: &[u8], headers: &HeaderMap) -> Result<ResponsesRequest, Respo
         return Err(ResponsesError::invalid(format!("unknown mode `{m}`: use plan, accept-edits or auto")));
     }
 
+    let text_format = body.get("text").and_then(|t| t.get("format")).filter(|f| !f.is_null()).cloned();
+    let output_schema = match &text_format {
+        None => None,
+        Some(format) => crate::request::output_format(format, "text.format", false)
+            .map_err(|(param, why)| invalid(param.clone(), format!("Invalid '{param}': {why}")))?,
+    };
     let chat = ChatRequest {
         model,
         stream,
@@ -293,8 +302,9 @@ pub fn parse(body: &[u8], headers: &HeaderMap) -> Result<ResponsesRequest, Respo
         messages,
         last_user: offset + last_user,
         images,
+        output_schema,
     };
-    Ok(ResponsesRequest { chat, previous, instructions, metadata })
+    Ok(ResponsesRequest { chat, previous, instructions, metadata, text_format })
 }
 
 /// The prompt to submit: as the chat route's ([`crate::request::prompt`]), where a request that
