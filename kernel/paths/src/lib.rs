@@ -25,7 +25,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub mod confined;
 mod pattern;
 mod workspace;
-pub use pattern::PathPattern;
+pub use pattern::{PathPattern, compiled_glob};
 pub use workspace::{check_canonical_workspace, check_workspace, home_dir};
 
 /// Why a path argument is refused.

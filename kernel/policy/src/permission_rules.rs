@@ -91,12 +91,24 @@ pub enum RuleSource {
 }
 
 /// How a rule matches, read once.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 enum Matcher {
     Command(CommandPattern),
-    Path(globset::Glob),
+    Path(globset::GlobMatcher),
     Host(String),
     Tool,
+}
+
+impl PartialEq for Matcher {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Matcher::Command(a), Matcher::Command(b)) => a == b,
+            (Matcher::Path(a), Matcher::Path(b)) => a.glob() == b.glob(),
+            (Matcher::Host(a), Matcher::Host(b)) => a == b,
+            (Matcher::Tool, Matcher::Tool) => true,
+            _ => false,
+        }
+    }
 }
 
 /// A rule read from its file.
@@ -343,13 +355,13 @@ impl CallPlaces {
 
 /// A glob starting with `/` against the absolute path; any other against the path relative
 /// to the workspace (a path outside it matches none).
-fn path_matches(glob: &globset::Glob, path: &Path, workspace: Option<&Path>) -> bool {
-    if glob.glob().starts_with('/') {
-        return glob.compile_matcher().is_match(path);
+fn path_matches(glob: &globset::GlobMatcher, path: &Path, workspace: Option<&Path>) -> bool {
+    if glob.glob().glob().starts_with('/') {
+        return glob.is_match(path);
     }
     let root = workspace.map(crate::paths::lexical);
     root.and_then(|root| path.strip_prefix(root).ok().map(Path::to_path_buf))
-        .is_some_and(|relative| !relative.as_os_str().is_empty() && glob.compile_matcher().is_match(relative))
+        .is_some_and(|relative| !relative.as_os_str().is_empty() && glob.is_match(relative))
 }
 
 /// `host` (normalised) against a rule's host: equal, or with `*.`, a subdomain.
@@ -429,9 +441,7 @@ fn matcher(entry: &RuleEntry, source: RuleSource) -> Result<Matcher, (&'static s
         if path.is_empty() || path.split('/').any(|part| part == "..") {
             return Err(("path", format!("`{path}`: a path glob relative to the workspace, without `..`")));
         }
-        let glob = globset::GlobBuilder::new(path)
-            .literal_separator(true)
-            .build()
+        let glob = superpi_paths::compiled_glob(path, false)
             .map_err(|e| ("path", format!("bad path glob `{path}`: {}", e.kind())))?;
         return Ok(Matcher::Path(glob));
     }

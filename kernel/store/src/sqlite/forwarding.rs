@@ -10,11 +10,12 @@ use crate::{Lease, StoreError};
 
 impl Forwarding for SqliteStore {
     fn open_question(&self, q: &OpenQuestion) -> Result<(), StoreError> {
-        self.conn().execute(
-            "INSERT INTO open_questions (request_id, conversation_id, owner, kind, remote_may_allow)
+        self.conn()
+            .prepare_cached(
+                "INSERT INTO open_questions (request_id, conversation_id, owner, kind, remote_may_allow)
              VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![q.request_id, q.conversation_id, q.owner, q.kind.as_str(), q.remote_may_allow],
-        )?;
+            )?
+            .execute(params![q.request_id, q.conversation_id, q.owner, q.kind.as_str(), q.remote_may_allow])?;
         Ok(())
     }
 
@@ -35,10 +36,10 @@ impl Forwarding for SqliteStore {
     }
 
     fn answer_question(&self, request_id: &str, answer: &str) -> Result<bool, StoreError> {
-        let changed = self.conn().execute(
-            "UPDATE open_questions SET answer = ?2 WHERE request_id = ?1 AND answer IS NULL",
-            params![request_id, answer],
-        )?;
+        let changed = self
+            .conn()
+            .prepare_cached("UPDATE open_questions SET answer = ?2 WHERE request_id = ?1 AND answer IS NULL")?
+            .execute(params![request_id, answer])?;
         Ok(changed > 0)
     }
 
@@ -47,11 +48,10 @@ impl Forwarding for SqliteStore {
         if self.answer_question(request_id, answer)? {
             return Ok(true);
         }
-        let recorded: bool = self.conn().query_row(
-            "SELECT EXISTS (SELECT 1 FROM open_questions WHERE request_id = ?1)",
-            [request_id],
-            |r| r.get(0),
-        )?;
+        let recorded: bool = self
+            .conn()
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM open_questions WHERE request_id = ?1)")?
+            .query_row([request_id], |r| r.get(0))?;
         Ok(!recorded)
     }
 
@@ -65,7 +65,7 @@ impl Forwarding for SqliteStore {
     }
 
     fn close_question(&self, request_id: &str) -> Result<(), StoreError> {
-        self.conn().execute("DELETE FROM open_questions WHERE request_id = ?1", [request_id])?;
+        self.conn().prepare_cached("DELETE FROM open_questions WHERE request_id = ?1")?.execute([request_id])?;
         Ok(())
     }
 
@@ -78,45 +78,43 @@ impl Forwarding for SqliteStore {
     ) -> Result<(), StoreError> {
         let conn = self.conn();
         if watchers.is_empty() {
-            conn.execute(
-                "DELETE FROM remote_watchers WHERE conversation_id = ?1 AND kernel = ?2",
-                params![conversation_id, kernel],
-            )?;
+            conn.prepare_cached("DELETE FROM remote_watchers WHERE conversation_id = ?1 AND kernel = ?2")?
+                .execute(params![conversation_id, kernel])?;
             return Ok(());
         }
-        conn.execute(
+        conn.prepare_cached(
             "INSERT INTO remote_watchers (conversation_id, kernel, watching, interactive, readers, expires_at_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT (conversation_id, kernel) DO UPDATE SET watching = excluded.watching,
                  interactive = excluded.interactive, readers = excluded.readers,
                  expires_at_ms = excluded.expires_at_ms",
-            params![
-                conversation_id,
-                kernel,
-                watchers.watching,
-                watchers.interactive,
-                watchers.readers,
-                now_ms().saturating_add(ttl_ms)
-            ],
-        )?;
+        )?
+        .execute(params![
+            conversation_id,
+            kernel,
+            watchers.watching,
+            watchers.interactive,
+            watchers.readers,
+            now_ms().saturating_add(ttl_ms)
+        ])?;
         Ok(())
     }
 
     fn renew_watchers(&self, kernel: &str, ttl_ms: i64) -> Result<(), StoreError> {
-        self.conn().execute(
-            "UPDATE remote_watchers SET expires_at_ms = ?2 WHERE kernel = ?1",
-            params![kernel, now_ms().saturating_add(ttl_ms)],
-        )?;
+        self.conn()
+            .prepare_cached("UPDATE remote_watchers SET expires_at_ms = ?2 WHERE kernel = ?1")?
+            .execute(params![kernel, now_ms().saturating_add(ttl_ms)])?;
         Ok(())
     }
 
     fn watchers_elsewhere(&self, conversation_id: i64, kernel: &str) -> Result<Watchers, StoreError> {
-        let (watching, interactive, readers): (i64, i64, i64) = self.conn().query_row(
-            "SELECT COALESCE(SUM(watching), 0), COALESCE(SUM(interactive), 0), COALESCE(SUM(readers), 0)
+        let (watching, interactive, readers): (i64, i64, i64) = self
+            .conn()
+            .prepare_cached(
+                "SELECT COALESCE(SUM(watching), 0), COALESCE(SUM(interactive), 0), COALESCE(SUM(readers), 0)
              FROM remote_watchers WHERE conversation_id = ?1 AND kernel <> ?2 AND expires_at_ms > ?3",
-            params![conversation_id, kernel, now_ms()],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )?;
+            )?
+            .query_row(params![conversation_id, kernel, now_ms()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
         Ok(Watchers { watching: count(watching), interactive: count(interactive), readers: count(readers) })
     }
 
@@ -141,10 +139,8 @@ impl Forwarding for SqliteStore {
 
     fn queue_job(&self, conversation_id: i64, kind: JobKind) -> Result<i64, StoreError> {
         let conn = self.conn();
-        conn.execute(
-            "INSERT INTO forwarded_jobs (conversation_id, kind, created_at_ms) VALUES (?1, ?2, ?3)",
-            params![conversation_id, kind.as_str(), now_ms()],
-        )?;
+        conn.prepare_cached("INSERT INTO forwarded_jobs (conversation_id, kind, created_at_ms) VALUES (?1, ?2, ?3)")?
+            .execute(params![conversation_id, kind.as_str(), now_ms()])?;
         Ok(conn.last_insert_rowid())
     }
 
@@ -169,7 +165,9 @@ impl Forwarding for SqliteStore {
     }
 
     fn answer_job(&self, job_id: i64, answer: &str) -> Result<(), StoreError> {
-        self.conn().execute("UPDATE forwarded_jobs SET answer = ?2 WHERE id = ?1", params![job_id, answer])?;
+        self.conn()
+            .prepare_cached("UPDATE forwarded_jobs SET answer = ?2 WHERE id = ?1")?
+            .execute(params![job_id, answer])?;
         Ok(())
     }
 

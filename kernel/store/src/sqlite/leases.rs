@@ -27,7 +27,7 @@ pub(crate) fn check(tx: &Transaction<'_>, conversation_id: i64, lease: &Lease) -
 /// database for the next holder). Their status stays until the new holder stores each one's
 /// end with it, so a holder that dies before that leaves them to the next claim.
 fn left_unfinished(tx: &Transaction<'_>, conversation_id: i64) -> Result<Vec<InterruptedTurn>, StoreError> {
-    let mut stmt = tx.prepare(
+    let mut stmt = tx.prepare_cached(
         "SELECT id, status, prompt FROM turns WHERE conversation_id = ?1 AND status IN ('running', 'queued')
          AND id NOT IN (SELECT turn_id FROM queued_submits) ORDER BY id",
     )?;
@@ -64,20 +64,17 @@ impl Leases for SqliteStore {
             return Ok(Claim::Held { owner: owner.clone() });
         }
         let generation = held.map_or(1, |(_, generation, _)| generation + 1);
-        tx.execute(
-            "INSERT INTO conversation_leases (conversation_id, owner, generation, expires_at_ms) VALUES (?1, ?2, ?3, ?4)
+        tx.prepare_cached("INSERT INTO conversation_leases (conversation_id, owner, generation, expires_at_ms) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (conversation_id) DO UPDATE
-             SET owner = excluded.owner, generation = excluded.generation, expires_at_ms = excluded.expires_at_ms",
+             SET owner = excluded.owner, generation = excluded.generation, expires_at_ms = excluded.expires_at_ms")?.execute(
             params![conversation_id, kernel, generation, now.saturating_add(ttl_ms)],
         )?;
         let interrupted = left_unfinished(&tx, conversation_id)?;
         // The former holder's questions died with it.
-        tx.execute("DELETE FROM open_questions WHERE conversation_id = ?1", [conversation_id])?;
+        tx.prepare_cached("DELETE FROM open_questions WHERE conversation_id = ?1")?.execute([conversation_id])?;
         // The jobs it took and did not answer run again under the new holder.
-        tx.execute(
-            "UPDATE forwarded_jobs SET taken = 0 WHERE conversation_id = ?1 AND answer IS NULL",
-            [conversation_id],
-        )?;
+        tx.prepare_cached("UPDATE forwarded_jobs SET taken = 0 WHERE conversation_id = ?1 AND answer IS NULL")?
+            .execute([conversation_id])?;
         tx.commit()?;
         Ok(Claim::Taken { lease: Lease { owner: kernel.to_string(), generation }, interrupted })
     }
@@ -95,16 +92,14 @@ impl Leases for SqliteStore {
 
     fn release(&self, conversation_id: i64, lease: &Lease) -> Result<bool, StoreError> {
         let conn = self.conn();
-        conn.execute(
+        conn.prepare_cached(
             "UPDATE conversation_leases SET owner = '', expires_at_ms = 0
              WHERE conversation_id = ?1 AND owner = ?2 AND generation = ?3",
-            params![conversation_id, lease.owner, lease.generation],
-        )?;
-        let queued: bool = conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM queued_submits WHERE conversation_id = ?1)",
-            [conversation_id],
-            |r| r.get(0),
-        )?;
+        )?
+        .execute(params![conversation_id, lease.owner, lease.generation])?;
+        let queued: bool = conn
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM queued_submits WHERE conversation_id = ?1)")?
+            .query_row([conversation_id], |r| r.get(0))?;
         Ok(queued)
     }
 
@@ -115,7 +110,7 @@ impl Leases for SqliteStore {
     }
 
     fn expire_all(&self) -> Result<(), StoreError> {
-        self.conn().execute("UPDATE conversation_leases SET expires_at_ms = 0", [])?;
+        self.conn().prepare_cached("UPDATE conversation_leases SET expires_at_ms = 0")?.execute([])?;
         Ok(())
     }
 
@@ -141,15 +136,15 @@ impl Leases for SqliteStore {
         let json = to_json(prompt)?;
         let mut conn = self.conn();
         let tx = conn.transaction()?;
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO turns (conversation_id, status, prompt, created_at_ms) VALUES (?1, 'queued', ?2, ?3)",
-            params![conversation_id, json, now_ms()],
-        )?;
+        )?
+        .execute(params![conversation_id, json, now_ms()])?;
         let turn_id = tx.last_insert_rowid();
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO queued_submits (turn_id, conversation_id, ceiling, steer) VALUES (?1, ?2, ?3, ?4)",
-            params![turn_id, conversation_id, ceiling, steer],
-        )?;
+        )?
+        .execute(params![turn_id, conversation_id, ceiling, steer])?;
         tx.commit()?;
         Ok(turn_id)
     }
@@ -158,7 +153,7 @@ impl Leases for SqliteStore {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         let rows = {
-            let mut stmt = tx.prepare(
+            let mut stmt = tx.prepare_cached(
                 "SELECT q.turn_id, t.prompt, q.ceiling, q.steer FROM queued_submits q
                  JOIN turns t ON t.id = q.turn_id
                  JOIN conversation_leases l ON l.conversation_id = q.conversation_id
@@ -171,7 +166,7 @@ impl Leases for SqliteStore {
         };
         let mut taken = Vec::with_capacity(rows.len());
         for (turn_id, prompt, ceiling, steer) in rows {
-            tx.execute("DELETE FROM queued_submits WHERE turn_id = ?1", [turn_id])?;
+            tx.prepare_cached("DELETE FROM queued_submits WHERE turn_id = ?1")?.execute([turn_id])?;
             let prompt = stored_prompt(turn_id, prompt.as_deref().unwrap_or("null"))?;
             taken.push(QueuedSubmit { turn_id, prompt, ceiling, steer });
         }

@@ -35,21 +35,21 @@ fn match_any(terms: &[String]) -> String {
 impl Memories for SqliteStore {
     fn write_note(&self, note: &NewNote) -> Result<i64, StoreError> {
         let conn = self.conn();
-        conn.execute(
+        conn.prepare_cached(
             "INSERT INTO memories (owner, workspace, title, body, tags, source, conversation_id, created_at_ms, pinned)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![
-                note.owner,
-                note.workspace,
-                note.title,
-                note.body,
-                tags_column(&note.tags),
-                note.source,
-                note.conversation_id,
-                now_ms(),
-                note.pinned
-            ],
-        )?;
+        )?
+        .execute(params![
+            note.owner,
+            note.workspace,
+            note.title,
+            note.body,
+            tags_column(&note.tags),
+            note.source,
+            note.conversation_id,
+            now_ms(),
+            note.pinned
+        ])?;
         Ok(conn.last_insert_rowid())
     }
 
@@ -77,11 +77,13 @@ impl Memories for SqliteStore {
     }
 
     fn link_notes(&self, link: &NoteLink) -> Result<bool, StoreError> {
-        let added = self.conn().execute(
-            "INSERT INTO memory_links (from_id, to_id, relation, created_at_ms) VALUES (?1, ?2, ?3, ?4)
+        let added = self
+            .conn()
+            .prepare_cached(
+                "INSERT INTO memory_links (from_id, to_id, relation, created_at_ms) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT DO NOTHING",
-            params![link.from_id, link.to_id, link.relation, now_ms()],
-        )?;
+            )?
+            .execute(params![link.from_id, link.to_id, link.relation, now_ms()])?;
         Ok(added > 0)
     }
 
@@ -142,14 +144,12 @@ impl Memories for SqliteStore {
     fn remove_note(&self, owner: &str, id: i64) -> Result<bool, StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
-        let owned: bool = tx.query_row(
-            "SELECT EXISTS (SELECT 1 FROM memories WHERE owner = ?1 AND id = ?2)",
-            params![owner, id],
-            |r| r.get(0),
-        )?;
+        let owned: bool = tx
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM memories WHERE owner = ?1 AND id = ?2)")?
+            .query_row(params![owner, id], |r| r.get(0))?;
         if owned {
-            tx.execute("DELETE FROM memory_links WHERE from_id = ?1 OR to_id = ?1", [id])?;
-            tx.execute("DELETE FROM memories WHERE id = ?1", [id])?;
+            tx.prepare_cached("DELETE FROM memory_links WHERE from_id = ?1 OR to_id = ?1")?.execute([id])?;
+            tx.prepare_cached("DELETE FROM memories WHERE id = ?1")?.execute([id])?;
         }
         tx.commit()?;
         Ok(owned)

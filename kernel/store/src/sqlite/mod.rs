@@ -20,6 +20,9 @@ use crate::{
 
 /// The numbered migrations, in order. Append only.
 pub(crate) const MIGRATIONS: &[(&str, &str)] = migrations_in!("../../migrations/");
+/// Prepared statements kept per connection (rusqlite keeps 16 by default; the store runs more
+/// than that often).
+const STATEMENT_CACHE: usize = 128;
 
 pub struct SqliteStore {
     conn: Mutex<Connection>,
@@ -42,6 +45,9 @@ impl SqliteStore {
         // can take the last transactions, which is the trade every WAL user makes.
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        // Statements are prepared once and kept (`prepare_cached`): parsing SQL was a sixth of
+        // a one-shot turn's kernel time. Room for every statement the store runs often.
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         migrate(&mut conn)?;
         Ok(SqliteStore { conn: Mutex::new(conn) })
@@ -53,27 +59,26 @@ impl SqliteStore {
 
     /// Runs SQLite's integrity check.
     pub fn integrity_check(&self) -> Result<String, StoreError> {
-        Ok(self.conn().query_row("PRAGMA integrity_check", [], |r| r.get(0))?)
+        Ok(self.conn().prepare_cached("PRAGMA integrity_check")?.query_row([], |r| r.get(0))?)
     }
 
     #[cfg(test)]
     pub(crate) fn journal_mode(&self) -> Result<String, StoreError> {
-        Ok(self.conn().query_row("PRAGMA journal_mode", [], |r| r.get(0))?)
+        Ok(self.conn().prepare_cached("PRAGMA journal_mode")?.query_row([], |r| r.get(0))?)
     }
 }
 
 impl Store for SqliteStore {
     fn schema_version(&self) -> Result<usize, StoreError> {
-        let v: i64 = self.conn().query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        let v: i64 = self.conn().prepare_cached("PRAGMA user_version")?.query_row([], |r| r.get(0))?;
         Ok(v as usize)
     }
 
     fn create_conversation(&self, new: &NewConversation) -> Result<ConversationRow, StoreError> {
         let now = now_ms();
         let conn = self.conn();
-        conn.execute(
-            "INSERT INTO conversations (owner, harness, model, mode, workspace, title, parent_id, settings, created_at_ms, updated_at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
+        conn.prepare_cached("INSERT INTO conversations (owner, harness, model, mode, workspace, title, parent_id, settings, created_at_ms, updated_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)")?.execute(
             params![
                 new.owner,
                 new.harness,
@@ -115,26 +120,23 @@ impl Store for SqliteStore {
     }
 
     fn set_mode(&self, id: i64, mode: &str) -> Result<(), StoreError> {
-        self.conn().execute(
-            "UPDATE conversations SET mode = ?2, updated_at_ms = ?3 WHERE id = ?1",
-            params![id, mode, now_ms()],
-        )?;
+        self.conn()
+            .prepare_cached("UPDATE conversations SET mode = ?2, updated_at_ms = ?3 WHERE id = ?1")?
+            .execute(params![id, mode, now_ms()])?;
         Ok(())
     }
 
     fn set_model(&self, id: i64, model: &str) -> Result<(), StoreError> {
-        self.conn().execute(
-            "UPDATE conversations SET model = ?2, updated_at_ms = ?3 WHERE id = ?1",
-            params![id, model, now_ms()],
-        )?;
+        self.conn()
+            .prepare_cached("UPDATE conversations SET model = ?2, updated_at_ms = ?3 WHERE id = ?1")?
+            .execute(params![id, model, now_ms()])?;
         Ok(())
     }
 
     fn set_settings(&self, id: i64, settings: &ConversationSettings) -> Result<(), StoreError> {
-        self.conn().execute(
-            "UPDATE conversations SET settings = ?2, updated_at_ms = ?3 WHERE id = ?1",
-            params![id, settings.to_column(), now_ms()],
-        )?;
+        self.conn()
+            .prepare_cached("UPDATE conversations SET settings = ?2, updated_at_ms = ?3 WHERE id = ?1")?
+            .execute(params![id, settings.to_column(), now_ms()])?;
         Ok(())
     }
 
@@ -158,11 +160,12 @@ impl Store for SqliteStore {
     }
 
     fn set_permission_overrides(&self, id: i64, json: &str) -> Result<(), StoreError> {
-        self.conn().execute(
-            "INSERT INTO permission_overrides (conversation_id, overrides) VALUES (?1, ?2)
+        self.conn()
+            .prepare_cached(
+                "INSERT INTO permission_overrides (conversation_id, overrides) VALUES (?1, ?2)
              ON CONFLICT (conversation_id) DO UPDATE SET overrides = excluded.overrides",
-            params![id, json],
-        )?;
+            )?
+            .execute(params![id, json])?;
         Ok(())
     }
 
@@ -190,21 +193,21 @@ impl Store for SqliteStore {
         external_id: &str,
         conversation_id: i64,
     ) -> Result<(), StoreError> {
-        self.conn().execute(
-            "INSERT OR REPLACE INTO frontend_sessions (frontend, principal, external_id, conversation_id, created_at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
+        self.conn().prepare_cached("INSERT OR REPLACE INTO frontend_sessions (frontend, principal, external_id, conversation_id, created_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5)")?.execute(
             params![frontend, principal, external_id, conversation_id, now_ms()],
         )?;
         Ok(())
     }
 
     fn head_seq(&self, conversation_id: i64) -> Result<u64, StoreError> {
-        let seq: i64 = self.conn().query_row(
-            "SELECT MAX(m) FROM (SELECT COALESCE(MAX(seq), 0) AS m FROM events WHERE conversation_id = ?1
+        let seq: i64 = self
+            .conn()
+            .prepare_cached(
+                "SELECT MAX(m) FROM (SELECT COALESCE(MAX(seq), 0) AS m FROM events WHERE conversation_id = ?1
                                  UNION ALL SELECT COALESCE(MAX(seq), 0) FROM entries WHERE conversation_id = ?1)",
-            [conversation_id],
-            |r| r.get(0),
-        )?;
+            )?
+            .query_row([conversation_id], |r| r.get(0))?;
         Ok(seq as u64)
     }
 
@@ -214,19 +217,25 @@ impl Store for SqliteStore {
         if let Some(lease) = c.lease {
             crate::sqlite::leases::check(&tx, c.conversation_id, lease)?;
         }
-        tx.execute(
-            "INSERT INTO events (conversation_id, seq, type, wire) VALUES (?1, ?2, ?3, ?4)",
-            params![c.conversation_id, c.seq as i64, c.event_type, c.wire],
-        )?;
+        tx.prepare_cached("INSERT INTO events (conversation_id, seq, type, wire) VALUES (?1, ?2, ?3, ?4)")?
+            .execute(params![c.conversation_id, c.seq as i64, c.event_type, c.wire])?;
         let now = now_ms();
         if let Some((kind, turn_id, message)) = c.entry {
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO entries (conversation_id, seq, kind, turn_id, message, created_at_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![c.conversation_id, c.seq as i64, kind.as_str(), turn_id, to_json(message)?, now],
-            )?;
+            )?
+            .execute(params![
+                c.conversation_id,
+                c.seq as i64,
+                kind.as_str(),
+                turn_id,
+                to_json(message)?,
+                now
+            ])?;
         }
-        tx.execute("UPDATE conversations SET updated_at_ms = ?2 WHERE id = ?1", params![c.conversation_id, now])?;
+        tx.prepare_cached("UPDATE conversations SET updated_at_ms = ?2 WHERE id = ?1")?
+            .execute(params![c.conversation_id, now])?;
         if let Some(turn) = c.turn_status {
             update_turn_status(&tx, turn)?;
         }
@@ -301,10 +310,10 @@ impl Store for SqliteStore {
     fn create_turn(&self, conversation_id: i64, prompt: &Message) -> Result<i64, StoreError> {
         let json = to_json(prompt)?;
         let conn = self.conn();
-        conn.execute(
+        conn.prepare_cached(
             "INSERT INTO turns (conversation_id, status, prompt, created_at_ms) VALUES (?1, 'queued', ?2, ?3)",
-            params![conversation_id, json, now_ms()],
-        )?;
+        )?
+        .execute(params![conversation_id, json, now_ms()])?;
         Ok(conn.last_insert_rowid())
     }
 
@@ -313,7 +322,11 @@ impl Store for SqliteStore {
     }
 
     fn turn_status(&self, turn_id: i64) -> Result<Option<String>, StoreError> {
-        Ok(self.conn().query_row("SELECT status FROM turns WHERE id = ?1", [turn_id], |r| r.get(0)).optional()?)
+        Ok(self
+            .conn()
+            .prepare_cached("SELECT status FROM turns WHERE id = ?1")?
+            .query_row([turn_id], |r| r.get(0))
+            .optional()?)
     }
 
     fn turn_outcome(&self, turn_id: i64) -> Result<Option<(String, Option<String>)>, StoreError> {
@@ -328,30 +341,28 @@ impl Store for SqliteStore {
         let now = now_ms();
         let mut conn = self.conn();
         let tx = conn.transaction()?;
-        tx.execute(
-            "INSERT INTO conversations (owner, harness, model, mode, workspace, title, parent_id, fork_seq, settings, created_at_ms, updated_at_ms)
-             SELECT ?2, harness, model, mode, workspace, title, id, ?3, settings, ?4, ?4 FROM conversations WHERE id = ?1",
+        tx.prepare_cached("INSERT INTO conversations (owner, harness, model, mode, workspace, title, parent_id, fork_seq, settings, created_at_ms, updated_at_ms)
+             SELECT ?2, harness, model, mode, workspace, title, id, ?3, settings, ?4, ?4 FROM conversations WHERE id = ?1")?.execute(
             params![source.id, owner, at_seq.map(|s| s as i64), now],
         )?;
         let id = tx.last_insert_rowid();
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO entries (conversation_id, seq, kind, turn_id, message, created_at_ms)
              SELECT ?2, seq, kind, NULL, message, created_at_ms FROM entries WHERE conversation_id = ?1 AND seq <= ?3",
-            params![source.id, id, at],
-        )?;
+        )?
+        .execute(params![source.id, id, at])?;
         // Stored events keep their wire form; the copies are re-addressed to the fork.
         let events: Vec<(i64, String, String)> = {
-            let mut stmt =
-                tx.prepare("SELECT seq, type, wire FROM events WHERE conversation_id = ?1 AND seq <= ?2 ORDER BY seq")?;
+            let mut stmt = tx.prepare_cached(
+                "SELECT seq, type, wire FROM events WHERE conversation_id = ?1 AND seq <= ?2 ORDER BY seq",
+            )?;
             stmt.query_map(params![source.id, at], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
                 .collect::<Result<_, _>>()?
         };
         for (seq, ty, wire) in events {
             let wire = readdress(&wire, id).unwrap_or(wire);
-            tx.execute(
-                "INSERT INTO events (conversation_id, seq, type, wire) VALUES (?1, ?2, ?3, ?4)",
-                params![id, seq, ty, wire],
-            )?;
+            tx.prepare_cached("INSERT INTO events (conversation_id, seq, type, wire) VALUES (?1, ?2, ?3, ?4)")?
+                .execute(params![id, seq, ty, wire])?;
         }
         tx.commit()?;
         drop(conn);
@@ -359,29 +370,32 @@ impl Store for SqliteStore {
     }
 
     fn put_image(&self, sha256: &str, media_type: &str, bytes: &[u8]) -> Result<(), StoreError> {
-        self.conn().execute(
-            "INSERT INTO images (sha256, media_type, bytes, created_at_ms) VALUES (?1, ?2, ?3, ?4)
+        self.conn()
+            .prepare_cached(
+                "INSERT INTO images (sha256, media_type, bytes, created_at_ms) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (sha256) DO NOTHING",
-            params![sha256, media_type, bytes, now_ms()],
-        )?;
+            )?
+            .execute(params![sha256, media_type, bytes, now_ms()])?;
         Ok(())
     }
 
     fn image(&self, sha256: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self.conn().query_row("SELECT bytes FROM images WHERE sha256 = ?1", [sha256], |r| r.get(0)).optional()?)
+        Ok(self
+            .conn()
+            .prepare_cached("SELECT bytes FROM images WHERE sha256 = ?1")?
+            .query_row([sha256], |r| r.get(0))
+            .optional()?)
     }
 
     fn checkpoint(&self) -> Result<(), StoreError> {
-        self.conn().query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        self.conn().prepare_cached("PRAGMA wal_checkpoint(TRUNCATE)")?.query_row([], |_| Ok(()))?;
         Ok(())
     }
 }
 
 fn update_turn_status(conn: &Connection, turn: TurnStatus<'_>) -> Result<(), StoreError> {
-    conn.execute(
-        "UPDATE turns SET status = ?2, error = ?3, ended_at_ms = ?4 WHERE id = ?1",
-        params![turn.turn_id, turn.status, turn.error, ended_at_ms(turn.status)],
-    )?;
+    conn.prepare_cached("UPDATE turns SET status = ?2, error = ?3, ended_at_ms = ?4 WHERE id = ?1")?
+        .execute(params![turn.turn_id, turn.status, turn.error, ended_at_ms(turn.status)])?;
     Ok(())
 }
 
@@ -401,7 +415,7 @@ fn row_to_conversation(r: &rusqlite::Row<'_>) -> rusqlite::Result<ConversationRo
 }
 
 fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
-    let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    let current: i64 = conn.prepare_cached("PRAGMA user_version")?.query_row([], |r| r.get(0))?;
     let current = current as usize;
     if current > MIGRATIONS.len() {
         return Err(StoreError::TooNew { found: current, known: MIGRATIONS.len() });

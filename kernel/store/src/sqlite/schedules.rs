@@ -45,28 +45,28 @@ impl SqliteStore {
 impl Schedules for SqliteStore {
     fn add_schedule(&self, s: &NewSchedule) -> Result<i64, StoreError> {
         let conn = self.conn();
-        conn.execute(
+        conn.prepare_cached(
             "INSERT INTO schedules (owner, conversation_id, name, prompt, cron, timezone, token_hash, secret, ceiling,
                                     next_at_ms, created_by, created_at_ms, mode, catch_up, max_failures)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-            params![
-                s.owner,
-                s.conversation_id,
-                s.name,
-                s.prompt,
-                s.cron,
-                s.timezone,
-                s.token_hash,
-                s.secret,
-                s.ceiling,
-                s.next_at_ms,
-                s.created_by,
-                now_ms(),
-                s.how.mode,
-                s.how.catch_up,
-                limit(usize::try_from(s.how.max_failures).unwrap_or(usize::MAX))
-            ],
-        )?;
+        )?
+        .execute(params![
+            s.owner,
+            s.conversation_id,
+            s.name,
+            s.prompt,
+            s.cron,
+            s.timezone,
+            s.token_hash,
+            s.secret,
+            s.ceiling,
+            s.next_at_ms,
+            s.created_by,
+            now_ms(),
+            s.how.mode,
+            s.how.catch_up,
+            limit(usize::try_from(s.how.max_failures).unwrap_or(usize::MAX))
+        ])?;
         Ok(conn.last_insert_rowid())
     }
 
@@ -80,7 +80,10 @@ impl Schedules for SqliteStore {
 
     fn remove_schedule(&self, owner: &str, id: i64) -> Result<bool, StoreError> {
         // The runs go with it (ON DELETE CASCADE; foreign keys are on).
-        let removed = self.conn().execute("DELETE FROM schedules WHERE id = ?1 AND owner = ?2", params![id, owner])?;
+        let removed = self
+            .conn()
+            .prepare_cached("DELETE FROM schedules WHERE id = ?1 AND owner = ?2")?
+            .execute(params![id, owner])?;
         Ok(removed > 0)
     }
 
@@ -100,52 +103,50 @@ impl Schedules for SqliteStore {
     fn claim_tick(&self, schedule_id: i64, due_at_ms: i64, next_at_ms: Option<i64>) -> Result<Option<i64>, StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
-        let moved = tx.execute(
-            "UPDATE schedules SET next_at_ms = ?3 WHERE id = ?1 AND next_at_ms = ?2",
-            params![schedule_id, due_at_ms, next_at_ms],
-        )?;
+        let moved = tx
+            .prepare_cached("UPDATE schedules SET next_at_ms = ?3 WHERE id = ?1 AND next_at_ms = ?2")?
+            .execute(params![schedule_id, due_at_ms, next_at_ms])?;
         if moved == 0 {
             return Ok(None);
         }
-        tx.execute(
-            "INSERT INTO schedule_runs (schedule_id, due_at_ms, started_at_ms) VALUES (?1, ?2, ?3)",
-            params![schedule_id, due_at_ms, now_ms()],
-        )?;
+        tx.prepare_cached("INSERT INTO schedule_runs (schedule_id, due_at_ms, started_at_ms) VALUES (?1, ?2, ?3)")?
+            .execute(params![schedule_id, due_at_ms, now_ms()])?;
         let run = tx.last_insert_rowid();
         tx.commit()?;
         Ok(Some(run))
     }
 
     fn skip_tick(&self, schedule_id: i64, due_at_ms: i64, next_at_ms: Option<i64>) -> Result<bool, StoreError> {
-        let moved = self.conn().execute(
-            "UPDATE schedules SET next_at_ms = ?3 WHERE id = ?1 AND next_at_ms = ?2",
-            params![schedule_id, due_at_ms, next_at_ms],
-        )?;
+        let moved = self
+            .conn()
+            .prepare_cached("UPDATE schedules SET next_at_ms = ?3 WHERE id = ?1 AND next_at_ms = ?2")?
+            .execute(params![schedule_id, due_at_ms, next_at_ms])?;
         Ok(moved == 1)
     }
 
     fn pause_schedule(&self, schedule_id: i64, now_ms: i64) -> Result<bool, StoreError> {
-        let paused = self.conn().execute(
-            "UPDATE schedules SET paused_at_ms = ?2 WHERE id = ?1 AND paused_at_ms IS NULL",
-            params![schedule_id, now_ms],
-        )?;
+        let paused = self
+            .conn()
+            .prepare_cached("UPDATE schedules SET paused_at_ms = ?2 WHERE id = ?1 AND paused_at_ms IS NULL")?
+            .execute(params![schedule_id, now_ms])?;
         Ok(paused == 1)
     }
 
     fn resume_schedule(&self, owner: &str, id: i64, now_ms: i64, next_at_ms: Option<i64>) -> Result<bool, StoreError> {
-        let resumed = self.conn().execute(
-            "UPDATE schedules SET paused_at_ms = NULL, resumed_at_ms = ?3, next_at_ms = ?4
+        let resumed = self
+            .conn()
+            .prepare_cached(
+                "UPDATE schedules SET paused_at_ms = NULL, resumed_at_ms = ?3, next_at_ms = ?4
              WHERE id = ?1 AND owner = ?2 AND paused_at_ms IS NOT NULL",
-            params![id, owner, now_ms, next_at_ms],
-        )?;
+            )?
+            .execute(params![id, owner, now_ms, next_at_ms])?;
         Ok(resumed == 1)
     }
 
     fn set_delivery_run(&self, schedule_id: i64, key: &str, run_id: i64) -> Result<(), StoreError> {
-        self.conn().execute(
-            "UPDATE trigger_deliveries SET run_id = ?3 WHERE schedule_id = ?1 AND delivery = ?2",
-            params![schedule_id, key, run_id],
-        )?;
+        self.conn()
+            .prepare_cached("UPDATE trigger_deliveries SET run_id = ?3 WHERE schedule_id = ?1 AND delivery = ?2")?
+            .execute(params![schedule_id, key, run_id])?;
         Ok(())
     }
 
@@ -179,31 +180,35 @@ impl Schedules for SqliteStore {
 
     fn note_delivery(&self, schedule_id: i64, key: &str, now_ms: i64) -> Result<bool, StoreError> {
         let conn = self.conn();
-        conn.execute("DELETE FROM trigger_deliveries WHERE seen_at_ms < ?1", params![now_ms - DELIVERY_MEMORY_MS])?;
-        let added = conn.execute(
-            "INSERT INTO trigger_deliveries (schedule_id, delivery, seen_at_ms) VALUES (?1, ?2, ?3)
+        conn.prepare_cached("DELETE FROM trigger_deliveries WHERE seen_at_ms < ?1")?
+            .execute(params![now_ms - DELIVERY_MEMORY_MS])?;
+        let added = conn
+            .prepare_cached(
+                "INSERT INTO trigger_deliveries (schedule_id, delivery, seen_at_ms) VALUES (?1, ?2, ?3)
              ON CONFLICT DO NOTHING",
-            params![schedule_id, key, now_ms],
-        )?;
+            )?
+            .execute(params![schedule_id, key, now_ms])?;
         Ok(added == 1)
     }
 
     fn start_delivery(&self, schedule_id: i64) -> Result<i64, StoreError> {
         let conn = self.conn();
-        conn.execute(
-            "INSERT INTO schedule_runs (schedule_id, started_at_ms) VALUES (?1, ?2)",
-            params![schedule_id, now_ms()],
-        )?;
+        conn.prepare_cached("INSERT INTO schedule_runs (schedule_id, started_at_ms) VALUES (?1, ?2)")?
+            .execute(params![schedule_id, now_ms()])?;
         Ok(conn.last_insert_rowid())
     }
 
     fn set_run_turn(&self, run_id: i64, turn_id: i64) -> Result<(), StoreError> {
-        self.conn().execute("UPDATE schedule_runs SET turn_id = ?2 WHERE id = ?1", params![run_id, turn_id])?;
+        self.conn()
+            .prepare_cached("UPDATE schedule_runs SET turn_id = ?2 WHERE id = ?1")?
+            .execute(params![run_id, turn_id])?;
         Ok(())
     }
 
     fn set_run_error(&self, run_id: i64, error: &str) -> Result<(), StoreError> {
-        self.conn().execute("UPDATE schedule_runs SET error = ?2 WHERE id = ?1", params![run_id, error])?;
+        self.conn()
+            .prepare_cached("UPDATE schedule_runs SET error = ?2 WHERE id = ?1")?
+            .execute(params![run_id, error])?;
         Ok(())
     }
 
