@@ -324,11 +324,23 @@ async fn check(server: &TestPostgres, url: &str, machines: &[Machine], seen: &Se
     assert!(answered > 0, "seed {seed}: nothing was answered");
 
     // Every kernel back, and no turn left running or queued once their leases were taken over.
+    // A kernel started here may find the lock still held by one a gateway was starting, and
+    // exit: it is started again until one answers (a loaded machine starts them slowly).
     for machine in machines {
-        if machine.client().await.is_none() {
-            machine.start();
-        }
-        machine.env.wait_for_kernel().await;
+        wait::until("the machine's kernel answers again", wait::PATIENCE * 4, async || {
+            if let Some(client) = machine.client().await {
+                return Ok(client);
+            }
+            let exited = match machine.kernel.lock().unwrap().as_mut() {
+                Some(kernel) => kernel.0.try_wait().map_or(true, |status| status.is_some()),
+                None => true,
+            };
+            if exited {
+                machine.start();
+            }
+            Err("no kernel answers yet")
+        })
+        .await;
     }
     let unfinished = "SELECT t.id, t.status, t.conversation_id, l.owner, l.generation, \
                       l.expires_at_ms - (extract(epoch from now()) * 1000)::bigint, \
