@@ -87,13 +87,7 @@ pub(crate) async fn ask(
     cluster_holder::question_opened(kernel, conv, &request_id, QuestionKind::Permission, remote_may_allow);
     let request = Event::permission_request(conv.id, Some(turn_id), fields(request_id.clone()));
     conv.emit(kernel, request.with_permission_options(more));
-    conv.question_opened(&**kernel, turn_id);
-    let answer = tokio::select! {
-        answer = rx => answer.ok(),
-        _ = tokio::time::sleep(timeout) => None,
-        _ = cancel.cancelled() => None,
-    };
-    conv.question_closed(&**kernel, turn_id);
+    let answer = crate::turn::put_question::wait_answer(kernel, conv, turn_id, rx, timeout, cancel).await;
     kernel.questions.close_permission(&request_id);
     cluster_holder::question_closed(kernel, &request_id);
     let outcome = match &answer {

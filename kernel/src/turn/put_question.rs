@@ -91,16 +91,31 @@ pub(crate) async fn ask_ui(
     let (request_id, rx) = kernel.questions.open_ui(conv.id, &conv.owner)?;
     cluster_holder::question_opened(kernel, conv, &request_id, QuestionKind::Ui, false);
     conv.emit(kernel, Event::ui_request(conv.id, Some(turn_id), &request_id, request));
+    let answer = wait_answer(kernel, conv, turn_id, rx, timeout, cancel).await;
+    kernel.questions.close_ui(&request_id);
+    cluster_holder::question_closed(kernel, &request_id);
+    Some((request_id, answer))
+}
+
+/// Waits for the answer to a question just published (a permission request or a
+/// `ui_request`), its timeout or the turn's cancel (None then); the conversation's state says
+/// `waiting` meanwhile.
+pub(crate) async fn wait_answer<T>(
+    kernel: &Arc<Kernel>,
+    conv: &Arc<Conversation>,
+    turn_id: i64,
+    answer: tokio::sync::oneshot::Receiver<T>,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Option<T> {
     conv.question_opened(&**kernel, turn_id);
     let answer = tokio::select! {
-        answer = rx => answer.ok(),
+        answer = answer => answer.ok(),
         _ = tokio::time::sleep(timeout) => None,
         _ = cancel.cancelled() => None,
     };
     conv.question_closed(&**kernel, turn_id);
-    kernel.questions.close_ui(&request_id);
-    cluster_holder::question_closed(kernel, &request_id);
-    Some((request_id, answer))
+    answer
 }
 
 /// Whether a schedule's run submitted this turn: nobody is present at it, whoever watches.
