@@ -125,16 +125,20 @@ async fn harness_task_runs_a_turn_with_progress_logs_prompts_and_resources() {
     assert_eq!(structured["harness"], "superpi-code");
     let conversation_id = structured["conversation_id"].as_i64().unwrap();
 
+    // Notifications sent before the answer can reach rmcp's handlers after it (each runs on its
+    // own task): wait for the ones the test looks for.
     let mut steps = Vec::new();
-    while let Ok(p) = session.progress.try_recv() {
+    while !steps.iter().any(|s| s == "running ls") {
+        let next = tokio::time::timeout(WAIT, session.progress.recv()).await;
+        let Ok(Some(p)) = next else { panic!("no `running ls` progress: {steps:?}") };
         steps.push(p.message.unwrap_or_default());
     }
-    assert!(steps.iter().any(|s| s == "running ls"), "{steps:?}");
     let mut logs = Vec::new();
-    while let Ok(l) = session.logs.try_recv() {
+    while !logs.iter().any(|m| m == "harness_task started") {
+        let next = tokio::time::timeout(WAIT, session.logs.recv()).await;
+        let Ok(Some(l)) = next else { panic!("no `harness_task started` log: {logs:?}") };
         logs.push(l.data["message"].as_str().unwrap_or_default().to_string());
     }
-    assert!(logs.iter().any(|m| m == "harness_task started"), "{logs:?}");
 
     // The conversation is a resource of this connection, its transcript JSON lines.
     let resources = session.client.list_all_resources().await.unwrap();
