@@ -1,8 +1,8 @@
 // Anthropic Messages conformance of the gateway's POST /v1/messages with the official
 // `@anthropic-ai/sdk` npm client (v1): a whole message, a raw event stream checked against the
 // API's grammar, the MessageStream helper (thinking and text blocks), server-side tools, a
-// failed turn both ways, a continued session, count_tokens, models.list, and the client's error
-// classes for the gateway's refusals.
+// failed turn both ways, a continued session, count_tokens, models.list, the client's error
+// classes for the gateway's refusals, and structured output through messages.parse.
 //
 // Reads OPENAI_URL (the gateway, without /v1), TARGET_IS_SUPERPI and OPENAI_AUTH_URL /
 // OPENAI_AUTH_KEY (a second gateway that requires a token) like check.mjs. The checks need
@@ -10,6 +10,7 @@
 
 import assert from "node:assert/strict";
 import Anthropic from "@anthropic-ai/sdk";
+import { jsonSchemaOutputFormat } from "@anthropic-ai/sdk/helpers/json-schema";
 import { check, done, isSuperpi, need, skip } from "../lib/report.mjs";
 
 const CHECKS = [
@@ -26,6 +27,7 @@ const CHECKS = [
   "anthropic: AuthenticationError (401) for a wrong key; x-api-key and a bearer token let in",
   "anthropic: PermissionDeniedError (403) for a foreign browser Origin",
   "anthropic: an aborted stream cancels the turn",
+  "anthropic: messages.parse with output_config.format: the checked JSON as parsed_output",
 ];
 
 const base = need("OPENAI_URL");
@@ -237,6 +239,24 @@ await check(CHECKS[12], async () => {
   const next = await client.messages.create({ model, max_tokens: 16, messages: user("after the abort") }, { headers });
   assert.equal(textOf(next), "after the abort");
   assert.ok(Date.now() - started < 5000, `the next turn waited ${Date.now() - started} ms: the aborted turn ran on`);
+});
+
+await check(CHECKS[13], async () => {
+  const format = jsonSchemaOutputFormat({
+    type: "object",
+    properties: { n: { type: "integer" } },
+    required: ["n"],
+    additionalProperties: false,
+  });
+  // The mock's first answer breaks the schema: the kernel tells it so, the second is kept.
+  const m = await client.messages.parse({
+    model,
+    max_tokens: 1024,
+    messages: user('@answer three\n@answer {"n": 8}'),
+    output_config: { format },
+  });
+  assertMessage(m);
+  assert.deepEqual(m.parsed_output, { n: 8 }, JSON.stringify(m.content));
 });
 
 done();

@@ -136,9 +136,9 @@ pub struct Read {
 
 /// Reads a `POST /v1/messages` body (`count_tokens`: a `/v1/messages/count_tokens` body, which
 /// has no `max_tokens`). Checks what the gateway reads as the API does (`model`, `max_tokens`,
-/// `messages`, `system`, `stream`, `thinking`, `metadata.user_id`) and ignores the rest
-/// (`tools`, `tool_choice`, sampling, `stop_sequences`, betas' fields). Content blocks become
-/// text: `tool_use` and `tool_result` blocks (the client never runs a tool here, but a history
+/// `messages`, `system`, `stream`, `thinking`, `metadata.user_id`, `output_config.format`) and
+/// ignores the rest (`tools`, `tool_choice`, sampling, `stop_sequences`, betas' other fields).
+/// Content blocks become text: `tool_use` and `tool_result` blocks (the client never runs a tool here, but a history
 /// may hold some from another model) as bracketed lines, a text `document` as its text;
 /// `thinking` blocks and other kinds are dropped. Images are base64 sources; a URL or a file
 /// source is refused.
@@ -221,8 +221,38 @@ pub fn read(body: &[u8], headers: &HeaderMap, count_tokens: bool) -> Result<Read
     {
         chat.insert("session_id".into(), json!(id));
     }
+    if let Some(schema) = output_schema(&body)? {
+        let format = json!({"type": "json_schema", "json_schema": {"name": "output", "schema": schema}});
+        chat.insert("response_format".into(), format);
+    }
     let tool_tokens = if count_tokens { tools_tokens(body.get("tools")) } else { 0 };
     Ok(Read { chat: Value::Object(chat), thinking, tool_tokens })
+}
+
+/// Structured output: `output_config.format` (or the older top-level `output_format`) of type
+/// `json_schema` is the turn's output schema, which the kernel checks every answer against.
+fn output_schema(body: &Map<String, Value>) -> Result<Option<Value>, Error> {
+    let (format, at) = match (body.get("output_config"), body.get("output_format")) {
+        (Some(Value::Object(config)), _) if config.get("format").is_some_and(|f| !f.is_null()) => {
+            (&config["format"], "output_config.format")
+        }
+        (Some(config), _) if !config.is_object() && !config.is_null() => {
+            return Err(invalid("output_config: Input should be a valid dictionary"));
+        }
+        (_, Some(format)) if !format.is_null() => (format, "output_format"),
+        _ => return Ok(None),
+    };
+    let Value::Object(format) = format else {
+        return Err(invalid(format!("{at}: Input should be a valid dictionary")));
+    };
+    if format.get("type").and_then(Value::as_str) != Some("json_schema") {
+        return Err(invalid(format!("{at}.type: Input should be 'json_schema'")));
+    }
+    match format.get("schema") {
+        Some(schema) if schema.get("type").and_then(Value::as_str) == Some("object") => Ok(Some(schema.clone())),
+        Some(_) => Err(invalid(format!("{at}.schema: the schema must be an object schema (`\"type\": \"object\"`)"))),
+        None => Err(invalid(format!("{at}.schema: Field required"))),
+    }
 }
 
 /// `max_tokens`, required and at least 1, as the API checks it (then ignored: the harness's

@@ -311,3 +311,30 @@ fn the_model_list_in_anthropics_shape() {
     assert_eq!(v["data"][1]["created_at"], "1970-01-01T00:00:00Z");
     assert_eq!(v["data"][1]["object"], "model", "the OpenAI fields stay");
 }
+
+#[test]
+fn output_config_format_is_the_output_schema() {
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+    let body = |extra: Value| {
+        let mut body = json!({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "count"}]});
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        body
+    };
+    // Effort alone (Claude Code's) asks for no schema.
+    assert_eq!(chat_request(body(json!({"output_config": {"effort": "low"}})), &[]).output_schema, None);
+    let format = json!({"type": "json_schema", "schema": schema});
+    let read = chat_request(body(json!({"output_config": {"effort": "low", "format": format}})), &[]);
+    assert_eq!(read.output_schema, Some(schema.clone()));
+    // The older top-level spelling.
+    assert_eq!(chat_request(body(json!({"output_format": format})), &[]).output_schema, Some(schema));
+
+    for (extra, named) in [
+        (json!({"output_config": {"format": {"type": "xml"}}}), "output_config.format.type"),
+        (json!({"output_config": {"format": {"type": "json_schema"}}}), "output_config.format.schema"),
+        (json!({"output_config": {"format": {"type": "json_schema", "schema": {"type": "array"}}}}), "object schema"),
+        (json!({"output_config": "json"}), "output_config: Input should be a valid dictionary"),
+    ] {
+        let err = read_json(body(extra), &[]).unwrap_err();
+        assert!(err.message.contains(named), "{named}: {}", err.message);
+    }
+}

@@ -233,7 +233,25 @@ pub fn parse_chat(body: &[u8], headers: &HeaderMap) -> Result<ChatRequest, ApiEr
             .map_err(|(param, why)| ApiError::invalid(format!("Invalid '{param}': {why}")))?,
     };
 
+    if is_json_object(body.get("response_format")) && !mentions_json(&messages) {
+        return Err(ApiError::invalid(
+            "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'.",
+        ));
+    }
+
     Ok(ChatRequest { model, stream, include_usage, session, mode, messages, last_user, images, output_schema })
+}
+
+/// Whether a structured-output format is `json_object`.
+pub fn is_json_object(format: Option<&Value>) -> bool {
+    format.and_then(|f| f.get("type")).and_then(Value::as_str) == Some("json_object")
+}
+
+/// Whether some message says "json" (any case): OpenAI refuses `json_object` otherwise, since a
+/// model never told to answer in JSON may write whitespace until its output limit, and a client
+/// written against OpenAI must find the same rule here.
+pub fn mentions_json(messages: &[TextMessage]) -> bool {
+    messages.iter().any(|m| m.text.to_ascii_lowercase().contains("json"))
 }
 
 /// What a `model` value selects.

@@ -282,13 +282,18 @@ fn the_last_user_messages_data_url_images_go_with_its_text() {
 fn response_format_becomes_the_output_schema() {
     let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
     let with = |format: Value| {
-        let body = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "response_format": format});
+        let body =
+            json!({"model": "m", "messages": [{"role": "user", "content": "hi, in JSON"}], "response_format": format});
         parse(body, &[])
     };
     let named = json!({"type": "json_schema", "json_schema": {"name": "count", "schema": schema, "strict": true}});
     assert_eq!(with(named).unwrap().output_schema, Some(schema.clone()));
     assert_eq!(with(json!({"type": "json_object"})).unwrap().output_schema, Some(json!({"type": "object"})));
     assert_eq!(with(json!({"type": "text"})).unwrap().output_schema, None);
+    // `json_object` needs the word in some message, as OpenAI says.
+    let silent = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_object"}});
+    let err = parse(silent, &[]).unwrap_err();
+    assert!(err.message.contains("must contain the word 'json'"), "{}", err.message);
     assert_eq!(with(Value::Null).unwrap().output_schema, None);
     let strict = json!({"type": "json_schema", "json_schema": {"name": "n", "schema": schema, "strict": "yes"}});
     let err = with(strict).unwrap_err();

@@ -51,9 +51,13 @@ async fn response_format_json_schema_answers_the_checked_json() {
     assert_eq!((streamed.content.as_str(), streamed.error), (r#"{"n":5}"#, None), "{text}");
     assert!(streamed.reasoning.contains("does not match the required JSON Schema"), "{}", streamed.reasoning);
 
-    // `json_object`: any JSON object.
+    // `json_object`: any JSON object, once a message says "JSON" (OpenAI's rule).
     let mut body = chat_body("superpi-code", false, "@answer [1]\n@answer {\"any\": true}");
     body["response_format"] = json!({"type": "json_object"});
+    let (status, refused) = post_json(&gw, "/v1/chat/completions", &body).await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("the word 'json'"), "{refused}");
+    body["messages"].as_array_mut().unwrap().insert(0, json!({"role": "system", "content": "Answer in JSON."}));
     let (status, body) = post_json(&gw, "/v1/chat/completions", &body).await;
     assert_eq!((status, &body["choices"][0]["message"]["content"]), (200, &json!(r#"{"any":true}"#)), "{body}");
 }
@@ -116,4 +120,23 @@ async fn responses_text_format_is_the_output_schema() {
     let body = json!({"model": "superpi-code", "input": "hi", "text": {"format": {"type": "json_schema", "schema": schema()}}});
     let (status, body) = post_json(&gw, "/v1/responses", &body).await;
     assert_eq!((status, &body["error"]["param"]), (400, &json!("text.format.name")), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn messages_output_config_format_is_the_output_schema() {
+    let gw = Gateway::start(&[], &[]);
+    let message = |prompt: &str| {
+        json!({"model": "superpi-code", "max_tokens": 1024, "messages": [{"role": "user", "content": prompt}],
+               "output_config": {"format": {"type": "json_schema", "schema": schema()}}})
+    };
+    let (status, body) = post_json(&gw, "/v1/messages", &message("@answer three\n@answer {\"n\": 7}")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["content"][0]["text"], r#"{"n":7}"#, "{body}");
+    assert_eq!(body["stop_reason"], "end_turn", "{body}");
+
+    // Refused twice: Anthropic's error shape, saying why.
+    let (status, body) =
+        post_json(&gw, "/v1/messages", &message("@answer {\"n\": \"x\"}\n@answer {\"n\": \"y\"}")).await;
+    assert_eq!((status, &body["type"]), (500, &json!("error")), "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("at /n"), "{body}");
 }

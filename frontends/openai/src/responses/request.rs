@@ -293,6 +293,12 @@ pub fn parse(body: &[u8], headers: &HeaderMap) -> Result<ResponsesRequest, Respo
         Some(format) => crate::request::output_format(format, "text.format", false)
             .map_err(|(param, why)| invalid(param.clone(), format!("Invalid '{param}': {why}")))?,
     };
+    if crate::request::is_json_object(text_format.as_ref()) && !crate::request::mentions_json(&messages) {
+        return Err(invalid(
+            "input",
+            "Response input messages must contain the word 'json' in some form to use 'text.format' of type 'json_object'.",
+        ));
+    }
     let chat = ChatRequest {
         model,
         stream,

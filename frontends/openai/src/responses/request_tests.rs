@@ -178,3 +178,13 @@ fn a_tool_output_is_refused_the_client_never_runs_tools() {
         assert!(err.error.message.contains(kind) && err.error.message.contains("never asks"), "{}", err.error.message);
     }
 }
+
+#[test]
+fn json_object_needs_the_word_json_in_the_input_or_instructions() {
+    let format = json!({"format": {"type": "json_object"}});
+    let err = refused(json!({"model": "m", "input": "hi", "text": format}));
+    assert_eq!(err.param.as_deref(), Some("input"));
+    assert!(err.error.message.contains("the word 'json'"), "{}", err.error.message);
+    let told = read(json!({"model": "m", "input": "hi", "instructions": "Answer in JSON.", "text": format}), &[]);
+    assert_eq!(told.unwrap().chat.output_schema, Some(json!({"type": "object"})));
+}
