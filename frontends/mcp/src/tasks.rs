@@ -21,7 +21,9 @@ use crate::tools::{self, HARNESS_TASK, HarnessTaskArgs};
 /// How often a client is asked to poll.
 pub const POLL_MS: u64 = 500;
 
-/// What a task id names. Its text: `superpi.CONVERSATION.TURN.SEQ.CREATED_MS.HARNESS`.
+/// What a task id names. Its text: `superpi.CONVERSATION.TURN.SEQ.CREATED_MS.HARNESS`, with
+/// `structured.` after `superpi.` when the call gave an `outputSchema`: the server keeps no task
+/// state, so the id says that the answer is to be given parsed too.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskId {
     pub conversation_id: i64,
@@ -30,17 +32,28 @@ pub struct TaskId {
     pub after_seq: u64,
     pub created_ms: i64,
     pub harness: String,
+    /// The turn has an output schema: a completed task's result has `structured_output`.
+    pub structured: bool,
 }
+
+const STRUCTURED: &str = "structured.";
 
 impl TaskId {
     pub fn encode(&self) -> String {
-        let TaskId { conversation_id, turn_id, after_seq, created_ms, harness } = self;
-        format!("superpi.{conversation_id}.{turn_id}.{after_seq}.{created_ms}.{harness}")
+        let TaskId { conversation_id, turn_id, after_seq, created_ms, harness, structured } = self;
+        let marker = if *structured { STRUCTURED } else { "" };
+        format!("superpi.{marker}{conversation_id}.{turn_id}.{after_seq}.{created_ms}.{harness}")
     }
 
     pub fn parse(text: &str) -> Option<TaskId> {
-        let mut parts = text.strip_prefix("superpi.")?.splitn(5, '.');
+        let rest = text.strip_prefix("superpi.")?;
+        let (structured, rest) = match rest.strip_prefix(STRUCTURED) {
+            Some(rest) => (true, rest),
+            None => (false, rest),
+        };
+        let mut parts = rest.splitn(5, '.');
         let id = TaskId {
+            structured,
             conversation_id: parts.next()?.parse().ok()?,
             turn_id: parts.next()?.parse().ok()?,
             after_seq: parts.next()?.parse().ok()?,
@@ -92,6 +105,7 @@ impl SuperpiMcp {
             after_seq: info.head_seq,
             created_ms: now,
             harness: info.harness.clone(),
+            structured: args.output_schema.is_some(),
         };
         if let Some(mut sub) = sub {
             let (shutdown, peer, turn_id) = (self.inner.shutdown.clone(), context.peer.clone(), submitted.turn_id);
@@ -143,7 +157,7 @@ impl SuperpiMcp {
             .await
             .map_err(|_| unknown_task(task_id))?;
         let head = sub.head_seq();
-        let mut renderer = TaskRenderer::new(&id.harness, id.conversation_id);
+        let mut renderer = TaskRenderer::new(&id.harness, id.conversation_id).structured(id.structured);
         renderer.follow_turn(id.turn_id);
         let (mut seen, mut step, mut finished) = (id.after_seq, None, None);
         while seen < head && finished.is_none() {
@@ -195,9 +209,13 @@ mod tests {
             after_seq: 40,
             created_ms: 1_700_000_000_123,
             harness: "superpi.code".into(),
+            structured: false,
         };
         assert_eq!(id.encode(), "superpi.12.3.40.1700000000123.superpi.code");
-        assert_eq!(TaskId::parse(&id.encode()), Some(id));
+        assert_eq!(TaskId::parse(&id.encode()), Some(id.clone()));
+        let structured = TaskId { structured: true, ..id };
+        assert_eq!(structured.encode(), "superpi.structured.12.3.40.1700000000123.superpi.code");
+        assert_eq!(TaskId::parse(&structured.encode()), Some(structured));
         for bad in ["", "superpi.", "superpi.1.2.3.4.", "superpi.x.2.3.4.h", "other.1.2.3.4.h", "superpi.1.2.3.h"] {
             assert_eq!(TaskId::parse(bad), None, "{bad}");
         }

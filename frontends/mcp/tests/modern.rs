@@ -127,6 +127,15 @@ async fn at_2026_harness_task_is_a_task_for_a_client_that_declares_tasks() {
     assert_eq!(result["structuredContent"]["result"], "done as a task", "{result:?}");
     assert_eq!(result["isError"], false, "{result:?}");
 
+    // With an outputSchema the task's result has the checked answer parsed, as a call's has.
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+    let params = call("harness_task", json!({"prompt": "@answer {\"n\": 9}", "outputSchema": schema}));
+    let CallToolResponse::Task(created) = peer.call_tool_once(params).await.unwrap() else { panic!("no task") };
+    let id = created.task.task_id;
+    until("the structured task ends", PATIENCE, async || state(id.clone()).await.status().is_terminal()).await;
+    let TaskPayload::Completed { result } = state(id).await.payload else { panic!("not completed") };
+    assert_eq!(result["structuredContent"]["structured_output"], json!({"n": 9}), "{result:?}");
+
     // Another client's poll of a made-up task is refused.
     let forged = peer.get_task(GetTaskParams::new("superpi.999999.1.0.0.superpi-code")).await;
     assert!(forged.is_err(), "{forged:?}");
