@@ -1,7 +1,8 @@
 //! End to end: the `subagent` tool runs a task in a child conversation with its own context
 //! and answers with the child's final answer; the parent's turn publishes its start and end,
-//! the child runs in at most the parent's mode, cancelling the parent cancels the child, a
-//! subagent starts no subagents, children are listed under their parent, a subagent uses at
+//! the child runs in at most the parent's mode, cancelling the parent cancels the child, the
+//! depth limit holds (also after a restart), children are listed under their parent, several
+//! children run in parallel under each wait policy and a timeout, a subagent uses at
 //! most its parent's tools (also after a kernel restart), and a harness names the subagents it
 //! may start. Driven through
 //! Anthropic's fake (which refuses any request the real API would refuse) and the mock.
@@ -9,7 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
 use serde_json::{Value, json};
-use superpi_client::KernelClient;
+use superpi_client::{KernelClient, Subscription};
 use superpi_proto::method::{OpenParams, WatchParams};
 use superpi_proto::{Event, EventBody};
 use superpi_providers::testing::answers::Answer;
@@ -143,15 +144,20 @@ async fn a_subagent_never_runs_above_the_parents_mode_and_starts_no_subagents() 
     assert!(child_history.iter().any(|e| e.message.content.iter().any(|b| matches!(b,
         superpi_proto::ContentBlock::ToolResult { is_error: true, output, .. } if output.contains("plan mode")))));
 
-    // A subagent's own `subagent` call is refused.
-    let nested = json!({"task": format!("@tool subagent {}", json!({"task": "deeper"}))});
+    // By default two levels: a subagent starts its own, whose `subagent` call is refused.
+    let deepest = json!({"task": "deeper still"});
+    let deeper = json!({"task": format!("@tool subagent {deepest}")});
+    let nested = json!({"task": format!("@tool subagent {deeper}")});
     let turn = client.submit_text(parent, &format!("@tool subagent {nested}")).await.unwrap();
     let events = turn_events(&mut sub, turn.turn_id).await;
     let (child, _, _) = started(&events);
-    let child_history = client.history(child).await.unwrap().entries;
-    assert!(child_history.iter().any(|e| e.message.content.iter().any(|b| matches!(b,
+    let list = client.list().await.unwrap();
+    let grandchild =
+        list.iter().find(|c| c.parent_id == Some(child)).expect("the subagent's own subagent").conversation_id;
+    let history = client.history(grandchild).await.unwrap().entries;
+    assert!(history.iter().any(|e| e.message.content.iter().any(|b| matches!(b,
         superpi_proto::ContentBlock::ToolResult { is_error: true, output, .. } if output.contains("cannot start subagents")))));
-    assert_eq!(client.list().await.unwrap().iter().filter(|c| c.parent_id == Some(child)).count(), 0);
+    assert_eq!(list.iter().filter(|c| c.parent_id == Some(grandchild)).count(), 0);
 }
 
 /// The `subagent` call's refusal in a turn's events, if it was refused for depth.
@@ -163,6 +169,8 @@ fn refused_for_depth(events: &[Event]) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_depth_limit_holds_after_the_kernel_restarts() {
     let env = TestEnv::new();
+    // One level: a subagent starts none (the settings' `subagents.max_depth`).
+    std::fs::write(env.locations.config_dir.join("settings.json"), r#"{"subagents": {"max_depth": 1}}"#).unwrap();
     let client = connect(&env).await;
     let (parent, mut sub) = open_and_watch(&client, &env.workspace, Some("auto"), false).await;
     let turn = client.submit_text(parent, r#"@tool subagent {"task": "look around"}"#).await.unwrap();
@@ -284,4 +292,115 @@ subagents = ["superpi-planner"]
     let events = turn_events(&mut sub, turn.turn_id).await;
     let (is_error, output) = tool_result(&events, "subagent");
     assert!(is_error && output.contains("may start only these subagents: superpi-planner"), "{output}");
+}
+
+/// Every `subagent_finished` of a turn: (child, status).
+fn all_finished(events: &[Event]) -> Vec<(i64, String)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::SubagentFinished { child_conversation_id, status, .. } => {
+                Some((*child_conversation_id, status.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// A shell task for a code subagent: `bash` runs `command`.
+fn shell_task(command: &str) -> Value {
+    json!({"task": format!("@tool bash {}", json!({ "command": command })), "harness": "superpi-code"})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_subagents_run_in_parallel_under_each_wait_policy() {
+    let env = TestEnv::new();
+    let client = connect(&env).await;
+    let (parent, mut sub) = open_and_watch(&client, &env.workspace, Some("auto"), false).await;
+    async fn call(
+        client: &KernelClient,
+        parent: i64,
+        sub: &mut Subscription,
+        args: Value,
+    ) -> (Vec<Event>, bool, String) {
+        let turn = client.submit_text(parent, &format!("@tool subagent {args}")).await.unwrap();
+        let events = turn_events(sub, turn.turn_id).await;
+        let (is_error, output) = tool_result(&events, "subagent");
+        (events, is_error, output)
+    }
+
+    // `all`: each child waits for the other's file, so they finish only if they run at once.
+    let pair = json!({"tasks": [
+        shell_task("touch a && while [ ! -e b ]; do sleep 0.05; done && echo saw-b"),
+        shell_task("touch b && while [ ! -e a ]; do sleep 0.05; done && echo saw-a"),
+        {"task": "a planner's answer"}
+    ], "timeout_secs": 60});
+    let (events, is_error, output) = call(&client, parent, &mut sub, pair).await;
+    assert!(!is_error, "{output}");
+    assert!(output.starts_with("3 subagents, waiting for all: 3 completed."), "{output}");
+    assert!(output.contains("saw-b") && output.contains("saw-a") && output.contains("a planner's answer"), "{output}");
+    let ends = all_finished(&events);
+    assert_eq!(ends.len(), 3, "{events:?}");
+    assert!(ends.iter().all(|(_, status)| status == "completed"), "{ends:?}");
+
+    // `any`: the first to end answers; the one still running is cancelled.
+    let never = "while [ ! -e never ]; do sleep 0.05; done";
+    let race = json!({"tasks": [shell_task(never), {"task": "quick answer"}], "wait": "any"});
+    let (events, is_error, output) = call(&client, parent, &mut sub, race).await;
+    assert!(!is_error, "{output}");
+    assert!(output.contains("quick answer") && output.contains("cancelled"), "{output}");
+    let mut statuses: Vec<String> = all_finished(&events).into_iter().map(|(_, s)| s).collect();
+    statuses.sort();
+    assert_eq!(statuses, ["cancelled", "completed"], "{events:?}");
+
+    // `first_success`: a failure does not answer, the success does. The second child goes on
+    // only once the test has seen the first fail.
+    let wait_go = shell_task("while [ ! -e go ]; do sleep 0.05; done && echo found-it");
+    let tries = json!({"tasks": [{"task": "@fail no luck"}, wait_go], "wait": "first_success"});
+    let turn = client.submit_text(parent, &format!("@tool subagent {tries}")).await.unwrap();
+    next_event(&mut sub, |e| matches!(&e.body, EventBody::SubagentFinished { status, .. } if status == "error")).await;
+    std::fs::write(env.workspace.join("go"), "").unwrap();
+    let (is_error, output) = tool_result(&turn_events(&mut sub, turn.turn_id).await, "subagent");
+    assert!(!is_error && output.contains("found-it") && output.contains("failed"), "{output}");
+    // Nothing completes: an error result.
+    let none = json!({"tasks": [{"task": "@fail one"}, {"task": "@fail two"}], "wait": "first_success"});
+    let (_, is_error, output) = call(&client, parent, &mut sub, none).await;
+    assert!(is_error && output.contains("0 completed"), "{output}");
+
+    // A timeout cancels a child that runs past it; it ends `timed_out`.
+    let slow = json!({"task": shell_task(never)["task"], "harness": "superpi-code", "timeout_secs": 1});
+    let (events, is_error, output) = call(&client, parent, &mut sub, slow).await;
+    assert!(is_error && output.contains("did not finish within 1 s"), "{output}");
+    assert_eq!(all_finished(&events).last().map(|(_, s)| s.as_str()), Some("timed_out"));
+    // Bad calls are refused before any child starts.
+    for (args, why) in [
+        (json!({"task": "x", "tasks": [{"task": "y"}]}), "not both"),
+        (json!({"tasks": [{"task": "y", "harness": "no-such-harness"}]}), "no-such-harness"),
+        (json!({"wait": "all"}), "give a `task`"),
+    ] {
+        let (events, is_error, output) = call(&client, parent, &mut sub, args).await;
+        assert!(is_error && output.contains(why), "{why}: {output}");
+        assert!(all_finished(&events).is_empty());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_parallel_holds_children_back_until_a_place_is_free() {
+    let env = TestEnv::new();
+    // One at a time, two seconds each: the first child waits for a file only the second makes,
+    // so it times out; only then does the second start, and it finds the first's file.
+    let settings = r#"{"subagents": {"max_parallel": 1, "timeout_secs": 2}}"#;
+    std::fs::write(env.locations.config_dir.join("settings.json"), settings).unwrap();
+    let client = connect(&env).await;
+    let (parent, mut sub) = open_and_watch(&client, &env.workspace, Some("auto"), false).await;
+    let pair = json!({"tasks": [
+        shell_task("touch a && while [ ! -e b ]; do sleep 0.05; done"),
+        shell_task("touch b && test -e a && echo found-a"),
+    ]});
+    let turn = client.submit_text(parent, &format!("@tool subagent {pair}")).await.unwrap();
+    let events = turn_events(&mut sub, turn.turn_id).await;
+    let statuses: Vec<String> = all_finished(&events).into_iter().map(|(_, s)| s).collect();
+    assert_eq!(statuses, ["timed_out", "completed"], "{events:?}");
+    let (is_error, output) = tool_result(&events, "subagent");
+    assert!(!is_error && output.contains("found-a") && output.contains("did not finish within 2 s"), "{output}");
 }

@@ -77,6 +77,7 @@ pub mod shell;
 mod shell_compound;
 mod shell_parser;
 mod shell_words;
+pub mod subagents;
 pub mod verdict;
 pub mod web;
 
@@ -99,5 +100,6 @@ pub use net::{Network, NetworkPolicy, ShellNetwork, host_listed};
 pub use paths::ProtectedPaths;
 pub use permission_rules::{LoadedRule, PermissionRules, RuleAction, RuleEntry, RuleSource};
 pub use settings::{Permissions, RemoteSettings, SandboxSettings, Settings};
+pub use subagents::SubagentSettings;
 pub use verdict::Scope;
 pub use web::{SearchBackend, SearchKind, WebSettings};

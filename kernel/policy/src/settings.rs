@@ -22,6 +22,7 @@ use crate::mcp_servers::{McpServerConfig, RawMcpServer, mcp_servers};
 use crate::mode::Mode;
 use crate::net::{Network, NetworkPolicy, ShellNetwork, normalize_host, valid_host};
 use crate::pattern::{CommandPattern, PathPattern};
+use crate::subagents::{RawSubagents, SubagentSettings, subagent_settings};
 use crate::web::{RawWeb, WebSettings, web_settings};
 
 /// The user's settings file in the config dir.
@@ -48,6 +49,8 @@ pub struct Settings {
     pub checkpoints: CheckpointSettings,
     /// Commands run at points of a turn (the user's file only).
     pub hooks: HookSettings,
+    /// How deep, wide and long subagents go (the user's file only).
+    pub subagents: SubagentSettings,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -116,6 +119,7 @@ impl Default for Settings {
             web: WebSettings::default(),
             checkpoints: CheckpointSettings::default(),
             hooks: HookSettings::default(),
+            subagents: SubagentSettings::default(),
         }
     }
 }
@@ -204,6 +208,9 @@ impl Settings {
         }
         if let Some(hooks) = raw.hooks {
             s.hooks = hook_settings(hooks, path)?;
+        }
+        if let Some(subagents) = raw.subagents {
+            s.subagents = subagent_settings(subagents, path)?;
         }
         Ok(s)
     }
@@ -363,6 +370,7 @@ struct UserFile {
     web: Option<RawWeb>,
     checkpoints: Option<RawCheckpoints>,
     hooks: Option<RawHooks>,
+    subagents: Option<RawSubagents>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -447,3 +447,21 @@ fn the_checkpoints_section_is_read_from_the_user_file_only() {
     let e = ws(Settings::default(), r#"{"checkpoints": {"auto_commit": true}}"#).unwrap_err();
     assert!(e.to_string().contains("may only tighten"), "{e}");
 }
+
+#[test]
+fn the_subagents_section_is_read_from_the_user_file_only() {
+    let d = Settings::default().subagents;
+    assert_eq!((d.max_depth, d.max_parallel, d.timeout), (2, 4, Duration::from_secs(120)));
+    let s = user(r#"{"subagents": {"max_depth": 1, "max_parallel": 2, "timeout_secs": 30}}"#).unwrap();
+    assert_eq!((s.subagents.max_depth, s.subagents.max_parallel, s.subagents.timeout), (1, 2, Duration::from_secs(30)));
+    for (text, key) in [
+        (r#"{"subagents": {"max_depth": 0}}"#, "subagents.max_depth"),
+        (r#"{"subagents": {"max_depth": 6}}"#, "subagents.max_depth"),
+        (r#"{"subagents": {"max_parallel": 17}}"#, "subagents.max_parallel"),
+        (r#"{"subagents": {"timeout_secs": 0}}"#, "subagents.timeout_secs"),
+    ] {
+        assert_eq!(user(text).unwrap_err().key(), Some(key), "{text}");
+    }
+    let e = ws(Settings::default(), r#"{"subagents": {"max_depth": 5}}"#).unwrap_err();
+    assert!(e.to_string().contains("may only tighten"), "{e}");
+}

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nix::fcntl::{Flock, FlockArg};
+use superpi_proto::tool::ToolDef;
 use superpi_sandbox::{Sandbox, SandboxConfig};
 use tokio::net::{UnixListener, UnixStream};
 
@@ -25,30 +26,7 @@ use crate::kernel::{Kernel, KernelSlot};
 pub async fn run(mut config: KernelConfig) -> Result<(), KernelError> {
     // The kernel's own tools join the registry before anything reads it.
     let slot = KernelSlot::default();
-    let mut own: Vec<(_, Arc<dyn superpi_sandbox::ToolRunner>)> = vec![
-        (crate::tools::plan::def(), Arc::new(crate::tools::plan::PlanTool { kernel: slot.clone() })),
-        (crate::tools::question::def(), Arc::new(crate::tools::question::QuestionTool { kernel: slot.clone() })),
-        (crate::tools::subagent::def(), Arc::new(crate::tools::subagent::SubagentTool { kernel: slot.clone() })),
-        (
-            crate::tools::skill::def(),
-            Arc::new(crate::tools::skill::SkillTool { config_dir: config.config_dir.clone(), kernel: slot.clone() }),
-        ),
-    ];
-    for op in crate::tools::memory::Op::ALL {
-        own.push((
-            crate::tools::memory::def(op),
-            Arc::new(crate::tools::memory::MemoryTool { kernel: slot.clone(), op }),
-        ));
-    }
-    for op in crate::tools::schedule::Op::ALL {
-        let runner = crate::tools::schedule::ScheduleTool { kernel: slot.clone(), op };
-        own.push((crate::tools::schedule::def(op), Arc::new(runner)));
-    }
-    // The web block reads the user's `web` settings at each call, so a change needs no restart.
-    let config_dir = config.config_dir.clone();
-    let web_settings: superpi_web::WebSettingsSource =
-        Arc::new(move || superpi_policy::Settings::load(&config_dir, None).map(|s| s.web).map_err(|e| e.to_string()));
-    for (def, runner) in own.into_iter().chain(superpi_web::tools(web_settings)) {
+    for (def, runner) in own_tools(&slot, &config.config_dir) {
         config.tools.register(def, runner).map_err(|e| KernelError::Config(format!("the kernel's own tools: {e}")))?;
     }
     make_private_dir(&config.data_dir)?;
@@ -109,6 +87,36 @@ pub async fn run(mut config: KernelConfig) -> Result<(), KernelError> {
     tracing::info!("kernel stopped");
     // The lock goes last (when this returns): whoever waits for it finds the socket gone.
     result
+}
+
+/// The kernel's own tools (plan, questions, subagents, skills, the memory, schedule and web
+/// blocks), each runner reaching the kernel through `slot` once it is made.
+pub(crate) fn own_tools(slot: &KernelSlot, config_dir: &Path) -> Vec<(ToolDef, Arc<dyn superpi_sandbox::ToolRunner>)> {
+    let mut own: Vec<(_, Arc<dyn superpi_sandbox::ToolRunner>)> = vec![
+        (crate::tools::plan::def(), Arc::new(crate::tools::plan::PlanTool { kernel: slot.clone() })),
+        (crate::tools::question::def(), Arc::new(crate::tools::question::QuestionTool { kernel: slot.clone() })),
+        (crate::tools::subagent::def(), Arc::new(crate::tools::subagent::SubagentTool { kernel: slot.clone() })),
+        (
+            crate::tools::skill::def(),
+            Arc::new(crate::tools::skill::SkillTool { config_dir: config_dir.to_path_buf(), kernel: slot.clone() }),
+        ),
+    ];
+    for op in crate::tools::memory::Op::ALL {
+        own.push((
+            crate::tools::memory::def(op),
+            Arc::new(crate::tools::memory::MemoryTool { kernel: slot.clone(), op }),
+        ));
+    }
+    for op in crate::tools::schedule::Op::ALL {
+        let runner = crate::tools::schedule::ScheduleTool { kernel: slot.clone(), op };
+        own.push((crate::tools::schedule::def(op), Arc::new(runner)));
+    }
+    // The web block reads the user's `web` settings at each call, so a change needs no restart.
+    let config_dir = config_dir.to_path_buf();
+    let web_settings: superpi_web::WebSettingsSource =
+        Arc::new(move || superpi_policy::Settings::load(&config_dir, None).map(|s| s.web).map_err(|e| e.to_string()));
+    own.extend(superpi_web::tools(web_settings));
+    own
 }
 
 /// How long a stop waits for running turns to end as interrupted.
@@ -252,3 +260,7 @@ fn has_schedules(kernel: &Kernel) -> bool {
 pub async fn status_of_socket(socket: &Path) -> bool {
     UnixStream::connect(socket).await.is_ok()
 }
+
+#[cfg(test)]
+#[path = "own_tools_tests.rs"]
+mod own_tools_tests;

@@ -1,40 +1,47 @@
-//! The subagent tool (`subagent`): the model hands a self-contained task to a child
-//! conversation with a named harness (by default the read-only planner, an explorer), which
-//! works in its own context (it sees only the task) and whose final answer is the tool's
-//! result.
+//! The subagent tool (`subagent`): the model hands self-contained tasks to child
+//! conversations with named harnesses (roles; by default the read-only planner, an explorer),
+//! each working in its own context (it sees only its task) and answering once: one task's
+//! final answer is the tool's result; several tasks run in parallel and the result is a
+//! summary of each child's end, by the call's wait policy (`all`, `any`: the first to end,
+//! `first_success`: the first to complete; the others are then cancelled).
 //!
-//! The child is an ordinary conversation of the same owner, workspace and model, whose
+//! A child is an ordinary conversation of the same owner, workspace and model, whose
 //! `parent_id` is the caller's (so `session.list` shows it under its parent), in at most the
 //! mode the calling turn runs in (its stored mode lowered to the turn's ceiling, then to the
 //! child harness's ceiling): every call the child makes goes through the pipeline there. The
-//! parent's turn publishes `subagent_started` and `subagent_finished`; cancelling it cancels
-//! the child's turn. A subagent cannot start subagents (depth [`MAX_DEPTH`]), whatever
-//! happened between: its depth is read from the store's parent chain (see [`stored_depth`]),
-//! so a kernel restarted since the child was made still refuses. Like the plan
-//! tool it runs in the kernel's process and is `turn_only`; its effect is `read`, since what
-//! the child does is decided call by call in the child, never above the caller's mode.
+//! parent's turn publishes `subagent_started` and `subagent_finished` per child; cancelling it
+//! cancels the children's turns; a child past its timeout is cancelled and ends `timed_out`.
+//! The settings' `subagents` section bounds depth, parallelism and the timeout. The depth is
+//! read from the store's parent chain (see [`stored_depth`]), so a kernel restarted since a
+//! child was made still refuses. Like the plan tool it runs in the kernel's process and is
+//! `turn_only`; its effect is `read`, since what a child does is decided call by call in the
+//! child, never above the caller's mode.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use serde::Deserialize;
 use serde_json::json;
+use superpi_policy::SubagentSettings;
 use superpi_proto::tool::{Effect, ToolCallResult, ToolDef, ToolKind, ToolUi};
 use superpi_proto::{Event, EventBody, Message, Role};
 use superpi_sandbox::{RunFuture, ToolCall, ToolRunner};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{Conversation, Input};
 use crate::kernel::{Kernel, KernelSlot};
 use crate::sync::lock;
+use result::{ChildEnd, Reported, WaitPolicy, single_result, summary_result};
 use superpi_store::{NewConversation, Store, StoreError};
 
 /// The tool's name.
 pub(crate) const NAME: &str = "subagent";
 
-/// How deep subagents go: a person's conversation starts them, they start none.
-const MAX_DEPTH: u32 = 1;
+/// The most tasks one call may hand out.
+const MAX_TASKS: usize = 8;
 
 /// The longest parent chain [`stored_depth`] follows: past it the store is taken to be
 /// corrupt (a loop), and the call is refused rather than followed forever.
@@ -48,23 +55,41 @@ const CANCEL_GRACE: Duration = Duration::from_secs(10);
 
 /// The tool's facts.
 pub(crate) fn def() -> ToolDef {
+    let harness =
+        json!({"type": "string", "description": "The subagent's role: a harness id (default superpi-planner)"});
     ToolDef {
         name: NAME.into(),
         description: format!(
-            "Hand a self-contained task to a subagent: a new conversation with its own context that \
-             sees only the task you write (say everything it needs), works in the same workspace, and \
-             answers once; its final answer is this tool's result. Use it for searches, reviews or \
-             investigations whose details would crowd your context. `harness` picks how it works \
-             (default `{DEFAULT_HARNESS}`: reads and searches, changes nothing; `superpi-code` can \
-             edit); it never runs in a higher mode than you. A subagent cannot start subagents."
+            "Hand self-contained tasks to subagents: each is a new conversation with its own context \
+             that sees only the task you write (say everything it needs), works in the same workspace, \
+             and answers once. One `task`: its final answer is this tool's result. Several `tasks` \
+             (at most {MAX_TASKS}) run in parallel; `wait` says when to answer: `all` (default), `any` \
+             (the first to end) or `first_success` (the first to complete); the others are then \
+             cancelled, and the result sums up every subagent's end. Use it for searches, reviews \
+             or investigations whose details would crowd your context. `harness` picks how one \
+             works (default `{DEFAULT_HARNESS}`: reads and searches, changes nothing; `superpi-code` \
+             can edit); it never runs in a higher mode than you. `timeout_secs` bounds each \
+             subagent (default from the settings, 120)."
         ),
         input_schema: json!({
             "type": "object",
             "properties": {
-                "task": {"type": "string", "description": "The whole task, with the context the subagent needs"},
-                "harness": {"type": "string", "description": "The subagent's harness id (default superpi-planner)"}
+                "task": {"type": "string", "description": "One task, with the context the subagent needs"},
+                "harness": harness,
+                "tasks": {
+                    "type": "array",
+                    "maxItems": MAX_TASKS,
+                    "description": "Several tasks to run in parallel (instead of `task`)",
+                    "items": {
+                        "type": "object",
+                        "properties": {"task": {"type": "string"}, "harness": harness},
+                        "required": ["task"],
+                        "additionalProperties": false
+                    }
+                },
+                "wait": {"type": "string", "enum": ["all", "any", "first_success"]},
+                "timeout_secs": {"type": "integer", "minimum": 1}
             },
-            "required": ["task"],
             "additionalProperties": false
         }),
         effects: vec![Effect::Read],
@@ -74,7 +99,8 @@ pub(crate) fn def() -> ToolDef {
     }
 }
 
-/// The runner: starts the child, waits for its turn, answers with its result.
+/// The runner: starts the children, waits for them by the call's policy, answers with their
+/// results.
 pub(crate) struct SubagentTool {
     pub kernel: KernelSlot,
 }
@@ -82,9 +108,46 @@ pub(crate) struct SubagentTool {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    #[serde(default)]
+    task: Option<String>,
+    #[serde(default)]
+    harness: Option<String>,
+    #[serde(default)]
+    tasks: Vec<ChildSpec>,
+    #[serde(default)]
+    wait: WaitPolicy,
+    #[serde(default)]
+    timeout_secs: Option<u64>,
+}
+
+/// One child to start: its task and role.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChildSpec {
     task: String,
     #[serde(default)]
     harness: Option<String>,
+}
+
+impl Args {
+    /// The children the call asks for: `task` alone (the single form) or `tasks`.
+    fn children(self) -> Result<(Vec<ChildSpec>, bool), String> {
+        let single = match (self.task, self.tasks.is_empty()) {
+            (Some(task), true) => vec![ChildSpec { task, harness: self.harness }],
+            (None, false) if self.harness.is_none() => self.tasks,
+            (None, false) => return Err("`harness` goes with `task`: give each of `tasks` its own".into()),
+            (Some(_), false) => return Err("give either `task` or `tasks`, not both".into()),
+            (None, true) => return Err("give a `task` (or several `tasks`)".into()),
+        };
+        if single.len() > MAX_TASKS {
+            return Err(format!("at most {MAX_TASKS} tasks in one call"));
+        }
+        if single.iter().any(|c| c.task.trim().is_empty()) {
+            return Err("a task says nothing".into());
+        }
+        let one = single.len() == 1 && self.wait == WaitPolicy::All;
+        Ok((single, one))
+    }
 }
 
 impl ToolRunner for SubagentTool {
@@ -96,15 +159,14 @@ impl ToolRunner for SubagentTool {
     ) -> RunFuture<'a> {
         Box::pin(async move {
             let args = match serde_json::from_value::<Args>(call.arguments.clone()) {
-                Ok(args) if !args.task.trim().is_empty() => args,
-                Ok(_) => return ToolCallResult::error("the task says nothing"),
+                Ok(args) => args,
                 Err(err) => return ToolCallResult::error(format!("bad arguments: {err}")),
             };
             let parent = self.kernel.get().and_then(|kernel| Some((kernel.live.get(call.conversation_id)?, kernel)));
             let Some((parent, kernel)) = parent else {
                 return ToolCallResult::error(format!("`{NAME}` is called by a model during a turn"));
             };
-            match run_child(&kernel, &parent, &args, &cancel).await {
+            match run_children(&kernel, &parent, args, &cancel).await {
                 Ok(result) => result,
                 Err(why) => ToolCallResult::error(why),
             }
@@ -112,102 +174,162 @@ impl ToolRunner for SubagentTool {
     }
 }
 
-/// How a child's turn ended: its status (`completed`, `error`, `cancelled`) and its final text
-/// or error.
-struct ChildEnd {
-    status: &'static str,
-    text: Option<String>,
+/// A child the call may start: its task, harness and mode, checked before any starts.
+struct Planned<'a> {
+    task: &'a str,
+    harness: &'a superpi_policy::Harness,
+    mode: superpi_policy::Mode,
 }
 
-async fn run_child(
+async fn run_children(
     kernel: &Arc<Kernel>,
     parent: &Arc<Conversation>,
-    args: &Args,
+    args: Args,
     cancel: &CancellationToken,
 ) -> Result<ToolCallResult, String> {
+    let limits =
+        superpi_policy::Settings::load(&kernel.config.config_dir, None).map(|s| s.subagents).unwrap_or_else(|err| {
+            tracing::warn!("the settings could not be read, subagents keep their default limits: {err}");
+            SubagentSettings::default()
+        });
+    let wait = args.wait;
+    let timeout = args
+        .timeout_secs
+        .map_or(limits.timeout, |secs| Duration::from_secs(secs.max(1)).min(superpi_policy::subagents::max_timeout()));
+    let (specs, single) = args.children()?;
     let depth = stored_depth(kernel.store.as_ref(), parent.id)
         .map_err(|e| format!("could not read the conversation's parents: {e}"))?
         + 1;
-    if depth > MAX_DEPTH {
-        return Err("a subagent cannot start subagents: do the task yourself".into());
+    if depth > limits.max_depth {
+        return Err(format!(
+            "a subagent {} levels down cannot start subagents (the limit is {}): do the task yourself",
+            depth - 1,
+            limits.max_depth
+        ));
     }
     let settings = parent.settings();
-    let harness_id = args.harness.as_deref().unwrap_or(DEFAULT_HARNESS);
-    let harness = kernel.catalog.harness(Some(harness_id)).map_err(|e| e.message)?;
     let parent_harness = kernel.catalog.harness(Some(&settings.harness)).map_err(|e| e.message)?;
-    if let Some(allowed) = &parent_harness.subagents
-        && !allowed.iter().any(|id| id == &harness.id)
-    {
-        return Err(format!(
-            "the harness `{}` may start only these subagents: {}",
-            parent_harness.id,
-            allowed.join(", ")
-        ));
-    }
-    // An agent backend runs its own tools, which no limit of superpi's can bound.
-    if harness.backend.is_some() {
-        return Err(format!(
-            "`{}` runs an agent backend's own tools, which cannot be kept within yours: pick a harness without a backend",
-            harness.id
-        ));
-    }
-    let tool_limit = parent_tools(kernel, parent, parent_harness);
-    // At most the mode the calling turn runs in, then the child harness's ceiling.
+    // At most the mode the calling turn runs in, then each child harness's ceiling.
     let stored = settings.mode.parse::<superpi_policy::Mode>().map_err(|e| e.to_string())?;
     let turn_ceiling = lock(&parent.turn_ceiling).unwrap_or(stored);
     let wanted = stored.min(turn_ceiling);
-    let mode = kernel.catalog.mode_for(Some(wanted.as_str()), harness, false).map_err(|e| e.message)?;
-    let workspace = match harness.workspace {
+    // Every child is checked before any starts: a refusal leaves nothing running.
+    let mut planned = Vec::with_capacity(specs.len());
+    for spec in &specs {
+        let harness =
+            kernel.catalog.harness(Some(spec.harness.as_deref().unwrap_or(DEFAULT_HARNESS))).map_err(|e| e.message)?;
+        if let Some(allowed) = &parent_harness.subagents
+            && !allowed.iter().any(|id| id == &harness.id)
+        {
+            return Err(format!(
+                "the harness `{}` may start only these subagents: {}",
+                parent_harness.id,
+                allowed.join(", ")
+            ));
+        }
+        // An agent backend runs its own tools, which no limit of superpi's can bound.
+        if harness.backend.is_some() {
+            return Err(format!(
+                "`{}` runs an agent backend's own tools, which cannot be kept within yours: pick a harness without a backend",
+                harness.id
+            ));
+        }
+        let mode = kernel.catalog.mode_for(Some(wanted.as_str()), harness, false).map_err(|e| e.message)?;
+        planned.push(Planned { task: spec.task.trim(), harness, mode });
+    }
+    let tool_limit = parent_tools(kernel, parent, parent_harness);
+
+    // The children run in parallel, at most `max_parallel` at once; the wait policy's end, or
+    // the parent's cancel, cancels those still running (and those not started never start).
+    let group = cancel.child_token();
+    let places = Semaphore::new(limits.max_parallel);
+    let mut running: FuturesUnordered<_> = planned
+        .iter()
+        .enumerate()
+        .map(|(index, plan)| {
+            let (group, places, tool_limit) = (&group, &places, &tool_limit);
+            async move {
+                let started = tokio::select! {
+                    permit = places.acquire() => permit.ok(),
+                    _ = group.cancelled() => None,
+                };
+                let report = match started {
+                    Some(_permit) => run_child(kernel, parent, plan, tool_limit, group, timeout).await,
+                    None => Reported {
+                        child: None,
+                        harness: plan.harness.id.clone(),
+                        mode: plan.mode.as_str(),
+                        end: ChildEnd { status: "cancelled", text: Some("not started".into()) },
+                    },
+                };
+                (index, report)
+            }
+        })
+        .collect();
+    let mut reports: Vec<Option<Reported>> = (0..planned.len()).map(|_| None).collect();
+    let mut answered_by = None;
+    while let Some((index, report)) = running.next().await {
+        if answered_by.is_none() && wait.satisfied_by(&report.end) {
+            answered_by = Some(index);
+            group.cancel();
+        }
+        reports[index] = Some(report);
+    }
+    let mut reports: Vec<Reported> = reports.into_iter().flatten().collect();
+    if single && reports.len() == 1 {
+        return Ok(single_result(reports.remove(0), timeout));
+    }
+    let tasks: Vec<&str> = planned.iter().map(|plan| plan.task).collect();
+    Ok(summary_result(&tasks, &reports, wait, answered_by, timeout))
+}
+
+/// Starts one child and runs its turn to its end, its timeout or the group's cancel.
+async fn run_child(
+    kernel: &Arc<Kernel>,
+    parent: &Arc<Conversation>,
+    plan: &Planned<'_>,
+    tool_limit: &[String],
+    group: &CancellationToken,
+    timeout: Duration,
+) -> Reported {
+    let report = |child, end| Reported { child, harness: plan.harness.id.clone(), mode: plan.mode.as_str(), end };
+    let settings = parent.settings();
+    let workspace = match plan.harness.workspace {
         superpi_policy::WorkspaceKind::None => None,
         _ => settings.workspace.clone(),
     };
-    let title: String = args.task.trim().chars().take(80).collect();
-    let row = kernel
-        .store
-        .create_conversation(&NewConversation {
-            owner: parent.owner.clone(),
-            harness: harness.id.clone(),
-            model: settings.model.clone(),
-            mode: mode.as_str().to_string(),
-            workspace,
-            title: Some(title),
-            parent_id: Some(parent.id),
-            settings: superpi_store::ConversationSettings {
-                effort: settings.effort,
-                tool_limit: Some(tool_limit),
-                ..Default::default()
-            },
-        })
-        .map_err(|e| format!("could not store the subagent's conversation: {e}"))?;
-    let child = crate::live::conversation(kernel, row.id)
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("the subagent's conversation {} vanished", row.id))?;
-
-    let parent_turn = *lock(&parent.running);
-    parent
-        .emit(kernel, Event::subagent_started(parent.id, parent_turn, child.id, harness.id.as_str(), args.task.trim()));
-    let end = run_turn(kernel, &child, args.task.trim(), mode, cancel).await;
-    let end = end.unwrap_or_else(|why| ChildEnd { status: "error", text: Some(why) });
-    parent.emit(kernel, Event::subagent_finished(parent.id, parent_turn, child.id, end.status, end.text.clone()));
-
-    let details = json!({"child_conversation_id": child.id, "harness": harness.id, "mode": mode.as_str()});
-    let output = match (end.status, end.text) {
-        ("completed", Some(text)) if !text.trim().is_empty() => text,
-        ("completed", _) => "The subagent finished without an answer.".to_string(),
-        ("cancelled", _) => "The subagent was cancelled.".to_string(),
-        (_, text) => format!("The subagent failed: {}", text.unwrap_or_default()),
+    let title: String = plan.task.chars().take(80).collect();
+    let row = kernel.store.create_conversation(&NewConversation {
+        owner: parent.owner.clone(),
+        harness: plan.harness.id.clone(),
+        model: settings.model.clone(),
+        mode: plan.mode.as_str().to_string(),
+        workspace,
+        title: Some(title),
+        parent_id: Some(parent.id),
+        settings: superpi_store::ConversationSettings {
+            effort: settings.effort,
+            tool_limit: Some(tool_limit.to_vec()),
+            ..Default::default()
+        },
+    });
+    let failed = |why: String| ChildEnd { status: "error", text: Some(why) };
+    let row = match row {
+        Ok(row) => row,
+        Err(e) => return report(None, failed(format!("could not store the subagent's conversation: {e}"))),
     };
-    Ok(ToolCallResult {
-        is_error: end.status != "completed",
-        output,
-        structured: None,
-        details: Some(details),
-        images: Vec::new(),
-    })
+    let child = match crate::live::conversation(kernel, row.id) {
+        Ok(Some(child)) => child,
+        Ok(None) => return report(Some(row.id), failed(format!("the subagent's conversation {} vanished", row.id))),
+        Err(e) => return report(Some(row.id), failed(e.to_string())),
+    };
+    let parent_turn = *lock(&parent.running);
+    parent.emit(kernel, Event::subagent_started(parent.id, parent_turn, child.id, plan.harness.id.as_str(), plan.task));
+    let end = run_turn(kernel, &child, plan.task, plan.mode, group, timeout).await.unwrap_or_else(failed);
+    parent.emit(kernel, Event::subagent_finished(parent.id, parent_turn, child.id, end.status, end.text.clone()));
+    report(Some(child.id), end)
 }
 
-/// Submits the task as the child's turn and waits for its end (as stored, with its status);
-/// cancel cancels it.
 /// The tools the parent is offered now, within its own limit: what its subagent may use at most.
 fn parent_tools(kernel: &Kernel, parent: &Conversation, parent_harness: &superpi_policy::Harness) -> Vec<String> {
     let mut names: Vec<String> = kernel.catalog.tools_for(parent_harness).into_iter().map(|t| t.name).collect();
@@ -220,12 +342,15 @@ fn parent_tools(kernel: &Kernel, parent: &Conversation, parent_harness: &superpi
     names
 }
 
+/// Submits the task as the child's turn and waits for its end (as stored, with its status);
+/// `cancel`, or `timeout` passing first (then it ends `timed_out`), cancels it.
 async fn run_turn(
     kernel: &Arc<Kernel>,
     child: &Arc<Conversation>,
     task: &str,
     ceiling: superpi_policy::Mode,
     cancel: &CancellationToken,
+    timeout: Duration,
 ) -> Result<ChildEnd, String> {
     let content = vec![superpi_proto::ContentBlock::text(task)];
     let message = Message { role: Role::User, content, usage: None, stop_reason: None };
@@ -234,26 +359,38 @@ async fn run_turn(
     let turn_id = kernel.store.create_turn(child.id, &message).map_err(|e| e.to_string())?;
     let submit = Input::Submit { turn_id, message: Box::new(message), ceiling };
     child.input.send(submit).await.map_err(|_| "the kernel is stopping".to_string())?;
+    let deadline = tokio::time::Instant::now() + timeout;
     let mut cancelled_at: Option<tokio::time::Instant> = None;
+    let mut timed_out = false;
     loop {
         if let Some(end) = stored_end(kernel, child.id, turn_id)? {
-            return Ok(end);
+            return Ok(match end.status {
+                "cancelled" if timed_out => ChildEnd { status: "timed_out", text: None },
+                _ => end,
+            });
         }
         let grace = cancelled_at.map(|at| at + CANCEL_GRACE);
-        tokio::select! {
+        let stop = tokio::select! {
             changed = published.changed() => {
                 if changed.is_err() {
                     return Err("the subagent's conversation closed".into());
                 }
+                false
             }
-            _ = cancel.cancelled(), if cancelled_at.is_none() => {
-                let (reply, _) = oneshot::channel();
-                let _ = child.input.send(Input::Cancel { reply }).await;
-                cancelled_at = Some(tokio::time::Instant::now());
+            _ = cancel.cancelled(), if cancelled_at.is_none() => true,
+            _ = tokio::time::sleep_until(deadline), if cancelled_at.is_none() => {
+                timed_out = true;
+                true
             }
             _ = sleep_until(grace), if grace.is_some() => {
-                return Ok(ChildEnd { status: "cancelled", text: None });
+                let status = if timed_out { "timed_out" } else { "cancelled" };
+                return Ok(ChildEnd { status, text: None });
             }
+        };
+        if stop {
+            let (reply, _) = oneshot::channel();
+            let _ = child.input.send(Input::Cancel { reply }).await;
+            cancelled_at = Some(tokio::time::Instant::now());
         }
     }
 }
@@ -316,6 +453,9 @@ fn stored_end(kernel: &Kernel, child: i64, turn_id: i64) -> Result<Option<ChildE
     };
     Ok(Some(ChildEnd { status, text }))
 }
+
+#[path = "subagent_result.rs"]
+mod result;
 
 #[cfg(test)]
 #[path = "subagent_tests.rs"]
