@@ -11,7 +11,8 @@ use crate::harness::{Harness, WorkspaceKind};
 use crate::mode::Mode;
 use crate::mode_choice::{Caller, effective_mode};
 use crate::paths::ProtectedPaths;
-use crate::permission_rules::{FileNotice, PermissionRules, RuleEntry, WORKSPACE_RULES_FILE};
+use crate::permission_rules::{PermissionRules, RuleEntry, WORKSPACE_RULES_FILE};
+use crate::permission_rules_file::FileNotice;
 use crate::settings::Settings;
 use crate::verdict::{Answer, Decision, Overrides, Rule};
 

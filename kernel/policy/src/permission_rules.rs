@@ -25,7 +25,7 @@ use superpi_proto::tool::ToolDef;
 use crate::error::ConfigError;
 use crate::net::{normalize_host, url_host, valid_host};
 use crate::pattern::{CommandPattern, DenyMatch};
-use crate::permission_rules_file::{self as file, Read};
+use crate::permission_rules_file::{FileNotice, present};
 use crate::settings::Settings;
 use crate::shell;
 use crate::verdict::{Decision, Remember, Risk, Rule};
@@ -123,22 +123,6 @@ pub struct PermissionRules {
     rules: Vec<LoadedRule>,
     trusted: bool,
     notices: Vec<FileNotice>,
-}
-
-/// A rules file that is not used, or whose `allow` rules are not: what and the fix.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FileNotice {
-    pub file: PathBuf,
-    pub source: RuleSource,
-    pub what: String,
-    pub fix: String,
-}
-
-impl FileNotice {
-    /// One line: the file, what is wrong and what to do.
-    pub fn message(&self) -> String {
-        format!("{} {}: {}", self.file.display(), self.what, self.fix)
-    }
 }
 
 /// Why a workspace file's `allow` rules do not apply in a trusted folder.
@@ -409,23 +393,6 @@ fn host_matches(pattern: &str, host: &str) -> bool {
     match pattern.strip_prefix("*.") {
         Some(parent) => host.strip_suffix(parent).is_some_and(|sub| sub.len() > 1 && sub.ends_with('.')),
         None => host == pattern,
-    }
-}
-
-/// A rules file's content and digest, when it is there and read; an ignored one is a notice.
-fn present(
-    path: &Path,
-    source: RuleSource,
-    notices: &mut Vec<FileNotice>,
-) -> Result<Option<(file::RulesFile, String)>, ConfigError> {
-    match file::read(path, source)? {
-        Read::Missing => Ok(None),
-        Read::Present { file, sha256 } => Ok(Some((file, sha256))),
-        Read::Ignored(why) => {
-            let fix = "superpi ignores it: make it a file of your own (or remove it)".to_string();
-            notices.push(FileNotice { file: path.to_path_buf(), source, what: why, fix });
-            Ok(None)
-        }
     }
 }
 

@@ -208,8 +208,8 @@ pub struct Trusted {
 }
 
 /// Trusts `folder` (absolute, canonical): adds it to `trusted_folders` unless a trusted
-/// folder holds it, and accepts its rules file as it is now (its digest recorded), or forgets
-/// an earlier digest when it has none. A file superpi would ignore or cannot read is an error.
+/// folder holds it, and accepts its rules file as it is now (its digest recorded; with none,
+/// the digest of nothing, so a file written later is a change). A file superpi would ignore or cannot read is an error.
 pub fn trust(config_dir: &Path, folder: &Path) -> Result<Trusted, ConfigError> {
     let _one = writing();
     let user_file = config_dir.join(USER_RULES_FILE);
@@ -225,10 +225,8 @@ pub fn trust(config_dir: &Path, folder: &Path) -> Result<Trusted, ConfigError> {
     if newly {
         user.trusted_folders.push(key.clone());
     }
-    match &sha256 {
-        Some(sha) => user.rules_sha256.insert(key.clone(), sha.clone()),
-        None => user.rules_sha256.remove(&key),
-    };
+    // No file: the digest of nothing (no rules file is empty), so one written later is a change.
+    user.rules_sha256.insert(key.clone(), sha256.clone().unwrap_or_else(|| file::sha256(b"")));
     file::write(&user_file, &user, RuleSource::User)?;
     Ok(Trusted { folder: holder.unwrap_or(key), newly, accepted: sha256.map(|_| file.rules) })
 }

@@ -61,6 +61,39 @@ pub(crate) enum Read {
     },
 }
 
+/// A rules file that is not used, or whose `allow` rules are not: what and the fix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileNotice {
+    pub file: PathBuf,
+    pub source: RuleSource,
+    pub what: String,
+    pub fix: String,
+}
+
+impl FileNotice {
+    /// One line: the file, what is wrong and what to do.
+    pub fn message(&self) -> String {
+        format!("{} {}: {}", self.file.display(), self.what, self.fix)
+    }
+}
+
+/// A rules file's content and digest, when it is there and read; an ignored one is a notice.
+pub(crate) fn present(
+    path: &Path,
+    source: RuleSource,
+    notices: &mut Vec<FileNotice>,
+) -> Result<Option<(RulesFile, String)>, ConfigError> {
+    match read(path, source)? {
+        Read::Missing => Ok(None),
+        Read::Present { file, sha256 } => Ok(Some((file, sha256))),
+        Read::Ignored(why) => {
+            let fix = "superpi ignores it: make it a file of your own (or remove it)".to_string();
+            notices.push(FileNotice { file: path.to_path_buf(), source, what: why, fix });
+            Ok(None)
+        }
+    }
+}
+
 /// Whether `uid` is this process's user or root: whose files are configuration.
 pub(crate) fn trusted_owner(uid: u32) -> bool {
     uid == 0 || uid == nix::unistd::geteuid().as_raw()

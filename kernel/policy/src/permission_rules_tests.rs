@@ -207,14 +207,7 @@ fn suggested_rules_are_never_wider_than_the_call() {
 #[test]
 fn answers_are_written_listed_and_removed() {
     let d = dirs();
-    let rule = |command: &str| RuleEntry {
-        action: RuleAction::Allow,
-        tool: Some("bash".into()),
-        command: Some(command.into()),
-        path: None,
-        host: None,
-        workspace: None,
-    };
+    let rule = allow;
     // Not trusted: a project answer goes to the user's file, scoped to the workspace.
     let file = append(&d.config, Some(&d.ws), Scope::Project, vec![rule("make a")]).unwrap();
     assert_eq!(file, d.config.join(USER_RULES_FILE));
@@ -275,7 +268,12 @@ fn allow(command: &str) -> RuleEntry {
 #[test]
 fn a_file_changed_behind_the_kernel_keeps_only_its_tightening_rules_until_trusted_again() {
     let d = dirs();
-    trust(&d.config, &d.ws).unwrap();
+    assert_eq!(trust(&d.config, &d.ws).unwrap().accepted, None);
+    // Trusted without a file: one written later is a change.
+    write(&d.ws.join(WORKSPACE_RULES_FILE), json!({"rules": [{"action": "allow", "command": "make *"}]}));
+    let rules = PermissionRules::load(&d.config, Some(&d.ws)).unwrap();
+    assert_eq!(rules.all()[0].ignored.as_deref(), Some(CHANGED));
+    std::fs::remove_file(d.ws.join(WORKSPACE_RULES_FILE)).unwrap();
     // The kernel's own write ("always for this project") is accepted as it writes it.
     let written = append(&d.config, Some(&d.ws), Scope::Project, vec![allow("make a")]).unwrap();
     assert_eq!(written, d.ws.join(WORKSPACE_RULES_FILE));
