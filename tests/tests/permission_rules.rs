@@ -1,5 +1,7 @@
 //! End to end: permission rules that last ("always for this project / for me"), through a real
-//! kernel with the mock model, and `superpi permissions list|remove`.
+//! kernel with the mock model, and `superpi permissions list|remove|trust|untrust`; a rules file
+//! a tool call writes, or another user owns, grants nothing (as root and as an ordinary user,
+//! on the fixture home of src/real_machine.rs).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)] // test helpers fail loudly and run the CLI
 
 use std::time::Duration;
@@ -9,6 +11,7 @@ use superpi_client::{KernelClient, Subscription};
 use superpi_proto::method::{OpenParams, WatchParams};
 use superpi_proto::{Event, EventBody};
 use superpi_tests::TestEnv;
+use superpi_tests::real_machine::{Machine, NOBODY};
 
 /// A new conversation in the test workspace, in accept-edits, watched interactively.
 async fn conversation(env: &TestEnv) -> (KernelClient, i64, Subscription) {
@@ -54,9 +57,9 @@ fn cli(env: &TestEnv, args: &[&str]) -> (bool, String) {
 }
 
 fn listed(env: &TestEnv) -> Vec<Value> {
-    let (ok, out) = cli(env, &["permissions", "list", "--json"]);
-    assert!(ok, "{out}");
-    serde_json::from_str(&out).unwrap()
+    let out = env.command(&["permissions", "list", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 const TOUCH: &str = "touch made-by-bash";
@@ -122,9 +125,9 @@ async fn a_workspace_file_grants_only_in_a_trusted_folder() {
     let applies = listed(&env)[0]["ignored"].as_str().map(str::to_string);
     assert_eq!(applies.as_deref(), Some("an allow rule of a folder you do not trust"));
 
-    // Trusted in the user's file: the same kernel reads it at the next question.
-    let trust = json!({"trusted_folders": [env.workspace.canonicalize().unwrap()]});
-    std::fs::write(env.locations.config_dir.join("permissions.json"), trust.to_string()).unwrap();
+    // Trusted, its file accepted: the same kernel reads it at the next question.
+    let (ok, out) = cli(&env, &["permissions", "trust"]);
+    assert!(ok && out.contains("with 1 allow rules"), "{out}");
     let (_, asked) = bash(&env, TOUCH, &[]).await;
     assert!(asked.is_empty(), "{asked:?}");
     assert!(env.workspace.join("made-by-bash").exists());
@@ -159,4 +162,130 @@ async fn a_prefix_rule_does_not_answer_a_longer_different_command() {
     assert_eq!(asked[0].len(), 6, "the question about `mkdir x` offers lasting answers");
     let (_, asked) = bash(&env, "mkdir $DIR", &["reject_once"]).await;
     assert_eq!(asked[0].len(), 4, "a word that expands has no exact rule: no lasting answers");
+}
+
+/// A script that writes an allow rule for `touch *` into the workspace's rules file: the shell
+/// policy sees `sh grant.sh`, not the file it writes.
+fn plant_grant_script(workspace: &std::path::Path) {
+    let grant = json!({"rules": [{"action": "allow", "tool": "bash", "command": "touch *"}]});
+    let script = format!("mkdir -p .superpi && printf '%s' '{grant}' > .superpi/permissions.json\n");
+    std::fs::write(workspace.join("grant.sh"), script).unwrap();
+}
+
+fn notices(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::Notice { message, .. } => Some(message.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rules_file_a_shell_call_writes_grants_nothing_until_the_user_trusts_it() {
+    let env = TestEnv::new();
+    let (ok, out) = cli(&env, &["permissions", "trust"]);
+    assert!(ok && out.contains("trusted") && out.contains("has no rules file"), "{out}");
+    plant_grant_script(&env.workspace);
+    let (_, asked) = bash(&env, "sh grant.sh", &["allow_once"]).await;
+    assert_eq!(asked.len(), 1);
+    assert!(env.workspace.join(".superpi/permissions.json").exists(), "the tool call wrote the grant");
+
+    // A new conversation is still asked, and told why the file's allow rule does not apply.
+    let (events, asked) = bash(&env, TOUCH, &["reject_once"]).await;
+    assert_eq!(asked.len(), 1, "the planted allow rule does not answer");
+    assert!(!env.workspace.join("made-by-bash").exists());
+    let told = notices(&events);
+    assert!(told.iter().any(|m| m.contains("changed since you trusted it")), "{told:?}");
+    let rules = listed(&env);
+    assert_eq!(rules[0]["ignored"], "an allow rule of a file changed since you trusted it", "{rules:?}");
+    let (ok, table) = cli(&env, &["permissions", "list"]);
+    assert!(ok && table.contains("changed since you trusted it"), "{table}");
+    assert!(table.contains("superpi permissions trust"), "says how to accept it: {table}");
+    let (ok, doctor) = cli(&env, &["doctor", "--json"]);
+    assert!(ok, "{doctor}");
+    let doctor: Value = serde_json::from_str(&doctor).unwrap();
+    let found = doctor["permission_rules"].to_string();
+    assert!(found.contains(".superpi/permissions.json changed since you trusted it"), "{found}");
+
+    // Once the person accepts it, it answers.
+    let (ok, out) = cli(&env, &["permissions", "trust"]);
+    assert!(ok && out.contains("with 1 allow rules") && out.contains("touch *"), "{out}");
+    let (_, asked) = bash(&env, TOUCH, &[]).await;
+    assert!(asked.is_empty(), "{asked:?}");
+    assert!(env.workspace.join("made-by-bash").exists());
+    let (ok, out) = cli(&env, &["permissions", "untrust"]);
+    assert!(ok && out.contains("no longer trusted"), "{out}");
+    let (_, asked) = bash(&env, TOUCH, &["reject_once"]).await;
+    assert_eq!(asked.len(), 1, "untrusted, asked again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_rule_the_kernel_writes_in_a_trusted_folder_holds_across_a_restart() {
+    let env = TestEnv::new();
+    let (ok, out) = cli(&env, &["permissions", "trust"]);
+    assert!(ok, "{out}");
+    let (events, _) = bash(&env, TOUCH, &["allow_always_project"]).await;
+    let told = notices(&events);
+    assert!(told.iter().any(|m| m.contains(".superpi/permissions.json")), "the workspace's file: {told:?}");
+    let (ok, out) = cli(&env, &["kernel", "stop"]);
+    assert!(ok, "{out}");
+    std::fs::remove_file(env.workspace.join("made-by-bash")).unwrap();
+    let (events, asked) = bash(&env, TOUCH, &[]).await;
+    assert!(asked.is_empty(), "after a restart: {asked:?}");
+    assert!(env.workspace.join("made-by-bash").exists());
+    assert!(notices(&events).is_empty(), "no false change: {:?}", notices(&events));
+    let rules = listed(&env);
+    assert_eq!((rules.len(), rules[0]["source"].as_str()), (1, Some("workspace")), "{rules:?}");
+    assert!(rules[0]["ignored"].is_null(), "{rules:?}");
+    let (ok, table) = cli(&env, &["permissions", "list"]);
+    assert!(ok && !table.contains("changed"), "{table}");
+}
+
+/// On a developer's machine, as root or an ordinary user: a grant planted by a tool call in
+/// `auto` does not answer a later run in `accept-edits` until trusted, and a rules file of
+/// another user's is ignored, saying so in `permissions list` and `doctor`.
+fn planted_and_foreign_rules_files_grant_nothing(user: Option<&'static str>) {
+    let m = Machine::new(user);
+    let ok = |cmd: &mut std::process::Command| {
+        let out = cmd.output().unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{text}");
+        text
+    };
+    let touch = || {
+        let call = json!({ "command": "touch made" });
+        // In a pipe nobody can answer: an asked call is refused, an allowed one runs.
+        let _ = m.superpi(&["run", "--mode", "accept-edits", &format!("@tool bash {call}")]).output().unwrap();
+        std::fs::remove_file(m.workspace.join("made")).is_ok()
+    };
+    ok(&mut m.superpi(&["permissions", "trust"]));
+    plant_grant_script(&m.workspace);
+    m.bash("sh grant.sh");
+    let rules_file = m.workspace.join(".superpi/permissions.json");
+    assert!(rules_file.exists(), "the tool call wrote the grant");
+    assert!(!touch(), "the planted grant does not answer");
+    let listed = ok(&mut m.superpi(&["permissions", "list"]));
+    assert!(listed.contains("changed since you trusted it"), "{listed}");
+    ok(&mut m.superpi(&["permissions", "trust"]));
+    assert!(touch(), "accepted, it answers");
+
+    // Another user's file: ignored, whoever runs superpi (uid 1 is neither root nor nobody).
+    std::os::unix::fs::chown(&rules_file, Some(1), None).unwrap();
+    assert!(!touch(), "another user's rules file grants nothing");
+    let listed = ok(&mut m.superpi(&["permissions", "list"]));
+    assert!(listed.contains("is owned by another user (uid 1)"), "{listed}");
+    let doctor = ok(&mut m.superpi(&["doctor"]));
+    assert!(doctor.contains(&format!("{} is owned by another user", rules_file.display())), "{doctor}");
+}
+
+#[test]
+fn planted_and_foreign_rules_files_grant_nothing_as_root() {
+    planted_and_foreign_rules_files_grant_nothing(None);
+}
+
+#[test]
+fn planted_and_foreign_rules_files_grant_nothing_as_an_ordinary_user() {
+    planted_and_foreign_rules_files_grant_nothing(Some(NOBODY));
 }

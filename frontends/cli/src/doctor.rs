@@ -1,5 +1,6 @@
 //! `superpi doctor`: what this machine confines, which toolchains and MCP servers a tool can
-//! reach, what stays unreadable, and which settings do not take effect, each with its fix.
+//! reach, what stays unreadable, which settings do not take effect, and which permission rules
+//! files are broken or ignored, each with its fix.
 //! [`gather`] looks at the machine (the sandbox's own status and read grants, the user's
 //! settings, `PATH` and the home directory); [`render`] is pure, tested without I/O.
 
@@ -10,7 +11,7 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 use superpi_client::Locations;
-use superpi_policy::{McpTransport, Settings};
+use superpi_policy::{McpTransport, PermissionRules, Settings};
 use superpi_sandbox::{ReadGrants, Sandbox, SandboxConfig, SandboxStatus};
 
 use crate::listing::JsonFlag;
@@ -40,6 +41,9 @@ pub(crate) struct Report {
     pub unreadable: Vec<PathBuf>,
     /// Settings that do not take effect.
     pub settings: Vec<Finding>,
+    /// Permission rules files (the user's, the current directory's workspace's) that cannot
+    /// be read, are ignored, or whose allow rules do not apply since they changed.
+    pub permission_rules: Vec<Finding>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -123,7 +127,26 @@ fn gather(locations: &Locations) -> anyhow::Result<Report> {
         mcp_servers,
         unreadable: grants.denied.clone(),
         settings: ineffective(&config, &settings, &grants),
+        permission_rules: rules_files(locations),
     })
+}
+
+/// What is wrong with the permission rules files of the user and of the current directory's
+/// workspace (when it can be one).
+fn rules_files(locations: &Locations) -> Vec<Finding> {
+    let workspace =
+        std::env::current_dir().ok().and_then(|d| superpi_client::workspace::check_workspace(&d, locations).ok());
+    let loaded = PermissionRules::load(&locations.config_dir, None)
+        .and_then(|_| PermissionRules::load(&locations.config_dir, workspace.as_deref()));
+    match loaded {
+        Err(err) => vec![finding(
+            format!("{err}"),
+            format!("fix {} or remove it: until then every tool call is refused", err.path().display()),
+        )],
+        Ok(rules) => {
+            rules.notices().iter().map(|n| finding(format!("{} {}", n.file.display(), n.what), n.fix.clone())).collect()
+        }
+    }
 }
 
 fn confinement(status: &SandboxStatus) -> Confinement {
@@ -362,6 +385,12 @@ pub(crate) fn render(report: &Report) -> String {
         out += "  none\n";
     }
     out += &findings(&report.settings);
+
+    out += "\nPermission rules files\n";
+    if report.permission_rules.is_empty() {
+        out += "  nothing wrong\n";
+    }
+    out += &findings(&report.permission_rules);
     out
 }
 

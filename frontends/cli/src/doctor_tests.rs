@@ -39,6 +39,10 @@ fn report() -> Report {
         }],
         unreadable: vec![PathBuf::from("/home/dev/.ssh"), PathBuf::from("/home/dev/.npmrc")],
         settings: vec![fix("sandbox.extra_read_paths: /nope does not exist", "create it")],
+        permission_rules: vec![fix(
+            "/w/.superpi/permissions.json is owned by another user (uid 1001), neither you nor root",
+            "superpi ignores it: make it a file of your own (or remove it)",
+        )],
     }
 }
 
@@ -71,6 +75,10 @@ Unreadable to tools
 Settings that do not take effect
   ! sandbox.extra_read_paths: /nope does not exist
     fix: create it
+
+Permission rules files
+  ! /w/.superpi/permissions.json is owned by another user (uid 1001), neither you nor root
+    fix: superpi ignores it: make it a file of your own (or remove it)
 ";
     assert_eq!(text, expected);
 }
@@ -81,9 +89,11 @@ fn empty_sections_say_so() {
     report.mcp_servers.clear();
     report.unreadable.clear();
     report.settings.clear();
+    report.permission_rules.clear();
     let text = render(&report);
     assert!(text.contains("MCP servers\n  none in settings.json\n"), "{text}");
     assert!(text.contains("Unreadable to tools\n  nothing denied exists\n"), "{text}");
-    assert!(text.ends_with("Settings that do not take effect\n  none\n"), "{text}");
+    assert!(text.contains("Settings that do not take effect\n  none\n"), "{text}");
+    assert!(text.ends_with("Permission rules files\n  nothing wrong\n"), "{text}");
     assert_eq!(table(Vec::<Vec<String>>::new()), "");
 }

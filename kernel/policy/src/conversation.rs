@@ -12,6 +12,7 @@ use crate::mode::Mode;
 use crate::mode_choice::{Caller, effective_mode};
 use crate::paths::ProtectedPaths;
 use crate::permission_rules::{PermissionRules, RuleEntry, WORKSPACE_RULES_FILE};
+use crate::permission_rules_file::FileNotice;
 use crate::settings::Settings;
 use crate::verdict::{Answer, Decision, Overrides, Rule};
 
@@ -73,9 +74,16 @@ impl ConversationPolicy {
     }
 
     /// Takes the permission rules as just read (`PermissionRules::load` of this
-    /// conversation's workspace, its error as text).
-    pub fn set_rules(&mut self, rules: Result<PermissionRules, String>) {
+    /// conversation's workspace, its error as text). Returns the files' notices that the
+    /// rules read before did not have, for the person to be told once.
+    pub fn set_rules(&mut self, rules: Result<PermissionRules, String>) -> Vec<FileNotice> {
+        let before = self.rules.as_ref().map(PermissionRules::notices).unwrap_or_default();
+        let new = match &rules {
+            Ok(now) => now.notices().iter().filter(|n| !before.contains(n)).cloned().collect(),
+            Err(_) => Vec::new(),
+        };
         self.rules = rules;
+        new
     }
 
     /// The allow rules an "always for this project / for me" answer to `decision` (a question

@@ -3,7 +3,8 @@
 //!
 //! Owns: the harness registry (built-ins plus `harnesses.toml`), [`Mode`] and
 //! [`effective_mode`], [`Settings`] (`settings.json` of the config dir and of a workspace),
-//! [`PermissionRules`] (`permissions.json` of both, the rules "always" answers leave) and
+//! [`PermissionRules`] (`permissions.json` of both, the rules "always" answers leave, and the
+//! digests that keep a workspace's file from granting what the user did not accept) and
 //! [`decide`], a pure function of a call's facts. Everything here is data and pure
 //! functions; the only I/O is reading those files, and rewriting a rules file.
 //!
@@ -71,6 +72,7 @@ pub use superpi_paths as paths;
 pub mod pattern;
 pub mod permission_rules;
 pub mod permission_rules_edit;
+pub mod permission_rules_file;
 pub mod read_only;
 pub mod settings;
 pub mod shell;
@@ -99,6 +101,7 @@ pub use mode_choice::{Caller, effective_mode};
 pub use net::{Network, NetworkPolicy, ShellNetwork, host_listed};
 pub use paths::ProtectedPaths;
 pub use permission_rules::{LoadedRule, PermissionRules, RuleAction, RuleEntry, RuleSource};
+pub use permission_rules_file::FileNotice;
 pub use settings::{Permissions, RemoteSettings, SandboxSettings, Settings};
 pub use subagents::SubagentSettings;
 pub use verdict::Scope;

@@ -25,6 +25,7 @@ use superpi_proto::tool::ToolDef;
 use crate::error::ConfigError;
 use crate::net::{normalize_host, url_host, valid_host};
 use crate::pattern::{CommandPattern, DenyMatch};
+use crate::permission_rules_file::{FileNotice, present};
 use crate::settings::Settings;
 use crate::shell;
 use crate::verdict::{Decision, Remember, Risk, Rule};
@@ -69,17 +70,6 @@ impl RuleEntry {
     pub fn pattern(&self) -> &str {
         self.command.as_deref().or(self.path.as_deref()).or(self.host.as_deref()).or(self.tool.as_deref()).unwrap_or("")
     }
-}
-
-/// A rules file as stored.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RulesFile {
-    /// The user's file only: folders whose workspace files may allow.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub trusted_folders: Vec<PathBuf>,
-    #[serde(default)]
-    pub rules: Vec<RuleEntry>,
 }
 
 /// Which file a rule comes from.
@@ -132,14 +122,23 @@ pub struct LoadedRule {
 pub struct PermissionRules {
     rules: Vec<LoadedRule>,
     trusted: bool,
+    notices: Vec<FileNotice>,
 }
+
+/// Why a workspace file's `allow` rules do not apply in a trusted folder.
+const CHANGED: &str = "an allow rule of a file changed since you trusted it";
+const NOT_ACCEPTED: &str = "an allow rule of a file you have not accepted";
 
 impl PermissionRules {
     /// Reads the user's file and, with a workspace, the workspace's. Missing files are empty;
-    /// a malformed one is an error naming the file and the key.
+    /// a malformed one is an error naming the file and the key; one superpi does not read (of
+    /// another user's, a link, too big: `permission_rules_file.rs`) is a notice. A workspace
+    /// file's `allow` rules apply only in a trusted folder and while the file is, byte for
+    /// byte, the one the user accepted or the kernel last wrote (`rules_sha256`).
     pub fn load(config_dir: &Path, workspace: Option<&Path>) -> Result<PermissionRules, ConfigError> {
+        let mut notices = Vec::new();
         let user_path = config_dir.join(USER_RULES_FILE);
-        let user = read_file(&user_path, RuleSource::User)?;
+        let user = present(&user_path, RuleSource::User, &mut notices)?.map(|(f, _)| f).unwrap_or_default();
         let trusted = workspace.is_some_and(|ws| trusts(&user.trusted_folders, ws));
         let mut rules = Vec::new();
         for (i, entry) in user.rules.into_iter().enumerate() {
@@ -148,16 +147,41 @@ impl PermissionRules {
             let ignored = scoped_elsewhere.then(|| "scoped to another workspace".to_string());
             rules.push(loaded(entry, RuleSource::User, &user_path, i, ignored)?);
         }
-        if let Some(ws) = workspace {
-            let ws_path = ws.join(WORKSPACE_RULES_FILE);
-            let file = read_file(&ws_path, RuleSource::Workspace)?;
-            for (i, entry) in file.rules.into_iter().enumerate() {
-                let untrusted = entry.action == RuleAction::Allow && !trusted;
-                let ignored = untrusted.then(|| "an allow rule of a folder you do not trust".to_string());
-                rules.push(loaded(entry, RuleSource::Workspace, &ws_path, i, ignored)?);
-            }
+        let Some(ws) = workspace else { return Ok(PermissionRules { rules, trusted, notices }) };
+        let ws_path = ws.join(WORKSPACE_RULES_FILE);
+        let Some((file, sha256)) = present(&ws_path, RuleSource::Workspace, &mut notices)? else {
+            return Ok(PermissionRules { rules, trusted, notices });
+        };
+        let recorded = user.rules_sha256.get(&crate::paths::lexical(ws));
+        let why_not = match recorded {
+            _ if !trusted => Some("an allow rule of a folder you do not trust"),
+            Some(accepted) if *accepted == sha256 => None,
+            Some(_) => Some(CHANGED),
+            None => Some(NOT_ACCEPTED),
+        };
+        let allows = file.rules.iter().any(|r| r.action == RuleAction::Allow);
+        if trusted && (why_not == Some(CHANGED) || why_not.is_some() && allows) {
+            let what = if why_not == Some(CHANGED) {
+                "changed since you trusted it, so its allow rules do not apply (its ask and deny rules do)"
+            } else {
+                "has allow rules you have not accepted, so they do not apply (its ask and deny rules do)"
+            };
+            let fix = format!(
+                "check its rules (`superpi permissions list`), then accept them with `superpi permissions trust {}`",
+                ws.display()
+            );
+            notices.push(FileNotice { file: ws_path.clone(), source: RuleSource::Workspace, what: what.into(), fix });
         }
-        Ok(PermissionRules { rules, trusted })
+        for (i, entry) in file.rules.into_iter().enumerate() {
+            let ignored = (entry.action == RuleAction::Allow).then_some(why_not).flatten().map(str::to_string);
+            rules.push(loaded(entry, RuleSource::Workspace, &ws_path, i, ignored)?);
+        }
+        Ok(PermissionRules { rules, trusted, notices })
+    }
+
+    /// The files not used, or whose allow rules are not, each with its fix.
+    pub fn notices(&self) -> &[FileNotice] {
+        &self.notices
     }
 
     /// Every rule read, those that do not apply here included.
@@ -373,32 +397,13 @@ fn host_matches(pattern: &str, host: &str) -> bool {
 }
 
 /// Whether `workspace` is one of `folders` or below one.
-fn trusts(folders: &[PathBuf], workspace: &Path) -> bool {
+pub(crate) fn trusts(folders: &[PathBuf], workspace: &Path) -> bool {
     let workspace = crate::paths::lexical(workspace);
     folders.iter().any(|f| workspace.starts_with(crate::paths::lexical(f)))
 }
 
-pub(crate) fn read_file(path: &Path, source: RuleSource) -> Result<RulesFile, ConfigError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(RulesFile::default()),
-        Err(source) => return Err(ConfigError::Read { path: path.to_path_buf(), source }),
-    };
-    let mut de = serde_json::Deserializer::from_str(&text);
-    let file: RulesFile = serde_path_to_error::deserialize(&mut de)
-        .map_err(|e| ConfigError::invalid(path, crate::error::key_path(e.path()), e.inner().to_string()))?;
-    de.end().map_err(|e| ConfigError::invalid(path, "", e.to_string()))?;
-    if source == RuleSource::Workspace && !file.trusted_folders.is_empty() {
-        return Err(ConfigError::invalid(path, "trusted_folders", "only your own permissions.json can trust folders"));
-    }
-    if let Some(i) = file.trusted_folders.iter().position(|f| !f.is_absolute()) {
-        return Err(ConfigError::invalid(path, format!("trusted_folders[{i}]"), "must be an absolute path"));
-    }
-    Ok(file)
-}
-
 /// A rule checked and read; `index` names it in errors.
-fn loaded(
+pub(crate) fn loaded(
     entry: RuleEntry,
     source: RuleSource,
     file: &Path,

@@ -2,19 +2,22 @@
 //! leaves ([`suggest`]: derived from the call the question was about, never wider than it),
 //! adding them to a rules file ([`append`]) and taking rules out ([`remove`]).
 //!
-//! Files are rewritten whole through a temporary file and a rename, so a reader sees the old
-//! rules or the new ones, never half a file.
+//! Also what `superpi permissions trust|untrust` change: the trusted folders and the digests
+//! of the workspace files the user accepted. Files are rewritten whole (`permission_rules_file.rs`),
+//! so a reader sees the old rules or the new ones, never half a file.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
 use superpi_proto::tool::ToolDef;
 
 use crate::error::ConfigError;
 use crate::permission_rules::{
-    CallPlaces, LoadedRule, PermissionRules, RuleAction, RuleEntry, RuleSource, RulesFile, USER_RULES_FILE,
-    WORKSPACE_RULES_FILE, read_file, rule_id,
+    CallPlaces, LoadedRule, PermissionRules, RuleAction, RuleEntry, RuleSource, USER_RULES_FILE, WORKSPACE_RULES_FILE,
+    loaded, rule_id, trusts,
 };
+use crate::permission_rules_file::{self as file, RulesFile};
 use crate::shell::{self, SimpleCommand};
 use crate::verdict::{Decision, Remember, Scope};
 
@@ -102,24 +105,56 @@ fn quote(word: &str) -> String {
     }
 }
 
+/// One writer of rules files at a time in this process, so the digest recorded for a
+/// workspace's file is the one last written (two answers at once would otherwise race).
+static WRITING: Mutex<()> = Mutex::new(());
+
+fn writing() -> MutexGuard<'static, ()> {
+    WRITING.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Adds `rules` (allow rules from [`suggest`]) to the file `scope` names; a rule already there
-/// is not added twice. Returns the file written.
+/// is not added twice. Returns the file written. A project's rules go to the workspace's file
+/// when the folder is trusted and that file is missing or is the one accepted, and its new
+/// digest is recorded; otherwise to the user's file, scoped to the workspace (a file changed
+/// behind the kernel's back is never accepted by the kernel's own write).
 pub fn append(
     config_dir: &Path,
     workspace: Option<&Path>,
     scope: Scope,
     mut rules: Vec<RuleEntry>,
 ) -> Result<PathBuf, ConfigError> {
+    let _one = writing();
     let user_file = config_dir.join(USER_RULES_FILE);
-    let (path, source) = match (scope, workspace) {
-        (Scope::Project, Some(ws)) if PermissionRules::load(config_dir, Some(ws))?.trusted() => {
-            (ws.join(WORKSPACE_RULES_FILE), RuleSource::Workspace)
-        }
-        (Scope::Project, Some(ws)) => {
-            for rule in &mut rules {
-                rule.workspace = Some(crate::paths::lexical(ws));
+    let add = |file: &mut RulesFile, rules: Vec<RuleEntry>| {
+        for rule in rules {
+            if !file.rules.contains(&rule) {
+                file.rules.push(rule);
             }
-            (user_file, RuleSource::User)
+        }
+    };
+    let (mut user, _) = file::read_for_edit(&user_file, RuleSource::User)?;
+    match (scope, workspace) {
+        (Scope::Project, Some(ws)) => {
+            let key = crate::paths::lexical(ws);
+            let ws_file = ws.join(WORKSPACE_RULES_FILE);
+            if trusts(&user.trusted_folders, ws) {
+                let ours = |sha: &Option<String>| sha.is_none() || sha.as_ref() == user.rules_sha256.get(&key);
+                if let Ok((mut file, sha)) = file::read_for_edit(&ws_file, RuleSource::Workspace)
+                    && ours(&sha)
+                {
+                    add(&mut file, rules.clone());
+                    // A `.superpi` that is a link or another user's is not written through.
+                    if let Ok(sha256) = file::write(&ws_file, &file, RuleSource::Workspace) {
+                        user.rules_sha256.insert(key, sha256);
+                        file::write(&user_file, &user, RuleSource::User)?;
+                        return Ok(ws_file);
+                    }
+                }
+            }
+            for rule in &mut rules {
+                rule.workspace = Some(key.clone());
+            }
         }
         (Scope::Project, None) => {
             return Err(ConfigError::invalid(
@@ -128,45 +163,101 @@ pub fn append(
                 "a conversation without a workspace has no project rules",
             ));
         }
-        (Scope::User, _) => (user_file, RuleSource::User),
-    };
-    let mut file = read_file(&path, source)?;
-    for rule in rules {
-        if !file.rules.contains(&rule) {
-            file.rules.push(rule);
-        }
+        (Scope::User, _) => {}
     }
-    write_file(&path, &file)?;
-    Ok(path)
+    add(&mut user, rules);
+    file::write(&user_file, &user, RuleSource::User)?;
+    Ok(user_file)
 }
 
 /// Takes out every rule of the user's and the workspace's file whose id or pattern (command,
 /// path, host, or tool of a whole-tool rule) is `key`. Returns the rules removed (none: no
-/// file changed).
+/// file changed). A workspace file that was accepted stays accepted.
 pub fn remove(config_dir: &Path, workspace: Option<&Path>, key: &str) -> Result<Vec<LoadedRule>, ConfigError> {
+    let _one = writing();
     let loaded = PermissionRules::load(config_dir, workspace)?;
     let removed: Vec<LoadedRule> =
         loaded.all().iter().filter(|r| r.id == key || r.entry.pattern() == key).cloned().collect();
     let mut files: Vec<(&Path, RuleSource)> = removed.iter().map(|r| (r.file.as_path(), r.source)).collect();
     files.dedup();
+    let user_file = config_dir.join(USER_RULES_FILE);
     for (path, source) in files {
-        let mut file = read_file(path, source)?;
+        let (mut file, before) = file::read_for_edit(path, source)?;
         file.rules.retain(|entry| !removed.iter().any(|r| r.file == path && r.id == rule_id(entry, source)));
-        write_file(path, &file)?;
+        let after = file::write(path, &file, source)?;
+        if let (RuleSource::Workspace, Some(ws)) = (source, workspace) {
+            let (mut user, _) = file::read_for_edit(&user_file, RuleSource::User)?;
+            let key = crate::paths::lexical(ws);
+            if before.is_some() && user.rules_sha256.get(&key) == before.as_ref() {
+                user.rules_sha256.insert(key, after);
+                file::write(&user_file, &user, RuleSource::User)?;
+            }
+        }
     }
     Ok(removed)
 }
 
-fn write_file(path: &Path, file: &RulesFile) -> Result<(), ConfigError> {
-    let write_error = |source| ConfigError::Write { path: path.to_path_buf(), source };
-    let text = serde_json::to_string_pretty(file).map_err(|e| ConfigError::invalid(path, "", e.to_string()))? + "\n";
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(write_error)?;
+/// What `superpi permissions trust` did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trusted {
+    /// The folder added to `trusted_folders`, or the trusted folder that already held it.
+    pub folder: PathBuf,
+    pub newly: bool,
+    /// The workspace's rules file as accepted (None: it has none).
+    pub accepted: Option<Vec<RuleEntry>>,
+}
+
+/// Trusts `folder` (absolute, canonical): adds it to `trusted_folders` unless a trusted
+/// folder holds it, and accepts its rules file as it is now (its digest recorded; with none,
+/// the digest of nothing, so a file written later is a change). A file superpi would ignore or cannot read is an error.
+pub fn trust(config_dir: &Path, folder: &Path) -> Result<Trusted, ConfigError> {
+    let _one = writing();
+    let user_file = config_dir.join(USER_RULES_FILE);
+    let (mut user, _) = file::read_for_edit(&user_file, RuleSource::User)?;
+    let key = crate::paths::lexical(folder);
+    let ws_file = folder.join(WORKSPACE_RULES_FILE);
+    let (file, sha256) = file::read_for_edit(&ws_file, RuleSource::Workspace)?;
+    for (i, entry) in file.rules.iter().enumerate() {
+        loaded(entry.clone(), RuleSource::Workspace, &ws_file, i, None)?;
     }
-    let temp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    std::fs::write(&temp, text).map_err(write_error)?;
-    std::fs::rename(&temp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&temp);
-        write_error(e)
-    })
+    let holder = user.trusted_folders.iter().find(|f| key.starts_with(crate::paths::lexical(f))).cloned();
+    let newly = holder.is_none();
+    if newly {
+        user.trusted_folders.push(key.clone());
+    }
+    // No file: the digest of nothing (no rules file is empty), so one written later is a change.
+    user.rules_sha256.insert(key.clone(), sha256.clone().unwrap_or_else(|| file::sha256(b"")));
+    file::write(&user_file, &user, RuleSource::User)?;
+    Ok(Trusted { folder: holder.unwrap_or(key), newly, accepted: sha256.map(|_| file.rules) })
+}
+
+/// What `superpi permissions untrust` did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Untrusted {
+    /// The folders taken out of `trusted_folders` (`folder` and those below it).
+    pub folders: Vec<PathBuf>,
+    /// How many accepted files, of `folder` and below, are no longer accepted.
+    pub files: usize,
+    /// A trusted folder above `folder` that still holds it.
+    pub still_within: Option<PathBuf>,
+}
+
+/// Stops trusting `folder` and the folders below it: out of `trusted_folders`, and their
+/// rules files no longer accepted.
+pub fn untrust(config_dir: &Path, folder: &Path) -> Result<Untrusted, ConfigError> {
+    let _one = writing();
+    let user_file = config_dir.join(USER_RULES_FILE);
+    let (mut user, _) = file::read_for_edit(&user_file, RuleSource::User)?;
+    let key = crate::paths::lexical(folder);
+    let below = |f: &PathBuf| crate::paths::lexical(f).starts_with(&key);
+    let folders: Vec<PathBuf> = user.trusted_folders.iter().filter(|f| below(f)).cloned().collect();
+    user.trusted_folders.retain(|f| !below(f));
+    let before = user.rules_sha256.len();
+    user.rules_sha256.retain(|f, _| !below(f));
+    let files = before - user.rules_sha256.len();
+    let still_within = user.trusted_folders.iter().find(|f| key.starts_with(crate::paths::lexical(f))).cloned();
+    if !folders.is_empty() || files > 0 {
+        file::write(&user_file, &user, RuleSource::User)?;
+    }
+    Ok(Untrusted { folders, files, still_within })
 }

@@ -8,7 +8,8 @@ use crate::conversation::ConversationPolicy;
 use crate::harness::Harnesses;
 use crate::mode::Mode;
 use crate::mode_choice::Caller;
-use crate::permission_rules_edit::{append, remove, suggest};
+use crate::permission_rules_edit::{append, remove, suggest, trust, untrust};
+use crate::permission_rules_file as file;
 use crate::test_tools::{builtin_tools, tool};
 use crate::verdict::Scope;
 
@@ -115,6 +116,13 @@ fn a_workspace_file_allows_only_in_a_trusted_folder() {
     let parent = d.ws.parent().unwrap().to_path_buf();
     write(&d.config.join(USER_RULES_FILE), json!({"trusted_folders": [parent]}));
     let p = policy(&d, Mode::AcceptEdits);
+    assert!(run(&p, "make all").askable(), "a trusted folder's file is not accepted until the user says so");
+    let rules = PermissionRules::load(&d.config, Some(&d.ws)).unwrap();
+    assert_eq!(rules.all()[0].ignored.as_deref(), Some(NOT_ACCEPTED));
+    assert!(rules.notices()[0].fix.contains("superpi permissions trust"), "{:?}", rules.notices());
+    let done = trust(&d.config, &d.ws).unwrap();
+    assert!(!done.newly && done.folder == parent && done.accepted.unwrap().len() == 1);
+    let p = policy(&d, Mode::AcceptEdits);
     assert_eq!(run(&p, "make all"), Decision::Allow { network: false });
     // A workspace file cannot trust itself.
     write(&d.ws.join(WORKSPACE_RULES_FILE), json!({"trusted_folders": ["/"], "rules": []}));
@@ -199,14 +207,7 @@ fn suggested_rules_are_never_wider_than_the_call() {
 #[test]
 fn answers_are_written_listed_and_removed() {
     let d = dirs();
-    let rule = |command: &str| RuleEntry {
-        action: RuleAction::Allow,
-        tool: Some("bash".into()),
-        command: Some(command.into()),
-        path: None,
-        host: None,
-        workspace: None,
-    };
+    let rule = allow;
     // Not trusted: a project answer goes to the user's file, scoped to the workspace.
     let file = append(&d.config, Some(&d.ws), Scope::Project, vec![rule("make a")]).unwrap();
     assert_eq!(file, d.config.join(USER_RULES_FILE));
@@ -217,7 +218,7 @@ fn answers_are_written_listed_and_removed() {
     let elsewhere = PermissionRules::load(&d.config, Some(Path::new("/elsewhere"))).unwrap();
     assert!(elsewhere.all()[0].ignored.is_some() && elsewhere.all()[1].ignored.is_none());
     // Trusted: the workspace's file.
-    let mut user = read_file(&d.config.join(USER_RULES_FILE), RuleSource::User).unwrap();
+    let (mut user, _) = file::read_for_edit(&d.config.join(USER_RULES_FILE), RuleSource::User).unwrap();
     user.trusted_folders.push(d.ws.clone());
     std::fs::write(d.config.join(USER_RULES_FILE), serde_json::to_string(&user).unwrap()).unwrap();
     let file = append(&d.config, Some(&d.ws), Scope::Project, vec![rule("make c")]).unwrap();
@@ -239,7 +240,7 @@ fn answers_are_written_listed_and_removed() {
         .collect();
     assert_eq!(left, ["make b"]);
     assert_eq!(
-        read_file(&d.config.join(USER_RULES_FILE), RuleSource::User).unwrap().trusted_folders,
+        file::read_for_edit(&d.config.join(USER_RULES_FILE), RuleSource::User).unwrap().0.trusted_folders,
         vec![d.ws.clone()]
     );
 }
@@ -251,4 +252,90 @@ fn the_rules_file_is_protected_from_file_tools() {
     let write_tool = tool("write", &[Effect::FsWrite]);
     let decision = p.decide(&write_tool, &json!({"path": ".superpi/permissions.json", "content": "{}"}));
     assert!(matches!(decision, Decision::Deny { rule: Rule::ProtectedPath, .. }), "{decision:?}");
+}
+
+fn allow(command: &str) -> RuleEntry {
+    RuleEntry {
+        action: RuleAction::Allow,
+        tool: Some("bash".into()),
+        command: Some(command.into()),
+        path: None,
+        host: None,
+        workspace: None,
+    }
+}
+
+#[test]
+fn a_file_changed_behind_the_kernel_keeps_only_its_tightening_rules_until_trusted_again() {
+    let d = dirs();
+    assert_eq!(trust(&d.config, &d.ws).unwrap().accepted, None);
+    // Trusted without a file: one written later is a change.
+    write(&d.ws.join(WORKSPACE_RULES_FILE), json!({"rules": [{"action": "allow", "command": "make *"}]}));
+    let rules = PermissionRules::load(&d.config, Some(&d.ws)).unwrap();
+    assert_eq!(rules.all()[0].ignored.as_deref(), Some(CHANGED));
+    std::fs::remove_file(d.ws.join(WORKSPACE_RULES_FILE)).unwrap();
+    // The kernel's own write ("always for this project") is accepted as it writes it.
+    let written = append(&d.config, Some(&d.ws), Scope::Project, vec![allow("make a")]).unwrap();
+    assert_eq!(written, d.ws.join(WORKSPACE_RULES_FILE));
+    let p = policy(&d, Mode::AcceptEdits);
+    assert!(run(&p, "make a").is_allowed());
+    assert!(PermissionRules::load(&d.config, Some(&d.ws)).unwrap().notices().is_empty());
+
+    // A tool call rewrites it: its allow rules stop applying, its deny rule applies.
+    let planted = json!({"rules": [
+        {"action": "allow", "tool": "bash", "command": "make a"},
+        {"action": "allow", "tool": "bash", "command": "curl *"},
+        {"action": "deny", "tool": "bash", "command": "make b"},
+    ]});
+    write(&d.ws.join(WORKSPACE_RULES_FILE), planted);
+    let mut p = policy(&d, Mode::AcceptEdits);
+    assert!(run(&p, "make a").askable() && run(&p, "curl x").askable());
+    assert!(matches!(run(&p, "make b"), Decision::Deny { .. }));
+    let rules = PermissionRules::load(&d.config, Some(&d.ws)).unwrap();
+    assert_eq!(rules.all()[0].ignored.as_deref(), Some(CHANGED));
+    assert!(rules.notices()[0].what.contains("changed since you trusted it"), "{:?}", rules.notices());
+    assert!(p.set_rules(Ok(rules.clone())).is_empty(), "a notice is new once");
+
+    // The kernel does not accept it by writing beside it: the next project rule is the user's.
+    let written = append(&d.config, Some(&d.ws), Scope::Project, vec![allow("make c")]).unwrap();
+    assert_eq!(written, d.config.join(USER_RULES_FILE));
+    assert!(run(&policy(&d, Mode::AcceptEdits), "curl x").askable());
+
+    // The person accepts it; untrusting takes it back.
+    trust(&d.config, &d.ws).unwrap();
+    assert!(run(&policy(&d, Mode::AcceptEdits), "curl x").is_allowed());
+    let done = untrust(&d.config, &d.ws).unwrap();
+    assert_eq!((done.folders, done.files, done.still_within), (vec![d.ws.clone()], 1, None));
+    assert!(run(&policy(&d, Mode::AcceptEdits), "curl x").askable());
+    assert!(untrust(&d.config, &d.ws).unwrap().folders.is_empty());
+}
+
+#[test]
+fn a_linked_or_oversized_workspace_file_is_ignored_with_a_notice() {
+    let d = dirs();
+    let elsewhere = d.ws.join("grants.json");
+    write(&elsewhere, json!({"rules": [{"action": "allow", "command": "make *"}]}));
+    std::os::unix::fs::symlink(&elsewhere, d.ws.join(WORKSPACE_RULES_FILE)).unwrap();
+    let rules = PermissionRules::load(&d.config, Some(&d.ws)).unwrap();
+    assert!(rules.all().is_empty());
+    assert!(rules.notices()[0].what.contains("symbolic link"), "{:?}", rules.notices());
+    assert!(trust(&d.config, &d.ws).is_err(), "a file superpi ignores cannot be accepted");
+    std::fs::remove_file(d.ws.join(WORKSPACE_RULES_FILE)).unwrap();
+    let big = format!("{{\"rules\": []{}}}", " ".repeat(file::MAX_RULES_FILE_BYTES as usize));
+    std::fs::write(d.ws.join(WORKSPACE_RULES_FILE), big).unwrap();
+    let rules = PermissionRules::load(&d.config, Some(&d.ws)).unwrap();
+    assert!(rules.notices()[0].what.contains("larger than"), "{:?}", rules.notices());
+}
+
+#[test]
+fn the_kernels_write_follows_no_link_planted_in_the_workspace() {
+    let d = dirs();
+    trust(&d.config, &d.ws).unwrap();
+    let outside = d.config.parent().unwrap().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::remove_dir(d.ws.join(".superpi")).unwrap();
+    std::os::unix::fs::symlink(&outside, d.ws.join(".superpi")).unwrap();
+    let written = append(&d.config, Some(&d.ws), Scope::Project, vec![allow("make a")]);
+    assert_eq!(written.unwrap(), d.config.join(USER_RULES_FILE), "written to the user's file instead");
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "nothing written through the link");
 }

@@ -43,9 +43,22 @@ impl Lasting {
 
 /// Reads the permission rules files for a conversation's workspace, as they are now (an
 /// edit takes effect at the next call); an unreadable file is an error for every call.
-pub(crate) fn load_rules(kernel: &Kernel, policy: &mut ConversationPolicy) {
+/// Returns, as warning notices, what is newly wrong with a file (ignored, or its allow rules
+/// not applying since it changed), to be told once.
+pub(crate) fn load_rules(kernel: &Kernel, policy: &mut ConversationPolicy) -> Vec<String> {
     let rules = PermissionRules::load(&kernel.catalog.config_dir, policy.workspace()).map_err(|e| e.to_string());
-    policy.set_rules(rules);
+    let notices = policy.set_rules(rules);
+    for notice in &notices {
+        tracing::warn!("permission rules: {}", notice.message());
+    }
+    notices.iter().map(|n| format!("permission rules: {}", n.message())).collect()
+}
+
+/// Tells the conversation's watchers what [`load_rules`] found newly wrong.
+pub(crate) fn tell_rules_notices(kernel: &Kernel, conv: &Conversation, turn_id: i64, notices: Vec<String>) {
+    for message in notices {
+        conv.emit(kernel, Event::notice(conv.id, Some(turn_id), "warning", message));
+    }
 }
 
 /// Writes the rules of a lasting answer to the file its scope names, with a notice saying

@@ -307,10 +307,10 @@ async fn decide(
             settle_direct(policy, &call.name, decision, *consented)
         }
         Caller::Turn { conv, turn_id, ceiling, .. } => {
-            let (decision, asks, asked) = {
+            let (decision, asks, asked, notices) = {
                 let mut policy = lock(&conv.policy);
                 let policy = policy.as_mut().map_err(|reason| Refusal::new(reason.clone(), Rule::Unanswered))?;
-                permission::load_rules(kernel, policy);
+                let notices = permission::load_rules(kernel, policy);
                 // A remote frontend's answer may allow only what its own ceiling would ask about.
                 let remote_ceiling = kernel.catalog.max_mode(policy.harness(), true);
                 let at_remote_ceiling = policy.decide_at_most(tool, &call.arguments, remote_ceiling);
@@ -327,8 +327,9 @@ async fn decide(
                 // harness); who watches is looked up only for a question (on a shared
                 // database it is a query).
                 let asks = policy.may_ask(true) && !policy.harness().unattended;
-                (asked_by_hook(decision), asks, asked)
+                (asked_by_hook(decision), asks, asked, notices)
             };
+            permission::tell_rules_notices(kernel, conv, *turn_id, notices);
             let may_ask = asks
                 && matches!(decision, Decision::Ask { .. })
                 && cluster_holder::interactive_watcher(kernel, conv)
