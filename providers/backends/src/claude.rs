@@ -43,6 +43,10 @@ pub fn args(
     // Claude Code's own command sandbox (bubblewrap) needs namespaces, which superpi's
     // confinement refuses; superpi's confinement is the sandbox of the whole program.
     args.extend(["--settings".into(), json!({"sandbox": {"enabled": false}}).to_string()]);
+    // Its settings from the (private) user home only: the workspace's `.claude/settings*.json`
+    // is a file the agent's own tool calls can write, and its `permissions.allow` would answer
+    // calls before superpi is asked (its hooks would run commands of its choosing).
+    args.extend(["--setting-sources".into(), "user".into()]);
     if let Some(model) = model {
         args.extend(["--model".into(), model.to_string()]);
     }

@@ -155,6 +155,7 @@ fn modes_choose_claudes_permission_mode() {
     assert!(a.windows(2).any(|w| w == ["--resume", "s-1"]));
     assert!(a.windows(2).any(|w| w == ["--effort", "high"]));
     assert!(a.windows(2).any(|w| w == ["--permission-prompt-tool", "stdio"]));
+    assert!(a.windows(2).any(|w| w == ["--setting-sources", "user"]), "no project settings the agent can write");
     let bare = args(Mode::Plan, true, None, None, None);
     assert!(!bare.contains(&"--resume".to_string()) && !bare.contains(&"--model".to_string()));
     assert!(!bare.contains(&"--effort".to_string()), "without an effort Claude Code keeps its own");
