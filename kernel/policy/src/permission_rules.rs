@@ -18,7 +18,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 use superpi_proto::tool::ToolDef;
 
@@ -26,6 +26,7 @@ use crate::error::ConfigError;
 use crate::net::{normalize_host, url_host, valid_host};
 use crate::pattern::{CommandPattern, DenyMatch};
 use crate::permission_rules_file::{FileNotice, present};
+pub use crate::permission_rules_file::{RuleAction, RuleEntry, RuleSource};
 use crate::settings::Settings;
 use crate::shell;
 use crate::verdict::{Decision, Remember, Risk, Rule};
@@ -34,51 +35,6 @@ use crate::verdict::{Decision, Remember, Risk, Rule};
 pub const USER_RULES_FILE: &str = "permissions.json";
 /// A workspace's rules file, relative to its root.
 pub const WORKSPACE_RULES_FILE: &str = ".superpi/permissions.json";
-
-/// What a rule does to the calls it matches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RuleAction {
-    Allow,
-    Ask,
-    Deny,
-}
-
-/// One rule as written in a file. At most one of `command`, `path`, `host`; with none of
-/// them it is about the whole `tool`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RuleEntry {
-    pub action: RuleAction,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host: Option<String>,
-    /// The user's file only: the rule applies to this workspace (and below) alone. An
-    /// "always for this project" answer in a folder that is not trusted is written so.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workspace: Option<PathBuf>,
-}
-
-impl RuleEntry {
-    /// What the rule is about, as `superpi permissions remove` takes it: its pattern, host,
-    /// or tool.
-    pub fn pattern(&self) -> &str {
-        self.command.as_deref().or(self.path.as_deref()).or(self.host.as_deref()).or(self.tool.as_deref()).unwrap_or("")
-    }
-}
-
-/// Which file a rule comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RuleSource {
-    User,
-    Workspace,
-}
 
 /// How a rule matches, read once.
 #[derive(Debug, Clone)]

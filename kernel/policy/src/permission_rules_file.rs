@@ -29,7 +29,51 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::ConfigError;
-use crate::permission_rules::{RuleEntry, RuleSource};
+
+/// What a rule does to the calls it matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuleAction {
+    Allow,
+    Ask,
+    Deny,
+}
+
+/// One rule as written in a file. At most one of `command`, `path`, `host`; with none of
+/// them it is about the whole `tool`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleEntry {
+    pub action: RuleAction,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The user's file only: the rule applies to this workspace (and below) alone. An
+    /// "always for this project" answer in a folder that is not trusted is written so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<PathBuf>,
+}
+
+impl RuleEntry {
+    /// What the rule is about, as `superpi permissions remove` takes it: its pattern, host,
+    /// or tool.
+    pub fn pattern(&self) -> &str {
+        self.command.as_deref().or(self.path.as_deref()).or(self.host.as_deref()).or(self.tool.as_deref()).unwrap_or("")
+    }
+}
+
+/// Which file a rule comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuleSource {
+    User,
+    Workspace,
+}
 
 /// A rules file longer than this is ignored.
 pub const MAX_RULES_FILE_BYTES: u64 = 1 << 20;
