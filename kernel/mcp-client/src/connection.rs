@@ -130,13 +130,33 @@ impl Connection {
                     }
                 }
             }
-            McpTransport::Http { url, headers, bearer_token_env, sse } => {
+            McpTransport::Http { url, headers, bearer_token_env, sse, .. } => {
                 stderr_closed.cancel();
                 let headers = http_headers(headers, bearer_token_env.as_deref())?;
-                let streamable = match sse {
-                    true => Err(String::new()),
-                    false => initialized(serve(watcher.clone(), http_transport(url, &headers))).await,
+                // A login's tokens, unless the settings send their own authorization.
+                let authorized = match headers.contains_key(AUTHORIZATION) {
+                    true => None,
+                    // Boxed, as each session's start below: their futures are large.
+                    false => Box::pin(crate::oauth::authorized_client(&sandbox.config().data_dir, name, url))
+                        .await
+                        .map_err(|e| format!("its OAuth login: {e}"))?,
                 };
+                let refused = Arc::new(Mutex::new(None));
+                let streamable = match (sse, authorized) {
+                    (true, _) => Err(String::new()),
+                    (false, Some(client)) => {
+                        let transport = StreamableHttpClientTransport::with_client(client, http_config(url, &headers));
+                        Box::pin(initialized(noting_refusal(serve(watcher.clone(), transport), &refused))).await
+                    }
+                    (false, None) => {
+                        let transport = http_transport(url, &headers);
+                        Box::pin(initialized(noting_refusal(serve(watcher.clone(), transport), &refused))).await
+                    }
+                };
+                // Refused for want of a login: no HTTP+SSE fallback, and what to do.
+                if let Some(refused) = lock(&refused).take() {
+                    return Err(Unstarted::from(refused.advice(name)));
+                }
                 // A server of the older HTTP+SSE transport refuses the POST (4xx): its GET
                 // opens the stream. When that fails too, the first failure says why.
                 let (service, listed) = match streamable {
@@ -279,8 +299,25 @@ fn http_headers(
     Ok(map)
 }
 
+/// `serving`, noting in `refused` a refusal that a login would answer.
+async fn noting_refusal(
+    serving: impl Future<Output = Result<Session, rmcp::service::ClientInitializeError>>,
+    refused: &Mutex<Option<crate::oauth::Refused>>,
+) -> Result<Session, rmcp::service::ClientInitializeError> {
+    let served = serving.await;
+    if let Err(err) = &served {
+        *lock(refused) = crate::oauth::refused(err);
+    }
+    served
+}
+
 /// Streamable HTTP to `url` with these headers.
 fn http_transport(url: &str, headers: &HeaderMap) -> StreamableHttpClientTransport<reqwest::Client> {
+    StreamableHttpClientTransport::from_config(http_config(url, headers))
+}
+
+/// The transport's settings for `url` with these headers (a bearer token among them).
+fn http_config(url: &str, headers: &HeaderMap) -> StreamableHttpClientTransportConfig {
     let mut custom = std::collections::HashMap::new();
     let mut token = None;
     for (name, value) in headers {
@@ -295,7 +332,7 @@ fn http_transport(url: &str, headers: &HeaderMap) -> StreamableHttpClientTranspo
     if let Some(token) = token {
         config = config.auth_header(token);
     }
-    StreamableHttpClientTransport::from_config(config)
+    config
 }
 
 fn listed_tools(server: &str, listed: &[rmcp::model::Tool]) -> Vec<Listed> {

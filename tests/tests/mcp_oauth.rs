@@ -1,0 +1,147 @@
+//! End to end, an OAuth-protected HTTP MCP server (the fake of src/oauth_fake.rs: its
+//! authorization server enforces PKCE, the exact redirect URI, `resource`, and refuses
+//! expired tokens): a turn before any login tells the person to run `superpi mcp login`;
+//! `superpi mcp login` completes with the test following the URL as a browser would
+//! (discovery from the 401, dynamic registration, the code with `iss`), the tokens land 0600
+//! in the data directory, and a turn calls the server's tool with them; an expired token is
+//! refreshed (on the server's refusal, and before use when it is known to be old); a wrong
+//! `iss` fails the login; a Client ID Metadata Document's URL is the client id where the
+//! authorization server supports them; `superpi mcp logout` forgets the tokens.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)] // test helpers fail loudly
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::process::Stdio;
+
+use serde_json::{Value, json};
+use superpi_tests::TestEnv;
+use superpi_tests::oauth_fake::{OAuthFake, OAuthOptions};
+
+fn with_server(env: &TestEnv, server: Value) {
+    let settings = json!({"mcp_servers": {"prot": server}});
+    std::fs::write(env.locations.config_dir.join("settings.json"), settings.to_string()).unwrap();
+}
+
+/// `superpi run` calling the protected tool: (succeeded, stdout and stderr).
+fn call_tool(env: &TestEnv) -> (bool, String) {
+    let out = env.command(&["run", "--mode", "accept-edits", "@tool mcp__prot__whoami {}"]).output().unwrap();
+    let text = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+/// `superpi mcp login prot`, with this test as the browser: the authorization URL is
+/// followed to its redirect, which is followed to superpi's loopback port. Its exit status
+/// and stderr.
+fn login(env: &TestEnv) -> (bool, String) {
+    let mut child = env
+        .command(&["mcp", "login", "prot", "--wait-secs", "60"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.trim().to_string();
+    if !url.is_empty() {
+        assert!(url.contains("code_challenge_method=S256") && url.contains("resource="), "{url}");
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        // A browser that does not follow redirects: the test looks at each.
+        let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let found = browser.get(&url).send().await.unwrap();
+            assert_eq!(found.status(), 302, "{:?}", found.text().await);
+            let back = found.headers()["location"].to_str().unwrap().to_string();
+            assert!(back.starts_with("http://127.0.0.1:"), "{back}");
+            let done = browser.get(&back).send().await.unwrap();
+            assert_eq!(done.status(), 200);
+        });
+    }
+    let out = child.wait_with_output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stderr).to_string())
+}
+
+#[test]
+fn a_login_through_the_browser_lets_a_turn_call_the_protected_tool() {
+    let fake = OAuthFake::start(OAuthOptions::default());
+    let env = TestEnv::new();
+    with_server(&env, json!({"url": fake.mcp_url()}));
+
+    let (_, said) = call_tool(&env);
+    eprintln!("before any login: {said}");
+    assert!(said.contains("run `superpi mcp login prot`"), "{said}");
+
+    let (ok, stderr) = login(&env);
+    assert!(ok, "{stderr}");
+    let seen = fake.seen();
+    for step in ["register", "authorize client-1", "token authorization_code"] {
+        assert!(seen.contains(&step.to_string()), "{step} in {seen:?}");
+    }
+    assert!(!seen.iter().any(|s| s.starts_with("refused")), "{seen:?}");
+    let tokens = superpi_mcp_client_token_path(&env);
+    assert_eq!(std::fs::metadata(&tokens).unwrap().permissions().mode() & 0o777, 0o600);
+    let settings = std::fs::read_to_string(env.locations.config_dir.join("settings.json")).unwrap();
+    assert!(!settings.contains("at-"), "no token in the settings: {settings}");
+
+    let (ok, said) = call_tool(&env);
+    assert!(ok && said.contains("token of client-1"), "{said}");
+    assert!(!said.contains("at-") && !said.contains("rt-"), "no token in the output: {said}");
+    assert!(fake.seen().contains(&"mcp tools/call".to_string()), "{:?}", fake.seen());
+
+    // The server refuses the token now: one refresh, and the call goes through.
+    fake.expire_access_tokens();
+    let (ok, said) = call_tool(&env);
+    assert!(ok && said.contains("token of client-1"), "{said}");
+    let seen = fake.seen();
+    assert!(seen.contains(&"mcp 401 invalid_token".to_string()), "{seen:?}");
+    assert_eq!(seen.iter().filter(|s| *s == "token refresh_token").count(), 1, "{seen:?}");
+
+    // A token known to be old is refreshed before it is sent.
+    let mut saved: Value = serde_json::from_slice(&std::fs::read(&tokens).unwrap()).unwrap();
+    saved["credentials"]["token_received_at"] = json!(1);
+    std::fs::write(&tokens, saved.to_string()).unwrap();
+    let refused_before = fake.seen().iter().filter(|s| s.starts_with("mcp 401")).count();
+    let (ok, said) = call_tool(&env);
+    assert!(ok && said.contains("token of client-1"), "{said}");
+    let seen = fake.seen();
+    assert_eq!(seen.iter().filter(|s| *s == "token refresh_token").count(), 2, "{seen:?}");
+    assert_eq!(seen.iter().filter(|s| s.starts_with("mcp 401")).count(), refused_before, "{seen:?}");
+
+    let out = env.command(&["mcp", "logout", "prot"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(!tokens.exists());
+}
+
+fn superpi_mcp_client_token_path(env: &TestEnv) -> std::path::PathBuf {
+    env.locations.data_dir.join("mcp-oauth").join("prot.json")
+}
+
+/// An authorization response whose `iss` is not the authorization server's (a mix-up) is
+/// refused: no token is asked for or stored.
+#[test]
+fn a_code_from_another_issuer_is_refused() {
+    let fake = OAuthFake::start(OAuthOptions { wrong_iss: Some("https://evil.example".into()), ..Default::default() });
+    let env = TestEnv::new();
+    with_server(&env, json!({"url": fake.mcp_url()}));
+    let (ok, stderr) = login(&env);
+    assert!(!ok, "{stderr}");
+    assert!(stderr.contains("evil.example"), "{stderr}");
+    assert!(!fake.seen().iter().any(|s| s.starts_with("token")), "{:?}", fake.seen());
+    assert!(!superpi_mcp_client_token_path(&env).exists());
+}
+
+/// Where the authorization server supports Client ID Metadata Documents, the settings'
+/// document URL is the client id and nothing is registered.
+#[test]
+fn a_client_id_metadata_document_replaces_registration() {
+    let fake = OAuthFake::start(OAuthOptions { cimd: true, ..Default::default() });
+    let env = TestEnv::new();
+    let document = "https://superpi.example/oauth/client.json";
+    with_server(&env, json!({"url": fake.mcp_url(), "oauth": {"client_metadata_url": document}}));
+    let (ok, stderr) = login(&env);
+    assert!(ok, "{stderr}");
+    let seen = fake.seen();
+    assert!(seen.contains(&format!("authorize {document}")) && !seen.contains(&"register".to_string()), "{seen:?}");
+    let (ok, said) = call_tool(&env);
+    assert!(ok && said.contains(&format!("token of {document}")), "{said}");
+}
