@@ -50,6 +50,7 @@ struct Grant {
 
 struct Access {
     client_id: String,
+    scope: String,
     until: Instant,
 }
 
@@ -59,7 +60,8 @@ struct State {
     clients: HashMap<String, Vec<String>>,
     codes: HashMap<String, Grant>,
     access: HashMap<String, Access>,
-    refresh: HashMap<String, String>,
+    /// A refresh token's client and scope.
+    refresh: HashMap<String, (String, String)>,
     seen: Vec<String>,
     next: u64,
 }
@@ -289,6 +291,7 @@ fn authorize(state: &mut State, request: &Request, issuer: &str, resource: &str)
         Grant { client_id, redirect_uri: redirect_uri.clone(), challenge: q("code_challenge"), scope: q("scope") };
     state.codes.insert(code.clone(), grant);
     state.seen.push(format!("authorize {}", q("client_id")));
+    state.seen.push(format!("scope {}", q("scope")));
     let iss = state.options.wrong_iss.clone().unwrap_or_else(|| issuer.to_string());
     let location = format!("{redirect_uri}?code={code}&state={}&iss={}", encode(&q("state")), encode(&iss));
     Answer { status: "302 Found", headers: vec![("location".into(), location)], body: String::new() }
@@ -314,7 +317,7 @@ fn token(state: &mut State, request: &Request, resource: &str) -> Answer {
             grant.scope
         }
         "refresh_token" => match state.refresh.remove(&p("refresh_token")) {
-            Some(owner) if owner == client_id => "tools".to_string(),
+            Some((owner, scope)) if owner == client_id => scope,
             _ => return refuse(state, "unknown refresh token"),
         },
         other => return refuse(state, &format!("grant_type {other}")),
@@ -323,8 +326,8 @@ fn token(state: &mut State, request: &Request, resource: &str) -> Answer {
     state.next += 1;
     let (access, refresh) = (format!("at-{}", state.next), format!("rt-{}", state.next));
     let until = Instant::now() + Duration::from_secs(state.options.expires_in);
-    state.access.insert(access.clone(), Access { client_id: client_id.clone(), until });
-    state.refresh.insert(refresh.clone(), client_id);
+    state.access.insert(access.clone(), Access { client_id: client_id.clone(), scope: scope.clone(), until });
+    state.refresh.insert(refresh.clone(), (client_id, scope.clone()));
     json_answer(
         "200 OK",
         json!({"access_token": access, "token_type": "Bearer", "expires_in": state.options.expires_in,
@@ -332,20 +335,20 @@ fn token(state: &mut State, request: &Request, resource: &str) -> Answer {
     )
 }
 
+/// A refusal whose `WWW-Authenticate` names the protected resource metadata, and `params`.
+fn challenged(status: &'static str, base: &str, params: &str) -> Answer {
+    let challenge = format!("Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\", {params}");
+    Answer { status, headers: vec![("www-authenticate".into(), challenge)], body: String::new() }
+}
+
 fn mcp(state: &mut State, request: &Request, base: &str) -> Answer {
     let token = request.headers.get("authorization").and_then(|a| a.strip_prefix("Bearer ")).unwrap_or("");
-    let live = state.access.get(token).filter(|a| a.until > Instant::now()).map(|a| a.client_id.clone());
-    let Some(client_id) = live else {
+    let live =
+        state.access.get(token).filter(|a| a.until > Instant::now()).map(|a| (a.client_id.clone(), a.scope.clone()));
+    let Some((client_id, scope)) = live else {
         let error = if token.is_empty() { String::new() } else { ", error=\"invalid_token\"".to_string() };
         state.seen.push(format!("mcp 401{}", if token.is_empty() { "" } else { " invalid_token" }));
-        let challenge = format!(
-            "Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\", scope=\"tools\"{error}"
-        );
-        return Answer {
-            status: "401 Unauthorized",
-            headers: vec![("www-authenticate".into(), challenge)],
-            body: String::new(),
-        };
+        return challenged("401 Unauthorized", base, &format!("scope=\"tools\"{error}"));
     };
     if request.method != "POST" {
         return Answer { status: "405 Method Not Allowed", headers: vec![], body: String::new() };
@@ -364,10 +367,19 @@ fn mcp(state: &mut State, request: &Request, base: &str) -> Answer {
             json!({"protocolVersion": message["params"]["protocolVersion"].as_str().unwrap_or("2025-11-25"),
                                 "capabilities": {"tools": {}}, "serverInfo": {"name": "protected", "version": "1.0.0"}})
         }
-        "tools/list" => json!({"tools": [{"name": "whoami", "description": "Says whom the token was issued to.",
-                                          "inputSchema": {"type": "object", "properties": {}},
-                                          "annotations": {"readOnlyHint": true}}]}),
-        "tools/call" => json!({"content": [{"type": "text", "text": format!("token of {client_id}")}]}),
+        "tools/list" => {
+            let tool = |name: &str| {
+                json!({"name": name, "description": "Says whom the token was issued to.",
+                "inputSchema": {"type": "object", "properties": {}}, "annotations": {"readOnlyHint": true}})
+            };
+            json!({"tools": [tool("whoami"), tool("admin")]})
+        }
+        // `admin` needs the scope `admin`: without it, a 403 asking for it (step-up).
+        "tools/call" if message["params"]["name"] == "admin" && !scope.split(' ').any(|s| s == "admin") => {
+            state.seen.push("mcp 403 insufficient_scope".into());
+            return challenged("403 Forbidden", base, "error=\"insufficient_scope\", scope=\"tools admin\"");
+        }
+        "tools/call" => json!({"content": [{"type": "text", "text": format!("token of {client_id} for {scope}")}]}),
         "ping" => json!({}),
         _ => {
             return json_answer(

@@ -6,7 +6,8 @@
 //! in the data directory, and a turn calls the server's tool with them; an expired token is
 //! refreshed (on the server's refusal, and before use when it is known to be old); a wrong
 //! `iss` fails the login; a Client ID Metadata Document's URL is the client id where the
-//! authorization server supports them; `superpi mcp logout` forgets the tokens.
+//! authorization server supports them; a 403 `insufficient_scope` leads to a login asking for
+//! that scope; `superpi mcp logout` forgets the tokens.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)] // test helpers fail loudly
 
 use std::io::{BufRead, BufReader};
@@ -17,14 +18,27 @@ use serde_json::{Value, json};
 use superpi_tests::TestEnv;
 use superpi_tests::oauth_fake::{OAuthFake, OAuthOptions};
 
-fn with_server(env: &TestEnv, server: Value) {
+/// The fake with `options`, and a superpi whose settings name it `prot` (with `oauth`).
+fn protected(options: OAuthOptions, oauth: Option<Value>) -> (OAuthFake, TestEnv) {
+    let fake = OAuthFake::start(options);
+    let env = TestEnv::new();
+    let mut server = json!({"url": fake.mcp_url()});
+    if let Some(oauth) = oauth {
+        server["oauth"] = oauth;
+    }
     let settings = json!({"mcp_servers": {"prot": server}});
     std::fs::write(env.locations.config_dir.join("settings.json"), settings.to_string()).unwrap();
+    (fake, env)
 }
 
 /// `superpi run` calling the protected tool: (succeeded, stdout and stderr).
 fn call_tool(env: &TestEnv) -> (bool, String) {
-    let out = env.command(&["run", "--mode", "accept-edits", "@tool mcp__prot__whoami {}"]).output().unwrap();
+    call(env, "whoami")
+}
+
+fn call(env: &TestEnv, tool: &str) -> (bool, String) {
+    let prompt = format!("@tool mcp__prot__{tool} {{}}");
+    let out = env.command(&["run", "--mode", "accept-edits", &prompt]).output().unwrap();
     let text = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     (out.status.success(), text)
 }
@@ -63,12 +77,9 @@ fn login(env: &TestEnv) -> (bool, String) {
 
 #[test]
 fn a_login_through_the_browser_lets_a_turn_call_the_protected_tool() {
-    let fake = OAuthFake::start(OAuthOptions::default());
-    let env = TestEnv::new();
-    with_server(&env, json!({"url": fake.mcp_url()}));
+    let (fake, env) = protected(OAuthOptions::default(), None);
 
     let (_, said) = call_tool(&env);
-    eprintln!("before any login: {said}");
     assert!(said.contains("run `superpi mcp login prot`"), "{said}");
 
     let (ok, stderr) = login(&env);
@@ -110,6 +121,25 @@ fn a_login_through_the_browser_lets_a_turn_call_the_protected_tool() {
     let out = env.command(&["mcp", "logout", "prot"]).output().unwrap();
     assert!(out.status.success());
     assert!(!tokens.exists());
+    let (_, said) = call_tool(&env);
+    assert!(said.contains("run `superpi mcp login prot`"), "{said}");
+}
+
+/// A call refused with 403 `insufficient_scope` tells the person to log in again, and that
+/// login asks for the scope the server named.
+#[test]
+fn a_call_that_needs_more_scope_leads_to_a_login_asking_for_it() {
+    let (fake, env) = protected(OAuthOptions::default(), None);
+    let (ok, stderr) = login(&env);
+    assert!(ok, "{stderr}");
+    assert!(fake.seen().contains(&"scope tools".to_string()), "{:?}", fake.seen());
+    let (_, said) = call(&env, "admin");
+    assert!(said.contains("scope `tools admin`") && said.contains("superpi mcp login prot` again"), "{said}");
+    let (ok, stderr) = login(&env);
+    assert!(ok, "{stderr}");
+    assert!(fake.seen().contains(&"scope tools admin".to_string()), "{:?}", fake.seen());
+    let (ok, said) = call(&env, "admin");
+    assert!(ok && said.contains("for tools admin"), "{said}");
 }
 
 fn superpi_mcp_client_token_path(env: &TestEnv) -> std::path::PathBuf {
@@ -120,9 +150,8 @@ fn superpi_mcp_client_token_path(env: &TestEnv) -> std::path::PathBuf {
 /// refused: no token is asked for or stored.
 #[test]
 fn a_code_from_another_issuer_is_refused() {
-    let fake = OAuthFake::start(OAuthOptions { wrong_iss: Some("https://evil.example".into()), ..Default::default() });
-    let env = TestEnv::new();
-    with_server(&env, json!({"url": fake.mcp_url()}));
+    let wrong = OAuthOptions { wrong_iss: Some("https://evil.example".into()), ..Default::default() };
+    let (fake, env) = protected(wrong, None);
     let (ok, stderr) = login(&env);
     assert!(!ok, "{stderr}");
     assert!(stderr.contains("evil.example"), "{stderr}");
@@ -134,10 +163,9 @@ fn a_code_from_another_issuer_is_refused() {
 /// document URL is the client id and nothing is registered.
 #[test]
 fn a_client_id_metadata_document_replaces_registration() {
-    let fake = OAuthFake::start(OAuthOptions { cimd: true, ..Default::default() });
-    let env = TestEnv::new();
     let document = "https://superpi.example/oauth/client.json";
-    with_server(&env, json!({"url": fake.mcp_url(), "oauth": {"client_metadata_url": document}}));
+    let cimd = OAuthOptions { cimd: true, ..Default::default() };
+    let (fake, env) = protected(cimd, Some(json!({"client_metadata_url": document})));
     let (ok, stderr) = login(&env);
     assert!(ok, "{stderr}");
     let seen = fake.seen();

@@ -43,6 +43,8 @@ pub enum OAuthError {
 pub struct Login {
     session: AuthorizationSession,
     redirect: Redirect,
+    /// The file of the scope a refusal asked for, answered by this login.
+    wanted: std::path::PathBuf,
 }
 
 impl Login {
@@ -72,8 +74,13 @@ impl Login {
         manager.set_credential_store(FileStore { path: token_path(data_dir, name), url: url.to_string() });
         let mut request =
             AuthorizationRequest::new(redirect.uri()).with_client_name("superpi").with_initial_scope_selection();
-        if !settings.scopes.is_empty() {
-            request = request.with_scopes(settings.scopes.clone());
+        // The settings' scopes, else the scope a refusal asked for, else the server's choice.
+        let wanted = std::fs::read_to_string(wanted_path(data_dir, name)).unwrap_or_default();
+        let wanted: Vec<String> = wanted.split_whitespace().map(str::to_string).collect();
+        match (&settings.scopes, wanted) {
+            (scopes, _) if !scopes.is_empty() => request = request.with_scopes(scopes.clone()),
+            (_, wanted) if !wanted.is_empty() => request = request.with_scopes(wanted),
+            _ => {}
         }
         if let Some(client_id) = &settings.client_id {
             request = request.with_preregistered_client(client_id.clone());
@@ -82,7 +89,7 @@ impl Login {
             request = request.with_client_metadata_url(document.clone());
         }
         let session = AuthorizationSession::new(manager, request).await.map_err(|(_, err)| err)?;
-        Ok(Login { session, redirect })
+        Ok(Login { session, redirect, wanted: wanted_path(data_dir, name) })
     }
 
     /// The authorization URL for the person's browser.
@@ -98,6 +105,7 @@ impl Login {
             return Err(OAuthError::Auth(AuthError::AuthorizationFailed(refused)));
         }
         self.session.handle_callback_url(&back).await?;
+        let _ = std::fs::remove_file(&self.wanted);
         Ok(())
     }
 }
@@ -111,8 +119,19 @@ fn refusal(url: &str) -> Option<String> {
     Some(format!("the authorization server refused: {error}{}", description.unwrap_or_default()))
 }
 
-/// Removes `name`'s tokens; whether there were any.
+/// Notes `scope` (a 403 `insufficient_scope` asked for it) for `name`'s next login.
+pub(crate) fn want_scope(data_dir: &Path, name: &str, scope: &str) -> Result<(), std::io::Error> {
+    std::fs::write(wanted_path(data_dir, name), scope)
+}
+
+/// The scope a server last asked for, beside its tokens (not a secret).
+fn wanted_path(data_dir: &Path, name: &str) -> std::path::PathBuf {
+    token_path(data_dir, name).with_extension("scope")
+}
+
+/// Removes `name`'s tokens (and a scope noted for its next login); whether there were any.
 pub fn logout(data_dir: &Path, name: &str) -> Result<bool, OAuthError> {
+    let _ = std::fs::remove_file(wanted_path(data_dir, name));
     match std::fs::remove_file(token_path(data_dir, name)) {
         Ok(()) => Ok(true),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(false),
@@ -162,19 +181,6 @@ async fn challenge(url: &str) -> Option<String> {
     (response.status() == reqwest::StatusCode::UNAUTHORIZED).then(|| header.to_str().ok().map(str::to_string))?
 }
 
-/// The login a server's refusal (401, or 403 `insufficient_scope`) calls for, from the
-/// error its session's start ended with.
-pub(crate) fn refused(err: &rmcp::service::ClientInitializeError) -> Option<Refused> {
-    use rmcp::transport::streamable_http_client::StreamableHttpError;
-    let rmcp::service::ClientInitializeError::TransportError { error, .. } = err else { return None };
-    match error.error.downcast_ref::<StreamableHttpError<reqwest::Error>>()? {
-        StreamableHttpError::AuthRequired(_) => Some(Refused::Unauthorized),
-        StreamableHttpError::InsufficientScope(scope) => Some(Refused::Scope(scope.required_scope.clone())),
-        StreamableHttpError::Auth(AuthError::AuthorizationRequired) => Some(Refused::Unauthorized),
-        _ => None,
-    }
-}
-
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Refused {
     Unauthorized,
@@ -182,6 +188,16 @@ pub(crate) enum Refused {
 }
 
 impl Refused {
+    /// What the `WWW-Authenticate` of a 401 or 403 from the server at `url` asks.
+    pub fn of(challenge: &str, url: &str) -> Refused {
+        let Ok(base) = url::Url::parse(url) else { return Refused::Unauthorized };
+        let params = rmcp::transport::auth::WWWAuthenticateParams::parse(challenge, &base);
+        match params.is_insufficient_scope() {
+            true => Refused::Scope(params.scope),
+            false => Refused::Unauthorized,
+        }
+    }
+
     /// What the person is told to do (after "the MCP server `NAME` is not available: ").
     pub fn advice(&self, name: &str) -> String {
         match self {

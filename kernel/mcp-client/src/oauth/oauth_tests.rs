@@ -56,3 +56,12 @@ fn the_advice_names_the_command() {
     let scope = Refused::Scope(Some("repo".into())).advice("gh");
     assert_eq!(scope, "it asks for more access (scope `repo`): run `superpi mcp login gh` again");
 }
+
+#[test]
+fn a_challenge_says_whether_a_login_or_more_scope_is_wanted() {
+    let url = "https://mcp.example/mcp";
+    let scope = r#"Bearer error="insufficient_scope", scope="files:write", resource_metadata="https://mcp.example/x""#;
+    assert_eq!(Refused::of(scope, url), Refused::Scope(Some("files:write".into())));
+    assert_eq!(Refused::of(r#"Bearer error="invalid_token""#, url), Refused::Unauthorized);
+    assert_eq!(Refused::of("Bearer", url), Refused::Unauthorized);
+}
