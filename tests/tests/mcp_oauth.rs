@@ -7,7 +7,8 @@
 //! refreshed (on the server's refusal, and before use when it is known to be old); a wrong
 //! `iss` fails the login; a Client ID Metadata Document's URL is the client id where the
 //! authorization server supports them; a 403 `insufficient_scope` leads to a login asking for
-//! that scope; `superpi mcp logout` forgets the tokens.
+//! that scope; `superpi mcp logout` forgets the tokens; as an ordinary user on a developer's
+//! machine the tokens are theirs and a confined tool cannot read them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)] // test helpers fail loudly
 
 use std::io::{BufRead, BufReader};
@@ -17,6 +18,7 @@ use std::process::Stdio;
 use serde_json::{Value, json};
 use superpi_tests::TestEnv;
 use superpi_tests::oauth_fake::{OAuthFake, OAuthOptions};
+use superpi_tests::real_machine::{Machine, NOBODY, write};
 
 /// The fake with `options`, and a superpi whose settings name it `prot` (with `oauth`).
 fn protected(options: OAuthOptions, oauth: Option<Value>) -> (OAuthFake, TestEnv) {
@@ -47,12 +49,12 @@ fn call(env: &TestEnv, tool: &str) -> (bool, String) {
 /// followed to its redirect, which is followed to superpi's loopback port. Its exit status
 /// and stderr.
 fn login(env: &TestEnv) -> (bool, String) {
-    let mut child = env
-        .command(&["mcp", "login", "prot", "--wait-secs", "60"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    login_with(env.command(&["mcp", "login", "prot", "--wait-secs", "60"]))
+}
+
+/// [`login`] with this command of `superpi mcp login prot`.
+fn login_with(mut command: std::process::Command) -> (bool, String) {
+    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let url = line.trim().to_string();
@@ -172,4 +174,36 @@ fn a_client_id_metadata_document_replaces_registration() {
     assert!(seen.contains(&format!("authorize {document}")) && !seen.contains(&"register".to_string()), "{seen:?}");
     let (ok, said) = call_tool(&env);
     assert!(ok && said.contains(&format!("token of {document}")), "{said}");
+}
+
+/// On a developer's machine, as an ordinary user: the login's tokens are the user's own
+/// (0600 under `~/.local/share/superpi`), a turn uses them, and a tool (a stdio server's
+/// `read_file`, confined like any) cannot read them.
+#[test]
+fn as_an_ordinary_user_the_tokens_are_theirs_and_no_tool_reads_them() {
+    let m = Machine::new(Some(NOBODY));
+    let fake = OAuthFake::start(OAuthOptions::default());
+    let fixture = m.home.join(".local/share/fix-server/bin/mcp_fixture");
+    std::fs::create_dir_all(fixture.parent().unwrap()).unwrap();
+    std::fs::copy(superpi_tests::mcp_fixture_bin(), &fixture).unwrap();
+    let settings = json!({"mcp_servers": {"prot": {"url": fake.mcp_url()}, "fix": {"command": fixture}}});
+    write(&m.home.join(".config/superpi/settings.json"), &settings.to_string());
+
+    let (ok, stderr) = login_with(m.superpi(&["mcp", "login", "prot", "--wait-secs", "60"]));
+    assert!(ok, "{stderr}");
+    let tokens = m.home.join(".local/share/superpi/mcp-oauth/prot.json");
+    let meta = std::fs::metadata(&tokens).unwrap();
+    assert_eq!((meta.permissions().mode() & 0o777, std::os::unix::fs::MetadataExt::uid(&meta)), (0o600, 65534));
+
+    let run = |prompt: &str| {
+        let out = m.superpi(&["run", "--mode", "auto", prompt]).output().unwrap();
+        format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    };
+    let said = run("@tool mcp__prot__whoami {}");
+    assert!(said.contains("token of client-1"), "{said}");
+    let read = |path: &std::path::Path| run(&format!(r#"@tool mcp__fix__read_file {{"path":"{}"}}"#, path.display()));
+    let said = read(&m.workspace.join("Cargo.toml"));
+    assert!(said.contains("[package]"), "the tool reads what a tool may: {said}");
+    let said = read(&tokens);
+    assert!(!said.contains("access_token") && !said.contains("at-"), "a tool read the tokens: {said}");
 }
