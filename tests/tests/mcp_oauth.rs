@@ -96,6 +96,9 @@ fn a_login_through_the_browser_lets_a_turn_call_the_protected_tool() {
     let settings = std::fs::read_to_string(env.locations.config_dir.join("settings.json")).unwrap();
     assert!(!settings.contains("at-"), "no token in the settings: {settings}");
 
+    let listed = env.command(&["mcp", "list", "--json"]).output().unwrap();
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed[0]["logged_in"], json!(true), "{listed}");
     let (ok, said) = call_tool(&env);
     assert!(ok && said.contains("token of client-1"), "{said}");
     assert!(!said.contains("at-") && !said.contains("rt-"), "no token in the output: {said}");

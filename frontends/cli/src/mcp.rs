@@ -286,8 +286,10 @@ async fn list(locations: &Locations, path: &Path, json: bool) -> anyhow::Result<
                 }
                 // Header values may be secrets: their names only.
                 McpTransport::Http { url, headers, bearer_token_env, .. } => {
+                    let logged_in = superpi_mcp_client::oauth::logged_in(&locations.data_dir, name, url);
                     json!({"name": name, "url": url, "headers": headers.keys().collect::<Vec<_>>(),
-                           "bearer_token_env": bearer_token_env, "disabled": server.disabled, "running": states(name)})
+                           "bearer_token_env": bearer_token_env, "logged_in": logged_in,
+                           "disabled": server.disabled, "running": states(name)})
                 }
             })
             .collect();
@@ -305,6 +307,11 @@ async fn list(locations: &Locations, path: &Path, json: bool) -> anyhow::Result<
     }
     for (name, server) in &settings.mcp_servers {
         println!("{name}: {}", server.describe());
+        if let McpTransport::Http { url, .. } = &server.transport
+            && superpi_mcp_client::oauth::logged_in(&locations.data_dir, name, url)
+        {
+            println!("  logged in (OAuth; `superpi mcp logout {name}` forgets it)");
+        }
         if server.disabled {
             println!("  disabled (`superpi mcp enable {name}` starts it again)");
             continue;
