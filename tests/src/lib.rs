@@ -18,6 +18,7 @@ use superpi_client::{ConnectOptions, Locations};
 
 pub mod bench;
 pub mod http;
+pub mod oauth_fake;
 pub mod pages;
 /// A PostgreSQL server for the tests of the store's PostgreSQL engine (the kernel's unit tests
 /// use the same file).

@@ -24,6 +24,7 @@ mod lifecycle;
 mod mcp_client;
 mod mcp_client_remote;
 mod mcp_npm;
+mod mcp_oauth;
 mod memory;
 mod module_cycles;
 mod network;

@@ -85,8 +85,11 @@ pub(crate) fn serves(args: &[OsString]) -> bool {
     if !Serve::NAMES.contains(&role.as_ref()) {
         return false;
     }
-    let words: &[&str] =
-        if role == "mcp" { &["list", "add", "remove", "enable", "disable", "help"] } else { &["help"] };
+    let words: &[&str] = if role == "mcp" {
+        &["list", "add", "remove", "enable", "disable", "login", "logout", "help"]
+    } else {
+        &["help"]
+    };
     !rest.any(|arg| {
         let arg = arg.as_os_str();
         ["-h", "--help", "-V", "--version"].iter().chain(words).any(|w| arg == OsStr::new(w))

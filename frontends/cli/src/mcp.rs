@@ -1,6 +1,7 @@
 //! `superpi mcp list|add|remove|enable|disable`: the `mcp_servers` section of the user's settings.json,
 //! edited in place (the file's other keys kept; the result is checked as the kernel reads it
-//! before it replaces the file), and what a running kernel says of each server. `superpi mcp`
+//! before it replaces the file), and what a running kernel says of each server; `login` and
+//! `logout`: an HTTP server's OAuth tokens (kept in the data directory, never the settings). `superpi mcp`
 //! with no subcommand is the MCP server (superpi-mcp).
 #![allow(clippy::print_stdout)] // `list` answers on stdout, like the rest of the terminal frontend
 
@@ -46,6 +47,20 @@ pub enum McpAction {
     },
     /// Starts a disabled server again at its next use.
     Enable {
+        /// The server's name.
+        name: String,
+    },
+    /// Logs in to an HTTP server that asks for OAuth: prints the URL to open in a browser and
+    /// waits for the browser to come back; the tokens are kept in superpi's data directory.
+    Login {
+        /// The server's name.
+        name: String,
+        /// Seconds to wait for the browser.
+        #[arg(long, default_value_t = 300)]
+        wait_secs: u64,
+    },
+    /// Forgets the tokens of `superpi mcp login NAME`.
+    Logout {
         /// The server's name.
         name: String,
     },
@@ -119,6 +134,14 @@ pub async fn run(locations: &Locations, action: McpAction) -> anyhow::Result<Exi
         }
         McpAction::Disable { name } => set_disabled(&path, &name, true),
         McpAction::Enable { name } => set_disabled(&path, &name, false),
+        McpAction::Login { name, wait_secs } => login(locations, &name, wait_secs).await,
+        McpAction::Logout { name } => {
+            match superpi_mcp_client::oauth::logout(&locations.data_dir, &name)? {
+                true => eprintln!("logged out of the MCP server `{name}` (its tokens are removed)"),
+                false => eprintln!("there was no login for the MCP server `{name}`"),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         McpAction::Remove { name } => {
             edit(&path, |servers| match servers.remove(&name) {
                 Some(_) => Ok(()),
@@ -128,6 +151,30 @@ pub async fn run(locations: &Locations, action: McpAction) -> anyhow::Result<Exi
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `superpi mcp login NAME`: the URL on stdout (alone on its line, for scripts), the rest on
+/// stderr; done when the browser comes back to the loopback redirect.
+async fn login(locations: &Locations, name: &str, wait_secs: u64) -> anyhow::Result<ExitCode> {
+    use superpi_mcp_client::oauth::{Login, Redirect, token_path};
+    let settings = superpi_policy::Settings::load(&locations.config_dir, None)?;
+    let Some(server) = settings.mcp_servers.get(name) else {
+        bail!("there is no MCP server `{name}` in your settings (superpi mcp list)")
+    };
+    let McpTransport::Http { url, oauth, .. } = &server.transport else {
+        bail!("`{name}` is not an HTTP server: only those log in")
+    };
+    let oauth = oauth.clone().unwrap_or_default();
+    let redirect = Redirect::bind(oauth.redirect_port).await?;
+    let login = Login::begin(&locations.data_dir, name, url, &oauth, redirect)
+        .await
+        .with_context(|| format!("logging in to `{name}` ({url})"))?;
+    eprintln!("open this URL in your browser to let superpi use `{name}`:");
+    println!("{}", login.url());
+    login.finish(std::time::Duration::from_secs(wait_secs)).await.with_context(|| format!("logging in to `{name}`"))?;
+    let path = token_path(&locations.data_dir, name);
+    eprintln!("logged in to `{name}`; its tokens are in {} (superpi mcp logout {name} removes them)", path.display());
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Sets or clears a server's `disabled` key.
@@ -239,8 +286,10 @@ async fn list(locations: &Locations, path: &Path, json: bool) -> anyhow::Result<
                 }
                 // Header values may be secrets: their names only.
                 McpTransport::Http { url, headers, bearer_token_env, .. } => {
+                    let logged_in = superpi_mcp_client::oauth::logged_in(&locations.data_dir, name, url);
                     json!({"name": name, "url": url, "headers": headers.keys().collect::<Vec<_>>(),
-                           "bearer_token_env": bearer_token_env, "disabled": server.disabled, "running": states(name)})
+                           "bearer_token_env": bearer_token_env, "logged_in": logged_in,
+                           "disabled": server.disabled, "running": states(name)})
                 }
             })
             .collect();
@@ -258,6 +307,11 @@ async fn list(locations: &Locations, path: &Path, json: bool) -> anyhow::Result<
     }
     for (name, server) in &settings.mcp_servers {
         println!("{name}: {}", server.describe());
+        if let McpTransport::Http { url, .. } = &server.transport
+            && superpi_mcp_client::oauth::logged_in(&locations.data_dir, name, url)
+        {
+            println!("  logged in (OAuth; `superpi mcp logout {name}` forgets it)");
+        }
         if server.disabled {
             println!("  disabled (`superpi mcp enable {name}` starts it again)");
             continue;

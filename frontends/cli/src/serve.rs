@@ -105,7 +105,7 @@ impl Serve {
                 // `superpi` edits the settings itself; this binary leaves that code out.
                 if args.action.is_some() {
                     anyhow::bail!(
-                        "`superpi mcp list|add|remove|enable|disable` are run by `superpi`, not `superpi-frontend`"
+                        "`superpi mcp list|add|remove|enable|disable|login|logout` are run by `superpi`, not `superpi-frontend`"
                     );
                 }
                 require_workspace("mcp", args.serve.workspace.as_deref(), locations)?;

@@ -85,6 +85,8 @@ pub struct Connection {
     process: Option<ServerHandle>,
     /// Who answers its questions, by call in flight.
     askers: Askers,
+    /// An HTTP server's URL, and the data directory its OAuth login lives in.
+    login: Option<(PathBuf, String)>,
 }
 
 impl Connection {
@@ -130,13 +132,33 @@ impl Connection {
                     }
                 }
             }
-            McpTransport::Http { url, headers, bearer_token_env, sse } => {
+            McpTransport::Http { url, headers, bearer_token_env, sse, .. } => {
                 stderr_closed.cancel();
                 let headers = http_headers(headers, bearer_token_env.as_deref())?;
-                let streamable = match sse {
-                    true => Err(String::new()),
-                    false => initialized(serve(watcher.clone(), http_transport(url, &headers))).await,
+                // A login's tokens, unless the settings send their own authorization.
+                let authorized = match headers.contains_key(AUTHORIZATION) {
+                    true => None,
+                    // Boxed, as each session's start below: their futures are large.
+                    false => Box::pin(crate::oauth::authorized_client(&sandbox.config().data_dir, name, url))
+                        .await
+                        .map_err(|e| format!("its OAuth login: {e}"))?,
                 };
+                let refused = Arc::new(Mutex::new(None));
+                let streamable = match (sse, authorized) {
+                    (true, _) => Err(String::new()),
+                    (false, Some(client)) => {
+                        let transport = StreamableHttpClientTransport::with_client(client, http_config(url, &headers));
+                        Box::pin(initialized(noting_refusal(serve(watcher.clone(), transport), &refused, url))).await
+                    }
+                    (false, None) => {
+                        let transport = http_transport(url, &headers);
+                        Box::pin(initialized(noting_refusal(serve(watcher.clone(), transport), &refused, url))).await
+                    }
+                };
+                // Refused for want of a login: no HTTP+SSE fallback, and what to do.
+                if let Some(refused) = lock(&refused).take() {
+                    return Err(Unstarted::from(refused.advice(name)));
+                }
                 // A server of the older HTTP+SSE transport refuses the POST (4xx): its GET
                 // opens the stream. When that fails too, the first failure says why.
                 let (service, listed) = match streamable {
@@ -158,7 +180,11 @@ impl Connection {
         };
         *tools.write().unwrap_or_else(|p| p.into_inner()) = listed_tools(name, &listed);
         tracing::info!(server = %name, workspace = %key.workspace.display(), tools = listed.len(), "MCP server started");
-        Ok(Connection { name: name.clone(), service, tools, stderr, stderr_closed, process, askers })
+        let login = match &key.config.transport {
+            McpTransport::Http { url, .. } => Some((sandbox.config().data_dir.clone(), url.clone())),
+            McpTransport::Stdio { .. } => None,
+        };
+        Ok(Connection { name: name.clone(), service, tools, stderr, stderr_closed, process, askers, login })
     }
 
     pub fn alive(&self) -> bool {
@@ -202,6 +228,11 @@ impl Connection {
             // Drives 2026-07-28 `input_required` rounds through the handler's elicitation.
             answer = self.service.call_tool(params) => match answer {
                 Ok(result) => Called::Answered(call_result(result)),
+                Err(err) if err.auth_challenge().is_some() => {
+                    let refused = self.refused(err.auth_challenge().unwrap_or_default());
+                    let why = format!("the MCP server `{name}` refused the call: {}", refused.advice(name));
+                    if self.alive() { Called::Answered(ToolCallResult::error(why)) } else { Called::Lost(why) }
+                }
                 Err(err) if self.alive() && matches!(err, rmcp::ServiceError::McpError(_)) => {
                     Called::Answered(ToolCallResult::error(format!("the MCP server `{name}` refused the call: {err}")))
                 }
@@ -216,6 +247,21 @@ impl Connection {
                 Called::Answered(ToolCallResult::error(format!("the MCP server `{name}` did not answer within {deadline:?}")))
             }
         }
+    }
+}
+
+impl Connection {
+    /// What a 401 or 403 challenge during a call asks; a scope asked for is noted for the
+    /// next `superpi mcp login`.
+    fn refused(&self, challenge: &str) -> crate::oauth::Refused {
+        let Some((data_dir, url)) = &self.login else { return crate::oauth::Refused::Unauthorized };
+        let refused = crate::oauth::Refused::of(challenge, url);
+        if let crate::oauth::Refused::Scope(Some(scope)) = &refused
+            && let Err(err) = crate::oauth::want_scope(data_dir, &self.name, scope)
+        {
+            tracing::warn!(server = %self.name, "noting the scope it asks for: {err}");
+        }
+        refused
     }
 }
 
@@ -279,8 +325,26 @@ fn http_headers(
     Ok(map)
 }
 
+/// `serving`, noting in `refused` a refusal that a login would answer.
+async fn noting_refusal(
+    serving: impl Future<Output = Result<Session, rmcp::service::ClientInitializeError>>,
+    refused: &Mutex<Option<crate::oauth::Refused>>,
+    url: &str,
+) -> Result<Session, rmcp::service::ClientInitializeError> {
+    let served = serving.await;
+    if let Err(challenge) = served.as_ref().map_err(|e| e.auth_challenge()) {
+        *lock(refused) = challenge.map(|c| crate::oauth::Refused::of(c, url));
+    }
+    served
+}
+
 /// Streamable HTTP to `url` with these headers.
 fn http_transport(url: &str, headers: &HeaderMap) -> StreamableHttpClientTransport<reqwest::Client> {
+    StreamableHttpClientTransport::from_config(http_config(url, headers))
+}
+
+/// The transport's settings for `url` with these headers (a bearer token among them).
+fn http_config(url: &str, headers: &HeaderMap) -> StreamableHttpClientTransportConfig {
     let mut custom = std::collections::HashMap::new();
     let mut token = None;
     for (name, value) in headers {
@@ -295,7 +359,7 @@ fn http_transport(url: &str, headers: &HeaderMap) -> StreamableHttpClientTranspo
     if let Some(token) = token {
         config = config.auth_header(token);
     }
-    StreamableHttpClientTransport::from_config(config)
+    config
 }
 
 fn listed_tools(server: &str, listed: &[rmcp::model::Tool]) -> Vec<Listed> {

@@ -16,6 +16,7 @@
 mod connection;
 mod deferred;
 mod elicit;
+pub mod oauth;
 mod package_config;
 mod sse;
 mod stderr;

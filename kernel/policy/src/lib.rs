@@ -95,7 +95,7 @@ pub use decide::{Answer, CallFacts, Decision, Overrides, Remember, Risk, Rule, d
 pub use error::ConfigError;
 pub use harness::{Harness, Harnesses, LIBRARIAN, UnknownHarness, WorkspaceKind};
 pub use hooks::{Hook, HookPoint, HookSettings};
-pub use mcp_servers::{McpServerConfig, McpTransport};
+pub use mcp_servers::{McpOAuth, McpServerConfig, McpTransport};
 pub use mode::{Mode, UnknownMode};
 pub use mode_choice::{Caller, effective_mode};
 pub use net::{Network, NetworkPolicy, ShellNetwork, host_listed};

@@ -48,7 +48,27 @@ pub enum McpTransport {
         bearer_token_env: Option<String>,
         /// It speaks only the older HTTP+SSE transport (2024-11-05): no Streamable HTTP is tried.
         sse: bool,
+        /// How `superpi mcp login` gets it a token, where the defaults do not do.
+        oauth: Option<McpOAuth>,
     },
+}
+
+/// A server's `oauth` settings: none is needed for a server that publishes its authorization
+/// server and accepts Client ID Metadata Documents or dynamic client registration. No secret
+/// lives here: the tokens are kept in superpi's data directory.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpOAuth {
+    /// A client id registered with the authorization server beforehand (no registration).
+    pub client_id: Option<String>,
+    /// The https URL of a Client ID Metadata Document naming superpi, used as the client id
+    /// where the authorization server advertises support for them.
+    pub client_metadata_url: Option<String>,
+    /// The scopes asked for; none: those the server's challenge or metadata name.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// The loopback port the browser is sent back to; none: any free one.
+    pub redirect_port: Option<u16>,
 }
 
 impl McpServerConfig {
@@ -67,7 +87,7 @@ impl McpServerConfig {
     /// or over HTTP+SSE only with `sse`.
     pub fn http(url: String, headers: BTreeMap<String, String>, sse: bool) -> Self {
         McpServerConfig {
-            transport: McpTransport::Http { url, headers, bearer_token_env: None, sse },
+            transport: McpTransport::Http { url, headers, bearer_token_env: None, sse, oauth: None },
             idle_stop_secs: None,
             network: None,
             disabled: false,
@@ -130,6 +150,7 @@ pub(crate) struct RawMcpServer {
     defer: Option<bool>,
     #[serde(default)]
     sse: bool,
+    oauth: Option<McpOAuth>,
 }
 
 /// `value` with each `${NAME}` replaced by `lookup(NAME)`, so a header or a variable can hold
@@ -207,8 +228,8 @@ fn stdio(server: RawMcpServer) -> Result<McpTransport, Invalid> {
     if command.trim().is_empty() {
         return Err((".command", "the command is empty".into()));
     }
-    if !server.headers.is_empty() || server.bearer_token_env.is_some() || server.sse {
-        return Err(("", "`headers`, `bearer_token_env` and `sse` need a `url`".into()));
+    if !server.headers.is_empty() || server.bearer_token_env.is_some() || server.sse || server.oauth.is_some() {
+        return Err(("", "`headers`, `bearer_token_env`, `sse` and `oauth` need a `url`".into()));
     }
     if let Some(cwd) = server.cwd.as_ref().filter(|cwd| !cwd.is_absolute()) {
         return Err((".cwd", format!("`{}` is not an absolute path", cwd.display())));
@@ -239,5 +260,11 @@ fn http(server: RawMcpServer) -> Result<McpTransport, Invalid> {
     for value in server.headers.values() {
         expand_vars(value, |_| Some(String::new())).map_err(|why| (".headers", why))?;
     }
-    Ok(McpTransport::Http { url, headers: server.headers, bearer_token_env: server.bearer_token_env, sse: server.sse })
+    if let Some(url) =
+        server.oauth.as_ref().and_then(|o| o.client_metadata_url.as_ref()).filter(|u| !u.starts_with("https://"))
+    {
+        return Err((".oauth.client_metadata_url", format!("`{url}` is not an https URL")));
+    }
+    let (headers, bearer_token_env, sse, oauth) = (server.headers, server.bearer_token_env, server.sse, server.oauth);
+    Ok(McpTransport::Http { url, headers, bearer_token_env, sse, oauth })
 }
