@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::budget::Budget;
 use crate::checkpoints::{CheckpointSettings, RawCheckpoints, checkpoint_settings};
 use crate::error::{ConfigError, key_path};
 use crate::hooks::{HookSettings, RawHooks, hook_settings};
@@ -48,6 +49,8 @@ pub struct Settings {
     pub checkpoints: CheckpointSettings,
     /// Commands run at points of a turn (the user's file only).
     pub hooks: HookSettings,
+    /// Spending limits (a workspace file only lowers them).
+    pub budget: Budget,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -116,6 +119,7 @@ impl Default for Settings {
             web: WebSettings::default(),
             checkpoints: CheckpointSettings::default(),
             hooks: HookSettings::default(),
+            budget: Budget::default(),
         }
     }
 }
@@ -205,6 +209,10 @@ impl Settings {
         if let Some(hooks) = raw.hooks {
             s.hooks = hook_settings(hooks, path)?;
         }
+        if let Some(budget) = raw.budget {
+            budget.check(path, "budget")?;
+            s.budget = budget;
+        }
         Ok(s)
     }
 
@@ -230,6 +238,10 @@ impl Settings {
                 self.remote.default_mode = self.remote.default_mode.min(m);
             }
             self.remote.default_mode = self.remote.default_mode.min(self.remote.max_mode);
+        }
+        if let Some(budget) = raw.budget {
+            budget.check(path, "budget")?;
+            self.budget = self.budget.tightened_by(budget);
         }
         Ok(self)
     }
@@ -363,6 +375,7 @@ struct UserFile {
     web: Option<RawWeb>,
     checkpoints: Option<RawCheckpoints>,
     hooks: Option<RawHooks>,
+    budget: Option<Budget>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -373,6 +386,7 @@ struct WorkspaceFile {
     permissions: Option<TighteningPermissions>,
     network: Option<RawNetwork>,
     remote: Option<RawRemote>,
+    budget: Option<Budget>,
 }
 
 #[derive(Debug, Default, Deserialize)]
