@@ -11,10 +11,16 @@ use crate::conversation::Conversation;
 use crate::kernel::Kernel;
 use crate::sync::lock;
 
-/// A turn starts: it has spent nothing; the conversation's total is read back once.
+/// A turn starts: it has spent nothing.
 pub(crate) fn begin(kernel: &Kernel, conv: &Conversation) {
     let mut spend = lock(&conv.spend);
+    load(kernel, conv, &mut spend);
     spend.turn = None;
+}
+
+/// The conversation's total, read back from the store once (also for a compaction between
+/// turns, which costs before any turn begins).
+fn load(kernel: &Kernel, conv: &Conversation, spend: &mut crate::spend::ConversationSpend) {
     if !spend.loaded {
         spend.loaded = true;
         spend.total = crate::spend::stored_total(&*kernel.store, conv.id);
@@ -25,13 +31,13 @@ pub(crate) fn begin(kernel: &Kernel, conv: &Conversation) {
 /// `reported` cost) and returns the figures for its `usage_updated`.
 pub(crate) fn charge(kernel: &Kernel, conv: &Conversation, model: &str, usage: Usage, reported: Option<f64>) -> Cost {
     let priced = superpi_providers::prices::for_model(model, &kernel.catalog.providers).map(|price| price.cost(&usage));
+    let mut spend = lock(&conv.spend);
+    load(kernel, conv, &mut spend);
     let Some(call) = reported.or(priced) else {
-        let spend = lock(&conv.spend);
         return Cost { call: None, turn: spend.turn, total: spend.total };
     };
     kernel.spend.add(&conv.owner, call);
     kernel.telemetry.cost(model, call);
-    let mut spend = lock(&conv.spend);
     let turn = spend.turn.unwrap_or(0.0) + call;
     let total = spend.total.unwrap_or(0.0) + call;
     (spend.turn, spend.total) = (Some(turn), Some(total));
