@@ -28,6 +28,7 @@ mod path_locks;
 mod running_calls;
 mod scheduler;
 mod server;
+mod spend;
 mod sync;
 mod telemetry;
 mod tools;

@@ -235,7 +235,8 @@ fn stop_reason(reason: &str) -> StopReason {
 }
 
 /// Anthropic's `input_tokens` leaves out the tokens read from the cache and those written to
-/// it: the usage's input is the sum of the three, its cached part the tokens read.
+/// it: the usage's input is the sum of the three, its cached part the tokens read, its
+/// cache-write part the tokens written.
 fn read_usage(usage: &Value, out: &mut StreamBuilder) {
     let totals = out.usage_mut();
     let read = |key: &str| usage.get(key).and_then(Value::as_u64);
@@ -244,6 +245,7 @@ fn read_usage(usage: &Value, out: &mut StreamBuilder) {
             (read("cache_read_input_tokens").unwrap_or(0), read("cache_creation_input_tokens").unwrap_or(0));
         totals.input_tokens = input + cache_read + cache_written;
         totals.cached_input_tokens = cache_read;
+        totals.cache_write_tokens = cache_written;
     }
     if let Some(output) = read("output_tokens") {
         totals.output_tokens = output;

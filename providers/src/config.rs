@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
+use superpi_proto::Usage;
 
 pub const OPENAI_API_KEY: &str = "OPENAI_API_KEY";
 pub const ANTHROPIC_API_KEY: &str = "ANTHROPIC_API_KEY";
@@ -114,6 +115,40 @@ pub struct ModelEntry {
     /// Whether it takes images in prompts (default: the built-in table, see `images`; a model
     /// the table does not know takes none).
     pub images: Option<bool>,
+    /// Its prices in US dollars per million tokens (default: the built-in table, see
+    /// `prices`; a model the table does not know has none, and its cost is not counted).
+    pub price: Option<Price>,
+}
+
+/// A model's prices in US dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// Input tokens neither read from nor written to the prompt cache.
+    pub input: f64,
+    /// Input tokens read from the prompt cache (default: `input`).
+    #[serde(default)]
+    pub cached_input: Option<f64>,
+    /// Input tokens written to the prompt cache, where the vendor charges them apart
+    /// (Anthropic; default: `input`).
+    #[serde(default)]
+    pub cache_write: Option<f64>,
+    pub output: f64,
+}
+
+impl Price {
+    /// What `usage` costs at these prices, in US dollars. Output tokens include reasoning
+    /// tokens, as every vendor reports and bills them.
+    pub fn cost(&self, usage: &Usage) -> f64 {
+        let cached = usage.cached_input_tokens.min(usage.input_tokens);
+        let written = usage.cache_write_tokens.min(usage.input_tokens - cached);
+        let plain = usage.input_tokens - cached - written;
+        let per_token = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
+        per_token(plain, self.input)
+            + per_token(cached, self.cached_input.unwrap_or(self.input))
+            + per_token(written, self.cache_write.unwrap_or(self.input))
+            + per_token(usage.output_tokens, self.output)
+    }
 }
 
 /// Retry limits for 429, 529 and 503 answers.

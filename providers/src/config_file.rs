@@ -148,6 +148,17 @@ impl ProvidersConfig {
                 return Err(invalid(path, key(field), "must be at least 1"));
             }
             effort(path, &key("reasoning_effort"), &entry.reasoning_effort)?;
+            if let Some(price) = &entry.price {
+                let fields = [("input", Some(price.input)), ("output", Some(price.output))];
+                let fields = fields
+                    .into_iter()
+                    .chain([("cached_input", price.cached_input), ("cache_write", price.cache_write)]);
+                for (field, value) in fields {
+                    if let Some(value) = value.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+                        return Err(invalid(path, key(&format!("price.{field}")), format!("{value} is not a price")));
+                    }
+                }
+            }
             if entry.wire_api.is_some() && entry.provider != crate::config::ProviderKind::Openai {
                 return Err(invalid(
                     path,

@@ -36,6 +36,7 @@ base_url = "http://127.0.0.1:11434/v1"
 name = "deep"
 model = "o3"
 reasoning_effort = "high"
+price = { input = 1.5, cached_input = 0.4, output = 6.0 }
 
 [providers.retry]
 max_retries = 2
@@ -47,6 +48,8 @@ max_retries = 2
     assert_eq!(config.anthropic.thinking_budget, Some(4000));
     assert_eq!(config.models[0].provider, ProviderKind::Openai);
     assert_eq!(config.retry.max_retries, 2);
+    let price = crate::prices::Price { input: 1.5, cached_input: Some(0.4), cache_write: None, output: 6.0 };
+    assert_eq!(crate::prices::for_model("deep", &config), Some(price));
     assert_eq!(config.file.as_deref(), Some(Path::new(PATH)));
     let deep = crate::router::route("deep", &config).unwrap();
     assert_eq!((deep.model.as_str(), deep.reasoning, deep.reasoning_effort.as_deref()), ("o3", true, Some("high")));
@@ -91,6 +94,14 @@ fn a_bad_key_is_an_error_naming_the_file_and_the_key() {
         ),
         ("[providers.openai]\nauth_command = []\n", "key `providers.openai.auth_command`: names no program"),
         ("[providers]\ndefault_model = \"llama9\"\n", "key `providers.default_model`: unknown model `llama9`"),
+        (
+            "[[providers.models]]\nname = \"a\"\nprice = { input = -1.0, output = 2.0 }\n",
+            "key `providers.models[0].price.input`: -1 is not a price",
+        ),
+        (
+            "[[providers.models]]\nname = \"a\"\nprice = { input = 1.0 }\n",
+            "key `providers.models[0].price`: missing field `output`",
+        ),
         ("[providers\n", "/cfg/providers.toml: "),
     ];
     for (text, expected) in cases {

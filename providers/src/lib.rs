@@ -34,6 +34,7 @@ pub mod openai_responses;
 mod openai_wire;
 pub mod overflow;
 pub mod partial_json;
+pub mod prices;
 pub mod reassemble;
 pub mod route;
 pub mod router;
@@ -48,6 +49,7 @@ mod wire;
 pub mod wire_api;
 
 pub use assemble::StreamBuilder;
+pub use config::Price;
 pub use config::{
     CommandRunner, DEFAULT_COMPACT_AT_PERCENT, ModelEntry, OpenaiWire, PROVIDERS_FILE, ProviderKind, ProvidersConfig,
     RetryConfig, VendorConfig,

@@ -202,7 +202,15 @@ fn the_recorded_stream_reads_reasoning_text_and_calls_with_usage() {
             ContentBlock::ToolCall { id: "call_b".into(), name: "read".into(), arguments: json!({"path": "a.txt"}) },
         ]
     );
-    assert_eq!(t.usage, superpi_proto::Usage { input_tokens: 2048, output_tokens: 96, cached_input_tokens: 1920 });
+    assert_eq!(
+        t.usage,
+        superpi_proto::Usage {
+            input_tokens: 2048,
+            output_tokens: 96,
+            cached_input_tokens: 1920,
+            cache_write_tokens: 0
+        }
+    );
     assert_eq!(t.details, crate::UsageDetails { reasoning_tokens: 64 });
 }
 

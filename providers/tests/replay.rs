@@ -137,7 +137,10 @@ async fn a_responses_model_streams_reasoning_text_and_calls_and_sends_items() {
     let (events, sent) = run("gpt-5-codex", vec![Reply::stream(&recorded("responses_tools.sse"), 11)]).await;
     let t = terminal(&events);
     assert_eq!(t.stop_reason, StopReason::ToolUse);
-    assert_eq!(t.usage, Usage { input_tokens: 2048, output_tokens: 96, cached_input_tokens: 1920 });
+    assert_eq!(
+        t.usage,
+        Usage { input_tokens: 2048, output_tokens: 96, cached_input_tokens: 1920, cache_write_tokens: 0 }
+    );
     assert!(
         matches!(&t.message.content[0], ContentBlock::Thinking { signature: Some(s), .. } if s.starts_with("openai:"))
     );
@@ -191,7 +194,7 @@ async fn anthropic_thinking_text_and_tool_use() {
     assert_eq!(t.stop_reason, StopReason::ToolUse);
     assert_eq!(t.response_id.as_deref(), Some("msg_01"));
     // Anthropic's input leaves out what the cache served: the usage's input holds it.
-    assert_eq!(t.usage, Usage { input_tokens: 30, output_tokens: 89, cached_input_tokens: 5 });
+    assert_eq!(t.usage, Usage { input_tokens: 30, output_tokens: 89, cached_input_tokens: 5, cache_write_tokens: 0 });
     assert_eq!(
         t.message.content,
         vec![

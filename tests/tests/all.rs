@@ -7,6 +7,7 @@ mod chaos;
 mod checkpoints;
 mod cluster_deltas;
 mod context;
+mod cost;
 mod doctor;
 mod durable_memory;
 mod events;

@@ -17,7 +17,7 @@ use crate::questions::question_request;
 use std::path::PathBuf;
 
 use agent_client_protocol::v1::schema::{
-    CompactionStatus, CompactionUpdate, ContentBlock, ContentChunk, CurrentModeUpdate, Notice, NoticeSeverity,
+    CompactionStatus, CompactionUpdate, ContentBlock, ContentChunk, Cost, CurrentModeUpdate, Notice, NoticeSeverity,
     PermissionOption, PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionModeId,
     SessionUpdate, StopReason, TextContent, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate,
     ToolCallUpdateFields, ToolKind, UsageUpdate,
@@ -300,13 +300,23 @@ impl Renderer {
                     mode.as_str(),
                 )))));
             }
-            EventBody::UsageUpdated { input_tokens, output_tokens, context_tokens, context_window, .. } => {
+            EventBody::UsageUpdated {
+                input_tokens,
+                output_tokens,
+                context_tokens,
+                context_window,
+                total_cost_usd,
+                ..
+            } => {
                 // The kernel's count of the context and the model's window; older kernels
-                // said neither, and then the last call's tokens and the flag stand in.
-                out.push(Out::Update(SessionUpdate::UsageUpdate(UsageUpdate::new(
+                // said neither, and then the last call's tokens and the flag stand in. The
+                // cost is the conversation's so far, in US dollars, when its calls were priced.
+                let update = UsageUpdate::new(
                     context_tokens.unwrap_or(input_tokens + output_tokens),
                     context_window.unwrap_or(self.opts.context_window),
-                ))));
+                )
+                .cost(total_cost_usd.map(|usd| Cost::new(usd, "USD")));
+                out.push(Out::Update(SessionUpdate::UsageUpdate(update)));
             }
             EventBody::PlanUpdated { entries } => out.push(Out::Update(plan(entries))),
             EventBody::Notice { level, message } => {

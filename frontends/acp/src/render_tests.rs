@@ -385,6 +385,19 @@ fn usage_update_reports_the_kernels_context_and_the_models_window() {
 }
 
 #[test]
+fn usage_update_carries_the_conversations_cost_in_dollars() {
+    let mut r = renderer();
+    let usage = Usage { input_tokens: 100, output_tokens: 20, ..Default::default() };
+    let ev = Event::usage_updated(C, T, usage, usage).with_context(140, 128_000).with_cost(superpi_proto::Cost {
+        call: Some(0.25),
+        turn: Some(0.5),
+        total: Some(1.5),
+    });
+    let expected = UsageUpdate::new(140, 128_000).cost(Cost::new(1.5, "USD"));
+    assert_eq!(r.render(&ev), vec![Out::Update(SessionUpdate::UsageUpdate(expected))]);
+}
+
+#[test]
 fn plan_updated_is_a_plan_with_the_first_open_entry_in_progress() {
     let mut r = renderer();
     let entries = vec![

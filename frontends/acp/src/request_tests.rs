@@ -213,6 +213,7 @@ fn session_info_uses_the_workspace_and_title() {
         head_seq: 9,
         created: false,
         rules_files: Vec::new(),
+        cost_usd: None,
     };
     assert_eq!(session_info(&info), SessionInfo::new("conv-4", "/ws").title("hello".to_string()));
 }

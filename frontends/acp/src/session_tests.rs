@@ -21,6 +21,7 @@ fn session() -> Arc<Session> {
         head_seq: 12,
         created: true,
         rules_files: Vec::new(),
+        cost_usd: None,
     };
     Session::new(&info, RenderOptions::default())
 }

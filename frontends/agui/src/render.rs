@@ -431,6 +431,9 @@ impl Renderer {
                 total_cached_input_tokens,
                 context_tokens,
                 context_window,
+                cost_usd,
+                turn_cost_usd,
+                total_cost_usd,
             } => {
                 let mut usage = json!({
                     "inputTokens": input_tokens,
@@ -443,6 +446,14 @@ impl Renderer {
                 if let (Some(tokens), Some(window)) = (context_tokens, context_window) {
                     usage["contextTokens"] = json!(tokens);
                     usage["contextWindow"] = json!(window);
+                }
+                // US dollars: the last call, the turn and the conversation, when priced.
+                for (key, usd) in
+                    [("costUsd", cost_usd), ("turnCostUsd", turn_cost_usd), ("totalCostUsd", total_cost_usd)]
+                {
+                    if let Some(usd) = usd {
+                        usage[key] = json!(usd);
+                    }
                 }
                 self.set("usage", usage);
             }

@@ -297,6 +297,7 @@ fn info() -> ConversationInfo {
         head_seq: 0,
         created: true,
         rules_files: Vec::new(),
+        cost_usd: None,
     }
 }
 

@@ -28,6 +28,7 @@ fn info(status: &str) -> ConversationInfo {
         head_seq: 0,
         created: true,
         rules_files: Vec::new(),
+        cost_usd: None,
     }
 }
 
@@ -134,8 +135,8 @@ fn a_text_turn_streams_merged_content_and_ends_with_run_finished() {
         &Event::usage_updated(
             CONV,
             Some(TURN),
-            Usage { input_tokens: 5, output_tokens: 2, cached_input_tokens: 3 },
-            Usage { input_tokens: 5, output_tokens: 2, cached_input_tokens: 3 },
+            Usage { input_tokens: 5, output_tokens: 2, cached_input_tokens: 3, cache_write_tokens: 0 },
+            Usage { input_tokens: 5, output_tokens: 2, cached_input_tokens: 3, cache_write_tokens: 0 },
         ),
         122,
     );
@@ -624,14 +625,31 @@ fn usage_with_the_context_adds_its_size_and_the_models_window_to_the_state() {
     let usage = Usage { input_tokens: 5, output_tokens: 2, ..Default::default() };
     r.render(&Event::turn_started(CONV, TURN), 0);
     let out = r.render(&Event::usage_updated(CONV, Some(TURN), usage, usage).with_context(7, 3000), 10);
-    let ops: Vec<Value> = out
-        .iter()
+    let ops = state_ops(&out);
+    assert!(ops.contains(&json!({"op": "add", "path": "/usage/contextTokens", "value": 7})), "{ops:?}");
+    assert!(ops.contains(&json!({"op": "add", "path": "/usage/contextWindow", "value": 3000})), "{ops:?}");
+}
+
+/// The JSON Patch operations of the output's state deltas, in order.
+fn state_ops(out: &[E]) -> Vec<Value> {
+    out.iter()
         .filter_map(|e| match e {
             E::StateDelta { delta } => serde_json::to_value(delta).ok(),
             _ => None,
         })
         .flat_map(|v| v.as_array().cloned().unwrap_or_default())
-        .collect();
-    assert!(ops.contains(&json!({"op": "add", "path": "/usage/contextTokens", "value": 7})), "{ops:?}");
-    assert!(ops.contains(&json!({"op": "add", "path": "/usage/contextWindow", "value": 3000})), "{ops:?}");
+        .collect()
+}
+
+#[test]
+fn usage_with_a_cost_puts_the_dollars_in_the_state() {
+    let mut r = renderer();
+    let usage = Usage { input_tokens: 5, output_tokens: 2, ..Default::default() };
+    r.render(&Event::turn_started(CONV, TURN), 0);
+    let cost = superpi_proto::Cost { call: Some(0.5), turn: Some(0.75), total: Some(2.0) };
+    let out = r.render(&Event::usage_updated(CONV, Some(TURN), usage, usage).with_cost(cost), 10);
+    let ops = state_ops(&out);
+    for (key, usd) in [("costUsd", 0.5), ("turnCostUsd", 0.75), ("totalCostUsd", 2.0)] {
+        assert!(ops.contains(&json!({"op": "add", "path": format!("/usage/{key}"), "value": usd})), "{key}: {ops:?}");
+    }
 }

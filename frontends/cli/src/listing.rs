@@ -152,6 +152,7 @@ pub async fn session_show(locations: &Locations, id: i64, flag: JsonFlag) -> any
     } else {
         out(&format!("{} {}\n", style::header("rules:"), rules.join(", ")));
     }
+    let cost = pages.conversation().cost_usd;
     let mut usage = Usage::default();
     while let Some(page) = pages.next_page().await? {
         for entry in page {
@@ -160,6 +161,11 @@ pub async fn session_show(locations: &Locations, id: i64, flag: JsonFlag) -> any
         }
     }
     out(&format!("{} {}\n", style::header("usage:"), usage_text(usage)));
+    let cost = cost.map_or_else(
+        || "unknown (no model call was priced: see `price` in providers.toml)".into(),
+        |usd| format!("${usd:.4}"),
+    );
+    out(&format!("{} {cost}\n", style::header("cost:")));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -436,7 +442,8 @@ mod tests {
 
     #[test]
     fn usage_says_the_share_the_cache_served() {
-        let usage = Usage { input_tokens: 40_000, output_tokens: 120, cached_input_tokens: 35_000 };
+        let usage =
+            Usage { input_tokens: 40_000, output_tokens: 120, cached_input_tokens: 35_000, cache_write_tokens: 0 };
         assert_eq!(usage_text(usage), "40000 input tokens (35000 read from the prompt cache, 88%), 120 output tokens");
         assert_eq!(usage_text(Usage::default()), "0 input tokens (0 read from the prompt cache, 0%), 0 output tokens");
     }
@@ -466,6 +473,7 @@ mod tests {
             head_seq: 0,
             created: false,
             rules_files: Vec::new(),
+            cost_usd: None,
         }
     }
 

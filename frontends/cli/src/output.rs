@@ -93,6 +93,8 @@ pub struct TurnResult {
     usage: Usage,
     message_usage: Usage,
     saw_usage_updated: bool,
+    /// The turn's and the conversation's cost so far, from the last `usage_updated` priced.
+    cost: (Option<f64>, Option<f64>),
     tool_calls: u64,
     /// The turn was held to an output schema: its `result` is the end's, the accepted JSON.
     structured: bool,
@@ -111,6 +113,7 @@ impl TurnResult {
             usage: Usage::default(),
             message_usage: Usage::default(),
             saw_usage_updated: false,
+            cost: (None, None),
             tool_calls: 0,
             structured: false,
             answer: None,
@@ -146,11 +149,21 @@ impl TurnResult {
                     self.message_usage.add(*usage);
                 }
             }
-            EventBody::UsageUpdated { input_tokens, output_tokens, cached_input_tokens, .. } => {
+            EventBody::UsageUpdated {
+                input_tokens,
+                output_tokens,
+                cached_input_tokens,
+                turn_cost_usd,
+                total_cost_usd,
+                ..
+            } => {
                 self.saw_usage_updated = true;
                 let (input_tokens, output_tokens, cached_input_tokens) =
                     (*input_tokens, *output_tokens, *cached_input_tokens);
-                self.usage.add(Usage { input_tokens, output_tokens, cached_input_tokens });
+                self.usage.add(Usage { input_tokens, output_tokens, cached_input_tokens, cache_write_tokens: 0 });
+                if turn_cost_usd.is_some() {
+                    self.cost = (*turn_cost_usd, *total_cost_usd);
+                }
             }
             EventBody::ToolStarted { .. } => self.tool_calls += 1,
             EventBody::TurnCompleted { stop_reason, result } => {
@@ -183,6 +196,8 @@ impl TurnResult {
             "tool_calls": self.tool_calls,
             "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
                       "cached_input_tokens": usage.cached_input_tokens},
+            "cost_usd": self.cost.0,
+            "total_cost_usd": self.cost.1,
         });
         if self.structured {
             let answer = self.answer.as_deref().filter(|_| self.end == Some(TurnEnd::Completed));

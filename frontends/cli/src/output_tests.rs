@@ -34,6 +34,7 @@ fn a_tool_using_turn_folds_into_one_result() {
             "type": "result", "status": "completed", "is_error": false, "conversation_id": C, "turn_id": T,
             "result": "Let me look.\n\nOne file.", "stop_reason": "end_turn", "error": null, "tool_calls": 1,
             "usage": {"input_tokens": 30, "output_tokens": 5, "cached_input_tokens": 0},
+            "cost_usd": null, "total_cost_usd": null,
         })
     );
 }
@@ -45,17 +46,36 @@ fn usage_updated_wins_over_message_usage_and_failures_are_errors() {
     r.take(&Event::usage_updated(
         C,
         Some(T),
-        Usage { input_tokens: 7, output_tokens: 4, cached_input_tokens: 5 },
-        Usage { input_tokens: 70, output_tokens: 40, cached_input_tokens: 50 },
+        Usage { input_tokens: 7, output_tokens: 4, cached_input_tokens: 5, cache_write_tokens: 0 },
+        Usage { input_tokens: 70, output_tokens: 40, cached_input_tokens: 50, cache_write_tokens: 0 },
     ));
     r.take(&Event::turn_error(C, T, "provider said 500"));
     let out = r.to_json();
     assert_eq!((&out["status"], &out["is_error"]), (&json!("failed"), &json!(true)));
     assert_eq!(out["error"], "provider said 500");
     assert_eq!(out["usage"], json!({"input_tokens": 7, "output_tokens": 4, "cached_input_tokens": 5}));
+    assert_eq!((&out["cost_usd"], &out["total_cost_usd"]), (&Value::Null, &Value::Null));
     let mut r = TurnResult::new(C, T);
     r.take(&Event::turn_cancelled(C, T));
     assert_eq!(r.to_json()["status"], "cancelled");
+}
+
+#[test]
+fn the_result_says_what_the_turn_and_the_conversation_cost() {
+    let mut r = TurnResult::new(C, T);
+    let usage = Usage { input_tokens: 7, output_tokens: 4, ..Default::default() };
+    let priced = |call, turn, total| {
+        Event::usage_updated(C, Some(T), usage, usage).with_cost(superpi_proto::Cost {
+            call: Some(call),
+            turn: Some(turn),
+            total: Some(total),
+        })
+    };
+    r.take(&priced(0.5, 0.5, 2.0));
+    r.take(&priced(0.25, 0.75, 2.25));
+    r.take(&Event::turn_completed(C, T, Some("done".into()), "end_turn"));
+    let out = r.to_json();
+    assert_eq!((&out["cost_usd"], &out["total_cost_usd"]), (&json!(0.75), &json!(2.25)));
 }
 
 #[test]

@@ -114,6 +114,7 @@ fn a_transcript_is_one_json_line_per_entry() {
             head_seq: 5,
             created: false,
             rules_files: Vec::new(),
+            cost_usd: None,
         },
         more: false,
         last_compaction: None,

@@ -80,6 +80,7 @@ fn results_are_built_field_by_field() {
         head_seq: 12,
         created: true,
         rules_files: vec!["/w/AGENTS.md".into()],
+        cost_usd: None,
     };
     assert_eq!(
         conversation(&info),

@@ -13,6 +13,7 @@ use superpi_proto::method::HarnessInfo;
 use superpi_proto::tool::{Capability, Effect};
 
 use crate::backend::BackendKind;
+use crate::budget::{Budget, CostRules};
 use crate::error::{ConfigError, key_path, line_col};
 use crate::mode::Mode;
 
@@ -72,6 +73,8 @@ pub struct Harness {
     pub webhooks: bool,
     /// The harnesses its `subagent` calls may start (none: any).
     pub subagents: Option<Vec<String>>,
+    /// Its budget.
+    pub cost: CostRules,
 }
 
 impl Harness {
@@ -158,6 +161,7 @@ fn builtins(available: &[ToolDef]) -> Vec<Harness> {
             unattended: false,
             webhooks: true,
             subagents: None,
+            cost: CostRules::default(),
         },
         Harness {
             id: "superpi-planner".into(),
@@ -179,6 +183,7 @@ fn builtins(available: &[ToolDef]) -> Vec<Harness> {
             unattended: false,
             webhooks: false,
             subagents: None,
+            cost: CostRules::default(),
         },
         Harness {
             id: "superpi-assistant".into(),
@@ -201,6 +206,7 @@ fn builtins(available: &[ToolDef]) -> Vec<Harness> {
             unattended: false,
             webhooks: false,
             subagents: None,
+            cost: CostRules::default(),
         },
         Harness {
             id: LIBRARIAN.into(),
@@ -224,6 +230,7 @@ fn builtins(available: &[ToolDef]) -> Vec<Harness> {
             unattended: true,
             webhooks: true,
             subagents: None,
+            cost: CostRules::default(),
         },
     ]
 }
@@ -251,6 +258,7 @@ fn backend_harness(kind: BackendKind) -> Harness {
         unattended: false,
         webhooks: false,
         subagents: None,
+        cost: CostRules::default(),
     }
 }
 
@@ -442,6 +450,9 @@ struct HarnessEntry {
     webhooks: bool,
     /// The harnesses its `subagent` calls may start (absent: any).
     subagents: Option<Vec<String>>,
+    /// Its spending limits, lowering settings.json's.
+    #[serde(default)]
+    budget: Budget,
 }
 
 fn repo() -> WorkspaceKind {
@@ -519,6 +530,8 @@ impl HarnessEntry {
         if self.harvest && !self.capabilities.contains(&Capability::Memory) {
             return Err(bad(".harvest", "harvesting writes notes: add \"memory\" to `capabilities`".into()));
         }
+        self.budget.check(path, &format!("{key}.budget"))?;
+        let cost = CostRules { budget: self.budget };
         let mut tools = self.tools;
         let joined = available.iter().filter(|t| t.capability.is_some_and(|c| self.capabilities.contains(&c)));
         for tool in joined {
@@ -541,6 +554,7 @@ impl HarnessEntry {
             unattended: self.unattended,
             webhooks: self.webhooks,
             subagents: self.subagents,
+            cost,
         })
     }
 }

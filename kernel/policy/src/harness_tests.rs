@@ -142,6 +142,7 @@ workspace = "none"
             unattended: false,
             webhooks: false,
             subagents: None,
+            cost: Default::default(),
         }
     );
     let chat = hs.get("chat").unwrap();
@@ -154,11 +155,21 @@ workspace = "none"
 }
 
 #[test]
+fn a_harness_budget_is_read_and_checked() {
+    let hs = file("[harnesses.thrifty]\ntools = []\nbudget = { turn_usd = 0.5, day_usd = 5.0 }\n").unwrap();
+    let budget = hs.get("thrifty").unwrap().cost.budget;
+    assert_eq!((budget.turn_usd, budget.conversation_usd, budget.day_usd), (Some(0.5), None, Some(5.0)));
+    let bad = err("[harnesses.x]\ntools = []\nbudget = { turn_usd = -1.0 }\n");
+    assert!(bad.contains("key `harnesses.x.budget.turn_usd`: -1 is not an amount"), "{bad}");
+}
+
+#[test]
 fn file_errors_name_the_file_and_the_key() {
     assert_eq!(
         err("[harnesses.x]\ntools = []\ntoolz = 1\n"),
         "/cfg/harnesses.toml: key `harnesses.x.toolz`: unknown field `toolz`, expected one of `name`, `description`, \
-         `prompt`, `tools`, `default_mode`, `max_mode`, `workspace`, `backend`, `capabilities`, `harvest`, `unattended`, `webhooks`, `subagents` (line 3, column 1)"
+         `prompt`, `tools`, `default_mode`, `max_mode`, `workspace`, `backend`, `capabilities`, `harvest`, `unattended`, `webhooks`, `subagents`, \
+         `budget` (line 3, column 1)"
     );
     assert_eq!(
         err("[harnesses.x]\ntools = []\nmax_mode = \"yolo\"\n"),

@@ -57,6 +57,7 @@
 //! ```
 
 pub mod backend;
+pub mod budget;
 pub mod checkpoints;
 pub mod conversation;
 pub mod decide;
@@ -89,6 +90,7 @@ mod props_tests;
 mod test_tools;
 
 pub use backend::{BackendKind, UnknownBackend};
+pub use budget::{Budget, CostRules};
 pub use checkpoints::CheckpointSettings;
 pub use conversation::ConversationPolicy;
 pub use decide::{Answer, CallFacts, Decision, Overrides, Remember, Risk, Rule, decide};

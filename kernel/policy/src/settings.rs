@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::budget::Budget;
 use crate::checkpoints::{CheckpointSettings, RawCheckpoints, checkpoint_settings};
 use crate::error::{ConfigError, key_path};
 use crate::hooks::{HookSettings, RawHooks, hook_settings};
@@ -51,6 +52,8 @@ pub struct Settings {
     pub hooks: HookSettings,
     /// How deep, wide and long subagents go (the user's file only).
     pub subagents: SubagentSettings,
+    /// Spending limits (a workspace file only lowers them).
+    pub budget: Budget,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -120,6 +123,7 @@ impl Default for Settings {
             checkpoints: CheckpointSettings::default(),
             hooks: HookSettings::default(),
             subagents: SubagentSettings::default(),
+            budget: Budget::default(),
         }
     }
 }
@@ -212,6 +216,10 @@ impl Settings {
         if let Some(subagents) = raw.subagents {
             s.subagents = subagent_settings(subagents, path)?;
         }
+        if let Some(budget) = raw.budget {
+            budget.check(path, "budget")?;
+            s.budget = budget;
+        }
         Ok(s)
     }
 
@@ -237,6 +245,10 @@ impl Settings {
                 self.remote.default_mode = self.remote.default_mode.min(m);
             }
             self.remote.default_mode = self.remote.default_mode.min(self.remote.max_mode);
+        }
+        if let Some(budget) = raw.budget {
+            budget.check(path, "budget")?;
+            self.budget = self.budget.tightened_by(budget);
         }
         Ok(self)
     }
@@ -371,6 +383,7 @@ struct UserFile {
     checkpoints: Option<RawCheckpoints>,
     hooks: Option<RawHooks>,
     subagents: Option<RawSubagents>,
+    budget: Option<Budget>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -381,6 +394,7 @@ struct WorkspaceFile {
     permissions: Option<TighteningPermissions>,
     network: Option<RawNetwork>,
     remote: Option<RawRemote>,
+    budget: Option<Budget>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -465,3 +465,16 @@ fn the_subagents_section_is_read_from_the_user_file_only() {
     let e = ws(Settings::default(), r#"{"subagents": {"max_depth": 5}}"#).unwrap_err();
     assert!(e.to_string().contains("may only tighten"), "{e}");
 }
+
+#[test]
+fn a_budget_is_set_by_the_user_and_only_lowered_by_a_workspace() {
+    let base = user(r#"{"budget": {"turn_usd": 1.0, "day_usd": 20}}"#).unwrap();
+    assert_eq!(
+        (base.budget.turn_usd, base.budget.conversation_usd, base.budget.day_usd),
+        (Some(1.0), None, Some(20.0))
+    );
+    let s = ws(base.clone(), r#"{"budget": {"turn_usd": 5.0, "conversation_usd": 3.0, "day_usd": 10}}"#).unwrap();
+    assert_eq!((s.budget.turn_usd, s.budget.conversation_usd, s.budget.day_usd), (Some(1.0), Some(3.0), Some(10.0)));
+    let bad = user(r#"{"budget": {"turn_usd": -2}}"#).unwrap_err().to_string();
+    assert!(bad.contains("key `budget.turn_usd`: -2 is not an amount"), "{bad}");
+}

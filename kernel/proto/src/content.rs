@@ -133,6 +133,14 @@ pub struct Usage {
     /// Of `input_tokens`, those the vendor read from its prompt cache (0 when it says nothing).
     #[serde(default)]
     pub cached_input_tokens: u64,
+    /// Of `input_tokens`, those the vendor wrote to its prompt cache (Anthropic's
+    /// `cache_creation_input_tokens`, priced apart; 0 when it says nothing).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
@@ -141,7 +149,17 @@ impl Usage {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.cached_input_tokens += other.cached_input_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
     }
+}
+
+/// What a `usage_updated` says things cost, in US dollars: the last model call, the turn so
+/// far and the conversation so far. `None` where nothing priced was counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    pub call: Option<f64>,
+    pub turn: Option<f64>,
+    pub total: Option<f64>,
 }
 
 /// A message of the conversation, as stored and as sent to a model.

@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::content::{ContentBlock, Role, Usage};
+use crate::content::{ContentBlock, Cost, Role, Usage};
 
 /// One event of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -252,6 +252,16 @@ pub enum EventBody {
         /// The model's context window.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         context_window: Option<u64>,
+        /// What the last model call cost in US dollars, by the model's price (none when the
+        /// model has no price; an agent backend's turn as the program reported it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
+        /// What the turn has cost so far.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        turn_cost_usd: Option<f64>,
+        /// What the conversation has cost so far (every priced call it made).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total_cost_usd: Option<f64>,
     },
     PlanUpdated {
         entries: Vec<PlanEntry>,
@@ -627,8 +637,21 @@ impl Event {
                 total_cached_input_tokens: total.cached_input_tokens,
                 context_tokens: None,
                 context_window: None,
+                cost_usd: None,
+                turn_cost_usd: None,
+                total_cost_usd: None,
             },
         )
+    }
+
+    /// Adds the costs to a `usage_updated` event (no-op for others).
+    pub fn with_cost(mut self, cost: Cost) -> Self {
+        if let EventBody::UsageUpdated { cost_usd, turn_cost_usd, total_cost_usd, .. } = &mut self.body {
+            *cost_usd = cost.call;
+            *turn_cost_usd = cost.turn;
+            *total_cost_usd = cost.total;
+        }
+        self
     }
 
     /// Adds the context's size and the model's window to a `usage_updated` event (no-op for

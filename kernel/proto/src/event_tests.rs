@@ -44,8 +44,8 @@ fn one_of_each() -> Vec<Event> {
         Event::usage_updated(
             1,
             Some(2),
-            Usage { input_tokens: 1, output_tokens: 2, cached_input_tokens: 1 },
-            Usage { input_tokens: 10, output_tokens: 20, cached_input_tokens: 7 },
+            Usage { input_tokens: 1, output_tokens: 2, cached_input_tokens: 1, cache_write_tokens: 0 },
+            Usage { input_tokens: 10, output_tokens: 20, cached_input_tokens: 7, cache_write_tokens: 0 },
         )
         .with_context(300, 1000),
         Event::plan_updated(1, Some(2), vec![PlanEntry { id: "1".into(), text: "read".into(), completed: false }]),
@@ -113,7 +113,7 @@ fn usage_stored_before_cached_tokens_were_counted_reads_as_none_cached() {
         other => panic!("expected usage_updated, got {other:?}"),
     }
     let usage: Usage = serde_json::from_value(json!({"input_tokens": 5, "output_tokens": 1})).unwrap();
-    assert_eq!(usage, Usage { input_tokens: 5, output_tokens: 1, cached_input_tokens: 0 });
+    assert_eq!(usage, Usage { input_tokens: 5, output_tokens: 1, cached_input_tokens: 0, cache_write_tokens: 0 });
 }
 
 #[test]

@@ -22,7 +22,7 @@ pub mod question;
 pub mod schedule;
 pub mod tool;
 
-pub use content::{ContentBlock, Entry, EntryKind, Message, Role, Usage};
+pub use content::{ContentBlock, Cost, Entry, EntryKind, Message, Role, Usage};
 pub use effort::Effort;
 pub use event::{Event, EventBody, PermissionOption, PlanEntry};
 pub use locations::{KERNEL_EXIT_LOCK_HELD, Locations};

@@ -285,6 +285,9 @@ pub struct ConversationInfo {
     /// first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules_files: Vec<String>,
+    /// What it has cost so far in US dollars (its priced model calls; absent: none priced).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 /// `session.submit`: a prompt starts a turn, or queues behind the running one, or (`steer`)

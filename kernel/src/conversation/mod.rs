@@ -210,6 +210,8 @@ pub(crate) struct Conversation {
     pub policy: Mutex<Result<superpi_policy::ConversationPolicy, String>>,
     /// Token totals since the conversation went live in this kernel.
     pub usage_total: Mutex<superpi_proto::Usage>,
+    /// What it spent, in all and in its running turn (`turn/cost.rs`).
+    pub spend: Mutex<crate::spend::ConversationSpend>,
     /// Set while the conversation's context is compacted: one compaction at a time.
     pub compacting: std::sync::atomic::AtomicBool,
     /// Its deltas for the watchers other kernels have of it.
@@ -266,6 +268,7 @@ impl Conversation {
             steering: Mutex::default(),
             policy: Mutex::new(policy),
             usage_total: Mutex::new(Default::default()),
+            spend: Mutex::default(),
             compacting: std::sync::atomic::AtomicBool::new(false),
             rules_shown: Mutex::new(Default::default()),
             session_context: Mutex::new(None),

@@ -31,6 +31,11 @@ pub(crate) const MODEL_SECONDS: Def = Def {
 };
 pub(crate) const TOKENS: Def =
     Def { name: "superpi_tokens_total", help: "Tokens the models reported, by model and kind.", histogram: false };
+pub(crate) const COST: Def = Def {
+    name: "superpi_cost_usd_total",
+    help: "What the model calls cost in US dollars, by model (priced ones only).",
+    histogram: false,
+};
 pub(crate) const TOOL_CALLS: Def =
     Def { name: "superpi_tool_calls_total", help: "Tool calls ended, by tool and status.", histogram: false };
 pub(crate) const TOOL_SECONDS: Def =
@@ -42,7 +47,8 @@ pub(crate) const ERRORS: Def = Def {
 };
 
 /// Every metric, in the order they are listed.
-const ALL: [Def; 8] = [TURNS, TURN_SECONDS, MODEL_REQUESTS, MODEL_SECONDS, TOKENS, TOOL_CALLS, TOOL_SECONDS, ERRORS];
+const ALL: [Def; 9] =
+    [TURNS, TURN_SECONDS, MODEL_REQUESTS, MODEL_SECONDS, TOKENS, COST, TOOL_CALLS, TOOL_SECONDS, ERRORS];
 
 /// Upper bounds of the duration buckets, in seconds.
 const BUCKETS: [f64; 14] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0];
@@ -72,6 +78,11 @@ impl Metrics {
     /// Adds `by` to the counter `def` with these labels.
     pub fn add(&self, def: Def, pairs: &[(&'static str, &str)], by: u64) {
         *lock(&self.counters).entry((def, labels(pairs))).or_default() += by as f64;
+    }
+
+    /// Adds an amount (a cost) to the counter `def` with these labels.
+    pub fn add_amount(&self, def: Def, pairs: &[(&'static str, &str)], by: f64) {
+        *lock(&self.counters).entry((def, labels(pairs))).or_default() += by;
     }
 
     /// Records one duration in the histogram `def`.

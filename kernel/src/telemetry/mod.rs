@@ -79,6 +79,11 @@ impl Telemetry {
     }
 
     /// A tool call's span, below its turn's when a turn made it.
+    /// What a model call (or an agent program's turn) cost, in US dollars.
+    pub fn cost(&self, model: &str, usd: f64) {
+        self.metrics.add_amount(metrics::COST, &[("model", model)], usd);
+    }
+
     pub fn tool_started(&self, turn: Option<SpanContext>, tool: &str) -> Span {
         let mut span = self.tracer.start(format!("execute_tool {tool}"), turn);
         span.set("gen_ai.operation.name", "execute_tool");

@@ -179,7 +179,7 @@ pub(crate) async fn drive(
             ),
             BackendEvent::Notice { level, message } => conv.emit(kernel, Event::notice(cid, at, level, message)),
             BackendEvent::Plan { entries } => conv.emit(kernel, Event::plan_updated(cid, at, entries)),
-            BackendEvent::End { result, stop_reason, usage } => {
+            BackendEvent::End { result, stop_reason, usage, cost_usd } => {
                 // The session saw the whole turn.
                 if let Some(id) = &session {
                     keep_session(kernel, kind, cid, id, last_entry);
@@ -189,7 +189,9 @@ pub(crate) async fn drive(
                     total.add(usage);
                     *total
                 };
-                conv.emit(kernel, Event::usage_updated(cid, at, usage, total));
+                let model = conv.settings().model;
+                let cost = crate::turn::cost::charge(kernel, conv, &model, usage, cost_usd);
+                conv.emit(kernel, Event::usage_updated(cid, at, usage, total).with_cost(cost));
                 let stop_reason = match stop_reason.as_str() {
                     "max_tokens" => "max_tokens",
                     "refusal" => "refusal",

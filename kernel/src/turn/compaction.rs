@@ -163,7 +163,9 @@ pub(crate) async fn compact(
     let tokens_after = after.tokens(frame.system, frame.tools);
     conv.emit(
         kernel,
-        Event::usage_updated(conv.id, turn_id, summary.usage, total).with_context(tokens_after, limits.context_window),
+        Event::usage_updated(conv.id, turn_id, summary.usage, total)
+            .with_context(tokens_after, limits.context_window)
+            .with_cost(crate::turn::cost::charge(kernel, conv, frame.model, summary.usage, None)),
     );
     Ok(Compacted { first_kept_seq, tokens_before, tokens_after })
 }

@@ -12,6 +12,7 @@ pub(crate) mod client_tools;
 pub(crate) mod cluster_holder;
 pub(crate) mod compaction;
 pub(crate) mod context;
+pub(crate) mod cost;
 pub(crate) mod elicitation;
 pub(crate) mod hooks;
 pub(crate) mod nested_rules;
@@ -80,6 +81,7 @@ pub(crate) async fn run(
     crate::turn::cluster_holder::refresh_watched(kernel, conv);
     conv.emit(kernel, Event::turn_started(cid, turn_id));
     conv.set_status(kernel, Some(turn_id), crate::conversation::status::RUNNING);
+    cost::begin(kernel, conv);
 
     let settings = conv.settings();
     let mark = kernel.telemetry.turn_started(cid, turn_id, &settings.harness, &settings.model);
@@ -218,6 +220,10 @@ async fn drive(
     let mut resent = false;
 
     for request_number in 1..=MAX_MODEL_CALLS {
+        // A spent budget ends the turn before another call, never during one.
+        if let Some(why) = cost::over_budget(kernel, conv, turn_id) {
+            return Ok(TurnEnd::Completed { result: why, stop_reason: "budget" });
+        }
         // The deferred tools a `tool_search` of the last step found join this request.
         let found: BTreeSet<String> = lock(&conv.mcp_loaded).difference(&loaded).cloned().collect();
         if !found.is_empty() {
@@ -285,7 +291,7 @@ async fn drive(
                     }
                 }
                 if !terminal.message.content.is_empty() {
-                    store_assistant(kernel, conv, turn_id, &terminal, context);
+                    store_assistant(kernel, conv, (turn_id, model), &terminal, context);
                 }
                 let why = terminal.error.map(|e| e.to_string()).unwrap_or_else(|| "the model stream failed".into());
                 return Err(why);
@@ -293,7 +299,7 @@ async fn drive(
             Streamed::Done(terminal) => terminal,
         };
         resent = false;
-        store_assistant(kernel, conv, turn_id, &terminal, context);
+        store_assistant(kernel, conv, (turn_id, model), &terminal, context);
 
         let calls: Vec<(String, String, Value)> = terminal
             .message
@@ -376,7 +382,14 @@ struct ContextSize {
     window: u64,
 }
 
-fn store_assistant(kernel: &Kernel, conv: &Conversation, turn_id: i64, terminal: &Terminal, context: ContextSize) {
+/// Stores an answer of `model` and reports its usage and cost.
+fn store_assistant(
+    kernel: &Kernel,
+    conv: &Conversation,
+    (turn_id, model): (i64, &str),
+    terminal: &Terminal,
+    context: ContextSize,
+) {
     let mut message = terminal.message.clone();
     message.role = Role::Assistant;
     message.usage = Some(terminal.usage);
@@ -400,8 +413,10 @@ fn store_assistant(kernel: &Kernel, conv: &Conversation, turn_id: i64, terminal:
     // estimated) and this answer.
     let input = if terminal.usage.input_tokens > 0 { terminal.usage.input_tokens } else { context.request_tokens };
     let answer = terminal.usage.output_tokens.max(superpi_providers::tokens::message(&message));
+    let cost = cost::charge(kernel, conv, model, terminal.usage, None);
     let event = Event::usage_updated(conv.id, Some(turn_id), terminal.usage, total)
-        .with_context(input + answer, context.window);
+        .with_context(input + answer, context.window)
+        .with_cost(cost);
     conv.emit(kernel, event);
 }
 

@@ -298,6 +298,7 @@ fn result(line: &Value) -> BackendEvent {
         input_tokens: u("input_tokens") + u("cache_creation_input_tokens") + u("cache_read_input_tokens"),
         output_tokens: u("output_tokens"),
         cached_input_tokens: u("cache_read_input_tokens"),
+        cache_write_tokens: u("cache_creation_input_tokens"),
     };
     let text = line.get("result").and_then(Value::as_str).unwrap_or("").to_string();
     let is_error = line.get("is_error").and_then(Value::as_bool).unwrap_or(false);
@@ -316,7 +317,8 @@ fn result(line: &Value) -> BackendEvent {
         Some("refusal") => "refusal",
         _ => "end_turn",
     };
-    BackendEvent::End { result: text, stop_reason: stop_reason.to_string(), usage }
+    let cost_usd = line.get("total_cost_usd").and_then(Value::as_f64);
+    BackendEvent::End { result: text, stop_reason: stop_reason.to_string(), usage, cost_usd }
 }
 
 #[cfg(test)]

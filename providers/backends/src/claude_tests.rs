@@ -50,7 +50,8 @@ fn an_allowed_tool_call_turn_translates_in_order() {
             BackendEvent::End {
                 result: "All done.".into(),
                 stop_reason: "end_turn".into(),
-                usage: Usage { input_tokens: 22, output_tokens: 25, ..Default::default() }
+                usage: Usage { input_tokens: 22, output_tokens: 25, ..Default::default() },
+                cost_usd: Some(0.000588),
             },
         ]
     );

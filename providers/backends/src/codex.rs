@@ -304,6 +304,7 @@ impl Stream {
                 result: std::mem::take(&mut self.last_text),
                 stop_reason: "end_turn".into(),
                 usage: self.usage,
+                cost_usd: None,
             }),
             status => {
                 let message = turn.pointer("/error/message").and_then(Value::as_str).map(str::to_string);

@@ -41,6 +41,7 @@ fn answered(result: BackendEvent) -> Vec<BackendEvent> {
             result: "done".into(),
             stop_reason: "end_turn".into(),
             usage: Usage { input_tokens: 20, output_tokens: 6, ..Default::default() },
+            cost_usd: None,
         },
     ]
 }

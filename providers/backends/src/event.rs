@@ -28,8 +28,10 @@ pub enum BackendEvent {
     Notice { level: &'static str, message: String },
     /// The backend's plan (its todo list) as it stands now, whole.
     Plan { entries: Vec<PlanEntry> },
-    /// The turn ended as the backend says; `usage` is the whole turn's.
-    End { result: String, stop_reason: String, usage: Usage },
+    /// The turn ended as the backend says; `usage` is the whole turn's, `cost_usd` what the
+    /// program says the turn cost (Claude Code's `total_cost_usd`, OpenCode's messages'
+    /// `cost`; none where it says nothing, and the kernel prices the usage itself).
+    End { result: String, stop_reason: String, usage: Usage, cost_usd: Option<f64> },
     /// The turn failed (the backend's own error, not a crash of the program).
     Failed { message: String },
     /// A request of the program that superpi does not answer otherwise: the driver refuses it

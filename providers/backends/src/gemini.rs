@@ -271,9 +271,10 @@ impl Stream {
                 input_tokens: count("input_tokens"),
                 output_tokens: count("output_tokens"),
                 cached_input_tokens: count("cached"),
+                cache_write_tokens: 0,
             };
             let result = std::mem::take(&mut self.last_text);
-            out.push(BackendEvent::End { result, stop_reason: "end_turn".into(), usage });
+            out.push(BackendEvent::End { result, stop_reason: "end_turn".into(), usage, cost_usd: None });
         } else {
             let message = line.pointer("/error/message").and_then(Value::as_str).unwrap_or("the turn failed");
             out.push(BackendEvent::Failed { message: format!("Gemini CLI: {message}") });

@@ -47,7 +47,8 @@ fn a_turn_with_a_command_and_a_failed_read_translates_in_order() {
             BackendEvent::End {
                 result: "Wrote the marker.".into(),
                 stop_reason: "end_turn".into(),
-                usage: Usage { input_tokens: 300, output_tokens: 21, ..Default::default() }
+                usage: Usage { input_tokens: 300, output_tokens: 21, ..Default::default() },
+                cost_usd: None,
             },
         ]
     );

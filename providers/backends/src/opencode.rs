@@ -191,6 +191,8 @@ pub struct Stream {
     last_text: String,
     /// Tokens of each assistant message (its latest count).
     tokens: HashMap<String, Usage>,
+    /// What OpenCode says each assistant message cost, in US dollars (its latest figure).
+    costs: HashMap<String, f64>,
     error: Option<String>,
     ended: bool,
 }
@@ -269,8 +271,12 @@ impl Stream {
                 input_tokens: count("/tokens/input") + count("/tokens/cache/read") + count("/tokens/cache/write"),
                 output_tokens: count("/tokens/output") + count("/tokens/reasoning"),
                 cached_input_tokens: count("/tokens/cache/read"),
+                cache_write_tokens: count("/tokens/cache/write"),
             };
             self.tokens.insert(id.clone(), usage);
+            if let Some(cost) = info.get("cost").and_then(Value::as_f64) {
+                self.costs.insert(id.clone(), cost);
+            }
             if let Some(error) = info.get("error").filter(|e| !e.is_null()) {
                 self.error = Some(error_text(error));
             }
@@ -438,8 +444,10 @@ impl Stream {
             total.add(*u);
             total
         });
+        // What OpenCode priced (a model it knows no price of costs 0 there: then say nothing).
+        let cost_usd = Some(self.costs.values().sum::<f64>()).filter(|cost| *cost > 0.0);
         let result = std::mem::take(&mut self.last_text);
-        out.push(BackendEvent::End { result, stop_reason: "end_turn".into(), usage });
+        out.push(BackendEvent::End { result, stop_reason: "end_turn".into(), usage, cost_usd });
     }
 }
 

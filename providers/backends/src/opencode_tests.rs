@@ -87,6 +87,7 @@ fn a_turn_with_reasoning_a_question_and_a_command_translates_in_order() {
                 result: "wrote it".into(),
                 stop_reason: "end_turn".into(),
                 usage: Usage { input_tokens: 240, output_tokens: 14, ..Default::default() },
+                cost_usd: None,
             },
         ]
     );
@@ -134,6 +135,7 @@ fn parts_of_a_message_whose_role_comes_later_wait_for_it_and_other_sessions_are_
                 result: "ours".into(),
                 stop_reason: "end_turn".into(),
                 usage: Usage { input_tokens: 3, output_tokens: 2, ..Default::default() },
+                cost_usd: None,
             },
         ]
     );

@@ -72,6 +72,10 @@ pub(super) fn info(kernel: &Kernel, conv: &Conversation, remote: bool, created: 
         status: if conv.is_running() { "running".into() } else { "idle".into() },
         head_seq: conv.head_seq(),
         created,
+        cost_usd: {
+            let spend = lock(&conv.spend);
+            if spend.loaded { spend.total } else { crate::spend::stored_total(&*kernel.store, conv.id) }
+        },
     }
 }
 
@@ -118,6 +122,7 @@ pub(super) fn row_info(
         head_seq: kernel.store.head_seq(row.id).map_err(internal)?,
         created: false,
         rules_files: crate::features::rules::paths(row.workspace.as_deref()),
+        cost_usd: crate::spend::stored_total(&*kernel.store, row.id),
     })
 }
 
