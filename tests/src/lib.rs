@@ -17,6 +17,7 @@ use std::process::{Child, Command, Stdio};
 use superpi_client::{ConnectOptions, Locations};
 
 pub mod bench;
+pub mod bulk;
 pub mod http;
 pub mod pages;
 /// A PostgreSQL server for the tests of the store's PostgreSQL engine (the kernel's unit tests
