@@ -220,3 +220,14 @@ fn use_binary_beside_examples() {
         unsafe { std::env::set_var("SUPERPI_BIN", dir.join("superpi")) };
     }
 }
+
+/// A line of a process's `/proc/PID/status` in MiB (`VmRSS:`, `VmHWM:`); 0 when unread.
+pub fn status_mib(pid: i32, field: &str) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .unwrap_or(0.0);
+    kib / 1024.0
+}

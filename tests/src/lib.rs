@@ -17,6 +17,7 @@ use std::process::{Child, Command, Stdio};
 use superpi_client::{ConnectOptions, Locations};
 
 pub mod bench;
+pub mod bulk;
 pub mod http;
 pub mod oauth_fake;
 pub mod pages;

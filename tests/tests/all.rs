@@ -41,6 +41,7 @@ mod registry;
 mod remote_ceiling;
 mod rules;
 mod schedules;
+mod store_scale;
 mod structured_output;
 mod subagents;
 mod terminal;

@@ -28,6 +28,7 @@ macro_rules! migrations_in {
             ("0011_trigger_deliveries", include_str!(concat!($dir, "0011_trigger_deliveries.sql"))),
             ("0012_schedule_modes", include_str!(concat!($dir, "0012_schedule_modes.sql"))),
             ("0013_memory_pins", include_str!(concat!($dir, "0013_memory_pins.sql"))),
+            ("0014_scale_indexes", include_str!(concat!($dir, "0014_scale_indexes.sql"))),
         ]
     };
 }

@@ -375,6 +375,37 @@ fn every_migration_file_of_both_engines_is_run_and_numbered_alike() {
     }
 }
 
+/// Deleting one conversation among a million reads no table whole: SQLite checks each foreign
+/// key of a deleted row through an index led by the referring column (or reads the table), and
+/// each statement of the delete searches by index.
+#[test]
+fn every_reference_between_rows_leads_an_index_so_a_delete_reads_no_table_whole() {
+    let store = SqliteStore::open_in_memory().unwrap();
+    let conn = store.conn();
+    let strings = |sql: &str, arg: &str| -> Vec<String> {
+        let mut stmt = conn.prepare(sql).unwrap();
+        stmt.query_map([arg], |r| r.get::<_, String>(0)).unwrap().collect::<Result<_, _>>().unwrap()
+    };
+    let tables = strings("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE ?1", "sqlite_%");
+    for table in &tables {
+        let mut leading = strings(
+            "SELECT ii.name FROM pragma_index_list(?1) il, pragma_index_info(il.name) ii WHERE ii.seqno = 0",
+            table,
+        );
+        // An INTEGER PRIMARY KEY is the rowid itself.
+        leading.extend(strings("SELECT name FROM pragma_table_info(?1) WHERE pk = 1 AND type = 'INTEGER'", table));
+        for column in strings("SELECT \"from\" FROM pragma_foreign_key_list(?1)", table) {
+            assert!(leading.contains(&column), "{table}.{column} refers to another row and leads no index");
+        }
+    }
+    for sql in DELETE_CONVERSATION {
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let plan: Vec<String> =
+            stmt.query_map([1_i64], |r| r.get::<_, String>(3)).unwrap().collect::<Result<_, _>>().unwrap();
+        assert!(plan.iter().all(|step| !step.starts_with("SCAN")), "{sql}: {plan:?}");
+    }
+}
+
 #[test]
 fn postgres_migrates_once_a_second_kernel_shares_the_database_and_a_newer_one_is_refused() {
     let Some(server) = super::test_postgres::shared() else { return };

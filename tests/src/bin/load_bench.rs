@@ -11,7 +11,8 @@
 //! CONVERSATIONS and a quiet period of 40 s, `SUPERPI_CONVERSATION_IDLE_MS`, longer than the
 //! opens take, so this is what that many live conversations cost), the peak during the turns,
 //! as the last conversation leaves memory, and once the RSS has settled after that (the
-//! kernel gives freed memory back to the system once departures have gathered).
+//! kernel gives freed memory back to the system once departures have gathered), and its peak
+//! over the whole run (VmHWM). `-- 10000 50 10000` runs 10,000 turns at once.
 //!
 //! With `SUPERPI_BENCH_POSTGRES=1` the kernel keeps its store in PostgreSQL: a database on a
 //! server started from the machine's PostgreSQL binaries, as the tests start it.
@@ -26,7 +27,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use superpi_tests::bench::percentile;
+use superpi_tests::bench::{percentile, status_mib};
 use superpi_tests::{KillOnDrop, TestEnv};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
@@ -46,13 +47,7 @@ fn main() {
 
 /// The kernel's resident set in MiB.
 fn rss_mib(pid: i32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let kib = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .unwrap_or(0.0);
-    kib / 1024.0
+    status_mib(pid, "VmRSS:")
 }
 
 /// `n`'s share of `total` spread over `parts`.
@@ -125,6 +120,7 @@ async fn bench(conversations: usize, connections: usize, turns: usize) {
     running.store(false, Ordering::Relaxed);
     sampler.await.unwrap();
     let during = peak.load(Ordering::Relaxed) as f64 / 1024.0;
+    let high_water = status_mib(pid, "VmHWM:");
     latencies.sort();
 
     // The connections closed with their links: nothing holds the conversations any more.
@@ -164,7 +160,7 @@ async fn bench(conversations: usize, connections: usize, turns: usize) {
     println!(
         "  kernel RSS: idle {idle:.1} MiB, after the opens {after_open:.1} MiB, peak during the turns {during:.1} MiB, \
          as the last left memory {after_eviction:.1} MiB ({live} live, {:.1} s after the last turn; quiet period {QUIET_MS} ms), \
-         settled after all left {settled:.1} MiB",
+         settled after all left {settled:.1} MiB; peak of the whole run (VmHWM) {high_water:.1} MiB",
         evicted_after.as_secs_f64()
     );
 }
