@@ -161,8 +161,10 @@ async fn one_seed(server: &'static TestPostgres, seed: u64) {
         tokio::time::sleep(rng.pause(0, 800)).await;
         machine.start();
     }
+    // Longer than a gateway client's own timeout (PATIENCE * 4): a request that hangs is then
+    // reported by the client with its token, not as a bare timeout here.
     for worker in workers {
-        tokio::time::timeout(wait::PATIENCE * 2, worker).await.expect("the clients end").unwrap();
+        tokio::time::timeout(wait::PATIENCE * 5, worker).await.expect("the clients end").unwrap();
     }
     let seen = std::mem::take(&mut *seen.lock().unwrap());
     check(server, &url, &machines, &seen, seed, kills).await;
