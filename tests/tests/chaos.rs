@@ -161,10 +161,10 @@ async fn one_seed(server: &'static TestPostgres, seed: u64) {
         tokio::time::sleep(rng.pause(0, 800)).await;
         machine.start();
     }
-    // Longer than a gateway client's own timeout (PATIENCE * 4): a request that hangs is then
+    // Longer than a gateway client's own timeout (PATIENCE * 8): a request that hangs is then
     // reported by the client with its token, not as a bare timeout here.
     for worker in workers {
-        tokio::time::timeout(wait::PATIENCE * 5, worker).await.expect("the clients end").unwrap();
+        tokio::time::timeout(wait::PATIENCE * 9, worker).await.expect("the clients end").unwrap();
     }
     let seen = std::mem::take(&mut *seen.lock().unwrap());
     check(server, &url, &machines, &seen, seed, kills).await;
@@ -265,7 +265,7 @@ async fn gateway_client(machines: Arc<Vec<Machine>>, seen: Arc<Mutex<Seen>>, mut
     let _ = rustls::crypto::ring::default_provider().install_default();
     // Generous: a turn may wait out a kernel's restart and a question's timeout on a loaded
     // 2-core machine; past this, a hang is a failure.
-    let http = reqwest::Client::builder().timeout(wait::PATIENCE * 4).build().unwrap();
+    let http = reqwest::Client::builder().timeout(wait::PATIENCE * 8).build().unwrap();
     let mut n = 0;
     while Instant::now() < end {
         n += 1;
