@@ -343,6 +343,10 @@ async fn several_subagents_run_in_parallel_under_each_wait_policy() {
     assert_eq!(ends.len(), 3, "{events:?}");
     assert!(ends.iter().all(|(_, status)| status == "completed"), "{ends:?}");
 
+    // One task given as a list is still summed up (the single form is `task`).
+    let (_, is_error, output) = call(&client, parent, &mut sub, json!({"tasks": [{"task": "alone"}]})).await;
+    assert!(!is_error && output.starts_with("1 subagent, waiting for all: 1 completed."), "{output}");
+
     // `any`: the first to end answers; the one still running is cancelled.
     let never = "while [ ! -e never ]; do sleep 0.05; done";
     let race = json!({"tasks": [shell_task(never), {"task": "quick answer"}], "wait": "any"});

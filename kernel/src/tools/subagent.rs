@@ -130,23 +130,24 @@ struct ChildSpec {
 }
 
 impl Args {
-    /// The children the call asks for: `task` alone (the single form) or `tasks`.
+    /// The children the call asks for, and whether the call used the single form (`task`),
+    /// which answers with the child's answer itself rather than a summary.
     fn children(self) -> Result<(Vec<ChildSpec>, bool), String> {
-        let single = match (self.task, self.tasks.is_empty()) {
+        let single_form = self.task.is_some();
+        let specs = match (self.task, self.tasks.is_empty()) {
             (Some(task), true) => vec![ChildSpec { task, harness: self.harness }],
             (None, false) if self.harness.is_none() => self.tasks,
             (None, false) => return Err("`harness` goes with `task`: give each of `tasks` its own".into()),
             (Some(_), false) => return Err("give either `task` or `tasks`, not both".into()),
             (None, true) => return Err("give a `task` (or several `tasks`)".into()),
         };
-        if single.len() > MAX_TASKS {
+        if specs.len() > MAX_TASKS {
             return Err(format!("at most {MAX_TASKS} tasks in one call"));
         }
-        if single.iter().any(|c| c.task.trim().is_empty()) {
+        if specs.iter().any(|c| c.task.trim().is_empty()) {
             return Err("a task says nothing".into());
         }
-        let one = single.len() == 1 && self.wait == WaitPolicy::All;
-        Ok((single, one))
+        Ok((specs, single_form))
     }
 }
 

@@ -89,8 +89,9 @@ pub(super) fn summary_result(
         _ => completed == 0,
     };
     let mut output = format!(
-        "{} subagents, waiting for {}: {completed} completed.\n",
+        "{} {}, waiting for {}: {completed} completed.\n",
         reports.len(),
+        if reports.len() == 1 { "subagent" } else { "subagents" },
         match wait {
             WaitPolicy::All => "all",
             WaitPolicy::Any => "the first to end",
