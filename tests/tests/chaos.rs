@@ -322,6 +322,17 @@ async fn check(server: &TestPostgres, url: &str, machines: &[Machine], seen: &Se
         "chaos: seed {seed}: {kills} kills, {} prompts ({via_gateway} through the gateways), {answered} answered",
         seen.sent.len()
     );
+    if !seen.problems.is_empty() {
+        // What the kernels that gateways started said: the machines' directories go with the test.
+        for (n, machine) in machines.iter().enumerate() {
+            let log = std::fs::read_to_string(machine.env.locations.kernel_log_path()).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(40).collect();
+            eprintln!(
+                "chaos: machine {n}'s kernel.log ends:\n{}",
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            );
+        }
+    }
     assert!(seen.problems.is_empty(), "seed {seed}: clients saw {:#?}", seen.problems);
     assert!(answered > 0, "seed {seed}: nothing was answered");
 

@@ -62,11 +62,39 @@ impl ConnectOptions {
     }
 }
 
-type Pending = Mutex<HashMap<u64, oneshot::Sender<Result<Value, ErrorObject>>>>;
+type Answer = oneshot::Sender<Result<Value, ErrorObject>>;
+
+/// The requests waiting for their answers. Closed with the connection under the same lock, so
+/// a request made as the socket closes either is failed by the close or sees it.
+#[derive(Default)]
+struct Pending {
+    waiting: HashMap<u64, Answer>,
+    closed: bool,
+}
+
+impl Pending {
+    /// Waits for `id`'s answer; `false` when the connection is gone.
+    fn insert(&mut self, id: u64, answer: Answer) -> bool {
+        if !self.closed {
+            self.waiting.insert(id, answer);
+        }
+        !self.closed
+    }
+
+    fn remove(&mut self, id: &u64) -> Option<Answer> {
+        self.waiting.remove(id)
+    }
+
+    /// Fails every waiting request (their senders go) and any made later.
+    fn close(&mut self) {
+        self.closed = true;
+        self.waiting.clear();
+    }
+}
 
 struct Inner {
     out: mpsc::UnboundedSender<Bytes>,
-    pending: Pending,
+    pending: Mutex<Pending>,
     subscriptions: Mutex<SubTable>,
     next_id: AtomicU64,
     closed: watch::Receiver<bool>,
@@ -166,7 +194,7 @@ impl KernelClient {
         let (closed_tx, closed_rx) = watch::channel(false);
         let inner = Arc::new(Inner {
             out: out_tx,
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(Pending::default()),
             subscriptions: Mutex::new(SubTable::default()),
             next_id: AtomicU64::new(1),
             closed: closed_rx,
@@ -219,7 +247,9 @@ impl KernelClient {
         }
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        lock(&self.inner.pending).insert(id, tx);
+        if !lock(&self.inner.pending).insert(id, tx) {
+            return Err(ClientError::Closed);
+        }
         let request = ClientMessage::Request(Request { id, method: method.to_string(), params });
         if let Err(err) = self.send_raw(&request) {
             lock(&self.inner.pending).remove(&id);
@@ -341,8 +371,8 @@ async fn read_loop(
         }
     }
     if let Some(inner) = inner.upgrade() {
-        lock(&inner.pending).clear();
-        lock(&inner.subscriptions).clear();
+        lock(&inner.pending).close();
+        lock(&inner.subscriptions).close();
     }
     let _ = closed.send(true);
 }
@@ -380,3 +410,7 @@ fn is_reset(err: &std::io::Error) -> bool {
     use std::io::ErrorKind::*;
     matches!(err.kind(), ConnectionReset | BrokenPipe | UnexpectedEof | ConnectionAborted)
 }
+
+#[cfg(test)]
+#[path = "connection_tests.rs"]
+mod tests;

@@ -22,6 +22,9 @@ pub(crate) struct SubTable {
     early: HashMap<u64, Vec<SubMessage>>,
     /// Subscriptions ended before they were registered: they get what they held, then end.
     ended_early: HashSet<u64>,
+    /// The connection is gone: a subscription registered from now on ends after what it held
+    /// (its watch's answer can reach the caller after the reader saw the socket close).
+    closed: bool,
 }
 
 /// Frames kept for subscriptions not yet registered (bounded: a stray id cannot grow it).
@@ -34,7 +37,7 @@ impl SubTable {
             let _ = tx.send(message);
         }
         // Ended already: the sender goes now, so the receiver ends after what it holds.
-        if !self.ended_early.remove(&id) {
+        if !self.ended_early.remove(&id) && !self.closed {
             self.live.insert(id, tx);
         }
         rx
@@ -70,9 +73,54 @@ impl SubTable {
         }
     }
 
-    pub(crate) fn clear(&mut self) {
+    /// The connection ended: every subscription ends, and so does any registered later.
+    pub(crate) fn close(&mut self) {
+        self.closed = true;
         self.live.clear();
         self.early.clear();
         self.ended_early.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(rx: &mut SubReceiver) -> Option<usize> {
+        match rx.try_recv() {
+            Ok(SubMessage::Events(events)) => Some(events.len()),
+            Ok(SubMessage::Lagged(_)) => panic!("a lag"),
+            Err(_) => None,
+        }
+    }
+
+    #[test]
+    fn frames_before_the_register_are_handed_over_first() {
+        let mut table = SubTable::default();
+        table.route(7, SubMessage::Events(Vec::new()));
+        let mut rx = table.register(7);
+        assert_eq!(events(&mut rx), Some(0));
+        table.route(7, SubMessage::Events(Vec::new()));
+        assert_eq!(events(&mut rx), Some(0));
+        assert!(!rx.is_closed(), "a live subscription stays open");
+    }
+
+    #[test]
+    fn a_subscription_registered_after_the_connection_closed_ends() {
+        let mut table = SubTable::default();
+        table.close();
+        // The watch's answer reached its caller after the reader saw the socket close: the
+        // receiver must end rather than wait for frames nobody will route.
+        let mut rx = table.register(3);
+        assert!(rx.is_closed());
+        assert_eq!(events(&mut rx), None);
+    }
+
+    #[test]
+    fn closing_ends_the_live_subscriptions() {
+        let mut table = SubTable::default();
+        let rx = table.register(1);
+        table.close();
+        assert!(rx.is_closed());
     }
 }
