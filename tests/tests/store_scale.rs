@@ -12,7 +12,7 @@ use superpi_tests::{TestEnv, first_turn_end, turn_events, watch};
 const COPIES: u64 = 2_000;
 
 async fn page(client: &superpi_client::KernelClient, limit: u32, offset: u32) -> ListResult {
-    let params = ListParams { limit: Some(limit), offset: Some(offset) };
+    let params = ListParams { limit: Some(limit), offset: Some(offset), cursor: None };
     client.request(Method::SessionList(params)).await.expect("session.list")
 }
 
@@ -26,6 +26,22 @@ async fn every_page(client: &superpi_client::KernelClient, limit: u32) -> Vec<i6
             return ids;
         }
         assert!(!page.conversations.is_empty(), "a page says more follow and holds none");
+    }
+}
+
+/// Every conversation, following each page's `next` (no offsets).
+async fn every_page_by_cursor(client: &superpi_client::KernelClient, limit: u32) -> Vec<i64> {
+    let mut ids = Vec::new();
+    let mut cursor = None;
+    loop {
+        let params = ListParams { limit: Some(limit), offset: None, cursor: cursor.take() };
+        let page = client.list_page(params).await.expect("session.list");
+        ids.extend(page.conversations.iter().map(|c| c.conversation_id));
+        assert_eq!(page.more, page.next.is_some(), "`next` is there exactly when more follow");
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => return ids,
+        }
     }
 }
 
@@ -46,6 +62,14 @@ async fn thousands_of_stored_conversations_list_in_order_over_pages_and_an_old_o
         std::iter::once(template.conversation).chain((1..=COPIES).rev().map(|k| template.copy(k))).collect();
     assert_eq!(every_page(&client, 1000).await, expected, "pages of 1,000");
     assert_eq!(every_page(&client, 77).await, expected, "pages of 77");
+    assert_eq!(every_page_by_cursor(&client, 77).await, expected, "pages of 77 by cursor");
+    for (cursor, offset) in [("not-a-position", None), ("1.2", Some(5))] {
+        let params = ListParams { limit: None, offset, cursor: Some(cursor.into()) };
+        match client.list_page(params).await {
+            Err(superpi_client::ClientError::Kernel(err)) => assert_eq!(err.code, -32602, "{err:?}"),
+            other => panic!("cursor {cursor:?} offset {offset:?}: {other:?}"),
+        }
+    }
 
     // The oldest opens with the history the first turn stored, under its own id.
     let oldest = template.copy(1);
@@ -76,4 +100,5 @@ async fn thousands_of_stored_conversations_list_in_order_over_pages_and_an_old_o
     let mut left: Vec<i64> = expected.iter().copied().filter(|&id| id != oldest && id != gone).collect();
     left.insert(0, oldest);
     assert_eq!(every_page(&client, 1000).await, left);
+    assert_eq!(every_page_by_cursor(&client, 1000).await, left);
 }

@@ -15,7 +15,7 @@ use agent_client_protocol::{Client, Error};
 use superpi_client::{ClientError, KernelClient};
 use superpi_proto::ContentBlock as KBlock;
 use superpi_proto::message::codes;
-use superpi_proto::method::{Method, OpenParams, SetModelParams, SubmitParams};
+use superpi_proto::method::{ListParams, Method, OpenParams, SetModelParams, SubmitParams};
 
 use superpi_client::sync::lock;
 
@@ -372,11 +372,17 @@ pub(crate) async fn set_config_option(
 
 pub(crate) async fn list(server: Arc<Server>, req: ListSessionsRequest) -> Result<ListSessionsResponse, Error> {
     let kernel = server.kernel().await?;
-    let conversations = kernel.list().await.map_err(|e| request::kernel_error(e, None))?;
+    // A page of the kernel's list (its `next` is the session list's cursor); the `cwd` filter
+    // applies to the page, so a page may hold fewer sessions while more follow.
+    let params = ListParams { cursor: req.cursor.clone(), ..Default::default() };
+    let page = kernel.list_page(params).await.map_err(|e| match e {
+        ClientError::Kernel(e) if e.code == codes::INVALID_PARAMS => request::invalid_params(e.message),
+        e => request::kernel_error(e, None),
+    })?;
     let cwd = req.cwd.as_ref().and_then(|c| c.to_str()).map(str::to_string);
     let sessions =
-        conversations.iter().filter(|c| cwd.is_none() || c.workspace == cwd).map(request::session_info).collect();
-    Ok(ListSessionsResponse::new(sessions))
+        page.conversations.iter().filter(|c| cwd.is_none() || c.workspace == cwd).map(request::session_info).collect();
+    Ok(ListSessionsResponse::new(sessions).next_cursor(page.next))
 }
 
 pub(crate) async fn close(server: Arc<Server>, req: CloseSessionRequest) -> Result<CloseSessionResponse, Error> {

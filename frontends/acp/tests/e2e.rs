@@ -800,6 +800,37 @@ async fn user_defined_commands_are_offered_and_expand() {
     assert_jsonrpc_only(&lines);
 }
 
+/// More sessions than a page: the list says where the next page starts, and that page holds
+/// the rest; a cursor the agent never gave is refused in ACP's shape.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_list_pages_with_a_cursor() {
+    let env = TestEnv::new();
+    let kernel = superpi_client::KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let workspace = Some(env.workspace.display().to_string());
+    for _ in 0..105 {
+        let open = superpi_proto::method::OpenParams { workspace: workspace.clone(), ..Default::default() };
+        kernel.open(open).await.unwrap();
+    }
+    let (result, lines) = with_editor(&env, Answer::Dismiss, async |cx, _seen| {
+        initialize(&cx).await?;
+        let first = cx.send_request(ListSessionsRequest::new()).block_task().await?;
+        assert_eq!(first.sessions.len(), 100);
+        let cursor = first.next_cursor.clone().expect("a cursor while more follow");
+        let rest = cx.send_request(ListSessionsRequest::new().cursor(cursor)).block_task().await?;
+        assert_eq!(rest.sessions.len(), 5);
+        assert_eq!(rest.next_cursor, None);
+        let ids: std::collections::HashSet<String> =
+            first.sessions.iter().chain(&rest.sessions).map(|s| s.session_id.to_string()).collect();
+        assert_eq!(ids.len(), 105, "every session once");
+        let bad = cx.send_request(ListSessionsRequest::new().cursor("made-up".to_string())).block_task().await;
+        assert_eq!(bad.unwrap_err().code, ErrorCode::from(-32602));
+        Ok(())
+    })
+    .await;
+    result.unwrap();
+    assert_jsonrpc_only(&lines);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fork_resume_list_and_close() {
     let env = TestEnv::new();

@@ -44,9 +44,14 @@ impl KernelClient {
         self.request(Method::SessionCancel(ConversationRef { conversation_id })).await
     }
 
+    /// The first page of the conversations (the latest 100).
     pub async fn list(&self) -> Result<Vec<ConversationInfo>, ClientError> {
-        let list: ListResult = self.request(Method::SessionList(ListParams::default())).await?;
-        Ok(list.conversations)
+        Ok(self.list_page(ListParams::default()).await?.conversations)
+    }
+
+    /// One page of the conversations: the next one follows with `cursor` set to its `next`.
+    pub async fn list_page(&self, params: ListParams) -> Result<ListResult, ClientError> {
+        self.request(Method::SessionList(params)).await
     }
 
     /// A conversation's whole history in memory: every page of `session.history`, in order.

@@ -177,7 +177,7 @@ async fn ready(State(gw): State<Gateway>) -> Response {
     let principal = gw.inner.frontend.connect_options().principal.clone();
     let check = async {
         let client = gw.client(&principal).await.map_err(|err| ("the kernel is not reachable", err))?;
-        let list = Method::SessionList(ListParams { limit: Some(1), offset: None });
+        let list = Method::SessionList(ListParams { limit: Some(1), ..Default::default() });
         client.request::<ListResult>(list).await.map_err(|err| ("the kernel's store did not answer", err))
     };
     // The reason said is one of three fixed sentences: the error itself (which may name a

@@ -143,12 +143,17 @@ pub fn module(conn: Arc<Conn>) -> Result<RpcModule<Conn>, crate::Error> {
         let kernel = conn.kernel().await?;
         let p: wire::ListParams = parse("session.list", p.as_deref())?;
         let list: ListResult = kernel
-            .request(Method::SessionList(superpi_proto::method::ListParams { limit: p.limit, offset: p.offset }))
+            .request(Method::SessionList(superpi_proto::method::ListParams {
+                limit: p.limit,
+                offset: p.offset,
+                cursor: p.cursor,
+            }))
             .await
             .map_err(wire::kernel_error)?;
         Ok(json!({
             "conversations": list.conversations.iter().map(wire::conversation).collect::<Vec<_>>(),
             "more": list.more,
+            "next": list.next,
         }))
     })?;
     register(&mut m, "session.history", |conn, p| async move {

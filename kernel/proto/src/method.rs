@@ -454,6 +454,10 @@ pub struct ListParams {
     /// its length).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset: Option<u32>,
+    /// The previous page's `next`: the page after it (however deep, as fast as the first).
+    /// Opaque; not with `offset`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -462,6 +466,9 @@ pub struct ListResult {
     /// More conversations follow this page.
     #[serde(default)]
     pub more: bool,
+    /// When more follow: the `cursor` of the next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
 }
 
 /// `session.history`: one page of a conversation's entries, in seq order.

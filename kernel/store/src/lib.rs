@@ -86,6 +86,15 @@ pub struct ConversationRow {
     pub settings: ConversationSettings,
 }
 
+/// Where a page of [`Store::list_conversations`] starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListFrom {
+    /// Skip this many of the latest.
+    Offset(u32),
+    /// The conversations after this one in the list's order (its `updated_at_ms` and id).
+    After { updated_at_ms: i64, id: i64 },
+}
+
 /// A conversation's settings beyond its own columns: the JSON of its `settings` column. A
 /// value this build cannot read is left out (a newer kernel's), never an error.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -201,8 +210,15 @@ pub trait Store: Leases + Forwarding + Memories + Schedules + Send + Sync {
 
     fn conversation(&self, id: i64) -> Result<Option<ConversationRow>, StoreError>;
 
-    /// The principal's conversations, most recently updated first.
-    fn list_conversations(&self, owner: &str, limit: u32, offset: u32) -> Result<Vec<ConversationRow>, StoreError>;
+    /// The principal's conversations, most recently updated first (ties: the higher id
+    /// first), each with its `updated_at_ms`: from the start skipping `offset`, or after a
+    /// position of that order (`ListFrom::After`, read straight from the index however deep).
+    fn list_conversations(
+        &self,
+        owner: &str,
+        limit: u32,
+        from: ListFrom,
+    ) -> Result<Vec<(ConversationRow, i64)>, StoreError>;
 
     fn set_mode(&self, id: i64, mode: &str) -> Result<(), StoreError>;
 

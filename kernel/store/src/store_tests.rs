@@ -238,6 +238,28 @@ fn pages_stop_at_their_count_or_bytes_and_say_whether_more_follow(store: &dyn St
     assert_eq!(store.entries(conv.id).unwrap()[4].message.text(), "message 5");
 }
 
+fn list_pages_by_position_match_pages_by_offset(store: &dyn Store) {
+    // Created within the same milliseconds mostly: ties go by id, and a position keeps them.
+    let ids: Vec<i64> = (0..7).map(|_| new_conv(store).id).collect();
+    let mut by_offset = Vec::new();
+    let mut by_position = Vec::new();
+    let mut from = ListFrom::Offset(0);
+    for page in 0..4u32 {
+        let offset_page = store.list_conversations("local", 3, ListFrom::Offset(page * 3)).unwrap();
+        by_offset.extend(offset_page.iter().map(|(row, _)| row.id));
+        let position_page = store.list_conversations("local", 3, from).unwrap();
+        if let Some((row, updated_at_ms)) = position_page.last() {
+            from = ListFrom::After { updated_at_ms: *updated_at_ms, id: row.id };
+        }
+        by_position.extend(position_page.iter().map(|(row, _)| row.id));
+    }
+    let mut latest_first = ids.clone();
+    latest_first.reverse();
+    assert_eq!(by_offset, latest_first);
+    assert_eq!(by_position, latest_first);
+    assert!(store.list_conversations("someone-else", 3, ListFrom::Offset(0)).unwrap().is_empty());
+}
+
 fn fork_copies_history_up_to_a_seq(store: &dyn Store) {
     let conv = new_conv(store);
     for seq in 1..=3u64 {
@@ -515,6 +537,7 @@ on_each_engine!(
     a_turn_status_is_committed_with_its_event_or_not_at_all,
     commits_store_events_and_entries_together_and_replay_in_order,
     pages_stop_at_their_count_or_bytes_and_say_whether_more_follow,
+    list_pages_by_position_match_pages_by_offset,
     fork_copies_history_up_to_a_seq,
     settings_are_kept_and_forks_inherit_them,
     a_deleted_conversation_takes_what_it_holds_and_leaves_its_forks,

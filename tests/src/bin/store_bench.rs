@@ -55,7 +55,7 @@ fn cli(env: &TestEnv, args: &[&str], runs: usize) -> (Vec<Duration>, Output) {
 
 async fn page(client: &KernelClient, limit: u32, offset: u32) -> (Duration, ListResult) {
     let t = Instant::now();
-    let params = ListParams { limit: Some(limit), offset: Some(offset) };
+    let params = ListParams { limit: Some(limit), offset: Some(offset), cursor: None };
     let page: ListResult = client.request(Method::SessionList(params)).await.expect("session.list");
     (t.elapsed(), page)
 }

@@ -22,7 +22,7 @@ use crate::live::{self, Found};
 use crate::server::peer::Peer;
 use crate::sync::lock;
 use crate::watch::subscription::{self, WatchSpec};
-use superpi_store::{ConversationRow, ConversationSettings, NewConversation, Notice};
+use superpi_store::{ConversationRow, ConversationSettings, ListFrom, NewConversation, Notice};
 
 /// `session.open`'s `mcp_servers` for a conversation another kernel runs: they would run beside
 /// it there, on another machine, so they are refused with what to do instead.
@@ -543,18 +543,34 @@ const HISTORY_PAGE_BYTES: usize = 8 * 1024 * 1024;
 
 pub(super) fn list(kernel: &Arc<Kernel>, peer: &Peer, p: ListParams) -> Reply {
     let limit = p.limit.unwrap_or(100).clamp(1, LIST_PAGE);
+    let from = match (&p.cursor, p.offset) {
+        (None, offset) => ListFrom::Offset(offset.unwrap_or(0)),
+        (Some(cursor), None) => list_position(cursor).ok_or_else(|| {
+            ErrorObject::new(codes::INVALID_PARAMS, format!("`cursor` {cursor:?} is not a page's `next`"))
+        })?,
+        (Some(_), Some(_)) => {
+            return Err(ErrorObject::new(codes::INVALID_PARAMS, "`cursor` and `offset` do not go together"));
+        }
+    };
     // One more than the page tells whether another follows.
-    let mut rows =
-        kernel.store.list_conversations(&peer.principal, limit + 1, p.offset.unwrap_or(0)).map_err(internal)?;
+    let mut rows = kernel.store.list_conversations(&peer.principal, limit + 1, from).map_err(internal)?;
     let more = rows.len() > limit as usize;
     rows.truncate(limit as usize);
-    let ids: Vec<i64> = rows.iter().filter(|row| kernel.live.get(row.id).is_none()).map(|row| row.id).collect();
+    let next = more.then(|| rows.last().map(|(row, updated_at_ms)| format!("{updated_at_ms}.{}", row.id))).flatten();
+    let ids: Vec<i64> =
+        rows.iter().filter(|(row, _)| kernel.live.get(row.id).is_none()).map(|(row, _)| row.id).collect();
     let running = running_elsewhere(kernel, &ids);
     let conversations = rows
         .iter()
-        .map(|row| row_info(kernel, row, peer.remote, running.contains(&row.id)))
+        .map(|(row, _)| row_info(kernel, row, peer.remote, running.contains(&row.id)))
         .collect::<Result<Vec<_>, _>>()?;
-    to_value(ListResult { conversations, more })
+    to_value(ListResult { conversations, more, next })
+}
+
+/// The position a `session.list` cursor names: `UPDATED_AT_MS.ID` of the page's last row.
+fn list_position(cursor: &str) -> Option<ListFrom> {
+    let (updated_at_ms, id) = cursor.split_once('.')?;
+    Some(ListFrom::After { updated_at_ms: updated_at_ms.parse().ok()?, id: id.parse().ok()? })
 }
 
 pub(super) fn history(kernel: &Arc<Kernel>, peer: &Peer, p: HistoryParams) -> Reply {

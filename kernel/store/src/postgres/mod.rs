@@ -27,8 +27,8 @@ use tokio_postgres::{Client, GenericClient, Row};
 use crate::postgres::connection::Driver;
 use crate::postgres::connection::{Connection, Target, wait};
 use crate::{
-    Commit, ConversationRow, ConversationSettings, NewConversation, Notice, Store, StoreError, TurnStatus, ended_at_ms,
-    entries_page_of, events_page_of, readdress, to_json,
+    Commit, ConversationRow, ConversationSettings, ListFrom, NewConversation, Notice, Store, StoreError, TurnStatus,
+    ended_at_ms, entries_page_of, events_page_of, readdress, to_json,
 };
 
 /// The numbered migrations in PostgreSQL's dialect: the same numbers and names as SQLite's.
@@ -217,16 +217,25 @@ impl Store for PostgresStore {
         row.as_ref().map(to_conversation).transpose()
     }
 
-    fn list_conversations(&self, owner: &str, limit: u32, offset: u32) -> Result<Vec<ConversationRow>, StoreError> {
+    fn list_conversations(
+        &self,
+        owner: &str,
+        limit: u32,
+        from: ListFrom,
+    ) -> Result<Vec<(ConversationRow, i64)>, StoreError> {
         let client = self.client()?;
-        let rows = wait(client.query(
-            &format!(
-                "SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE owner = $1
-                 ORDER BY updated_at_ms DESC, id DESC LIMIT $2 OFFSET $3"
-            ),
-            &[&owner, &i64::from(limit), &i64::from(offset)],
-        ))?;
-        rows.iter().map(to_conversation).collect()
+        let select = format!("SELECT {CONVERSATION_COLUMNS}, updated_at_ms FROM conversations WHERE owner = $1");
+        let order = "ORDER BY updated_at_ms DESC, id DESC LIMIT $2";
+        let rows = match from {
+            ListFrom::Offset(offset) => wait(
+                client.query(&format!("{select} {order} OFFSET $3"), &[&owner, &i64::from(limit), &i64::from(offset)]),
+            )?,
+            ListFrom::After { updated_at_ms, id } => wait(client.query(
+                &format!("{select} AND (updated_at_ms, id) < ($3, $4) {order}"),
+                &[&owner, &i64::from(limit), &updated_at_ms, &id],
+            ))?,
+        };
+        rows.iter().map(|row| Ok((to_conversation(row)?, row.try_get(10)?))).collect()
     }
 
     fn set_mode(&self, id: i64, mode: &str) -> Result<(), StoreError> {

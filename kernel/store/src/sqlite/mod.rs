@@ -14,8 +14,8 @@ use superpi_proto::event::now_ms;
 use superpi_proto::{Entry, Message};
 
 use crate::{
-    Commit, ConversationRow, ConversationSettings, NewConversation, Store, StoreError, TurnStatus, ended_at_ms,
-    entries_page_of, events_page_of, readdress, to_json,
+    Commit, ConversationRow, ConversationSettings, ListFrom, NewConversation, Store, StoreError, TurnStatus,
+    ended_at_ms, entries_page_of, events_page_of, readdress, to_json,
 };
 
 /// The numbered migrations, in order. Append only.
@@ -108,14 +108,28 @@ impl Store for SqliteStore {
             .optional()?)
     }
 
-    fn list_conversations(&self, owner: &str, limit: u32, offset: u32) -> Result<Vec<ConversationRow>, StoreError> {
+    fn list_conversations(
+        &self,
+        owner: &str,
+        limit: u32,
+        from: ListFrom,
+    ) -> Result<Vec<(ConversationRow, i64)>, StoreError> {
+        const COLUMNS: &str = "SELECT id, owner, harness, model, mode, workspace, title, parent_id, created_at_ms, settings, \
+                               updated_at_ms FROM conversations WHERE owner = ?1";
+        const ORDER: &str = "ORDER BY updated_at_ms DESC, id DESC LIMIT ?2";
         let conn = self.conn();
-        let mut stmt = conn.prepare_cached(
-            "SELECT id, owner, harness, model, mode, workspace, title, parent_id, created_at_ms, settings
-             FROM conversations WHERE owner = ?1 ORDER BY updated_at_ms DESC, id DESC LIMIT ?2 OFFSET ?3",
-        )?;
-        let rows =
-            stmt.query_map(params![owner, limit, offset], row_to_conversation)?.collect::<Result<Vec<_>, _>>()?;
+        let with_updated = |r: &rusqlite::Row<'_>| Ok((row_to_conversation(r)?, r.get(10)?));
+        let rows = match from {
+            ListFrom::Offset(offset) => conn
+                .prepare_cached(&format!("{COLUMNS} {ORDER} OFFSET ?3"))?
+                .query_map(params![owner, limit, offset], with_updated)?
+                .collect::<Result<Vec<_>, _>>()?,
+            // A row value: SQLite walks the (owner, updated_at_ms, id) index from the position.
+            ListFrom::After { updated_at_ms, id } => conn
+                .prepare_cached(&format!("{COLUMNS} AND (updated_at_ms, id) < (?3, ?4) {ORDER}"))?
+                .query_map(params![owner, limit, updated_at_ms, id], with_updated)?
+                .collect::<Result<Vec<_>, _>>()?,
+        };
         Ok(rows)
     }
 
