@@ -142,6 +142,16 @@ async fn bench(conversations: u64) {
         walked += page(&client, 1000, n * 1000).await.1.conversations.len();
     }
     let walk = t.elapsed();
+    // The same walk following each page's `next`: an index seek per page however deep.
+    let t = Instant::now();
+    let (mut walked_by_cursor, mut cursor) = (0, None);
+    for _ in 0..100 {
+        let params = ListParams { limit: Some(1000), offset: None, cursor: cursor.take() };
+        let page = client.list_page(params).await.expect("session.list");
+        walked_by_cursor += page.conversations.len();
+        cursor = page.next;
+    }
+    let walk_by_cursor = t.elapsed();
     sampling.store(false, Ordering::Relaxed);
     sampler.join().unwrap();
     let listing_peak = peak.load(Ordering::Relaxed) as f64 / 1024.0;
@@ -174,6 +184,7 @@ async fn bench(conversations: u64) {
         println!("  session.list limit {limit} offset {offset} ({len} rows): {}", summary(times));
     }
     println!("  the first 100,000 in pages of 1,000 ({walked} rows): {}", ms(walk));
+    println!("  the same by cursor ({walked_by_cursor} rows): {}", ms(walk_by_cursor));
     println!("  kernel RSS while listing: peak {listing_peak:.1} MiB");
     println!("  `superpi session show {oldest}` (the oldest, {shown} lines): {}", summary(show));
     println!("  `superpi run --conversation {oldest} \"go on\"`: {} (then first in the list: {on_top})", summary(turn));
