@@ -9,6 +9,7 @@ use crate::history;
 use crate::route::Route;
 use crate::sse::SseEvent;
 use crate::stream::{ModelRequest, ProviderError, StopReason};
+use crate::tool_search;
 use crate::wire::{arguments_object, json_chunk, object_schema, plain_name, str_field};
 use crate::wire_api::{
     WireApi, WireParser, WireRequest, no_reasoning_settings, parser_of, refusals_stand, serves_every_model,
@@ -63,6 +64,12 @@ fn blocks_for(role: Role, content: &[ContentBlock]) -> Vec<Value> {
                     "type": "tool_result", "tool_use_id": tool_id(tool_call_id), "content": output, "is_error": is_error,
                 }));
             }
+            // The built-in tool search's call and result, as the API gave them.
+            ContentBlock::Hosted { provider, block }
+                if role == Role::Assistant && provider == tool_search::ANTHROPIC =>
+            {
+                out.push(block.clone())
+            }
             _ => {}
         }
     }
@@ -111,7 +118,8 @@ const MAX_BREAKPOINTS: usize = 4;
 /// its turn), nor an empty text block.
 fn cacheable(block: &Value) -> bool {
     match block["type"].as_str() {
-        Some("thinking" | "redacted_thinking") | None => false,
+        // The built-in tool search's blocks go back unchanged.
+        Some("thinking" | "redacted_thinking" | "server_tool_use" | "tool_search_tool_result") | None => false,
         Some("text") => block["text"].as_str().is_some_and(|text| !text.trim().is_empty()),
         Some(_) => true,
     }
@@ -172,15 +180,28 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
         breakpoints += 1;
     }
     if !request.tools.is_empty() {
-        let mut tools: Vec<Value> = request
+        let tool = |tool: &crate::ToolSpec| json!({"name": plain_name(&tool.name), "description": tool.description, "input_schema": object_schema(&tool.input_schema)});
+        let mut tools: Vec<Value> = request.tools.iter().filter(|t| !t.deferred).map(tool).collect();
+        // Deferred tools follow the search tool, past the breakpoint: the prefix the cache
+        // keeps holds only what every request loads.
+        let deferred: Vec<Value> = request
             .tools
             .iter()
-            .map(|tool| json!({"name": plain_name(&tool.name), "description": tool.description, "input_schema": object_schema(&tool.input_schema)}))
+            .filter(|t| t.deferred)
+            .map(|t| {
+                let mut deferred = tool(t);
+                deferred["defer_loading"] = json!(true);
+                deferred
+            })
             .collect();
+        if !deferred.is_empty() {
+            tools.push(tool_search::anthropic_tool());
+        }
         if let Some(last) = tools.last_mut() {
             last["cache_control"] = breakpoint();
             breakpoints += 1;
         }
+        tools.extend(deferred);
         body["tools"] = Value::Array(tools);
     }
     mark_history(&mut messages, MAX_BREAKPOINTS - breakpoints);
@@ -212,6 +233,7 @@ pub static ANTHROPIC: WireApi = WireApi {
     tool_name: plain_name,
     build_request,
     structured_output: false,
+    tool_search: crate::tool_search::anthropic_has,
     adjust: refusals_stand,
     parser: parser_of::<Parser>,
 };
@@ -223,6 +245,8 @@ pub struct Parser {
     stop: Option<StopReason>,
     /// The wire index of the open block (the API streams one block at a time).
     open_wire: Option<u64>,
+    /// The open block of the built-in tool search (as it started, and its input's JSON so far).
+    hosted: Option<(Value, String)>,
 }
 
 fn stop_reason(reason: &str) -> StopReason {
@@ -286,7 +310,12 @@ impl WireParser for Parser {
                         out.thinking_start(true);
                         out.thinking_signature(str_field(block, "data").unwrap_or(""));
                     }
-                    "tool_use" | "server_tool_use" => {
+                    // The built-in tool search's call and result: kept whole, sent back as they are.
+                    "server_tool_use" | "tool_search_tool_result" => {
+                        out.close();
+                        self.hosted = Some((block.clone(), String::new()));
+                    }
+                    "tool_use" => {
                         let id = str_field(block, "id").map(str::to_string);
                         let name = str_field(block, "name").map(str::to_string);
                         out.tool_start(id, name);
@@ -302,7 +331,9 @@ impl WireParser for Parser {
                     "thinking_delta" => out.thinking_delta(str_field(delta, "thinking").unwrap_or("")),
                     "signature_delta" => out.thinking_signature(str_field(delta, "signature").unwrap_or("")),
                     "input_json_delta" => {
-                        if out.open_kind() == Some(BlockKind::ToolCall) {
+                        if let Some((_, input)) = &mut self.hosted {
+                            input.push_str(str_field(delta, "partial_json").unwrap_or(""));
+                        } else if out.open_kind() == Some(BlockKind::ToolCall) {
                             out.tool_delta(str_field(delta, "partial_json").unwrap_or(""), None, None);
                         }
                     }
@@ -311,6 +342,12 @@ impl WireParser for Parser {
             }
             "content_block_stop" => {
                 out.close();
+                if let Some((mut block, input)) = self.hosted.take() {
+                    if !input.trim().is_empty() {
+                        block["input"] = crate::assemble::parse_arguments(&input);
+                    }
+                    out.hosted(tool_search::ANTHROPIC, block);
+                }
                 self.open_wire = None;
             }
             "message_delta" => {

@@ -236,6 +236,19 @@ impl StreamBuilder {
         }
     }
 
+    /// A whole block the vendor's servers produced (closing any open block): kept in the
+    /// message as [`ContentBlock::Hosted`] for `provider`, to be sent back unchanged.
+    pub fn hosted(&mut self, provider: &str, block: Value) {
+        if self.finished {
+            return;
+        }
+        self.start(None);
+        self.close();
+        let index = self.take_index();
+        self.out.push_back(StreamEvent::Hosted { index, provider: provider.to_string(), block: block.clone() });
+        self.closed.push(ContentBlock::Hosted { provider: provider.to_string(), block });
+    }
+
     /// Closes the open block, emitting its end with the assembled content. A tool call that
     /// never got an id gets `call_INDEX`.
     pub fn close(&mut self) {

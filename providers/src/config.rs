@@ -83,6 +83,10 @@ pub struct VendorConfig {
     /// OpenAI reasoning models (o1, o3, o4, gpt-5 families): `minimal`, `low`, `medium` or
     /// `high` (the API's default when unset). Others ignore it.
     pub reasoning_effort: Option<String>,
+    /// The vendor's built-in tool search for deferred MCP tools (Anthropic's tool search tool,
+    /// the Responses API's `tool_search`) where it serves the model (default `true`); `false`
+    /// uses superpi's own `tool_search` tool.
+    pub builtin_tool_search: Option<bool>,
 }
 
 /// A model outside the built-in name rules (`[[providers.models]]`), e.g. one served by vLLM,
@@ -118,6 +122,8 @@ pub struct ModelEntry {
     /// Its prices in US dollars per million tokens (default: the built-in table, see
     /// `prices`; a model the table does not know has none, and its cost is not counted).
     pub price: Option<Price>,
+    /// Overrides the vendor's `builtin_tool_search` for this model.
+    pub builtin_tool_search: Option<bool>,
 }
 
 /// A model's prices in US dollars per million tokens.

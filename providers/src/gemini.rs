@@ -234,6 +234,7 @@ pub static GEMINI: WireApi = WireApi {
     tool_name: declared_name,
     build_request,
     structured_output: false,
+    tool_search: crate::tool_search::none,
     adjust: refusals_stand,
     parser: parser_of::<Parser>,
 };

@@ -148,7 +148,8 @@ pub fn paired(messages: &[Message]) -> Paired {
                 for block in &incoming.content {
                     match block {
                         ContentBlock::Text { text } if !is_blank(text) => content.push(block.clone()),
-                        ContentBlock::Thinking { .. } => content.push(block.clone()),
+                        // A vendor's own blocks travel like thinking: its builder keeps or drops them.
+                        ContentBlock::Thinking { .. } | ContentBlock::Hosted { .. } => content.push(block.clone()),
                         ContentBlock::ToolCall { id, name, arguments } => {
                             let wire = unique_id(id, &mut used_ids);
                             content.push(ContentBlock::ToolCall {

@@ -149,6 +149,10 @@ impl Provider for HttpProvider {
         self.api.structured_output
     }
 
+    fn tool_search(&self) -> bool {
+        self.route.tool_search && (self.api.tool_search)(&self.route.model)
+    }
+
     fn stream(&self, request: ModelRequest) -> EventStream {
         let wire = (self.api.build_request)(&self.route, &request);
         // Tools whose names the API does not take are offered under a cleaned name; calls to

@@ -43,6 +43,7 @@ pub mod stream;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod tokens;
+pub mod tool_search;
 pub mod validate;
 pub mod vendor;
 mod wire;
@@ -81,6 +82,12 @@ pub trait Provider: Send + Sync {
     /// Whether the provider constrains an answer to [`ModelRequest::output_schema`] itself (a
     /// vendor's structured-output mode); without one the caller offers a tool instead.
     fn structured_output(&self) -> bool {
+        false
+    }
+
+    /// Whether the vendor's built-in tool search serves this model (see [`tool_search`]): the
+    /// caller then sends deferred tools marked [`ToolSpec::deferred`] instead of its own search.
+    fn tool_search(&self) -> bool {
         false
     }
 }

@@ -173,6 +173,7 @@ pub static OPENAI: WireApi = WireApi {
     tool_name: plain_name,
     build_request,
     structured_output: true,
+    tool_search: crate::tool_search::none,
     adjust: refusals_stand,
     parser: parser_of::<Parser>,
 };

@@ -27,6 +27,7 @@ use crate::openai::{
 use crate::route::Route;
 use crate::sse::SseEvent;
 use crate::stream::{ModelRequest, ProviderError, StopReason};
+use crate::tool_search;
 use crate::wire::{arguments_object, fresh_call_id, json_chunk, object_schema, plain_name, str_field};
 use crate::wire_api::{WireApi, WireParser, WireRequest, parser_of, serves_every_model};
 
@@ -52,6 +53,7 @@ pub static RESPONSES: WireApi = WireApi {
     tool_name: plain_name,
     build_request,
     structured_output: true,
+    tool_search: crate::tool_search::responses_has,
     adjust,
     parser: parser_of::<Parser>,
 };
@@ -104,6 +106,8 @@ fn assistant_items(content: &[ContentBlock], items: &mut Vec<Value>) {
                 "type": "function_call", "call_id": wire_id(id), "name": plain_name(name),
                 "arguments": arguments_object(arguments).to_string(),
             })),
+            // The built-in tool search's call and output, as the API gave them.
+            ContentBlock::Hosted { provider, block } if provider == tool_search::RESPONSES => items.push(block.clone()),
             _ => {}
         }
     }
@@ -157,10 +161,17 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
         .map(|tool| {
             // `strict` is the API's default, and refuses most schemas: tools here are checked
             // by superpi when called, not by the model's decoder.
-            json!({"type": "function", "name": plain_name(&tool.name), "description": tool.description,
-                   "parameters": object_schema(&tool.input_schema), "strict": false})
+            let mut function = json!({"type": "function", "name": plain_name(&tool.name), "description": tool.description,
+                   "parameters": object_schema(&tool.input_schema), "strict": false});
+            if tool.deferred {
+                function["defer_loading"] = json!(true);
+            }
+            function
         })
         .collect();
+    if request.tools.iter().any(|t| t.deferred) {
+        tools.push(tool_search::responses_tool());
+    }
     if route.model.contains("deep-research") {
         // Deep research searches the web itself and takes no function tools.
         tools = vec![json!({"type": "web_search_preview"})];
@@ -354,6 +365,11 @@ impl Parser {
                 out.close();
             }
             "message" => out.close(),
+            // The built-in tool search, run by OpenAI: kept whole, sent back as it is.
+            "tool_search_call" | "tool_search_output" => {
+                out.close();
+                out.hosted(tool_search::RESPONSES, item.clone());
+            }
             "reasoning" => {
                 let encrypted = str_field(item, "encrypted_content").filter(|e| !e.is_empty());
                 if !(open && out.open_kind() == Some(BlockKind::Thinking)) {

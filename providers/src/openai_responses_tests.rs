@@ -19,6 +19,7 @@ fn route(model: &str) -> Route {
         reasoning_effort: None,
         reasoning: is_reasoning_model(model),
         responses: true,
+        tool_search: true,
     }
 }
 
@@ -109,6 +110,7 @@ fn the_request_carries_instructions_items_tools_and_reasoning() {
             name: "ls".into(),
             description: "List".into(),
             input_schema: json!({"type": "object"}),
+            deferred: false,
         }],
         max_tokens: Some(8),
         effort: Some(Effort::Off),

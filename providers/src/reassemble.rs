@@ -118,6 +118,10 @@ impl Reassembler {
                     arguments: arguments.clone(),
                 });
             }
+            StreamEvent::Hosted { provider, block, .. } => {
+                self.close_open();
+                self.closed.push(ContentBlock::Hosted { provider: provider.clone(), block: block.clone() });
+            }
             StreamEvent::Reset { .. } => {
                 self.open = None;
                 self.closed.clear();

@@ -40,4 +40,7 @@ pub struct Route {
     /// Served through OpenAI's Responses API rather than the vendor's own
     /// ([`crate::vendor::wire_for`]).
     pub responses: bool,
+    /// The vendor's built-in tool search may be used where it serves the model (off with
+    /// `builtin_tool_search = false` in the vendor's or the model's settings).
+    pub tool_search: bool,
 }

@@ -111,6 +111,7 @@ fn entry_route(entry: &ModelEntry, config: &ProvidersConfig) -> Result<Route, Pr
             reasoning_effort: None,
             reasoning: false,
             responses: false,
+            tool_search: false,
         });
     }
     let own_key = match &entry.api_key_env {
@@ -158,6 +159,7 @@ fn entry_route(entry: &ModelEntry, config: &ProvidersConfig) -> Result<Route, Pr
         reasoning_effort,
         reasoning,
         responses,
+        tool_search: entry.builtin_tool_search.or_else(|| vendor.and_then(|v| v.builtin_tool_search)).unwrap_or(true),
     })
 }
 
@@ -178,6 +180,7 @@ pub fn route(model: &str, config: &ProvidersConfig) -> Result<Route, ProviderErr
             reasoning_effort: None,
             reasoning: false,
             responses: false,
+            tool_search: false,
         });
     }
     let Some((kind, upstream)) = prefixed_kind(name).filter(|(_, upstream)| !upstream.is_empty()) else {
@@ -214,6 +217,7 @@ pub fn route(model: &str, config: &ProvidersConfig) -> Result<Route, ProviderErr
         reasoning_effort,
         reasoning,
         responses: kind == ProviderKind::Openai && crate::openai::served_by_responses(upstream),
+        tool_search: vendor.and_then(|v| v.builtin_tool_search).unwrap_or(true),
     })
 }
 

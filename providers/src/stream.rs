@@ -14,6 +14,11 @@ pub struct ToolSpec {
     pub description: String,
     /// JSON schema of the arguments object.
     pub input_schema: Value,
+    /// Loaded on demand by the vendor's built-in tool search (sent with its `defer_loading`
+    /// flag beside its search tool); only for a provider whose [`crate::Provider::tool_search`]
+    /// says so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deferred: bool,
 }
 
 /// The JSON Schema a final answer must meet, for a provider with a structured-output mode
@@ -181,6 +186,13 @@ pub enum StreamEvent {
     /// since `Start` is void; a new attempt follows after `retry_in_ms`.
     Reset {
         retry_in_ms: u64,
+    },
+    /// A block the vendor's servers produced whole (its built-in tool search's call or
+    /// result): kept in the message to be sent back, shown to nobody.
+    Hosted {
+        index: u32,
+        provider: String,
+        block: Value,
     },
     /// Successful terminal.
     Done(Terminal),

@@ -42,14 +42,17 @@ pub fn message(message: &Message) -> u64 {
                     text(tool_call_id) + text(output) + structured + MESSAGE_OVERHEAD
                 }
                 ContentBlock::Image { .. } => IMAGE_TOKENS,
+                ContentBlock::Hosted { block, .. } => text(&block.to_string()),
                 _ => MESSAGE_OVERHEAD,
             })
             .sum::<u64>()
 }
 
 /// Tokens of the tools on offer.
+/// A deferred tool's schema is not in the context until the vendor's search loads it.
 pub fn tools(tools: &[ToolSpec]) -> u64 {
-    tools.iter().map(|t| TOOL_OVERHEAD + text(&t.name) + text(&t.description) + text(&t.input_schema.to_string())).sum()
+    let schema = |t: &ToolSpec| if t.deferred { 0 } else { text(&t.input_schema.to_string()) };
+    tools.iter().map(|t| TOOL_OVERHEAD + text(&t.name) + text(&t.description) + schema(t)).sum()
 }
 
 /// Tokens of a whole request: system prompt, messages and tools.
@@ -84,7 +87,12 @@ mod tests {
             model: "m".into(),
             system: Some("s".repeat(30)),
             messages: vec![msg(Role::User, vec![ContentBlock::text("hello")]), msg(Role::Assistant, vec![call])],
-            tools: vec![ToolSpec { name: "bash".into(), description: "d".repeat(60), input_schema: json!({}) }],
+            tools: vec![ToolSpec {
+                name: "bash".into(),
+                description: "d".repeat(60),
+                input_schema: json!({}),
+                deferred: false,
+            }],
             max_tokens: None,
             effort: None,
             output_schema: None,

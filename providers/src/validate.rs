@@ -145,6 +145,16 @@ impl Validator {
                     arguments: arguments.clone(),
                 });
             }
+            StreamEvent::Hosted { index, provider, block } => {
+                if let Some(open) = &self.open {
+                    return Err(self.violation(format!("hosted block {index} while block {} is open", open.index)));
+                }
+                if self.last_index.is_some_and(|last| *index <= last) {
+                    return Err(self.violation(format!("hosted block {index} does not follow the last index")));
+                }
+                self.last_index = Some(*index);
+                self.closed.push(ContentBlock::Hosted { provider: provider.clone(), block: block.clone() });
+            }
             StreamEvent::Reset { .. } => {
                 self.open = None;
                 self.last_index = None;

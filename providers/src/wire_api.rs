@@ -45,6 +45,9 @@ pub struct WireApi {
     /// Whether `build_request` sends [`ModelRequest::output_schema`] in the API's own
     /// structured-output mode (OpenAI's `response_format`, the Responses API's `text.format`).
     pub structured_output: bool,
+    /// Whether the API's built-in tool search serves an upstream model id
+    /// ([`crate::tool_search`]).
+    pub tool_search: fn(&str) -> bool,
     /// The request to send once instead of one the API refused (before streaming) for
     /// something the account lacks rather than a mistake (OpenAI's reasoning summaries for an
     /// organisation that is not verified); `None` when the refusal stands.

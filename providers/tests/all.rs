@@ -10,3 +10,4 @@ mod parsers;
 mod properties;
 mod replay;
 mod schemas;
+mod tool_search;

@@ -124,8 +124,14 @@ fn tools() -> Vec<ToolSpec> {
             name: "ls".into(),
             description: "List".into(),
             input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            deferred: false,
         },
-        ToolSpec { name: "mcp.server/search files".into(), description: "Search".into(), input_schema: json!(true) },
+        ToolSpec {
+            name: "mcp.server/search files".into(),
+            description: "Search".into(),
+            input_schema: json!(true),
+            deferred: false,
+        },
     ]
 }
 

@@ -27,6 +27,7 @@ async fn ask(fake: &FakeServer, model: &str, messages: Vec<Message>) -> superpi_
             name: "ls".into(),
             description: "List".into(),
             input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            deferred: false,
         }],
         max_tokens: Some(100),
         ..Default::default()
@@ -158,6 +159,7 @@ async fn a_tool_offered_under_a_cleaned_name_is_called_under_its_own() {
                 name: "mcp.server/search files".into(),
                 description: "Search".into(),
                 input_schema: json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+                deferred: false,
             }],
             ..Default::default()
         };

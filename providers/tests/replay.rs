@@ -45,6 +45,7 @@ fn request(model: &str) -> ModelRequest {
             name: "ls".into(),
             description: "List a directory".into(),
             input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}, "additionalProperties": false}),
+            deferred: false,
         }],
         max_tokens: Some(256),
         effort: None,

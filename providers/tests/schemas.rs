@@ -44,7 +44,12 @@ fn every_built_in_tool_passes_each_vendors_rules() {
     let tools: Vec<ToolSpec> = sandbox
         .tools()
         .into_iter()
-        .map(|tool| ToolSpec { name: tool.name, description: tool.description, input_schema: tool.input_schema })
+        .map(|tool| ToolSpec {
+            name: tool.name,
+            description: tool.description,
+            input_schema: tool.input_schema,
+            deferred: false,
+        })
         .collect();
     assert!(tools.iter().any(|t| t.name == "bash"), "the catalogue has its tools");
     // Sent as is, Gemini refuses them (bash's `exclusiveMinimum`): the translation is what passes.
@@ -110,7 +115,12 @@ fn hostile() -> Vec<Value> {
 #[test]
 fn hostile_schemas_pass_each_vendors_rules() {
     for (i, schema) in hostile().into_iter().enumerate() {
-        let tool = ToolSpec { name: format!("mcp_tool_{i}"), description: "An MCP tool".into(), input_schema: schema };
+        let tool = ToolSpec {
+            name: format!("mcp_tool_{i}"),
+            description: "An MCP tool".into(),
+            input_schema: schema,
+            deferred: false,
+        };
         assert_accepted(vec![tool]);
     }
 }

@@ -26,6 +26,7 @@ mod mcp_client;
 mod mcp_client_remote;
 mod mcp_npm;
 mod mcp_oauth;
+mod mcp_tool_search;
 mod memory;
 mod module_cycles;
 mod network;

@@ -114,6 +114,13 @@ impl Attached {
         offered
     }
 
+    /// What a model request offers when the vendor's built-in tool search serves the model:
+    /// the tools not deferred, and the deferred ones apart (sent with the vendor's flag; no
+    /// [`TOOL_SEARCH`]).
+    pub fn offered_to_builtin_search(&self) -> (Vec<ToolDef>, Vec<ToolDef>) {
+        (self.tools.values().filter(|r| !r.deferred()).map(|r| r.def.clone()).collect(), self.deferred_defs())
+    }
+
     /// The deferred tools among `names` (those a search found, to offer from now on).
     pub fn loaded_defs(&self, names: &BTreeSet<String>) -> Vec<ToolDef> {
         names.iter().filter_map(|n| self.tools.get(n)).filter(|r| r.deferred()).map(|r| r.def.clone()).collect()

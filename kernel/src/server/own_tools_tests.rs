@@ -11,7 +11,12 @@ use superpi_providers::{ModelRequest, ProviderKind, ProvidersConfig, ToolSpec, r
 fn every_kernel_tool_passes_each_vendors_rules() {
     let tools: Vec<ToolSpec> = own_tools(&KernelSlot::default(), Path::new("/nonexistent"))
         .into_iter()
-        .map(|(def, _)| ToolSpec { name: def.name, description: def.description, input_schema: def.input_schema })
+        .map(|(def, _)| ToolSpec {
+            name: def.name,
+            description: def.description,
+            input_schema: def.input_schema,
+            deferred: false,
+        })
         .collect();
     assert!(tools.iter().any(|t| t.name == "subagent") && tools.iter().any(|t| t.name == "memory_write"));
     let mut config = ProvidersConfig::default();

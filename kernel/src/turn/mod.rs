@@ -177,16 +177,27 @@ async fn drive(
         true => attach_mcp(kernel, conv, turn_id, harness).await,
         false => Attached::default(),
     };
-    // Past a threshold, deferred MCP tools are found with `tool_search` (superpi-mcp-client).
+    // Past a threshold, deferred MCP tools are found with the vendor's built-in tool search
+    // where it serves the model, else with superpi's `tool_search` (superpi-mcp-client).
     let mut loaded = lock(&conv.mcp_loaded).clone();
-    tools.extend(attached.offered(&loaded));
+    let mut deferred = Vec::new();
+    match provider.tool_search() {
+        true => {
+            let (eager, later) = attached.offered_to_builtin_search();
+            tools.extend(eager);
+            deferred = later;
+        }
+        false => tools.extend(attached.offered(&loaded)),
+    }
     // A subagent is offered at most its parent's tools (its policy refuses the rest too).
     if let Ok(policy) = &*lock(&conv.policy) {
         tools.retain(|t| policy.within_limit(&t.name));
+        deferred.retain(|t| policy.within_limit(&t.name));
     }
     let client = client_tools::offer(kernel, conv, turn_id, &mut tools);
     *lock(&conv.mcp_attached) = attached;
     let mut specs = tool_specs(&tools);
+    specs.extend(tool_specs(&deferred).into_iter().map(|spec| superpi_providers::ToolSpec { deferred: true, ..spec }));
     // An output schema goes in the provider's structured-output mode, or as the `respond` tool.
     let native = provider.structured_output();
     let respond = structured.as_ref().filter(|_| !native).map(Structured::respond_tool);

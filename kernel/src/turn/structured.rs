@@ -81,6 +81,7 @@ impl Structured {
                           Nothing else is read as the answer."
                 .into(),
             input_schema: self.schema.clone(),
+            deferred: false,
         }
     }
 

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::Reply;
 use super::rules::Vendor;
+use super::rules::tool_search::{self, Catalog};
 
 /// What a fake knows of the request it answers, for the usage it reports.
 #[derive(Debug, Clone, Default)]
@@ -20,6 +21,10 @@ pub(crate) struct Served {
     /// A reasoning summary to answer with first (the Responses API), and whether the request
     /// asked for the item's encrypted content.
     pub reasoning: Option<(String, bool)>,
+    /// The request's deferred tools and search tool, for the vendor's built-in tool search.
+    pub catalog: Option<Catalog>,
+    /// What the answer searches them for first ([`Answer::ToolSearch`]).
+    pub search: Option<String>,
 }
 
 /// What a fake says to a valid request.
@@ -34,6 +39,10 @@ pub enum Answer {
     /// Text deltas, then the stream stays open without its end until the client goes away:
     /// a model still answering (for cancelling a turn mid-stream).
     Held(String),
+    /// The vendor's built-in tool search for `query` over the request's deferred tools (its
+    /// blocks or items, run by the vendor), then tool calls: what a model does with tool search
+    /// on (Anthropic and the Responses API; other vendors answer the calls alone).
+    ToolSearch { query: String, calls: Vec<(String, Value)> },
 }
 
 impl Answer {
@@ -51,6 +60,11 @@ impl Answer {
         Answer::ToolCalls { text: String::new(), calls: calls.into_iter().collect() }
     }
 
+    /// A built-in tool search for `query`, then a call of `name`.
+    pub fn tool_search(query: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        Answer::ToolSearch { query: query.into(), calls: vec![(name.into(), arguments)] }
+    }
+
     /// The recorded stream `name` (see [`super::recorded`]), in pieces of `piece` bytes.
     pub fn recorded(name: &str, piece: usize) -> std::io::Result<Self> {
         Ok(Answer::Reply(Reply::stream(&super::recorded(name)?, piece)))
@@ -66,6 +80,11 @@ impl Answer {
             Answer::Held(text) => return held(vendor, model, serial, &split_words(text), served),
             Answer::Text(text) => (text.as_str(), &[][..]),
             Answer::ToolCalls { text, calls } => (text.as_str(), calls.as_slice()),
+            Answer::ToolSearch { query, calls } => {
+                let served = Served { search: Some(query.clone()), ..served.clone() };
+                let calls = Answer::ToolCalls { text: String::new(), calls: calls.clone() };
+                return calls.reply(vendor, model, serial, sse, &served);
+            }
         };
         let words = split_words(text);
         match vendor {
@@ -208,6 +227,21 @@ fn responses(model: &str, serial: u64, words: &[String], calls: &[(String, Value
         output.push(done);
         reasoning_tokens = 4 * thought.len() as u64;
     }
+    if let (Some(query), Some(catalog)) = (&served.search, &served.catalog) {
+        // Run by OpenAI's servers: each item comes whole. The call's `arguments` are the
+        // fake's own (superpi keeps the item as it is).
+        let call = json!({"type": "tool_search_call", "id": format!("tsc_fake{serial}"), "call_id": null,
+            "execution": "server", "status": "completed", "arguments": {"query": query}});
+        let found: Vec<Value> = catalog.search(query).into_iter().map(|(_, _, tool)| tool.clone()).collect();
+        let loaded = json!({"type": "tool_search_output", "id": format!("tso_fake{serial}"), "call_id": null,
+            "execution": "server", "status": "completed", "tools": found});
+        for item in [call, loaded] {
+            let index = output.len();
+            event(&mut out, "response.output_item.added", json!({"output_index": index, "item": item}));
+            event(&mut out, "response.output_item.done", json!({"output_index": index, "item": item}));
+            output.push(item);
+        }
+    }
     if !words.is_empty() {
         let (index, item_id) = (output.len(), format!("msg_fake{serial}"));
         let item = |status: &str, content: Value| json!({"type": "message", "id": item_id, "role": "assistant", "status": status, "content": content});
@@ -273,6 +307,24 @@ fn anthropic(model: &str, serial: u64, words: &[String], calls: &[(String, Value
         "usage": usage}});
     sse(&mut out, Some("message_start"), &start);
     let mut index = 0;
+    if let (Some(query), Some(catalog)) = (&served.search, &served.catalog) {
+        let id = format!("srvtoolu_fake{serial}");
+        let name = catalog.search.clone().unwrap_or_default();
+        let block = json!({"type": "content_block_start", "index": index, "content_block":
+            {"type": "server_tool_use", "id": id, "name": name, "input": {}}});
+        sse(&mut out, Some("content_block_start"), &block);
+        let input = json!({"query": query}).to_string();
+        let delta = json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": input}});
+        sse(&mut out, Some("content_block_delta"), &delta);
+        sse(&mut out, Some("content_block_stop"), &json!({"type": "content_block_stop", "index": index}));
+        index += 1;
+        let result = tool_search::anthropic_result(&catalog.search(query));
+        let block = json!({"type": "content_block_start", "index": index, "content_block":
+            {"type": "tool_search_tool_result", "tool_use_id": id, "content": result}});
+        sse(&mut out, Some("content_block_start"), &block);
+        sse(&mut out, Some("content_block_stop"), &json!({"type": "content_block_stop", "index": index}));
+        index += 1;
+    }
     if !words.is_empty() {
         let block =
             json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}});

@@ -24,7 +24,7 @@ use tokio::sync::{Notify, watch};
 use super::answers::{Answer, Served};
 use super::prompt_cache::PromptCaches;
 pub use super::prompt_cache::counted_tokens;
-use super::rules::{Vendor, Violation, anthropic, gemini, openai, responses};
+use super::rules::{Vendor, Violation, anthropic, gemini, openai, responses, tool_search};
 use super::{Recorded, Reply, read_request, write_reply};
 
 /// The key the fakes' [`FakeServer::env`] hands out (any non-empty key is accepted).
@@ -345,7 +345,13 @@ fn served(state: &mut State, vendor: Vendor, request: &Recorded) -> Served {
     let key = body.get("prompt_cache_key").and_then(Value::as_str).map(str::to_string);
     let cache_kept = matches!(vendor, Vendor::OpenaiResponses | Vendor::Anthropic) || key.is_some();
     let counted = state.context_window.is_some() || cache_kept;
-    let prompt_tokens = if counted { counted_tokens(&request.body) } else { FLAT_PROMPT_TOKENS };
+    // What the model's context holds: deferred tools count once a search loaded them.
+    let catalog = tool_search::catalog_of(vendor, &body);
+    let prompt_tokens = match (counted, &catalog) {
+        (false, _) => FLAT_PROMPT_TOKENS,
+        (true, Some(_)) => counted_tokens(tool_search::in_context(vendor, &body).to_string().as_bytes()),
+        (true, None) => counted_tokens(&request.body),
+    };
     let cache = match key {
         Some(key) => state.caches.openai(key, &body, prompt_tokens),
         None if vendor == Vendor::Anthropic => state.caches.anthropic(&body, prompt_tokens),
@@ -361,7 +367,14 @@ fn served(state: &mut State, vendor: Vendor, request: &Recorded) -> Served {
         }
         _ => None,
     };
-    Served { prompt_tokens, cached_tokens: cache.read, cache_written_tokens: cache.written, reasoning }
+    Served {
+        prompt_tokens,
+        cached_tokens: cache.read,
+        cache_written_tokens: cache.written,
+        reasoning,
+        catalog,
+        search: None,
+    }
 }
 
 fn answer(vendors: &[Vendor], state: &Mutex<State>, request: Recorded) -> Reply {

@@ -36,12 +36,18 @@ fn request(kind: ProviderKind, model: &str, data: &[u8]) -> Option<(Route, Model
         reasoning_effort: None,
         reasoning: false,
         responses: false,
+        tool_search: false,
     };
     let request = ModelRequest {
         model: model.to_string(),
         system: Some("fuzz".to_string()),
         messages: vec![Message::user_text("call the tool")],
-        tools: vec![ToolSpec { name: "probe_tool".into(), description: "a tool".into(), input_schema: schema }],
+        tools: vec![ToolSpec {
+            name: "probe_tool".into(),
+            description: "a tool".into(),
+            input_schema: schema,
+            deferred: false,
+        }],
         max_tokens: Some(64),
         effort: None,
         output_schema: None,

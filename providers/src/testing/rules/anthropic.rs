@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::{Vendor, Violation, is_plain_name};
+use super::{Vendor, Violation, is_plain_name, tool_search};
 
 fn violation(message: impl Into<String>) -> Violation {
     Violation::new(Vendor::Anthropic, message)
@@ -61,10 +61,14 @@ pub fn check(body: &Value) -> Result<(), Violation> {
         Some(_) => return Err(violation("system: Input should be a valid list")),
     }
     check_tools(object.get("tools"))?;
+    let model = object.get("model").and_then(Value::as_str).unwrap_or_default();
+    let tools = object.get("tools").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let catalog = tool_search::anthropic_catalog(model, tools)?;
     let Some(messages) = object.get("messages").and_then(Value::as_array) else {
         return Err(violation("messages: Field required"));
     };
     check_messages(messages, thinking)?;
+    tool_search::anthropic_history(messages, &catalog)?;
     check_breakpoints(object)
 }
 
@@ -195,6 +199,10 @@ fn check_tools(tools: Option<&Value>) -> Result<(), Violation> {
         if !names.insert(name) {
             return Err(violation("tools: Tool names must be unique."));
         }
+        // A server tool (the tool search tool) has a type and no schema.
+        if tool_search::anthropic_search_name(tool).is_some() {
+            continue;
+        }
         let schema = tool.get("input_schema");
         if !schema.is_some_and(Value::is_object) {
             return Err(violation(format!("tools.{i}.custom.input_schema: Field required")));
@@ -307,6 +315,8 @@ fn check_messages(messages: &[Value], thinking: bool) -> Result<(), Violation> {
                     seen_other = true;
                 }
                 "thinking" | "redacted_thinking" if role == "assistant" => {}
+                // The tool search's blocks (checked by `tool_search::anthropic_history`).
+                "server_tool_use" | "tool_search_tool_result" if role == "assistant" => {}
                 "image" if role == "user" => {
                     check_image_block(block, &at)?;
                     seen_other = true;

@@ -9,6 +9,7 @@ pub mod anthropic;
 pub mod gemini;
 pub mod openai;
 pub mod responses;
+pub mod tool_search;
 
 use serde_json::{Value, json};
 

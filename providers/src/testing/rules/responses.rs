@@ -9,7 +9,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::{Vendor, Violation, is_plain_name, json_type};
+use super::{Vendor, Violation, is_plain_name, json_type, tool_search};
 
 fn violation(message: impl Into<String>) -> Violation {
     Violation::new(Vendor::OpenaiResponses, message)
@@ -28,6 +28,8 @@ const ITEM_TYPES: &[&str] = &[
     "web_search_call",
     "compaction",
     "item_reference",
+    "tool_search_call",
+    "tool_search_output",
 ];
 
 /// The tool types the API takes.
@@ -102,9 +104,15 @@ pub fn check(body: &Value) -> Result<(), Violation> {
     check_text_format(object.get("text"))?;
     check_include(object.get("include"))?;
     let store = object.get("store").and_then(Value::as_bool).unwrap_or(true);
+    let model = object.get("model").and_then(Value::as_str).unwrap_or_default();
+    let tools = object.get("tools").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let catalog = tool_search::responses_catalog(model, tools)?;
     match object.get("input") {
         None | Some(Value::String(_)) => Ok(()),
-        Some(Value::Array(items)) => check_items(items, store),
+        Some(Value::Array(items)) => {
+            check_items(items, store)?;
+            tool_search::responses_items(items, &catalog)
+        }
         Some(other) => Err(violation(format!(
             "Invalid type for 'input': expected one of a string or an array of input items, but got {}.",
             json_type(other)
