@@ -83,9 +83,23 @@ fn a_login_through_the_browser_lets_a_turn_call_the_protected_tool() {
 
     let (_, said) = call_tool(&env);
     assert!(said.contains("run `superpi mcp login prot`"), "{said}");
+    assert!(!said.contains("unknown tool"), "{said}");
+    let result = "`mcp__prot__whoami` cannot be called now: the MCP server `prot` is not available: it asks for \
+                  a login (OAuth): run `superpi mcp login prot`";
+    assert!(said.contains(result), "the model reads why and what to do: {said}");
 
-    let (ok, stderr) = login(&env);
+    // Even asked for debug logs, the login logs neither the code nor a token.
+    let mut debug = env.command(&["mcp", "login", "prot", "--wait-secs", "60"]);
+    debug.env("RUST_LOG", "debug,rmcp=trace,rmcp::transport::auth=trace");
+    let (ok, stderr) = login_with(debug);
     assert!(ok, "{stderr}");
+    assert!(stderr.contains("logged in to `prot`"), "{stderr}");
+    for secret in ["code-", "at-", "rt-"] {
+        let leaked = stderr
+            .match_indices(secret)
+            .any(|(i, _)| stderr[i + secret.len()..].starts_with(|c: char| c.is_ascii_digit()));
+        assert!(!leaked, "a {secret}N secret in the log: {stderr}");
+    }
     let seen = fake.seen();
     for step in ["register", "authorize client-1", "token authorization_code"] {
         assert!(seen.contains(&step.to_string()), "{step} in {seen:?}");
