@@ -400,6 +400,14 @@ impl McpClients {
         });
     }
 
+    /// Begins the OAuth login of a server that refused superpi (`superpi mcp login`'s, with
+    /// its loopback redirect), for a frontend that shows its URL to the person.
+    pub async fn begin_login(&self, need: &NeedsLogin) -> Result<oauth::Login, oauth::OAuthError> {
+        let redirect = oauth::Redirect::bind(need.oauth.redirect_port).await?;
+        let data_dir = &self.sandbox.config().data_dir;
+        oauth::Login::begin(data_dir, &need.name, &need.url, &need.oauth, redirect).await
+    }
+
     /// What `kernel.status` says of each server.
     pub fn status(&self) -> Vec<McpServerStatus> {
         let slots: Vec<(Arc<ServerKey>, Arc<Slot>)> =
