@@ -18,6 +18,30 @@ pub async fn run_host_command(argv: Vec<String>, timeout: Duration) -> Result<St
     String::from_utf8(out).map_err(|_| format!("{program} printed something that is not UTF-8"))
 }
 
+/// Opens `url` with the person's browser as `$BROWSER` names it (`browser`: the first of its
+/// `:`-separated entries, split on whitespace, `%s` replaced by the URL, else the URL added
+/// last), started directly, never through a shell, unconfined like the person's own programs;
+/// not waited for (a thread reaps it).
+#[allow(clippy::disallowed_methods)] // the sandbox crate is where processes start
+pub fn open_browser(browser: &str, url: &str) -> Result<(), String> {
+    let entry = browser.split(':').map(str::trim).find(|e| !e.is_empty()).ok_or("$BROWSER is empty")?;
+    let mut argv: Vec<String> = entry.split_whitespace().map(str::to_string).collect();
+    match argv.iter().any(|a| a.contains("%s")) {
+        true => argv.iter_mut().for_each(|a| *a = a.replace("%s", url)),
+        false => argv.push(url.to_string()),
+    }
+    let (program, args) = argv.split_first().ok_or("$BROWSER is empty")?;
+    let mut child = std::process::Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start {program}: {e}"))?;
+    std::thread::spawn(move || child.wait());
+    Ok(())
+}
+
 /// Runs a prepared command to its end within `timeout`, `stdin` written to it (else
 /// /dev/null): its standard output, or an error naming `program` with its status and stderr.
 /// The process is killed when the deadline passes (or the future is dropped).

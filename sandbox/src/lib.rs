@@ -60,7 +60,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use git::{Committed, GitRepo, NEUTRAL, commit_paths, run_git};
-pub use host::run_host_command;
+pub use host::{open_browser, run_host_command};
 pub use netwatch::Refused as NetworkRefused;
 pub use reads::{DEFAULT_DENIED_IN_HOME, ReadGrants, read_grants};
 pub use reap::{confined_tools, is_confined_tool, is_tool_process};

@@ -498,8 +498,14 @@ async fn opencode_runs_a_command_turn_through_superpi_run_continues_after_a_rest
     // A watcher that cannot answer: OpenCode's question is refused.
     let client = KernelClient::connect(&env.connect_options("test")).await.unwrap();
     client.set_mode(cid, "accept-edits").await.unwrap();
-    let watch =
-        WatchParams { conversation_id: cid, from_seq: None, window: None, interactive: false, reads_files: false };
+    let watch = WatchParams {
+        conversation_id: cid,
+        from_seq: None,
+        window: None,
+        interactive: false,
+        reads_files: false,
+        opens_urls: false,
+    };
     let mut sub = client.watch(watch).await.unwrap();
     let turn_id = client.submit_text(cid, "write another").await.unwrap().turn_id;
     let events = turn_events(&mut sub, turn_id).await;

@@ -83,9 +83,23 @@ fn a_login_through_the_browser_lets_a_turn_call_the_protected_tool() {
 
     let (_, said) = call_tool(&env);
     assert!(said.contains("run `superpi mcp login prot`"), "{said}");
+    assert!(!said.contains("unknown tool"), "{said}");
+    let result = "`mcp__prot__whoami` cannot be called now: the MCP server `prot` is not available: it asks for \
+                  a login (OAuth): run `superpi mcp login prot`";
+    assert!(said.contains(result), "the model reads why and what to do: {said}");
 
-    let (ok, stderr) = login(&env);
+    // Even asked for debug logs, the login logs neither the code nor a token.
+    let mut debug = env.command(&["mcp", "login", "prot", "--wait-secs", "60"]);
+    debug.env("RUST_LOG", "debug,rmcp=trace,rmcp::transport::auth=trace");
+    let (ok, stderr) = login_with(debug);
     assert!(ok, "{stderr}");
+    assert!(stderr.contains("logged in to `prot`"), "{stderr}");
+    for secret in ["code-", "at-", "rt-"] {
+        let leaked = stderr
+            .match_indices(secret)
+            .any(|(i, _)| stderr[i + secret.len()..].starts_with(|c: char| c.is_ascii_digit()));
+        assert!(!leaked, "a {secret}N secret in the log: {stderr}");
+    }
     let seen = fake.seen();
     for step in ["register", "authorize client-1", "token authorization_code"] {
         assert!(seen.contains(&step.to_string()), "{step} in {seen:?}");
@@ -149,6 +163,29 @@ fn a_call_that_needs_more_scope_leads_to_a_login_asking_for_it() {
 
 fn superpi_mcp_client_token_path(env: &TestEnv) -> std::path::PathBuf {
     env.locations.data_dir.join("mcp-oauth").join("prot.json")
+}
+
+/// With `$BROWSER` set, `superpi mcp login` starts it with the URL, directly: words of the
+/// variable that a shell would run (`;`) are only arguments.
+#[test]
+fn a_configured_browser_is_started_with_the_url_and_no_shell() {
+    let (_fake, env) = protected(OAuthOptions::default(), None);
+    let (opened, ran) = (env.workspace.join("opened"), env.workspace.join("ran"));
+    let browser = env.workspace.join("browser");
+    std::fs::write(&browser, format!("#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\n", opened.display())).unwrap();
+    std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut command = env.command(&["mcp", "login", "prot", "--wait-secs", "60"]);
+    command.env("BROWSER", format!("{} --new-tab %s;touch {}:firefox", browser.display(), ran.display()));
+    let (ok, stderr) = login_with(command);
+    assert!(ok, "{stderr}");
+    let args = superpi_tests::wait::until_blocking("the browser started", superpi_tests::wait::PATIENCE, || {
+        std::fs::read_to_string(&opened).ok().filter(|t| t.lines().count() == 3)
+    });
+    let args: Vec<&str> = args.lines().collect();
+    assert_eq!(args[0], "--new-tab");
+    assert!(args[1].contains("code_challenge_method=S256") && args[1].ends_with(";touch"), "{args:?}");
+    assert_eq!(args[2], ran.display().to_string());
+    assert!(!ran.exists(), "a shell ran the rest of $BROWSER");
 }
 
 /// An authorization response whose `iss` is not the authorization server's (a mix-up) is

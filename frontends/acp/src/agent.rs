@@ -68,8 +68,9 @@ impl Server {
         let editor_reads = crate::buffers::reads_files(self.opts.editor_buffers, caps.fs.read_text_file)
             .then_some(self.opts.editor_buffers);
         let elicits = caps.elicitation.as_ref().is_some_and(|e| e.form.is_some());
+        let opens_urls = caps.elicitation.as_ref().is_some_and(|e| e.url.is_some());
         let context_window = self.opts.context_window;
-        RenderOptions { workspace, context_window, notices, compaction, editor_reads, elicits, tools }
+        RenderOptions { workspace, context_window, notices, compaction, editor_reads, elicits, opens_urls, tools }
     }
 
     /// A session for the conversation `info`, shown with the facts of its harness's tools

@@ -5,16 +5,20 @@
 //! asked here (`unavailable`), and the model reads that as the call's error. Permission
 //! questions stay `session/request_permission`.
 //!
+//! A login's URL (`ui_request` of kind `url`, an MCP server's OAuth) goes out as a URL-mode
+//! `elicitation/create` to an editor that declared `elicitation.url` (its id the request's),
+//! the person's consent back as the action; `elicitation/complete` follows the login.
+//!
 //! Pure conversions; the session's pump sends the request.
 
 use std::collections::BTreeMap;
 
 use agent_client_protocol::v1::schema::{
     CreateElicitationRequest, CreateElicitationResponse, ElicitationAction, ElicitationContentValue,
-    ElicitationFormMode, ElicitationSchema, ElicitationSessionScope, SessionId, ToolCallId,
+    ElicitationFormMode, ElicitationSchema, ElicitationSessionScope, ElicitationUrlMode, SessionId, ToolCallId,
 };
-use serde_json::{Map, Value};
-use superpi_proto::question::{KIND, QuestionAnswer, QuestionRequest};
+use serde_json::{Map, Value, json};
+use superpi_proto::question::{KIND, QuestionAnswer, QuestionRequest, URL_KIND};
 
 /// What the kernel is told when the editor takes no forms.
 pub const NO_FORMS: &str = "the editor did not declare ACP elicitation (form mode), so it cannot show questions";
@@ -34,6 +38,31 @@ pub fn elicitation(session: &SessionId, request: &QuestionRequest) -> Option<Cre
     let scope =
         ElicitationSessionScope::new(session.clone()).tool_call_id(ToolCallId::new(request.tool_call_id.clone()));
     Some(CreateElicitationRequest::new(ElicitationFormMode::new(scope, schema), request.message()))
+}
+
+/// The URL and message of a `ui_request` of kind `url`; `None` for any other.
+pub fn url_request(request: &Map<String, Value>) -> Option<(String, String)> {
+    if request.get("kind").and_then(Value::as_str) != Some(URL_KIND) {
+        return None;
+    }
+    let url = request.get("url")?.as_str()?.to_string();
+    let message = request.get("message").and_then(Value::as_str).unwrap_or("Open this URL").to_string();
+    Some((url, message))
+}
+
+/// The URL-mode `elicitation/create` of a login, its elicitation id the kernel's request id.
+pub fn url_elicitation(session: &SessionId, request_id: &str, url: &str, message: &str) -> CreateElicitationRequest {
+    let mode = ElicitationUrlMode::new(ElicitationSessionScope::new(session.clone()), request_id.to_string(), url);
+    CreateElicitationRequest::new(mode, message)
+}
+
+/// The kernel's outcome for the editor's answer to a URL (accept: the person opens it).
+pub fn url_outcome(answer: Option<CreateElicitationResponse>) -> Value {
+    match answer.map(|a| a.action) {
+        Some(ElicitationAction::Accept(_)) => json!({"action": "accept"}),
+        Some(ElicitationAction::Decline) => json!({"action": "decline"}),
+        _ => json!({"action": "cancel"}),
+    }
 }
 
 /// The kernel's outcome for the editor's answer (a failed request, or an unknown action, is

@@ -49,6 +49,11 @@ pub enum Out {
     /// The model asks the person (`ask_question`): an `elicitation/create` form, or refused
     /// when the editor takes no forms (`questions.rs`); the answer goes to `ui.respond`.
     AskQuestion { request_id: String, request: QuestionRequest },
+    /// The kernel asks the person to open a URL (an MCP server's login): an
+    /// `elicitation/create` in URL mode, sent only when the editor declared `elicitation.url`.
+    OpenUrl { request_id: String, url: String, message: String },
+    /// That login ended well: `elicitation/complete`.
+    UrlDone { request_id: String },
 }
 
 /// Settings of a renderer that come from the session and the editor.
@@ -69,6 +74,8 @@ pub struct RenderOptions {
     pub editor_reads: Option<EditorBuffers>,
     /// The editor advertised `elicitation.form`: the model's questions go out as forms.
     pub elicits: bool,
+    /// The editor advertised `elicitation.url`: a login's URL goes out to be opened.
+    pub opens_urls: bool,
     /// The facts of the session's tools (`tool.list`), which say how a call is shown.
     pub tools: ToolFacts,
 }
@@ -290,10 +297,17 @@ impl Renderer {
                     out.push(Out::ReadFile(read));
                 } else if let Some(question) = question_request(request) {
                     out.push(Out::AskQuestion { request_id: request_id.clone(), request: question });
+                } else if let Some((url, message)) =
+                    crate::questions::url_request(request).filter(|_| self.opts.opens_urls)
+                {
+                    out.push(Out::OpenUrl { request_id: request_id.clone(), url, message });
                 }
             }
-            EventBody::UiResolved { request_id, .. } => {
+            EventBody::UiResolved { request_id, outcome } => {
                 out.push(Out::QuestionClosed { request_id: request_id.clone() });
+                if self.opts.opens_urls && outcome.get("outcome").and_then(Value::as_str) == Some("logged_in") {
+                    out.push(Out::UrlDone { request_id: request_id.clone() });
+                }
             }
             EventBody::ModeChanged { mode, .. } => {
                 out.push(Out::Update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(SessionModeId::new(

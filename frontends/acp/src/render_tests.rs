@@ -12,6 +12,7 @@ fn renderer() -> Renderer {
         compaction: false,
         editor_reads: None,
         elicits: false,
+        opens_urls: false,
         tools: crate::tools::ToolFacts::new(superpi_sandbox::ToolRegistry::builtin().defs()),
     });
     assert_eq!(r.render(&Event::turn_started(C, 3)), vec![]);
@@ -515,4 +516,22 @@ fn a_watch_that_joins_mid_message_waits_for_the_completed_message() {
     );
     // The next message of the same turn streams from its start.
     assert_eq!(r.render(&Event::text_delta(C, T, 0, "next")), vec![msg("next")]);
+}
+
+/// A login's URL goes out only to an editor that opens URLs, and its good end is
+/// `elicitation/complete`; other ends only close it.
+#[test]
+fn a_login_url_is_opened_only_by_an_editor_that_declared_urls() {
+    let url = serde_json::json!({"kind": "url", "server": "prot", "url": "https://as.example/a", "message": "Log in"});
+    let url = url.as_object().unwrap().clone();
+    assert_eq!(renderer().render(&Event::ui_request(C, T, "u1", url.clone())), vec![]);
+    let mut r = Renderer::new(RenderOptions { opens_urls: true, ..Default::default() });
+    let open = Out::OpenUrl { request_id: "u1".into(), url: "https://as.example/a".into(), message: "Log in".into() };
+    assert_eq!(r.render(&Event::ui_request(C, T, "u1", url)), vec![open]);
+    let closed = Out::QuestionClosed { request_id: "u1".into() };
+    let done = Out::UrlDone { request_id: "u1".into() };
+    let logged_in = serde_json::json!({"outcome": "logged_in"});
+    assert_eq!(r.render(&Event::ui_resolved(C, T, "u1", logged_in)), vec![closed.clone(), done]);
+    let refused = serde_json::json!({"outcome": "not_logged_in", "reason": "declined"});
+    assert_eq!(r.render(&Event::ui_resolved(C, T, "u1", refused)), vec![closed]);
 }

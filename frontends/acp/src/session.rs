@@ -2,7 +2,7 @@
 //! the editor (the pump), the prompts waiting for their turns, and the permission questions
 //! open in the editor.
 //!
-//! Over 500 lines (610): steering (`_session/steering`) joined the prompt bookkeeping here, which
+//! Over 500 lines (650): steering (`_session/steering`) joined the prompt bookkeeping here, which
 //! shares one lock with the pump and the open questions. The next change should move the pure
 //! update coalescing (`coalesce`, `mergeable`) to a module of its own.
 
@@ -279,6 +279,8 @@ impl Session {
                 interactive: true,
                 // Asked for file texts only when this agent reads them from the editor.
                 reads_files: self.render.editor_reads.is_some(),
+                // Asked to show a login's URL only when the editor declared URL elicitation.
+                opens_urls: self.render.opens_urls,
             })
             .await?;
         let mut st = lock(&self.state);
@@ -405,6 +407,15 @@ async fn pump(session: Arc<Session>, kernel: KernelClient, cx: ConnectionTo<Clie
                 Out::PromptJoined { turn_id } => session.prompt_joined(turn_id),
                 Out::ReadFile(read) => answer_read(&session, &kernel, &cx, read),
                 Out::AskQuestion { request_id, request } => ask_question(&session, &kernel, &cx, request_id, request),
+                Out::OpenUrl { request_id, url, message } => {
+                    open_url(&session, &kernel, &cx, request_id, &url, &message)
+                }
+                Out::UrlDone { request_id } => {
+                    let done = agent_client_protocol::v1::schema::CompleteElicitationNotification::new(request_id);
+                    if let Err(err) = cx.send_notification(done) {
+                        tracing::debug!("elicitation/complete: {err:?}");
+                    }
+                }
             }
         }
     }
@@ -549,6 +560,31 @@ fn ask_question(
             None => QuestionAnswer::Unavailable(questions::NO_FORMS.into()).to_outcome(),
         };
         if let Err(err) = kernel.respond_ui(&request_id, outcome).await {
+            tracing::debug!(request_id, "ui.respond: {err}");
+        }
+    });
+}
+
+/// Asks the editor to have the person open a login's URL (URL-mode `elicitation/create`),
+/// off the pump, and hands their consent to the kernel.
+fn open_url(
+    session: &Arc<Session>,
+    kernel: &KernelClient,
+    cx: &ConnectionTo<Client>,
+    request_id: String,
+    url: &str,
+    message: &str,
+) {
+    let sent = cx.send_request(questions::url_elicitation(&session.id, &request_id, url, message));
+    lock(&session.state).questions.insert(request_id.clone(), sent.cancellation_handle());
+    let (session, kernel) = (session.clone(), kernel.clone());
+    tokio::spawn(async move {
+        let answer = sent.block_task().await;
+        lock(&session.state).questions.remove(&request_id);
+        if let Err(err) = &answer {
+            tracing::debug!("elicitation/create (url) failed: {err:?}");
+        }
+        if let Err(err) = kernel.respond_ui(&request_id, questions::url_outcome(answer.ok())).await {
             tracing::debug!(request_id, "ui.respond: {err}");
         }
     });

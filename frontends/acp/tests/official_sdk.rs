@@ -214,3 +214,41 @@ fn tool_update<'a>(seen: &'a Value, id: &str, status: &str) -> &'a Value {
     let updates = seen["updates"].as_array().unwrap();
     updates.iter().rfind(|u| u["toolCallId"] == id && u["status"] == status).unwrap_or_else(|| panic!("{seen}"))
 }
+
+/// An HTTP MCP server that wants an OAuth login (the tests' local authorization server and
+/// protected server), met by a turn of an editor that declared URL elicitation: the login's
+/// URL reaches the official client as a URL-mode `elicitation/create`, the client (playing
+/// the browser) follows it back to the kernel's loopback redirect, the tokens are stored, and
+/// the same turn calls the server's tool; `elicitation/complete` follows. An editor without
+/// URL elicitation is not asked: the notice and the call's result say `superpi mcp login`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_login_goes_through_the_editors_url_elicitation() {
+    use superpi_tests::oauth_fake::{OAuthFake, OAuthOptions};
+    let fake = OAuthFake::start(OAuthOptions::default());
+    let env = TestEnv::new();
+    let settings = json!({"mcp_servers": {"prot": {"url": fake.mcp_url()}}});
+    std::fs::write(env.locations.config_dir.join("settings.json"), settings.to_string()).unwrap();
+    let prompt = "@tool mcp__prot__whoami {}";
+
+    let seen = sdk_turn(&env, None, &[], "superpi-code", "accept-edits", prompt).await;
+    assert!(seen["elicited"].as_array().unwrap().is_empty(), "{seen}");
+    let failed = seen["updates"].as_array().unwrap().iter().find(|u| u["status"] == "failed").expect("a failed call");
+    assert!(failed.to_string().contains("run `superpi mcp login prot`"), "{failed}");
+    assert!(!env.locations.data_dir.join("mcp-oauth/prot.json").exists());
+
+    let seen = sdk_turn(&env, None, &[("URLS", "1")], "superpi-code", "accept-edits", prompt).await;
+    assert_eq!(seen["stopReason"], "end_turn", "{seen}");
+    let asked = &seen["elicited"][0];
+    assert_eq!(asked["mode"], "url", "{seen}");
+    let url = asked["url"].as_str().unwrap();
+    assert!(url.starts_with(&fake.base) && url.contains("code_challenge_method=S256"), "{url}");
+    assert_eq!(seen["completed"][0]["elicitationId"], asked["elicitationId"], "{seen}");
+    let done = seen["updates"].as_array().unwrap().iter().rfind(|u| u["status"] == "completed").expect("a call");
+    assert!(done.to_string().contains("token of client-1"), "{done}");
+    let seen_by_fake = fake.seen();
+    assert!(seen_by_fake.contains(&"token authorization_code".to_string()), "{seen_by_fake:?}");
+    let tokens = env.locations.data_dir.join("mcp-oauth/prot.json");
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(&tokens).unwrap_or_else(|e| panic!("{}: {e}", tokens.display()));
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+}

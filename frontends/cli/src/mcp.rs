@@ -171,6 +171,13 @@ async fn login(locations: &Locations, name: &str, wait_secs: u64) -> anyhow::Res
         .with_context(|| format!("logging in to `{name}` ({url})"))?;
     eprintln!("open this URL in your browser to let superpi use `{name}`:");
     println!("{}", login.url());
+    // A browser the person configured is started with the URL (directly, not by a shell).
+    if let Some(browser) = std::env::var("BROWSER").ok().filter(|b| !b.trim().is_empty()) {
+        match superpi_sandbox::open_browser(&browser, login.url()) {
+            Ok(()) => eprintln!("(opened with $BROWSER)"),
+            Err(why) => eprintln!("$BROWSER could not open it: {why}"),
+        }
+    }
     login.finish(std::time::Duration::from_secs(wait_secs)).await.with_context(|| format!("logging in to `{name}`"))?;
     let path = token_path(&locations.data_dir, name);
     eprintln!("logged in to `{name}`; its tokens are in {} (superpi mcp logout {name} removes them)", path.display());

@@ -5,10 +5,15 @@ use std::future::Future;
 use std::process::ExitCode;
 
 /// Logs to stderr (stdout is a stdio frontend's protocol), at `default` unless `RUST_LOG`
-/// says otherwise.
+/// says otherwise. rmcp's OAuth module logs authorization codes and token responses at
+/// debug: it is held to `info` whatever `RUST_LOG` says, so no secret reaches a log.
 pub(crate) fn init_logging(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let filter = match SECRETS_QUIET.parse() {
+        Ok(quiet) => filter.add_directive(quiet),
+        Err(_) => filter,
+    };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -16,6 +21,10 @@ pub(crate) fn init_logging(default: &str) {
         .with_target(false)
         .try_init();
 }
+
+/// The directive (the same target as any `RUST_LOG` names, so it replaces theirs) that keeps
+/// rmcp's OAuth debug lines (the code, the token response) out of every log.
+const SECRETS_QUIET: &str = "rmcp::transport::auth=info";
 
 /// How big a role's process is.
 pub(crate) struct Sizing {

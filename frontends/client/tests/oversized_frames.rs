@@ -90,7 +90,7 @@ async fn within<T>(future: impl std::future::Future<Output = T>) -> T {
 }
 
 fn watch_params(conversation_id: i64) -> WatchParams {
-    WatchParams { conversation_id, from_seq: None, window: None, interactive: false, reads_files: false }
+    WatchParams::live(conversation_id)
 }
 
 fn notice_text(event: &Event) -> String {

@@ -37,11 +37,13 @@ pub(crate) struct Unstarted {
     /// None when its sockets were not watched (it has network, speaks HTTP, or the machine
     /// gives no listener).
     pub network: Option<NetworkRefused>,
+    /// It refused superpi for want of an OAuth login (a 401 or 403 challenge).
+    pub login: bool,
 }
 
 impl From<String> for Unstarted {
     fn from(why: String) -> Unstarted {
-        Unstarted { why, network: None }
+        Unstarted { why, network: None, login: false }
     }
 }
 /// A call's deadline when the call names none.
@@ -128,7 +130,7 @@ impl Connection {
                         // The server's last words come with its exit, which closes stderr.
                         let _ = tokio::time::timeout(Duration::from_secs(2), stderr_closed.cancelled()).await;
                         let network = process.handle.network_refused();
-                        return Err(Unstarted { why: with_stderr(why, &stderr), network });
+                        return Err(Unstarted { why: with_stderr(why, &stderr), network, login: false });
                     }
                 }
             }
@@ -157,7 +159,7 @@ impl Connection {
                 };
                 // Refused for want of a login: no HTTP+SSE fallback, and what to do.
                 if let Some(refused) = lock(&refused).take() {
-                    return Err(Unstarted::from(refused.advice(name)));
+                    return Err(Unstarted { login: true, ..Unstarted::from(refused.advice(name)) });
                 }
                 // A server of the older HTTP+SSE transport refuses the POST (4xx): its GET
                 // opens the stream. When that fails too, the first failure says why.

@@ -49,6 +49,18 @@ const IDLE_CHECK: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone, Default)]
 pub struct Attached {
     tools: BTreeMap<String, Route>,
+    /// The servers that did not start, by name: why (the notice), and for an HTTP server that
+    /// wants an OAuth login, what a login needs.
+    missing: BTreeMap<String, (String, Option<NeedsLogin>)>,
+}
+
+/// An HTTP server that refused superpi for want of an OAuth login: what [`oauth::Login`]
+/// needs to begin one.
+#[derive(Debug, Clone)]
+pub struct NeedsLogin {
+    pub name: String,
+    pub url: String,
+    pub oauth: superpi_policy::McpOAuth,
 }
 
 #[derive(Debug, Clone)]
@@ -86,6 +98,19 @@ impl Attached {
                 .then(|| Route { def: deferred::search_def(tools.len()), target: Target::Search(Arc::new(tools)) });
         }
         self.tools.get(name).cloned()
+    }
+
+    /// Why `tool` (`mcp__SERVER__…`) is not offered when its server did not start: the
+    /// unknown tool's error the model reads (a login to run, a refused network).
+    pub fn missing_tool(&self, tool: &str) -> Option<String> {
+        self.missing.iter().find(|(server, _)| tool.starts_with(&tools::tool_name(server, ""))).map(|(_, (why, _))| {
+            format!("`{tool}` cannot be called now: {why}. Tell the person; do not call it again this turn")
+        })
+    }
+
+    /// The servers that wait for an OAuth login.
+    pub fn needs_login(&self) -> Vec<NeedsLogin> {
+        self.missing.values().filter_map(|(_, login)| login.clone()).collect()
     }
 
     /// Keeps the tools `keep` accepts.
@@ -262,7 +287,19 @@ impl McpClients {
                         attached.tools.insert(listed.def.name.clone(), Route { def: listed.def, target });
                     }
                 }
-                Err(why) => notices.push(unavailable(&key, &why)),
+                Err(why) => {
+                    let login = match (&key.config.transport, why.login) {
+                        (superpi_policy::McpTransport::Http { url, oauth, .. }, true) => Some(NeedsLogin {
+                            name: name.clone(),
+                            url: url.clone(),
+                            oauth: oauth.clone().unwrap_or_default(),
+                        }),
+                        _ => None,
+                    };
+                    let notice = unavailable(&key, &why);
+                    attached.missing.insert(name, (notice.clone(), login));
+                    notices.push(notice);
+                }
             }
         }
         attached.decide_deferral();
@@ -368,6 +405,14 @@ impl McpClients {
                 }
             }
         });
+    }
+
+    /// Begins the OAuth login of a server that refused superpi (`superpi mcp login`'s, with
+    /// its loopback redirect), for a frontend that shows its URL to the person.
+    pub async fn begin_login(&self, need: &NeedsLogin) -> Result<oauth::Login, oauth::OAuthError> {
+        let redirect = oauth::Redirect::bind(need.oauth.redirect_port).await?;
+        let data_dir = &self.sandbox.config().data_dir;
+        oauth::Login::begin(data_dir, &need.name, &need.url, &need.oauth, redirect).await
     }
 
     /// What `kernel.status` says of each server.

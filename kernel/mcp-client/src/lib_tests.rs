@@ -26,11 +26,11 @@ fn a_program_without_network_that_never_answers_is_told_how_to_get_it() {
 #[test]
 fn a_server_whose_sockets_were_watched_is_told_what_it_tried() {
     let tried = NetworkRefused { sockets: 3, first_program: Some("npm".into()) };
-    let failed = Unstarted { why: "exited with status 1".into(), network: Some(tried) };
+    let failed = Unstarted { why: "exited with status 1".into(), network: Some(tried), login: false };
     let text = unavailable(&key(false), &failed);
     assert!(text.contains("`npm` tried to open an internet connection (3 times), which the sandbox refused"), "{text}");
     assert!(text.contains("superpi mcp add fs --network"), "{text}");
     // Watched and never tried: no network story, whatever the failure.
-    let quiet = Unstarted { why: format!("{NO_ANSWER} 30s"), network: Some(NetworkRefused::default()) };
+    let quiet = Unstarted { why: format!("{NO_ANSWER} 30s"), network: Some(NetworkRefused::default()), login: false };
     assert!(!unavailable(&key(false), &quiet).contains("network"), "{}", unavailable(&key(false), &quiet));
 }

@@ -358,12 +358,23 @@ pub struct WatchParams {
     /// This watcher can answer `read_text_file` questions (an editor's unsaved buffers).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reads_files: bool,
+    /// This watcher can show the person a URL to open (a `ui_request` of kind `url`: an
+    /// editor's URL elicitation), as an MCP server's OAuth login needs.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub opens_urls: bool,
 }
 
 impl WatchParams {
     /// Live events only, not interactive, default window.
     pub fn live(conversation_id: i64) -> Self {
-        WatchParams { conversation_id, from_seq: None, window: None, interactive: false, reads_files: false }
+        WatchParams {
+            conversation_id,
+            from_seq: None,
+            window: None,
+            interactive: false,
+            reads_files: false,
+            opens_urls: false,
+        }
     }
 
     /// Stored events with a seq greater than `seq` first, then live ones.
@@ -388,6 +399,11 @@ impl WatchParams {
 
     pub fn reads_files(mut self, reads_files: bool) -> Self {
         self.reads_files = reads_files;
+        self
+    }
+
+    pub fn opens_urls(mut self, opens_urls: bool) -> Self {
+        self.opens_urls = opens_urls;
         self
     }
 }
@@ -793,6 +809,7 @@ mod tests {
                 window: None,
                 interactive: true,
                 reads_files: true,
+                opens_urls: true,
             }),
             Method::SessionUnwatch(UnwatchParams { subscription: 2 }),
             Method::SessionCancel(ConversationRef { conversation_id: 1 }),

@@ -9,6 +9,13 @@ use serde_json::{Map, Value, json};
 /// The `kind` of a question's `ui_request`.
 pub const KIND: &str = "question";
 
+/// The `kind` of a `ui_request` that asks the person to open `url` (an MCP server's OAuth
+/// login): `{"kind": "url", "url": …, "message": …, "server": …}`, sent only to watchers that
+/// said they open URLs. `ui.respond` answers `{"action": "accept" | "decline" | "cancel"}`
+/// (accept: the person agreed to open it; the login ends when the browser comes back), and
+/// the `ui_resolved` says `logged_in` or why not.
+pub const URL_KIND: &str = "url";
+
 /// A `ui_request` of kind `question`: `request_id` is the event's own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QuestionRequest {

@@ -187,6 +187,9 @@ pub(crate) struct Conversation {
     pub interactive_watchers: AtomicUsize,
     /// Watchers that can answer `read_text_file` questions (editors with unsaved buffers).
     pub file_readers: AtomicUsize,
+    /// Watchers here that can show a URL (`ui_request` of kind `url`); not counted across
+    /// kernels: a conversation followed through another kernel gets no URL login.
+    pub url_openers: AtomicUsize,
     /// MCP servers a frontend attached (an editor's), besides the user's own.
     pub mcp_servers: Mutex<std::collections::BTreeMap<String, superpi_policy::McpServerConfig>>,
     /// The MCP tools of its latest turn: the only ones it can call.
@@ -258,6 +261,7 @@ impl Conversation {
             input,
             interactive_watchers: AtomicUsize::new(0),
             file_readers: AtomicUsize::new(0),
+            url_openers: AtomicUsize::new(0),
             mcp_servers: Mutex::default(),
             mcp_attached: Mutex::default(),
             mcp_loaded: Mutex::default(),

@@ -15,6 +15,7 @@ pub(crate) mod context;
 pub(crate) mod cost;
 pub(crate) mod elicitation;
 pub(crate) mod hooks;
+pub(crate) mod mcp_login;
 pub(crate) mod nested_rules;
 pub(crate) mod permission;
 pub(crate) mod pipeline;
@@ -174,7 +175,7 @@ async fn drive(
     // External MCP servers start on the first turn that needs them; one that does not start
     // is a notice, and the turn goes on without its tools.
     let attached = match harness.offers_live_tools() {
-        true => attach_mcp(kernel, conv, turn_id, harness).await,
+        true => attach_mcp(kernel, conv, turn_id, harness, cancel).await,
         false => Attached::default(),
     };
     // Past a threshold, deferred MCP tools are found with the vendor's built-in tool search
@@ -505,10 +506,19 @@ impl PartialArgs {
 
 /// The MCP tools this turn offers: the user's servers and those a frontend attached, those
 /// the harness offers. Without a workspace no server starts.
-async fn attach_mcp(kernel: &Arc<Kernel>, conv: &Arc<Conversation>, turn_id: i64, harness: &Harness) -> Attached {
+async fn attach_mcp(
+    kernel: &Arc<Kernel>,
+    conv: &Arc<Conversation>,
+    turn_id: i64,
+    harness: &Harness,
+    cancel: &CancellationToken,
+) -> Attached {
     let Some(workspace) = conv.settings().workspace.map(PathBuf::from) else { return Attached::default() };
     let own = lock(&conv.mcp_servers).clone();
     let (mut attached, notices) = kernel.mcp.attach(&kernel.catalog.config_dir, own, &workspace, Some(conv.id)).await;
+    // A server waiting for a login: through an editor that opens URLs, the login now.
+    let notices =
+        mcp_login::log_in_where_asked(kernel, conv, turn_id, &workspace, (&mut attached, notices), cancel).await;
     for notice in notices {
         conv.emit(kernel, Event::notice(conv.id, Some(turn_id), "warning", notice));
     }

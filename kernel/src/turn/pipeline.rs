@@ -152,7 +152,13 @@ async fn run_steps(
         (None, Some(route)) => (route.def.clone(), Some(route)),
         (None, None) => {
             announce(kernel, &caller, call, Vec::new());
-            return CallEnd::Blocked(Refusal::new(format!("unknown tool `{}`", call.name), Rule::NotOffered));
+            // A tool of a server that did not start (one waiting for a login): say why.
+            let missing = match &caller {
+                Caller::Turn { conv, .. } => lock(&conv.mcp_attached).missing_tool(&call.name),
+                Caller::Direct { mcp, .. } => mcp.missing_tool(&call.name),
+            };
+            let reason = missing.unwrap_or_else(|| format!("unknown tool `{}`", call.name));
+            return CallEnd::Blocked(Refusal::new(reason, Rule::NotOffered));
         }
     };
     // The user's before_tool hooks first: a call one refuses is not put to a person.

@@ -73,6 +73,7 @@ pub(crate) struct WatchSpec {
     pub window: u64,
     pub interactive: bool,
     pub reads_files: bool,
+    pub opens_urls: bool,
 }
 
 /// Starts a subscription. Its task waits for `start` so the watch's response goes out
@@ -95,9 +96,10 @@ pub(crate) fn start(
     // already see this watcher.
     let interactive = spec.interactive.then(|| WatcherGuard::count(&conv, |c| &c.interactive_watchers));
     let reads_files = spec.reads_files.then(|| WatcherGuard::count(&conv, |c| &c.file_readers));
+    let opens_urls = spec.opens_urls.then(|| WatcherGuard::count(&conv, |c| &c.url_openers));
     let (forwarder, mut handle) = Forwarder::new(store, closing, conv.id, spec, out);
     handle.task = Some(tokio::spawn(async move {
-        let _counted = (interactive, reads_files, place);
+        let _counted = (interactive, reads_files, opens_urls, place);
         if start.await.is_ok() {
             forwarder.run(conv, head).await;
         }

@@ -59,7 +59,14 @@ async fn a_poll_of_the_store_never_overtakes_deltas_on_their_way() {
     let (heard_commit, committed) = watch::channel(1);
     let (heard_deltas, live) = broadcast::channel(16);
     let (out, mut frames) = Outbox::new(1 << 20, 1 << 20);
-    let spec = WatchSpec { id: 1, from_seq: None, window: DEFAULT_WINDOW, interactive: false, reads_files: false };
+    let spec = WatchSpec {
+        id: 1,
+        from_seq: None,
+        window: DEFAULT_WINDOW,
+        interactive: false,
+        reads_files: false,
+        opens_urls: false,
+    };
     let (forwarder, _handle) = Forwarder::new(store.clone(), CancellationToken::new(), conv, spec, out);
     let task = tokio::spawn(forwarder.run_stored(Heard { committed, live }, 1));
 

@@ -4,7 +4,10 @@
 // PERMISSION (an option kind). Prints one JSON line: the prompt's stop reason, the updates and
 // the questions asked. With ANSWERS (a JSON object) the client declares forms
 // (`elicitation.form`) and accepts every `elicitation/create` with it as the content; the
-// forms asked are printed as `elicited`.
+// forms asked are printed as `elicited`. With URLS set the client declares URL elicitation
+// (`elicitation.url`) and plays the person's browser: it accepts a URL-mode request at once
+// and follows its URL (each redirect by hand, as far as the loopback page that ends it); the
+// `elicitation/complete` notifications are printed as `completed`.
 //
 // ACP_COMMAND is the agent's command line (run with sh -c in its own process group);
 // WORKSPACE, HARNESS, MODE and PROMPT say what to run; MODEL, when set, is chosen with
@@ -35,7 +38,16 @@ const updates = [];
 const asked = [];
 const elicited = [];
 const answers = process.env.ANSWERS ? JSON.parse(process.env.ANSWERS) : null;
+const completed = [];
+const urls = Boolean(process.env.URLS);
 const answer = process.env.PERMISSION || "allow_once";
+// The browser: follows `url` and each redirect, without cookies or scripts.
+const browse = async (url) => {
+  for (let hops = 0; url && hops < 5; hops++) {
+    const response = await fetch(url, { redirect: "manual" });
+    url = response.headers.get("location");
+  }
+};
 const app = acp
   .client({ name: "superpi-acp-sdk-test" })
   .onNotification("session/update", ({ params }) => {
@@ -48,7 +60,14 @@ const app = acp
   })
   .onRequest("elicitation/create", ({ params }) => {
     elicited.push(params);
+    if (params.mode === "url") {
+      browse(params.url).catch((err) => console.error(`the browser: ${err}`));
+      return { action: "accept" };
+    }
     return { action: "accept", content: answers };
+  })
+  .onNotification("elicitation/complete", ({ params }) => {
+    completed.push(params);
   });
 
 const stream = acp.ndJsonStream(Writable.toWeb(agent.stdin), Readable.toWeb(agent.stdout));
@@ -58,7 +77,7 @@ await app.connectWith(stream, async (ctx) => {
     clientCapabilities: {
       fs: { readTextFile: false, writeTextFile: false },
       terminal: false,
-      ...(answers ? { elicitation: { form: {} } } : {}),
+      ...(answers || urls ? { elicitation: { ...(answers ? { form: {} } : {}), ...(urls ? { url: {} } : {}) } } : {}),
     },
     clientInfo: { name: "superpi-acp-sdk-test", version: "1.0.0" },
   });
@@ -79,7 +98,7 @@ await app.connectWith(stream, async (ctx) => {
     sessionId: session.sessionId,
     prompt: [{ type: "text", text: need("PROMPT") }],
   });
-  process.stdout.write(JSON.stringify({ stopReason: done.stopReason, updates, asked, elicited }) + "\n");
+  process.stdout.write(JSON.stringify({ stopReason: done.stopReason, updates, asked, elicited, completed }) + "\n");
 });
 stopAgent();
 process.exit(0);

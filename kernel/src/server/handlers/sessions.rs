@@ -493,6 +493,7 @@ pub(super) fn watch(kernel: &Arc<Kernel>, peer: &Arc<Peer>, p: WatchParams) -> H
         window: p.window.unwrap_or(subscription::DEFAULT_WINDOW),
         interactive: p.interactive,
         reads_files: p.reads_files,
+        opens_urls: p.opens_urls,
     };
     let (start_tx, start_rx) = oneshot::channel();
     let (handle, head) = match found {
