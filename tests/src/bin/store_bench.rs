@@ -150,6 +150,9 @@ async fn bench(conversations: u64) {
         let page = client.list_page(params).await.expect("session.list");
         walked_by_cursor += page.conversations.len();
         cursor = page.next;
+        if cursor.is_none() {
+            break;
+        }
     }
     let walk_by_cursor = t.elapsed();
     sampling.store(false, Ordering::Relaxed);

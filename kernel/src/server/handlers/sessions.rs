@@ -45,7 +45,7 @@ pub(super) fn found_info(kernel: &Arc<Kernel>, found: &Found, remote: bool) -> R
         Found::Here(conv) => Ok(info(kernel, conv, remote, false)),
         Found::Elsewhere { row, .. } => {
             let running = running_elsewhere(kernel, &[row.id]).contains(&row.id);
-            row_info(kernel, row, remote, running)
+            row_info(kernel, row, remote, running, &mut RulesFiles::default())
         }
     }
 }
@@ -91,6 +91,18 @@ pub(super) fn running_elsewhere(kernel: &Kernel, ids: &[i64]) -> std::collection
     })
 }
 
+/// The rules files of each workspace met so far: a list names the same few workspaces over and
+/// over, and finding a workspace's rules reads them.
+#[derive(Default)]
+pub(super) struct RulesFiles(std::collections::HashMap<Option<String>, Vec<String>>);
+
+impl RulesFiles {
+    fn of(&mut self, workspace: Option<&str>) -> Vec<String> {
+        let key = workspace.map(str::to_string);
+        self.0.entry(key).or_insert_with(|| crate::features::rules::paths(workspace)).clone()
+    }
+}
+
 /// The info of a stored conversation, without making it live when it is not; `running` when
 /// another kernel runs a turn of it.
 pub(super) fn row_info(
@@ -98,6 +110,7 @@ pub(super) fn row_info(
     row: &ConversationRow,
     remote: bool,
     running: bool,
+    rules_files: &mut RulesFiles,
 ) -> Result<ConversationInfo, ErrorObject> {
     if let Some(conv) = kernel.live.get(row.id) {
         return Ok(info(kernel, &conv, remote, false));
@@ -121,7 +134,7 @@ pub(super) fn row_info(
         status: if running { "running".into() } else { "idle".into() },
         head_seq: kernel.store.head_seq(row.id).map_err(internal)?,
         created: false,
-        rules_files: crate::features::rules::paths(row.workspace.as_deref()),
+        rules_files: rules_files.of(row.workspace.as_deref()),
         cost_usd: crate::spend::stored_total(&*kernel.store, row.id),
     })
 }
@@ -561,9 +574,10 @@ pub(super) fn list(kernel: &Arc<Kernel>, peer: &Peer, p: ListParams) -> Reply {
     let ids: Vec<i64> =
         rows.iter().filter(|(row, _)| kernel.live.get(row.id).is_none()).map(|(row, _)| row.id).collect();
     let running = running_elsewhere(kernel, &ids);
+    let mut rules_files = RulesFiles::default();
     let conversations = rows
         .iter()
-        .map(|(row, _)| row_info(kernel, row, peer.remote, running.contains(&row.id)))
+        .map(|(row, _)| row_info(kernel, row, peer.remote, running.contains(&row.id), &mut rules_files))
         .collect::<Result<Vec<_>, _>>()?;
     to_value(ListResult { conversations, more, next })
 }
@@ -604,7 +618,7 @@ pub(super) fn fork(kernel: &Arc<Kernel>, peer: &Peer, p: ForkParams) -> Reply {
     if let Some(fork) = live::conversation(kernel, forked.id).map_err(internal)? {
         crate::turn::recovery::close_forked(kernel, &fork).map_err(internal)?;
     }
-    let mut value = row_info(kernel, &forked, peer.remote, false)?;
+    let mut value = row_info(kernel, &forked, peer.remote, false, &mut RulesFiles::default())?;
     value.created = true;
     to_value(value)
 }
