@@ -68,7 +68,7 @@ pub(crate) fn call(
         Event::tool_started(conv.id, Some(turn_id), &call.call_id, &call.name, call.arguments.clone(), vec![]);
     conv.emit(kernel, started);
     let (result, ceiling) = match hand_off(kernel, conv, turn_id, from, &call.arguments) {
-        Ok((said, ceiling)) => (super::loadout::answered(said), Some(ceiling)),
+        Ok((said, ceiling)) => (super::answered(said), Some(ceiling)),
         Err(why) => (ToolCallResult::error(why), None),
     };
     super::complete_call(kernel, conv, turn_id, call, result);

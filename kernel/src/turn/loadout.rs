@@ -14,7 +14,6 @@ use std::sync::Arc;
 use serde_json::json;
 use superpi_policy::Harness;
 use superpi_proto::Event;
-use superpi_proto::tool::ToolCallResult;
 use superpi_providers::{SharedProvider, ToolSpec};
 use tokio_util::sync::CancellationToken;
 
@@ -162,10 +161,6 @@ pub(crate) fn escalate_call(kernel: &Arc<Kernel>, conv: &Arc<Conversation>, turn
     let started =
         Event::tool_started(conv.id, Some(turn_id), &call.call_id, &call.name, call.arguments.clone(), vec![]);
     conv.emit(kernel, started);
-    super::complete_call(kernel, conv, turn_id, call, answered("escalated: a stronger model takes the next step"));
-}
-
-/// A successful result of one of the turn's own tools.
-pub(crate) fn answered(output: impl Into<String>) -> ToolCallResult {
-    ToolCallResult { output: output.into(), is_error: false, structured: None, details: None, images: Vec::new() }
+    let result = super::answered("escalated: a stronger model takes the next step");
+    super::complete_call(kernel, conv, turn_id, call, result);
 }

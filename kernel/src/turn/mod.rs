@@ -542,6 +542,17 @@ async fn execute_tool(
     complete_call(kernel, conv, turn_id, &call, end.into_result());
 }
 
+/// A successful result of one of the turn's own tools (`escalate`, `handoff`).
+pub(crate) fn answered(output: impl Into<String>) -> superpi_proto::tool::ToolCallResult {
+    superpi_proto::tool::ToolCallResult {
+        output: output.into(),
+        is_error: false,
+        structured: None,
+        details: None,
+        images: Vec::new(),
+    }
+}
+
 /// A call's result: published, and stored for the model.
 fn complete_call(
     kernel: &Arc<Kernel>,
