@@ -60,8 +60,6 @@ pub(crate) struct Kernel {
     pub activity: Activity,
     /// What the turn loop and the pipeline count and trace (`kernel.metrics`, OTLP).
     pub telemetry: Telemetry,
-    /// What each owner spent today, for the per-day budget (`turn/cost.rs`).
-    pub spend: crate::spend::DailySpend,
     /// The workspaces' checkpoint repositories (`checkpoint.rs`).
     pub snapshots: Snapshots,
     /// A schedule was added here: the scheduler looks at the store again (`scheduler.rs`).
@@ -103,7 +101,6 @@ impl Kernel {
             direct_calls: RunningCalls::default(),
             activity: Activity::new(),
             telemetry: Telemetry::from_env(),
-            spend: Default::default(),
             schedules_changed: tokio::sync::Notify::new(),
             trigger_limits: Default::default(),
             next_subscription: AtomicU64::new(1),

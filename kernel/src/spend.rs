@@ -1,58 +1,29 @@
-//! What each owner's conversations spent today (UTC), in US dollars, for the per-day budget.
-//! Kept in memory from the kernel's start: a restarted kernel, or another kernel on a shared
-//! database, counts the day again from nothing (a durable ledger would need a store table).
+//! What each owner's conversations spent today (UTC), in US dollars, for the per-day budget,
+//! kept in the store (`daily_spend`): a restarted kernel, and every kernel on a shared
+//! database, adds to and reads the same day. What a conversation spent, read back from its
+//! events.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
-use crate::sync::lock;
-
-/// The day (days since the epoch, UTC) and what each owner spent in it.
-#[derive(Default)]
-pub(crate) struct DailySpend {
-    days: Mutex<HashMap<String, (u64, f64)>>,
-}
-
-fn today() -> u64 {
+/// Today: days since the epoch, UTC.
+fn today() -> i64 {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    now.as_secs() / 86_400
+    i64::try_from(now.as_secs() / 86_400).unwrap_or(i64::MAX)
 }
 
-impl DailySpend {
-    /// Adds `usd` to `owner`'s day and returns the day's total.
-    pub fn add(&self, owner: &str, usd: f64) -> f64 {
-        let day = today();
-        let mut days = lock(&self.days);
-        let entry = days.entry(owner.to_string()).or_insert((day, 0.0));
-        if entry.0 != day {
-            *entry = (day, 0.0);
-        }
-        entry.1 += usd;
-        entry.1
-    }
-
-    /// What `owner` spent today.
-    pub fn today(&self, owner: &str) -> f64 {
-        lock(&self.days).get(owner).filter(|(day, _)| *day == today()).map_or(0.0, |(_, usd)| *usd)
+/// Adds `usd` to what `owner` spent today. A store that does not take it is logged: the call
+/// was made and its cost is in its `usage_updated` either way.
+pub(crate) fn add_today(store: &dyn superpi_store::Store, owner: &str, usd: f64) {
+    if let Err(err) = store.add_daily_spend(owner, today(), usd) {
+        tracing::warn!("storing the day's spend of {owner}: {err}");
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_owner_has_a_day_of_their_own() {
-        let spend = DailySpend::default();
-        assert_eq!(spend.add("ann", 0.5), 0.5);
-        assert_eq!(spend.add("ann", 0.25), 0.75);
-        assert_eq!(spend.add("bob", 1.0), 1.0);
-        assert_eq!((spend.today("ann"), spend.today("bob"), spend.today("eve")), (0.75, 1.0, 0.0));
-        // Yesterday's figure does not count today.
-        lock(&spend.days).insert("ann".into(), (today() - 1, 9.0));
-        assert_eq!(spend.today("ann"), 0.0);
-        assert_eq!(spend.add("ann", 0.1), 0.1);
-    }
+/// What `owner` spent today. A store that cannot say counts as a spent day budget (fails
+/// closed): the check is only made where a day budget is set.
+pub(crate) fn spent_today(store: &dyn superpi_store::Store, owner: &str) -> f64 {
+    store.daily_spend(owner, today()).unwrap_or_else(|err| {
+        tracing::warn!("reading the day's spend of {owner}: {err}");
+        f64::INFINITY
+    })
 }
 
 /// What a conversation has spent: over its life (read back from its last stored

@@ -338,6 +338,24 @@ fn threads_left(pid: i32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.count()).unwrap_or(0)
 }
 
+/// A developer's home around a repository (a `~/.gitconfig`, keys in `~/.ssh` and `~/.aws`):
+/// the workspace is `~/src/app`, returned.
+pub fn developer_home(env: &TestEnv) -> PathBuf {
+    let home = &env.home;
+    let files = [
+        (".gitconfig", "[user]\n\tname = Dev\n\temail = dev@example.test\n"),
+        (".ssh/id_ed25519", "-----BEGIN OPENSSH PRIVATE KEY-----\nsecret\n"),
+        (".aws/credentials", "[default]\naws_secret_access_key = secret\n"),
+        ("src/app/README.md", "# app\n"),
+    ];
+    for (path, text) in files {
+        let path = home.join(path);
+        std::fs::create_dir_all(path.parent().expect("a file under the home")).expect("a directory under the home");
+        std::fs::write(path, text).expect("a file under the home");
+    }
+    home.join("src/app")
+}
+
 /// Whether `pid` is a zombie, or gone.
 pub fn is_zombie(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))

@@ -15,6 +15,7 @@ mod first_hour;
 mod frontend_binary;
 mod frontend_images;
 mod fuzz_corpora;
+mod harness_models;
 mod history;
 mod hooks_skills;
 mod house;

@@ -6,31 +6,12 @@
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
-use std::path::PathBuf;
-
 use serde_json::{Value, json};
 use superpi_proto::Usage;
 use superpi_providers::prices::{Price, builtin};
 use superpi_providers::testing::answers::Answer;
 use superpi_providers::testing::fakes::{AnthropicFake, FakeServer, OpenAiFake};
-use superpi_tests::TestEnv;
-
-/// A developer's home around a repository: the workspace is `~/src/app`.
-fn developer_home(env: &TestEnv) -> PathBuf {
-    let home = &env.home;
-    let files = [
-        (".gitconfig", "[user]\n\tname = Dev\n\temail = dev@example.test\n"),
-        (".ssh/id_ed25519", "-----BEGIN OPENSSH PRIVATE KEY-----\nsecret\n"),
-        (".aws/credentials", "[default]\naws_secret_access_key = secret\n"),
-        ("src/app/README.md", "# app\n"),
-    ];
-    for (path, text) in files {
-        let path = home.join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-    home.join("src/app")
-}
+use superpi_tests::{TestEnv, developer_home};
 
 /// `superpi run --output-format stream-json` in the developer's repository; the events.
 async fn run_events(env: &TestEnv, fake: Option<&FakeServer>, args: &[&str]) -> Vec<Value> {
@@ -144,4 +125,30 @@ async fn a_spent_turn_budget_ends_the_turn_cleanly_with_a_notice() {
     let end = events.last().unwrap();
     assert_eq!((&end["type"], &end["stop_reason"]), (&json!("turn_completed"), &json!("budget")), "{end}");
     assert!(of_type(&events, "turn_error").is_empty());
+}
+
+/// The day's spend is kept in the store: a day budget spent before the kernel restarts still
+/// ends the first turn after it (a new conversation) before any model call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spent_day_budget_holds_across_a_kernel_restart() {
+    let env = TestEnv::new();
+    std::fs::write(
+        env.locations.config_dir.join("providers.toml"),
+        "[[providers.models]]\nname = \"mock\"\nprovider = \"mock\"\nprice = { input = 1000.0, output = 1000.0 }\n",
+    )
+    .unwrap();
+    std::fs::write(env.locations.config_dir.join("settings.json"), r#"{"budget": {"day_usd": 0.001}}"#).unwrap();
+    let events = run_events(&env, None, &["--model", "mock", "hello"]).await;
+    let updates = of_type(&events, "usage_updated");
+    assert_eq!(updates.len(), 1, "{events:?}");
+    assert!(updates[0]["cost_usd"].as_f64().unwrap() >= 0.001, "{:?}", updates[0]);
+    assert_eq!(events.last().unwrap()["stop_reason"], json!("end_turn"));
+
+    env.kill_kernel();
+    let events = run_events(&env, None, &["--model", "mock", "hello again"]).await;
+    assert!(of_type(&events, "usage_updated").is_empty(), "no model call: {events:?}");
+    let notices = of_type(&events, "notice");
+    assert!(notices.iter().any(|n| n["message"].as_str().unwrap().contains("day's budget")), "{notices:?}");
+    let end = events.last().unwrap();
+    assert_eq!((&end["type"], &end["stop_reason"]), (&json!("turn_completed"), &json!("budget")), "{end}");
 }

@@ -345,6 +345,15 @@ impl Renderer {
                     out.push(Out::Update(SessionUpdate::AgentThoughtChunk(chunk(format!("[{level}] {message}\n")))));
                 }
             }
+            EventBody::Handoff { from, to, summary } => {
+                let said = format!("handed from {from} to {to}: {}", summary.as_deref().unwrap_or(""));
+                match self.opts.notices {
+                    true => out.push(Out::Update(SessionUpdate::Notice(Notice::new(NoticeSeverity::Info, said)))),
+                    false => {
+                        out.push(Out::Update(SessionUpdate::AgentThoughtChunk(chunk(format!("[handoff] {said}\n")))))
+                    }
+                }
+            }
             EventBody::SubagentStarted { child_conversation_id, role, task } => {
                 let call = ToolCall::new(format!("subagent-{child_conversation_id}"), format!("{role}: {task}"))
                     .kind(ToolKind::Other)

@@ -466,6 +466,12 @@ impl Renderer {
                     out.push(custom("superpi.notice", json!({"level": level, "message": message})));
                 }
             }
+            EventBody::Handoff { from, to, summary } => {
+                self.flush_pending(&mut out, now_ms);
+                if self.run.is_some() {
+                    out.push(custom("superpi.handoff", json!({"from": from, "to": to, "summary": summary})));
+                }
+            }
             EventBody::SubagentStarted { child_conversation_id, role, task } => {
                 self.flush_pending(&mut out, now_ms);
                 self.ensure_run(event.turn_id, &mut out);

@@ -98,6 +98,10 @@ impl TerminalRenderer {
                 self.close_answer(&mut out);
                 out.push(Out::Activity(Tone::Info, format!("[{level}] {message}")))
             }
+            EventBody::Handoff { from, to, .. } => {
+                self.close_answer(&mut out);
+                out.push(Out::Activity(Tone::Info, format!("[handoff] {from} → {to}")))
+            }
             EventBody::StreamReset { retry_in_ms } => {
                 self.close_answer(&mut out);
                 out.push(Out::Activity(Tone::Info, format!("(provider busy; retrying in {retry_in_ms} ms)")))

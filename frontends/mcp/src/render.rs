@@ -111,6 +111,7 @@ impl TaskRenderer {
         }
         match &event.body {
             EventBody::TurnStarted {} => vec![self.step("turn started".to_string())],
+            EventBody::Handoff { from, to, .. } => vec![self.step(format!("handed from {from} to {to}"))],
             EventBody::ToolStarted { name, .. } => vec![self.step(format!("running {name}"))],
             EventBody::ToolBlocked { name, reason, .. } => vec![self.step(format!("{name} blocked: {reason}"))],
             EventBody::ToolCompleted { name, is_error, .. } => {

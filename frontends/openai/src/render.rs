@@ -254,6 +254,7 @@ impl Renderer {
                     self.progress(&format!("[tool] {name} done"))
                 }
             }
+            EventBody::Handoff { from, to, .. } => self.progress(&format!("[handoff] {from} -> {to}")),
             EventBody::Notice { level, message } if level != "debug" => {
                 self.progress(&format!("[{level}] {}", clip(message)))
             }

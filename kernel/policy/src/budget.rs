@@ -50,9 +50,64 @@ impl Budget {
     }
 }
 
-/// A harness's spending rules: its budget (a cascade of models and cheaper models for
-/// compaction and subagents are to join it: issue 37, item 6).
+/// A harness's spending rules: its budget, its models (one, or a cascade: the first runs each
+/// turn, the next takes over when a step fails or the model calls `escalate`), and cheaper
+/// models for its compactions and the subagents it starts.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CostRules {
     pub budget: Budget,
+    /// Its models, cheapest first (empty: the conversation's model, as opened).
+    pub models: Vec<String>,
+    /// The model that writes its compactions' summaries (none: the conversation's).
+    pub compaction_model: Option<String>,
+    /// The model of the subagents it starts (none: the child harness's, else its own).
+    pub subagent_model: Option<String>,
+}
+
+/// `model` in a harness file: one model, or a cascade.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum ModelChoice {
+    One(String),
+    Cascade(Vec<String>),
+}
+
+impl CostRules {
+    /// A harness file's cost keys, checked; `key` is the harness's.
+    pub(crate) fn read(
+        budget: Budget,
+        model: Option<ModelChoice>,
+        compaction_model: Option<String>,
+        subagent_model: Option<String>,
+        path: &Path,
+        key: &str,
+    ) -> Result<CostRules, ConfigError> {
+        budget.check(path, &format!("{key}.budget"))?;
+        let models = match model {
+            None => Vec::new(),
+            Some(ModelChoice::One(model)) => vec![model],
+            Some(ModelChoice::Cascade(models)) if models.is_empty() => {
+                return Err(ConfigError::invalid(path, format!("{key}.model"), "a cascade names at least one model"));
+            }
+            Some(ModelChoice::Cascade(models)) => models,
+        };
+        for (i, model) in models.iter().enumerate() {
+            if model.trim().is_empty() || models[..i].contains(model) {
+                let why = format!("`{model}` is empty or listed twice");
+                return Err(ConfigError::invalid(path, format!("{key}.model[{i}]"), why));
+            }
+        }
+        for (field, model) in [("compaction_model", &compaction_model), ("subagent_model", &subagent_model)] {
+            if model.as_deref().is_some_and(|m| m.trim().is_empty()) {
+                return Err(ConfigError::invalid(path, format!("{key}.{field}"), "a model name cannot be empty"));
+            }
+        }
+        Ok(CostRules { budget, models, compaction_model, subagent_model })
+    }
+
+    /// The model after `model` in the cascade, if `model` is in it and not last.
+    pub fn escalation(&self, model: &str) -> Option<&str> {
+        let at = self.models.iter().position(|m| m == model)?;
+        self.models.get(at + 1).map(String::as_str)
+    }
 }

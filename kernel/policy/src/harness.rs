@@ -13,7 +13,7 @@ use superpi_proto::method::HarnessInfo;
 use superpi_proto::tool::{Capability, Effect};
 
 use crate::backend::BackendKind;
-use crate::budget::{Budget, CostRules};
+use crate::budget::{Budget, CostRules, ModelChoice};
 use crate::error::{ConfigError, key_path, line_col};
 use crate::mode::Mode;
 
@@ -73,7 +73,9 @@ pub struct Harness {
     pub webhooks: bool,
     /// The harnesses its `subagent` calls may start (none: any).
     pub subagents: Option<Vec<String>>,
-    /// Its budget.
+    /// The harnesses it may hand the conversation to (its `handoff` tool; none: no tool).
+    pub handoff: Vec<String>,
+    /// Its budget and models.
     pub cost: CostRules,
 }
 
@@ -161,6 +163,7 @@ fn builtins(available: &[ToolDef]) -> Vec<Harness> {
             unattended: false,
             webhooks: true,
             subagents: None,
+            handoff: Vec::new(),
             cost: CostRules::default(),
         },
         Harness {
@@ -183,6 +186,7 @@ fn builtins(available: &[ToolDef]) -> Vec<Harness> {
             unattended: false,
             webhooks: false,
             subagents: None,
+            handoff: Vec::new(),
             cost: CostRules::default(),
         },
         Harness {
@@ -206,6 +210,7 @@ fn builtins(available: &[ToolDef]) -> Vec<Harness> {
             unattended: false,
             webhooks: false,
             subagents: None,
+            handoff: Vec::new(),
             cost: CostRules::default(),
         },
         Harness {
@@ -230,6 +235,7 @@ fn builtins(available: &[ToolDef]) -> Vec<Harness> {
             unattended: true,
             webhooks: true,
             subagents: None,
+            handoff: Vec::new(),
             cost: CostRules::default(),
         },
     ]
@@ -258,6 +264,7 @@ fn backend_harness(kind: BackendKind) -> Harness {
         unattended: false,
         webhooks: false,
         subagents: None,
+        handoff: Vec::new(),
         cost: CostRules::default(),
     }
 }
@@ -337,7 +344,31 @@ impl Harnesses {
             }
             harnesses.list.push(entry.into_harness(id, path, &key, available)?);
         }
+        harnesses.check_handoffs(path)?;
         Ok(harnesses)
+    }
+
+    /// Each hand-off target names another harness that runs superpi's own tools, by its full
+    /// id (a short id is made full).
+    fn check_handoffs(&mut self, path: &Path) -> Result<(), ConfigError> {
+        let mut resolved = Vec::new();
+        for harness in &self.list {
+            let mut targets = Vec::new();
+            for (i, target) in harness.handoff.iter().enumerate() {
+                let bad =
+                    |why: String| ConfigError::invalid(path, format!("harnesses.{}.handoff[{i}]", harness.id), why);
+                let found = self.get(target).map_err(|e| bad(e.to_string()))?;
+                if found.id == harness.id || found.backend.is_some() {
+                    return Err(bad(format!("`{target}` is this harness or runs an agent backend's own tools")));
+                }
+                targets.push(found.id.clone());
+            }
+            resolved.push(targets);
+        }
+        for (harness, targets) in self.list.iter_mut().zip(resolved) {
+            harness.handoff = targets;
+        }
+        Ok(())
     }
 
     /// Adds the built-in harness of each backend in `found` (those whose program is there),
@@ -450,9 +481,18 @@ struct HarnessEntry {
     webhooks: bool,
     /// The harnesses its `subagent` calls may start (absent: any).
     subagents: Option<Vec<String>>,
+    /// The harnesses it may hand the conversation to.
+    #[serde(default)]
+    handoff: Vec<String>,
     /// Its spending limits, lowering settings.json's.
     #[serde(default)]
     budget: Budget,
+    /// Its model, or a cascade of models.
+    model: Option<ModelChoice>,
+    /// The model of its compactions.
+    compaction_model: Option<String>,
+    /// The model of the subagents it starts.
+    subagent_model: Option<String>,
 }
 
 fn repo() -> WorkspaceKind {
@@ -530,8 +570,10 @@ impl HarnessEntry {
         if self.harvest && !self.capabilities.contains(&Capability::Memory) {
             return Err(bad(".harvest", "harvesting writes notes: add \"memory\" to `capabilities`".into()));
         }
-        self.budget.check(path, &format!("{key}.budget"))?;
-        let cost = CostRules { budget: self.budget };
+        if self.backend.is_some() && (!self.handoff.is_empty() || self.model.is_some()) {
+            return Err(bad(".backend", "a harness with a backend runs the backend's own turns and model".into()));
+        }
+        let cost = CostRules::read(self.budget, self.model, self.compaction_model, self.subagent_model, path, key)?;
         let mut tools = self.tools;
         let joined = available.iter().filter(|t| t.capability.is_some_and(|c| self.capabilities.contains(&c)));
         for tool in joined {
@@ -554,6 +596,7 @@ impl HarnessEntry {
             unattended: self.unattended,
             webhooks: self.webhooks,
             subagents: self.subagents,
+            handoff: self.handoff,
             cost,
         })
     }

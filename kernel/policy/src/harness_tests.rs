@@ -142,6 +142,7 @@ workspace = "none"
             unattended: false,
             webhooks: false,
             subagents: None,
+            handoff: Vec::new(),
             cost: Default::default(),
         }
     );
@@ -164,12 +165,40 @@ fn a_harness_budget_is_read_and_checked() {
 }
 
 #[test]
+fn models_cascades_and_hand_off_targets_are_read_and_checked() {
+    let hs = file(
+        "[harnesses.a]\ntools = []\nmodel = [\"cheap\", \"strong\"]\ncompaction_model = \"cheap\"\n\
+         subagent_model = \"tiny\"\nhandoff = [\"planner\", \"b\"]\n[harnesses.b]\ntools = []\nmodel = \"one\"\n",
+    )
+    .unwrap();
+    let a = hs.get("a").unwrap();
+    assert_eq!(a.cost.models, ["cheap", "strong"]);
+    assert_eq!(
+        (a.cost.escalation("cheap"), a.cost.escalation("strong"), a.cost.escalation("x")),
+        (Some("strong"), None, None)
+    );
+    assert_eq!((a.cost.compaction_model.as_deref(), a.cost.subagent_model.as_deref()), (Some("cheap"), Some("tiny")));
+    // Short ids are made full.
+    assert_eq!(a.handoff, ["superpi-planner", "b"]);
+    assert_eq!(hs.get("b").unwrap().cost.models, ["one"]);
+    assert!(hs.get("superpi-code").unwrap().handoff.is_empty());
+    let bad = err("[harnesses.x]\ntools = []\nhandoff = [\"nobody\"]\n");
+    assert!(bad.contains("key `harnesses.x.handoff[0]`: unknown harness `nobody`"), "{bad}");
+    let bad = err("[harnesses.x]\ntools = []\nhandoff = [\"x\"]\n");
+    assert!(bad.contains("key `harnesses.x.handoff[0]`"), "{bad}");
+    let bad = err("[harnesses.x]\ntools = []\nmodel = [\"m\", \"m\"]\n");
+    assert!(bad.contains("key `harnesses.x.model[1]`"), "{bad}");
+    let bad = err("[harnesses.x]\ntools = []\nmodel = []\n");
+    assert!(bad.contains("key `harnesses.x.model`"), "{bad}");
+}
+
+#[test]
 fn file_errors_name_the_file_and_the_key() {
     assert_eq!(
         err("[harnesses.x]\ntools = []\ntoolz = 1\n"),
         "/cfg/harnesses.toml: key `harnesses.x.toolz`: unknown field `toolz`, expected one of `name`, `description`, \
          `prompt`, `tools`, `default_mode`, `max_mode`, `workspace`, `backend`, `capabilities`, `harvest`, `unattended`, `webhooks`, `subagents`, \
-         `budget` (line 3, column 1)"
+         `handoff`, `budget`, `model`, `compaction_model`, `subagent_model` (line 3, column 1)"
     );
     assert_eq!(
         err("[harnesses.x]\ntools = []\nmax_mode = \"yolo\"\n"),

@@ -288,6 +288,14 @@ pub enum EventBody {
         #[serde(default)]
         summary: Option<String>,
     },
+    /// The model handed the conversation from one harness to another (its `handoff` tool): the
+    /// next steps run with `to`'s prompt, tools and model.
+    Handoff {
+        from: String,
+        to: String,
+        #[serde(default)]
+        summary: Option<String>,
+    },
     /// An event of a type this reader does not know (or whose payload it cannot read),
     /// kept whole: its map, `type` included, minus the envelope keys.
     #[serde(untagged)]
@@ -321,6 +329,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "notice",
     "subagent_started",
     "subagent_finished",
+    "handoff",
 ];
 
 /// Milliseconds since the Unix epoch.
@@ -357,6 +366,7 @@ impl EventBody {
             EventBody::Notice { .. } => "notice",
             EventBody::SubagentStarted { .. } => "subagent_started",
             EventBody::SubagentFinished { .. } => "subagent_finished",
+            EventBody::Handoff { .. } => "handoff",
             EventBody::Unknown(map) => map.get("type").and_then(Value::as_str).unwrap_or(""),
         }
     }
@@ -696,6 +706,15 @@ impl Event {
         summary: Option<String>,
     ) -> Self {
         Self::new(conv, turn, EventBody::SubagentFinished { child_conversation_id, status: status.into(), summary })
+    }
+    pub fn handoff(
+        conv: i64,
+        turn: Option<i64>,
+        from: impl Into<String>,
+        to: impl Into<String>,
+        summary: Option<String>,
+    ) -> Self {
+        Self::new(conv, turn, EventBody::Handoff { from: from.into(), to: to.into(), summary })
     }
 }
 

@@ -70,6 +70,8 @@ pub(crate) struct Settings {
     pub extra_dirs: Vec<String>,
     /// A frontend's instructions, after the harness's system prompt.
     pub system_prompt: Option<String>,
+    /// The highest mode it may take, when lower than its harness's (kept by a hand-off).
+    pub mode_ceiling: Option<Mode>,
 }
 
 pub(crate) enum Input {
@@ -250,6 +252,7 @@ impl Conversation {
                 effort: row.settings.effort,
                 extra_dirs: row.settings.extra_dirs.clone(),
                 system_prompt: row.settings.system_prompt.clone(),
+                mode_ceiling: row.settings.mode_ceiling.as_deref().and_then(|m| m.parse().ok()),
             }),
             row,
             lease,

@@ -5,7 +5,8 @@
 //! summary of each child's end, by the call's wait policy (`all`, `any`: the first to end,
 //! `first_success`: the first to complete; the others are then cancelled).
 //!
-//! A child is an ordinary conversation of the same owner, workspace and model, whose
+//! A child is an ordinary conversation of the same owner and workspace (its model the parent
+//! harness's `subagent_model`, else the child harness's model, else the parent's), whose
 //! `parent_id` is the caller's (so `session.list` shows it under its parent), in at most the
 //! mode the calling turn runs in (its stored mode lowered to the turn's ceiling, then to the
 //! child harness's ceiling): every call the child makes goes through the pipeline there. The
@@ -175,11 +176,12 @@ impl ToolRunner for SubagentTool {
     }
 }
 
-/// A child the call may start: its task, harness and mode, checked before any starts.
+/// A child the call may start: its task, harness, mode and model, checked before any starts.
 struct Planned<'a> {
     task: &'a str,
     harness: &'a superpi_policy::Harness,
     mode: superpi_policy::Mode,
+    model: String,
 }
 
 async fn run_children(
@@ -236,7 +238,13 @@ async fn run_children(
             ));
         }
         let mode = kernel.catalog.mode_for(Some(wanted.as_str()), harness, false).map_err(|e| e.message)?;
-        planned.push(Planned { task: spec.task.trim(), harness, mode });
+        // The parent harness's `subagent_model`, else the child harness's model, else the parent's.
+        let model = [&parent_harness.cost.subagent_model, &harness.cost.models.first().cloned()]
+            .into_iter()
+            .find_map(Clone::clone)
+            .unwrap_or_else(|| settings.model.clone());
+        kernel.catalog.provider(&model).map_err(|e| e.message)?;
+        planned.push(Planned { task: spec.task.trim(), harness, mode, model });
     }
     let tool_limit = parent_tools(kernel, parent, parent_harness);
 
@@ -303,7 +311,7 @@ async fn run_child(
     let row = kernel.store.create_conversation(&NewConversation {
         owner: parent.owner.clone(),
         harness: plan.harness.id.clone(),
-        model: settings.model.clone(),
+        model: plan.model.clone(),
         mode: plan.mode.as_str().to_string(),
         workspace,
         title: Some(title),

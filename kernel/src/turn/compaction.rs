@@ -102,6 +102,11 @@ pub(crate) async fn compact(
         return Err(NotCompacted::Failed("another compaction of this conversation is running".into()));
     };
     let _told = Told::compacting(kernel, conv, turn_id);
+    // The harness's `compaction_model` writes the summary, in requests that fit both windows.
+    let harness = kernel.catalog.harness(Some(&conv.settings().harness)).ok();
+    let model = harness.and_then(|h| h.cost.compaction_model.clone()).unwrap_or_else(|| frame.model.to_string());
+    let own_model = frame.model;
+    let frame = &Frame { model: &model, ..*frame };
     let provider = kernel.catalog.provider(frame.model).map_err(|e| NotCompacted::Failed(e.message))?;
     let mut limits = frame.limits;
     limits.context_window = limits.context_window.min(kernel.catalog.limits(frame.model).context_window);
@@ -150,7 +155,7 @@ pub(crate) async fn compact(
     conv.publish(kernel, event, Some((EntryKind::Compaction, &message)))
         .map_err(|e| NotCompacted::Failed(format!("storing the compaction: {e}")))?;
     // A harness that harvests writes the summary's durable facts as notes, beside the turn.
-    let harvests = kernel.catalog.harness(Some(&conv.settings().harness)).is_ok_and(|h| h.harvest);
+    let harvests = harness.is_some_and(|h| h.harvest);
     if harvests {
         let job = crate::features::memory::Harvest {
             conversation_id: conv.id,
@@ -165,7 +170,7 @@ pub(crate) async fn compact(
     conv.emit(
         kernel,
         Event::usage_updated(conv.id, turn_id, summary.usage, total)
-            .with_context(tokens_after, limits.context_window)
+            .with_context(tokens_after, kernel.catalog.limits(own_model).context_window)
             .with_cost(crate::turn::cost::charge(kernel, conv, frame.model, summary.usage, None)),
     );
     Ok(Compacted { first_kept_seq, tokens_before, tokens_after })

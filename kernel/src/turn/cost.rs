@@ -1,7 +1,7 @@
 //! What a turn's model calls cost and whether it may spend more. Each call's usage is priced
 //! by its model (superpi-providers' `prices`: the built-in table, or the providers file's
 //! `price`) or taken as an agent program reports it; the call, the turn and the conversation
-//! figures go in `usage_updated`, the day's in the kernel's `DailySpend`. Before each model
+//! figures go in `usage_updated`, the day's in the store (`spend.rs`). Before each model
 //! call the budgets (settings' `budget`, lowered by the harness's) are checked: one that is
 //! spent ends the turn cleanly (`stop_reason` `budget`, with a notice), never mid-call.
 
@@ -36,7 +36,7 @@ pub(crate) fn charge(kernel: &Kernel, conv: &Conversation, model: &str, usage: U
     let Some(call) = reported.or(priced) else {
         return Cost { call: None, turn: spend.turn, total: spend.total };
     };
-    kernel.spend.add(&conv.owner, call);
+    crate::spend::add_today(&*kernel.store, &conv.owner, call);
     kernel.telemetry.cost(model, call);
     let turn = spend.turn.unwrap_or(0.0) + call;
     let total = spend.total.unwrap_or(0.0) + call;
@@ -55,7 +55,8 @@ pub(crate) fn over_budget(kernel: &Kernel, conv: &Conversation, turn_id: i64) ->
         let spend = lock(&conv.spend);
         (spend.turn.unwrap_or(0.0), spend.total.unwrap_or(0.0))
     };
-    let day = kernel.spend.today(&conv.owner);
+    // Read only where a day budget is set: a store query per model call otherwise saved.
+    let day = budget.day_usd.map_or(0.0, |_| crate::spend::spent_today(&*kernel.store, &conv.owner));
     let spent = [
         ("turn", turn, budget.turn_usd),
         ("conversation", total, budget.conversation_usd),

@@ -14,8 +14,10 @@ pub(crate) mod compaction;
 pub(crate) mod context;
 pub(crate) mod cost;
 pub(crate) mod elicitation;
+pub(crate) mod handoff;
 pub(crate) mod hooks;
 pub(crate) mod mcp_login;
+pub(crate) mod loadout;
 pub(crate) mod nested_rules;
 pub(crate) mod permission;
 pub(crate) mod pipeline;
@@ -41,6 +43,8 @@ use crate::sync::lock;
 use crate::telemetry::traces::SpanContext;
 use crate::turn::compaction::{Frame, Prepared, next_request, tool_specs};
 use crate::turn::recovery::TurnEnd;
+use handoff::HANDOFF_TOOL;
+use loadout::{ESCALATE_TOOL, Loadout};
 use pipeline::{CallEnd, Caller, PlannedCall};
 use structured::{RESPOND_TOOL, Structured, Verdict};
 use superpi_mcp_client::Attached;
@@ -166,68 +170,11 @@ async fn drive(
     cancel: &CancellationToken,
 ) -> Result<TurnEnd, String> {
     let mut ceiling = ceiling;
-    let settings = conv.settings();
     let catalog = &kernel.catalog;
     refresh_policy(kernel, conv, turn_id)?;
-    let harness = catalog.harness(Some(&settings.harness)).map_err(|e| e.message)?;
-    let provider = catalog.provider(&settings.model).map_err(|e| e.message)?;
-    let mut tools = catalog.tools_for(harness);
-    // External MCP servers start on the first turn that needs them; one that does not start
-    // is a notice, and the turn goes on without its tools.
-    let attached = match harness.offers_live_tools() {
-        true => attach_mcp(kernel, conv, turn_id, harness, cancel).await,
-        false => Attached::default(),
-    };
-    // Past a threshold, deferred MCP tools are found with the vendor's built-in tool search
-    // where it serves the model, else with superpi's `tool_search` (superpi-mcp-client).
-    let mut loaded = lock(&conv.mcp_loaded).clone();
-    let mut deferred = Vec::new();
-    match provider.tool_search() {
-        true => {
-            let (eager, later) = attached.offered_to_builtin_search();
-            tools.extend(eager);
-            deferred = later;
-        }
-        false => tools.extend(attached.offered(&loaded)),
-    }
-    // A subagent is offered at most its parent's tools (its policy refuses the rest too).
-    if let Ok(policy) = &*lock(&conv.policy) {
-        tools.retain(|t| policy.within_limit(&t.name));
-        deferred.retain(|t| policy.within_limit(&t.name));
-    }
-    let client = client_tools::offer(kernel, conv, turn_id, &mut tools);
-    *lock(&conv.mcp_attached) = attached;
-    let mut specs = tool_specs(&tools);
-    specs.extend(tool_specs(&deferred).into_iter().map(|spec| superpi_providers::ToolSpec { deferred: true, ..spec }));
-    // An output schema goes in the provider's structured-output mode, or as the `respond` tool.
-    let native = provider.structured_output();
-    let respond = structured.as_ref().filter(|_| !native).map(Structured::respond_tool);
-    specs.extend(respond);
-
-    // The harness's prompt, then the repository's AGENTS.md files and the index of the
-    // owner's notes (a harness with memory), read at each turn.
-    let system =
-        crate::features::memory::system_prompt(&*kernel.store, harness, &conv.owner, settings.workspace.as_deref());
-    let offers_skills = tools.iter().any(|t| t.name == crate::features::skills::SKILL_TOOL);
-    let skills = crate::features::skills::Reader {
-        sandbox: &kernel.sandbox,
-        config_dir: &catalog.config_dir,
-        workspace: settings.workspace.as_deref().map(std::path::Path::new),
-        protected: lock(&conv.policy).as_ref().map(|p| p.protected_paths()).unwrap_or_default(),
-    };
-    let system = crate::features::skills::system_prompt(system, offers_skills, &skills, cancel).await;
-    // A frontend's instructions (`session.open` `system_prompt`, an editor's), last.
-    let system = match (system, settings.system_prompt.as_deref()) {
-        (Some(system), Some(extra)) => Some(format!("{system}\n\n{extra}")),
-        (system, extra) => system.or_else(|| extra.map(str::to_string)),
-    };
-    // What the session_start hooks added (each fenced, after a blank line), after that.
-    let started = crate::turn::hooks::session_start(kernel, conv, turn_id, cancel).await;
-    let system = match (system, started.trim_start()) {
-        (system, "") => system,
-        (Some(system), added) => Some(format!("{system}\n\n{added}")),
-        (None, added) => Some(added.to_string()),
-    };
+    // The harness, model and tools of the next steps: made again after a hand-off, its model
+    // moved on in a cascade.
+    let mut loadout = Loadout::new(kernel, conv, turn_id, cancel).await?;
     // The step was refused as longer than the window and is being sent again after compaction.
     let mut resent = false;
 
@@ -237,19 +184,21 @@ async fn drive(
             return Ok(TurnEnd::Completed { result: why, stop_reason: "budget" });
         }
         // The deferred tools a `tool_search` of the last step found join this request.
-        let found: BTreeSet<String> = lock(&conv.mcp_loaded).difference(&loaded).cloned().collect();
+        let found: BTreeSet<String> = lock(&conv.mcp_loaded).difference(&loadout.loaded).cloned().collect();
         if !found.is_empty() {
             let mut more = lock(&conv.mcp_attached).loaded_defs(&found);
             if let Ok(policy) = &*lock(&conv.policy) {
                 more.retain(|t| policy.within_limit(&t.name));
             }
-            specs.extend(tool_specs(&more));
-            loaded.extend(found);
+            loadout.specs.extend(tool_specs(&more));
+            loadout.loaded.extend(found);
         }
+        let specs = loadout.offered(structured.as_ref());
+        let model = loadout.model.clone();
+        let effort = conv.settings().effort;
         // A window learned meanwhile (by this turn's compaction or another conversation's).
-        let limits = catalog.limits(&settings.model);
-        let mut frame =
-            Frame { model: &settings.model, effort: settings.effort, system: system.as_deref(), tools: &specs, limits };
+        let limits = catalog.limits(&model);
+        let mut frame = Frame { model: &model, effort, system: loadout.system.as_deref(), tools: &specs, limits };
         // Prompts that steer this turn join its history now, at a step boundary: after the
         // results of every call of the last answer.
         for steer in lock(&conv.steering).take() {
@@ -262,16 +211,17 @@ async fn drive(
             Prepared::Request(request, tokens) => (*request, tokens),
             Prepared::Cancelled => return Ok(TurnEnd::Cancelled),
         };
+        let native = loadout.native;
         request.output_schema = structured.as_ref().filter(|_| native).map(Structured::for_provider);
         let context = ContextSize { request_tokens, window: frame.limits.context_window };
-        crate::turn::hooks::before_request(kernel, conv, turn_id, &settings.model, request_number, cancel).await;
-        let span = kernel.telemetry.model_started(trace, &settings.model);
-        let stream = provider.stream(request);
+        crate::turn::hooks::before_request(kernel, conv, turn_id, &model, request_number, cancel).await;
+        let span = kernel.telemetry.model_started(trace, &model);
+        let stream = loadout.provider.stream(request);
         let streamed = tokio::select! {
             streamed = stream_model(kernel, conv, turn_id, stream) => streamed,
             _ = cancel.cancelled() => Streamed::Cancelled,
         };
-        let model = settings.model.as_str();
+        let model = model.as_str();
         match &streamed {
             Streamed::Cancelled => kernel.telemetry.model_ended(span, model, "cancelled", None, None),
             Streamed::Done(t) => kernel.telemetry.model_ended(span, model, "ok", Some(t.usage), None),
@@ -287,7 +237,7 @@ async fn drive(
                 // again, once.
                 if let Some(ProviderError::ContextOverflow { window, requested, message, .. }) = &terminal.error {
                     if resent {
-                        return Err(compaction::refused_again(&settings.model, frame.limits, message));
+                        return Err(compaction::refused_again(model, frame.limits, message));
                     }
                     resent = true;
                     if !terminal.message.content.is_empty() {
@@ -302,10 +252,19 @@ async fn drive(
                         Err(why) => return Err(why),
                     }
                 }
+                let why = terminal.error.as_ref().map_or_else(|| "the model stream failed".into(), |e| e.to_string());
+                // In a cascade the next model takes the step again; what streamed is void.
+                if loadout.escalation().is_some() {
+                    if !terminal.message.content.is_empty() {
+                        conv.emit(kernel, Event::stream_reset(conv.id, Some(turn_id), 0));
+                    }
+                    if loadout.escalate(kernel, conv, turn_id, &format!("the step failed: {why}")) {
+                        continue;
+                    }
+                }
                 if !terminal.message.content.is_empty() {
                     store_assistant(kernel, conv, (turn_id, model), &terminal, context);
                 }
-                let why = terminal.error.map(|e| e.to_string()).unwrap_or_else(|| "the model stream failed".into());
                 return Err(why);
             }
             Streamed::Done(terminal) => terminal,
@@ -339,6 +298,14 @@ async fn drive(
                     structured::tell(kernel, conv, turn_id, &told);
                     continue;
                 }
+                // In a cascade the next model is asked, told why, with a retry of its own.
+                Verdict::Failed(why)
+                    if loadout.escalate(kernel, conv, turn_id, "its answer did not match the schema") =>
+                {
+                    structured.second_chance();
+                    structured::tell(kernel, conv, turn_id, &why);
+                    continue;
+                }
                 Verdict::Failed(why) => return Err(why),
             }
         }
@@ -352,6 +319,7 @@ async fn drive(
         }
         // The answer a `respond` call gave, or why the turn fails for it.
         let mut answered = None;
+        let (mut escalated, mut handed) = (false, false);
         for (call_id, name, arguments) in calls {
             if cancel.is_cancelled() {
                 return Ok(TurnEnd::Cancelled);
@@ -359,9 +327,37 @@ async fn drive(
             let settings = conv.settings();
             let workspace = settings.workspace.as_ref().map(PathBuf::from);
             let call = PlannedCall { call_id, name, arguments, workspace };
+            let own = specs.iter().any(|s| s.name == call.name) && !loadout.specs.iter().any(|s| s.name == call.name);
             match structured.as_mut().filter(|_| !native && call.name == RESPOND_TOOL) {
                 Some(structured) => answered = structured::respond(kernel, conv, turn_id, &call, structured),
-                None if client.contains(&call.name) => client_tools::execute(kernel, conv, turn_id, call, cancel).await,
+                None if own && call.name == ESCALATE_TOOL => {
+                    loadout::escalate_call(kernel, conv, turn_id, &call);
+                    escalated = true;
+                }
+                // After a hand-off the answer's other calls are the target's to decide: refused.
+                None if own && call.name == HANDOFF_TOOL || handed => {
+                    let taken = (!handed).then(|| handoff::call(kernel, conv, turn_id, loadout.harness, &call));
+                    match taken {
+                        Some(Some(lowered)) => {
+                            (ceiling, handed) = (ceiling.min(lowered), true);
+                            *lock(&conv.turn_ceiling) = Some(ceiling);
+                        }
+                        Some(None) => {}
+                        None => {
+                            let why = "not run: the conversation was handed to another harness in the same answer";
+                            complete_call(
+                                kernel,
+                                conv,
+                                turn_id,
+                                &call,
+                                superpi_proto::tool::ToolCallResult::error(why),
+                            );
+                        }
+                    }
+                }
+                None if loadout.client.contains(&call.name) => {
+                    client_tools::execute(kernel, conv, turn_id, call, cancel).await
+                }
                 None => execute_tool(kernel, conv, (turn_id, trace), ceiling, call, cancel).await,
             }
         }
@@ -370,8 +366,19 @@ async fn drive(
         }
         match answered {
             Some(Ok(result)) => return Ok(TurnEnd::Completed { result, stop_reason: "end_turn" }),
+            // In a cascade the next model is asked (the call's result told why).
+            Some(Err(_)) if loadout.escalate(kernel, conv, turn_id, "its answer did not match the schema") => {
+                if let Some(structured) = structured.as_mut() {
+                    structured.second_chance();
+                }
+            }
             Some(Err(why)) => return Err(why),
             None => {}
+        }
+        if handed {
+            loadout = Loadout::new(kernel, conv, turn_id, cancel).await?;
+        } else if escalated {
+            loadout.escalate(kernel, conv, turn_id, "the model asked to");
         }
     }
     Err(format!("the turn stopped after {MAX_MODEL_CALLS} model calls"))
@@ -543,6 +550,17 @@ async fn execute_tool(
         conv.emit(kernel, Event::tool_blocked(cid, turn, &call.call_id, &call.name, &refusal.reason));
     }
     complete_call(kernel, conv, turn_id, &call, end.into_result());
+}
+
+/// A successful result of one of the turn's own tools (`escalate`, `handoff`).
+pub(crate) fn answered(output: impl Into<String>) -> superpi_proto::tool::ToolCallResult {
+    superpi_proto::tool::ToolCallResult {
+        output: output.into(),
+        is_error: false,
+        structured: None,
+        details: None,
+        images: Vec::new(),
+    }
 }
 
 /// A call's result: published, and stored for the model.

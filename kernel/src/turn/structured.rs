@@ -115,6 +115,11 @@ impl Structured {
         }
     }
 
+    /// Another model of a cascade takes over: it gets a retry of its own.
+    pub(crate) fn second_chance(&mut self) {
+        self.refused = 0;
+    }
+
     fn refuse(&mut self, errors: Vec<String>) -> Verdict {
         self.refused += 1;
         let listed = errors.join("; ");

@@ -29,6 +29,7 @@ macro_rules! migrations_in {
             ("0012_schedule_modes", include_str!(concat!($dir, "0012_schedule_modes.sql"))),
             ("0013_memory_pins", include_str!(concat!($dir, "0013_memory_pins.sql"))),
             ("0014_scale_indexes", include_str!(concat!($dir, "0014_scale_indexes.sql"))),
+            ("0015_daily_spend", include_str!(concat!($dir, "0015_daily_spend.sql"))),
         ]
     };
 }
@@ -113,6 +114,10 @@ pub struct ConversationSettings {
     /// Instructions a frontend gave it, appended after its harness's system prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
+    /// The highest mode it may take, when lower than its harness's: a hand-off keeps the
+    /// ceiling of the harness it left.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode_ceiling: Option<String>,
 }
 
 /// What [`Store::delete_conversation`] runs, in one transaction, with the id as `$1`: the rows
@@ -144,6 +149,7 @@ impl ConversationSettings {
             tool_limit: serde_json::from_value(field("tool_limit")).ok().flatten(),
             extra_dirs: serde_json::from_value(field("extra_dirs")).unwrap_or_default(),
             system_prompt: serde_json::from_value(field("system_prompt")).ok().flatten(),
+            mode_ceiling: serde_json::from_value(field("mode_ceiling")).ok().flatten(),
         }
     }
 
@@ -225,6 +231,22 @@ pub trait Store: Leases + Forwarding + Memories + Schedules + Send + Sync {
     fn set_model(&self, id: i64, model: &str) -> Result<(), StoreError>;
 
     fn set_settings(&self, id: i64, settings: &ConversationSettings) -> Result<(), StoreError>;
+
+    /// A hand-off: the conversation's harness, mode, model and settings, in one statement.
+    fn set_harness(
+        &self,
+        id: i64,
+        harness: &str,
+        mode_model: (&str, &str),
+        settings: &ConversationSettings,
+    ) -> Result<(), StoreError>;
+
+    /// Adds `usd` to what `owner` spent on `day` (days since the epoch, UTC) and returns the
+    /// day's total; every kernel on the database adds to the same figure.
+    fn add_daily_spend(&self, owner: &str, day: i64, usd: f64) -> Result<f64, StoreError>;
+
+    /// What `owner` spent on `day`.
+    fn daily_spend(&self, owner: &str, day: i64) -> Result<f64, StoreError>;
 
     /// Deletes a conversation and all it holds (entries, events, turns, its schedules, its
     /// frontend keys): false when there was none. Its forks and memories stay, unlinked.

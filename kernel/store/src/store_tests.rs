@@ -315,6 +315,7 @@ fn settings_are_kept_and_forks_inherit_them(store: &dyn Store) {
         tool_limit: Some(vec!["read".into(), "ls".into()]),
         extra_dirs: vec!["/elsewhere".into()],
         system_prompt: Some("Answer in French.".into()),
+        mode_ceiling: Some("plan".into()),
     };
     let made = store
         .create_conversation(&NewConversation { owner: "local".into(), settings: high.clone(), ..Default::default() })
@@ -554,5 +555,29 @@ on_each_engine!(
     a_tick_is_claimed_once_and_the_next_one_is_set_with_it,
     of_claims_racing_for_a_tick_one_wins,
     a_trigger_is_found_by_its_token_hash_with_its_secret,
-    a_delivery_is_noted_once_and_forgotten_after_a_day
+    a_delivery_is_noted_once_and_forgotten_after_a_day,
+    a_hand_off_stores_harness_mode_model_and_settings_at_once,
+    the_days_spend_adds_up_per_owner_and_day
 );
+
+fn a_hand_off_stores_harness_mode_model_and_settings_at_once(store: &dyn Store) {
+    let conv = new_conv(store);
+    let settings = ConversationSettings { mode_ceiling: Some("plan".into()), ..Default::default() };
+    store.set_harness(conv.id, "superpi-planner", ("plan", "strong"), &settings).unwrap();
+    let row = store.conversation(conv.id).unwrap().unwrap();
+    assert_eq!((row.harness.as_str(), row.mode.as_str(), row.model.as_str()), ("superpi-planner", "plan", "strong"));
+    assert_eq!(row.settings, settings);
+}
+
+fn the_days_spend_adds_up_per_owner_and_day(store: &dyn Store) {
+    assert_eq!(store.daily_spend("ann", 20_000).unwrap(), 0.0);
+    assert_eq!(store.add_daily_spend("ann", 20_000, 0.5).unwrap(), 0.5);
+    assert_eq!(store.add_daily_spend("ann", 20_000, 0.25).unwrap(), 0.75);
+    assert_eq!(store.add_daily_spend("bob", 20_000, 1.0).unwrap(), 1.0);
+    assert_eq!(store.add_daily_spend("ann", 20_001, 0.125).unwrap(), 0.125);
+    let read = |owner, day| store.daily_spend(owner, day).unwrap();
+    assert_eq!(
+        (read("ann", 20_000), read("bob", 20_000), read("ann", 20_001), read("eve", 20_000)),
+        (0.75, 1.0, 0.125, 0.0)
+    );
+}

@@ -170,9 +170,10 @@ pub(super) fn open(kernel: &Arc<Kernel>, peer: &Peer, p: OpenParams) -> Reply {
         return Err(ErrorObject::new(codes::NOT_FOUND, format!("no conversation for session {what}")));
     }
     let harness = kernel.catalog.harness(p.harness.as_deref())?;
-    let (model, _) = match &p.model {
-        Some(model) => (model.clone(), false),
-        None => kernel.catalog.default_model(),
+    // The harness's model (the first of its cascade) when the caller names none.
+    let (model, _) = match (&p.model, harness.cost.models.first()) {
+        (Some(model), _) | (None, Some(model)) => (model.clone(), false),
+        (None, None) => kernel.catalog.default_model(),
     };
     kernel.catalog.provider(&model)?;
     if let Some(effort) = p.effort {
@@ -198,6 +199,7 @@ pub(super) fn open(kernel: &Arc<Kernel>, peer: &Peer, p: OpenParams) -> Reply {
                 extra_dirs: extra_dirs.unwrap_or_default(),
                 system_prompt: system_prompt.filter(|s| !s.is_empty()),
                 tool_limit: None,
+                mode_ceiling: None,
             },
         })
         .map_err(internal)?;
@@ -442,8 +444,11 @@ pub(super) async fn submit(kernel: &Arc<Kernel>, peer: &Peer, p: SubmitParams) -
     };
     // The turn runs at most in the submitter's ceiling: a remote caller's stays the remote
     // one even in a conversation the terminal left in `auto`.
-    let harness = kernel.catalog.harness(Some(&conv.settings().harness))?;
+    let settings = conv.settings();
+    let harness = kernel.catalog.harness(Some(&settings.harness))?;
     let ceiling = kernel.catalog.max_mode(harness, peer.remote);
+    // Never above the ceiling a hand-off kept.
+    let ceiling = settings.mode_ceiling.map_or(ceiling, |kept| ceiling.min(kept));
     let queued = conv.is_running();
     // Acknowledged means stored: the turn and its prompt are written before the answer.
     let turn_id = kernel.store.create_turn(conv.id, &message).map_err(internal)?;
@@ -486,6 +491,8 @@ pub(super) fn forward_submit(
 ) -> Reply {
     let harness = kernel.catalog.harness(Some(&row.harness))?;
     let ceiling = kernel.catalog.max_mode(harness, peer.remote);
+    let kept = row.settings.mode_ceiling.as_deref().and_then(|m| m.parse::<superpi_policy::Mode>().ok());
+    let ceiling = kept.map_or(ceiling, |kept| ceiling.min(kept));
     let turn_id = kernel.store.queue_submit(row.id, message, ceiling.as_str(), steer).map_err(internal)?;
     // Its kernel may have let it go meanwhile: then this one takes it over, prompt and all.
     if let Err(err) = live::find(kernel, row.id) {

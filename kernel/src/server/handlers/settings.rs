@@ -18,13 +18,17 @@ use superpi_store::Notice;
 /// stored and that kernel told, which applies it and publishes `mode_changed`.
 pub(super) fn set_mode(kernel: &Arc<Kernel>, peer: &Peer, id: i64, mode: &str) -> Reply {
     let found = found(kernel, peer, id)?;
-    let harness_id = match &found {
-        Found::Here(conv) => conv.settings().harness,
-        Found::Elsewhere { row, .. } => row.harness.clone(),
+    let (harness_id, ceiling) = match &found {
+        Found::Here(conv) => (conv.settings().harness, conv.settings().mode_ceiling),
+        Found::Elsewhere { row, .. } => {
+            (row.harness.clone(), row.settings.mode_ceiling.as_deref().and_then(|m| m.parse().ok()))
+        }
     };
     let harness = kernel.catalog.harness(Some(&harness_id))?;
-    let effective = kernel.catalog.mode_for(Some(mode), harness, peer.remote)?;
-    let max_mode = kernel.catalog.max_mode(harness, peer.remote);
+    // Never above the ceiling a hand-off kept.
+    let lower = |mode: superpi_policy::Mode| ceiling.map_or(mode, |ceiling| mode.min(ceiling));
+    let effective = lower(kernel.catalog.mode_for(Some(mode), harness, peer.remote)?);
+    let max_mode = lower(kernel.catalog.max_mode(harness, peer.remote));
     let answer = json!({"mode": effective.as_str(), "max_mode": max_mode.as_str()});
     let Found::Here(conv) = found else {
         kernel.store.set_mode(id, effective.as_str()).map_err(internal)?;

@@ -295,6 +295,38 @@ impl Store for PostgresStore {
         Ok(())
     }
 
+    fn set_harness(
+        &self,
+        id: i64,
+        harness: &str,
+        (mode, model): (&str, &str),
+        settings: &ConversationSettings,
+    ) -> Result<(), StoreError> {
+        let client = self.client()?;
+        wait(client.execute(
+            "UPDATE conversations SET harness = $2, mode = $3, model = $4, settings = $5, updated_at_ms = $6 \
+             WHERE id = $1",
+            &[&id, &harness, &mode, &model, &settings.to_column(), &now_ms()],
+        ))?;
+        Ok(())
+    }
+
+    fn add_daily_spend(&self, owner: &str, day: i64, usd: f64) -> Result<f64, StoreError> {
+        let client = self.client()?;
+        let row = wait(client.query_one(
+            "INSERT INTO daily_spend (owner, day, usd) VALUES ($1, $2, $3) \
+             ON CONFLICT (owner, day) DO UPDATE SET usd = daily_spend.usd + EXCLUDED.usd RETURNING usd",
+            &[&owner, &day, &usd],
+        ))?;
+        Ok(row.get(0))
+    }
+
+    fn daily_spend(&self, owner: &str, day: i64) -> Result<f64, StoreError> {
+        let client = self.client()?;
+        let row = wait(client.query_opt("SELECT usd FROM daily_spend WHERE owner = $1 AND day = $2", &[&owner, &day]))?;
+        Ok(row.map_or(0.0, |row| row.get(0)))
+    }
+
     fn set_title(&self, id: i64, title: &str) -> Result<(), StoreError> {
         let client = self.client()?;
         wait(client.execute("UPDATE conversations SET title = $2 WHERE id = $1 AND title IS NULL", &[&id, &title]))?;

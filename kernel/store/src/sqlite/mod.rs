@@ -183,6 +183,41 @@ impl Store for SqliteStore {
         Ok(())
     }
 
+    fn set_harness(
+        &self,
+        id: i64,
+        harness: &str,
+        (mode, model): (&str, &str),
+        settings: &ConversationSettings,
+    ) -> Result<(), StoreError> {
+        self.conn()
+            .prepare_cached(
+                "UPDATE conversations SET harness = ?2, mode = ?3, model = ?4, settings = ?5, updated_at_ms = ?6 \
+                 WHERE id = ?1",
+            )?
+            .execute(params![id, harness, mode, model, settings.to_column(), now_ms()])?;
+        Ok(())
+    }
+
+    fn add_daily_spend(&self, owner: &str, day: i64, usd: f64) -> Result<f64, StoreError> {
+        Ok(self
+            .conn()
+            .prepare_cached(
+                "INSERT INTO daily_spend (owner, day, usd) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (owner, day) DO UPDATE SET usd = usd + excluded.usd RETURNING usd",
+            )?
+            .query_row(params![owner, day, usd], |row| row.get(0))?)
+    }
+
+    fn daily_spend(&self, owner: &str, day: i64) -> Result<f64, StoreError> {
+        let usd = self
+            .conn()
+            .prepare_cached("SELECT usd FROM daily_spend WHERE owner = ?1 AND day = ?2")?
+            .query_row(params![owner, day], |row| row.get(0))
+            .optional()?;
+        Ok(usd.unwrap_or(0.0))
+    }
+
     fn set_title(&self, id: i64, title: &str) -> Result<(), StoreError> {
         self.conn()
             .execute("UPDATE conversations SET title = ?2 WHERE id = ?1 AND title IS NULL", params![id, title])?;

@@ -1,0 +1,180 @@
+//! What a turn offers the model, step by step: its harness's prompt and tools, the model of
+//! the step, and the turn's own tools (`respond` for an output schema, `escalate` in a
+//! cascade, `handoff` where the harness names targets). Made at the turn's start and again
+//! after a hand-off (`handoff.rs`), when another harness takes over.
+//!
+//! A cascade (a harness's `model = ["cheap", "strong"]`) starts each turn at the
+//! conversation's model; the step after a failure (a provider error after its retries, an
+//! answer the output schema refused after its retry) or the model's `escalate` call runs on
+//! the next model, for the rest of the turn, with a notice saying why.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde_json::json;
+use superpi_policy::Harness;
+use superpi_proto::Event;
+use superpi_providers::{SharedProvider, ToolSpec};
+use tokio_util::sync::CancellationToken;
+
+use crate::conversation::Conversation;
+use crate::kernel::Kernel;
+use crate::sync::lock;
+use crate::turn::compaction::tool_specs;
+use crate::turn::pipeline::PlannedCall;
+use crate::turn::structured::Structured;
+use superpi_mcp_client::Attached;
+
+/// The tool a cheaper model of a cascade hands the rest of the turn on with.
+pub(crate) const ESCALATE_TOOL: &str = "escalate";
+
+/// The harness, model and tools of a turn's next steps.
+pub(crate) struct Loadout<'k> {
+    pub harness: &'k Harness,
+    pub model: String,
+    pub provider: SharedProvider,
+    /// The provider has a structured-output mode (else an output schema is the `respond` tool).
+    pub native: bool,
+    /// The frontend's own tools offered in this turn.
+    pub client: BTreeSet<String>,
+    pub system: Option<String>,
+    /// The harness's tools and the MCP tools found so far, as the model sees them.
+    pub specs: Vec<ToolSpec>,
+    /// The deferred MCP tools already offered.
+    pub loaded: BTreeSet<String>,
+}
+
+impl<'k> Loadout<'k> {
+    /// The conversation's harness and model as they are now, its tools (its MCP servers
+    /// started on the first turn that needs them) and its system prompt.
+    pub(crate) async fn new(
+        kernel: &'k Arc<Kernel>,
+        conv: &Arc<Conversation>,
+        turn_id: i64,
+        cancel: &CancellationToken,
+    ) -> Result<Loadout<'k>, String> {
+        let settings = conv.settings();
+        let catalog = &kernel.catalog;
+        let harness = catalog.harness(Some(&settings.harness)).map_err(|e| e.message)?;
+        let provider = catalog.provider(&settings.model).map_err(|e| e.message)?;
+        let mut tools = catalog.tools_for(harness);
+        // External MCP servers start on the first turn that needs them; one that does not start
+        // is a notice, and the turn goes on without its tools.
+        let attached = match harness.offers_live_tools() {
+            true => super::attach_mcp(kernel, conv, turn_id, harness, cancel).await,
+            false => Attached::default(),
+        };
+        // Past a threshold, deferred MCP tools are found with the vendor's built-in tool search
+        // where it serves the model, else with superpi's `tool_search` (superpi-mcp-client).
+        // The choice follows the turn's first model: a cascade's next one gets the same list.
+        let loaded = lock(&conv.mcp_loaded).clone();
+        let mut deferred = Vec::new();
+        match provider.tool_search() {
+            true => {
+                let (eager, later) = attached.offered_to_builtin_search();
+                tools.extend(eager);
+                deferred = later;
+            }
+            false => tools.extend(attached.offered(&loaded)),
+        }
+        // A subagent is offered at most its parent's tools (its policy refuses the rest too).
+        if let Ok(policy) = &*lock(&conv.policy) {
+            tools.retain(|t| policy.within_limit(&t.name));
+            deferred.retain(|t| policy.within_limit(&t.name));
+        }
+        let client = super::client_tools::offer(kernel, conv, turn_id, &mut tools);
+        *lock(&conv.mcp_attached) = attached;
+        let mut specs = tool_specs(&tools);
+        specs.extend(tool_specs(&deferred).into_iter().map(|spec| ToolSpec { deferred: true, ..spec }));
+
+        // The harness's prompt, then the repository's AGENTS.md files and the index of the
+        // owner's notes (a harness with memory), read at each turn.
+        let system =
+            crate::features::memory::system_prompt(&*kernel.store, harness, &conv.owner, settings.workspace.as_deref());
+        let offers_skills = tools.iter().any(|t| t.name == crate::features::skills::SKILL_TOOL);
+        let skills = crate::features::skills::Reader {
+            sandbox: &kernel.sandbox,
+            config_dir: &catalog.config_dir,
+            workspace: settings.workspace.as_deref().map(std::path::Path::new),
+            protected: lock(&conv.policy).as_ref().map(|p| p.protected_paths()).unwrap_or_default(),
+        };
+        let system = crate::features::skills::system_prompt(system, offers_skills, &skills, cancel).await;
+        // A frontend's instructions (`session.open` `system_prompt`, an editor's), last.
+        let system = match (system, settings.system_prompt.as_deref()) {
+            (Some(system), Some(extra)) => Some(format!("{system}\n\n{extra}")),
+            (system, extra) => system.or_else(|| extra.map(str::to_string)),
+        };
+        // What the session_start hooks added (each fenced, after a blank line), after that.
+        let started = crate::turn::hooks::session_start(kernel, conv, turn_id, cancel).await;
+        let system = match (system, started.trim_start()) {
+            (system, "") => system,
+            (Some(system), added) => Some(format!("{system}\n\n{added}")),
+            (None, added) => Some(added.to_string()),
+        };
+        Ok(Loadout {
+            harness,
+            native: provider.structured_output(),
+            model: settings.model,
+            provider,
+            client,
+            system,
+            specs,
+            loaded,
+        })
+    }
+
+    /// The model a failure or an `escalate` call would move the turn to.
+    pub(crate) fn escalation(&self) -> Option<&str> {
+        self.harness.cost.escalation(&self.model)
+    }
+
+    /// Moves the rest of the turn to the cascade's next model, saying why in a notice; false
+    /// when there is none (or it does not route: then the notice says so).
+    pub(crate) fn escalate(&mut self, kernel: &Kernel, conv: &Conversation, turn_id: i64, why: &str) -> bool {
+        let Some(next) = self.escalation().map(str::to_string) else { return false };
+        let (level, said) = match kernel.catalog.provider(&next) {
+            Ok(provider) => {
+                self.native = provider.structured_output();
+                self.provider = provider;
+                let said = format!("escalated from {} to {next}: {why}", self.model);
+                self.model = next;
+                ("info", said)
+            }
+            Err(err) => ("warning", format!("could not escalate to {next}: {}", err.message)),
+        };
+        conv.emit(kernel, Event::notice(conv.id, Some(turn_id), level, said));
+        level == "info"
+    }
+
+    /// The tools of the next request: the harness's, then the turn's own.
+    pub(crate) fn offered(&self, structured: Option<&Structured>) -> Vec<ToolSpec> {
+        let mut specs = self.specs.clone();
+        specs.extend(structured.filter(|_| !self.native).map(Structured::respond_tool));
+        if let Some(next) = self.escalation() {
+            specs.push(ToolSpec {
+                name: ESCALATE_TOOL.into(),
+                description: format!(
+                    "Hand the rest of this turn to a stronger model ({next}), which sees everything so far: \
+                     call it alone when the task is beyond you or you keep failing at it."
+                ),
+                input_schema: json!({
+                    "type": "object",
+                    "properties": {"reason": {"type": "string", "description": "Why, in a sentence"}},
+                    "additionalProperties": false
+                }),
+                deferred: false,
+            });
+        }
+        specs.extend(super::handoff::tool(self.harness));
+        specs
+    }
+}
+
+/// An `escalate` call: its result stored like any call's; the caller moves the turn on.
+pub(crate) fn escalate_call(kernel: &Arc<Kernel>, conv: &Arc<Conversation>, turn_id: i64, call: &PlannedCall) {
+    let started =
+        Event::tool_started(conv.id, Some(turn_id), &call.call_id, &call.name, call.arguments.clone(), vec![]);
+    conv.emit(kernel, started);
+    let result = super::answered("escalated: a stronger model takes the next step");
+    super::complete_call(kernel, conv, turn_id, call, result);
+}
