@@ -13,6 +13,7 @@ fn renderer() -> Renderer {
         editor_reads: None,
         elicits: false,
         tools: crate::tools::ToolFacts::new(superpi_sandbox::ToolRegistry::builtin().defs()),
+        artifacts: Some(PathBuf::from("/data/artifacts")),
     });
     assert_eq!(r.render(&Event::turn_started(C, 3)), vec![]);
     r
@@ -515,4 +516,17 @@ fn a_watch_that_joins_mid_message_waits_for_the_completed_message() {
     );
     // The next message of the same turn streams from its start.
     assert_eq!(r.render(&Event::text_delta(C, T, 0, "next")), vec![msg("next")]);
+}
+
+#[test]
+fn an_artifact_is_a_resource_link_to_its_file() {
+    let mut r = renderer();
+    let link =
+        agent_client_protocol::v1::schema::ResourceLink::new("t.csv", format!("file:///data/artifacts/{C}/t.csv"))
+            .mime_type("text/csv".to_string())
+            .size(Some(8));
+    assert_eq!(
+        r.render(&Event::artifact_created(C, T, "c1", "t.csv", 8, "text/csv")),
+        vec![Out::Update(SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::ResourceLink(link))))]
+    );
 }

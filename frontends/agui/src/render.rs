@@ -466,6 +466,15 @@ impl Renderer {
                     out.push(custom("superpi.notice", json!({"level": level, "message": message})));
                 }
             }
+            EventBody::ArtifactCreated { name, bytes, media_type, tool_call_id } => {
+                // A download link: this server's artifact route, authenticated like the run.
+                self.flush_pending(&mut out, now_ms);
+                self.ensure_run(event.turn_id, &mut out);
+                let url = superpi_http::artifact_path(event.conversation_id, name);
+                let value = json!({"name": name, "bytes": bytes, "mediaType": media_type, "url": url,
+                    "toolCallId": tool_call_id, "conversationId": event.conversation_id});
+                out.push(custom("superpi.artifact", value));
+            }
             EventBody::SubagentStarted { child_conversation_id, role, task } => {
                 self.flush_pending(&mut out, now_ms);
                 self.ensure_run(event.turn_id, &mut out);

@@ -288,6 +288,13 @@ pub enum EventBody {
         #[serde(default)]
         summary: Option<String>,
     },
+    /// The `artifact` tool wrote a file for the person (`artifact.read` gives its bytes).
+    ArtifactCreated {
+        tool_call_id: String,
+        name: String,
+        bytes: u64,
+        media_type: String,
+    },
     /// An event of a type this reader does not know (or whose payload it cannot read),
     /// kept whole: its map, `type` included, minus the envelope keys.
     #[serde(untagged)]
@@ -321,6 +328,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "notice",
     "subagent_started",
     "subagent_finished",
+    "artifact_created",
 ];
 
 /// Milliseconds since the Unix epoch.
@@ -357,6 +365,7 @@ impl EventBody {
             EventBody::Notice { .. } => "notice",
             EventBody::SubagentStarted { .. } => "subagent_started",
             EventBody::SubagentFinished { .. } => "subagent_finished",
+            EventBody::ArtifactCreated { .. } => "artifact_created",
             EventBody::Unknown(map) => map.get("type").and_then(Value::as_str).unwrap_or(""),
         }
     }
@@ -696,6 +705,17 @@ impl Event {
         summary: Option<String>,
     ) -> Self {
         Self::new(conv, turn, EventBody::SubagentFinished { child_conversation_id, status: status.into(), summary })
+    }
+    pub fn artifact_created(
+        conv: i64,
+        turn: Option<i64>,
+        tool_call_id: impl Into<String>,
+        name: impl Into<String>,
+        bytes: u64,
+        media_type: impl Into<String>,
+    ) -> Self {
+        let (tool_call_id, name, media_type) = (tool_call_id.into(), name.into(), media_type.into());
+        Self::new(conv, turn, EventBody::ArtifactCreated { tool_call_id, name, bytes, media_type })
     }
 }
 

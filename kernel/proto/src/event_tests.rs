@@ -54,6 +54,7 @@ fn one_of_each() -> Vec<Event> {
         Event::notice(1, None, "warning", "turn 3 was interrupted"),
         Event::subagent_started(1, Some(2), 5, "explorer", "look around"),
         Event::subagent_finished(1, Some(2), 5, "completed", Some("found it".into())),
+        Event::artifact_created(1, Some(2), "call_1", "report.csv", 12, "text/csv"),
     ]
 }
 
