@@ -1,6 +1,7 @@
 //! The integration tests of superpi-tests: one test binary, a module per file (a new file is
 //! declared here; tests/tests/house.rs checks that none is left out).
 
+mod artifacts;
 mod backend_frontends;
 mod backends;
 mod chaos;

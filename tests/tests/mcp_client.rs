@@ -150,6 +150,22 @@ fn servers_are_managed_with_superpi_mcp_and_listed_by_kernel_status() {
     assert!(!ok && stderr.contains("no MCP server `fix`"), "{stderr}");
     let (ok, stdout, _) = cli(&["mcp", "list"]);
     assert!(ok && stdout.contains("no MCP servers"), "{stdout}");
+
+    // The transport and deferral flags write the entry's `sse` and `defer`.
+    let (ok, _, stderr) = cli(&["mcp", "add", "docs", "--url", "https://mcp.example.test/mcp", "--sse", "--defer"]);
+    assert!(ok, "{stderr}");
+    let (ok, _, stderr) = cli(&["mcp", "add", "direct", "--no-defer", "--", "/bin/true"]);
+    assert!(ok, "{stderr}");
+    let (ok, _, stderr) = cli(&["mcp", "add", "local", "--sse", "--", "/bin/true"]);
+    assert!(!ok && stderr.contains("need a `url`"), "--sse is for a URL: {stderr}");
+    let settings: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.locations.config_dir.join("settings.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        settings["mcp_servers"]["docs"],
+        json!({"url": "https://mcp.example.test/mcp", "sse": true, "defer": true})
+    );
+    assert_eq!(settings["mcp_servers"]["direct"], json!({"command": "/bin/true", "defer": false}));
 }
 
 #[test]

@@ -70,7 +70,18 @@ impl Server {
         let elicits = caps.elicitation.as_ref().is_some_and(|e| e.form.is_some());
         let opens_urls = caps.elicitation.as_ref().is_some_and(|e| e.url.is_some());
         let context_window = self.opts.context_window;
-        RenderOptions { workspace, context_window, notices, compaction, editor_reads, elicits, opens_urls, tools }
+        let artifacts = Some(self.connect.locations.data_dir.join("artifacts"));
+        RenderOptions {
+            workspace,
+            context_window,
+            notices,
+            compaction,
+            editor_reads,
+            elicits,
+            opens_urls,
+            tools,
+            artifacts,
+        }
     }
 
     /// A session for the conversation `info`, shown with the facts of its harness's tools

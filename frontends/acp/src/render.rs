@@ -18,8 +18,8 @@ use std::path::PathBuf;
 
 use agent_client_protocol::v1::schema::{
     CompactionStatus, CompactionUpdate, ContentBlock, ContentChunk, Cost, CurrentModeUpdate, Notice, NoticeSeverity,
-    PermissionOption, PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionModeId,
-    SessionUpdate, StopReason, TextContent, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate,
+    PermissionOption, PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, ResourceLink,
+    SessionModeId, SessionUpdate, StopReason, TextContent, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate,
     ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use serde_json::Value;
@@ -78,6 +78,9 @@ pub struct RenderOptions {
     pub opens_urls: bool,
     /// The facts of the session's tools (`tool.list`), which say how a call is shown.
     pub tools: ToolFacts,
+    /// Where the kernel keeps artifacts (`DATA_DIR/artifacts`): an `artifact_created` is a
+    /// `resource_link` to the file there, which the editor (this user's) can open.
+    pub artifacts: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -333,6 +336,19 @@ impl Renderer {
                 out.push(Out::Update(SessionUpdate::UsageUpdate(update)));
             }
             EventBody::PlanUpdated { entries } => out.push(Out::Update(plan(entries))),
+            EventBody::ArtifactCreated { name, bytes, media_type, .. } => {
+                let path =
+                    self.opts.artifacts.as_ref().map(|dir| dir.join(event.conversation_id.to_string()).join(name));
+                let uri = match path {
+                    Some(path) => format!("file://{}", path.display()),
+                    None => format!("superpi://artifact/{}/{name}", event.conversation_id),
+                };
+                let link = ResourceLink::new(name.as_str(), uri)
+                    .mime_type(media_type.clone())
+                    .size(i64::try_from(*bytes).ok());
+                let block = ContentBlock::ResourceLink(link);
+                out.push(Out::Update(SessionUpdate::AgentMessageChunk(ContentChunk::new(block))));
+            }
             EventBody::Notice { level, message } => {
                 if self.opts.notices {
                     let severity = match level.as_str() {

@@ -14,6 +14,7 @@ fn renderer() -> Renderer {
         elicits: false,
         opens_urls: false,
         tools: crate::tools::ToolFacts::new(superpi_sandbox::ToolRegistry::builtin().defs()),
+        artifacts: Some(PathBuf::from("/data/artifacts")),
     });
     assert_eq!(r.render(&Event::turn_started(C, 3)), vec![]);
     r
@@ -534,4 +535,17 @@ fn a_login_url_is_opened_only_by_an_editor_that_declared_urls() {
     assert_eq!(r.render(&Event::ui_resolved(C, T, "u1", logged_in)), vec![closed.clone(), done]);
     let refused = serde_json::json!({"outcome": "not_logged_in", "reason": "declined"});
     assert_eq!(r.render(&Event::ui_resolved(C, T, "u1", refused)), vec![closed]);
+}
+
+#[test]
+fn an_artifact_is_a_resource_link_to_its_file() {
+    let mut r = renderer();
+    let link =
+        agent_client_protocol::v1::schema::ResourceLink::new("t.csv", format!("file:///data/artifacts/{C}/t.csv"))
+            .mime_type("text/csv".to_string())
+            .size(Some(8));
+    assert_eq!(
+        r.render(&Event::artifact_created(C, T, "c1", "t.csv", 8, "text/csv")),
+        vec![Out::Update(SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::ResourceLink(link))))]
+    );
 }

@@ -312,11 +312,17 @@ impl Renderer {
                 self.reset_call();
                 out.push(custom("superpi.stream_reset", json!({"retryInMs": retry_in_ms})));
             }
-            EventBody::ToolStarted { tool_call_id, name, arguments, .. } => {
+            EventBody::ToolStarted { tool_call_id, name, arguments, overwritten_keys } => {
                 self.flush_pending(&mut out, now_ms);
                 self.ensure_run(event.turn_id, &mut out);
                 self.close_text_and_reasoning(&mut out);
                 self.whole_tool_call(tool_call_id, name, arguments, &mut out);
+                // A hook rewrote these arguments: the call runs with what it made of them.
+                if !overwritten_keys.is_empty() {
+                    let value = json!({"toolCallId": tool_call_id, "toolName": name,
+                        "overwrittenKeys": overwritten_keys, "arguments": arguments});
+                    out.push(custom("superpi.tool_rewritten", value));
+                }
             }
             EventBody::ToolOutput { tool_call_id, name, chunk } => {
                 self.flush_pending(&mut out, now_ms);
@@ -471,6 +477,15 @@ impl Renderer {
                 if self.run.is_some() {
                     out.push(custom("superpi.handoff", json!({"from": from, "to": to, "summary": summary})));
                 }
+            }
+            EventBody::ArtifactCreated { name, bytes, media_type, tool_call_id } => {
+                // A download link: this server's artifact route, authenticated like the run.
+                self.flush_pending(&mut out, now_ms);
+                self.ensure_run(event.turn_id, &mut out);
+                let url = superpi_http::artifact_path(event.conversation_id, name);
+                let value = json!({"name": name, "bytes": bytes, "mediaType": media_type, "url": url,
+                    "toolCallId": tool_call_id, "conversationId": event.conversation_id});
+                out.push(custom("superpi.artifact", value));
             }
             EventBody::SubagentStarted { child_conversation_id, role, task } => {
                 self.flush_pending(&mut out, now_ms);

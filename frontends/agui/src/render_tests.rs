@@ -279,6 +279,39 @@ fn held_text_goes_out_before_a_tool_call_opens() {
 }
 
 #[test]
+fn a_hooks_rewrite_and_an_artifact_are_custom_events() {
+    let mut r = renderer();
+    r.start_run("run-1");
+    r.render(&Event::turn_started(CONV, TURN), 0);
+    r.render(
+        &assistant(vec![ContentBlock::ToolCall {
+            id: "c1".into(),
+            name: "bash".into(),
+            arguments: json!({"command": "rm -rf x"}),
+        }]),
+        1,
+    );
+    let started =
+        Event::tool_started(CONV, Some(TURN), "c1", "bash", json!({"command": "echo no"}), vec!["command".into()]);
+    assert_eq!(
+        r.render(&started, 2),
+        vec![E::Custom {
+            name: "superpi.tool_rewritten".into(),
+            value: json!({"toolCallId": "c1", "toolName": "bash", "overwrittenKeys": ["command"],
+                "arguments": {"command": "echo no"}}),
+        }]
+    );
+    assert_eq!(
+        r.render(&Event::artifact_created(CONV, Some(TURN), "c2", "t.csv", 8, "text/csv"), 3),
+        vec![E::Custom {
+            name: "superpi.artifact".into(),
+            value: json!({"name": "t.csv", "bytes": 8, "mediaType": "text/csv",
+                "url": format!("/v1/artifacts/{CONV}/t.csv"), "toolCallId": "c2", "conversationId": CONV}),
+        }]
+    );
+}
+
+#[test]
 fn an_unstreamed_message_is_sent_whole_when_it_completes() {
     let mut r = renderer();
     r.start_run("run-1");

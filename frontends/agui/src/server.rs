@@ -41,7 +41,8 @@ impl Agui {
             .route("/agui/v1/run", post(run))
             .route("/agui/v1/capabilities", get(capabilities))
             .route("/agui/v1/sessions/{id}/events", get(events))
-            .route("/agui/v1/sessions/{id}/input", post(input));
+            .route("/agui/v1/sessions/{id}/input", post(input))
+            .route(superpi_http::ARTIFACT_ROUTE, get(artifact));
         let common = Common { service: "superpi-agui", not_found: "no such route", body_limit: BODY_LIMIT };
         superpi_http::with_common::<AguiShape, _>(routes, common)
             .layer(axum::middleware::from_fn_with_state(self.frontend.clone(), origin::guard))
@@ -70,6 +71,17 @@ impl Agui {
             Err(e) => Err(request::kernel_error(&e)),
         }
     }
+}
+
+/// `GET /v1/artifacts/{conversation}/{name}`: a file a turn wrote for the person (the link
+/// of the `superpi.artifact` custom event).
+async fn artifact(
+    State(agui): State<Agui>,
+    headers: HeaderMap,
+    Path((conversation, name)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let principal = agui.authenticate(&headers)?;
+    Ok(superpi_http::artifact_download::<AguiShape>(&agui.frontend, &principal, &conversation, &name).await)
 }
 
 /// `POST /agui/v1/run`: a `RunAgentInput` in, the run's AG-UI events out.

@@ -51,6 +51,8 @@ pub enum Command {
     /// Your durable notes (the memory block's): list, pin, unpin, remove.
     #[command(subcommand)]
     Memory(crate::memory::MemoryCommand),
+    /// Files turns wrote for you with the `artifact` tool.
+    Artifacts(crate::artifacts::ArtifactsArgs),
     /// List the harnesses.
     Harnesses(JsonFlag),
     /// List the models whose provider the kernel has configured.
@@ -147,6 +149,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Schedule(command) => crate::schedule::run(&locations, command).await,
         Command::Permissions(command) => crate::permissions::run(&locations, command),
         Command::Memory(command) => crate::memory::run(&locations, command).await,
+        Command::Artifacts(args) => crate::artifacts::run(&locations, args).await,
         Command::Harnesses(json) => listing::harnesses(&locations, json).await,
         Command::Models(json) => listing::models(&locations, json).await,
         Command::Rules(json) => listing::rules(json),

@@ -13,6 +13,7 @@
 //! It must not hold protocol or kernel logic of its own: each role's crate does the work.
 
 mod args;
+mod artifacts;
 mod chat;
 mod connection;
 mod doctor;

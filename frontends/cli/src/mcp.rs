@@ -89,6 +89,16 @@ pub struct AddArgs {
     /// A header sent to a `--url` server with every request (repeatable).
     #[arg(long = "header", value_name = "NAME: VALUE", requires = "url")]
     pub headers: Vec<String>,
+    /// Speak the older HTTP+SSE transport (2024-11-05) to a `--url` server at once, instead of
+    /// trying Streamable HTTP first.
+    #[arg(long, requires = "url")]
+    pub sse: bool,
+    /// Always offer its tools through `tool_search` (deferred), whatever their number.
+    #[arg(long, conflicts_with = "no_defer")]
+    pub defer: bool,
+    /// Never defer its tools: offer each to the model directly.
+    #[arg(long)]
+    pub no_defer: bool,
     /// The environment variable (of the kernel) holding a `--url` server's bearer token.
     #[arg(long, value_name = "VAR", requires = "url")]
     pub bearer_token_env: Option<String>,
@@ -103,7 +113,7 @@ pub async fn run(locations: &Locations, action: McpAction) -> anyhow::Result<Exi
         McpAction::List(flag) => list(locations, &path, flag.json).await,
         McpAction::Add(args) => {
             let name = args.name.clone();
-            let entry = match &args.url {
+            let mut entry = match &args.url {
                 Some(url) => http_entry(url, &args.headers, args.bearer_token_env.as_deref())?,
                 None => {
                     let mut entry = stdio_entry(args.command, &args.env, args.cwd)?;
@@ -113,6 +123,12 @@ pub async fn run(locations: &Locations, action: McpAction) -> anyhow::Result<Exi
                     entry
                 }
             };
+            if args.sse {
+                entry["sse"] = json!(true);
+            }
+            if args.defer || args.no_defer {
+                entry["defer"] = json!(args.defer);
+            }
             edit(&path, |servers| {
                 if servers.contains_key(&name) && !args.replace {
                     bail!("`{name}` is already in {}; remove it first, or add it with --replace", path.display());

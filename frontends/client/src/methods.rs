@@ -218,6 +218,26 @@ impl KernelClient {
         self.request(Method::MemoryRemove(MemoryRemoveParams { id })).await
     }
 
+    /// The caller's artifacts, of one conversation or of all theirs, newest first (`artifact.list`).
+    pub async fn artifact_list(
+        &self,
+        conversation_id: Option<i64>,
+    ) -> Result<Vec<superpi_proto::artifact::ArtifactInfo>, ClientError> {
+        let params = superpi_proto::artifact::ArtifactListParams { conversation_id };
+        let list: superpi_proto::artifact::ArtifactListResult = self.request(Method::ArtifactList(params)).await?;
+        Ok(list.artifacts)
+    }
+
+    /// One of the caller's artifacts with its bytes in base64 (`artifact.read`).
+    pub async fn artifact_read(
+        &self,
+        conversation_id: i64,
+        name: &str,
+    ) -> Result<superpi_proto::artifact::ArtifactReadResult, ClientError> {
+        let params = superpi_proto::artifact::ArtifactReadParams { conversation_id, name: name.to_string() };
+        self.request(Method::ArtifactRead(params)).await
+    }
+
     /// Resumes a paused schedule (`schedule.resume`).
     pub async fn schedule_resume(&self, id: i64) -> Result<Value, ClientError> {
         self.request(Method::ScheduleResume(ScheduleResumeParams { id })).await

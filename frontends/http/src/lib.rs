@@ -12,13 +12,15 @@
 //! only without tokens, never a kernel's confined tool) and the `Host` rule against DNS
 //! rebinding (loopback names and the bound address without tokens); SSE framing with a body
 //! that coalesces whatever frames are ready into one write; the routes around every
-//! frontend's own ([`with_common`]: health, 404, 405, the body limit); and the refusal type
+//! frontend's own ([`with_common`]: health, 404, 405, the body limit); the artifact download
+//! ([`artifact_download`]); and the refusal type
 //! ([`ApiError`]), each frontend naming only its body shape ([`ErrorShape`]).
 //!
 //! It must not know any kernel type beyond superpi-client's connections, nor any one
 //! frontend's wire format or routes: it deals in headers, addresses, bytes and the router a
 //! frontend hands it.
 
+mod artifacts;
 mod auth;
 mod error;
 mod frontend;
@@ -27,6 +29,7 @@ mod origin;
 mod routes;
 mod sse;
 
+pub use artifacts::{ARTIFACT_ROUTE, artifact_download, artifact_path};
 pub use auth::{
     AuthError, BindError, CONFIG_FILE, TokenFileError, Tokens, authenticate, check_bind, load_tokens,
     principal_for_token,

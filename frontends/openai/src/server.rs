@@ -64,11 +64,12 @@ impl Gateway {
             .route("/metrics", get(metrics))
             .route("/ready", get(ready))
             .route("/v1/triggers/{token}", post(trigger))
-            .route("/mcp", any(mcp));
+            .route("/mcp", any(mcp))
+            .route(superpi_http::ARTIFACT_ROUTE, get(artifact));
         let common = Common {
             service: "superpi gateway",
             not_found: "no such endpoint: the gateway serves /v1/models, /v1/chat/completions, /v1/responses, /v1/messages, \
-                        /v1/triggers/TOKEN, /metrics and /mcp",
+                        /v1/triggers/TOKEN, /v1/artifacts/ID/NAME, /metrics and /mcp",
             body_limit: BODY_LIMIT,
         };
         superpi_http::with_common::<OpenAiShape, _>(routes, common)
@@ -132,6 +133,21 @@ impl Gateway {
         let list = client.harnesses().await?;
         *lock(&self.inner.harnesses) = Some((std::time::Instant::now(), list.clone()));
         Ok(list)
+    }
+}
+
+/// `GET /v1/artifacts/{conversation}/{name}`: a file a turn wrote for the person, to the
+/// conversation's principal only.
+async fn artifact(
+    State(gw): State<Gateway>,
+    headers: HeaderMap,
+    Path((conversation, name)): Path<(String, String)>,
+) -> Response {
+    match gw.authenticate(&headers) {
+        Ok(principal) => {
+            superpi_http::artifact_download::<OpenAiShape>(&gw.inner.frontend, &principal, &conversation, &name).await
+        }
+        Err(e) => e.into_response(),
     }
 }
 

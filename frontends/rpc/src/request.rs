@@ -43,6 +43,11 @@ pub const METHODS: &[&str] = &[
     "schedule.add",
     "schedule.remove",
     "schedule.resume",
+    "memory.list",
+    "memory.pin",
+    "memory.remove",
+    "artifact.list",
+    "artifact.read",
 ];
 
 type Reply = Result<Value, RpcError>;
@@ -240,6 +245,36 @@ pub fn module(conn: Arc<Conn>) -> Result<RpcModule<Conn>, crate::Error> {
         let p: wire::ScheduleRemoveParams = parse("schedule.resume", p.as_deref())?;
         kernel.schedule_resume(p.id).await.map_err(wire::kernel_error)?;
         Ok(json!({"resumed": true}))
+    })?;
+    register(&mut m, "memory.list", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: superpi_proto::memory::MemoryListParams = parse("memory.list", p.as_deref())?;
+        let notes = kernel.memory_list(p.limit).await.map_err(wire::kernel_error)?;
+        Ok(json!({"notes": notes}))
+    })?;
+    register(&mut m, "memory.pin", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: superpi_proto::memory::MemoryPinParams = parse("memory.pin", p.as_deref())?;
+        kernel.memory_pin(p.id, p.pinned).await.map_err(wire::kernel_error)
+    })?;
+    register(&mut m, "memory.remove", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: superpi_proto::memory::MemoryRemoveParams = parse("memory.remove", p.as_deref())?;
+        kernel.memory_remove(p.id).await.map_err(wire::kernel_error)
+    })?;
+    register(&mut m, "artifact.list", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: superpi_proto::artifact::ArtifactListParams = parse("artifact.list", p.as_deref())?;
+        let artifacts = kernel.artifact_list(p.conversation_id).await.map_err(wire::kernel_error)?;
+        Ok(json!({"artifacts": artifacts}))
+    })?;
+    register(&mut m, "artifact.read", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: superpi_proto::artifact::ArtifactReadParams = parse("artifact.read", p.as_deref())?;
+        let read = kernel.artifact_read(p.conversation_id, &p.name).await.map_err(wire::kernel_error)?;
+        let mut answer = json!(read.info);
+        answer["data"] = json!(read.data);
+        Ok(answer)
     })?;
     Ok(m)
 }

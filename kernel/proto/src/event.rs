@@ -296,6 +296,13 @@ pub enum EventBody {
         #[serde(default)]
         summary: Option<String>,
     },
+    /// The `artifact` tool wrote a file for the person (`artifact.read` gives its bytes).
+    ArtifactCreated {
+        tool_call_id: String,
+        name: String,
+        bytes: u64,
+        media_type: String,
+    },
     /// An event of a type this reader does not know (or whose payload it cannot read),
     /// kept whole: its map, `type` included, minus the envelope keys.
     #[serde(untagged)]
@@ -330,6 +337,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "subagent_started",
     "subagent_finished",
     "handoff",
+    "artifact_created",
 ];
 
 /// Milliseconds since the Unix epoch.
@@ -367,6 +375,7 @@ impl EventBody {
             EventBody::SubagentStarted { .. } => "subagent_started",
             EventBody::SubagentFinished { .. } => "subagent_finished",
             EventBody::Handoff { .. } => "handoff",
+            EventBody::ArtifactCreated { .. } => "artifact_created",
             EventBody::Unknown(map) => map.get("type").and_then(Value::as_str).unwrap_or(""),
         }
     }
@@ -715,6 +724,17 @@ impl Event {
         summary: Option<String>,
     ) -> Self {
         Self::new(conv, turn, EventBody::Handoff { from: from.into(), to: to.into(), summary })
+    }
+    pub fn artifact_created(
+        conv: i64,
+        turn: Option<i64>,
+        tool_call_id: impl Into<String>,
+        name: impl Into<String>,
+        bytes: u64,
+        media_type: impl Into<String>,
+    ) -> Self {
+        let (tool_call_id, name, media_type) = (tool_call_id.into(), name.into(), media_type.into());
+        Self::new(conv, turn, EventBody::ArtifactCreated { tool_call_id, name, bytes, media_type })
     }
 }
 

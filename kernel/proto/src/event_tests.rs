@@ -55,6 +55,7 @@ fn one_of_each() -> Vec<Event> {
         Event::subagent_started(1, Some(2), 5, "explorer", "look around"),
         Event::subagent_finished(1, Some(2), 5, "completed", Some("found it".into())),
         Event::handoff(1, Some(2), "superpi-planner", "superpi-code", Some("the plan is ready".into())),
+        Event::artifact_created(1, Some(2), "call_1", "report.csv", 12, "text/csv"),
     ]
 }
 

@@ -10,6 +10,7 @@
 //! other crate may depend on it; it depends on nothing of superpi. `kernel/PROTOCOL.md`
 //! documents what is here, and a test checks that every method named here is documented there.
 
+pub mod artifact;
 pub mod content;
 pub mod effort;
 pub mod event;

@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
+use crate::artifact::{ArtifactListParams, ArtifactReadParams};
 use crate::content::{ContentBlock, Entry};
 use crate::effort::Effort;
 use crate::event::Event;
@@ -56,6 +57,8 @@ pub enum Method {
     MemoryList(MemoryListParams),
     MemoryPin(MemoryPinParams),
     MemoryRemove(MemoryRemoveParams),
+    ArtifactList(ArtifactListParams),
+    ArtifactRead(ArtifactReadParams),
 }
 
 /// The method names, as documented in PROTOCOL.md.
@@ -94,6 +97,8 @@ pub const METHOD_NAMES: &[&str] = &[
     "memory.list",
     "memory.pin",
     "memory.remove",
+    "artifact.list",
+    "artifact.read",
 ];
 
 fn is_false(b: &bool) -> bool {
@@ -143,6 +148,8 @@ impl Method {
             "memory.list" => Method::MemoryList(params(method, p)?),
             "memory.pin" => Method::MemoryPin(params(method, p)?),
             "memory.remove" => Method::MemoryRemove(params(method, p)?),
+            "artifact.list" => Method::ArtifactList(params(method, p)?),
+            "artifact.read" => Method::ArtifactRead(params(method, p)?),
             other => {
                 return Err(ErrorObject::new(codes::METHOD_NOT_FOUND, format!("unknown method `{other}`")));
             }
@@ -190,6 +197,8 @@ impl Method {
             Method::MemoryList(p) => ("memory.list", v(p)),
             Method::MemoryPin(p) => ("memory.pin", v(p)),
             Method::MemoryRemove(p) => ("memory.remove", v(p)),
+            Method::ArtifactList(p) => ("artifact.list", v(p)),
+            Method::ArtifactRead(p) => ("artifact.read", v(p)),
         }
     }
 }
@@ -869,6 +878,8 @@ mod tests {
             Method::MemoryList(crate::memory::MemoryListParams { limit: Some(5) }),
             Method::MemoryPin(crate::memory::MemoryPinParams { id: 2, pinned: false }),
             Method::MemoryRemove(crate::memory::MemoryRemoveParams { id: 2 }),
+            Method::ArtifactList(crate::artifact::ArtifactListParams { conversation_id: Some(3) }),
+            Method::ArtifactRead(crate::artifact::ArtifactReadParams { conversation_id: 3, name: "a.csv".into() }),
         ];
         assert_eq!(methods.len(), METHOD_NAMES.len());
         for m in methods {

@@ -94,6 +94,7 @@ pub async fn run(mut config: KernelConfig) -> Result<(), KernelError> {
 pub(crate) fn own_tools(slot: &KernelSlot, config_dir: &Path) -> Vec<(ToolDef, Arc<dyn superpi_sandbox::ToolRunner>)> {
     let mut own: Vec<(_, Arc<dyn superpi_sandbox::ToolRunner>)> = vec![
         (crate::tools::plan::def(), Arc::new(crate::tools::plan::PlanTool { kernel: slot.clone() })),
+        (crate::tools::artifact::def(), Arc::new(crate::tools::artifact::ArtifactTool { kernel: slot.clone() })),
         (crate::tools::question::def(), Arc::new(crate::tools::question::QuestionTool { kernel: slot.clone() })),
         (crate::tools::subagent::def(), Arc::new(crate::tools::subagent::SubagentTool { kernel: slot.clone() })),
         (

@@ -1,8 +1,9 @@
 //! The kernel's methods: each request's params, checks and result, by family: conversations
 //! (`sessions`), their settings (`settings`), answers to their questions (`answers`), the
-//! caller's notes (`memory`) and the kernel's own (`kernel_info`). Here: the dispatch and what every family shares.
+//! caller's notes (`memory`), files turns wrote for them (`artifacts`) and the kernel's own (`kernel_info`). Here: the dispatch and what every family shares.
 
 mod answers;
+mod artifacts;
 mod kernel_info;
 mod memory;
 mod sessions;
@@ -128,6 +129,8 @@ pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str,
         Method::MemoryList(p) => memory::list(kernel, &peer.principal, p.limit),
         Method::MemoryPin(p) => memory::pin(kernel, &peer.principal, p.id, p.pinned),
         Method::MemoryRemove(p) => memory::remove(kernel, &peer.principal, p.id),
+        Method::ArtifactList(p) => artifacts::list(kernel, peer, p.conversation_id),
+        Method::ArtifactRead(p) => artifacts::read(kernel, peer, p.conversation_id, &p.name),
         Method::KernelShutdown => {
             // The stop begins once the answer is queued; connections stay open (and flush)
             // until running turns have ended (server.rs), so the answer reaches the client.

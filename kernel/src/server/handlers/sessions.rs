@@ -344,6 +344,7 @@ pub(super) fn delete(kernel: &Arc<Kernel>, peer: &Peer, id: i64) -> Reply {
     if !deleted {
         return Err(not_found(id));
     }
+    crate::tools::artifact::remove_all(&kernel.config.data_dir, id);
     tracing::info!(conversation = id, "conversation deleted");
     Ok(json!({"deleted": true}))
 }
