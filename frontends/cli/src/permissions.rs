@@ -24,7 +24,9 @@ pub enum PermissionsCommand {
         key: String,
     },
     /// Trust a folder (default: the current directory): its `.superpi/permissions.json` may
-    /// allow, as it is now; a later change of the file is not trusted until you run this again.
+    /// allow, and agent backends run beside their own configuration there
+    /// (`.gemini/settings.json`), each as it is now; a later change of a file is not trusted
+    /// until you run this again.
     Trust {
         #[arg(value_name = "DIR")]
         dir: Option<PathBuf>,
@@ -112,6 +114,9 @@ fn trust(config_dir: &Path, folder: &Path) -> anyhow::Result<ExitCode> {
             ));
         }
     }
+    for file in &done.backend_files {
+        out(&format!("accepted {} as it is now (an agent backend's configuration)\n", file.display()));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -128,7 +133,7 @@ fn untrust(config_dir: &Path, folder: &Path) -> anyhow::Result<ExitCode> {
         out(&format!("no longer trusted: {}\n", f.display()));
     }
     if done.files > 0 {
-        out(&format!("rules files no longer accepted: {}\n", done.files));
+        out(&format!("files no longer accepted: {}\n", done.files));
     }
     if let Some(holder) = done.still_within {
         out(&format!(

@@ -51,6 +51,23 @@ impl BackendKind {
     }
 }
 
+impl BackendKind {
+    /// The files and folders of a workspace (relative to it) the program reads as its own
+    /// configuration and cannot be told to ignore: Gemini CLI's settings (hooks, MCP servers,
+    /// a tool discovery command, which hooks are off) and its `.env`; OpenCode's project
+    /// configuration, which 1.18.33 reads (plugins, policies) despite
+    /// `OPENCODE_DISABLE_PROJECT_CONFIG`. A tool call may write them, so a turn runs beside
+    /// them only while each is the one the user accepted (`backend_files.rs`). Claude Code is
+    /// told to ignore its own (`--setting-sources user`).
+    pub fn workspace_config(self) -> &'static [&'static str] {
+        match self {
+            BackendKind::GeminiCli => &[".gemini/settings.json", ".gemini/.env"],
+            BackendKind::Opencode => &["opencode.json", "opencode.jsonc", ".opencode"],
+            BackendKind::ClaudeCode | BackendKind::Codex => &[],
+        }
+    }
+}
+
 impl fmt::Display for BackendKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.id())

@@ -57,6 +57,7 @@
 //! ```
 
 pub mod backend;
+pub mod backend_files;
 pub mod budget;
 pub mod checkpoints;
 pub mod conversation;

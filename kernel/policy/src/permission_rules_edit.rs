@@ -205,11 +205,16 @@ pub struct Trusted {
     pub newly: bool,
     /// The workspace's rules file as accepted (None: it has none).
     pub accepted: Option<Vec<RuleEntry>>,
+    /// The agent backends' configuration files of the workspace accepted as they are now
+    /// (`backend_files.rs`).
+    pub backend_files: Vec<PathBuf>,
 }
 
 /// Trusts `folder` (absolute, canonical): adds it to `trusted_folders` unless a trusted
 /// folder holds it, and accepts its rules file as it is now (its digest recorded; with none,
-/// the digest of nothing, so a file written later is a change). A file superpi would ignore or cannot read is an error.
+/// the digest of nothing, so a file written later is a change), and the agent backends'
+/// configuration files in it (`.gemini/settings.json`, ...: those present, as they are now;
+/// none recorded for one missing). A file superpi would ignore or cannot read is an error.
 pub fn trust(config_dir: &Path, folder: &Path) -> Result<Trusted, ConfigError> {
     let _one = writing();
     let user_file = config_dir.join(USER_RULES_FILE);
@@ -227,8 +232,20 @@ pub fn trust(config_dir: &Path, folder: &Path) -> Result<Trusted, ConfigError> {
     }
     // No file: the digest of nothing (no rules file is empty), so one written later is a change.
     user.rules_sha256.insert(key.clone(), sha256.clone().unwrap_or_else(|| file::sha256(b"")));
+    let mut backend_files = Vec::new();
+    for (path, digest) in crate::backend_files::digests(&key)? {
+        match digest {
+            Some(digest) => {
+                user.backend_files_sha256.insert(path.clone(), digest);
+                backend_files.push(path);
+            }
+            None => {
+                user.backend_files_sha256.remove(&path);
+            }
+        }
+    }
     file::write(&user_file, &user, RuleSource::User)?;
-    Ok(Trusted { folder: holder.unwrap_or(key), newly, accepted: sha256.map(|_| file.rules) })
+    Ok(Trusted { folder: holder.unwrap_or(key), newly, accepted: sha256.map(|_| file.rules), backend_files })
 }
 
 /// What `superpi permissions untrust` did.
@@ -255,6 +272,9 @@ pub fn untrust(config_dir: &Path, folder: &Path) -> Result<Untrusted, ConfigErro
     let before = user.rules_sha256.len();
     user.rules_sha256.retain(|f, _| !below(f));
     let files = before - user.rules_sha256.len();
+    let before = user.backend_files_sha256.len();
+    user.backend_files_sha256.retain(|f, _| !below(f));
+    let files = files + (before - user.backend_files_sha256.len());
     let still_within = user.trusted_folders.iter().find(|f| key.starts_with(crate::paths::lexical(f))).cloned();
     if !folders.is_empty() || files > 0 {
         file::write(&user_file, &user, RuleSource::User)?;

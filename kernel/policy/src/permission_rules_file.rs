@@ -89,6 +89,11 @@ pub(crate) struct RulesFile {
     /// accepted it (`superpi permissions trust`) or the kernel last wrote it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub rules_sha256: BTreeMap<PathBuf, String>,
+    /// The user's file only: the sha256 of each agent backend's configuration file in a
+    /// workspace (`WORKSPACE/.gemini/settings.json`, ...) as the user accepted it
+    /// (`superpi permissions trust`), by the file's absolute path (`backend_files.rs`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub backend_files_sha256: BTreeMap<PathBuf, String>,
     #[serde(default)]
     pub rules: Vec<RuleEntry>,
 }
@@ -148,9 +153,20 @@ pub(crate) fn sha256(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Reads the rules file at `path`. A workspace's is opened without following a link; the
-/// user's may be a link (to a dotfiles repository), and what it leads to is checked.
-pub(crate) fn read(path: &Path, source: RuleSource) -> Result<Read, ConfigError> {
+/// What reading a configuration file's bytes found.
+#[derive(Debug)]
+pub(crate) enum Bytes {
+    Missing,
+    /// Not used, and why (a sentence about the file).
+    Ignored(String),
+    Present(Vec<u8>),
+}
+
+/// Reads the bytes of a configuration file superpi trusts only when it is the user's: a
+/// workspace's is opened without following a link; the user's may be a link (to a dotfiles
+/// repository), and what it leads to is checked. Owned by another user (neither root), not a
+/// regular file, or past [`MAX_RULES_FILE_BYTES`]: ignored.
+pub(crate) fn read_bytes(path: &Path, source: RuleSource) -> Result<Bytes, ConfigError> {
     let mut flags = OFlag::O_NONBLOCK.bits();
     if source == RuleSource::Workspace {
         flags |= OFlag::O_NOFOLLOW.bits();
@@ -158,24 +174,37 @@ pub(crate) fn read(path: &Path, source: RuleSource) -> Result<Read, ConfigError>
     let read_error = |source| ConfigError::Read { path: path.to_path_buf(), source };
     let mut file = match std::fs::OpenOptions::new().read(true).custom_flags(flags).open(path) {
         Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Read::Missing),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Bytes::Missing),
         Err(e) if e.raw_os_error() == Some(Errno::ELOOP as i32) => {
-            return Ok(Read::Ignored("is a symbolic link, which superpi does not follow".into()));
+            return Ok(Bytes::Ignored("is a symbolic link, which superpi does not follow".into()));
         }
         Err(e) => return Err(read_error(e)),
     };
     let meta = file.metadata().map_err(read_error)?;
     if !meta.is_file() {
-        return Ok(Read::Ignored("is not a regular file".into()));
+        return Ok(Bytes::Ignored("is not a regular file".into()));
     }
     if !trusted_owner(meta.uid()) {
-        return Ok(Read::Ignored(format!("is owned by another user (uid {}), neither you nor root", meta.uid())));
+        return Ok(Bytes::Ignored(format!("is owned by another user (uid {}), neither you nor root", meta.uid())));
     }
     if meta.len() > MAX_RULES_FILE_BYTES {
-        return Ok(Read::Ignored(format!("is larger than {MAX_RULES_FILE_BYTES} bytes")));
+        return Ok(Bytes::Ignored(format!("is larger than {MAX_RULES_FILE_BYTES} bytes")));
     }
     let mut bytes = Vec::new();
     (&mut file).take(MAX_RULES_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(read_error)?;
+    if bytes.len() as u64 > MAX_RULES_FILE_BYTES {
+        return Ok(Bytes::Ignored(format!("is larger than {MAX_RULES_FILE_BYTES} bytes")));
+    }
+    Ok(Bytes::Present(bytes))
+}
+
+/// Reads the rules file at `path` ([`read_bytes`]) and parses it.
+pub(crate) fn read(path: &Path, source: RuleSource) -> Result<Read, ConfigError> {
+    let bytes = match read_bytes(path, source)? {
+        Bytes::Missing => return Ok(Read::Missing),
+        Bytes::Ignored(why) => return Ok(Read::Ignored(why)),
+        Bytes::Present(bytes) => bytes,
+    };
     let sha256 = sha256(&bytes);
     let text = String::from_utf8(bytes).map_err(|_| ConfigError::invalid(path, "", "is not UTF-8 text"))?;
     Ok(Read::Present { file: parse(&text, path, source)?, sha256 })
@@ -197,12 +226,20 @@ fn parse(text: &str, path: &Path, source: RuleSource) -> Result<RulesFile, Confi
         if !file.rules_sha256.is_empty() {
             return Err(ConfigError::invalid(path, "rules_sha256", "only your own permissions.json accepts files"));
         }
+        if !file.backend_files_sha256.is_empty() {
+            let key = "backend_files_sha256";
+            return Err(ConfigError::invalid(path, key, "only your own permissions.json accepts files"));
+        }
     }
     if let Some(i) = file.trusted_folders.iter().position(|f| !f.is_absolute()) {
         return Err(ConfigError::invalid(path, format!("trusted_folders[{i}]"), "must be an absolute path"));
     }
     if let Some(key) = file.rules_sha256.keys().find(|f| !f.is_absolute()) {
         return Err(ConfigError::invalid(path, format!("rules_sha256.{}", key.display()), "must be an absolute path"));
+    }
+    if let Some(key) = file.backend_files_sha256.keys().find(|f| !f.is_absolute()) {
+        let key = format!("backend_files_sha256.{}", key.display());
+        return Err(ConfigError::invalid(path, key, "must be an absolute path"));
     }
     Ok(file)
 }

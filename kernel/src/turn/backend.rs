@@ -72,6 +72,9 @@ pub(crate) async fn drive(
         .clone()?;
     let workspace =
         conv.settings().workspace.map(PathBuf::from).ok_or("a backend works in a workspace; none is set")?;
+    // Its own configuration in the workspace (which a tool call may have written) only as the
+    // user accepted it; the file, the reason and the fix otherwise.
+    superpi_policy::backend_files::check(&catalog.config_dir, &workspace, kind).map_err(|e| e.to_string())?;
     // The conversation's mode, lowered to the submitter's ceiling, chooses the backend's own.
     let mode = lock(&conv.policy).as_ref().map(|p| p.mode().min(ceiling)).map_err(Clone::clone)?;
     let home = catalog.backend_sessions.home(kind).map_err(|e| format!("{}'s state directory: {e}", kind.title()))?;

@@ -293,8 +293,9 @@ fn write_gemini_settings(
     thinking: Option<(&str, Effort)>,
 ) -> Result<(), String> {
     let dir = home.join(".gemini");
-    let written = std::fs::create_dir_all(&dir)
-        .and_then(|()| std::fs::write(dir.join("settings.json"), gemini::settings(env, thinking).to_string()));
+    let settings = gemini::settings(env, thinking, &gemini::hook_name()?);
+    let written =
+        std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(dir.join("settings.json"), settings.to_string()));
     written.map_err(|e| format!("Gemini CLI's settings in {}: {e}", dir.display()))
 }
 

@@ -96,6 +96,16 @@ fn ask_matcher() -> String {
     format!("^(?!({})$)", RUN_WITHOUT_ASKING.join("|"))
 }
 
+/// A new name for the hook, one per turn (`superpi-ask-` and 32 random hex digits). Gemini
+/// CLI names a hook by its `name` in `hooksConfig.disabled`, which workspace settings extend;
+/// a name nobody knows before the turn cannot be listed there. (Workspace settings the user
+/// has not accepted stop the turn before it starts: `superpi_policy::backend_files`.)
+pub fn hook_name() -> Result<String, String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| format!("a name for Gemini CLI's hook: {e}"))?;
+    Ok(format!("superpi-ask-{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()))
+}
+
 /// The hook's answer to a question.
 pub fn hook_answer(approval: &crate::event::Approval) -> String {
     let answer = match approval {
@@ -140,8 +150,9 @@ pub fn fixed_env(state_dir: &str, env: &[(String, String)]) -> Vec<(String, Stri
 
 /// The user settings superpi writes into the CLI's home before each turn: how it
 /// authenticates (headless it refuses to choose: "Invalid auth method selected" for a base
-/// URL alone), and no usage statistics or self-update.
-pub fn settings(env: &[(String, String)], thinking: Option<(&str, Effort)>) -> Value {
+/// URL alone), no usage statistics or self-update, no variables from the workspace's `.env`
+/// (the project's, not the CLI's), and the question hook under this turn's `hook_name`.
+pub fn settings(env: &[(String, String)], thinking: Option<(&str, Effort)>, hook_name: &str) -> Value {
     let given = |key: &str| env.iter().any(|(k, v)| k == key && !v.is_empty());
     let vertex = env.iter().any(|(k, v)| k == "GOOGLE_GENAI_USE_VERTEXAI" && v == "true");
     let auth = if vertex {
@@ -151,11 +162,13 @@ pub fn settings(env: &[(String, String)], thinking: Option<(&str, Effort)>) -> V
     } else {
         json!({})
     };
-    let hook = json!({"type": "command", "name": "superpi-ask", "command": ASK_HOOK, "timeout": ASK_HOOK_TIMEOUT_MS});
+    let hook = json!({"type": "command", "name": hook_name, "command": ASK_HOOK, "timeout": ASK_HOOK_TIMEOUT_MS});
     let mut settings = json!({
         "security": {"auth": auth},
         "privacy": {"usageStatisticsEnabled": false},
         "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+        "advanced": {"ignoreLocalEnv": true},
+        "hooksConfig": {"enabled": true},
         "hooks": {"BeforeTool": [{"matcher": ask_matcher(), "hooks": [hook]}]},
     });
     // The conversation's effort, as superpi's own Gemini requests carry it, for the model

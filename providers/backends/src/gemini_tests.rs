@@ -104,14 +104,20 @@ fn the_mode_chooses_the_approval_mode_and_the_settings_say_how_to_sign_in() {
     );
     let env = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>();
     let kernel = env(&[("GEMINI_API_KEY", "k"), ("GEMINI_BASE_URL", "http://127.0.0.1:9")]);
-    assert_eq!(settings(&kernel, None)["security"]["auth"]["selectedType"], "gemini-api-key");
+    assert_eq!(settings(&kernel, None, "superpi-ask-x")["security"]["auth"]["selectedType"], "gemini-api-key");
     assert_eq!(
-        settings(&env(&[("GOOGLE_GENAI_USE_VERTEXAI", "true")]), None)["security"]["auth"]["selectedType"],
+        settings(&env(&[("GOOGLE_GENAI_USE_VERTEXAI", "true")]), None, "superpi-ask-x")["security"]["auth"]["selectedType"],
         "vertex-ai"
     );
-    assert_eq!(settings(&[], None)["security"]["auth"], json!({}));
-    let hooks = &settings(&[], None)["hooks"]["BeforeTool"][0];
+    assert_eq!(settings(&[], None, "superpi-ask-x")["security"]["auth"], json!({}));
+    let hooks = &settings(&[], None, "superpi-ask-x")["hooks"]["BeforeTool"][0];
     assert_eq!(hooks["hooks"][0]["command"], ASK_HOOK);
+    assert_eq!(hooks["hooks"][0]["name"], "superpi-ask-x");
+    // Each turn's hook has a name of its own, which no workspace file can have listed.
+    let (a, b) = (hook_name().unwrap(), hook_name().unwrap());
+    assert!(a.starts_with("superpi-ask-") && a.len() == "superpi-ask-".len() + 32 && a != b, "{a} {b}");
+    // The workspace's `.env` is the project's: the CLI takes no variables from it.
+    assert_eq!(settings(&[], None, "h")["advanced"]["ignoreLocalEnv"], true);
     let matcher = hooks["matcher"].as_str().unwrap();
     assert!(matcher.starts_with("^(?!(read_file|") && matcher.contains("|replace|") && matcher.ends_with(")$)"));
     let fixed = fixed_env("/h", &kernel);
@@ -148,15 +154,15 @@ fn a_hooks_question_is_about_the_running_call_it_names() {
 /// asked for; a model without a thinking setting gets none.
 #[test]
 fn an_effort_is_a_model_config_override_for_the_model() {
-    let settings = settings(&[], Some(("gemini-2.5-flash", Effort::Low)));
+    let settings = settings(&[], Some(("gemini-2.5-flash", Effort::Low)), "h");
     assert_eq!(
         settings["modelConfigs"]["customOverrides"],
         json!([{"match": {"model": "gemini-2.5-flash"},
                 "modelConfig": {"generateContentConfig": {"thinkingConfig": {"includeThoughts": true, "thinkingBudget": 1024}}}}])
     );
-    let gemini3 = super::settings(&[], Some(("gemini-3-pro-preview", Effort::Medium)));
+    let gemini3 = super::settings(&[], Some(("gemini-3-pro-preview", Effort::Medium)), "h");
     let config = &gemini3["modelConfigs"]["customOverrides"][0]["modelConfig"]["generateContentConfig"];
     assert_eq!(config["thinkingConfig"]["thinkingLevel"], "low", "the nearest level 3 Pro takes");
-    assert!(super::settings(&[], Some(("gemini-2.0-flash", Effort::High))).get("modelConfigs").is_none());
-    assert!(super::settings(&[], None).get("modelConfigs").is_none());
+    assert!(super::settings(&[], Some(("gemini-2.0-flash", Effort::High)), "h").get("modelConfigs").is_none());
+    assert!(super::settings(&[], None, "h").get("modelConfigs").is_none());
 }

@@ -55,14 +55,17 @@ impl Endpoint {
 }
 
 /// The server's `opencode.json`: superpi's model as provider `superpi` (when it routes to a
-/// model API), no sharing, no self-update, and a refused tool call that lets the model go on
-/// (the refusal is the call's result, as with the other backends).
-pub fn config(endpoint: Option<&Endpoint>) -> Value {
+/// model API), no sharing, no self-update, a refused tool call that lets the model go on
+/// (the refusal is the call's result, as with the other backends), and the workspace's
+/// `AGENTS.md` as instructions (the server ignores the project's own files, see
+/// [`fixed_env`], and with them would lose it).
+pub fn config(endpoint: Option<&Endpoint>, workspace: &std::path::Path) -> Value {
     let mut config = json!({
         "$schema": "https://opencode.ai/config.json",
         "autoupdate": false,
         "share": "disabled",
         "experimental": {"continue_loop_on_deny": true},
+        "instructions": [workspace.join("AGENTS.md").display().to_string()],
     });
     if let Some(endpoint) = endpoint {
         let (npm, base_url) = endpoint.package();
@@ -85,6 +88,13 @@ pub fn config(endpoint: Option<&Endpoint>) -> Value {
 /// directory (its configuration, sessions and caches; the user's own `~/.config/opencode` and
 /// logins stay out of reach), the server's password, and nothing fetched or installed behind
 /// the user's back (models list, self-update, default plugins, language servers, sharing).
+///
+/// And none of the project's configuration (`OPENCODE_DISABLE_PROJECT_CONFIG`): its
+/// `opencode.json(c)` and `.opencode/` (in the workspace or any folder up to its repository's
+/// root) could set `permission` rules that allow what superpi's session [`rules`] ask about,
+/// and add MCP servers, plugins, custom tools and agents that run code at the server's start;
+/// a tool call may write them, so one turn could grant the next. (It also drops the project's
+/// `AGENTS.md`, given back by [`config`].)
 pub fn fixed_env(home: &std::path::Path, password: &str) -> Vec<(String, String)> {
     let at = |dir: &str| home.join(dir).display().to_string();
     let mut env = vec![
@@ -101,6 +111,7 @@ pub fn fixed_env(home: &std::path::Path, password: &str) -> Vec<(String, String)
         "OPENCODE_DISABLE_DEFAULT_PLUGINS",
         "OPENCODE_DISABLE_LSP_DOWNLOAD",
         "OPENCODE_DISABLE_SHARE",
+        "OPENCODE_DISABLE_PROJECT_CONFIG",
     ] {
         env.push((flag.to_string(), "1".to_string()));
     }

@@ -208,7 +208,7 @@ impl Servers {
 
     /// The server for `spec`, held for a turn.
     async fn server(&self, sandbox: &Sandbox, spec: &TurnSpec, endpoint: Option<&Endpoint>) -> Result<Busy, String> {
-        let config = opencode::config(endpoint).to_string();
+        let config = opencode::config(endpoint, &spec.workspace).to_string();
         let mut env = spec.env.clone();
         if let Some(key) = endpoint.and_then(|e| e.api_key.clone()) {
             env.push((opencode::KEY_VAR.to_string(), key));

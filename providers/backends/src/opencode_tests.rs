@@ -1,3 +1,5 @@
+use std::path::Path;
+
 use serde_json::json;
 use superpi_providers::sse::SseDecoder;
 
@@ -176,7 +178,8 @@ fn the_configuration_names_superpis_model_and_keeps_its_key_out_of_the_file() {
         api_key: Some("sk-secret".into()),
         model: "claude-x".into(),
     };
-    let config = config(Some(&endpoint));
+    let config = config(Some(&endpoint), Path::new("/ws"));
+    assert_eq!(config["instructions"], json!(["/ws/AGENTS.md"]));
     assert_eq!(config["model"], "superpi/claude-x");
     let provider = &config["provider"]["superpi"];
     assert_eq!(provider["npm"], "@ai-sdk/anthropic");
@@ -187,11 +190,19 @@ fn the_configuration_names_superpis_model_and_keeps_its_key_out_of_the_file() {
     assert!(provider["models"]["claude-x"].is_object());
     assert!(!config.to_string().contains("sk-secret"));
     let openai = Endpoint { api: "openai".into(), base_url: "http://h/v1".into(), api_key: None, model: "m".into() };
-    let config = self::config(Some(&openai));
+    let config = self::config(Some(&openai), Path::new("/ws"));
     assert_eq!(config["provider"]["superpi"]["npm"], "@ai-sdk/openai-compatible");
     assert_eq!(config["provider"]["superpi"]["options"], json!({"baseURL": "http://h/v1"}));
     assert_eq!(prompt_body("hi", Some(&openai))["model"], json!({"providerID": "superpi", "modelID": "m"}));
-    assert!(self::config(None).get("provider").is_none());
+    assert!(self::config(None, Path::new("/ws")).get("provider").is_none());
+}
+
+/// The project's own configuration (which could allow what superpi asks about, or start
+/// plugins and MCP servers) is switched off for the server.
+#[test]
+fn the_server_ignores_the_projects_configuration() {
+    let env = fixed_env(Path::new("/h"), "pw");
+    assert!(env.contains(&("OPENCODE_DISABLE_PROJECT_CONFIG".into(), "1".into())), "{env:?}");
 }
 
 #[test]
