@@ -7,7 +7,8 @@
 //     version in `initialize`. The SDK checks every result against its schemas (and a tool's
 //     structuredContent against its outputSchema).
 //  3. the v2 client (@modelcontextprotocol/client) in auto, pinned-2026-07-28 and legacy modes,
-//     on both transports (./v2.mjs).
+//     on both transports (./v2.mjs);
+//  4. superpi's own MCP client through the suite's OAuth client scenarios (./oauth.mjs).
 // With MCP_STDIO_IS_SUPERPI / MCP_HTTP_IS_SUPERPI the checks that need superpi's tools and mock
 // model run on that transport.
 
@@ -22,6 +23,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { LoggingMessageNotificationSchema, McpError, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
 import { check, done, need, skip } from "../lib/report.mjs";
+import { runOAuth } from "./oauth.mjs";
 import { record, runBalanced, runV2 } from "./v2.mjs";
 
 // Either may be missing: a run pointed at one implementation checks that one only.
@@ -248,5 +250,9 @@ for (const kind of ["stdio", "http"]) {
 }
 if (process.env.MCP_BALANCED_URLS) await runBalanced(process.env.MCP_BALANCED_URLS.split(" "));
 else if (process.env.MCP_BALANCED_SKIP) skip("sdk-v2 http 2026-07-28: two kernels on one database", process.env.MCP_BALANCED_SKIP);
+
+// ---- 4. superpi's MCP client logging in to OAuth-protected servers.
+
+await runOAuth(node22, cli);
 
 done();

@@ -249,6 +249,10 @@ async fn run_one(
                 set("MCP_URL", url);
             }
             set("MCP_HTTP_IS_SUPERPI", flag(own));
+            if own {
+                // superpi's own MCP client, for the suite's OAuth client scenarios (mcp/oauth.mjs).
+                set("SUPERPI_BIN", need_bin(bin)?.to_string_lossy().into_owned());
+            }
             // Two gateways, each with its kernel on a machine of its own, on one PostgreSQL
             // database: a 2026-07-28 client behind a load balancer.
             match postgres_server::shared() {
