@@ -3,7 +3,9 @@
 //! Anthropic (the tool search tool): a `tool_search_tool_regex_*` or `tool_search_tool_bm25_*`
 //! tool, never itself deferred, for tools marked `defer_loading: true`; only Claude 4.5 and
 //! later models; the answer's `server_tool_use` and `tool_search_tool_result` blocks come back
-//! in the assistant turn, each `tool_reference` naming a tool of the request. OpenAI (the
+//! in the assistant turn, each `tool_reference` naming a tool of the request. Deferred tools
+//! without that tool are a client's own search, whose tool results carry the `tool_reference`
+//! blocks (what Claude Code sends). OpenAI (the
 //! Responses API): a `tool_search` tool for functions marked `defer_loading: true`, gpt-5.4 and
 //! later; its `tool_search_call` and `tool_search_output` items come back as input.
 //!
@@ -98,11 +100,8 @@ pub fn anthropic_catalog(model: &str, tools: &[Value]) -> Result<Catalog, Violat
             catalog.deferred.push((name(tool).to_string(), description.to_string(), tool.clone()));
         }
     }
-    if !catalog.deferred.is_empty() && catalog.search.is_none() {
-        return Err(anthropic(
-            "tools: tools with defer_loading need a tool search tool (tool_search_tool_regex or tool_search_tool_bm25)",
-        ));
-    }
+    // Deferred tools without the server's search tool are a client's own search: one of its
+    // tools answers with `tool_reference` blocks (Claude Code sends such requests).
     if catalog.search.is_some() && !crate::tool_search::anthropic_has(model) {
         return Err(anthropic(format!("'{model}' does not support the tool search tool.")));
     }
@@ -158,6 +157,22 @@ pub fn anthropic_history(messages: &[Value], catalog: &Catalog) -> Result<(), Vi
                         }
                         Some("tool_search_tool_result_error") => {}
                         _ => return Err(anthropic(format!("{at}.tool_search_tool_result.content: Field required"))),
+                    }
+                }
+                // A client's own search: its tool's result holds `tool_reference` blocks.
+                "tool_result" => {
+                    let content = block.get("content").and_then(Value::as_array).map(Vec::as_slice);
+                    for (k, part) in content.unwrap_or_default().iter().enumerate() {
+                        if part.get("type").and_then(Value::as_str) != Some("tool_reference") {
+                            continue;
+                        }
+                        let tool = part.get("tool_name").and_then(Value::as_str).unwrap_or("");
+                        if !catalog.names.contains(tool) {
+                            return Err(anthropic(format!(
+                                "{at}.content.{k}: Tool reference '{tool}' has no corresponding tool definition"
+                            )));
+                        }
+                        loaded.insert(tool);
                     }
                 }
                 "tool_use" => {

@@ -35,8 +35,24 @@ fn refusal(body: &Value) -> String {
 fn anthropic_holds_the_search_to_its_rules() {
     let ok = anthropic_body("claude-sonnet-4-5", json!([search_tool(), weather(true)]), found("get_weather"));
     assert_eq!(anthropic::check(&ok), Ok(()));
-    let without_search = anthropic_body("claude-sonnet-4-5", json!([weather(true)]), json!("hi"));
-    assert!(refusal(&without_search).contains("tool search tool"));
+    // A client's own search (no server tool): its result's references load the tool.
+    let without_search = json!({"model": "claude-sonnet-4-5", "max_tokens": 100, "tools": [weather(true)],
+        "messages": [{"role": "user", "content": "weather?"}]});
+    assert_eq!(anthropic::check(&without_search), Ok(()));
+    let finder = json!({"name": "find_tools", "description": "Finds tools", "input_schema": {"type": "object"}});
+    let own_search = |reference: &str| {
+        json!({"model": "claude-sonnet-4-5", "max_tokens": 100, "tools": [finder, weather(true)], "messages": [
+            {"role": "user", "content": "weather?"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_0", "name": "find_tools", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_0", "content":
+                [{"type": "tool_reference", "tool_name": reference}]}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "rain"}]},
+        ]})
+    };
+    assert_eq!(anthropic::check(&own_search("get_weather")), Ok(()));
+    assert!(refusal(&own_search("find_tools")).contains("no tool search of this conversation loaded it"));
+    assert!(refusal(&own_search("nope")).contains("Tool reference 'nope'"));
     let mut deferred_search = search_tool();
     deferred_search["defer_loading"] = json!(true);
     let body = anthropic_body("claude-sonnet-4-5", json!([deferred_search, weather(false)]), json!("hi"));
