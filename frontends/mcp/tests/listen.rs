@@ -98,12 +98,14 @@ async fn next(sub: &mut Subscription) -> ServerNotification {
 
 /// The listen stream: the accepted filter (the resource list and transcripts, not the tool or
 /// prompt lists, which do not change), the list's change when a task starts a conversation, and
-/// the transcript's change when its turn ends.
+/// the transcript's change when its turn ends. `initialize` (2025) offers neither.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_2026_listen_streams_the_resource_list_and_a_transcript() {
     let env = TestEnv::new();
     let session = connect_modern(&env, ClientSetup { tasks: true, ..Default::default() }).await;
     let peer = session.client.peer().clone();
+    let resources = peer.peer_info().and_then(|info| info.capabilities.resources.clone()).unwrap();
+    assert_eq!((resources.subscribe, resources.list_changed), (Some(true), Some(true)));
     let filter = SubscriptionFilter::builder().tools_list_changed().resources_list_changed().build();
     let mut lists = tokio::time::timeout(WAIT, peer.listen(filter)).await.unwrap().unwrap();
     assert_eq!(lists.acknowledged().tools_list_changed, None);
@@ -129,4 +131,10 @@ async fn at_2026_listen_streams_the_resource_list_and_a_transcript() {
     transcript.cancel().await.unwrap();
     lists.cancel().await.unwrap();
     session.client.cancel().await.expect("close");
+
+    // The 2025 revisions' `resources/subscribe` is not served, so `initialize` offers neither.
+    let legacy = common::connect(&env, rmcp::model::ProtocolVersion::V_2025_11_25).await;
+    let resources = legacy.client.peer().peer_info().and_then(|info| info.capabilities.resources.clone());
+    assert_eq!(resources.map(|r| (r.subscribe, r.list_changed)), Some((None, None)));
+    legacy.client.cancel().await.expect("close");
 }
