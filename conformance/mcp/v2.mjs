@@ -48,6 +48,15 @@ export async function connectV2(kind, target, mode, { capabilities = {}, extraAr
   return { client, transport, log };
 }
 
+/** Waits (at most 20 s) until `ready()` holds; fails with `why` otherwise. */
+async function until(ready, why) {
+  const deadline = Date.now() + 20000;
+  while (!ready()) {
+    if (Date.now() > deadline) throw new Error(why);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 /** The v2 client's checks on one transport; `superpi` when the target is superpi. */
 export async function runV2(kind, target, superpi) {
   for (let [name, mode, era] of MODES) {
@@ -103,6 +112,38 @@ export async function runV2(kind, target, superpi) {
       assert.equal(r.structuredContent?.result, "done by the harness");
       assert.ok(progress.length > 0, "no notifications/progress");
       for (let i = 1; i < progress.length; i++) assert.ok(progress[i].progress > progress[i - 1].progress, "progress does not increase");
+    } finally {
+      await client.close();
+    }
+  });
+  await check(`sdk-v2 ${kind} ${MODERN}: subscriptions/listen acknowledges what superpi sends`, async () => {
+    const { client } = await connectV2(kind, target, { pin: MODERN });
+    try {
+      const changed = [];
+      const updated = [];
+      client.setNotificationHandler("notifications/resources/list_changed", () => changed.push(1));
+      client.setNotificationHandler("notifications/resources/updated", (n) => updated.push(n.params.uri));
+      const lists = await client.listen({ toolsListChanged: true, resourcesListChanged: true });
+      assert.equal(lists.honoredFilter.resourcesListChanged, true, JSON.stringify(lists.honoredFilter));
+      assert.equal(lists.honoredFilter.toolsListChanged, undefined, "the tool list never changes, yet was accepted");
+      if (kind === "stdio") {
+        // A turn that waits a minute for its first word: its conversation joins the list, and
+        // the transcript changes when the call is cancelled.
+        const abort = new AbortController();
+        const running = client.callTool({ name: "harness_task", arguments: { prompt: "@slow 60000\nheld" } }, { signal: abort.signal }).catch(() => {});
+        await until(() => changed.length > 0, "no notifications/resources/list_changed");
+        const { resources } = await client.listResources();
+        const uri = resources.map((r) => r.uri).find((u) => u.startsWith("superpi://conversation/"));
+        assert.ok(uri, JSON.stringify(resources));
+        const one = await client.listen({ resourceSubscriptions: [uri] });
+        assert.deepEqual(one.honoredFilter.resourceSubscriptions, [uri]);
+        abort.abort();
+        await running;
+        await until(() => updated.includes(uri), "no notifications/resources/updated for the transcript");
+        await one.close();
+        assert.equal(await one.closed, "local");
+      }
+      await lists.close();
     } finally {
       await client.close();
     }

@@ -42,7 +42,8 @@ impl Approval {
 
     /// Whether askable calls of a whole turn get an answer at all: `elicit` only with a client
     /// that can be asked while the request runs, which 2026-07-28 forbids (its questions come
-    /// back as `input_required` rounds, which a running turn cannot wait on yet).
+    /// back as `input_required` rounds, which a turn inside one `tools/call` cannot wait on; a
+    /// turn run as a task can: see `tasks.rs`).
     pub(crate) fn answers(self, context: &RequestContext<RoleServer>, modern: bool) -> bool {
         match self {
             Approval::Host => true,

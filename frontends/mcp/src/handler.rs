@@ -9,9 +9,10 @@ use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams,
     InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, PromptsCapability, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ResourcesCapability, ServerCapabilities, ServerConfig, SetLevelRequestParams, TASKS_EXTENSION_ID, ToolsCapability,
+    ResourcesCapability, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter,
+    TASKS_EXTENSION_ID, ToolsCapability, UpdateTaskParams,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
 
 use super::{MODERN_PROTOCOL, NEWEST_PROTOCOL, SuperpiMcp, is_modern};
@@ -32,7 +33,9 @@ const KNOWN_METHODS: &[&str] = &[
     "resources/read",
     "logging/setLevel",
     "tasks/get",
+    "tasks/update",
     "tasks/cancel",
+    "subscriptions/listen",
 ];
 
 /// What `initialize` answers: static, no kernel needed.
@@ -40,7 +43,12 @@ pub fn server_config() -> ServerConfig {
     let mut capabilities = ServerCapabilities::default();
     capabilities.tools = Some(ToolsCapability::default());
     capabilities.prompts = Some(PromptsCapability::default());
-    capabilities.resources = Some(ResourcesCapability::default());
+    // For `subscriptions/listen` (2026-07-28): the resource list's changes and transcripts'
+    // updates. An `initialize` answer drops both: the earlier revisions' `resources/subscribe`
+    // is not served.
+    let mut resources = ResourcesCapability::default();
+    (resources.subscribe, resources.list_changed) = (Some(true), Some(true));
+    capabilities.resources = Some(resources);
     capabilities.logging = Some(Default::default());
     // The tasks extension (2026-07-28): harness_task as a task for a client that declares it.
     capabilities
@@ -95,7 +103,17 @@ impl ServerHandler for SuperpiMcp {
             "initialize"
         );
         context.peer.set_peer_info(request.clone());
-        self.negotiate_initialize(&request)
+        let mut result = self.negotiate_initialize(&request)?;
+        result.capabilities.resources = Some(ResourcesCapability::default());
+        Ok(result)
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(super::listen::accepted(requested))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        self.listen_stream(context).await
     }
 
     async fn set_level(
@@ -140,9 +158,17 @@ impl ServerHandler for SuperpiMcp {
     async fn get_task(
         &self,
         request: GetTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        self.task_state(&request.task_id).await
+        self.task_state(&request.task_id, &context).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.answer_task(&request.task_id, &request.input_responses).await
     }
 
     async fn cancel_task(

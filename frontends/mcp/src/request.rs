@@ -78,6 +78,9 @@ struct Inner {
     harnesses: Mutex<Option<Vec<HarnessInfo>>>,
     /// Conversations `harness_task` started on this connection: (id, harness).
     started: Mutex<Vec<(i64, String)>>,
+    /// How many conversations `harness_task` started here: `subscriptions/listen` streams
+    /// watch it to say that the resource list changed.
+    started_count: tokio::sync::watch::Sender<u64>,
     log: McpLog,
     /// Cancelled when the connection's input ended: running turns are cancelled.
     shutdown: CancellationToken,
@@ -99,6 +102,7 @@ impl SuperpiMcp {
                 tools: Mutex::new(None),
                 harnesses: Mutex::new(None),
                 started: Mutex::new(Vec::new()),
+                started_count: tokio::sync::watch::Sender::new(0),
                 log: McpLog::default(),
                 shutdown: CancellationToken::new(),
                 in_flight: TaskTracker::new(),
@@ -421,6 +425,8 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
 
 #[path = "handler.rs"]
 mod handler;
+#[path = "listen.rs"]
+mod listen;
 #[path = "task.rs"]
 mod task;
 #[path = "tasks.rs"]

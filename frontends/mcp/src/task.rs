@@ -43,6 +43,7 @@ impl SuperpiMcp {
             Err(err) => return Err(tools::kernel_error(HARNESS_TASK, &err)),
         };
         lock(&self.inner.started).push((info.conversation_id, info.harness.clone()));
+        self.inner.started_count.send_modify(|n| *n += 1);
         self.log(
             context,
             LoggingLevel::Info,

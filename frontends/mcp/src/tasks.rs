@@ -3,18 +3,32 @@
 //! events from the kernel. The handle names all a poll needs (conversation, turn, where its
 //! events start, harness), so any server on the same database answers it: stateless HTTP behind
 //! a load balancer. The kernel checks that the conversation is the caller's.
+//!
+//! A question of the turn the person is to answer (the model's questions; with `--approval
+//! elicit` the permission questions too) makes `tasks/get` answer `input_required`, each
+//! question a form elicitation keyed by the kernel's request id, for a client that declared
+//! elicitation; `tasks/update` hands the answers to the kernel (`permission.respond`,
+//! `ui.respond`). The open questions are read from the stored events like the rest (a
+//! `ui_request` or `permission_request` no `ui_resolved` answers yet), so any server answers
+//! both. The server that started the turn holds the interactive watch that lets the kernel ask.
+
+use std::collections::BTreeMap;
 
 use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolResponse, CreateTaskResult, DetailedTask, GetTaskResult, JsonObject, Task, TaskPayload, TaskStatus,
+    CallToolResponse, CreateTaskResult, DetailedTask, ElicitRequest, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationSchema, GetTaskResult, InputRequest, InputResponses, JsonObject, Task, TaskPayload,
+    TaskStatus,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use superpi_client::KernelClient;
 use superpi_proto::EventBody;
 use superpi_proto::method::WatchParams;
+use superpi_proto::question::{QuestionAnswer, QuestionRequest};
 
 use super::{SuperpiMcp, cancelled};
-use crate::approval;
+use crate::approval::{self, Approval};
+use crate::questions;
 use crate::render::{self, TaskOut, TaskRenderer};
 use crate::tools::{self, HARNESS_TASK, HarnessTaskArgs};
 
@@ -68,6 +82,38 @@ fn timestamp(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
+/// A question of the turn that waits for the person, by the kernel's request id.
+enum Open {
+    /// A permission question (`--approval elicit`): accept allows the call once.
+    Permission(String),
+    /// One of the model's questions: the form's answers are the kernel's answer.
+    Question(QuestionRequest),
+}
+
+impl Open {
+    /// The question as the form elicitation a client shows; `None` for a question MCP forms
+    /// cannot take.
+    fn input_request(&self) -> Option<InputRequest> {
+        let params = match self {
+            Open::Permission(message) => ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: message.clone(),
+                requested_schema: ElicitationSchema::new(Default::default()),
+            },
+            Open::Question(request) => questions::elicitation(request)?,
+        };
+        Some(InputRequest::Elicitation(ElicitRequest::new(params)))
+    }
+}
+
+/// What a task's stored events say so far.
+struct Replay {
+    /// The latest step, for the status message.
+    step: Option<String>,
+    finished: Option<render::TaskOutcome>,
+    open: BTreeMap<String, Open>,
+}
+
 fn unknown_task(task_id: &str) -> ErrorData {
     ErrorData::invalid_params(format!("unknown task: {task_id}"), None)
 }
@@ -75,8 +121,9 @@ fn unknown_task(task_id: &str) -> ErrorData {
 impl SuperpiMcp {
     /// `harness_task` for a client that declared tasks: the turn is submitted and the handle
     /// answered at once. With `--approval host` this server stays on the turn to answer its
-    /// questions (`allow_once`); otherwise nobody watches interactively and the kernel refuses
-    /// what it would ask about.
+    /// permission questions (`allow_once`); a client that declared elicitation gets the rest
+    /// (and with `elicit` those too) as `input_required`; otherwise nobody watches interactively
+    /// and the kernel refuses what it would ask about.
     pub(super) async fn start_task(
         &self,
         args: HarnessTaskArgs,
@@ -88,8 +135,11 @@ impl SuperpiMcp {
         };
         let conversation_id = info.conversation_id;
         let approval = self.inner.config.approval;
-        let answers = approval.answers(context, true);
-        let watch = WatchParams::after(conversation_id, info.head_seq).interactive(true);
+        // A client that declared elicitation answers the turn's questions through `tasks/get`
+        // and `tasks/update`: this server only keeps the kernel asking (an interactive watch).
+        let asks = approval::can_elicit_inline(context) && approval != Approval::Refuse;
+        let answers = approval.answers(context, true) || asks;
+        let watch = WatchParams::after(conversation_id, info.head_seq).interactive(answers);
         let sub = match answers {
             true => Some(kernel.watch(watch).await.map_err(|err| tools::kernel_error(HARNESS_TASK, &err))?),
             false => None,
@@ -121,17 +171,26 @@ impl SuperpiMcp {
                         event = sub.next() => event,
                     };
                     let Some(event) = event else { return };
-                    if let EventBody::PermissionRequest { request_id, tool_name, arguments, reason, risk, .. } =
-                        &event.body
-                    {
-                        let question = approval::question(tool_name, arguments, reason, risk.as_deref());
-                        questions.spawn(approval::answer(
-                            kernel.clone(),
-                            peer.clone(),
-                            approval,
-                            request_id.clone(),
-                            question,
-                        ));
+                    match &event.body {
+                        // `host` answers at once; `elicit` leaves them to `tasks/update`.
+                        EventBody::PermissionRequest { request_id, tool_name, arguments, reason, risk, .. }
+                            if approval == Approval::Host =>
+                        {
+                            let question = approval::question(tool_name, arguments, reason, risk.as_deref());
+                            let request_id = request_id.clone();
+                            let answer = approval::answer(kernel.clone(), peer.clone(), approval, request_id, question);
+                            questions.spawn(answer);
+                        }
+                        // The model's questions wait for `tasks/update`, unless nobody can be asked.
+                        EventBody::UiRequest { request_id, request }
+                            if !asks && questions::question_request(request).is_some() =>
+                        {
+                            let outcome = QuestionAnswer::Unavailable(questions::NO_ELICITATION.into()).to_outcome();
+                            if let Err(err) = kernel.respond_ui(request_id, outcome).await {
+                                tracing::debug!(request_id, "ui.respond: {err}");
+                            }
+                        }
+                        _ => {}
                     }
                     if event.body.is_turn_end() && event.turn_id == Some(turn_id) {
                         sub.close().await;
@@ -146,10 +205,9 @@ impl SuperpiMcp {
         Ok(CreateTaskResult::new(task).into())
     }
 
-    /// `tasks/get`: the turn's stored events so far, rendered as `harness_task` renders them:
-    /// working (with the latest step as the status message) until the turn's end, then its
-    /// result; a cancelled turn is a cancelled task.
-    pub(super) async fn task_state(&self, task_id: &str) -> Result<GetTaskResult, ErrorData> {
+    /// The task's stored events so far, rendered as `harness_task` renders them, with the
+    /// questions still open.
+    async fn replay(&self, task_id: &str) -> Result<(TaskId, Replay), ErrorData> {
         let id = TaskId::parse(task_id).ok_or_else(|| unknown_task(task_id))?;
         let kernel = self.kernel().await?;
         let mut sub = kernel
@@ -159,34 +217,100 @@ impl SuperpiMcp {
         let head = sub.head_seq();
         let mut renderer = TaskRenderer::new(&id.harness, id.conversation_id).structured(id.structured);
         renderer.follow_turn(id.turn_id);
-        let (mut seen, mut step, mut finished) = (id.after_seq, None, None);
-        while seen < head && finished.is_none() {
+        let mut seen = id.after_seq;
+        let mut replay = Replay { step: None, finished: None, open: BTreeMap::new() };
+        let asks_permission = self.inner.config.approval == Approval::Elicit;
+        while seen < head && replay.finished.is_none() {
             let Some(event) = sub.next().await else { break };
             seen = event.seq;
+            match &event.body {
+                EventBody::PermissionRequest { request_id, tool_name, arguments, reason, risk, .. }
+                    if asks_permission =>
+                {
+                    let question = approval::question(tool_name, arguments, reason, risk.as_deref());
+                    replay.open.insert(request_id.clone(), Open::Permission(question));
+                }
+                EventBody::UiRequest { request_id, request } => {
+                    if let Some(question) = questions::question_request(request) {
+                        replay.open.insert(request_id.clone(), Open::Question(question));
+                    }
+                }
+                EventBody::UiResolved { request_id, .. } => {
+                    replay.open.remove(request_id);
+                }
+                _ => {}
+            }
             for out in renderer.render(&event) {
                 match out {
-                    TaskOut::Progress { message, .. } => step = Some(message),
-                    TaskOut::Finished(outcome) => finished = Some(outcome),
+                    TaskOut::Progress { message, .. } => replay.step = Some(message),
+                    TaskOut::Finished(outcome) => replay.finished = Some(outcome),
                 }
             }
         }
         sub.close().await;
-        let payload = match finished {
+        Ok((id, replay))
+    }
+
+    /// `tasks/get`: working (with the latest step as the status message) until the turn's end,
+    /// then its result; a cancelled turn is a cancelled task. A turn waiting on questions is
+    /// `input_required` for a client that declared elicitation.
+    pub(super) async fn task_state(
+        &self,
+        task_id: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let (id, replay) = self.replay(task_id).await?;
+        let input_requests: BTreeMap<String, InputRequest> =
+            replay.open.iter().filter_map(|(key, open)| Some((key.clone(), open.input_request()?))).collect();
+        let payload = match replay.finished {
             Some(outcome) if outcome.status == render::TaskStatus::Cancelled => TaskPayload::Cancelled,
             Some(outcome) => {
                 let result = serde_json::to_value(outcome.into_result())
                     .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
                 TaskPayload::Completed { result: result.as_object().cloned().unwrap_or_else(JsonObject::new) }
             }
+            None if !input_requests.is_empty() && approval::can_elicit_inline(context) => {
+                TaskPayload::InputRequired { input_requests }
+            }
             None => TaskPayload::Working,
         };
         let now = timestamp(chrono::Utc::now().timestamp_millis());
         let mut task =
             Task::new(task_id, TaskStatus::Working, timestamp(id.created_ms), now).with_poll_interval_ms(POLL_MS);
-        if let Some(step) = step {
+        if let Some(step) = replay.step {
             task = task.with_status_message(step);
         }
         Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
+    }
+
+    /// `tasks/update`: the person's answers to the task's open questions go to the kernel, as
+    /// an editor's would. A key that names no open question (answered already, withdrawn, made
+    /// up) is ignored, as the extension says; an answer that is no elicitation result dismisses
+    /// its question.
+    pub(super) async fn answer_task(&self, task_id: &str, responses: &InputResponses) -> Result<(), ErrorData> {
+        let (_, mut replay) = self.replay(task_id).await?;
+        let kernel = self.kernel().await?;
+        for (key, response) in responses {
+            let Some(open) = replay.open.remove(key) else {
+                tracing::debug!(task_id, key, "tasks/update: no such open question");
+                continue;
+            };
+            let result = serde_json::from_value::<ElicitResult>(response.clone()).ok();
+            let answered = match open {
+                Open::Permission(_) => {
+                    let allowed = result.is_some_and(|r| r.action == ElicitationAction::Accept);
+                    let option = if allowed { "allow_once" } else { "reject_once" };
+                    tracing::info!(task_id, key, option, "answering a task's question");
+                    kernel.respond_permission(key, option).await.map(drop)
+                }
+                Open::Question(_) => kernel.respond_ui(key, questions::outcome(result)).await.map(drop),
+            };
+            if let Err(err) = answered {
+                // Answered or withdrawn meanwhile: the kernel keeps the first answer.
+                tracing::debug!(task_id, key, "tasks/update: {err}");
+            }
+        }
+        Ok(())
     }
 
     /// `tasks/cancel`: cancels the turn in the kernel (the status follows on the next poll).

@@ -4,6 +4,7 @@
 mod approval;
 mod common;
 mod e2e;
+mod listen;
 mod modern;
 mod path_lock;
 mod questions;

@@ -323,3 +323,60 @@ async fn either_of_two_kernels_on_one_database_answers_a_2026_client() {
         .await;
     assert_eq!(done["result"]["result"]["structuredContent"]["result"], "a task through B", "{done}");
 }
+
+/// The next JSON-RPC message of a streaming SSE answer, reading more of it as needed (`buf`
+/// keeps what was read past the message).
+async fn next_message(resp: &mut reqwest::Response, buf: &mut String) -> Value {
+    loop {
+        while let Some(end) = buf.find("\n\n") {
+            let block: String = buf.drain(..end + 2).collect();
+            let data: Vec<&str> = block.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim_start).collect();
+            if !data.is_empty() && data.iter().any(|d| !d.is_empty()) {
+                return serde_json::from_str(&data.join("\n")).unwrap();
+            }
+        }
+        let chunk = tokio::time::timeout(superpi_tests::wait::PATIENCE, resp.chunk()).await.expect("more in time");
+        buf.push_str(&String::from_utf8_lossy(&chunk.unwrap().expect("the stream is open")));
+    }
+}
+
+/// `subscriptions/listen` on the stateless `/mcp`: the request's own SSE stream carries the
+/// acknowledgment (the accepted filter) and then a transcript's updates, here when the task
+/// running in that conversation is cancelled through another request.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_2026_listen_request_streams_a_transcripts_updates() {
+    let gw = Gateway::start(&[], &[]);
+    let mcp = Mcp { gw: &gw, token: None };
+    let v = |method| [("mcp-protocol-version", "2026-07-28"), ("mcp-method", method)];
+    let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+
+    // The model waits a minute before its first word: the turn runs until it is cancelled.
+    let prompt = "@slow 60000\nheld";
+    let mut task = modern(1, "tools/call", json!({"name": "harness_task", "arguments": {"prompt": prompt}}));
+    task["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = tasks.clone();
+    let headers = [v("tools/call").as_slice(), &[("mcp-name", "harness_task")]].concat();
+    let created = rpc_answer(mcp.post(None, &task, &headers).await).await;
+    let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("{created}")).to_string();
+    let conversation = id.split('.').nth(1).unwrap();
+    let uri = format!("superpi://conversation/{conversation}/transcript");
+
+    let filter = json!({"notifications": {"toolsListChanged": true, "resourceSubscriptions": [uri]}});
+    let mut stream = mcp.post(None, &modern(2, "subscriptions/listen", filter), &v("subscriptions/listen")).await;
+    assert_eq!(stream.status(), 200);
+    assert!(stream.headers().get("mcp-session-id").is_none());
+    let mut buf = String::new();
+    let ack = next_message(&mut stream, &mut buf).await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{ack}");
+    assert_eq!(ack["params"]["notifications"]["resourceSubscriptions"], json!([uri]), "{ack}");
+    assert!(ack["params"]["notifications"].get("toolsListChanged").is_none(), "{ack}");
+
+    let mut cancel = modern(3, "tasks/cancel", json!({ "taskId": id }));
+    cancel["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = tasks;
+    let headers = [v("tasks/cancel").as_slice(), &[("mcp-name", id.as_str())]].concat();
+    let cancelled = rpc_answer(mcp.post(None, &cancel, &headers).await).await;
+    assert!(cancelled.get("result").is_some(), "{cancelled}");
+    let updated = next_message(&mut stream, &mut buf).await;
+    assert_eq!(updated["method"], "notifications/resources/updated", "{updated}");
+    assert_eq!(updated["params"]["uri"], uri, "{updated}");
+    assert_eq!(updated["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 2, "{updated}");
+}
