@@ -8,10 +8,17 @@
 // (no provider variable is passed) with a prompt that calls the server's `test-tool`. Its
 // outcome is the last line on stdout; exit 0 when the tool answered.
 //
+// With SUPERPI_VIA=acp the person is in an editor instead: `superpi acp` driven by the official
+// ACP client SDK, which declares URL elicitation; the turn that calls the tool meets the server
+// needing a login, superpi sends the authorization URL as an `elicitation/create` in url mode,
+// and this client plays the browser (accepts, follows the URL) and answers the tool's
+// permission question. The same outcome line follows.
+//
 // Needs SUPERPI_BIN. Every directory is private to the one scenario and removed at the end,
 // after the kernel that `superpi run` started in it is stopped.
 
 import { spawn, spawnSync } from "node:child_process";
+import { Readable, Writable } from "node:stream";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -79,10 +86,57 @@ async function callTool() {
   return done;
 }
 
+/** The tool called from an editor: `superpi acp` through the official SDK, the login through
+ * its URL elicitation. The completed call's text, or undefined. */
+async function callToolFromAnEditor() {
+  const acp = await import("@agentclientprotocol/sdk");
+  const agent = spawn(bin, ["acp"], { cwd: dirs.ws, env, stdio: ["pipe", "pipe", "inherit"] });
+  const updates = [];
+  const browsing = [];
+  const app = acp
+    .client({ name: "superpi-conformance-editor" })
+    .onNotification("session/update", ({ params }) => updates.push(params.update))
+    .onRequest("session/request_permission", ({ params }) => {
+      const option = params.options.find((o) => o.kind === "allow_once") ?? params.options[0];
+      return { outcome: { outcome: "selected", optionId: option.optionId } };
+    })
+    .onRequest("elicitation/create", ({ params }) => {
+      if (params.mode !== "url") return { action: "decline" };
+      console.error(`elicitation/create url: ${params.url}`);
+      browsing.push(fetch(params.url, { redirect: "follow" }).then((r) => r.text()).catch((e) => console.error(`the browser: ${e}`)));
+      return { action: "accept" };
+    });
+  try {
+    const stream = acp.ndJsonStream(Writable.toWeb(agent.stdin), Readable.toWeb(agent.stdout));
+    await app.connectWith(stream, async (ctx) => {
+      await ctx.request("initialize", {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false, elicitation: { url: {} } },
+        clientInfo: { name: "superpi-conformance-editor", version: "1.0.0" },
+      });
+      const session = await ctx.request("session/new", { cwd: dirs.ws, mcpServers: [] });
+      await ctx.request("session/prompt", { sessionId: session.sessionId, prompt: [{ type: "text", text: "@tool mcp__conf__test-tool {}" }] });
+    });
+    await Promise.all(browsing);
+  } finally {
+    agent.kill("SIGKILL");
+  }
+  const done = updates.filter((u) => u.sessionUpdate === "tool_call_update" && u.status === "completed");
+  const texts = done.flatMap((u) => (u.content ?? []).map((c) => c.content?.text)).filter(Boolean);
+  console.error(`elicited logins: ${browsing.length}; completed calls' text: ${JSON.stringify(texts)}`);
+  return browsing.length > 0 ? texts : undefined;
+}
+
 // The outcome, one JSON line on stdout for conformance/mcp/oauth.mjs: `answered` (the tool ran
 // on the server and its `test` text came back) or `refused` with superpi's reason.
 let outcome;
 try {
+  if (process.env.SUPERPI_VIA === "acp") {
+    const texts = await callToolFromAnEditor();
+    if (texts === undefined) outcome = { outcome: "refused", why: "no URL elicitation was sent" };
+    else if (texts.includes("test")) outcome = { outcome: "answered" };
+    else outcome = { outcome: "refused", why: `the call's text: ${JSON.stringify(texts)}` };
+  } else {
   let refused = await login();
   let done = refused ? undefined : await callTool();
   // A server that asks for more access (403 insufficient_scope) is answered as a person
@@ -94,6 +148,7 @@ try {
   if (refused) outcome = { outcome: "refused", why: refused };
   else if (done && !done.is_error && done.output === "test") outcome = { outcome: "answered" };
   else outcome = { outcome: "refused", why: done ? done.output : "the tool was not called" };
+  }
 } finally {
   spawnSync(bin, ["kernel", "stop"], { cwd: dirs.ws, env, stdio: "ignore" });
   rmSync(root, { recursive: true, force: true });

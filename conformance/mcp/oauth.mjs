@@ -47,11 +47,11 @@ const LEFT_OUT = {
   "auth/cross-app-access-complete-flow": "the enterprise-managed authorization extension (an identity provider's token exchanged for access): not offered",
 };
 
-function runScenario(node22, cli, scenario, superpiBin) {
+function runScenario(node22, cli, scenario, superpiBin, via) {
   const cwd = mkdtempSync(join(tmpdir(), "mcp-oauth-"));
   return new Promise((ok) => {
     const args = [cli, "client", "--command", `${node22} ${CLIENT}`, "--scenario", scenario, "--timeout", "90000", "--output-dir", join(cwd, "results")];
-    const child = spawn(node22, args, { cwd, env: { ...process.env, SUPERPI_BIN: superpiBin }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(node22, args, { cwd, env: { ...process.env, SUPERPI_BIN: superpiBin, SUPERPI_VIA: via ?? "" }, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     child.stdout.on("data", (d) => (out += d));
     child.stderr.on("data", (d) => (out += d));
@@ -77,11 +77,15 @@ export async function runOAuth(node22, cli) {
     skip("suite client auth/* (superpi mcp login)", "checks superpi's own MCP client: not in a run pointed at another server");
     return;
   }
-  for (const [scenario, wanted] of Object.entries(SCENARIOS)) {
+  const runs = Object.entries(SCENARIOS).map(([scenario, wanted]) => [scenario, wanted, undefined]);
+  // The same login from an editor: `superpi acp`, the URL through ACP's URL elicitation.
+  runs.push(["auth/metadata-default", "answered", "acp"]);
+  for (const [scenario, wanted, via] of runs) {
+    const how = via === "acp" ? "an editor's ACP URL elicitation, then a tool call" : "superpi mcp login, then a tool call";
     await check(
-      `suite client ${scenario} (superpi mcp login, then a tool call)`,
+      `suite client ${scenario} (${how})`,
       async () => {
-        const r = await runScenario(node22, cli, scenario, bin);
+        const r = await runScenario(node22, cli, scenario, bin, via);
         const tail = () => `client stderr: ${r.stderr.slice(-900)}`;
         assert.ok(r.checks.length > 0, `no results (exit ${r.code}): ${r.out.replace(/\x1b\[[0-9;]*m/g, "").slice(-800)}`);
         const bad = r.checks.filter((c) => c.status !== "SUCCESS" && c.status !== "INFO");

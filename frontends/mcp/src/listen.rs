@@ -6,7 +6,8 @@
 //! kernel: any conversation of the principal, whoever runs its turns). The tool and prompt lists
 //! do not change while a connection lasts, so those categories are not accepted; task status
 //! has no category in the filter (rmcp 3.11 refuses `notifications/tasks` on a listen stream):
-//! tasks are polled. rmcp sends the acknowledgment with the accepted filter, stamps the
+//! tasks are polled. A transcript's first update comes when its following begins (rmcp
+//! acknowledges before it can begin). rmcp sends the acknowledgment with the accepted filter, stamps the
 //! subscription id on each notification, and sends the final result when [`listen`] returns:
 //! here when the connection ends; a client ends it by cancelling the request.
 
@@ -83,6 +84,10 @@ impl SuperpiMcp {
                 return;
             }
         };
+        // rmcp acknowledged the filter before this watch began: a change stored in between
+        // would go unsaid, so the client is told once to read the transcript again (an update
+        // says "read it again"; one too many costs a read, one too few a stale view).
+        let _ = changed.try_send(uri.clone());
         followers.spawn(async move {
             while let Some(event) = sub.next().await {
                 if !event.body.is_transient() && changed.send(uri.clone()).await.is_err() {
