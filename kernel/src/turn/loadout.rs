@@ -66,7 +66,8 @@ impl<'k> Loadout<'k> {
         };
         // Past a threshold, deferred MCP tools are found with the vendor's built-in tool search
         // where it serves the model, else with superpi's `tool_search` (superpi-mcp-client).
-        // The choice follows the turn's first model: a cascade's next one gets the same list.
+        // The choice follows the turn's first model; a cascade's next model without a built-in
+        // search gets the deferred tools as ordinary ones (`escalate`).
         let loaded = lock(&conv.mcp_loaded).clone();
         let mut deferred = Vec::new();
         match provider.tool_search() {
@@ -135,6 +136,11 @@ impl<'k> Loadout<'k> {
         let (level, said) = match kernel.catalog.provider(&next) {
             Ok(provider) => {
                 self.native = provider.structured_output();
+                // The list was made for the first model's built-in search: a model without one
+                // gets the deferred tools as ordinary ones (its API would refuse the search tool).
+                if !provider.tool_search() {
+                    self.specs.iter_mut().for_each(|spec| spec.deferred = false);
+                }
                 self.provider = provider;
                 let said = format!("escalated from {} to {next}: {why}", self.model);
                 self.model = next;
