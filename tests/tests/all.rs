@@ -2,6 +2,7 @@
 //! declared here; tests/tests/house.rs checks that none is left out).
 
 mod artifacts;
+mod backend_config;
 mod backend_frontends;
 mod backends;
 mod chaos;

@@ -441,13 +441,14 @@ async fn gemini_clis_workspace_settings_run_only_as_accepted_and_cannot_silence_
     let turn_id = client.submit_text(cid, "run it").await.unwrap().turn_id;
     let events = turn_events(&mut sub, turn_id).await;
     let error = turn_error(&events).unwrap_or_else(|| panic!("refused: {events:?}"));
-    assert!(error.contains(&settings.display().to_string()) && error.contains("you have not accepted"), "{error}");
+    let folder = env.workspace.join(".gemini");
+    assert!(error.contains(&folder.display().to_string()) && error.contains("you have not accepted"), "{error}");
     assert!(error.contains(&format!("superpi permissions trust {}", env.workspace.display())), "{error}");
     assert!(fake.requests().is_empty(), "the CLI never started");
 
     let trust = env.command(&["permissions", "trust", &env.workspace.display().to_string()]).output().unwrap();
     let said = String::from_utf8_lossy(&trust.stdout);
-    assert!(trust.status.success() && said.contains(&format!("accepted {}", settings.display())), "{said}");
+    assert!(trust.status.success() && said.contains(&format!("accepted {}", folder.display())), "{said}");
     let turn_id = client.submit_text(cid, "run it").await.unwrap().turn_id;
     let events = turn_events(&mut sub, turn_id).await;
     let refused = refused_for_nobody(&events);
@@ -455,6 +456,9 @@ async fn gemini_clis_workspace_settings_run_only_as_accepted_and_cannot_silence_
     assert!(matches!(events.last().map(|e| &e.body), Some(EventBody::TurnCompleted { .. })), "{events:?}");
     assert!(!env.workspace.join("ran.txt").exists(), "the command did not run");
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+    // The CLI wrote nothing into the folder: it stays as accepted.
+    let names: Vec<_> = std::fs::read_dir(&folder).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["settings.json"]);
 
     std::fs::write(&settings, format!("{silencing} ")).unwrap();
     let turn_id = client.submit_text(cid, "run it").await.unwrap().turn_id;

@@ -25,7 +25,10 @@ fn doctor_lists_what_a_tool_reaches_and_what_it_cannot_read() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let mut keys: Vec<&str> = report.as_object().unwrap().keys().map(String::as_str).collect();
     keys.sort_unstable();
-    assert_eq!(keys, ["confinement", "mcp_servers", "permission_rules", "settings", "toolchains", "unreadable"]);
+    assert_eq!(
+        keys,
+        ["backend_files", "confinement", "mcp_servers", "permission_rules", "settings", "toolchains", "unreadable"]
+    );
     let confinement = &report["confinement"];
     assert_eq!(confinement["uid"], 65534);
     assert!(confinement["landlock_abi"].as_i64().unwrap() > 0, "{confinement}");

@@ -1,6 +1,7 @@
 //! `superpi doctor`: what this machine confines, which toolchains and MCP servers a tool can
 //! reach, what stays unreadable, which settings do not take effect, and which permission rules
-//! files are broken or ignored, each with its fix.
+//! files are broken or ignored and where the agent backends' files of the current directory's
+//! workspace stand, each with its fix.
 //! [`gather`] looks at the machine (the sandbox's own status and read grants, the user's
 //! settings, `PATH` and the home directory); [`render`] is pure, tested without I/O.
 
@@ -44,6 +45,20 @@ pub(crate) struct Report {
     /// Permission rules files (the user's, the current directory's workspace's) that cannot
     /// be read, are ignored, or whose allow rules do not apply since they changed.
     pub permission_rules: Vec<Finding>,
+    /// The agent backends' configuration files of the current directory's workspace (present,
+    /// or accepted once), shown in the permission rules section.
+    pub backend_files: Vec<BackendFile>,
+}
+
+/// A backend's configuration file or folder in the workspace (`superpi_policy::backend_files`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct BackendFile {
+    pub backend: String,
+    pub path: PathBuf,
+    /// `accepted`, `changed`, `not accepted`, `gone` (accepted once, missing now) or `refused`.
+    pub standing: String,
+    /// What to do, unless accepted or gone.
+    pub fix: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -128,14 +143,41 @@ fn gather(locations: &Locations) -> anyhow::Result<Report> {
         unreadable: grants.denied.clone(),
         settings: ineffective(&config, &settings, &grants),
         permission_rules: rules_files(locations),
+        backend_files: backend_files(locations),
     })
+}
+
+/// The current directory's workspace, when it can be one.
+fn current_workspace(locations: &Locations) -> Option<PathBuf> {
+    std::env::current_dir().ok().and_then(|d| superpi_client::workspace::check_workspace(&d, locations).ok())
+}
+
+/// Where each agent backend's configuration file of the current directory's workspace stands
+/// with the user (an unreadable permissions file is a finding of `rules_files` already).
+fn backend_files(locations: &Locations) -> Vec<BackendFile> {
+    use superpi_policy::backend_files::{Standing, survey};
+    let Some(workspace) = current_workspace(locations) else { return Vec::new() };
+    let trust = format!("check it, then `superpi permissions trust {}`", workspace.display());
+    let surveyed = survey(&locations.config_dir, &workspace).unwrap_or_default();
+    let row = |s: superpi_policy::backend_files::Surveyed| {
+        let (standing, fix) = match s.standing {
+            Standing::Accepted => ("accepted".to_string(), None),
+            Standing::Gone => ("gone".into(), None),
+            Standing::Changed => ("changed".into(), Some(format!("the backend does not run beside it: {trust}"))),
+            Standing::NotAccepted => {
+                ("not accepted".into(), Some(format!("the backend does not run beside it: {trust}, or remove it")))
+            }
+            Standing::Refused(why) => ("refused".into(), Some(format!("it {why}: make it your own, or remove it"))),
+        };
+        BackendFile { backend: s.kind.id().to_string(), path: s.path, standing, fix }
+    };
+    surveyed.into_iter().map(row).collect()
 }
 
 /// What is wrong with the permission rules files of the user and of the current directory's
 /// workspace (when it can be one).
 fn rules_files(locations: &Locations) -> Vec<Finding> {
-    let workspace =
-        std::env::current_dir().ok().and_then(|d| superpi_client::workspace::check_workspace(&d, locations).ok());
+    let workspace = current_workspace(locations);
     let loaded = PermissionRules::load(&locations.config_dir, None)
         .and_then(|_| PermissionRules::load(&locations.config_dir, workspace.as_deref()));
     match loaded {
@@ -391,6 +433,13 @@ pub(crate) fn render(report: &Report) -> String {
         out += "  nothing wrong\n";
     }
     out += &findings(&report.permission_rules);
+    out += &table(report.backend_files.iter().map(|f| {
+        let standing = match &f.fix {
+            Some(fix) => format!("{}; fix: {fix}", f.standing),
+            None => f.standing.clone(),
+        };
+        vec![format!("{} file", f.backend), f.path.display().to_string(), standing]
+    }));
     out
 }
 

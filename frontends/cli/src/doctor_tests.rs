@@ -1,6 +1,6 @@
 use std::path::PathBuf;
 
-use super::{Confinement, Finding, Report, Server, Toolchain, render, table};
+use super::{BackendFile, Confinement, Finding, Report, Server, Toolchain, render, table};
 
 fn report() -> Report {
     let fix = |what: &str, fix: &str| Finding { what: what.into(), fix: fix.into() };
@@ -43,6 +43,20 @@ fn report() -> Report {
             "/w/.superpi/permissions.json is owned by another user (uid 1001), neither you nor root",
             "superpi ignores it: make it a file of your own (or remove it)",
         )],
+        backend_files: vec![
+            BackendFile {
+                backend: "opencode".into(),
+                path: "/w/.opencode".into(),
+                standing: "accepted".into(),
+                fix: None,
+            },
+            BackendFile {
+                backend: "gemini-cli".into(),
+                path: "/w/.gemini".into(),
+                standing: "changed".into(),
+                fix: Some("trust it".into()),
+            },
+        ],
     }
 }
 
@@ -79,6 +93,8 @@ Settings that do not take effect
 Permission rules files
   ! /w/.superpi/permissions.json is owned by another user (uid 1001), neither you nor root
     fix: superpi ignores it: make it a file of your own (or remove it)
+  opencode file    /w/.opencode  accepted
+  gemini-cli file  /w/.gemini    changed; fix: trust it
 ";
     assert_eq!(text, expected);
 }
@@ -90,6 +106,7 @@ fn empty_sections_say_so() {
     report.unreadable.clear();
     report.settings.clear();
     report.permission_rules.clear();
+    report.backend_files.clear();
     let text = render(&report);
     assert!(text.contains("MCP servers\n  none in settings.json\n"), "{text}");
     assert!(text.contains("Unreadable to tools\n  nothing denied exists\n"), "{text}");

@@ -25,7 +25,7 @@ pub enum PermissionsCommand {
     },
     /// Trust a folder (default: the current directory): its `.superpi/permissions.json` may
     /// allow, and agent backends run beside their own configuration there
-    /// (`.gemini/settings.json`), each as it is now; a later change of a file is not trusted
+    /// (`.gemini/`, `.opencode/`, ...), each as it is now; a later change of a file is not trusted
     /// until you run this again.
     Trust {
         #[arg(value_name = "DIR")]

@@ -53,15 +53,18 @@ impl BackendKind {
 
 impl BackendKind {
     /// The files and folders of a workspace (relative to it) the program reads as its own
-    /// configuration and cannot be told to ignore: Gemini CLI's settings (hooks, MCP servers,
-    /// a tool discovery command, which hooks are off) and its `.env`; OpenCode's project
-    /// configuration, which 1.18.33 reads (plugins, policies) despite
-    /// `OPENCODE_DISABLE_PROJECT_CONFIG`. A tool call may write them, so a turn runs beside
-    /// them only while each is the one the user accepted (`backend_files.rs`). Claude Code is
-    /// told to ignore its own (`--setting-sources user`).
+    /// configuration and cannot be told to ignore: Gemini CLI's whole `.gemini` folder (settings
+    /// with hooks, MCP servers and which hooks are off, `.env`, policies that allow tools,
+    /// custom commands that run `!{shell}`, subagents, skills, extensions: 0.61 reads each from
+    /// the workspace); OpenCode's project configuration, which 1.18.33 reads (plugins, policies)
+    /// despite `OPENCODE_DISABLE_PROJECT_CONFIG`. A tool call may write them, so a turn runs
+    /// beside them only while each is the one the user accepted (`backend_files.rs`). Claude
+    /// Code is told to ignore its own (`--setting-sources user`); Codex is told its workspace
+    /// is untrusted (superpi-backends' `codex::args`), so it ignores `.codex/` config, hooks
+    /// and rules.
     pub fn workspace_config(self) -> &'static [&'static str] {
         match self {
-            BackendKind::GeminiCli => &[".gemini/settings.json", ".gemini/.env"],
+            BackendKind::GeminiCli => &[".gemini"],
             BackendKind::Opencode => &["opencode.json", "opencode.jsonc", ".opencode"],
             BackendKind::ClaudeCode | BackendKind::Codex => &[],
         }

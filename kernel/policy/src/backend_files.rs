@@ -1,15 +1,18 @@
 //! An agent backend's own configuration in a workspace, gated like a workspace rules file.
 //!
-//! Gemini CLI reads `WORKSPACE/.gemini/settings.json` (and `.gemini/.env`) over the settings
-//! superpi gives it, and has no switch to ignore them: such a file can turn superpi's question
-//! hook off, add hooks or MCP servers that run commands, or name a tool discovery command.
+//! Gemini CLI reads `WORKSPACE/.gemini/` (settings over superpi's, `.env`, policies, commands
+//! that run `!{shell}`, agents, extensions) and has no switch to ignore it: such a file can turn
+//! superpi's question hook off, allow tools, add hooks or MCP servers that run commands.
 //! OpenCode 1.18.33 loads the plugins of the project's `.opencode/` even when told to ignore
 //! the project's configuration. A tool call may write these (an edit runs without asking in
 //! `accept-edits`), so one turn could grant the next. So a backend turn runs beside such a
 //! file only while it is, byte for byte, the one the user accepted (`superpi permissions trust
 //! DIR` records its sha256, or a folder's over its tree, in the user's `permissions.json`,
 //! `backend_files_sha256`); otherwise the turn ends before the program starts, saying which
-//! file and how to accept it. Which files: [`BackendKind::workspace_config`].
+//! file and how to accept it. Which files: [`BackendKind::workspace_config`]. The kernel
+//! checks again once the program has started (its first word), so a file rewritten between
+//! the check and the program's read ends the turn; a rewrite undone before that second check
+//! is not seen (kernel/src/turn/backend.rs).
 
 use std::path::{Path, PathBuf};
 
@@ -106,42 +109,108 @@ fn digest_entry(entry: &Path) -> Result<Option<String>, String> {
     digest(entry)?.map(Some).ok_or_else(|| format!("changed while superpi read it ({})", entry.display()))
 }
 
+/// Where a backend's configuration file stands with the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Standing {
+    /// The bytes the user accepted.
+    Accepted,
+    /// Other bytes than the user accepted.
+    Changed,
+    /// Present, never accepted.
+    NotAccepted,
+    /// Accepted once, gone now (no harm: a missing file is read by nobody).
+    Gone,
+    /// One superpi would not read (a link, another user's, too big), with why.
+    Refused(String),
+}
+
+impl Standing {
+    /// A phrase after "which" (none for [`Standing::Accepted`] and [`Standing::Gone`]).
+    fn problem(&self) -> Option<String> {
+        match self {
+            Standing::Accepted | Standing::Gone => None,
+            Standing::Changed => Some("changed since you accepted it".into()),
+            Standing::NotAccepted => Some("you have not accepted".into()),
+            Standing::Refused(why) => Some(why.clone()),
+        }
+    }
+}
+
+/// One file or folder of a backend's in a workspace, and its standing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Surveyed {
+    pub kind: BackendKind,
+    pub path: PathBuf,
+    pub standing: Standing,
+}
+
+/// The standing of a file whose digest is `now` ([`digest`]) against the one the user
+/// recorded; `None` when it is missing and was never accepted.
+fn standing(now: Result<Option<String>, String>, recorded: Option<&String>) -> Option<Standing> {
+    Some(match (now, recorded) {
+        (Err(why), _) => Standing::Refused(why),
+        (Ok(None), None) => return None,
+        (Ok(None), Some(_)) => Standing::Gone,
+        (Ok(Some(now)), Some(accepted)) if *accepted == now => Standing::Accepted,
+        (Ok(Some(_)), Some(_)) => Standing::Changed,
+        (Ok(Some(_)), None) => Standing::NotAccepted,
+    })
+}
+
+/// The user's accepted digests, read anew (an acceptance takes effect at the next turn).
+fn accepted(config_dir: &Path) -> Result<std::collections::BTreeMap<PathBuf, String>, ConfigError> {
+    file::read_for_edit(&config_dir.join(USER_RULES_FILE), RuleSource::User).map(|(user, _)| user.backend_files_sha256)
+}
+
+/// Every backend's configuration files of `workspace` that are there or were accepted, with
+/// their standing (`superpi doctor` lists them).
+pub fn survey(config_dir: &Path, workspace: &Path) -> Result<Vec<Surveyed>, ConfigError> {
+    let workspace = workspace.canonicalize().unwrap_or_else(|_| crate::paths::lexical(workspace));
+    let recorded = accepted(config_dir)?;
+    let mut out = Vec::new();
+    for kind in BackendKind::ALL {
+        for relative in kind.workspace_config() {
+            let path = crate::paths::lexical(&workspace.join(relative));
+            if let Some(standing) = standing(digest(&path), recorded.get(&path)) {
+                out.push(Surveyed { kind, path, standing });
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Whether `kind` may run a turn in `workspace`: every configuration file of its there is
 /// missing or the one the user accepted. Reads the user's file in `config_dir` each time, so
 /// an acceptance takes effect at the next turn.
 pub fn check(config_dir: &Path, workspace: &Path, kind: BackendKind) -> Result<(), Unaccepted> {
     let workspace = workspace.canonicalize().unwrap_or_else(|_| crate::paths::lexical(workspace));
     let accept = format!("check it, then accept it as it is with `superpi permissions trust {}`", workspace.display());
+    let mut recorded = None;
     for relative in kind.workspace_config() {
         let path = crate::paths::lexical(&workspace.join(relative));
         let refused = |what: String, fix: String| Unaccepted { kind, file: path.clone(), what, fix };
-        let now = match digest(&path) {
-            Ok(None) => continue,
-            Ok(Some(now)) => now,
-            Err(why) => return Err(refused(why, "Make it your own, without links, or remove it.".into())),
-        };
-        let recorded = match file::read_for_edit(&config_dir.join(USER_RULES_FILE), RuleSource::User) {
-            Ok((user, _)) => user.backend_files_sha256.get(&path).cloned(),
-            Err(err) => {
-                let what = format!("superpi cannot tell whether you accepted (your permissions file: {err})");
-                return Err(refused(what, "Fix your permissions.json.".into()));
-            }
-        };
-        match recorded {
-            Some(accepted) if accepted == now => {}
-            Some(_) => {
-                return Err(refused(
-                    "changed since you accepted it".into(),
-                    format!("If the change is yours, {accept}."),
-                ));
-            }
-            None => {
-                return Err(refused(
-                    "you have not accepted".into(),
-                    format!("If it is yours, {accept}; or remove it."),
-                ));
-            }
+        let now = digest(&path);
+        if matches!(now, Ok(None)) {
+            continue;
         }
+        let recorded = match &recorded {
+            Some(recorded) => recorded,
+            None => match accepted(config_dir) {
+                Ok(map) => recorded.insert(map),
+                Err(err) => {
+                    let what = format!("superpi cannot tell whether you accepted (your permissions file: {err})");
+                    return Err(refused(what, "Fix your permissions.json.".into()));
+                }
+            },
+        };
+        let Some(standing) = standing(now, recorded.get(&path)) else { continue };
+        let fix = match standing {
+            Standing::Accepted | Standing::Gone => continue,
+            Standing::Changed => format!("If the change is yours, {accept}."),
+            Standing::NotAccepted => format!("If it is yours, {accept}; or remove it."),
+            Standing::Refused(_) => "Make it your own, without links, or remove it.".into(),
+        };
+        return Err(refused(standing.problem().unwrap_or_default(), fix));
     }
     Ok(())
 }

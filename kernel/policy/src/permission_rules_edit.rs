@@ -213,7 +213,7 @@ pub struct Trusted {
 /// Trusts `folder` (absolute, canonical): adds it to `trusted_folders` unless a trusted
 /// folder holds it, and accepts its rules file as it is now (its digest recorded; with none,
 /// the digest of nothing, so a file written later is a change), and the agent backends'
-/// configuration files in it (`.gemini/settings.json`, ...: those present, as they are now;
+/// configuration files in it (`.gemini/`, `opencode.json`, ...: those present, as they are now;
 /// none recorded for one missing). A file superpi would ignore or cannot read is an error.
 pub fn trust(config_dir: &Path, folder: &Path) -> Result<Trusted, ConfigError> {
     let _one = writing();

@@ -75,6 +75,7 @@ pub(crate) async fn drive(
     // Its own configuration in the workspace (which a tool call may have written) only as the
     // user accepted it; the file, the reason and the fix otherwise.
     superpi_policy::backend_files::check(&catalog.config_dir, &workspace, kind).map_err(|e| e.to_string())?;
+    let checked_in = workspace.clone();
     // The conversation's mode, lowered to the submitter's ceiling, chooses the backend's own.
     let mode = lock(&conv.policy).as_ref().map(|p| p.mode().min(ceiling)).map_err(Clone::clone)?;
     let home = catalog.backend_sessions.home(kind).map_err(|e| format!("{}'s state directory: {e}", kind.title()))?;
@@ -126,6 +127,7 @@ pub(crate) async fn drive(
     let at = Some(turn_id);
     // The names of the calls the backend announced, for their results.
     let mut calls: HashMap<String, String> = HashMap::new();
+    let mut rechecked = false;
     loop {
         // Cancel drops the running turn, which kills the program.
         let event = tokio::select! {
@@ -135,6 +137,13 @@ pub(crate) async fn drive(
         let Some(event) = event else {
             return Err(format!("{} ended without a word on its turn", kind.title()));
         };
+        if !rechecked {
+            // By its first word the program has read its configuration: a file rewritten since
+            // the check (by another conversation's call, say) ends the turn, killing it.
+            rechecked = true;
+            superpi_policy::backend_files::check(&catalog.config_dir, &checked_in, kind)
+                .map_err(|e| format!("{e} (It changed while {} started; the turn is stopped.)", kind.title()))?;
+        }
         match event {
             BackendEvent::Session { id } => {
                 keep_session(kernel, kind, cid, &id, last_entry);

@@ -12,6 +12,7 @@
 //! `apply_patch`, `mcp__SERVER__TOOL`, `web_search`).
 
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
 
 use serde_json::{Value, json};
 use superpi_policy::Mode;
@@ -25,9 +26,10 @@ const TURN_START: u64 = 2;
 
 /// The command line: `base_url` (the kernel's `OPENAI_BASE_URL`) becomes a model provider of
 /// its own speaking the Responses API with `OPENAI_API_KEY`: Codex's built-in OpenAI provider
-/// ignores that variable.
-pub fn args(base_url: Option<&str>) -> Vec<String> {
-    let mut args = vec!["app-server".to_string()];
+/// ignores that variable. And `workspace` (canonical) and every folder above it are
+/// untrusted projects ([`untrusted`]).
+pub fn args(base_url: Option<&str>, workspace: &Path) -> Vec<String> {
+    let mut args = vec!["app-server".to_string(), "-c".into(), untrusted(workspace)];
     if let Some(url) = base_url {
         let provider = format!(
             "model_providers.superpi={{name={},base_url={},env_key=\"OPENAI_API_KEY\",wire_api=\"responses\"}}",
@@ -78,6 +80,25 @@ pub fn reasoning_effort(effort: Effort) -> &'static str {
         Effort::Medium => "medium",
         Effort::High => "high",
     }
+}
+
+/// `projects={"DIR"={trust_level="untrusted"}, ...}` for `workspace` and each folder above it.
+/// Codex 0.171.0 obeys a trusted project's `.codex/config.toml` (MCP servers and hooks that run
+/// commands, its own sandbox and approval policy), hooks and `.codex/rules` (commands allowed
+/// without asking); a tool call can write them. Started with a workspace-write or full-access
+/// sandbox in a folder of no trust level, its app server records the folder (or the root of
+/// its git repository) as trusted in `CODEX_HOME/config.toml` and loads them. Marked
+/// untrusted here (a `-c` override is above every configuration file), it loads none of them,
+/// records nothing, and a folder some earlier run recorded as trusted is untrusted too. The
+/// project's `AGENTS.md` and skills are still read: prompt text, each command of which is
+/// asked about as any other. Every folder above: a `.codex/` of the git root is loaded by the
+/// root's trust, not the workspace's (tested by hand: a planted MCP server started).
+pub fn untrusted(workspace: &Path) -> String {
+    let folders: Vec<String> = workspace
+        .ancestors()
+        .map(|dir| format!("{}={{trust_level=\"untrusted\"}}", toml_string(&dir.display().to_string())))
+        .collect();
+    format!("projects={{{}}}", folders.join(","))
 }
 
 fn toml_string(text: &str) -> String {

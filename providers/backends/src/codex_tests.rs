@@ -1,6 +1,8 @@
 use serde_json::json;
 use superpi_proto::{ContentBlock, Usage};
 
+use std::path::Path;
+
 use super::*;
 use crate::lines::testing::{recorded, same_at_every_split};
 
@@ -143,10 +145,15 @@ fn modes_choose_codexs_sandbox_and_approvals() {
 
 #[test]
 fn what_superpi_writes_to_codex() {
-    let a = args(Some("http://127.0.0.1:9/v1"));
+    let ws = Path::new("/home/dev/src/my \"demo\".rs");
+    let a = args(Some("http://127.0.0.1:9/v1"), ws);
     let provider = r#"model_providers.superpi={name="OpenAI-compatible (OPENAI_BASE_URL)",base_url="http://127.0.0.1:9/v1",env_key="OPENAI_API_KEY",wire_api="responses"}"#;
-    assert_eq!(a, ["app-server", "-c", "model_provider=\"superpi\"", "-c", provider]);
-    assert_eq!(args(None), ["app-server"]);
+    // The workspace and each folder above, untrusted: a key with a dot or a quote stays one key.
+    let untrusted = r#"projects={"/home/dev/src/my \"demo\".rs"={trust_level="untrusted"},"/home/dev/src"={trust_level="untrusted"},"/home/dev"={trust_level="untrusted"},"/home"={trust_level="untrusted"},"/"={trust_level="untrusted"}}"#;
+    assert_eq!(a, ["app-server", "-c", untrusted, "-c", "model_provider=\"superpi\"", "-c", provider]);
+    assert_eq!(args(None, ws), ["app-server", "-c", untrusted]);
+    let parsed: toml::Table = untrusted.parse().unwrap();
+    assert_eq!(parsed["projects"].as_table().unwrap().len(), 5);
 
     let start = Start {
         prompt: "hi".into(),

@@ -156,7 +156,8 @@ pub async fn start(sandbox: &Sandbox, spec: TurnSpec) -> Result<RunningTurn, Str
         }
         BackendKind::Codex => {
             let base_url = spec.env.iter().find(|(k, _)| k == "OPENAI_BASE_URL").map(|(_, v)| v.as_str());
-            (codex::args(base_url), codex::fixed_env(&home), codex::opening(&codex_start(&spec)))
+            let workspace = spec.workspace.canonicalize().unwrap_or_else(|_| spec.workspace.clone());
+            (codex::args(base_url, &workspace), codex::fixed_env(&home), codex::opening(&codex_start(&spec)))
         }
         BackendKind::GeminiCli => {
             let thinking = spec.model.as_deref().zip(spec.effort);
