@@ -51,3 +51,4 @@ mod terminal;
 mod terminal_tty;
 mod turn_steps;
 mod web;
+mod workspaces;
