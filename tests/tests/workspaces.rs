@@ -1,7 +1,8 @@
 //! Managed workspaces (`workspace = "scratch"` and `{ shared = "NAME" }` in harnesses.toml),
 //! through the real kernel and the mock model: a shared directory two conversations see, a
-//! scratch directory per conversation that its tools cannot leave (policy and sandbox both),
-//! that goes with its conversation, outlives a restart and is swept once unused; as an
+//! scratch directory per conversation (and per subagent) that its tools cannot leave (policy
+//! and sandbox both), that goes with its conversation, outlives a restart and is swept once
+//! unused; as an
 //! ordinary user, the librarian's scratch directory is that user's, 0700.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
@@ -17,7 +18,7 @@ use superpi_tests::{TestEnv, turn_events, wait};
 
 const HARNESSES: &str = r#"
 [harnesses.drafts]
-tools = ["read", "write", "ls", "bash"]
+tools = ["read", "write", "ls", "bash", "subagent"]
 workspace = "scratch"
 
 [harnesses.team-writer]
@@ -124,6 +125,19 @@ async fn a_scratch_conversation_stays_in_its_own_directory_which_goes_with_it() 
     let (failed, out) = call(&client, second, "bash", json!({"command": "echo mine > mine.txt && cat mine.txt"})).await;
     assert!(!failed && out.contains("mine"), "its own directory is its write root: {out}");
     assert!(second_dir.join("mine.txt").exists());
+
+    // Its subagent of a scratch harness works in a directory of its own.
+    let task = format!("@tool write {}", json!({"path": "child.txt", "content": "the child's"}));
+    let (failed, out) = call(&client, second, "subagent", json!({"task": task, "harness": "drafts"})).await;
+    assert!(!failed, "{out}");
+    let others: Vec<PathBuf> = std::fs::read_dir(first_dir.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|dir| *dir != first_dir && *dir != second_dir)
+        .collect();
+    let [child_dir] = others.as_slice() else { panic!("one more scratch directory: {others:?}") };
+    assert_eq!(std::fs::read_to_string(child_dir.join("child.txt")).unwrap(), "the child's");
+    assert!(!second_dir.join("child.txt").exists());
 
     // Deleting the conversation removes its directory, and only its.
     client.delete(first).await.unwrap();
