@@ -58,6 +58,7 @@ impl RunEnv {
             ("SUPERPI_DATA_DIR".into(), s(self.data())),
             ("SUPERPI_CONFIG_DIR".into(), s(self.config())),
             ("SUPERPI_RUNTIME_DIR".into(), s(self.runtime())),
+            ("SUPERPI_WORKSPACES_DIR".into(), s(self.dir("workspaces"))),
             ("HOME".into(), s(self.home())),
             ("CONFORMANCE_WORKSPACE".into(), s(self.workspace())),
         ]

@@ -17,8 +17,11 @@ use crate::sync::lock;
 
 pub(crate) struct Catalog {
     pub config_dir: std::path::PathBuf,
-    /// The config, data and runtime directories: no tool may touch them.
+    /// The config, data, runtime and managed workspaces' directories: no tool may touch them
+    /// (but a managed workspace's own tools touch it).
     private_dirs: Vec<std::path::PathBuf>,
+    /// The managed workspaces' root, canonical.
+    workspaces_root: std::path::PathBuf,
     pub harnesses: Harnesses,
     pub settings: superpi_policy::Settings,
     pub providers: ProvidersConfig,
@@ -65,12 +68,13 @@ impl Catalog {
             .map_or(superpi_backends::opencode_server::IDLE_STOP, std::time::Duration::from_secs);
         // superpi's own directories, protected from every tool wherever they are (canonical,
         // as the sandbox compares what a tool touches through symlinks).
-        let private_dirs = [&config.config_dir, &config.data_dir, &config.runtime_dir]
+        let private_dirs: Vec<_> = [&config.config_dir, &config.data_dir, &config.runtime_dir, &config.workspaces_dir]
             .into_iter()
             .map(|dir| dir.canonicalize().unwrap_or_else(|_| dir.clone()))
             .collect();
         Ok(Catalog {
             config_dir: config.config_dir.clone(),
+            workspaces_root: private_dirs[3].clone(),
             private_dirs,
             harnesses,
             settings,
@@ -84,7 +88,7 @@ impl Catalog {
         })
     }
 
-    /// superpi's own directories (config, data, runtime), canonical.
+    /// superpi's own directories (config, data, runtime, managed workspaces), canonical.
     pub fn private_dirs(&self) -> &[std::path::PathBuf] {
         &self.private_dirs
     }
@@ -108,10 +112,16 @@ impl Catalog {
         // leave a conversation without a workspace (the assistant's web tools) on old rules.
         let settings = superpi_policy::Settings::load(&self.config_dir, workspace).map_err(|e| e.to_string())?;
         let mode = mode.parse::<Mode>().ok();
+        // A managed workspace is open to its own tools, and they stay in it: the others beside
+        // it are other conversations'.
+        let managed = workspace.is_some_and(|w| w.starts_with(&self.workspaces_root));
+        let private = self.private_dirs.iter().filter(|d| !managed || **d != self.workspaces_root).cloned().collect();
         // The stored mode was lowered for its caller when it was set; here only the harness
         // ceiling applies again.
-        Ok(ConversationPolicy::new(harness, settings, workspace.map(|w| w.to_path_buf()), Caller::Local, mode)
-            .with_private_dirs(self.private_dirs.clone()))
+        let policy =
+            ConversationPolicy::new(harness, settings, workspace.map(|w| w.to_path_buf()), Caller::Local, mode)
+                .with_private_dirs(private);
+        Ok(if managed { policy.within_workspace() } else { policy })
     }
 
     /// A conversation's policy from the settings files as they are now, with its mode and its

@@ -14,6 +14,8 @@ pub struct KernelConfig {
     pub data_dir: PathBuf,
     pub config_dir: PathBuf,
     pub runtime_dir: PathBuf,
+    /// The managed workspaces' root (`scratch/ID`, `shared/NAME`), outside the data dir.
+    pub workspaces_dir: PathBuf,
     /// Exit after this long with no client and no running turn (autostarted kernels).
     pub idle_exit: Option<Duration>,
     pub max_frame: usize,
@@ -54,6 +56,8 @@ impl KernelConfig {
             data_dir,
             config_dir,
             runtime_dir,
+            // The environment's, as `superpi` resolves it; a caller sets its own.
+            workspaces_dir: Locations::from_env().workspaces_dir,
             idle_exit: None,
             max_frame: superpi_proto::frame::DEFAULT_MAX_FRAME,
             event_buffer: 16 * 1024,
@@ -82,6 +86,7 @@ impl KernelConfig {
             data_dir: self.data_dir.clone(),
             config_dir: self.config_dir.clone(),
             runtime_dir: self.runtime_dir.clone(),
+            workspaces_dir: self.workspaces_dir.clone(),
         }
     }
 }

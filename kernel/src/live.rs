@@ -109,6 +109,8 @@ fn load(
     lease: Lease,
 ) -> Result<(Arc<Conversation>, mpsc::Receiver<Input>), StoreError> {
     let id = row.id;
+    let mut row = row;
+    managed_workspace(kernel, &mut row);
     let head = kernel.store.head_seq(id)?;
     let policy = kernel
         .catalog
@@ -126,6 +128,22 @@ fn load(
     let policy = policy.map(|p| p.with_overrides(overrides));
     let bounds = FeedBounds { events: kernel.config.event_buffer, bytes: kernel.config.event_buffer_bytes };
     Ok(Conversation::new(row, lease, head, policy, bounds))
+}
+
+/// A conversation of a harness whose workspace the kernel manages works in that directory,
+/// made now if missing (a scratch one comes from its id, whatever a fork copied); without it
+/// (it cannot be made) its tools get no workspace and are refused.
+fn managed_workspace(kernel: &Kernel, row: &mut ConversationRow) {
+    let Ok(harness) = kernel.catalog.harness(Some(&row.harness)) else { return };
+    let root = &kernel.config.workspaces_dir;
+    match crate::features::workspaces::managed(root, &harness.workspace, row.id) {
+        Some(Ok(dir)) => row.workspace = Some(dir.to_string_lossy().into_owned()),
+        Some(Err(err)) => {
+            tracing::warn!(conversation = row.id, "making its {} workspace: {err}", harness.workspace);
+            row.workspace = None;
+        }
+        None => {}
+    }
 }
 
 /// The lease's length in milliseconds.

@@ -13,6 +13,8 @@
 //! minutes late on without a run. Before a run, a schedule whose latest `max_failures` runs
 //! (since it was last resumed) failed is paused instead, with a notice in its conversation.
 //! A run's mode says where its turn goes: the conversation, a fork of it, or a fresh one.
+//! The same loop sweeps the scratch workspaces unused for `scratch_ttl_hours`, at its start
+//! and every [`SWEEP_EVERY`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,6 +37,8 @@ use superpi_store::{NewSchedule, RunSettings, Schedule, ScheduleRun, StoreError}
 
 /// The longest the scheduler sleeps between looks at the store.
 const POLL: Duration = Duration::from_secs(30);
+/// How often the scratch workspaces are swept.
+const SWEEP_EVERY: Duration = Duration::from_secs(600);
 /// How long the scheduler waits after the store failed it.
 const RETRY: Duration = Duration::from_secs(5);
 /// Due schedules claimed per look.
@@ -44,7 +48,12 @@ const LIST_RUNS: u32 = 5;
 
 /// The scheduler's loop, until the kernel stops.
 pub(crate) async fn run(kernel: Arc<Kernel>) {
+    let mut swept: Option<std::time::Instant> = None;
     loop {
+        if swept.is_none_or(|at| at.elapsed() >= SWEEP_EVERY) {
+            swept = Some(std::time::Instant::now());
+            sweep_scratch(&kernel).await;
+        }
         // After a store error the due ticks are still due: look again in a while, not at once.
         let least = match fire_due(&kernel).await {
             Ok(()) => Duration::ZERO,
@@ -66,6 +75,23 @@ pub(crate) async fn run(kernel: Arc<Kernel>) {
             _ = kernel.schedules_changed.notified() => {}
             _ = kernel.shutdown.cancelled() => return,
         }
+    }
+}
+
+/// Removes the scratch workspaces of conversations not live here that sat unused for the
+/// settings' `scratch_ttl_hours` (read now), and those of deleted conversations.
+async fn sweep_scratch(kernel: &Arc<Kernel>) {
+    let now = superpi_policy::Settings::load(&kernel.catalog.config_dir, None);
+    let ttl = now.map_or(kernel.catalog.settings.scratch_ttl, |s| s.scratch_ttl);
+    let k = kernel.clone();
+    let swept = tokio::task::spawn_blocking(move || {
+        let in_use = |id| k.live.get(id).is_some();
+        // A store error keeps the directory: only a conversation known gone loses it.
+        let exists = |id| !matches!(k.store.conversation(id), Ok(None));
+        crate::features::workspaces::sweep(&k.config.workspaces_dir, ttl, in_use, exists)
+    });
+    if let Ok(removed @ 1..) = swept.await {
+        tracing::info!(removed, "swept scratch workspaces unused for {ttl:?}");
     }
 }
 

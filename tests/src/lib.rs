@@ -151,8 +151,7 @@ impl TestEnv {
     pub fn new() -> Self {
         let root = tempfile::Builder::new().prefix("superpi-test-").tempdir().expect("temp dir");
         let p = root.path();
-        let locations =
-            Locations { data_dir: p.join("data"), config_dir: p.join("config"), runtime_dir: p.join("run") };
+        let locations = Locations::under(p);
         let workspace = p.join("workspace");
         let home = p.join("home");
         for dir in [&locations.config_dir, &workspace, &home] {
@@ -175,6 +174,7 @@ impl TestEnv {
         cmd.env("SUPERPI_DATA_DIR", &self.locations.data_dir)
             .env("SUPERPI_CONFIG_DIR", &self.locations.config_dir)
             .env("SUPERPI_RUNTIME_DIR", &self.locations.runtime_dir)
+            .env("SUPERPI_WORKSPACES_DIR", &self.locations.workspaces_dir)
             .env("HOME", &self.home)
             .env_remove("SUPERPI_TOKENS")
             .env_remove("SUPERPI_GATEWAY_TOKEN")

@@ -52,3 +52,4 @@ mod terminal;
 mod terminal_tty;
 mod turn_steps;
 mod web;
+mod workspaces;

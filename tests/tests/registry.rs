@@ -67,6 +67,7 @@ async fn a_registered_tool_is_offered_decided_run_and_shown_by_its_facts() {
     let runner = Arc::new(Stamp { calls: Mutex::new(Vec::new()) });
     let l = &env.locations;
     let mut config = superpi_kernel::KernelConfig::new(l.data_dir.clone(), l.config_dir.clone(), l.runtime_dir.clone());
+    config.workspaces_dir = l.workspaces_dir.clone();
     config.tool_exe = Some(superpi_bin());
     config.tools.register(stamp_def(), runner.clone()).unwrap();
     let kernel = tokio::spawn(superpi_kernel::run(config));

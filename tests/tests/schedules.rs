@@ -19,7 +19,7 @@
 //!   with the payload where the prompt's `{{payload}}` is; a `fresh` one in a new conversation
 //!   without the history; a harness without `webhooks` takes no trigger.
 //! - The librarian's model schedules, lists and cancels its own conversation's runs.
-//! - The librarian offers no filesystem tool.
+//! - The librarian offers file tools in its scratch workspace, and no shell.
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
@@ -333,19 +333,22 @@ async fn the_librarians_model_schedules_lists_and_cancels_its_own_runs() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_librarian_has_no_filesystem_tools() {
+async fn the_librarian_has_scratch_file_tools_and_no_shell() {
     let env = TestEnv::new();
     let harnesses = run_json(&env, &["harnesses", "--json"]);
     let harnesses = harnesses.as_array().unwrap();
     let librarian = harnesses.iter().find(|h| h["id"] == "superpi-librarian").unwrap();
     let tools: Vec<&str> = librarian["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
-    for fs in ["read", "write", "edit", "bash", "ls", "grep", "find"] {
+    for fs in ["edit", "bash"] {
         assert!(!tools.contains(&fs), "the librarian offers `{fs}`: {tools:?}");
+    }
+    for fs in ["read", "write", "ls", "grep", "find"] {
+        assert!(tools.contains(&fs), "the librarian lacks `{fs}` in its scratch directory: {tools:?}");
     }
     for block in ["memory_write", "memory_search", "schedule_create", "schedule_list", "web_fetch"] {
         assert!(tools.contains(&block), "the librarian lacks `{block}`: {tools:?}");
     }
-    assert_eq!(librarian["workspace"], "none");
+    assert_eq!(librarian["workspace"], "scratch");
     assert_eq!(librarian["capabilities"], json!(["memory", "schedule", "web"]));
     let assistant = harnesses.iter().find(|h| h["id"] == "superpi-assistant").unwrap();
     assert_eq!(assistant["capabilities"], json!(["web", "memory"]));

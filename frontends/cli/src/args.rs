@@ -178,6 +178,7 @@ async fn kernel(locations: &Locations, args: KernelArgs) -> anyhow::Result<ExitC
                 locations.config_dir.clone(),
                 locations.runtime_dir.clone(),
             );
+            config.workspaces_dir = locations.workspaces_dir.clone();
             if let Some(buffer) = std::env::var("SUPERPI_EVENT_BUFFER").ok().and_then(|v| v.parse().ok()) {
                 config.event_buffer = buffer;
             }

@@ -99,6 +99,7 @@ fn start_kernel(exe: Option<&Path>, locations: &Locations) -> Result<Child, Clie
         .env("SUPERPI_DATA_DIR", &locations.data_dir)
         .env("SUPERPI_CONFIG_DIR", &locations.config_dir)
         .env("SUPERPI_RUNTIME_DIR", &locations.runtime_dir)
+        .env("SUPERPI_WORKSPACES_DIR", &locations.workspaces_dir)
         .env("NO_COLOR", "1")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())

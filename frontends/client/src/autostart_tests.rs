@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use super::*;
 
 fn locations(dir: &Path) -> Locations {
-    Locations { data_dir: dir.join("data"), config_dir: dir.join("config"), runtime_dir: dir.join("run") }
+    Locations::under(dir)
 }
 
 /// A fake `superpi` whose `kernel` takes the lock like the real one and then runs `body`.

@@ -29,8 +29,7 @@ async fn kernel_that_answers_then_dies(stream: UnixStream, answer: serde_json::V
 async fn client_of(kernel: impl FnOnce(UnixStream) -> tokio::task::JoinHandle<()>) -> KernelClient {
     let (ours, theirs) = UnixStream::pair().unwrap();
     let dir = std::path::PathBuf::from("/nonexistent");
-    let locations =
-        Locations { data_dir: dir.join("data"), config_dir: dir.join("config"), runtime_dir: dir.join("run") };
+    let locations = Locations::under(&dir);
     let mut opts = ConnectOptions::new(locations, "test");
     opts.provider_env = None;
     kernel(theirs);

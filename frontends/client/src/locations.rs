@@ -62,6 +62,7 @@ mod tests {
             data_dir: dir.path().to_path_buf(),
             config_dir: dir.path().to_path_buf(),
             runtime_dir: dir.path().to_path_buf(),
+            workspaces_dir: dir.path().join("workspaces"),
         };
         wait_for_release(&locations, Duration::from_millis(10)).await.unwrap();
         let held = std::fs::File::create(locations.lock_path()).unwrap();
@@ -78,6 +79,7 @@ mod tests {
             data_dir: dir.path().to_path_buf(),
             config_dir: dir.path().to_path_buf(),
             runtime_dir: dir.path().to_path_buf(),
+            workspaces_dir: dir.path().join("workspaces"),
         };
         std::fs::write(locations.lock_path(), "111\n").unwrap();
         let held = std::fs::File::open(locations.lock_path()).unwrap();

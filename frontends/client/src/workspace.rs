@@ -55,11 +55,7 @@ mod tests {
     #[test]
     fn superpis_own_directories_cannot_be_workspaces() {
         let dir = tempfile::tempdir().unwrap();
-        let locations = Locations {
-            data_dir: dir.path().join("data"),
-            config_dir: dir.path().join("config"),
-            runtime_dir: dir.path().join("run"),
-        };
+        let locations = Locations::under(dir.path());
         std::fs::create_dir_all(dir.path().join("project")).unwrap();
         let refused = check_workspace(dir.path(), &locations).unwrap_err();
         assert!(refused.contains("superpi's own directory"), "{refused}");

@@ -107,11 +107,7 @@ async fn an_oversized_frame_ends_only_the_request_or_subscription_it_was_for() {
     let _log = tracing::subscriber::set_default(subscriber.with_ansi(false).finish());
 
     let dir = tempfile::tempdir().unwrap();
-    let locations = Locations {
-        data_dir: dir.path().join("data"),
-        config_dir: dir.path().join("config"),
-        runtime_dir: dir.path().join("run"),
-    };
+    let locations = Locations::under(dir.path());
     std::fs::create_dir_all(&locations.runtime_dir).unwrap();
     let listener = UnixListener::bind(locations.socket_path()).unwrap();
     let (seen_tx, mut seen) = mpsc::unbounded_channel();

@@ -42,11 +42,7 @@ fn lines_are_read_as_messages_or_answered() {
 }
 
 fn handler(dir: &std::path::Path) -> SuperpiMcp {
-    let locations = superpi_client::Locations {
-        data_dir: dir.join("data"),
-        config_dir: dir.join("config"),
-        runtime_dir: dir.join("run"),
-    };
+    let locations = superpi_client::Locations::under(dir);
     let mut connect = superpi_client::ConnectOptions::new(locations, "mcp");
     connect.autostart = false;
     let config = crate::config(connect, dir.display().to_string(), crate::Args::default());

@@ -24,8 +24,7 @@ impl Client {
     fn start(tokens: &str, max_line: usize) -> Client {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path();
-        let locations =
-            Locations { data_dir: p.join("data"), config_dir: p.join("config"), runtime_dir: p.join("run") };
+        let locations = Locations::under(p);
         let mut connect = ConnectOptions::new(locations, "rpc");
         connect.autostart = false;
         let shared =

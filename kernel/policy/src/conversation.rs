@@ -131,6 +131,13 @@ impl ConversationPolicy {
         self
     }
 
+    /// Keeps path arguments inside the workspace whatever `allow_outside_workspace` says: a
+    /// workspace the kernel manages lies beside other conversations' own.
+    pub fn within_workspace(mut self) -> Self {
+        self.settings.permissions.allow_outside_workspace = false;
+        self
+    }
+
     /// What the tools of this conversation must not touch, for the sandbox to apply where
     /// they touch it.
     pub fn protected_paths(&self) -> ProtectedPaths {

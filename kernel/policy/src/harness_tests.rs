@@ -18,7 +18,7 @@ fn builtins_are_as_specified() {
     let all: Vec<String> = builtin_tools().into_iter().map(|t| t.name).collect();
     assert_eq!(code.tools, all);
     assert_eq!(
-        (code.default_mode, code.max_mode, code.workspace),
+        (code.default_mode, code.max_mode, code.workspace.clone()),
         (Mode::AcceptEdits, Mode::Auto, WorkspaceKind::Repo)
     );
     let planner = hs.get("superpi-planner").unwrap();
@@ -311,7 +311,7 @@ default_mode = "plan"
     assert_eq!(claude.backend, Some(BackendKind::ClaudeCode));
     assert!(claude.tools.is_empty() && claude.prompt.is_empty());
     assert_eq!(
-        (claude.default_mode, claude.max_mode, claude.workspace),
+        (claude.default_mode, claude.max_mode, claude.workspace.clone()),
         (Mode::AcceptEdits, Mode::Auto, WorkspaceKind::Repo)
     );
     assert_eq!(claude.info().backend.as_deref(), Some("claude-code"));
@@ -330,6 +330,10 @@ fn backend_harnesses_are_checked() {
     assert_eq!(
         err("[harnesses.x]\nbackend = \"codex\"\ntools = []\nworkspace = \"none\"\n"),
         "/cfg/harnesses.toml: key `harnesses.x.workspace`: a backend works in a repository; `none` cannot be used with it"
+    );
+    assert!(
+        err("[harnesses.x]\nbackend = \"codex\"\ntools = []\nworkspace = \"scratch\"\n")
+            .ends_with("a backend works in a repository; `scratch` cannot be used with it")
     );
     assert_eq!(
         err("[harnesses.codex]\nbackend = \"codex\"\ntools = []\n"),
@@ -379,9 +383,13 @@ fn capability_blocks_pick_the_builtins_tools_by_their_facts() {
     assert!(tools("superpi-code").contains(&"bash".to_string()));
     assert_eq!(tools("superpi-planner"), ["read", "grep", "find", "ls"]);
     assert_eq!(tools("superpi-assistant"), ["web_fetch", "memory_write"]);
-    assert_eq!(tools("superpi-librarian"), ["web_fetch", "memory_write", "schedule_create"]);
+    // Files in its own scratch directory, and no shell: nobody watches its turns.
+    assert_eq!(
+        tools("superpi-librarian"),
+        ["read", "write", "grep", "find", "ls", "web_fetch", "memory_write", "schedule_create"]
+    );
     let librarian = hs.get("librarian").unwrap();
-    assert_eq!(librarian.workspace, WorkspaceKind::None);
+    assert_eq!(librarian.workspace, WorkspaceKind::Scratch);
     assert!(librarian.harvest && librarian.takes(Capability::Schedule));
     assert!(librarian.unattended, "nobody is present at the librarian's turns");
     assert!(!hs.get("superpi-assistant").unwrap().takes(Capability::Schedule));
@@ -411,4 +419,25 @@ unattended = true
             .contains("harnesses.x.capabilities[1]")
     );
     assert!(bad("[harnesses.x]\ntools = []\ncapabilities = [\"dreams\"]\n").contains("harnesses.x.capabilities"));
+}
+
+#[test]
+fn scratch_and_shared_workspaces_are_read_and_a_shared_name_is_no_path() {
+    let hs = file(
+        "[harnesses.drafts]\ntools = [\"read\", \"write\"]\nworkspace = \"scratch\"\n\
+         [harnesses.team]\ntools = [\"read\", \"write\"]\nworkspace = { shared = \"team-notes\" }\n",
+    )
+    .unwrap();
+    assert_eq!(hs.get("drafts").unwrap().workspace, WorkspaceKind::Scratch);
+    let team = &hs.get("team").unwrap().workspace;
+    assert_eq!(*team, WorkspaceKind::Shared("team-notes".into()));
+    assert!(team.managed() && !WorkspaceKind::Repo.managed());
+    assert_eq!(
+        (team.to_string(), hs.get("team").unwrap().info().workspace),
+        ("shared:team-notes".into(), "shared".into())
+    );
+    for bad in ["../etc", "/tmp/x", "", "Team"] {
+        let e = err(&format!("[harnesses.t]\ntools = []\nworkspace = {{ shared = \"{bad}\" }}\n"));
+        assert!(e.contains("harnesses.t.workspace.shared") && e.contains("never a path"), "{bad}: {e}");
+    }
 }

@@ -34,6 +34,7 @@ pub const WORKSPACE_SETTINGS_FILE: &str = ".superpi/settings.json";
 /// Default wait for a person's answer to a permission question.
 pub const DEFAULT_QUESTION_TIMEOUT: Duration = Duration::from_secs(120);
 const MAX_QUESTION_TIMEOUT_SECS: u64 = 24 * 3600;
+const MAX_SCRATCH_TTL_HOURS: u64 = 366 * 24;
 
 /// Everything the policy reads from settings files, validated.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,7 +55,13 @@ pub struct Settings {
     pub subagents: SubagentSettings,
     /// Spending limits (a workspace file only lowers them).
     pub budget: Budget,
+    /// How long a scratch workspace may sit unused before the kernel removes it (the user's
+    /// file only).
+    pub scratch_ttl: Duration,
 }
+
+/// A scratch workspace's default idle time before its sweep: a day.
+pub const DEFAULT_SCRATCH_TTL_HOURS: u64 = 24;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Permissions {
@@ -124,6 +131,7 @@ impl Default for Settings {
             hooks: HookSettings::default(),
             subagents: SubagentSettings::default(),
             budget: Budget::default(),
+            scratch_ttl: Duration::from_secs(DEFAULT_SCRATCH_TTL_HOURS * 3600),
         }
     }
 }
@@ -219,6 +227,13 @@ impl Settings {
         if let Some(budget) = raw.budget {
             budget.check(path, "budget")?;
             s.budget = budget;
+        }
+        if let Some(hours) = raw.scratch_ttl_hours {
+            if hours > MAX_SCRATCH_TTL_HOURS {
+                let why = format!("at most {MAX_SCRATCH_TTL_HOURS} hours (a year), not {hours}");
+                return Err(ConfigError::invalid(path, "scratch_ttl_hours", why));
+            }
+            s.scratch_ttl = Duration::from_secs(hours * 3600);
         }
         Ok(s)
     }
@@ -384,6 +399,7 @@ struct UserFile {
     hooks: Option<RawHooks>,
     subagents: Option<RawSubagents>,
     budget: Option<Budget>,
+    scratch_ttl_hours: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -478,3 +478,12 @@ fn a_budget_is_set_by_the_user_and_only_lowered_by_a_workspace() {
     let bad = user(r#"{"budget": {"turn_usd": -2}}"#).unwrap_err().to_string();
     assert!(bad.contains("key `budget.turn_usd`: -2 is not an amount"), "{bad}");
 }
+
+#[test]
+fn the_scratch_idle_time_is_a_day_unless_the_user_says() {
+    assert_eq!(Settings::default().scratch_ttl, Duration::from_secs(24 * 3600));
+    assert_eq!(user(r#"{"scratch_ttl_hours": 2}"#).unwrap().scratch_ttl, Duration::from_secs(7200));
+    assert_eq!(user(r#"{"scratch_ttl_hours": 9000}"#).unwrap_err().key(), Some("scratch_ttl_hours"));
+    let e = ws(Settings::default(), r#"{"scratch_ttl_hours": 1}"#).unwrap_err();
+    assert!(e.to_string().contains("may only tighten"), "{e}");
+}

@@ -1,6 +1,6 @@
-//! Where a kernel and its frontends agree the kernel's files are: three directories from the
-//! environment, and below them the socket, the lock file (`kernel.lock`), the store and the
-//! autostarted kernel's log. The one place these names are written.
+//! Where a kernel and its frontends agree the kernel's files are: four directories from the
+//! environment, and below them the socket, the lock file (`kernel.lock`), the store, the
+//! autostarted kernel's log and the managed workspaces. The one place these names are written.
 
 use std::path::{Path, PathBuf};
 
@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// frontend that started it lost a race and follows the holder instead of reporting a failure.
 pub const KERNEL_EXIT_LOCK_HELD: u8 = 3;
 
-/// The three directories every `superpi` subcommand shares.
+/// The directories every `superpi` subcommand shares.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Locations {
     /// SQLite file and spill files. `SUPERPI_DATA_DIR`, else `$XDG_DATA_HOME/superpi`, else
@@ -20,6 +20,10 @@ pub struct Locations {
     /// The kernel socket. `SUPERPI_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/superpi`, else
     /// `DATA_DIR/run`.
     pub runtime_dir: PathBuf,
+    /// The kernel-managed workspaces (`scratch/ID`, `shared/NAME`): outside the data dir, which
+    /// no tool may touch. `SUPERPI_WORKSPACES_DIR`, else `$XDG_STATE_HOME/superpi/workspaces`,
+    /// else `~/.local/state/superpi/workspaces`.
+    pub workspaces_dir: PathBuf,
 }
 
 impl Locations {
@@ -40,7 +44,20 @@ impl Locations {
         let runtime_dir = var("SUPERPI_RUNTIME_DIR")
             .or_else(|| var("XDG_RUNTIME_DIR").map(|d| d.join("superpi")))
             .unwrap_or_else(|| data_dir.join("run"));
-        Locations { data_dir, config_dir, runtime_dir }
+        let workspaces_dir = var("SUPERPI_WORKSPACES_DIR")
+            .or_else(|| var("XDG_STATE_HOME").map(|d| d.join("superpi/workspaces")))
+            .unwrap_or_else(|| home.join(".local/state/superpi/workspaces"));
+        Locations { data_dir, config_dir, runtime_dir, workspaces_dir }
+    }
+
+    /// All four directories below `root` (`data`, `config`, `run`, `workspaces`): tests'.
+    pub fn under(root: &Path) -> Self {
+        Locations {
+            data_dir: root.join("data"),
+            config_dir: root.join("config"),
+            runtime_dir: root.join("run"),
+            workspaces_dir: root.join("workspaces"),
+        }
     }
 
     pub fn socket_path(&self) -> PathBuf {
@@ -83,8 +100,11 @@ mod tests {
             ("SUPERPI_DATA_DIR", "/d"),
             ("SUPERPI_CONFIG_DIR", "/c"),
             ("SUPERPI_RUNTIME_DIR", "/r"),
+            ("SUPERPI_WORKSPACES_DIR", "/w"),
             ("XDG_RUNTIME_DIR", "/x"),
+            ("XDG_STATE_HOME", "/s"),
         ]);
+        assert_eq!(l.workspaces_dir, PathBuf::from("/w"));
         assert_eq!(l.data_dir, PathBuf::from("/d"));
         assert_eq!(l.config_dir, PathBuf::from("/c"));
         assert_eq!(l.socket_path(), PathBuf::from("/r/kernel.sock"));
@@ -98,5 +118,8 @@ mod tests {
         assert_eq!(l.runtime_dir, PathBuf::from("/run/user/1/superpi"));
         let l = resolve(&[("HOME", "/h")]);
         assert_eq!(l.runtime_dir, PathBuf::from("/h/.local/share/superpi/run"));
+        assert_eq!(l.workspaces_dir, PathBuf::from("/h/.local/state/superpi/workspaces"));
+        let l = resolve(&[("HOME", "/h"), ("XDG_STATE_HOME", "/s")]);
+        assert_eq!(l.workspaces_dir, PathBuf::from("/s/superpi/workspaces"));
     }
 }

@@ -31,6 +31,9 @@ pub async fn run(mut config: KernelConfig) -> Result<(), KernelError> {
     }
     make_private_dir(&config.data_dir)?;
     make_private_dir(&config.runtime_dir)?;
+    // Made before the sandbox reads its grants: the root is denied to every tool's reads, and
+    // each managed workspace below it is given to its own conversation's tools alone.
+    make_private_dir(&config.workspaces_dir)?;
     let _lock = take_lock(&config)?;
     // Everything that can fail on bad configuration fails before the socket exists, so a
     // frontend that started this kernel sees it exit and reads why in its log.
@@ -43,7 +46,8 @@ pub async fn run(mut config: KernelConfig) -> Result<(), KernelError> {
     catalog.apply_sandbox_settings(&mut sandbox_config);
     // No workspace may hold the config dir (settings, tokens) or the runtime dir (the socket),
     // like the data dir.
-    sandbox_config.private_dirs = vec![config.config_dir.clone(), config.runtime_dir.clone()];
+    let workspaces = config.workspaces_dir.canonicalize().unwrap_or_else(|_| config.workspaces_dir.clone());
+    sandbox_config.private_dirs = vec![config.config_dir.clone(), config.runtime_dir.clone(), workspaces];
     let sandbox =
         Sandbox::with_tools(sandbox_config, config.tools.clone()).map_err(|e| KernelError::Sandbox(e.to_string()))?;
 

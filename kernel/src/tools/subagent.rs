@@ -303,9 +303,13 @@ async fn run_child(
 ) -> Reported {
     let report = |child, end| Reported { child, harness: plan.harness.id.clone(), mode: plan.mode.as_str(), end };
     let settings = parent.settings();
+    // A scratch harness's child gets its own directory (from its id), a shared one the share.
     let workspace = match plan.harness.workspace {
-        superpi_policy::WorkspaceKind::None => None,
-        _ => settings.workspace.clone(),
+        superpi_policy::WorkspaceKind::Repo => settings.workspace.clone(),
+        _ => match crate::features::workspaces::stored(&kernel.config.workspaces_dir, &plan.harness.workspace) {
+            Ok(workspace) => workspace,
+            Err(e) => return report(None, ChildEnd { status: "error", text: Some(format!("its workspace: {e}")) }),
+        },
     };
     let title: String = plan.task.chars().take(80).collect();
     let row = kernel.store.create_conversation(&NewConversation {

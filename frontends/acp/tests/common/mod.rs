@@ -79,6 +79,7 @@ pub fn agent_process(env: &TestEnv, extra: &[(&str, &str)], stdout: Arc<Mutex<Ve
         .env("SUPERPI_DATA_DIR", env.locations.data_dir.display().to_string())
         .env("SUPERPI_CONFIG_DIR", env.locations.config_dir.display().to_string())
         .env("SUPERPI_RUNTIME_DIR", env.locations.runtime_dir.display().to_string())
+        .env("SUPERPI_WORKSPACES_DIR", env.locations.workspaces_dir.display().to_string())
         .env("HOME", env.home.display().to_string())
         .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()));
     for (key, value) in extra {

@@ -17,6 +17,7 @@ use superpi_proto::{ContentBlock, ErrorObject, Event, Message, Role};
 use tokio::sync::oneshot;
 
 use crate::conversation::{Conversation, Input, Steer};
+use crate::features::workspaces::stored;
 use crate::kernel::Kernel;
 use crate::live::{self, Found};
 use crate::server::peer::Peer;
@@ -180,9 +181,11 @@ pub(super) fn open(kernel: &Arc<Kernel>, peer: &Peer, p: OpenParams) -> Reply {
         kernel.catalog.check_effort(Some(harness), &model, effort)?;
     }
     let mode = kernel.catalog.mode_for(p.mode.as_deref(), harness, peer.remote)?;
+    // A harness whose workspace the kernel manages decides it: the caller's is ignored.
     let workspace = match harness.workspace {
-        superpi_policy::WorkspaceKind::None => None,
-        _ => Some(workspace_root(p.workspace.as_deref())?),
+        superpi_policy::WorkspaceKind::Repo => Some(workspace_root(p.workspace.as_deref())?),
+        _ => stored(&kernel.config.workspaces_dir, &harness.workspace)
+            .map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, format!("making its workspace: {e}")))?,
     };
     let row = kernel
         .store
@@ -345,6 +348,7 @@ pub(super) fn delete(kernel: &Arc<Kernel>, peer: &Peer, id: i64) -> Reply {
         return Err(not_found(id));
     }
     crate::tools::artifact::remove_all(&kernel.config.data_dir, id);
+    crate::features::workspaces::remove_scratch(&kernel.config.workspaces_dir, id);
     tracing::info!(conversation = id, "conversation deleted");
     Ok(json!({"deleted": true}))
 }
