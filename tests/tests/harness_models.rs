@@ -2,9 +2,10 @@
 //! through OpenAI's rule-enforcing fake serving two models, `cheap` and `strong`: a hand-off
 //! gives the conversation to another harness (its prompt, tools and model from the next step,
 //! across a kernel restart, never above the ceiling it had) and one to a harness not listed is
-//! refused; a cascade escalates from `cheap` to `strong` when a step fails or when the cheap
-//! model calls `escalate`; a harness's `compaction_model` and `subagent_model` are the models
-//! its summaries and its subagents are asked of.
+//! refused, as is one a `before_tool` hook or the policy refuses; a cascade escalates from
+//! `cheap` to `strong` when a step fails or when the cheap model calls `escalate`; a harness's
+//! `compaction_model` and `subagent_model` are the models its summaries and its subagents are
+//! asked of.
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
@@ -121,6 +122,8 @@ async fn a_hand_off_moves_the_conversation_to_its_target_across_a_restart_within
     let events = turn(&client, id, "look around, then hand over").await;
     assert!(completed(&events), "{events:?}");
     assert_eq!(fake.rejections(), vec![]);
+    let info = client.list().await.unwrap().into_iter().find(|c| c.conversation_id == id).unwrap();
+    assert_eq!((info.harness.as_str(), info.max_mode.as_str()), ("builder", "accept-edits"));
 
     let results = results(&events);
     assert_eq!(results.len(), 2, "{results:?}");
@@ -154,6 +157,8 @@ async fn a_hand_off_moves_the_conversation_to_its_target_across_a_restart_within
     let client = connect(&env).await;
     let info = client.list().await.unwrap().into_iter().find(|c| c.conversation_id == id).unwrap();
     assert_eq!((info.harness.as_str(), info.model.as_str(), info.mode.as_str()), ("builder", "strong", "accept-edits"));
+    // Its info shows the ceiling in force, the scout's, not the builder's `auto`.
+    assert_eq!(info.max_mode, "accept-edits");
     let events = turn(&client, id, "go on").await;
     assert!(completed(&events), "{events:?}");
     let accepted = fake.accepted();
@@ -164,6 +169,57 @@ async fn a_hand_off_moves_the_conversation_to_its_target_across_a_restart_within
     // The scout's ceiling (accept-edits) holds though the builder's is auto.
     let answer = client.set_mode(id, "auto").await.unwrap();
     assert_eq!((answer["mode"].as_str(), answer["max_mode"].as_str()), (Some("accept-edits"), Some("accept-edits")));
+}
+
+/// `handoff` is a tool like any: a `before_tool` hook sees its call and may refuse it, the
+/// policy's `deny_tools` refuses it, and either way the conversation stays with its harness;
+/// with neither, the same call hands it over. Through the mock model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_and_the_policy_decide_a_hand_off_like_any_tool() {
+    let env = TestEnv::new();
+    let harnesses = "[harnesses.scout]\ntools = [\"read\"]\nhandoff = [\"builder\"]\n\n\
+                     [harnesses.builder]\ntools = [\"read\", \"write\"]\n";
+    std::fs::write(env.locations.config_dir.join("harnesses.toml"), harnesses).unwrap();
+    let settings = |value: Value| {
+        std::fs::write(env.locations.config_dir.join("settings.json"), value.to_string()).unwrap();
+    };
+    let guard = "cat > /dev/null; echo 'the scout finishes first' >&2; exit 2";
+    settings(json!({"hooks": {"before_tool": [{"name": "guard", "command": guard, "tools": ["handoff"]}]}}));
+    let client = connect(&env).await;
+    let id = open(&env, &client, "scout", "accept-edits").await;
+    let hand = r#"@tool handoff {"harness": "builder", "summary": "over to you"}"#;
+    let harness = async || client.list().await.unwrap().into_iter().find(|c| c.conversation_id == id).unwrap().harness;
+    let blocked = |events: &[Event]| {
+        events
+            .iter()
+            .filter_map(|e| match &e.body {
+                EventBody::ToolBlocked { name, reason, .. } => Some((name.clone(), reason.clone())),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    let handed = |events: &[Event]| events.iter().any(|e| matches!(e.body, EventBody::Handoff { .. }));
+
+    let events = turn(&client, id, hand).await;
+    assert!(completed(&events), "{events:?}");
+    let started = events.iter().any(|e| matches!(&e.body, EventBody::ToolStarted { name, .. } if name == "handoff"));
+    assert!(started, "{events:?}");
+    assert_eq!(
+        blocked(&events),
+        [("handoff".into(), "the before_tool hook `guard` refused it: the scout finishes first".into())]
+    );
+    assert!(!handed(&events) && harness().await == "scout", "{events:?}");
+
+    settings(json!({"permissions": {"deny_tools": ["handoff"]}}));
+    let events = turn(&client, id, hand).await;
+    let refused = blocked(&events);
+    assert!(refused.len() == 1 && refused[0].0 == "handoff", "{events:?}");
+    assert!(!handed(&events) && harness().await == "scout", "{events:?}");
+
+    settings(json!({}));
+    let events = turn(&client, id, hand).await;
+    assert!(blocked(&events).is_empty() && handed(&events), "{events:?}");
+    assert_eq!(harness().await, "builder");
 }
 
 /// A cascade: the cheap model's failure (an error the provider does not retry) moves the step
@@ -214,6 +270,7 @@ async fn a_cascade_escalates_on_a_failure_and_when_the_cheap_model_asks() {
     assert!(notices(&events).iter().any(|n| n.contains("escalated from cheap to strong: the model asked to")));
     let models: Vec<Value> = fake.accepted().iter().map(|r| r["model"].clone()).collect();
     assert_eq!(models[2..], [json!("cheap"), json!("strong")]);
+
     assert_eq!(fake.rejections(), vec![]);
 }
 
