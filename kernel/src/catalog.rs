@@ -15,6 +15,25 @@ use superpi_sandbox::SandboxConfig;
 use crate::config::KernelConfig;
 use crate::sync::lock;
 
+/// The turn's hand-over tools: registry tools (hooks and the policy see their calls like any),
+/// offered by a harness's own fields rather than its loadout: `handoff` where it names
+/// harnesses to hand to, `escalate` where its `model` is a cascade. Each step offers the ones
+/// that apply (`turn/loadout.rs`); `tools/handover.rs` runs them.
+pub(crate) const HANDOFF_TOOL: &str = "handoff";
+pub(crate) const ESCALATE_TOOL: &str = "escalate";
+
+/// The hand-over tools `harness` offers.
+fn handover_tools(harness: &Harness) -> Vec<&'static str> {
+    let mut names = Vec::new();
+    if !harness.handoff.is_empty() {
+        names.push(HANDOFF_TOOL);
+    }
+    if harness.cost.models.len() > 1 {
+        names.push(ESCALATE_TOOL);
+    }
+    names
+}
+
 pub(crate) struct Catalog {
     pub config_dir: std::path::PathBuf,
     /// The config, data, runtime and managed workspaces' directories: no tool may touch them
@@ -42,7 +61,11 @@ pub(crate) struct Catalog {
 impl Catalog {
     pub fn load(config: &KernelConfig) -> Result<Catalog, String> {
         let tools = config.tools.defs();
-        let harnesses = Harnesses::load(&config.config_dir, &tools).map_err(|e| e.to_string())?;
+        // No loadout takes the hand-over tools (the built-ins would by their facts): a
+        // harness's fields offer them.
+        let listed: Vec<ToolDef> =
+            tools.iter().filter(|t| ![HANDOFF_TOOL, ESCALATE_TOOL].contains(&t.name.as_str())).cloned().collect();
+        let harnesses = Harnesses::load(&config.config_dir, &listed).map_err(|e| e.to_string())?;
         // A backend whose program is found gets its built-in harness.
         let path = std::env::var_os("PATH");
         let backends: Vec<superpi_backends::Found> = superpi_backends::BackendKind::ALL
@@ -50,7 +73,7 @@ impl Catalog {
             .map(|kind| superpi_backends::Found::find(kind, harnesses.backend_program(kind), path.as_deref()))
             .collect();
         let found: Vec<_> = backends.iter().filter(|b| b.program.is_ok()).map(|b| b.kind).collect();
-        let harnesses = harnesses.with_backends(&found);
+        let harnesses = harnesses.with_backends(&found).with_tools(handover_tools);
         let settings = superpi_policy::Settings::load(&config.config_dir, None).map_err(|e| e.to_string())?;
         // An auth command (a program that prints a gateway token) runs on the host through the
         // sandbox crate, the one place that starts processes.
@@ -195,6 +218,13 @@ impl Catalog {
     pub fn max_mode(&self, harness: &Harness, remote: bool) -> Mode {
         let caller = if remote { Caller::Remote } else { Caller::Local };
         effective_mode(Some(Mode::Auto), harness, caller, &self.settings)
+    }
+
+    /// The highest mode a conversation of `harness` can be set to: the harness's ceiling for
+    /// this caller, lowered to the one a hand-off kept (`kept`, stored with the conversation).
+    pub fn ceiling(&self, harness: &Harness, kept: Option<Mode>, remote: bool) -> Mode {
+        let max = self.max_mode(harness, remote);
+        kept.map_or(max, |kept| max.min(kept))
     }
 
     /// The model a new conversation gets when none is asked for, and whether that is the

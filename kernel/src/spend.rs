@@ -17,12 +17,12 @@ pub(crate) fn add_today(store: &dyn superpi_store::Store, owner: &str, usd: f64)
     }
 }
 
-/// What `owner` spent today. A store that cannot say counts as a spent day budget (fails
-/// closed): the check is only made where a day budget is set.
-pub(crate) fn spent_today(store: &dyn superpi_store::Store, owner: &str) -> f64 {
-    store.daily_spend(owner, today()).unwrap_or_else(|err| {
+/// What `owner` spent today, or why the store cannot say (the budget check then fails
+/// closed, saying so): the check is only made where a day budget is set.
+pub(crate) fn spent_today(store: &dyn superpi_store::Store, owner: &str) -> Result<f64, String> {
+    store.daily_spend(owner, today()).map_err(|err| {
         tracing::warn!("reading the day's spend of {owner}: {err}");
-        f64::INFINITY
+        format!("the store could not say what was spent today: {err}")
     })
 }
 

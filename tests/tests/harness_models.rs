@@ -2,9 +2,11 @@
 //! through OpenAI's rule-enforcing fake serving two models, `cheap` and `strong`: a hand-off
 //! gives the conversation to another harness (its prompt, tools and model from the next step,
 //! across a kernel restart, never above the ceiling it had) and one to a harness not listed is
-//! refused; a cascade escalates from `cheap` to `strong` when a step fails or when the cheap
-//! model calls `escalate`; a harness's `compaction_model` and `subagent_model` are the models
-//! its summaries and its subagents are asked of.
+//! refused, as is one a `before_tool` hook or the policy refuses; a cascade escalates from
+//! `cheap` to `strong` for the rest of a turn when a step fails or when the cheap model calls
+//! `escalate`, and to a model without the vendor's built-in tool search with the tools sent
+//! plainly (on Anthropic's fake); a harness's `compaction_model` and `subagent_model` are the
+//! models its summaries and its subagents are asked of.
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
@@ -14,7 +16,7 @@ use superpi_proto::method::{OpenParams, WatchParams};
 use superpi_proto::{Event, EventBody};
 use superpi_providers::testing::Reply;
 use superpi_providers::testing::answers::Answer;
-use superpi_providers::testing::fakes::{FAKE_KEY, FakeServer, OpenAiFake};
+use superpi_providers::testing::fakes::{AnthropicFake, FAKE_KEY, FakeServer, OpenAiFake};
 use superpi_providers::testing::rules::Vendor;
 use superpi_tests::{TestEnv, developer_home, turn_events};
 
@@ -121,6 +123,8 @@ async fn a_hand_off_moves_the_conversation_to_its_target_across_a_restart_within
     let events = turn(&client, id, "look around, then hand over").await;
     assert!(completed(&events), "{events:?}");
     assert_eq!(fake.rejections(), vec![]);
+    let info = client.list().await.unwrap().into_iter().find(|c| c.conversation_id == id).unwrap();
+    assert_eq!((info.harness.as_str(), info.max_mode.as_str()), ("builder", "accept-edits"));
 
     let results = results(&events);
     assert_eq!(results.len(), 2, "{results:?}");
@@ -154,6 +158,8 @@ async fn a_hand_off_moves_the_conversation_to_its_target_across_a_restart_within
     let client = connect(&env).await;
     let info = client.list().await.unwrap().into_iter().find(|c| c.conversation_id == id).unwrap();
     assert_eq!((info.harness.as_str(), info.model.as_str(), info.mode.as_str()), ("builder", "strong", "accept-edits"));
+    // Its info shows the ceiling in force, the scout's, not the builder's `auto`.
+    assert_eq!(info.max_mode, "accept-edits");
     let events = turn(&client, id, "go on").await;
     assert!(completed(&events), "{events:?}");
     let accepted = fake.accepted();
@@ -166,9 +172,60 @@ async fn a_hand_off_moves_the_conversation_to_its_target_across_a_restart_within
     assert_eq!((answer["mode"].as_str(), answer["max_mode"].as_str()), (Some("accept-edits"), Some("accept-edits")));
 }
 
+/// `handoff` is a tool like any: a `before_tool` hook sees its call and may refuse it, the
+/// policy's `deny_tools` refuses it, and either way the conversation stays with its harness;
+/// with neither, the same call hands it over. Through the mock model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_and_the_policy_decide_a_hand_off_like_any_tool() {
+    let env = TestEnv::new();
+    let harnesses = "[harnesses.scout]\ntools = [\"read\"]\nhandoff = [\"builder\"]\n\n\
+                     [harnesses.builder]\ntools = [\"read\", \"write\"]\n";
+    std::fs::write(env.locations.config_dir.join("harnesses.toml"), harnesses).unwrap();
+    let settings = |value: Value| {
+        std::fs::write(env.locations.config_dir.join("settings.json"), value.to_string()).unwrap();
+    };
+    let guard = "cat > /dev/null; echo 'the scout finishes first' >&2; exit 2";
+    settings(json!({"hooks": {"before_tool": [{"name": "guard", "command": guard, "tools": ["handoff"]}]}}));
+    let client = connect(&env).await;
+    let id = open(&env, &client, "scout", "accept-edits").await;
+    let hand = r#"@tool handoff {"harness": "builder", "summary": "over to you"}"#;
+    let harness = async || client.list().await.unwrap().into_iter().find(|c| c.conversation_id == id).unwrap().harness;
+    let blocked = |events: &[Event]| {
+        events
+            .iter()
+            .filter_map(|e| match &e.body {
+                EventBody::ToolBlocked { name, reason, .. } => Some((name.clone(), reason.clone())),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    let handed = |events: &[Event]| events.iter().any(|e| matches!(e.body, EventBody::Handoff { .. }));
+
+    let events = turn(&client, id, hand).await;
+    assert!(completed(&events), "{events:?}");
+    let started = events.iter().any(|e| matches!(&e.body, EventBody::ToolStarted { name, .. } if name == "handoff"));
+    assert!(started, "{events:?}");
+    assert_eq!(
+        blocked(&events),
+        [("handoff".into(), "the before_tool hook `guard` refused it: the scout finishes first".into())]
+    );
+    assert!(!handed(&events) && harness().await == "scout", "{events:?}");
+
+    settings(json!({"permissions": {"deny_tools": ["handoff"]}}));
+    let events = turn(&client, id, hand).await;
+    let refused = blocked(&events);
+    assert!(refused.len() == 1 && refused[0].0 == "handoff", "{events:?}");
+    assert!(!handed(&events) && harness().await == "scout", "{events:?}");
+
+    settings(json!({}));
+    let events = turn(&client, id, hand).await;
+    assert!(blocked(&events).is_empty() && handed(&events), "{events:?}");
+    assert_eq!(harness().await, "builder");
+}
+
 /// A cascade: the cheap model's failure (an error the provider does not retry) moves the step
-/// to the strong model with a notice; the cheap model's `escalate` call does too; each turn
-/// starts again at the cheap model.
+/// to the strong model with a notice; the cheap model's `escalate` call does too; an
+/// escalation lasts its turn, and each turn starts again at the cheap model.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cascade_escalates_on_a_failure_and_when_the_cheap_model_asks() {
     let fake = OpenAiFake::start(vec![]).await.unwrap();
@@ -214,7 +271,65 @@ async fn a_cascade_escalates_on_a_failure_and_when_the_cheap_model_asks() {
     assert!(notices(&events).iter().any(|n| n.contains("escalated from cheap to strong: the model asked to")));
     let models: Vec<Value> = fake.accepted().iter().map(|r| r["model"].clone()).collect();
     assert_eq!(models[2..], [json!("cheap"), json!("strong")]);
+
+    // An escalation lasts its turn: the next starts again at the cheap model, which answers.
+    fake.set_responder(Box::new(|_, body| match body["model"].as_str() {
+        Some("cheap") => Some(Answer::text("cheap answer")),
+        _ => None,
+    }));
+    let events = turn(&client, id, "third").await;
+    assert!(completed(&events) && notices(&events).is_empty(), "{events:?}");
+    let models: Vec<Value> = fake.accepted().iter().map(|r| r["model"].clone()).collect();
+    assert_eq!(models[4..], [json!("cheap")]);
     assert_eq!(fake.rejections(), vec![]);
+}
+
+/// A cascade from a model with Anthropic's built-in tool search (Claude Sonnet 4.5) to one
+/// without it (Claude Opus 4.1): the first request defers the MCP server's tools behind the
+/// vendor's search tool; after the first model's `escalate`, the second model gets them as
+/// ordinary tools, with no `defer_loading` and no search tool, which its API refuses (so does
+/// the fake).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escalating_to_a_model_without_built_in_search_sends_it_the_tools_plainly() {
+    let fake = AnthropicFake::start(vec![
+        Answer::tool_call("escalate", json!({"reason": "beyond me"})),
+        Answer::text("done by the older model"),
+    ])
+    .await
+    .unwrap();
+    let env = TestEnv::new();
+    let repository = developer_home(&env);
+    let fixture = superpi_tests::mcp_fixture_bin().display().to_string();
+    let settings = json!({"mcp_servers": {"fix": {"command": fixture, "defer": true}}});
+    let config = &env.locations.config_dir;
+    std::fs::write(config.join("settings.json"), settings.to_string()).unwrap();
+    let harnesses = "[harnesses.mixed]\ntools = [\"read\"]\nmodel = [\"claude-sonnet-4-5\", \"claude-opus-4-1\"]\n";
+    std::fs::write(config.join("harnesses.toml"), harnesses).unwrap();
+    let mut cmd = env.command(&["run", "--harness", "mixed", "--mode", "accept-edits", "look it up"]);
+    cmd.current_dir(&repository).envs(fake.env());
+    let out = tokio::process::Command::from(cmd).output().await.unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && stdout.contains("done by the older model"), "{stdout}\n{stderr}");
+    assert_eq!(fake.rejections(), vec![]);
+
+    let accepted = fake.accepted();
+    assert_eq!(accepted.len(), 2, "{accepted:?}");
+    let (first, second) = (&accepted[0], &accepted[1]);
+    assert_eq!(
+        (first["model"].as_str(), second["model"].as_str()),
+        (Some("claude-sonnet-4-5"), Some("claude-opus-4-1"))
+    );
+    let searches = |request: &Value| {
+        let tools = request["tools"].as_array().cloned().unwrap_or_default();
+        tools.iter().any(|t| t["type"].as_str().is_some_and(|kind| kind.starts_with("tool_search_tool")))
+    };
+    let echo = |request: &Value| {
+        let tools = request["tools"].as_array().cloned().unwrap_or_default();
+        tools.into_iter().find(|t| t["name"] == "mcp__fix__echo").expect("the server's tool is sent")
+    };
+    assert!(searches(first) && echo(first)["defer_loading"] == true, "{first}");
+    assert!(!searches(second) && !second.to_string().contains("defer_loading"), "{second}");
+    assert_eq!(echo(second).get("defer_loading"), None, "{second}");
 }
 
 /// A harness's `compaction_model` writes its summaries and its `subagent_model` runs the

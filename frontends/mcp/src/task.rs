@@ -7,7 +7,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::json;
 use superpi_client::{ClientError, KernelClient};
 use superpi_proto::EventBody;
-use superpi_proto::method::{ConversationInfo, OpenParams, WatchParams};
+use superpi_proto::method::{ConversationInfo, OpenParams, SubmitResult, WatchParams};
 
 use super::{CANCEL_GRACE, SuperpiMcp, cancelled, is_modern, lock, sleep_until};
 use crate::approval;
@@ -54,6 +54,26 @@ impl SuperpiMcp {
         Ok(Ok((kernel, info)))
     }
 
+    /// Submits the task's prompt to the conversation `open_task` made. A submit the kernel
+    /// refuses (a bad `outputSchema`: the kernel's check is the one that counts) ran nothing,
+    /// so that conversation, empty, is deleted: a refused task leaves nothing behind.
+    pub(super) async fn submit_task(
+        &self,
+        kernel: &KernelClient,
+        args: &HarnessTaskArgs,
+        conversation_id: i64,
+    ) -> Result<SubmitResult, ErrorData> {
+        let refused = match kernel.submit(args.submission(conversation_id)).await {
+            Ok(submitted) => return Ok(submitted),
+            Err(err) => err,
+        };
+        lock(&self.inner.started).retain(|(id, _)| *id != conversation_id);
+        if let Err(err) = kernel.delete(conversation_id).await {
+            tracing::warn!(conversation_id, "deleting the conversation of a refused harness_task: {err}");
+        }
+        Err(tools::kernel_error(HARNESS_TASK, &refused))
+    }
+
     /// `harness_task`: open a conversation, watch it, submit the prompt, follow the turn to
     /// its end; progress notifications on the way, cancellation cancels the turn.
     pub(super) async fn harness_task(
@@ -75,10 +95,13 @@ impl SuperpiMcp {
         // Answers in flight; dropped (and aborted) when the task ends.
         let mut questions = tokio::task::JoinSet::new();
         let mut sub = kernel.watch(watch).await.map_err(|err| tools::kernel_error(HARNESS_TASK, &err))?;
-        let submitted = kernel
-            .submit(args.submission(conversation_id))
-            .await
-            .map_err(|err| tools::kernel_error(HARNESS_TASK, &err))?;
+        let submitted = match self.submit_task(&kernel, &args, conversation_id).await {
+            Ok(submitted) => submitted,
+            Err(err) => {
+                sub.close().await;
+                return Err(err);
+            }
+        };
         let mut renderer = TaskRenderer::new(&info.harness, conversation_id).structured(args.output_schema.is_some());
         renderer.follow_turn(submitted.turn_id);
         let progress_token = context.meta.get_progress_token();

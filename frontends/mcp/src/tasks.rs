@@ -144,10 +144,15 @@ impl SuperpiMcp {
             true => Some(kernel.watch(watch).await.map_err(|err| tools::kernel_error(HARNESS_TASK, &err))?),
             false => None,
         };
-        let submitted = kernel
-            .submit(args.submission(conversation_id))
-            .await
-            .map_err(|err| tools::kernel_error(HARNESS_TASK, &err))?;
+        let submitted = match self.submit_task(&kernel, &args, conversation_id).await {
+            Ok(submitted) => submitted,
+            Err(err) => {
+                if let Some(sub) = sub {
+                    sub.close().await;
+                }
+                return Err(err);
+            }
+        };
         let now = chrono::Utc::now().timestamp_millis();
         let id = TaskId {
             conversation_id,

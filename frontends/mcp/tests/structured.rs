@@ -43,11 +43,19 @@ async fn harness_task_with_an_output_schema_returns_the_checked_object() {
     let structured = result.structured_content.unwrap();
     assert_eq!((structured["result"].is_string(), structured.get("structured_output")), (true, None), "{structured}");
 
-    // A schema that is not an object schema is bad params, from the kernel's check.
-    let bad = call_tool(&session, "harness_task", json!({"prompt": "hi", "outputSchema": {"type": "array"}})).await;
-    match bad.unwrap_err() {
-        ServiceError::McpError(e) => assert_eq!(e.code.0, -32602, "{e:?}"),
-        other => panic!("expected an MCP error, got {other:?}"),
+    // A schema that is not an object schema, or does not compile, is bad params from the
+    // kernel's check, and leaves no conversation behind: only the three tasks above are kept.
+    let kernel = superpi_client::KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let kept = kernel.list().await.unwrap().len();
+    assert_eq!(kept, 3);
+    let bad_schemas = [json!({"type": "array"}), json!({"type": "object", "properties": {"n": {"type": "nope"}}})];
+    for bad in bad_schemas {
+        let refused = call_tool(&session, "harness_task", json!({"prompt": "hi", "outputSchema": bad})).await;
+        match refused.unwrap_err() {
+            ServiceError::McpError(e) => assert_eq!(e.code.0, -32602, "{e:?}"),
+            other => panic!("expected an MCP error, got {other:?}"),
+        }
+        assert_eq!(kernel.list().await.unwrap().len(), kept, "a refused task left a conversation: {bad}");
     }
     session.client.cancel().await.expect("close");
 }

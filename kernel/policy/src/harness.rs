@@ -399,6 +399,19 @@ impl Harnesses {
         self
     }
 
+    /// Adds to each harness's tools those `extra` names for it: tools its own fields offer
+    /// (the kernel's hand-over tools), which no loadout lists.
+    pub fn with_tools(mut self, extra: impl Fn(&Harness) -> Vec<&'static str>) -> Self {
+        for harness in &mut self.list {
+            for name in extra(harness) {
+                if !harness.offers(name) {
+                    harness.tools.push(name.to_string());
+                }
+            }
+        }
+        self
+    }
+
     /// The program the harness file names for a backend, if it names one.
     pub fn backend_program(&self, kind: BackendKind) -> Option<&Path> {
         self.backend_programs.get(&kind).map(PathBuf::as_path)

@@ -208,6 +208,8 @@ pub(crate) struct Conversation {
     /// The highest mode the running turn's tool calls run in (its submitter's ceiling, lowered
     /// by steering prompts): what a subagent it starts may have at most.
     pub turn_ceiling: Mutex<Option<Mode>>,
+    /// The model the running turn's steps use (a cascade's escalation moves it on).
+    pub turn_model: Mutex<Option<String>>,
     /// Prompts that steer the running turn.
     pub steering: Mutex<Steering>,
     /// The permission policy of this conversation (with the session's allow_always and
@@ -272,6 +274,7 @@ impl Conversation {
             output_schemas: Mutex::default(),
             running: Mutex::new(None),
             turn_ceiling: Mutex::new(None),
+            turn_model: Mutex::new(None),
             steering: Mutex::default(),
             policy: Mutex::new(policy),
             usage_total: Mutex::new(Default::default()),

@@ -106,6 +106,12 @@ pub(crate) fn own_tools(slot: &KernelSlot, config_dir: &Path) -> Vec<(ToolDef, A
             Arc::new(crate::tools::skill::SkillTool { config_dir: config_dir.to_path_buf(), kernel: slot.clone() }),
         ),
     ];
+    for (def, tool) in [
+        (crate::turn::handoff::def(), crate::tools::handover::Handover::Handoff),
+        (crate::turn::loadout::escalate_def(), crate::tools::handover::Handover::Escalate),
+    ] {
+        own.push((def, Arc::new(crate::tools::handover::HandoverTool { kernel: slot.clone(), tool })));
+    }
     for op in crate::tools::memory::Op::ALL {
         own.push((
             crate::tools::memory::def(op),

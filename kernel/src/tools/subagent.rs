@@ -350,6 +350,8 @@ fn parent_tools(kernel: &Kernel, parent: &Conversation, parent_harness: &superpi
     if let Ok(policy) = &*lock(&parent.policy) {
         names.retain(|name| policy.within_limit(name));
     }
+    // Escalating changes the model, not what may be done: a child keeps its own cascade.
+    names.push(crate::catalog::ESCALATE_TOOL.to_string());
     names.sort();
     names.dedup();
     names

@@ -56,16 +56,56 @@ pub(crate) fn over_budget(kernel: &Kernel, conv: &Conversation, turn_id: i64) ->
         (spend.turn.unwrap_or(0.0), spend.total.unwrap_or(0.0))
     };
     // Read only where a day budget is set: a store query per model call otherwise saved.
-    let day = budget.day_usd.map_or(0.0, |_| crate::spend::spent_today(&*kernel.store, &conv.owner));
-    let spent = [
-        ("turn", turn, budget.turn_usd),
-        ("conversation", total, budget.conversation_usd),
+    let day = budget.day_usd.map_or(Ok(0.0), |_| crate::spend::spent_today(&*kernel.store, &conv.owner));
+    let why = spent_reason([
+        ("turn", Ok(turn), budget.turn_usd),
+        ("conversation", Ok(total), budget.conversation_usd),
         ("day", day, budget.day_usd),
-    ];
-    let (what, spent, limit) = spent
-        .into_iter()
-        .find_map(|(what, spent, limit)| limit.filter(|limit| spent >= *limit).map(|limit| (what, spent, limit)))?;
-    let why = format!("the {what}'s budget of ${limit:.4} is spent (${spent:.4}): the turn ends here");
+    ])?;
     conv.emit(kernel, Event::notice(conv.id, Some(turn_id), "warning", why.clone()));
     Some(why)
+}
+
+/// Why a budget ends the turn: the first of `checks` (what, spent or why that is unknown,
+/// limit) whose limit is reached, or whose spending could not be read (it fails closed).
+fn spent_reason(checks: [(&str, Result<f64, String>, Option<f64>); 3]) -> Option<String> {
+    checks.into_iter().find_map(|(what, spent, limit)| {
+        let limit = limit?;
+        match spent {
+            Ok(spent) if spent >= limit => {
+                Some(format!("the {what}'s budget of ${limit:.4} is spent (${spent:.4}): the turn ends here"))
+            }
+            Ok(_) => None,
+            Err(why) => {
+                Some(format!("the {what}'s budget of ${limit:.4} cannot be checked ({why}): the turn ends here"))
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spent_reason;
+
+    #[test]
+    fn an_unreadable_day_spend_ends_the_turn_saying_why_not_an_infinite_amount() {
+        let unread = Err("the store could not say what was spent today: disk I/O error".to_string());
+        let why =
+            spent_reason([("turn", Ok(0.5), None), ("conversation", Ok(1.0), Some(5.0)), ("day", unread, Some(2.0))]);
+        assert_eq!(
+            why.as_deref(),
+            Some(
+                "the day's budget of $2.0000 cannot be checked (the store could not say what was spent today: \
+                 disk I/O error): the turn ends here"
+            )
+        );
+        // Without a day budget nothing is read, and a spending under every limit goes on.
+        assert_eq!(
+            spent_reason([("turn", Ok(0.5), Some(1.0)), ("conversation", Ok(1.0), None), ("day", Ok(0.0), None)]),
+            None
+        );
+        let spent =
+            spent_reason([("turn", Ok(1.25), Some(1.0)), ("conversation", Ok(1.0), None), ("day", Ok(0.0), None)]);
+        assert_eq!(spent.as_deref(), Some("the turn's budget of $1.0000 is spent ($1.2500): the turn ends here"));
+    }
 }

@@ -9,6 +9,8 @@
 //! conversation (`mode_ceiling`), so neither `session.set_mode` nor a later turn lifts it. The
 //! harness, mode, model and ceiling are written in one statement, so a restarted kernel reads
 //! the conversation's current harness from the store. Recorded as a `handoff` event.
+//!
+//! A registry tool (`tools/handover.rs` runs it): hooks and the policy see its calls like any.
 
 use std::sync::Arc;
 
@@ -16,20 +18,18 @@ use serde::Deserialize;
 use serde_json::json;
 use superpi_policy::{Harness, Mode};
 use superpi_proto::Event;
-use superpi_proto::tool::ToolCallResult;
+use superpi_proto::tool::{Effect, ToolDef, ToolKind, ToolUi};
 use superpi_providers::ToolSpec;
 
+use crate::catalog::HANDOFF_TOOL;
 use crate::conversation::Conversation;
 use crate::kernel::Kernel;
 use crate::sync::lock;
-use crate::turn::pipeline::PlannedCall;
 
-/// The tool's name.
-pub(crate) const HANDOFF_TOOL: &str = "handoff";
-
-/// The tool, for a harness that names targets.
-pub(crate) fn tool(harness: &Harness) -> Option<ToolSpec> {
-    (!harness.handoff.is_empty()).then(|| ToolSpec {
+/// The tool's facts in the registry: it touches no file and no network (its effect is `read`,
+/// as `subagent`'s: what the target may do is decided call by call under the lowered ceiling).
+pub(crate) fn def() -> ToolDef {
+    ToolDef {
         name: HANDOFF_TOOL.into(),
         description: "Hand this conversation to another harness, which takes over from the next step with \
                       its own instructions and tools and sees the whole history. Call it alone, with a \
@@ -38,14 +38,27 @@ pub(crate) fn tool(harness: &Harness) -> Option<ToolSpec> {
         input_schema: json!({
             "type": "object",
             "properties": {
-                "harness": {"type": "string", "enum": harness.handoff},
+                "harness": {"type": "string", "description": "The harness to hand to"},
                 "summary": {"type": "string", "description": "Where things stand and what is left"}
             },
             "required": ["harness"],
             "additionalProperties": false
         }),
-        deferred: false,
-    })
+        effects: vec![Effect::Read],
+        ui: ToolUi { kind: ToolKind::Other, title: Some("Hand the conversation over".into()), ..ToolUi::default() },
+        turn_only: true,
+        ..ToolDef::default()
+    }
+}
+
+/// The tool as a step of `harness` offers it: its targets named in the schema.
+pub(crate) fn tool(harness: &Harness) -> Option<ToolSpec> {
+    if harness.handoff.is_empty() {
+        return None;
+    }
+    let ToolDef { name, description, mut input_schema, .. } = def();
+    input_schema["properties"]["harness"]["enum"] = json!(harness.handoff);
+    Some(ToolSpec { name, description, input_schema, deferred: false })
 }
 
 #[derive(Deserialize)]
@@ -56,33 +69,15 @@ struct Args {
     summary: Option<String>,
 }
 
-/// A `handoff` call of a turn running `from`: applied, or refused in its result. The turn's
-/// new ceiling when the conversation was handed over.
-pub(crate) fn call(
-    kernel: &Arc<Kernel>,
-    conv: &Arc<Conversation>,
-    turn_id: i64,
-    from: &Harness,
-    call: &PlannedCall,
-) -> Option<Mode> {
-    let started =
-        Event::tool_started(conv.id, Some(turn_id), &call.call_id, &call.name, call.arguments.clone(), vec![]);
-    conv.emit(kernel, started);
-    let (result, ceiling) = match hand_off(kernel, conv, turn_id, from, &call.arguments) {
-        Ok((said, ceiling)) => (super::answered(said), Some(ceiling)),
-        Err(why) => (ToolCallResult::error(why), None),
-    };
-    super::complete_call(kernel, conv, turn_id, call, result);
-    ceiling
-}
-
-fn hand_off(
+/// A `handoff` call of a turn running `from`: the conversation handed over (a message for the
+/// model saying so), or why not. The turn's new ceiling is then the stored `mode_ceiling`.
+pub(crate) fn hand_off(
     kernel: &Arc<Kernel>,
     conv: &Arc<Conversation>,
     turn_id: i64,
     from: &Harness,
     arguments: &serde_json::Value,
-) -> Result<(String, Mode), String> {
+) -> Result<String, String> {
     let args: Args = serde_json::from_value(arguments.clone()).map_err(|e| format!("bad arguments: {e}"))?;
     let target = kernel.catalog.harness(Some(&args.harness)).map_err(|e| e.message)?;
     if !from.handoff.contains(&target.id) {
@@ -122,5 +117,5 @@ fn hand_off(
         target.id,
         mode.as_str()
     );
-    Ok((said, ceiling))
+    Ok(said)
 }

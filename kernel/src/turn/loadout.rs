@@ -6,7 +6,10 @@
 //! A cascade (a harness's `model = ["cheap", "strong"]`) starts each turn at the
 //! conversation's model; the step after a failure (a provider error after its retries, an
 //! answer the output schema refused after its retry) or the model's `escalate` call runs on
-//! the next model, for the rest of the turn, with a notice saying why.
+//! the next model, for the rest of the turn, with a notice saying why. The next turn starts
+//! again at the first model. `escalate` and `handoff` are registry tools (`tools/handover.rs`
+//! runs them); each step offers the ones that apply, and the loop moves the turn on once one
+//! ran.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -14,19 +17,37 @@ use std::sync::Arc;
 use serde_json::json;
 use superpi_policy::Harness;
 use superpi_proto::Event;
+use superpi_proto::tool::{Effect, ToolDef, ToolKind, ToolUi};
 use superpi_providers::{SharedProvider, ToolSpec};
 use tokio_util::sync::CancellationToken;
 
+use crate::catalog::{ESCALATE_TOOL, HANDOFF_TOOL};
 use crate::conversation::Conversation;
 use crate::kernel::Kernel;
 use crate::sync::lock;
 use crate::turn::compaction::tool_specs;
-use crate::turn::pipeline::PlannedCall;
 use crate::turn::structured::Structured;
 use superpi_mcp_client::Attached;
 
-/// The tool a cheaper model of a cascade hands the rest of the turn on with.
-pub(crate) const ESCALATE_TOOL: &str = "escalate";
+/// `escalate`'s facts in the registry: the tool a cheaper model of a cascade hands the rest of
+/// the turn on with. It touches no file and no network (its effect is `read`).
+pub(crate) fn escalate_def() -> ToolDef {
+    ToolDef {
+        name: ESCALATE_TOOL.into(),
+        description: "Hand the rest of this turn to a stronger model, which sees everything so far: call it \
+                      alone when the task is beyond you or you keep failing at it."
+            .into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {"reason": {"type": "string", "description": "Why, in a sentence"}},
+            "additionalProperties": false
+        }),
+        effects: vec![Effect::Read],
+        ui: ToolUi { kind: ToolKind::Other, title: Some("Escalate to a stronger model".into()), ..ToolUi::default() },
+        turn_only: true,
+        ..ToolDef::default()
+    }
+}
 
 /// The harness, model and tools of a turn's next steps.
 pub(crate) struct Loadout<'k> {
@@ -83,7 +104,11 @@ impl<'k> Loadout<'k> {
             tools.retain(|t| policy.within_limit(&t.name));
             deferred.retain(|t| policy.within_limit(&t.name));
         }
+        // A client tool may not take a hand-over tool's name (the harness offers it): refused
+        // with a notice; then each step offers the hand-over tools that apply (`offered`).
         let client = super::client_tools::offer(kernel, conv, turn_id, &mut tools);
+        tools.retain(|t| ![HANDOFF_TOOL, ESCALATE_TOOL].contains(&t.name.as_str()));
+        *lock(&conv.turn_model) = Some(settings.model.clone());
         *lock(&conv.mcp_attached) = attached;
         let mut specs = tool_specs(&tools);
         specs.extend(tool_specs(&deferred).into_iter().map(|spec| ToolSpec { deferred: true, ..spec }));
@@ -143,6 +168,7 @@ impl<'k> Loadout<'k> {
                 }
                 self.provider = provider;
                 let said = format!("escalated from {} to {next}: {why}", self.model);
+                *lock(&conv.turn_model) = Some(next.clone());
                 self.model = next;
                 ("info", said)
             }
@@ -152,35 +178,22 @@ impl<'k> Loadout<'k> {
         level == "info"
     }
 
-    /// The tools of the next request: the harness's, then the turn's own.
-    pub(crate) fn offered(&self, structured: Option<&Structured>) -> Vec<ToolSpec> {
+    /// The tools of the next request: the harness's, then the turn's own (within a subagent's
+    /// limit, as the policy decides them).
+    pub(crate) fn offered(&self, conv: &Conversation, structured: Option<&Structured>) -> Vec<ToolSpec> {
         let mut specs = self.specs.clone();
         specs.extend(structured.filter(|_| !self.native).map(Structured::respond_tool));
+        let mut handover = Vec::new();
         if let Some(next) = self.escalation() {
-            specs.push(ToolSpec {
-                name: ESCALATE_TOOL.into(),
-                description: format!(
-                    "Hand the rest of this turn to a stronger model ({next}), which sees everything so far: \
-                     call it alone when the task is beyond you or you keep failing at it."
-                ),
-                input_schema: json!({
-                    "type": "object",
-                    "properties": {"reason": {"type": "string", "description": "Why, in a sentence"}},
-                    "additionalProperties": false
-                }),
-                deferred: false,
-            });
+            let ToolDef { name, description, input_schema, .. } = escalate_def();
+            let description = description.replace("a stronger model", &format!("a stronger model ({next})"));
+            handover.push(ToolSpec { name, description, input_schema, deferred: false });
         }
-        specs.extend(super::handoff::tool(self.harness));
+        handover.extend(super::handoff::tool(self.harness));
+        if let Ok(policy) = &*lock(&conv.policy) {
+            handover.retain(|t| policy.within_limit(&t.name));
+        }
+        specs.extend(handover);
         specs
     }
-}
-
-/// An `escalate` call: its result stored like any call's; the caller moves the turn on.
-pub(crate) fn escalate_call(kernel: &Arc<Kernel>, conv: &Arc<Conversation>, turn_id: i64, call: &PlannedCall) {
-    let started =
-        Event::tool_started(conv.id, Some(turn_id), &call.call_id, &call.name, call.arguments.clone(), vec![]);
-    conv.emit(kernel, started);
-    let result = super::answered("escalated: a stronger model takes the next step");
-    super::complete_call(kernel, conv, turn_id, call, result);
 }

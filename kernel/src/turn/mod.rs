@@ -37,14 +37,14 @@ use superpi_proto::{ContentBlock, EntryKind, Event, Message, Role, Usage};
 use superpi_providers::{ProviderError, StopReason, StreamEvent, Terminal};
 use tokio_util::sync::CancellationToken;
 
+use crate::catalog::{ESCALATE_TOOL, HANDOFF_TOOL};
 use crate::conversation::{Conversation, Input, Steer};
 use crate::kernel::Kernel;
 use crate::sync::lock;
 use crate::telemetry::traces::SpanContext;
 use crate::turn::compaction::{Frame, Prepared, next_request, tool_specs};
 use crate::turn::recovery::TurnEnd;
-use handoff::HANDOFF_TOOL;
-use loadout::{ESCALATE_TOOL, Loadout};
+use loadout::Loadout;
 use pipeline::{CallEnd, Caller, PlannedCall};
 use structured::{RESPOND_TOOL, Structured, Verdict};
 use superpi_mcp_client::Attached;
@@ -193,7 +193,7 @@ async fn drive(
             loadout.specs.extend(tool_specs(&more));
             loadout.loaded.extend(found);
         }
-        let specs = loadout.offered(structured.as_ref());
+        let specs = loadout.offered(conv, structured.as_ref());
         let model = loadout.model.clone();
         let effort = conv.settings().effort;
         // A window learned meanwhile (by this turn's compaction or another conversation's).
@@ -327,38 +327,27 @@ async fn drive(
             let settings = conv.settings();
             let workspace = settings.workspace.as_ref().map(PathBuf::from);
             let call = PlannedCall { call_id, name, arguments, workspace };
-            let own = specs.iter().any(|s| s.name == call.name) && !loadout.specs.iter().any(|s| s.name == call.name);
             match structured.as_mut().filter(|_| !native && call.name == RESPOND_TOOL) {
                 Some(structured) => answered = structured::respond(kernel, conv, turn_id, &call, structured),
-                None if own && call.name == ESCALATE_TOOL => {
-                    loadout::escalate_call(kernel, conv, turn_id, &call);
-                    escalated = true;
-                }
                 // After a hand-off the answer's other calls are the target's to decide: refused.
-                None if own && call.name == HANDOFF_TOOL || handed => {
-                    let taken = (!handed).then(|| handoff::call(kernel, conv, turn_id, loadout.harness, &call));
-                    match taken {
-                        Some(Some(lowered)) => {
-                            (ceiling, handed) = (ceiling.min(lowered), true);
-                            *lock(&conv.turn_ceiling) = Some(ceiling);
-                        }
-                        Some(None) => {}
-                        None => {
-                            let why = "not run: the conversation was handed to another harness in the same answer";
-                            complete_call(
-                                kernel,
-                                conv,
-                                turn_id,
-                                &call,
-                                superpi_proto::tool::ToolCallResult::error(why),
-                            );
-                        }
-                    }
+                None if handed => {
+                    let why = "not run: the conversation was handed to another harness in the same answer";
+                    complete_call(kernel, conv, turn_id, &call, superpi_proto::tool::ToolCallResult::error(why));
                 }
                 None if loadout.client.contains(&call.name) => {
                     client_tools::execute(kernel, conv, turn_id, call, cancel).await
                 }
-                None => execute_tool(kernel, conv, (turn_id, trace), ceiling, call, cancel).await,
+                None => {
+                    let name = call.name.clone();
+                    let ran = execute_tool(kernel, conv, (turn_id, trace), ceiling, call, cancel).await;
+                    // A hand-over tool that ran (its hooks and the policy let it) moves the turn on.
+                    escalated |= ran && name == ESCALATE_TOOL;
+                    if ran && name == HANDOFF_TOOL {
+                        handed = true;
+                        ceiling = conv.settings().mode_ceiling.map_or(ceiling, |kept| ceiling.min(kept));
+                        *lock(&conv.turn_ceiling) = Some(ceiling);
+                    }
+                }
             }
         }
         if cancel.is_cancelled() {
@@ -534,7 +523,7 @@ async fn attach_mcp(
 }
 
 /// One tool call of the turn: announced, run through the pipeline, its result stored for
-/// the model.
+/// the model. Whether it ran without an error.
 async fn execute_tool(
     kernel: &Arc<Kernel>,
     conv: &Arc<Conversation>,
@@ -542,17 +531,20 @@ async fn execute_tool(
     ceiling: Mode,
     call: PlannedCall,
     cancel: &CancellationToken,
-) {
+) -> bool {
     let (cid, turn) = (conv.id, Some(turn_id));
     // `tool_started` is published by the pipeline, once the hooks have had their say.
     let end = pipeline::run(kernel, Caller::Turn { conv, turn_id, ceiling, trace }, &call, cancel).await;
     if let CallEnd::Blocked(refusal) = &end {
         conv.emit(kernel, Event::tool_blocked(cid, turn, &call.call_id, &call.name, &refusal.reason));
     }
-    complete_call(kernel, conv, turn_id, &call, end.into_result());
+    let result = end.into_result();
+    let ran = !result.is_error;
+    complete_call(kernel, conv, turn_id, &call, result);
+    ran
 }
 
-/// A successful result of one of the turn's own tools (`escalate`, `handoff`).
+/// A successful result of one of the hand-over tools (`escalate`, `handoff`).
 pub(crate) fn answered(output: impl Into<String>) -> superpi_proto::tool::ToolCallResult {
     superpi_proto::tool::ToolCallResult {
         output: output.into(),

@@ -56,7 +56,7 @@ pub(super) fn info(kernel: &Kernel, conv: &Conversation, remote: bool, created: 
     let max_mode = kernel
         .catalog
         .harness(Some(&settings.harness))
-        .map(|h| kernel.catalog.max_mode(h, remote).as_str().to_string())
+        .map(|h| kernel.catalog.ceiling(h, settings.mode_ceiling, remote).as_str().to_string())
         .unwrap_or_else(|_| settings.mode.clone());
     ConversationInfo {
         conversation_id: conv.id,
@@ -116,10 +116,11 @@ pub(super) fn row_info(
     if let Some(conv) = kernel.live.get(row.id) {
         return Ok(info(kernel, &conv, remote, false));
     }
+    let kept = row.settings.mode_ceiling.as_deref().and_then(|m| m.parse().ok());
     let max_mode = kernel
         .catalog
         .harness(Some(&row.harness))
-        .map(|h| kernel.catalog.max_mode(h, remote).as_str().to_string())
+        .map(|h| kernel.catalog.ceiling(h, kept, remote).as_str().to_string())
         .unwrap_or_else(|_| row.mode.clone());
     Ok(ConversationInfo {
         conversation_id: row.id,

@@ -28,7 +28,7 @@ pub(super) fn set_mode(kernel: &Arc<Kernel>, peer: &Peer, id: i64, mode: &str) -
     // Never above the ceiling a hand-off kept.
     let lower = |mode: superpi_policy::Mode| ceiling.map_or(mode, |ceiling| mode.min(ceiling));
     let effective = lower(kernel.catalog.mode_for(Some(mode), harness, peer.remote)?);
-    let max_mode = lower(kernel.catalog.max_mode(harness, peer.remote));
+    let max_mode = kernel.catalog.ceiling(harness, ceiling, peer.remote);
     let answer = json!({"mode": effective.as_str(), "max_mode": max_mode.as_str()});
     let Found::Here(conv) = found else {
         kernel.store.set_mode(id, effective.as_str()).map_err(internal)?;
