@@ -254,6 +254,8 @@ fn stop_reason(reason: &str) -> StopReason {
         "tool_use" => StopReason::ToolUse,
         "max_tokens" | "model_context_window_exceeded" => StopReason::MaxTokens,
         "refusal" => StopReason::Refusal,
+        // A long turn of the built-in tool search, paused: the caller sends it back to go on.
+        "pause_turn" => StopReason::Paused,
         _ => StopReason::EndTurn,
     }
 }

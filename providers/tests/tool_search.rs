@@ -168,3 +168,55 @@ async fn a_model_without_the_search_or_another_vendor_keeps_its_requests_plain()
     assert!(matches!(events.last(), Some(StreamEvent::Done(_))), "{:?}", fake.rejections());
     assert!(!String::from_utf8_lossy(&fake.requests()[0].body).contains("tool_search_call"));
 }
+
+/// Anthropic pauses a long turn of its server tools with `pause_turn`: the answer is sent back
+/// unchanged as the last message, nothing after it, and the model goes on where it stopped
+/// (here the paused search runs, then the found tool is called). A client that puts a message
+/// after the paused search is refused.
+#[tokio::test]
+async fn a_paused_search_goes_back_unchanged_and_last_and_the_model_goes_on() {
+    let script = vec![
+        Answer::Paused { query: "weather".into() },
+        Answer::tool_call("get_weather", json!({"city": "Oslo"})),
+        Answer::text("done"),
+    ];
+    let fake = AnthropicFake::start(script).await.unwrap();
+    let model = "claude-sonnet-4-5";
+    let prompt = Message::user_text("weather in Oslo?");
+    let paused = ask(&fake, model, vec![prompt.clone()]).await;
+    assert_eq!(paused.stop_reason, superpi_providers::StopReason::Paused, "{paused:?}");
+    let call = hosted(&paused.message);
+    assert_eq!(call.len(), 1, "the search's call, not run yet: {:?}", paused.message.content);
+    assert_eq!(call[0]["type"], "server_tool_use");
+
+    let went_on = ask(&fake, model, vec![prompt.clone(), paused.message.clone()]).await;
+    assert_eq!(fake.rejections(), vec![]);
+    let sent = &fake.accepted()[1];
+    let messages = sent["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2, "no message after the paused answer: {messages:?}");
+    assert_eq!(messages[1], json!({"role": "assistant", "content": call}), "sent back unchanged");
+    let result = hosted(&went_on.message);
+    assert_eq!(result.len(), 1, "{:?}", went_on.message.content);
+    assert_eq!(
+        (result[0]["type"].as_str(), result[0]["tool_use_id"].clone()),
+        (Some("tool_search_tool_result"), call[0]["id"].clone())
+    );
+    let (id, name, _) = call_of(&went_on.message);
+    assert_eq!(name, "get_weather");
+
+    // The next step: both answers in one assistant turn, the tool loaded by the search.
+    let output = Message {
+        role: Role::Tool,
+        content: vec![ContentBlock::tool_result(id, name, "rain")],
+        usage: None,
+        stop_reason: None,
+    };
+    let history = vec![prompt.clone(), paused.message.clone(), went_on.message.clone(), output];
+    assert_eq!(ask(&fake, model, history).await.message.text(), "done", "{:?}", fake.rejections());
+
+    // A user message after the paused search leaves it without its result: refused.
+    let refused = ask(&fake, model, vec![prompt, paused.message, Message::user_text("go on")]).await;
+    assert!(refused.error.is_some());
+    let why = fake.rejections().pop().expect("a rejection").message;
+    assert!(why.contains("without its tool_search_tool_result"), "{why}");
+}
