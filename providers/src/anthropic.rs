@@ -183,14 +183,18 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
         let tool = |tool: &crate::ToolSpec| json!({"name": plain_name(&tool.name), "description": tool.description, "input_schema": object_schema(&tool.input_schema)});
         let mut tools: Vec<Value> = request.tools.iter().filter(|t| !t.deferred).map(tool).collect();
         // Deferred tools follow the search tool, past the breakpoint: the prefix the cache
-        // keeps holds only what every request loads.
+        // keeps holds only what every request loads. Those the history calls though no search
+        // in it loaded them go loaded.
+        let called = tool_search::called_unloaded(request, tool_search::ANTHROPIC);
         let deferred: Vec<Value> = request
             .tools
             .iter()
             .filter(|t| t.deferred)
             .map(|t| {
                 let mut deferred = tool(t);
-                deferred["defer_loading"] = json!(true);
+                if !called.contains(&t.name) {
+                    deferred["defer_loading"] = json!(true);
+                }
                 deferred
             })
             .collect();
@@ -202,7 +206,10 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
             breakpoints += 1;
         }
         tools.extend(deferred);
+        tool_search::drop_dangling(&mut messages, &tools);
         body["tools"] = Value::Array(tools);
+    } else {
+        tool_search::drop_dangling(&mut messages, &[]);
     }
     mark_history(&mut messages, MAX_BREAKPOINTS - breakpoints);
     body["messages"] = Value::Array(messages);

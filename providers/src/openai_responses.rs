@@ -155,6 +155,8 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
     if let Some(system) = paired.system_prompt(request.system.as_deref()) {
         body["instructions"] = json!(system);
     }
+    // Deferred tools the history calls though no search in it loaded them go loaded.
+    let called = tool_search::called_unloaded(request, tool_search::RESPONSES);
     let mut tools: Vec<Value> = request
         .tools
         .iter()
@@ -163,7 +165,7 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
             // by superpi when called, not by the model's decoder.
             let mut function = json!({"type": "function", "name": plain_name(&tool.name), "description": tool.description,
                    "parameters": object_schema(&tool.input_schema), "strict": false});
-            if tool.deferred {
+            if tool.deferred && !called.contains(&tool.name) {
                 function["defer_loading"] = json!(true);
             }
             function
