@@ -1,5 +1,7 @@
 //! Anthropic Messages, streaming: the request body and the reading of its events.
 
+use std::collections::BTreeSet;
+
 use serde_json::{Value, json};
 use superpi_proto::{ContentBlock, Effort, Role};
 
@@ -34,7 +36,8 @@ fn tool_id(id: &str) -> String {
     format!("{cleaned}_{:08x}", crate::wire::short_hash(id) as u32)
 }
 
-fn blocks_for(role: Role, content: &[ContentBlock]) -> Vec<Value> {
+/// `search`: the names of the request's tools (as sent) when it sends the search tool.
+fn blocks_for(role: Role, content: &[ContentBlock], search: Option<&BTreeSet<String>>) -> Vec<Value> {
     let mut out = Vec::new();
     for block in content {
         match block {
@@ -68,7 +71,9 @@ fn blocks_for(role: Role, content: &[ContentBlock]) -> Vec<Value> {
             ContentBlock::Hosted { provider, block }
                 if role == Role::Assistant && provider == tool_search::ANTHROPIC =>
             {
-                out.push(block.clone())
+                if let Some(offered) = search {
+                    out.push(tool_search::without_dangling(block, offered));
+                }
             }
             _ => {}
         }
@@ -146,8 +151,13 @@ fn mark_history(messages: &mut [Value], budget: usize) {
 pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
     let paired = history::paired(&request.messages);
     let system = paired.system_prompt(request.system.as_deref());
+    // With the search tool (any deferred tool), the tools its results may name.
+    let search = request.tools.iter().any(|t| t.deferred).then(|| {
+        let names = request.tools.iter().map(|t| plain_name(&t.name).into_owned());
+        names.chain([tool_search::ANTHROPIC_NAME.to_string()]).collect::<BTreeSet<String>>()
+    });
     let turns = history::alternating(
-        paired.messages.iter().map(|m| (m.role == Role::Assistant, blocks_for(m.role, &m.content))),
+        paired.messages.iter().map(|m| (m.role == Role::Assistant, blocks_for(m.role, &m.content, search.as_ref()))),
         json!({"type": "text", "text": history::CONTINUE}),
     );
     let thinking_allowed = !tool_loop_without_thinking(&turns);
@@ -206,10 +216,7 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
             breakpoints += 1;
         }
         tools.extend(deferred);
-        tool_search::drop_dangling(&mut messages, &tools);
         body["tools"] = Value::Array(tools);
-    } else {
-        tool_search::drop_dangling(&mut messages, &[]);
     }
     mark_history(&mut messages, MAX_BREAKPOINTS - breakpoints);
     body["messages"] = Value::Array(messages);

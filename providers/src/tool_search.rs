@@ -14,7 +14,9 @@
 //! the search away and kept the call, or the call came through superpi's own search or
 //! another vendor's. Such a tool goes without deferral ([`called_unloaded`]), or the API
 //! refuses the call. A reference to a tool no longer offered (its MCP server removed) is left
-//! out of the search's result ([`drop_dangling`]), which the API would refuse as well.
+//! out of the search's result ([`without_dangling`]), which the API would refuse as well; a
+//! request without the search tool (a model without it, later in a cascade) sends none of the
+//! search's blocks.
 
 use std::collections::BTreeSet;
 
@@ -103,19 +105,15 @@ pub fn called_unloaded(request: &ModelRequest, provider: &str) -> BTreeSet<Strin
     request.tools.iter().filter(|t| t.deferred && unloaded(&t.name)).map(|t| t.name.clone()).collect()
 }
 
-/// Leaves out of Anthropic's search results in `messages` (as sent) each `tool_reference` to
-/// a tool `tools` (as sent) does not hold: the API refuses a reference to a tool it was not
+/// An Anthropic search block as sent: without each `tool_reference` to a tool `offered` (the
+/// request's tools, as sent) does not hold. The API refuses a reference to a tool it was not
 /// given, and a tool that left (its server removed or turned off) cannot be loaded anyway.
-pub fn drop_dangling(messages: &mut [Value], tools: &[Value]) {
-    let offered: BTreeSet<&str> = tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect();
-    for message in messages {
-        let blocks = message.get_mut("content").and_then(Value::as_array_mut).into_iter().flatten();
-        for block in blocks.filter(|b| b["type"] == "tool_search_tool_result") {
-            if let Some(references) = block.pointer_mut("/content/tool_references").and_then(Value::as_array_mut) {
-                references.retain(|r| r.get("tool_name").and_then(Value::as_str).is_some_and(|n| offered.contains(n)));
-            }
-        }
+pub fn without_dangling(block: &Value, offered: &BTreeSet<String>) -> Value {
+    let mut block = block.clone();
+    if let Some(references) = block.pointer_mut("/content/tool_references").and_then(Value::as_array_mut) {
+        references.retain(|r| r.get("tool_name").and_then(Value::as_str).is_some_and(|n| offered.contains(n)));
     }
+    block
 }
 
 /// For a row that has no built-in search.

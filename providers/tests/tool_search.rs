@@ -174,12 +174,22 @@ async fn a_reference_to_a_tool_that_left_is_not_sent() {
         ..Default::default()
     };
     request.tools.retain(|t| t.name != "book_flight");
+    let mut request_again = request.clone();
     let provider = resolve(model, &config(&fake, None)).unwrap();
     let events: Vec<StreamEvent> = provider.stream(request).collect().await;
     assert!(matches!(events.last(), Some(StreamEvent::Done(_))), "{:?}", fake.rejections());
     let sent = fake.accepted().pop().unwrap();
     assert_eq!(references(&sent["messages"]), 2, "{sent}");
     assert!(!sent["messages"].to_string().contains("book_flight"), "{sent}");
+
+    // Every deferred tool gone (or a model without the search, later in a cascade): no search
+    // tool is sent, and none of the search's blocks, which would name a tool not sent.
+    request_again.tools.retain(|t| !t.deferred);
+    let events: Vec<StreamEvent> = provider.stream(request_again).collect().await;
+    assert!(matches!(events.last(), Some(StreamEvent::Done(_))), "{:?}", fake.rejections());
+    let sent = fake.accepted().pop().unwrap().to_string();
+    assert!(!sent.contains("server_tool_use") && !sent.contains("tool_search_tool_result"), "{sent}");
+    assert!(sent.contains("get_weather"), "the call stays: {sent}");
 }
 
 #[tokio::test]

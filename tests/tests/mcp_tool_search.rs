@@ -114,6 +114,23 @@ async fn a_turn_anthropic_pauses_is_sent_back_and_goes_on_to_its_answer() {
     assert!(third.contains("tool_search_tool_result") && third.contains("echo: found"), "{third}");
 }
 
+/// The server whose tool a search found is removed before the next turn: the history's
+/// search blocks name a tool (and a search tool) the request no longer sends, which the fake
+/// refuses as the API does; the next turn's request leaves them out and is accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_removed_after_its_tool_was_found_leaves_no_dangling_reference() {
+    let fake = AnthropicFake::start(script()).await.unwrap();
+    let env = env_with_server();
+    assert_eq!(run(&env, &fake, "claude-sonnet-4-5", "look it up", false).await, "done");
+    std::fs::write(env.locations.config_dir.join("settings.json"), "{}").unwrap();
+    env.kill_kernel();
+    assert_eq!(run(&env, &fake, "claude-sonnet-4-5", "and again", true).await, "again");
+    assert_eq!(fake.rejections(), vec![]);
+    let third = fake.accepted()[2].to_string();
+    assert!(third.contains("look it up") && third.contains("echo: found"), "the history is sent: {third}");
+    assert!(!third.contains("tool_reference") && !third.contains("server_tool_use"), "{third}");
+}
+
 /// `builtin_tool_search = false` (and a model without the vendor's search) keep superpi's own
 /// `tool_search`: no vendor flag, no vendor search tool.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
