@@ -1,5 +1,7 @@
 //! Anthropic Messages, streaming: the request body and the reading of its events.
 
+use std::collections::BTreeSet;
+
 use serde_json::{Value, json};
 use superpi_proto::{ContentBlock, Effort, Role};
 
@@ -34,7 +36,8 @@ fn tool_id(id: &str) -> String {
     format!("{cleaned}_{:08x}", crate::wire::short_hash(id) as u32)
 }
 
-fn blocks_for(role: Role, content: &[ContentBlock]) -> Vec<Value> {
+/// `search`: the names of the request's tools (as sent) when it sends the search tool.
+fn blocks_for(role: Role, content: &[ContentBlock], search: Option<&BTreeSet<String>>) -> Vec<Value> {
     let mut out = Vec::new();
     for block in content {
         match block {
@@ -68,7 +71,9 @@ fn blocks_for(role: Role, content: &[ContentBlock]) -> Vec<Value> {
             ContentBlock::Hosted { provider, block }
                 if role == Role::Assistant && provider == tool_search::ANTHROPIC =>
             {
-                out.push(block.clone())
+                if let Some(offered) = search {
+                    out.push(tool_search::without_dangling(block, offered));
+                }
             }
             _ => {}
         }
@@ -146,8 +151,13 @@ fn mark_history(messages: &mut [Value], budget: usize) {
 pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
     let paired = history::paired(&request.messages);
     let system = paired.system_prompt(request.system.as_deref());
+    // With the search tool (any deferred tool), the tools its results may name.
+    let search = request.tools.iter().any(|t| t.deferred).then(|| {
+        let names = request.tools.iter().map(|t| plain_name(&t.name).into_owned());
+        names.chain([tool_search::ANTHROPIC_NAME.to_string()]).collect::<BTreeSet<String>>()
+    });
     let turns = history::alternating(
-        paired.messages.iter().map(|m| (m.role == Role::Assistant, blocks_for(m.role, &m.content))),
+        paired.messages.iter().map(|m| (m.role == Role::Assistant, blocks_for(m.role, &m.content, search.as_ref()))),
         json!({"type": "text", "text": history::CONTINUE}),
     );
     let thinking_allowed = !tool_loop_without_thinking(&turns);
@@ -183,14 +193,18 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
         let tool = |tool: &crate::ToolSpec| json!({"name": plain_name(&tool.name), "description": tool.description, "input_schema": object_schema(&tool.input_schema)});
         let mut tools: Vec<Value> = request.tools.iter().filter(|t| !t.deferred).map(tool).collect();
         // Deferred tools follow the search tool, past the breakpoint: the prefix the cache
-        // keeps holds only what every request loads.
+        // keeps holds only what every request loads. Those the history calls though no search
+        // in it loaded them go loaded.
+        let called = tool_search::called_unloaded(request, tool_search::ANTHROPIC);
         let deferred: Vec<Value> = request
             .tools
             .iter()
             .filter(|t| t.deferred)
             .map(|t| {
                 let mut deferred = tool(t);
-                deferred["defer_loading"] = json!(true);
+                if !called.contains(&t.name) {
+                    deferred["defer_loading"] = json!(true);
+                }
                 deferred
             })
             .collect();
@@ -254,6 +268,8 @@ fn stop_reason(reason: &str) -> StopReason {
         "tool_use" => StopReason::ToolUse,
         "max_tokens" | "model_context_window_exceeded" => StopReason::MaxTokens,
         "refusal" => StopReason::Refusal,
+        // A long turn of the built-in tool search, paused: the caller sends it back to go on.
+        "pause_turn" => StopReason::Paused,
         _ => StopReason::EndTurn,
     }
 }

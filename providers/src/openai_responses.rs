@@ -82,7 +82,8 @@ fn user_item(content: &[ContentBlock]) -> Value {
 
 /// An assistant message's items, in its blocks' order. A reasoning item goes only where an item
 /// it led to follows it in the same message (a reasoning item alone is of no use to the model).
-fn assistant_items(content: &[ContentBlock], items: &mut Vec<Value>) {
+/// `search`: the request sends the `tool_search` tool (the search's items go only with it).
+fn assistant_items(content: &[ContentBlock], search: bool, items: &mut Vec<Value>) {
     for (at, block) in content.iter().enumerate() {
         match block {
             ContentBlock::Thinking { thinking, signature: Some(signature), .. } => {
@@ -107,7 +108,9 @@ fn assistant_items(content: &[ContentBlock], items: &mut Vec<Value>) {
                 "arguments": arguments_object(arguments).to_string(),
             })),
             // The built-in tool search's call and output, as the API gave them.
-            ContentBlock::Hosted { provider, block } if provider == tool_search::RESPONSES => items.push(block.clone()),
+            ContentBlock::Hosted { provider, block } if search && provider == tool_search::RESPONSES => {
+                items.push(block.clone())
+            }
             _ => {}
         }
     }
@@ -115,12 +118,12 @@ fn assistant_items(content: &[ContentBlock], items: &mut Vec<Value>) {
 
 /// The `input` items of a paired history: messages, calls and their outputs paired by
 /// `call_id`, reasoning items before what they led to.
-fn input_items(paired: &Paired) -> Vec<Value> {
+fn input_items(paired: &Paired, search: bool) -> Vec<Value> {
     let mut items = Vec::new();
     for message in &paired.messages {
         match message.role {
             Role::User | Role::System => items.push(user_item(&message.content)),
-            Role::Assistant => assistant_items(&message.content, &mut items),
+            Role::Assistant => assistant_items(&message.content, search, &mut items),
             Role::Tool => {
                 for block in &message.content {
                     if let ContentBlock::ToolResult { tool_call_id, output, .. } = block {
@@ -147,7 +150,7 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
     let paired = history::paired(&request.messages);
     let mut body = json!({
         "model": route.model,
-        "input": input_items(&paired),
+        "input": input_items(&paired, request.tools.iter().any(|t| t.deferred)),
         "stream": true,
         "store": false,
         "prompt_cache_key": prompt_cache_key(request),
@@ -155,6 +158,8 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
     if let Some(system) = paired.system_prompt(request.system.as_deref()) {
         body["instructions"] = json!(system);
     }
+    // Deferred tools the history calls though no search in it loaded them go loaded.
+    let called = tool_search::called_unloaded(request, tool_search::RESPONSES);
     let mut tools: Vec<Value> = request
         .tools
         .iter()
@@ -163,7 +168,7 @@ pub fn build_request(route: &Route, request: &ModelRequest) -> WireRequest {
             // by superpi when called, not by the model's decoder.
             let mut function = json!({"type": "function", "name": plain_name(&tool.name), "description": tool.description,
                    "parameters": object_schema(&tool.input_schema), "strict": false});
-            if tool.deferred {
+            if tool.deferred && !called.contains(&tool.name) {
                 function["defer_loading"] = json!(true);
             }
             function

@@ -58,6 +58,10 @@ pub enum StopReason {
     MaxTokens,
     /// The model refused.
     Refusal,
+    /// The vendor paused a long turn of its own server tools (Anthropic's `pause_turn`): the
+    /// caller sends the history back with this answer last, and no message after it, for the
+    /// model to go on.
+    Paused,
     /// The stream failed.
     Error,
     /// The caller cancelled.
@@ -71,6 +75,7 @@ impl StopReason {
             StopReason::ToolUse => "tool_use",
             StopReason::MaxTokens => "max_tokens",
             StopReason::Refusal => "refusal",
+            StopReason::Paused => "pause_turn",
             StopReason::Error => "error",
             StopReason::Aborted => "aborted",
         }

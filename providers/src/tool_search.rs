@@ -9,8 +9,22 @@
 //! tools found stay loaded. The kernel asks [`crate::Provider::tool_search`] and, where it says
 //! no (another vendor, an older model, `builtin_tool_search = false`), uses its own
 //! `tool_search` tool instead.
+//!
+//! A history can call a deferred tool that none of its searches loaded: a compaction summarised
+//! the search away and kept the call, or the call came through superpi's own search or
+//! another vendor's. Such a tool goes without deferral ([`called_unloaded`]), or the API
+//! refuses the call. A reference to a tool no longer offered (its MCP server removed) is left
+//! out of the search's result ([`without_dangling`]), which the API would refuse as well; a
+//! request without the search tool (a model without it, later in a cascade) sends none of the
+//! search's blocks.
+
+use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
+use superpi_proto::ContentBlock;
+
+use crate::stream::ModelRequest;
+use crate::wire::plain_name;
 
 /// Anthropic's BM25 search (natural-language queries, like superpi's own): its tool type and
 /// the name its calls carry.
@@ -61,6 +75,45 @@ pub fn responses_has(model: &str) -> bool {
         (Some(major), Some(Some(minor))) => (major, minor) >= (5, 4),
         _ => false,
     }
+}
+
+/// The names (as sent) of the tools the hosted search blocks of `provider` in a history
+/// loaded: Anthropic's `tool_reference`s, the tools of the Responses API's `tool_search_output`.
+fn loaded(request: &ModelRequest, provider: &str) -> BTreeSet<String> {
+    let (list, key) =
+        if provider == ANTHROPIC { ("/content/tool_references", "tool_name") } else { ("/tools", "name") };
+    let hosted = request.messages.iter().flat_map(|m| &m.content).filter_map(|b| match b {
+        ContentBlock::Hosted { provider: p, block } if p == provider => Some(block),
+        _ => None,
+    });
+    let found = hosted.filter_map(|block| block.pointer(list).and_then(Value::as_array)).flatten();
+    found.filter_map(|tool| tool.get(key).and_then(Value::as_str)).map(str::to_string).collect()
+}
+
+/// The deferred tools of `request` (by name) its history calls though no search of
+/// `provider` in it loaded them: sent without deferral, they are loaded whatever the history
+/// lost.
+pub fn called_unloaded(request: &ModelRequest, provider: &str) -> BTreeSet<String> {
+    let loaded = loaded(request, provider);
+    let called: BTreeSet<&str> = (request.messages.iter().flat_map(|m| &m.content))
+        .filter_map(|b| match b {
+            ContentBlock::ToolCall { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    let unloaded = |name: &str| called.contains(name) && !loaded.contains(plain_name(name).as_ref());
+    request.tools.iter().filter(|t| t.deferred && unloaded(&t.name)).map(|t| t.name.clone()).collect()
+}
+
+/// An Anthropic search block as sent: without each `tool_reference` to a tool `offered` (the
+/// request's tools, as sent) does not hold. The API refuses a reference to a tool it was not
+/// given, and a tool that left (its server removed or turned off) cannot be loaded anyway.
+pub fn without_dangling(block: &Value, offered: &BTreeSet<String>) -> Value {
+    let mut block = block.clone();
+    if let Some(references) = block.pointer_mut("/content/tool_references").and_then(Value::as_array_mut) {
+        references.retain(|r| r.get("tool_name").and_then(Value::as_str).is_some_and(|n| offered.contains(n)));
+    }
+    block
 }
 
 /// For a row that has no built-in search.

@@ -2,7 +2,8 @@
 //! search tool, the Responses API's `tool_search`) on the rule-enforcing fakes: the deferred
 //! tools go with the vendor's flag and superpi's own `tool_search` is not offered, the vendor's
 //! search blocks come back in the next step and after a kernel restart (from the stored
-//! events), and `builtin_tool_search = false` brings superpi's own search back.
+//! events), a turn the vendor paused is sent back to go on, and `builtin_tool_search = false`
+//! brings superpi's own search back.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)] // test helpers fail loudly
 
 use serde_json::{Value, json};
@@ -87,6 +88,47 @@ async fn anthropics_tool_search_finds_the_deferred_tool_and_its_blocks_survive_a
 async fn the_responses_apis_tool_search_finds_the_deferred_tool_and_its_items_survive_a_restart() {
     let fake = ResponsesFake::start(script()).await.unwrap();
     built_in_search_round_trips(fake, "gpt-5.4-codex", "tool_search", "tool_search_output").await;
+}
+
+/// Anthropic pauses the turn before its search runs (`pause_turn`): the kernel sends the
+/// history back with the paused answer last and no message after it, the model goes on (the
+/// search runs, the found tool is called) and the turn ends with its answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_anthropic_pauses_is_sent_back_and_goes_on_to_its_answer() {
+    let script = vec![
+        Answer::Paused { query: "echo".into() },
+        Answer::tool_call("mcp__fix__echo", json!({"text": "found"})),
+        Answer::text("done"),
+    ];
+    let fake = AnthropicFake::start(script).await.unwrap();
+    let env = env_with_server();
+    assert_eq!(run(&env, &fake, "claude-sonnet-4-5", "look it up", false).await, "done");
+    let requests = fake.accepted();
+    assert_eq!((requests.len(), fake.rejections()), (3, vec![]), "{requests:?}");
+    let messages = requests[1]["messages"].as_array().unwrap();
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "assistant", "the paused answer is last: {messages:?}");
+    assert_eq!(last["content"].as_array().unwrap().last().unwrap()["type"], "server_tool_use");
+    assert_eq!(messages.len(), 2, "no message between the prompt, the pause and its continuation");
+    let third = requests[2].to_string();
+    assert!(third.contains("tool_search_tool_result") && third.contains("echo: found"), "{third}");
+}
+
+/// The server whose tool a search found is removed before the next turn: the history's
+/// search blocks name a tool (and a search tool) the request no longer sends, which the fake
+/// refuses as the API does; the next turn's request leaves them out and is accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_removed_after_its_tool_was_found_leaves_no_dangling_reference() {
+    let fake = AnthropicFake::start(script()).await.unwrap();
+    let env = env_with_server();
+    assert_eq!(run(&env, &fake, "claude-sonnet-4-5", "look it up", false).await, "done");
+    std::fs::write(env.locations.config_dir.join("settings.json"), "{}").unwrap();
+    env.kill_kernel();
+    assert_eq!(run(&env, &fake, "claude-sonnet-4-5", "and again", true).await, "again");
+    assert_eq!(fake.rejections(), vec![]);
+    let third = fake.accepted()[2].to_string();
+    assert!(third.contains("look it up") && third.contains("echo: found"), "the history is sent: {third}");
+    assert!(!third.contains("tool_reference") && !third.contains("server_tool_use"), "{third}");
 }
 
 /// `builtin_tool_search = false` (and a model without the vendor's search) keep superpi's own

@@ -52,6 +52,9 @@ use superpi_store::TurnStatus;
 
 /// A turn stops after this many model calls, whatever the model wants.
 const MAX_MODEL_CALLS: usize = 64;
+/// A vendor's paused answer (Anthropic's `pause_turn`) is sent back this many times in a row
+/// at most; the turn then ends on what it has.
+const MAX_PAUSES: usize = 8;
 
 enum Streamed {
     Done(Terminal),
@@ -177,6 +180,8 @@ async fn drive(
     let mut loadout = Loadout::new(kernel, conv, turn_id, cancel).await?;
     // The step was refused as longer than the window and is being sent again after compaction.
     let mut resent = false;
+    // Answers in a row the vendor paused: the next request only lets the model go on.
+    let mut paused = 0;
 
     for request_number in 1..=MAX_MODEL_CALLS {
         // A spent budget ends the turn before another call, never during one.
@@ -200,8 +205,9 @@ async fn drive(
         let limits = catalog.limits(&model);
         let mut frame = Frame { model: &model, effort, system: loadout.system.as_deref(), tools: &specs, limits };
         // Prompts that steer this turn join its history now, at a step boundary: after the
-        // results of every call of the last answer.
-        for steer in lock(&conv.steering).take() {
+        // results of every call of the last answer (a paused answer is no boundary).
+        let steering = if paused == 0 { lock(&conv.steering).take() } else { Vec::new() };
+        for steer in steering {
             ceiling = ceiling.min(steer.ceiling);
             *lock(&conv.turn_ceiling) = Some(ceiling);
             join_steer(kernel, conv, turn_id, steer);
@@ -281,6 +287,12 @@ async fn drive(
                 _ => None,
             })
             .collect();
+        // Paused by the vendor: the history goes back as it is, this answer last.
+        if calls.is_empty() && terminal.stop_reason == StopReason::Paused && paused < MAX_PAUSES {
+            paused += 1;
+            continue;
+        }
+        paused = 0;
         // The model is done, unless a steering prompt came meanwhile: it gets another request.
         if calls.is_empty() && !lock(&conv.steering).close_unless_waiting() {
             continue;

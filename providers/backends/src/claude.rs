@@ -152,6 +152,9 @@ fn control_response(response: Value) -> String {
     format!("{}\n", json!({"type": "control_response", "response": response}))
 }
 
+/// The provider tag of the hosted blocks of Claude Code's own server tools.
+pub const HOSTED: &str = "claude-code";
+
 /// Claude Code's stdout, translated.
 pub type Translator = Translating<Stream>;
 
@@ -265,11 +268,17 @@ fn assistant_block(block: &Value) -> Option<ContentBlock> {
         "redacted_thinking" => {
             Some(ContentBlock::Thinking { thinking: String::new(), signature: s("data"), redacted: true })
         }
-        "tool_use" | "server_tool_use" => Some(ContentBlock::ToolCall {
+        "tool_use" => Some(ContentBlock::ToolCall {
             id: s("id")?,
             name: s("name")?,
             arguments: block.get("input").cloned().unwrap_or(Value::Object(Default::default())),
         }),
+        // Claude Code's own server tools (its web search, its tool search) and their results,
+        // run by Anthropic: no call superpi runs, asks about or counts. Kept as hosted blocks
+        // under a tag no wire API sends, so they never go to a model API either.
+        kind if kind == "server_tool_use" || kind.ends_with("_tool_result") && kind != "tool_result" => {
+            Some(ContentBlock::Hosted { provider: HOSTED.into(), block: block.clone() })
+        }
         _ => None,
     }
 }

@@ -161,3 +161,46 @@ fn modes_choose_claudes_permission_mode() {
     assert!(!bare.contains(&"--resume".to_string()) && !bare.contains(&"--model".to_string()));
     assert!(!bare.contains(&"--effort".to_string()), "without an effort Claude Code keeps its own");
 }
+
+/// Claude Code's own server tools (here Anthropic's tool search it sent, then its web search):
+/// their blocks are hosted activity under Claude Code's tag, never a tool call superpi would
+/// show, count or ask about; the calls it runs itself stay calls.
+#[test]
+fn server_tool_blocks_are_hosted_not_calls() {
+    let search = json!({"type": "server_tool_use", "id": "srvtoolu_01", "name": "tool_search_tool_bm25", "input": {"query": "weather"}});
+    let found = json!({"type": "tool_search_tool_result", "tool_use_id": "srvtoolu_01", "content":
+        {"type": "tool_search_tool_search_result", "tool_references": [{"type": "tool_reference", "tool_name": "mcp__w__forecast"}]}});
+    let web = json!({"type": "server_tool_use", "id": "srvtoolu_02", "name": "web_search", "input": {"query": "Oslo"}});
+    let pages = json!({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_02", "content": []});
+    let call = json!({"type": "tool_use", "id": "toolu_01", "name": "mcp__w__forecast", "input": {"city": "Oslo"}});
+    let assistant = |blocks: Vec<serde_json::Value>| {
+        json!({"type": "assistant", "message": {"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": blocks, "stop_reason": null, "usage": {"input_tokens": 3, "output_tokens": 1}},
+            "parent_tool_use_id": null, "session_id": SESSION})
+    };
+    let lines = [
+        assistant(vec![search.clone()]),
+        assistant(vec![found.clone()]),
+        assistant(vec![web.clone(), pages.clone()]),
+        assistant(vec![call]),
+    ];
+    let bytes: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let events = same_at_every_split::<Stream>(bytes.as_bytes());
+    let hosted = |block: &serde_json::Value| ContentBlock::Hosted { provider: HOSTED.into(), block: block.clone() };
+    assert_eq!(
+        events,
+        vec![
+            BackendEvent::Session { id: SESSION.into() },
+            BackendEvent::Message { content: vec![hosted(&search)] },
+            BackendEvent::Message { content: vec![hosted(&found)] },
+            BackendEvent::Message { content: vec![hosted(&web), hosted(&pages)] },
+            BackendEvent::Message {
+                content: vec![ContentBlock::ToolCall {
+                    id: "toolu_01".into(),
+                    name: "mcp__w__forecast".into(),
+                    arguments: json!({"city": "Oslo"})
+                }]
+            },
+        ]
+    );
+}

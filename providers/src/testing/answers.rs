@@ -25,6 +25,11 @@ pub(crate) struct Served {
     pub catalog: Option<Catalog>,
     /// What the answer searches them for first ([`Answer::ToolSearch`]).
     pub search: Option<String>,
+    /// The answer pauses after its search's call, before the search runs ([`Answer::Paused`]).
+    pub paused: bool,
+    /// A paused search the request sends back (its id and query): the answer goes on with its
+    /// result first, as the vendor runs it when a paused turn is continued.
+    pub pending: Option<(String, String)>,
 }
 
 /// What a fake says to a valid request.
@@ -43,6 +48,10 @@ pub enum Answer {
     /// blocks or items, run by the vendor), then tool calls: what a model does with tool search
     /// on (Anthropic and the Responses API; other vendors answer the calls alone).
     ToolSearch { query: String, calls: Vec<(String, Value)> },
+    /// Anthropic's built-in tool search for `query`, paused before it runs: the search's call,
+    /// then the `pause_turn` stop reason. The request that continues it gets its result first
+    /// (other vendors never pause: they answer the search alone).
+    Paused { query: String },
 }
 
 impl Answer {
@@ -84,6 +93,11 @@ impl Answer {
                 let served = Served { search: Some(query.clone()), ..served.clone() };
                 let calls = Answer::ToolCalls { text: String::new(), calls: calls.clone() };
                 return calls.reply(vendor, model, serial, sse, &served);
+            }
+            Answer::Paused { query } => {
+                let paused = vendor == Vendor::Anthropic;
+                let served = Served { search: Some(query.clone()), paused, ..served.clone() };
+                return Answer::text("").reply(vendor, model, serial, sse, &served);
             }
         };
         let words = split_words(text);
@@ -307,6 +321,18 @@ fn anthropic(model: &str, serial: u64, words: &[String], calls: &[(String, Value
         "usage": usage}});
     sse(&mut out, Some("message_start"), &start);
     let mut index = 0;
+    let search_result = |out: &mut Vec<u8>, index: &mut u32, catalog: &Catalog, id: &str, query: &str| {
+        let result = tool_search::anthropic_result(&catalog.search(query));
+        let block = json!({"type": "content_block_start", "index": *index, "content_block":
+            {"type": "tool_search_tool_result", "tool_use_id": id, "content": result}});
+        sse(out, Some("content_block_start"), &block);
+        sse(out, Some("content_block_stop"), &json!({"type": "content_block_stop", "index": *index}));
+        *index += 1;
+    };
+    // A paused turn sent back: its search runs now.
+    if let (Some((id, query)), Some(catalog)) = (&served.pending, &served.catalog) {
+        search_result(&mut out, &mut index, catalog, id, query);
+    }
     if let (Some(query), Some(catalog)) = (&served.search, &served.catalog) {
         let id = format!("srvtoolu_fake{serial}");
         let name = catalog.search.clone().unwrap_or_default();
@@ -318,12 +344,9 @@ fn anthropic(model: &str, serial: u64, words: &[String], calls: &[(String, Value
         sse(&mut out, Some("content_block_delta"), &delta);
         sse(&mut out, Some("content_block_stop"), &json!({"type": "content_block_stop", "index": index}));
         index += 1;
-        let result = tool_search::anthropic_result(&catalog.search(query));
-        let block = json!({"type": "content_block_start", "index": index, "content_block":
-            {"type": "tool_search_tool_result", "tool_use_id": id, "content": result}});
-        sse(&mut out, Some("content_block_start"), &block);
-        sse(&mut out, Some("content_block_stop"), &json!({"type": "content_block_stop", "index": index}));
-        index += 1;
+        if !served.paused {
+            search_result(&mut out, &mut index, catalog, &id, query);
+        }
     }
     if !words.is_empty() {
         let block =
@@ -350,7 +373,11 @@ fn anthropic(model: &str, serial: u64, words: &[String], calls: &[(String, Value
         sse(&mut out, Some("content_block_stop"), &json!({"type": "content_block_stop", "index": index}));
         index += 1;
     }
-    let stop = if calls.is_empty() { "end_turn" } else { "tool_use" };
+    let stop = match (served.paused, calls.is_empty()) {
+        (true, _) => "pause_turn",
+        (false, true) => "end_turn",
+        (false, false) => "tool_use",
+    };
     let delta = json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
                        "usage": {"output_tokens": words.len() + calls.len()}});
     sse(&mut out, Some("message_delta"), &delta);

@@ -372,8 +372,10 @@ fn served(state: &mut State, vendor: Vendor, request: &Recorded) -> Served {
         cached_tokens: cache.read,
         cache_written_tokens: cache.written,
         reasoning,
+        pending: catalog.as_ref().and(tool_search::anthropic_pending(&body)).filter(|_| vendor == Vendor::Anthropic),
         catalog,
         search: None,
+        paused: false,
     }
 }
 

@@ -12,7 +12,9 @@
 //! The documents give the shapes, not the error texts: the wording of these refusals is the
 //! fake's. One rule is the fake's as well: a deferred tool may be called (its call in the
 //! history) only after a search of the same history loaded it, which is what the vendor's
-//! model can do; a history that lost the search's blocks is refused.
+//! model can do; a history that lost the search's blocks is refused. A search without its
+//! result is refused but in the last message, an assistant turn that `pause_turn` paused and
+//! the client sends back, unchanged and with nothing after it, for the model to go on.
 
 use std::collections::BTreeSet;
 
@@ -186,7 +188,9 @@ pub fn anthropic_history(messages: &[Value], catalog: &Catalog) -> Result<(), Vi
                 _ => {}
             }
         }
-        if let Some(id) = searches.first() {
+        // A paused turn sent back to go on may end with a search not run yet.
+        let paused = i + 1 == messages.len() && message.get("role").and_then(Value::as_str) == Some("assistant");
+        if let Some(id) = searches.first().filter(|_| !paused) {
             return Err(anthropic(format!(
                 "messages.{i}: server_tool_use {id} was found without its tool_search_tool_result after it"
             )));
@@ -197,6 +201,18 @@ pub fn anthropic_history(messages: &[Value], catalog: &Catalog) -> Result<(), Vi
 
 fn responses(message: impl Into<String>, param: &str) -> Violation {
     Violation::new(Vendor::OpenaiResponses, message).param(param)
+}
+
+/// Anthropic: the search a paused turn sent back ends with, not run yet (its id and query).
+pub fn anthropic_pending(body: &Value) -> Option<(String, String)> {
+    let last = body.get("messages")?.as_array()?.last()?;
+    let assistant = last.get("role").and_then(Value::as_str) == Some("assistant");
+    let blocks = last.get("content")?.as_array().filter(|_| assistant)?;
+    let call = blocks.iter().rev().find(|b| b.get("type").and_then(Value::as_str) == Some("server_tool_use"))?;
+    let id = call.get("id").and_then(Value::as_str)?;
+    let answered = blocks.iter().any(|b| b.get("tool_use_id").and_then(Value::as_str) == Some(id));
+    let query = call.pointer("/input/query").and_then(Value::as_str).unwrap_or("");
+    (!answered).then(|| (id.to_string(), query.to_string()))
 }
 
 /// The Responses API: the `tool_search` tool and the deferred functions of `tools`.

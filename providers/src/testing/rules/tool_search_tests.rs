@@ -65,6 +65,11 @@ fn anthropic_holds_the_search_to_its_rules() {
     alone.as_array_mut().unwrap().remove(1);
     let body = anthropic_body("claude-sonnet-4-5", json!([search_tool(), weather(false)]), alone);
     assert!(refusal(&body).contains("without its tool_search_tool_result"));
+    // Unless it is the last message: a turn `pause_turn` paused, sent back to go on.
+    let mut paused = body.clone();
+    paused["messages"].as_array_mut().unwrap().pop();
+    paused["messages"][1]["content"].as_array_mut().unwrap().pop();
+    assert_eq!(anthropic::check(&paused), Ok(()));
 }
 
 #[test]
