@@ -74,8 +74,9 @@ pub enum ContentBlock {
     /// A block a vendor's own servers produced that the model must be sent again unchanged:
     /// its built-in tool search's call and result (Anthropic's `server_tool_use` and
     /// `tool_search_tool_result`, the Responses API's `tool_search_call` and
-    /// `tool_search_output`). `provider` names the wire API (`anthropic`, `openai-responses`);
-    /// a request to any other drops it. Nothing else reads `block`.
+    /// `tool_search_output`), or an agent backend's server tool activity (`claude-code`, sent
+    /// to no API). `provider` names the wire API (`anthropic`, `openai-responses`); a request
+    /// to any other drops it. Nothing else reads `block`.
     Hosted {
         provider: String,
         block: Value,
