@@ -87,6 +87,18 @@ pub struct ConversationRow {
     pub settings: ConversationSettings,
 }
 
+/// A row of [`Store::list_conversations`]: the conversation, its place in the list's order,
+/// and what a listing shows of its events, read with the page (not a query per row).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listed {
+    pub row: ConversationRow,
+    pub updated_at_ms: i64,
+    /// Its highest stored seq, as [`Store::head_seq`] says.
+    pub head_seq: u64,
+    /// The wire JSON of its last stored `usage_updated`, if any.
+    pub last_usage: Option<String>,
+}
+
 /// Where a page of [`Store::list_conversations`] starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ListFrom {
@@ -217,14 +229,10 @@ pub trait Store: Leases + Forwarding + Memories + Schedules + Send + Sync {
     fn conversation(&self, id: i64) -> Result<Option<ConversationRow>, StoreError>;
 
     /// The principal's conversations, most recently updated first (ties: the higher id
-    /// first), each with its `updated_at_ms`: from the start skipping `offset`, or after a
-    /// position of that order (`ListFrom::After`, read straight from the index however deep).
-    fn list_conversations(
-        &self,
-        owner: &str,
-        limit: u32,
-        from: ListFrom,
-    ) -> Result<Vec<(ConversationRow, i64)>, StoreError>;
+    /// first), each with its `updated_at_ms`, head seq and last `usage_updated`, in one query:
+    /// from the start skipping `offset`, or after a position of that order
+    /// (`ListFrom::After`, read straight from the index however deep).
+    fn list_conversations(&self, owner: &str, limit: u32, from: ListFrom) -> Result<Vec<Listed>, StoreError>;
 
     fn set_mode(&self, id: i64, mode: &str) -> Result<(), StoreError>;
 
@@ -349,6 +357,21 @@ pub fn open(database_url: Option<&str>, sqlite_path: &Path) -> Result<Arc<dyn St
         Some(url) => Arc::new(PostgresStore::connect(url)?),
         None => Arc::new(SqliteStore::open(sqlite_path)?),
     })
+}
+
+/// The statement of a [`Store::list_conversations`] page: `page` (a select of the
+/// conversation's columns and `updated_at_ms`, ordered and limited), then each row's head seq
+/// and last `usage_updated` from the (conversation_id, seq) keys. `greatest` is the engine's
+/// name for the larger of two values.
+fn listed_page(page: &str, greatest: &str) -> String {
+    format!(
+        "SELECT c.*,
+                {greatest}((SELECT COALESCE(MAX(seq), 0) FROM events WHERE conversation_id = c.id),
+                           (SELECT COALESCE(MAX(seq), 0) FROM entries WHERE conversation_id = c.id)),
+                (SELECT wire FROM events WHERE conversation_id = c.id AND type = 'usage_updated'
+                 ORDER BY seq DESC LIMIT 1)
+         FROM ({page}) c ORDER BY c.updated_at_ms DESC, c.id DESC"
+    )
 }
 
 /// When a turn with this status ended: now for a final status, none while it may still run.
