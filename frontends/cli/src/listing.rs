@@ -71,12 +71,29 @@ pub(crate) fn print_table(headers: &[&str], rows: &[Vec<String>]) {
     out(&table(headers, rows));
 }
 
-pub async fn session_list(locations: &Locations, flag: JsonFlag) -> anyhow::Result<ExitCode> {
+/// `superpi session list`'s options.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct SessionListArgs {
+    /// Every conversation, page after page.
+    #[arg(long, conflicts_with = "limit")]
+    pub all: bool,
+    /// The latest N (default 100).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit: Option<u32>,
+    #[command(flatten)]
+    pub json: JsonFlag,
+}
+
+pub async fn session_list(locations: &Locations, args: SessionListArgs) -> anyhow::Result<ExitCode> {
     let client = connect(locations, "cli").await?;
-    let list = client.list().await?;
-    if flag.json {
+    let most = if args.all { usize::MAX } else { args.limit.unwrap_or(100) as usize };
+    let (list, more) = client.list_up_to(most).await?;
+    if args.json.json {
         print_json(&list)?;
         return Ok(ExitCode::SUCCESS);
+    }
+    if more {
+        eprintln!("The latest {}; more with --limit N or --all.", list.len());
     }
     let rows: Vec<Vec<String>> = nested(list)
         .into_iter()

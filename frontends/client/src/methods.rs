@@ -49,6 +49,24 @@ impl KernelClient {
         Ok(self.list_page(ListParams::default()).await?.conversations)
     }
 
+    /// The latest `most` conversations (all of them: `usize::MAX`), page by page by cursor,
+    /// and whether more follow.
+    pub async fn list_up_to(&self, most: usize) -> Result<(Vec<ConversationInfo>, bool), ClientError> {
+        /// The kernel's largest page.
+        const PAGE: usize = 1000;
+        let (mut listed, mut cursor) = (Vec::new(), None);
+        while listed.len() < most {
+            let limit = (most - listed.len()).min(PAGE) as u32;
+            let page = self.list_page(ListParams { limit: Some(limit), offset: None, cursor: cursor.take() }).await?;
+            listed.extend(page.conversations);
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => return Ok((listed, false)),
+            }
+        }
+        Ok((listed, true))
+    }
+
     /// One page of the conversations: the next one follows with `cursor` set to its `next`.
     pub async fn list_page(&self, params: ListParams) -> Result<ListResult, ClientError> {
         self.request(Method::SessionList(params)).await
