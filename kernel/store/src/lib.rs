@@ -1,5 +1,6 @@
 //! The durable store: everything the kernel keeps (conversations, entries, events, turns,
-//! frontend sessions, "always" answers, the images of prompts, durable notes, schedules and their runs) behind one trait, [`Store`],
+//! frontend sessions, "always" answers, the images of prompts, durable notes, schedules and their runs,
+//! artifacts) behind one trait, [`Store`],
 //! which the kernel names and nothing else. Two engines: SQLite in WAL mode
 //! (`store/sqlite.rs`), the embedded default, and PostgreSQL (`store/postgres.rs`), a server
 //! several kernels can share; [`open`] chooses.
@@ -30,10 +31,12 @@ macro_rules! migrations_in {
             ("0013_memory_pins", include_str!(concat!($dir, "0013_memory_pins.sql"))),
             ("0014_scale_indexes", include_str!(concat!($dir, "0014_scale_indexes.sql"))),
             ("0015_daily_spend", include_str!(concat!($dir, "0015_daily_spend.sql"))),
+            ("0016_artifacts", include_str!(concat!($dir, "0016_artifacts.sql"))),
         ]
     };
 }
 
+mod artifacts;
 mod forwarding;
 mod lease;
 mod live;
@@ -45,6 +48,7 @@ mod sqlite;
 use std::path::Path;
 use std::sync::Arc;
 
+pub use artifacts::{ArtifactRow, Artifacts, NewArtifact};
 pub use forwarding::{Forwarding, JobKind, OpenQuestion, QuestionKind, Watchers};
 pub use lease::{Claim, Heard, Lease, Leases, Notice, QueuedSubmit};
 pub use live::LiveBatch;
@@ -143,6 +147,7 @@ pub(crate) const DELETE_CONVERSATION: &[&str] = &[
     "DELETE FROM permission_overrides WHERE conversation_id = $1",
     "DELETE FROM frontend_sessions WHERE conversation_id = $1",
     "DELETE FROM schedules WHERE conversation_id = $1",
+    "DELETE FROM artifacts WHERE conversation_id = $1",
     "UPDATE memories SET conversation_id = NULL WHERE conversation_id = $1",
     "UPDATE conversations SET parent_id = NULL WHERE parent_id = $1",
     "DELETE FROM events WHERE conversation_id = $1",
@@ -220,7 +225,7 @@ pub struct InterruptedTurn {
 
 /// What the kernel stores and reads, whatever the engine. Every method is one short
 /// statement or transaction; a write has happened when it returns `Ok`.
-pub trait Store: Leases + Forwarding + Memories + Schedules + Send + Sync {
+pub trait Store: Leases + Forwarding + Memories + Schedules + Artifacts + Send + Sync {
     /// The schema version (number of migrations applied).
     fn schema_version(&self) -> Result<usize, StoreError>;
 

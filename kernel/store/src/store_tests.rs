@@ -12,6 +12,9 @@ use forwarding::*;
 #[path = "store_memory_tests.rs"]
 mod memory;
 use memory::*;
+#[path = "store_artifact_tests.rs"]
+mod artifacts;
+use artifacts::*;
 #[path = "store_schedule_tests.rs"]
 mod schedules;
 use schedules::*;
@@ -577,7 +580,8 @@ on_each_engine!(
     a_trigger_is_found_by_its_token_hash_with_its_secret,
     a_delivery_is_noted_once_and_forgotten_after_a_day,
     a_hand_off_stores_harness_mode_model_and_settings_at_once,
-    the_days_spend_adds_up_per_owner_and_day
+    the_days_spend_adds_up_per_owner_and_day,
+    artifacts_are_kept_replaced_by_name_bounded_and_listed_per_owner
 );
 
 fn a_hand_off_stores_harness_mode_model_and_settings_at_once(store: &dyn Store) {

@@ -11,6 +11,7 @@
 //! Over 500 lines on purpose: one function per `Store` method, each holding its SQL, as the
 //! SQLite engine's; the connection and the migrations are modules of their own.
 
+mod artifacts;
 pub(crate) mod connection;
 mod forwarding;
 mod leases;

@@ -1,6 +1,7 @@
 //! The SQLite engine: one file in WAL mode, one writer connection behind a mutex, owned by
 //! one kernel (its data directory's lock).
 
+mod artifacts;
 mod forwarding;
 mod leases;
 mod memories;
