@@ -3,7 +3,9 @@
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use superpi_proto::memory::{MemoryListParams, MemoryListResult, MemoryPinParams, MemoryRemoveParams, NoteInfo};
+use superpi_proto::memory::{
+    MemoryAddParams, MemoryListParams, MemoryListResult, MemoryPinParams, MemoryRemoveParams, NoteInfo,
+};
 use superpi_proto::method::{
     BackendStatus, CommandInfo, CommandListParams, CommandListResult, ConversationInfo, ConversationRef, ForkParams,
     HarnessInfo, HistoryParams, HistoryResult, KernelStatus, ListParams, ListResult, Method, ModelInfo, OpenParams,
@@ -224,6 +226,11 @@ impl KernelClient {
     pub async fn memory_list(&self, limit: Option<u32>) -> Result<Vec<NoteInfo>, ClientError> {
         let list: MemoryListResult = self.request(Method::MemoryList(MemoryListParams { limit })).await?;
         Ok(list.notes)
+    }
+
+    /// Writes a note of the caller's (`memory.add`): `{"id"}`.
+    pub async fn memory_add(&self, note: MemoryAddParams) -> Result<Value, ClientError> {
+        self.request(Method::MemoryAdd(note)).await
     }
 
     /// Pins or unpins one of the caller's notes (`memory.pin`).
