@@ -40,7 +40,11 @@ pub(crate) struct ConversationSpend {
 /// The conversation total its last stored `usage_updated` said, if any.
 pub(crate) fn stored_total(store: &dyn superpi_store::Store, conversation_id: i64) -> Option<f64> {
     let latest = store.latest_events(conversation_id, "usage_updated", 1).ok()?;
-    let (_, wire) = latest.first()?;
-    let event: serde_json::Value = serde_json::from_str(wire).ok()?;
+    total_in(&latest.first()?.1)
+}
+
+/// The conversation total a stored `usage_updated` (its wire JSON) says.
+pub(crate) fn total_in(usage_updated: &str) -> Option<f64> {
+    let event: serde_json::Value = serde_json::from_str(usage_updated).ok()?;
     event.get("total_cost_usd").and_then(serde_json::Value::as_f64)
 }

@@ -1,6 +1,7 @@
 //! Artifacts: files a turn's `artifact` tool writes for the person, kept per conversation in
-//! the data dir, listed by `superpi artifacts`, downloaded through the gateway and AG-UI by
-//! their conversation's principal only, and shown in ACP as a resource link.
+//! the store (with a copy in the writing kernel's data dir), listed by `superpi artifacts`,
+//! downloaded through the gateway and AG-UI by their conversation's principal only, from any
+//! kernel on a shared database, and shown in ACP as a resource link.
 #![allow(clippy::unwrap_used)] // test helpers fail loudly
 
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
@@ -10,7 +11,7 @@ use superpi_client::principal::principal_for_token;
 use superpi_proto::EventBody;
 use superpi_tests::real_machine::{Machine, NOBODY};
 use superpi_tests::stdio::Stdio2;
-use superpi_tests::{TestEnv, open_and_watch, turn_events};
+use superpi_tests::{TestEnv, open_and_watch, postgres_server, turn_events};
 
 /// Bytes that are not UTF-8, so a download that mangled them would show.
 const BINARY: &[u8] = &[0, 1, 2, 0xff, 0xfe, b'\n', 0x80, b'z'];
@@ -125,4 +126,41 @@ async fn as_an_ordinary_user_an_artifact_is_listed_linked_in_acp_and_private() {
     owned(&file, 0o600);
     owned(file.parent().unwrap(), 0o700);
     owned(&data.join("artifacts"), 0o700);
+}
+
+/// Of two kernels on one PostgreSQL database (two machines: two data dirs), the second lists,
+/// reads and serves through its gateway an artifact a turn on the first wrote: the bytes are
+/// in the database, not only in the first's data dir. Skipped, saying so, without PostgreSQL
+/// binaries unless CI is set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_kernel_on_the_database_serves_an_artifact_the_first_wrote() {
+    let Some(server) = postgres_server::shared() else { return };
+    let [(machine_a, _kernel_a, _), (machine_b, _kernel_b, _)] =
+        TestEnv::two_on_one_database(&server.new_database()).await;
+    let (_gateway, gateway) =
+        machine_b.spawn_http(&["gateway", "--port", "0"], &[("SUPERPI_GATEWAY_TOKEN", "token-a")]);
+    async fn connect(machine: &TestEnv) -> superpi_client::KernelClient {
+        let mut options = machine.connect_options("test");
+        options.principal = principal_for_token("token-a");
+        options.remote = true;
+        superpi_client::KernelClient::connect(&options).await.unwrap()
+    }
+    let on_a = connect(&machine_a).await;
+    let (conv, mut sub) = open_and_watch(&on_a, &machine_a.workspace, None, false).await;
+    let call = json!({"name": "data.bin", "content": BINARY_BASE64, "encoding": "base64"});
+    let turn = on_a.submit_text(conv, &format!("@tool artifact {call}")).await.unwrap();
+    let events = turn_events(&mut sub, turn.turn_id).await;
+    assert!(events.iter().any(|e| matches!(e.body, EventBody::ArtifactCreated { .. })), "{events:?}");
+
+    let on_b = connect(&machine_b).await;
+    let listed = on_b.artifact_list(None).await.unwrap();
+    assert_eq!(
+        listed.iter().map(|a| (a.conversation_id, a.name.as_str(), a.bytes)).collect::<Vec<_>>(),
+        [(conv, "data.bin", 8)]
+    );
+    let read = on_b.artifact_read(conv, "data.bin").await.unwrap();
+    assert_eq!(read.data, BINARY_BASE64);
+    let (status, body, _) = get(&gateway, &format!("/v1/artifacts/{conv}/data.bin"), Some("token-a")).await;
+    assert_eq!((status, body.as_slice()), (200, BINARY), "downloaded through the second kernel");
+    assert!(!machine_b.path().join("data/artifacts").join(conv.to_string()).exists(), "B keeps no copy of it");
 }

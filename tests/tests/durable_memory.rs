@@ -2,7 +2,8 @@
 //! and the terminal frontend (`superpi run`); the kernel is killed; a new conversation after
 //! the restart finds the note by a word of it (stemmed), on SQLite and on PostgreSQL. The
 //! index of notes reaches the system prompt of a harness that takes memory (checked at a fake
-//! OpenAI server, which records what it is sent) and not that of one that does not.
+//! OpenAI server, which records what it is sent) and not that of one that does not. The
+//! person adds notes over RPC (`memory.add`), bounded as the model's.
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
@@ -166,4 +167,49 @@ async fn notes_keep_to_their_workspace_or_are_global_and_a_pinned_one_outranks_a
     let mut missing = env.command(&["memory", "remove", "3"]);
     missing.current_dir(&here);
     assert!(!missing.output().unwrap().status.success());
+}
+
+/// `memory.add` over `superpi rpc`: a note the person writes, global or kept to a workspace,
+/// pinned first in `memory.list` and found by a conversation's search; one the model's
+/// `memory_write` would refuse, or with a workspace that is no directory, is invalid params.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_person_adds_notes_over_rpc_bounded_as_the_models() {
+    let env = TestEnv::new();
+    let mut rpc = crate::frontend_images::Rpc::start(&env);
+    let add = |rpc: &mut crate::frontend_images::Rpc, note: serde_json::Value| rpc.call("memory.add", note);
+    let pinned = add(
+        &mut rpc,
+        serde_json::json!({"title": "Deploy day", "body": "We deploy on Tuesdays.", "tags": ["ops"], "pinned": true}),
+    );
+    let pinned = pinned["result"]["id"].as_i64().unwrap_or_else(|| panic!("{pinned}"));
+    let kept =
+        add(&mut rpc, serde_json::json!({"title": "Build", "body": "It builds with make", "workspace": env.workspace}));
+    let kept = kept["result"]["id"].as_i64().unwrap_or_else(|| panic!("{kept}"));
+    for refused in [
+        serde_json::json!({"title": " ", "body": "no title"}),
+        serde_json::json!({"title": "Tags", "body": "b", "tags": ["two words"]}),
+        serde_json::json!({"title": "Big", "body": "x".repeat(32_001)}),
+        serde_json::json!({"title": "Where", "body": "b", "workspace": env.root.path().join("no-such-dir")}),
+        serde_json::json!({"title": "Odd", "body": "b", "colour": "red"}),
+    ] {
+        let answer = add(&mut rpc, refused.clone());
+        assert_eq!(answer["error"]["code"], -32602, "{refused}: {answer}");
+    }
+
+    let listed = rpc.call("memory.list", serde_json::json!({}));
+    let notes = listed["result"]["notes"].as_array().unwrap_or_else(|| panic!("{listed}"));
+    let facts: Vec<(i64, &str, &str, bool)> = notes
+        .iter()
+        .map(|n| {
+            (n["id"].as_i64().unwrap(), n["title"].as_str().unwrap(), n["scope"].as_str().unwrap(), n["pinned"] == true)
+        })
+        .collect();
+    assert_eq!(facts, [(pinned, "Deploy day", "global", true), (kept, "Build", "workspace", false)]);
+    let workspace = std::fs::canonicalize(&env.workspace).unwrap();
+    assert_eq!(notes[1]["workspace"], workspace.to_string_lossy().as_ref());
+    assert_eq!(notes[0]["tags"], serde_json::json!(["ops"]));
+
+    let found =
+        run(&env, &[], &["run", "--harness", "librarian", r#"@tool memory_search {"query": "deploying"}"#]).await;
+    assert!(found.contains("Deploy day"), "{found}");
 }

@@ -158,7 +158,7 @@ async fn an_agui_image_part_reaches_the_model_and_a_blind_model_refuses_it() {
 }
 
 /// One line-delimited JSON-RPC peer: `superpi rpc --stdio`.
-struct Rpc {
+pub(crate) struct Rpc {
     _child: KillOnDrop,
     stdin: std::process::ChildStdin,
     stdout: BufReader<std::process::ChildStdout>,
@@ -166,7 +166,7 @@ struct Rpc {
 }
 
 impl Rpc {
-    fn start(env: &TestEnv) -> Rpc {
+    pub(crate) fn start(env: &TestEnv) -> Rpc {
         let mut cmd = env.command(&["rpc", "--stdio"]);
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
         let mut child = cmd.spawn().unwrap();
@@ -176,7 +176,7 @@ impl Rpc {
     }
 
     /// A request and its answer (notifications before it are skipped).
-    fn call(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) fn call(&mut self, method: &str, params: Value) -> Value {
         self.next_id += 1;
         let id = self.next_id;
         let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});

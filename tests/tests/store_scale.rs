@@ -1,6 +1,7 @@
 //! End to end: a store of many conversations (2,000 copies of one a real turn made, written
 //! straight into the store by superpi_tests::bulk; the million of src/bin/store_bench.rs is a
-//! benchmark, not a test) lists every one of them once, latest first, over pages; an old one
+//! benchmark, not a test) lists every one of them once, latest first, over pages (and through
+//! `superpi session list --limit N / --all`); an old one
 //! opens with its history, takes a new turn and comes first; deleting one leaves the others.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
@@ -70,6 +71,20 @@ async fn thousands_of_stored_conversations_list_in_order_over_pages_and_an_old_o
             other => panic!("cursor {cursor:?} offset {offset:?}: {other:?}"),
         }
     }
+
+    // The CLI shows the latest 100, or N, or every one over pages by cursor.
+    let listed = |args: &[&str]| {
+        let out = env.command(&[&["session", "list", "--json"], args].concat()).output().expect("superpi");
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let listed: Vec<superpi_proto::method::ConversationInfo> = serde_json::from_slice(&out.stdout).unwrap();
+        listed.iter().map(|c| c.conversation_id).collect::<Vec<_>>()
+    };
+    assert_eq!(listed(&[]), expected[..100]);
+    assert_eq!(listed(&["--limit", "1234"]), expected[..1234]);
+    assert_eq!(listed(&["--all"]), expected);
+    let text = env.command(&["session", "list"]).output().expect("superpi");
+    assert_eq!(String::from_utf8_lossy(&text.stdout).lines().count(), 101, "a header and 100 rows");
+    assert!(String::from_utf8_lossy(&text.stderr).contains("--all"), "it says more are left");
 
     // The oldest opens with the history the first turn stored, under its own id.
     let oldest = template.copy(1);

@@ -77,8 +77,8 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum SessionCommand {
-    /// List conversations, latest first.
-    List(JsonFlag),
+    /// List conversations, latest first (the latest 100 unless --all or --limit).
+    List(crate::session_list::SessionListArgs),
     /// Show a conversation's history.
     Show {
         id: i64,
@@ -141,7 +141,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match command {
         Command::Run(args) => terminal::run(&locations, args).await,
         Command::Chat(args) => chat::chat(&locations, args).await,
-        Command::Session(SessionCommand::List(json)) => listing::session_list(&locations, json).await,
+        Command::Session(SessionCommand::List(args)) => crate::session_list::session_list(&locations, args).await,
         Command::Session(SessionCommand::Show { id, json }) => listing::session_show(&locations, id, json).await,
         Command::Session(SessionCommand::Undo { id, turn, json }) => {
             listing::session_undo(&locations, id, turn, json).await

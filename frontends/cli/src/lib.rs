@@ -31,6 +31,7 @@ mod question;
 mod render;
 mod schedule;
 mod serve;
+mod session_list;
 mod start;
 mod style;
 mod terminal;

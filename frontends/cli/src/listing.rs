@@ -71,30 +71,6 @@ pub(crate) fn print_table(headers: &[&str], rows: &[Vec<String>]) {
     out(&table(headers, rows));
 }
 
-pub async fn session_list(locations: &Locations, flag: JsonFlag) -> anyhow::Result<ExitCode> {
-    let client = connect(locations, "cli").await?;
-    let list = client.list().await?;
-    if flag.json {
-        print_json(&list)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let rows: Vec<Vec<String>> = nested(list)
-        .into_iter()
-        .map(|(depth, c)| {
-            vec![
-                nested_id(depth, c.conversation_id),
-                c.harness,
-                c.model,
-                c.mode,
-                c.status,
-                c.title.unwrap_or_default().replace('\n', " "),
-            ]
-        })
-        .collect();
-    print_table(&["ID", "HARNESS", "MODEL", "MODE", "STATUS", "TITLE"], &rows);
-    Ok(ExitCode::SUCCESS)
-}
-
 /// The conversations in the kernel's order (latest first), each followed by its children (the
 /// subagents it started, its forks) at one more level, in the same order. A child whose parent
 /// is not in the list is at the top level. Pure, for tests.
@@ -129,7 +105,7 @@ pub fn nested(list: Vec<ConversationInfo>) -> Vec<(usize, ConversationInfo)> {
 
 /// A conversation's id as `session list` shows it: indented two spaces a level under its
 /// parent, after a branch mark.
-fn nested_id(depth: usize, id: i64) -> String {
+pub(crate) fn nested_id(depth: usize, id: i64) -> String {
     match depth {
         0 => id.to_string(),
         _ => format!("{}└ {id}", "  ".repeat(depth - 1)),

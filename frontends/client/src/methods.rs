@@ -3,7 +3,9 @@
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use superpi_proto::memory::{MemoryListParams, MemoryListResult, MemoryPinParams, MemoryRemoveParams, NoteInfo};
+use superpi_proto::memory::{
+    MemoryAddParams, MemoryListParams, MemoryListResult, MemoryPinParams, MemoryRemoveParams, NoteInfo,
+};
 use superpi_proto::method::{
     BackendStatus, CommandInfo, CommandListParams, CommandListResult, ConversationInfo, ConversationRef, ForkParams,
     HarnessInfo, HistoryParams, HistoryResult, KernelStatus, ListParams, ListResult, Method, ModelInfo, OpenParams,
@@ -47,6 +49,24 @@ impl KernelClient {
     /// The first page of the conversations (the latest 100).
     pub async fn list(&self) -> Result<Vec<ConversationInfo>, ClientError> {
         Ok(self.list_page(ListParams::default()).await?.conversations)
+    }
+
+    /// The latest `most` conversations (all of them: `usize::MAX`), page by page by cursor,
+    /// and whether more follow.
+    pub async fn list_up_to(&self, most: usize) -> Result<(Vec<ConversationInfo>, bool), ClientError> {
+        /// The kernel's largest page.
+        const PAGE: usize = 1000;
+        let (mut listed, mut cursor) = (Vec::new(), None);
+        while listed.len() < most {
+            let limit = (most - listed.len()).min(PAGE) as u32;
+            let page = self.list_page(ListParams { limit: Some(limit), offset: None, cursor: cursor.take() }).await?;
+            listed.extend(page.conversations);
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => return Ok((listed, false)),
+            }
+        }
+        Ok((listed, true))
     }
 
     /// One page of the conversations: the next one follows with `cursor` set to its `next`.
@@ -206,6 +226,11 @@ impl KernelClient {
     pub async fn memory_list(&self, limit: Option<u32>) -> Result<Vec<NoteInfo>, ClientError> {
         let list: MemoryListResult = self.request(Method::MemoryList(MemoryListParams { limit })).await?;
         Ok(list.notes)
+    }
+
+    /// Writes a note of the caller's (`memory.add`): `{"id"}`.
+    pub async fn memory_add(&self, note: MemoryAddParams) -> Result<Value, ClientError> {
+        self.request(Method::MemoryAdd(note)).await
     }
 
     /// Pins or unpins one of the caller's notes (`memory.pin`).

@@ -44,6 +44,7 @@ pub const METHODS: &[&str] = &[
     "schedule.remove",
     "schedule.resume",
     "memory.list",
+    "memory.add",
     "memory.pin",
     "memory.remove",
     "artifact.list",
@@ -251,6 +252,11 @@ pub fn module(conn: Arc<Conn>) -> Result<RpcModule<Conn>, crate::Error> {
         let p: superpi_proto::memory::MemoryListParams = parse("memory.list", p.as_deref())?;
         let notes = kernel.memory_list(p.limit).await.map_err(wire::kernel_error)?;
         Ok(json!({"notes": notes}))
+    })?;
+    register(&mut m, "memory.add", |conn, p| async move {
+        let kernel = conn.kernel().await?;
+        let p: superpi_proto::memory::MemoryAddParams = parse("memory.add", p.as_deref())?;
+        kernel.memory_add(p).await.map_err(wire::kernel_error)
     })?;
     register(&mut m, "memory.pin", |conn, p| async move {
         let kernel = conn.kernel().await?;

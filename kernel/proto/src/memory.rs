@@ -1,4 +1,4 @@
-//! The params and results of the memory methods (`memory.list`, `memory.pin`,
+//! The params and results of the memory methods (`memory.list`, `memory.add`, `memory.pin`,
 //! `memory.remove`): the caller's durable notes, as the person manages them.
 
 use serde::{Deserialize, Serialize};
@@ -34,6 +34,23 @@ pub struct NoteInfo {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MemoryListResult {
     pub notes: Vec<NoteInfo>,
+}
+
+/// `memory.add`: a note the person writes (as the model's `memory_write`, bounded alike).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryAddParams {
+    pub title: String,
+    pub body: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// The workspace (a directory) it holds in; without it, every workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub pinned: bool,
 }
 
 /// `memory.pin`: pins (or, with `pinned: false`, unpins) one of the caller's notes.

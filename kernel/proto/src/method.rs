@@ -13,7 +13,7 @@ use crate::artifact::{ArtifactListParams, ArtifactReadParams};
 use crate::content::{ContentBlock, Entry};
 use crate::effort::Effort;
 use crate::event::Event;
-use crate::memory::{MemoryListParams, MemoryPinParams, MemoryRemoveParams};
+use crate::memory::{MemoryAddParams, MemoryListParams, MemoryPinParams, MemoryRemoveParams};
 use crate::message::{ErrorObject, codes};
 use crate::schedule::{
     ScheduleAddParams, ScheduleListParams, ScheduleRemoveParams, ScheduleResumeParams, TriggerFireParams,
@@ -55,6 +55,7 @@ pub enum Method {
     ScheduleResume(ScheduleResumeParams),
     TriggerFire(TriggerFireParams),
     MemoryList(MemoryListParams),
+    MemoryAdd(MemoryAddParams),
     MemoryPin(MemoryPinParams),
     MemoryRemove(MemoryRemoveParams),
     ArtifactList(ArtifactListParams),
@@ -95,6 +96,7 @@ pub const METHOD_NAMES: &[&str] = &[
     "schedule.resume",
     "trigger.fire",
     "memory.list",
+    "memory.add",
     "memory.pin",
     "memory.remove",
     "artifact.list",
@@ -146,6 +148,7 @@ impl Method {
             "schedule.resume" => Method::ScheduleResume(params(method, p)?),
             "trigger.fire" => Method::TriggerFire(params(method, p)?),
             "memory.list" => Method::MemoryList(params(method, p)?),
+            "memory.add" => Method::MemoryAdd(params(method, p)?),
             "memory.pin" => Method::MemoryPin(params(method, p)?),
             "memory.remove" => Method::MemoryRemove(params(method, p)?),
             "artifact.list" => Method::ArtifactList(params(method, p)?),
@@ -195,6 +198,7 @@ impl Method {
             Method::ScheduleResume(p) => ("schedule.resume", v(p)),
             Method::TriggerFire(p) => ("trigger.fire", v(p)),
             Method::MemoryList(p) => ("memory.list", v(p)),
+            Method::MemoryAdd(p) => ("memory.add", v(p)),
             Method::MemoryPin(p) => ("memory.pin", v(p)),
             Method::MemoryRemove(p) => ("memory.remove", v(p)),
             Method::ArtifactList(p) => ("artifact.list", v(p)),
@@ -876,6 +880,14 @@ mod tests {
                 idempotency_key: Some("build-1".into()),
             }),
             Method::MemoryList(crate::memory::MemoryListParams { limit: Some(5) }),
+            Method::MemoryAdd(crate::memory::MemoryAddParams {
+                title: "Tea".into(),
+                body: "Green".into(),
+                tags: vec!["drink".into()],
+                workspace: Some("/w".into()),
+                source: None,
+                pinned: true,
+            }),
             Method::MemoryPin(crate::memory::MemoryPinParams { id: 2, pinned: false }),
             Method::MemoryRemove(crate::memory::MemoryRemoveParams { id: 2 }),
             Method::ArtifactList(crate::artifact::ArtifactListParams { conversation_id: Some(3) }),

@@ -67,6 +67,12 @@ pub async fn run(mut config: KernelConfig) -> Result<(), KernelError> {
     if !kernel.store.shared() {
         kernel.store.expire_all()?;
     }
+    // Artifact files an older kernel kept only in the data dir join the store, once.
+    match crate::tools::artifact::import_files(&*kernel.store, &kernel.config.data_dir) {
+        Ok(0) => {}
+        Ok(n) => tracing::info!("{n} artifact files of an older version put into the store"),
+        Err(err) => tracing::warn!("putting older artifact files into the store: {err}"),
+    }
     // What dead kernels left (running turns, queued prompts) is taken over before any client.
     crate::cluster::adopt_orphans(&kernel)?;
     tracing::info!(socket = %socket_path.display(), pid = std::process::id(), kernel = %kernel.id, "kernel listening");

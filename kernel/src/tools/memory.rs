@@ -237,33 +237,7 @@ impl ToolRunner for MemoryTool {
 
 /// The note a write would store, or why the arguments are not one.
 fn new_note(caller: &Caller, args: WriteArgs) -> Result<NewNote, String> {
-    let title = one_line(&args.title);
-    if title.is_empty() {
-        return Err("a note needs a title".into());
-    }
-    if title.chars().count() > MAX_TITLE_CHARS {
-        return Err(format!("a title is at most {MAX_TITLE_CHARS} characters"));
-    }
-    if args.body.trim().is_empty() {
-        return Err("a note needs a body".into());
-    }
-    if args.body.len() > MAX_BODY_BYTES || args.body.contains('\0') {
-        return Err(format!("a body is at most {MAX_BODY_BYTES} bytes of text, without NUL"));
-    }
-    if args.tags.len() > MAX_TAGS {
-        return Err(format!("a note has at most {MAX_TAGS} tags"));
-    }
-    let mut tags = Vec::new();
-    for tag in &args.tags {
-        let tag = tag.trim();
-        let word = |c: char| c.is_alphanumeric() || c == '-' || c == '_';
-        if tag.is_empty() || tag.chars().count() > MAX_TAG_CHARS || !tag.chars().all(word) {
-            return Err(format!("a tag is one word of letters, digits, `-` and `_` (not `{tag}`)"));
-        }
-        if !tags.iter().any(|t: &String| t == tag) {
-            tags.push(tag.to_string());
-        }
-    }
+    let (title, tags) = bounded(&args.title, &args.body, &args.tags)?;
     let workspace = match args.scope.as_deref() {
         None | Some("workspace") => caller.workspace.clone(),
         Some("global") => None,
@@ -283,6 +257,39 @@ fn new_note(caller: &Caller, args: WriteArgs) -> Result<NewNote, String> {
         conversation_id: Some(caller.conversation_id),
         pinned: args.pinned,
     })
+}
+
+/// A note's title (one line) and tags (each once) when the note is within the bounds every
+/// writer keeps (the model's `memory_write`, the person's `memory.add`), or why not.
+pub(crate) fn bounded(title: &str, body: &str, tags: &[String]) -> Result<(String, Vec<String>), String> {
+    let title = one_line(title);
+    if title.is_empty() {
+        return Err("a note needs a title".into());
+    }
+    if title.chars().count() > MAX_TITLE_CHARS {
+        return Err(format!("a title is at most {MAX_TITLE_CHARS} characters"));
+    }
+    if body.trim().is_empty() {
+        return Err("a note needs a body".into());
+    }
+    if body.len() > MAX_BODY_BYTES || body.contains('\0') {
+        return Err(format!("a body is at most {MAX_BODY_BYTES} bytes of text, without NUL"));
+    }
+    if tags.len() > MAX_TAGS {
+        return Err(format!("a note has at most {MAX_TAGS} tags"));
+    }
+    let mut words = Vec::new();
+    for tag in tags {
+        let tag = tag.trim();
+        let word = |c: char| c.is_alphanumeric() || c == '-' || c == '_';
+        if tag.is_empty() || tag.chars().count() > MAX_TAG_CHARS || !tag.chars().all(word) {
+            return Err(format!("a tag is one word of letters, digits, `-` and `_` (not `{tag}`)"));
+        }
+        if !words.iter().any(|t: &String| t == tag) {
+            words.push(tag.to_string());
+        }
+    }
+    Ok((title, words))
 }
 
 /// A source the model may not pin: a page's (its text came from outside).

@@ -1,5 +1,6 @@
 //! The durable store: everything the kernel keeps (conversations, entries, events, turns,
-//! frontend sessions, "always" answers, the images of prompts, durable notes, schedules and their runs) behind one trait, [`Store`],
+//! frontend sessions, "always" answers, the images of prompts, durable notes, schedules and their runs,
+//! artifacts) behind one trait, [`Store`],
 //! which the kernel names and nothing else. Two engines: SQLite in WAL mode
 //! (`store/sqlite.rs`), the embedded default, and PostgreSQL (`store/postgres.rs`), a server
 //! several kernels can share; [`open`] chooses.
@@ -30,10 +31,12 @@ macro_rules! migrations_in {
             ("0013_memory_pins", include_str!(concat!($dir, "0013_memory_pins.sql"))),
             ("0014_scale_indexes", include_str!(concat!($dir, "0014_scale_indexes.sql"))),
             ("0015_daily_spend", include_str!(concat!($dir, "0015_daily_spend.sql"))),
+            ("0016_artifacts", include_str!(concat!($dir, "0016_artifacts.sql"))),
         ]
     };
 }
 
+mod artifacts;
 mod forwarding;
 mod lease;
 mod live;
@@ -45,6 +48,7 @@ mod sqlite;
 use std::path::Path;
 use std::sync::Arc;
 
+pub use artifacts::{ArtifactRow, Artifacts, NewArtifact};
 pub use forwarding::{Forwarding, JobKind, OpenQuestion, QuestionKind, Watchers};
 pub use lease::{Claim, Heard, Lease, Leases, Notice, QueuedSubmit};
 pub use live::LiveBatch;
@@ -85,6 +89,18 @@ pub struct ConversationRow {
     pub parent_id: Option<i64>,
     pub created_at_ms: i64,
     pub settings: ConversationSettings,
+}
+
+/// A row of [`Store::list_conversations`]: the conversation, its place in the list's order,
+/// and what a listing shows of its events, read with the page (not a query per row).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listed {
+    pub row: ConversationRow,
+    pub updated_at_ms: i64,
+    /// Its highest stored seq, as [`Store::head_seq`] says.
+    pub head_seq: u64,
+    /// The wire JSON of its last stored `usage_updated`, if any.
+    pub last_usage: Option<String>,
 }
 
 /// Where a page of [`Store::list_conversations`] starts.
@@ -131,6 +147,7 @@ pub(crate) const DELETE_CONVERSATION: &[&str] = &[
     "DELETE FROM permission_overrides WHERE conversation_id = $1",
     "DELETE FROM frontend_sessions WHERE conversation_id = $1",
     "DELETE FROM schedules WHERE conversation_id = $1",
+    "DELETE FROM artifacts WHERE conversation_id = $1",
     "UPDATE memories SET conversation_id = NULL WHERE conversation_id = $1",
     "UPDATE conversations SET parent_id = NULL WHERE parent_id = $1",
     "DELETE FROM events WHERE conversation_id = $1",
@@ -208,7 +225,7 @@ pub struct InterruptedTurn {
 
 /// What the kernel stores and reads, whatever the engine. Every method is one short
 /// statement or transaction; a write has happened when it returns `Ok`.
-pub trait Store: Leases + Forwarding + Memories + Schedules + Send + Sync {
+pub trait Store: Leases + Forwarding + Memories + Schedules + Artifacts + Send + Sync {
     /// The schema version (number of migrations applied).
     fn schema_version(&self) -> Result<usize, StoreError>;
 
@@ -217,14 +234,10 @@ pub trait Store: Leases + Forwarding + Memories + Schedules + Send + Sync {
     fn conversation(&self, id: i64) -> Result<Option<ConversationRow>, StoreError>;
 
     /// The principal's conversations, most recently updated first (ties: the higher id
-    /// first), each with its `updated_at_ms`: from the start skipping `offset`, or after a
-    /// position of that order (`ListFrom::After`, read straight from the index however deep).
-    fn list_conversations(
-        &self,
-        owner: &str,
-        limit: u32,
-        from: ListFrom,
-    ) -> Result<Vec<(ConversationRow, i64)>, StoreError>;
+    /// first), each with its `updated_at_ms`, head seq and last `usage_updated`, in one query:
+    /// from the start skipping `offset`, or after a position of that order
+    /// (`ListFrom::After`, read straight from the index however deep).
+    fn list_conversations(&self, owner: &str, limit: u32, from: ListFrom) -> Result<Vec<Listed>, StoreError>;
 
     fn set_mode(&self, id: i64, mode: &str) -> Result<(), StoreError>;
 
@@ -349,6 +362,21 @@ pub fn open(database_url: Option<&str>, sqlite_path: &Path) -> Result<Arc<dyn St
         Some(url) => Arc::new(PostgresStore::connect(url)?),
         None => Arc::new(SqliteStore::open(sqlite_path)?),
     })
+}
+
+/// The statement of a [`Store::list_conversations`] page: `page` (a select of the
+/// conversation's columns and `updated_at_ms`, ordered and limited), then each row's head seq
+/// and last `usage_updated` from the (conversation_id, seq) keys. `greatest` is the engine's
+/// name for the larger of two values.
+fn listed_page(page: &str, greatest: &str) -> String {
+    format!(
+        "SELECT c.*,
+                {greatest}((SELECT COALESCE(MAX(seq), 0) FROM events WHERE conversation_id = c.id),
+                           (SELECT COALESCE(MAX(seq), 0) FROM entries WHERE conversation_id = c.id)),
+                (SELECT wire FROM events WHERE conversation_id = c.id AND type = 'usage_updated'
+                 ORDER BY seq DESC LIMIT 1)
+         FROM ({page}) c ORDER BY c.updated_at_ms DESC, c.id DESC"
+    )
 }
 
 /// When a turn with this status ended: now for a final status, none while it may still run.

@@ -12,6 +12,9 @@ use forwarding::*;
 #[path = "store_memory_tests.rs"]
 mod memory;
 use memory::*;
+#[path = "store_artifact_tests.rs"]
+mod artifacts;
+use artifacts::*;
 #[path = "store_schedule_tests.rs"]
 mod schedules;
 use schedules::*;
@@ -164,18 +167,7 @@ fn commits_store_events_and_entries_together_and_replay_in_order(store: &dyn Sto
     assert_eq!(entries[0].message.role, Role::User);
     // The latest events of a type, latest first.
     for (seq, event_type) in [(6, "plan_updated"), (7, "turn_started"), (8, "plan_updated")] {
-        let wire = format!("{{\"seq\":{seq}}}");
-        let commit = Commit {
-            conversation_id: conv.id,
-            seq,
-            event_type,
-            wire: &wire,
-            entry: None,
-            turn_status: None,
-            lease: None,
-            live: &[],
-        };
-        store.commit(&commit).unwrap();
+        commit_event(store, conv.id, seq, event_type, &format!("{{\"seq\":{seq}}}"));
     }
     let plans = store.latest_events(conv.id, "plan_updated", 5).unwrap();
     assert_eq!(plans, vec![(8, "{\"seq\":8}".to_string()), (6, "{\"seq\":6}".to_string())]);
@@ -196,6 +188,13 @@ fn commits_store_events_and_entries_together_and_replay_in_order(store: &dyn Sto
             })
             .is_err()
     );
+}
+
+/// Commits an event without an entry at `seq`.
+fn commit_event(store: &dyn Store, conversation_id: i64, seq: u64, event_type: &str, wire: &str) {
+    let commit =
+        Commit { conversation_id, seq, event_type, wire, entry: None, turn_status: None, lease: None, live: &[] };
+    store.commit(&commit).unwrap();
 }
 
 /// Commits a user message at `seq` with its event's wire JSON.
@@ -246,18 +245,41 @@ fn list_pages_by_position_match_pages_by_offset(store: &dyn Store) {
     let mut from = ListFrom::Offset(0);
     for page in 0..4u32 {
         let offset_page = store.list_conversations("local", 3, ListFrom::Offset(page * 3)).unwrap();
-        by_offset.extend(offset_page.iter().map(|(row, _)| row.id));
+        by_offset.extend(offset_page.iter().map(|listed| listed.row.id));
         let position_page = store.list_conversations("local", 3, from).unwrap();
-        if let Some((row, updated_at_ms)) = position_page.last() {
-            from = ListFrom::After { updated_at_ms: *updated_at_ms, id: row.id };
+        if let Some(last) = position_page.last() {
+            from = ListFrom::After { updated_at_ms: last.updated_at_ms, id: last.row.id };
         }
-        by_position.extend(position_page.iter().map(|(row, _)| row.id));
+        by_position.extend(position_page.iter().map(|listed| listed.row.id));
     }
     let mut latest_first = ids.clone();
     latest_first.reverse();
     assert_eq!(by_offset, latest_first);
     assert_eq!(by_position, latest_first);
     assert!(store.list_conversations("someone-else", 3, ListFrom::Offset(0)).unwrap().is_empty());
+}
+
+/// What a page says of each row's events is what the one-row reads say: the head seq and the
+/// last `usage_updated`.
+fn a_list_page_reads_each_rows_head_and_last_usage_with_it(store: &dyn Store) {
+    let [quiet, talked, priced] = [(); 3].map(|_| new_conv(store).id);
+    commit_user(store, talked, 1, "hi", "{}");
+    let usage = |seq: u64, cost: f64| {
+        let wire = format!("{{\"type\":\"usage_updated\",\"total_cost_usd\":{cost}}}");
+        commit_event(store, priced, seq, "usage_updated", &wire);
+        wire
+    };
+    usage(1, 0.5);
+    let last = usage(2, 0.75);
+    commit_user(store, priced, 3, "and then", "{}");
+    for from in [ListFrom::Offset(0), ListFrom::After { updated_at_ms: i64::MAX, id: 0 }] {
+        let page = store.list_conversations("local", 10, from).unwrap();
+        let facts: Vec<(i64, u64, Option<&str>)> =
+            page.iter().map(|l| (l.row.id, l.head_seq, l.last_usage.as_deref())).collect();
+        assert_eq!(facts, [(priced, 3, Some(last.as_str())), (talked, 1, None), (quiet, 0, None)]);
+        assert_eq!(store.head_seq(priced).unwrap(), 3);
+        assert_eq!(store.latest_events(priced, "usage_updated", 1).unwrap()[0].1, last);
+    }
 }
 
 fn fork_copies_history_up_to_a_seq(store: &dyn Store) {
@@ -539,6 +561,7 @@ on_each_engine!(
     commits_store_events_and_entries_together_and_replay_in_order,
     pages_stop_at_their_count_or_bytes_and_say_whether_more_follow,
     list_pages_by_position_match_pages_by_offset,
+    a_list_page_reads_each_rows_head_and_last_usage_with_it,
     fork_copies_history_up_to_a_seq,
     settings_are_kept_and_forks_inherit_them,
     a_deleted_conversation_takes_what_it_holds_and_leaves_its_forks,
@@ -557,7 +580,8 @@ on_each_engine!(
     a_trigger_is_found_by_its_token_hash_with_its_secret,
     a_delivery_is_noted_once_and_forgotten_after_a_day,
     a_hand_off_stores_harness_mode_model_and_settings_at_once,
-    the_days_spend_adds_up_per_owner_and_day
+    the_days_spend_adds_up_per_owner_and_day,
+    artifacts_are_kept_replaced_by_name_bounded_and_listed_per_owner
 );
 
 fn a_hand_off_stores_harness_mode_model_and_settings_at_once(store: &dyn Store) {

@@ -1,14 +1,15 @@
 //! The memory methods: the caller's durable notes as the person manages them (`superpi
-//! memory`): list them in every workspace, pin or unpin one, remove one with its links.
+//! memory`): list them in every workspace, add one, pin or unpin one, remove one with its links.
 
 use serde_json::json;
 use superpi_proto::ErrorObject;
-use superpi_proto::memory::{MemoryListResult, NoteInfo};
+use superpi_proto::memory::{MemoryAddParams, MemoryListResult, NoteInfo};
 use superpi_proto::message::codes;
 
 use super::{Reply, internal, to_value};
 use crate::features::memory::{MAX_PINNED, pins_full};
 use crate::kernel::Kernel;
+use superpi_store::NewNote;
 
 fn no_note(id: i64) -> ErrorObject {
     ErrorObject::new(codes::NOT_FOUND, format!("no note {id}"))
@@ -33,6 +34,36 @@ pub(super) fn list(kernel: &Kernel, owner: &str, limit: Option<u32>) -> Reply {
         })
         .collect();
     to_value(MemoryListResult { notes })
+}
+
+/// A note the person writes: bounded as the model's, in a workspace (a directory, canonical as
+/// a conversation's) or in every one, pinned if they say so (within the pins' bound).
+pub(super) fn add(kernel: &Kernel, owner: &str, p: MemoryAddParams) -> Reply {
+    let invalid = |why: String| ErrorObject::new(codes::INVALID_PARAMS, why);
+    let (title, tags) = crate::tools::memory::bounded(&p.title, &p.body, &p.tags).map_err(invalid)?;
+    let workspace = match &p.workspace {
+        None => None,
+        Some(dir) => match std::fs::canonicalize(dir) {
+            Ok(path) if path.is_dir() => Some(path.to_string_lossy().into_owned()),
+            _ => return Err(invalid(format!("`workspace` {dir:?} is not a directory"))),
+        },
+    };
+    if p.pinned && pins_full(&*kernel.store, owner).map_err(internal)? {
+        return Err(invalid(format!("at most {MAX_PINNED} notes are pinned: unpin one first")));
+    }
+    let source = p.source.as_deref().map(crate::features::memory::one_line).filter(|s| !s.is_empty());
+    let note = NewNote {
+        owner: owner.into(),
+        workspace,
+        title,
+        body: p.body,
+        tags,
+        source,
+        conversation_id: None,
+        pinned: p.pinned,
+    };
+    let id = kernel.store.write_note(&note).map_err(internal)?;
+    Ok(json!({"id": id}))
 }
 
 pub(super) fn pin(kernel: &Kernel, owner: &str, id: i64, pinned: bool) -> Reply {

@@ -46,7 +46,7 @@ pub(super) fn found_info(kernel: &Arc<Kernel>, found: &Found, remote: bool) -> R
         Found::Here(conv) => Ok(info(kernel, conv, remote, false)),
         Found::Elsewhere { row, .. } => {
             let running = running_elsewhere(kernel, &[row.id]).contains(&row.id);
-            row_info(kernel, row, remote, running, &mut RulesFiles::default())
+            row_info(kernel, row, remote, running, RowEvents::read(kernel, row.id)?, &mut RulesFiles::default())
         }
     }
 }
@@ -104,6 +104,24 @@ impl RulesFiles {
     }
 }
 
+/// What a stored conversation's info says of its events: read with a list's page, or alone.
+pub(super) struct RowEvents {
+    head_seq: u64,
+    cost_usd: Option<f64>,
+}
+
+impl RowEvents {
+    fn read(kernel: &Kernel, id: i64) -> Result<Self, ErrorObject> {
+        let head_seq = kernel.store.head_seq(id).map_err(internal)?;
+        Ok(RowEvents { head_seq, cost_usd: crate::spend::stored_total(&*kernel.store, id) })
+    }
+
+    fn listed(listed: &superpi_store::Listed) -> Self {
+        let cost_usd = listed.last_usage.as_deref().and_then(crate::spend::total_in);
+        RowEvents { head_seq: listed.head_seq, cost_usd }
+    }
+}
+
 /// The info of a stored conversation, without making it live when it is not; `running` when
 /// another kernel runs a turn of it.
 pub(super) fn row_info(
@@ -111,6 +129,7 @@ pub(super) fn row_info(
     row: &ConversationRow,
     remote: bool,
     running: bool,
+    events: RowEvents,
     rules_files: &mut RulesFiles,
 ) -> Result<ConversationInfo, ErrorObject> {
     if let Some(conv) = kernel.live.get(row.id) {
@@ -134,10 +153,10 @@ pub(super) fn row_info(
         parent_id: row.parent_id,
         created_at_ms: row.created_at_ms,
         status: if running { "running".into() } else { "idle".into() },
-        head_seq: kernel.store.head_seq(row.id).map_err(internal)?,
+        head_seq: events.head_seq,
         created: false,
         rules_files: rules_files.of(row.workspace.as_deref()),
-        cost_usd: crate::spend::stored_total(&*kernel.store, row.id),
+        cost_usd: events.cost_usd,
     })
 }
 
@@ -583,14 +602,16 @@ pub(super) fn list(kernel: &Arc<Kernel>, peer: &Peer, p: ListParams) -> Reply {
     let mut rows = kernel.store.list_conversations(&peer.principal, limit + 1, from).map_err(internal)?;
     let more = rows.len() > limit as usize;
     rows.truncate(limit as usize);
-    let next = more.then(|| rows.last().map(|(row, updated_at_ms)| format!("{updated_at_ms}.{}", row.id))).flatten();
-    let ids: Vec<i64> =
-        rows.iter().filter(|(row, _)| kernel.live.get(row.id).is_none()).map(|(row, _)| row.id).collect();
+    let next = more.then(|| rows.last().map(|last| format!("{}.{}", last.updated_at_ms, last.row.id))).flatten();
+    let ids: Vec<i64> = rows.iter().map(|l| l.row.id).filter(|id| kernel.live.get(*id).is_none()).collect();
     let running = running_elsewhere(kernel, &ids);
     let mut rules_files = RulesFiles::default();
     let conversations = rows
         .iter()
-        .map(|(row, _)| row_info(kernel, row, peer.remote, running.contains(&row.id), &mut rules_files))
+        .map(|l| {
+            let running = running.contains(&l.row.id);
+            row_info(kernel, &l.row, peer.remote, running, RowEvents::listed(l), &mut rules_files)
+        })
         .collect::<Result<Vec<_>, _>>()?;
     to_value(ListResult { conversations, more, next })
 }
@@ -631,7 +652,8 @@ pub(super) fn fork(kernel: &Arc<Kernel>, peer: &Peer, p: ForkParams) -> Reply {
     if let Some(fork) = live::conversation(kernel, forked.id).map_err(internal)? {
         crate::turn::recovery::close_forked(kernel, &fork).map_err(internal)?;
     }
-    let mut value = row_info(kernel, &forked, peer.remote, false, &mut RulesFiles::default())?;
+    let events = RowEvents::read(kernel, forked.id)?;
+    let mut value = row_info(kernel, &forked, peer.remote, false, events, &mut RulesFiles::default())?;
     value.created = true;
     to_value(value)
 }

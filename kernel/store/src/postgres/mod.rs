@@ -11,6 +11,7 @@
 //! Over 500 lines on purpose: one function per `Store` method, each holding its SQL, as the
 //! SQLite engine's; the connection and the migrations are modules of their own.
 
+mod artifacts;
 pub(crate) mod connection;
 mod forwarding;
 mod leases;
@@ -27,8 +28,8 @@ use tokio_postgres::{Client, GenericClient, Row};
 use crate::postgres::connection::Driver;
 use crate::postgres::connection::{Connection, Target, wait};
 use crate::{
-    Commit, ConversationRow, ConversationSettings, ListFrom, NewConversation, Notice, Store, StoreError, TurnStatus,
-    ended_at_ms, entries_page_of, events_page_of, readdress, to_json,
+    Commit, ConversationRow, ConversationSettings, ListFrom, Listed, NewConversation, Notice, Store, StoreError,
+    TurnStatus, ended_at_ms, entries_page_of, events_page_of, readdress, to_json,
 };
 
 /// The numbered migrations in PostgreSQL's dialect: the same numbers and names as SQLite's.
@@ -217,25 +218,32 @@ impl Store for PostgresStore {
         row.as_ref().map(to_conversation).transpose()
     }
 
-    fn list_conversations(
-        &self,
-        owner: &str,
-        limit: u32,
-        from: ListFrom,
-    ) -> Result<Vec<(ConversationRow, i64)>, StoreError> {
+    fn list_conversations(&self, owner: &str, limit: u32, from: ListFrom) -> Result<Vec<Listed>, StoreError> {
         let client = self.client()?;
         let select = format!("SELECT {CONVERSATION_COLUMNS}, updated_at_ms FROM conversations WHERE owner = $1");
         let order = "ORDER BY updated_at_ms DESC, id DESC LIMIT $2";
+        // One statement for the page with its rows' head seqs and costs.
+        let listed = |page: &str| crate::listed_page(page, "GREATEST");
         let rows = match from {
-            ListFrom::Offset(offset) => wait(
-                client.query(&format!("{select} {order} OFFSET $3"), &[&owner, &i64::from(limit), &i64::from(offset)]),
-            )?,
+            ListFrom::Offset(offset) => wait(client.query(
+                &listed(&format!("{select} {order} OFFSET $3")),
+                &[&owner, &i64::from(limit), &i64::from(offset)],
+            ))?,
             ListFrom::After { updated_at_ms, id } => wait(client.query(
-                &format!("{select} AND (updated_at_ms, id) < ($3, $4) {order}"),
+                &listed(&format!("{select} AND (updated_at_ms, id) < ($3, $4) {order}")),
                 &[&owner, &i64::from(limit), &updated_at_ms, &id],
             ))?,
         };
-        rows.iter().map(|row| Ok((to_conversation(row)?, row.try_get(10)?))).collect()
+        rows.iter()
+            .map(|row| {
+                Ok(Listed {
+                    row: to_conversation(row)?,
+                    updated_at_ms: row.try_get(10)?,
+                    head_seq: row.try_get::<_, i64>(11)? as u64,
+                    last_usage: row.try_get(12)?,
+                })
+            })
+            .collect()
     }
 
     fn set_mode(&self, id: i64, mode: &str) -> Result<(), StoreError> {

@@ -1,6 +1,7 @@
 //! The SQLite engine: one file in WAL mode, one writer connection behind a mutex, owned by
 //! one kernel (its data directory's lock).
 
+mod artifacts;
 mod forwarding;
 mod leases;
 mod memories;
@@ -14,7 +15,7 @@ use superpi_proto::event::now_ms;
 use superpi_proto::{Entry, Message};
 
 use crate::{
-    Commit, ConversationRow, ConversationSettings, ListFrom, NewConversation, Store, StoreError, TurnStatus,
+    Commit, ConversationRow, ConversationSettings, ListFrom, Listed, NewConversation, Store, StoreError, TurnStatus,
     ended_at_ms, entries_page_of, events_page_of, readdress, to_json,
 };
 
@@ -108,26 +109,30 @@ impl Store for SqliteStore {
             .optional()?)
     }
 
-    fn list_conversations(
-        &self,
-        owner: &str,
-        limit: u32,
-        from: ListFrom,
-    ) -> Result<Vec<(ConversationRow, i64)>, StoreError> {
+    fn list_conversations(&self, owner: &str, limit: u32, from: ListFrom) -> Result<Vec<Listed>, StoreError> {
         const COLUMNS: &str = "SELECT id, owner, harness, model, mode, workspace, title, parent_id, created_at_ms, settings, \
                                updated_at_ms FROM conversations WHERE owner = ?1";
         const ORDER: &str = "ORDER BY updated_at_ms DESC, id DESC LIMIT ?2";
+        // One statement for the page with its rows' head seqs and costs.
+        let listed = |page: &str| crate::listed_page(page, "MAX");
         let conn = self.conn();
-        let with_updated = |r: &rusqlite::Row<'_>| Ok((row_to_conversation(r)?, r.get(10)?));
+        let read = |r: &rusqlite::Row<'_>| {
+            Ok(Listed {
+                row: row_to_conversation(r)?,
+                updated_at_ms: r.get(10)?,
+                head_seq: r.get::<_, i64>(11)? as u64,
+                last_usage: r.get(12)?,
+            })
+        };
         let rows = match from {
             ListFrom::Offset(offset) => conn
-                .prepare_cached(&format!("{COLUMNS} {ORDER} OFFSET ?3"))?
-                .query_map(params![owner, limit, offset], with_updated)?
+                .prepare_cached(&listed(&format!("{COLUMNS} {ORDER} OFFSET ?3")))?
+                .query_map(params![owner, limit, offset], read)?
                 .collect::<Result<Vec<_>, _>>()?,
             // A row value: SQLite walks the (owner, updated_at_ms, id) index from the position.
             ListFrom::After { updated_at_ms, id } => conn
-                .prepare_cached(&format!("{COLUMNS} AND (updated_at_ms, id) < (?3, ?4) {ORDER}"))?
-                .query_map(params![owner, limit, updated_at_ms, id], with_updated)?
+                .prepare_cached(&listed(&format!("{COLUMNS} AND (updated_at_ms, id) < (?3, ?4) {ORDER}")))?
+                .query_map(params![owner, limit, updated_at_ms, id], read)?
                 .collect::<Result<Vec<_>, _>>()?,
         };
         Ok(rows)
