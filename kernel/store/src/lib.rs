@@ -48,7 +48,7 @@ use std::sync::Arc;
 pub use forwarding::{Forwarding, JobKind, OpenQuestion, QuestionKind, Watchers};
 pub use lease::{Claim, Heard, Lease, Leases, Notice, QueuedSubmit};
 pub use live::LiveBatch;
-pub use memories::{Memories, NewNote, Note, NoteLink, NoteScope};
+pub use memories::{Memories, NewNote, Note, NoteLink, NoteScope, PinOutcome};
 pub use postgres::PostgresStore;
 pub use schedules::{DELIVERY_MEMORY_MS, NewSchedule, RunSettings, Schedule, ScheduleRun, Schedules};
 pub use sqlite::SqliteStore;
