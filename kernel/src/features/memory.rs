@@ -113,10 +113,10 @@ pub(crate) fn query_terms(query: &str) -> Vec<String> {
     words
 }
 
-/// Whether the owner has as many pinned notes as they may.
-pub(crate) fn pins_full(store: &dyn Store, owner: &str) -> Result<bool, StoreError> {
-    let notes = store.owner_notes(owner, MAX_PINNED + 1)?;
-    Ok(notes.iter().take_while(|n| n.pinned).count() >= MAX_PINNED)
+/// Why a pin was refused: the owner has [`MAX_PINNED`] pinned notes (the store counts and
+/// pins in one transaction: `Memories::pin_note`).
+pub(crate) fn pins_full() -> String {
+    format!("at most {MAX_PINNED} notes are pinned: unpin one first")
 }
 
 /// A search's ranked hits and what found them (the engine, or `fallback`).

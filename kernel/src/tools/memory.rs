@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::features::memory::{MAX_PINNED, near_duplicates, one_line, pins_full};
 use crate::kernel::KernelSlot;
 use crate::tools::common::{ok, parse};
-use superpi_store::{NewNote, Note, NoteLink, NoteScope, Store};
+use superpi_store::{NewNote, Note, NoteLink, NoteScope, PinOutcome, Store};
 
 /// The most bytes of a note's body.
 const MAX_BODY_BYTES: usize = 32_000;
@@ -298,14 +298,6 @@ fn from_outside(source: &str) -> bool {
     source.contains("http://") || source.contains("https://")
 }
 
-/// Whether the owner may pin one more note.
-fn room_to_pin(store: &dyn Store, owner: &str) -> Result<(), String> {
-    match stored(pins_full(store, owner))? {
-        true => Err(format!("at most {MAX_PINNED} notes are pinned: unpin one first")),
-        false => Ok(()),
-    }
-}
-
 fn write(store: &dyn Store, caller: &Caller, arguments: &Value) -> Result<ToolCallResult, String> {
     let note = new_note(caller, parse(arguments)?)?;
     let alike = stored(near_duplicates(store, caller.scope(), &note))?;
@@ -316,10 +308,7 @@ fn write(store: &dyn Store, caller: &Caller, arguments: &Value) -> Result<ToolCa
             json!({"written": false, "duplicate_of": same.id}),
         ));
     }
-    if note.pinned {
-        room_to_pin(store, &caller.owner)?;
-    }
-    let id = stored(store.write_note(&note))?;
+    let id = stored(store.write_note_within(&note, MAX_PINNED))?.ok_or_else(pins_full)?;
     let kept = match (&note.workspace, note.pinned) {
         (Some(_), false) => " (kept to this workspace)",
         (Some(_), true) => " (kept to this workspace, pinned)",
@@ -457,16 +446,18 @@ fn link(store: &dyn Store, caller: &Caller, arguments: &Value) -> Result<ToolCal
 fn pin(store: &dyn Store, caller: &Caller, arguments: &Value) -> Result<ToolCallResult, String> {
     let args: PinArgs = parse(arguments)?;
     let note = stored(store.note(caller.scope(), args.id))?.ok_or_else(|| format!("no note #{} of yours", args.id))?;
-    if args.pinned && !note.pinned {
-        if note.source.as_deref().is_some_and(from_outside) || note.tags.iter().any(|t| t == "harvested") {
-            return Err(format!(
-                "note #{} came from outside (a URL, or a compaction's harvest): the person pins it (`superpi memory pin {}`)",
-                note.id, note.id
-            ));
-        }
-        room_to_pin(store, &caller.owner)?;
+    let from_elsewhere = note.source.as_deref().is_some_and(from_outside) || note.tags.iter().any(|t| t == "harvested");
+    if args.pinned && !note.pinned && from_elsewhere {
+        return Err(format!(
+            "note #{} came from outside (a URL, or a compaction's harvest): the person pins it (`superpi memory pin {}`)",
+            note.id, note.id
+        ));
     }
-    stored(store.pin_note(&caller.owner, note.id, args.pinned))?;
+    match stored(store.pin_note(&caller.owner, note.id, args.pinned, MAX_PINNED))? {
+        PinOutcome::Done => {}
+        PinOutcome::NoNote => return Err(format!("no note #{} of yours", args.id)),
+        PinOutcome::Full => return Err(pins_full()),
+    }
     let output = match args.pinned {
         true => format!("Pinned note #{}.", note.id),
         false => format!("Unpinned note #{}.", note.id),

@@ -52,7 +52,7 @@ pub use artifacts::{ArtifactRow, Artifacts, NewArtifact};
 pub use forwarding::{Forwarding, JobKind, OpenQuestion, QuestionKind, Watchers};
 pub use lease::{Claim, Heard, Lease, Leases, Notice, QueuedSubmit};
 pub use live::LiveBatch;
-pub use memories::{Memories, NewNote, Note, NoteLink, NoteScope};
+pub use memories::{Memories, NewNote, Note, NoteLink, NoteScope, PinOutcome};
 pub use postgres::PostgresStore;
 pub use schedules::{DELIVERY_MEMORY_MS, NewSchedule, RunSettings, Schedule, ScheduleRun, Schedules};
 pub use sqlite::SqliteStore;

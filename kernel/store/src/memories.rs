@@ -57,9 +57,25 @@ pub struct NoteLink {
     pub relation: String,
 }
 
+/// What [`Memories::pin_note`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PinOutcome {
+    /// The note is pinned or unpinned as asked (it may have been already).
+    Done,
+    /// The owner has no such note.
+    NoNote,
+    /// Not pinned: the owner has as many pinned notes as they may.
+    Full,
+}
+
 pub trait Memories {
-    /// Stores a note; its id.
+    /// Stores a note as given (pinned or not, whatever the owner has pinned); its id.
     fn write_note(&self, note: &NewNote) -> Result<i64, StoreError>;
+
+    /// Stores a note as [`Memories::write_note`] does, except that a pinned note is refused
+    /// (`None`) when its owner has `max_pinned` pinned already: counted and written in one
+    /// transaction, so writers at once never leave more.
+    fn write_note_within(&self, note: &NewNote, max_pinned: usize) -> Result<Option<i64>, StoreError>;
 
     /// The note with this id, when the scope sees it.
     fn note(&self, scope: NoteScope<'_>, id: i64) -> Result<Option<Note>, StoreError>;
@@ -87,8 +103,10 @@ pub trait Memories {
     /// Every note of an owner, in every workspace: pinned first, then newest first.
     fn owner_notes(&self, owner: &str, limit: usize) -> Result<Vec<Note>, StoreError>;
 
-    /// Pins or unpins an owner's note; false when the owner has no such note.
-    fn pin_note(&self, owner: &str, id: i64, pinned: bool) -> Result<bool, StoreError>;
+    /// Pins or unpins an owner's note, pinning only while the owner has fewer than
+    /// `max_pinned` pinned notes: counted and changed in one transaction, so pins at once
+    /// (two conversations, a tool and the CLI) never leave more.
+    fn pin_note(&self, owner: &str, id: i64, pinned: bool, max_pinned: usize) -> Result<PinOutcome, StoreError>;
 
     /// Removes an owner's note and its links; false when the owner has no such note.
     fn remove_note(&self, owner: &str, id: i64) -> Result<bool, StoreError>;

@@ -77,8 +77,8 @@ pub(super) fn search_stems_ranks_and_puts_superseded_notes_last(store: &dyn Stor
 pub(super) fn a_pinned_note_comes_first_and_a_removed_one_takes_its_links(store: &dyn Store) {
     let pinned = store.write_note(&note("alice", None, "Style", "Tabs, not spaces, in every file")).unwrap();
     let newer = store.write_note(&note("alice", Some("/w/a"), "Files", "Every file ends with a newline")).unwrap();
-    assert!(store.pin_note("alice", pinned, true).unwrap());
-    assert!(!store.pin_note("bob", pinned, false).unwrap(), "another owner's note");
+    assert_eq!(store.pin_note("alice", pinned, true, 16).unwrap(), PinOutcome::Done);
+    assert_eq!(store.pin_note("bob", pinned, false, 16).unwrap(), PinOutcome::NoNote, "another owner's note");
     let hits: Vec<(i64, bool)> =
         store.search_notes(ALICE, &words("file"), 10).unwrap().iter().map(|(n, _)| (n.id, n.pinned)).collect();
     assert_eq!(hits, [(pinned, true), (newer, false)]);
@@ -97,4 +97,46 @@ pub(super) fn a_pinned_note_comes_first_and_a_removed_one_takes_its_links(store:
     // The full-text index forgot it too.
     assert!(store.search_notes(ALICE, &words("tabs"), 10).unwrap().is_empty());
     assert!(!store.remove_note("alice", pinned).unwrap());
+}
+
+pub(super) fn pins_at_once_stop_at_the_limit_and_the_rest_are_told_full(store: &dyn Store) {
+    const MAX: usize = 16;
+    let pinned = |owner| store.owner_notes(owner, 100).unwrap().iter().filter(|n| n.pinned).count();
+    let ids: Vec<i64> =
+        (0..24).map(|i| store.write_note(&note("alice", None, &format!("Rule {i}"), "A rule")).unwrap()).collect();
+    // Every pin at once (two conversations, a tool and the CLI): each counts and pins in one go.
+    let outcomes: Vec<PinOutcome> = std::thread::scope(|scope| {
+        let pins: Vec<_> =
+            ids.iter().map(|&id| scope.spawn(move || store.pin_note("alice", id, true, MAX).unwrap())).collect();
+        pins.into_iter().map(|p| p.join().unwrap()).collect()
+    });
+    let told = |outcome| outcomes.iter().filter(|o| **o == outcome).count();
+    assert_eq!((told(PinOutcome::Done), told(PinOutcome::Full)), (MAX, ids.len() - MAX), "{outcomes:?}");
+    assert_eq!(pinned("alice"), MAX);
+
+    // When full: pinning a pinned note again is done, unpinning is, another owner's pin is.
+    let done: Vec<i64> =
+        ids.iter().zip(&outcomes).filter(|(_, o)| **o == PinOutcome::Done).map(|(id, _)| *id).collect();
+    assert_eq!(store.pin_note("alice", done[0], true, MAX).unwrap(), PinOutcome::Done);
+    let bobs = store.write_note(&note("bob", None, "Bob's", "His rule")).unwrap();
+    assert_eq!(store.pin_note("bob", bobs, true, MAX).unwrap(), PinOutcome::Done);
+
+    // Notes written pinned at once, after four unpins: four are written, the rest refused;
+    // an unpinned note is written whatever the count.
+    for &id in &done[..4] {
+        assert_eq!(store.pin_note("alice", id, false, MAX).unwrap(), PinOutcome::Done);
+    }
+    let written: Vec<Option<i64>> = std::thread::scope(|scope| {
+        let writes: Vec<_> = (0..12)
+            .map(|i| {
+                let new = NewNote { pinned: true, ..note("alice", None, &format!("Law {i}"), "A law") };
+                scope.spawn(move || store.write_note_within(&new, MAX).unwrap())
+            })
+            .collect();
+        writes.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    assert_eq!(written.iter().flatten().count(), 4, "{written:?}");
+    assert_eq!(pinned("alice"), MAX);
+    assert!(store.write_note_within(&note("alice", None, "Plain", "Not pinned"), MAX).unwrap().is_some());
+    assert_eq!(store.count_notes(NoteScope { owner: "alice", workspace: None }).unwrap(), 24 + 4 + 1);
 }

@@ -94,7 +94,7 @@ fn a_note_from_before_pins_is_unpinned_and_found(store: &dyn Store) {
     let hits = store.search_notes(scope, &["tea".to_string()], 5).unwrap();
     assert_eq!(hits.len(), 1);
     assert!(!hits[0].0.pinned && hits[0].0.workspace.is_none());
-    assert!(store.pin_note("alice", hits[0].0.id, true).unwrap());
+    assert_eq!(store.pin_note("alice", hits[0].0.id, true, 16).unwrap(), PinOutcome::Done);
     assert!(store.note(scope, hits[0].0.id).unwrap().unwrap().pinned);
 }
 
@@ -575,6 +575,7 @@ on_each_engine!(
     notes_are_scoped_to_their_owner_and_workspace,
     search_stems_ranks_and_puts_superseded_notes_last,
     a_pinned_note_comes_first_and_a_removed_one_takes_its_links,
+    pins_at_once_stop_at_the_limit_and_the_rest_are_told_full,
     a_tick_is_claimed_once_and_the_next_one_is_set_with_it,
     of_claims_racing_for_a_tick_one_wins,
     a_trigger_is_found_by_its_token_hash_with_its_secret,

@@ -5,6 +5,7 @@ use serde_json::json;
 use superpi_proto::ErrorObject;
 use superpi_proto::memory::{MemoryAddParams, MemoryListResult, NoteInfo};
 use superpi_proto::message::codes;
+use superpi_store::PinOutcome;
 
 use super::{Reply, internal, to_value};
 use crate::features::memory::{MAX_PINNED, pins_full};
@@ -67,16 +68,10 @@ pub(super) fn add(kernel: &Kernel, owner: &str, p: MemoryAddParams) -> Reply {
 }
 
 pub(super) fn pin(kernel: &Kernel, owner: &str, id: i64, pinned: bool) -> Reply {
-    let store = &*kernel.store;
-    let listed = store.owner_notes(owner, MAX_PINNED + 1).map_err(internal)?;
-    let already = listed.iter().any(|n| n.id == id && n.pinned);
-    if pinned && !already && pins_full(store, owner).map_err(internal)? {
-        let why = format!("at most {MAX_PINNED} notes are pinned: unpin one first");
-        return Err(ErrorObject::new(codes::INVALID_PARAMS, why));
-    }
-    match store.pin_note(owner, id, pinned).map_err(internal)? {
-        true => Ok(json!({"id": id, "pinned": pinned})),
-        false => Err(no_note(id)),
+    match kernel.store.pin_note(owner, id, pinned, MAX_PINNED).map_err(internal)? {
+        PinOutcome::Done => Ok(json!({"id": id, "pinned": pinned})),
+        PinOutcome::NoNote => Err(no_note(id)),
+        PinOutcome::Full => Err(ErrorObject::new(codes::INVALID_PARAMS, pins_full())),
     }
 }
 

@@ -2,10 +2,12 @@
 //! (the `english` configuration, title weighted above tags and body; ranked by `ts_rank`).
 
 use superpi_proto::event::now_ms;
-use tokio_postgres::Row;
+use tokio_postgres::{GenericClient, Row, Transaction};
 
 use crate::StoreError;
-use crate::memories::{Memories, NOTE_COLUMNS, NewNote, Note, NoteLink, NoteScope, SUPERSEDED, tags_column, tags_of};
+use crate::memories::{
+    Memories, NOTE_COLUMNS, NewNote, Note, NoteLink, NoteScope, PinOutcome, SUPERSEDED, tags_column, tags_of,
+};
 use crate::postgres::PostgresStore;
 use crate::postgres::connection::wait;
 
@@ -43,10 +45,10 @@ fn limit(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-impl Memories for PostgresStore {
-    fn write_note(&self, note: &NewNote) -> Result<i64, StoreError> {
-        let client = self.client()?;
-        let row = wait(client.query_one(
+/// Stores a note (in a transaction or not); its id.
+async fn insert(client: &impl GenericClient, note: &NewNote) -> Result<i64, StoreError> {
+    let row = client
+        .query_one(
             "INSERT INTO memories (owner, workspace, title, body, tags, source, conversation_id, created_at_ms, pinned)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
             &[
@@ -60,8 +62,41 @@ impl Memories for PostgresStore {
                 &now_ms(),
                 &note.pinned,
             ],
-        ))?;
-        Ok(row.try_get(0)?)
+        )
+        .await?;
+    Ok(row.try_get(0)?)
+}
+
+/// The advisory locks' first key for an owner's pins (the second is the owner's hash): two
+/// transactions counting one owner's pins take turns, so neither counts before the other's
+/// pin is committed. Distinct from the migration lock's single key.
+const PINS_LOCK: i32 = 0x5350_494e;
+
+/// How many notes the owner has pinned, counted under the owner's pins lock (held until
+/// `tx` ends).
+async fn pinned_count(tx: &Transaction<'_>, owner: &str) -> Result<usize, StoreError> {
+    tx.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", &[&PINS_LOCK, &owner]).await?;
+    let row = tx.query_one("SELECT COUNT(*) FROM memories WHERE owner = $1 AND pinned", &[&owner]).await?;
+    Ok(usize::try_from(row.try_get::<_, i64>(0)?).unwrap_or(usize::MAX))
+}
+
+impl Memories for PostgresStore {
+    fn write_note(&self, note: &NewNote) -> Result<i64, StoreError> {
+        let client = self.client()?;
+        wait(insert(&**client, note))
+    }
+
+    fn write_note_within(&self, note: &NewNote, max_pinned: usize) -> Result<Option<i64>, StoreError> {
+        let mut client = self.client()?;
+        wait(async {
+            let tx = client.transaction().await?;
+            if note.pinned && pinned_count(&tx, &note.owner).await? >= max_pinned {
+                return Ok(None);
+            }
+            let id = insert(&tx, note).await?;
+            tx.commit().await?;
+            Ok(Some(id))
+        })
     }
 
     fn note(&self, scope: NoteScope<'_>, id: i64) -> Result<Option<Note>, StoreError> {
@@ -143,12 +178,23 @@ impl Memories for PostgresStore {
         rows.iter().map(to_note).collect()
     }
 
-    fn pin_note(&self, owner: &str, id: i64, pinned: bool) -> Result<bool, StoreError> {
-        let client = self.client()?;
-        let changed = wait(
-            client.execute("UPDATE memories SET pinned = $3 WHERE owner = $1 AND id = $2", &[&owner, &id, &pinned]),
-        )?;
-        Ok(changed > 0)
+    fn pin_note(&self, owner: &str, id: i64, pinned: bool, max_pinned: usize) -> Result<PinOutcome, StoreError> {
+        let mut client = self.client()?;
+        wait(async {
+            let tx = client.transaction().await?;
+            let count = pinned_count(&tx, owner).await?;
+            let was = tx.query_opt("SELECT pinned FROM memories WHERE owner = $1 AND id = $2", &[&owner, &id]).await?;
+            let outcome = match was.map(|row| row.try_get::<_, bool>(0)).transpose()? {
+                None => PinOutcome::NoNote,
+                Some(false) if pinned && count >= max_pinned => PinOutcome::Full,
+                Some(_) => {
+                    tx.execute("UPDATE memories SET pinned = $2 WHERE id = $1", &[&id, &pinned]).await?;
+                    PinOutcome::Done
+                }
+            };
+            tx.commit().await?;
+            Ok(outcome)
+        })
     }
 
     fn remove_note(&self, owner: &str, id: i64) -> Result<bool, StoreError> {

@@ -1,11 +1,13 @@
 //! Memory on SQLite: the notes in `memories`, searched through the FTS5 table its triggers
 //! keep (bm25, the title weighted above tags and body).
 
-use rusqlite::{OptionalExtension, Row, params};
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use superpi_proto::event::now_ms;
 
 use crate::StoreError;
-use crate::memories::{Memories, NOTE_COLUMNS, NewNote, Note, NoteLink, NoteScope, SUPERSEDED, tags_column, tags_of};
+use crate::memories::{
+    Memories, NOTE_COLUMNS, NewNote, Note, NoteLink, NoteScope, PinOutcome, SUPERSEDED, tags_column, tags_of,
+};
 use crate::sqlite::SqliteStore;
 
 const IN_SCOPE: &str = "m.owner = ?1 AND (m.workspace IS NULL OR m.workspace IS ?2)";
@@ -32,25 +34,48 @@ fn match_any(terms: &[String]) -> String {
     terms.iter().map(|t| format!("\"{}\"", t.replace('"', ""))).collect::<Vec<_>>().join(" OR ")
 }
 
+fn insert(conn: &Connection, note: &NewNote) -> Result<i64, StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO memories (owner, workspace, title, body, tags, source, conversation_id, created_at_ms, pinned)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        note.owner,
+        note.workspace,
+        note.title,
+        note.body,
+        tags_column(&note.tags),
+        note.source,
+        note.conversation_id,
+        now_ms(),
+        note.pinned
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+fn pinned_count(conn: &Connection, owner: &str) -> Result<usize, StoreError> {
+    let n: i64 = conn
+        .prepare_cached("SELECT COUNT(*) FROM memories WHERE owner = ?1 AND pinned")?
+        .query_row([owner], |r| r.get(0))?;
+    Ok(usize::try_from(n).unwrap_or(usize::MAX))
+}
+
 impl Memories for SqliteStore {
     fn write_note(&self, note: &NewNote) -> Result<i64, StoreError> {
-        let conn = self.conn();
-        conn.prepare_cached(
-            "INSERT INTO memories (owner, workspace, title, body, tags, source, conversation_id, created_at_ms, pinned)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        )?
-        .execute(params![
-            note.owner,
-            note.workspace,
-            note.title,
-            note.body,
-            tags_column(&note.tags),
-            note.source,
-            note.conversation_id,
-            now_ms(),
-            note.pinned
-        ])?;
-        Ok(conn.last_insert_rowid())
+        insert(&self.conn(), note)
+    }
+
+    fn write_note_within(&self, note: &NewNote, max_pinned: usize) -> Result<Option<i64>, StoreError> {
+        let mut conn = self.conn();
+        // Immediate: the write lock first, so no other writer counts between the count and
+        // the insert (another kernel on the same file included).
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        if note.pinned && pinned_count(&tx, &note.owner)? >= max_pinned {
+            return Ok(None);
+        }
+        let id = insert(&tx, note)?;
+        tx.commit()?;
+        Ok(Some(id))
     }
 
     fn note(&self, scope: NoteScope<'_>, id: i64) -> Result<Option<Note>, StoreError> {
@@ -134,11 +159,23 @@ impl Memories for SqliteStore {
         Ok(notes)
     }
 
-    fn pin_note(&self, owner: &str, id: i64, pinned: bool) -> Result<bool, StoreError> {
-        let changed = self
-            .conn()
-            .execute("UPDATE memories SET pinned = ?3 WHERE owner = ?1 AND id = ?2", params![owner, id, pinned])?;
-        Ok(changed > 0)
+    fn pin_note(&self, owner: &str, id: i64, pinned: bool, max_pinned: usize) -> Result<PinOutcome, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let was: Option<bool> = tx
+            .prepare_cached("SELECT pinned FROM memories WHERE owner = ?1 AND id = ?2")?
+            .query_row(params![owner, id], |r| r.get(0))
+            .optional()?;
+        let outcome = match was {
+            None => PinOutcome::NoNote,
+            Some(false) if pinned && pinned_count(&tx, owner)? >= max_pinned => PinOutcome::Full,
+            Some(_) => {
+                tx.prepare_cached("UPDATE memories SET pinned = ?2 WHERE id = ?1")?.execute(params![id, pinned])?;
+                PinOutcome::Done
+            }
+        };
+        tx.commit()?;
+        Ok(outcome)
     }
 
     fn remove_note(&self, owner: &str, id: i64) -> Result<bool, StoreError> {
