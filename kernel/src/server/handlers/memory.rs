@@ -49,9 +49,6 @@ pub(super) fn add(kernel: &Kernel, owner: &str, p: MemoryAddParams) -> Reply {
             _ => return Err(invalid(format!("`workspace` {dir:?} is not a directory"))),
         },
     };
-    if p.pinned && pins_full(&*kernel.store, owner).map_err(internal)? {
-        return Err(invalid(format!("at most {MAX_PINNED} notes are pinned: unpin one first")));
-    }
     let source = p.source.as_deref().map(crate::features::memory::one_line).filter(|s| !s.is_empty());
     let note = NewNote {
         owner: owner.into(),
@@ -63,8 +60,10 @@ pub(super) fn add(kernel: &Kernel, owner: &str, p: MemoryAddParams) -> Reply {
         conversation_id: None,
         pinned: p.pinned,
     };
-    let id = kernel.store.write_note(&note).map_err(internal)?;
-    Ok(json!({"id": id}))
+    match kernel.store.write_note_within(&note, MAX_PINNED).map_err(internal)? {
+        Some(id) => Ok(json!({"id": id})),
+        None => Err(invalid(pins_full())),
+    }
 }
 
 pub(super) fn pin(kernel: &Kernel, owner: &str, id: i64, pinned: bool) -> Reply {
