@@ -20,6 +20,11 @@ const HARNESSES: &str = r#"
 [harnesses.drafts]
 tools = ["read", "write", "ls", "bash", "subagent"]
 workspace = "scratch"
+handoff = ["team-writer", "drafts-review"]
+
+[harnesses.drafts-review]
+tools = ["read"]
+workspace = "scratch"
 
 [harnesses.team-writer]
 tools = ["read", "write"]
@@ -90,6 +95,27 @@ async fn two_conversations_of_a_shared_workspace_see_each_others_files() {
     assert!(!failed && out.contains("ship on friday"), "the other conversation reads it: {out}");
     assert!(!env.workspace.join("plan.md").exists(), "the caller's workspace was ignored");
     assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+}
+
+/// A hand-off keeps the conversation's directory: one to a harness of another workspace is
+/// refused (the conversation stays where it was), one to a harness of the same is made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hand_off_never_moves_a_conversation_to_another_workspace() {
+    let env = env();
+    let client = KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let (conv, dir) = open(&env, &client, "drafts").await;
+    let (failed, out) = call(&client, conv, "handoff", json!({"harness": "team-writer"})).await;
+    assert!(failed && out.contains("workspace"), "refused, saying why: {out}");
+    let (failed, out) = call(&client, conv, "write", json!({"path": "note.md", "content": "kept\n"})).await;
+    assert!(!failed, "{out}");
+    assert!(dir.join("note.md").exists(), "still in its scratch directory");
+    let shared = env.locations.workspaces_dir.join("shared/team/note.md");
+    assert!(!shared.exists(), "nothing written to the target's directory");
+
+    let (failed, out) = call(&client, conv, "handoff", json!({"harness": "drafts-review"})).await;
+    assert!(!failed, "a scratch harness to a scratch harness: {out}");
+    let (failed, out) = call(&client, conv, "read", json!({"path": "note.md"})).await;
+    assert!(!failed && out.contains("kept"), "the same directory after it: {out}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
