@@ -2,8 +2,8 @@
 //! through the real kernel and the mock model: a shared directory two conversations see, a
 //! scratch directory per conversation (and per subagent) that its tools cannot leave (policy
 //! and sandbox both), that goes with its conversation, outlives a restart and is swept once
-//! unused; as an
-//! ordinary user, the librarian's scratch directory is that user's, 0700.
+//! unused (and is listed before it is loaded); a hand-off
+//! keeps it; as an ordinary user, the librarian's scratch directory is that user's, 0700.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
@@ -182,6 +182,9 @@ async fn a_restarted_kernel_finds_the_same_scratch_dir_and_sweeps_it_once_unused
     env.kill_kernel();
 
     let client = KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    // Listed before it is loaded again, with the directory its id names.
+    let listed = client.list().await.unwrap().into_iter().find(|c| c.conversation_id == conv).expect("listed");
+    assert_eq!(listed.workspace.map(PathBuf::from), Some(dir.clone()), "session.list shows its workspace");
     let (failed, out) = call(&client, conv, "read", json!({"path": "notes.txt"})).await;
     assert!(!failed && out.contains("kept across"), "{out}");
     let info = client.open(OpenParams { conversation_id: Some(conv), ..Default::default() }).await.unwrap();
