@@ -1,12 +1,13 @@
 //! A harness's models and hand-offs end to end, in a repository under a developer's home,
 //! through OpenAI's rule-enforcing fake serving two models, `cheap` and `strong`: a hand-off
 //! gives the conversation to another harness (its prompt, tools and model from the next step,
-//! across a kernel restart, never above the ceiling it had) and one to a harness not listed is
-//! refused, as is one a `before_tool` hook or the policy refuses; a cascade escalates from
-//! `cheap` to `strong` for the rest of a turn when a step fails or when the cheap model calls
-//! `escalate`, and to a model without the vendor's built-in tool search with the tools sent
-//! plainly (on Anthropic's fake); a harness's `compaction_model` and `subagent_model` are the
-//! models its summaries and its subagents are asked of.
+//! across a kernel restart, never above the ceiling it had, nor its schedules) and one to a
+//! harness not listed is refused, as is one a `before_tool` hook or the policy refuses; a
+//! cascade escalates from `cheap` to `strong` for the rest of a turn when a step fails or when
+//! the cheap model calls `escalate` (a tool's image then checked against `strong`), and to a
+//! model without the vendor's built-in tool search with the tools sent plainly (on Anthropic's
+//! fake); a harness's `compaction_model` and `subagent_model` are the models its summaries and
+//! its subagents are asked of.
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
@@ -170,6 +171,15 @@ async fn a_hand_off_moves_the_conversation_to_its_target_across_a_restart_within
     // The scout's ceiling (accept-edits) holds though the builder's is auto.
     let answer = client.set_mode(id, "auto").await.unwrap();
     assert_eq!((answer["mode"].as_str(), answer["max_mode"].as_str()), (Some("accept-edits"), Some("accept-edits")));
+    // And binds the conversation's scheduled runs.
+    let params = superpi_proto::schedule::ScheduleAddParams {
+        prompt: "Build it nightly.".into(),
+        cron: Some("@daily".into()),
+        conversation_id: Some(id),
+        ..Default::default()
+    };
+    let schedule = client.schedule_add(params).await.unwrap().schedule;
+    assert_eq!(schedule.ceiling, "accept-edits", "the kept ceiling, not the builder's own");
 }
 
 /// `handoff` is a tool like any: a `before_tool` hook sees its call and may refuse it, the
