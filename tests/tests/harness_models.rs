@@ -294,6 +294,41 @@ async fn a_cascade_escalates_on_a_failure_and_when_the_cheap_model_asks() {
     assert_eq!(fake.rejections(), vec![]);
 }
 
+/// After an escalation from a model that does not see to one that does, an image a tool
+/// returns is checked against the model the turn is at, and reaches it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_a_tool_returns_is_checked_against_the_model_escalated_to() {
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+    let fake = OpenAiFake::start(vec![
+        Answer::tool_call("escalate", json!({"reason": "needs eyes"})),
+        Answer::tool_call("read", json!({"path": "pixel.png"})),
+        Answer::text("a pixel"),
+    ])
+    .await
+    .unwrap();
+    let env = TestEnv::new();
+    configure(&env, &fake, "[harnesses.eyes]\ntools = [\"read\"]\nmodel = [\"cheap\", \"strong\"]\n");
+    let providers = env.locations.config_dir.join("providers.toml");
+    let text = std::fs::read_to_string(&providers).unwrap();
+    let text = text.replace("name = \"cheap\"\n", "name = \"cheap\"\nimages = false\n");
+    // `strong` is OpenAI's gpt-4o upstream, a model the fake lets see.
+    let strong = "name = \"strong\"\nmodel = \"gpt-4o\"\nimages = true\n";
+    std::fs::write(&providers, text.replace("name = \"strong\"\n", strong)).unwrap();
+    let client = connect(&env).await;
+    let id = open(&env, &client, "eyes", "accept-edits").await;
+    let repo = developer_home(&env);
+    std::fs::write(repo.join("pixel.png"), superpi_providers::images::decode(png).unwrap()).unwrap();
+    let events = turn(&client, id, "what is in pixel.png?").await;
+    assert!(completed(&events), "{events:?}");
+    let results = results(&events);
+    assert!(results.iter().any(|(name, failed, _)| name == "read" && !failed), "{results:?}");
+    let accepted = fake.accepted();
+    let models: Vec<Value> = accepted.iter().map(|r| r["model"].clone()).collect();
+    assert_eq!(models, [json!("cheap"), json!("gpt-4o"), json!("gpt-4o")]);
+    assert!(accepted[2]["messages"].to_string().contains("data:image/png;base64"), "{}", accepted[2]);
+    assert_eq!(fake.rejections(), vec![]);
+}
+
 /// A cascade from a model with Anthropic's built-in tool search (Claude Sonnet 4.5) to one
 /// without it (Claude Opus 4.1): the first request defers the MCP server's tools behind the
 /// vendor's search tool; after the first model's `escalate`, the second model gets them as
