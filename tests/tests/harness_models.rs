@@ -1,12 +1,13 @@
 //! A harness's models and hand-offs end to end, in a repository under a developer's home,
 //! through OpenAI's rule-enforcing fake serving two models, `cheap` and `strong`: a hand-off
 //! gives the conversation to another harness (its prompt, tools and model from the next step,
-//! across a kernel restart, never above the ceiling it had) and one to a harness not listed is
-//! refused, as is one a `before_tool` hook or the policy refuses; a cascade escalates from
-//! `cheap` to `strong` for the rest of a turn when a step fails or when the cheap model calls
-//! `escalate`, and to a model without the vendor's built-in tool search with the tools sent
-//! plainly (on Anthropic's fake); a harness's `compaction_model` and `subagent_model` are the
-//! models its summaries and its subagents are asked of.
+//! across a kernel restart, never above the ceiling it had, nor its schedules) and one to a
+//! harness not listed is refused, as is one a `before_tool` hook or the policy refuses; a
+//! cascade escalates from `cheap` to `strong` for the rest of a turn when a step fails or when
+//! the cheap model calls `escalate` (a tool's image then checked against `strong`), and to a
+//! model without the vendor's built-in tool search with the tools sent plainly (on Anthropic's
+//! fake); a harness's `compaction_model` and `subagent_model` are the models its summaries and
+//! its subagents are asked of.
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
@@ -170,6 +171,15 @@ async fn a_hand_off_moves_the_conversation_to_its_target_across_a_restart_within
     // The scout's ceiling (accept-edits) holds though the builder's is auto.
     let answer = client.set_mode(id, "auto").await.unwrap();
     assert_eq!((answer["mode"].as_str(), answer["max_mode"].as_str()), (Some("accept-edits"), Some("accept-edits")));
+    // And binds the conversation's scheduled runs.
+    let params = superpi_proto::schedule::ScheduleAddParams {
+        prompt: "Build it nightly.".into(),
+        cron: Some("@daily".into()),
+        conversation_id: Some(id),
+        ..Default::default()
+    };
+    let schedule = client.schedule_add(params).await.unwrap().schedule;
+    assert_eq!(schedule.ceiling, "accept-edits", "the kept ceiling, not the builder's own");
 }
 
 /// `handoff` is a tool like any: a `before_tool` hook sees its call and may refuse it, the
@@ -281,6 +291,41 @@ async fn a_cascade_escalates_on_a_failure_and_when_the_cheap_model_asks() {
     assert!(completed(&events) && notices(&events).is_empty(), "{events:?}");
     let models: Vec<Value> = fake.accepted().iter().map(|r| r["model"].clone()).collect();
     assert_eq!(models[4..], [json!("cheap")]);
+    assert_eq!(fake.rejections(), vec![]);
+}
+
+/// After an escalation from a model that does not see to one that does, an image a tool
+/// returns is checked against the model the turn is at, and reaches it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_a_tool_returns_is_checked_against_the_model_escalated_to() {
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+    let fake = OpenAiFake::start(vec![
+        Answer::tool_call("escalate", json!({"reason": "needs eyes"})),
+        Answer::tool_call("read", json!({"path": "pixel.png"})),
+        Answer::text("a pixel"),
+    ])
+    .await
+    .unwrap();
+    let env = TestEnv::new();
+    configure(&env, &fake, "[harnesses.eyes]\ntools = [\"read\"]\nmodel = [\"cheap\", \"strong\"]\n");
+    let providers = env.locations.config_dir.join("providers.toml");
+    let text = std::fs::read_to_string(&providers).unwrap();
+    let text = text.replace("name = \"cheap\"\n", "name = \"cheap\"\nimages = false\n");
+    // `strong` is OpenAI's gpt-4o upstream, a model the fake lets see.
+    let strong = "name = \"strong\"\nmodel = \"gpt-4o\"\nimages = true\n";
+    std::fs::write(&providers, text.replace("name = \"strong\"\n", strong)).unwrap();
+    let client = connect(&env).await;
+    let id = open(&env, &client, "eyes", "accept-edits").await;
+    let repo = developer_home(&env);
+    std::fs::write(repo.join("pixel.png"), superpi_providers::images::decode(png).unwrap()).unwrap();
+    let events = turn(&client, id, "what is in pixel.png?").await;
+    assert!(completed(&events), "{events:?}");
+    let results = results(&events);
+    assert!(results.iter().any(|(name, failed, _)| name == "read" && !failed), "{results:?}");
+    let accepted = fake.accepted();
+    let models: Vec<Value> = accepted.iter().map(|r| r["model"].clone()).collect();
+    assert_eq!(models, [json!("cheap"), json!("gpt-4o"), json!("gpt-4o")]);
+    assert!(accepted[2]["messages"].to_string().contains("data:image/png;base64"), "{}", accepted[2]);
     assert_eq!(fake.rejections(), vec![]);
 }
 

@@ -2,8 +2,8 @@
 //! through the real kernel and the mock model: a shared directory two conversations see, a
 //! scratch directory per conversation (and per subagent) that its tools cannot leave (policy
 //! and sandbox both), that goes with its conversation, outlives a restart and is swept once
-//! unused; as an
-//! ordinary user, the librarian's scratch directory is that user's, 0700.
+//! unused (and is listed before it is loaded); a hand-off
+//! keeps it; as an ordinary user, the librarian's scratch directory is that user's, 0700.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
@@ -19,6 +19,11 @@ use superpi_tests::{TestEnv, turn_events, wait};
 const HARNESSES: &str = r#"
 [harnesses.drafts]
 tools = ["read", "write", "ls", "bash", "subagent"]
+workspace = "scratch"
+handoff = ["team-writer", "drafts-review"]
+
+[harnesses.drafts-review]
+tools = ["read"]
 workspace = "scratch"
 
 [harnesses.team-writer]
@@ -92,6 +97,27 @@ async fn two_conversations_of_a_shared_workspace_see_each_others_files() {
     assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
 }
 
+/// A hand-off keeps the conversation's directory: one to a harness of another workspace is
+/// refused (the conversation stays where it was), one to a harness of the same is made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hand_off_never_moves_a_conversation_to_another_workspace() {
+    let env = env();
+    let client = KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    let (conv, dir) = open(&env, &client, "drafts").await;
+    let (failed, out) = call(&client, conv, "handoff", json!({"harness": "team-writer"})).await;
+    assert!(failed && out.contains("workspace"), "refused, saying why: {out}");
+    let (failed, out) = call(&client, conv, "write", json!({"path": "note.md", "content": "kept\n"})).await;
+    assert!(!failed, "{out}");
+    assert!(dir.join("note.md").exists(), "still in its scratch directory");
+    let shared = env.locations.workspaces_dir.join("shared/team/note.md");
+    assert!(!shared.exists(), "nothing written to the target's directory");
+
+    let (failed, out) = call(&client, conv, "handoff", json!({"harness": "drafts-review"})).await;
+    assert!(!failed, "a scratch harness to a scratch harness: {out}");
+    let (failed, out) = call(&client, conv, "read", json!({"path": "note.md"})).await;
+    assert!(!failed && out.contains("kept"), "the same directory after it: {out}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scratch_conversation_stays_in_its_own_directory_which_goes_with_it() {
     let env = env();
@@ -156,6 +182,9 @@ async fn a_restarted_kernel_finds_the_same_scratch_dir_and_sweeps_it_once_unused
     env.kill_kernel();
 
     let client = KernelClient::connect(&env.connect_options("test")).await.unwrap();
+    // Listed before it is loaded again, with the directory its id names.
+    let listed = client.list().await.unwrap().into_iter().find(|c| c.conversation_id == conv).expect("listed");
+    assert_eq!(listed.workspace.map(PathBuf::from), Some(dir.clone()), "session.list shows its workspace");
     let (failed, out) = call(&client, conv, "read", json!({"path": "notes.txt"})).await;
     assert!(!failed && out.contains("kept across"), "{out}");
     let info = client.open(OpenParams { conversation_id: Some(conv), ..Default::default() }).await.unwrap();

@@ -553,7 +553,7 @@ async fn answer(gw: &impl Door, headers: &HeaderMap, body: &[u8]) -> Result<Resp
     };
     // As for a chat completion: the submit and the turn run in a task of their own, and a
     // client that leaves (this handler dropped) closes the sink, which cancels the turn.
-    tokio::spawn(turn::submit_and_drive(client, sub, submit, options, sink, submitted_tx));
+    tokio::spawn(turn::submit_and_drive(client, sub, (submit, info.created), options, sink, submitted_tx));
     let internal = |message: &str| Error::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", message);
     let submitted = submitted_rx.await.map_err(|_| internal("the submit was lost"))?.map_err(kernel)?;
     tracing::info!(

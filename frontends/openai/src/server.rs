@@ -390,7 +390,7 @@ async fn chat_inner(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Re
         let (tx, rx) = oneshot::channel();
         (Sink::Collect { chunks: Vec::new(), done: Some(tx) }, Answer::Whole(rx))
     };
-    tokio::spawn(turn::submit_and_drive(client, sub, submit, options, sink, submitted_tx));
+    tokio::spawn(turn::submit_and_drive(client, sub, (submit, info.created), options, sink, submitted_tx));
     let submitted = submitted_rx
         .await
         .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "the submit was lost"))?

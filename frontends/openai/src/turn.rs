@@ -116,11 +116,12 @@ impl Sink {
 /// drives the turn into `sink` (`options` get the turn's id). The request handler spawns this
 /// before the submit goes out, so a client that leaves while the submit is on its way (the
 /// kernel may already run the turn; the handler is dropped, which closes the sink) still
-/// cancels its turn.
+/// cancels its turn. A submit the kernel refuses (a schema it cannot compile) ran nothing: a
+/// conversation `made` for this request is deleted, so the refused request leaves nothing.
 pub async fn submit_and_drive(
     client: KernelClient,
     sub: Subscription,
-    submit: SubmitParams,
+    (submit, made): (SubmitParams, bool),
     mut options: RenderOptions,
     sink: Sink,
     submitted: oneshot::Sender<Result<SubmitResult, ClientError>>,
@@ -137,6 +138,9 @@ pub async fn submit_and_drive(
         }
         Err(err) => {
             sub.close().await;
+            if made && let Err(err) = client.delete(conversation_id).await {
+                tracing::warn!(conversation_id, "deleting the conversation of a refused request: {err}");
+            }
             let _ = submitted.send(Err(err));
         }
     }

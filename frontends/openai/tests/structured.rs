@@ -1,12 +1,14 @@
 //! End to end: structured output through the gateway. `response_format` (Chat Completions) and
 //! `text.format` (Responses) become the kernel's `output_schema`; the mock answers its
-//! `@answer` lines, one per model request, so a refused answer and its retry are scripted.
+//! `@answer` lines, one per model request, so a refused answer and its retry are scripted; a
+//! schema the kernel refuses leaves no conversation behind.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
 
 use common::{Gateway, chat_body, http, read_stream};
 use serde_json::{Value, json};
+use superpi_client::KernelClient;
 
 fn schema() -> Value {
     json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"], "additionalProperties": false})
@@ -98,11 +100,15 @@ async fn an_answer_refused_twice_and_a_bad_response_format_are_openai_errors() {
         assert_eq!((status, &body["error"]["type"]), (400, &json!("invalid_request_error")), "{format}: {body}");
         assert!(body["error"]["message"].as_str().unwrap().contains(&format!("'{param}'")), "{format}: {body}");
     }
-    // A schema the kernel cannot compile is its refusal, a 400 too.
+    // A schema the kernel cannot compile is its refusal, a 400 too, and leaves no conversation.
+    let client = KernelClient::connect(&gw.env.connect_options("test")).await.unwrap();
+    let before = client.list().await.unwrap().len();
+    assert!(before > 0, "the conversations above are listed");
     let mut body = chat_body("superpi-code", false, "hi");
     body["response_format"] = json!({"type": "json_schema", "json_schema": {"name": "a", "schema": {"type": "object", "properties": {"n": {"type": 5}}}}});
     let (status, body) = post_json(&gw, "/v1/chat/completions", &body).await;
     assert_eq!(status, 400, "{body}");
+    assert_eq!(client.list().await.unwrap().len(), before, "the refused request's conversation is gone");
 }
 
 #[tokio::test(flavor = "multi_thread")]

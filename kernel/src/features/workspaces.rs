@@ -19,12 +19,21 @@ const SHARED: &str = "shared";
 /// The directory a conversation of a harness with workspace `kind` works in, when the kernel
 /// manages it (made if missing, canonical); `None` for a repository or no workspace.
 pub(crate) fn managed(root: &Path, kind: &WorkspaceKind, conversation: i64) -> Option<io::Result<PathBuf>> {
-    let dir = match kind {
-        WorkspaceKind::Scratch => root.join(SCRATCH).join(conversation.to_string()),
-        WorkspaceKind::Shared(name) => root.join(SHARED).join(name),
-        WorkspaceKind::Repo | WorkspaceKind::None => return None,
-    };
-    Some(make(&dir))
+    dir(root, kind, conversation).map(|dir| make(&dir))
+}
+
+/// Where that directory is, without making it (as a list shows a conversation not loaded).
+pub(crate) fn listed(root: &Path, kind: &WorkspaceKind, conversation: i64) -> Option<String> {
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    dir(&root, kind, conversation).map(|dir| dir.to_string_lossy().into_owned())
+}
+
+fn dir(root: &Path, kind: &WorkspaceKind, conversation: i64) -> Option<PathBuf> {
+    match kind {
+        WorkspaceKind::Scratch => Some(root.join(SCRATCH).join(conversation.to_string())),
+        WorkspaceKind::Shared(name) => Some(root.join(SHARED).join(name)),
+        WorkspaceKind::Repo | WorkspaceKind::None => None,
+    }
 }
 
 /// What a new conversation of a harness with a workspace other than a repository stores as

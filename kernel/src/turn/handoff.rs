@@ -4,6 +4,9 @@
 //! steps, and every later turn, run with the target's prompt, tools and model (its first model;
 //! else the conversation keeps its own); the history stays whole.
 //!
+//! A hand-off never moves the conversation's files: one to a harness of another workspace
+//! (`workspace` in harnesses.toml) is refused.
+//!
 //! A hand-off never widens what the conversation may do: the mode is lowered to the target's
 //! ceiling and never raised, and the lower of the two harnesses' ceilings is stored with the
 //! conversation (`mode_ceiling`), so neither `session.set_mode` nor a later turn lifts it. The
@@ -83,6 +86,13 @@ pub(crate) fn hand_off(
     if !from.handoff.contains(&target.id) {
         let allowed = from.handoff.join(", ");
         return Err(format!("the harness `{}` may hand the conversation only to: {allowed}", from.id));
+    }
+    // The conversation keeps its directory: its files and history name it.
+    if from.workspace != target.workspace {
+        return Err(format!(
+            "`{}` has workspace `{}` and `{}` has `{}`: a hand-off keeps the conversation's workspace",
+            from.id, from.workspace, target.id, target.workspace
+        ));
     }
     let settings = conv.settings();
     let model = target.cost.models.first().cloned().unwrap_or(settings.model);

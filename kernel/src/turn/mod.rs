@@ -577,7 +577,9 @@ fn complete_call(
 ) {
     let (cid, turn) = (conv.id, Some(turn_id));
     // An image the call returned (a `read` of a PNG) follows its result, for a model that sees.
-    let images = kernel.images.store_result(&conv.settings().model, &kernel.catalog.providers, &mut result);
+    // Against the model this step asked (a cascade may have escalated from the conversation's).
+    let model = lock(&conv.turn_model).clone().unwrap_or_else(|| conv.settings().model);
+    let images = kernel.images.store_result(&model, &kernel.catalog.providers, &mut result);
     let mut content = vec![ContentBlock::ToolResult {
         tool_call_id: call.call_id.clone(),
         name: call.name.clone(),

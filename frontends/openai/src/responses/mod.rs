@@ -139,7 +139,14 @@ async fn respond_inner(
     // `forwarded` (this handler, or the stream's writer, gone with its client) cancels the turn.
     let (submitted_tx, submitted_rx) = oneshot::channel();
     let (forward, mut forwarded) = mpsc::channel(FORWARD_BUFFER);
-    tokio::spawn(turn::submit_and_drive(client, sub, submit, options, Sink::Forward(forward), submitted_tx));
+    tokio::spawn(turn::submit_and_drive(
+        client,
+        sub,
+        (submit, info.created),
+        options,
+        Sink::Forward(forward),
+        submitted_tx,
+    ));
     let submitted = submitted_rx
         .await
         .map_err(|_| ResponsesError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "the submit was lost"))?

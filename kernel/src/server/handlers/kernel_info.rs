@@ -41,7 +41,9 @@ pub(super) fn schedule_add(kernel: &Arc<Kernel>, peer: &Peer, p: superpi_proto::
         kernel.store.conversation(conversation_id).map_err(internal)?.ok_or_else(|| not_found(conversation_id))?;
     let harness = kernel.catalog.harness(Some(&row.harness))?;
     takes_webhooks(harness, &p)?;
-    let ceiling = kernel.catalog.max_mode(harness, peer.remote);
+    // The lower ceiling a hand-off kept with the conversation binds its scheduled runs too.
+    let kept = row.settings.mode_ceiling.as_deref().and_then(|m| m.parse().ok());
+    let ceiling = kernel.catalog.ceiling(harness, kept, peer.remote);
     crate::scheduler::add(kernel, &p, &peer.principal, conversation_id, ceiling)
 }
 

@@ -94,8 +94,11 @@ pub(crate) async fn handle(kernel: &Arc<Kernel>, peer: &Arc<Peer>, method: &str,
         Method::SessionDelete(p) => sessions::delete(kernel, peer, p.conversation_id),
         Method::SessionUndo(p) => match found(kernel, peer, p.conversation_id) {
             Ok(Found::Here(conv)) => {
-                let harness = kernel.catalog.harness(Some(&conv.settings().harness)).map_err(|e| e.message);
-                let ceiling = harness.map_or(superpi_policy::Mode::Plan, |h| kernel.catalog.max_mode(h, peer.remote));
+                let settings = conv.settings();
+                let harness = kernel.catalog.harness(Some(&settings.harness)).map_err(|e| e.message);
+                let kept = settings.mode_ceiling;
+                let ceiling =
+                    harness.map_or(superpi_policy::Mode::Plan, |h| kernel.catalog.ceiling(h, kept, peer.remote));
                 crate::turn::checkpoint::undo(kernel, &conv, ceiling, p.turn_id).await
             }
             // The workspace is on the machine of the kernel that runs the conversation.

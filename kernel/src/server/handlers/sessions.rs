@@ -17,7 +17,7 @@ use superpi_proto::{ContentBlock, ErrorObject, Event, Message, Role};
 use tokio::sync::oneshot;
 
 use crate::conversation::{Conversation, Input, Steer};
-use crate::features::workspaces::stored;
+use crate::features::workspaces::{listed, stored};
 use crate::kernel::Kernel;
 use crate::live::{self, Found};
 use crate::server::peer::Peer;
@@ -136,11 +136,14 @@ pub(super) fn row_info(
         return Ok(info(kernel, &conv, remote, false));
     }
     let kept = row.settings.mode_ceiling.as_deref().and_then(|m| m.parse().ok());
-    let max_mode = kernel
-        .catalog
-        .harness(Some(&row.harness))
+    let harness = kernel.catalog.harness(Some(&row.harness));
+    let max_mode = harness
+        .as_ref()
         .map(|h| kernel.catalog.ceiling(h, kept, remote).as_str().to_string())
         .unwrap_or_else(|_| row.mode.clone());
+    // A managed workspace's path, which a scratch one's row does not hold (its id names it).
+    let managed = harness.ok().and_then(|h| listed(&kernel.config.workspaces_dir, &h.workspace, row.id));
+    let workspace = managed.or_else(|| row.workspace.clone());
     Ok(ConversationInfo {
         conversation_id: row.id,
         harness: row.harness.clone(),
@@ -148,14 +151,14 @@ pub(super) fn row_info(
         mode: row.mode.clone(),
         max_mode,
         effort: row.settings.effort,
-        workspace: row.workspace.clone(),
+        rules_files: rules_files.of(workspace.as_deref()),
+        workspace,
         title: row.title.clone(),
         parent_id: row.parent_id,
         created_at_ms: row.created_at_ms,
         status: if running { "running".into() } else { "idle".into() },
         head_seq: events.head_seq,
         created: false,
-        rules_files: rules_files.of(row.workspace.as_deref()),
         cost_usd: events.cost_usd,
     })
 }
