@@ -33,17 +33,23 @@ fn snapshot(dir: &Path, skip: &[&Path], into: &mut BTreeMap<PathBuf, (u64, u32, 
             continue;
         }
         let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
-        into.insert(path.clone(), (meta.size(), meta.mode(), meta.mtime(), meta.mtime_nsec()));
+        // A folder above superpi's own (`~/.local/state` above its managed workspaces) may be
+        // made or gain that entry on a first run: only what else it holds is compared.
+        if !skip.iter().any(|s| s.starts_with(&path)) {
+            into.insert(path.clone(), (meta.size(), meta.mode(), meta.mtime(), meta.mtime_nsec()));
+        }
         if meta.is_dir() {
             snapshot(&path, skip, into);
         }
     }
 }
 
-/// Everything outside the workspace and superpi's own directories, to compare before and after.
+/// Everything outside the workspace and superpi's own directories (data, config, runtime, managed
+/// workspaces), to compare before and after.
 fn outside(m: &Machine) -> BTreeMap<PathBuf, (u64, u32, i64, i64)> {
     let (data, run) = (m.home.join(".local/share/superpi"), m.home.with_file_name("run"));
-    let skip = [m.workspace.as_path(), data.as_path(), run.as_path(), &m.home.join(".config/superpi")];
+    let workspaces = m.home.join(".local/state/superpi");
+    let skip = [m.workspace.as_path(), data.as_path(), run.as_path(), &m.home.join(".config/superpi"), &workspaces];
     let mut into = BTreeMap::new();
     snapshot(m.home.parent().unwrap(), &skip, &mut into);
     into
