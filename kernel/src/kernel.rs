@@ -37,8 +37,8 @@ pub(crate) struct Kernel {
     pub catalog: Catalog,
     /// External MCP servers, started on first need.
     pub mcp: McpClients,
-    /// The MCP logins turns are running, one per server (`turn/mcp_login.rs`).
-    pub mcp_logins: crate::turn::mcp_login::Logins,
+    /// The MCP logins turns are running, one per server.
+    pub mcp_logins: crate::mcp_logins::Logins,
     pub live: LiveConversations,
     /// Trims the allocator once conversations have left memory.
     pub freed: FreedMemory,

@@ -24,6 +24,7 @@ mod features;
 mod freed;
 mod kernel;
 mod live;
+mod mcp_logins;
 mod path_locks;
 mod running_calls;
 mod scheduler;

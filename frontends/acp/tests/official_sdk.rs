@@ -237,7 +237,8 @@ async fn an_mcp_login_goes_through_the_editors_url_elicitation() {
     assert!(!env.locations.data_dir.join("mcp-oauth/prot.json").exists());
 
     let seen = sdk_turn(&env, None, &[("URLS", "1")], "superpi-code", "accept-edits", prompt).await;
-    assert_eq!(seen["stopReason"], "end_turn", "{seen}");
+    let log = std::fs::read_to_string(env.locations.kernel_log_path()).unwrap_or_default();
+    assert_eq!(seen["stopReason"], "end_turn", "{seen}\nKERNEL LOG:\n{log}");
     let asked = &seen["elicited"][0];
     assert_eq!(asked["mode"], "url", "{seen}");
     let url = asked["url"].as_str().unwrap();
