@@ -111,6 +111,11 @@ impl Catalog {
         })
     }
 
+    /// The managed workspaces' root, canonical (made before the catalog loads).
+    pub fn workspaces_root(&self) -> &std::path::Path {
+        &self.workspaces_root
+    }
+
     /// superpi's own directories (config, data, runtime, managed workspaces), canonical.
     pub fn private_dirs(&self) -> &[std::path::PathBuf] {
         &self.private_dirs

@@ -22,10 +22,10 @@ pub(crate) fn managed(root: &Path, kind: &WorkspaceKind, conversation: i64) -> O
     dir(root, kind, conversation).map(|dir| make(&dir))
 }
 
-/// Where that directory is, without making it (as a list shows a conversation not loaded).
+/// Where that directory is below the canonical `root`, without making it or touching the disk
+/// (as a list shows a conversation not loaded, once per row).
 pub(crate) fn listed(root: &Path, kind: &WorkspaceKind, conversation: i64) -> Option<String> {
-    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    dir(&root, kind, conversation).map(|dir| dir.to_string_lossy().into_owned())
+    dir(root, kind, conversation).map(|dir| dir.to_string_lossy().into_owned())
 }
 
 fn dir(root: &Path, kind: &WorkspaceKind, conversation: i64) -> Option<PathBuf> {

@@ -142,7 +142,7 @@ pub(super) fn row_info(
         .map(|h| kernel.catalog.ceiling(h, kept, remote).as_str().to_string())
         .unwrap_or_else(|_| row.mode.clone());
     // A managed workspace's path, which a scratch one's row does not hold (its id names it).
-    let managed = harness.ok().and_then(|h| listed(&kernel.config.workspaces_dir, &h.workspace, row.id));
+    let managed = harness.ok().and_then(|h| listed(kernel.catalog.workspaces_root(), &h.workspace, row.id));
     let workspace = managed.or_else(|| row.workspace.clone());
     Ok(ConversationInfo {
         conversation_id: row.id,
